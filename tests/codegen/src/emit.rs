@@ -1,0 +1,1242 @@
+//! IR → Rust source.
+//!
+//! Every version check goes through [`cond`], which drops checks that are always true or
+//! always false for the versions a struct can appear in, so the output carries only the
+//! branches that can go both ways. Sizing and writing are emitted from the same walk over
+//! the fields, and the view decoder, the skipper and the reference decoder likewise.
+
+use std::fmt::Write as _;
+
+use crate::schema::{Field, Message, Struct, Type, parse_int};
+use crate::versions::{Cond, Versions, by_version, cond};
+
+const V: &str = "ver.version";
+
+pub fn snake(name: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let prev_lower = i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if i > 0 && (prev_lower || (next_lower && chars[i - 1].is_uppercase())) {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    match out.as_str() {
+        "type" | "match" | "ref" | "mod" | "fn" | "struct" | "use" | "self" | "loop" | "move" => format!("r#{out}"),
+        _ => out,
+    }
+}
+
+/// The API's name: the message name without `Request` / `Response`.
+pub fn api_name(msg: &Message) -> &str {
+    msg.name.strip_suffix("Request").or_else(|| msg.name.strip_suffix("Response")).unwrap_or(&msg.name)
+}
+
+struct Gen<'m> {
+    msg: &'m Message,
+    out: String,
+}
+
+/// Everything the emitter needs to know about one field within one struct.
+struct F<'f> {
+    f: &'f Field,
+    s: &'f Struct,
+    /// `"Struct.Field"`, for errors.
+    path: String,
+    ident: String,
+    inline: Versions,
+    tagged: Versions,
+    /// Nullable in some version in which the field is present.
+    nullable: bool,
+}
+
+impl<'f> F<'f> {
+    fn new(s: &'f Struct, f: &'f Field) -> Self {
+        let inline = f.inline_versions().intersect(s.versions);
+        let tagged = f.tagged.intersect(s.versions);
+        let present = Versions::new(f.versions.lo.max(s.versions.lo), f.versions.hi.min(s.versions.hi));
+        F {
+            f,
+            s,
+            path: format!("{}.{}", s.name, f.name),
+            ident: snake(&f.name),
+            inline,
+            tagged,
+            nullable: !f.nullable.intersect(present).is_empty(),
+        }
+    }
+
+    fn elem(&self) -> &Type {
+        match &self.f.ty {
+            Type::Array(t) => t,
+            t => t,
+        }
+    }
+}
+
+fn q(s: &str) -> String {
+    format!("{s:?}")
+}
+
+impl Gen<'_> {
+    fn line(&mut self, s: impl AsRef<str>) {
+        self.out.push_str(s.as_ref());
+        self.out.push('\n');
+    }
+
+    fn structs(&self) -> impl Iterator<Item = &Struct> {
+        self.msg.structs.iter()
+    }
+
+    fn is_root(&self, s: &Struct) -> bool {
+        s.name == self.msg.name
+    }
+
+    /// Whether `ver.flexible` is known for this struct: `Some(b)` when it is the same in
+    /// every version the struct appears in.
+    fn flex(&self, s: &Struct) -> Option<bool> {
+        match cond(self.msg.flexible, s.versions, V) {
+            Cond::Always => Some(true),
+            Cond::Never => Some(false),
+            Cond::If(_) => None,
+        }
+    }
+
+    fn flex_expr(&self, s: &Struct) -> &'static str {
+        match self.flex(s) {
+            Some(true) => "true",
+            Some(false) => "false",
+            None => "ver.flexible",
+        }
+    }
+
+    fn has_tags(&self, s: &Struct) -> bool {
+        !self.msg.flexible.intersect(s.versions).is_empty()
+    }
+
+    fn needs_lifetime(&self, ty: &Type) -> bool {
+        match ty {
+            Type::String | Type::Bytes | Type::Records | Type::Array(_) => true,
+            Type::Struct(n) => self.struct_needs_lifetime(self.msg.find(n)),
+            _ => false,
+        }
+    }
+
+    fn struct_needs_lifetime(&self, s: &Struct) -> bool {
+        self.has_tags(s) || s.fields.iter().any(|f| self.needs_lifetime(&f.ty))
+    }
+
+    fn data_name(&self, name: &str) -> String {
+        if self.struct_needs_lifetime(self.msg.find(name)) { format!("{name}<'a>") } else { name.to_string() }
+    }
+
+    fn data_elem_ty(&self, ty: &Type) -> String {
+        match ty {
+            Type::Bool => "bool".into(),
+            Type::Int8 => "i8".into(),
+            Type::Int16 => "i16".into(),
+            Type::Int32 => "i32".into(),
+            Type::Int64 => "i64".into(),
+            Type::Uint16 => "u16".into(),
+            Type::Uint32 => "u32".into(),
+            Type::Float64 => "f64".into(),
+            Type::Uuid => "Uuid".into(),
+            Type::String => "Str<'a>".into(),
+            Type::Bytes | Type::Records => "Bytes<'a>".into(),
+            Type::Struct(n) => self.data_name(n),
+            Type::Array(t) => format!("List<'a, {}>", self.data_elem_ty(t)),
+        }
+    }
+
+    fn data_ty(&self, f: &F) -> String {
+        let t = self.data_elem_ty(&f.f.ty);
+        if f.nullable { format!("Option<{t}>") } else { t }
+    }
+
+    fn view_elem_ty(&self, ty: &Type) -> String {
+        match ty {
+            Type::String => "&'a str".into(),
+            Type::Bytes | Type::Records => "&'a [u8]".into(),
+            Type::Struct(n) => format!("{n}View<'a>"),
+            Type::Array(t) => format!("ArrayView<'a, {}>", self.view_elem_ty(t)),
+            t => self.data_elem_ty(t),
+        }
+    }
+
+    fn view_ty(&self, f: &F) -> String {
+        let t = self.view_elem_ty(&f.f.ty);
+        if f.nullable { format!("Option<{t}>") } else { t }
+    }
+
+    /// The default value as a data expression.
+    fn data_default(&self, f: &F) -> String {
+        let d = f.f.default.as_deref();
+        if f.nullable && d == Some("null") {
+            return "None".into();
+        }
+        let v = match &f.f.ty {
+            Type::Bool => d.unwrap_or("false").to_string(),
+            Type::Float64 => format!("{:?}", d.map_or(0.0, |d| d.parse::<f64>().unwrap())),
+            Type::Uuid => "Uuid::ZERO".into(),
+            Type::String => format!("Str::Borrowed({})", q(d.unwrap_or(""))),
+            Type::Bytes | Type::Records | Type::Array(_) => "List::Borrowed(&[])".into(),
+            Type::Struct(n) => format!("{n}::default()"),
+            _ => int_default(d),
+        };
+        if f.nullable { format!("Some({v})") } else { v }
+    }
+
+    /// The default value as a view expression.
+    fn view_default(&self, f: &F) -> String {
+        let d = f.f.default.as_deref();
+        if f.nullable && d == Some("null") {
+            return "None".into();
+        }
+        let v = match &f.f.ty {
+            Type::String => q(d.unwrap_or("")),
+            Type::Bytes | Type::Records => "&[]".into(),
+            Type::Array(_) => format!("ArrayView::empty(ver, {})", q(&f.path)),
+            Type::Struct(n) => format!("{n}View::defaults(ver)"),
+            _ => self.data_default(f),
+        };
+        if f.nullable { format!("Some({v})") } else { v }
+    }
+
+    /// An expression that is true when the data field `x` differs from its default.
+    fn non_default(&self, f: &F, x: &str) -> String {
+        let d = f.f.default.as_deref();
+        match &f.f.ty {
+            Type::String if f.nullable && d == Some("null") => format!("{x}.is_some()"),
+            Type::String if f.nullable => format!("{x}.as_deref() != Some({})", q(d.unwrap_or(""))),
+            Type::String => format!("{x}.as_str() != {}", q(d.unwrap_or(""))),
+            Type::Bytes | Type::Records | Type::Array(_) if f.nullable && d == Some("null") => format!("{x}.is_some()"),
+            Type::Bytes | Type::Records | Type::Array(_) if f.nullable => {
+                format!("!{x}.as_ref().is_some_and(|v| v.is_empty())")
+            }
+            Type::Bytes | Type::Records | Type::Array(_) => format!("!{x}.is_empty()"),
+            _ => format!("{x} != {}", self.data_default(f)),
+        }
+    }
+
+    // ----------------------------------------------------------------- data types
+
+    fn emit_data_struct(&mut self, s: &Struct) {
+        let name = self.data_name(&s.name);
+        self.doc(&s.about, "");
+        if self.is_root(s) {
+            self.line(format!(
+                "///\n/// Versions {}; flexible from version {}. Decode it without allocating with [`{}View`].",
+                self.msg.valid, self.msg.flexible.lo, s.name
+            ));
+        }
+        self.line("#[derive(Clone, Debug, PartialEq)]");
+        self.line(format!("pub struct {name} {{"));
+        for f in &s.fields {
+            let f = F::new(s, f);
+            self.doc(&f.f.about, "    ");
+            self.line(format!("    ///\n    /// {}", field_facts(&f)));
+            let ty = self.data_ty(&f);
+            self.line(format!("    pub {}: {ty},", f.ident));
+        }
+        if self.has_tags(s) {
+            self.line("    /// Tagged fields this schema does not know, kept so that they can be written back.");
+            self.line("    pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,");
+        }
+        self.line("}\n");
+
+        let generics = if self.struct_needs_lifetime(s) { "<'a>" } else { "" };
+        self.line(format!("impl{generics} Default for {name} {{"));
+        self.line("    fn default() -> Self {");
+        self.line(format!("        {} {{", s.name));
+        for f in &s.fields {
+            let f = F::new(s, f);
+            let d = self.data_default(&f);
+            self.line(format!("            {}: {d},", f.ident));
+        }
+        if self.has_tags(s) {
+            self.line("            unknown_tagged_fields: List::Borrowed(&[]),");
+        }
+        self.line("        }\n    }\n}\n");
+    }
+
+    fn doc(&mut self, text: &str, indent: &str) {
+        for line in wrap(text, 92) {
+            self.line(format!("{indent}/// {line}"));
+        }
+    }
+
+    // ----------------------------------------------------------------- encoding
+
+    fn size_expr(&self, f: &F, x: &str, in_write: bool) -> String {
+        let flex = self.flex_expr(f.s);
+        let p = q(&f.path);
+        let t = if in_write { ".unwrap_or(0)" } else { "?" };
+        let plain = |inner: &str| -> String {
+            match &f.f.ty {
+                Type::String => format!("wire::string_size({inner}.len(), {flex}, {p}){t}"),
+                Type::Bytes | Type::Records => format!("wire::bytes_size({inner}.len(), {flex}, {p}){t}"),
+                Type::Array(_) => format!("codec::array_size(Some({inner}.as_slice()), ver, {p}){t}"),
+                Type::Struct(_) => format!("{inner}.size(ver, {p}){t}"),
+                ty => ty.fixed_width().unwrap().to_string(),
+            }
+        };
+        if !f.nullable {
+            return plain(x);
+        }
+        match &f.f.ty {
+            Type::Array(_) => format!("codec::array_size({x}.as_deref(), ver, {p}){t}"),
+            Type::Struct(_) => format!("match &{x} {{ Some(v) => 1 + {}, None => 1 }}", plain("v")),
+            Type::String => format!("match &{x} {{ Some(v) => {}, None => wire::null_size({flex}, false) }}", plain("v")),
+            _ => format!("match &{x} {{ Some(v) => {}, None => wire::null_size({flex}, true) }}", plain("v")),
+        }
+    }
+
+    fn write_stmt(&self, f: &F, x: &str) -> String {
+        let flex = self.flex_expr(f.s);
+        match (&f.f.ty, f.nullable) {
+            (Type::String, false) => format!("w.str(&{x}, {flex});"),
+            (Type::String, true) => format!("w.nullable_str({x}.as_deref(), {flex});"),
+            (Type::Bytes | Type::Records, false) => format!("w.bytes(&{x}, {flex});"),
+            (Type::Bytes | Type::Records, true) => format!("w.nullable_bytes({x}.as_deref(), {flex});"),
+            (Type::Array(_), false) => format!("codec::write_array(w, Some({x}.as_slice()), ver);"),
+            (Type::Array(_), true) => format!("codec::write_array(w, {x}.as_deref(), ver);"),
+            (Type::Struct(_), false) => format!("{x}.write(w, ver);"),
+            (Type::Struct(_), true) => {
+                format!("match &{x} {{ Some(v) => {{ w.i8(1); v.write(w, ver); }} None => w.i8(-1), }}")
+            }
+            (ty, _) => format!("w.{}({x});", scalar_method(ty)),
+        }
+    }
+
+    /// Checks run in the size step for a field in the versions where it is written in
+    /// place: nulls where the version has no null.
+    fn null_check(&self, f: &F, x: &str) -> Option<String> {
+        if !f.nullable {
+            return None;
+        }
+        let err = format!("return Err(EncodeError::NullNotAllowed {{ field: {} }});", q(&f.path));
+        match cond(f.f.nullable, f.inline, V) {
+            Cond::Always => None,
+            Cond::Never => Some(format!("if {x}.is_none() {{ {err} }}")),
+            Cond::If(c) => Some(format!("if {x}.is_none() && !({c}) {{ {err} }}")),
+        }
+    }
+
+    fn absent_check(&self, f: &F) -> Option<String> {
+        if f.f.ignorable {
+            return None;
+        }
+        let x = format!("self.{}", f.ident);
+        Some(format!(
+            "if {} {{ return Err(EncodeError::FieldNotInVersion {{ field: {}, version: ver.version }}); }}",
+            self.non_default(f, &x),
+            q(&f.path)
+        ))
+    }
+
+    fn emit_encode(&mut self, s: &Struct) {
+        let name = self.data_name(&s.name);
+        let lt = if self.struct_needs_lifetime(s) { "<'_>" } else { "" };
+        let _ = name;
+        self.line(format!("impl Encode for {}{lt} {{", s.name));
+
+        // size
+        let fn_start = self.out.len();
+        self.line("    fn size(&self, VER: Ver, _: &'static str) -> Result<usize, EncodeError> {");
+        let mut body = String::new();
+        let mut fixed = 0usize;
+        for field in &s.fields {
+            let f = F::new(s, field);
+            let x = format!("self.{}", f.ident);
+            let size = self.size_expr(&f, &x, false);
+            let is_fixed = f.f.ty.fixed_width().is_some();
+            let mut present = Vec::new();
+            if let Some(c) = self.null_check(&f, &x) {
+                present.push(c);
+            }
+            let add = if is_fixed { format!("n += {size};") } else { format!("n = wire::add(n, {size}, {})?;", q(&f.path)) };
+            present.push(add);
+            let absent_versions = f.inline.subtract(f.tagged).unwrap_or(f.inline);
+            let _ = absent_versions;
+            let absent = match cond(f.tagged, s.versions, V) {
+                Cond::Always => None,
+                _ => self.absent_check(&f).map(|chk| match cond(f.tagged, s.versions, V) {
+                    Cond::Never => chk,
+                    Cond::If(c) => format!("if !({c}) {{ {chk} }}"),
+                    Cond::Always => unreachable!(),
+                }),
+            };
+            match cond(f.inline, s.versions, V) {
+                Cond::Always if is_fixed && present.len() == 1 => fixed += f.f.ty.fixed_width().unwrap(),
+                Cond::Always => {
+                    for p in present {
+                        writeln!(body, "        {p}").unwrap();
+                    }
+                }
+                Cond::Never => {
+                    if let Some(a) = absent {
+                        writeln!(body, "        {a}").unwrap();
+                    }
+                }
+                Cond::If(c) => {
+                    writeln!(body, "        if {c} {{").unwrap();
+                    for p in present {
+                        writeln!(body, "            {p}").unwrap();
+                    }
+                    match absent {
+                        // `a` is an `if`, so it chains as `} else if ...`.
+                        Some(a) => writeln!(body, "        }} else {a}").unwrap(),
+                        None => writeln!(body, "        }}").unwrap(),
+                    }
+                }
+            }
+        }
+        let tagged: Vec<F> = self.tagged_fields(s);
+        let known = known_tags(&tagged);
+        let mut tag_body = String::new();
+        if self.has_tags(s) && tagged.is_empty() {
+            writeln!(
+                tag_body,
+                "n = wire::add(n, wire::raw_tagged_fields_size(&self.unknown_tagged_fields, {})?, {})?;",
+                q(&s.name),
+                q(&s.name)
+            )
+            .unwrap();
+        } else if self.has_tags(s) {
+            writeln!(tag_body, "let mut tags = TaggedSize::new();").unwrap();
+            for f in &tagged {
+                let x = format!("self.{}", f.ident);
+                let test = self.non_default(f, &x);
+                let test = match cond(f.tagged, s.versions, V) {
+                    Cond::If(c) => format!("{c} && {test}"),
+                    _ => test,
+                };
+                let size = self.size_expr(f, &x, false);
+                writeln!(tag_body, "if {test} {{ tags.field({}, {size}, {})?; }}", f.f.tag.unwrap(), q(&f.path)).unwrap();
+            }
+            writeln!(
+                tag_body,
+                "n = wire::add(n, tags.finish(&self.unknown_tagged_fields, &[{known}], {})?, {})?;",
+                q(&s.name),
+                q(&s.name)
+            )
+            .unwrap();
+        }
+        let mut_kw = if body.is_empty() && tag_body.is_empty() { "" } else { "mut " };
+        self.line(format!("        let {mut_kw}n = {fixed};"));
+        self.out.push_str(&body);
+        self.emit_if_flex(s, &tag_body, "        ");
+        self.line("        Ok(n)\n    }\n");
+        self.name_ver_param(fn_start);
+
+        // write
+        let fn_start = self.out.len();
+        self.line("    fn write(&self, w: &mut Writer<'_>, VER: Ver) {");
+        for field in &s.fields {
+            let f = F::new(s, field);
+            let stmt = self.write_stmt(&f, &format!("self.{}", f.ident));
+            match cond(f.inline, s.versions, V) {
+                Cond::Always => self.line(format!("        {stmt}")),
+                Cond::Never => {}
+                Cond::If(c) => self.line(format!("        if {c} {{ {stmt} }}")),
+            }
+        }
+        if self.has_tags(s) && tagged.is_empty() {
+            self.emit_if_flex(s, "w.raw_tagged_fields(&self.unknown_tagged_fields);", "        ");
+        } else if self.has_tags(s) {
+            let mut t = String::new();
+            writeln!(t, "let unknown = self.unknown_tagged_fields.as_slice();").unwrap();
+            let mut count = String::from("unknown.len()");
+            for f in &tagged {
+                let x = format!("self.{}", f.ident);
+                let test = self.non_default(f, &x);
+                let test = match cond(f.tagged, s.versions, V) {
+                    Cond::If(c) => format!("{c} && {test}"),
+                    _ => test,
+                };
+                writeln!(t, "let write_{} = {test};", f.ident.trim_start_matches("r#")).unwrap();
+                write!(count, " + usize::from(write_{})", f.ident.trim_start_matches("r#")).unwrap();
+            }
+            writeln!(t, "w.uvarint(({count}) as u32);").unwrap();
+            writeln!(t, "let mut next = 0;").unwrap();
+            for f in &tagged {
+                let x = format!("self.{}", f.ident);
+                let tag = f.f.tag.unwrap();
+                writeln!(t, "if write_{} {{", f.ident.trim_start_matches("r#")).unwrap();
+                writeln!(t, "    w.raw_tags_below(unknown, &mut next, Some({tag}));").unwrap();
+                writeln!(t, "    w.tag_header({tag}, {});", self.size_expr(f, &x, true)).unwrap();
+                writeln!(t, "    {}", self.write_stmt(f, &x)).unwrap();
+                writeln!(t, "}}").unwrap();
+            }
+            writeln!(t, "w.raw_tags_below(unknown, &mut next, None);").unwrap();
+            self.emit_if_flex(s, &t, "        ");
+        }
+        self.line("    }");
+        self.name_ver_param(fn_start);
+
+        // fixed size
+        let expr = by_version(s.versions, V, |v| self.encode_fixed_size(s, v), show_opt);
+        if expr != "None" {
+            self.line(format!("\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"));
+        }
+        self.line("}\n");
+    }
+
+    /// Names the `VER` parameter of the function emitted from `start` on `ver`, or `_` when
+    /// its body does not use it.
+    fn name_ver_param(&mut self, start: usize) {
+        let text = self.out.split_off(start);
+        let (head, body) = text.split_once('\n').unwrap();
+        let used = body.contains("ver.") || body.contains("ver)") || body.contains("ver,");
+        self.out.push_str(&head.replace("VER", if used { "ver" } else { "_" }));
+        self.out.push('\n');
+        self.out.push_str(body);
+    }
+
+    fn emit_if_flex(&mut self, s: &Struct, body: &str, indent: &str) {
+        if body.is_empty() {
+            return;
+        }
+        match self.flex(s) {
+            Some(true) => {
+                for l in body.lines() {
+                    self.line(format!("{indent}{l}"));
+                }
+            }
+            Some(false) => {}
+            None => {
+                self.line(format!("{indent}if ver.flexible {{"));
+                for l in body.lines() {
+                    self.line(format!("{indent}    {l}"));
+                }
+                self.line(format!("{indent}}}"));
+            }
+        }
+    }
+
+    fn tagged_fields<'s>(&self, s: &'s Struct) -> Vec<F<'s>> {
+        let mut v: Vec<F> = s.fields.iter().map(|f| F::new(s, f)).filter(|f| !f.tagged.is_empty()).collect();
+        v.sort_by_key(|f| f.f.tag);
+        v
+    }
+
+    /// The fixed size of the struct in version `v` for the view decoder, if it has one.
+    fn view_fixed_size(&self, s: &Struct, v: i16) -> Option<usize> {
+        if self.msg.flexible.contains(v) {
+            return None;
+        }
+        let mut n = 0;
+        for f in &s.fields {
+            if f.inline_versions().contains(v) {
+                n += f.ty.fixed_width()?;
+            }
+        }
+        Some(n)
+    }
+
+    fn encode_fixed_size(&self, s: &Struct, v: i16) -> Option<usize> {
+        let n = self.view_fixed_size(s, v)?;
+        let needs_check = s.fields.iter().any(|f| !f.ignorable && !f.versions.contains(v));
+        if needs_check { None } else { Some(n) }
+    }
+
+    // ----------------------------------------------------------------- views
+
+    fn view_read_expr(&self, f: &F, r: &str) -> String {
+        let flex = self.flex_expr(f.s);
+        let p = q(&f.path);
+        let nullable_now = cond(f.f.nullable, f.inline.intersect(f.s.versions), V);
+        let pick = |plain: String, nullable: String| -> String {
+            if !f.nullable {
+                return plain;
+            }
+            match &nullable_now {
+                Cond::Always => nullable,
+                Cond::Never => format!("Some({plain})"),
+                Cond::If(c) => format!("if {c} {{ {nullable} }} else {{ Some({plain}) }}"),
+            }
+        };
+        match &f.f.ty {
+            Type::String => pick(format!("{r}.str({flex}, {p})?"), format!("{r}.nullable_str({flex}, {p})?")),
+            Type::Bytes | Type::Records => {
+                pick(format!("{r}.bytes({flex}, {p})?"), format!("{r}.nullable_bytes({flex}, {p})?"))
+            }
+            Type::Array(_) => pick(format!("ArrayView::read({r}, ver, {p})?"), format!("ArrayView::read_nullable({r}, ver, {p})?")),
+            Type::Struct(n) => pick(
+                format!("{n}View::read({r}, ver, {p})?"),
+                format!("if {r}.i8({p})? < 0 {{ None }} else {{ Some({n}View::read({r}, ver, {p})?) }}"),
+            ),
+            ty => format!("{r}.{}({p})?", scalar_method(ty)),
+        }
+    }
+
+    fn view_skip_stmt(&self, f: &F, r: &str) -> String {
+        let flex = self.flex_expr(f.s);
+        let p = q(&f.path);
+        let nullable_now = cond(f.f.nullable, f.inline.intersect(f.s.versions), V);
+        let pick = |plain: String, nullable: String| -> String {
+            if !f.nullable {
+                return plain;
+            }
+            match &nullable_now {
+                Cond::Always => nullable,
+                Cond::Never => plain,
+                Cond::If(c) => format!("if {c} {{ {nullable} }} else {{ {plain} }}"),
+            }
+        };
+        let elem = self.view_elem_ty(f.elem());
+        match &f.f.ty {
+            Type::String => pick(format!("{r}.str_bytes({flex}, {p})?;"), format!("{r}.nullable_str_bytes({flex}, {p})?;")),
+            Type::Bytes | Type::Records => {
+                pick(format!("{r}.bytes({flex}, {p})?;"), format!("{r}.nullable_bytes({flex}, {p})?;"))
+            }
+            Type::Array(_) => pick(
+                format!("ArrayView::<{elem}>::read({r}, ver, {p})?;"),
+                format!("ArrayView::<{elem}>::read_nullable({r}, ver, {p})?;"),
+            ),
+            Type::Struct(n) => pick(
+                format!("{n}View::skip({r}, ver, {p})?;"),
+                format!("if {r}.i8({p})? >= 0 {{ {n}View::skip({r}, ver, {p})?; }}"),
+            ),
+            ty => format!("{r}.take({}, {p})?;", ty.fixed_width().unwrap()),
+        }
+    }
+
+    fn emit_view(&mut self, s: &Struct) {
+        let n = &s.name;
+        let root = self.is_root(s);
+        if root {
+            self.line(format!("/// A zero-copy view of a {n} body: {}", lower_first(&s.about)));
+            self.line("///");
+            self.line(format!(
+                "/// [`{n}View::new`] checks the structure of the whole body, and the UTF-8 of the body's own"
+            ));
+            self.line("/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]");
+            self.line("/// checks everything. Accessors never fail and never allocate; fields absent in the version");
+            self.line("/// return their default.");
+        } else {
+            self.line(format!("/// A zero-copy view of a {n}: {}", lower_first(&s.about)));
+        }
+        self.line("#[derive(Clone, Copy, Debug)]");
+        self.line(format!("pub struct {n}View<'a> {{"));
+        self.line("    bytes: &'a [u8],");
+        self.line("    ver: Ver,");
+        for f in &s.fields {
+            let f = F::new(s, f);
+            let ty = self.view_ty(&f);
+            self.line(format!("    {}: {ty},", f.ident));
+        }
+        if self.has_tags(s) {
+            self.line("    tagged: TaggedSection<'a>,");
+        }
+        self.line("}\n");
+
+        // accessors
+        self.line(format!("impl<'a> {n}View<'a> {{"));
+        if root {
+            self.line(format!(
+                "    /// Checks `bytes` as a {n} body of `version` and returns a view of it.\n    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {{"
+            ));
+            self.line(format!("        codec::read_body::<{}, Self>(bytes, version)", n));
+            self.line("    }\n");
+        }
+        self.line("    /// The bytes this view covers.");
+        self.line("    pub const fn as_bytes(&self) -> &'a [u8] {\n        self.bytes\n    }\n");
+        self.line("    /// The version the bytes were decoded as.");
+        self.line("    pub const fn version(&self) -> i16 {\n        self.ver.version\n    }\n");
+        for f in &s.fields {
+            let f = F::new(s, f);
+            self.doc(&f.f.about, "    ");
+            self.line(format!("    ///\n    /// {}", field_facts(&f)));
+            let ty = self.view_ty(&f);
+            let ident = &f.ident;
+            self.line(format!("    pub const fn {ident}(&self) -> {ty} {{\n        self.{ident}\n    }}\n"));
+            if matches!(f.f.ty, Type::String) {
+                let raw = ident.trim_start_matches("r#");
+                self.line(format!("    /// The raw bytes of [`Self::{ident}`]."));
+                if f.nullable {
+                    self.line(format!(
+                        "    pub fn {raw}_bytes(&self) -> Option<&'a [u8]> {{\n        self.{ident}.map(str::as_bytes)\n    }}\n"
+                    ));
+                } else {
+                    self.line(format!(
+                        "    pub const fn {raw}_bytes(&self) -> &'a [u8] {{\n        self.{ident}.as_bytes()\n    }}\n"
+                    ));
+                }
+            }
+        }
+        if self.has_tags(s) {
+            let known = known_tags(&self.tagged_fields(s));
+            self.line("    /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.");
+            self.line(format!(
+                "    pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {{\n        self.tagged.unknown(&[{known}])\n    }}\n"
+            ));
+        }
+        // validate
+        self.line("    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every");
+        self.line("    /// element of every array, at every depth.");
+        self.line("    pub fn validate(&self) -> Result<(), DecodeError> {");
+        for f in &s.fields {
+            let f = F::new(s, f);
+            let x = format!("self.{}", f.ident);
+            let stmt = match (&f.f.ty, f.elem()) {
+                (Type::Array(_), Type::Struct(_)) => Some("a.iter().try_for_each(|e| e?.validate())?;"),
+                (Type::Array(_), Type::String) => Some("a.validate()?;"),
+                (Type::Struct(_), _) => Some("a.validate()?;"),
+                _ => None,
+            };
+            if let Some(stmt) = stmt {
+                if f.nullable {
+                    self.line(format!("        if let Some(a) = {x} {{ {stmt} }}"));
+                } else {
+                    self.line(format!("        let a = {x};\n        {stmt}"));
+                }
+            }
+        }
+        self.line("        Ok(())\n    }");
+        // defaults (only for structs used as direct struct fields)
+        let used_as_field =
+            self.structs().any(|o| o.fields.iter().any(|f| f.ty == Type::Struct(s.name.clone())));
+        if used_as_field {
+            self.line("\n    /// A view of the struct with every field at its default, for versions without it.");
+            self.line("    pub fn defaults(ver: Ver) -> Self {");
+            self.line(format!("        {n}View {{\n            bytes: &[],\n            ver,"));
+            for f in &s.fields {
+                let f = F::new(s, f);
+                self.line(format!("            {}: {},", f.ident, self.view_default(&f)));
+            }
+            if self.has_tags(s) {
+                self.line("            tagged: TaggedSection::EMPTY,");
+            }
+            self.line("        }\n    }");
+        }
+        self.line("}\n");
+
+        self.emit_view_element(s);
+    }
+
+    fn emit_view_element(&mut self, s: &Struct) {
+        let n = &s.name;
+        let tagged = self.tagged_fields(s);
+        self.line(format!("impl<'a> ViewElement<'a> for {n}View<'a> {{"));
+        // read
+        self.line("    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {");
+        self.line("        let start = r.pos();");
+        for f in &s.fields {
+            let f = F::new(s, f);
+            let expr = self.view_read_expr(&f, "r");
+            let def = self.view_default(&f);
+            let is_tagged = !f.tagged.is_empty();
+            let mut_kw = if is_tagged { "mut " } else { "" };
+            let ident = &f.ident;
+            match cond(f.inline, s.versions, V) {
+                Cond::Always => self.line(format!("        let {ident} = {expr};")),
+                Cond::Never => self.line(format!("        let {mut_kw}{ident} = {def};")),
+                Cond::If(c) => self.line(format!("        let {mut_kw}{ident} = if {c} {{ {expr} }} else {{ {def} }};")),
+            }
+        }
+        if self.has_tags(s) {
+            let body = self.tag_match(s, &tagged, |g, f| {
+                let ident = &f.ident;
+                format!("{ident} = {}", g.view_read_expr(f, "value"))
+            });
+            let call = format!("r.tagged_fields({}, {body})?", q(n));
+            match self.flex(s) {
+                Some(true) => self.line(format!("        let tagged = {call};")),
+                Some(false) => unreachable!(),
+                None => self.line(format!("        let tagged = if ver.flexible {{ {call} }} else {{ TaggedSection::EMPTY }};")),
+            }
+        }
+        self.line(format!("        Ok({n}View {{\n            bytes: r.since(start),\n            ver,"));
+        for f in &s.fields {
+            self.line(format!("            {},", snake(&f.name)));
+        }
+        if self.has_tags(s) {
+            self.line("            tagged,");
+        }
+        self.line("        })\n    }\n");
+
+        // skip
+        let fn_start = self.out.len();
+        self.line("    fn skip(r: &mut Reader<'a>, VER: Ver, _: &'static str) -> Result<(), DecodeError> {");
+        let mut run: Vec<F> = Vec::new();
+        let fields: Vec<F> = s.fields.iter().map(|f| F::new(s, f)).filter(|f| !f.inline.is_empty()).collect();
+        let mut lines = Vec::new();
+        for f in fields {
+            if f.f.ty.fixed_width().is_some() {
+                run.push(f);
+                continue;
+            }
+            if !run.is_empty() {
+                lines.push(self.fixed_run(s, &run));
+                run.clear();
+            }
+            let stmt = self.view_skip_stmt(&f, "r");
+            match cond(f.inline, s.versions, V) {
+                Cond::Always => lines.push(stmt),
+                Cond::Never => {}
+                Cond::If(c) => lines.push(format!("if {c} {{ {stmt} }}")),
+            }
+        }
+        if !run.is_empty() {
+            lines.push(self.fixed_run(s, &run));
+        }
+        if self.has_tags(s) {
+            let body = self.tag_match(s, &tagged, |g, f| {
+                let stmt = g.view_skip_stmt(f, "value");
+                format!("{{ {stmt} }}")
+            });
+            let call = format!("r.tagged_fields({}, {body})?;", q(n));
+            match self.flex(s) {
+                Some(true) => lines.push(call),
+                _ => lines.push(format!("if ver.flexible {{ {call} }}")),
+            }
+        }
+        for l in lines {
+            self.line(format!("        {l}"));
+        }
+        self.line("        Ok(())\n    }");
+        self.name_ver_param(fn_start);
+        let expr = by_version(s.versions, V, |v| self.view_fixed_size(s, v), show_opt);
+        if expr != "None" {
+            self.line(format!("\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"));
+        }
+        self.line("}\n");
+    }
+
+    /// One `take` for a run of fixed-width fields.
+    fn fixed_run(&self, s: &Struct, run: &[F]) -> String {
+        let size = by_version(
+            s.versions,
+            V,
+            |v| run.iter().filter(|f| f.inline.contains(v)).map(|f| f.f.ty.fixed_width().unwrap()).sum::<usize>(),
+            |n| n.to_string(),
+        );
+        let path = if run.len() == 1 { run[0].path.clone() } else { s.name.clone() };
+        format!("r.take({size}, {})?;", q(&path))
+    }
+
+    /// The closure handed to `Reader::tagged_fields`: one arm per known tag.
+    fn tag_match(&self, s: &Struct, tagged: &[F], arm: impl Fn(&Self, &F) -> String) -> String {
+        if tagged.is_empty() {
+            return "|_, _| Ok(false)".into();
+        }
+        let mut out = String::from("|tag, value| {\n match tag {\n");
+        let mut guarded = false;
+        for f in tagged {
+            let tag = f.f.tag.unwrap();
+            let guard = match cond(f.tagged, s.versions.intersect(self.msg.flexible), V) {
+                Cond::If(c) => {
+                    guarded = true;
+                    format!(" if {c}")
+                }
+                _ => String::new(),
+            };
+            writeln!(out, "{tag}{guard} => {},", arm(self, f)).unwrap();
+        }
+        if guarded {
+            let tags = tagged.iter().map(|f| f.f.tag.unwrap().to_string()).collect::<Vec<_>>().join(" | ");
+            writeln!(
+                out,
+                "{tags} => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag), {})),",
+                q(&s.name)
+            )
+            .unwrap();
+        }
+        out.push_str("_ => return Ok(false),\n}\nOk(true)\n}");
+        out
+    }
+
+    // ----------------------------------------------------------------- reference decoder
+
+    fn owned_read_expr(&self, f: &F, r: &str) -> String {
+        let flex = self.flex_expr(f.s);
+        let p = q(&f.path);
+        let nullable_now = cond(f.f.nullable, f.inline.intersect(f.s.versions), V);
+        let pick = |plain: String, nullable: String| -> String {
+            if !f.nullable {
+                return plain;
+            }
+            match &nullable_now {
+                Cond::Always => nullable,
+                Cond::Never => format!("Some({plain})"),
+                Cond::If(c) => format!("if {c} {{ {nullable} }} else {{ Some({plain}) }}"),
+            }
+        };
+        match &f.f.ty {
+            Type::String => pick(
+                format!("owned_str({r}.str({flex}, {p})?)"),
+                format!("{r}.nullable_str({flex}, {p})?.map(owned_str)"),
+            ),
+            Type::Bytes | Type::Records => pick(
+                format!("owned_bytes({r}.bytes({flex}, {p})?)"),
+                format!("{r}.nullable_bytes({flex}, {p})?.map(owned_bytes)"),
+            ),
+            Type::Array(_) => pick(
+                format!("List::Owned(read_list({r}, ver, {p})?)"),
+                format!("read_nullable_list({r}, ver, {p})?.map(List::Owned)"),
+            ),
+            Type::Struct(n) => pick(
+                format!("{n}::read_owned({r}, ver, {p})?"),
+                format!("if {r}.i8({p})? < 0 {{ None }} else {{ Some({n}::read_owned({r}, ver, {p})?) }}"),
+            ),
+            ty => format!("{r}.{}({p})?", scalar_method(ty)),
+        }
+    }
+
+    fn emit_reference(&mut self, s: &Struct) {
+        let n = &s.name;
+        let ty = if self.struct_needs_lifetime(s) { format!("{n}<'static>") } else { n.clone() };
+        let tagged = self.tagged_fields(s);
+        self.line(format!("impl ReadOwned for {ty} {{"));
+        let fn_start = self.out.len();
+        self.line("    fn read_owned(r: &mut Reader<'_>, VER: Ver, _: &'static str) -> Result<Self, DecodeError> {");
+        self.line(format!("        let mut this = {n}::default();"));
+        for f in &s.fields {
+            let f = F::new(s, f);
+            let expr = self.owned_read_expr(&f, "r");
+            match cond(f.inline, s.versions, V) {
+                Cond::Always => self.line(format!("        this.{} = {expr};", f.ident)),
+                Cond::Never => {}
+                Cond::If(c) => self.line(format!("        if {c} {{\n            this.{} = {expr};\n        }}", f.ident)),
+            }
+        }
+        if self.has_tags(s) {
+            let body = if tagged.is_empty() {
+                "|tag, value| {\n unknown.push(raw_tagged_field(tag, value));\n Ok(false)\n }".to_string()
+            } else {
+                let mut body = String::from("|tag, value| {\n match tag {\n");
+                let mut guarded = false;
+                for f in &tagged {
+                    let tag = f.f.tag.unwrap();
+                    let guard = match cond(f.tagged, s.versions.intersect(self.msg.flexible), V) {
+                        Cond::If(c) => {
+                            guarded = true;
+                            format!(" if {c}")
+                        }
+                        _ => String::new(),
+                    };
+                    writeln!(body, "{tag}{guard} => this.{} = {},", f.ident, self.owned_read_expr(f, "value")).unwrap();
+                }
+                if guarded {
+                    let tags = tagged.iter().map(|f| f.f.tag.unwrap().to_string()).collect::<Vec<_>>().join(" | ");
+                    writeln!(
+                        body,
+                        "{tags} => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag), {})),",
+                        q(n)
+                    )
+                    .unwrap();
+                }
+                body.push_str("_ => {\n unknown.push(raw_tagged_field(tag, value));\n return Ok(false);\n }\n}\nOk(true)\n}");
+                body
+            };
+            let t = format!(
+                "let mut unknown = Vec::new();\nr.tagged_fields({}, {body})?;\nthis.unknown_tagged_fields = List::Owned(unknown);",
+                q(n)
+            );
+            self.emit_if_flex(s, &t, "        ");
+        }
+        self.line("        Ok(this)\n    }");
+        self.name_ver_param(fn_start);
+        self.line("}\n");
+
+        // conversion from a view
+        let lt = if self.struct_needs_lifetime(s) { "<'a>" } else { "" };
+        self.line(format!("impl<'a> FromView<{n}View<'a>> for {n}{lt} {{"));
+        self.line(format!("    fn from_view(view: {n}View<'a>) -> Result<Self, DecodeError> {{"));
+        self.line(format!("        Ok({n} {{"));
+        for f in &s.fields {
+            let f = F::new(s, f);
+            let x = format!("view.{}()", f.ident);
+            let conv = match (&f.f.ty, f.nullable) {
+                (Type::String, false) => format!("Str::Borrowed({x})"),
+                (Type::String, true) => format!("{x}.map(Str::Borrowed)"),
+                (Type::Bytes | Type::Records, false) => format!("List::Borrowed({x})"),
+                (Type::Bytes | Type::Records, true) => format!("{x}.map(List::Borrowed)"),
+                (Type::Array(_), false) => format!("list_from_view({x})?"),
+                (Type::Array(_), true) => format!("{x}.map(list_from_view).transpose()?"),
+                (Type::Struct(_), false) => format!("FromView::from_view({x})?"),
+                (Type::Struct(_), true) => format!("{x}.map(FromView::from_view).transpose()?"),
+                _ => x,
+            };
+            self.line(format!("            {}: {conv},", f.ident));
+        }
+        if self.has_tags(s) {
+            self.line("            unknown_tagged_fields: view.unknown_tagged_fields().map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) }).collect(),");
+        }
+        self.line("        })\n    }\n}\n");
+
+        if self.is_root(s) {
+            self.line(format!("impl {n}<'static> {{"));
+            self.line(format!(
+                "    /// Decodes a {n} body of `version` with the reference decoder, which allocates\n    /// owned strings and vectors."
+            ));
+            self.line("    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {");
+            self.line("        read_owned_body(bytes, version)\n    }\n}\n");
+            self.line(format!("impl<'a> TryFrom<{n}View<'a>> for {n}<'a> {{"));
+            self.line("    type Error = DecodeError;\n");
+            self.line(format!(
+                "    /// Converts a view, borrowing its strings and bytes and allocating its arrays.\n    fn try_from(view: {n}View<'a>) -> Result<Self, DecodeError> {{\n        Self::from_view(view)\n    }}\n}}\n"
+            ));
+        }
+    }
+
+    // ----------------------------------------------------------------- message-level items
+
+    fn emit_root_items(&mut self) {
+        let m = self.msg;
+        let n = &m.name;
+        let lt = if self.struct_needs_lifetime(m.find(n)) { "<'_>" } else { "" };
+        self.line(format!("impl Body for {n}{lt} {{"));
+        self.line(format!("    const NAME: &'static str = {};", q(n)));
+        self.line(format!("    const API_KEY: i16 = {};", m.api_key));
+        self.line(format!("    const IS_REQUEST: bool = {};", m.is_request));
+        self.line(format!("    const VERSIONS: Versions = Versions::new({}, {});", m.valid.lo, m.valid.hi));
+        self.line(format!(
+            "    const FLEXIBLE_VERSIONS: Versions = Versions::new({}, {});",
+            m.flexible.lo,
+            if m.flexible.hi == i16::MAX { "i16::MAX".to_string() } else { m.flexible.hi.to_string() }
+        ));
+        self.line("}\n");
+        self.line(format!("impl {n}{lt} {{"));
+        self.line(format!(
+            "    /// The exact size of this body encoded as `version`, or why it cannot be encoded.\n    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {{\n        codec::body_len(self, version)\n    }}\n"
+        ));
+        self.line(
+            "    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.\n    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {\n        codec::encode_body(self, version, buf)\n    }\n}\n",
+        );
+    }
+}
+
+fn int_default(d: Option<&str>) -> String {
+    d.and_then(parse_int).unwrap_or(0).to_string()
+}
+
+fn show_opt(v: &Option<usize>) -> String {
+    match v {
+        Some(n) => format!("Some({n})"),
+        None => "None".into(),
+    }
+}
+
+fn scalar_method(ty: &Type) -> &'static str {
+    match ty {
+        Type::Bool => "bool",
+        Type::Int8 => "i8",
+        Type::Int16 => "i16",
+        Type::Int32 => "i32",
+        Type::Int64 => "i64",
+        Type::Uint16 => "u16",
+        Type::Uint32 => "u32",
+        Type::Float64 => "f64",
+        Type::Uuid => "uuid",
+        t => panic!("{t:?} is not a scalar"),
+    }
+}
+
+fn known_tags(tagged: &[F]) -> String {
+    tagged.iter().map(|f| f.f.tag.unwrap().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn field_facts(f: &F) -> String {
+    let mut s = format!("Schema type `{}`; versions {}", f.f.ty.schema_name(), f.f.versions);
+    if !f.f.nullable.is_empty() {
+        write!(s, "; nullable in {}", f.f.nullable).unwrap();
+    }
+    if let Some(tag) = f.f.tag {
+        write!(s, "; tagged (tag {tag}) in {}", f.f.tagged).unwrap();
+    }
+    if let Some(d) = &f.f.default {
+        write!(s, "; default `{d}`").unwrap();
+    }
+    if f.f.ignorable {
+        s.push_str("; ignorable");
+    }
+    if f.f.map_key {
+        s.push_str("; map key");
+    }
+    s.push('.');
+    s
+}
+
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        if !cur.is_empty() && cur.len() + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// `src/messages/<api>.rs`: data types, encoders and views of one API's request and response.
+pub fn api_module(api: &str, msgs: &[&Message]) -> String {
+    let mut out = String::new();
+    writeln!(out, "// @generated by tests/codegen from").unwrap();
+    for m in msgs {
+        writeln!(out, "// src/schema/{}.", m.file).unwrap();
+    }
+    writeln!(out, "// Do not edit by hand: change the schema or the generator and regenerate.\n").unwrap();
+    let key = msgs[0].api_key;
+    writeln!(out, "//! {api} (API key {key}): the request and response bodies.\n//!").unwrap();
+    for m in msgs {
+        writeln!(out, "//! - `{}`: versions {}, flexible from {}.", m.name, m.valid, m.flexible.lo).unwrap();
+    }
+    out.push_str("\n#[allow(unused_imports)]\nuse crate::prelude::*;\n\n");
+    for m in msgs {
+        let mut g = Gen { msg: m, out: String::new() };
+        for s in &m.structs {
+            g.emit_data_struct(s);
+        }
+        g.emit_root_items();
+        for s in &m.structs {
+            g.emit_encode(s);
+        }
+        for s in &m.structs {
+            g.emit_view(s);
+        }
+        out.push_str(&g.out);
+    }
+    out
+}
+
+/// `src/reference/<api>.rs`: the reference decoder and conversions from views.
+pub fn reference_module(api: &str, msgs: &[&Message]) -> String {
+    let mut out = String::new();
+    writeln!(out, "// @generated by tests/codegen from").unwrap();
+    for m in msgs {
+        writeln!(out, "// src/schema/{}.", m.file).unwrap();
+    }
+    writeln!(out, "// Do not edit by hand: change the schema or the generator and regenerate.\n").unwrap();
+    writeln!(out, "//! The reference decoder for {api}, and conversions from its views.\n").unwrap();
+    out.push_str("#[allow(unused_imports)]\nuse crate::prelude::*;\n");
+    writeln!(out, "use crate::messages::{}::*;\n", snake(api)).unwrap();
+    for m in msgs {
+        let mut g = Gen { msg: m, out: String::new() };
+        for s in &m.structs {
+            g.emit_reference(s);
+        }
+        out.push_str(&g.out);
+    }
+    out
+}
+
+pub struct Api<'m> {
+    pub name: String,
+    pub key: i16,
+    pub request: &'m Message,
+    pub response: &'m Message,
+}
+
+/// `src/messages/mod.rs`: the module list, the API key table and dispatch.
+pub fn messages_mod(apis: &[Api]) -> String {
+    let mut o = String::new();
+    o.push_str("// @generated by tests/codegen from every file in src/schema.\n");
+    o.push_str("// Do not edit by hand: change the schema or the generator and regenerate.\n\n");
+    o.push_str("//! Every supported message: data types with encoders, and zero-copy views.\n//!\n");
+    o.push_str("//! | API | key | request versions | response versions | flexible from |\n//! |---|---:|---|---|---|\n");
+    for a in apis {
+        writeln!(o, "//! | [{}]({}) | {} | {} | {} | {} |", a.name, snake(&a.name), a.key, a.request.valid, a.response.valid, a.request.flexible.lo).unwrap();
+    }
+    o.push_str("\nuse crate::error::DecodeError;\nuse crate::types::Versions;\n\n");
+    for a in apis {
+        writeln!(o, "pub mod {};", snake(&a.name)).unwrap();
+    }
+    o.push('\n');
+    for a in apis {
+        writeln!(o, "pub use {}::{{{n}Request, {n}RequestView, {n}Response, {n}ResponseView}};", snake(&a.name), n = a.name).unwrap();
+    }
+    o.push_str("\n/// The APIs this crate supports, with their version tables.\n");
+    o.push_str("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n#[non_exhaustive]\npub enum ApiKey {\n");
+    for a in apis {
+        writeln!(o, "    /// {} (key {}).\n    {} = {},", a.name, a.key, a.name, a.key).unwrap();
+    }
+    o.push_str("}\n\nimpl ApiKey {\n");
+    o.push_str("    /// Every supported API, by key.\n    pub const ALL: &'static [ApiKey] = &[");
+    o.push_str(&apis.iter().map(|a| format!("ApiKey::{}", a.name)).collect::<Vec<_>>().join(", "));
+    o.push_str("];\n\n");
+    o.push_str("    /// The API with this key, if this crate supports it.\n    pub const fn from_i16(key: i16) -> Option<ApiKey> {\n        match key {\n");
+    for a in apis {
+        writeln!(o, "            {} => Some(ApiKey::{}),", a.key, a.name).unwrap();
+    }
+    o.push_str("            _ => None,\n        }\n    }\n\n");
+    o.push_str("    /// The key on the wire.\n    pub const fn key(self) -> i16 {\n        self as i16\n    }\n\n");
+    o.push_str("    /// The API's name, as Kafka spells it.\n    pub const fn name(self) -> &'static str {\n        match self {\n");
+    for a in apis {
+        writeln!(o, "            ApiKey::{} => {},", a.name, q(&a.name)).unwrap();
+    }
+    o.push_str("        }\n    }\n\n");
+    let table = |o: &mut String, fname: &str, doc: &str, pick: &dyn Fn(&Api) -> Versions| {
+        writeln!(o, "    /// {doc}\n    pub const fn {fname}(self) -> Versions {{\n        match self {{").unwrap();
+        for a in apis {
+            let v = pick(a);
+            let hi = if v.hi == i16::MAX { "i16::MAX".to_string() } else { v.hi.to_string() };
+            writeln!(o, "            ApiKey::{} => Versions::new({}, {hi}),", a.name, v.lo).unwrap();
+        }
+        o.push_str("        }\n    }\n\n");
+    };
+    table(&mut o, "request_versions", "The request versions this crate supports.", &|a| a.request.valid);
+    table(&mut o, "response_versions", "The response versions this crate supports.", &|a| a.response.valid);
+    table(&mut o, "flexible_versions", "The versions that use the flexible encoding (compact strings and arrays, tagged fields).", &|a| a.request.flexible);
+    o.push_str("    /// The request header version for `version`: 2 for flexible versions, else 1.\n");
+    o.push_str("    pub const fn request_header_version(self, version: i16) -> i16 {\n        if self.flexible_versions().contains(version) { 2 } else { 1 }\n    }\n\n");
+    o.push_str("    /// The response header version for `version`: 1 for flexible versions, else 0; always 0\n    /// for ApiVersions, whose response header never changes so that any client can read it.\n");
+    o.push_str("    pub const fn response_header_version(self, version: i16) -> i16 {\n        match self {\n            ApiKey::ApiVersions => 0,\n            _ if self.flexible_versions().contains(version) => 1,\n            _ => 0,\n        }\n    }\n}\n\n");
+
+    // dispatch
+    for (kind, is_req) in [("Request", true), ("Response", false)] {
+        writeln!(o, "/// A view of any supported {} body, chosen by API key.", kind.to_lowercase()).unwrap();
+        o.push_str("#[derive(Clone, Copy, Debug)]\n#[non_exhaustive]\n");
+        writeln!(o, "pub enum {kind}BodyView<'a> {{").unwrap();
+        for a in apis {
+            writeln!(o, "    /// {n} {k}.\n    {n}({n}{kind}View<'a>),", n = a.name, k = kind.to_lowercase()).unwrap();
+        }
+        o.push_str("}\n\n");
+        writeln!(o, "impl<'a> {kind}BodyView<'a> {{").unwrap();
+        writeln!(o, "    /// Checks `bytes` as the {} body of `api_key` at `version`.", kind.to_lowercase()).unwrap();
+        o.push_str("    pub fn new(api_key: ApiKey, version: i16, bytes: &'a [u8]) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
+        for a in apis {
+            writeln!(o, "            ApiKey::{n} => Self::{n}({n}{kind}View::new(bytes, version)?),", n = a.name).unwrap();
+        }
+        o.push_str("        })\n    }\n\n");
+        o.push_str("    /// The API this body belongs to.\n    pub const fn api_key(&self) -> ApiKey {\n        match self {\n");
+        for a in apis {
+            writeln!(o, "            Self::{n}(_) => ApiKey::{n},", n = a.name).unwrap();
+        }
+        o.push_str("        }\n    }\n\n");
+        o.push_str("    /// The bytes of the body.\n    pub const fn as_bytes(&self) -> &'a [u8] {\n        match self {\n");
+        for a in apis {
+            writeln!(o, "            Self::{n}(v) => v.as_bytes(),", n = a.name).unwrap();
+        }
+        o.push_str("        }\n    }\n\n");
+        o.push_str("    /// Checks every element of every array (see each view's `validate`).\n    pub fn validate(&self) -> Result<(), DecodeError> {\n        match self {\n");
+        for a in apis {
+            writeln!(o, "            Self::{n}(v) => v.validate(),", n = a.name).unwrap();
+        }
+        o.push_str("        }\n    }\n}\n\n");
+        let _ = is_req;
+    }
+    o
+}
