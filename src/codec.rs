@@ -259,6 +259,30 @@ pub trait Body: Encode {
     }
 }
 
+/// Any message body that can be encoded, whether its type is known statically (every
+/// [`Body`]) or chosen at run time (`RequestBody`, `ResponseBody`). Frame encoders take
+/// this.
+pub trait AnyBody {
+    /// The API key.
+    fn api_key(&self) -> i16;
+    /// The exact encoded size at `version`, or why it cannot be encoded.
+    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError>;
+    /// Encodes at `version` into the front of `buf`; returns the bytes written.
+    fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError>;
+}
+
+impl<B: Body> AnyBody for B {
+    fn api_key(&self) -> i16 {
+        B::API_KEY
+    }
+    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
+        body_len(self, version)
+    }
+    fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        encode_body(self, version, buf)
+    }
+}
+
 /// Checks `bytes` as a whole body of `B` at `version` and returns its view `V`: the
 /// version must exist and every byte must belong to the body.
 pub fn read_body<'a, B: Body, V: ViewElement<'a>>(bytes: &'a [u8], version: i16) -> Result<V, DecodeError> {

@@ -51,6 +51,13 @@ pub enum DecodeErrorKind {
     },
     /// Bytes were left over after the end of a message body.
     TrailingBytes(u32),
+    /// A frame's size prefix is over the limit the caller set.
+    FrameTooLarge {
+        /// The size the prefix claims.
+        size: u32,
+        /// The limit.
+        max: u32,
+    },
 }
 
 /// An error found while decoding, with the byte offset and the field where it was found.
@@ -123,6 +130,9 @@ impl fmt::Display for DecodeErrorKind {
                 "tagged field {tag} declares {declared} bytes but its content takes {actual}"
             ),
             DecodeErrorKind::TrailingBytes(n) => write!(f, "{n} bytes left after the message"),
+            DecodeErrorKind::FrameTooLarge { size, max } => {
+                write!(f, "frame of {size} bytes is over the limit of {max}")
+            }
         }
     }
 }

@@ -46,7 +46,7 @@ extern crate std;
 pub mod codec;
 pub mod error;
 pub mod error_code;
-// pub mod frame;
+pub mod frame;
 pub mod messages;
 #[cfg(feature = "alloc")]
 mod reference;

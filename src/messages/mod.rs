@@ -9,7 +9,8 @@
 //! | [ListGroups](list_groups) | 16 | 0-5 | 0-5 | 3 |
 //! | [ApiVersions](api_versions) | 18 | 0-4 | 0-4 | 3 |
 
-use crate::error::DecodeError;
+use crate::codec::AnyBody;
+use crate::error::{DecodeError, EncodeError};
 use crate::types::Versions;
 
 pub mod api_versions;
@@ -157,6 +158,76 @@ impl<'a> RequestBodyView<'a> {
     }
 }
 
+/// Any supported request body as a value, chosen by API key.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum RequestBody<'a> {
+    /// ListOffsets request.
+    ListOffsets(ListOffsetsRequest<'a>),
+    /// ListGroups request.
+    ListGroups(ListGroupsRequest<'a>),
+    /// ApiVersions request.
+    ApiVersions(ApiVersionsRequest<'a>),
+}
+
+impl RequestBody<'_> {
+    /// The API this body belongs to.
+    pub const fn api_key(&self) -> ApiKey {
+        match self {
+            Self::ListOffsets(_) => ApiKey::ListOffsets,
+            Self::ListGroups(_) => ApiKey::ListGroups,
+            Self::ApiVersions(_) => ApiKey::ApiVersions,
+        }
+    }
+}
+
+impl AnyBody for RequestBody<'_> {
+    fn api_key(&self) -> i16 {
+        self.api_key().key()
+    }
+
+    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
+        match self {
+            Self::ListOffsets(b) => b.encoded_len(version),
+            Self::ListGroups(b) => b.encoded_len(version),
+            Self::ApiVersions(b) => b.encoded_len(version),
+        }
+    }
+
+    fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        match self {
+            Self::ListOffsets(b) => b.encode(version, buf),
+            Self::ListGroups(b) => b.encode(version, buf),
+            Self::ApiVersions(b) => b.encode(version, buf),
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl RequestBody<'static> {
+    /// Decodes the request body of `api_key` at `version` with the reference decoder.
+    pub fn decode(api_key: ApiKey, version: i16, bytes: &[u8]) -> Result<Self, DecodeError> {
+        Ok(match api_key {
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::decode(bytes, version)?),
+            ApiKey::ListGroups => Self::ListGroups(ListGroupsRequest::decode(bytes, version)?),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequest::decode(bytes, version)?),
+        })
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<'a> TryFrom<RequestBodyView<'a>> for RequestBody<'a> {
+    type Error = DecodeError;
+
+    fn try_from(view: RequestBodyView<'a>) -> Result<Self, DecodeError> {
+        Ok(match view {
+            RequestBodyView::ListOffsets(v) => Self::ListOffsets(v.try_into()?),
+            RequestBodyView::ListGroups(v) => Self::ListGroups(v.try_into()?),
+            RequestBodyView::ApiVersions(v) => Self::ApiVersions(v.try_into()?),
+        })
+    }
+}
+
 /// A view of any supported response body, chosen by API key.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
@@ -204,5 +275,75 @@ impl<'a> ResponseBodyView<'a> {
             Self::ListGroups(v) => v.validate(),
             Self::ApiVersions(v) => v.validate(),
         }
+    }
+}
+
+/// Any supported response body as a value, chosen by API key.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ResponseBody<'a> {
+    /// ListOffsets response.
+    ListOffsets(ListOffsetsResponse<'a>),
+    /// ListGroups response.
+    ListGroups(ListGroupsResponse<'a>),
+    /// ApiVersions response.
+    ApiVersions(ApiVersionsResponse<'a>),
+}
+
+impl ResponseBody<'_> {
+    /// The API this body belongs to.
+    pub const fn api_key(&self) -> ApiKey {
+        match self {
+            Self::ListOffsets(_) => ApiKey::ListOffsets,
+            Self::ListGroups(_) => ApiKey::ListGroups,
+            Self::ApiVersions(_) => ApiKey::ApiVersions,
+        }
+    }
+}
+
+impl AnyBody for ResponseBody<'_> {
+    fn api_key(&self) -> i16 {
+        self.api_key().key()
+    }
+
+    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
+        match self {
+            Self::ListOffsets(b) => b.encoded_len(version),
+            Self::ListGroups(b) => b.encoded_len(version),
+            Self::ApiVersions(b) => b.encoded_len(version),
+        }
+    }
+
+    fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        match self {
+            Self::ListOffsets(b) => b.encode(version, buf),
+            Self::ListGroups(b) => b.encode(version, buf),
+            Self::ApiVersions(b) => b.encode(version, buf),
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl ResponseBody<'static> {
+    /// Decodes the response body of `api_key` at `version` with the reference decoder.
+    pub fn decode(api_key: ApiKey, version: i16, bytes: &[u8]) -> Result<Self, DecodeError> {
+        Ok(match api_key {
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponse::decode(bytes, version)?),
+            ApiKey::ListGroups => Self::ListGroups(ListGroupsResponse::decode(bytes, version)?),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponse::decode(bytes, version)?),
+        })
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<'a> TryFrom<ResponseBodyView<'a>> for ResponseBody<'a> {
+    type Error = DecodeError;
+
+    fn try_from(view: ResponseBodyView<'a>) -> Result<Self, DecodeError> {
+        Ok(match view {
+            ResponseBodyView::ListOffsets(v) => Self::ListOffsets(v.try_into()?),
+            ResponseBodyView::ListGroups(v) => Self::ListGroups(v.try_into()?),
+            ResponseBodyView::ApiVersions(v) => Self::ApiVersions(v.try_into()?),
+        })
     }
 }

@@ -1160,7 +1160,7 @@ pub fn messages_mod(apis: &[Api]) -> String {
     for a in apis {
         writeln!(o, "//! | [{}]({}) | {} | {} | {} | {} |", a.name, snake(&a.name), a.key, a.request.valid, a.response.valid, a.request.flexible.lo).unwrap();
     }
-    o.push_str("\nuse crate::error::DecodeError;\nuse crate::types::Versions;\n\n");
+    o.push_str("\nuse crate::codec::AnyBody;\nuse crate::error::{DecodeError, EncodeError};\nuse crate::types::Versions;\n\n");
     for a in apis {
         writeln!(o, "pub mod {};", snake(&a.name)).unwrap();
     }
@@ -1237,6 +1237,49 @@ pub fn messages_mod(apis: &[Api]) -> String {
         }
         o.push_str("        }\n    }\n}\n\n");
         let _ = is_req;
+
+        let lower = kind.to_lowercase();
+        writeln!(o, "/// Any supported {lower} body as a value, chosen by API key.").unwrap();
+        o.push_str("#[derive(Clone, Debug, PartialEq)]\n#[non_exhaustive]\n");
+        writeln!(o, "pub enum {kind}Body<'a> {{").unwrap();
+        for a in apis {
+            writeln!(o, "    /// {n} {lower}.\n    {n}({n}{kind}<'a>),", n = a.name).unwrap();
+        }
+        o.push_str("}\n\n");
+        writeln!(o, "impl {kind}Body<'_> {{").unwrap();
+        o.push_str("    /// The API this body belongs to.\n    pub const fn api_key(&self) -> ApiKey {\n        match self {\n");
+        for a in apis {
+            writeln!(o, "            Self::{n}(_) => ApiKey::{n},", n = a.name).unwrap();
+        }
+        o.push_str("        }\n    }\n}\n\n");
+        writeln!(o, "impl AnyBody for {kind}Body<'_> {{").unwrap();
+        o.push_str("    fn api_key(&self) -> i16 {\n        self.api_key().key()\n    }\n\n");
+        o.push_str("    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {\n        match self {\n");
+        for a in apis {
+            writeln!(o, "            Self::{n}(b) => b.encoded_len(version),", n = a.name).unwrap();
+        }
+        o.push_str("        }\n    }\n\n");
+        o.push_str("    fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {\n        match self {\n");
+        for a in apis {
+            writeln!(o, "            Self::{n}(b) => b.encode(version, buf),", n = a.name).unwrap();
+        }
+        o.push_str("        }\n    }\n}\n\n");
+        o.push_str("#[cfg(feature = \"alloc\")]\n");
+        writeln!(o, "impl {kind}Body<'static> {{").unwrap();
+        writeln!(o, "    /// Decodes the {lower} body of `api_key` at `version` with the reference decoder.").unwrap();
+        o.push_str("    pub fn decode(api_key: ApiKey, version: i16, bytes: &[u8]) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
+        for a in apis {
+            writeln!(o, "            ApiKey::{n} => Self::{n}({n}{kind}::decode(bytes, version)?),", n = a.name).unwrap();
+        }
+        o.push_str("        })\n    }\n}\n\n");
+        o.push_str("#[cfg(feature = \"alloc\")]\n");
+        writeln!(o, "impl<'a> TryFrom<{kind}BodyView<'a>> for {kind}Body<'a> {{").unwrap();
+        o.push_str("    type Error = DecodeError;\n\n");
+        writeln!(o, "    fn try_from(view: {kind}BodyView<'a>) -> Result<Self, DecodeError> {{\n        Ok(match view {{").unwrap();
+        for a in apis {
+            writeln!(o, "            {kind}BodyView::{n}(v) => Self::{n}(v.try_into()?),", n = a.name).unwrap();
+        }
+        o.push_str("        })\n    }\n}\n\n");
     }
     o
 }

@@ -1,0 +1,44 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// Decodes lowercase or uppercase hex, ignoring whitespace.
+pub fn hex(text: &str) -> Vec<u8> {
+    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    assert!(digits.len() % 2 == 0, "odd number of hex digits");
+    digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).expect("hex digit"))
+        .collect()
+}
+
+pub fn vectors_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
+}
+
+/// A vector file (a whole frame as hex) relative to `tests/vectors`.
+pub fn vector(rel: &str) -> Vec<u8> {
+    let path = vectors_dir().join(rel);
+    hex(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+/// The `.hex` files of a folder of `tests/vectors`, sorted, as (stem, path relative to
+/// `tests/vectors`).
+pub fn hex_files(dir: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(vectors_dir().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".hex"))
+        .map(|n| (n.trim_end_matches(".hex").to_string(), format!("{dir}/{n}")))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The frame after its 4-byte size prefix, checking that the prefix is right.
+pub fn unframe(frame: &[u8]) -> &[u8] {
+    let size = i32::from_be_bytes(frame[..4].try_into().unwrap());
+    assert_eq!(size as usize, frame.len() - 4, "size prefix");
+    &frame[4..]
+}
