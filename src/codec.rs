@@ -343,6 +343,44 @@ impl<'a> FromView<&'a str> for Str<'a> {
     }
 }
 
+/// The value as it reads back after being encoded at a version: fields the version
+/// cannot carry are back at their defaults, and unknown tagged fields are gone in
+/// non-flexible versions. Fuzz targets and property tests compare decoded values with this.
+#[cfg(feature = "alloc")]
+pub trait AsVersion {
+    /// The value as a decoder of `ver` would see it.
+    fn as_version(&self, ver: Ver) -> Self;
+}
+
+#[cfg(feature = "alloc")]
+macro_rules! as_version_clone {
+    ($($t:ty),*) => {$(
+        impl AsVersion for $t {
+            fn as_version(&self, _: Ver) -> Self {
+                self.clone()
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "alloc")]
+as_version_clone!(i8, i16, i32, i64, u16, u32, f64, bool, Uuid, Str<'_>, Bytes<'_>);
+
+#[cfg(feature = "alloc")]
+impl<T: AsVersion> AsVersion for Option<T> {
+    fn as_version(&self, ver: Ver) -> Self {
+        self.as_ref().map(|v| v.as_version(ver))
+    }
+}
+
+// Byte fields (`List<'_, u8>`) are cloned whole above; other lists element by element.
+#[cfg(feature = "alloc")]
+impl<T: AsVersion> AsVersion for List<'_, T> {
+    fn as_version(&self, ver: Ver) -> Self {
+        List::Owned(self.iter().map(|v| v.as_version(ver)).collect())
+    }
+}
+
 /// Converts every element of an array view.
 #[cfg(feature = "alloc")]
 pub fn list_from_view<'a, V: ViewElement<'a>, T: FromView<V>>(

@@ -65,7 +65,7 @@ pub use view::{ArrayIter, ArrayView};
 mod prelude {
     #[cfg(feature = "alloc")]
     pub(crate) use crate::codec::{
-        FromView, ReadOwned, list_from_view, owned_bytes, owned_str, raw_tagged_field, read_list,
+        AsVersion, FromView, ReadOwned, list_from_view, owned_bytes, owned_str, raw_tagged_field, read_list,
         read_nullable_list, read_owned_body,
     };
     pub(crate) use crate::codec::{self, Body, Encode, ViewElement};

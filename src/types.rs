@@ -187,6 +187,7 @@ impl<T> FromIterator<T> for List<'_, T> {
 
 /// A 128-bit UUID as Kafka sends it: 16 bytes, most significant first.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Uuid(pub [u8; 16]);
 
 impl Uuid {
@@ -199,6 +200,7 @@ impl Uuid {
 /// Decoders keep these so that a value can be re-encoded without losing them; encoders
 /// write them back in ascending tag order, merged with the known tagged fields.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RawTaggedField<'a> {
     /// The tag number.
     pub tag: u32,
@@ -235,5 +237,19 @@ impl Versions {
     /// Whether `version` is in the range.
     pub const fn contains(&self, version: i16) -> bool {
         self.min <= version && version <= self.max
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+impl<'a> arbitrary::Arbitrary<'a> for Str<'a> {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        <&'a str>::arbitrary(u).map(Str::Borrowed)
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+impl<'a, T: arbitrary::Arbitrary<'a>> arbitrary::Arbitrary<'a> for List<'a, T> {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        u.arbitrary_iter()?.collect::<arbitrary::Result<Vec<T>>>().map(List::Owned)
     }
 }

@@ -16,6 +16,7 @@ use crate::prelude::*;
 ///
 /// Versions 0-4; flexible from version 3. Decode it without allocating with [`ApiVersionsRequestView`].
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersionsRequest<'a> {
     /// Name of the client software that sent the request.
     ///
@@ -225,6 +226,7 @@ impl<'a> ViewElement<'a> for ApiVersionsRequestView<'a> {
 ///
 /// Versions 0-4; flexible from version 3. Decode it without allocating with [`ApiVersionsResponseView`].
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersionsResponse<'a> {
     /// Error code for the response as a whole; 0 means success.
     ///
@@ -280,6 +282,7 @@ impl<'a> Default for ApiVersionsResponse<'a> {
 
 /// One entry for each API the broker accepts.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersion<'a> {
     /// Numeric key that identifies the API.
     ///
@@ -306,6 +309,7 @@ impl<'a> Default for ApiVersion<'a> {
 /// Features this broker supports, each with its supported version range. In versions 0 to 3,
 /// features whose minimum supported version is 0 are left out.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SupportedFeatureKey<'a> {
     /// Feature name.
     ///
@@ -337,6 +341,7 @@ impl<'a> Default for SupportedFeatureKey<'a> {
 /// Feature version levels finalized for the whole cluster; only meaningful when
 /// FinalizedFeaturesEpoch is 0 or greater.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FinalizedFeatureKey<'a> {
     /// Feature name.
     ///

@@ -16,6 +16,7 @@ use crate::prelude::*;
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`ListGroupsRequestView`].
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListGroupsRequest<'a> {
     /// Only list groups in one of these states; an empty list returns groups in every state, each
     /// reported with its state.
@@ -222,6 +223,7 @@ impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`ListGroupsResponseView`].
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListGroupsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
     /// no quota was exceeded.
@@ -253,6 +255,7 @@ impl<'a> Default for ListGroupsResponse<'a> {
 
 /// One entry for each group listed.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListedGroup<'a> {
     /// Identifier of the group.
     ///

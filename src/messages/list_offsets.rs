@@ -16,6 +16,7 @@ use crate::prelude::*;
 ///
 /// Versions 1-10; flexible from version 6. Decode it without allocating with [`ListOffsetsRequestView`].
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsRequest<'a> {
     /// Broker ID of the sender when a broker makes the request, or -1 when an ordinary consumer
     /// makes it.
@@ -55,6 +56,7 @@ impl<'a> Default for ListOffsetsRequest<'a> {
 
 /// Topics whose offsets are being looked up.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsTopic<'a> {
     /// Name of the topic.
     ///
@@ -80,6 +82,7 @@ impl<'a> Default for ListOffsetsTopic<'a> {
 
 /// Partitions of this topic to look up.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsPartition<'a> {
     /// Index of the partition.
     ///
@@ -535,6 +538,7 @@ impl<'a> ViewElement<'a> for ListOffsetsPartitionView<'a> {
 ///
 /// Versions 1-10; flexible from version 6. Decode it without allocating with [`ListOffsetsResponseView`].
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
     /// no quota was exceeded.
@@ -561,6 +565,7 @@ impl<'a> Default for ListOffsetsResponse<'a> {
 
 /// Results grouped by topic.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsTopicResponse<'a> {
     /// Name of the topic.
     ///
@@ -586,6 +591,7 @@ impl<'a> Default for ListOffsetsTopicResponse<'a> {
 
 /// Results for each partition of this topic.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsPartitionResponse<'a> {
     /// Index of the partition.
     ///

@@ -45,6 +45,28 @@ impl<'a> FromView<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
     }
 }
 
+impl AsVersion for ApiVersionsRequest<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        ApiVersionsRequest {
+            client_software_name: if ver.version >= 3 {
+                self.client_software_name.as_version(ver)
+            } else {
+                Str::Borrowed("")
+            },
+            client_software_version: if ver.version >= 3 {
+                self.client_software_version.as_version(ver)
+            } else {
+                Str::Borrowed("")
+            },
+            unknown_tagged_fields: if ver.flexible {
+                self.unknown_tagged_fields.clone()
+            } else {
+                List::Borrowed(&[])
+            },
+        }
+    }
+}
+
 impl ApiVersionsRequest<'static> {
     /// Decodes a ApiVersionsRequest body of `version` with the reference decoder, which allocates
     /// owned strings and vectors.
@@ -118,6 +140,41 @@ impl<'a> FromView<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
     }
 }
 
+impl AsVersion for ApiVersionsResponse<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        ApiVersionsResponse {
+            error_code: self.error_code.as_version(ver),
+            api_keys: self.api_keys.as_version(ver),
+            throttle_time_ms: if ver.version >= 1 { self.throttle_time_ms.as_version(ver) } else { 0 },
+            supported_features: if ver.version >= 3 {
+                self.supported_features.as_version(ver)
+            } else {
+                List::Borrowed(&[])
+            },
+            finalized_features_epoch: if ver.version >= 3 {
+                self.finalized_features_epoch.as_version(ver)
+            } else {
+                -1
+            },
+            finalized_features: if ver.version >= 3 {
+                self.finalized_features.as_version(ver)
+            } else {
+                List::Borrowed(&[])
+            },
+            zk_migration_ready: if ver.version >= 3 {
+                self.zk_migration_ready.as_version(ver)
+            } else {
+                false
+            },
+            unknown_tagged_fields: if ver.flexible {
+                self.unknown_tagged_fields.clone()
+            } else {
+                List::Borrowed(&[])
+            },
+        }
+    }
+}
+
 impl ApiVersionsResponse<'static> {
     /// Decodes a ApiVersionsResponse body of `version` with the reference decoder, which allocates
     /// owned strings and vectors.
@@ -167,6 +224,21 @@ impl<'a> FromView<ApiVersionView<'a>> for ApiVersion<'a> {
     }
 }
 
+impl AsVersion for ApiVersion<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        ApiVersion {
+            api_key: self.api_key.as_version(ver),
+            min_version: self.min_version.as_version(ver),
+            max_version: self.max_version.as_version(ver),
+            unknown_tagged_fields: if ver.flexible {
+                self.unknown_tagged_fields.clone()
+            } else {
+                List::Borrowed(&[])
+            },
+        }
+    }
+}
+
 impl ReadOwned for SupportedFeatureKey<'static> {
     fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SupportedFeatureKey::default();
@@ -197,6 +269,17 @@ impl<'a> FromView<SupportedFeatureKeyView<'a>> for SupportedFeatureKey<'a> {
     }
 }
 
+impl AsVersion for SupportedFeatureKey<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        SupportedFeatureKey {
+            name: self.name.as_version(ver),
+            min_version: self.min_version.as_version(ver),
+            max_version: self.max_version.as_version(ver),
+            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        }
+    }
+}
+
 impl ReadOwned for FinalizedFeatureKey<'static> {
     fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FinalizedFeatureKey::default();
@@ -224,5 +307,16 @@ impl<'a> FromView<FinalizedFeatureKeyView<'a>> for FinalizedFeatureKey<'a> {
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
         })
+    }
+}
+
+impl AsVersion for FinalizedFeatureKey<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        FinalizedFeatureKey {
+            name: self.name.as_version(ver),
+            max_version_level: self.max_version_level.as_version(ver),
+            min_version_level: self.min_version_level.as_version(ver),
+            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        }
     }
 }

@@ -47,6 +47,22 @@ impl<'a> FromView<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
     }
 }
 
+impl AsVersion for ListOffsetsRequest<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        ListOffsetsRequest {
+            replica_id: self.replica_id.as_version(ver),
+            isolation_level: if ver.version >= 2 { self.isolation_level.as_version(ver) } else { 0 },
+            topics: self.topics.as_version(ver),
+            timeout_ms: if ver.version >= 10 { self.timeout_ms.as_version(ver) } else { 0 },
+            unknown_tagged_fields: if ver.flexible {
+                self.unknown_tagged_fields.clone()
+            } else {
+                List::Borrowed(&[])
+            },
+        }
+    }
+}
+
 impl ListOffsetsRequest<'static> {
     /// Decodes a ListOffsetsRequest body of `version` with the reference decoder, which allocates
     /// owned strings and vectors.
@@ -94,6 +110,20 @@ impl<'a> FromView<ListOffsetsTopicView<'a>> for ListOffsetsTopic<'a> {
     }
 }
 
+impl AsVersion for ListOffsetsTopic<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        ListOffsetsTopic {
+            name: self.name.as_version(ver),
+            partitions: self.partitions.as_version(ver),
+            unknown_tagged_fields: if ver.flexible {
+                self.unknown_tagged_fields.clone()
+            } else {
+                List::Borrowed(&[])
+            },
+        }
+    }
+}
+
 impl ReadOwned for ListOffsetsPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsPartition::default();
@@ -128,6 +158,25 @@ impl<'a> FromView<ListOffsetsPartitionView<'a>> for ListOffsetsPartition<'a> {
     }
 }
 
+impl AsVersion for ListOffsetsPartition<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        ListOffsetsPartition {
+            partition_index: self.partition_index.as_version(ver),
+            current_leader_epoch: if ver.version >= 4 {
+                self.current_leader_epoch.as_version(ver)
+            } else {
+                -1
+            },
+            timestamp: self.timestamp.as_version(ver),
+            unknown_tagged_fields: if ver.flexible {
+                self.unknown_tagged_fields.clone()
+            } else {
+                List::Borrowed(&[])
+            },
+        }
+    }
+}
+
 impl ReadOwned for ListOffsetsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsResponse::default();
@@ -157,6 +206,20 @@ impl<'a> FromView<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
         })
+    }
+}
+
+impl AsVersion for ListOffsetsResponse<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        ListOffsetsResponse {
+            throttle_time_ms: if ver.version >= 2 { self.throttle_time_ms.as_version(ver) } else { 0 },
+            topics: self.topics.as_version(ver),
+            unknown_tagged_fields: if ver.flexible {
+                self.unknown_tagged_fields.clone()
+            } else {
+                List::Borrowed(&[])
+            },
+        }
     }
 }
 
@@ -207,6 +270,20 @@ impl<'a> FromView<ListOffsetsTopicResponseView<'a>> for ListOffsetsTopicResponse
     }
 }
 
+impl AsVersion for ListOffsetsTopicResponse<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        ListOffsetsTopicResponse {
+            name: self.name.as_version(ver),
+            partitions: self.partitions.as_version(ver),
+            unknown_tagged_fields: if ver.flexible {
+                self.unknown_tagged_fields.clone()
+            } else {
+                List::Borrowed(&[])
+            },
+        }
+    }
+}
+
 impl ReadOwned for ListOffsetsPartitionResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsPartitionResponse::default();
@@ -242,5 +319,22 @@ impl<'a> FromView<ListOffsetsPartitionResponseView<'a>> for ListOffsetsPartition
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
         })
+    }
+}
+
+impl AsVersion for ListOffsetsPartitionResponse<'_> {
+    fn as_version(&self, ver: Ver) -> Self {
+        ListOffsetsPartitionResponse {
+            partition_index: self.partition_index.as_version(ver),
+            error_code: self.error_code.as_version(ver),
+            timestamp: self.timestamp.as_version(ver),
+            offset: self.offset.as_version(ver),
+            leader_epoch: if ver.version >= 4 { self.leader_epoch.as_version(ver) } else { -1 },
+            unknown_tagged_fields: if ver.flexible {
+                self.unknown_tagged_fields.clone()
+            } else {
+                List::Borrowed(&[])
+            },
+        }
     }
 }

@@ -236,6 +236,7 @@ impl Gen<'_> {
             ));
         }
         self.line("#[derive(Clone, Debug, PartialEq)]");
+        self.line("#[cfg_attr(feature = \"arbitrary\", derive(arbitrary::Arbitrary))]");
         self.line(format!("pub struct {name} {{"));
         for f in &s.fields {
             let f = F::new(s, f);
@@ -971,6 +972,33 @@ impl Gen<'_> {
             self.line("            unknown_tagged_fields: view.unknown_tagged_fields().map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) }).collect(),");
         }
         self.line("        })\n    }\n}\n");
+
+        let anon = if self.struct_needs_lifetime(s) { "<'_>" } else { "" };
+        self.line(format!("impl AsVersion for {n}{anon} {{"));
+        let fn_start = self.out.len();
+        self.line("    fn as_version(&self, VER: Ver) -> Self {");
+        self.line(format!("        {n} {{"));
+        for f in &s.fields {
+            let f = F::new(s, f);
+            let present = Versions::new(f.f.versions.lo.max(s.versions.lo), f.f.versions.hi.min(s.versions.hi));
+            let keep = format!("self.{}.as_version(ver)", f.ident);
+            let expr = match cond(present, s.versions, V) {
+                Cond::Always => keep,
+                Cond::Never => self.data_default(&f),
+                Cond::If(c) => format!("if {c} {{ {keep} }} else {{ {} }}", self.data_default(&f)),
+            };
+            self.line(format!("            {}: {expr},", f.ident));
+        }
+        if self.has_tags(s) {
+            let expr = match self.flex(s) {
+                Some(true) => "self.unknown_tagged_fields.clone()".to_string(),
+                _ => "if ver.flexible { self.unknown_tagged_fields.clone() } else { List::Borrowed(&[]) }".to_string(),
+            };
+            self.line(format!("            unknown_tagged_fields: {expr},"));
+        }
+        self.line("        }\n    }");
+        self.name_ver_param(fn_start);
+        self.line("}\n");
 
         if self.is_root(s) {
             self.line(format!("impl {n}<'static> {{"));
