@@ -244,6 +244,17 @@ impl<'a> Reader<'a> {
         wide: bool,
         field: &'static str,
     ) -> Result<Option<usize>, DecodeError> {
+        self.len_prefix_max(flexible, wide, usize::MAX, field)
+    }
+
+    #[inline]
+    fn len_prefix_max(
+        &mut self,
+        flexible: bool,
+        wide: bool,
+        max: usize,
+        field: &'static str,
+    ) -> Result<Option<usize>, DecodeError> {
         let start = self.pos;
         let len: i64 = if flexible {
             i64::from(self.uvarint(field)?) - 1
@@ -260,28 +271,25 @@ impl<'a> Reader<'a> {
             return Err(self.error(DecodeErrorKind::InvalidLength(len as i32), field));
         }
         let len = len as usize;
+        if len > max {
+            self.pos = start;
+            return Err(self.error(DecodeErrorKind::StringTooLong(len as u32), field));
+        }
         if len > self.remaining() {
             return Err(self.truncated(len, field));
         }
         Ok(Some(len))
     }
 
-    /// Reads a string length prefix and checks Kafka's 32767-byte limit.
+    /// Reads a string length prefix and checks Kafka's 32767-byte limit (before the bytes
+    /// left, as Apache Kafka does).
     #[inline]
     pub fn string_len(
         &mut self,
         flexible: bool,
         field: &'static str,
     ) -> Result<Option<usize>, DecodeError> {
-        let start = self.pos;
-        let len = self.len_prefix(flexible, false, field)?;
-        if let Some(n) = len
-            && n > MAX_STRING_LEN
-        {
-            self.pos = start;
-            return Err(self.error(DecodeErrorKind::StringTooLong(n as u32), field));
-        }
-        Ok(len)
+        self.len_prefix_max(flexible, false, MAX_STRING_LEN, field)
     }
 
     /// Reads the bytes of a non-nullable string without checking UTF-8.
