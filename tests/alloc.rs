@@ -1,0 +1,193 @@
+//! Decoding and walking views, validating, sizing and encoding allocate nothing: checked
+//! with a counting global allocator on every seed and bench frame.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{hex_files, unframe, vector};
+use kwire::codec::AnyBody;
+use kwire::frame;
+use kwire::messages::{ApiKey, RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: as for `alloc` and `dealloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f` and returns how many allocations it made.
+fn allocations(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    f();
+    ALLOCATIONS.load(Ordering::SeqCst) - before
+}
+
+/// Reads every field of every element at every depth, the way a broker would.
+fn walk_request(body: &RequestBodyView<'_>) -> u64 {
+    let mut sum = 0u64;
+    match body {
+        RequestBodyView::ApiVersions(v) => {
+            sum = sum.wrapping_add((v.client_software_name().len() + v.client_software_version().len()) as u64);
+        }
+        RequestBodyView::ListGroups(v) => {
+            for s in v.states_filter().iter().chain(v.types_filter().iter()) {
+                sum = sum.wrapping_add(s.unwrap().len() as u64);
+            }
+        }
+        RequestBodyView::ListOffsets(v) => {
+            sum = sum.wrapping_add((v.replica_id() as i64 + v.isolation_level() as i64 + v.timeout_ms() as i64) as u64);
+            for t in v.topics() {
+                let t = t.unwrap();
+                sum = sum.wrapping_add(t.name().len() as u64);
+                for p in t.partitions() {
+                    let p = p.unwrap();
+                    sum = sum.wrapping_add((p.partition_index() as i64 + p.current_leader_epoch() as i64 + p.timestamp()) as u64);
+                }
+            }
+        }
+        _ => unreachable!(),
+    }
+    sum
+}
+
+fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
+    let mut sum = 0u64;
+    match body {
+        ResponseBodyView::ApiVersions(v) => {
+            sum = sum.wrapping_add((v.error_code() as i64 + v.throttle_time_ms() as i64 + v.finalized_features_epoch()) as u64);
+            for k in v.api_keys() {
+                let k = k.unwrap();
+                sum = sum.wrapping_add((k.api_key() as i64 + k.min_version() as i64 + k.max_version() as i64) as u64);
+            }
+            for f in v.supported_features() {
+                sum = sum.wrapping_add(f.unwrap().name().len() as u64);
+            }
+            for f in v.finalized_features() {
+                sum = sum.wrapping_add(f.unwrap().name().len() as u64);
+            }
+            sum = sum.wrapping_add(u64::from(v.zk_migration_ready()));
+        }
+        ResponseBodyView::ListGroups(v) => {
+            sum = sum.wrapping_add((v.throttle_time_ms() as i64 + v.error_code() as i64) as u64);
+            for g in v.groups() {
+                let g = g.unwrap();
+                let len = g.group_id().len() + g.protocol_type().len() + g.group_state().len() + g.group_type().len();
+                sum = sum.wrapping_add(len as u64);
+            }
+        }
+        ResponseBodyView::ListOffsets(v) => {
+            sum = sum.wrapping_add(v.throttle_time_ms() as u64);
+            for t in v.topics() {
+                let t = t.unwrap();
+                sum = sum.wrapping_add(t.name().len() as u64);
+                for p in t.partitions() {
+                    let p = p.unwrap();
+                    sum = sum.wrapping_add(
+                        (p.partition_index() as i64 + p.error_code() as i64 + p.timestamp() + p.offset()) as u64
+                            + p.leader_epoch() as u64,
+                    );
+                }
+            }
+        }
+        _ => unreachable!(),
+    }
+    sum
+}
+
+struct Frame {
+    name: String,
+    bytes: Vec<u8>,
+    request: bool,
+    key: ApiKey,
+    version: i16,
+}
+
+fn frames() -> Vec<Frame> {
+    let mut out = Vec::new();
+    for dir in ["seed", "bench"] {
+        for (name, path) in hex_files(dir) {
+            let bytes = vector(&path);
+            let request = name.contains("request");
+            let key = if name.starts_with("apiversions") {
+                ApiKey::ApiVersions
+            } else if name.starts_with("listgroups") {
+                ApiKey::ListGroups
+            } else {
+                ApiKey::ListOffsets
+            };
+            let version = name.split("_v").nth(1).unwrap().split('_').next().unwrap().parse().unwrap();
+            out.push(Frame { name, bytes, request, key, version });
+        }
+    }
+    assert_eq!(out.len(), 12);
+    out
+}
+
+#[test]
+fn views_validation_sizing_and_encoding_allocate_nothing() {
+    for f in frames() {
+        let frame_bytes = unframe(&f.bytes);
+        let mut out = vec![0u8; f.bytes.len() + 64];
+        if f.request {
+            // Owned value made beforehand: encoding it must not allocate.
+            let req = frame::parse_request(frame_bytes).unwrap();
+            let value = RequestBody::decode(f.key, f.version, req.body.as_bytes()).unwrap();
+            let n = allocations(|| {
+                let req = frame::parse_request(frame_bytes).unwrap();
+                std::hint::black_box(walk_request(&req.body));
+                req.body.validate().unwrap();
+                let len = value.encoded_len(f.version).unwrap();
+                assert_eq!(value.encode(f.version, &mut out).unwrap(), len);
+                let total = frame::encode_request(&value, f.version, 1, Some("x"), &mut out).unwrap();
+                std::hint::black_box(total);
+            });
+            assert_eq!(n, 0, "{}: {n} allocations", f.name);
+        } else {
+            let resp = frame::parse_response(frame_bytes, f.key, f.version).unwrap();
+            let value = ResponseBody::decode(f.key, f.version, resp.body.as_bytes()).unwrap();
+            let n = allocations(|| {
+                let resp = frame::parse_response(frame_bytes, f.key, f.version).unwrap();
+                std::hint::black_box(walk_response(&resp.body));
+                resp.body.validate().unwrap();
+                let len = value.encoded_len(f.version).unwrap();
+                assert_eq!(value.encode(f.version, &mut out).unwrap(), len);
+                let total = frame::encode_response(&value, f.version, 1, &mut out).unwrap();
+                std::hint::black_box(total);
+            });
+            assert_eq!(n, 0, "{}: {n} allocations", f.name);
+        }
+    }
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    // The reference decoder allocates, so this proves the counter is live.
+    let frames = frames();
+    let f = frames.iter().find(|f| f.name == "listoffsets_v10_request_10x100").unwrap();
+    let n = allocations(|| {
+        let req = frame::parse_request(unframe(&f.bytes)).unwrap();
+        std::hint::black_box(RequestBody::decode(f.key, f.version, req.body.as_bytes()).unwrap());
+    });
+    assert!(n > 0);
+}
