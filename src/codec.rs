@@ -143,7 +143,11 @@ impl ReadOwned for Str<'static> {
 
 /// Size of an array with its count prefix (`None` = null).
 #[inline]
-pub fn array_size<T: Encode>(items: Option<&[T]>, ver: Ver, field: &'static str) -> Result<usize, EncodeError> {
+pub fn array_size<T: Encode>(
+    items: Option<&[T]>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<usize, EncodeError> {
     let Some(items) = items else {
         return Ok(wire::null_size(ver.flexible, true));
     };
@@ -173,7 +177,11 @@ pub fn write_array<T: Encode>(w: &mut Writer<'_>, items: Option<&[T]>, ver: Ver)
 /// Reference decoder: a non-nullable array. The count was checked against the bytes
 /// left before this allocates, so a hostile count cannot allocate more than the input.
 #[cfg(feature = "alloc")]
-pub fn read_list<T: ReadOwned>(r: &mut Reader<'_>, ver: Ver, field: &'static str) -> Result<Vec<T>, DecodeError> {
+pub fn read_list<T: ReadOwned>(
+    r: &mut Reader<'_>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<Vec<T>, DecodeError> {
     let count = r.array_len_non_null(ver.flexible, field)?;
     read_elements(r, count, ver, field)
 }

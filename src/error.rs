@@ -125,10 +125,9 @@ impl fmt::Display for DecodeErrorKind {
             DecodeErrorKind::TagNotValidForVersion(t) => {
                 write!(f, "tag {t} is not valid in this version")
             }
-            DecodeErrorKind::TaggedSizeMismatch { tag, declared, actual } => write!(
-                f,
-                "tagged field {tag} declares {declared} bytes but its content takes {actual}"
-            ),
+            DecodeErrorKind::TaggedSizeMismatch { tag, declared, actual } => {
+                write!(f, "tagged field {tag} declares {declared} bytes but its content takes {actual}")
+            }
             DecodeErrorKind::TrailingBytes(n) => write!(f, "{n} bytes left after the message"),
             DecodeErrorKind::FrameTooLarge { size, max } => {
                 write!(f, "frame of {size} bytes is over the limit of {max}")
@@ -210,10 +209,9 @@ impl fmt::Display for EncodeError {
             EncodeError::UnsupportedVersion { message, version } => {
                 write!(f, "{message} has no version {version}")
             }
-            EncodeError::FieldNotInVersion { field, version } => write!(
-                f,
-                "{field} is set to a non-default value but version {version} cannot carry it"
-            ),
+            EncodeError::FieldNotInVersion { field, version } => {
+                write!(f, "{field} is set to a non-default value but version {version} cannot carry it")
+            }
             EncodeError::NullNotAllowed { field } => {
                 write!(f, "{field} is null but not nullable in this version")
             }
@@ -221,10 +219,9 @@ impl fmt::Display for EncodeError {
                 write!(f, "{field} is {len} bytes, over the 32767-byte string limit")
             }
             EncodeError::TooLong { field } => write!(f, "{field} is too long for its length prefix"),
-            EncodeError::InvalidTaggedFields { field, tag } => write!(
-                f,
-                "unknown tagged field {tag} of {field} is out of order or uses a known tag"
-            ),
+            EncodeError::InvalidTaggedFields { field, tag } => {
+                write!(f, "unknown tagged field {tag} of {field} is out of order or uses a known tag")
+            }
             EncodeError::BufferTooSmall { needed, available } => {
                 write!(f, "buffer too small: need {needed} bytes, have {available}")
             }

@@ -382,8 +382,8 @@ mod tests {
 
     /// Wire values whose Java exception is a `RetriableException`.
     const RETRIABLE: &[i16] = &[
-        2, 3, 5, 6, 7, 9, 13, 14, 15, 16, 19, 20, 41, 51, 56, 70, 71, 72, 74, 75, 78, 80, 83, 84,
-        88, 89, 100, 103, 106, 122, 123, 133,
+        2, 3, 5, 6, 7, 9, 13, 14, 15, 16, 19, 20, 41, 51, 56, 70, 71, 72, 74, 75, 78, 80, 83, 84, 88, 89,
+        100, 103, 106, 122, 123, 133,
     ];
 
     #[test]
@@ -404,10 +404,7 @@ mod tests {
     fn all_covers_minus_one_to_133_without_gaps() {
         assert_eq!(ErrorCode::ALL.len(), 135);
         assert_eq!(ErrorCode::ALL.first(), Some(&ErrorCode::UnknownServerError));
-        assert_eq!(
-            ErrorCode::ALL.last(),
-            Some(&ErrorCode::ShareSessionLimitReached)
-        );
+        assert_eq!(ErrorCode::ALL.last(), Some(&ErrorCode::ShareSessionLimitReached));
         for (index, error) in ErrorCode::ALL.iter().enumerate() {
             let expected = i16::try_from(index).unwrap() - 1;
             assert_eq!(error.code(), expected, "{error:?}");
@@ -445,8 +442,7 @@ mod tests {
             let name = error.name();
             assert!(!name.is_empty());
             assert!(
-                name.bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
+                name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
                 "{name}"
             );
             for other in &ErrorCode::ALL[index + 1..] {
@@ -458,11 +454,7 @@ mod tests {
     #[test]
     fn retriable_flags_match_the_java_exceptions() {
         for &error in ErrorCode::ALL {
-            assert_eq!(
-                error.is_retriable(),
-                RETRIABLE.contains(&error.code()),
-                "{error:?}"
-            );
+            assert_eq!(error.is_retriable(), RETRIABLE.contains(&error.code()), "{error:?}");
         }
     }
 
@@ -515,10 +507,7 @@ mod tests {
     }
 
     fn render(error: ErrorCode) -> Buf {
-        let mut buf = Buf {
-            bytes: [0; 64],
-            len: 0,
-        };
+        let mut buf = Buf { bytes: [0; 64], len: 0 };
         write!(buf, "{error}").unwrap();
         buf
     }
@@ -529,14 +518,8 @@ mod tests {
 
     #[test]
     fn display_writes_name_and_code() {
-        assert_eq!(
-            text(&render(ErrorCode::UnsupportedVersion)),
-            "UNSUPPORTED_VERSION (35)"
-        );
-        assert_eq!(
-            text(&render(ErrorCode::UnknownServerError)),
-            "UNKNOWN_SERVER_ERROR (-1)"
-        );
+        assert_eq!(text(&render(ErrorCode::UnsupportedVersion)), "UNSUPPORTED_VERSION (35)");
+        assert_eq!(text(&render(ErrorCode::UnknownServerError)), "UNKNOWN_SERVER_ERROR (-1)");
         assert_eq!(text(&render(ErrorCode::None)), "NONE (0)");
         for &error in ErrorCode::ALL {
             let buf = render(error);

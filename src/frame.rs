@@ -67,7 +67,8 @@ pub fn split_frame(buf: &[u8], max_size: usize) -> Result<FrameStatus<'_>, Decod
         return Err(DecodeError::new(DecodeErrorKind::InvalidLength(size), 0, "Frame.size"));
     };
     if size > max_size {
-        let kind = DecodeErrorKind::FrameTooLarge { size: size as u32, max: max_size.min(u32::MAX as usize) as u32 };
+        let kind =
+            DecodeErrorKind::FrameTooLarge { size: size as u32, max: max_size.min(u32::MAX as usize) as u32 };
         return Err(DecodeError::new(kind, 0, "Frame.size"));
     }
     match buf.get(4..4 + size) {
@@ -165,7 +166,10 @@ impl fmt::Display for RequestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RequestError::UnsupportedApiKey { api_key, api_version, correlation_id } => {
-                write!(f, "unsupported API key {api_key} (version {api_version}, correlation id {correlation_id})")
+                write!(
+                    f,
+                    "unsupported API key {api_key} (version {api_version}, correlation id {correlation_id})"
+                )
             }
             RequestError::UnsupportedVersion { api_key, api_version, correlation_id } => write!(
                 f,
@@ -194,11 +198,8 @@ pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, RequestError> {
     }
     let version = key.request_header_version(api_version);
     let client_id = r.nullable_str(false, "RequestHeader.ClientId")?;
-    let tagged = if version >= 2 {
-        r.tagged_fields("RequestHeader", |_, _| Ok(false))?
-    } else {
-        TaggedSection::EMPTY
-    };
+    let tagged =
+        if version >= 2 { r.tagged_fields("RequestHeader", |_, _| Ok(false))? } else { TaggedSection::EMPTY };
     let header_len = r.pos();
     let header = RequestHeaderView {
         bytes: r.since(0),
@@ -285,7 +286,8 @@ pub struct RequestHeader<'a> {
 
 fn key_of(body: &impl AnyBody) -> Result<ApiKey, EncodeError> {
     // Every body type this crate defines has an API key in the table.
-    ApiKey::from_i16(body.api_key()).ok_or(EncodeError::UnsupportedVersion { message: "unknown API", version: -1 })
+    ApiKey::from_i16(body.api_key())
+        .ok_or(EncodeError::UnsupportedVersion { message: "unknown API", version: -1 })
 }
 
 fn header_size(header: &RequestHeader<'_>, version: i16) -> Result<usize, EncodeError> {
@@ -307,7 +309,11 @@ fn frame_size(header_len: usize, body_len: usize) -> Result<usize, EncodeError> 
 }
 
 /// The exact size of a whole request frame: size prefix, header, body.
-pub fn request_len(body: &impl AnyBody, version: i16, header: &RequestHeader<'_>) -> Result<usize, EncodeError> {
+pub fn request_len(
+    body: &impl AnyBody,
+    version: i16,
+    header: &RequestHeader<'_>,
+) -> Result<usize, EncodeError> {
     let header_version = key_of(body)?.request_header_version(version);
     frame_size(header_size(header, header_version)?, body.encoded_len(version)?)
 }

@@ -63,12 +63,12 @@ pub use view::{ArrayIter, ArrayView};
 /// What generated code imports.
 #[allow(unused_imports)]
 mod prelude {
+    pub(crate) use crate::codec::{self, Body, Encode, ViewElement};
     #[cfg(feature = "alloc")]
     pub(crate) use crate::codec::{
         AsVersion, FromView, ReadOwned, list_from_view, owned_bytes, owned_str, raw_tagged_field, read_list,
         read_nullable_list, read_owned_body,
     };
-    pub(crate) use crate::codec::{self, Body, Encode, ViewElement};
     pub(crate) use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
     pub(crate) use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver, Versions};
     pub(crate) use crate::view::ArrayView;

@@ -72,7 +72,11 @@ impl<'a, T: ViewElement<'a>> ArrayView<'a, T> {
 
     /// Reads a nullable array: `None` for null.
     #[inline]
-    pub fn read_nullable(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<Option<Self>, DecodeError> {
+    pub fn read_nullable(
+        r: &mut Reader<'a>,
+        ver: Ver,
+        field: &'static str,
+    ) -> Result<Option<Self>, DecodeError> {
         match r.array_len(ver.flexible, field)? {
             Some(count) => Self::skip_elements(r, count, ver, field).map(Some),
             None => Ok(None),

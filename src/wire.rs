@@ -284,11 +284,7 @@ impl<'a> Reader<'a> {
     /// Reads a string length prefix and checks Kafka's 32767-byte limit (before the bytes
     /// left, as Apache Kafka does).
     #[inline]
-    pub fn string_len(
-        &mut self,
-        flexible: bool,
-        field: &'static str,
-    ) -> Result<Option<usize>, DecodeError> {
+    pub fn string_len(&mut self, flexible: bool, field: &'static str) -> Result<Option<usize>, DecodeError> {
         self.len_prefix_max(flexible, false, MAX_STRING_LEN, field)
     }
 
@@ -367,17 +363,10 @@ impl<'a> Reader<'a> {
     /// Reads an array count: `Ok(None)` is null. As in Apache Kafka, a count larger than
     /// the bytes left is rejected before anything looks at the elements.
     #[inline]
-    pub fn array_len(
-        &mut self,
-        flexible: bool,
-        field: &'static str,
-    ) -> Result<Option<usize>, DecodeError> {
+    pub fn array_len(&mut self, flexible: bool, field: &'static str) -> Result<Option<usize>, DecodeError> {
         let start = self.pos;
-        let count: i64 = if flexible {
-            i64::from(self.uvarint(field)?) - 1
-        } else {
-            i64::from(self.i32(field)?)
-        };
+        let count: i64 =
+            if flexible { i64::from(self.uvarint(field)?) - 1 } else { i64::from(self.i32(field)?) };
         if count == -1 {
             return Ok(None);
         }
@@ -394,11 +383,7 @@ impl<'a> Reader<'a> {
 
     /// Reads a non-nullable array count.
     #[inline]
-    pub fn array_len_non_null(
-        &mut self,
-        flexible: bool,
-        field: &'static str,
-    ) -> Result<usize, DecodeError> {
+    pub fn array_len_non_null(&mut self, flexible: bool, field: &'static str) -> Result<usize, DecodeError> {
         let start = self.pos;
         match self.array_len(flexible, field)? {
             Some(n) => Ok(n),
@@ -465,8 +450,7 @@ fn unreachable_varint(r: &mut Reader<'_>, start: usize, field: &'static str) -> 
 /// Checks UTF-8, reporting an error at `offset` (where the string's prefix starts).
 #[inline]
 pub fn utf8<'a>(bytes: &'a [u8], offset: usize, field: &'static str) -> Result<&'a str, DecodeError> {
-    core::str::from_utf8(bytes)
-        .map_err(|_| DecodeError::new(DecodeErrorKind::InvalidUtf8, offset, field))
+    core::str::from_utf8(bytes).map_err(|_| DecodeError::new(DecodeErrorKind::InvalidUtf8, offset, field))
 }
 
 /// The raw fields of a tagged-field section, after the framing was checked.
@@ -654,7 +638,10 @@ impl TaggedSize {
 /// Size of a tagged-field section that holds only unknown fields (the struct has no
 /// known tagged fields); their tags must ascend strictly.
 #[inline]
-pub fn raw_tagged_fields_size(unknown: &[RawTaggedField<'_>], field: &'static str) -> Result<usize, EncodeError> {
+pub fn raw_tagged_fields_size(
+    unknown: &[RawTaggedField<'_>],
+    field: &'static str,
+) -> Result<usize, EncodeError> {
     TaggedSize::new().finish(unknown, &[], field)
 }
 

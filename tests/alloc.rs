@@ -48,7 +48,8 @@ fn walk_request(body: &RequestBodyView<'_>) -> u64 {
     let mut sum = 0u64;
     match body {
         RequestBodyView::ApiVersions(v) => {
-            sum = sum.wrapping_add((v.client_software_name().len() + v.client_software_version().len()) as u64);
+            sum =
+                sum.wrapping_add((v.client_software_name().len() + v.client_software_version().len()) as u64);
         }
         RequestBodyView::ListGroups(v) => {
             for s in v.states_filter().iter().chain(v.types_filter().iter()) {
@@ -56,13 +57,17 @@ fn walk_request(body: &RequestBodyView<'_>) -> u64 {
             }
         }
         RequestBodyView::ListOffsets(v) => {
-            sum = sum.wrapping_add((v.replica_id() as i64 + v.isolation_level() as i64 + v.timeout_ms() as i64) as u64);
+            sum = sum.wrapping_add(
+                (v.replica_id() as i64 + v.isolation_level() as i64 + v.timeout_ms() as i64) as u64,
+            );
             for t in v.topics() {
                 let t = t.unwrap();
                 sum = sum.wrapping_add(t.name().len() as u64);
                 for p in t.partitions() {
                     let p = p.unwrap();
-                    sum = sum.wrapping_add((p.partition_index() as i64 + p.current_leader_epoch() as i64 + p.timestamp()) as u64);
+                    sum = sum.wrapping_add(
+                        (p.partition_index() as i64 + p.current_leader_epoch() as i64 + p.timestamp()) as u64,
+                    );
                 }
             }
         }
@@ -75,10 +80,14 @@ fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
     let mut sum = 0u64;
     match body {
         ResponseBodyView::ApiVersions(v) => {
-            sum = sum.wrapping_add((v.error_code() as i64 + v.throttle_time_ms() as i64 + v.finalized_features_epoch()) as u64);
+            sum = sum.wrapping_add(
+                (v.error_code() as i64 + v.throttle_time_ms() as i64 + v.finalized_features_epoch()) as u64,
+            );
             for k in v.api_keys() {
                 let k = k.unwrap();
-                sum = sum.wrapping_add((k.api_key() as i64 + k.min_version() as i64 + k.max_version() as i64) as u64);
+                sum = sum.wrapping_add(
+                    (k.api_key() as i64 + k.min_version() as i64 + k.max_version() as i64) as u64,
+                );
             }
             for f in v.supported_features() {
                 sum = sum.wrapping_add(f.unwrap().name().len() as u64);
@@ -92,7 +101,10 @@ fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
             sum = sum.wrapping_add((v.throttle_time_ms() as i64 + v.error_code() as i64) as u64);
             for g in v.groups() {
                 let g = g.unwrap();
-                let len = g.group_id().len() + g.protocol_type().len() + g.group_state().len() + g.group_type().len();
+                let len = g.group_id().len()
+                    + g.protocol_type().len()
+                    + g.group_state().len()
+                    + g.group_type().len();
                 sum = sum.wrapping_add(len as u64);
             }
         }
@@ -104,7 +116,8 @@ fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
                 for p in t.partitions() {
                     let p = p.unwrap();
                     sum = sum.wrapping_add(
-                        (p.partition_index() as i64 + p.error_code() as i64 + p.timestamp() + p.offset()) as u64
+                        (p.partition_index() as i64 + p.error_code() as i64 + p.timestamp() + p.offset())
+                            as u64
                             + p.leader_epoch() as u64,
                     );
                 }

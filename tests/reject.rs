@@ -213,8 +213,20 @@ fn truncation_at_every_offset_of_every_seed_frame() {
     ] {
         let whole = vector(&format!("seed/{name}.hex"));
         let frame_bytes = unframe(&whole);
-        let version = if key == ApiKey::ApiVersions { 4 } else if key == ApiKey::ListGroups { 5 } else { 10 };
-        let header_len = if is_request { 11 } else if key == ApiKey::ApiVersions { 4 } else { 5 };
+        let version = if key == ApiKey::ApiVersions {
+            4
+        } else if key == ApiKey::ListGroups {
+            5
+        } else {
+            10
+        };
+        let header_len = if is_request {
+            11
+        } else if key == ApiKey::ApiVersions {
+            4
+        } else {
+            5
+        };
         for cut in 0..frame_bytes.len() {
             let part = &frame_bytes[..cut];
             let frame_err = if is_request {
@@ -226,7 +238,8 @@ fn truncation_at_every_offset_of_every_seed_frame() {
             if cut >= header_len {
                 let body = &part[header_len..];
                 let view = RequestBodyView::new(key, version, body).map(drop);
-                let view = if is_request { view } else { ResponseBodyView::new(key, version, body).map(drop) };
+                let view =
+                    if is_request { view } else { ResponseBodyView::new(key, version, body).map(drop) };
                 let reference = if is_request {
                     RequestBody::decode(key, version, body).map(drop)
                 } else {
@@ -255,7 +268,10 @@ fn frame_size_limits() {
     let negative = [0xff, 0xff, 0xff, 0xfe];
     assert_eq!(frame::split_frame(&negative, 100), Err(err(K::InvalidLength(-2), 0, "Frame.size")));
     let big = 101u32.to_be_bytes();
-    assert_eq!(frame::split_frame(&big, 100), Err(err(K::FrameTooLarge { size: 101, max: 100 }, 0, "Frame.size")));
+    assert_eq!(
+        frame::split_frame(&big, 100),
+        Err(err(K::FrameTooLarge { size: 101, max: 100 }, 0, "Frame.size"))
+    );
 }
 
 #[test]
@@ -265,7 +281,11 @@ fn unsupported_request_version_and_key() {
     f[4..8].copy_from_slice(&77i32.to_be_bytes());
     assert_eq!(
         frame::parse_request(&f).map(drop),
-        Err(frame::RequestError::UnsupportedVersion { api_key: ApiKey::ApiVersions, api_version: 5, correlation_id: 77 })
+        Err(frame::RequestError::UnsupportedVersion {
+            api_key: ApiKey::ApiVersions,
+            api_version: 5,
+            correlation_id: 77
+        })
     );
     f[1] = 99;
     assert_eq!(
@@ -292,9 +312,11 @@ fn encode_non_default_field_the_version_cannot_carry() {
     assert!(value.encoded_len(2).is_ok());
     // Nested: LeaderEpoch (v4+, not ignorable) in a v3 response.
     let parts = [list_offsets::ListOffsetsPartitionResponse { leader_epoch: 5, ..Default::default() }];
-    let topics = [list_offsets::ListOffsetsTopicResponse { partitions: (&parts).into(), ..Default::default() }];
+    let topics =
+        [list_offsets::ListOffsetsTopicResponse { partitions: (&parts).into(), ..Default::default() }];
     let value = ListOffsetsResponse { topics: (&topics).into(), ..Default::default() };
-    let expected = EncodeError::FieldNotInVersion { field: "ListOffsetsPartitionResponse.LeaderEpoch", version: 3 };
+    let expected =
+        EncodeError::FieldNotInVersion { field: "ListOffsetsPartitionResponse.LeaderEpoch", version: 3 };
     assert_eq!(value.encoded_len(3), Err(expected));
 }
 

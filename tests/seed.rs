@@ -6,8 +6,9 @@ mod common;
 use common::{unframe, vector};
 use kwire::frame::{self, RequestHeader};
 use kwire::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest,
-    ListOffsetsResponse, RequestBodyView, ResponseBodyView, api_versions, list_groups, list_offsets,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, ListGroupsRequest, ListGroupsResponse,
+    ListOffsetsRequest, ListOffsetsResponse, RequestBodyView, ResponseBodyView, api_versions, list_groups,
+    list_offsets,
 };
 use kwire::{List, Str};
 
@@ -91,7 +92,11 @@ fn list_groups_v5_request() {
     assert_eq!(types, [""]);
     body.validate().unwrap();
     let empty = [Str::Borrowed("")];
-    let value = ListGroupsRequest { states_filter: (&empty).into(), types_filter: (&empty).into(), ..Default::default() };
+    let value = ListGroupsRequest {
+        states_filter: (&empty).into(),
+        types_filter: (&empty).into(),
+        ..Default::default()
+    };
     reencode_request(&bytes, &value, 5);
 }
 
@@ -109,8 +114,10 @@ fn list_groups_v5_response() {
     assert_eq!((g.group_id(), g.protocol_type(), g.group_state(), g.group_type()), ("", "", "", ""));
     assert_eq!(g.as_bytes(), [1, 1, 1, 1, 0]);
     body.validate().unwrap();
-    let value =
-        ListGroupsResponse { groups: List::Owned(vec![list_groups::ListedGroup::default()]), ..Default::default() };
+    let value = ListGroupsResponse {
+        groups: List::Owned(vec![list_groups::ListedGroup::default()]),
+        ..Default::default()
+    };
     reencode_response(&bytes, &value, 5);
 }
 
@@ -164,7 +171,8 @@ fn list_offsets_v10_response() {
         leader_epoch: 0,
         ..Default::default()
     }];
-    let topics = [list_offsets::ListOffsetsTopicResponse { partitions: (&partitions).into(), ..Default::default() }];
+    let topics =
+        [list_offsets::ListOffsetsTopicResponse { partitions: (&partitions).into(), ..Default::default() }];
     let value = ListOffsetsResponse { topics: (&topics).into(), ..Default::default() };
     reencode_response(&bytes, &value, 10);
 }

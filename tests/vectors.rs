@@ -22,8 +22,11 @@ fn check_request(name: &str, bytes: &[u8]) -> (ApiKey, i16) {
     let reference = RequestBody::decode(key, version, body_bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(from_view, reference, "{name}: view and reference decoder disagree");
 
-    let tags: Vec<RawTaggedField> =
-        req.header.unknown_tagged_fields().map(|(tag, data)| RawTaggedField { tag, data: data.into() }).collect();
+    let tags: Vec<RawTaggedField> = req
+        .header
+        .unknown_tagged_fields()
+        .map(|(tag, data)| RawTaggedField { tag, data: data.into() })
+        .collect();
     let header = RequestHeader {
         correlation_id: req.header.correlation_id(),
         client_id: req.header.client_id(),

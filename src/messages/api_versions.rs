@@ -172,8 +172,8 @@ impl<'a> ApiVersionsRequestView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
-    /// element of every array, at every depth.
+    /// Checks everything [`Self::new`] left for later: every element of every array, at
+    /// every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         Ok(())
     }
@@ -428,7 +428,7 @@ impl Encode for ApiVersionsResponse<'_> {
                     "ApiVersionsResponse.FinalizedFeatures",
                 )?;
             }
-            if ver.version >= 3 && self.zk_migration_ready != false {
+            if ver.version >= 3 && self.zk_migration_ready {
                 tags.field(3, 1, "ApiVersionsResponse.ZkMigrationReady")?;
             }
             n = wire::add(
@@ -451,7 +451,7 @@ impl Encode for ApiVersionsResponse<'_> {
             let write_supported_features = ver.version >= 3 && !self.supported_features.is_empty();
             let write_finalized_features_epoch = ver.version >= 3 && self.finalized_features_epoch != -1;
             let write_finalized_features = ver.version >= 3 && !self.finalized_features.is_empty();
-            let write_zk_migration_ready = ver.version >= 3 && self.zk_migration_ready != false;
+            let write_zk_migration_ready = ver.version >= 3 && self.zk_migration_ready;
             w.uvarint(
                 (unknown.len()
                     + usize::from(write_supported_features)
@@ -671,8 +671,8 @@ impl<'a> ApiVersionsResponseView<'a> {
         self.tagged.unknown(&[0, 1, 2, 3])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
-    /// element of every array, at every depth.
+    /// Checks everything [`Self::new`] left for later: every element of every array, at
+    /// every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         let a = self.api_keys;
         a.iter().try_for_each(|e| e?.validate())?;
@@ -815,7 +815,7 @@ impl<'a> ApiVersionView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
+    /// Checks everything the iterator that yielded this view left for later: every
     /// element of every array, at every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         Ok(())
@@ -902,7 +902,7 @@ impl<'a> SupportedFeatureKeyView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
+    /// Checks everything the iterator that yielded this view left for later: every
     /// element of every array, at every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         Ok(())
@@ -980,7 +980,7 @@ impl<'a> FinalizedFeatureKeyView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
+    /// Checks everything the iterator that yielded this view left for later: every
     /// element of every array, at every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         Ok(())

@@ -168,8 +168,8 @@ impl<'a> ListGroupsRequestView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
-    /// element of every array, at every depth.
+    /// Checks everything [`Self::new`] left for later: every element of every array, at
+    /// every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         let a = self.states_filter;
         a.validate()?;
@@ -453,8 +453,8 @@ impl<'a> ListGroupsResponseView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
-    /// element of every array, at every depth.
+    /// Checks everything [`Self::new`] left for later: every element of every array, at
+    /// every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         let a = self.groups;
         a.iter().try_for_each(|e| e?.validate())?;
@@ -569,7 +569,7 @@ impl<'a> ListedGroupView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
+    /// Checks everything the iterator that yielded this view left for later: every
     /// element of every array, at every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         Ok(())

@@ -316,8 +316,8 @@ impl<'a> ListOffsetsRequestView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
-    /// element of every array, at every depth.
+    /// Checks everything [`Self::new`] left for later: every element of every array, at
+    /// every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         let a = self.topics;
         a.iter().try_for_each(|e| e?.validate())?;
@@ -404,7 +404,7 @@ impl<'a> ListOffsetsTopicView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
+    /// Checks everything the iterator that yielded this view left for later: every
     /// element of every array, at every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         let a = self.partitions;
@@ -485,7 +485,7 @@ impl<'a> ListOffsetsPartitionView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
+    /// Checks everything the iterator that yielded this view left for later: every
     /// element of every array, at every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         Ok(())
@@ -810,8 +810,8 @@ impl<'a> ListOffsetsResponseView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
-    /// element of every array, at every depth.
+    /// Checks everything [`Self::new`] left for later: every element of every array, at
+    /// every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         let a = self.topics;
         a.iter().try_for_each(|e| e?.validate())?;
@@ -888,7 +888,7 @@ impl<'a> ListOffsetsTopicResponseView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
+    /// Checks everything the iterator that yielded this view left for later: every
     /// element of every array, at every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         let a = self.partitions;
@@ -988,7 +988,7 @@ impl<'a> ListOffsetsPartitionResponseView<'a> {
         self.tagged.unknown(&[])
     }
 
-    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every
+    /// Checks everything the iterator that yielded this view left for later: every
     /// element of every array, at every depth.
     pub fn validate(&self) -> Result<(), DecodeError> {
         Ok(())

@@ -5,6 +5,10 @@
 
 //! The reference decoder for ListGroups, and conversions from its views.
 
+// The reference decoder starts from the defaults and reads field by field, as Apache
+// Kafka's own generated readers do.
+#![allow(clippy::field_reassign_with_default)]
+
 use crate::messages::list_groups::*;
 #[allow(unused_imports)]
 use crate::prelude::*;

@@ -28,7 +28,9 @@ pub fn snake(name: &str) -> String {
         }
     }
     match out.as_str() {
-        "type" | "match" | "ref" | "mod" | "fn" | "struct" | "use" | "self" | "loop" | "move" => format!("r#{out}"),
+        "type" | "match" | "ref" | "mod" | "fn" | "struct" | "use" | "self" | "loop" | "move" => {
+            format!("r#{out}")
+        }
         _ => out,
     }
 }
@@ -215,11 +217,15 @@ impl Gen<'_> {
             Type::String if f.nullable && d == Some("null") => format!("{x}.is_some()"),
             Type::String if f.nullable => format!("{x}.as_deref() != Some({})", q(d.unwrap_or(""))),
             Type::String => format!("{x}.as_str() != {}", q(d.unwrap_or(""))),
-            Type::Bytes | Type::Records | Type::Array(_) if f.nullable && d == Some("null") => format!("{x}.is_some()"),
+            Type::Bytes | Type::Records | Type::Array(_) if f.nullable && d == Some("null") => {
+                format!("{x}.is_some()")
+            }
             Type::Bytes | Type::Records | Type::Array(_) if f.nullable => {
                 format!("!{x}.as_ref().is_some_and(|v| v.is_empty())")
             }
             Type::Bytes | Type::Records | Type::Array(_) => format!("!{x}.is_empty()"),
+            Type::Bool if d == Some("true") => format!("!{x}"),
+            Type::Bool => x.to_string(),
             _ => format!("{x} != {}", self.data_default(f)),
         }
     }
@@ -246,7 +252,9 @@ impl Gen<'_> {
             self.line(format!("    pub {}: {ty},", f.ident));
         }
         if self.has_tags(s) {
-            self.line("    /// Tagged fields this schema does not know, kept so that they can be written back.");
+            self.line(
+                "    /// Tagged fields this schema does not know, kept so that they can be written back.",
+            );
             self.line("    pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,");
         }
         self.line("}\n");
@@ -293,7 +301,9 @@ impl Gen<'_> {
         match &f.f.ty {
             Type::Array(_) => format!("codec::array_size({x}.as_deref(), ver, {p}){t}"),
             Type::Struct(_) => format!("match &{x} {{ Some(v) => 1 + {}, None => 1 }}", plain("v")),
-            Type::String => format!("match &{x} {{ Some(v) => {}, None => wire::null_size({flex}, false) }}", plain("v")),
+            Type::String => {
+                format!("match &{x} {{ Some(v) => {}, None => wire::null_size({flex}, false) }}", plain("v"))
+            }
             _ => format!("match &{x} {{ Some(v) => {}, None => wire::null_size({flex}, true) }}", plain("v")),
         }
     }
@@ -361,7 +371,11 @@ impl Gen<'_> {
             if let Some(c) = self.null_check(&f, &x) {
                 present.push(c);
             }
-            let add = if is_fixed { format!("n += {size};") } else { format!("n = wire::add(n, {size}, {})?;", q(&f.path)) };
+            let add = if is_fixed {
+                format!("n += {size};")
+            } else {
+                format!("n = wire::add(n, {size}, {})?;", q(&f.path))
+            };
             present.push(add);
             let absent_versions = f.inline.subtract(f.tagged).unwrap_or(f.inline);
             let _ = absent_versions;
@@ -419,7 +433,13 @@ impl Gen<'_> {
                     _ => test,
                 };
                 let size = self.size_expr(f, &x, false);
-                writeln!(tag_body, "if {test} {{ tags.field({}, {size}, {})?; }}", f.f.tag.unwrap(), q(&f.path)).unwrap();
+                writeln!(
+                    tag_body,
+                    "if {test} {{ tags.field({}, {size}, {})?; }}",
+                    f.f.tag.unwrap(),
+                    q(&f.path)
+                )
+                .unwrap();
             }
             writeln!(
                 tag_body,
@@ -568,7 +588,10 @@ impl Gen<'_> {
             Type::Bytes | Type::Records => {
                 pick(format!("{r}.bytes({flex}, {p})?"), format!("{r}.nullable_bytes({flex}, {p})?"))
             }
-            Type::Array(_) => pick(format!("ArrayView::read({r}, ver, {p})?"), format!("ArrayView::read_nullable({r}, ver, {p})?")),
+            Type::Array(_) => pick(
+                format!("ArrayView::read({r}, ver, {p})?"),
+                format!("ArrayView::read_nullable({r}, ver, {p})?"),
+            ),
             Type::Struct(n) => pick(
                 format!("{n}View::read({r}, ver, {p})?"),
                 format!("if {r}.i8({p})? < 0 {{ None }} else {{ Some({n}View::read({r}, ver, {p})?) }}"),
@@ -593,7 +616,10 @@ impl Gen<'_> {
         };
         let elem = self.view_elem_ty(f.elem());
         match &f.f.ty {
-            Type::String => pick(format!("{r}.str_bytes({flex}, {p})?;"), format!("{r}.nullable_str_bytes({flex}, {p})?;")),
+            Type::String => pick(
+                format!("{r}.str_bytes({flex}, {p})?;"),
+                format!("{r}.nullable_str_bytes({flex}, {p})?;"),
+            ),
             Type::Bytes | Type::Records => {
                 pick(format!("{r}.bytes({flex}, {p})?;"), format!("{r}.nullable_bytes({flex}, {p})?;"))
             }
@@ -618,7 +644,9 @@ impl Gen<'_> {
             self.line(format!(
                 "/// [`{n}View::new`] checks the structure of the whole body, and the UTF-8 of the body's own"
             ));
-            self.line("/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]");
+            self.line(
+                "/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]",
+            );
             self.line("/// checks everything. Accessors never fail and never allocate; fields absent in the version");
             self.line("/// return their default.");
         } else {
@@ -674,14 +702,21 @@ impl Gen<'_> {
         }
         if self.has_tags(s) {
             let known = known_tags(&self.tagged_fields(s));
-            self.line("    /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.");
+            self.line(
+                "    /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.",
+            );
             self.line(format!(
                 "    pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {{\n        self.tagged.unknown(&[{known}])\n    }}\n"
             ));
         }
         // validate
-        self.line("    /// Checks everything [`Self::new`] or the enclosing iterator left for later: every");
-        self.line("    /// element of every array, at every depth.");
+        if root {
+            self.line("    /// Checks everything [`Self::new`] left for later: every element of every array, at");
+            self.line("    /// every depth.");
+        } else {
+            self.line("    /// Checks everything the iterator that yielded this view left for later: every");
+            self.line("    /// element of every array, at every depth.");
+        }
         self.line("    pub fn validate(&self) -> Result<(), DecodeError> {");
         for f in &s.fields {
             let f = F::new(s, f);
@@ -705,7 +740,9 @@ impl Gen<'_> {
         let used_as_field =
             self.structs().any(|o| o.fields.iter().any(|f| f.ty == Type::Struct(s.name.clone())));
         if used_as_field {
-            self.line("\n    /// A view of the struct with every field at its default, for versions without it.");
+            self.line(
+                "\n    /// A view of the struct with every field at its default, for versions without it.",
+            );
             self.line("    pub fn defaults(ver: Ver) -> Self {");
             self.line(format!("        {n}View {{\n            bytes: &[],\n            ver,"));
             for f in &s.fields {
@@ -727,7 +764,9 @@ impl Gen<'_> {
         let tagged = self.tagged_fields(s);
         self.line(format!("impl<'a> ViewElement<'a> for {n}View<'a> {{"));
         // read
-        self.line("    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {");
+        self.line(
+            "    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {",
+        );
         self.line("        let start = r.pos();");
         for f in &s.fields {
             let f = F::new(s, f);
@@ -739,7 +778,9 @@ impl Gen<'_> {
             match cond(f.inline, s.versions, V) {
                 Cond::Always => self.line(format!("        let {ident} = {expr};")),
                 Cond::Never => self.line(format!("        let {mut_kw}{ident} = {def};")),
-                Cond::If(c) => self.line(format!("        let {mut_kw}{ident} = if {c} {{ {expr} }} else {{ {def} }};")),
+                Cond::If(c) => {
+                    self.line(format!("        let {mut_kw}{ident} = if {c} {{ {expr} }} else {{ {def} }};"))
+                }
             }
         }
         if self.has_tags(s) {
@@ -751,7 +792,9 @@ impl Gen<'_> {
             match self.flex(s) {
                 Some(true) => self.line(format!("        let tagged = {call};")),
                 Some(false) => unreachable!(),
-                None => self.line(format!("        let tagged = if ver.flexible {{ {call} }} else {{ TaggedSection::EMPTY }};")),
+                None => self.line(format!(
+                    "        let tagged = if ver.flexible {{ {call} }} else {{ TaggedSection::EMPTY }};"
+                )),
             }
         }
         self.line(format!("        Ok({n}View {{\n            bytes: r.since(start),\n            ver,"));
@@ -816,7 +859,12 @@ impl Gen<'_> {
         let size = by_version(
             s.versions,
             V,
-            |v| run.iter().filter(|f| f.inline.contains(v)).map(|f| f.f.ty.fixed_width().unwrap()).sum::<usize>(),
+            |v| {
+                run.iter()
+                    .filter(|f| f.inline.contains(v))
+                    .map(|f| f.f.ty.fixed_width().unwrap())
+                    .sum::<usize>()
+            },
             |n| n.to_string(),
         );
         let path = if run.len() == 1 { run[0].path.clone() } else { s.name.clone() };
@@ -897,7 +945,9 @@ impl Gen<'_> {
         let tagged = self.tagged_fields(s);
         self.line(format!("impl ReadOwned for {ty} {{"));
         let fn_start = self.out.len();
-        self.line("    fn read_owned(r: &mut Reader<'_>, VER: Ver, _: &'static str) -> Result<Self, DecodeError> {");
+        self.line(
+            "    fn read_owned(r: &mut Reader<'_>, VER: Ver, _: &'static str) -> Result<Self, DecodeError> {",
+        );
         self.line(format!("        let mut this = {n}::default();"));
         for f in &s.fields {
             let f = F::new(s, f);
@@ -905,7 +955,8 @@ impl Gen<'_> {
             match cond(f.inline, s.versions, V) {
                 Cond::Always => self.line(format!("        this.{} = {expr};", f.ident)),
                 Cond::Never => {}
-                Cond::If(c) => self.line(format!("        if {c} {{\n            this.{} = {expr};\n        }}", f.ident)),
+                Cond::If(c) => self
+                    .line(format!("        if {c} {{\n            this.{} = {expr};\n        }}", f.ident)),
             }
         }
         if self.has_tags(s) {
@@ -923,10 +974,17 @@ impl Gen<'_> {
                         }
                         _ => String::new(),
                     };
-                    writeln!(body, "{tag}{guard} => this.{} = {},", f.ident, self.owned_read_expr(f, "value")).unwrap();
+                    writeln!(
+                        body,
+                        "{tag}{guard} => this.{} = {},",
+                        f.ident,
+                        self.owned_read_expr(f, "value")
+                    )
+                    .unwrap();
                 }
                 if guarded {
-                    let tags = tagged.iter().map(|f| f.f.tag.unwrap().to_string()).collect::<Vec<_>>().join(" | ");
+                    let tags =
+                        tagged.iter().map(|f| f.f.tag.unwrap().to_string()).collect::<Vec<_>>().join(" | ");
                     writeln!(
                         body,
                         "{tags} => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag), {})),",
@@ -980,7 +1038,8 @@ impl Gen<'_> {
         self.line(format!("        {n} {{"));
         for f in &s.fields {
             let f = F::new(s, f);
-            let present = Versions::new(f.f.versions.lo.max(s.versions.lo), f.f.versions.hi.min(s.versions.hi));
+            let present =
+                Versions::new(f.f.versions.lo.max(s.versions.lo), f.f.versions.hi.min(s.versions.hi));
             let keep = format!("self.{}.as_version(ver)", f.ident);
             let expr = match cond(present, s.versions, V) {
                 Cond::Always => keep,
@@ -992,7 +1051,8 @@ impl Gen<'_> {
         if self.has_tags(s) {
             let expr = match self.flex(s) {
                 Some(true) => "self.unknown_tagged_fields.clone()".to_string(),
-                _ => "if ver.flexible { self.unknown_tagged_fields.clone() } else { List::Borrowed(&[]) }".to_string(),
+                _ => "if ver.flexible { self.unknown_tagged_fields.clone() } else { List::Borrowed(&[]) }"
+                    .to_string(),
             };
             self.line(format!("            unknown_tagged_fields: {expr},"));
         }
@@ -1033,9 +1093,9 @@ impl Gen<'_> {
         ));
         self.line("}\n");
         self.line(format!("impl {n}{lt} {{"));
-        self.line(format!(
-            "    /// The exact size of this body encoded as `version`, or why it cannot be encoded.\n    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {{\n        codec::body_len(self, version)\n    }}\n"
-        ));
+        self.line(
+            "    /// The exact size of this body encoded as `version`, or why it cannot be encoded.\n    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {\n        codec::body_len(self, version)\n    }\n",
+        );
         self.line(
             "    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.\n    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {\n        codec::encode_body(self, version, buf)\n    }\n}\n",
         );
@@ -1159,6 +1219,7 @@ pub fn reference_module(api: &str, msgs: &[&Message]) -> String {
     }
     writeln!(out, "// Do not edit by hand: change the schema or the generator and regenerate.\n").unwrap();
     writeln!(out, "//! The reference decoder for {api}, and conversions from its views.\n").unwrap();
+    out.push_str("// The reference decoder starts from the defaults and reads field by field, as Apache\n// Kafka's own generated readers do.\n#![allow(clippy::field_reassign_with_default)]\n\n");
     out.push_str("#[allow(unused_imports)]\nuse crate::prelude::*;\n");
     writeln!(out, "use crate::messages::{}::*;\n", snake(api)).unwrap();
     for m in msgs {
@@ -1186,7 +1247,17 @@ pub fn messages_mod(apis: &[Api]) -> String {
     o.push_str("//! Every supported message: data types with encoders, and zero-copy views.\n//!\n");
     o.push_str("//! | API | key | request versions | response versions | flexible from |\n//! |---|---:|---|---|---|\n");
     for a in apis {
-        writeln!(o, "//! | [{}]({}) | {} | {} | {} | {} |", a.name, snake(&a.name), a.key, a.request.valid, a.response.valid, a.request.flexible.lo).unwrap();
+        writeln!(
+            o,
+            "//! | [{}]({}) | {} | {} | {} | {} |",
+            a.name,
+            snake(&a.name),
+            a.key,
+            a.request.valid,
+            a.response.valid,
+            a.request.flexible.lo
+        )
+        .unwrap();
     }
     o.push_str("\nuse crate::codec::AnyBody;\nuse crate::error::{DecodeError, EncodeError};\nuse crate::types::Versions;\n\n");
     for a in apis {
@@ -1194,7 +1265,13 @@ pub fn messages_mod(apis: &[Api]) -> String {
     }
     o.push('\n');
     for a in apis {
-        writeln!(o, "pub use {}::{{{n}Request, {n}RequestView, {n}Response, {n}ResponseView}};", snake(&a.name), n = a.name).unwrap();
+        writeln!(
+            o,
+            "pub use {}::{{{n}Request, {n}RequestView, {n}Response, {n}ResponseView}};",
+            snake(&a.name),
+            n = a.name
+        )
+        .unwrap();
     }
     o.push_str("\n/// The APIs this crate supports, with their version tables.\n");
     o.push_str("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n#[non_exhaustive]\npub enum ApiKey {\n");
@@ -1210,14 +1287,17 @@ pub fn messages_mod(apis: &[Api]) -> String {
         writeln!(o, "            {} => Some(ApiKey::{}),", a.key, a.name).unwrap();
     }
     o.push_str("            _ => None,\n        }\n    }\n\n");
-    o.push_str("    /// The key on the wire.\n    pub const fn key(self) -> i16 {\n        self as i16\n    }\n\n");
+    o.push_str(
+        "    /// The key on the wire.\n    pub const fn key(self) -> i16 {\n        self as i16\n    }\n\n",
+    );
     o.push_str("    /// The API's name, as Kafka spells it.\n    pub const fn name(self) -> &'static str {\n        match self {\n");
     for a in apis {
         writeln!(o, "            ApiKey::{} => {},", a.name, q(&a.name)).unwrap();
     }
     o.push_str("        }\n    }\n\n");
     let table = |o: &mut String, fname: &str, doc: &str, pick: &dyn Fn(&Api) -> Versions| {
-        writeln!(o, "    /// {doc}\n    pub const fn {fname}(self) -> Versions {{\n        match self {{").unwrap();
+        writeln!(o, "    /// {doc}\n    pub const fn {fname}(self) -> Versions {{\n        match self {{")
+            .unwrap();
         for a in apis {
             let v = pick(a);
             let hi = if v.hi == i16::MAX { "i16::MAX".to_string() } else { v.hi.to_string() };
@@ -1227,7 +1307,12 @@ pub fn messages_mod(apis: &[Api]) -> String {
     };
     table(&mut o, "request_versions", "The request versions this crate supports.", &|a| a.request.valid);
     table(&mut o, "response_versions", "The response versions this crate supports.", &|a| a.response.valid);
-    table(&mut o, "flexible_versions", "The versions that use the flexible encoding (compact strings and arrays, tagged fields).", &|a| a.request.flexible);
+    table(
+        &mut o,
+        "flexible_versions",
+        "The versions that use the flexible encoding (compact strings and arrays, tagged fields).",
+        &|a| a.request.flexible,
+    );
     o.push_str("    /// The request header version for `version`: 2 for flexible versions, else 1.\n");
     o.push_str("    pub const fn request_header_version(self, version: i16) -> i16 {\n        if self.flexible_versions().contains(version) { 2 } else { 1 }\n    }\n\n");
     o.push_str("    /// The response header version for `version`: 1 for flexible versions, else 0; always 0\n    /// for ApiVersions, whose response header never changes so that any client can read it.\n");
@@ -1239,14 +1324,21 @@ pub fn messages_mod(apis: &[Api]) -> String {
         o.push_str("#[derive(Clone, Copy, Debug)]\n#[non_exhaustive]\n");
         writeln!(o, "pub enum {kind}BodyView<'a> {{").unwrap();
         for a in apis {
-            writeln!(o, "    /// {n} {k}.\n    {n}({n}{kind}View<'a>),", n = a.name, k = kind.to_lowercase()).unwrap();
+            writeln!(o, "    /// {n} {k}.\n    {n}({n}{kind}View<'a>),", n = a.name, k = kind.to_lowercase())
+                .unwrap();
         }
         o.push_str("}\n\n");
         writeln!(o, "impl<'a> {kind}BodyView<'a> {{").unwrap();
-        writeln!(o, "    /// Checks `bytes` as the {} body of `api_key` at `version`.", kind.to_lowercase()).unwrap();
+        writeln!(o, "    /// Checks `bytes` as the {} body of `api_key` at `version`.", kind.to_lowercase())
+            .unwrap();
         o.push_str("    pub fn new(api_key: ApiKey, version: i16, bytes: &'a [u8]) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
         for a in apis {
-            writeln!(o, "            ApiKey::{n} => Self::{n}({n}{kind}View::new(bytes, version)?),", n = a.name).unwrap();
+            writeln!(
+                o,
+                "            ApiKey::{n} => Self::{n}({n}{kind}View::new(bytes, version)?),",
+                n = a.name
+            )
+            .unwrap();
         }
         o.push_str("        })\n    }\n\n");
         o.push_str("    /// The API this body belongs to.\n    pub const fn api_key(&self) -> ApiKey {\n        match self {\n");
@@ -1282,7 +1374,9 @@ pub fn messages_mod(apis: &[Api]) -> String {
         o.push_str("        }\n    }\n}\n\n");
         writeln!(o, "impl AnyBody for {kind}Body<'_> {{").unwrap();
         o.push_str("    fn api_key(&self) -> i16 {\n        self.api_key().key()\n    }\n\n");
-        o.push_str("    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {\n        match self {\n");
+        o.push_str(
+            "    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {\n        match self {\n",
+        );
         for a in apis {
             writeln!(o, "            Self::{n}(b) => b.encoded_len(version),", n = a.name).unwrap();
         }
@@ -1294,10 +1388,16 @@ pub fn messages_mod(apis: &[Api]) -> String {
         o.push_str("        }\n    }\n}\n\n");
         o.push_str("#[cfg(feature = \"alloc\")]\n");
         writeln!(o, "impl {kind}Body<'static> {{").unwrap();
-        writeln!(o, "    /// Decodes the {lower} body of `api_key` at `version` with the reference decoder.").unwrap();
+        writeln!(o, "    /// Decodes the {lower} body of `api_key` at `version` with the reference decoder.")
+            .unwrap();
         o.push_str("    pub fn decode(api_key: ApiKey, version: i16, bytes: &[u8]) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
         for a in apis {
-            writeln!(o, "            ApiKey::{n} => Self::{n}({n}{kind}::decode(bytes, version)?),", n = a.name).unwrap();
+            writeln!(
+                o,
+                "            ApiKey::{n} => Self::{n}({n}{kind}::decode(bytes, version)?),",
+                n = a.name
+            )
+            .unwrap();
         }
         o.push_str("        })\n    }\n}\n\n");
         o.push_str("#[cfg(feature = \"alloc\")]\n");
@@ -1305,7 +1405,8 @@ pub fn messages_mod(apis: &[Api]) -> String {
         o.push_str("    type Error = DecodeError;\n\n");
         writeln!(o, "    fn try_from(view: {kind}BodyView<'a>) -> Result<Self, DecodeError> {{\n        Ok(match view {{").unwrap();
         for a in apis {
-            writeln!(o, "            {kind}BodyView::{n}(v) => Self::{n}(v.try_into()?),", n = a.name).unwrap();
+            writeln!(o, "            {kind}BodyView::{n}(v) => Self::{n}(v.try_into()?),", n = a.name)
+                .unwrap();
         }
         o.push_str("        })\n    }\n}\n\n");
     }

@@ -34,7 +34,11 @@ fn rustfmt(src: &str) -> String {
     if !out.status.success() {
         let dump = std::env::temp_dir().join("kwire-codegen-failed.rs");
         std::fs::write(&dump, src).unwrap();
-        panic!("rustfmt failed on generated code (saved to {}):\n{}", dump.display(), String::from_utf8_lossy(&out.stderr));
+        panic!(
+            "rustfmt failed on generated code (saved to {}):\n{}",
+            dump.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     String::from_utf8(out.stdout).unwrap()
 }
@@ -111,9 +115,52 @@ fn main() {
     match (check, stale.is_empty()) {
         (_, true) => println!("codegen: generated code is up to date"),
         (true, false) => {
-            eprintln!("codegen: stale generated files (run `cargo run --manifest-path tests/codegen/Cargo.toml`): {stale:?}");
+            eprintln!(
+                "codegen: stale generated files (run `cargo run --manifest-path tests/codegen/Cargo.toml`): {stale:?}"
+            );
             std::process::exit(1);
         }
         (false, false) => println!("codegen: rewrote {stale:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message whose tagged field starts after its first flexible version, so the
+    /// decoders must reject the tag in version 3.
+    const LATE_TAG: &str = r#"{
+      "apiKey": 999, "type": "response", "name": "LateTagResponse", "about": "Test.",
+      "validVersions": "0-4", "flexibleVersions": "3+",
+      "fields": [
+        { "name": "Epoch", "type": "int64", "versions": "4+", "taggedVersions": "4+", "tag": 0,
+          "default": "-1", "about": "Test." }
+      ]
+    }"#;
+
+    #[test]
+    fn known_tag_outside_its_tagged_versions_is_rejected() {
+        let msg = schema::parse("LateTagResponse.json", LATE_TAG).unwrap();
+        let code = emit::api_module("LateTag", &[&msg]);
+        assert!(code.contains("0 if ver.version >= 4 => epoch = value.i64(\"LateTagResponse.Epoch\")?"), "{code}");
+        assert!(code.contains("0 => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag)"), "{code}");
+        let reference = emit::reference_module("LateTag", &[&msg]);
+        assert!(reference.contains("TagNotValidForVersion"), "{reference}");
+    }
+
+    #[test]
+    fn schema_errors_are_reported() {
+        let bad = LATE_TAG.replace("\"taggedVersions\": \"4+\"", "\"taggedVersions\": \"2+\"");
+        let err = schema::parse("Bad.json", &bad).unwrap_err();
+        assert!(err.contains("tagged versions outside the flexible versions"), "{err}");
+        let bad = LATE_TAG.replace("\"type\": \"int64\"", "\"type\": \"[][]int64\"").replace("\"default\": \"-1\",", "");
+        assert!(schema::parse("Bad.json", &bad).unwrap_err().contains("arrays of arrays"));
+    }
+
+    #[test]
+    fn every_schema_parses_and_generates() {
+        let files = generate();
+        assert!(files.keys().any(|p| p.ends_with("src/messages/mod.rs")));
     }
 }

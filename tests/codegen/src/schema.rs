@@ -175,10 +175,22 @@ pub fn parse(file: &str, text: &str) -> Result<Message, String> {
     Ok(msg)
 }
 
-fn add_struct(msg: &mut Message, name: &str, about: &str, fields: &Value, versions: Versions, common: &[Value]) -> Result<(), String> {
+fn add_struct(
+    msg: &mut Message,
+    name: &str,
+    about: &str,
+    fields: &Value,
+    versions: Versions,
+    common: &[Value],
+) -> Result<(), String> {
     let ctx = format!("{}: {name}", msg.file);
     let index = msg.structs.len();
-    msg.structs.push(Struct { name: name.to_string(), about: about.to_string(), fields: Vec::new(), versions });
+    msg.structs.push(Struct {
+        name: name.to_string(),
+        about: about.to_string(),
+        fields: Vec::new(),
+        versions,
+    });
     let mut out = Vec::new();
     let mut tags = Vec::new();
     for f in fields.as_array().ok_or(format!("{ctx}: fields is not an array"))? {
@@ -257,7 +269,9 @@ fn check_default(f: &Field, ctx: &str) -> Result<(), String> {
     let Some(d) = &f.default else { return Ok(()) };
     let ok = match f.ty {
         Type::Bool => d == "true" || d == "false",
-        Type::Int8 | Type::Int16 | Type::Int32 | Type::Int64 | Type::Uint16 | Type::Uint32 => parse_int(d).is_some(),
+        Type::Int8 | Type::Int16 | Type::Int32 | Type::Int64 | Type::Uint16 | Type::Uint32 => {
+            parse_int(d).is_some()
+        }
         Type::Float64 => d.parse::<f64>().is_ok(),
         Type::String => true,
         _ => d == "null" && !f.nullable.is_empty(),

@@ -117,7 +117,12 @@ pub fn cond(wanted: Versions, possible: Versions, var: &str) -> Cond {
 
 /// A Rust expression, over `var`, for a value that depends on the version: a literal when
 /// it is the same in every possible version, else an `if` chain over version ranges.
-pub fn by_version<T: PartialEq + Clone>(possible: Versions, var: &str, value: impl Fn(i16) -> T, show: impl Fn(&T) -> String) -> String {
+pub fn by_version<T: PartialEq + Clone>(
+    possible: Versions,
+    var: &str,
+    value: impl Fn(i16) -> T,
+    show: impl Fn(&T) -> String,
+) -> String {
     let mut runs: Vec<(Versions, T)> = Vec::new();
     for v in possible.iter() {
         let val = value(v);
