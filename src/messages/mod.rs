@@ -6,6 +6,7 @@
 //! | API | key | request versions | response versions | flexible from |
 //! |---|---:|---|---|---|
 //! | [ListOffsets](list_offsets) | 2 | 1-10 | 1-10 | 6 |
+//! | [Metadata](metadata) | 3 | 0-13 | 0-13 | 9 |
 //! | [ListGroups](list_groups) | 16 | 0-5 | 0-5 | 3 |
 //! | [ApiVersions](api_versions) | 18 | 0-4 | 0-4 | 3 |
 
@@ -16,6 +17,7 @@ use crate::types::Versions;
 pub mod api_versions;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod metadata;
 
 pub use api_versions::{
     ApiVersionsRequest, ApiVersionsRequestView, ApiVersionsResponse, ApiVersionsResponseView,
@@ -24,6 +26,7 @@ pub use list_groups::{ListGroupsRequest, ListGroupsRequestView, ListGroupsRespon
 pub use list_offsets::{
     ListOffsetsRequest, ListOffsetsRequestView, ListOffsetsResponse, ListOffsetsResponseView,
 };
+pub use metadata::{MetadataRequest, MetadataRequestView, MetadataResponse, MetadataResponseView};
 
 /// The APIs this crate supports, with their version tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -31,6 +34,8 @@ pub use list_offsets::{
 pub enum ApiKey {
     /// ListOffsets (key 2).
     ListOffsets = 2,
+    /// Metadata (key 3).
+    Metadata = 3,
     /// ListGroups (key 16).
     ListGroups = 16,
     /// ApiVersions (key 18).
@@ -39,12 +44,14 @@ pub enum ApiKey {
 
 impl ApiKey {
     /// Every supported API, by key.
-    pub const ALL: &'static [ApiKey] = &[ApiKey::ListOffsets, ApiKey::ListGroups, ApiKey::ApiVersions];
+    pub const ALL: &'static [ApiKey] =
+        &[ApiKey::ListOffsets, ApiKey::Metadata, ApiKey::ListGroups, ApiKey::ApiVersions];
 
     /// The API with this key, if this crate supports it.
     pub const fn from_i16(key: i16) -> Option<ApiKey> {
         match key {
             2 => Some(ApiKey::ListOffsets),
+            3 => Some(ApiKey::Metadata),
             16 => Some(ApiKey::ListGroups),
             18 => Some(ApiKey::ApiVersions),
             _ => None,
@@ -60,6 +67,7 @@ impl ApiKey {
     pub const fn name(self) -> &'static str {
         match self {
             ApiKey::ListOffsets => "ListOffsets",
+            ApiKey::Metadata => "Metadata",
             ApiKey::ListGroups => "ListGroups",
             ApiKey::ApiVersions => "ApiVersions",
         }
@@ -69,6 +77,7 @@ impl ApiKey {
     pub const fn request_versions(self) -> Versions {
         match self {
             ApiKey::ListOffsets => Versions::new(1, 10),
+            ApiKey::Metadata => Versions::new(0, 13),
             ApiKey::ListGroups => Versions::new(0, 5),
             ApiKey::ApiVersions => Versions::new(0, 4),
         }
@@ -78,6 +87,7 @@ impl ApiKey {
     pub const fn response_versions(self) -> Versions {
         match self {
             ApiKey::ListOffsets => Versions::new(1, 10),
+            ApiKey::Metadata => Versions::new(0, 13),
             ApiKey::ListGroups => Versions::new(0, 5),
             ApiKey::ApiVersions => Versions::new(0, 4),
         }
@@ -87,6 +97,7 @@ impl ApiKey {
     pub const fn flexible_versions(self) -> Versions {
         match self {
             ApiKey::ListOffsets => Versions::new(6, i16::MAX),
+            ApiKey::Metadata => Versions::new(9, i16::MAX),
             ApiKey::ListGroups => Versions::new(3, i16::MAX),
             ApiKey::ApiVersions => Versions::new(3, i16::MAX),
         }
@@ -114,6 +125,8 @@ impl ApiKey {
 pub enum RequestBodyView<'a> {
     /// ListOffsets request.
     ListOffsets(ListOffsetsRequestView<'a>),
+    /// Metadata request.
+    Metadata(MetadataRequestView<'a>),
     /// ListGroups request.
     ListGroups(ListGroupsRequestView<'a>),
     /// ApiVersions request.
@@ -125,6 +138,7 @@ impl<'a> RequestBodyView<'a> {
     pub fn new(api_key: ApiKey, version: i16, bytes: &'a [u8]) -> Result<Self, DecodeError> {
         Ok(match api_key {
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequestView::new(bytes, version)?),
+            ApiKey::Metadata => Self::Metadata(MetadataRequestView::new(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequestView::new(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequestView::new(bytes, version)?),
         })
@@ -134,6 +148,7 @@ impl<'a> RequestBodyView<'a> {
     pub const fn api_key(&self) -> ApiKey {
         match self {
             Self::ListOffsets(_) => ApiKey::ListOffsets,
+            Self::Metadata(_) => ApiKey::Metadata,
             Self::ListGroups(_) => ApiKey::ListGroups,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
         }
@@ -143,6 +158,7 @@ impl<'a> RequestBodyView<'a> {
     pub const fn as_bytes(&self) -> &'a [u8] {
         match self {
             Self::ListOffsets(v) => v.as_bytes(),
+            Self::Metadata(v) => v.as_bytes(),
             Self::ListGroups(v) => v.as_bytes(),
             Self::ApiVersions(v) => v.as_bytes(),
         }
@@ -152,6 +168,7 @@ impl<'a> RequestBodyView<'a> {
     pub fn validate(&self) -> Result<(), DecodeError> {
         match self {
             Self::ListOffsets(v) => v.validate(),
+            Self::Metadata(v) => v.validate(),
             Self::ListGroups(v) => v.validate(),
             Self::ApiVersions(v) => v.validate(),
         }
@@ -164,6 +181,8 @@ impl<'a> RequestBodyView<'a> {
 pub enum RequestBody<'a> {
     /// ListOffsets request.
     ListOffsets(ListOffsetsRequest<'a>),
+    /// Metadata request.
+    Metadata(MetadataRequest<'a>),
     /// ListGroups request.
     ListGroups(ListGroupsRequest<'a>),
     /// ApiVersions request.
@@ -175,6 +194,7 @@ impl RequestBody<'_> {
     pub const fn api_key(&self) -> ApiKey {
         match self {
             Self::ListOffsets(_) => ApiKey::ListOffsets,
+            Self::Metadata(_) => ApiKey::Metadata,
             Self::ListGroups(_) => ApiKey::ListGroups,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
         }
@@ -189,6 +209,7 @@ impl AnyBody for RequestBody<'_> {
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         match self {
             Self::ListOffsets(b) => b.encoded_len(version),
+            Self::Metadata(b) => b.encoded_len(version),
             Self::ListGroups(b) => b.encoded_len(version),
             Self::ApiVersions(b) => b.encoded_len(version),
         }
@@ -197,6 +218,7 @@ impl AnyBody for RequestBody<'_> {
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
             Self::ListOffsets(b) => b.encode(version, buf),
+            Self::Metadata(b) => b.encode(version, buf),
             Self::ListGroups(b) => b.encode(version, buf),
             Self::ApiVersions(b) => b.encode(version, buf),
         }
@@ -209,6 +231,7 @@ impl RequestBody<'static> {
     pub fn decode(api_key: ApiKey, version: i16, bytes: &[u8]) -> Result<Self, DecodeError> {
         Ok(match api_key {
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::decode(bytes, version)?),
+            ApiKey::Metadata => Self::Metadata(MetadataRequest::decode(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequest::decode(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequest::decode(bytes, version)?),
         })
@@ -222,6 +245,7 @@ impl<'a> TryFrom<RequestBodyView<'a>> for RequestBody<'a> {
     fn try_from(view: RequestBodyView<'a>) -> Result<Self, DecodeError> {
         Ok(match view {
             RequestBodyView::ListOffsets(v) => Self::ListOffsets(v.try_into()?),
+            RequestBodyView::Metadata(v) => Self::Metadata(v.try_into()?),
             RequestBodyView::ListGroups(v) => Self::ListGroups(v.try_into()?),
             RequestBodyView::ApiVersions(v) => Self::ApiVersions(v.try_into()?),
         })
@@ -234,6 +258,8 @@ impl<'a> TryFrom<RequestBodyView<'a>> for RequestBody<'a> {
 pub enum ResponseBodyView<'a> {
     /// ListOffsets response.
     ListOffsets(ListOffsetsResponseView<'a>),
+    /// Metadata response.
+    Metadata(MetadataResponseView<'a>),
     /// ListGroups response.
     ListGroups(ListGroupsResponseView<'a>),
     /// ApiVersions response.
@@ -245,6 +271,7 @@ impl<'a> ResponseBodyView<'a> {
     pub fn new(api_key: ApiKey, version: i16, bytes: &'a [u8]) -> Result<Self, DecodeError> {
         Ok(match api_key {
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponseView::new(bytes, version)?),
+            ApiKey::Metadata => Self::Metadata(MetadataResponseView::new(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponseView::new(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponseView::new(bytes, version)?),
         })
@@ -254,6 +281,7 @@ impl<'a> ResponseBodyView<'a> {
     pub const fn api_key(&self) -> ApiKey {
         match self {
             Self::ListOffsets(_) => ApiKey::ListOffsets,
+            Self::Metadata(_) => ApiKey::Metadata,
             Self::ListGroups(_) => ApiKey::ListGroups,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
         }
@@ -263,6 +291,7 @@ impl<'a> ResponseBodyView<'a> {
     pub const fn as_bytes(&self) -> &'a [u8] {
         match self {
             Self::ListOffsets(v) => v.as_bytes(),
+            Self::Metadata(v) => v.as_bytes(),
             Self::ListGroups(v) => v.as_bytes(),
             Self::ApiVersions(v) => v.as_bytes(),
         }
@@ -272,6 +301,7 @@ impl<'a> ResponseBodyView<'a> {
     pub fn validate(&self) -> Result<(), DecodeError> {
         match self {
             Self::ListOffsets(v) => v.validate(),
+            Self::Metadata(v) => v.validate(),
             Self::ListGroups(v) => v.validate(),
             Self::ApiVersions(v) => v.validate(),
         }
@@ -284,6 +314,8 @@ impl<'a> ResponseBodyView<'a> {
 pub enum ResponseBody<'a> {
     /// ListOffsets response.
     ListOffsets(ListOffsetsResponse<'a>),
+    /// Metadata response.
+    Metadata(MetadataResponse<'a>),
     /// ListGroups response.
     ListGroups(ListGroupsResponse<'a>),
     /// ApiVersions response.
@@ -295,6 +327,7 @@ impl ResponseBody<'_> {
     pub const fn api_key(&self) -> ApiKey {
         match self {
             Self::ListOffsets(_) => ApiKey::ListOffsets,
+            Self::Metadata(_) => ApiKey::Metadata,
             Self::ListGroups(_) => ApiKey::ListGroups,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
         }
@@ -309,6 +342,7 @@ impl AnyBody for ResponseBody<'_> {
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         match self {
             Self::ListOffsets(b) => b.encoded_len(version),
+            Self::Metadata(b) => b.encoded_len(version),
             Self::ListGroups(b) => b.encoded_len(version),
             Self::ApiVersions(b) => b.encoded_len(version),
         }
@@ -317,6 +351,7 @@ impl AnyBody for ResponseBody<'_> {
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
             Self::ListOffsets(b) => b.encode(version, buf),
+            Self::Metadata(b) => b.encode(version, buf),
             Self::ListGroups(b) => b.encode(version, buf),
             Self::ApiVersions(b) => b.encode(version, buf),
         }
@@ -329,6 +364,7 @@ impl ResponseBody<'static> {
     pub fn decode(api_key: ApiKey, version: i16, bytes: &[u8]) -> Result<Self, DecodeError> {
         Ok(match api_key {
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponse::decode(bytes, version)?),
+            ApiKey::Metadata => Self::Metadata(MetadataResponse::decode(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponse::decode(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponse::decode(bytes, version)?),
         })
@@ -342,6 +378,7 @@ impl<'a> TryFrom<ResponseBodyView<'a>> for ResponseBody<'a> {
     fn try_from(view: ResponseBodyView<'a>) -> Result<Self, DecodeError> {
         Ok(match view {
             ResponseBodyView::ListOffsets(v) => Self::ListOffsets(v.try_into()?),
+            ResponseBodyView::Metadata(v) => Self::Metadata(v.try_into()?),
             ResponseBodyView::ListGroups(v) => Self::ListGroups(v.try_into()?),
             ResponseBodyView::ApiVersions(v) => Self::ApiVersions(v.try_into()?),
         })

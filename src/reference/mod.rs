@@ -7,3 +7,4 @@
 mod api_versions;
 mod list_groups;
 mod list_offsets;
+mod metadata;
