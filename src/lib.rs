@@ -50,6 +50,7 @@ pub mod frame;
 pub mod messages;
 #[cfg(feature = "alloc")]
 mod reference;
+pub mod reflect;
 pub mod types;
 pub mod view;
 pub mod wire;
@@ -70,6 +71,7 @@ mod prelude {
         read_nullable_list, read_owned_body,
     };
     pub(crate) use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
+    pub(crate) use crate::reflect::{FieldSchema, FieldType, MessageSchema, StructSchema};
     pub(crate) use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver, Versions};
     pub(crate) use crate::view::ArrayView;
     pub(crate) use crate::wire::{self, Reader, TaggedIter, TaggedSection, TaggedSize, Writer};

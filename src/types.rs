@@ -229,6 +229,9 @@ pub struct Versions {
 }
 
 impl Versions {
+    /// The empty range.
+    pub const NONE: Versions = Versions { min: 0, max: -1 };
+
     /// The range `min..=max`.
     pub const fn new(min: i16, max: i16) -> Self {
         Versions { min, max }
@@ -237,6 +240,11 @@ impl Versions {
     /// Whether `version` is in the range.
     pub const fn contains(&self, version: i16) -> bool {
         self.min <= version && version <= self.max
+    }
+
+    /// Whether the range is empty.
+    pub const fn is_empty(&self) -> bool {
+        self.min > self.max
     }
 }
 

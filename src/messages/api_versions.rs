@@ -221,6 +221,46 @@ impl<'a> ViewElement<'a> for ApiVersionsRequestView<'a> {
     }
 }
 
+/// The schema of ApiVersionsRequest as data, for generic tools.
+pub static API_VERSIONS_REQUEST_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
+    name: "ApiVersionsRequest",
+    api_key: 18,
+    is_request: true,
+    versions: Versions::new(0, 4),
+    flexible_versions: Versions::new(3, i16::MAX),
+    about: "Asks a broker which API keys it accepts and which version range it supports for each; clients normally send it first on a new connection.",
+    body: &API_VERSIONS_REQUEST_SCHEMA,
+};
+
+/// The schema of ApiVersionsRequest as data.
+pub static API_VERSIONS_REQUEST_SCHEMA: StructSchema = StructSchema {
+    name: "ApiVersionsRequest",
+    fields: &[
+        FieldSchema {
+            name: "ClientSoftwareName",
+            ty: FieldType::String,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: true,
+            about: "Name of the client software that sent the request.",
+        },
+        FieldSchema {
+            name: "ClientSoftwareVersion",
+            ty: FieldType::String,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: true,
+            about: "Version string of the client software that sent the request.",
+        },
+    ],
+};
+
 /// Lists every API the broker accepts with its minimum and maximum supported version; from
 /// version 3 it can also carry supported and finalized feature information in tagged fields.
 ///
@@ -1011,3 +1051,218 @@ impl<'a> ViewElement<'a> for FinalizedFeatureKeyView<'a> {
         Ok(())
     }
 }
+
+/// The schema of ApiVersionsResponse as data, for generic tools.
+pub static API_VERSIONS_RESPONSE_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
+    name: "ApiVersionsResponse",
+    api_key: 18,
+    is_request: false,
+    versions: Versions::new(0, 4),
+    flexible_versions: Versions::new(3, i16::MAX),
+    about: "Lists every API the broker accepts with its minimum and maximum supported version; from version 3 it can also carry supported and finalized feature information in tagged fields.",
+    body: &API_VERSIONS_RESPONSE_SCHEMA,
+};
+
+/// The schema of ApiVersionsResponse as data.
+pub static API_VERSIONS_RESPONSE_SCHEMA: StructSchema = StructSchema {
+    name: "ApiVersionsResponse",
+    fields: &[
+        FieldSchema {
+            name: "ErrorCode",
+            ty: FieldType::Int16,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Error code for the response as a whole; 0 means success.",
+        },
+        FieldSchema {
+            name: "ApiKeys",
+            ty: FieldType::Array(&FieldType::Struct(&API_VERSION_SCHEMA)),
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "One entry for each API the broker accepts.",
+        },
+        FieldSchema {
+            name: "ThrottleTimeMs",
+            ty: FieldType::Int32,
+            versions: Versions::new(1, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: true,
+            about: "Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded.",
+        },
+        FieldSchema {
+            name: "SupportedFeatures",
+            ty: FieldType::Array(&FieldType::Struct(&SUPPORTED_FEATURE_KEY_SCHEMA)),
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::new(3, i16::MAX),
+            tag: Some(0),
+            default: None,
+            ignorable: true,
+            about: "Features this broker supports, each with its supported version range. In versions 0 to 3, features whose minimum supported version is 0 are left out.",
+        },
+        FieldSchema {
+            name: "FinalizedFeaturesEpoch",
+            ty: FieldType::Int64,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::new(3, i16::MAX),
+            tag: Some(1),
+            default: Some("-1"),
+            ignorable: true,
+            about: "Epoch of the finalized-feature information; it only ever increases. Values of 0 or more are valid, and -1 means the epoch is unknown.",
+        },
+        FieldSchema {
+            name: "FinalizedFeatures",
+            ty: FieldType::Array(&FieldType::Struct(&FINALIZED_FEATURE_KEY_SCHEMA)),
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::new(3, i16::MAX),
+            tag: Some(2),
+            default: None,
+            ignorable: true,
+            about: "Feature version levels finalized for the whole cluster; only meaningful when FinalizedFeaturesEpoch is 0 or greater.",
+        },
+        FieldSchema {
+            name: "ZkMigrationReady",
+            ty: FieldType::Bool,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::new(3, i16::MAX),
+            tag: Some(3),
+            default: Some("false"),
+            ignorable: true,
+            about: "True when a KRaft controller has the configuration needed for a ZooKeeper migration in place.",
+        },
+    ],
+};
+
+/// The schema of ApiVersion as data.
+pub static API_VERSION_SCHEMA: StructSchema = StructSchema {
+    name: "ApiVersion",
+    fields: &[
+        FieldSchema {
+            name: "ApiKey",
+            ty: FieldType::Int16,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Numeric key that identifies the API.",
+        },
+        FieldSchema {
+            name: "MinVersion",
+            ty: FieldType::Int16,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Lowest version of this API the broker accepts (inclusive).",
+        },
+        FieldSchema {
+            name: "MaxVersion",
+            ty: FieldType::Int16,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Highest version of this API the broker accepts (inclusive).",
+        },
+    ],
+};
+
+/// The schema of SupportedFeatureKey as data.
+pub static SUPPORTED_FEATURE_KEY_SCHEMA: StructSchema = StructSchema {
+    name: "SupportedFeatureKey",
+    fields: &[
+        FieldSchema {
+            name: "Name",
+            ty: FieldType::String,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Feature name.",
+        },
+        FieldSchema {
+            name: "MinVersion",
+            ty: FieldType::Int16,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Lowest version of the feature this broker supports.",
+        },
+        FieldSchema {
+            name: "MaxVersion",
+            ty: FieldType::Int16,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Highest version of the feature this broker supports.",
+        },
+    ],
+};
+
+/// The schema of FinalizedFeatureKey as data.
+pub static FINALIZED_FEATURE_KEY_SCHEMA: StructSchema = StructSchema {
+    name: "FinalizedFeatureKey",
+    fields: &[
+        FieldSchema {
+            name: "Name",
+            ty: FieldType::String,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Feature name.",
+        },
+        FieldSchema {
+            name: "MaxVersionLevel",
+            ty: FieldType::Int16,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Highest version level finalized for this feature across the cluster.",
+        },
+        FieldSchema {
+            name: "MinVersionLevel",
+            ty: FieldType::Int16,
+            versions: Versions::new(3, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Lowest version level finalized for this feature across the cluster.",
+        },
+    ],
+};

@@ -218,6 +218,46 @@ impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
     }
 }
 
+/// The schema of ListGroupsRequest as data, for generic tools.
+pub static LIST_GROUPS_REQUEST_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
+    name: "ListGroupsRequest",
+    api_key: 16,
+    is_request: true,
+    versions: Versions::new(0, 5),
+    flexible_versions: Versions::new(3, i16::MAX),
+    about: "Asks a broker for the groups it coordinates, optionally narrowed down by group state and group type.",
+    body: &LIST_GROUPS_REQUEST_SCHEMA,
+};
+
+/// The schema of ListGroupsRequest as data.
+pub static LIST_GROUPS_REQUEST_SCHEMA: StructSchema = StructSchema {
+    name: "ListGroupsRequest",
+    fields: &[
+        FieldSchema {
+            name: "StatesFilter",
+            ty: FieldType::Array(&FieldType::String),
+            versions: Versions::new(4, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Only list groups in one of these states; an empty list returns groups in every state, each reported with its state.",
+        },
+        FieldSchema {
+            name: "TypesFilter",
+            ty: FieldType::Array(&FieldType::String),
+            versions: Versions::new(5, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Only list groups of one of these types; an empty list returns groups of every type, each reported with its type.",
+        },
+    ],
+};
+
 /// Returns the groups coordinated by the responding broker with each group's protocol type and,
 /// in later versions, its state and type.
 ///
@@ -614,3 +654,105 @@ impl<'a> ViewElement<'a> for ListedGroupView<'a> {
         Ok(())
     }
 }
+
+/// The schema of ListGroupsResponse as data, for generic tools.
+pub static LIST_GROUPS_RESPONSE_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
+    name: "ListGroupsResponse",
+    api_key: 16,
+    is_request: false,
+    versions: Versions::new(0, 5),
+    flexible_versions: Versions::new(3, i16::MAX),
+    about: "Returns the groups coordinated by the responding broker with each group's protocol type and, in later versions, its state and type.",
+    body: &LIST_GROUPS_RESPONSE_SCHEMA,
+};
+
+/// The schema of ListGroupsResponse as data.
+pub static LIST_GROUPS_RESPONSE_SCHEMA: StructSchema = StructSchema {
+    name: "ListGroupsResponse",
+    fields: &[
+        FieldSchema {
+            name: "ThrottleTimeMs",
+            ty: FieldType::Int32,
+            versions: Versions::new(1, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: true,
+            about: "Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded.",
+        },
+        FieldSchema {
+            name: "ErrorCode",
+            ty: FieldType::Int16,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Error code for the response as a whole; 0 means success.",
+        },
+        FieldSchema {
+            name: "Groups",
+            ty: FieldType::Array(&FieldType::Struct(&LISTED_GROUP_SCHEMA)),
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "One entry for each group listed.",
+        },
+    ],
+};
+
+/// The schema of ListedGroup as data.
+pub static LISTED_GROUP_SCHEMA: StructSchema = StructSchema {
+    name: "ListedGroup",
+    fields: &[
+        FieldSchema {
+            name: "GroupId",
+            ty: FieldType::String,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Identifier of the group.",
+        },
+        FieldSchema {
+            name: "ProtocolType",
+            ty: FieldType::String,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Protocol type the group uses.",
+        },
+        FieldSchema {
+            name: "GroupState",
+            ty: FieldType::String,
+            versions: Versions::new(4, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: true,
+            about: "Name of the state the group is in.",
+        },
+        FieldSchema {
+            name: "GroupType",
+            ty: FieldType::String,
+            versions: Versions::new(5, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: true,
+            about: "Name of the group's type.",
+        },
+    ],
+};

@@ -533,6 +533,137 @@ impl<'a> ViewElement<'a> for ListOffsetsPartitionView<'a> {
     }
 }
 
+/// The schema of ListOffsetsRequest as data, for generic tools.
+pub static LIST_OFFSETS_REQUEST_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
+    name: "ListOffsetsRequest",
+    api_key: 2,
+    is_request: true,
+    versions: Versions::new(1, 10),
+    flexible_versions: Versions::new(6, i16::MAX),
+    about: "Asks partition leaders for the offset that corresponds to a given timestamp, or to a special position such as the earliest or latest offset, in each listed partition.",
+    body: &LIST_OFFSETS_REQUEST_SCHEMA,
+};
+
+/// The schema of ListOffsetsRequest as data.
+pub static LIST_OFFSETS_REQUEST_SCHEMA: StructSchema = StructSchema {
+    name: "ListOffsetsRequest",
+    fields: &[
+        FieldSchema {
+            name: "ReplicaId",
+            ty: FieldType::Int32,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Broker ID of the sender when a broker makes the request, or -1 when an ordinary consumer makes it.",
+        },
+        FieldSchema {
+            name: "IsolationLevel",
+            ty: FieldType::Int8,
+            versions: Versions::new(2, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Which transactional records count as visible. 0 (READ_UNCOMMITTED) treats every record as visible. 1 (READ_COMMITTED) treats only non-transactional and committed transactional records as visible, so results are limited to offsets below the last stable offset (LSO).",
+        },
+        FieldSchema {
+            name: "Topics",
+            ty: FieldType::Array(&FieldType::Struct(&LIST_OFFSETS_TOPIC_SCHEMA)),
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Topics whose offsets are being looked up.",
+        },
+        FieldSchema {
+            name: "TimeoutMs",
+            ty: FieldType::Int32,
+            versions: Versions::new(10, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: true,
+            about: "How long, in milliseconds, to wait for an answer when serving the request needs a read from remote (tiered) storage.",
+        },
+    ],
+};
+
+/// The schema of ListOffsetsTopic as data.
+pub static LIST_OFFSETS_TOPIC_SCHEMA: StructSchema = StructSchema {
+    name: "ListOffsetsTopic",
+    fields: &[
+        FieldSchema {
+            name: "Name",
+            ty: FieldType::String,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Name of the topic.",
+        },
+        FieldSchema {
+            name: "Partitions",
+            ty: FieldType::Array(&FieldType::Struct(&LIST_OFFSETS_PARTITION_SCHEMA)),
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Partitions of this topic to look up.",
+        },
+    ],
+};
+
+/// The schema of ListOffsetsPartition as data.
+pub static LIST_OFFSETS_PARTITION_SCHEMA: StructSchema = StructSchema {
+    name: "ListOffsetsPartition",
+    fields: &[
+        FieldSchema {
+            name: "PartitionIndex",
+            ty: FieldType::Int32,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Index of the partition.",
+        },
+        FieldSchema {
+            name: "CurrentLeaderEpoch",
+            ty: FieldType::Int32,
+            versions: Versions::new(4, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: Some("-1"),
+            ignorable: true,
+            about: "Leader epoch the requester currently knows for this partition; -1 when not set.",
+        },
+        FieldSchema {
+            name: "Timestamp",
+            ty: FieldType::Int64,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Timestamp to look up. Negative values name special positions, e.g. -1 for the latest offset and -2 for the earliest.",
+        },
+    ],
+};
+
 /// Returns, for each requested partition, either an error code or the offset found together
 /// with its timestamp and leader epoch.
 ///
@@ -1039,3 +1170,134 @@ impl<'a> ViewElement<'a> for ListOffsetsPartitionResponseView<'a> {
         }
     }
 }
+
+/// The schema of ListOffsetsResponse as data, for generic tools.
+pub static LIST_OFFSETS_RESPONSE_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
+    name: "ListOffsetsResponse",
+    api_key: 2,
+    is_request: false,
+    versions: Versions::new(1, 10),
+    flexible_versions: Versions::new(6, i16::MAX),
+    about: "Returns, for each requested partition, either an error code or the offset found together with its timestamp and leader epoch.",
+    body: &LIST_OFFSETS_RESPONSE_SCHEMA,
+};
+
+/// The schema of ListOffsetsResponse as data.
+pub static LIST_OFFSETS_RESPONSE_SCHEMA: StructSchema = StructSchema {
+    name: "ListOffsetsResponse",
+    fields: &[
+        FieldSchema {
+            name: "ThrottleTimeMs",
+            ty: FieldType::Int32,
+            versions: Versions::new(2, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: true,
+            about: "Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded.",
+        },
+        FieldSchema {
+            name: "Topics",
+            ty: FieldType::Array(&FieldType::Struct(&LIST_OFFSETS_TOPIC_RESPONSE_SCHEMA)),
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Results grouped by topic.",
+        },
+    ],
+};
+
+/// The schema of ListOffsetsTopicResponse as data.
+pub static LIST_OFFSETS_TOPIC_RESPONSE_SCHEMA: StructSchema = StructSchema {
+    name: "ListOffsetsTopicResponse",
+    fields: &[
+        FieldSchema {
+            name: "Name",
+            ty: FieldType::String,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Name of the topic.",
+        },
+        FieldSchema {
+            name: "Partitions",
+            ty: FieldType::Array(&FieldType::Struct(&LIST_OFFSETS_PARTITION_RESPONSE_SCHEMA)),
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Results for each partition of this topic.",
+        },
+    ],
+};
+
+/// The schema of ListOffsetsPartitionResponse as data.
+pub static LIST_OFFSETS_PARTITION_RESPONSE_SCHEMA: StructSchema = StructSchema {
+    name: "ListOffsetsPartitionResponse",
+    fields: &[
+        FieldSchema {
+            name: "PartitionIndex",
+            ty: FieldType::Int32,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Index of the partition.",
+        },
+        FieldSchema {
+            name: "ErrorCode",
+            ty: FieldType::Int16,
+            versions: Versions::new(0, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            about: "Error code for this partition; 0 means success.",
+        },
+        FieldSchema {
+            name: "Timestamp",
+            ty: FieldType::Int64,
+            versions: Versions::new(1, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: Some("-1"),
+            ignorable: false,
+            about: "Timestamp that belongs to the returned offset.",
+        },
+        FieldSchema {
+            name: "Offset",
+            ty: FieldType::Int64,
+            versions: Versions::new(1, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: Some("-1"),
+            ignorable: false,
+            about: "The offset that was found.",
+        },
+        FieldSchema {
+            name: "LeaderEpoch",
+            ty: FieldType::Int32,
+            versions: Versions::new(4, i16::MAX),
+            nullable_versions: Versions::NONE,
+            tagged_versions: Versions::NONE,
+            tag: None,
+            default: Some("-1"),
+            ignorable: false,
+            about: "Leader epoch the broker reports for the offset it returned.",
+        },
+    ],
+};

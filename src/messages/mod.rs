@@ -12,6 +12,7 @@
 
 use crate::codec::AnyBody;
 use crate::error::{DecodeError, EncodeError};
+use crate::reflect::MessageSchema;
 use crate::types::Versions;
 
 pub mod api_versions;
@@ -70,6 +71,26 @@ impl ApiKey {
             ApiKey::Metadata => "Metadata",
             ApiKey::ListGroups => "ListGroups",
             ApiKey::ApiVersions => "ApiVersions",
+        }
+    }
+
+    /// The request's schema as data.
+    pub const fn request_schema(self) -> &'static MessageSchema {
+        match self {
+            ApiKey::ListOffsets => &list_offsets::LIST_OFFSETS_REQUEST_MESSAGE_SCHEMA,
+            ApiKey::Metadata => &metadata::METADATA_REQUEST_MESSAGE_SCHEMA,
+            ApiKey::ListGroups => &list_groups::LIST_GROUPS_REQUEST_MESSAGE_SCHEMA,
+            ApiKey::ApiVersions => &api_versions::API_VERSIONS_REQUEST_MESSAGE_SCHEMA,
+        }
+    }
+
+    /// The response's schema as data.
+    pub const fn response_schema(self) -> &'static MessageSchema {
+        match self {
+            ApiKey::ListOffsets => &list_offsets::LIST_OFFSETS_RESPONSE_MESSAGE_SCHEMA,
+            ApiKey::Metadata => &metadata::METADATA_RESPONSE_MESSAGE_SCHEMA,
+            ApiKey::ListGroups => &list_groups::LIST_GROUPS_RESPONSE_MESSAGE_SCHEMA,
+            ApiKey::ApiVersions => &api_versions::API_VERSIONS_RESPONSE_MESSAGE_SCHEMA,
         }
     }
 

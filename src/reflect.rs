@@ -1,0 +1,155 @@
+//! Message schemas as data, for tools that walk any message generically (the `kwire`
+//! command's tree and JSON output, for example).
+//!
+//! Every supported message has a static [`MessageSchema`], generated from the same schema
+//! file as its code: [`crate::ApiKey::request_schema`] and
+//! [`crate::ApiKey::response_schema`] find them. The typed views and encoders do not use
+//! these tables; they are here so that generic code need not be generated.
+
+use crate::types::Versions;
+
+/// The schema of a request or response body.
+#[derive(Debug)]
+pub struct MessageSchema {
+    /// The message name, e.g. `"ListOffsetsRequest"`.
+    pub name: &'static str,
+    /// The API key.
+    pub api_key: i16,
+    /// Whether it is a request (else a response).
+    pub is_request: bool,
+    /// The versions that exist.
+    pub versions: Versions,
+    /// The versions that use the flexible encoding.
+    pub flexible_versions: Versions,
+    /// A short description.
+    pub about: &'static str,
+    /// The top-level struct.
+    pub body: &'static StructSchema,
+}
+
+impl MessageSchema {
+    /// Whether `version` uses the flexible encoding.
+    pub const fn is_flexible(&self, version: i16) -> bool {
+        self.flexible_versions.contains(version)
+    }
+}
+
+/// A struct: the body, or the element of an array of structs.
+#[derive(Debug)]
+pub struct StructSchema {
+    /// The struct name, e.g. `"ListOffsetsTopic"`.
+    pub name: &'static str,
+    /// The fields in wire order (tagged fields included, at their schema position).
+    pub fields: &'static [FieldSchema],
+}
+
+/// A field of a struct.
+#[derive(Debug)]
+pub struct FieldSchema {
+    /// The schema name, e.g. `"ReplicaId"`.
+    pub name: &'static str,
+    /// The type.
+    pub ty: FieldType,
+    /// The versions that have the field.
+    pub versions: Versions,
+    /// The versions in which it may be null.
+    pub nullable_versions: Versions,
+    /// The versions in which it is a tagged field.
+    pub tagged_versions: Versions,
+    /// Its tag, if it is ever tagged.
+    pub tag: Option<u32>,
+    /// The schema's default as written there (`None` for the type's default).
+    pub default: Option<&'static str>,
+    /// Whether a non-default value is dropped, rather than refused, in versions without
+    /// the field.
+    pub ignorable: bool,
+    /// A short description.
+    pub about: &'static str,
+}
+
+impl FieldSchema {
+    /// Whether the field is written in place (not as a tagged field) in `version`.
+    pub const fn is_inline(&self, version: i16) -> bool {
+        self.versions.contains(version) && !self.tagged_versions.contains(version)
+    }
+
+    /// Whether the field is a tagged field in `version`.
+    pub const fn is_tagged(&self, version: i16) -> bool {
+        self.versions.contains(version) && self.tagged_versions.contains(version)
+    }
+
+    /// Whether the field may be null in `version`.
+    pub const fn is_nullable(&self, version: i16) -> bool {
+        self.nullable_versions.contains(version)
+    }
+}
+
+/// A field's type.
+#[derive(Debug)]
+pub enum FieldType {
+    /// `bool`.
+    Bool,
+    /// `int8`.
+    Int8,
+    /// `int16`.
+    Int16,
+    /// `int32`.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `uint16`.
+    Uint16,
+    /// `uint32`.
+    Uint32,
+    /// `float64`.
+    Float64,
+    /// `uuid`.
+    Uuid,
+    /// `string`.
+    String,
+    /// `bytes`.
+    Bytes,
+    /// `records` (raw bytes for now).
+    Records,
+    /// A nested struct.
+    Struct(&'static StructSchema),
+    /// An array of the given element type.
+    Array(&'static FieldType),
+}
+
+impl FieldType {
+    /// The name the schema language uses, e.g. `"int32"`, `"[]ListOffsetsTopic"`.
+    pub fn write_name(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        match self {
+            FieldType::Bool => out.write_str("bool"),
+            FieldType::Int8 => out.write_str("int8"),
+            FieldType::Int16 => out.write_str("int16"),
+            FieldType::Int32 => out.write_str("int32"),
+            FieldType::Int64 => out.write_str("int64"),
+            FieldType::Uint16 => out.write_str("uint16"),
+            FieldType::Uint32 => out.write_str("uint32"),
+            FieldType::Float64 => out.write_str("float64"),
+            FieldType::Uuid => out.write_str("uuid"),
+            FieldType::String => out.write_str("string"),
+            FieldType::Bytes => out.write_str("bytes"),
+            FieldType::Records => out.write_str("records"),
+            FieldType::Struct(s) => out.write_str(s.name),
+            FieldType::Array(t) => {
+                out.write_str("[]")?;
+                t.write_name(out)
+            }
+        }
+    }
+
+    /// The width of fixed-width types.
+    pub const fn fixed_width(&self) -> Option<usize> {
+        match self {
+            FieldType::Bool | FieldType::Int8 => Some(1),
+            FieldType::Int16 | FieldType::Uint16 => Some(2),
+            FieldType::Int32 | FieldType::Uint32 => Some(4),
+            FieldType::Int64 | FieldType::Float64 => Some(8),
+            FieldType::Uuid => Some(16),
+            _ => None,
+        }
+    }
+}
