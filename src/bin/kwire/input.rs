@@ -1,0 +1,1 @@
+//! Reading frames from files and stdin: hex or binary.

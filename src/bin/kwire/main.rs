@@ -1,0 +1,49 @@
+//! `kwire`: inspect, explain and build Kafka frames, and serve a small Kafka-speaking
+//! broker front end for development and tests.
+
+mod decode;
+mod encode;
+mod input;
+mod serve;
+mod versions;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+/// Inspect, explain and build Apache Kafka wire-protocol frames.
+#[derive(Parser)]
+#[command(name = "kwire", version, about = "Inspect, explain and build Apache Kafka wire-protocol frames", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Decode(decode::Args),
+    Encode(encode::Args),
+    Versions(versions::Args),
+    Serve(serve::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Decode(args) => decode::run(args),
+        Command::Encode(args) => encode::run(args),
+        Command::Versions(args) => versions::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "kwire", &mut std::io::stdout());
+            Ok(())
+        }
+    };
+    if let Err(message) = result {
+        eprintln!("kwire: {message}");
+        std::process::exit(1);
+    }
+}
