@@ -261,3 +261,18 @@ impl<'a, T: arbitrary::Arbitrary<'a>> arbitrary::Arbitrary<'a> for List<'a, T> {
         u.arbitrary_iter()?.collect::<arbitrary::Result<Vec<T>>>().map(List::Owned)
     }
 }
+
+impl fmt::Display for Versions {
+    /// `"3-5"`, `"3+"` (up to `i16::MAX`), `"4"`, or `"none"`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            f.write_str("none")
+        } else if self.max == i16::MAX {
+            write!(f, "{}+", self.min)
+        } else if self.min == self.max {
+            write!(f, "{}", self.min)
+        } else {
+            write!(f, "{}-{}", self.min, self.max)
+        }
+    }
+}

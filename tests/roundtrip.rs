@@ -68,7 +68,10 @@ macro_rules! roundtrip_test {
                     match expected.encoded_len(version) {
                         Ok(_) => check(&expected, ver, &expected),
                         Err(e) => assert!(
-                            matches!(e, EncodeError::InvalidTaggedFields { .. } | EncodeError::NullNotAllowed { .. }),
+                            matches!(
+                                e,
+                                EncodeError::InvalidTaggedFields { .. } | EncodeError::NullNotAllowed { .. }
+                            ),
                             "{e}"
                         ),
                     }

@@ -1,9 +1,203 @@
-//! `kwire serve`.
+//! `kwire serve`: a Kafka-speaking broker front end for development and tests.
+//!
+//! One thread per connection; requests on a connection are answered in order, so
+//! pipelined requests work. A frame over the size limit, a malformed request, an unknown
+//! API key or an unsupported version of anything but ApiVersions closes that connection
+//! only, with a log line.
 
-/// Serve a Kafka-speaking broker front end from a catalogue.
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use kwire::frame::{self, FrameStatus};
+use kwire::messages::ApiKey;
+
+use crate::broker::{Broker, Handler, Outcome};
+use crate::catalog::Catalog;
+
+/// Serve ApiVersions, Metadata, ListGroups and ListOffsets from a catalogue.
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(after_help = "Examples:
+  kwire serve                                  # the built-in demo catalogue on 127.0.0.1:9092
+  kwire serve --catalog cluster.toml --listen 127.0.0.1:0
+  kwire serve --max-version ApiVersions=2      # make clients fall back to older versions
+  kwire serve --print-demo-catalog > cluster.toml")]
+pub struct Args {
+    /// The catalogue of topics, offsets and groups (TOML, or JSON if the name ends in
+    /// .json). Without it, a built-in demo catalogue.
+    #[arg(long)]
+    catalog: Option<String>,
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    listen: String,
+    /// The host:port clients should connect to, advertised in Metadata (default: the
+    /// address listened on).
+    #[arg(long)]
+    advertise: Option<String>,
+    /// Serve at most this version of an API, e.g. `ApiVersions=2` (repeatable).
+    #[arg(long = "max-version", value_name = "API=VERSION")]
+    max_versions: Vec<String>,
+    /// Refuse frames larger than this many bytes (checked from the size prefix, before the
+    /// frame is read).
+    #[arg(long, default_value_t = 1 << 20)]
+    max_frame_bytes: usize,
+    /// Log every request, not only connections.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Print the built-in demo catalogue (an example of the format) and exit.
+    #[arg(long)]
+    print_demo_catalog: bool,
+}
 
-pub fn run(_: Args) -> Result<(), String> {
-    Err("not built yet".into())
+fn parse_limit(spec: &str) -> Result<(ApiKey, i16), String> {
+    let (name, version) =
+        spec.split_once('=').ok_or(format!("--max-version {spec}: expected API=VERSION"))?;
+    let key = ApiKey::ALL
+        .iter()
+        .copied()
+        .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
+        .ok_or(format!("--max-version {spec}: unknown API {name:?} (see `kwire versions`)"))?;
+    let version: i16 = version.trim().parse().map_err(|_| format!("--max-version {spec}: bad version"))?;
+    if !key.request_versions().contains(version) {
+        return Err(format!("--max-version {spec}: {} has versions {}", key.name(), key.request_versions()));
+    }
+    Ok((key, version))
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    if args.print_demo_catalog {
+        print!("{}", crate::catalog::DEMO.trim_start());
+        return Ok(());
+    }
+    let catalog = match &args.catalog {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+            Catalog::parse(&text, path)?
+        }
+        None => Catalog::demo(),
+    };
+    let limits = args.max_versions.iter().map(|s| parse_limit(s)).collect::<Result<Vec<_>, _>>()?;
+    let listener =
+        TcpListener::bind(&args.listen).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let (host, port) = match &args.advertise {
+        Some(a) => {
+            let (h, p) = a.rsplit_once(':').ok_or(format!("--advertise {a}: expected HOST:PORT"))?;
+            (h.to_string(), p.parse::<i32>().map_err(|_| format!("--advertise {a}: bad port"))?)
+        }
+        None => (local.ip().to_string(), i32::from(local.port())),
+    };
+    let broker: &'static Broker = Box::leak(Box::new(Broker::new(catalog, host.clone(), port, &limits)?));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let handler_stop = stop.clone();
+    ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst)).map_err(|e| e.to_string())?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+
+    // The first line says where to connect; tests read it.
+    println!("kwire serve: listening on {local}, advertising {host}:{port}");
+    let _ = std::io::stdout().flush();
+    for key in ApiKey::ALL {
+        log(format_args!("serving {} versions {}", key.name(), broker.versions(*key)));
+    }
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut threads = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                let stop = stop.clone();
+                let open = open.clone();
+                let (verbose, max) = (args.verbose, args.max_frame_bytes);
+                open.fetch_add(1, Ordering::SeqCst);
+                threads.push(std::thread::spawn(move || {
+                    log(format_args!("{peer}: connected"));
+                    let why = serve_connection(stream, broker, &stop, max, verbose, peer);
+                    log(format_args!("{peer}: closed ({why})"));
+                    open.fetch_sub(1, Ordering::SeqCst);
+                }));
+                threads.retain(|t| !t.is_finished());
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => log(format_args!("accept failed: {e}")),
+        }
+    }
+    log(format_args!("shutting down; waiting for {} connections", open.load(Ordering::SeqCst)));
+    for t in threads {
+        let _ = t.join();
+    }
+    log(format_args!("stopped"));
+    Ok(())
+}
+
+fn log(message: std::fmt::Arguments<'_>) {
+    eprintln!("[kwire serve] {message}");
+}
+
+/// Serves one connection until the peer closes it, it misbehaves, or the server stops;
+/// returns why it ended.
+fn serve_connection(
+    mut stream: TcpStream,
+    broker: &Broker,
+    stop: &AtomicBool,
+    max_frame: usize,
+    verbose: bool,
+    peer: SocketAddr,
+) -> String {
+    // Short reads let the thread notice a shutdown.
+    if let Err(e) = stream.set_read_timeout(Some(Duration::from_millis(200))) {
+        return e.to_string();
+    }
+    let _ = stream.set_nodelay(true);
+    let mut handler = Handler::new(broker);
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut start, mut end) = (0usize, 0usize);
+    loop {
+        // Answer every complete frame already buffered, in order.
+        loop {
+            match frame::split_frame(&buf[start..end], max_frame) {
+                Ok(FrameStatus::Complete { frame, consumed }) => {
+                    let api = i16::from_be_bytes([
+                        frame.first().copied().unwrap_or(0),
+                        frame.get(1).copied().unwrap_or(0),
+                    ]);
+                    match handler.handle(frame) {
+                        Outcome::Reply(n) => {
+                            if verbose {
+                                log(format_args!("{peer}: api key {api}: {} bytes in, {n} out", consumed));
+                            }
+                            if let Err(e) = stream.write_all(&handler.output()[..n]) {
+                                return format!("write failed: {e}");
+                            }
+                        }
+                        Outcome::Close(why) => return why,
+                    }
+                    start += consumed;
+                }
+                Ok(FrameStatus::Incomplete { needed }) => {
+                    // Make room: move the partial frame to the front, grow if it cannot fit.
+                    buf.copy_within(start..end, 0);
+                    end -= start;
+                    start = 0;
+                    if end + needed > buf.len() {
+                        buf.resize(end + needed, 0);
+                    }
+                    break;
+                }
+                Err(e) => return format!("refused: {e}"),
+            }
+        }
+        match stream.read(&mut buf[end..]) {
+            Ok(0) => return "peer closed the connection".into(),
+            Ok(n) => end += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if stop.load(Ordering::SeqCst) {
+                    return "server shutting down".into();
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return format!("read failed: {e}"),
+        }
+    }
 }
