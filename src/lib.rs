@@ -61,6 +61,11 @@ pub use messages::ApiKey;
 pub use types::{Bytes, List, RawTaggedField, Str, Uuid, Ver, Versions};
 pub use view::{ArrayIter, ArrayView};
 
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// What generated code imports.
 #[allow(unused_imports)]
 mod prelude {
