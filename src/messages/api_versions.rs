@@ -774,7 +774,9 @@ impl<'a> ViewElement<'a> for ApiVersionsResponseView<'a> {
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "ApiVersionsResponse.ErrorCode")?;
         ArrayView::<ApiVersionView<'a>>::read(r, ver, "ApiVersionsResponse.ApiKeys")?;
-        r.take(if ver.version >= 1 { 4 } else { 0 }, "ApiVersionsResponse.ThrottleTimeMs")?;
+        if ver.version >= 1 {
+            r.take(4, "ApiVersionsResponse.ThrottleTimeMs")?;
+        }
         if ver.flexible {
             r.tagged_fields("ApiVersionsResponse", |tag, value| {
                 match tag {

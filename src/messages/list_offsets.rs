@@ -351,7 +351,9 @@ impl<'a> ViewElement<'a> for ListOffsetsRequestView<'a> {
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(if ver.version >= 2 { 5 } else { 4 }, "ListOffsetsRequest")?;
         ArrayView::<ListOffsetsTopicView<'a>>::read(r, ver, "ListOffsetsRequest.Topics")?;
-        r.take(if ver.version >= 10 { 4 } else { 0 }, "ListOffsetsRequest.TimeoutMs")?;
+        if ver.version >= 10 {
+            r.take(4, "ListOffsetsRequest.TimeoutMs")?;
+        }
         if ver.flexible {
             r.tagged_fields("ListOffsetsRequest", |_, _| Ok(false))?;
         }
@@ -965,7 +967,9 @@ impl<'a> ViewElement<'a> for ListOffsetsResponseView<'a> {
     }
 
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(if ver.version >= 2 { 4 } else { 0 }, "ListOffsetsResponse.ThrottleTimeMs")?;
+        if ver.version >= 2 {
+            r.take(4, "ListOffsetsResponse.ThrottleTimeMs")?;
+        }
         ArrayView::<ListOffsetsTopicResponseView<'a>>::read(r, ver, "ListOffsetsResponse.Topics")?;
         if ver.flexible {
             r.tagged_fields("ListOffsetsResponse", |_, _| Ok(false))?;

@@ -410,7 +410,9 @@ impl<'a> ViewElement<'a> for MetadataRequestTopicView<'a> {
     }
 
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(if ver.version >= 10 { 16 } else { 0 }, "MetadataRequestTopic.TopicId")?;
+        if ver.version >= 10 {
+            r.take(16, "MetadataRequestTopic.TopicId")?;
+        }
         if ver.version >= 10 {
             r.nullable_str_bytes(ver.flexible, "MetadataRequestTopic.Name")?;
         } else {
@@ -1103,12 +1105,16 @@ impl<'a> ViewElement<'a> for MetadataResponseView<'a> {
     }
 
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(if ver.version >= 3 { 4 } else { 0 }, "MetadataResponse.ThrottleTimeMs")?;
+        if ver.version >= 3 {
+            r.take(4, "MetadataResponse.ThrottleTimeMs")?;
+        }
         ArrayView::<MetadataResponseBrokerView<'a>>::read(r, ver, "MetadataResponse.Brokers")?;
         if ver.version >= 2 {
             r.nullable_str_bytes(ver.flexible, "MetadataResponse.ClusterId")?;
         }
-        r.take(if ver.version >= 1 { 4 } else { 0 }, "MetadataResponse.ControllerId")?;
+        if ver.version >= 1 {
+            r.take(4, "MetadataResponse.ControllerId")?;
+        }
         ArrayView::<MetadataResponseTopicView<'a>>::read(r, ver, "MetadataResponse.Topics")?;
         r.take(
             if ver.version >= 13 {
@@ -1375,7 +1381,9 @@ impl<'a> ViewElement<'a> for MetadataResponseTopicView<'a> {
             "MetadataResponseTopic",
         )?;
         ArrayView::<MetadataResponsePartitionView<'a>>::read(r, ver, "MetadataResponseTopic.Partitions")?;
-        r.take(if ver.version >= 8 { 4 } else { 0 }, "MetadataResponseTopic.TopicAuthorizedOperations")?;
+        if ver.version >= 8 {
+            r.take(4, "MetadataResponseTopic.TopicAuthorizedOperations")?;
+        }
         if ver.flexible {
             r.tagged_fields("MetadataResponseTopic", |_, _| Ok(false))?;
         }

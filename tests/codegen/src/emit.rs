@@ -867,8 +867,15 @@ impl Gen<'_> {
             },
             |n| n.to_string(),
         );
-        let path = if run.len() == 1 { run[0].path.clone() } else { s.name.clone() };
-        format!("r.take({size}, {})?;", q(&path))
+        if let [single] = run {
+            // One field: say when it is there rather than taking zero bytes.
+            let stmt = format!("r.take({}, {})?;", single.f.ty.fixed_width().unwrap(), q(&single.path));
+            return match cond(single.inline, s.versions, V) {
+                Cond::If(c) => format!("if {c} {{ {stmt} }}"),
+                _ => stmt,
+            };
+        }
+        format!("r.take({size}, {})?;", q(&s.name))
     }
 
     /// The closure handed to `Reader::tagged_fields`: one arm per known tag.
