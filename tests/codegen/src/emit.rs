@@ -711,7 +711,9 @@ impl Gen<'_> {
         }
         // validate
         if root {
-            self.line("    /// Checks everything [`Self::new`] left for later: every element of every array, at");
+            self.line(
+                "    /// Checks everything [`Self::new`] left for later: every element of every array, at",
+            );
             self.line("    /// every depth.");
         } else {
             self.line("    /// Checks everything the iterator that yielded this view left for later: every");
@@ -1244,7 +1246,12 @@ fn schema_tables(m: &Message) -> String {
             writeln!(o, "            nullable_versions: {},", versions_expr(f.nullable)).unwrap();
             writeln!(o, "            tagged_versions: {},", versions_expr(f.tagged)).unwrap();
             writeln!(o, "            tag: {:?},", f.tag).unwrap();
-            writeln!(o, "            default: {},", f.default.as_ref().map_or("None".to_string(), |d| format!("Some({})", q(d)))).unwrap();
+            writeln!(
+                o,
+                "            default: {},",
+                f.default.as_ref().map_or("None".to_string(), |d| format!("Some({})", q(d)))
+            )
+            .unwrap();
             writeln!(o, "            ignorable: {},", f.ignorable).unwrap();
             writeln!(o, "            about: {},", q(&f.about)).unwrap();
             writeln!(o, "        }},").unwrap();
@@ -1388,7 +1395,14 @@ pub fn messages_mod(apis: &[Api]) -> String {
         writeln!(o, "    /// {doc}\n    pub const fn {fname}(self) -> &'static MessageSchema {{\n        match self {{").unwrap();
         for a in apis {
             let m = if pick { a.request } else { a.response };
-            writeln!(o, "            ApiKey::{} => &{}::{}_MESSAGE_SCHEMA,", a.name, snake(&a.name), upper_snake(&m.name)).unwrap();
+            writeln!(
+                o,
+                "            ApiKey::{} => &{}::{}_MESSAGE_SCHEMA,",
+                a.name,
+                snake(&a.name),
+                upper_snake(&m.name)
+            )
+            .unwrap();
         }
         o.push_str("        }\n    }\n\n");
     }

@@ -143,8 +143,14 @@ mod tests {
     fn known_tag_outside_its_tagged_versions_is_rejected() {
         let msg = schema::parse("LateTagResponse.json", LATE_TAG).unwrap();
         let code = emit::api_module("LateTag", &[&msg]);
-        assert!(code.contains("0 if ver.version >= 4 => epoch = value.i64(\"LateTagResponse.Epoch\")?"), "{code}");
-        assert!(code.contains("0 => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag)"), "{code}");
+        assert!(
+            code.contains("0 if ver.version >= 4 => epoch = value.i64(\"LateTagResponse.Epoch\")?"),
+            "{code}"
+        );
+        assert!(
+            code.contains("0 => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag)"),
+            "{code}"
+        );
         let reference = emit::reference_module("LateTag", &[&msg]);
         assert!(reference.contains("TagNotValidForVersion"), "{reference}");
     }
@@ -154,7 +160,9 @@ mod tests {
         let bad = LATE_TAG.replace("\"taggedVersions\": \"4+\"", "\"taggedVersions\": \"2+\"");
         let err = schema::parse("Bad.json", &bad).unwrap_err();
         assert!(err.contains("tagged versions outside the flexible versions"), "{err}");
-        let bad = LATE_TAG.replace("\"type\": \"int64\"", "\"type\": \"[][]int64\"").replace("\"default\": \"-1\",", "");
+        let bad = LATE_TAG
+            .replace("\"type\": \"int64\"", "\"type\": \"[][]int64\"")
+            .replace("\"default\": \"-1\",", "");
         assert!(schema::parse("Bad.json", &bad).unwrap_err().contains("arrays of arrays"));
     }
 
