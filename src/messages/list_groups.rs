@@ -81,7 +81,7 @@ impl Encode for ListGroupsRequest<'_> {
                 version: ver.version,
             });
         }
-        if ver.version >= 5 {
+        if ver.version == 5 {
             n = wire::add(
                 n,
                 codec::array_size(Some(self.types_filter.as_slice()), ver, "ListGroupsRequest.TypesFilter")?,
@@ -107,7 +107,7 @@ impl Encode for ListGroupsRequest<'_> {
         if ver.version >= 4 {
             codec::write_array(w, Some(self.states_filter.as_slice()), ver);
         }
-        if ver.version >= 5 {
+        if ver.version == 5 {
             codec::write_array(w, Some(self.types_filter.as_slice()), ver);
         }
         if ver.flexible {
@@ -187,7 +187,7 @@ impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
         } else {
             ArrayView::empty(ver, "ListGroupsRequest.StatesFilter")
         };
-        let types_filter = if ver.version >= 5 {
+        let types_filter = if ver.version == 5 {
             ArrayView::read(r, ver, "ListGroupsRequest.TypesFilter")?
         } else {
             ArrayView::empty(ver, "ListGroupsRequest.TypesFilter")
@@ -204,7 +204,7 @@ impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
         if ver.version >= 4 {
             ArrayView::<&'a str>::read(r, ver, "ListGroupsRequest.StatesFilter")?;
         }
-        if ver.version >= 5 {
+        if ver.version == 5 {
             ArrayView::<&'a str>::read(r, ver, "ListGroupsRequest.TypesFilter")?;
         }
         if ver.flexible {
@@ -402,7 +402,7 @@ impl Encode for ListedGroup<'_> {
                 "ListedGroup.GroupState",
             )?;
         }
-        if ver.version >= 5 {
+        if ver.version == 5 {
             n = wire::add(
                 n,
                 wire::string_size(self.group_type.len(), ver.flexible, "ListedGroup.GroupType")?,
@@ -425,7 +425,7 @@ impl Encode for ListedGroup<'_> {
         if ver.version >= 4 {
             w.str(&self.group_state, ver.flexible);
         }
-        if ver.version >= 5 {
+        if ver.version == 5 {
             w.str(&self.group_type, ver.flexible);
         }
         if ver.flexible {
@@ -622,7 +622,7 @@ impl<'a> ViewElement<'a> for ListedGroupView<'a> {
         let group_id = r.str(ver.flexible, "ListedGroup.GroupId")?;
         let protocol_type = r.str(ver.flexible, "ListedGroup.ProtocolType")?;
         let group_state = if ver.version >= 4 { r.str(ver.flexible, "ListedGroup.GroupState")? } else { "" };
-        let group_type = if ver.version >= 5 { r.str(ver.flexible, "ListedGroup.GroupType")? } else { "" };
+        let group_type = if ver.version == 5 { r.str(ver.flexible, "ListedGroup.GroupType")? } else { "" };
         let tagged = if ver.flexible {
             r.tagged_fields("ListedGroup", |_, _| Ok(false))?
         } else {
@@ -645,7 +645,7 @@ impl<'a> ViewElement<'a> for ListedGroupView<'a> {
         if ver.version >= 4 {
             r.str_bytes(ver.flexible, "ListedGroup.GroupState")?;
         }
-        if ver.version >= 5 {
+        if ver.version == 5 {
             r.str_bytes(ver.flexible, "ListedGroup.GroupType")?;
         }
         if ver.flexible {

@@ -148,7 +148,7 @@ impl Encode for ListOffsetsRequest<'_> {
             codec::array_size(Some(self.topics.as_slice()), ver, "ListOffsetsRequest.Topics")?,
             "ListOffsetsRequest.Topics",
         )?;
-        if ver.version >= 10 {
+        if ver.version == 10 {
             n += 4;
         }
         if ver.flexible {
@@ -167,7 +167,7 @@ impl Encode for ListOffsetsRequest<'_> {
             w.i8(self.isolation_level);
         }
         codec::write_array(w, Some(self.topics.as_slice()), ver);
-        if ver.version >= 10 {
+        if ver.version == 10 {
             w.i32(self.timeout_ms);
         }
         if ver.flexible {
@@ -331,7 +331,7 @@ impl<'a> ViewElement<'a> for ListOffsetsRequestView<'a> {
         let replica_id = r.i32("ListOffsetsRequest.ReplicaId")?;
         let isolation_level = if ver.version >= 2 { r.i8("ListOffsetsRequest.IsolationLevel")? } else { 0 };
         let topics = ArrayView::read(r, ver, "ListOffsetsRequest.Topics")?;
-        let timeout_ms = if ver.version >= 10 { r.i32("ListOffsetsRequest.TimeoutMs")? } else { 0 };
+        let timeout_ms = if ver.version == 10 { r.i32("ListOffsetsRequest.TimeoutMs")? } else { 0 };
         let tagged = if ver.flexible {
             r.tagged_fields("ListOffsetsRequest", |_, _| Ok(false))?
         } else {
@@ -351,7 +351,7 @@ impl<'a> ViewElement<'a> for ListOffsetsRequestView<'a> {
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(if ver.version >= 2 { 5 } else { 4 }, "ListOffsetsRequest")?;
         ArrayView::<ListOffsetsTopicView<'a>>::read(r, ver, "ListOffsetsRequest.Topics")?;
-        if ver.version >= 10 {
+        if ver.version == 10 {
             r.take(4, "ListOffsetsRequest.TimeoutMs")?;
         }
         if ver.flexible {

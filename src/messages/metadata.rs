@@ -103,7 +103,7 @@ impl MetadataRequest<'_> {
 impl Encode for MetadataRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
-        if self.topics.is_none() && !(ver.version >= 1) {
+        if self.topics.is_none() && ver.version == 0 {
             return Err(EncodeError::NullNotAllowed { field: "MetadataRequest.Topics" });
         }
         n = wire::add(
@@ -168,7 +168,7 @@ impl Encode for MetadataRequestTopic<'_> {
         if ver.version >= 10 {
             n += 16;
         }
-        if self.name.is_none() && !(ver.version >= 10) {
+        if self.name.is_none() && ver.version <= 9 {
             return Err(EncodeError::NullNotAllowed { field: "MetadataRequestTopic.Name" });
         }
         n = wire::add(
@@ -763,7 +763,7 @@ impl Encode for MetadataResponse<'_> {
                 version: ver.version,
             });
         }
-        if ver.version >= 13 {
+        if ver.version == 13 {
             n += 2;
         }
         if ver.flexible {
@@ -791,7 +791,7 @@ impl Encode for MetadataResponse<'_> {
         if ver.version >= 8 && ver.version <= 10 {
             w.i32(self.cluster_authorized_operations);
         }
-        if ver.version >= 13 {
+        if ver.version == 13 {
             w.i16(self.error_code);
         }
         if ver.flexible {
@@ -844,7 +844,7 @@ impl Encode for MetadataResponseBroker<'_> {
 impl Encode for MetadataResponseTopic<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 2;
-        if self.name.is_none() && !(ver.version >= 12) {
+        if self.name.is_none() && ver.version <= 11 {
             return Err(EncodeError::NullNotAllowed { field: "MetadataResponseTopic.Name" });
         }
         n = wire::add(
@@ -1084,7 +1084,7 @@ impl<'a> ViewElement<'a> for MetadataResponseView<'a> {
         } else {
             -2147483648
         };
-        let error_code = if ver.version >= 13 { r.i16("MetadataResponse.ErrorCode")? } else { 0 };
+        let error_code = if ver.version == 13 { r.i16("MetadataResponse.ErrorCode")? } else { 0 };
         let tagged = if ver.flexible {
             r.tagged_fields("MetadataResponse", |_, _| Ok(false))?
         } else {

@@ -19,7 +19,7 @@ impl ReadOwned for ListGroupsRequest<'static> {
         if ver.version >= 4 {
             this.states_filter = List::Owned(read_list(r, ver, "ListGroupsRequest.StatesFilter")?);
         }
-        if ver.version >= 5 {
+        if ver.version == 5 {
             this.types_filter = List::Owned(read_list(r, ver, "ListGroupsRequest.TypesFilter")?);
         }
         if ver.flexible {
@@ -55,7 +55,7 @@ impl AsVersion for ListGroupsRequest<'_> {
             } else {
                 List::Borrowed(&[])
             },
-            types_filter: if ver.version >= 5 {
+            types_filter: if ver.version == 5 {
                 self.types_filter.as_version(ver)
             } else {
                 List::Borrowed(&[])
@@ -160,7 +160,7 @@ impl ReadOwned for ListedGroup<'static> {
         if ver.version >= 4 {
             this.group_state = owned_str(r.str(ver.flexible, "ListedGroup.GroupState")?);
         }
-        if ver.version >= 5 {
+        if ver.version == 5 {
             this.group_type = owned_str(r.str(ver.flexible, "ListedGroup.GroupType")?);
         }
         if ver.flexible {
@@ -196,7 +196,7 @@ impl AsVersion for ListedGroup<'_> {
             group_id: self.group_id.as_version(ver),
             protocol_type: self.protocol_type.as_version(ver),
             group_state: if ver.version >= 4 { self.group_state.as_version(ver) } else { Str::Borrowed("") },
-            group_type: if ver.version >= 5 { self.group_type.as_version(ver) } else { Str::Borrowed("") },
+            group_type: if ver.version == 5 { self.group_type.as_version(ver) } else { Str::Borrowed("") },
             unknown_tagged_fields: if ver.flexible {
                 self.unknown_tagged_fields.clone()
             } else {

@@ -21,7 +21,7 @@ impl ReadOwned for ListOffsetsRequest<'static> {
             this.isolation_level = r.i8("ListOffsetsRequest.IsolationLevel")?;
         }
         this.topics = List::Owned(read_list(r, ver, "ListOffsetsRequest.Topics")?);
-        if ver.version >= 10 {
+        if ver.version == 10 {
             this.timeout_ms = r.i32("ListOffsetsRequest.TimeoutMs")?;
         }
         if ver.flexible {
@@ -57,7 +57,7 @@ impl AsVersion for ListOffsetsRequest<'_> {
             replica_id: self.replica_id.as_version(ver),
             isolation_level: if ver.version >= 2 { self.isolation_level.as_version(ver) } else { 0 },
             topics: self.topics.as_version(ver),
-            timeout_ms: if ver.version >= 10 { self.timeout_ms.as_version(ver) } else { 0 },
+            timeout_ms: if ver.version == 10 { self.timeout_ms.as_version(ver) } else { 0 },
             unknown_tagged_fields: if ver.flexible {
                 self.unknown_tagged_fields.clone()
             } else {

@@ -171,7 +171,7 @@ impl ReadOwned for MetadataResponse<'static> {
         if ver.version >= 8 && ver.version <= 10 {
             this.cluster_authorized_operations = r.i32("MetadataResponse.ClusterAuthorizedOperations")?;
         }
-        if ver.version >= 13 {
+        if ver.version == 13 {
             this.error_code = r.i16("MetadataResponse.ErrorCode")?;
         }
         if ver.flexible {
@@ -217,7 +217,7 @@ impl AsVersion for MetadataResponse<'_> {
             } else {
                 -2147483648
             },
-            error_code: if ver.version >= 13 { self.error_code.as_version(ver) } else { 0 },
+            error_code: if ver.version == 13 { self.error_code.as_version(ver) } else { 0 },
             unknown_tagged_fields: if ver.flexible {
                 self.unknown_tagged_fields.clone()
             } else {

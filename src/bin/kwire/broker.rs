@@ -589,8 +589,8 @@ mod tests {
         let b = broker();
         let mut h = Handler::new(&b);
         let ids = |h: &mut Handler<'_>, states: &[&str], types: &[&str]| -> Vec<String> {
-            let states: Vec<Str> = states.iter().map(|s| Str::Borrowed(*s)).collect();
-            let types: Vec<Str> = types.iter().map(|s| Str::Borrowed(*s)).collect();
+            let states: Vec<Str> = states.iter().map(|s| Str::Borrowed(s)).collect();
+            let types: Vec<Str> = types.iter().map(|s| Str::Borrowed(s)).collect();
             let req = ListGroupsRequest {
                 states_filter: (&states[..]).into(),
                 types_filter: (&types[..]).into(),

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::schema::{Field, Message, Struct, Type, parse_int};
-use crate::versions::{Cond, Versions, by_version, cond};
+use crate::versions::{Cond, Versions, by_version, cond, cond_not};
 
 const V: &str = "ver.version";
 
@@ -332,10 +332,10 @@ impl Gen<'_> {
             return None;
         }
         let err = format!("return Err(EncodeError::NullNotAllowed {{ field: {} }});", q(&f.path));
-        match cond(f.f.nullable, f.inline, V) {
-            Cond::Always => None,
-            Cond::Never => Some(format!("if {x}.is_none() {{ {err} }}")),
-            Cond::If(c) => Some(format!("if {x}.is_none() && !({c}) {{ {err} }}")),
+        match cond_not(f.f.nullable, f.inline, V) {
+            Cond::Never => None,
+            Cond::Always => Some(format!("if {x}.is_none() {{ {err} }}")),
+            Cond::If(c) => Some(format!("if {x}.is_none() && {c} {{ {err} }}")),
         }
     }
 
@@ -377,15 +377,10 @@ impl Gen<'_> {
                 format!("n = wire::add(n, {size}, {})?;", q(&f.path))
             };
             present.push(add);
-            let absent_versions = f.inline.subtract(f.tagged).unwrap_or(f.inline);
-            let _ = absent_versions;
-            let absent = match cond(f.tagged, s.versions, V) {
-                Cond::Always => None,
-                _ => self.absent_check(&f).map(|chk| match cond(f.tagged, s.versions, V) {
-                    Cond::Never => chk,
-                    Cond::If(c) => format!("if !({c}) {{ {chk} }}"),
-                    Cond::Always => unreachable!(),
-                }),
+            let absent = match cond_not(f.tagged, s.versions, V) {
+                Cond::Never => None,
+                Cond::Always => self.absent_check(&f),
+                Cond::If(c) => self.absent_check(&f).map(|chk| format!("if {c} {{ {chk} }}")),
             };
             match cond(f.inline, s.versions, V) {
                 Cond::Always if is_fixed && present.len() == 1 => fixed += f.f.ty.fixed_width().unwrap(),

@@ -105,14 +105,29 @@ pub fn cond(wanted: Versions, possible: Versions, var: &str) -> Cond {
     if w == possible {
         return Cond::Always;
     }
+    if w.lo == w.hi {
+        return Cond::If(format!("{var} == {}", w.lo));
+    }
     let lo = (w.lo > possible.lo).then(|| format!("{var} >= {}", w.lo));
     let hi = (w.hi < possible.hi).then(|| format!("{var} <= {}", w.hi));
     Cond::If(match (lo, hi) {
-        (Some(_), Some(_)) if w.lo == w.hi => format!("{var} == {}", w.lo),
         (Some(lo), Some(hi)) => format!("{lo} && {hi}"),
         (Some(c), None) | (None, Some(c)) => c,
         (None, None) => unreachable!("handled as Always"),
     })
+}
+
+/// The condition "version is *not* in `wanted`", pruned the same way, written without a
+/// negation where the complement is one range.
+pub fn cond_not(wanted: Versions, possible: Versions, var: &str) -> Cond {
+    match possible.subtract(wanted) {
+        Some(rest) => cond(rest, possible, var),
+        None => match cond(wanted, possible, var) {
+            Cond::If(c) => Cond::If(format!("!({c})")),
+            Cond::Always => Cond::Never,
+            Cond::Never => Cond::Always,
+        },
+    }
 }
 
 /// A Rust expression, over `var`, for a value that depends on the version: a literal when
