@@ -144,7 +144,7 @@ mod tests {
         let msg = schema::parse("LateTagResponse.json", LATE_TAG).unwrap();
         let code = emit::api_module("LateTag", &[&msg]);
         assert!(
-            code.contains("0 if ver.version >= 4 => epoch = value.i64(\"LateTagResponse.Epoch\")?"),
+            code.contains("0 if ver.version == 4 => epoch = value.i64(\"LateTagResponse.Epoch\")?"),
             "{code}"
         );
         assert!(
