@@ -385,6 +385,9 @@ impl Enc {
             }
             FieldType::Array(elem) => {
                 let items = j.as_array().ok_or_else(wrong)?;
+                if items.len() >= i32::MAX as usize {
+                    return Err(format!("{path}: too many elements for an array count"));
+                }
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
                     out.push(self.value(elem, false, item, &format!("{path}[{i}]"))?);
@@ -447,7 +450,8 @@ impl Enc {
             },
             V::Arr(None) => wire::null_size(flex, true),
             V::Arr(Some(items)) => {
-                items.iter().fold(prefixed(0, true), |n, item| n.saturating_add(self.size_value(item, false)))
+                let prefix = if flex { wire::uvarint_len(items.len() as u32 + 1) } else { 4 };
+                items.iter().fold(prefix, |n, item| n.saturating_add(self.size_value(item, false)))
             }
             V::Struct(None) => 1,
             V::Struct(Some(sv)) => usize::from(nullable).saturating_add(self.size_struct(sv)),
