@@ -280,7 +280,7 @@ fn unknown_tagged_fields_round_trip() {
 fn malformed_input_prints_what_decoded_then_the_error() {
     // The seed ListOffsets v10 request, cut inside the first partition.
     let seed = read_hex(&vectors().join("seed/listoffsets_v10_request.hex"));
-    let (out, err) = fails(&["decode"], seed[..60].as_bytes());
+    let (out, err) = fails(&["decode"], &seed.as_bytes()[..60]);
     assert!(out.contains("PartitionIndex") && out.contains("ListOffsetsPartition[0]"), "{out}");
     assert!(!out.contains("CurrentLeaderEpoch"), "{out}");
     assert!(
@@ -288,9 +288,9 @@ fn malformed_input_prints_what_decoded_then_the_error() {
         "{err}"
     );
     // The same through the JSON and hex outputs.
-    let (json, _) = fails(&["decode", "-f", "json"], seed[..60].as_bytes());
+    let (json, _) = fails(&["decode", "-f", "json"], &seed.as_bytes()[..60]);
     assert!(json.contains("\"partitionIndex\": 0"), "{json}");
-    let (dump, _) = fails(&["decode", "-f", "hex"], seed[..60].as_bytes());
+    let (dump, _) = fails(&["decode", "-f", "hex"], &seed.as_bytes()[..60]);
     assert!(dump.contains("BBB?"), "undecoded bytes are marked\n{dump}");
 
     // A null where the version allows none: the topic name of a v10 request.
