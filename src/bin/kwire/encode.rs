@@ -40,8 +40,10 @@ The JSON is Apache Kafka's own JSON form of the header and body: field names in
 camelCase, bytes as base64, UUIDs in Kafka's base64 form. Fields that the version
 has must be present (tagged fields may be left out). See docs/cli.md.";
 
-/// Build frames from JSON (as `kwire decode --format json` writes it), checked
-/// against the schema and against kwire's typed encoder.
+/// Build frames from JSON, as `kwire decode --format json` writes it.
+///
+/// The JSON is checked against the message schema, and the frame against kwire's typed
+/// decoder and encoder.
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {

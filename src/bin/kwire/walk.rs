@@ -180,7 +180,8 @@ impl Walked {
 /// where the input ends, if it is shorter).
 pub fn walk(frame: &[u8], kind: Kind) -> Walked {
     let mut w = Walker { version: 0, flexible: false, path: String::new() };
-    let mut root = Node::new("Frame", "message", 0, Region::Frame).about("one Kafka frame");
+    let mut root = Node::new("Frame", "message", 0, Region::Frame)
+        .about("the whole frame: size prefix, header and body");
     let mut api = None;
     let result = w.frame(frame, kind, &mut root, &mut api);
     root.size = frame.len();
