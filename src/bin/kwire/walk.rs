@@ -180,7 +180,7 @@ impl Walked {
 /// where the input ends, if it is shorter).
 pub fn walk(frame: &[u8], kind: Kind) -> Walked {
     let mut w = Walker { version: 0, flexible: false, path: String::new() };
-    let mut root = Node::new("Frame", "message", 0, Region::Frame)
+    let mut root = Node::new("Request", "message", 0, Region::Frame)
         .about("the whole frame: size prefix, header and body");
     let mut api = None;
     let result = w.frame(frame, kind, &mut root, &mut api);
@@ -328,9 +328,14 @@ impl Walker {
         );
         let Some(key) = known else {
             self.path = "header.requestApiKey".into();
-            return Err(
-                self.fail(4, format!("API key {key} is not one kwire supports ({})", supported_list()))
-            );
+            return Err(self.fail(
+                4,
+                format!(
+                    "API key {key} is not one kwire supports ({}); if the frame is a response, say what it \
+                     answers with --api-key and --api-version, or --request",
+                    supported_list()
+                ),
+            ));
         };
         if !key.request_versions().contains(version) {
             self.path = "header.requestApiVersion".into();
