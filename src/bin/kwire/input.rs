@@ -1,7 +1,7 @@
 //! Reading frames from files and stdin: hex text in the usual dump layouts, or raw
 //! binary, and splitting a stream of concatenated frames at their size prefixes.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 
 use kwire::ApiKey;
@@ -14,7 +14,11 @@ pub fn read_all(path: Option<&Path>) -> Result<Vec<u8>, String> {
             buf = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
         }
         _ => {
-            std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read stdin: {e}"))?;
+            let mut stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                eprintln!("kwire: reading standard input; end it with Ctrl-D (or give a file name)");
+            }
+            stdin.read_to_end(&mut buf).map_err(|e| format!("cannot read stdin: {e}"))?;
         }
     }
     Ok(buf)
