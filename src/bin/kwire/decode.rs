@@ -1,9 +1,456 @@
-//! `kwire decode`.
+//! `kwire decode`: reads frames (hex or binary), walks them over the schema tables and
+//! prints them as an object tree, as JSON or as an annotated hex dump. Every frame is also
+//! decoded by kwire's typed views; if the two disagree, that is reported as an error.
+
+use std::io::{IsTerminal, Write as _};
+use std::path::PathBuf;
+
+use kwire::frame::{self, RequestError};
+use kwire::{ApiKey, DecodeErrorKind};
+
+use crate::input::{self, parse_api_key};
+use crate::json::{self, J};
+use crate::walk::{self, Kind, WalkError, Walked};
+use crate::{hexdump, tree};
+
+const AFTER_HELP: &str = "\
+Examples:
+  # A request frame as hex (requests say what they are)
+  kwire decode tests/vectors/seed/apiversions_v4_request.hex
+
+  # Hex from a pipe, in xxd's layout, as JSON
+  xxd frame.bin | kwire decode --format json
+
+  # A response: name the request it answers...
+  kwire decode --api-key ApiVersions --api-version 4 response.hex
+  # ...or give the request itself (one request for all responses, or one per response)
+  kwire decode --request request.hex response.hex
+
+  # Raw bytes, annotated hex dump
+  kwire decode --binary --format hex capture.bin
+
+Input: hex digits with any whitespace, 0x prefixes, offset columns (`0000:`) and the
+character columns of xxd and hexdump -C; or raw bytes (detected, or forced with
+--binary). Several frames may follow each other; each starts with its int32 size.
+
+Exit status: 0 when every frame decoded, 1 when the input is malformed (everything
+that decoded is printed first, then the error with its byte offset and field),
+2 for a command-line mistake.";
+
+/// How to print decoded frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The object tree: every field with its type, value, offset, size and meaning.
+    Tree,
+    /// Apache Kafka's JSON form of the header and body (what `kwire encode` reads).
+    Json,
+    /// An annotated hex dump, 16 bytes per row.
+    Hex,
+}
+
+/// When to colour the hex dump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Colour {
+    /// When standard output is a terminal and NO_COLOR is not set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
 
 /// Decode frames and show every field with its offset and size.
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// File holding the frames, as hex or raw bytes. Reads stdin when absent or `-`.
+    file: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Format::Tree)]
+    format: Format,
+    /// Treat the input as raw bytes (otherwise detected: text is read as hex).
+    #[arg(long)]
+    binary: bool,
+    /// The frames are responses to this API, by name (ListOffsets) or key (2).
+    #[arg(long, value_parser = parse_api_key, value_name = "API", requires = "api_version", conflicts_with = "request")]
+    api_key: Option<ApiKey>,
+    /// The frames are responses to this version of the API.
+    #[arg(long, value_name = "VERSION", requires = "api_key", conflicts_with = "request")]
+    api_version: Option<i16>,
+    /// The frames are responses to the request(s) in FILE (hex or binary): one request
+    /// for all of them, or one per response, in order.
+    #[arg(long, value_name = "FILE")]
+    request: Option<PathBuf>,
+    /// With --format json: one line per frame instead of pretty-printed JSON.
+    #[arg(long)]
+    compact: bool,
+    /// With --format hex: when to use colours.
+    #[arg(long, value_enum, default_value_t = Colour::Auto, value_name = "WHEN")]
+    color: Colour,
+}
 
-pub fn run(_: Args) -> Result<(), String> {
-    Err("not built yet".into())
+/// Reads the API, version and correlation id of each request frame in `path`.
+fn requests_in(path: &std::path::Path) -> Result<Vec<(ApiKey, i16, i32)>, String> {
+    let raw = input::read_all(Some(path))?;
+    let bytes = input::frame_bytes(&raw, false).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, f) in input::split_frames(&bytes).iter().enumerate() {
+        let at = |what: String| format!("{}: request frame {}: {what}", path.display(), i + 1);
+        let head = f.bytes.get(4..12).ok_or_else(|| at("too short to hold a request header".into()))?;
+        let key = i16::from_be_bytes([head[0], head[1]]);
+        let version = i16::from_be_bytes([head[2], head[3]]);
+        let correlation = i32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        let api = ApiKey::from_i16(key)
+            .ok_or_else(|| at(format!("API key {key} is not supported; {}", walk::supported_list())))?;
+        out.push((api, version, correlation));
+    }
+    if out.is_empty() {
+        return Err(format!("{}: no request frame in the file", path.display()));
+    }
+    Ok(out)
+}
+
+/// Checks a complete frame with kwire's typed views (`frame::parse_request` or
+/// `frame::parse_response`, then `validate`). Errors carry offsets from the size prefix.
+fn typed_check(frame_bytes: &[u8], kind: Kind) -> Result<(), (Option<DecodeErrorKind>, usize, String)> {
+    let inner = frame_bytes.get(4..).unwrap_or_default();
+    let decode = |e: kwire::DecodeError| {
+        let e = e.shifted(4);
+        (Some(e.kind()), e.offset(), e.to_string())
+    };
+    match kind {
+        Kind::Request => match frame::parse_request(inner) {
+            Ok(req) => req.body.validate().map_err(|e| decode(e.shifted(req.header.as_bytes().len()))),
+            Err(RequestError::Decode(e)) => Err(decode(e)),
+            Err(other) => Err((None, 4, other.to_string())),
+        },
+        Kind::Response(key, version) => match frame::parse_response(inner, key, version) {
+            Ok(resp) => resp.body.validate().map_err(|e| decode(e.shifted(resp.header.as_bytes().len()))),
+            Err(e) => Err(decode(e)),
+        },
+    }
+}
+
+/// Whether the typed decoder's error names the same problem as the walker's: the same
+/// kind at the same offset. A truncation may be found at different places (the typed
+/// views check a run of fixed-width fields at once), so only its kind must match.
+fn same_problem(w: &WalkError, kind: Option<DecodeErrorKind>, offset: usize) -> bool {
+    let (Some(a), Some(b)) = (w.kind, kind) else { return true };
+    match (a, b) {
+        (DecodeErrorKind::Truncated { .. }, DecodeErrorKind::Truncated { .. }) => true,
+        _ => a == b && w.offset == offset,
+    }
+}
+
+/// A decoded frame with the problem to report, if any.
+struct Decoded {
+    walked: Walked,
+    problem: Option<String>,
+    note: Option<String>,
+}
+
+fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
+    let walked = walk::walk(bytes, kind);
+    // Brokers answer an ApiVersions version they do not support with a version-0 body, and
+    // clients read it as such when the expected version does not parse (as Kafka's do).
+    if let (Some(_), Kind::Response(ApiKey::ApiVersions, v)) = (&walked.error, kind)
+        && v > 0
+    {
+        let v0 = walk::walk(bytes, Kind::Response(ApiKey::ApiVersions, 0));
+        if v0.error.is_none() && typed_check(bytes, Kind::Response(ApiKey::ApiVersions, 0)).is_ok() {
+            return Decoded {
+                walked: v0,
+                problem: None,
+                note: Some(format!(
+                    "not an ApiVersions v{v} response but a valid v0 one, so it was decoded as v0: a broker \
+                     answers an ApiVersions version it does not support with a v0 body"
+                )),
+            };
+        }
+    }
+    let complete = bytes.len() >= 4 && {
+        let declared = i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        usize::try_from(declared).is_ok_and(|d| d + 4 == bytes.len())
+    };
+    let typed = if complete { Some(typed_check(bytes, kind)) } else { None };
+    let problem = match (&walked.error, typed) {
+        (None, None | Some(Ok(()))) => None,
+        (None, Some(Err((_, _, e)))) => Some(format!(
+            "kwire's typed decoder rejects this frame, which the schema walker accepted: {e}; please report this"
+        )),
+        (Some(w), Some(Ok(()))) => Some(format!(
+            "{w}; but kwire's typed decoder accepts the frame: the schema walker and the typed decoder disagree, \
+             please report this"
+        )),
+        (Some(w), Some(Err((kind, offset, e)))) if !same_problem(w, kind, offset) => {
+            Some(format!("{w} (kwire's typed decoder reports: {e})"))
+        }
+        (Some(w), _) => Some(w.to_string()),
+    };
+    Decoded { walked, problem, note: None }
+}
+
+/// Runs `kwire decode`.
+pub fn run(args: Args) -> Result<(), String> {
+    if args.compact && args.format != Format::Json {
+        return Err("--compact only applies to --format json".into());
+    }
+    let raw = input::read_all(args.file.as_deref())?;
+    let bytes = input::frame_bytes(&raw, args.binary)?;
+    if bytes.is_empty() {
+        return Err("no input: expected one or more frames, as hex or raw bytes".into());
+    }
+    let frames = input::split_frames(&bytes);
+    let requests = match &args.request {
+        Some(path) => {
+            let list = requests_in(path)?;
+            if list.len() != 1 && list.len() != frames.len() {
+                return Err(format!(
+                    "{} holds {} requests but the input holds {} responses: give one request, or one per response",
+                    path.display(),
+                    list.len(),
+                    frames.len()
+                ));
+            }
+            Some(list)
+        }
+        None => None,
+    };
+    if let (Some(key), Some(version)) = (args.api_key, args.api_version)
+        && !key.response_versions().contains(version)
+    {
+        let v = key.response_versions();
+        return Err(format!(
+            "{} has no response version {version} in kwire (versions {}-{})",
+            key.name(),
+            v.min,
+            v.max
+        ));
+    }
+    let colour = match args.color {
+        Colour::Always => true,
+        Colour::Never => false,
+        Colour::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+
+    let mut out = std::io::stdout().lock();
+    let many = frames.len() > 1;
+    let mut text = String::new();
+    if args.format == Format::Hex {
+        text.push_str(&hexdump::legend(colour));
+        text.push('\n');
+    }
+    for (i, f) in frames.iter().enumerate() {
+        let n = i + 1;
+        let kind = match (&requests, args.api_key, args.api_version) {
+            (Some(list), _, _) => {
+                let (key, version, correlation) =
+                    list.get(i).or(list.first()).copied().ok_or("no request")?;
+                let got = f.bytes.get(4..8).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                if list.len() > 1 && got.is_some_and(|c| c != correlation) {
+                    eprintln!(
+                        "kwire: warning: frame {n}: correlation id {} differs from that of request {n} ({correlation})",
+                        got.unwrap_or_default()
+                    );
+                }
+                Kind::Response(key, version)
+            }
+            (None, Some(key), Some(version)) => Kind::Response(key, version),
+            _ => Kind::Request,
+        };
+        let decoded = decode_frame(f.bytes, kind);
+        if let Some(note) = &decoded.note {
+            eprintln!("kwire: note: frame {n}: {note}");
+        }
+        if many && args.format != Format::Json {
+            if i > 0 {
+                text.push('\n');
+            }
+            text.push_str(&format!("# frame {n}, input bytes {}..{}\n", f.start, f.start + f.bytes.len()));
+        }
+        match args.format {
+            Format::Tree => text.push_str(&tree::render(&decoded.walked.root)),
+            Format::Hex => text.push_str(&hexdump::render(&decoded.walked.root, f.bytes, colour)),
+            Format::Json => {
+                text.push_str(&frame_json(&decoded.walked, kind).to_text(!args.compact));
+                text.push('\n');
+            }
+        }
+        out.write_all(text.as_bytes()).map_err(|e| format!("cannot write the output: {e}"))?;
+        text.clear();
+        if let Some(problem) = decoded.problem {
+            let _ = out.flush();
+            let place =
+                if many { format!("frame {n} (input offset {})", f.start) } else { "the frame".into() };
+            return Err(format!("cannot decode {place}: {problem}"));
+        }
+    }
+    out.flush().map_err(|e| format!("cannot write the output: {e}"))
+}
+
+/// The JSON document of one frame: `{"header": ..., "body": ...}`, with `apiKey` and
+/// `apiVersion` first for responses (which do not say what they answer).
+fn frame_json(walked: &Walked, kind: Kind) -> J {
+    let mut top = Vec::new();
+    if let (Kind::Response(..), Some((key, version))) = (kind, walked.api) {
+        top.push(("apiKey".to_string(), J::Int(i64::from(key.key()))));
+        top.push(("apiVersion".to_string(), J::Int(i64::from(version))));
+    }
+    if let Some(header) = walked.header() {
+        top.push(("header".into(), json::object(header)));
+    }
+    if let Some(body) = walked.body() {
+        top.push(("body".into(), json::object(body)));
+    }
+    J::Obj(top)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        input::parse_hex(s).unwrap()
+    }
+
+    #[test]
+    fn seed_request_decodes_both_ways() {
+        let bytes = hex("0000000e0012000400000000000000010100");
+        let d = decode_frame(&bytes, Kind::Request);
+        assert!(d.problem.is_none(), "{:?}", d.problem);
+        assert_eq!(d.walked.root.size, 18);
+    }
+
+    #[test]
+    fn truncation_agrees_with_typed_decoder() {
+        let frames = [
+            "0000002a0002000a0000000000000000000000000201020000000000000000000000000000000000000000000000",
+            "0000001000100005000000000000000201020100",
+        ];
+        for f in frames {
+            let bytes = hex(f);
+            for cut in 0..bytes.len() {
+                // Shorten the frame and fix its size prefix, so that the body itself is short.
+                let mut b = bytes[..cut.max(4)].to_vec();
+                let size = (b.len() - 4) as i32;
+                b[..4].copy_from_slice(&size.to_be_bytes());
+                let d = decode_frame(&b, Kind::Request);
+                if let Some(p) = &d.problem {
+                    assert!(
+                        !p.contains("please report") && !p.contains("typed decoder reports"),
+                        "cut {cut}: {p}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every shared vector with what it is: requests, and responses with the request
+    /// they answer.
+    fn shared_vectors() -> Vec<(String, Vec<u8>, Kind)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
+        let read = |p: &std::path::Path| hex(&std::fs::read_to_string(p).unwrap());
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir.join("clients/requests")).unwrap() {
+            let path = entry.unwrap().path();
+            let request = read(&path);
+            let key = ApiKey::from_i16(i16::from_be_bytes([request[4], request[5]])).unwrap();
+            let version = i16::from_be_bytes([request[6], request[7]]);
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let response = read(&dir.join("clients/responses").join(&name));
+            let version = if name.contains("_rejected") { 0 } else { version };
+            out.push((format!("{name} (request)"), request, Kind::Request));
+            out.push((format!("{name} (response)"), response, Kind::Response(key, version)));
+        }
+        for (name, key, version) in [
+            ("seed/apiversions_v4_request.hex", None, 0),
+            ("seed/listgroups_v5_request.hex", None, 0),
+            ("seed/listoffsets_v10_request.hex", None, 0),
+            ("seed/apiversions_v4_response.hex", Some(ApiKey::ApiVersions), 4),
+            ("seed/listgroups_v5_response.hex", Some(ApiKey::ListGroups), 5),
+            ("seed/listoffsets_v10_response.hex", Some(ApiKey::ListOffsets), 10),
+        ] {
+            let kind = key.map_or(Kind::Request, |k| Kind::Response(k, version));
+            out.push((name.to_string(), read(&dir.join(name)), kind));
+        }
+        out
+    }
+
+    /// Re-encodes a frame's body with kwire's typed decoder and encoder, or `None` when
+    /// the typed decoder rejects it.
+    fn typed_canonical(bytes: &[u8], kind: Kind) -> Option<bool> {
+        use kwire::messages::{RequestBody, ResponseBody};
+        let inner = &bytes[4..];
+        let (body, reencoded) = match kind {
+            Kind::Request => {
+                let req = frame::parse_request(inner).ok()?;
+                let typed =
+                    RequestBody::decode(req.body.api_key(), req.header.api_version(), req.body.as_bytes())
+                        .ok()?;
+                (req.body.as_bytes(), crate::encode::encode_typed(&typed, req.header.api_version()).ok()?)
+            }
+            Kind::Response(key, version) => {
+                let resp = frame::parse_response(inner, key, version).ok()?;
+                let typed = ResponseBody::decode(key, version, resp.body.as_bytes()).ok()?;
+                (resp.body.as_bytes(), crate::encode::encode_typed(&typed, version).ok()?)
+            }
+        };
+        Some(body == reencoded.as_slice())
+    }
+
+    /// Mutates every byte of every small shared vector: the walker and the typed views must
+    /// accept and reject the same frames without panicking, and every accepted frame must
+    /// come back from its JSON byte for byte, unless kwire's typed codec does not
+    /// reproduce it either (a non-minimal varint, a bool byte of 2, a tagged field sent
+    /// with its default value).
+    #[test]
+    fn mutations_agree_and_round_trip() {
+        let mut checked = 0;
+        for (name, original, kind) in shared_vectors() {
+            if original.len() > 400 {
+                continue;
+            }
+            let mut variants = vec![original.clone()];
+            for i in 4..original.len() {
+                for value in [0x00, 0x80, 0xff, original[i].wrapping_add(1)] {
+                    let mut m = original.clone();
+                    m[i] = value;
+                    variants.push(m);
+                }
+            }
+            for m in variants {
+                let d = decode_frame(&m, kind);
+                if let Some(p) = &d.problem {
+                    assert!(!p.contains("please report"), "{name}: {p}");
+                    continue;
+                }
+                if d.note.is_some() {
+                    continue;
+                }
+                let text = frame_json(&d.walked, kind).to_text(false);
+                let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let (key, version) = match kind {
+                    Kind::Response(k, v) => (Some(k), Some(v)),
+                    Kind::Request => (None, None),
+                };
+                let built = crate::encode::build(&doc, key, version)
+                    .unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+                if built.bytes != m {
+                    assert_eq!(
+                        typed_canonical(&m, kind),
+                        Some(false),
+                        "{name}: JSON round trip differs\n{text}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000, "only {checked} frames decoded");
+    }
+
+    #[test]
+    fn walk_error_display() {
+        let e = WalkError { offset: 19, path: "body.x".into(), message: "bad".into(), kind: None };
+        assert_eq!(e.to_string(), "at byte 19 (0x0013), body.x: bad");
+    }
 }

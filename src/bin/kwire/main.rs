@@ -5,15 +5,29 @@ mod broker;
 mod catalog;
 mod decode;
 mod encode;
+mod hexdump;
 mod input;
+mod json;
 mod serve;
+mod tree;
+mod value;
 mod versions;
+mod walk;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+const AFTER_HELP: &str = "\
+Examples:
+  kwire decode frame.hex                      # every field of a request frame
+  kwire decode --format json frame.hex | kwire encode   # round trip to the same hex
+  kwire decode --request req.hex resp.hex     # a response, with the request it answers
+  kwire versions                              # the APIs and versions kwire knows
+
+Run `kwire help <command>` for each command's options and examples.";
+
 /// Inspect, explain and build Apache Kafka wire-protocol frames.
 #[derive(Parser)]
-#[command(name = "kwire", version, about = "Inspect, explain and build Apache Kafka wire-protocol frames", long_about = None)]
+#[command(name = "kwire", version, about = "Inspect, explain and build Apache Kafka wire-protocol frames", long_about = None, after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -1,0 +1,443 @@
+//! The `kwire` command, run as a real process on the shared vectors and on malformed
+//! input: the seed trees line for line, `decode --format json | encode` byte for byte on
+//! every vector, streams, the input layouts, the hex dump, and the error messages.
+#![cfg(feature = "cli")]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn vectors() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
+}
+
+/// Runs `kwire` with `args`, feeding `stdin`.
+fn kwire(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kwire runs");
+    let mut input = child.stdin.take().expect("stdin");
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        // kwire may exit before reading everything (on a usage error); ignore that.
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().expect("kwire finishes");
+    writer.join().expect("stdin writer");
+    out
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `kwire` and expects success; returns stdout.
+fn ok(args: &[&str], stdin: &[u8]) -> String {
+    let out = kwire(args, stdin);
+    assert!(out.status.success(), "kwire {args:?} failed: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// Runs `kwire` and expects exit status 1; returns (stdout, stderr).
+fn fails(args: &[&str], stdin: &[u8]) -> (String, String) {
+    let out = kwire(args, stdin);
+    assert_eq!(out.status.code(), Some(1), "kwire {args:?}: {}{}", text(&out.stdout), text(&out.stderr));
+    (text(&out.stdout), text(&out.stderr))
+}
+
+fn read_hex(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).trim().to_string()
+}
+
+fn hex_files(dir: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(vectors().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hex"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// `--api-key`/`--api-version` for a response file named `<api>_v<version>_...`.
+fn response_args(name: &str) -> Vec<String> {
+    let api = name.split('_').next().unwrap();
+    let version = name.split("_v").nth(1).unwrap().split('_').next().unwrap();
+    vec!["--api-key".into(), api.into(), "--api-version".into(), version.into()]
+}
+
+/// A scratch file for one test.
+fn scratch(name: &str, contents: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kwire-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+/// Splits a tree line into name, type, value, offset and size, using the columns of
+/// the first line (its type is `message vN` and its range `[0x...`).
+fn tree_rows(tree: &str) -> Vec<[String; 5]> {
+    let mut lines = tree.lines();
+    let first = lines.next().expect("a tree");
+    let type_col = first.find("message").expect("message column");
+    let range_col = first.find("[0x").expect("range column");
+    std::iter::once(first)
+        .chain(lines)
+        .map(|line| {
+            let name = line[..type_col].trim().trim_start_matches(['|', '+', '-', ' ']).to_string();
+            let middle = &line[type_col..range_col];
+            let (ty, value) = match middle.find("= ") {
+                Some(i) => (middle[..i].trim().to_string(), middle[i + 2..].trim().to_string()),
+                None => (middle.trim().to_string(), String::new()),
+            };
+            let range = &line[range_col + 1..line[range_col..].find(']').unwrap() + range_col];
+            let (offset, size) = range.split_once(", ").unwrap();
+            [name, ty, value, offset.to_string(), size.trim_end_matches('B').to_string()]
+        })
+        .collect()
+}
+
+#[test]
+fn seed_trees_match_the_pages_line_for_line() {
+    for path in hex_files("seed") {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let mut args = vec!["decode".to_string(), path.to_string_lossy().into_owned()];
+        if name.ends_with("response") {
+            args.extend(response_args(&name));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let tree = ok(&args, b"");
+        let got = tree_rows(&tree);
+        let expected_text =
+            std::fs::read_to_string(vectors().join(format!("seed/trees/{name}.txt"))).unwrap();
+        let expected: Vec<[String; 5]> = expected_text
+            .lines()
+            .map(|l| {
+                let cells: Vec<String> = l.split('|').map(|c| c.trim().to_string()).collect();
+                cells.try_into().unwrap_or_else(|c| panic!("{name}: bad fixture line {c:?}"))
+            })
+            .collect();
+        assert_eq!(got.len(), expected.len(), "{name}: line count\n{tree}");
+        for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+            assert_eq!(g, e, "{name}: line {}\n{tree}", i + 1);
+        }
+        // Columns are aligned: every range starts in the same column.
+        let starts: Vec<usize> = tree.lines().map(|l| l.find("[0x").unwrap()).collect();
+        assert!(starts.windows(2).all(|w| w[0] == w[1]), "{name}: ranges not aligned\n{tree}");
+    }
+}
+
+/// decode --format json, then encode: must give back the file's hex.
+fn round_trip(path: &Path, decode_args: &[String]) {
+    let mut args =
+        vec!["decode".to_string(), "--format".into(), "json".into(), path.to_string_lossy().into_owned()];
+    args.extend_from_slice(decode_args);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let json = ok(&args, b"");
+    let hex = ok(&["encode"], json.as_bytes());
+    assert_eq!(hex.trim(), read_hex(path), "{}: round trip differs\n{json}", path.display());
+}
+
+#[test]
+fn json_round_trips_every_shared_vector() {
+    let mut checked = 0;
+    for dir in ["seed", "bench"] {
+        for path in hex_files(dir) {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let extra = if name.contains("response") { response_args(&name) } else { Vec::new() };
+            round_trip(&path, &extra);
+            checked += 1;
+        }
+    }
+    for request in hex_files("clients/requests") {
+        round_trip(&request, &[]);
+        let response = vectors().join("clients/responses").join(request.file_name().unwrap());
+        round_trip(&response, &["--request".into(), request.to_string_lossy().into_owned()]);
+        checked += 2;
+    }
+    assert_eq!(checked, 6 + 6 + 2 * 68);
+}
+
+#[test]
+fn streams_of_frames_round_trip() {
+    let requests: Vec<String> = hex_files("clients/requests").iter().map(|p| read_hex(p)).collect();
+    let responses: Vec<String> = hex_files("clients/requests")
+        .iter()
+        .map(|p| read_hex(&vectors().join("clients/responses").join(p.file_name().unwrap())))
+        .collect();
+    let requests_file = scratch("requests.hex", requests.join("\n").as_bytes());
+
+    let json = ok(&["decode", "--format", "json", "--compact"], requests.join("\n").as_bytes());
+    assert_eq!(json.lines().count(), requests.len());
+    assert_eq!(ok(&["encode"], json.as_bytes()), requests.join("\n") + "\n");
+
+    // Responses, each with its request; the rejected ApiVersions answers decode as v0.
+    let out = kwire(
+        &["decode", "--format", "json", "--request", requests_file.to_str().unwrap(), "-"],
+        responses.join("").as_bytes(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("decoded as v0"));
+    assert_eq!(ok(&["encode"], &out.stdout), responses.join("\n") + "\n");
+
+    // The tree of a stream names each frame.
+    let tree = ok(&["decode"], requests[..2].join("").as_bytes());
+    assert!(tree.contains("# frame 1, input bytes 0..") && tree.contains("# frame 2, input bytes"), "{tree}");
+}
+
+#[test]
+fn input_layouts() {
+    let seed = read_hex(&vectors().join("seed/apiversions_v4_request.hex"));
+    let bytes: Vec<u8> =
+        (0..seed.len() / 2).map(|i| u8::from_str_radix(&seed[2 * i..2 * i + 2], 16).unwrap()).collect();
+    let expected = ok(&["decode", "--format", "json"], seed.as_bytes());
+
+    let xxd = "00000000: 0000 000e 0012 0004 0000 0000 0000 0001  ................\n\
+               00000010: 0100                                     ..\n";
+    let hexdump = "00000000  00 00 00 0e 00 12 00 04  00 00 00 00 00 00 00 01  |................|\n\
+                   00000010  01 00                                             |..|\n\
+                   00000012\n";
+    let offsets = "0000: 00 00 00 0e 00 12 00 04 00 00 00 00 00 00 00 01\n0010: 01 00\n";
+    let c_style = "0x00, 0x00, 0x00, 0x0e, 0x00, 0x12, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00";
+    for layout in [xxd, hexdump, offsets, c_style] {
+        assert_eq!(ok(&["decode", "--format", "json"], layout.as_bytes()), expected, "{layout}");
+    }
+    // Raw bytes: detected, from stdin or a file, and forced with --binary.
+    assert_eq!(ok(&["decode", "--format", "json"], &bytes), expected);
+    let file = scratch("seed.bin", &bytes);
+    assert_eq!(ok(&["decode", "--format", "json", "--binary", file.to_str().unwrap()], b""), expected);
+    // encode --binary writes the same raw bytes.
+    let raw = kwire(&["encode", "--binary"], expected.as_bytes());
+    assert!(raw.status.success());
+    assert_eq!(raw.stdout, bytes);
+}
+
+#[test]
+fn hex_dump_marks_every_part() {
+    let path = vectors().join("seed/listoffsets_v10_request.hex");
+    let dump = ok(&["decode", "--format", "hex", path.to_str().unwrap()], b"");
+    assert!(!dump.contains('\x1b'), "no colours when stdout is not a terminal");
+    assert!(dump.starts_with("legend:"), "{dump}");
+    let rows: Vec<&str> = dump.lines().filter(|l| l.starts_with("00")).collect();
+    assert_eq!(rows.len(), 3, "46 bytes, 16 per row\n{dump}");
+    assert!(rows[0].starts_with("0000  00 00 00 2a 00 02 00 0a"), "{dump}");
+    assert!(rows[0].contains("FFFFHHHHHHHHHHTB"), "{dump}");
+    assert!(rows[0].contains("size, request_api_key"), "{dump}");
+    assert!(rows[2].contains("TimeoutMs"), "{dump}");
+    let coloured = ok(&["decode", "--format", "hex", "--color", "always", path.to_str().unwrap()], b"");
+    assert!(coloured.contains("\x1b[34m00\x1b[0m"), "frame bytes in blue");
+}
+
+#[test]
+fn json_uses_kafka_names_and_encodings() {
+    let path = vectors().join("clients/requests/kafkapython_listoffsets_v10_ts_rc_p012.hex");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["decode", "--format", "json", path.to_str().unwrap()], b"")).unwrap();
+    assert_eq!(json["header"]["requestApiKey"], 2);
+    assert_eq!(json["header"]["clientId"], "kafka-python-3.0.12");
+    assert_eq!(json["body"]["isolationLevel"], 1);
+    assert_eq!(json["body"]["topics"][0]["partitions"][2]["partitionIndex"], 2);
+    assert_eq!(json["body"]["topics"][0]["partitions"][0]["timestamp"], 1_700_000_000_000_i64);
+
+    // Known tagged fields appear when set; a response carries its API and version.
+    let req = vectors().join("clients/requests/kafkapython_apiversions_v4_hello_featuresresp.hex");
+    let resp = vectors().join("clients/responses/kafkapython_apiversions_v4_hello_featuresresp.hex");
+    let out = ok(&["decode", "-f", "json", "--request", req.to_str().unwrap(), resp.to_str().unwrap()], b"");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((json["apiKey"].as_i64(), json["apiVersion"].as_i64()), (Some(18), Some(4)));
+    assert_eq!(json["body"]["supportedFeatures"][0]["name"], "metadata.version");
+    assert!(json["body"]["finalizedFeaturesEpoch"].as_i64().unwrap() >= 0);
+    assert!(json["body"].get("zkMigrationReady").is_none(), "default tagged fields are left out");
+
+    // Metadata v12: topic ids are UUIDs in Kafka's base64 form.
+    let meta = vectors().join("clients/requests/kafkapython_metadata_v12_topic_t_autocreate.hex");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["decode", "-f", "json", meta.to_str().unwrap()], b"")).unwrap();
+    assert_eq!(json["body"]["topics"][0]["topicId"], "AAAAAAAAAAAAAAAAAAAAAA");
+    assert_eq!(json["body"]["allowAutoTopicCreation"], true);
+}
+
+#[test]
+fn unknown_tagged_fields_round_trip() {
+    // ApiVersions v4 request with an unknown tag 7 (2 bytes) in the body and tag 3 in the header.
+    let frame = "00000015001200040000000100000103010a01010107020a0b";
+    let tree = ok(&["decode"], frame.as_bytes());
+    assert!(tree.contains("tag 7") && tree.contains("tag 3"), "{tree}");
+    let json = ok(&["decode", "-f", "json"], frame.as_bytes());
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["body"]["_unknownTaggedFields"][0]["tag"], 7);
+    assert_eq!(v["body"]["_unknownTaggedFields"][0]["data"], "Cgs=");
+    assert_eq!(v["header"]["_unknownTaggedFields"][0]["tag"], 3);
+    assert_eq!(ok(&["encode"], json.as_bytes()).trim(), frame);
+}
+
+#[test]
+fn malformed_input_prints_what_decoded_then_the_error() {
+    // The seed ListOffsets v10 request, cut inside the first partition.
+    let seed = read_hex(&vectors().join("seed/listoffsets_v10_request.hex"));
+    let (out, err) = fails(&["decode"], &seed.as_bytes()[..60]);
+    assert!(out.contains("PartitionIndex") && out.contains("ListOffsetsPartition[0]"), "{out}");
+    assert!(!out.contains("CurrentLeaderEpoch"), "{out}");
+    assert!(
+        err.contains("at byte 27 (0x001b), body.topics[0].partitions[0].currentLeaderEpoch: truncated"),
+        "{err}"
+    );
+    // The same through the JSON and hex outputs.
+    let (json, _) = fails(&["decode", "-f", "json"], &seed.as_bytes()[..60]);
+    assert!(json.contains("\"partitionIndex\": 0"), "{json}");
+    let (dump, _) = fails(&["decode", "-f", "hex"], &seed.as_bytes()[..60]);
+    assert!(dump.contains("BBB?"), "undecoded bytes are marked\n{dump}");
+
+    // A null where the version allows none: the topic name of a v10 request.
+    let mut null_name = seed.clone();
+    null_name.replace_range(42..44, "00");
+    let (_, err) = fails(&["decode"], null_name.as_bytes());
+    assert!(err.contains("body.topics[0].name: null in a non-nullable field"), "{err}");
+
+    // Bytes after the body: the ApiVersions seed request with one byte too many.
+    let (_, err) = fails(&["decode"], b"0000000f0012000400000000000000010100ff");
+    assert!(err.contains("at byte 18 (0x0012), body: 1 bytes left after the message"), "{err}");
+
+    // An API kwire does not know, a version it does not have, bad hex, no input.
+    let (_, err) = fails(&["decode"], b"0000000a 0063 0001 00000001 ffff");
+    assert!(err.contains("API key 99 is not one kwire supports"), "{err}");
+    let (_, err) = fails(&["decode"], b"0000000a 0012 0009 00000001 ffff");
+    assert!(err.contains("ApiVersions has no request version 9"), "{err}");
+    let (_, err) = fails(&["decode"], b"00 0g");
+    assert!(err.contains("line 1") && err.contains("\"0g\" is not hex"), "{err}");
+    let (_, err) = fails(&["decode"], b"");
+    assert!(err.contains("no input"), "{err}");
+    // A size prefix that promises more than there is.
+    let (_, err) = fails(&["decode"], seed.replacen("0000002a", "0000002c", 1).as_bytes());
+    assert!(err.contains("the size prefix says 44 bytes follow, but the input ends after 42"), "{err}");
+
+    // Responses need to know what they answer; clap reports a half-given pair.
+    let resp = vectors().join("seed/apiversions_v4_response.hex");
+    let out = kwire(&["decode", "--api-key", "ApiVersions", resp.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let (_, err) =
+        fails(&["decode", "--api-key", "ApiVersions", "--api-version", "7", resp.to_str().unwrap()], b"");
+    assert!(err.contains("no response version 7"), "{err}");
+}
+
+#[test]
+fn truncation_at_every_offset_never_panics() {
+    for name in [
+        "seed/listoffsets_v10_request.hex",
+        "clients/requests/kafkapython_metadata_v12_topic_t_autocreate.hex",
+    ] {
+        let hex = read_hex(&vectors().join(name));
+        // Every cut at once, as a stream: each frame is shortened and its size fixed.
+        let bytes: Vec<u8> =
+            (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
+        for cut in 4..bytes.len() {
+            let mut frame = bytes[..cut].to_vec();
+            frame[..4].copy_from_slice(&((cut - 4) as u32).to_be_bytes());
+            let out = kwire(&["decode", "--binary"], &frame);
+            assert_eq!(out.status.code(), Some(1), "{name} cut at {cut}: {}", text(&out.stderr));
+            let err = text(&out.stderr);
+            assert!(err.contains("at byte") && !err.contains("please report"), "{name} cut at {cut}: {err}");
+        }
+    }
+}
+
+fn seed_json() -> serde_json::Value {
+    let path = vectors().join("clients/requests/kafkapython_listoffsets_v10_ts_rc_p012.hex");
+    serde_json::from_str(&ok(&["decode", "-f", "json", path.to_str().unwrap()], b"")).unwrap()
+}
+
+fn encode_error(doc: &serde_json::Value, args: &[&str]) -> String {
+    let mut all = vec!["encode"];
+    all.extend_from_slice(args);
+    fails(&all, doc.to_string().as_bytes()).1
+}
+
+#[test]
+fn encode_errors_name_the_json_path() {
+    let mut doc = seed_json();
+    doc["body"]["topics"][0]["partitions"][2]["timestamp"] = "soon".into();
+    let err = encode_error(&doc, &[]);
+    assert!(err.contains("body.topics[0].partitions[2].timestamp: expected an integer"), "{err}");
+
+    let mut doc = seed_json();
+    doc["body"]["topics"][0]["partitions"][1]["leaderEpoch"] = 3.into();
+    let err = encode_error(&doc, &[]);
+    assert!(err.contains("body.topics[0].partitions[1].leaderEpoch: unknown field"), "{err}");
+
+    let mut doc = seed_json();
+    doc["body"]["IsolationLevel"] = 1.into();
+    let err = encode_error(&doc, &[]);
+    assert!(err.contains("did you mean \"isolationLevel\"?"), "{err}");
+
+    let mut doc = seed_json();
+    doc["body"]["topics"][0].as_object_mut().unwrap().remove("name");
+    let err = encode_error(&doc, &[]);
+    assert!(err.contains("body.topics[0].name: missing"), "{err}");
+
+    let mut doc = seed_json();
+    doc["body"]["isolationLevel"] = 300.into();
+    let err = encode_error(&doc, &[]);
+    assert!(err.contains("body.isolationLevel: 300 does not fit in int8"), "{err}");
+
+    let mut doc = seed_json();
+    doc["body"]["topics"][0]["name"] = serde_json::Value::Null;
+    let err = encode_error(&doc, &[]);
+    assert!(err.contains("body.topics[0].name: null is not allowed"), "{err}");
+
+    // A value version 1 cannot carry: isolation level exists from version 2 on and is not
+    // ignorable.
+    let mut doc = seed_json();
+    doc["header"]["requestApiVersion"] = 1.into();
+    doc["body"].as_object_mut().unwrap().remove("timeoutMs");
+    let err = encode_error(&doc, &[]);
+    assert!(
+        err.contains("body.isolationLevel: ListOffsetsRequest version 1 cannot carry this field"),
+        "{err}"
+    );
+
+    // Tagged fields need a flexible version.
+    let mut doc = seed_json();
+    doc["header"]["requestApiVersion"] = 5.into();
+    doc["body"].as_object_mut().unwrap().remove("timeoutMs");
+    doc["body"]["_unknownTaggedFields"] = serde_json::json!([{"tag": 9, "data": "AA=="}]);
+    let err = encode_error(&doc, &[]);
+    assert!(
+        err.contains("body._unknownTaggedFields: version 5 of ListOffsetsRequest is not flexible"),
+        "{err}"
+    );
+
+    // Responses must say what they answer.
+    let doc = serde_json::json!({"header": {"correlationId": 1}, "body": {"errorCode": 0, "apiKeys": []}});
+    let err = encode_error(&doc, &[]);
+    assert!(err.contains("pass --api-key and --api-version"), "{err}");
+    let hex = ok(&["encode", "--api-key", "18", "--api-version", "0"], doc.to_string().as_bytes());
+    assert_eq!(hex.trim(), "0000000a00000001000000000000");
+
+    let (_, err) = fails(&["encode"], b"{\"header\": ");
+    assert!(err.contains("invalid JSON"), "{err}");
+}
+
+#[test]
+fn versions_lists_every_api() {
+    let table = ok(&["versions"], b"");
+    let rows: Vec<&str> = table.lines().collect();
+    assert_eq!(rows.len(), 5, "{table}");
+    assert!(rows[0].starts_with("API"));
+    assert!(
+        rows.iter().any(|r| r.starts_with("ListOffsets") && r.contains("1-10") && r.contains("v2: 6-10"))
+    );
+    assert!(rows.iter().any(|r| r.starts_with("ApiVersions") && r.contains("v0: 0-4")));
+}
+
+#[test]
+fn help_has_examples() {
+    for cmd in [&["--help"][..], &["decode", "--help"], &["encode", "--help"], &["versions", "--help"]] {
+        let help = ok(cmd, b"");
+        assert!(help.contains("Examples:"), "{cmd:?}\n{help}");
+    }
+}
