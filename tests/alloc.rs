@@ -4,7 +4,7 @@
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use common::{hex_files, unframe, vector};
 use kwire::codec::AnyBody;
@@ -13,12 +13,20 @@ use kwire::messages::{ApiKey, RequestBody, RequestBodyView, ResponseBody, Respon
 
 struct Counting;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    // Per thread, so that tests running in parallel do not count each other's allocations.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: the slot may be gone while the thread shuts down.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
 
 // SAFETY: forwards to the system allocator unchanged; only counts calls.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        count();
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
         unsafe { System.alloc(layout) }
     }
@@ -27,7 +35,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        count();
         // SAFETY: as for `alloc` and `dealloc`.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -38,9 +46,9 @@ static GLOBAL: Counting = Counting;
 
 /// Runs `f` and returns how many allocations it made.
 fn allocations(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let before = ALLOCATIONS.with(Cell::get);
     f();
-    ALLOCATIONS.load(Ordering::SeqCst) - before
+    ALLOCATIONS.with(Cell::get) - before
 }
 
 /// Reads every field of every element at every depth, the way a broker would.
@@ -203,4 +211,34 @@ fn the_counter_sees_allocations() {
         std::hint::black_box(RequestBody::decode(f.key, f.version, req.body.as_bytes()).unwrap());
     });
     assert!(n > 0);
+}
+
+#[path = "../benches/support/mod.rs"]
+mod support;
+
+#[test]
+fn every_benched_kwire_operation_allocates_nothing() {
+    // Exactly what benches/codec.rs and benches/instructions.rs measure, walk included.
+    for p in support::Prepared::all() {
+        let (key, ver, req) = (p.key, p.version, p.is_request());
+        let body = p.body();
+        let mut out = p.out.clone();
+        let client_id = p.client_id.as_deref();
+        let n = allocations(|| {
+            support::view(key, ver, req, body);
+            std::hint::black_box(support::view_walk(key, ver, req, body));
+            support::validate(key, ver, req, body);
+            std::hint::black_box(support::encoded_len(&p.value, ver));
+            std::hint::black_box(support::encode(&p.value, ver, &mut out));
+            std::hint::black_box(support::encode_frame(&p.value, ver, p.correlation_id, client_id, &mut out));
+        });
+        assert_eq!(n, 0, "{}: {n} allocations", p.name);
+    }
+    for partitions in [10, 100, 1000] {
+        let value = support::list_offsets_request(partitions);
+        let n = allocations(|| {
+            std::hint::black_box(value.encoded_len(5).unwrap());
+        });
+        assert_eq!(n, 0);
+    }
 }
