@@ -731,6 +731,9 @@ pub fn raw_tagged_fields_size(
     unknown: &[RawTaggedField<'_>],
     field: &'static str,
 ) -> Result<usize, EncodeError> {
+    if unknown.is_empty() {
+        return Ok(1);
+    }
     TaggedSize::new().finish(unknown, &[], field)
 }
 
@@ -814,6 +817,10 @@ impl<'b> Writer<'b> {
     /// Writes an unsigned varint.
     #[inline]
     pub fn uvarint(&mut self, mut v: u32) {
+        if v < 0x80 {
+            self.put(&[v as u8]);
+            return;
+        }
         while v >= 0x80 {
             self.put(&[(v as u8) | 0x80]);
             v >>= 7;
@@ -903,6 +910,10 @@ impl<'b> Writer<'b> {
     /// field.
     #[inline]
     pub fn raw_tagged_fields(&mut self, unknown: &[RawTaggedField<'_>]) {
+        if unknown.is_empty() {
+            self.put(&[0]);
+            return;
+        }
         self.uvarint(unknown.len() as u32);
         self.raw_tags_below(unknown, &mut 0, None);
     }
