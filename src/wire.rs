@@ -483,7 +483,7 @@ impl<'a> Reader<'a> {
         // Fast path: an empty section, by far the most common.
         if let Some(0) = self.buf.get(self.pos) {
             self.pos += 1;
-            return Ok(TaggedSection { bytes: &[], base: self.offset(), count: 0 });
+            return Ok(TaggedSection { bytes: &[], base: offset_u32(self.offset()), count: 0 });
         }
         let count_at = self.pos;
         let count = self.uvarint(field)?;
@@ -513,7 +513,7 @@ impl<'a> Reader<'a> {
                 return Err(DecodeError::new(kind, value.offset(), field));
             }
         }
-        Ok(TaggedSection { bytes: self.since(start), base, count })
+        Ok(TaggedSection { bytes: self.since(start), base: offset_u32(base), count })
     }
 }
 
@@ -534,8 +534,14 @@ pub fn utf8<'a>(bytes: &'a [u8], offset: usize, field: &'static str) -> Result<&
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TaggedSection<'a> {
     bytes: &'a [u8],
-    base: usize,
+    base: u32,
     count: u32,
+}
+
+/// An offset stored in 32 bits (as error offsets are), saturating.
+#[inline]
+const fn offset_u32(offset: usize) -> u32 {
+    if offset > u32::MAX as usize { u32::MAX } else { offset as u32 }
 }
 
 impl<'a> TaggedSection<'a> {
@@ -555,7 +561,7 @@ impl<'a> TaggedSection<'a> {
     /// Every field in the section as `(tag, bytes)`, in wire order.
     #[inline]
     pub fn iter(&self) -> TaggedIter<'a> {
-        TaggedIter { r: Reader::with_base(self.bytes, self.base), left: self.count, known: &[] }
+        TaggedIter { r: Reader::with_base(self.bytes, self.base as usize), left: self.count, known: &[] }
     }
 
     /// The fields whose tags are not in `known`, as `(tag, bytes)`.
