@@ -483,7 +483,7 @@ impl<'a> Reader<'a> {
         // Fast path: an empty section, by far the most common.
         if let Some(0) = self.buf.get(self.pos) {
             self.pos += 1;
-            return Ok(TaggedSection { bytes: &[], base: offset_u32(self.offset()), count: 0 });
+            return Ok(TaggedSection { bytes: &[], count: 0 });
         }
         let count_at = self.pos;
         let count = self.uvarint(field)?;
@@ -492,7 +492,6 @@ impl<'a> Reader<'a> {
             return Err(self.error(DecodeErrorKind::ArrayTooLong(count), field));
         }
         let start = self.pos;
-        let base = self.offset();
         let mut last: Option<u32> = None;
         for _ in 0..count {
             let tag_at = self.pos;
@@ -513,7 +512,7 @@ impl<'a> Reader<'a> {
                 return Err(DecodeError::new(kind, value.offset(), field));
             }
         }
-        Ok(TaggedSection { bytes: self.since(start), base: offset_u32(base), count })
+        Ok(TaggedSection { bytes: self.since(start), count })
     }
 }
 
@@ -534,19 +533,12 @@ pub fn utf8<'a>(bytes: &'a [u8], offset: usize, field: &'static str) -> Result<&
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TaggedSection<'a> {
     bytes: &'a [u8],
-    base: u32,
     count: u32,
-}
-
-/// An offset stored in 32 bits (as error offsets are), saturating.
-#[inline]
-const fn offset_u32(offset: usize) -> u32 {
-    if offset > u32::MAX as usize { u32::MAX } else { offset as u32 }
 }
 
 impl<'a> TaggedSection<'a> {
     /// An empty section (non-flexible versions, or no tagged fields).
-    pub const EMPTY: TaggedSection<'static> = TaggedSection { bytes: &[], base: 0, count: 0 };
+    pub const EMPTY: TaggedSection<'static> = TaggedSection { bytes: &[], count: 0 };
 
     /// The number of tagged fields, known and unknown.
     pub const fn count(&self) -> u32 {
@@ -561,7 +553,7 @@ impl<'a> TaggedSection<'a> {
     /// Every field in the section as `(tag, bytes)`, in wire order.
     #[inline]
     pub fn iter(&self) -> TaggedIter<'a> {
-        TaggedIter { r: Reader::with_base(self.bytes, self.base as usize), left: self.count, known: &[] }
+        TaggedIter { rest: self.bytes, left: self.count, known: &[] }
     }
 
     /// The fields whose tags are not in `known`, as `(tag, bytes)`.
@@ -574,7 +566,8 @@ impl<'a> TaggedSection<'a> {
 /// An iterator over `(tag, bytes)` of a checked tagged-field section.
 #[derive(Clone, Debug)]
 pub struct TaggedIter<'a> {
-    r: Reader<'a>,
+    /// The fields not yet yielded.
+    rest: &'a [u8],
     left: u32,
     known: &'static [u32],
 }
@@ -596,11 +589,13 @@ impl<'a> TaggedIter<'a> {
         while self.left > 0 {
             self.left -= 1;
             // The section was checked when it was read, so these cannot fail; stop if they do.
+            let mut r = Reader::new(self.rest);
             let parsed = (|| {
-                let tag = self.r.uvarint("")?;
-                let size = self.r.uvarint("")? as usize;
-                Ok::<_, DecodeError>((tag, self.r.take(size, "")?))
+                let tag = r.uvarint("")?;
+                let size = r.uvarint("")? as usize;
+                Ok::<_, DecodeError>((tag, r.take(size, "")?))
             })();
+            self.rest = self.rest.get(r.pos()..).unwrap_or_default();
             match parsed {
                 Ok((tag, bytes)) if !self.known.contains(&tag) => return Some((tag, bytes)),
                 Ok(_) => {}
