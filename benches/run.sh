@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark and writes the report: criterion (kwire, kafka-protocol and the copy
 # floor, in one run), gungraun instruction counts if gungraun-runner 0.20.0 is installed,
-# then benches/report.py, which fills docs/benchmarks.md and draws docs/bench-chart.svg.
+# the zero-allocation test, then benches/report.py, which fills docs/benchmarks.md and
+# draws docs/bench-chart.svg.
 #
 #   bash benches/run.sh                      # everything
 #   CARGO=kcargo bash benches/run.sh         # through a wrapper (e.g. a lock on a shared machine)
@@ -28,8 +29,13 @@ else
   echo "  (cargo install gungraun-runner --version 0.20.0 --locked)" >&2
 fi
 
+load_after=$(load)
+# The zero-allocation target is a test, not a timing: run it and record the outcome.
+if "$CARGO" test --all-features --test alloc --quiet; then alloc=passed; else alloc=failed; fi
+
 mkdir -p target
 cat >target/bench-meta.json <<EOF
-{"command": "bash benches/run.sh${*:+ $*}", "date": "$started", "load_before": "$load_before", "load_after": "$(load)"}
+{"command": "bash benches/run.sh${*:+ $*}", "date": "$started", "load_before": "$load_before",
+ "load_after": "$load_after", "alloc_test": "$alloc"}
 EOF
 python3 benches/report.py
