@@ -818,10 +818,6 @@ impl<'b> Writer<'b> {
     /// Writes an unsigned varint.
     #[inline]
     pub fn uvarint(&mut self, mut v: u32) {
-        if v < 0x80 {
-            self.put(&[v as u8]);
-            return;
-        }
         while v >= 0x80 {
             self.put(&[(v as u8) | 0x80]);
             v >>= 7;
