@@ -298,9 +298,12 @@ pub fn read_body<'a, B: Body, V: ViewElement<'a>>(bytes: &'a [u8], version: i16)
         return Err(DecodeError::new(DecodeErrorKind::UnsupportedVersion(version), 0, B::NAME));
     };
     let mut r = Reader::new(bytes);
-    let view = V::read(&mut r, ver, B::NAME)?;
-    r.finish(B::NAME)?;
-    Ok(view)
+    // Returned as read, not unwrapped and wrapped again, which saves copying a large view.
+    let view = V::read(&mut r, ver, B::NAME);
+    match r.finish(B::NAME) {
+        Err(e) if view.is_ok() => Err(e),
+        _ => view,
+    }
 }
 
 /// The exact encoded size of a body at `version`.

@@ -101,7 +101,12 @@ impl<'a, T: ViewElement<'a>> ArrayView<'a, T> {
     /// Decodes the elements one by one.
     pub fn iter(&self) -> ArrayIter<'a, T> {
         ArrayIter {
-            r: Reader::with_base(self.bytes, self.base as usize),
+            // Checking the region as UTF-8 in one pass pays off only over several elements.
+            r: if self.len > 1 {
+                Reader::for_strings(self.bytes, self.base as usize)
+            } else {
+                Reader::with_base(self.bytes, self.base as usize)
+            },
             left: self.len,
             ver: self.ver,
             field: self.field,

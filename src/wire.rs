@@ -24,18 +24,39 @@ pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     base: usize,
+    /// `buf[text_at..]`, already checked as UTF-8, when `text_at` is a position; otherwise
+    /// `text_at` is [`TEXT_OFF`] or [`TEXT_LAZY`] and `text` is empty.
+    text: &'a str,
+    text_at: usize,
 }
+
+/// `Reader::text_at` when every string is checked on its own.
+const TEXT_OFF: usize = usize::MAX;
+/// `Reader::text_at` when the first string read should try to check the rest of the buffer
+/// as UTF-8 in one pass.
+const TEXT_LAZY: usize = usize::MAX - 1;
 
 impl<'a> Reader<'a> {
     /// A reader over `buf`; offsets in errors count from its first byte.
     pub const fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0, base: 0 }
+        Reader { buf, pos: 0, base: 0, text: "", text_at: TEXT_OFF }
     }
 
     /// A reader over `buf`, which starts `base` bytes into the message (for offsets in
     /// errors).
     pub const fn with_base(buf: &'a [u8], base: usize) -> Self {
-        Reader { buf, pos: 0, base }
+        Reader { buf, pos: 0, base, text: "", text_at: TEXT_OFF }
+    }
+
+    /// A reader like [`Reader::with_base`] for a region that holds many strings (the
+    /// elements of an array): the first string read checks the rest of the region as UTF-8
+    /// in one pass, and if that succeeds every later string is sliced out of it (a
+    /// char-boundary check instead of a UTF-8 check per string). If the rest of the region
+    /// is not UTF-8 (it holds binary fields), strings are checked one by one as usual. The
+    /// results are the same either way: a substring of valid UTF-8 is valid exactly when
+    /// both its ends are char boundaries.
+    pub const fn for_strings(buf: &'a [u8], base: usize) -> Self {
+        Reader { buf, pos: 0, base, text: "", text_at: TEXT_LAZY }
     }
 
     /// Position within this reader's slice.
@@ -291,6 +312,25 @@ impl<'a> Reader<'a> {
     /// Reads the bytes of a non-nullable string without checking UTF-8.
     #[inline]
     pub fn str_bytes(&mut self, flexible: bool, field: &'static str) -> Result<&'a [u8], DecodeError> {
+        // Fast path for the common case: a one-byte compact length (under 127 bytes) or a
+        // non-negative int16 length (within Kafka's limit by construction), with the bytes
+        // there. Anything else, errors included, takes the general path.
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        let (prefix, len) = match (flexible, rest) {
+            (true, &[b, ..]) if b.wrapping_sub(1) < 0x7f => (1, usize::from(b - 1)),
+            (false, &[hi, lo, ..]) if hi < 0x80 => (2, usize::from(u16::from_be_bytes([hi, lo]))),
+            _ => return self.str_bytes_general(flexible, field),
+        };
+        match rest.get(prefix..prefix + len) {
+            Some(bytes) => {
+                self.pos += prefix + len;
+                Ok(bytes)
+            }
+            None => self.str_bytes_general(flexible, field),
+        }
+    }
+
+    fn str_bytes_general(&mut self, flexible: bool, field: &'static str) -> Result<&'a [u8], DecodeError> {
         let start = self.pos;
         match self.string_len(flexible, field)? {
             Some(n) => self.take(n, field),
@@ -319,7 +359,7 @@ impl<'a> Reader<'a> {
     pub fn str(&mut self, flexible: bool, field: &'static str) -> Result<&'a str, DecodeError> {
         let start = self.offset();
         let bytes = self.str_bytes(flexible, field)?;
-        utf8(bytes, start, field)
+        self.checked_str(bytes, start, field)
     }
 
     /// Reads a nullable string and checks that it is UTF-8.
@@ -331,9 +371,41 @@ impl<'a> Reader<'a> {
     ) -> Result<Option<&'a str>, DecodeError> {
         let start = self.offset();
         match self.nullable_str_bytes(flexible, field)? {
-            Some(bytes) => utf8(bytes, start, field).map(Some),
+            Some(bytes) => self.checked_str(bytes, start, field).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// `bytes`, the string just read (it ends at the current position), as `&str`.
+    #[inline]
+    fn checked_str(
+        &mut self,
+        bytes: &'a [u8],
+        start: usize,
+        field: &'static str,
+    ) -> Result<&'a str, DecodeError> {
+        if self.text_at != TEXT_OFF
+            && let Some(s) = self.cached_str(bytes.len())
+        {
+            return Ok(s);
+        }
+        utf8(bytes, start, field)
+    }
+
+    /// The `len` bytes before the current position, sliced out of the region checked as
+    /// UTF-8 (checking it first if this is the first string); `None` when the region is not
+    /// UTF-8 or the slice does not fall on char boundaries (then the caller checks the
+    /// string on its own, which reports the error).
+    #[inline]
+    fn cached_str(&mut self, len: usize) -> Option<&'a str> {
+        let begin = self.pos.checked_sub(len)?;
+        if self.text_at == TEXT_LAZY {
+            self.text_at = TEXT_OFF;
+            self.text = core::str::from_utf8(self.buf.get(begin..)?).ok()?;
+            self.text_at = begin;
+        }
+        let from = begin.checked_sub(self.text_at)?;
+        self.text.get(from..from + len)
     }
 
     /// Reads a non-nullable byte array (`bytes` or `records`).
@@ -408,6 +480,11 @@ impl<'a> Reader<'a> {
         field: &'static str,
         mut on_field: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, DecodeError>,
     ) -> Result<TaggedSection<'a>, DecodeError> {
+        // Fast path: an empty section, by far the most common.
+        if let Some(0) = self.buf.get(self.pos) {
+            self.pos += 1;
+            return Ok(TaggedSection { bytes: &[], count: 0 });
+        }
         let count_at = self.pos;
         let count = self.uvarint(field)?;
         if count as u64 > self.remaining() as u64 {
@@ -415,7 +492,6 @@ impl<'a> Reader<'a> {
             return Err(self.error(DecodeErrorKind::ArrayTooLong(count), field));
         }
         let start = self.pos;
-        let base = self.offset();
         let mut last: Option<u32> = None;
         for _ in 0..count {
             let tag_at = self.pos;
@@ -436,7 +512,7 @@ impl<'a> Reader<'a> {
                 return Err(DecodeError::new(kind, value.offset(), field));
             }
         }
-        Ok(TaggedSection { bytes: self.since(start), base, count })
+        Ok(TaggedSection { bytes: self.since(start), count })
     }
 }
 
@@ -457,13 +533,12 @@ pub fn utf8<'a>(bytes: &'a [u8], offset: usize, field: &'static str) -> Result<&
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TaggedSection<'a> {
     bytes: &'a [u8],
-    base: usize,
     count: u32,
 }
 
 impl<'a> TaggedSection<'a> {
     /// An empty section (non-flexible versions, or no tagged fields).
-    pub const EMPTY: TaggedSection<'static> = TaggedSection { bytes: &[], base: 0, count: 0 };
+    pub const EMPTY: TaggedSection<'static> = TaggedSection { bytes: &[], count: 0 };
 
     /// The number of tagged fields, known and unknown.
     pub const fn count(&self) -> u32 {
@@ -476,11 +551,13 @@ impl<'a> TaggedSection<'a> {
     }
 
     /// Every field in the section as `(tag, bytes)`, in wire order.
+    #[inline]
     pub fn iter(&self) -> TaggedIter<'a> {
-        TaggedIter { r: Reader::with_base(self.bytes, self.base), left: self.count, known: &[] }
+        TaggedIter { rest: self.bytes, left: self.count, known: &[] }
     }
 
     /// The fields whose tags are not in `known`, as `(tag, bytes)`.
+    #[inline]
     pub fn unknown(&self, known: &'static [u32]) -> TaggedIter<'a> {
         TaggedIter { known, ..self.iter() }
     }
@@ -489,7 +566,8 @@ impl<'a> TaggedSection<'a> {
 /// An iterator over `(tag, bytes)` of a checked tagged-field section.
 #[derive(Clone, Debug)]
 pub struct TaggedIter<'a> {
-    r: Reader<'a>,
+    /// The fields not yet yielded.
+    rest: &'a [u8],
     left: u32,
     known: &'static [u32],
 }
@@ -497,15 +575,27 @@ pub struct TaggedIter<'a> {
 impl<'a> Iterator for TaggedIter<'a> {
     type Item = (u32, &'a [u8]);
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.next_field()
+    }
+}
+
+impl<'a> TaggedIter<'a> {
+    fn next_field(&mut self) -> Option<(u32, &'a [u8])> {
         while self.left > 0 {
             self.left -= 1;
             // The section was checked when it was read, so these cannot fail; stop if they do.
+            let mut r = Reader::new(self.rest);
             let parsed = (|| {
-                let tag = self.r.uvarint("")?;
-                let size = self.r.uvarint("")? as usize;
-                Ok::<_, DecodeError>((tag, self.r.take(size, "")?))
+                let tag = r.uvarint("")?;
+                let size = r.uvarint("")? as usize;
+                Ok::<_, DecodeError>((tag, r.take(size, "")?))
             })();
+            self.rest = self.rest.get(r.pos()..).unwrap_or_default();
             match parsed {
                 Ok((tag, bytes)) if !self.known.contains(&tag) => return Some((tag, bytes)),
                 Ok(_) => {}
@@ -642,6 +732,9 @@ pub fn raw_tagged_fields_size(
     unknown: &[RawTaggedField<'_>],
     field: &'static str,
 ) -> Result<usize, EncodeError> {
+    if unknown.is_empty() {
+        return Ok(1);
+    }
     TaggedSize::new().finish(unknown, &[], field)
 }
 
@@ -814,6 +907,10 @@ impl<'b> Writer<'b> {
     /// field.
     #[inline]
     pub fn raw_tagged_fields(&mut self, unknown: &[RawTaggedField<'_>]) {
+        if unknown.is_empty() {
+            self.put(&[0]);
+            return;
+        }
         self.uvarint(unknown.len() as u32);
         self.raw_tags_below(unknown, &mut 0, None);
     }

@@ -19,7 +19,7 @@ thread_local! {
 }
 
 fn count() {
-    // `try_with`: during thread teardown the counter may already be gone.
+    // `try_with`: the slot may be gone while the thread shuts down.
     let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
 }
 
@@ -211,4 +211,34 @@ fn the_counter_sees_allocations() {
         std::hint::black_box(RequestBody::decode(f.key, f.version, req.body.as_bytes()).unwrap());
     });
     assert!(n > 0);
+}
+
+#[path = "../benches/support/mod.rs"]
+mod support;
+
+#[test]
+fn every_benched_kwire_operation_allocates_nothing() {
+    // Exactly what benches/codec.rs and benches/instructions.rs measure, walk included.
+    for p in support::Prepared::all() {
+        let (key, ver, req) = (p.key, p.version, p.is_request());
+        let body = p.body();
+        let mut out = p.out.clone();
+        let client_id = p.client_id.as_deref();
+        let n = allocations(|| {
+            support::view(key, ver, req, body);
+            std::hint::black_box(support::view_walk(key, ver, req, body));
+            support::validate(key, ver, req, body);
+            std::hint::black_box(support::encoded_len(&p.value, ver));
+            std::hint::black_box(support::encode(&p.value, ver, &mut out));
+            std::hint::black_box(support::encode_frame(&p.value, ver, p.correlation_id, client_id, &mut out));
+        });
+        assert_eq!(n, 0, "{}: {n} allocations", p.name);
+    }
+    for partitions in [10, 100, 1000] {
+        let value = support::list_offsets_request(partitions);
+        let n = allocations(|| {
+            std::hint::black_box(value.encoded_len(5).unwrap());
+        });
+        assert_eq!(n, 0);
+    }
 }

@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""Turns benchmark output into docs/benchmarks.md tables and docs/bench-chart.svg.
+
+Reads criterion's results (target/criterion/<frame>/<bench>/new/{estimates,benchmark}.json,
+written by `cargo bench --bench codec`) and, when present, gungraun's summaries
+(target/gungraun/**/summary.json, written by `cargo bench --bench instructions` with
+GUNGRAUN_SAVE_SUMMARY=json). Times are criterion's median estimate per iteration.
+
+The generated markdown replaces what lies between the `<!-- report:begin -->` and
+`<!-- report:end -->` markers of docs/benchmarks.md; the prose around them is kept.
+
+Standard library only. Usage: python3 benches/report.py [--meta target/bench-meta.json]
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+# The frames, in the order of benches/support/mod.rs: seed frames, then realistic ones.
+SEED = [
+    "apiversions_v4_request",
+    "apiversions_v4_response",
+    "listgroups_v5_request",
+    "listgroups_v5_response",
+    "listoffsets_v10_request",
+    "listoffsets_v10_response",
+]
+REALISTIC = [
+    "apiversions_v4_response_90keys",
+    "listgroups_v2_response_1000",
+    "listgroups_v5_response_1000",
+    "listoffsets_v5_request_10x100",
+    "listoffsets_v10_request_10x100",
+    "listoffsets_v10_response_10x100",
+]
+
+# (criterion bench id, gungraun function, label, kafka-protocol counterpart)
+OPS = [
+    ("copy", None, "copy (floor)", None),
+    ("kwire_view", "view", "kwire view", "kp_decode"),
+    ("kwire_view_walk", "view_walk", "kwire view + walk", "kp_decode"),
+    ("kwire_validate", "validate", "kwire view + validate", "kp_decode"),
+    ("kwire_decode_ref", "decode_ref", "kwire reference decode", "kp_decode"),
+    ("kwire_encoded_len", "encoded_len", "kwire encoded_len", "kp_compute_size"),
+    ("kwire_encode", "encode", "kwire encode", "kp_encode"),
+    ("kwire_encode_frame", "encode_frame", "kwire encode whole frame", None),
+    ("kp_decode", None, "kafka-protocol decode", None),
+    ("kp_encode", None, "kafka-protocol encode", None),
+    ("kp_compute_size", None, "kafka-protocol compute_size", None),
+]
+
+
+def load_criterion(root):
+    """{(group, function_id): {"ns": median ns, "bytes": throughput or None, "value": param}}"""
+    out = {}
+    for path in glob.glob(os.path.join(root, "target", "criterion", "**", "new", "benchmark.json"), recursive=True):
+        with open(path) as f:
+            bench = json.load(f)
+        with open(os.path.join(os.path.dirname(path), "estimates.json")) as f:
+            est = json.load(f)
+        throughput = bench.get("throughput") or {}
+        key = (bench["group_id"], bench["function_id"] if bench.get("value_str") is None
+               else f'{bench["function_id"]}/{bench["value_str"]}')
+        out[key] = {
+            "ns": est["median"]["point_estimate"],
+            "lo": est["median"]["confidence_interval"]["lower_bound"],
+            "hi": est["median"]["confidence_interval"]["upper_bound"],
+            "bytes": throughput.get("Bytes") or throughput.get("BytesDecimal"),
+        }
+    return out
+
+
+def load_gungraun(root):
+    """{(function, id): instructions}"""
+    out = {}
+    for path in glob.glob(os.path.join(root, "target", "gungraun", "**", "summary.json"), recursive=True):
+        with open(path) as f:
+            s = json.load(f)
+        try:
+            metrics = s["profiles"][0]["data"]["parts"][0]["metrics"]
+            ir = metrics["Ir"]["values"]["new"]
+        except (KeyError, IndexError, TypeError):
+            continue
+        out[(s["function_name"], s["id"])] = ir
+    return out
+
+
+def machine(meta):
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        rustc = subprocess.run(["rustc", "-V"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        rustc = "unknown"
+    rows = [
+        ("CPU model (/proc/cpuinfo)", model),
+        ("cores (nproc)", str(os.cpu_count())),
+        ("OS", f"{platform.system()} {platform.release()}"),
+        ("compiler", rustc),
+    ]
+    for key, label in [
+        ("date", "run at (UTC)"),
+        ("load_before", "load average before (1/5/15 min)"),
+        ("load_after", "load average after"),
+        ("command", "command"),
+    ]:
+        if meta.get(key):
+            rows.append((label, f"`{meta[key]}`" if key == "command" else meta[key]))
+    return rows
+
+
+def fmt_ns(ns):
+    if ns is None:
+        return "–"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.2f} µs"
+    return f"{ns:.1f} ns"
+
+
+def fmt_ratio(r):
+    if r is None:
+        return "–"
+    return f"{r:.1f}×" if r >= 10 else f"{r:.2f}×"
+
+
+def fmt_int(n):
+    return "–" if n is None else f"{n:,}"
+
+
+def frame_table(name, crit, gg):
+    lines = [
+        f"#### `{name}`",
+        "",
+        "| operation | time (median) | GB/s | kafka-protocol time ÷ this | this ÷ copy | instructions |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    copy = crit.get((name, "copy"), {}).get("ns")
+    for bench, gfn, label, peer in OPS:
+        r = crit.get((name, bench))
+        if r is None:
+            continue
+        ns = r["ns"]
+        gbs = f'{r["bytes"] / ns:.2f}' if r.get("bytes") else "–"
+        vs_peer = None
+        if peer and (name, peer) in crit:
+            vs_peer = crit[(name, peer)]["ns"] / ns
+        vs_copy = ns / copy if copy and bench != "copy" else None
+        ir = gg.get((gfn, name)) if gfn else None
+        lines.append(f"| {label} | {fmt_ns(ns)} | {gbs} | {fmt_ratio(vs_peer)} | {fmt_ratio(vs_copy)} | {fmt_int(ir)} |")
+    lines.append("")
+    return lines
+
+
+def ratio(crit, name, a, b):
+    """time of b / time of a (how many times faster a is than b)."""
+    if (name, a) in crit and (name, b) in crit:
+        return crit[(name, b)]["ns"] / crit[(name, a)]["ns"]
+    return None
+
+
+def targets(crit, gg, meta):
+    rows = []
+
+    def check(label, values, ok):
+        shown = ", ".join(f"{n.split('_response')[0].split('_request')[0]}{'_req' if 'request' in n else '_resp'}: {fmt_ratio(v)}"
+                          for n, v in values if v is not None)
+        met = all(v is not None and ok(v) for _, v in values) and values
+        rows.append(f"| {label} | {shown} | {'met' if met else 'missed'} |")
+
+    walk_vs_kp = [(n, ratio(crit, n, "kwire_view_walk", "kp_decode")) for n in REALISTIC]
+    check("view + walk ≥10× faster than kafka-protocol decode (every realistic frame)", walk_vs_kp, lambda v: v >= 10)
+    lg = [(n, v) for n, v in walk_vs_kp if n.startswith("listgroups")]
+    check("view + walk ≥20× faster than kafka-protocol decode (ListGroups)", lg, lambda v: v >= 20)
+    lo_copy = [(n, ratio(crit, n, "copy", "kwire_view_walk")) for n in REALISTIC if n.startswith("listoffsets")]
+    check("view + walk within 4× of copying the bytes (ListOffsets; shown: walk ÷ copy)", lo_copy, lambda v: v <= 4)
+    enc = [(n, ratio(crit, n, "kwire_encode", "kp_encode")) for n in REALISTIC + SEED]
+    check("encode ≥2× faster than kafka-protocol encode (every frame)", enc, lambda v: v >= 2)
+
+    scaling = [(p, crit.get(("encoded_len_v5_scaling", f"kwire_encoded_len/{p}"), {}).get("ns"))
+               for p in ("10x10", "10x100", "10x1000")]
+    irs = [gg.get(("encoded_len_v5", f"p{p}")) for p, _ in scaling]
+    if all(ns for _, ns in scaling):
+        spread = max(ns for _, ns in scaling) / min(ns for _, ns in scaling)
+        flat_ir = all(irs) and len(set(irs)) == 1
+        shown = ", ".join(f"{p}: {fmt_ns(ns)}" for p, ns in scaling)
+        if all(irs):
+            shown += f"; instructions {', '.join(fmt_int(i) for i in irs)}"
+        met = flat_ir or (not all(irs) and spread < 1.5)
+        rows.append(f"| encoded_len of ListOffsets v5 independent of partition count | {shown} | {'met' if met else 'missed'} |")
+    alloc = meta.get("alloc_test")
+    verdict = {"passed": "met", "failed": "missed"}.get(alloc, "not run")
+    rows.append("| zero allocations on every kwire view, walk, validate, sizing and encoding path | "
+                f"`tests/alloc.rs` {alloc or 'not run by this report'} | {verdict} |")
+    return ["| target | measured | |", "|---|---|---|"] + rows + [""]
+
+
+def scaling_table(crit, gg):
+    lines = [
+        "| ListOffsets v5 request | kwire encoded_len | instructions | kafka-protocol compute_size |",
+        "|---|---:|---:|---:|",
+    ]
+    for p in ("10x10", "10x100", "10x1000"):
+        k = crit.get(("encoded_len_v5_scaling", f"kwire_encoded_len/{p}"), {}).get("ns")
+        c = crit.get(("encoded_len_v5_scaling", f"kp_compute_size/{p}"), {}).get("ns")
+        lines.append(f"| 10 topics × {p.split('x')[1]} partitions | {fmt_ns(k)} | {fmt_int(gg.get(('encoded_len_v5', 'p' + p)))} | {fmt_ns(c)} |")
+    lines.append("")
+    return lines
+
+
+def summary_table(crit):
+    lines = [
+        "| frame | body bytes | copy | kwire view + walk | kafka-protocol decode | walk speed-up | kwire encode | kafka-protocol encode | encode speed-up |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in SEED + REALISTIC:
+        if (name, "copy") not in crit:
+            continue
+        b = crit[(name, "copy")]["bytes"]
+        g = lambda k: crit.get((name, k), {}).get("ns")  # noqa: E731
+        lines.append(
+            f"| `{name}` | {b:,} | {fmt_ns(g('copy'))} | {fmt_ns(g('kwire_view_walk'))} | {fmt_ns(g('kp_decode'))} | "
+            f"{fmt_ratio(ratio(crit, name, 'kwire_view_walk', 'kp_decode'))} | {fmt_ns(g('kwire_encode'))} | "
+            f"{fmt_ns(g('kp_encode'))} | {fmt_ratio(ratio(crit, name, 'kwire_encode', 'kp_encode'))} |"
+        )
+    lines.append("")
+    return lines
+
+
+def tick(ns):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1)):
+        if ns >= scale:
+            return f"{ns / scale:g} {unit}"
+    return f"{ns:g} ns"
+
+
+def esc(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def chart(crit, path):
+    """Horizontal bars of time per operation (log scale), one block per realistic frame."""
+    series = [
+        ("copy", "copy (floor)", "#9e9e9e"),
+        ("kwire_view_walk", "kwire view + walk", "#1f77b4"),
+        ("kp_decode", "kafka-protocol decode", "#ff7f0e"),
+        ("kwire_encode", "kwire encode", "#2ca02c"),
+        ("kp_encode", "kafka-protocol encode", "#d62728"),
+    ]
+    frames = [n for n in REALISTIC if (n, "copy") in crit]
+    if not frames:
+        return False
+    values = [crit[(n, s)]["ns"] for n in frames for s, _, _ in series if (n, s) in crit]
+    lo = 10 ** math.floor(math.log10(min(values)))
+    hi = 10 ** math.ceil(math.log10(max(values)))
+    left, right, top, bar, gap = 250, 90, 60, 13, 16
+    width = 900
+    plot_w = width - left - right
+    rows = len(frames) * len(series)
+    height = top + rows * bar + len(frames) * gap + 50
+
+    def x(ns):
+        return left + plot_w * (math.log10(ns) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">'
+        "Time per operation on the realistic frames (median, log scale; shorter is faster)</text>",
+    ]
+    # legend
+    lx = 60
+    for _, label, color in series:
+        out.append(f'<rect x="{lx}" y="32" width="10" height="10" fill="{color}"/>')
+        out.append(f'<text x="{lx + 14}" y="41">{esc(label)}</text>')
+        lx += 14 + 6 * len(label) + 24
+    # grid
+    plot_bottom = height - 40
+    decade = lo
+    while decade <= hi * 1.0001:
+        gx = x(decade)
+        out.append(f'<line x1="{gx:.1f}" y1="{top - 6}" x2="{gx:.1f}" y2="{plot_bottom}" stroke="#ddd"/>')
+        out.append(f'<text x="{gx:.1f}" y="{plot_bottom + 14}" text-anchor="middle">{esc(tick(decade))}</text>')
+        decade *= 10
+    y = top
+    for name in frames:
+        out.append(f'<text x="{left - 8}" y="{y + bar * len(series) / 2 + 4:.1f}" text-anchor="end" '
+                   f'font-weight="bold">{esc(name)}</text>')
+        for key, _, color in series:
+            r = crit.get((name, key))
+            if r:
+                w = max(x(r["ns"]) - left, 1)
+                out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar - 2}" fill="{color}"/>')
+                out.append(f'<text x="{left + w + 4:.1f}" y="{y + bar - 4}">{esc(fmt_ns(r["ns"]))}</text>')
+            y += bar
+        y += gap
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--meta", default=os.path.join(ROOT, "target", "bench-meta.json"))
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    ap.add_argument("--svg", default=os.path.join(ROOT, "docs", "bench-chart.svg"))
+    args = ap.parse_args()
+
+    crit = load_criterion(ROOT)
+    if not crit:
+        sys.exit("no criterion results under target/criterion: run `cargo bench --bench codec` first")
+    gg = load_gungraun(ROOT)
+    meta = {}
+    if os.path.exists(args.meta):
+        with open(args.meta) as f:
+            meta = json.load(f)
+
+    md = ["<!-- report:begin -->", "<!-- Generated by benches/report.py; edit the script, not this section. -->", ""]
+    md += ["### Machine", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in machine(meta)] + [""]
+    md += ["### Targets", ""] + targets(crit, gg, meta)
+    md += ["### Summary", ""] + summary_table(crit)
+    md += ["### encoded_len against the partition count", ""] + scaling_table(crit, gg)
+    md += ["### Every frame", ""]
+    if not gg:
+        md += ["(No instruction counts: gungraun-runner 0.20.0 was not installed for this run.)", ""]
+    for name in SEED + REALISTIC:
+        if (name, "copy") in crit:
+            md += frame_table(name, crit, gg)
+    md += ["<!-- report:end -->"]
+    block = "\n".join(md)
+
+    doc = open(args.doc).read() if os.path.exists(args.doc) else "# Benchmarks\n\n<!-- report:begin -->\n<!-- report:end -->\n"
+    pattern = re.compile(r"<!-- report:begin -->.*?<!-- report:end -->", re.S)
+    if not pattern.search(doc):
+        doc = doc.rstrip("\n") + "\n\n<!-- report:begin -->\n<!-- report:end -->\n"
+    doc = pattern.sub(lambda _: block, doc)
+    with open(args.doc, "w") as f:
+        f.write(doc)
+    drew = chart(crit, args.svg)
+    print(f"wrote {os.path.relpath(args.doc, ROOT)}" + (f" and {os.path.relpath(args.svg, ROOT)}" if drew else ""))
+
+
+if __name__ == "__main__":
+    main()
