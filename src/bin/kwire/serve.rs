@@ -162,19 +162,23 @@ fn serve_connection(
         loop {
             match frame::split_frame(&buf[start..end], max_frame) {
                 Ok(FrameStatus::Complete { frame, consumed }) => {
-                    let api = i16::from_be_bytes([
-                        frame.first().copied().unwrap_or(0),
-                        frame.get(1).copied().unwrap_or(0),
-                    ]);
+                    let field = |at: usize| {
+                        i16::from_be_bytes([
+                            frame.get(at).copied().unwrap_or(0),
+                            frame.get(at + 1).copied().unwrap_or(0),
+                        ])
+                    };
+                    let (key, version) = (field(0), field(2));
+                    let api = ApiKey::from_i16(key).map_or("unknown API", |k| k.name());
                     match handler.handle(frame) {
                         Outcome::Reply(n) => {
                             if verbose {
-                                log(format_args!("{peer}: api key {api}: {} bytes in, {n} out", consumed));
+                                log(format_args!("{peer}: {api} v{version}: {consumed} bytes in, {n} out"));
                             }
                             let ignored = handler.ignored_trailing_bytes();
                             if ignored > 0 && (verbose || !warned_trailing) {
                                 log(format_args!(
-                                    "{peer}: api key {api}: ignored {ignored} bytes after the request body, \
+                                    "{peer}: {api} v{version}: ignored {ignored} bytes after the request body, \
                                      as Apache Kafka does"
                                 ));
                                 warned_trailing = true;
