@@ -174,15 +174,15 @@ fn connection(addr: String, mix: Mix, depth: usize, stop: Arc<AtomicBool>) -> u6
     answered
 }
 
-/// User + system CPU time of a process, from /proc/PID/stat, in seconds.
-fn cpu_seconds(pid: &str, ticks_per_second: f64) -> f64 {
+/// User and system CPU time of a process, from /proc/PID/stat, in seconds.
+fn cpu_seconds(pid: &str, ticks_per_second: f64) -> (f64, f64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     // Fields after the command name (which is in parentheses and may hold spaces).
     let rest = &stat[stat.rfind(')').unwrap() + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the whole line, 12 and 13 of `rest`.
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    ticks as f64 / ticks_per_second
+    let seconds = |i: usize| fields[i].parse::<u64>().unwrap() as f64 / ticks_per_second;
+    (seconds(11), seconds(12))
 }
 
 fn clock_ticks() -> f64 {
@@ -218,12 +218,12 @@ fn main() {
         "kwire serve throughput on {addr} ({secs} s per run, {depth} requests in flight per connection)"
     );
     println!(
-        "{:<20} {:>11} {:>12} {:>14} {:>18}",
-        "requests", "connections", "requests/s", "server CPU %", "server CPU/request"
+        "{:<18} {:>5} {:>12} {:>11} {:>14} {:>14}",
+        "requests", "conns", "requests/s", "server CPU", "CPU/request", "user + system"
     );
     for (mix, connections) in [(Mix::Both, 1), (Mix::Both, 16), (Mix::ListOffsets, 16), (Mix::Metadata, 16)] {
         let stop = Arc::new(AtomicBool::new(false));
-        let cpu_before = cpu_seconds(&pid, ticks);
+        let (user_before, system_before) = cpu_seconds(&pid, ticks);
         let start = Instant::now();
         let workers: Vec<_> = (0..connections)
             .map(|_| {
@@ -235,14 +235,18 @@ fn main() {
         stop.store(true, Ordering::Relaxed);
         let answered: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
         let elapsed = start.elapsed().as_secs_f64();
-        let cpu = cpu_seconds(&pid, ticks) - cpu_before;
+        let (user_after, system_after) = cpu_seconds(&pid, ticks);
+        let (user, system) = (user_after - user_before, system_after - system_before);
+        let per_request = |seconds: f64| 1e6 * seconds / answered as f64;
         println!(
-            "{:<20} {:>11} {:>12.0} {:>13.0}% {:>15.2} µs",
+            "{:<18} {:>5} {:>12.0} {:>10.0}% {:>11.2} µs {:>5.2} + {:.2} µs",
             mix.name(),
             connections,
             answered as f64 / elapsed,
-            100.0 * cpu / elapsed,
-            1e6 * cpu / answered as f64
+            100.0 * (user + system) / elapsed,
+            per_request(user + system),
+            per_request(user),
+            per_request(system),
         );
     }
 }
