@@ -58,7 +58,7 @@ if ! command -v tshark >/dev/null 2>&1; then
   timeout 600 apt-get update -qq
   timeout 900 apt-get install -y -qq --no-install-recommends tshark >/dev/null
 else
-  say "tshark ready ($(tshark --version | head -n1))"
+  say "tshark ready ($(tshark --version 2>/dev/null | sed -n 1p))"
 fi
 
 {
@@ -71,7 +71,7 @@ print(f"librdkafka {confluent_kafka.libversion()[0]}")
 PY
   echo "kafkajs $(node -p "require('$node_dir/node_modules/kafkajs/package.json').version")"
   echo "node $(node --version)"
-  tshark --version | head -n1
+  tshark --version 2>/dev/null | sed -n 1p
 } >"$dir/versions.txt"
 cp "$dir/versions.txt" "$dir/ready"
 say "ready:"
