@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 /// How long one client run may take (a normal run takes about a second).
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(45);
 /// How long `tests/interop/setup.sh` may take when the tests have to run it.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(1200);
 /// How long `kwire serve` may take to print where it listens.
@@ -467,7 +467,7 @@ impl<'a> Check<'a> {
     }
 }
 
-/// `[[id, versions...]]` of the APIs a client used, for comparing with the server log.
+/// The versions of each API the server answered (from its log) must be exactly `want`.
 fn check_versions(server: &Server, what: &str, want: &[(&str, &[i16])]) {
     let got = server.versions_answered();
     let want: BTreeMap<String, BTreeSet<i16>> =
