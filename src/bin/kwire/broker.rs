@@ -17,7 +17,7 @@ use kwire::messages::metadata::{
     MetadataResponseTopic,
 };
 use kwire::messages::{ApiKey, RequestBodyView};
-use kwire::{DecodeError, ErrorCode, List, Str, Uuid, Versions, codec::AnyBody};
+use kwire::{DecodeError, DecodeErrorKind, ErrorCode, List, Str, Uuid, Versions, codec::AnyBody};
 
 use crate::catalog::{Catalog, Partition, Topic};
 
@@ -112,6 +112,7 @@ pub struct Handler<'b> {
     groups: Vec<ListedGroup<'b>>,
     metadata_topics: Vec<MetadataResponseTopic<'static>>,
     api_keys: Vec<ApiVersion<'static>>,
+    ignored_trailing_bytes: usize,
 }
 
 /// `v`'s allocation, emptied, for elements of another lifetime. Collecting a `map` over
@@ -143,6 +144,7 @@ impl<'b> Handler<'b> {
             groups: Vec::new(),
             metadata_topics: Vec::new(),
             api_keys: Vec::new(),
+            ignored_trailing_bytes: 0,
         }
     }
 
@@ -151,9 +153,31 @@ impl<'b> Handler<'b> {
         &self.out
     }
 
+    /// How many bytes after the body of the last request were ignored (see [`Handler::handle`]).
+    pub fn ignored_trailing_bytes(&self) -> usize {
+        self.ignored_trailing_bytes
+    }
+
     /// Answers one request frame (without its size prefix).
+    ///
+    /// Bytes after the end of a request body are ignored, as Apache Kafka ignores them (it
+    /// reads a body up to its end and never looks at the rest of the frame): librdkafka
+    /// 2.16 sends three stray bytes after the body of its all-topics Metadata v9+
+    /// requests. [`Handler::ignored_trailing_bytes`] tells how many were ignored.
     pub fn handle(&mut self, frame_bytes: &[u8]) -> Outcome {
-        let request = match frame::parse_request(frame_bytes) {
+        self.ignored_trailing_bytes = 0;
+        let parsed = match frame::parse_request(frame_bytes) {
+            Err(RequestError::Decode(e)) => match e.kind() {
+                DecodeErrorKind::TrailingBytes(n) => {
+                    let n = n as usize;
+                    self.ignored_trailing_bytes = n;
+                    frame::parse_request(&frame_bytes[..frame_bytes.len().saturating_sub(n)])
+                }
+                _ => Err(RequestError::Decode(e)),
+            },
+            parsed => parsed,
+        };
+        let request = match parsed {
             Ok(r) => r,
             Err(RequestError::UnsupportedVersion {
                 api_key: ApiKey::ApiVersions, correlation_id, ..
@@ -677,6 +701,37 @@ mod tests {
             panic!()
         };
         assert_eq!(body.topics().len(), 2);
+    }
+
+    #[test]
+    fn bytes_after_a_request_body_are_ignored_as_kafka_does() {
+        // librdkafka 2.16.0's Metadata v13 request for all topics (AdminClient.list_topics),
+        // as captured: its topics field is 00 00 00 00 (a null compact array, then three
+        // bytes of an unfinished four-byte placeholder), so the body ends three bytes
+        // before the frame does. Kafka reads topics = null, both flags false, no tags, and
+        // ignores the rest.
+        let frame = kwire_hex("000000190003000d00000003000772646b61666b610000000000010000");
+        let b = broker();
+        let mut h = Handler::new(&b);
+        let resp = answer(&mut h, &frame).to_vec();
+        assert_eq!(h.ignored_trailing_bytes(), 3);
+        let ResponseBodyView::Metadata(body) =
+            frame::parse_response(&resp, ApiKey::Metadata, 13).unwrap().body
+        else {
+            panic!()
+        };
+        assert_eq!(body.topics().len(), 2, "null topics: every topic");
+        // The next, well-formed, request resets the count.
+        let _ = answer(&mut h, &request(&ApiVersionsRequest::default(), 3));
+        assert_eq!(h.ignored_trailing_bytes(), 0);
+        // Anything else that is malformed still closes the connection.
+        let mut truncated = request(&ListGroupsRequest::default(), 5);
+        truncated.pop();
+        assert!(matches!(h.handle(&truncated[4..]), Outcome::Close(_)));
+    }
+
+    fn kwire_hex(text: &str) -> Vec<u8> {
+        (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
     }
 
     #[test]

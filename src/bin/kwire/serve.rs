@@ -3,7 +3,8 @@
 //! One thread per connection; requests on a connection are answered in order, so
 //! pipelined requests work. A frame over the size limit, a malformed request, an unknown
 //! API key or an unsupported version of anything but ApiVersions closes that connection
-//! only, with a log line.
+//! only, with a log line. Bytes after the end of a request body are ignored, as Apache
+//! Kafka ignores them, with a log line.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -153,19 +154,34 @@ fn serve_connection(
     let mut handler = Handler::new(broker);
     let mut buf = vec![0u8; 64 * 1024];
     let (mut start, mut end) = (0usize, 0usize);
+    // Trailing bytes after a request body are logged once per connection (always when
+    // verbose).
+    let mut warned_trailing = false;
     loop {
         // Answer every complete frame already buffered, in order.
         loop {
             match frame::split_frame(&buf[start..end], max_frame) {
                 Ok(FrameStatus::Complete { frame, consumed }) => {
-                    let api = i16::from_be_bytes([
-                        frame.first().copied().unwrap_or(0),
-                        frame.get(1).copied().unwrap_or(0),
-                    ]);
+                    let field = |at: usize| {
+                        i16::from_be_bytes([
+                            frame.get(at).copied().unwrap_or(0),
+                            frame.get(at + 1).copied().unwrap_or(0),
+                        ])
+                    };
+                    let (key, version) = (field(0), field(2));
+                    let api = ApiKey::from_i16(key).map_or("unknown API", |k| k.name());
                     match handler.handle(frame) {
                         Outcome::Reply(n) => {
                             if verbose {
-                                log(format_args!("{peer}: api key {api}: {} bytes in, {n} out", consumed));
+                                log(format_args!("{peer}: {api} v{version}: {consumed} bytes in, {n} out"));
+                            }
+                            let ignored = handler.ignored_trailing_bytes();
+                            if ignored > 0 && (verbose || !warned_trailing) {
+                                log(format_args!(
+                                    "{peer}: {api} v{version}: ignored {ignored} bytes after the request body, \
+                                     as Apache Kafka does"
+                                ));
+                                warned_trailing = true;
                             }
                             if let Err(e) = stream.write_all(&handler.output()[..n]) {
                                 return format!("write failed: {e}");
