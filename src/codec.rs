@@ -199,6 +199,14 @@ pub fn read_nullable_list<T: ReadOwned>(
     }
 }
 
+/// The most the reference decoder reserves for an array before reading its elements.
+/// A count only has to be no larger than the bytes left, and a decoded element can take
+/// dozens of times the bytes of its encoding, so reserving `count` elements up front would
+/// let a small input claim a large allocation (120 bytes per input byte for ListGroups
+/// groups); beyond this the vector grows with the elements actually read.
+#[cfg(feature = "alloc")]
+const MAX_RESERVE_BYTES: usize = 64 * 1024;
+
 #[cfg(feature = "alloc")]
 fn read_elements<T: ReadOwned>(
     r: &mut Reader<'_>,
@@ -206,7 +214,7 @@ fn read_elements<T: ReadOwned>(
     ver: Ver,
     field: &'static str,
 ) -> Result<Vec<T>, DecodeError> {
-    let mut items = Vec::with_capacity(count);
+    let mut items = Vec::with_capacity(count.min(MAX_RESERVE_BYTES / core::mem::size_of::<T>().max(1)));
     for _ in 0..count {
         items.push(T::read_owned(r, ver, field)?);
     }

@@ -1,0 +1,1016 @@
+//! The properties the fuzz targets check, one function per target.
+//!
+//! The fuzz crate (`fuzz/`) includes this file with `#[path]`, and
+//! `tests/fuzz_regressions.rs` runs crash inputs and the checked-in corpora through the very
+//! same functions, so a crash replays in `cargo test` exactly as libFuzzer saw it.
+//!
+//! Each function panics when a property fails and returns quietly otherwise. Selector bytes
+//! (see `docs/fuzzing.md`):
+//!
+//! - [`request_frame`]: byte 0 is the framing mode (bit 0: prepend a correct size prefix to
+//!   the rest; bit 1: a frame size limit of 64 bytes instead of Kafka's default); the API and
+//!   version come from the request header itself.
+//! - [`response`]: byte 0 picks the API (`ApiKey::ALL[b % 3]`; bit 7 set: the rest is a
+//!   whole response frame without size prefix, else a bare body), byte 1 the version
+//!   (`min - 1 + b % (count + 2)`, so one version either side of the range is tried too).
+//! - [`roundtrip`]: byte 0 picks the message (`b % 6`: API `ALL[m / 2]`, response if `m` is
+//!   odd), byte 1 the version (`min + b % count`), the rest feeds `arbitrary`.
+//! - [`primitives`]: byte 0 picks the primitive, the rest feeds `arbitrary`.
+#![allow(dead_code)]
+
+use std::hint::black_box;
+use std::mem::discriminant;
+
+use arbitrary::{Arbitrary, Unstructured};
+use kwire::codec::{AnyBody, AsVersion, Body, ViewElement};
+use kwire::frame::{self, FrameStatus, RequestError};
+use kwire::messages::*;
+use kwire::wire::{self, Reader, TaggedIter, TaggedSize, Writer};
+use kwire::{ArrayView, DecodeError, DecodeErrorKind as K, EncodeError, RawTaggedField, Versions};
+
+/// The messages in selector order: `(api, is_response)`.
+pub fn message(selector: u8) -> (ApiKey, bool) {
+    let m = usize::from(selector % 6);
+    (ApiKey::ALL[m / 2], m % 2 == 1)
+}
+
+/// The selector byte for a message (the inverse of [`message`]).
+pub fn message_selector(key: ApiKey, response: bool) -> u8 {
+    let k = ApiKey::ALL.iter().position(|&k| k == key).expect("supported API") as u8;
+    k * 2 + u8::from(response)
+}
+
+/// A version from a selector byte, one either side of the range included.
+pub fn version_with_neighbours(range: Versions, b: u8) -> i16 {
+    let count = (range.max - range.min + 1) as u16;
+    range.min - 1 + (u16::from(b) % (count + 2)) as i16
+}
+
+/// A version inside the range from a selector byte.
+pub fn version_in(range: Versions, b: u8) -> i16 {
+    let count = (range.max - range.min + 1) as u16;
+    range.min + (u16::from(b) % count) as i16
+}
+
+// ------------------------------------------------------------------ walking views
+
+/// Elements whose bytes can be compared, so that `ArrayView::get` can be held against
+/// the iterator.
+trait Elem<'a>: ViewElement<'a> + Copy {
+    fn elem_bytes(&self) -> &'a [u8];
+}
+
+impl<'a> Elem<'a> for &'a str {
+    fn elem_bytes(&self) -> &'a [u8] {
+        self.as_bytes()
+    }
+}
+
+macro_rules! elem_views {
+    ($($t:path),*) => {$(
+        impl<'a> Elem<'a> for $t {
+            fn elem_bytes(&self) -> &'a [u8] {
+                self.as_bytes()
+            }
+        }
+    )*};
+}
+
+elem_views!(
+    api_versions::ApiVersionView<'a>,
+    api_versions::SupportedFeatureKeyView<'a>,
+    api_versions::FinalizedFeatureKeyView<'a>,
+    list_groups::ListedGroupView<'a>,
+    list_offsets::ListOffsetsTopicView<'a>,
+    list_offsets::ListOffsetsPartitionView<'a>,
+    list_offsets::ListOffsetsTopicResponseView<'a>,
+    list_offsets::ListOffsetsPartitionResponseView<'a>
+);
+
+/// Iterates an array view, hands every element to `f`, and checks the array's own
+/// contract: exact length, a fused iterator that stops after the first error, `get`
+/// agreeing with the iterator, and `validate` reporting the iterator's first error.
+fn each<'a, T: Elem<'a>>(a: ArrayView<'a, T>, mut f: impl FnMut(T)) {
+    assert_eq!(a.iter().len(), a.len());
+    assert_eq!(a.is_empty(), a.iter().next().is_none());
+    assert!(a.get(a.len()).is_none());
+    let mut first_error = None;
+    let mut seen = 0usize;
+    let mut it = a.iter();
+    for (i, item) in it.by_ref().enumerate() {
+        seen += 1;
+        // `get` walks from the start for elements of variable size: spot-check only.
+        let check_get = i < 8 || i + 1 == a.len();
+        match item {
+            Ok(e) => {
+                if check_get {
+                    let got = a.get(i).expect("index below len").expect("the iterator read it");
+                    assert_eq!(got.elem_bytes(), e.elem_bytes(), "get({i}) differs from the iterator");
+                }
+                black_box(e.elem_bytes());
+                f(e);
+            }
+            Err(e) => {
+                if check_get {
+                    assert_eq!(a.get(i).expect("index below len").err(), Some(e), "get({i}) error differs");
+                }
+                first_error = Some(e);
+                break;
+            }
+        }
+    }
+    assert!(it.next().is_none(), "the iterator yields nothing after an error or the end");
+    if first_error.is_none() {
+        assert_eq!(seen, a.len(), "the iterator yields exactly len elements");
+    }
+    assert_eq!(a.validate(), first_error.map_or(Ok(()), Err));
+}
+
+fn tags(it: TaggedIter<'_>) {
+    let mut last = None;
+    for (tag, data) in it {
+        assert!(last.is_none_or(|prev| tag > prev), "tags ascend");
+        last = Some(tag);
+        black_box(data);
+    }
+}
+
+/// Reads every field of every element at every depth. Never fails: errors of elements
+/// are what `validate` reports, and are checked against it.
+pub fn walk_request(body: &RequestBodyView<'_>) {
+    black_box(body.as_bytes());
+    match body {
+        RequestBodyView::ApiVersions(v) => {
+            black_box((v.client_software_name(), v.client_software_version(), v.version()));
+            tags(v.unknown_tagged_fields());
+        }
+        RequestBodyView::ListGroups(v) => {
+            each(v.states_filter(), |s| {
+                black_box(s);
+            });
+            each(v.types_filter(), |s| {
+                black_box(s);
+            });
+            tags(v.unknown_tagged_fields());
+        }
+        RequestBodyView::ListOffsets(v) => {
+            black_box((v.replica_id(), v.isolation_level(), v.timeout_ms()));
+            each(v.topics(), |t| {
+                black_box((t.name(), t.name_bytes(), t.version()));
+                each(t.partitions(), |p| {
+                    black_box((p.partition_index(), p.current_leader_epoch(), p.timestamp()));
+                    tags(p.unknown_tagged_fields());
+                    assert_eq!(p.validate(), Ok(()));
+                });
+                tags(t.unknown_tagged_fields());
+            });
+            tags(v.unknown_tagged_fields());
+        }
+        _ => unreachable!("a new API needs a walk"),
+    }
+}
+
+/// [`walk_request`] for responses.
+pub fn walk_response(body: &ResponseBodyView<'_>) {
+    black_box(body.as_bytes());
+    match body {
+        ResponseBodyView::ApiVersions(v) => {
+            black_box((v.error_code(), v.throttle_time_ms(), v.finalized_features_epoch()));
+            black_box(v.zk_migration_ready());
+            each(v.api_keys(), |k| {
+                black_box((k.api_key(), k.min_version(), k.max_version()));
+                tags(k.unknown_tagged_fields());
+            });
+            each(v.supported_features(), |f| {
+                black_box((f.name(), f.min_version(), f.max_version()));
+                tags(f.unknown_tagged_fields());
+            });
+            each(v.finalized_features(), |f| {
+                black_box((f.name(), f.min_version_level(), f.max_version_level()));
+                tags(f.unknown_tagged_fields());
+            });
+            tags(v.unknown_tagged_fields());
+        }
+        ResponseBodyView::ListGroups(v) => {
+            black_box((v.throttle_time_ms(), v.error_code()));
+            each(v.groups(), |g| {
+                black_box((g.group_id(), g.protocol_type(), g.group_state(), g.group_type()));
+                tags(g.unknown_tagged_fields());
+            });
+            tags(v.unknown_tagged_fields());
+        }
+        ResponseBodyView::ListOffsets(v) => {
+            black_box(v.throttle_time_ms());
+            each(v.topics(), |t| {
+                black_box(t.name());
+                each(t.partitions(), |p| {
+                    black_box((p.partition_index(), p.error_code(), p.timestamp(), p.offset()));
+                    black_box(p.leader_epoch());
+                    tags(p.unknown_tagged_fields());
+                });
+                tags(t.unknown_tagged_fields());
+            });
+            tags(v.unknown_tagged_fields());
+        }
+        _ => unreachable!("a new API needs a walk"),
+    }
+}
+
+// ------------------------------------------------------------------ differential decoding
+
+/// Holds the view path (construction, walk, `validate`, conversion to a value) against the
+/// reference decoder on one body, then re-encodes what both accepted.
+///
+/// - They accept exactly the same bodies.
+/// - If construction fails, the reference fails too; unless the reference stopped at a
+///   UTF-8 error (which construction does not look for inside arrays), with the same kind
+///   of error.
+/// - If construction succeeds but `validate` fails, the reference reports that very error.
+/// - If both accept, the values are equal, and the value encodes at the same version to
+///   bytes that decode (both ways) to the same value and re-encode identically.
+macro_rules! differential {
+    ($view:expr, $reference:expr, $walk:ident, $Value:ident, $ViewEnum:ident, $key:expr, $version:expr) => {{
+        let view = $view;
+        let reference = $reference;
+        let (key, version) = ($key, $version);
+        match view {
+            Err(view_err) => {
+                let reference_err = reference.expect_err("the reference accepts a body the view rejects");
+                if reference_err.kind() != K::InvalidUtf8 {
+                    assert_eq!(
+                        discriminant(&view_err.kind()),
+                        discriminant(&reference_err.kind()),
+                        "view: {view_err}; reference: {reference_err}"
+                    );
+                }
+            }
+            Ok(v) => {
+                $walk(&v);
+                let checked = v.validate().and_then(|()| $Value::try_from(v));
+                match (checked, reference) {
+                    (Ok(from_view), Ok(reference)) => {
+                        assert_eq!(from_view, reference, "view and reference decoder disagree");
+                        let n = reference.encoded_len(version).expect("a decoded value encodes");
+                        let mut buf = vec![0u8; n];
+                        assert_eq!(reference.encode(version, &mut buf), Ok(n));
+                        let again = $Value::decode(key, version, &buf).expect("re-encoded bytes decode");
+                        assert_eq!(again, reference, "decode(encode(value)) differs");
+                        let view2 = $ViewEnum::new(key, version, &buf).expect("re-encoded bytes decode");
+                        view2.validate().expect("re-encoded bytes validate");
+                        assert_eq!($Value::try_from(view2).expect("converts"), reference);
+                        let mut buf2 = vec![0u8; n];
+                        assert_eq!(again.encode(version, &mut buf2), Ok(n));
+                        assert_eq!(buf, buf2, "re-encoding is stable");
+                    }
+                    (Err(view_err), Err(reference_err)) => assert_eq!(view_err, reference_err),
+                    (Ok(_), Err(e)) => panic!("the reference rejects ({e}) a body the view accepts"),
+                    (Err(e), Ok(_)) => panic!("the view rejects ({e}) a body the reference accepts"),
+                }
+            }
+        }
+    }};
+}
+
+fn request_body(key: ApiKey, version: i16, body: &[u8]) {
+    differential!(
+        RequestBodyView::new(key, version, body),
+        RequestBody::decode(key, version, body),
+        walk_request,
+        RequestBody,
+        RequestBodyView,
+        key,
+        version
+    );
+}
+
+fn response_body(key: ApiKey, version: i16, body: &[u8]) {
+    differential!(
+        ResponseBodyView::new(key, version, body),
+        ResponseBody::decode(key, version, body),
+        walk_response,
+        ResponseBody,
+        ResponseBodyView,
+        key,
+        version
+    );
+}
+
+// ------------------------------------------------------------------ request_frame
+
+/// Arbitrary bytes through frame splitting, header parsing and dispatch, the walk, and
+/// the differential check of every complete frame.
+pub fn request_frame(data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else { return };
+    let max = if mode & 2 != 0 { 64 } else { frame::DEFAULT_MAX_FRAME_SIZE };
+    let owned;
+    let mut stream = if mode & 1 != 0 {
+        let mut v = (rest.len() as u32).to_be_bytes().to_vec();
+        v.extend_from_slice(rest);
+        owned = v;
+        &owned[..]
+    } else {
+        rest
+    };
+    loop {
+        let status = frame::split_frame(stream, max);
+        match status {
+            Err(e) => {
+                assert_eq!((e.offset(), e.field()), (0, "Frame.size"));
+                let size = i32::from_be_bytes(stream[..4].try_into().unwrap());
+                match e.kind() {
+                    K::InvalidLength(n) => assert!(n == size && n < 0),
+                    K::FrameTooLarge { size: s, .. } => assert!(s as usize > max && s as i32 == size),
+                    other => panic!("split_frame: {other}"),
+                }
+                return;
+            }
+            Ok(FrameStatus::Incomplete { needed }) => {
+                assert!(needed > 0);
+                if let Some(prefix) = stream.first_chunk::<4>() {
+                    let size = i32::from_be_bytes(*prefix) as usize;
+                    assert_eq!(needed, 4 + size - stream.len());
+                } else {
+                    assert_eq!(needed, 4 - stream.len());
+                }
+                return;
+            }
+            Ok(FrameStatus::Complete { frame, consumed }) => {
+                assert_eq!(consumed, frame.len() + 4);
+                assert_eq!(frame, &stream[4..consumed]);
+                request(frame);
+                stream = &stream[consumed..];
+            }
+        }
+    }
+}
+
+/// One request frame (after its size prefix): `parse_request` against a header read field
+/// by field here, then the body through [`request_body`].
+pub fn request(frame_bytes: &[u8]) {
+    let parsed = frame::parse_request(frame_bytes);
+    if let Ok(req) = &parsed {
+        walk_request(&req.body);
+    }
+    let mut r = Reader::new(frame_bytes);
+    let fixed = (|| {
+        Ok::<_, DecodeError>((
+            r.i16("RequestHeader.RequestApiKey")?,
+            r.i16("RequestHeader.RequestApiVersion")?,
+            r.i32("RequestHeader.CorrelationId")?,
+        ))
+    })();
+    let (api_key, api_version, correlation_id) = match fixed {
+        Ok(f) => f,
+        Err(e) => {
+            assert_eq!(parsed.map(drop), Err(RequestError::Decode(e)));
+            return;
+        }
+    };
+    let Some(key) = ApiKey::from_i16(api_key) else {
+        assert_eq!(
+            parsed.map(drop),
+            Err(RequestError::UnsupportedApiKey { api_key, api_version, correlation_id })
+        );
+        return;
+    };
+    if !key.request_versions().contains(api_version) {
+        assert_eq!(
+            parsed.map(drop),
+            Err(RequestError::UnsupportedVersion { api_key: key, api_version, correlation_id })
+        );
+        return;
+    }
+    let header_version = if key.flexible_versions().contains(api_version) { 2 } else { 1 };
+    let header = (|| {
+        let client_id = r.nullable_str(false, "RequestHeader.ClientId")?;
+        let mut tags = Vec::new();
+        if header_version == 2 {
+            r.tagged_fields("RequestHeader", |tag, value| {
+                tags.push((tag, value.remaining()));
+                Ok(false)
+            })?;
+        }
+        Ok::<_, DecodeError>((client_id, tags))
+    })();
+    let (client_id, header_tags) = match header {
+        Ok(h) => h,
+        Err(e) => {
+            assert_eq!(parsed.map(drop), Err(RequestError::Decode(e)));
+            return;
+        }
+    };
+    let header_len = r.pos();
+    let body = &frame_bytes[header_len..];
+    match (&parsed, RequestBodyView::new(key, api_version, body)) {
+        (Ok(req), Ok(view)) => {
+            let h = &req.header;
+            assert_eq!(
+                (h.api_key(), h.api_version(), h.correlation_id()),
+                (api_key, api_version, correlation_id)
+            );
+            assert_eq!((h.client_id(), h.version()), (client_id, header_version));
+            assert_eq!(h.as_bytes(), &frame_bytes[..header_len]);
+            let seen: Vec<_> = h.unknown_tagged_fields().map(|(t, d)| (t, d.len())).collect();
+            assert_eq!(seen, header_tags);
+            assert_eq!(req.body.api_key(), key);
+            assert_eq!(req.body.as_bytes(), body);
+            assert_eq!(view.as_bytes(), body);
+        }
+        (Err(RequestError::Decode(e)), Err(view_err)) => assert_eq!(*e, view_err.shifted(header_len)),
+        (p, v) => panic!("parse_request: {:?}; body view: {:?}", p.as_ref().map(drop), v.map(drop)),
+    }
+    request_body(key, api_version, body);
+}
+
+// ------------------------------------------------------------------ response
+
+/// A response body (or a whole response frame) of the API and version the first two bytes
+/// select.
+pub fn response(data: &[u8]) {
+    let [a, b, rest @ ..] = data else { return };
+    let key = ApiKey::ALL[usize::from(a % 3)];
+    let version = version_with_neighbours(key.response_versions(), *b);
+    let supported = key.response_versions().contains(version);
+    if a & 0x80 == 0 {
+        if !supported {
+            let expected = K::UnsupportedVersion(version);
+            assert_eq!(
+                ResponseBodyView::new(key, version, rest).map(drop).map_err(|e| e.kind()),
+                Err(expected)
+            );
+            assert_eq!(
+                ResponseBody::decode(key, version, rest).map(drop).map_err(|e| e.kind()),
+                Err(expected)
+            );
+            return;
+        }
+        response_body(key, version, rest);
+        return;
+    }
+    // A whole frame: header (correlation id, tagged fields in header v1), then the body.
+    let parsed = frame::parse_response(rest, key, version);
+    if let Ok(resp) = &parsed {
+        walk_response(&resp.body);
+    }
+    if !supported {
+        assert_eq!(parsed.map(drop).map_err(|e| e.kind()), Err(K::UnsupportedVersion(version)));
+        return;
+    }
+    let header_version =
+        if key != ApiKey::ApiVersions && key.flexible_versions().contains(version) { 1 } else { 0 };
+    let mut r = Reader::new(rest);
+    let header = (|| {
+        let correlation_id = r.i32("ResponseHeader.CorrelationId")?;
+        if header_version == 1 {
+            r.tagged_fields("ResponseHeader", |_, _| Ok(false))?;
+        }
+        Ok::<_, DecodeError>(correlation_id)
+    })();
+    let correlation_id = match header {
+        Ok(c) => c,
+        Err(e) => {
+            assert_eq!(parsed.map(drop), Err(e));
+            return;
+        }
+    };
+    let header_len = r.pos();
+    let body = &rest[header_len..];
+    match (&parsed, ResponseBodyView::new(key, version, body)) {
+        (Ok(resp), Ok(view)) => {
+            assert_eq!(resp.header.correlation_id(), correlation_id);
+            assert_eq!(resp.header.version(), header_version);
+            assert_eq!(resp.header.as_bytes(), &rest[..header_len]);
+            assert_eq!(resp.body.as_bytes(), body);
+            assert_eq!(view.as_bytes(), body);
+        }
+        (Err(e), Err(view_err)) => assert_eq!(*e, view_err.shifted(header_len)),
+        (p, v) => panic!("parse_response: {:?}; body view: {:?}", p.as_ref().map(drop), v.map(drop)),
+    }
+    response_body(key, version, body);
+}
+
+// ------------------------------------------------------------------ roundtrip
+
+/// The errors the size step may report for a value of a supported version.
+pub fn documented(e: &EncodeError) -> bool {
+    matches!(
+        e,
+        EncodeError::FieldNotInVersion { .. }
+            | EncodeError::InvalidTaggedFields { .. }
+            | EncodeError::StringTooLong { .. }
+            | EncodeError::NullNotAllowed { .. }
+    )
+}
+
+/// Encodes `$value` (which must size successfully) and reads it back through the view
+/// (walked and validated) and the reference decoder, both of which must give `$expected`.
+/// Evaluates to the bytes.
+macro_rules! encode_and_read_back {
+    ($value:expr, $expected:expr, $version:expr, $ty:ident, $view:ident, $walk:ident($wrap:path)) => {{
+        let (value, expected, version) = ($value, $expected, $version);
+        let n = value.encoded_len(version).expect("sized before");
+        let mut buf = vec![0u8; n];
+        assert_eq!(value.encode(version, &mut buf), Ok(n), "encode writes encoded_len bytes");
+        if n > 0 {
+            let mut short = vec![0u8; n - 1];
+            assert_eq!(
+                value.encode(version, &mut short),
+                Err(EncodeError::BufferTooSmall { needed: n, available: n - 1 })
+            );
+        }
+        let view = $view::new(&buf, version).unwrap_or_else(|e| panic!("view of v{version}: {e}\n{value:?}"));
+        $walk(&$wrap(view));
+        view.validate().expect("an encoded value validates");
+        assert_eq!(view.as_bytes().len(), n);
+        let from_view = $ty::try_from(view).expect("a validated view converts");
+        assert_eq!(&from_view, expected, "view read back v{version}");
+        let reference = $ty::decode(&buf, version).unwrap_or_else(|e| panic!("reference v{version}: {e}"));
+        assert_eq!(&reference, expected, "reference decoder read back v{version}");
+        buf
+    }};
+}
+
+macro_rules! roundtrip_message {
+    ($u:expr, $selector:expr, $ty:ident, $view:ident, $walk:ident($wrap:path), $is_request:expr) => {{
+        let versions = <$ty as Body>::VERSIONS;
+        let version = version_in(versions, $selector);
+        let ver = <$ty as Body>::ver(version).expect("in range");
+        let Ok(value) = $ty::arbitrary($u) else { return };
+        // Versions outside the range are refused.
+        for bad in [versions.min - 1, versions.max + 1] {
+            let e = EncodeError::UnsupportedVersion { message: <$ty as Body>::NAME, version: bad };
+            assert_eq!(value.encoded_len(bad), Err(e));
+        }
+        let expected = value.as_version(ver);
+        let as_value = match value.encoded_len(version) {
+            Ok(n) => {
+                assert_eq!(expected.encoded_len(version), Ok(n), "the value as the version carries it");
+                Some(encode_and_read_back!(&value, &expected, version, $ty, $view, $walk($wrap)))
+            }
+            Err(e) => {
+                assert!(documented(&e), "{} v{version}: undocumented size error {e}", <$ty as Body>::NAME);
+                None
+            }
+        };
+        match expected.encoded_len(version) {
+            Ok(_) => {
+                let bytes = encode_and_read_back!(&expected, &expected, version, $ty, $view, $walk($wrap));
+                if let Some(first) = as_value {
+                    assert_eq!(first, bytes, "fields the version drops leave no trace in the bytes");
+                }
+                frame_roundtrip(&expected, version, $is_request, &bytes, $u);
+            }
+            Err(e) => assert!(matches!(e, EncodeError::InvalidTaggedFields { .. }), "{e}"),
+        }
+    }};
+}
+
+/// The value through the whole-frame encoders and parsers.
+fn frame_roundtrip<B: AnyBody>(
+    body: &B,
+    version: i16,
+    is_request: bool,
+    body_bytes: &[u8],
+    u: &mut Unstructured<'_>,
+) {
+    let key = ApiKey::from_i16(body.api_key()).expect("supported");
+    let correlation_id: i32 = u.arbitrary().unwrap_or(0);
+    if is_request {
+        let client_id: Option<&str> = u.arbitrary().unwrap_or(None);
+        let raw: Vec<RawTaggedField<'_>> = u.arbitrary().unwrap_or_default();
+        let header = frame::RequestHeader { correlation_id, client_id, unknown_tagged_fields: &raw };
+        let len = match frame::request_len(body, version, &header) {
+            Ok(len) => len,
+            Err(EncodeError::StringTooLong { .. } | EncodeError::InvalidTaggedFields { .. }) => return,
+            Err(e) => panic!("request_len: {e}"),
+        };
+        let mut buf = vec![0u8; len];
+        assert_eq!(frame::encode_request_with(body, version, &header, &mut buf), Ok(len));
+        let Ok(FrameStatus::Complete { frame: f, consumed }) = frame::split_frame(&buf, usize::MAX) else {
+            panic!("an encoded frame splits")
+        };
+        assert_eq!(consumed, len);
+        let req = frame::parse_request(f).expect("an encoded frame parses");
+        assert_eq!(req.header.correlation_id(), correlation_id);
+        assert_eq!(req.header.client_id(), client_id);
+        let flexible = key.flexible_versions().contains(version);
+        let tags: Vec<_> = req.header.unknown_tagged_fields().collect();
+        let sent: Vec<_> = if flexible { raw.iter().map(|t| (t.tag, &t.data[..])).collect() } else { vec![] };
+        assert_eq!(tags, sent);
+        assert_eq!(req.body.as_bytes(), body_bytes);
+    } else {
+        let len = frame::response_len(body, version).expect("sized before");
+        let mut buf = vec![0u8; len];
+        assert_eq!(frame::encode_response(body, version, correlation_id, &mut buf), Ok(len));
+        let resp = frame::parse_response(&buf[4..], key, version).expect("an encoded frame parses");
+        assert_eq!(resp.header.correlation_id(), correlation_id);
+        assert_eq!(resp.body.as_bytes(), body_bytes);
+    }
+}
+
+/// Structure-aware: an arbitrary value of the selected message, sized, encoded and read
+/// back at the selected version.
+pub fn roundtrip(data: &[u8]) {
+    let [a, b, rest @ ..] = data else { return };
+    let u = &mut Unstructured::new(rest);
+    match message(*a) {
+        (ApiKey::ApiVersions, false) => roundtrip_message!(
+            u,
+            *b,
+            ApiVersionsRequest,
+            ApiVersionsRequestView,
+            walk_request(RequestBodyView::ApiVersions),
+            true
+        ),
+        (ApiKey::ApiVersions, true) => roundtrip_message!(
+            u,
+            *b,
+            ApiVersionsResponse,
+            ApiVersionsResponseView,
+            walk_response(ResponseBodyView::ApiVersions),
+            false
+        ),
+        (ApiKey::ListGroups, false) => roundtrip_message!(
+            u,
+            *b,
+            ListGroupsRequest,
+            ListGroupsRequestView,
+            walk_request(RequestBodyView::ListGroups),
+            true
+        ),
+        (ApiKey::ListGroups, true) => roundtrip_message!(
+            u,
+            *b,
+            ListGroupsResponse,
+            ListGroupsResponseView,
+            walk_response(ResponseBodyView::ListGroups),
+            false
+        ),
+        (ApiKey::ListOffsets, false) => roundtrip_message!(
+            u,
+            *b,
+            ListOffsetsRequest,
+            ListOffsetsRequestView,
+            walk_request(RequestBodyView::ListOffsets),
+            true
+        ),
+        (ApiKey::ListOffsets, true) => roundtrip_message!(
+            u,
+            *b,
+            ListOffsetsResponse,
+            ListOffsetsResponseView,
+            walk_response(ResponseBodyView::ListOffsets),
+            false
+        ),
+        _ => unreachable!("a new API needs a roundtrip arm"),
+    }
+}
+
+// ------------------------------------------------------------------ primitives
+
+/// Apache Kafka's `ByteUtils.readUnsignedVarint`, transcribed: up to five bytes, bits
+/// beyond 32 dropped, a sixth byte an error. `None` for truncated or too long.
+pub fn kafka_uvarint(bytes: &[u8]) -> Option<(u32, usize)> {
+    let mut value: u32 = 0;
+    let mut shift = 0u32;
+    for (i, &b) in bytes.iter().enumerate() {
+        if i >= 5 {
+            return None;
+        }
+        value |= u32::from(b & 0x7f).wrapping_shl(shift);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+        shift += 7;
+    }
+    None
+}
+
+/// `ByteUtils.readUnsignedVarlong`: up to ten bytes.
+pub fn kafka_uvarlong(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value: u64 = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if i >= 10 {
+            return None;
+        }
+        value |= u64::from(b & 0x7f).wrapping_shl(7 * i as u32);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+fn varints(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let (a, b, c, d): (u32, u64, i32, i64) = u.arbitrary()?;
+    let mut buf = [0u8; 10];
+    let n = wire::uvarint_len(a);
+    let mut w = Writer::new(&mut buf[..n]);
+    w.uvarint(a);
+    assert_eq!(w.pos(), n);
+    assert_eq!(kafka_uvarint(&buf[..n]), Some((a, n)));
+    let mut r = Reader::new(&buf[..n]);
+    assert_eq!(r.uvarint("x"), Ok(a));
+    assert_eq!(r.remaining(), 0);
+
+    let n = wire::uvarlong_len(b);
+    let mut w = Writer::new(&mut buf[..n]);
+    w.uvarlong(b);
+    assert_eq!(w.pos(), n);
+    assert_eq!(kafka_uvarlong(&buf[..n]), Some((b, n)));
+    assert_eq!(Reader::new(&buf[..n]).uvarlong("x"), Ok(b));
+
+    let n = wire::varint_len(c);
+    let mut w = Writer::new(&mut buf[..n]);
+    w.varint(c);
+    assert_eq!(w.pos(), n);
+    assert_eq!(Reader::new(&buf[..n]).varint("x"), Ok(c));
+
+    let n = wire::varlong_len(d);
+    let mut w = Writer::new(&mut buf[..n]);
+    w.varlong(d);
+    assert_eq!(w.pos(), n);
+    let mut r = Reader::new(&buf[..n]);
+    assert_eq!(r.varlong("x"), Ok(d));
+    assert_eq!(r.remaining(), 0);
+    // A writer with too little room drops the bytes but still counts them.
+    let mut small = [0u8; 1];
+    let mut w = Writer::new(&mut small);
+    w.varlong(d);
+    assert_eq!(w.pos(), n);
+    Ok(())
+}
+
+fn strings(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let (s, flexible, null): (&str, bool, bool) = u.arbitrary()?;
+    let s = if null { None } else { Some(s) };
+    let size = match s {
+        Some(s) => match wire::string_size(s.len(), flexible, "S.s") {
+            Ok(n) => n,
+            Err(e) => {
+                assert!(s.len() > wire::MAX_STRING_LEN);
+                assert_eq!(e, EncodeError::StringTooLong { field: "S.s", len: s.len() });
+                return Ok(());
+            }
+        },
+        None => wire::null_size(flexible, false),
+    };
+    let mut buf = vec![0u8; size];
+    let mut w = Writer::new(&mut buf);
+    w.nullable_str(s, flexible);
+    assert_eq!(w.pos(), size);
+    let mut r = Reader::new(&buf);
+    assert_eq!(r.nullable_str(flexible, "S.s"), Ok(s));
+    assert_eq!(r.remaining(), 0);
+    let mut r = Reader::new(&buf);
+    match s {
+        Some(s) => {
+            assert_eq!(r.str(flexible, "S.s"), Ok(s));
+            assert_eq!(Reader::new(&buf).str_bytes(flexible, "S.s"), Ok(s.as_bytes()));
+        }
+        None => assert_eq!(r.str(flexible, "S.s"), Err(DecodeError::new(K::UnexpectedNull, 0, "S.s"))),
+    }
+    // Every strict prefix is truncated.
+    for cut in 0..size {
+        let e = Reader::new(&buf[..cut]).nullable_str(flexible, "S.s").expect_err("a strict prefix");
+        assert!(matches!(e.kind(), K::Truncated { .. }), "{e}");
+    }
+    Ok(())
+}
+
+fn byte_arrays(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let (b, flexible, null): (&[u8], bool, bool) = u.arbitrary()?;
+    let b = if null { None } else { Some(b) };
+    let size = match b {
+        Some(b) => wire::bytes_size(b.len(), flexible, "S.b").expect("short"),
+        None => wire::null_size(flexible, true),
+    };
+    let mut buf = vec![0u8; size];
+    let mut w = Writer::new(&mut buf);
+    w.nullable_bytes(b, flexible);
+    assert_eq!(w.pos(), size);
+    let mut r = Reader::new(&buf);
+    assert_eq!(r.nullable_bytes(flexible, "S.b"), Ok(b));
+    assert_eq!(r.remaining(), 0);
+    let expected = b.ok_or(DecodeError::new(K::UnexpectedNull, 0, "S.b"));
+    assert_eq!(Reader::new(&buf).bytes(flexible, "S.b"), expected);
+    Ok(())
+}
+
+fn array_counts(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let (count, flexible, null, extra): (u16, bool, bool, u8) = u.arbitrary()?;
+    let count = usize::from(count);
+    let prefix = if null {
+        wire::null_size(flexible, true)
+    } else {
+        wire::array_prefix_size(count, flexible, "S.a").expect("small")
+    };
+    // Room for `count` one-byte elements, or one byte less.
+    let body = if extra % 2 == 0 || count == 0 || null { count } else { count - 1 };
+    let mut buf = vec![0u8; prefix + body];
+    let mut w = Writer::new(&mut buf);
+    w.array_len((!null).then_some(count), flexible);
+    assert_eq!(w.pos(), prefix);
+    let mut r = Reader::new(&buf);
+    let got = r.array_len(flexible, "S.a");
+    if null {
+        assert_eq!(got, Ok(None));
+        let e = Reader::new(&buf).array_len_non_null(flexible, "S.a");
+        assert_eq!(e, Err(DecodeError::new(K::UnexpectedNull, 0, "S.a")));
+    } else if body == count {
+        assert_eq!(got, Ok(Some(count)));
+        assert_eq!(r.pos(), prefix);
+        assert_eq!(Reader::new(&buf).array_len_non_null(flexible, "S.a"), Ok(count));
+    } else {
+        assert_eq!(got, Err(DecodeError::new(K::ArrayTooLong(count as u32), 0, "S.a")));
+        assert_eq!(r.pos(), 0, "a failed count leaves the reader where it was");
+    }
+    Ok(())
+}
+
+static KNOWN: [u32; 4] = [0, 1, 2, 3];
+
+fn tagged_sections(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let raw: Vec<RawTaggedField<'_>> = u.arbitrary()?;
+    let known_present: [bool; 4] = u.arbitrary()?;
+    let ascending = raw.windows(2).all(|w| w[0].tag < w[1].tag);
+    match wire::raw_tagged_fields_size(&raw, "S") {
+        Ok(size) => {
+            assert!(ascending);
+            let mut buf = vec![0u8; size];
+            let mut w = Writer::new(&mut buf);
+            w.raw_tagged_fields(&raw);
+            assert_eq!(w.pos(), size, "raw_tagged_fields_size is exact");
+            let mut r = Reader::new(&buf);
+            let mut seen = Vec::new();
+            let section = r
+                .tagged_fields("S", |tag, value| {
+                    seen.push((tag, value.remaining()));
+                    Ok(false)
+                })
+                .expect("a written section reads back");
+            assert_eq!(r.remaining(), 0);
+            assert_eq!(section.count() as usize, raw.len());
+            let back: Vec<_> = section.iter().collect();
+            let sent: Vec<_> = raw.iter().map(|t| (t.tag, &t.data[..])).collect();
+            assert_eq!(back, sent);
+            assert_eq!(seen, raw.iter().map(|t| (t.tag, t.data.len())).collect::<Vec<_>>());
+            let unknown: Vec<_> = section.unknown(&KNOWN).collect();
+            let expected: Vec<_> = sent.iter().copied().filter(|(t, _)| !KNOWN.contains(t)).collect();
+            assert_eq!(unknown, expected);
+            // Each strict prefix of the section fails.
+            for cut in 0..size {
+                assert!(Reader::new(&buf[..cut]).tagged_fields("S", |_, _| Ok(false)).is_err());
+            }
+        }
+        Err(EncodeError::InvalidTaggedFields { field: "S", tag }) => {
+            assert!(!ascending);
+            let first_bad = raw.windows(2).find(|w| w[0].tag >= w[1].tag).unwrap()[1].tag;
+            assert_eq!(tag, first_bad);
+        }
+        Err(e) => panic!("raw_tagged_fields_size: {e}"),
+    }
+    // Known fields merged with unknown ones: the size is the sum of the parts.
+    let mut size = TaggedSize::new();
+    let mut count = 0u32;
+    let mut bytes = 0usize;
+    for (tag, present) in KNOWN.iter().zip(known_present) {
+        if present {
+            let len = usize::from(tag.wrapping_mul(7) as u8);
+            size.field(*tag, len, "S.k").unwrap();
+            count += 1;
+            bytes += wire::uvarint_len(*tag) + wire::uvarint_len(len as u32) + len;
+        }
+    }
+    let clash = raw.iter().any(|t| KNOWN.contains(&t.tag));
+    match size.finish(&raw, &KNOWN, "S") {
+        Ok(n) => {
+            assert!(ascending && !clash);
+            for t in &raw {
+                count += 1;
+                bytes += wire::uvarint_len(t.tag) + wire::uvarint_len(t.data.len() as u32) + t.data.len();
+            }
+            assert_eq!(n, bytes + wire::uvarint_len(count));
+        }
+        Err(EncodeError::InvalidTaggedFields { .. }) => assert!(!ascending || clash),
+        Err(e) => panic!("TaggedSize::finish: {e}"),
+    }
+    Ok(())
+}
+
+/// Arbitrary bytes read as a sequence of primitives chosen by `ops`: never a panic, and
+/// each primitive either advances by what it read or reports an error.
+fn read_arbitrary(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let ops: Vec<u8> = u.arbitrary()?;
+    let input = u.bytes(u.len())?;
+    let mut r = Reader::new(input);
+    for op in ops {
+        let before = r.pos();
+        let flexible = op & 0x80 != 0;
+        let at = &input[before..];
+        let ok = match op % 16 {
+            0 => {
+                let got = r.uvarint("f");
+                match kafka_uvarint(at) {
+                    Some((v, n)) if n < 5 || at[4] <= 0x0f => {
+                        assert_eq!(got, Ok(v));
+                        assert_eq!(r.pos() - before, n);
+                        assert!(wire::uvarint_len(v) <= n);
+                    }
+                    Some(_) => assert_eq!(got.map_err(|e| e.kind()), Err(K::VarintOverflow)),
+                    None if at.len() >= 5 => assert_eq!(got.map_err(|e| e.kind()), Err(K::VarintTooLong)),
+                    None => assert!(matches!(got.map_err(|e| e.kind()), Err(K::Truncated { .. }))),
+                }
+                got.is_ok()
+            }
+            1 => {
+                let got = r.uvarlong("f");
+                match kafka_uvarlong(at) {
+                    Some((v, n)) if n < 10 || at[9] <= 0x01 => {
+                        assert_eq!((got, r.pos() - before), (Ok(v), n))
+                    }
+                    _ => assert!(got.is_err()),
+                }
+                got.is_ok()
+            }
+            2 => r.varint("f").is_ok(),
+            3 => r.varlong("f").is_ok(),
+            4 => r.i8("f").is_ok(),
+            5 => r.i16("f").is_ok(),
+            6 => r.i32("f").is_ok(),
+            7 => r.i64("f").is_ok() && r.f64("f").is_ok(),
+            8 => r.uuid("f").is_ok() && r.bool("f").is_ok() && r.u16("f").is_ok() && r.u32("f").is_ok(),
+            9 => match r.nullable_str(flexible, "f") {
+                Ok(s) => {
+                    assert!(s.is_none_or(|s| s.len() <= wire::MAX_STRING_LEN));
+                    true
+                }
+                Err(_) => false,
+            },
+            10 => r.str_bytes(flexible, "f").is_ok(),
+            11 => r.nullable_bytes(flexible, "f").is_ok(),
+            12 => match r.array_len(flexible, "f") {
+                Ok(Some(n)) => {
+                    assert!(n <= r.remaining(), "a count is never above the bytes left");
+                    true
+                }
+                Ok(None) => true,
+                Err(_) => {
+                    assert_eq!(r.pos(), before, "a failed count leaves the reader where it was");
+                    false
+                }
+            },
+            13 => {
+                let mut last = None;
+                let got = r.tagged_fields("f", |tag, value| {
+                    assert!(last.is_none_or(|l| tag > l));
+                    last = Some(tag);
+                    black_box(value.remaining());
+                    Ok(op & 0x40 != 0 && value.i8("g").is_ok() && value.remaining() == 0)
+                });
+                if let Ok(section) = got {
+                    assert_eq!(section.iter().count() as u32, section.count());
+                }
+                got.is_ok()
+            }
+            14 => {
+                let n = usize::from(op >> 4);
+                r.sub(n, "f").map(|s| assert_eq!(s.remaining(), n)).is_ok()
+            }
+            _ => r.finish("f").is_ok(),
+        };
+        assert!(r.pos() >= before && r.pos() <= input.len());
+        if !ok {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Varints, lengths, strings, bytes, array counts and tagged sections: written and read
+/// back, and arbitrary bytes read without a panic.
+pub fn primitives(data: &[u8]) {
+    let Some((&op, rest)) = data.split_first() else { return };
+    let u = &mut Unstructured::new(rest);
+    let _ = match op % 7 {
+        0 => varints(u),
+        1 => strings(u),
+        2 => byte_arrays(u),
+        3 => array_counts(u),
+        4 => tagged_sections(u),
+        5 => read_arbitrary(u),
+        _ => {
+            // Independent varint decoding of the raw bytes, both widths.
+            let mut r = Reader::new(rest);
+            let got = r.uvarint("f");
+            if let (Ok(v), Some((k, n))) = (got, kafka_uvarint(rest)) {
+                assert_eq!((v, r.pos()), (k, n));
+            }
+            let mut r = Reader::new(rest);
+            if let (Ok(v), Some((k, n))) = (r.uvarlong("f"), kafka_uvarlong(rest)) {
+                assert_eq!((v, r.pos()), (k, n));
+            }
+            Ok(())
+        }
+    };
+}
