@@ -285,6 +285,10 @@ pub trait AnyBody {
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError>;
     /// Encodes at `version` into the front of `buf`; returns the bytes written.
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError>;
+    /// Writes the body into `out` without sizing it again: only after
+    /// [`AnyBody::encoded_len`] succeeded for the same version and returned `out.len()`.
+    /// Frame encoders use it so that a body is sized once.
+    fn write_sized(&self, version: i16, out: &mut [u8]);
 }
 
 impl<B: Body> AnyBody for B {
@@ -296,6 +300,19 @@ impl<B: Body> AnyBody for B {
     }
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
         encode_body(self, version, buf)
+    }
+    fn write_sized(&self, version: i16, out: &mut [u8]) {
+        write_body(self, version, out);
+    }
+}
+
+/// Writes a body already sized for `version` (see [`AnyBody::write_sized`]).
+#[inline]
+pub fn write_body<B: Body>(body: &B, version: i16, out: &mut [u8]) {
+    if let Some(ver) = B::ver(version) {
+        let mut w = Writer::new(out);
+        body.write(&mut w, ver);
+        debug_assert_eq!(w.pos(), out.len(), "{} size and write disagree", B::NAME);
     }
 }
 

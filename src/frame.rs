@@ -355,7 +355,7 @@ pub fn encode_request_with(
     if header_version >= 2 {
         w.raw_tagged_fields(header.unknown_tagged_fields);
     }
-    body.encode(version, rest)?;
+    body.write_sized(version, rest);
     Ok(total)
 }
 
@@ -385,6 +385,6 @@ pub fn encode_response(
     if flexible_header {
         w.uvarint(0);
     }
-    body.encode(version, rest)?;
+    body.write_sized(version, rest);
     Ok(total)
 }

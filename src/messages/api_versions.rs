@@ -61,6 +61,7 @@ impl ApiVersionsRequest<'_> {
 }
 
 impl Encode for ApiVersionsRequest<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
         if ver.version >= 3 {
@@ -95,6 +96,7 @@ impl Encode for ApiVersionsRequest<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 3 {
             w.str(&self.client_software_name, ver.flexible);
@@ -107,6 +109,7 @@ impl Encode for ApiVersionsRequest<'_> {
         }
     }
 
+    #[inline]
     fn fixed_size(ver: Ver) -> Option<usize> {
         if ver.version >= 3 { None } else { Some(0) }
     }
@@ -180,6 +183,7 @@ impl<'a> ApiVersionsRequestView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ApiVersionsRequestView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let client_software_name =
@@ -203,6 +207,7 @@ impl<'a> ViewElement<'a> for ApiVersionsRequestView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version >= 3 {
             r.str_bytes(ver.flexible, "ApiVersionsRequest.ClientSoftwareName")?;
@@ -216,6 +221,7 @@ impl<'a> ViewElement<'a> for ApiVersionsRequestView<'a> {
         Ok(())
     }
 
+    #[inline]
     fn fixed_size(ver: Ver) -> Option<usize> {
         if ver.version >= 3 { None } else { Some(0) }
     }
@@ -431,6 +437,7 @@ impl ApiVersionsResponse<'_> {
 }
 
 impl Encode for ApiVersionsResponse<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 2;
         n = wire::add(
@@ -480,6 +487,7 @@ impl Encode for ApiVersionsResponse<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
         codec::write_array(w, Some(self.api_keys.as_slice()), ver);
@@ -542,6 +550,7 @@ impl Encode for ApiVersionsResponse<'_> {
 }
 
 impl Encode for ApiVersion<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 6;
         if ver.flexible {
@@ -554,6 +563,7 @@ impl Encode for ApiVersion<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.api_key);
         w.i16(self.min_version);
@@ -563,12 +573,14 @@ impl Encode for ApiVersion<'_> {
         }
     }
 
+    #[inline]
     fn fixed_size(ver: Ver) -> Option<usize> {
         if ver.version >= 3 { None } else { Some(6) }
     }
 }
 
 impl Encode for SupportedFeatureKey<'_> {
+    #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 4;
         n = wire::add(
@@ -584,6 +596,7 @@ impl Encode for SupportedFeatureKey<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, _: Ver) {
         w.str(&self.name, true);
         w.i16(self.min_version);
@@ -593,6 +606,7 @@ impl Encode for SupportedFeatureKey<'_> {
 }
 
 impl Encode for FinalizedFeatureKey<'_> {
+    #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 4;
         n = wire::add(
@@ -608,6 +622,7 @@ impl Encode for FinalizedFeatureKey<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, _: Ver) {
         w.str(&self.name, true);
         w.i16(self.max_version_level);
@@ -725,6 +740,7 @@ impl<'a> ApiVersionsResponseView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ApiVersionsResponseView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let error_code = r.i16("ApiVersionsResponse.ErrorCode")?;
@@ -771,6 +787,7 @@ impl<'a> ViewElement<'a> for ApiVersionsResponseView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "ApiVersionsResponse.ErrorCode")?;
         ArrayView::<ApiVersionView<'a>>::read(r, ver, "ApiVersionsResponse.ApiKeys")?;
@@ -865,6 +882,7 @@ impl<'a> ApiVersionView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ApiVersionView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let api_key = r.i16("ApiVersion.ApiKey")?;
@@ -878,6 +896,7 @@ impl<'a> ViewElement<'a> for ApiVersionView<'a> {
         Ok(ApiVersionView { bytes: r.since(start), ver, api_key, min_version, max_version, tagged })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(6, "ApiVersion")?;
         if ver.flexible {
@@ -886,6 +905,7 @@ impl<'a> ViewElement<'a> for ApiVersionView<'a> {
         Ok(())
     }
 
+    #[inline]
     fn fixed_size(ver: Ver) -> Option<usize> {
         if ver.version >= 3 { None } else { Some(6) }
     }
@@ -952,6 +972,7 @@ impl<'a> SupportedFeatureKeyView<'a> {
 }
 
 impl<'a> ViewElement<'a> for SupportedFeatureKeyView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let name = r.str(true, "SupportedFeatureKey.Name")?;
@@ -961,6 +982,7 @@ impl<'a> ViewElement<'a> for SupportedFeatureKeyView<'a> {
         Ok(SupportedFeatureKeyView { bytes: r.since(start), ver, name, min_version, max_version, tagged })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.str_bytes(true, "SupportedFeatureKey.Name")?;
         r.take(4, "SupportedFeatureKey")?;
@@ -1030,6 +1052,7 @@ impl<'a> FinalizedFeatureKeyView<'a> {
 }
 
 impl<'a> ViewElement<'a> for FinalizedFeatureKeyView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let name = r.str(true, "FinalizedFeatureKey.Name")?;
@@ -1046,6 +1069,7 @@ impl<'a> ViewElement<'a> for FinalizedFeatureKeyView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.str_bytes(true, "FinalizedFeatureKey.Name")?;
         r.take(4, "FinalizedFeatureKey")?;

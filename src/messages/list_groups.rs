@@ -63,6 +63,7 @@ impl ListGroupsRequest<'_> {
 }
 
 impl Encode for ListGroupsRequest<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
         if ver.version >= 4 {
@@ -103,6 +104,7 @@ impl Encode for ListGroupsRequest<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 4 {
             codec::write_array(w, Some(self.states_filter.as_slice()), ver);
@@ -180,6 +182,7 @@ impl<'a> ListGroupsRequestView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let states_filter = if ver.version >= 4 {
@@ -200,6 +203,7 @@ impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
         Ok(ListGroupsRequestView { bytes: r.since(start), ver, states_filter, types_filter, tagged })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version >= 4 {
             ArrayView::<&'a str>::read(r, ver, "ListGroupsRequest.StatesFilter")?;
@@ -213,6 +217,7 @@ impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
         Ok(())
     }
 
+    #[inline]
     fn fixed_size(ver: Ver) -> Option<usize> {
         if ver.version >= 3 { None } else { Some(0) }
     }
@@ -350,6 +355,7 @@ impl ListGroupsResponse<'_> {
 }
 
 impl Encode for ListGroupsResponse<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 2;
         if ver.version >= 1 {
@@ -370,6 +376,7 @@ impl Encode for ListGroupsResponse<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 1 {
             w.i32(self.throttle_time_ms);
@@ -383,6 +390,7 @@ impl Encode for ListGroupsResponse<'_> {
 }
 
 impl Encode for ListedGroup<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
         n = wire::add(
@@ -419,6 +427,7 @@ impl Encode for ListedGroup<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, ver.flexible);
         w.str(&self.protocol_type, ver.flexible);
@@ -503,6 +512,7 @@ impl<'a> ListGroupsResponseView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ListGroupsResponseView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let throttle_time_ms = if ver.version >= 1 { r.i32("ListGroupsResponse.ThrottleTimeMs")? } else { 0 };
@@ -523,6 +533,7 @@ impl<'a> ViewElement<'a> for ListGroupsResponseView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(if ver.version >= 1 { 6 } else { 2 }, "ListGroupsResponse")?;
         ArrayView::<ListedGroupView<'a>>::read(r, ver, "ListGroupsResponse.Groups")?;
@@ -617,6 +628,7 @@ impl<'a> ListedGroupView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ListedGroupView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let group_id = r.str(ver.flexible, "ListedGroup.GroupId")?;
@@ -639,6 +651,7 @@ impl<'a> ViewElement<'a> for ListedGroupView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.str_bytes(ver.flexible, "ListedGroup.GroupId")?;
         r.str_bytes(ver.flexible, "ListedGroup.ProtocolType")?;

@@ -133,6 +133,7 @@ impl ListOffsetsRequest<'_> {
 }
 
 impl Encode for ListOffsetsRequest<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 4;
         if ver.version >= 2 {
@@ -161,6 +162,7 @@ impl Encode for ListOffsetsRequest<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.replica_id);
         if ver.version >= 2 {
@@ -177,6 +179,7 @@ impl Encode for ListOffsetsRequest<'_> {
 }
 
 impl Encode for ListOffsetsTopic<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
         n = wire::add(
@@ -199,6 +202,7 @@ impl Encode for ListOffsetsTopic<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         codec::write_array(w, Some(self.partitions.as_slice()), ver);
@@ -209,6 +213,7 @@ impl Encode for ListOffsetsTopic<'_> {
 }
 
 impl Encode for ListOffsetsPartition<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 12;
         if ver.version >= 4 {
@@ -224,6 +229,7 @@ impl Encode for ListOffsetsPartition<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.partition_index);
         if ver.version >= 4 {
@@ -235,6 +241,7 @@ impl Encode for ListOffsetsPartition<'_> {
         }
     }
 
+    #[inline]
     fn fixed_size(ver: Ver) -> Option<usize> {
         if ver.version >= 6 {
             None
@@ -326,6 +333,7 @@ impl<'a> ListOffsetsRequestView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ListOffsetsRequestView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let replica_id = r.i32("ListOffsetsRequest.ReplicaId")?;
@@ -348,6 +356,7 @@ impl<'a> ViewElement<'a> for ListOffsetsRequestView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(if ver.version >= 2 { 5 } else { 4 }, "ListOffsetsRequest")?;
         ArrayView::<ListOffsetsTopicView<'a>>::read(r, ver, "ListOffsetsRequest.Topics")?;
@@ -416,6 +425,7 @@ impl<'a> ListOffsetsTopicView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ListOffsetsTopicView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let name = r.str(ver.flexible, "ListOffsetsTopic.Name")?;
@@ -428,6 +438,7 @@ impl<'a> ViewElement<'a> for ListOffsetsTopicView<'a> {
         Ok(ListOffsetsTopicView { bytes: r.since(start), ver, name, partitions, tagged })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.str_bytes(ver.flexible, "ListOffsetsTopic.Name")?;
         ArrayView::<ListOffsetsPartitionView<'a>>::read(r, ver, "ListOffsetsTopic.Partitions")?;
@@ -495,6 +506,7 @@ impl<'a> ListOffsetsPartitionView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ListOffsetsPartitionView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let partition_index = r.i32("ListOffsetsPartition.PartitionIndex")?;
@@ -516,6 +528,7 @@ impl<'a> ViewElement<'a> for ListOffsetsPartitionView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(if ver.version >= 4 { 16 } else { 12 }, "ListOffsetsPartition")?;
         if ver.flexible {
@@ -524,6 +537,7 @@ impl<'a> ViewElement<'a> for ListOffsetsPartitionView<'a> {
         Ok(())
     }
 
+    #[inline]
     fn fixed_size(ver: Ver) -> Option<usize> {
         if ver.version >= 6 {
             None
@@ -784,6 +798,7 @@ impl ListOffsetsResponse<'_> {
 }
 
 impl Encode for ListOffsetsResponse<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
         if ver.version >= 2 {
@@ -804,6 +819,7 @@ impl Encode for ListOffsetsResponse<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 2 {
             w.i32(self.throttle_time_ms);
@@ -816,6 +832,7 @@ impl Encode for ListOffsetsResponse<'_> {
 }
 
 impl Encode for ListOffsetsTopicResponse<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
         n = wire::add(
@@ -838,6 +855,7 @@ impl Encode for ListOffsetsTopicResponse<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         codec::write_array(w, Some(self.partitions.as_slice()), ver);
@@ -848,6 +866,7 @@ impl Encode for ListOffsetsTopicResponse<'_> {
 }
 
 impl Encode for ListOffsetsPartitionResponse<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 22;
         if ver.version >= 4 {
@@ -868,6 +887,7 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.partition_index);
         w.i16(self.error_code);
@@ -881,6 +901,7 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
         }
     }
 
+    #[inline]
     fn fixed_size(ver: Ver) -> Option<usize> {
         if ver.version >= 6 {
             None
@@ -953,6 +974,7 @@ impl<'a> ListOffsetsResponseView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ListOffsetsResponseView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let throttle_time_ms =
@@ -966,6 +988,7 @@ impl<'a> ViewElement<'a> for ListOffsetsResponseView<'a> {
         Ok(ListOffsetsResponseView { bytes: r.since(start), ver, throttle_time_ms, topics, tagged })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version >= 2 {
             r.take(4, "ListOffsetsResponse.ThrottleTimeMs")?;
@@ -1033,6 +1056,7 @@ impl<'a> ListOffsetsTopicResponseView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ListOffsetsTopicResponseView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let name = r.str(ver.flexible, "ListOffsetsTopicResponse.Name")?;
@@ -1045,6 +1069,7 @@ impl<'a> ViewElement<'a> for ListOffsetsTopicResponseView<'a> {
         Ok(ListOffsetsTopicResponseView { bytes: r.since(start), ver, name, partitions, tagged })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.str_bytes(ver.flexible, "ListOffsetsTopicResponse.Name")?;
         ArrayView::<ListOffsetsPartitionResponseView<'a>>::read(
@@ -1131,6 +1156,7 @@ impl<'a> ListOffsetsPartitionResponseView<'a> {
 }
 
 impl<'a> ViewElement<'a> for ListOffsetsPartitionResponseView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let partition_index = r.i32("ListOffsetsPartitionResponse.PartitionIndex")?;
@@ -1156,6 +1182,7 @@ impl<'a> ViewElement<'a> for ListOffsetsPartitionResponseView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(if ver.version >= 4 { 26 } else { 22 }, "ListOffsetsPartitionResponse")?;
         if ver.flexible {
@@ -1164,6 +1191,7 @@ impl<'a> ViewElement<'a> for ListOffsetsPartitionResponseView<'a> {
         Ok(())
     }
 
+    #[inline]
     fn fixed_size(ver: Ver) -> Option<usize> {
         if ver.version >= 6 {
             None

@@ -101,6 +101,7 @@ impl MetadataRequest<'_> {
 }
 
 impl Encode for MetadataRequest<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
         if self.topics.is_none() && ver.version == 0 {
@@ -145,6 +146,7 @@ impl Encode for MetadataRequest<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         codec::write_array(w, self.topics.as_deref(), ver);
         if ver.version >= 4 {
@@ -163,6 +165,7 @@ impl Encode for MetadataRequest<'_> {
 }
 
 impl Encode for MetadataRequestTopic<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
         if ver.version >= 10 {
@@ -189,6 +192,7 @@ impl Encode for MetadataRequestTopic<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 10 {
             w.uuid(self.topic_id);
@@ -280,6 +284,7 @@ impl<'a> MetadataRequestView<'a> {
 }
 
 impl<'a> ViewElement<'a> for MetadataRequestView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let topics = if ver.version >= 1 {
@@ -315,6 +320,7 @@ impl<'a> ViewElement<'a> for MetadataRequestView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version >= 1 {
             ArrayView::<MetadataRequestTopicView<'a>>::read_nullable(r, ver, "MetadataRequest.Topics")?;
@@ -393,6 +399,7 @@ impl<'a> MetadataRequestTopicView<'a> {
 }
 
 impl<'a> ViewElement<'a> for MetadataRequestTopicView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let topic_id = if ver.version >= 10 { r.uuid("MetadataRequestTopic.TopicId")? } else { Uuid::ZERO };
@@ -409,6 +416,7 @@ impl<'a> ViewElement<'a> for MetadataRequestTopicView<'a> {
         Ok(MetadataRequestTopicView { bytes: r.since(start), ver, topic_id, name, tagged })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version >= 10 {
             r.take(16, "MetadataRequestTopic.TopicId")?;
@@ -727,6 +735,7 @@ impl MetadataResponse<'_> {
 }
 
 impl Encode for MetadataResponse<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 0;
         if ver.version >= 3 {
@@ -776,6 +785,7 @@ impl Encode for MetadataResponse<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 3 {
             w.i32(self.throttle_time_ms);
@@ -801,6 +811,7 @@ impl Encode for MetadataResponse<'_> {
 }
 
 impl Encode for MetadataResponseBroker<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 8;
         n = wire::add(
@@ -828,6 +839,7 @@ impl Encode for MetadataResponseBroker<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.node_id);
         w.str(&self.host, ver.flexible);
@@ -842,6 +854,7 @@ impl Encode for MetadataResponseBroker<'_> {
 }
 
 impl Encode for MetadataResponseTopic<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 2;
         if self.name.is_none() && ver.version <= 11 {
@@ -884,6 +897,7 @@ impl Encode for MetadataResponseTopic<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
         w.nullable_str(self.name.as_deref(), ver.flexible);
@@ -904,6 +918,7 @@ impl Encode for MetadataResponseTopic<'_> {
 }
 
 impl Encode for MetadataResponsePartition<'_> {
+    #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = 10;
         if ver.version >= 7 {
@@ -944,6 +959,7 @@ impl Encode for MetadataResponsePartition<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
         w.i32(self.partition_index);
@@ -1071,6 +1087,7 @@ impl<'a> MetadataResponseView<'a> {
 }
 
 impl<'a> ViewElement<'a> for MetadataResponseView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let throttle_time_ms = if ver.version >= 3 { r.i32("MetadataResponse.ThrottleTimeMs")? } else { 0 };
@@ -1104,6 +1121,7 @@ impl<'a> ViewElement<'a> for MetadataResponseView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version >= 3 {
             r.take(4, "MetadataResponse.ThrottleTimeMs")?;
@@ -1209,6 +1227,7 @@ impl<'a> MetadataResponseBrokerView<'a> {
 }
 
 impl<'a> ViewElement<'a> for MetadataResponseBrokerView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let node_id = r.i32("MetadataResponseBroker.NodeId")?;
@@ -1227,6 +1246,7 @@ impl<'a> ViewElement<'a> for MetadataResponseBrokerView<'a> {
         Ok(MetadataResponseBrokerView { bytes: r.since(start), ver, node_id, host, port, rack, tagged })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "MetadataResponseBroker.NodeId")?;
         r.str_bytes(ver.flexible, "MetadataResponseBroker.Host")?;
@@ -1329,6 +1349,7 @@ impl<'a> MetadataResponseTopicView<'a> {
 }
 
 impl<'a> ViewElement<'a> for MetadataResponseTopicView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let error_code = r.i16("MetadataResponseTopic.ErrorCode")?;
@@ -1363,6 +1384,7 @@ impl<'a> ViewElement<'a> for MetadataResponseTopicView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "MetadataResponseTopic.ErrorCode")?;
         if ver.version >= 12 {
@@ -1479,6 +1501,7 @@ impl<'a> MetadataResponsePartitionView<'a> {
 }
 
 impl<'a> ViewElement<'a> for MetadataResponsePartitionView<'a> {
+    #[inline]
     fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let start = r.pos();
         let error_code = r.i16("MetadataResponsePartition.ErrorCode")?;
@@ -1512,6 +1535,7 @@ impl<'a> ViewElement<'a> for MetadataResponsePartitionView<'a> {
         })
     }
 
+    #[inline]
     fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(if ver.version >= 7 { 14 } else { 10 }, "MetadataResponsePartition")?;
         ArrayView::<i32>::read(r, ver, "MetadataResponsePartition.ReplicaNodes")?;

@@ -244,6 +244,15 @@ impl AnyBody for RequestBody<'_> {
             Self::ApiVersions(b) => b.encode(version, buf),
         }
     }
+
+    fn write_sized(&self, version: i16, out: &mut [u8]) {
+        match self {
+            Self::ListOffsets(b) => b.write_sized(version, out),
+            Self::Metadata(b) => b.write_sized(version, out),
+            Self::ListGroups(b) => b.write_sized(version, out),
+            Self::ApiVersions(b) => b.write_sized(version, out),
+        }
+    }
 }
 
 #[cfg(feature = "alloc")]
@@ -375,6 +384,15 @@ impl AnyBody for ResponseBody<'_> {
             Self::Metadata(b) => b.encode(version, buf),
             Self::ListGroups(b) => b.encode(version, buf),
             Self::ApiVersions(b) => b.encode(version, buf),
+        }
+    }
+
+    fn write_sized(&self, version: i16, out: &mut [u8]) {
+        match self {
+            Self::ListOffsets(b) => b.write_sized(version, out),
+            Self::Metadata(b) => b.write_sized(version, out),
+            Self::ListGroups(b) => b.write_sized(version, out),
+            Self::ApiVersions(b) => b.write_sized(version, out),
         }
     }
 }

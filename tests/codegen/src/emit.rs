@@ -358,6 +358,7 @@ impl Gen<'_> {
         self.line(format!("impl Encode for {}{lt} {{", s.name));
 
         // size
+        self.line("    #[inline]");
         let fn_start = self.out.len();
         self.line("    fn size(&self, VER: Ver, _: &'static str) -> Result<usize, EncodeError> {");
         let mut body = String::new();
@@ -452,6 +453,7 @@ impl Gen<'_> {
         self.name_ver_param(fn_start);
 
         // write
+        self.line("    #[inline]");
         let fn_start = self.out.len();
         self.line("    fn write(&self, w: &mut Writer<'_>, VER: Ver) {");
         for field in &s.fields {
@@ -499,7 +501,7 @@ impl Gen<'_> {
         // fixed size
         let expr = by_version(s.versions, V, |v| self.encode_fixed_size(s, v), show_opt);
         if expr != "None" {
-            self.line(format!("\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"));
+            self.line(format!("\n    #[inline]\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"));
         }
         self.line("}\n");
     }
@@ -761,6 +763,7 @@ impl Gen<'_> {
         let tagged = self.tagged_fields(s);
         self.line(format!("impl<'a> ViewElement<'a> for {n}View<'a> {{"));
         // read
+        self.line("    #[inline]");
         self.line(
             "    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {",
         );
@@ -804,6 +807,7 @@ impl Gen<'_> {
         self.line("        })\n    }\n");
 
         // skip
+        self.line("    #[inline]");
         let fn_start = self.out.len();
         self.line("    fn skip(r: &mut Reader<'a>, VER: Ver, _: &'static str) -> Result<(), DecodeError> {");
         let mut run: Vec<F> = Vec::new();
@@ -846,7 +850,7 @@ impl Gen<'_> {
         self.name_ver_param(fn_start);
         let expr = by_version(s.versions, V, |v| self.view_fixed_size(s, v), show_opt);
         if expr != "None" {
-            self.line(format!("\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"));
+            self.line(format!("\n    #[inline]\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"));
         }
         self.line("}\n");
     }
@@ -1480,6 +1484,11 @@ pub fn messages_mod(apis: &[Api]) -> String {
         o.push_str("    fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {\n        match self {\n");
         for a in apis {
             writeln!(o, "            Self::{n}(b) => b.encode(version, buf),", n = a.name).unwrap();
+        }
+        o.push_str("        }\n    }\n\n");
+        o.push_str("    fn write_sized(&self, version: i16, out: &mut [u8]) {\n        match self {\n");
+        for a in apis {
+            writeln!(o, "            Self::{n}(b) => b.write_sized(version, out),", n = a.name).unwrap();
         }
         o.push_str("        }\n    }\n}\n\n");
         o.push_str("#[cfg(feature = \"alloc\")]\n");
