@@ -1,5 +1,6 @@
 //! kwire held against an independent implementation of the protocol, the `kafka-protocol`
-//! crate, over every version of the six messages.
+//! crate, over every version of the eight messages (ApiVersions, ListGroups, ListOffsets
+//! and Metadata, requests and responses).
 //!
 //! For many generated values per version (seeded xorshift + `arbitrary`, as in
 //! `tests/roundtrip.rs`): kwire's bytes decode in kafka-protocol to the same value;
@@ -319,6 +320,122 @@ impl Mapping for ListOffsetsResponse<'_> {
     }
 }
 
+impl Mapping for MetadataRequest<'_> {
+    type Kp = kp::MetadataRequest;
+    fn to_kp(&self) -> Self::Kp {
+        kp::MetadataRequest::default()
+            .with_topics(self.topics.as_ref().map(|topics| {
+                list(topics, |t| {
+                    kp::metadata_request::MetadataRequestTopic::default()
+                        .with_topic_id(uuid::Uuid::from_bytes(t.topic_id.0))
+                        .with_name(t.name.as_ref().map(|n| TopicName(s_to_kp(n))))
+                        .with_unknown_tagged_fields(tags_to_kp(&t.unknown_tagged_fields))
+                })
+            }))
+            .with_allow_auto_topic_creation(self.allow_auto_topic_creation)
+            .with_include_cluster_authorized_operations(self.include_cluster_authorized_operations)
+            .with_include_topic_authorized_operations(self.include_topic_authorized_operations)
+            .with_unknown_tagged_fields(tags_to_kp(&self.unknown_tagged_fields))
+    }
+    fn from_kp(k: &Self::Kp) -> Self {
+        MetadataRequest {
+            topics: k.topics.as_ref().map(|topics| {
+                list_from(topics, |t| metadata::MetadataRequestTopic {
+                    topic_id: kwire::Uuid(*t.topic_id.as_bytes()),
+                    name: t.name.as_ref().map(|n| s_from_kp(&n.0)),
+                    unknown_tagged_fields: tags_from_kp(&t.unknown_tagged_fields),
+                })
+            }),
+            allow_auto_topic_creation: k.allow_auto_topic_creation,
+            include_cluster_authorized_operations: k.include_cluster_authorized_operations,
+            include_topic_authorized_operations: k.include_topic_authorized_operations,
+            unknown_tagged_fields: tags_from_kp(&k.unknown_tagged_fields),
+        }
+    }
+}
+
+impl Mapping for MetadataResponse<'_> {
+    type Kp = kp::MetadataResponse;
+    fn to_kp(&self) -> Self::Kp {
+        use kp::metadata_response::{
+            MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+        };
+        let ids = |v: &[i32]| list(v, |n| BrokerId(*n));
+        kp::MetadataResponse::default()
+            .with_throttle_time_ms(self.throttle_time_ms)
+            .with_brokers(list(&self.brokers, |b| {
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(b.node_id))
+                    .with_host(s_to_kp(&b.host))
+                    .with_port(b.port)
+                    .with_rack(b.rack.as_ref().map(s_to_kp))
+                    .with_unknown_tagged_fields(tags_to_kp(&b.unknown_tagged_fields))
+            }))
+            .with_cluster_id(self.cluster_id.as_ref().map(s_to_kp))
+            .with_controller_id(BrokerId(self.controller_id))
+            .with_topics(list(&self.topics, |t| {
+                MetadataResponseTopic::default()
+                    .with_error_code(t.error_code)
+                    .with_name(t.name.as_ref().map(|n| TopicName(s_to_kp(n))))
+                    .with_topic_id(uuid::Uuid::from_bytes(t.topic_id.0))
+                    .with_is_internal(t.is_internal)
+                    .with_partitions(list(&t.partitions, |p| {
+                        MetadataResponsePartition::default()
+                            .with_error_code(p.error_code)
+                            .with_partition_index(p.partition_index)
+                            .with_leader_id(BrokerId(p.leader_id))
+                            .with_leader_epoch(p.leader_epoch)
+                            .with_replica_nodes(ids(&p.replica_nodes))
+                            .with_isr_nodes(ids(&p.isr_nodes))
+                            .with_offline_replicas(ids(&p.offline_replicas))
+                            .with_unknown_tagged_fields(tags_to_kp(&p.unknown_tagged_fields))
+                    }))
+                    .with_topic_authorized_operations(t.topic_authorized_operations)
+                    .with_unknown_tagged_fields(tags_to_kp(&t.unknown_tagged_fields))
+            }))
+            .with_cluster_authorized_operations(self.cluster_authorized_operations)
+            .with_error_code(self.error_code)
+            .with_unknown_tagged_fields(tags_to_kp(&self.unknown_tagged_fields))
+    }
+    fn from_kp(k: &Self::Kp) -> Self {
+        use metadata::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+        let ids = |v: &[BrokerId]| list_from(v, |n| n.0);
+        MetadataResponse {
+            throttle_time_ms: k.throttle_time_ms,
+            brokers: list_from(&k.brokers, |b| MetadataResponseBroker {
+                node_id: b.node_id.0,
+                host: s_from_kp(&b.host),
+                port: b.port,
+                rack: b.rack.as_ref().map(s_from_kp),
+                unknown_tagged_fields: tags_from_kp(&b.unknown_tagged_fields),
+            }),
+            cluster_id: k.cluster_id.as_ref().map(s_from_kp),
+            controller_id: k.controller_id.0,
+            topics: list_from(&k.topics, |t| MetadataResponseTopic {
+                error_code: t.error_code,
+                name: t.name.as_ref().map(|n| s_from_kp(&n.0)),
+                topic_id: kwire::Uuid(*t.topic_id.as_bytes()),
+                is_internal: t.is_internal,
+                partitions: list_from(&t.partitions, |p| MetadataResponsePartition {
+                    error_code: p.error_code,
+                    partition_index: p.partition_index,
+                    leader_id: p.leader_id.0,
+                    leader_epoch: p.leader_epoch,
+                    replica_nodes: ids(&p.replica_nodes),
+                    isr_nodes: ids(&p.isr_nodes),
+                    offline_replicas: ids(&p.offline_replicas),
+                    unknown_tagged_fields: tags_from_kp(&p.unknown_tagged_fields),
+                }),
+                topic_authorized_operations: t.topic_authorized_operations,
+                unknown_tagged_fields: tags_from_kp(&t.unknown_tagged_fields),
+            }),
+            cluster_authorized_operations: k.cluster_authorized_operations,
+            error_code: k.error_code,
+            unknown_tagged_fields: tags_from_kp(&k.unknown_tagged_fields),
+        }
+    }
+}
+
 // ------------------------------------------------------------------ the comparison
 
 fn kp_encode<K: Encodable>(k: &K, version: i16) -> anyhow_free::Result<Vec<u8>> {
@@ -359,6 +476,8 @@ mod anyhow_free {
 /// those with a tag of 2^31 or more cannot be held in kafka-protocol at all.
 trait FixTags {
     fn fix_tags(&mut self);
+    /// Replaces nulls the version cannot carry (kwire refuses them when encoding).
+    fn fix_nulls(&mut self, _version: i16) {}
 }
 
 fn owned<'v, T: Clone>(list: &'v mut List<'_, T>) -> &'v mut Vec<T> {
@@ -429,6 +548,45 @@ impl FixTags for ListOffsetsResponse<'_> {
     }
 }
 
+impl FixTags for MetadataRequest<'_> {
+    fn fix_tags(&mut self) {
+        fix(&mut self.unknown_tagged_fields, &[]);
+        if let Some(topics) = self.topics.as_mut() {
+            owned(topics).iter_mut().for_each(|t| fix(&mut t.unknown_tagged_fields, &[]));
+        }
+    }
+    fn fix_nulls(&mut self, version: i16) {
+        if version < 1 && self.topics.is_none() {
+            self.topics = Some(List::Borrowed(&[]));
+        }
+        if let Some(topics) = self.topics.as_mut() {
+            for t in owned(topics) {
+                if version < 10 && t.name.is_none() {
+                    t.name = Some(Str::Borrowed(""));
+                }
+            }
+        }
+    }
+}
+
+impl FixTags for MetadataResponse<'_> {
+    fn fix_tags(&mut self) {
+        fix(&mut self.unknown_tagged_fields, &[]);
+        owned(&mut self.brokers).iter_mut().for_each(|b| fix(&mut b.unknown_tagged_fields, &[]));
+        for t in owned(&mut self.topics) {
+            fix(&mut t.unknown_tagged_fields, &[]);
+            owned(&mut t.partitions).iter_mut().for_each(|p| fix(&mut p.unknown_tagged_fields, &[]));
+        }
+    }
+    fn fix_nulls(&mut self, version: i16) {
+        for t in owned(&mut self.topics) {
+            if version < 12 && t.name.is_none() {
+                t.name = Some(Str::Borrowed(""));
+            }
+        }
+    }
+}
+
 struct Tally {
     compared: usize,
     refused: usize,
@@ -448,6 +606,7 @@ macro_rules! oracle_test {
                     let Ok(generated) = $ty::arbitrary(&mut Unstructured::new(&data)) else { continue };
                     let mut value = generated.as_version(ver);
                     value.fix_tags();
+                    value.fix_nulls(version);
                     compare(
                         &value,
                         version,
@@ -506,6 +665,8 @@ oracle_test!(list_groups_request, ListGroupsRequest, ListGroupsRequestView, 0x0a
 oracle_test!(list_groups_response, ListGroupsResponse, ListGroupsResponseView, 0x0a4);
 oracle_test!(list_offsets_request, ListOffsetsRequest, ListOffsetsRequestView, 0x0a5);
 oracle_test!(list_offsets_response, ListOffsetsResponse, ListOffsetsResponseView, 0x0a6);
+oracle_test!(metadata_request, MetadataRequest, MetadataRequestView, 0x0a7);
+oracle_test!(metadata_response, MetadataResponse, MetadataResponseView, 0x0a8);
 
 // ------------------------------------------------------------------ shared vectors
 
@@ -542,7 +703,9 @@ try_from_bytes!(
     ListGroupsRequest,
     ListGroupsResponse,
     ListOffsetsRequest,
-    ListOffsetsResponse
+    ListOffsetsResponse,
+    MetadataRequest,
+    MetadataResponse
 );
 
 fn request_vector(name: &str, bytes: &[u8]) {
@@ -552,6 +715,7 @@ fn request_vector(name: &str, bytes: &[u8]) {
         ApiKey::ApiVersions => vector_body::<ApiVersionsRequest>(body, version, name),
         ApiKey::ListGroups => vector_body::<ListGroupsRequest>(body, version, name),
         ApiKey::ListOffsets => vector_body::<ListOffsetsRequest>(body, version, name),
+        ApiKey::Metadata => vector_body::<MetadataRequest>(body, version, name),
         _ => unreachable!(),
     }
 }
@@ -563,6 +727,7 @@ fn response_vector(name: &str, bytes: &[u8], key: ApiKey, version: i16) {
         ApiKey::ApiVersions => vector_body::<ApiVersionsResponse>(body, version, name),
         ApiKey::ListGroups => vector_body::<ListGroupsResponse>(body, version, name),
         ApiKey::ListOffsets => vector_body::<ListOffsetsResponse>(body, version, name),
+        ApiKey::Metadata => vector_body::<MetadataResponse>(body, version, name),
         _ => unreachable!(),
     }
 }
@@ -571,10 +736,11 @@ fn response_vector(name: &str, bytes: &[u8], key: ApiKey, version: i16) {
 fn shared_vectors_decode_alike() {
     let mut checked = 0;
     for (name, path) in common::hex_files("clients/requests") {
-        let key = ["apiversions", "listgroups", "listoffsets"].iter().position(|a| name.contains(a));
-        let Some(key) = key.map(|i| [ApiKey::ApiVersions, ApiKey::ListGroups, ApiKey::ListOffsets][i]) else {
-            continue;
-        };
+        let key =
+            ["apiversions", "listgroups", "listoffsets", "metadata"].iter().position(|a| name.contains(a));
+        let key =
+            key.map(|i| [ApiKey::ApiVersions, ApiKey::ListGroups, ApiKey::ListOffsets, ApiKey::Metadata][i]);
+        let key = key.unwrap_or_else(|| panic!("{name}: an API kwire does not support"));
         request_vector(&name, &common::vector(&path));
         let version: i16 = name.split("_v").nth(1).unwrap().split('_').next().unwrap().parse().unwrap();
         let version = if name.ends_with("_rejected") { 0 } else { version };
@@ -598,7 +764,7 @@ fn shared_vectors_decode_alike() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 63 + 6);
+    assert_eq!(checked, 68 + 6);
 }
 
 // ------------------------------------------------------------------ disagreements
