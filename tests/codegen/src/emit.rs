@@ -501,7 +501,9 @@ impl Gen<'_> {
         // fixed size
         let expr = by_version(s.versions, V, |v| self.encode_fixed_size(s, v), show_opt);
         if expr != "None" {
-            self.line(format!("\n    #[inline]\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"));
+            self.line(format!(
+                "\n    #[inline]\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"
+            ));
         }
         self.line("}\n");
     }
@@ -850,7 +852,9 @@ impl Gen<'_> {
         self.name_ver_param(fn_start);
         let expr = by_version(s.versions, V, |v| self.view_fixed_size(s, v), show_opt);
         if expr != "None" {
-            self.line(format!("\n    #[inline]\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"));
+            self.line(format!(
+                "\n    #[inline]\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"
+            ));
         }
         self.line("}\n");
     }
