@@ -9,7 +9,8 @@
 //! stays within a small multiple of the input.
 //!
 //! The bodies are built here from a small description of each message's layout, written
-//! from the schemas independently of the generated code.
+//! from the schemas independently of the generated code. None of the six messages has a
+//! `bytes` field; the raw bytes of tagged fields are covered by the tagged-section cases.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -619,7 +620,7 @@ fn hostile_prefix_at_every_position() {
             }
         }
     }
-    assert!(checked > 700, "only {checked} cases");
+    assert!(checked > 1000, "only {checked} cases");
 }
 
 #[test]

@@ -990,6 +990,9 @@ fn read_arbitrary(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                     None if at.len() >= 5 => assert_eq!(got.map_err(|e| e.kind()), Err(K::VarintTooLong)),
                     None => assert!(matches!(got.map_err(|e| e.kind()), Err(K::Truncated { .. }))),
                 }
+                if got.is_err() {
+                    assert_eq!(r.pos(), before, "a failed varint leaves the reader where it was");
+                }
                 got.is_ok()
             }
             1 => {
