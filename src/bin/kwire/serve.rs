@@ -157,6 +157,14 @@ fn serve_connection(
     // Trailing bytes after a request body are logged once per connection (always when
     // verbose).
     let mut warned_trailing = false;
+    // Answers to the frames of one read go out in one write: a client that pipelines gets
+    // them together, and the server makes one system call instead of one per request.
+    let mut pending: Vec<u8> = Vec::new();
+    let flush = |stream: &mut TcpStream, pending: &mut Vec<u8>| {
+        let result = stream.write_all(pending);
+        pending.clear();
+        result
+    };
     loop {
         // Answer every complete frame already buffered, in order.
         loop {
@@ -183,11 +191,17 @@ fn serve_connection(
                                 ));
                                 warned_trailing = true;
                             }
-                            if let Err(e) = stream.write_all(&handler.output()[..n]) {
-                                return format!("write failed: {e}");
+                            pending.extend_from_slice(&handler.output()[..n]);
+                            if pending.len() >= 256 * 1024 {
+                                if let Err(e) = flush(&mut stream, &mut pending) {
+                                    return format!("write failed: {e}");
+                                }
                             }
                         }
-                        Outcome::Close(why) => return why,
+                        Outcome::Close(why) => {
+                            let _ = flush(&mut stream, &mut pending);
+                            return why;
+                        }
                     }
                     start += consumed;
                 }
@@ -199,9 +213,15 @@ fn serve_connection(
                     if end + needed > buf.len() {
                         buf.resize(end + needed, 0);
                     }
+                    if let Err(e) = flush(&mut stream, &mut pending) {
+                        return format!("write failed: {e}");
+                    }
                     break;
                 }
-                Err(e) => return format!("refused: {e}"),
+                Err(e) => {
+                    let _ = flush(&mut stream, &mut pending);
+                    return format!("refused: {e}");
+                }
             }
         }
         match stream.read(&mut buf[end..]) {
