@@ -26,42 +26,10 @@ use kwire::{DecodeErrorKind, List, RawTaggedField, Str};
 
 mod common;
 
+use common::XorShift;
+
 /// Values per version.
 const CASES: usize = 150;
-
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn bytes(&mut self, max: usize) -> Vec<u8> {
-        let len = (self.next() as usize) % max;
-        (0..len).map(|_| self.next() as u8).collect()
-    }
-    /// Bytes that are valid UTF-8 throughout. `arbitrary` takes the valid prefix of the
-    /// bytes for a string and leaves the first invalid byte in place, so with raw random
-    /// bytes every string after the first in a struct tends to come out empty.
-    fn text(&mut self, max: usize) -> Vec<u8> {
-        let len = (self.next() as usize) % max;
-        let mut out = Vec::with_capacity(len + 2);
-        while out.len() < len {
-            match self.next() % 16 {
-                0 => out.extend_from_slice("é".as_bytes()),
-                1 => out.extend_from_slice("€".as_bytes()),
-                r => out.push((r as u8 * 8 + (self.next() as u8 % 8)) & 0x7f),
-            }
-        }
-        out
-    }
-    /// Half the values from raw bytes, half from text.
-    fn input(&mut self, max: usize) -> Vec<u8> {
-        if self.next().is_multiple_of(2) { self.bytes(max) } else { self.text(max) }
-    }
-}
 
 // ------------------------------------------------------------------ the mapping
 

@@ -7,27 +7,15 @@
 //! refused with `BufferTooSmall`; and both decoders read back the value as that version
 //! carries it (`AsVersion`: fields the version lacks at their defaults).
 
+mod common;
+
 use arbitrary::{Arbitrary, Unstructured};
+use common::XorShift;
 use kwire::codec::{AsVersion, Body};
 use kwire::messages::*;
 use kwire::{EncodeError, Ver};
 
 const CASES: usize = 400;
-
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn bytes(&mut self, max: usize) -> Vec<u8> {
-        let len = (self.next() as usize) % max;
-        (0..len).map(|_| self.next() as u8).collect()
-    }
-}
 
 fn documented(e: &EncodeError) -> bool {
     matches!(

@@ -42,3 +42,40 @@ pub fn unframe(frame: &[u8]) -> &[u8] {
     assert_eq!(size as usize, frame.len() - 4, "size prefix");
     &frame[4..]
 }
+
+/// A small seeded random stream for generated test values (xorshift64).
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Up to `max` random bytes.
+    pub fn bytes(&mut self, max: usize) -> Vec<u8> {
+        let len = (self.next() as usize) % max;
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+    /// Bytes that are valid UTF-8 throughout. `arbitrary` takes the valid prefix of the
+    /// bytes for a string and leaves the first invalid byte in place, so with raw random
+    /// bytes every string after the first in a struct tends to come out empty.
+    pub fn text(&mut self, max: usize) -> Vec<u8> {
+        let len = (self.next() as usize) % max;
+        let mut out = Vec::with_capacity(len + 2);
+        while out.len() < len {
+            match self.next() % 16 {
+                0 => out.extend_from_slice("é".as_bytes()),
+                1 => out.extend_from_slice("€".as_bytes()),
+                r => out.push((r as u8 * 8 + (self.next() as u8 % 8)) & 0x7f),
+            }
+        }
+        out
+    }
+    /// Half the values from raw bytes, half from text.
+    pub fn input(&mut self, max: usize) -> Vec<u8> {
+        if self.next().is_multiple_of(2) { self.bytes(max) } else { self.text(max) }
+    }
+}

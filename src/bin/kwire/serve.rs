@@ -192,10 +192,10 @@ fn serve_connection(
                                 warned_trailing = true;
                             }
                             pending.extend_from_slice(&handler.output()[..n]);
-                            if pending.len() >= 256 * 1024 {
-                                if let Err(e) = flush(&mut stream, &mut pending) {
-                                    return format!("write failed: {e}");
-                                }
+                            if pending.len() >= 256 * 1024
+                                && let Err(e) = flush(&mut stream, &mut pending)
+                            {
+                                return format!("write failed: {e}");
                             }
                         }
                         Outcome::Close(why) => {
