@@ -211,7 +211,9 @@ impl<'a> Reader<'a> {
                 return Ok(value);
             }
         }
-        unreachable_varint(self, start, field)
+        // Not reached: the fifth byte either ended the varint or was refused above.
+        self.pos = start;
+        Err(self.error(DecodeErrorKind::VarintTooLong, field))
     }
 
     /// Reads an unsigned varlong of at most 64 bits (at most ten bytes).
@@ -514,13 +516,6 @@ impl<'a> Reader<'a> {
         }
         Ok(TaggedSection { bytes: self.since(start), count })
     }
-}
-
-#[cold]
-fn unreachable_varint(r: &mut Reader<'_>, start: usize, field: &'static str) -> Result<u32, DecodeError> {
-    let err = r.error(DecodeErrorKind::VarintTooLong, field);
-    r.pos = start;
-    Err(err)
 }
 
 /// Checks UTF-8, reporting an error at `offset` (where the string's prefix starts).
