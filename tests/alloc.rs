@@ -150,14 +150,7 @@ fn frames() -> Vec<Frame> {
         for (name, path) in hex_files(dir) {
             let bytes = vector(&path);
             let request = name.contains("request");
-            let key = if name.starts_with("apiversions") {
-                ApiKey::ApiVersions
-            } else if name.starts_with("listgroups") {
-                ApiKey::ListGroups
-            } else {
-                ApiKey::ListOffsets
-            };
-            let version = name.split("_v").nth(1).unwrap().split('_').next().unwrap().parse().unwrap();
+            let (key, version) = common::api_and_version(&name);
             out.push(Frame { name, bytes, request, key, version });
         }
     }

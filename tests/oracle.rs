@@ -717,17 +717,10 @@ fn shared_vectors_decode_alike() {
     }
     for (name, path) in common::hex_files("bench") {
         let bytes = common::vector(&path);
-        let version: i16 = name.split("_v").nth(1).unwrap().split('_').next().unwrap().parse().unwrap();
         if name.contains("request") {
             request_vector(&name, &bytes);
         } else {
-            let key = if name.starts_with("apiversions") {
-                ApiKey::ApiVersions
-            } else if name.starts_with("listgroups") {
-                ApiKey::ListGroups
-            } else {
-                ApiKey::ListOffsets
-            };
+            let (key, version) = common::api_and_version(&name);
             response_vector(&name, &bytes, key, version);
         }
         checked += 1;

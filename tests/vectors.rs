@@ -101,14 +101,7 @@ fn bench_frames() {
         if name.contains("request") {
             check_request(&name, &bytes);
         } else {
-            let key = if name.starts_with("apiversions") {
-                ApiKey::ApiVersions
-            } else if name.starts_with("listgroups") {
-                ApiKey::ListGroups
-            } else {
-                ApiKey::ListOffsets
-            };
-            let version: i16 = name.split("_v").nth(1).unwrap().split('_').next().unwrap().parse().unwrap();
+            let (key, version) = common::api_and_version(&name);
             check_response(&name, &bytes, key, version);
         }
         checked += 1;

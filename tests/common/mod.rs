@@ -79,3 +79,15 @@ impl XorShift {
         if self.next().is_multiple_of(2) { self.bytes(max) } else { self.text(max) }
     }
 }
+
+/// The API and version a vector's file name says (`listoffsets_v10_request_10x100`): the
+/// name starts with the API in lower case, and `_vN_` gives the version.
+pub fn api_and_version(name: &str) -> (kwire::ApiKey, i16) {
+    let key = kwire::ApiKey::ALL
+        .iter()
+        .copied()
+        .find(|k| name.starts_with(&k.name().to_ascii_lowercase()))
+        .unwrap_or_else(|| panic!("{name}: no API in the name"));
+    let version = name.split("_v").nth(1).and_then(|v| v.split('_').next()).and_then(|v| v.parse().ok());
+    (key, version.unwrap_or_else(|| panic!("{name}: no version in the name")))
+}
