@@ -24,7 +24,7 @@
 //! ```
 
 use crate::encode::AnyBody;
-use crate::error::EncodeError;
+use crate::error::{DecodeError, EncodeError};
 use crate::frame::{FrameError, RequestHeader, RequestHeaderView, ResponseHeaderView};
 use crate::messages::{ApiKey, RequestBodyView, ResponseBodyView};
 use crate::wire::Writer;
@@ -50,6 +50,22 @@ pub struct Response<'a> {
 /// Parses a request frame (without its size prefix) into its header and body view.
 /// Offsets in errors count from the start of `frame`.
 pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
+    parse_request_with(frame, RequestBodyView::new)
+}
+
+/// [`parse_request`] as Apache Kafka's broker reads requests: bytes after the body are
+/// ignored (librdkafka 2.16 sends three after the body of its all-topics Metadata v9+
+/// requests). Returns the request and the number of bytes ignored.
+pub fn parse_request_lenient(frame: &[u8]) -> Result<(Request<'_>, usize), FrameError> {
+    let request = parse_request_with(frame, RequestBodyView::new_prefix)?;
+    let ignored = frame.len() - request.header.as_bytes().len() - request.body.as_bytes().len();
+    Ok((request, ignored))
+}
+
+fn parse_request_with<'a>(
+    frame: &'a [u8],
+    body_view: impl FnOnce(&'a [u8], ApiKey, i16) -> Result<RequestBodyView<'a>, DecodeError>,
+) -> Result<Request<'a>, FrameError> {
     let (api_key, api_version, correlation_id) = RequestHeaderView::peek(frame)?;
     let Some(key) = ApiKey::from_i16(api_key) else {
         return Err(FrameError::UnsupportedApiKey { api_key, api_version, correlation_id });
@@ -59,7 +75,7 @@ pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
     }
     let (header, at) = RequestHeaderView::parse(frame, key.request_header_version(api_version))?;
     let body = frame.get(at..).unwrap_or_default();
-    let body = RequestBodyView::new(body, key, api_version).map_err(|e| e.shifted(at))?;
+    let body = body_view(body, key, api_version).map_err(|e| e.shifted(at))?;
     Ok(Request { header, body })
 }
 
@@ -67,7 +83,11 @@ pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
 /// `api_version`; responses do not say what they answer.
 pub fn parse_response(frame: &[u8], api_key: ApiKey, api_version: i16) -> Result<Response<'_>, FrameError> {
     if !api_key.response_versions().contains(api_version) {
-        return Err(FrameError::UnsupportedVersion { api_key: api_key.key(), api_version, correlation_id: -1 });
+        return Err(FrameError::UnsupportedVersion {
+            api_key: api_key.key(),
+            api_version,
+            correlation_id: -1,
+        });
     }
     let (header, at) = ResponseHeaderView::parse(frame, api_key.response_header_version(api_version))?;
     let body = frame.get(at..).unwrap_or_default();
@@ -77,7 +97,8 @@ pub fn parse_response(frame: &[u8], api_key: ApiKey, api_version: i16) -> Result
 
 fn key_of(body: &impl AnyBody) -> Result<ApiKey, EncodeError> {
     // Every body type this crate defines has an API key in the table.
-    ApiKey::from_i16(body.api_key()).ok_or(EncodeError::UnsupportedVersion { message: "unknown API", version: -1 })
+    ApiKey::from_i16(body.api_key())
+        .ok_or(EncodeError::UnsupportedVersion { message: "unknown API", version: -1 })
 }
 
 fn frame_size(header_len: usize, body_len: usize) -> Result<usize, EncodeError> {
@@ -86,7 +107,11 @@ fn frame_size(header_len: usize, body_len: usize) -> Result<usize, EncodeError> 
 }
 
 /// The exact size of a whole request frame: size prefix, header, body.
-pub fn request_len(body: &impl AnyBody, version: i16, header: &RequestHeader<'_>) -> Result<usize, EncodeError> {
+pub fn request_len(
+    body: &impl AnyBody,
+    version: i16,
+    header: &RequestHeader<'_>,
+) -> Result<usize, EncodeError> {
     let header_version = key_of(body)?.request_header_version(version);
     frame_size(header.encoded_len(header_version)?, body.encoded_len(version)?)
 }

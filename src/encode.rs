@@ -136,7 +136,11 @@ pub(crate) fn write_checked<T: Encode + ?Sized>(
 
 /// Size of an array with its count prefix (`None` = null).
 #[inline]
-pub(crate) fn array_size<T: Encode>(items: Option<&[T]>, ver: Ver, field: &'static str) -> Result<usize, EncodeError> {
+pub(crate) fn array_size<T: Encode>(
+    items: Option<&[T]>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<usize, EncodeError> {
     let Some(items) = items else {
         return Ok(wire::null_size(ver.flexible, true));
     };

@@ -93,7 +93,10 @@ impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FrameError::UnsupportedApiKey { api_key, api_version, correlation_id } => {
-                write!(f, "unsupported API key {api_key} (version {api_version}, correlation id {correlation_id})")
+                write!(
+                    f,
+                    "unsupported API key {api_key} (version {api_version}, correlation id {correlation_id})"
+                )
             }
             FrameError::UnsupportedVersion { api_key, api_version, correlation_id } => write!(
                 f,
@@ -163,8 +166,15 @@ impl<'a> RequestHeaderView<'a> {
         } else {
             TaggedSection::EMPTY
         };
-        let header =
-            RequestHeaderView { bytes: r.since(0), api_key, api_version, correlation_id, client_id, version, tagged };
+        let header = RequestHeaderView {
+            bytes: r.since(0),
+            api_key,
+            api_version,
+            correlation_id,
+            client_id,
+            version,
+            tagged,
+        };
         Ok((header, r.pos()))
     }
 

@@ -235,9 +235,10 @@ impl<'a> Src<'a> {
     }
 }
 
-/// Checks `bytes` as a whole body of `B` at `version` with `check`, which returns the
-/// offsets the body's view keeps: the version must exist, every byte must be valid, and
-/// every byte must belong to the body.
+/// Checks the front of `bytes` as a body of `B` at `version` with `check`, which returns
+/// the offsets the body's view keeps. Returns the body's bytes (the version must exist and
+/// every byte must be valid), its version, the offsets and its length; bytes after it are
+/// the caller's to judge (see [`no_trailing`]).
 #[inline]
 pub(crate) fn check_body<'a, B: crate::encode::Body, const K: usize>(
     bytes: &'a [u8],
@@ -249,8 +250,17 @@ pub(crate) fn check_body<'a, B: crate::encode::Body, const K: usize>(
     };
     let (src, mut r) = Src::begin(bytes);
     let at = check(&mut r, ver)?;
-    r.finish(B::NAME)?;
-    Ok((src, Ver { uniform: r.uniform(), ..ver }, at))
+    Ok((src.sub(0, r.pos()), Ver { uniform: r.uniform(), ..ver }, at))
+}
+
+/// Fails with [`crate::DecodeErrorKind::TrailingBytes`] unless a body of `used` bytes
+/// took all of `bytes`.
+#[inline]
+pub(crate) fn no_trailing(bytes: &[u8], used: usize, name: &'static str) -> Result<(), DecodeError> {
+    match bytes.len() - used.min(bytes.len()) {
+        0 => Ok(()),
+        n => Err(DecodeError::new(crate::error::DecodeErrorKind::TrailingBytes(n as u32), used, name)),
+    }
 }
 
 /// How the elements of an array are laid out in one version.

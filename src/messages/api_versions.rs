@@ -132,6 +132,14 @@ pub struct ApiVersionsRequestView<'a> {
 impl<'a> ApiVersionsRequestView<'a> {
     /// Checks `bytes` as a ApiVersionsRequest body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ApiVersionsRequest")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
         let (src, ver, at) = view::check_body::<ApiVersionsRequest, 2>(bytes, version, Self::checked)?;
         Ok(Self { src, ver, at })
     }
@@ -581,6 +589,14 @@ pub struct ApiVersionsResponseView<'a> {
 impl<'a> ApiVersionsResponseView<'a> {
     /// Checks `bytes` as a ApiVersionsResponse body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ApiVersionsResponse")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
         let (src, ver, at) = view::check_body::<ApiVersionsResponse, 1>(bytes, version, Self::checked)?;
         Ok(Self { src, ver, at })
     }

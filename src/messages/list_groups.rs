@@ -135,6 +135,14 @@ pub struct ListGroupsRequestView<'a> {
 impl<'a> ListGroupsRequestView<'a> {
     /// Checks `bytes` as a ListGroupsRequest body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ListGroupsRequest")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
         let (src, ver, at) = view::check_body::<ListGroupsRequest, 2>(bytes, version, Self::checked)?;
         Ok(Self { src, ver, at })
     }
@@ -397,6 +405,14 @@ pub struct ListGroupsResponseView<'a> {
 impl<'a> ListGroupsResponseView<'a> {
     /// Checks `bytes` as a ListGroupsResponse body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ListGroupsResponse")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
         let (src, ver, at) = view::check_body::<ListGroupsResponse, 1>(bytes, version, Self::checked)?;
         Ok(Self { src, ver, at })
     }

@@ -273,6 +273,14 @@ pub struct ListOffsetsRequestView<'a> {
 impl<'a> ListOffsetsRequestView<'a> {
     /// Checks `bytes` as a ListOffsetsRequest body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ListOffsetsRequest")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
         let (src, ver, at) = view::check_body::<ListOffsetsRequest, 1>(bytes, version, Self::checked)?;
         Ok(Self { src, ver, at })
     }
@@ -796,6 +804,14 @@ pub struct ListOffsetsResponseView<'a> {
 impl<'a> ListOffsetsResponseView<'a> {
     /// Checks `bytes` as a ListOffsetsResponse body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ListOffsetsResponse")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
         let (src, ver, at) = view::check_body::<ListOffsetsResponse, 1>(bytes, version, Self::checked)?;
         Ok(Self { src, ver, at })
     }

@@ -221,6 +221,14 @@ pub struct MetadataRequestView<'a> {
 impl<'a> MetadataRequestView<'a> {
     /// Checks `bytes` as a MetadataRequest body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "MetadataRequest")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
         let (src, ver, at) = view::check_body::<MetadataRequest, 1>(bytes, version, Self::checked)?;
         Ok(Self { src, ver, at })
     }
@@ -911,6 +919,14 @@ pub struct MetadataResponseView<'a> {
 impl<'a> MetadataResponseView<'a> {
     /// Checks `bytes` as a MetadataResponse body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "MetadataResponse")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
         let (src, ver, at) = view::check_body::<MetadataResponse, 3>(bytes, version, Self::checked)?;
         Ok(Self { src, ver, at })
     }

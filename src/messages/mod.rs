@@ -144,6 +144,16 @@ impl<'a> RequestBodyView<'a> {
         })
     }
 
+    /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
+    pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
+        Ok(match api_key {
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequestView::new_prefix(bytes, version)?),
+            ApiKey::Metadata => Self::Metadata(MetadataRequestView::new_prefix(bytes, version)?),
+            ApiKey::ListGroups => Self::ListGroups(ListGroupsRequestView::new_prefix(bytes, version)?),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequestView::new_prefix(bytes, version)?),
+        })
+    }
+
     /// The API this body belongs to.
     pub const fn api_key(&self) -> ApiKey {
         match self {
@@ -273,6 +283,16 @@ impl<'a> ResponseBodyView<'a> {
             ApiKey::Metadata => Self::Metadata(MetadataResponseView::new(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponseView::new(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponseView::new(bytes, version)?),
+        })
+    }
+
+    /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
+    pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
+        Ok(match api_key {
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponseView::new_prefix(bytes, version)?),
+            ApiKey::Metadata => Self::Metadata(MetadataResponseView::new_prefix(bytes, version)?),
+            ApiKey::ListGroups => Self::ListGroups(ListGroupsResponseView::new_prefix(bytes, version)?),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponseView::new_prefix(bytes, version)?),
         })
     }
 

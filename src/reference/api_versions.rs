@@ -26,7 +26,7 @@ impl ReadOwned for ApiVersionsRequest<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ApiVersionsRequest", |tag, value| {
+            r.tagged_fields("ApiVersionsRequest._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -96,7 +96,7 @@ impl ReadOwned for ApiVersionsResponse<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ApiVersionsResponse", |tag, value| {
+            r.tagged_fields("ApiVersionsResponse._tagged_fields", |tag, value| {
                 match tag {
                     0 => {
                         this.supported_features =
@@ -200,7 +200,7 @@ impl ReadOwned for ApiVersion<'static> {
         this.max_version = r.i16("ApiVersion.MaxVersion")?;
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ApiVersion", |tag, value| {
+            r.tagged_fields("ApiVersion._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -246,7 +246,7 @@ impl ReadOwned for SupportedFeatureKey<'static> {
         this.min_version = r.i16("SupportedFeatureKey.MinVersion")?;
         this.max_version = r.i16("SupportedFeatureKey.MaxVersion")?;
         let mut unknown = Vec::new();
-        r.tagged_fields("SupportedFeatureKey", |tag, value| {
+        r.tagged_fields("SupportedFeatureKey._tagged_fields", |tag, value| {
             unknown.push(raw_tagged_field(tag, value));
             Ok(false)
         })?;
@@ -287,7 +287,7 @@ impl ReadOwned for FinalizedFeatureKey<'static> {
         this.max_version_level = r.i16("FinalizedFeatureKey.MaxVersionLevel")?;
         this.min_version_level = r.i16("FinalizedFeatureKey.MinVersionLevel")?;
         let mut unknown = Vec::new();
-        r.tagged_fields("FinalizedFeatureKey", |tag, value| {
+        r.tagged_fields("FinalizedFeatureKey._tagged_fields", |tag, value| {
             unknown.push(raw_tagged_field(tag, value));
             Ok(false)
         })?;

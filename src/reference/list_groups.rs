@@ -24,7 +24,7 @@ impl ReadOwned for ListGroupsRequest<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListGroupsRequest", |tag, value| {
+            r.tagged_fields("ListGroupsRequest._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -94,7 +94,7 @@ impl ReadOwned for ListGroupsResponse<'static> {
         this.groups = List::Owned(read_list(r, ver, "ListGroupsResponse.Groups")?);
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListGroupsResponse", |tag, value| {
+            r.tagged_fields("ListGroupsResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -161,7 +161,7 @@ impl ReadOwned for ListedGroup<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListedGroup", |tag, value| {
+            r.tagged_fields("ListedGroup._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;

@@ -26,7 +26,7 @@ impl ReadOwned for ListOffsetsRequest<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsRequest", |tag, value| {
+            r.tagged_fields("ListOffsetsRequest._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -89,7 +89,7 @@ impl ReadOwned for ListOffsetsTopic<'static> {
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopic.Partitions")?);
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsTopic", |tag, value| {
+            r.tagged_fields("ListOffsetsTopic._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -136,7 +136,7 @@ impl ReadOwned for ListOffsetsPartition<'static> {
         this.timestamp = r.i64("ListOffsetsPartition.Timestamp")?;
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsPartition", |tag, value| {
+            r.tagged_fields("ListOffsetsPartition._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -188,7 +188,7 @@ impl ReadOwned for ListOffsetsResponse<'static> {
         this.topics = List::Owned(read_list(r, ver, "ListOffsetsResponse.Topics")?);
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsResponse", |tag, value| {
+            r.tagged_fields("ListOffsetsResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -247,7 +247,7 @@ impl ReadOwned for ListOffsetsTopicResponse<'static> {
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopicResponse.Partitions")?);
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsTopicResponse", |tag, value| {
+            r.tagged_fields("ListOffsetsTopicResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -296,7 +296,7 @@ impl ReadOwned for ListOffsetsPartitionResponse<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsPartitionResponse", |tag, value| {
+            r.tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;

@@ -34,7 +34,7 @@ impl ReadOwned for MetadataRequest<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataRequest", |tag, value| {
+            r.tagged_fields("MetadataRequest._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -115,7 +115,7 @@ impl ReadOwned for MetadataRequestTopic<'static> {
         };
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataRequestTopic", |tag, value| {
+            r.tagged_fields("MetadataRequestTopic._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -174,7 +174,7 @@ impl ReadOwned for MetadataResponse<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponse", |tag, value| {
+            r.tagged_fields("MetadataResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -251,7 +251,7 @@ impl ReadOwned for MetadataResponseBroker<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponseBroker", |tag, value| {
+            r.tagged_fields("MetadataResponseBroker._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -313,7 +313,7 @@ impl ReadOwned for MetadataResponseTopic<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponseTopic", |tag, value| {
+            r.tagged_fields("MetadataResponseTopic._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -379,7 +379,7 @@ impl ReadOwned for MetadataResponsePartition<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponsePartition", |tag, value| {
+            r.tagged_fields("MetadataResponsePartition._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;

@@ -36,7 +36,11 @@ impl ReadOwned for Str<'static> {
 
 /// A non-nullable array. The count was checked against the bytes left before this
 /// allocates, so a hostile count cannot allocate more than the input.
-pub(crate) fn read_list<T: ReadOwned>(r: &mut Reader<'_>, ver: Ver, field: &'static str) -> Result<Vec<T>, DecodeError> {
+pub(crate) fn read_list<T: ReadOwned>(
+    r: &mut Reader<'_>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<Vec<T>, DecodeError> {
     let count = r.array_len_non_null(ver.flexible, field)?;
     read_elements(r, count, ver, field)
 }

@@ -1,9 +1,8 @@
 //! The checked reader.
 
+use super::{MAX_STRING_LEN, TaggedSection};
 use crate::error::{DecodeError, DecodeErrorKind};
 use crate::types::Uuid;
-use super::{MAX_STRING_LEN, TaggedSection};
-
 
 /// A cursor over input bytes that reports errors with absolute offsets.
 ///
@@ -415,7 +414,11 @@ impl<'a> Reader<'a> {
 
     /// Checks a nullable string like [`Reader::check_str`].
     #[inline]
-    pub(crate) fn check_nullable_str(&mut self, flexible: bool, field: &'static str) -> Result<(), DecodeError> {
+    pub(crate) fn check_nullable_str(
+        &mut self,
+        flexible: bool,
+        field: &'static str,
+    ) -> Result<(), DecodeError> {
         let start = self.offset();
         match self.nullable_str_bytes(flexible, field)? {
             Some(bytes) => self.check_text(bytes, start, field),
@@ -427,7 +430,11 @@ impl<'a> Reader<'a> {
     /// `total` bytes, is there, and moves past it. A short input names the first field that
     /// does not fit.
     #[inline]
-    pub(crate) fn run(&mut self, total: usize, fields: &'static [(&'static str, u8)]) -> Result<(), DecodeError> {
+    pub(crate) fn run(
+        &mut self,
+        total: usize,
+        fields: &'static [(&'static str, u8)],
+    ) -> Result<(), DecodeError> {
         if self.remaining() >= total {
             self.pos += total;
             return Ok(());
@@ -563,4 +570,3 @@ impl<'a> Reader<'a> {
 pub fn utf8<'a>(bytes: &'a [u8], offset: usize, field: &'static str) -> Result<&'a str, DecodeError> {
     core::str::from_utf8(bytes).map_err(|_| DecodeError::new(DecodeErrorKind::InvalidUtf8, offset, field))
 }
-

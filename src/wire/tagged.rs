@@ -1,7 +1,7 @@
 //! Tagged-field sections.
 
-use crate::error::DecodeError;
 use super::Reader;
+use crate::error::DecodeError;
 
 /// The raw fields of a tagged-field section, after the framing was checked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

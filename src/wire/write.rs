@@ -5,7 +5,6 @@ use crate::types::{RawTaggedField, Uuid};
 
 use super::MAX_STRING_LEN;
 
-
 /// Bytes an unsigned varint of `v` takes.
 #[inline]
 pub const fn uvarint_len(v: u32) -> usize {

@@ -92,10 +92,6 @@ impl Gen<'_> {
         self.out.push('\n');
     }
 
-    fn structs(&self) -> impl Iterator<Item = &Struct> {
-        self.msg.structs.iter()
-    }
-
     fn is_root(&self, s: &Struct) -> bool {
         s.name == self.msg.name
     }
@@ -603,7 +599,8 @@ impl Gen<'_> {
         let fields: Vec<&Field> = s.fields.iter().collect();
         let last_inline = fields.iter().rposition(|f| !f.inline_versions().intersect(s.versions).is_empty());
         let tagged_section = self.has_tags(s);
-        let mut out = StructLayout { places: Vec::new(), anchors: 0, tags: Place { base: None, fixed: Vec::new() } };
+        let mut out =
+            StructLayout { places: Vec::new(), anchors: 0, tags: Place { base: None, fixed: Vec::new() } };
         let mut base: Option<usize> = None;
         let mut fixed: Vec<(Versions, usize)> = Vec::new();
         for (i, f) in fields.iter().enumerate() {
@@ -646,7 +643,9 @@ impl Gen<'_> {
 
     /// The bytes of fixed-width fields an all-fixed struct has in each version, if it is one.
     fn all_fixed(&self, s: &Struct) -> bool {
-        s.fields.iter().all(|f| f.inline_versions().intersect(s.versions).is_empty() || f.ty.fixed_width().is_some())
+        s.fields
+            .iter()
+            .all(|f| f.inline_versions().intersect(s.versions).is_empty() || f.ty.fixed_width().is_some())
     }
 
     fn fixed_sum(&self, s: &Struct) -> String {
@@ -677,7 +676,9 @@ impl Gen<'_> {
             }
         };
         match &f.f.ty {
-            Type::String => pick(format!("{src}.str({off}, {flex})"), format!("{src}.nullable_str({off}, {flex})")),
+            Type::String => {
+                pick(format!("{src}.str({off}, {flex})"), format!("{src}.nullable_str({off}, {flex})"))
+            }
             Type::Bytes | Type::Records => {
                 pick(format!("{src}.bytes_at({off}, {flex})"), format!("{src}.nullable_bytes({off}, {flex})"))
             }
@@ -687,14 +688,19 @@ impl Gen<'_> {
             ),
             Type::Struct(n) => {
                 let marked = |off: &str| {
-                    format!("if {src}.i8({off}) < 0 {{ None }} else {{ Some({n}View::at({src}, {off} + 1, ver).0) }}")
+                    format!(
+                        "if {src}.i8({off}) < 0 {{ None }} else {{ Some({n}View::at({src}, {off} + 1, ver).0) }}"
+                    )
                 };
                 match (f.nullable, nullable_now) {
                     (false, _) => format!("{n}View::at({src}, {off}, ver).0"),
                     (true, Cond::Never) => format!("Some({n}View::at({src}, {off}, ver).0)"),
                     (true, Cond::Always) => marked(off),
                     (true, Cond::If(c)) => {
-                        format!("if {c} {{ {} }} else {{ Some({n}View::at({src}, {off}, ver).0) }}", marked(off))
+                        format!(
+                            "if {c} {{ {} }} else {{ Some({n}View::at({src}, {off}, ver).0) }}",
+                            marked(off)
+                        )
                     }
                 }
             }
@@ -719,9 +725,10 @@ impl Gen<'_> {
         };
         let elem = self.view_elem_ty(f.elem());
         match &f.f.ty {
-            Type::String => {
-                pick(format!("{r}.check_str({flex}, {p})?;"), format!("{r}.check_nullable_str({flex}, {p})?;"))
-            }
+            Type::String => pick(
+                format!("{r}.check_str({flex}, {p})?;"),
+                format!("{r}.check_nullable_str({flex}, {p})?;"),
+            ),
             Type::Bytes | Type::Records => {
                 pick(format!("{r}.bytes({flex}, {p})?;"), format!("{r}.nullable_bytes({flex}, {p})?;"))
             }
@@ -747,11 +754,14 @@ impl Gen<'_> {
             Type::Bytes | Type::Records => format!("{src}.skip_bytes(p, {flex})"),
             Type::Array(_) => format!("ArrayView::<{elem}>::skip({src}, p, ver)"),
             Type::Struct(n) => {
-                let marked = format!("if {src}.i8(p) < 0 {{ p + 1 }} else {{ {n}View::at({src}, p + 1, ver).1 }}");
+                let marked =
+                    format!("if {src}.i8(p) < 0 {{ p + 1 }} else {{ {n}View::at({src}, p + 1, ver).1 }}");
                 match (f.nullable, &nullable_now) {
                     (false, _) | (true, Cond::Never) => format!("{n}View::at({src}, p, ver).1"),
                     (true, Cond::Always) => marked,
-                    (true, Cond::If(c)) => format!("if {c} {{ {marked} }} else {{ {n}View::at({src}, p, ver).1 }}"),
+                    (true, Cond::If(c)) => {
+                        format!("if {c} {{ {marked} }} else {{ {n}View::at({src}, p, ver).1 }}")
+                    }
                 }
             }
             _ => unreachable!("fixed-width fields are added to p"),
@@ -766,7 +776,9 @@ impl Gen<'_> {
         if root {
             self.line(format!("/// A zero-copy view of a {n} body: {}", lower_first(&s.about)));
             self.line("///");
-            self.line(format!("/// [`{n}View::new`] checks the whole body; after that accessors and iterators cannot fail."));
+            self.line(format!(
+                "/// [`{n}View::new`] checks the whole body; after that accessors and iterators cannot fail."
+            ));
         } else {
             self.line(format!("/// A zero-copy view of a {n}: {}", lower_first(&s.about)));
         }
@@ -774,7 +786,9 @@ impl Gen<'_> {
         self.line(format!("pub struct {n}View<'a> {{"));
         self.line("    src: Src<'a>,\n    ver: Ver,");
         if k > 0 {
-            self.line(format!("    /// Offsets of the fields after variable-length ones.\n    at: [u32; {k}],"));
+            self.line(format!(
+                "    /// Offsets of the fields after variable-length ones.\n    at: [u32; {k}],"
+            ));
         }
         self.line("}\n");
 
@@ -784,7 +798,16 @@ impl Gen<'_> {
                 "    /// Checks `bytes` as a {n} body of `version` and returns a view of it.\n    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {{"
             ));
             self.line(format!(
-                "        let (src, ver, {}) = view::check_body::<{n}, {k}>(bytes, version, Self::checked)?;\n        Ok({})\n    }}\n", if k > 0 {{ "at" }} else {{ "_" }}, self_init(k, "src")
+                "        let view = Self::new_prefix(bytes, version)?;\n        view::no_trailing(bytes, view.as_bytes().len(), {})?;\n        Ok(view)\n    }}\n",
+                q(n)
+            ));
+            self.line(
+                "    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka\n    /// ignores them); the view covers the body only.\n    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {",
+            );
+            self.line(format!(
+                "        let (src, ver, {}) = view::check_body::<{n}, {k}>(bytes, version, Self::checked)?;\n        Ok({})\n    }}\n",
+                if k > 0 { "at" } else { "_" },
+                self_init(k, "src")
             ));
         }
         self.line("    /// The bytes this view covers.\n    pub const fn as_bytes(&self) -> &'a [u8] {\n        self.src.bytes()\n    }\n");
@@ -826,13 +849,17 @@ impl Gen<'_> {
                 (Cond::If(c), Some(t)) => format!("if {c} {{ {inline_read} }} else {{ {t} }}"),
             };
             let body = if uses_ver(&body) { format!("let ver = self.ver;\n {body}") } else { body };
-            self.line(format!("    #[inline]\n    pub fn {ident}(&self) -> {ty} {{\n        {body}\n    }}\n"));
+            self.line(format!(
+                "    #[inline]\n    pub fn {ident}(&self) -> {ty} {{\n        {body}\n    }}\n"
+            ));
         }
         if self.has_tags(s) {
             let known = known_tags(&tagged);
             let expr = match self.flex(s) {
                 Some(true) => format!("self.src.tagged({tag_off}, &[{known}])"),
-                _ => format!("if self.ver.flexible {{ self.src.tagged({tag_off}, &[{known}]) }} else {{ TaggedIter::EMPTY }}"),
+                _ => format!(
+                    "if self.ver.flexible {{ self.src.tagged({tag_off}, &[{known}]) }} else {{ TaggedIter::EMPTY }}"
+                ),
             };
             self.line(format!(
                 "    /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.\n    pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {{\n        {}\n    }}\n",
@@ -873,7 +900,8 @@ impl Gen<'_> {
                     format!("r.take({w}, {})?;", q(&f.path))
                 } else {
                     let total: usize = run.iter().map(|(_, w)| w).sum();
-                    let list = run.iter().map(|(p, w)| format!("({}, {w})", q(p))).collect::<Vec<_>>().join(", ");
+                    let list =
+                        run.iter().map(|(p, w)| format!("({}, {w})", q(p))).collect::<Vec<_>>().join(", ");
                     format!("r.run({total}, &[{list}])?;")
                 };
                 self.line(format!("        {}", wrap_cond(&c, &stmt)));
@@ -927,14 +955,25 @@ impl Gen<'_> {
                 if !self.all_fixed_in(s, v) {
                     "Layout::Var".to_string()
                 } else {
-                    let w: usize = s.fields.iter().filter(|f| f.inline_versions().contains(v)).map(|f| f.ty.fixed_width().unwrap()).sum();
-                    if self.msg.flexible.contains(v) { format!("Layout::Tagged({w})") } else { format!("Layout::Fixed({w})") }
+                    let w: usize = s
+                        .fields
+                        .iter()
+                        .filter(|f| f.inline_versions().contains(v))
+                        .map(|f| f.ty.fixed_width().unwrap())
+                        .sum();
+                    if self.msg.flexible.contains(v) {
+                        format!("Layout::Tagged({w})")
+                    } else {
+                        format!("Layout::Fixed({w})")
+                    }
                 }
             },
             |s| s.clone(),
         );
         let fn_start = self.out.len();
-        self.line(format!("    #[inline]\n    fn layout(VER: Ver) -> Layout {{\n        {layout_expr}\n    }}\n"));
+        self.line(format!(
+            "    #[inline]\n    fn layout(VER: Ver) -> Layout {{\n        {layout_expr}\n    }}\n"
+        ));
         self.name_ver_param(fn_start);
         self.line("    #[inline]\n    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {\n        Self::checked(r, ver).map(drop)\n    }\n");
         let fn_start = self.out.len();
@@ -945,7 +984,10 @@ impl Gen<'_> {
                 Some(false) => format!("pos + {sum}"),
                 _ => format!("view::fixed_end(src, pos, {sum}, ver)"),
             };
-            self.line(format!("        let end = {end};\n        ({}, end)\n    }}", self_init(k, "src.sub(pos, end)")));
+            self.line(format!(
+                "        let end = {end};\n        ({}, end)\n    }}",
+                self_init(k, "src.sub(pos, end)")
+            ));
         } else {
             if k > 0 {
                 self.line(format!("        let mut at = [0; {k}];"));
@@ -953,22 +995,27 @@ impl Gen<'_> {
             let mut anchor = 0;
             let mut pending: Vec<(Versions, usize)> = Vec::new();
             let mut first = true;
-            let flush = |g: &Self, pending: &mut Vec<(Versions, usize)>, first: &mut bool, out: &mut Vec<String>| {
-                let sum = by_version(
-                    s.versions,
-                    V,
-                    |v| pending.iter().filter(|(vs, _)| vs.contains(v)).map(|(_, w)| w).sum::<usize>(),
-                    |n| n.to_string(),
-                );
-                let _ = g;
-                if *first {
-                    out.push(if sum == "0" { "let mut p = pos;".into() } else { format!("let mut p = pos + {}", paren(&sum)) + ";" });
-                    *first = false;
-                } else if sum != "0" {
-                    out.push(format!("p += {sum};"));
-                }
-                pending.clear();
-            };
+            let flush =
+                |g: &Self, pending: &mut Vec<(Versions, usize)>, first: &mut bool, out: &mut Vec<String>| {
+                    let sum = by_version(
+                        s.versions,
+                        V,
+                        |v| pending.iter().filter(|(vs, _)| vs.contains(v)).map(|(_, w)| w).sum::<usize>(),
+                        |n| n.to_string(),
+                    );
+                    let _ = g;
+                    if *first {
+                        out.push(if sum == "0" {
+                            "let mut p = pos;".into()
+                        } else {
+                            format!("let mut p = pos + {}", paren(&sum)) + ";"
+                        });
+                        *first = false;
+                    } else if sum != "0" {
+                        out.push(format!("p += {sum};"));
+                    }
+                    pending.clear();
+                };
             let mut lines = Vec::new();
             for (i, f) in fields.iter().enumerate() {
                 let c = cond(f.inline, s.versions, V);
@@ -1129,7 +1176,7 @@ impl Gen<'_> {
                     writeln!(
                         body,
                         "{tags} => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag), {})),",
-                        q(n)
+                        q(&format!("{n}._tagged_fields"))
                     )
                     .unwrap();
                 }
@@ -1138,7 +1185,7 @@ impl Gen<'_> {
             };
             let t = format!(
                 "let mut unknown = Vec::new();\nr.tagged_fields({}, {body})?;\nthis.unknown_tagged_fields = List::Owned(unknown);",
-                q(n)
+                q(&format!("{n}._tagged_fields"))
             );
             self.emit_if_flex(s, &t, "        ");
         }
@@ -1492,7 +1539,11 @@ pub fn reflect_module(apis: &[Api]) -> String {
         ("request_schema", "The request schema of `api`.", true),
         ("response_schema", "The response schema of `api`.", false),
     ] {
-        writeln!(o, "/// {doc}\npub const fn {fname}(api: ApiKey) -> &'static MessageSchema {{\n    match api {{").unwrap();
+        writeln!(
+            o,
+            "/// {doc}\npub const fn {fname}(api: ApiKey) -> &'static MessageSchema {{\n    match api {{"
+        )
+        .unwrap();
         for a in apis {
             let m = if pick { a.request } else { a.response };
             writeln!(o, "        ApiKey::{} => &{}_MESSAGE_SCHEMA,", a.name, upper_snake(&m.name)).unwrap();
@@ -1632,6 +1683,18 @@ pub fn messages_mod(apis: &[Api]) -> String {
             writeln!(
                 o,
                 "            ApiKey::{n} => Self::{n}({n}{kind}View::new(bytes, version)?),",
+                n = a.name
+            )
+            .unwrap();
+        }
+        o.push_str("        })\n    }\n\n");
+        writeln!(o, "    /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).")
+            .unwrap();
+        o.push_str("    pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
+        for a in apis {
+            writeln!(
+                o,
+                "            ApiKey::{n} => Self::{n}({n}{kind}View::new_prefix(bytes, version)?),",
                 n = a.name
             )
             .unwrap();
