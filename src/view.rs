@@ -13,53 +13,34 @@ use crate::error::DecodeError;
 use crate::types::{Uuid, Ver};
 use crate::wire::{Reader, TaggedIter};
 
-/// Bytes that a view checked, as text when the whole body is UTF-8 (strings are then
-/// sliced out of it with a char-boundary check, not checked again), else as bytes.
+/// Bytes that a view checked when it was built.
 #[doc(hidden)]
 #[derive(Clone, Copy)]
-pub enum Src<'a> {
-    /// The bytes, known to be UTF-8.
-    Text(&'a str),
-    /// The bytes.
-    Bin(&'a [u8]),
-}
+pub struct Src<'a>(&'a [u8]);
 
 impl<'a> Src<'a> {
     /// The bytes of a body about to be checked, and a reader to check them with.
     #[inline]
     pub(crate) fn begin(bytes: &'a [u8]) -> (Src<'a>, Reader<'a>) {
-        match core::str::from_utf8(bytes) {
-            Ok(text) => (Src::Text(text), Reader::for_view(bytes, true)),
-            Err(_) => (Src::Bin(bytes), Reader::for_view(bytes, false)),
-        }
+        (Src(bytes), Reader::new(bytes))
     }
 
     /// The bytes.
     #[inline]
     pub const fn bytes(self) -> &'a [u8] {
-        match self {
-            Src::Text(t) => t.as_bytes(),
-            Src::Bin(b) => b,
-        }
+        self.0
     }
 
     /// `self[from..to]`.
     #[inline]
     pub fn sub(self, from: usize, to: usize) -> Src<'a> {
-        match self {
-            Src::Text(t) => match t.get(from..to) {
-                Some(t) => Src::Text(t),
-                // Not on char boundaries: strings in it are checked when read.
-                None => Src::Bin(t.as_bytes().get(from..to).unwrap_or_default()),
-            },
-            Src::Bin(b) => Src::Bin(b.get(from..to).unwrap_or_default()),
-        }
+        Src(self.0.get(from..to).unwrap_or_default())
     }
 
     /// `self[from..]`.
     #[inline]
     pub fn tail(self, from: usize) -> Src<'a> {
-        self.sub(from, self.bytes().len())
+        Src(self.0.get(from..).unwrap_or_default())
     }
 
     /// `N` bytes at `at`.
@@ -151,13 +132,10 @@ impl<'a> Src<'a> {
         }
     }
 
-    /// The text of `self[from..to]`.
+    /// The text of `self[from..to]`, checked as UTF-8 when the view was built.
     #[inline]
     pub fn text(self, from: usize, to: usize) -> &'a str {
-        match self {
-            Src::Text(t) => t.get(from..to).unwrap_or_default(),
-            Src::Bin(b) => b.get(from..to).and_then(|s| core::str::from_utf8(s).ok()).unwrap_or_default(),
-        }
+        self.0.get(from..to).and_then(crate::wire::str_from).unwrap_or_default()
     }
 
     /// The nullable string at `at`.
@@ -403,7 +381,7 @@ impl<'a, T: Element<'a>> ArrayView<'a, T> {
     /// An empty array, the default for array fields absent in a version.
     #[inline]
     pub(crate) const fn empty(ver: Ver) -> Self {
-        ArrayView { src: Src::Bin(&[]), len: 0, ver, _element: PhantomData }
+        ArrayView { src: Src(&[]), len: 0, ver, _element: PhantomData }
     }
 
     /// The nullable array at `at` of checked bytes.

@@ -17,8 +17,10 @@ pub const MAX_STRING_LEN: usize = 0x7fff;
 
 mod read;
 mod tagged;
+mod utf8;
 mod write;
 
 pub use read::{Reader, utf8};
 pub use tagged::{TaggedIter, TaggedSection};
+pub(crate) use utf8::str_from;
 pub use write::*;

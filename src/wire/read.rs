@@ -13,10 +13,6 @@ pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     base: usize,
-    /// The whole input is known to be UTF-8, so string checks need only their bounds: a
-    /// string inside valid UTF-8 is valid exactly when it starts and ends on char
-    /// boundaries, which the bytes around it guarantee (see `docs/design.md`).
-    text: bool,
     /// No fixed-layout array element read so far had a tagged field (see
     /// [`crate::types::Ver::uniform`]).
     uniform: bool,
@@ -25,19 +21,13 @@ pub struct Reader<'a> {
 impl<'a> Reader<'a> {
     /// A reader over `buf`; offsets in errors count from its first byte.
     pub const fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0, base: 0, text: false, uniform: true }
+        Reader { buf, pos: 0, base: 0, uniform: true }
     }
 
     /// A reader over `buf`, which starts `base` bytes into the message (for offsets in
     /// errors).
     pub const fn with_base(buf: &'a [u8], base: usize) -> Self {
-        Reader { buf, pos: 0, base, text: false, uniform: true }
-    }
-
-    /// A reader for checking a view: `text` says that `buf` as a whole was found to be
-    /// UTF-8, so strings need no check of their own.
-    pub(crate) const fn for_view(buf: &'a [u8], text: bool) -> Self {
-        Reader { buf, pos: 0, base: 0, text, uniform: true }
+        Reader { buf, pos: 0, base, uniform: true }
     }
 
     /// Whether every fixed-layout array element seen had an empty tagged section.
@@ -388,27 +378,39 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Checks a non-nullable string: its length, its bytes and (unless the whole input is
-    /// known to be text) its UTF-8.
-    #[inline]
+    /// Checks a non-nullable string: its length, its bytes and its UTF-8.
+    #[inline(always)]
     pub(crate) fn check_str(&mut self, flexible: bool, field: &'static str) -> Result<(), DecodeError> {
+        // Fast path: a one-byte compact length or an int16 length, the bytes there, ASCII.
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        let (prefix, len) = match (flexible, rest) {
+            (true, &[b, ..]) if b.wrapping_sub(1) < 0x7f => (1, usize::from(b - 1)),
+            (false, &[hi, lo, ..]) if hi < 0x80 => (2, usize::from(u16::from_be_bytes([hi, lo]))),
+            _ => return self.check_str_general(flexible, field),
+        };
+        match rest.get(prefix..prefix + len) {
+            Some(bytes) if super::str_from(bytes).is_some() => {
+                self.pos += prefix + len;
+                Ok(())
+            }
+            _ => self.check_str_general(flexible, field),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_str_general(&mut self, flexible: bool, field: &'static str) -> Result<(), DecodeError> {
         let start = self.offset();
         let bytes = self.str_bytes(flexible, field)?;
         self.check_text(bytes, start, field)
     }
 
-    /// Checks that `bytes`, the string just read, is UTF-8: on its own, or, when the whole
-    /// input is known to be UTF-8, by its two ends falling on char boundaries.
+    /// Checks that `bytes`, the string just read, is UTF-8.
     #[inline]
     fn check_text(&self, bytes: &'a [u8], start: usize, field: &'static str) -> Result<(), DecodeError> {
-        if !self.text {
-            return utf8(bytes, start, field).map(drop);
-        }
-        let boundary = |at: usize| self.buf.get(at).is_none_or(|&b| (b as i8) >= -0x40);
-        if boundary(self.pos - bytes.len()) && boundary(self.pos) {
-            Ok(())
-        } else {
-            Err(DecodeError::new(DecodeErrorKind::InvalidUtf8, start, field))
+        match super::str_from(bytes) {
+            Some(_) => Ok(()),
+            None => Err(DecodeError::new(DecodeErrorKind::InvalidUtf8, start, field)),
         }
     }
 
