@@ -35,7 +35,9 @@ fi
 mkdir -p "$out"
 rm -f "$out/stamp" "$out/harness.classpath"
 # -Xmx for Maven's own JVM too: the machine is shared.
-MAVEN_OPTS="${MAVEN_OPTS:-} -Xmx512m" mvn -q -B -Dstyle.color=never -f "$src/pom.xml" "-Dkwire.out=$out" compile
+# (Debian's Maven prints colour resets even when told not to: they are filtered out.)
+MAVEN_OPTS="${MAVEN_OPTS:-} -Xmx512m" mvn -q -B -Dstyle.color=never -f "$src/pom.xml" "-Dkwire.out=$out" compile 2>&1 \
+  | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$/d'
 echo "$out/harness/classes:$(cat "$out/dependencies.classpath")" > "$out/harness.classpath"
 echo "$stamp" > "$out/stamp"
 echo "tests/java/build.sh: built the Kafka codec harness into target/java"

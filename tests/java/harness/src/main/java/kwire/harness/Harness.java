@@ -36,8 +36,9 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  * <p>Each output line is one JSON object: on success {@code {"headerVersion": n, "header": ...,
  * "body": ..., "reencoded": "<hex>"}}, where header and body are what Kafka's generated
  * {@code *JsonConverter.write(message, version)} give and {@code reencoded} is Kafka's own
- * encoding of the header and body it read; on failure {@code {"error": "..."}}, naming the
- * exception Kafka threw or the bytes it left unread.
+ * encoding of the header and body it read, or {@code "writeError"} when Kafka cannot write back
+ * what it read; on failure {@code {"error": "..."}}, naming the exception Kafka threw while
+ * reading or converting, or the bytes it left unread.
  */
 public final class Harness {
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -130,12 +131,15 @@ public final class Harness {
             throw new IllegalStateException("Kafka read the body and left " + reader.remaining()
                     + " of " + (frame.length - headerLength) + " bytes unread");
         }
-        JsonNode bodyJson = toJson(body, apiVersion);
-
         result.put("headerVersion", headerVersion);
         result.set("header", headerJson);
-        result.set("body", bodyJson);
-        result.put("reencoded", hex(encode(header, headerVersion)) + hex(encode(body, apiVersion)));
+        result.set("body", toJson(body, apiVersion));
+        // Kafka may read what it cannot write: report that beside the JSON.
+        try {
+            result.put("reencoded", hex(encode(header, headerVersion)) + hex(encode(body, apiVersion)));
+        } catch (RuntimeException e) {
+            result.put("writeError", describe(e));
+        }
         return result;
     }
 
