@@ -185,8 +185,10 @@ fn frame(
         bytes.extend_from_slice(&api.key().to_be_bytes());
         bytes.extend_from_slice(&version.to_be_bytes());
         bytes.extend_from_slice(&correlation_id.to_be_bytes());
-        // ClientId: a nullable string with an int16 length in every header version.
+        // ClientId: from header v1 on, a nullable string with an int16 length even in v2.
+        let header_version = api.request_header_version(version);
         match rng.next() % 8 {
+            _ if header_version < 1 => {}
             0 => bytes.extend_from_slice(&(-1i16).to_be_bytes()),
             1 => bytes.extend_from_slice(&0i16.to_be_bytes()),
             _ => {
@@ -195,7 +197,7 @@ fn frame(
                 bytes.extend_from_slice(&id);
             }
         }
-        if api.request_header_version(version) >= 2 {
+        if header_version >= 2 {
             header_tags(rng, &mut bytes);
         }
     }
@@ -273,7 +275,7 @@ fn uvarint(bytes: &[u8], at: &mut usize) -> u32 {
 /// A shared vector as a frame under test: where its header ends, by kwire's header tables.
 fn vector_frame(name: String, bytes: Vec<u8>, api: ApiKey, response: bool, version: i16) -> Frame {
     let mut at = if response { 8 } else { 12 };
-    if !response {
+    if !response && api.request_header_version(version) >= 1 {
         let len = i16::from_be_bytes([bytes[12], bytes[13]]);
         at = 14 + usize::try_from(len).unwrap_or(0);
     }
@@ -375,12 +377,16 @@ fn kwire_json(frames: &[Frame]) -> Vec<Result<Value, String>> {
             }
             let mut command = Command::new(env!("CARGO_BIN_EXE_kwire"));
             command.args(["decode", "--format", "json", "--compact", "--binary"]);
-            if response {
-                let path = tmp_dir().join("requests.bin");
-                std::fs::write(&path, &requests).unwrap();
+            let request_file =
+                response.then(|| tmp_dir().join(format!("requests-{}.bin", std::process::id())));
+            if let Some(path) = &request_file {
+                std::fs::write(path, &requests).unwrap();
                 command.arg("--request").arg(path);
             }
             let (ok, stdout, stderr) = run(command, input);
+            if let Some(path) = &request_file {
+                let _ = std::fs::remove_file(path);
+            }
             let lines: Vec<&str> = stdout.lines().collect();
             let failed_at = if ok {
                 assert_eq!(lines.len(), batch.len(), "kwire decode printed one line per frame");
