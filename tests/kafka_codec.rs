@@ -7,7 +7,7 @@
 //! run of `kwire decode --format json` (two: requests, then responses) and one JVM running
 //! `tests/java/harness`, which reads each frame with Kafka's generated message classes. The
 //! shared vectors (`tests/vectors/{clients,seed,bench}`: real clients' frames and the demo
-//! broker's answers) go through the same run. Every frame must then pass three checks:
+//! broker's answers) go through the same run. Every frame must then pass four checks:
 //!
 //! - **decode**: Kafka reads kwire's header and body without an error and without leaving a
 //!   byte unread;
@@ -15,7 +15,9 @@
 //!   `kwire decode --format json` prints, as JSON values, up to kwire's two documented
 //!   additions (`_unknownTaggedFields`, and the bytes of `records` fields, which Kafka writes as
 //!   `""`);
-//! - **bytes**: Kafka's re-encoding of what it read equals kwire's bytes exactly.
+//! - **bytes**: Kafka's re-encoding of what it read equals kwire's bytes exactly;
+//! - **reread**: `kwire encode` builds the same frame from Kafka's JSON (where that JSON can
+//!   carry the whole frame: no unknown tagged fields, no records bytes).
 //!
 //! Every mismatch is collected and reported (API, version, the frame's hex, both JSONs), then
 //! the test fails. The Java harness is built by `tests/java/build.sh` (cached in
@@ -502,7 +504,7 @@ fn json_key(name: &str) -> String {
     chars.next().map(|c| c.to_ascii_lowercase().to_string() + chars.as_str()).unwrap_or_default()
 }
 
-#[derive(Default)]
+#[derive(Clone, Copy, Default, PartialEq)]
 struct Conventions {
     unknown_tagged: usize,
     records: usize,
@@ -685,6 +687,43 @@ fn compare(
     out
 }
 
+/// `kwire encode` over Kafka's JSON of the frames in `docs` (index, document): the frame
+/// kwire builds from each, as hex, or why it refused. One run for all; if kwire refuses a
+/// document, the run starts again after it.
+fn kwire_encode(docs: &[(usize, Value)]) -> Vec<(usize, Result<String, String>)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < docs.len() {
+        let batch = &docs[start..];
+        let input: String = batch.iter().map(|(_, doc)| doc.to_string() + "\n").collect();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kwire"));
+        command.arg("encode");
+        let (ok, stdout, stderr) = run(command, input.into_bytes());
+        if ok {
+            let lines: Vec<&str> = stdout.lines().collect();
+            assert_eq!(lines.len(), batch.len(), "kwire encode wrote one line per document");
+            out.extend(batch.iter().zip(lines).map(|((i, _), line)| (*i, Ok(line.to_string()))));
+            break;
+        }
+        // "JSON document N: ...", or no number for a single document; nothing is written.
+        let n = stderr
+            .split("JSON document ")
+            .nth(1)
+            .and_then(|rest| rest.split(':').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(1);
+        assert!(n >= 1 && n <= batch.len(), "kwire encode failed: {stderr}");
+        out.push((batch[n - 1].0, Err(stderr.trim().to_string())));
+        // The documents before the refused one are built again in the next run.
+        let (before, _) = batch.split_at(n - 1);
+        if !before.is_empty() {
+            out.extend(kwire_encode(before));
+        }
+        start += n;
+    }
+    out
+}
+
 fn cases() -> usize {
     match std::env::var("KWIRE_KAFKA_CODEC_CASES") {
         Ok(v) => v.parse().expect("KWIRE_KAFKA_CODEC_CASES: a number"),
@@ -710,15 +749,53 @@ fn kwire_matches_kafkas_own_codec() {
         (java.join().expect("the Kafka side"), kwire)
     });
 
+    let mut mismatches = Vec::new();
+    let mut conventions = Conventions::default();
+    // (d) The frames whose JSON is all Kafka's (no kwire addition set aside), as documents
+    // for `kwire encode`.
+    let mut documents = Vec::new();
+    for (i, ((f, kafka), kwire)) in frames.iter().zip(&kafka).zip(&kwire).enumerate() {
+        let before = conventions;
+        let found = compare(f, kafka, kwire, &mut conventions);
+        if kafka.get("error").is_none() && kwire.is_ok() && conventions == before {
+            let mut doc = serde_json::Map::new();
+            if f.response {
+                doc.insert("apiKey".into(), f.api.key().into());
+                doc.insert("apiVersion".into(), f.version.into());
+            }
+            doc.insert("header".into(), kafka["header"].clone());
+            doc.insert("body".into(), kafka["body"].clone());
+            documents.push((i, Value::Object(doc)));
+        }
+        mismatches.extend(found.into_iter().map(|m| (m, i)));
+    }
+    let t_encode = Instant::now();
+    let reread = documents.len();
+    for (i, built) in kwire_encode(&documents) {
+        let f = &frames[i];
+        let detail = match built {
+            Ok(hex_frame) if hex_frame == hex(&f.bytes) => continue,
+            Ok(hex_frame) => format!("kwire encode builds another frame from Kafka's JSON:\n  {hex_frame}"),
+            Err(e) => format!("kwire encode refuses Kafka's JSON: {e}"),
+        };
+        let m = Mismatch {
+            check: "reread",
+            label: f.label(),
+            detail,
+            frame: hex(&f.bytes),
+            kwire: String::new(),
+            kafka: kafka[i].to_string(),
+        };
+        mismatches.push((m, i));
+    }
+    let t_encode = t_encode.elapsed();
+
     let mut unexplained = Vec::new();
     let mut known_counts = vec![0usize; KNOWN.len()];
-    let mut conventions = Conventions::default();
-    for ((f, kafka), kwire) in frames.iter().zip(&kafka).zip(&kwire) {
-        for m in compare(f, kafka, kwire, &mut conventions) {
-            match KNOWN.iter().position(|k| (k.matches)(&m, kwire.as_ref().ok())) {
-                Some(k) => known_counts[k] += 1,
-                None => unexplained.push(m),
-            }
+    for (m, i) in mismatches {
+        match KNOWN.iter().position(|k| (k.matches)(&m, kwire[i].as_ref().ok())) {
+            Some(k) => known_counts[k] += 1,
+            None => unexplained.push(m),
         }
     }
 
@@ -743,6 +820,10 @@ fn kwire_matches_kafkas_own_codec() {
     println!(
         "kafka_codec: kwire's JSON additions set aside: _unknownTaggedFields in {} objects, records bytes in {} fields",
         conventions.unknown_tagged, conventions.records
+    );
+    println!(
+        "kafka_codec: kwire encode read Kafka's JSON of the {reread} frames without such additions in {:.1}s",
+        t_encode.as_secs_f64()
     );
     for (known, n) in KNOWN.iter().zip(&known_counts) {
         println!("kafka_codec: known disagreement, {}: {n} frames ({})", known.name, known.reason);
