@@ -36,9 +36,10 @@ use std::time::Instant;
 
 use arbitrary::{Arbitrary, Unstructured};
 use common::XorShift;
-use kwire::codec::{AnyBody, AsVersion, Body};
+use kwire::testing::AsVersion;
+use kwire::{AnyBody, Body};
 use kwire::messages::*;
-use kwire::reflect::{FieldType, StructSchema};
+use kwire::reflect::{self, FieldType, StructSchema};
 use kwire::{ApiKey, EncodeError};
 use serde_json::Value;
 
@@ -675,7 +676,7 @@ fn compare(
             let mut header = doc["header"].clone();
             let mut body = doc["body"].clone();
             kafka_form(&mut header, None, conventions);
-            let schema = if f.response { f.api.response_schema() } else { f.api.request_schema() };
+            let schema = if f.response { reflect::response_schema(f.api) } else { reflect::request_schema(f.api) };
             kafka_form(&mut body, Some((schema.body, f.version)), conventions);
             if let Some(problem) =
                 diff(&header, &kafka["header"], "header").or_else(|| diff(&body, &kafka["body"], "body"))
