@@ -119,11 +119,19 @@ def cmd_list(names):
         print()
 
 
+def as_text(v):
+    return v if isinstance(v, str) else json.dumps(v)
+
+
 def convert_field(f, path, top, desc, missing):
     o = {}
     for k in FIELD_KEYS:
         if k in f:
             o[k] = f[k]
+    if "default" in o:
+        # Kafka writes a few defaults as JSON numbers or booleans; the project's
+        # files write every default as a string.
+        o["default"] = as_text(o["default"])
     extra = set(f) - set(FIELD_KEYS) - DROP
     if extra:
         raise SystemExit(f"{path}: unknown keys {extra}")
@@ -199,7 +207,10 @@ def cmp_fields(ours, theirs, path, errs, kafka_abouts):
     for a, b in zip(ours, theirs):
         p = f"{path}.{a['name']}"
         for k in FACT_KEYS:
-            if a.get(k) != b.get(k):
+            if k == "default" and "default" in a and "default" in b:
+                if not isinstance(a[k], str) or a[k] != as_text(b[k]):
+                    errs.append(f"{p}: default {a[k]!r} != {b[k]!r}")
+            elif a.get(k) != b.get(k):
                 errs.append(f"{p}: {k} {a.get(k)!r} != {b.get(k)!r}")
         allowed = set(FACT_KEYS) | {"name", "about", "fields"}
         if set(a) - allowed:
