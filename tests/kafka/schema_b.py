@@ -233,7 +233,7 @@ def check_about(o, p, errs, kafka_abouts, theirs):
         return
     if norm(ab) in kafka_abouts:
         errs.append(f"{p}: about equals a Kafka description: {ab!r}")
-    if theirs and len(norm(theirs)) > 25 and norm(theirs) == norm(ab):
+    if theirs and norm(theirs) == norm(ab):
         errs.append(f"{p}: about copies Kafka's")
 
 
