@@ -67,7 +67,9 @@ def convert(name, desc):
     for key in ["apiKey", "type", "name", "validVersions", "flexibleVersions"]:
         if key in k:
             out[key] = k[key]
-    if k.get("latestVersionUnstable"):
+    # Kafka marks an unstable latest version on the request only; it holds for both.
+    request = name[: -len("Response")] + "Request" if name.endswith("Response") else name
+    if (KAFKA / f"{request}.json").exists() and load_kafka(request).get("latestVersionUnstable"):
         lo, hi = k["validVersions"].split("-")
         out["validVersions"] = lo if int(hi) - 1 == int(lo) else f"{lo}-{int(hi) - 1}"
         print(f"{name}: cut unstable version {hi}", file=sys.stderr)
