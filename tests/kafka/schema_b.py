@@ -7,15 +7,16 @@ Kafka's message JSON (which is never committed).
   schema_b.py check          compare every src/schema file of key >= 35 with Kafka's facts
 
 KAFKA_MESSAGES names the directory of Kafka's message JSON (default
-target/kafka/message); DESC_DIR the directory of description files, one
+target/kafka/message, filled by tests/kafka/fetch.sh); DESC_DIR the directory of description files, one
 `<Name>.txt` a message, lines `path = text` (path `.` is the message itself,
-`common:Struct.Field` names a common struct's field).
+`common:Struct.Field` names a common struct's field). Without a description
+file, `build` takes the descriptions from the current src/schema file.
 """
 import glob, json, os, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KDIR = os.environ.get("KAFKA_MESSAGES", os.path.join(ROOT, "target/kafka/message"))
-DESC = os.environ.get("DESC_DIR", "/tmp/kafka-b/desc")
+DESC = os.environ.get("DESC_DIR")
 OUT = os.path.join(ROOT, "src/schema")
 
 # Facts carried over, in the order they are written.
@@ -69,11 +70,32 @@ DEFAULTS = {
 }
 
 
-def read_desc(name):
+def desc_from_schema(name):
+    """Our descriptions from an existing src/schema file, keyed like a description file."""
     d = {}
-    p = os.path.join(DESC, name + ".txt")
+    p = os.path.join(OUT, name + ".json")
     if not os.path.exists(p):
         return d
+    with open(p) as f:
+        o = json.load(f)
+    d["."] = o.get("about", "")
+    groups = [("", o.get("fields", []))] + [
+        ("common:" + c["name"] + ".", c["fields"]) for c in o.get("commonStructs", [])]
+    for pre, fs in groups:
+        for path, f, _ in walk(fs, pre):
+            if f.get("about"):
+                d[path] = f["about"]
+    return d
+
+
+def read_desc(name):
+    """Descriptions from DESC_DIR/<name>.txt when it exists, else from our current schema
+    file, so that a rebuild against a newer Kafka keeps every description and lists the
+    fields that still need one."""
+    p = DESC and os.path.join(DESC, name + ".txt")
+    if not p or not os.path.exists(p):
+        return desc_from_schema(name)
+    d = {}
     with open(p) as f:
         for ln in f:
             ln = ln.rstrip("\n")
