@@ -187,7 +187,7 @@ struct Checker {
 
 impl Checker {
     fn diff(&mut self, path: &str, what: String) {
-        self.diffs.insert((self.file.clone(), path.to_owned()), what);
+        self.diffs.entry((self.file.clone(), path.to_owned())).or_insert(what);
     }
 
     fn keys(&mut self, path: &str, ours: &Map<String, Value>, kafka: &Map<String, Value>, known: &[&str]) {
@@ -238,7 +238,11 @@ impl Checker {
         let on: Vec<String> = ours.iter().map(name).collect();
         let kn: Vec<String> = kafka.iter().map(name).collect();
         if on != kn {
-            let at = if path == "/" { "/:fields".to_owned() } else { format!("{}:fields", path.trim_end_matches('/')) };
+            let at = if path == "/" {
+                "/:fields".to_owned()
+            } else {
+                format!("{}:fields", path.trim_end_matches('/'))
+            };
             self.diff(&at, format!("fields ours {on:?}, Kafka {kn:?}"));
         }
         for o in ours {
@@ -293,7 +297,9 @@ fn schema_files_match_kafka() {
     let version = std::fs::read_to_string(kafka_dir.join(".version")).unwrap();
     let kafka: BTreeMap<_, _> = json_files(&kafka_dir, true)
         .into_iter()
-        .filter(|(_, m)| matches!(m.get("type").and_then(Value::as_str), Some("request" | "response" | "header")))
+        .filter(|(_, m)| {
+            matches!(m.get("type").and_then(Value::as_str), Some("request" | "response" | "header"))
+        })
         .collect();
     let ours = json_files(&root().join("src/schema"), false);
     assert!(kafka.len() > 150, "only {} Kafka schemas in {}", kafka.len(), kafka_dir.display());
@@ -323,8 +329,16 @@ fn schema_files_match_kafka() {
                 if let Some(key) = k.get("apiKey").and_then(Value::as_i64)
                     && unstable.contains(&key)
                 {
-                    let cut = cut_latest(k["validVersions"].as_str().unwrap());
-                    k.insert("validVersions".into(), Value::String(cut));
+                    let all = k["validVersions"].as_str().unwrap().to_owned();
+                    k.insert("validVersions".into(), Value::String(cut_latest(&all)));
+                    if o.get("validVersions") != k.get("validVersions") {
+                        let at = (stem.clone(), "/:validVersions".to_owned());
+                        let what = format!(
+                            "ours {:?}, Kafka {all:?} less its unstable latest version",
+                            o.get("validVersions").map(text)
+                        );
+                        checker.diffs.insert(at, what);
+                    }
                 }
                 checker.keys("/", o, &k, &[MESSAGE_FACTS, &["commonStructs"]].concat());
                 checker.facts("/", o, &k, MESSAGE_FACTS);
