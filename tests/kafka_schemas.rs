@@ -2,9 +2,9 @@
 //! schema of the same name says about the wire (issue 10, item 4a).
 //!
 //! Kafka's schemas come from the `kafka-clients` jar of the release named in
-//! `tests/kafka/fetch.sh`, which this test runs when `target/kafka/message/` is missing
-//! (Maven Central, cached in `target/`). The test fails, rather than skips, when they
-//! cannot be had.
+//! `tests/kafka/fetch.sh`, which this test runs first: it fetches the jar from Maven Central
+//! and extracts the schemas into `target/kafka/message/` once, and returns at once after
+//! that. The test fails, rather than skips, when they cannot be had.
 //!
 //! Checked, at every depth and in every common struct:
 //! - the message's `apiKey`, `type`, `name`, `validVersions` and `flexibleVersions`;
@@ -102,16 +102,15 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Kafka's message schemas, fetched by `tests/kafka/fetch.sh` when missing.
+/// Kafka's message schemas. `tests/kafka/fetch.sh` runs every time: it returns at once
+/// when they are in place for its Kafka version, and fetches them otherwise.
 fn kafka_dir() -> PathBuf {
     let dir = root().join("target/kafka/message");
-    if !dir.join(".version").exists() {
-        let status = Command::new("bash")
-            .arg(root().join("tests/kafka/fetch.sh"))
-            .status()
-            .expect("run tests/kafka/fetch.sh");
-        assert!(status.success(), "tests/kafka/fetch.sh failed: cannot get Kafka's schemas");
-    }
+    let status = Command::new("bash")
+        .arg(root().join("tests/kafka/fetch.sh"))
+        .status()
+        .expect("run tests/kafka/fetch.sh");
+    assert!(status.success(), "tests/kafka/fetch.sh failed: cannot get Kafka's schemas");
     assert!(dir.join(".version").exists(), "tests/kafka/fetch.sh left no {}", dir.display());
     dir
 }
