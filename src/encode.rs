@@ -149,7 +149,11 @@ pub(crate) fn nullable_array_size<T: Encode>(
 
 /// Size of an array with its count prefix.
 #[inline]
-pub(crate) fn array_size<T: Encode>(items: &[T], ver: Ver, field: &'static str) -> Result<usize, EncodeError> {
+pub(crate) fn array_size<T: Encode>(
+    items: &[T],
+    ver: Ver,
+    field: &'static str,
+) -> Result<usize, EncodeError> {
     let prefix = wire::array_prefix_size(items.len(), ver.flexible, field)?;
     let body = match T::fixed_size(ver) {
         Some(each) => each.checked_mul(items.len()).ok_or(EncodeError::TooLong { field })?,
