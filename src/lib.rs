@@ -50,6 +50,7 @@ pub mod frame;
 pub mod messages;
 #[cfg(feature = "alloc")]
 mod reference;
+pub mod records;
 pub mod reflect;
 pub mod types;
 pub mod view;

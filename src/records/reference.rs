@@ -1,0 +1,1 @@
+//! Owned batches and records.
