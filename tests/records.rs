@@ -217,3 +217,386 @@ fn client_frames_decode_to_their_records() {
     }
     assert_eq!(codecs_seen.len(), 5, "every codec seen: {codecs_seen:?}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Encoding round trips.
+
+fn encode(builder: &BatchBuilder<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let n = builder.encode_to_vec(&mut out).unwrap();
+    assert_eq!(n, out.len());
+    out
+}
+
+fn sample_records<'a>(headers: &'a [NewHeader<'a>], big: &'a [u8]) -> Vec<NewRecord<'a>> {
+    vec![
+        NewRecord::new(Some(b"k-0"), Some(b"")).with_timestamp(1_700_000_000_000),
+        NewRecord::new(None, Some(b"null key")).with_timestamp(1_700_000_001_000),
+        NewRecord::new(Some(b""), None).with_timestamp(1_600_000_000_000),
+        NewRecord::new(Some(b"k-3"), Some(big)).with_headers(headers),
+        NewRecord::new(Some(b"k-4"), Some("héllo wörld — 日本語 🚀".as_bytes())),
+    ]
+}
+
+#[test]
+fn encode_and_read_back_every_codec() {
+    let headers = [
+        NewHeader { key: b"h1", value: Some(b"v1") },
+        NewHeader { key: b"h1", value: Some(b"v1-dup") },
+        NewHeader { key: b"h-empty", value: Some(b"") },
+        NewHeader { key: b"h-null", value: None },
+    ];
+    let big: Vec<u8> = b"0123456789abcdef".iter().copied().cycle().take(10_240).collect();
+    let records = sample_records(&headers, &big);
+    for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+        let mut b = BatchBuilder::new(1000, 1_700_000_000_000, &records);
+        b.compression = codec;
+        b.producer_id = 42;
+        b.producer_epoch = 3;
+        b.base_sequence = 7;
+        b.partition_leader_epoch = 9;
+        let bytes = encode(&b);
+        if codec == Compression::None {
+            // The slice encoder writes the same bytes, into a buffer of the exact size.
+            let mut exact = vec![0u8; b.encoded_len().unwrap()];
+            assert_eq!(b.encode(&mut exact).unwrap(), exact.len());
+            assert_eq!(exact, bytes);
+            let mut short = vec![0u8; exact.len() - 1];
+            assert!(matches!(b.encode(&mut short).unwrap_err().kind(), ErrorKind::BufferTooSmall { .. }));
+        } else {
+            assert!(bytes.len() < 10_000, "{codec:?} compresses");
+        }
+        let batch = RecordBatch::new(&bytes).unwrap();
+        batch.verify_crc().unwrap();
+        assert_eq!(batch.compression().unwrap(), codec);
+        assert_eq!((batch.base_offset(), batch.last_offset(), batch.next_offset()), (1000, 1004, 1005));
+        assert_eq!((batch.producer_id(), batch.producer_epoch(), batch.base_sequence()), (42, 3, 7));
+        assert_eq!(batch.partition_leader_epoch(), 9);
+        assert_eq!(batch.max_timestamp(), 1_700_000_001_000);
+        let mut vec = Vec::new();
+        let got: Vec<_> = batch.records_in_vec(&mut vec, 1 << 20).unwrap().map(Result::unwrap).collect();
+        assert_eq!(got.len(), 5);
+        for (i, (r, want)) in got.iter().zip(&records).enumerate() {
+            assert_eq!(r.offset(), 1000 + i as i64);
+            assert_eq!(r.key(), want.key, "{codec:?} {i}");
+            assert_eq!(r.value(), want.value, "{codec:?} {i}");
+            assert_eq!(r.timestamp(), want.timestamp.unwrap_or(1_700_000_000_000));
+            let hs: Vec<_> = r.headers().map(|h| (h.key, h.value)).collect();
+            let want_hs: Vec<_> = want.headers.iter().map(|h| (h.key, h.value)).collect();
+            assert_eq!(hs, want_hs);
+        }
+        // Null and empty stay apart.
+        assert_eq!(got[0].value(), Some(&b""[..]));
+        assert_eq!(got[2].value(), None);
+        assert_eq!(got[1].key(), None);
+        assert_eq!(got[2].key(), Some(&b""[..]));
+        assert_eq!(got[2].timestamp_delta(), -100_000_000_000);
+    }
+}
+
+#[test]
+fn control_batches_are_typed() {
+    let commit_key = [0u8, 0, 0, 1];
+    let commit_value = [0u8, 0, 0, 0, 0, 5];
+    let abort_key = [0u8, 0, 0, 0];
+    let abort_value = [0u8, 0, 0xff, 0xff, 0xff, 0xff];
+    let voters_key = [0u8, 0, 0, 6];
+    let records = [
+        NewRecord::new(Some(&commit_key), Some(&commit_value)),
+        NewRecord::new(Some(&abort_key), Some(&abort_value)),
+        NewRecord::new(Some(&voters_key), Some(b"\x00\x00")),
+        NewRecord::new(Some(&[0, 0, 0x12, 0x34]), None),
+    ];
+    let mut b = BatchBuilder::new(5, 0, &records);
+    b.control = true;
+    b.transactional = true;
+    let bytes = encode(&b);
+    let batch = RecordBatch::new(&bytes).unwrap();
+    assert!(batch.is_control() && batch.is_transactional());
+    let recs: Vec<_> = batch.records().unwrap().map(Result::unwrap).collect();
+    let c0 = recs[0].control().unwrap();
+    assert_eq!(c0.kind, ControlRecordType::Commit);
+    assert_eq!(c0.marker.unwrap().coordinator_epoch, 5);
+    let c1 = recs[1].control().unwrap();
+    assert_eq!(c1.kind, ControlRecordType::Abort);
+    assert_eq!(c1.marker.unwrap().coordinator_epoch, -1);
+    assert_eq!(recs[2].control().unwrap().kind, ControlRecordType::KRaftVoters);
+    assert_eq!(recs[2].control().unwrap().value, Some(&b"\x00\x00"[..]));
+    assert_eq!(recs[3].control().unwrap().kind, ControlRecordType::Other(0x1234));
+    // A marker without its value, and a record outside a control batch, are errors.
+    let bad = [NewRecord::new(Some(&commit_key), Some(&[0, 0]))];
+    let mut b = BatchBuilder::new(0, 0, &bad);
+    b.control = true;
+    let bytes = encode(&b);
+    let r = RecordBatch::new(&bytes).unwrap().records().unwrap().next().unwrap().unwrap();
+    assert_eq!(r.control(), Err(ErrorKind::InvalidControlRecord));
+    let plain = encode(&BatchBuilder::new(0, 0, &records));
+    let r = RecordBatch::new(&plain).unwrap().records().unwrap().next().unwrap().unwrap();
+    assert_eq!(r.control(), Err(ErrorKind::InvalidControlRecord));
+}
+
+#[test]
+fn log_append_time_and_delete_horizon() {
+    let records = [NewRecord::new(None, Some(b"v")).with_timestamp(10), NewRecord::new(None, Some(b"w"))];
+    let mut b = BatchBuilder::new(0, 5, &records);
+    b.timestamp_type = kwire::records::TimestampType::LogAppendTime;
+    b.max_timestamp = Some(99);
+    let bytes = encode(&b);
+    let batch = RecordBatch::new(&bytes).unwrap();
+    let ts: Vec<i64> = batch.records().unwrap().map(|r| r.unwrap().timestamp()).collect();
+    assert_eq!(ts, [99, 99]);
+    assert_eq!(batch.delete_horizon_ms(), None);
+    let mut bytes = bytes;
+    bytes[22] |= 0x40;
+    fix_crc(&mut bytes);
+    assert_eq!(RecordBatch::new(&bytes).unwrap().delete_horizon_ms(), Some(5));
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile and malformed input.
+
+fn fix_crc(batch: &mut [u8]) {
+    let crc = kwire::records::crc::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
+fn kind<T: std::fmt::Debug>(r: Result<T, kwire::records::Error>) -> ErrorKind {
+    r.unwrap_err().kind()
+}
+
+/// The first error from iterating the records of the single batch in `bytes`.
+fn first_record_error(bytes: &[u8]) -> ErrorKind {
+    let batch = RecordBatch::new(bytes).unwrap();
+    match batch.records() {
+        Err(e) => e.kind(),
+        Ok(mut it) => it.find_map(Result::err).expect("an error").kind(),
+    }
+}
+
+/// A batch of one record whose body (after the length varint) is `body`, length `len`.
+fn one_record_batch(len: i32, body: &[u8]) -> Vec<u8> {
+    let mut batch = encode(&BatchBuilder::new(0, 0, &[]));
+    batch[57..61].copy_from_slice(&1i32.to_be_bytes());
+    let z = ((len << 1) ^ (len >> 31)) as u32;
+    let mut v = z;
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        batch.push(if v == 0 { b } else { b | 0x80 });
+        if v == 0 {
+            break;
+        }
+    }
+    batch.extend_from_slice(body);
+    let len = (batch.len() - 12) as i32;
+    batch[8..12].copy_from_slice(&len.to_be_bytes());
+    fix_crc(&mut batch);
+    batch
+}
+
+#[test]
+fn a_61_byte_batch_claiming_2_pow_31_records() {
+    let mut batch = encode(&BatchBuilder::new(0, 0, &[]));
+    assert_eq!(batch.len(), 61);
+    batch[57..61].copy_from_slice(&0x8000_0000u32.to_be_bytes());
+    fix_crc(&mut batch);
+    assert_eq!(first_record_error(&batch), ErrorKind::InvalidRecordCount(i32::MIN));
+    batch[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+    fix_crc(&mut batch);
+    assert_eq!(first_record_error(&batch), ErrorKind::RecordCountTooLarge { count: i32::MAX, max: 0 });
+    // Compressed: refused before anything is decompressed.
+    batch[22] = Compression::Zstd.id();
+    fix_crc(&mut batch);
+    let b = RecordBatch::new(&batch).unwrap();
+    let mut buf = [0u8; 700];
+    assert_eq!(kind(b.records_in(&mut buf)), ErrorKind::RecordCountTooLarge { count: i32::MAX, max: 100 });
+    let mut vec = Vec::new();
+    assert!(matches!(kind(b.records_in_vec(&mut vec, 1 << 30)), ErrorKind::RecordCountTooLarge { .. }));
+    assert_eq!(vec.capacity(), 0);
+}
+
+#[test]
+fn record_count_disagreeing_with_records() {
+    let records = [NewRecord::new(None, Some(b"a")), NewRecord::new(None, Some(b"b"))];
+    let mut bytes = encode(&BatchBuilder::new(0, 0, &records));
+    bytes[57..61].copy_from_slice(&1i32.to_be_bytes());
+    fix_crc(&mut bytes);
+    assert_eq!(first_record_error(&bytes), ErrorKind::TrailingBytes(8));
+    bytes[57..61].copy_from_slice(&3i32.to_be_bytes());
+    fix_crc(&mut bytes);
+    assert_eq!(first_record_error(&bytes), ErrorKind::TooFewRecords { declared: 3, found: 2 });
+}
+
+#[test]
+fn huge_and_negative_header_counts() {
+    // attributes, ts delta, offset delta, key -1, value -1, header count.
+    let huge = [0u8, 0, 0, 1, 1, 0xfe, 0xff, 0xff, 0xff, 0x07];
+    assert_eq!(first_record_error(&one_record_batch(huge.len() as i32, &huge)), ErrorKind::HeaderCountTooLarge(0x3fff_ffff));
+    let neg = [0u8, 0, 0, 1, 1, 3];
+    assert_eq!(first_record_error(&one_record_batch(neg.len() as i32, &neg)), ErrorKind::NegativeHeaderCount(-2));
+    // A header count of 3 with bytes for one header.
+    let short = [0u8, 0, 0, 1, 1, 6, 2, b'h', 1];
+    assert!(matches!(
+        first_record_error(&one_record_batch(short.len() as i32, &short)),
+        ErrorKind::HeaderCountTooLarge(3) | ErrorKind::RecordLengthMismatch { .. }
+    ));
+    // A negative header key length.
+    let null_key = [0u8, 0, 0, 1, 1, 2, 1, 1];
+    assert_eq!(first_record_error(&one_record_batch(null_key.len() as i32, &null_key)), ErrorKind::InvalidLength(-1));
+}
+
+#[test]
+fn record_lengths_disagreeing_with_contents() {
+    let body = [0u8, 0, 0, 1, 1, 0];
+    // Declared longer than the fields: bytes left inside the record.
+    let mut longer = body.to_vec();
+    longer.push(0);
+    assert_eq!(
+        first_record_error(&one_record_batch(7, &longer)),
+        ErrorKind::RecordLengthMismatch { declared: 7, actual: 6 }
+    );
+    // Declared shorter: the fields run past it.
+    assert_eq!(
+        first_record_error(&one_record_batch(5, &body)),
+        ErrorKind::RecordLengthMismatch { declared: 5, actual: u32::MAX }
+    );
+    // Declared past the end of the batch.
+    assert!(matches!(first_record_error(&one_record_batch(60, &body)), ErrorKind::Truncated { .. }));
+    // Negative record length; key length below -1.
+    assert_eq!(first_record_error(&one_record_batch(-3, &body)), ErrorKind::InvalidLength(-3));
+    let bad_key = [0u8, 0, 0, 3, 1, 0];
+    assert_eq!(first_record_error(&one_record_batch(6, &bad_key)), ErrorKind::InvalidLength(-2));
+}
+
+#[test]
+fn over_long_varints() {
+    let long_ts = [0u8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 1, 1, 0];
+    assert_eq!(first_record_error(&one_record_batch(long_ts.len() as i32, &long_ts)), ErrorKind::VarintTooLong);
+    let long_offset = [0u8, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 1, 1, 0];
+    assert_eq!(
+        first_record_error(&one_record_batch(long_offset.len() as i32, &long_offset)),
+        ErrorKind::VarintTooLong
+    );
+}
+
+#[test]
+fn bad_batch_framing() {
+    let records = [NewRecord::new(None, Some(b"a"))];
+    let good = encode(&BatchBuilder::new(0, 0, &records));
+    // Every truncation of a two-batch field ends in a partial batch, never an error.
+    let mut two = good.clone();
+    two.extend_from_slice(&good);
+    for cut in 0..two.len() {
+        let mut it = RecordBatches::new(&two[..cut]);
+        let n = it.by_ref().map(Result::unwrap).count();
+        assert_eq!(n, usize::from(cut >= good.len()), "cut {cut}");
+        assert_eq!(it.partial(), cut != 0 && cut != good.len(), "cut {cut}");
+        if cut < good.len() {
+            assert!(RecordBatch::new(&two[..cut]).is_err());
+        }
+    }
+    // A batch length under the minimum, negative, or a bad magic: errors, and the end.
+    for (len, want) in [(13, ErrorKind::BatchTooShort(13)), (-1, ErrorKind::BatchTooShort(-1)), (48, ErrorKind::BatchTooShort(48))] {
+        let mut b = good.clone();
+        b[8..12].copy_from_slice(&i32::to_be_bytes(len));
+        let mut it = RecordBatches::new(&b);
+        assert_eq!(it.next().unwrap().unwrap_err().kind(), want);
+        assert!(it.next().is_none());
+    }
+    let mut b = good.clone();
+    b[16] = 3;
+    assert_eq!(kind(RecordBatches::new(&b).next().unwrap()), ErrorKind::UnsupportedMagic(3));
+    b[16] = 1;
+    assert_eq!(kind(RecordBatches::new(&b).next().unwrap()), ErrorKind::UnsupportedMagic(1));
+    // A flipped payload bit fails the CRC when the records are asked for, not before.
+    let mut b = good.clone();
+    let last = b.len() - 1;
+    b[last] ^= 1;
+    let batch = RecordBatches::new(&b).next().unwrap().unwrap();
+    assert!(matches!(kind(batch.records()), ErrorKind::CrcMismatch { .. }));
+    assert!(batch.records_unverified().is_ok());
+    // Codec 5 is unknown.
+    let mut b = good.clone();
+    b[22] = 5;
+    fix_crc(&mut b);
+    assert_eq!(first_record_error(&b), ErrorKind::UnknownCompression(5));
+}
+
+/// A batch whose records section is `raw` (uncompressed), compressed with `codec`.
+fn compressed_batch(codec: Compression, count: i32, raw: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; 61];
+    kwire::records::compression::compress(codec, raw, &mut out).unwrap();
+    let mut hdr = encode(&BatchBuilder::new(0, 0, &[]));
+    hdr[22] = codec.id();
+    hdr[57..61].copy_from_slice(&count.to_be_bytes());
+    out[..61].copy_from_slice(&hdr);
+    let len = (out.len() - 12) as i32;
+    out[8..12].copy_from_slice(&len.to_be_bytes());
+    fix_crc(&mut out);
+    out
+}
+
+#[test]
+fn decompression_bombs_stop_at_the_limit() {
+    // 64 MiB of zero records inflating from a few KB (fewer for zstd and gzip).
+    let raw = vec![0u8; 64 << 20];
+    for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+        let bomb = compressed_batch(codec, 1000, &raw);
+        assert!(bomb.len() < 4 << 20, "{codec:?}: {}", bomb.len());
+        let batch = RecordBatch::new(&bomb).unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        assert_eq!(
+            kind(batch.records_in(&mut buf)),
+            ErrorKind::DecompressedTooLarge { limit: 1 << 20 },
+            "{codec:?}"
+        );
+        let mut vec = Vec::new();
+        assert_eq!(
+            kind(batch.records_in_vec(&mut vec, 1 << 20)),
+            ErrorKind::DecompressedTooLarge { limit: 1 << 20 },
+            "{codec:?}"
+        );
+        assert!(vec.capacity() <= 2 << 20, "{codec:?}: grew to {}", vec.capacity());
+    }
+}
+
+#[test]
+fn corrupt_compressed_payloads_are_errors() {
+    let records = [NewRecord::new(Some(b"key"), Some(b"value value value value"))];
+    let raw = encode(&BatchBuilder::new(0, 0, &records))[61..].to_vec();
+    for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+        let good = compressed_batch(codec, 1, &raw);
+        let batch = RecordBatch::new(&good).unwrap();
+        let mut buf = vec![0u8; 4096];
+        let r: Vec<_> = batch.records_in(&mut buf).unwrap().map(Result::unwrap).map(|r| r.value().map(<[u8]>::to_vec)).collect();
+        assert_eq!(r, [Some(b"value value value value".to_vec())]);
+        // Every truncation and every single-byte change of the payload: an error or
+        // (for a change the codec cannot see) a result, never a panic.
+        for cut in 61..good.len() {
+            let mut b = good[..cut].to_vec();
+            let len = (b.len() - 12) as i32;
+            b[8..12].copy_from_slice(&len.to_be_bytes());
+            fix_crc(&mut b);
+            let batch = RecordBatch::new(&b).unwrap();
+            if let Ok(it) = batch.records_in(&mut buf) {
+                for r in it {
+                    let _ = r;
+                }
+            }
+        }
+        for i in 61..good.len() {
+            for x in [0x01u8, 0x80, 0xff] {
+                let mut b = good.clone();
+                b[i] ^= x;
+                fix_crc(&mut b);
+                let batch = RecordBatch::new(&b).unwrap();
+                let mut vec = Vec::new();
+                if let Ok(it) = batch.records_in_vec(&mut vec, 4096) {
+                    for r in it {
+                        let _ = r;
+                    }
+                }
+            }
+        }
+    }
+}
