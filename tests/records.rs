@@ -417,14 +417,17 @@ fn a_61_byte_batch_claiming_2_pow_31_records() {
 
 #[test]
 fn record_count_disagreeing_with_records() {
-    let records = [NewRecord::new(None, Some(b"a")), NewRecord::new(None, Some(b"b"))];
+    let records = [NewRecord::new(None, Some(b"aaaaaaaaaa")), NewRecord::new(None, Some(b"bbbbbbbbbb"))];
     let mut bytes = encode(&BatchBuilder::new(0, 0, &records));
     bytes[57..61].copy_from_slice(&1i32.to_be_bytes());
     fix_crc(&mut bytes);
-    assert_eq!(first_record_error(&bytes), ErrorKind::TrailingBytes(8));
+    assert_eq!(first_record_error(&bytes), ErrorKind::TrailingBytes(17));
     bytes[57..61].copy_from_slice(&3i32.to_be_bytes());
     fix_crc(&mut bytes);
     assert_eq!(first_record_error(&bytes), ErrorKind::TooFewRecords { declared: 3, found: 2 });
+    bytes[57..61].copy_from_slice(&5i32.to_be_bytes());
+    fix_crc(&mut bytes);
+    assert_eq!(first_record_error(&bytes), ErrorKind::RecordCountTooLarge { count: 5, max: 4 });
 }
 
 #[test]
