@@ -48,9 +48,9 @@ pub mod error;
 pub mod error_code;
 pub mod frame;
 pub mod messages;
+pub mod records;
 #[cfg(feature = "alloc")]
 mod reference;
-pub mod records;
 pub mod reflect;
 pub mod types;
 pub mod view;

@@ -4,7 +4,8 @@
 mod common;
 
 use kwire::records::{
-    BatchBuilder, Compression, ControlRecordType, ErrorKind, NewHeader, NewRecord, Record, RecordBatch, RecordBatches,
+    BatchBuilder, Compression, ControlRecordType, ErrorKind, NewHeader, NewRecord, Record, RecordBatch,
+    RecordBatches,
 };
 use serde_json::Value;
 
@@ -61,7 +62,9 @@ impl<'a> Rd<'a> {
 }
 
 /// (topic, partition, records bytes) of a Produce request frame.
-fn produce_records(frame: &[u8]) -> (i16, Vec<(String, i32, &[u8])>) {
+type PartitionRecords<'a> = (String, i32, &'a [u8]);
+
+fn produce_records(frame: &[u8]) -> (i16, Vec<PartitionRecords<'_>>) {
     let body = common::unframe(frame);
     let mut r = Rd { b: body, p: 0 };
     assert_eq!(r.i16(), 0, "api key");
@@ -112,9 +115,11 @@ fn index() -> Value {
 }
 
 /// Decodes a records field (any codec) into owned tuples with the batch index.
-type Flat = (String, i32, usize, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>, i64);
+type OwnedHeaders = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+type Flat = (String, i32, usize, Option<Vec<u8>>, Option<Vec<u8>>, OwnedHeaders, i64);
+type FlatRecord = (Option<Vec<u8>>, Option<Vec<u8>>, OwnedHeaders, i64);
 
-fn flatten(record: &Record<'_>) -> (Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>, i64) {
+fn flatten(record: &Record<'_>) -> FlatRecord {
     (
         record.key().map(<[u8]>::to_vec),
         record.value().map(<[u8]>::to_vec),
@@ -153,7 +158,11 @@ fn client_frames_decode_to_their_records() {
                 assert_eq!(format!("{:08x}", batch.crc()), want["crc"].as_str().unwrap(), "{name}");
                 assert_eq!(batch.computed_crc(), batch.crc(), "{name}: CRC-32C");
                 assert_eq!(i64::from(batch.attributes().0), want["attributes"].as_i64().unwrap(), "{name}");
-                assert_eq!(i64::from(batch.records_count()), want["records_count"].as_i64().unwrap(), "{name}");
+                assert_eq!(
+                    i64::from(batch.records_count()),
+                    want["records_count"].as_i64().unwrap(),
+                    "{name}"
+                );
                 assert_eq!(i64::from(batch.last_offset_delta()), want["last_offset_delta"].as_i64().unwrap());
                 assert_eq!(batch.base_timestamp(), want["base_timestamp"].as_i64().unwrap(), "{name}");
                 assert_eq!(batch.max_timestamp(), want["max_timestamp"].as_i64().unwrap(), "{name}");
@@ -248,7 +257,9 @@ fn encode_and_read_back_every_codec() {
     ];
     let big: Vec<u8> = b"0123456789abcdef".iter().copied().cycle().take(10_240).collect();
     let records = sample_records(&headers, &big);
-    for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+    for codec in
+        [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
+    {
         let mut b = BatchBuilder::new(1000, 1_700_000_000_000, &records);
         b.compression = codec;
         b.producer_id = 42;
@@ -434,9 +445,15 @@ fn record_count_disagreeing_with_records() {
 fn huge_and_negative_header_counts() {
     // attributes, ts delta, offset delta, key -1, value -1, header count.
     let huge = [0u8, 0, 0, 1, 1, 0xfe, 0xff, 0xff, 0xff, 0x07];
-    assert_eq!(first_record_error(&one_record_batch(huge.len() as i32, &huge)), ErrorKind::HeaderCountTooLarge(0x3fff_ffff));
+    assert_eq!(
+        first_record_error(&one_record_batch(huge.len() as i32, &huge)),
+        ErrorKind::HeaderCountTooLarge(0x3fff_ffff)
+    );
     let neg = [0u8, 0, 0, 1, 1, 3];
-    assert_eq!(first_record_error(&one_record_batch(neg.len() as i32, &neg)), ErrorKind::NegativeHeaderCount(-2));
+    assert_eq!(
+        first_record_error(&one_record_batch(neg.len() as i32, &neg)),
+        ErrorKind::NegativeHeaderCount(-2)
+    );
     // A header count of 3 with bytes for one header.
     let short = [0u8, 0, 0, 1, 1, 6, 2, b'h', 1];
     assert!(matches!(
@@ -445,7 +462,10 @@ fn huge_and_negative_header_counts() {
     ));
     // A negative header key length.
     let null_key = [0u8, 0, 0, 1, 1, 2, 1, 1];
-    assert_eq!(first_record_error(&one_record_batch(null_key.len() as i32, &null_key)), ErrorKind::InvalidLength(-1));
+    assert_eq!(
+        first_record_error(&one_record_batch(null_key.len() as i32, &null_key)),
+        ErrorKind::InvalidLength(-1)
+    );
 }
 
 #[test]
@@ -474,7 +494,10 @@ fn record_lengths_disagreeing_with_contents() {
 #[test]
 fn over_long_varints() {
     let long_ts = [0u8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 1, 1, 0];
-    assert_eq!(first_record_error(&one_record_batch(long_ts.len() as i32, &long_ts)), ErrorKind::VarintTooLong);
+    assert_eq!(
+        first_record_error(&one_record_batch(long_ts.len() as i32, &long_ts)),
+        ErrorKind::VarintTooLong
+    );
     let long_offset = [0u8, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 1, 1, 0];
     assert_eq!(
         first_record_error(&one_record_batch(long_offset.len() as i32, &long_offset)),
@@ -499,7 +522,11 @@ fn bad_batch_framing() {
         }
     }
     // A batch length under the minimum, negative, or a bad magic: errors, and the end.
-    for (len, want) in [(13, ErrorKind::BatchTooShort(13)), (-1, ErrorKind::BatchTooShort(-1)), (48, ErrorKind::BatchTooShort(48))] {
+    for (len, want) in [
+        (13, ErrorKind::BatchTooShort(13)),
+        (-1, ErrorKind::BatchTooShort(-1)),
+        (48, ErrorKind::BatchTooShort(48)),
+    ] {
         let mut b = good.clone();
         b[8..12].copy_from_slice(&i32::to_be_bytes(len));
         let mut it = RecordBatches::new(&b);
@@ -571,7 +598,12 @@ fn corrupt_compressed_payloads_are_errors() {
         let good = compressed_batch(codec, 1, &raw);
         let batch = RecordBatch::new(&good).unwrap();
         let mut buf = vec![0u8; 4096];
-        let r: Vec<_> = batch.records_in(&mut buf).unwrap().map(Result::unwrap).map(|r| r.value().map(<[u8]>::to_vec)).collect();
+        let r: Vec<_> = batch
+            .records_in(&mut buf)
+            .unwrap()
+            .map(Result::unwrap)
+            .map(|r| r.value().map(<[u8]>::to_vec))
+            .collect();
         assert_eq!(r, [Some(b"value value value value".to_vec())]);
         // Every truncation and every single-byte change of the payload: an error or
         // (for a change the codec cannot see) a result, never a panic.

@@ -118,7 +118,11 @@ impl Attributes {
 
     /// The timestamp type.
     pub const fn timestamp_type(self) -> TimestampType {
-        if self.0 & Self::TIMESTAMP_TYPE != 0 { TimestampType::LogAppendTime } else { TimestampType::CreateTime }
+        if self.0 & Self::TIMESTAMP_TYPE != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
     }
 
     /// Whether the batch is part of a transaction.
@@ -273,10 +277,15 @@ impl<'a> RecordBatch<'a> {
             Err(kind) => Err(Error::new(kind, 0)),
             Ok(None) => {
                 let needed = if bytes.len() < LOG_OVERHEAD { LOG_OVERHEAD } else { BATCH_HEADER_LEN };
-                Err(Error::new(ErrorKind::Truncated { needed: sat32(needed), available: sat32(bytes.len()) }, 0))
+                Err(Error::new(
+                    ErrorKind::Truncated { needed: sat32(needed), available: sat32(bytes.len()) },
+                    0,
+                ))
             }
             Ok(Some((total, 2))) if total == bytes.len() => Self::parse(bytes, 0),
-            Ok(Some((total, 2))) => Err(Error::new(ErrorKind::TrailingBytes(sat32(bytes.len() - total)), total)),
+            Ok(Some((total, 2))) => {
+                Err(Error::new(ErrorKind::TrailingBytes(sat32(bytes.len() - total)), total))
+            }
             Ok(Some((_, magic))) => Err(Error::new(ErrorKind::UnsupportedMagic(magic), MAGIC_OFFSET)),
         }
     }
@@ -285,7 +294,9 @@ impl<'a> RecordBatch<'a> {
     fn parse(bytes: &'a [u8], offset: usize) -> Result<Self, Error> {
         match BatchHeader::ref_from_prefix(bytes) {
             Ok((header, _)) => Ok(RecordBatch { header, bytes, offset }),
-            Err(_) => Err(Error::new(ErrorKind::BatchTooShort(sat32(bytes.len() - LOG_OVERHEAD) as i32), offset)),
+            Err(_) => {
+                Err(Error::new(ErrorKind::BatchTooShort(sat32(bytes.len() - LOG_OVERHEAD) as i32), offset))
+            }
         }
     }
 

@@ -37,7 +37,12 @@ pub fn decompress_into(codec: Compression, input: &[u8], out: &mut [u8]) -> Resu
 /// Decompresses a batch payload into `vec` (cleared first; its capacity is reused),
 /// stopping with [`ErrorKind::DecompressedTooLarge`] past `limit` bytes.
 #[cfg(feature = "alloc")]
-pub fn decompress_to_vec(codec: Compression, input: &[u8], vec: &mut Vec<u8>, limit: usize) -> Result<(), Error> {
+pub fn decompress_to_vec(
+    codec: Compression,
+    input: &[u8],
+    vec: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(), Error> {
     vec.clear();
     let mut sink = Sink::Vec(vec, limit);
     let n = decompress_sink(codec, input, &mut sink, false)?;
@@ -370,7 +375,8 @@ mod zstd {
                 Err(_) => Err(err(ErrorKind::Decompress("zstd"))),
             };
         }
-        let decoder = ::zstd::stream::read::Decoder::with_buffer(input).map_err(|_| err(ErrorKind::Decompress("zstd")))?;
+        let decoder = ::zstd::stream::read::Decoder::with_buffer(input)
+            .map_err(|_| err(ErrorKind::Decompress("zstd")))?;
         read_all(decoder, sink, "zstd")
     }
 

@@ -192,7 +192,11 @@ impl<'a> BatchBuilder<'a> {
 
     fn max_timestamp(&self) -> i64 {
         self.max_timestamp.unwrap_or_else(|| {
-            self.records.iter().map(|r| r.timestamp.unwrap_or(self.base_timestamp)).max().unwrap_or(self.base_timestamp)
+            self.records
+                .iter()
+                .map(|r| r.timestamp.unwrap_or(self.base_timestamp))
+                .max()
+                .unwrap_or(self.base_timestamp)
         })
     }
 
@@ -225,7 +229,10 @@ impl<'a> BatchBuilder<'a> {
         }
         let len = self.encoded_len()?;
         let Some(batch) = buf.get_mut(..len) else {
-            return Err(Error::new(ErrorKind::BufferTooSmall { needed: sat32(len), available: sat32(buf.len()) }, 0));
+            return Err(Error::new(
+                ErrorKind::BufferTooSmall { needed: sat32(len), available: sat32(buf.len()) },
+                0,
+            ));
         };
         let mut pos = BATCH_HEADER_LEN;
         self.write_records(batch, &mut pos)?;

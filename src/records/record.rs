@@ -147,7 +147,9 @@ fn read_record<'a>(cur: &mut Cursor<'a>, ctx: BatchContext) -> Result<Record<'a>
         cur.pos = body_start + b.pos;
         match e {
             // A field that runs past the declared length.
-            ErrorKind::Truncated { .. } => ErrorKind::RecordLengthMismatch { declared: len as u32, actual: u32::MAX },
+            ErrorKind::Truncated { .. } => {
+                ErrorKind::RecordLengthMismatch { declared: len as u32, actual: u32::MAX }
+            }
             e => e,
         }
     })

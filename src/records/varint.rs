@@ -204,7 +204,10 @@ mod tests {
 
     #[test]
     fn over_long_varints() {
-        assert_eq!(Cursor::new(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).varint(), Err(ErrorKind::VarintTooLong));
+        assert_eq!(
+            Cursor::new(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).varint(),
+            Err(ErrorKind::VarintTooLong)
+        );
         assert_eq!(Cursor::new(&[0xff; 11]).varlong(), Err(ErrorKind::VarintTooLong));
         assert!(matches!(Cursor::new(&[0x80]).varint(), Err(ErrorKind::Truncated { .. })));
     }

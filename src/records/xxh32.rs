@@ -18,12 +18,8 @@ fn word(b: &[u8]) -> u32 {
 pub(crate) fn xxh32(data: &[u8], seed: u32) -> u32 {
     let mut rest = data;
     let mut h = if data.len() >= 16 {
-        let mut v = [
-            seed.wrapping_add(P1).wrapping_add(P2),
-            seed.wrapping_add(P2),
-            seed,
-            seed.wrapping_sub(P1),
-        ];
+        let mut v =
+            [seed.wrapping_add(P1).wrapping_add(P2), seed.wrapping_add(P2), seed, seed.wrapping_sub(P1)];
         let mut stripes = data.chunks_exact(16);
         for s in &mut stripes {
             for (i, acc) in v.iter_mut().enumerate() {
@@ -31,7 +27,10 @@ pub(crate) fn xxh32(data: &[u8], seed: u32) -> u32 {
             }
         }
         rest = stripes.remainder();
-        v[0].rotate_left(1).wrapping_add(v[1].rotate_left(7)).wrapping_add(v[2].rotate_left(12)).wrapping_add(v[3].rotate_left(18))
+        v[0].rotate_left(1)
+            .wrapping_add(v[1].rotate_left(7))
+            .wrapping_add(v[2].rotate_left(12))
+            .wrapping_add(v[3].rotate_left(18))
     } else {
         seed.wrapping_add(P5)
     };
