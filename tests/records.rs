@@ -635,3 +635,192 @@ fn corrupt_compressed_payloads_are_errors() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Legacy message sets (magic 0 and 1).
+
+use kwire::records::legacy::LegacyMessages;
+
+/// One legacy entry: offset, size, crc, magic, attributes, [timestamp], key, value.
+fn legacy(
+    offset: i64,
+    magic: i8,
+    attributes: i8,
+    ts: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> Vec<u8> {
+    let mut m = vec![magic as u8, attributes as u8];
+    if magic == 1 {
+        m.extend_from_slice(&ts.to_be_bytes());
+    }
+    for f in [key, value] {
+        match f {
+            None => m.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(b) => {
+                m.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                m.extend_from_slice(b);
+            }
+        }
+    }
+    let mut out = offset.to_be_bytes().to_vec();
+    out.extend_from_slice(&((m.len() + 4) as i32).to_be_bytes());
+    out.extend_from_slice(&kwire::records::crc::crc32(&m).to_be_bytes());
+    out.extend_from_slice(&m);
+    out
+}
+
+fn xerial(raw_snappy: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1];
+    out.extend_from_slice(&(raw_snappy.len() as u32).to_be_bytes());
+    out.extend_from_slice(raw_snappy);
+    out
+}
+
+/// An LZ4 frame with Kafka's pre-KIP-57 header checksum (over the magic number too).
+fn lz4_broken_header(frame: &mut [u8]) {
+    // Our encoder writes no content size: the checksum byte is at 6.
+    let hc = (xxh32_ref(&frame[..6]) >> 8) as u8;
+    frame[6] = hc;
+}
+
+/// A plain XXH32 (seed 0) for the test, written from the specification.
+fn xxh32_ref(data: &[u8]) -> u32 {
+    const P: [u32; 5] = [2654435761, 2246822519, 3266489917, 668265263, 374761393];
+    assert!(data.len() < 16);
+    let mut h = P[4].wrapping_add(data.len() as u32);
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        h = h
+            .wrapping_add(u32::from_le_bytes(c.try_into().unwrap()).wrapping_mul(P[2]))
+            .rotate_left(17)
+            .wrapping_mul(P[3]);
+    }
+    for &b in chunks.remainder() {
+        h = h.wrapping_add(u32::from(b).wrapping_mul(P[4])).rotate_left(11).wrapping_mul(P[0]);
+    }
+    h ^= h >> 15;
+    h = h.wrapping_mul(P[1]);
+    h ^= h >> 13;
+    h = h.wrapping_mul(P[2]);
+    h ^ (h >> 16)
+}
+
+#[test]
+fn legacy_uncompressed_sets() {
+    let mut set = legacy(10, 0, 0, 0, Some(b"k0"), Some(b"v0"));
+    set.extend(legacy(11, 0, 0, 0, None, Some(b"")));
+    set.extend(legacy(12, 1, 0, 1_600_000_000_000, Some(b""), None));
+    set.extend(legacy(13, 1, 0x08, 1_700_000_000_000, Some(b"k3"), Some(b"v3")));
+    let msgs: Vec<_> = LegacyMessages::new(&set).map(Result::unwrap).collect();
+    assert_eq!(msgs.len(), 4);
+    for m in &msgs {
+        m.verify_crc().unwrap();
+        assert_eq!(m.compression(), Ok(Compression::None));
+    }
+    assert_eq!(
+        (msgs[0].offset(), msgs[0].magic(), msgs[0].key(), msgs[0].value()),
+        (10, 0, Some(&b"k0"[..]), Some(&b"v0"[..]))
+    );
+    assert_eq!((msgs[1].key(), msgs[1].value(), msgs[1].timestamp()), (None, Some(&b""[..]), None));
+    assert_eq!(
+        (msgs[2].key(), msgs[2].value(), msgs[2].timestamp()),
+        (Some(&b""[..]), None, Some(1_600_000_000_000))
+    );
+    assert_eq!(msgs[3].timestamp_type(), kwire::records::TimestampType::LogAppendTime);
+    // Every cut of the set: a partial end, never an error.
+    for cut in 0..set.len() {
+        let mut it = LegacyMessages::new(&set[..cut]);
+        for m in it.by_ref() {
+            m.unwrap();
+        }
+        let boundary = [0, 30, 56, 90].contains(&cut);
+        assert_eq!(it.partial(), !boundary, "cut {cut}");
+    }
+    // A flipped bit fails the CRC-32; a bad length is an error.
+    let mut bad = set.clone();
+    bad[29] ^= 1;
+    assert!(matches!(
+        LegacyMessages::new(&bad).next().unwrap().unwrap().verify_crc().unwrap_err().kind(),
+        ErrorKind::CrcMismatch { .. }
+    ));
+    let mut bad = set.clone();
+    bad[18..22].copy_from_slice(&(-5i32).to_be_bytes());
+    assert_eq!(LegacyMessages::new(&bad).next().unwrap().unwrap_err().kind(), ErrorKind::InvalidLength(-5));
+    // RecordBatches refuses legacy magic clearly.
+    assert_eq!(RecordBatches::new(&set).next().unwrap().unwrap_err().kind(), ErrorKind::UnsupportedMagic(0));
+}
+
+#[test]
+fn legacy_compressed_wrappers() {
+    for magic in [0i8, 1] {
+        // Inner offsets: relative in magic 1, absolute in magic 0.
+        let first = if magic == 1 { 0 } else { 100 };
+        let mut inner = Vec::new();
+        for i in 0..3i64 {
+            let v = format!("value-{i}");
+            inner.extend(legacy(
+                first + i,
+                magic,
+                0,
+                1_000 + i,
+                Some(format!("k{i}").as_bytes()),
+                Some(v.as_bytes()),
+            ));
+        }
+        let mut raw_snappy = Vec::new();
+        kwire::records::compression::compress(Compression::Snappy, &inner, &mut raw_snappy).unwrap();
+        let mut gz = Vec::new();
+        kwire::records::compression::compress(Compression::Gzip, &inner, &mut gz).unwrap();
+        let mut lz4 = Vec::new();
+        kwire::records::compression::compress(Compression::Lz4, &inner, &mut lz4).unwrap();
+        let mut lz4_broken = lz4.clone();
+        lz4_broken_header(&mut lz4_broken);
+        let cases: Vec<(i8, Vec<u8>, bool)> = vec![
+            (1, gz, true),
+            (2, xerial(&raw_snappy), true),
+            (2, raw_snappy, true),
+            (3, lz4.clone(), true),
+            // Kafka skips the header checksum for magic 0 (KAFKA-3160) and checks it in 1.
+            (3, lz4_broken, magic == 0),
+        ];
+        for (codec, payload, ok) in cases {
+            for log_append in [false, true] {
+                let attrs = codec | if log_append && magic == 1 { 0x08 } else { 0 };
+                let wrapper = legacy(102, magic, attrs, 5_000, None, Some(&payload));
+                let m = LegacyMessages::new(&wrapper).next().unwrap().unwrap();
+                let mut buf = vec![0u8; 4096];
+                let inner = match m.inner_in(&mut buf) {
+                    Ok(it) => it,
+                    Err(e) => {
+                        assert!(!ok, "magic {magic} codec {codec}: {e}");
+                        continue;
+                    }
+                };
+                assert!(ok, "magic {magic} codec {codec}: broken lz4 header accepted");
+                let got: Vec<_> = inner
+                    .map(Result::unwrap)
+                    .map(|m| {
+                        m.verify_crc().unwrap();
+                        (m.offset(), m.key().unwrap().to_vec(), m.value().unwrap().to_vec(), m.timestamp())
+                    })
+                    .collect();
+                let want: Vec<_> = (0..3i64)
+                    .map(|i| {
+                        let ts = (magic == 1).then_some(if log_append { 5_000 } else { 1_000 + i });
+                        (100 + i, format!("k{i}").into_bytes(), format!("value-{i}").into_bytes(), ts)
+                    })
+                    .collect();
+                assert_eq!(got, want, "magic {magic} codec {codec}");
+                let mut vec = Vec::new();
+                assert_eq!(m.inner_in_vec(&mut vec, 4096).unwrap().count(), 3);
+                // The limit holds here too.
+                let mut small = [0u8; 16];
+                assert!(matches!(
+                    m.inner_in(&mut small).unwrap_err().kind(),
+                    ErrorKind::DecompressedTooLarge { .. }
+                ));
+            }
+        }
+    }
+}
