@@ -824,3 +824,283 @@ fn legacy_compressed_wrappers() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Differential: kafka-protocol's record decoder, and the fuzz target's property.
+
+#[path = "fuzz_checks/records.rs"]
+#[allow(dead_code)]
+mod records_check;
+
+/// Records as kafka-protocol sees them: its headers are an `IndexMap`, so a repeated key
+/// keeps its first position and its last value.
+type KpRecord =
+    (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>, i64, i16, bool, bool);
+
+fn ours_as_kp(field: &[u8]) -> Vec<KpRecord> {
+    let mut out = Vec::new();
+    let mut vec = Vec::new();
+    for batch in RecordBatches::new(field) {
+        let batch = batch.unwrap();
+        for r in batch.records_in_vec(&mut vec, 1 << 24).unwrap() {
+            let r = r.unwrap();
+            let mut headers: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+            for h in r.headers() {
+                match headers.iter_mut().find(|(k, _)| k == h.key) {
+                    Some(slot) => slot.1 = h.value.map(<[u8]>::to_vec),
+                    None => headers.push((h.key.to_vec(), h.value.map(<[u8]>::to_vec))),
+                }
+            }
+            out.push((
+                r.offset(),
+                r.timestamp(),
+                r.key().map(<[u8]>::to_vec),
+                r.value().map(<[u8]>::to_vec),
+                headers,
+                batch.producer_id(),
+                batch.producer_epoch(),
+                batch.is_transactional(),
+                batch.is_control(),
+            ));
+        }
+    }
+    out
+}
+
+fn kp(field: &[u8]) -> Result<Vec<KpRecord>, String> {
+    let mut buf = bytes::Bytes::copy_from_slice(field);
+    let sets =
+        kafka_protocol::records::RecordBatchDecoder::decode_all(&mut buf).map_err(|e| e.to_string())?;
+    Ok(sets
+        .into_iter()
+        .flat_map(|s| s.records)
+        .map(|r| {
+            (
+                r.offset,
+                r.timestamp,
+                r.key.map(|b| b.to_vec()),
+                r.value.map(|b| b.to_vec()),
+                r.headers.into_iter().map(|(k, v)| (k.as_bytes().to_vec(), v.map(|b| b.to_vec()))).collect(),
+                r.producer_id,
+                r.producer_epoch,
+                r.transactional,
+                r.control,
+            )
+        })
+        .collect())
+}
+
+#[test]
+fn differential_against_kafka_protocol() {
+    let index = index();
+    let mut compared = 0;
+    let mut kp_failed = Vec::new();
+    for (name, facts) in index["files"].as_object().unwrap() {
+        let frame = common::vector(&format!("records/{}", facts["request"].as_str().unwrap()));
+        for (_, partition, field) in produce_records(&frame).1 {
+            match kp(field) {
+                Ok(theirs) => {
+                    assert_eq!(ours_as_kp(field), theirs, "{name} partition {partition}");
+                    compared += 1;
+                }
+                Err(e) => kp_failed.push(format!("{name}/{partition}: {e}")),
+            }
+        }
+    }
+    // Generated batches: random keys, values and headers (duplicate keys included), every
+    // codec, several batches per field.
+    let mut rng = common::XorShift(0x05ee_d4ec_04d5);
+    for round in 0..60 {
+        let codec =
+            [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
+                [round % 5];
+        let mut field = Vec::new();
+        for b in 0..1 + rng.next() % 3 {
+            let n = (rng.next() % 20) as usize;
+            let keys: Vec<Vec<u8>> = (0..n).map(|_| rng.input(20)).collect();
+            let values: Vec<Vec<u8>> = (0..n).map(|_| rng.bytes(300)).collect();
+            let hkeys: Vec<Vec<u8>> = (0..4).map(|_| rng.text(6)).collect();
+            let headers: Vec<NewHeader<'_>> = (0..(rng.next() % 5) as usize)
+                .map(|i| NewHeader { key: &hkeys[i % 2], value: (i % 3 != 2).then_some(&hkeys[i][..]) })
+                .collect();
+            let records: Vec<NewRecord<'_>> = (0..n)
+                .map(|i| {
+                    let key = (!rng.next().is_multiple_of(4)).then_some(&keys[i][..]);
+                    let value = (!rng.next().is_multiple_of(5)).then_some(&values[i][..]);
+                    NewRecord::new(key, value)
+                        .with_headers(&headers)
+                        .with_timestamp(1_700_000_000_000 + (rng.next() % 5000) as i64 - 2500)
+                })
+                .collect();
+            let mut builder = BatchBuilder::new(1000 * b as i64, 1_700_000_000_000, &records);
+            builder.compression = codec;
+            builder.producer_id = 77;
+            builder.producer_epoch = 1;
+            builder.transactional = rng.next().is_multiple_of(2);
+            builder.encode_to_vec(&mut field).unwrap();
+        }
+        let theirs = kp(&field).unwrap_or_else(|e| panic!("round {round} {codec:?}: {e}"));
+        assert_eq!(ours_as_kp(&field), theirs, "round {round} {codec:?}");
+        compared += 1;
+    }
+    eprintln!("compared {compared} fields; kafka-protocol failed on {}: {kp_failed:?}", kp_failed.len());
+    assert!(compared >= 100);
+}
+
+fn replay_dir(dir: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut n = 0;
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let data = std::fs::read(&path).unwrap();
+            if std::panic::catch_unwind(|| records_check::records(&data)).is_err() {
+                panic!("{} fails the records fuzz check", path.display());
+            }
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn fuzz_corpus_and_crashes_replay() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let n = replay_dir(&root.join("fuzz/corpus/records"));
+    assert!(n >= 20, "fuzz/corpus/records has {n} inputs");
+    replay_dir(&root.join("tests/fuzz_regressions/records"));
+}
+
+#[test]
+fn views_agree_with_the_reference_on_mutations() {
+    // Every vector field, and single-byte mutations of it (with and without a fixed CRC),
+    // through the fuzz target's property.
+    let index = index();
+    let mut rng = common::XorShift(77);
+    for facts in index["files"].as_object().unwrap().values() {
+        let frame = common::vector(&format!("records/{}", facts["request"].as_str().unwrap()));
+        for (_, _, field) in produce_records(&frame).1 {
+            for sel in [0u8, 1, 2, 3] {
+                let mut data = vec![sel];
+                data.extend_from_slice(field);
+                records_check::records(&data);
+            }
+            for _ in 0..40 {
+                let mut data = vec![(rng.next() % 4) as u8];
+                data.extend_from_slice(field);
+                let i = 1 + (rng.next() as usize) % field.len();
+                data[i] ^= 1 << (rng.next() % 8);
+                records_check::records(&data);
+                // The same mutation with the CRC fixed, so the records are reached.
+                let mut fixed = data.clone();
+                let len = i32::from_be_bytes(fixed[9..13].try_into().unwrap());
+                if len >= 49 && 13 + len as usize <= fixed.len() {
+                    let end = 13 + len as usize;
+                    let crc = kwire::records::crc::crc32c(&fixed[22..end]);
+                    fixed[18..22].copy_from_slice(&crc.to_be_bytes());
+                    records_check::records(&fixed);
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Zero allocations on the view and encode paths.
+
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub struct Counting;
+
+    thread_local! {
+        // Per thread: tests run in parallel.
+        static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    fn count() {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+    }
+
+    // SAFETY: forwards every call to the system allocator unchanged; only counts them.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            count();
+            // SAFETY: the caller upholds `alloc`'s contract, passed on as is.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` came from `System` with this layout.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            count();
+            // SAFETY: as for `alloc` and `dealloc`.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// Runs `f` and returns how many allocations it made on this thread.
+    pub fn allocations<T>(f: impl FnOnce() -> T) -> (usize, T) {
+        let before = ALLOCATIONS.with(Cell::get);
+        let out = f();
+        (ALLOCATIONS.with(Cell::get) - before, out)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: counting::Counting = counting::Counting;
+
+fn walk(field: &[u8], scratch: &mut [u8]) -> u64 {
+    let mut sum = 0u64;
+    let mut batches = RecordBatches::new(field);
+    for batch in batches.by_ref() {
+        let batch = batch.unwrap();
+        sum = sum.wrapping_add(batch.header().producer_id.get() as u64);
+        for r in batch.records_in(scratch).unwrap() {
+            let r = r.unwrap();
+            sum = sum.wrapping_add(r.offset() as u64 + r.timestamp() as u64);
+            sum = sum.wrapping_add(
+                r.key().map_or(0, <[u8]>::len) as u64 + r.value().map_or(0, <[u8]>::len) as u64,
+            );
+            for h in r.headers() {
+                sum = sum.wrapping_add(h.key.len() as u64 + h.value.map_or(0, <[u8]>::len) as u64);
+            }
+        }
+    }
+    assert!(!batches.partial());
+    sum
+}
+
+#[test]
+fn views_and_encoding_do_not_allocate() {
+    let index = index();
+    let mut scratch = vec![0u8; 1 << 20];
+    let mut checked = std::collections::BTreeMap::new();
+    for (name, facts) in index["files"].as_object().unwrap() {
+        let frame = common::vector(&format!("records/{}", facts["request"].as_str().unwrap()));
+        let codec = facts["compression"].as_str().unwrap().to_string();
+        for (_, _, field) in produce_records(&frame).1 {
+            let (n, sum) = counting::allocations(|| walk(field, &mut scratch));
+            assert!(sum > 0);
+            // Uncompressed, lz4 and snappy into a caller's buffer allocate nothing; gzip
+            // (flate2's inflate state) and zstd (a decompression context) do, per batch.
+            if ["none", "lz4", "snappy"].contains(&codec.as_str()) {
+                assert_eq!(n, 0, "{name}: {n} allocations");
+            }
+            checked.entry(codec.clone()).or_insert(n);
+        }
+    }
+    // Encoding into a buffer.
+    let headers = [NewHeader { key: b"h", value: Some(b"v") }];
+    let records = [NewRecord::new(Some(b"k"), Some(b"v")).with_headers(&headers); 10];
+    let builder = BatchBuilder::new(0, 0, &records);
+    let mut buf = [0u8; 512];
+    let (n, len) = counting::allocations(|| builder.encode(&mut buf).unwrap());
+    assert_eq!(n, 0);
+    let (n, count) =
+        counting::allocations(|| RecordBatch::new(&buf[..len]).unwrap().records().unwrap().count());
+    assert_eq!((n, count), (0, 10));
+    eprintln!("allocations per field by codec: {checked:?}");
+}

@@ -1086,3 +1086,4 @@ pub fn primitives(data: &[u8]) {
         }
     };
 }
+pub mod records;
