@@ -1104,3 +1104,132 @@ fn views_and_encoding_do_not_allocate() {
     assert_eq!((n, count), (0, 10));
     eprintln!("allocations per field by codec: {checked:?}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Codec layouts the clients' vectors do not show.
+
+/// 300 KB with matches that reach back across 64 KB block boundaries.
+fn compressible() -> Vec<u8> {
+    let mut rng = common::XorShift(3);
+    let unit: Vec<u8> = (0..40_000).map(|_| b'a' + (rng.next() % 20) as u8).collect();
+    let mut out = Vec::new();
+    while out.len() < 300_000 {
+        out.extend_from_slice(&unit[..(rng.next() % 40_000) as usize]);
+        out.extend_from_slice(&rng.bytes(50));
+    }
+    out
+}
+
+fn decompress_both(codec: Compression, input: &[u8], want: &[u8]) {
+    use kwire::records::compression::{decompress_into, decompress_to_vec};
+    let mut buf = vec![0u8; want.len() + 10];
+    let n = decompress_into(codec, input, &mut buf).unwrap_or_else(|e| panic!("{codec:?}: {e}"));
+    assert!(buf[..n] == *want, "{codec:?}: slice output differs");
+    let mut vec = Vec::new();
+    decompress_to_vec(codec, input, &mut vec, want.len()).unwrap();
+    assert!(vec == want, "{codec:?}: Vec output differs");
+    let mut short = vec![0u8; want.len() - 1];
+    assert_eq!(
+        decompress_into(codec, input, &mut short).unwrap_err().kind(),
+        ErrorKind::DecompressedTooLarge { limit: want.len() as u64 - 1 },
+        "{codec:?}"
+    );
+    assert_eq!(
+        decompress_to_vec(codec, input, &mut vec, want.len() - 1).unwrap_err().kind(),
+        ErrorKind::DecompressedTooLarge { limit: want.len() as u64 - 1 },
+        "{codec:?}"
+    );
+}
+
+#[test]
+fn lz4_frames_in_every_layout() {
+    use lz4_c::liblz4::BlockChecksum;
+    use lz4_c::{BlockMode, BlockSize, ContentChecksum};
+    use std::io::Write;
+    let data = compressible();
+    let mut layouts = 0;
+    for linked in [true, false] {
+        for block_sum in [false, true] {
+            for content_sum in [false, true] {
+                for (size, with_len) in
+                    [(BlockSize::Max64KB, false), (BlockSize::Max256KB, true), (BlockSize::Max4MB, false)]
+                {
+                    let mut b = lz4_c::EncoderBuilder::new();
+                    b.block_size(size)
+                        .block_mode(if linked { BlockMode::Linked } else { BlockMode::Independent })
+                        .block_checksum(if block_sum {
+                            BlockChecksum::BlockChecksumEnabled
+                        } else {
+                            BlockChecksum::NoBlockChecksum
+                        })
+                        .checksum(if content_sum {
+                            ContentChecksum::ChecksumEnabled
+                        } else {
+                            ContentChecksum::NoChecksum
+                        });
+                    if with_len {
+                        b.content_size(data.len() as u64);
+                    }
+                    let mut e = b.build(Vec::new()).unwrap();
+                    e.write_all(&data).unwrap();
+                    let (frame, r) = e.finish();
+                    r.unwrap();
+                    decompress_both(Compression::Lz4, &frame, &data);
+                    // A flipped byte in the last block or checksum: an error, never a panic
+                    // or wrong output passed off as right (with a checksum).
+                    let mut bad = frame.clone();
+                    let i = bad.len() - 6;
+                    bad[i] ^= 0x55;
+                    let mut out = vec![0u8; data.len()];
+                    let r = kwire::records::compression::decompress_into(Compression::Lz4, &bad, &mut out);
+                    if block_sum || content_sum {
+                        assert!(r.is_err(), "corruption passed a checksum");
+                    }
+                    layouts += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(layouts, 24);
+}
+
+#[test]
+fn zstd_gzip_and_snappy_framings() {
+    use std::io::Write;
+    let data = compressible();
+    // zstd: streamed (no content size), and two frames back to back.
+    let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    e.write_all(&data).unwrap();
+    let streamed = e.finish().unwrap();
+    assert!(matches!(zstd::zstd_safe::get_frame_content_size(&streamed), Ok(None)));
+    decompress_both(Compression::Zstd, &streamed, &data);
+    let half = data.len() / 2;
+    let mut two = zstd::bulk::compress(&data[..half], 1).unwrap();
+    two.extend(zstd::bulk::compress(&data[half..], 1).unwrap());
+    decompress_both(Compression::Zstd, &two, &data);
+    // gzip: two members back to back (Java's GZIPInputStream reads both).
+    let mut two = Vec::new();
+    for part in [&data[..half], &data[half..]] {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(part).unwrap();
+        two.extend(e.finish().unwrap());
+    }
+    decompress_both(Compression::Gzip, &two, &data);
+    // snappy: xerial with several blocks (snappy-java writes 32 KB blocks), and raw.
+    let mut x = vec![0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1];
+    for chunk in data.chunks(32 * 1024) {
+        let block = snap::raw::Encoder::new().compress_vec(chunk).unwrap();
+        x.extend_from_slice(&(block.len() as u32).to_be_bytes());
+        x.extend_from_slice(&block);
+    }
+    decompress_both(Compression::Snappy, &x, &data);
+    decompress_both(Compression::Snappy, &snap::raw::Encoder::new().compress_vec(&data).unwrap(), &data);
+    // A xerial block length past the end is an error.
+    let mut bad = x.clone();
+    bad[16..20].copy_from_slice(&u32::MAX.to_be_bytes());
+    let mut out = vec![0u8; data.len()];
+    assert!(matches!(
+        kwire::records::compression::decompress_into(Compression::Snappy, &bad, &mut out).unwrap_err().kind(),
+        ErrorKind::Decompress(_)
+    ));
+}

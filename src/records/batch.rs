@@ -276,7 +276,10 @@ impl<'a> RecordBatch<'a> {
         match entry_frame(bytes) {
             Err(kind) => Err(Error::new(kind, 0)),
             Ok(None) => {
-                let needed = if bytes.len() < LOG_OVERHEAD { LOG_OVERHEAD } else { BATCH_HEADER_LEN };
+                let needed = match bytes.get(8..12) {
+                    Some(&[a, b, c, d]) => LOG_OVERHEAD + i32::from_be_bytes([a, b, c, d]).max(0) as usize,
+                    _ => LOG_OVERHEAD,
+                };
                 Err(Error::new(
                     ErrorKind::Truncated { needed: sat32(needed), available: sat32(bytes.len()) },
                     0,
@@ -455,7 +458,7 @@ impl<'a> RecordBatch<'a> {
             return self.records_unverified();
         }
         self.check_count_fits(buf.len())?;
-        let n = compression::decompress_into(codec, self.payload(), buf).map_err(|e| e.shifted(0))?;
+        let n = compression::decompress_into(codec, self.payload(), buf)?;
         Records::new(&buf[..n], self.records_count(), self.context())
     }
 
