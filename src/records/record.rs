@@ -98,7 +98,7 @@ impl<'a> Iterator for Records<'a> {
 impl core::iter::FusedIterator for Records<'_> {}
 
 /// Reads one record at the cursor. On error the cursor is left where the problem is.
-#[inline]
+#[inline(always)]
 fn read_record<'a>(cur: &mut Cursor<'a>, ctx: BatchContext) -> Result<Record<'a>, ErrorKind> {
     let len = cur.varint()?;
     if len < 0 {
@@ -107,64 +107,78 @@ fn read_record<'a>(cur: &mut Cursor<'a>, ctx: BatchContext) -> Result<Record<'a>
     let body_start = cur.pos;
     let body = cur.take(len as usize)?;
     let mut b = Cursor::new(body);
-    let parsed = (|| {
-        let attributes = b.u8()? as i8;
-        let timestamp_delta = b.varlong()?;
-        let offset_delta = b.varint()?;
-        let key = b.nullable_bytes()?;
-        let value = b.nullable_bytes()?;
-        let header_count = b.varint()?;
-        if header_count < 0 {
-            return Err(ErrorKind::NegativeHeaderCount(header_count));
+    match read_body(&mut b, body, ctx) {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            cur.pos = body_start + b.pos;
+            Err(match e {
+                // A field that runs past the declared length.
+                ErrorKind::Truncated { .. } => {
+                    ErrorKind::RecordLengthMismatch { declared: len as u32, actual: u32::MAX }
+                }
+                e => e,
+            })
         }
-        if header_count as usize > b.remaining() / 2 {
-            return Err(ErrorKind::HeaderCountTooLarge(header_count));
+    }
+}
+
+#[inline(always)]
+fn read_body<'a>(b: &mut Cursor<'a>, body: &'a [u8], ctx: BatchContext) -> Result<Record<'a>, ErrorKind> {
+    let attributes = b.u8()? as i8;
+    let timestamp_delta = b.varlong()?;
+    let offset_delta = b.varint()?;
+    let key = b.nullable_bytes()?;
+    let value = b.nullable_bytes()?;
+    let header_count = b.varint()?;
+    if header_count < 0 {
+        return Err(ErrorKind::NegativeHeaderCount(header_count));
+    }
+    if header_count as usize > b.remaining() / 2 {
+        return Err(ErrorKind::HeaderCountTooLarge(header_count));
+    }
+    let headers_start = b.pos;
+    for _ in 0..header_count {
+        let klen = b.varint()?;
+        if klen < 0 {
+            return Err(ErrorKind::InvalidLength(klen));
         }
-        let headers_start = b.pos;
-        for _ in 0..header_count {
-            let klen = b.varint()?;
-            if klen < 0 {
-                return Err(ErrorKind::InvalidLength(klen));
-            }
-            b.take(klen as usize)?;
-            b.nullable_bytes()?;
-        }
-        let headers = &body[headers_start..b.pos];
-        if b.remaining() != 0 {
-            return Err(ErrorKind::RecordLengthMismatch { declared: len as u32, actual: sat32(b.pos) });
-        }
-        Ok(Record {
-            attributes,
-            timestamp_delta,
-            offset_delta,
-            key,
-            value,
-            headers: Headers { cur: Cursor::new(headers), left: header_count as u32 },
-            ctx,
-        })
-    })();
-    parsed.map_err(|e| {
-        cur.pos = body_start + b.pos;
-        match e {
-            // A field that runs past the declared length.
-            ErrorKind::Truncated { .. } => {
-                ErrorKind::RecordLengthMismatch { declared: len as u32, actual: u32::MAX }
-            }
-            e => e,
-        }
+        b.take(klen as usize)?;
+        b.nullable_bytes()?;
+    }
+    if b.remaining() != 0 {
+        return Err(ErrorKind::RecordLengthMismatch { declared: sat32(body.len()), actual: sat32(b.pos) });
+    }
+    Ok(Record {
+        attributes,
+        control: ctx.control,
+        offset_delta,
+        header_count: header_count as u32,
+        timestamp_delta,
+        offset: ctx.base_offset.wrapping_add(offset_delta as i64),
+        timestamp: if ctx.log_append_time {
+            ctx.max_timestamp
+        } else {
+            ctx.base_timestamp.wrapping_add(timestamp_delta)
+        },
+        key,
+        value,
+        headers: body.get(headers_start..b.pos).unwrap_or_default(),
     })
 }
 
 /// One record, borrowing its key, value and headers.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record<'a> {
     attributes: i8,
-    timestamp_delta: i64,
+    control: bool,
     offset_delta: i32,
+    header_count: u32,
+    timestamp_delta: i64,
+    offset: i64,
+    timestamp: i64,
     key: Option<&'a [u8]>,
     value: Option<&'a [u8]>,
-    headers: Headers<'a>,
-    ctx: BatchContext,
+    headers: &'a [u8],
 }
 
 impl<'a> Record<'a> {
@@ -182,16 +196,12 @@ impl<'a> Record<'a> {
     }
     /// The absolute offset: base offset + offset delta.
     pub const fn offset(&self) -> i64 {
-        self.ctx.base_offset.wrapping_add(self.offset_delta as i64)
+        self.offset
     }
     /// The absolute timestamp: base timestamp + delta for create time; the batch's max
     /// timestamp for log-append time (as Kafka reads it).
     pub const fn timestamp(&self) -> i64 {
-        if self.ctx.log_append_time {
-            self.ctx.max_timestamp
-        } else {
-            self.ctx.base_timestamp.wrapping_add(self.timestamp_delta)
-        }
+        self.timestamp
     }
     /// The key; `None` is null, distinct from an empty key.
     pub const fn key(&self) -> Option<&'a [u8]> {
@@ -202,35 +212,23 @@ impl<'a> Record<'a> {
         self.value
     }
     /// The headers in wire order, duplicates kept.
-    pub fn headers(&self) -> Headers<'a> {
-        self.headers.clone()
+    pub const fn headers(&self) -> Headers<'a> {
+        Headers { cur: Cursor::new(self.headers), left: self.header_count }
     }
     /// The number of headers.
     pub const fn header_count(&self) -> u32 {
-        self.headers.left
+        self.header_count
     }
     /// Whether the record is in a control batch.
     pub const fn is_control(&self) -> bool {
-        self.ctx.control
+        self.control
     }
     /// The record read as a control record (transaction marker or KRaft control record).
     pub fn control(&self) -> Result<ControlRecord<'a>, ErrorKind> {
-        if !self.ctx.control {
+        if !self.control {
             return Err(ErrorKind::InvalidControlRecord);
         }
         ControlRecord::parse(self.key, self.value)
-    }
-}
-
-impl PartialEq for Record<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.attributes == other.attributes
-            && self.timestamp_delta == other.timestamp_delta
-            && self.offset_delta == other.offset_delta
-            && self.key == other.key
-            && self.value == other.value
-            && self.headers.cur.buf == other.headers.cur.buf
-            && self.ctx == other.ctx
     }
 }
 
