@@ -199,14 +199,19 @@ pub fn decode(field: &[u8], limit: usize) -> Result<OwnedRecords, Error> {
             out.partial = true;
             break;
         }
+        // As Kafka: a magic outside 0..=2 is an error even in a cut-short last entry; a
+        // cut-short entry of a known magic ends the field.
         let magic = rest[16] as i8;
-        if magic != 2 {
+        if !(0..=2).contains(&magic) {
             return Err(Error::new(ErrorKind::UnsupportedMagic(magic), pos));
         }
         let total = length as usize + 12;
         if rest.len() < total {
             out.partial = true;
             break;
+        }
+        if magic != 2 {
+            return Err(Error::new(ErrorKind::UnsupportedMagic(magic), pos));
         }
         if length < 49 {
             return Err(Error::new(ErrorKind::BatchTooShort(length), pos));
