@@ -1,7 +1,7 @@
 //! Checksums: CRC-32C (Castagnoli) for RecordBatch v2 and CRC-32 (IEEE) for legacy
 //! messages.
 //!
-//! [`crc32c`] uses the `crc32c` crate when the `std` feature is on (SSE 4.2 or ARMv8 CRC
+//! [`crc32c()`] uses the `crc32c` crate when the `std` feature is on (SSE 4.2 or ARMv8 CRC
 //! instructions, detected at run time, with a table fallback). Without `std` it uses
 //! [`crc32c_portable`], this module's own slice-by-8 tables, which need neither `std`
 //! nor an allocator. [`crc32`] (IEEE, legacy messages only) is always the portable one.
