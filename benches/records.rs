@@ -188,9 +188,58 @@ fn bench(c: &mut Criterion) {
     }
 }
 
+/// The codec crates, each decompressing the same 10 batch payloads into a buffer: the
+/// choices in `kwire::records::compression` beside the alternatives.
+fn codec_choice(c: &mut Criterion) {
+    use std::io::Read;
+    let raw_len: usize = payload(Compression::None).iter().map(Vec::len).sum();
+    let mut out = vec![0u8; 1 << 20];
+    let mut g = c.benchmark_group("records/codec_choice");
+    g.throughput(Throughput::Bytes(raw_len as u64));
+    for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+        let fields = payload(codec);
+        let payloads: Vec<&[u8]> = fields.iter().map(|f| &f[61..]).collect();
+        eprintln!("{codec:?}: {raw_len} bytes -> {}", payloads.iter().map(|p| p.len()).sum::<usize>());
+        let name = format!("{codec:?}").to_lowercase();
+        g.bench_function(format!("{name}/kwire"), |b| {
+            b.iter(|| payloads.iter().map(|p| decompress_into(codec, p, &mut out).unwrap()).sum::<usize>())
+        });
+        match codec {
+            Compression::Lz4 => {
+                g.bench_function("lz4/lz4-c", |b| {
+                    b.iter(|| {
+                        let mut n = 0;
+                        for p in &payloads {
+                            let mut d = lz4_c::Decoder::new(*p).unwrap();
+                            let mut at = 0;
+                            loop {
+                                let k = d.read(&mut out[at..]).unwrap();
+                                if k == 0 {
+                                    break;
+                                }
+                                at += k;
+                            }
+                            n += at;
+                        }
+                        n
+                    })
+                });
+            }
+            Compression::Zstd => {
+                let mut d = ruzstd::decoding::FrameDecoder::new();
+                g.bench_function("zstd/ruzstd", |b| {
+                    b.iter(|| payloads.iter().map(|p| d.decode_all(p, &mut out).unwrap()).sum::<usize>())
+                });
+            }
+            _ => {}
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).sample_size(50);
-    targets = bench
+    targets = bench, codec_choice
 }
 criterion_main!(benches);
