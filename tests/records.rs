@@ -1233,3 +1233,29 @@ fn zstd_gzip_and_snappy_framings() {
         ErrorKind::Decompress(_)
     ));
 }
+
+#[test]
+fn mixed_entries_in_one_field() {
+    use kwire::records::legacy::{Entries, Entry};
+    let records = [NewRecord::new(Some(b"k"), Some(b"v2"))];
+    let mut field = legacy(0, 0, 0, 0, Some(b"k0"), Some(b"v0"));
+    field.extend(legacy(1, 1, 0, 5, Some(b"k1"), Some(b"v1")));
+    field.extend(encode(&BatchBuilder::new(2, 0, &records)));
+    let cut = field.len() - 3;
+    let mut it = Entries::new(&field);
+    let kinds: Vec<_> = it
+        .by_ref()
+        .map(|e| match e.unwrap() {
+            Entry::Legacy(m) => (m.offset(), m.value().unwrap().to_vec()),
+            Entry::Batch(b) => {
+                let r = b.records().unwrap().next().unwrap().unwrap();
+                (r.offset(), r.value().unwrap().to_vec())
+            }
+        })
+        .collect();
+    assert_eq!(kinds, [(0, b"v0".to_vec()), (1, b"v1".to_vec()), (2, b"v2".to_vec())]);
+    assert!(!it.partial());
+    let mut it = Entries::new(&field[..cut]);
+    assert_eq!(it.by_ref().count(), 2);
+    assert!(it.partial());
+}

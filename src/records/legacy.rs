@@ -314,3 +314,77 @@ impl<'a> LegacyMessage<'a> {
         })
     }
 }
+
+/// One entry of a `records` field that may mix formats: a RecordBatch v2 or a legacy
+/// message (a log written before and after an upgrade holds both).
+#[derive(Clone, Copy, Debug)]
+pub enum Entry<'a> {
+    /// A magic-2 batch.
+    Batch(super::RecordBatch<'a>),
+    /// A magic-0 or magic-1 message (possibly a compressed wrapper).
+    Legacy(LegacyMessage<'a>),
+}
+
+/// The entries of a `records` field in any format, in order: what
+/// [`super::RecordBatches`] yields for magic 2, and [`LegacyMessage`]s for magic 0 and 1.
+/// The same framing rules apply: a cut-short last entry ends the iteration and sets
+/// [`Entries::partial`].
+#[derive(Clone, Debug)]
+pub struct Entries<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    partial: bool,
+    failed: bool,
+}
+
+impl<'a> Entries<'a> {
+    /// The entries of `bytes`.
+    pub const fn new(bytes: &'a [u8]) -> Self {
+        Entries { bytes, pos: 0, partial: false, failed: false }
+    }
+
+    /// Whether the iteration ended at an incomplete last entry.
+    pub const fn partial(&self) -> bool {
+        self.partial
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<Entry<'a>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        if rest.is_empty() {
+            return None;
+        }
+        let at = self.pos;
+        let entry = match entry_frame(rest) {
+            Ok(None) => {
+                self.partial = true;
+                return None;
+            }
+            Err(kind) => Err(Error::new(kind, at)),
+            Ok(Some((total, 2))) => super::RecordBatch::new(&rest[..total])
+                .map(|b| (total, Entry::Batch(b)))
+                .map_err(|e| e.shifted(at)),
+            Ok(Some((total, _))) => LegacyMessage::parse(&rest[..total])
+                .map(|m| (total, Entry::Legacy(m)))
+                .map_err(|e| e.shifted(at)),
+        };
+        match entry {
+            Ok((total, e)) => {
+                self.pos += total;
+                Some(Ok(e))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl core::iter::FusedIterator for Entries<'_> {}
