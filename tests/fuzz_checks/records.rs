@@ -6,7 +6,7 @@
 //! valid batch header (length and CRC fixed up) to the rest, so that the records section
 //! is fuzzed past the CRC check. The rest is the `records` field.
 
-use kwire::records::legacy::LegacyMessages;
+use kwire::records::legacy::{Entries, Entry, LegacyMessages};
 use kwire::records::reference::{self, OwnedBatch, OwnedRecords};
 use kwire::records::{BatchBuilder, Compression, Error, NewHeader, NewRecord, RecordBatch, RecordBatches};
 
@@ -82,6 +82,15 @@ pub fn records(data: &[u8]) {
     let Some((&sel, rest)) = data.split_first() else { return };
     let limit = LIMITS[usize::from(sel & 3)];
     if sel & 4 != 0 {
+        // Where the legacy iterator reads a message, the mixed-format one reads the same.
+        let mut mixed = Entries::new(rest);
+        for m in LegacyMessages::new(rest) {
+            let Ok(m) = m else { break };
+            match mixed.next() {
+                Some(Ok(Entry::Legacy(e))) => assert_eq!(e, m, "Entries and LegacyMessages disagree"),
+                other => panic!("LegacyMessages read {m:?}, Entries {other:?}"),
+            }
+        }
         for m in LegacyMessages::new(rest) {
             let Ok(m) = m else { break };
             let _ = m.verify_crc();
