@@ -10,94 +10,26 @@ use kwire::records::{
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------
-// A minimal Produce request reader, enough to reach the `records` bytes.
-
-struct Rd<'a> {
-    b: &'a [u8],
-    p: usize,
-}
-
-impl<'a> Rd<'a> {
-    fn take(&mut self, n: usize) -> &'a [u8] {
-        let s = &self.b[self.p..self.p + n];
-        self.p += n;
-        s
-    }
-    fn i16(&mut self) -> i16 {
-        i16::from_be_bytes(self.take(2).try_into().unwrap())
-    }
-    fn i32(&mut self) -> i32 {
-        i32::from_be_bytes(self.take(4).try_into().unwrap())
-    }
-    fn uvarint(&mut self) -> u64 {
-        let mut v = 0u64;
-        let mut shift = 0;
-        loop {
-            let b = self.take(1)[0];
-            v |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                return v;
-            }
-            shift += 7;
-        }
-    }
-    fn tagged(&mut self) {
-        for _ in 0..self.uvarint() {
-            self.uvarint();
-            let n = self.uvarint() as usize;
-            self.take(n);
-        }
-    }
-    fn string(&mut self, flexible: bool) -> Option<&'a [u8]> {
-        let n = if flexible { self.uvarint() as i64 - 1 } else { i64::from(self.i16()) };
-        (n >= 0).then(|| self.take(n as usize))
-    }
-    fn bytes(&mut self, flexible: bool) -> Option<&'a [u8]> {
-        let n = if flexible { self.uvarint() as i64 - 1 } else { i64::from(self.i32()) };
-        (n >= 0).then(|| self.take(n as usize))
-    }
-    fn count(&mut self, flexible: bool) -> usize {
-        if flexible { self.uvarint() as usize - 1 } else { self.i32() as usize }
-    }
-}
+// Produce requests through kwire's own frame parser and generated Produce view: each
+// partition's `records()` is the batch iterator under test.
 
 /// (topic, partition, records bytes) of a Produce request frame.
 type PartitionRecords<'a> = (String, i32, &'a [u8]);
 
 fn produce_records(frame: &[u8]) -> (i16, Vec<PartitionRecords<'_>>) {
-    let body = common::unframe(frame);
-    let mut r = Rd { b: body, p: 0 };
-    assert_eq!(r.i16(), 0, "api key");
-    let version = r.i16();
-    r.i32();
-    let flexible = version >= 9;
-    r.string(false); // client id (always a classic string)
-    if flexible {
-        r.tagged();
-    }
-    r.string(flexible); // transactional id
-    r.i16();
-    r.i32();
+    let request = kwire::dispatch::parse_request(common::unframe(frame)).expect("the Produce frame parses");
+    let kwire::messages::RequestBodyView::Produce(body) = request.body else {
+        panic!("not a Produce request")
+    };
     let mut out = Vec::new();
-    for _ in 0..r.count(flexible) {
-        let topic = String::from_utf8(r.string(flexible).unwrap().to_vec()).unwrap();
-        for _ in 0..r.count(flexible) {
-            let partition = r.i32();
-            let records = r.bytes(flexible).unwrap();
-            out.push((topic.clone(), partition, records));
-            if flexible {
-                r.tagged();
-            }
-        }
-        if flexible {
-            r.tagged();
+    for topic in body.topic_data() {
+        for partition in topic.partition_data() {
+            let batches = partition.records().expect("the clients send records");
+            assert_eq!(batches.remaining(), batches.bytes(), "a fresh iterator starts at the first batch");
+            out.push((topic.name().to_string(), partition.index(), batches.bytes()));
         }
     }
-    if flexible {
-        r.tagged();
-    }
-    assert_eq!(r.p, body.len(), "Produce body fully read");
-    (version, out)
+    (request.header.api_version(), out)
 }
 
 fn expected_bytes(v: &Value) -> Option<Vec<u8>> {
