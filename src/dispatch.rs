@@ -67,7 +67,7 @@ fn parse_request_with<'a>(
     body_view: impl FnOnce(&'a [u8], ApiKey, i16) -> Result<RequestBodyView<'a>, DecodeError>,
 ) -> Result<Request<'a>, FrameError> {
     let (api_key, api_version, correlation_id) = RequestHeaderView::peek(frame)?;
-    let Some(key) = ApiKey::from_i16(api_key) else {
+    let Some(key) = ApiKey::from_i16(api_key).filter(|k| k.is_enabled()) else {
         return Err(FrameError::UnsupportedApiKey { api_key, api_version, correlation_id });
     };
     if !key.request_versions().contains(api_version) {

@@ -41,6 +41,8 @@
 #![deny(missing_docs)]
 // `unsafe` is denied everywhere but in `wire::utf8` (see there).
 #![deny(unsafe_code)]
+// With only some APIs compiled in, helpers that only the others use go unused.
+#![cfg_attr(not(feature = "all-apis"), allow(dead_code))]
 
 #[cfg(feature = "alloc")]
 extern crate alloc;

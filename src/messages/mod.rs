@@ -98,137 +98,238 @@
 //! | [UnregisterController](unregister_controller) | 94 | 0 | 0 | 0 |
 
 use crate::encode::{AnyBody, private::Sealed};
-use crate::error::{DecodeError, EncodeError};
+use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
 use crate::types::Versions;
 
+#[cfg(feature = "api-add-offsets-to-txn")]
 pub mod add_offsets_to_txn;
+#[cfg(feature = "api-add-partitions-to-txn")]
 pub mod add_partitions_to_txn;
+#[cfg(feature = "api-add-raft-voter")]
 pub mod add_raft_voter;
+#[cfg(feature = "api-allocate-producer-ids")]
 pub mod allocate_producer_ids;
+#[cfg(feature = "api-alter-client-quotas")]
 pub mod alter_client_quotas;
+#[cfg(feature = "api-alter-configs")]
 pub mod alter_configs;
+#[cfg(feature = "api-alter-partition")]
 pub mod alter_partition;
+#[cfg(feature = "api-alter-partition-reassignments")]
 pub mod alter_partition_reassignments;
+#[cfg(feature = "api-alter-replica-log-dirs")]
 pub mod alter_replica_log_dirs;
+#[cfg(feature = "api-alter-share-group-offsets")]
 pub mod alter_share_group_offsets;
+#[cfg(feature = "api-alter-user-scram-credentials")]
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
+#[cfg(feature = "api-assign-replicas-to-dirs")]
 pub mod assign_replicas_to_dirs;
+#[cfg(feature = "api-begin-quorum-epoch")]
 pub mod begin_quorum_epoch;
+#[cfg(feature = "api-broker-heartbeat")]
 pub mod broker_heartbeat;
+#[cfg(feature = "api-broker-registration")]
 pub mod broker_registration;
+#[cfg(feature = "api-consumer-group-describe")]
 pub mod consumer_group_describe;
+#[cfg(feature = "api-consumer-group-heartbeat")]
 pub mod consumer_group_heartbeat;
+#[cfg(feature = "api-controller-registration")]
 pub mod controller_registration;
+#[cfg(feature = "api-create-acls")]
 pub mod create_acls;
+#[cfg(feature = "api-create-delegation-token")]
 pub mod create_delegation_token;
+#[cfg(feature = "api-create-partitions")]
 pub mod create_partitions;
+#[cfg(feature = "api-create-topics")]
 pub mod create_topics;
+#[cfg(feature = "api-delete-acls")]
 pub mod delete_acls;
+#[cfg(feature = "api-delete-groups")]
 pub mod delete_groups;
+#[cfg(feature = "api-delete-records")]
 pub mod delete_records;
+#[cfg(feature = "api-delete-share-group-offsets")]
 pub mod delete_share_group_offsets;
+#[cfg(feature = "api-delete-share-group-state")]
 pub mod delete_share_group_state;
+#[cfg(feature = "api-delete-topics")]
 pub mod delete_topics;
+#[cfg(feature = "api-describe-acls")]
 pub mod describe_acls;
+#[cfg(feature = "api-describe-client-quotas")]
 pub mod describe_client_quotas;
+#[cfg(feature = "api-describe-cluster")]
 pub mod describe_cluster;
+#[cfg(feature = "api-describe-configs")]
 pub mod describe_configs;
+#[cfg(feature = "api-describe-delegation-token")]
 pub mod describe_delegation_token;
+#[cfg(feature = "api-describe-groups")]
 pub mod describe_groups;
+#[cfg(feature = "api-describe-log-dirs")]
 pub mod describe_log_dirs;
+#[cfg(feature = "api-describe-producers")]
 pub mod describe_producers;
+#[cfg(feature = "api-describe-quorum")]
 pub mod describe_quorum;
+#[cfg(feature = "api-describe-share-group-offsets")]
 pub mod describe_share_group_offsets;
+#[cfg(feature = "api-describe-topic-partitions")]
 pub mod describe_topic_partitions;
+#[cfg(feature = "api-describe-transactions")]
 pub mod describe_transactions;
+#[cfg(feature = "api-describe-user-scram-credentials")]
 pub mod describe_user_scram_credentials;
+#[cfg(feature = "api-elect-leaders")]
 pub mod elect_leaders;
+#[cfg(feature = "api-end-quorum-epoch")]
 pub mod end_quorum_epoch;
+#[cfg(feature = "api-end-txn")]
 pub mod end_txn;
+#[cfg(feature = "api-envelope")]
 pub mod envelope;
+#[cfg(feature = "api-expire-delegation-token")]
 pub mod expire_delegation_token;
+#[cfg(feature = "api-fetch")]
 pub mod fetch;
+#[cfg(feature = "api-fetch-snapshot")]
 pub mod fetch_snapshot;
+#[cfg(feature = "api-find-coordinator")]
 pub mod find_coordinator;
+#[cfg(feature = "api-get-telemetry-subscriptions")]
 pub mod get_telemetry_subscriptions;
+#[cfg(feature = "api-heartbeat")]
 pub mod heartbeat;
+#[cfg(feature = "api-incremental-alter-configs")]
 pub mod incremental_alter_configs;
+#[cfg(feature = "api-init-producer-id")]
 pub mod init_producer_id;
+#[cfg(feature = "api-initialize-share-group-state")]
 pub mod initialize_share_group_state;
+#[cfg(feature = "api-join-group")]
 pub mod join_group;
+#[cfg(feature = "api-leave-group")]
 pub mod leave_group;
+#[cfg(feature = "api-list-config-resources")]
 pub mod list_config_resources;
+#[cfg(feature = "api-list-groups")]
 pub mod list_groups;
+#[cfg(feature = "api-list-offsets")]
 pub mod list_offsets;
+#[cfg(feature = "api-list-partition-reassignments")]
 pub mod list_partition_reassignments;
+#[cfg(feature = "api-list-transactions")]
 pub mod list_transactions;
+#[cfg(feature = "api-metadata")]
 pub mod metadata;
+#[cfg(feature = "api-offset-commit")]
 pub mod offset_commit;
+#[cfg(feature = "api-offset-delete")]
 pub mod offset_delete;
+#[cfg(feature = "api-offset-fetch")]
 pub mod offset_fetch;
+#[cfg(feature = "api-offset-for-leader-epoch")]
 pub mod offset_for_leader_epoch;
+#[cfg(feature = "api-produce")]
 pub mod produce;
+#[cfg(feature = "api-push-telemetry")]
 pub mod push_telemetry;
+#[cfg(feature = "api-read-share-group-state")]
 pub mod read_share_group_state;
+#[cfg(feature = "api-read-share-group-state-summary")]
 pub mod read_share_group_state_summary;
+#[cfg(feature = "api-remove-raft-voter")]
 pub mod remove_raft_voter;
+#[cfg(feature = "api-renew-delegation-token")]
 pub mod renew_delegation_token;
+#[cfg(feature = "api-sasl-authenticate")]
 pub mod sasl_authenticate;
+#[cfg(feature = "api-sasl-handshake")]
 pub mod sasl_handshake;
+#[cfg(feature = "api-share-acknowledge")]
 pub mod share_acknowledge;
+#[cfg(feature = "api-share-fetch")]
 pub mod share_fetch;
+#[cfg(feature = "api-share-group-describe")]
 pub mod share_group_describe;
+#[cfg(feature = "api-share-group-heartbeat")]
 pub mod share_group_heartbeat;
+#[cfg(feature = "api-streams-group-describe")]
 pub mod streams_group_describe;
+#[cfg(feature = "api-streams-group-heartbeat")]
 pub mod streams_group_heartbeat;
+#[cfg(feature = "api-streams-group-topology-description-update")]
 pub mod streams_group_topology_description_update;
+#[cfg(feature = "api-sync-group")]
 pub mod sync_group;
+#[cfg(feature = "api-txn-offset-commit")]
 pub mod txn_offset_commit;
+#[cfg(feature = "api-unregister-broker")]
 pub mod unregister_broker;
+#[cfg(feature = "api-unregister-controller")]
 pub mod unregister_controller;
+#[cfg(feature = "api-update-features")]
 pub mod update_features;
+#[cfg(feature = "api-update-raft-voter")]
 pub mod update_raft_voter;
+#[cfg(feature = "api-vote")]
 pub mod vote;
+#[cfg(feature = "api-write-share-group-state")]
 pub mod write_share_group_state;
+#[cfg(feature = "api-write-txn-markers")]
 pub mod write_txn_markers;
 
+#[cfg(feature = "api-add-offsets-to-txn")]
 pub use add_offsets_to_txn::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnRequestView, AddOffsetsToTxnResponse, AddOffsetsToTxnResponseView,
 };
+#[cfg(feature = "api-add-partitions-to-txn")]
 pub use add_partitions_to_txn::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnRequestView, AddPartitionsToTxnResponse,
     AddPartitionsToTxnResponseView,
 };
+#[cfg(feature = "api-add-raft-voter")]
 pub use add_raft_voter::{
     AddRaftVoterRequest, AddRaftVoterRequestView, AddRaftVoterResponse, AddRaftVoterResponseView,
 };
+#[cfg(feature = "api-allocate-producer-ids")]
 pub use allocate_producer_ids::{
     AllocateProducerIdsRequest, AllocateProducerIdsRequestView, AllocateProducerIdsResponse,
     AllocateProducerIdsResponseView,
 };
+#[cfg(feature = "api-alter-client-quotas")]
 pub use alter_client_quotas::{
     AlterClientQuotasRequest, AlterClientQuotasRequestView, AlterClientQuotasResponse,
     AlterClientQuotasResponseView,
 };
+#[cfg(feature = "api-alter-configs")]
 pub use alter_configs::{
     AlterConfigsRequest, AlterConfigsRequestView, AlterConfigsResponse, AlterConfigsResponseView,
 };
+#[cfg(feature = "api-alter-partition")]
 pub use alter_partition::{
     AlterPartitionRequest, AlterPartitionRequestView, AlterPartitionResponse, AlterPartitionResponseView,
 };
+#[cfg(feature = "api-alter-partition-reassignments")]
 pub use alter_partition_reassignments::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsRequestView,
     AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsResponseView,
 };
+#[cfg(feature = "api-alter-replica-log-dirs")]
 pub use alter_replica_log_dirs::{
     AlterReplicaLogDirsRequest, AlterReplicaLogDirsRequestView, AlterReplicaLogDirsResponse,
     AlterReplicaLogDirsResponseView,
 };
+#[cfg(feature = "api-alter-share-group-offsets")]
 pub use alter_share_group_offsets::{
     AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsRequestView, AlterShareGroupOffsetsResponse,
     AlterShareGroupOffsetsResponseView,
 };
+#[cfg(feature = "api-alter-user-scram-credentials")]
 pub use alter_user_scram_credentials::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsRequestView,
     AlterUserScramCredentialsResponse, AlterUserScramCredentialsResponseView,
@@ -236,250 +337,329 @@ pub use alter_user_scram_credentials::{
 pub use api_versions::{
     ApiVersionsRequest, ApiVersionsRequestView, ApiVersionsResponse, ApiVersionsResponseView,
 };
+#[cfg(feature = "api-assign-replicas-to-dirs")]
 pub use assign_replicas_to_dirs::{
     AssignReplicasToDirsRequest, AssignReplicasToDirsRequestView, AssignReplicasToDirsResponse,
     AssignReplicasToDirsResponseView,
 };
+#[cfg(feature = "api-begin-quorum-epoch")]
 pub use begin_quorum_epoch::{
     BeginQuorumEpochRequest, BeginQuorumEpochRequestView, BeginQuorumEpochResponse,
     BeginQuorumEpochResponseView,
 };
+#[cfg(feature = "api-broker-heartbeat")]
 pub use broker_heartbeat::{
     BrokerHeartbeatRequest, BrokerHeartbeatRequestView, BrokerHeartbeatResponse, BrokerHeartbeatResponseView,
 };
+#[cfg(feature = "api-broker-registration")]
 pub use broker_registration::{
     BrokerRegistrationRequest, BrokerRegistrationRequestView, BrokerRegistrationResponse,
     BrokerRegistrationResponseView,
 };
+#[cfg(feature = "api-consumer-group-describe")]
 pub use consumer_group_describe::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeRequestView, ConsumerGroupDescribeResponse,
     ConsumerGroupDescribeResponseView,
 };
+#[cfg(feature = "api-consumer-group-heartbeat")]
 pub use consumer_group_heartbeat::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestView, ConsumerGroupHeartbeatResponse,
     ConsumerGroupHeartbeatResponseView,
 };
+#[cfg(feature = "api-controller-registration")]
 pub use controller_registration::{
     ControllerRegistrationRequest, ControllerRegistrationRequestView, ControllerRegistrationResponse,
     ControllerRegistrationResponseView,
 };
+#[cfg(feature = "api-create-acls")]
 pub use create_acls::{CreateAclsRequest, CreateAclsRequestView, CreateAclsResponse, CreateAclsResponseView};
+#[cfg(feature = "api-create-delegation-token")]
 pub use create_delegation_token::{
     CreateDelegationTokenRequest, CreateDelegationTokenRequestView, CreateDelegationTokenResponse,
     CreateDelegationTokenResponseView,
 };
+#[cfg(feature = "api-create-partitions")]
 pub use create_partitions::{
     CreatePartitionsRequest, CreatePartitionsRequestView, CreatePartitionsResponse,
     CreatePartitionsResponseView,
 };
+#[cfg(feature = "api-create-topics")]
 pub use create_topics::{
     CreateTopicsRequest, CreateTopicsRequestView, CreateTopicsResponse, CreateTopicsResponseView,
 };
+#[cfg(feature = "api-delete-acls")]
 pub use delete_acls::{DeleteAclsRequest, DeleteAclsRequestView, DeleteAclsResponse, DeleteAclsResponseView};
+#[cfg(feature = "api-delete-groups")]
 pub use delete_groups::{
     DeleteGroupsRequest, DeleteGroupsRequestView, DeleteGroupsResponse, DeleteGroupsResponseView,
 };
+#[cfg(feature = "api-delete-records")]
 pub use delete_records::{
     DeleteRecordsRequest, DeleteRecordsRequestView, DeleteRecordsResponse, DeleteRecordsResponseView,
 };
+#[cfg(feature = "api-delete-share-group-offsets")]
 pub use delete_share_group_offsets::{
     DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequestView, DeleteShareGroupOffsetsResponse,
     DeleteShareGroupOffsetsResponseView,
 };
+#[cfg(feature = "api-delete-share-group-state")]
 pub use delete_share_group_state::{
     DeleteShareGroupStateRequest, DeleteShareGroupStateRequestView, DeleteShareGroupStateResponse,
     DeleteShareGroupStateResponseView,
 };
+#[cfg(feature = "api-delete-topics")]
 pub use delete_topics::{
     DeleteTopicsRequest, DeleteTopicsRequestView, DeleteTopicsResponse, DeleteTopicsResponseView,
 };
+#[cfg(feature = "api-describe-acls")]
 pub use describe_acls::{
     DescribeAclsRequest, DescribeAclsRequestView, DescribeAclsResponse, DescribeAclsResponseView,
 };
+#[cfg(feature = "api-describe-client-quotas")]
 pub use describe_client_quotas::{
     DescribeClientQuotasRequest, DescribeClientQuotasRequestView, DescribeClientQuotasResponse,
     DescribeClientQuotasResponseView,
 };
+#[cfg(feature = "api-describe-cluster")]
 pub use describe_cluster::{
     DescribeClusterRequest, DescribeClusterRequestView, DescribeClusterResponse, DescribeClusterResponseView,
 };
+#[cfg(feature = "api-describe-configs")]
 pub use describe_configs::{
     DescribeConfigsRequest, DescribeConfigsRequestView, DescribeConfigsResponse, DescribeConfigsResponseView,
 };
+#[cfg(feature = "api-describe-delegation-token")]
 pub use describe_delegation_token::{
     DescribeDelegationTokenRequest, DescribeDelegationTokenRequestView, DescribeDelegationTokenResponse,
     DescribeDelegationTokenResponseView,
 };
+#[cfg(feature = "api-describe-groups")]
 pub use describe_groups::{
     DescribeGroupsRequest, DescribeGroupsRequestView, DescribeGroupsResponse, DescribeGroupsResponseView,
 };
+#[cfg(feature = "api-describe-log-dirs")]
 pub use describe_log_dirs::{
     DescribeLogDirsRequest, DescribeLogDirsRequestView, DescribeLogDirsResponse, DescribeLogDirsResponseView,
 };
+#[cfg(feature = "api-describe-producers")]
 pub use describe_producers::{
     DescribeProducersRequest, DescribeProducersRequestView, DescribeProducersResponse,
     DescribeProducersResponseView,
 };
+#[cfg(feature = "api-describe-quorum")]
 pub use describe_quorum::{
     DescribeQuorumRequest, DescribeQuorumRequestView, DescribeQuorumResponse, DescribeQuorumResponseView,
 };
+#[cfg(feature = "api-describe-share-group-offsets")]
 pub use describe_share_group_offsets::{
     DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequestView,
     DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseView,
 };
+#[cfg(feature = "api-describe-topic-partitions")]
 pub use describe_topic_partitions::{
     DescribeTopicPartitionsRequest, DescribeTopicPartitionsRequestView, DescribeTopicPartitionsResponse,
     DescribeTopicPartitionsResponseView,
 };
+#[cfg(feature = "api-describe-transactions")]
 pub use describe_transactions::{
     DescribeTransactionsRequest, DescribeTransactionsRequestView, DescribeTransactionsResponse,
     DescribeTransactionsResponseView,
 };
+#[cfg(feature = "api-describe-user-scram-credentials")]
 pub use describe_user_scram_credentials::{
     DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsRequestView,
     DescribeUserScramCredentialsResponse, DescribeUserScramCredentialsResponseView,
 };
+#[cfg(feature = "api-elect-leaders")]
 pub use elect_leaders::{
     ElectLeadersRequest, ElectLeadersRequestView, ElectLeadersResponse, ElectLeadersResponseView,
 };
+#[cfg(feature = "api-end-quorum-epoch")]
 pub use end_quorum_epoch::{
     EndQuorumEpochRequest, EndQuorumEpochRequestView, EndQuorumEpochResponse, EndQuorumEpochResponseView,
 };
+#[cfg(feature = "api-end-txn")]
 pub use end_txn::{EndTxnRequest, EndTxnRequestView, EndTxnResponse, EndTxnResponseView};
+#[cfg(feature = "api-envelope")]
 pub use envelope::{EnvelopeRequest, EnvelopeRequestView, EnvelopeResponse, EnvelopeResponseView};
+#[cfg(feature = "api-expire-delegation-token")]
 pub use expire_delegation_token::{
     ExpireDelegationTokenRequest, ExpireDelegationTokenRequestView, ExpireDelegationTokenResponse,
     ExpireDelegationTokenResponseView,
 };
+#[cfg(feature = "api-fetch")]
 pub use fetch::{FetchRequest, FetchRequestView, FetchResponse, FetchResponseView};
+#[cfg(feature = "api-fetch-snapshot")]
 pub use fetch_snapshot::{
     FetchSnapshotRequest, FetchSnapshotRequestView, FetchSnapshotResponse, FetchSnapshotResponseView,
 };
+#[cfg(feature = "api-find-coordinator")]
 pub use find_coordinator::{
     FindCoordinatorRequest, FindCoordinatorRequestView, FindCoordinatorResponse, FindCoordinatorResponseView,
 };
+#[cfg(feature = "api-get-telemetry-subscriptions")]
 pub use get_telemetry_subscriptions::{
     GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsRequestView,
     GetTelemetrySubscriptionsResponse, GetTelemetrySubscriptionsResponseView,
 };
+#[cfg(feature = "api-heartbeat")]
 pub use heartbeat::{HeartbeatRequest, HeartbeatRequestView, HeartbeatResponse, HeartbeatResponseView};
+#[cfg(feature = "api-incremental-alter-configs")]
 pub use incremental_alter_configs::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsRequestView, IncrementalAlterConfigsResponse,
     IncrementalAlterConfigsResponseView,
 };
+#[cfg(feature = "api-init-producer-id")]
 pub use init_producer_id::{
     InitProducerIdRequest, InitProducerIdRequestView, InitProducerIdResponse, InitProducerIdResponseView,
 };
+#[cfg(feature = "api-initialize-share-group-state")]
 pub use initialize_share_group_state::{
     InitializeShareGroupStateRequest, InitializeShareGroupStateRequestView,
     InitializeShareGroupStateResponse, InitializeShareGroupStateResponseView,
 };
+#[cfg(feature = "api-join-group")]
 pub use join_group::{JoinGroupRequest, JoinGroupRequestView, JoinGroupResponse, JoinGroupResponseView};
+#[cfg(feature = "api-leave-group")]
 pub use leave_group::{LeaveGroupRequest, LeaveGroupRequestView, LeaveGroupResponse, LeaveGroupResponseView};
+#[cfg(feature = "api-list-config-resources")]
 pub use list_config_resources::{
     ListConfigResourcesRequest, ListConfigResourcesRequestView, ListConfigResourcesResponse,
     ListConfigResourcesResponseView,
 };
+#[cfg(feature = "api-list-groups")]
 pub use list_groups::{ListGroupsRequest, ListGroupsRequestView, ListGroupsResponse, ListGroupsResponseView};
+#[cfg(feature = "api-list-offsets")]
 pub use list_offsets::{
     ListOffsetsRequest, ListOffsetsRequestView, ListOffsetsResponse, ListOffsetsResponseView,
 };
+#[cfg(feature = "api-list-partition-reassignments")]
 pub use list_partition_reassignments::{
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsRequestView,
     ListPartitionReassignmentsResponse, ListPartitionReassignmentsResponseView,
 };
+#[cfg(feature = "api-list-transactions")]
 pub use list_transactions::{
     ListTransactionsRequest, ListTransactionsRequestView, ListTransactionsResponse,
     ListTransactionsResponseView,
 };
+#[cfg(feature = "api-metadata")]
 pub use metadata::{MetadataRequest, MetadataRequestView, MetadataResponse, MetadataResponseView};
+#[cfg(feature = "api-offset-commit")]
 pub use offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestView, OffsetCommitResponse, OffsetCommitResponseView,
 };
+#[cfg(feature = "api-offset-delete")]
 pub use offset_delete::{
     OffsetDeleteRequest, OffsetDeleteRequestView, OffsetDeleteResponse, OffsetDeleteResponseView,
 };
+#[cfg(feature = "api-offset-fetch")]
 pub use offset_fetch::{
     OffsetFetchRequest, OffsetFetchRequestView, OffsetFetchResponse, OffsetFetchResponseView,
 };
+#[cfg(feature = "api-offset-for-leader-epoch")]
 pub use offset_for_leader_epoch::{
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochRequestView, OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResponseView,
 };
+#[cfg(feature = "api-produce")]
 pub use produce::{ProduceRequest, ProduceRequestView, ProduceResponse, ProduceResponseView};
+#[cfg(feature = "api-push-telemetry")]
 pub use push_telemetry::{
     PushTelemetryRequest, PushTelemetryRequestView, PushTelemetryResponse, PushTelemetryResponseView,
 };
+#[cfg(feature = "api-read-share-group-state")]
 pub use read_share_group_state::{
     ReadShareGroupStateRequest, ReadShareGroupStateRequestView, ReadShareGroupStateResponse,
     ReadShareGroupStateResponseView,
 };
+#[cfg(feature = "api-read-share-group-state-summary")]
 pub use read_share_group_state_summary::{
     ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryRequestView,
     ReadShareGroupStateSummaryResponse, ReadShareGroupStateSummaryResponseView,
 };
+#[cfg(feature = "api-remove-raft-voter")]
 pub use remove_raft_voter::{
     RemoveRaftVoterRequest, RemoveRaftVoterRequestView, RemoveRaftVoterResponse, RemoveRaftVoterResponseView,
 };
+#[cfg(feature = "api-renew-delegation-token")]
 pub use renew_delegation_token::{
     RenewDelegationTokenRequest, RenewDelegationTokenRequestView, RenewDelegationTokenResponse,
     RenewDelegationTokenResponseView,
 };
+#[cfg(feature = "api-sasl-authenticate")]
 pub use sasl_authenticate::{
     SaslAuthenticateRequest, SaslAuthenticateRequestView, SaslAuthenticateResponse,
     SaslAuthenticateResponseView,
 };
+#[cfg(feature = "api-sasl-handshake")]
 pub use sasl_handshake::{
     SaslHandshakeRequest, SaslHandshakeRequestView, SaslHandshakeResponse, SaslHandshakeResponseView,
 };
+#[cfg(feature = "api-share-acknowledge")]
 pub use share_acknowledge::{
     ShareAcknowledgeRequest, ShareAcknowledgeRequestView, ShareAcknowledgeResponse,
     ShareAcknowledgeResponseView,
 };
+#[cfg(feature = "api-share-fetch")]
 pub use share_fetch::{ShareFetchRequest, ShareFetchRequestView, ShareFetchResponse, ShareFetchResponseView};
+#[cfg(feature = "api-share-group-describe")]
 pub use share_group_describe::{
     ShareGroupDescribeRequest, ShareGroupDescribeRequestView, ShareGroupDescribeResponse,
     ShareGroupDescribeResponseView,
 };
+#[cfg(feature = "api-share-group-heartbeat")]
 pub use share_group_heartbeat::{
     ShareGroupHeartbeatRequest, ShareGroupHeartbeatRequestView, ShareGroupHeartbeatResponse,
     ShareGroupHeartbeatResponseView,
 };
+#[cfg(feature = "api-streams-group-describe")]
 pub use streams_group_describe::{
     StreamsGroupDescribeRequest, StreamsGroupDescribeRequestView, StreamsGroupDescribeResponse,
     StreamsGroupDescribeResponseView,
 };
+#[cfg(feature = "api-streams-group-heartbeat")]
 pub use streams_group_heartbeat::{
     StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatRequestView, StreamsGroupHeartbeatResponse,
     StreamsGroupHeartbeatResponseView,
 };
+#[cfg(feature = "api-streams-group-topology-description-update")]
 pub use streams_group_topology_description_update::{
     StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateRequestView,
     StreamsGroupTopologyDescriptionUpdateResponse, StreamsGroupTopologyDescriptionUpdateResponseView,
 };
+#[cfg(feature = "api-sync-group")]
 pub use sync_group::{SyncGroupRequest, SyncGroupRequestView, SyncGroupResponse, SyncGroupResponseView};
+#[cfg(feature = "api-txn-offset-commit")]
 pub use txn_offset_commit::{
     TxnOffsetCommitRequest, TxnOffsetCommitRequestView, TxnOffsetCommitResponse, TxnOffsetCommitResponseView,
 };
+#[cfg(feature = "api-unregister-broker")]
 pub use unregister_broker::{
     UnregisterBrokerRequest, UnregisterBrokerRequestView, UnregisterBrokerResponse,
     UnregisterBrokerResponseView,
 };
+#[cfg(feature = "api-unregister-controller")]
 pub use unregister_controller::{
     UnregisterControllerRequest, UnregisterControllerRequestView, UnregisterControllerResponse,
     UnregisterControllerResponseView,
 };
+#[cfg(feature = "api-update-features")]
 pub use update_features::{
     UpdateFeaturesRequest, UpdateFeaturesRequestView, UpdateFeaturesResponse, UpdateFeaturesResponseView,
 };
+#[cfg(feature = "api-update-raft-voter")]
 pub use update_raft_voter::{
     UpdateRaftVoterRequest, UpdateRaftVoterRequestView, UpdateRaftVoterResponse, UpdateRaftVoterResponseView,
 };
+#[cfg(feature = "api-vote")]
 pub use vote::{VoteRequest, VoteRequestView, VoteResponse, VoteResponseView};
+#[cfg(feature = "api-write-share-group-state")]
 pub use write_share_group_state::{
     WriteShareGroupStateRequest, WriteShareGroupStateRequestView, WriteShareGroupStateResponse,
     WriteShareGroupStateResponseView,
 };
+#[cfg(feature = "api-write-txn-markers")]
 pub use write_txn_markers::{
     WriteTxnMarkersRequest, WriteTxnMarkersRequestView, WriteTxnMarkersResponse, WriteTxnMarkersResponseView,
 };
@@ -869,6 +1049,106 @@ impl ApiKey {
     /// The key on the wire.
     pub const fn key(self) -> i16 {
         self as i16
+    }
+
+    /// Whether this build has the API's messages: every API has a feature `api-<name>` (all
+    /// are on by default, through `all-apis`); ApiVersions is always there.
+    pub const fn is_enabled(self) -> bool {
+        match self {
+            ApiKey::Produce => cfg!(feature = "api-produce"),
+            ApiKey::Fetch => cfg!(feature = "api-fetch"),
+            ApiKey::ListOffsets => cfg!(feature = "api-list-offsets"),
+            ApiKey::Metadata => cfg!(feature = "api-metadata"),
+            ApiKey::OffsetCommit => cfg!(feature = "api-offset-commit"),
+            ApiKey::OffsetFetch => cfg!(feature = "api-offset-fetch"),
+            ApiKey::FindCoordinator => cfg!(feature = "api-find-coordinator"),
+            ApiKey::JoinGroup => cfg!(feature = "api-join-group"),
+            ApiKey::Heartbeat => cfg!(feature = "api-heartbeat"),
+            ApiKey::LeaveGroup => cfg!(feature = "api-leave-group"),
+            ApiKey::SyncGroup => cfg!(feature = "api-sync-group"),
+            ApiKey::DescribeGroups => cfg!(feature = "api-describe-groups"),
+            ApiKey::ListGroups => cfg!(feature = "api-list-groups"),
+            ApiKey::SaslHandshake => cfg!(feature = "api-sasl-handshake"),
+            ApiKey::ApiVersions => true,
+            ApiKey::CreateTopics => cfg!(feature = "api-create-topics"),
+            ApiKey::DeleteTopics => cfg!(feature = "api-delete-topics"),
+            ApiKey::DeleteRecords => cfg!(feature = "api-delete-records"),
+            ApiKey::InitProducerId => cfg!(feature = "api-init-producer-id"),
+            ApiKey::OffsetForLeaderEpoch => cfg!(feature = "api-offset-for-leader-epoch"),
+            ApiKey::AddPartitionsToTxn => cfg!(feature = "api-add-partitions-to-txn"),
+            ApiKey::AddOffsetsToTxn => cfg!(feature = "api-add-offsets-to-txn"),
+            ApiKey::EndTxn => cfg!(feature = "api-end-txn"),
+            ApiKey::WriteTxnMarkers => cfg!(feature = "api-write-txn-markers"),
+            ApiKey::TxnOffsetCommit => cfg!(feature = "api-txn-offset-commit"),
+            ApiKey::DescribeAcls => cfg!(feature = "api-describe-acls"),
+            ApiKey::CreateAcls => cfg!(feature = "api-create-acls"),
+            ApiKey::DeleteAcls => cfg!(feature = "api-delete-acls"),
+            ApiKey::DescribeConfigs => cfg!(feature = "api-describe-configs"),
+            ApiKey::AlterConfigs => cfg!(feature = "api-alter-configs"),
+            ApiKey::AlterReplicaLogDirs => cfg!(feature = "api-alter-replica-log-dirs"),
+            ApiKey::DescribeLogDirs => cfg!(feature = "api-describe-log-dirs"),
+            ApiKey::SaslAuthenticate => cfg!(feature = "api-sasl-authenticate"),
+            ApiKey::CreatePartitions => cfg!(feature = "api-create-partitions"),
+            ApiKey::CreateDelegationToken => cfg!(feature = "api-create-delegation-token"),
+            ApiKey::RenewDelegationToken => cfg!(feature = "api-renew-delegation-token"),
+            ApiKey::ExpireDelegationToken => cfg!(feature = "api-expire-delegation-token"),
+            ApiKey::DescribeDelegationToken => cfg!(feature = "api-describe-delegation-token"),
+            ApiKey::DeleteGroups => cfg!(feature = "api-delete-groups"),
+            ApiKey::ElectLeaders => cfg!(feature = "api-elect-leaders"),
+            ApiKey::IncrementalAlterConfigs => cfg!(feature = "api-incremental-alter-configs"),
+            ApiKey::AlterPartitionReassignments => cfg!(feature = "api-alter-partition-reassignments"),
+            ApiKey::ListPartitionReassignments => cfg!(feature = "api-list-partition-reassignments"),
+            ApiKey::OffsetDelete => cfg!(feature = "api-offset-delete"),
+            ApiKey::DescribeClientQuotas => cfg!(feature = "api-describe-client-quotas"),
+            ApiKey::AlterClientQuotas => cfg!(feature = "api-alter-client-quotas"),
+            ApiKey::DescribeUserScramCredentials => cfg!(feature = "api-describe-user-scram-credentials"),
+            ApiKey::AlterUserScramCredentials => cfg!(feature = "api-alter-user-scram-credentials"),
+            ApiKey::Vote => cfg!(feature = "api-vote"),
+            ApiKey::BeginQuorumEpoch => cfg!(feature = "api-begin-quorum-epoch"),
+            ApiKey::EndQuorumEpoch => cfg!(feature = "api-end-quorum-epoch"),
+            ApiKey::DescribeQuorum => cfg!(feature = "api-describe-quorum"),
+            ApiKey::AlterPartition => cfg!(feature = "api-alter-partition"),
+            ApiKey::UpdateFeatures => cfg!(feature = "api-update-features"),
+            ApiKey::Envelope => cfg!(feature = "api-envelope"),
+            ApiKey::FetchSnapshot => cfg!(feature = "api-fetch-snapshot"),
+            ApiKey::DescribeCluster => cfg!(feature = "api-describe-cluster"),
+            ApiKey::DescribeProducers => cfg!(feature = "api-describe-producers"),
+            ApiKey::BrokerRegistration => cfg!(feature = "api-broker-registration"),
+            ApiKey::BrokerHeartbeat => cfg!(feature = "api-broker-heartbeat"),
+            ApiKey::UnregisterBroker => cfg!(feature = "api-unregister-broker"),
+            ApiKey::DescribeTransactions => cfg!(feature = "api-describe-transactions"),
+            ApiKey::ListTransactions => cfg!(feature = "api-list-transactions"),
+            ApiKey::AllocateProducerIds => cfg!(feature = "api-allocate-producer-ids"),
+            ApiKey::ConsumerGroupHeartbeat => cfg!(feature = "api-consumer-group-heartbeat"),
+            ApiKey::ConsumerGroupDescribe => cfg!(feature = "api-consumer-group-describe"),
+            ApiKey::ControllerRegistration => cfg!(feature = "api-controller-registration"),
+            ApiKey::GetTelemetrySubscriptions => cfg!(feature = "api-get-telemetry-subscriptions"),
+            ApiKey::PushTelemetry => cfg!(feature = "api-push-telemetry"),
+            ApiKey::AssignReplicasToDirs => cfg!(feature = "api-assign-replicas-to-dirs"),
+            ApiKey::ListConfigResources => cfg!(feature = "api-list-config-resources"),
+            ApiKey::DescribeTopicPartitions => cfg!(feature = "api-describe-topic-partitions"),
+            ApiKey::ShareGroupHeartbeat => cfg!(feature = "api-share-group-heartbeat"),
+            ApiKey::ShareGroupDescribe => cfg!(feature = "api-share-group-describe"),
+            ApiKey::ShareFetch => cfg!(feature = "api-share-fetch"),
+            ApiKey::ShareAcknowledge => cfg!(feature = "api-share-acknowledge"),
+            ApiKey::AddRaftVoter => cfg!(feature = "api-add-raft-voter"),
+            ApiKey::RemoveRaftVoter => cfg!(feature = "api-remove-raft-voter"),
+            ApiKey::UpdateRaftVoter => cfg!(feature = "api-update-raft-voter"),
+            ApiKey::InitializeShareGroupState => cfg!(feature = "api-initialize-share-group-state"),
+            ApiKey::ReadShareGroupState => cfg!(feature = "api-read-share-group-state"),
+            ApiKey::WriteShareGroupState => cfg!(feature = "api-write-share-group-state"),
+            ApiKey::DeleteShareGroupState => cfg!(feature = "api-delete-share-group-state"),
+            ApiKey::ReadShareGroupStateSummary => cfg!(feature = "api-read-share-group-state-summary"),
+            ApiKey::StreamsGroupHeartbeat => cfg!(feature = "api-streams-group-heartbeat"),
+            ApiKey::StreamsGroupDescribe => cfg!(feature = "api-streams-group-describe"),
+            ApiKey::DescribeShareGroupOffsets => cfg!(feature = "api-describe-share-group-offsets"),
+            ApiKey::AlterShareGroupOffsets => cfg!(feature = "api-alter-share-group-offsets"),
+            ApiKey::DeleteShareGroupOffsets => cfg!(feature = "api-delete-share-group-offsets"),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+                cfg!(feature = "api-streams-group-topology-description-update")
+            }
+            ApiKey::UnregisterController => cfg!(feature = "api-unregister-controller"),
+        }
     }
 
     /// The API's name, as Kafka spells it.
@@ -1280,186 +1560,276 @@ impl ApiKey {
 #[non_exhaustive]
 pub enum RequestBodyView<'a> {
     /// Produce request.
+    #[cfg(feature = "api-produce")]
     Produce(ProduceRequestView<'a>),
     /// Fetch request.
+    #[cfg(feature = "api-fetch")]
     Fetch(FetchRequestView<'a>),
     /// ListOffsets request.
+    #[cfg(feature = "api-list-offsets")]
     ListOffsets(ListOffsetsRequestView<'a>),
     /// Metadata request.
+    #[cfg(feature = "api-metadata")]
     Metadata(MetadataRequestView<'a>),
     /// OffsetCommit request.
+    #[cfg(feature = "api-offset-commit")]
     OffsetCommit(OffsetCommitRequestView<'a>),
     /// OffsetFetch request.
+    #[cfg(feature = "api-offset-fetch")]
     OffsetFetch(OffsetFetchRequestView<'a>),
     /// FindCoordinator request.
+    #[cfg(feature = "api-find-coordinator")]
     FindCoordinator(FindCoordinatorRequestView<'a>),
     /// JoinGroup request.
+    #[cfg(feature = "api-join-group")]
     JoinGroup(JoinGroupRequestView<'a>),
     /// Heartbeat request.
+    #[cfg(feature = "api-heartbeat")]
     Heartbeat(HeartbeatRequestView<'a>),
     /// LeaveGroup request.
+    #[cfg(feature = "api-leave-group")]
     LeaveGroup(LeaveGroupRequestView<'a>),
     /// SyncGroup request.
+    #[cfg(feature = "api-sync-group")]
     SyncGroup(SyncGroupRequestView<'a>),
     /// DescribeGroups request.
+    #[cfg(feature = "api-describe-groups")]
     DescribeGroups(DescribeGroupsRequestView<'a>),
     /// ListGroups request.
+    #[cfg(feature = "api-list-groups")]
     ListGroups(ListGroupsRequestView<'a>),
     /// SaslHandshake request.
+    #[cfg(feature = "api-sasl-handshake")]
     SaslHandshake(SaslHandshakeRequestView<'a>),
     /// ApiVersions request.
     ApiVersions(ApiVersionsRequestView<'a>),
     /// CreateTopics request.
+    #[cfg(feature = "api-create-topics")]
     CreateTopics(CreateTopicsRequestView<'a>),
     /// DeleteTopics request.
+    #[cfg(feature = "api-delete-topics")]
     DeleteTopics(DeleteTopicsRequestView<'a>),
     /// DeleteRecords request.
+    #[cfg(feature = "api-delete-records")]
     DeleteRecords(DeleteRecordsRequestView<'a>),
     /// InitProducerId request.
+    #[cfg(feature = "api-init-producer-id")]
     InitProducerId(InitProducerIdRequestView<'a>),
     /// OffsetForLeaderEpoch request.
+    #[cfg(feature = "api-offset-for-leader-epoch")]
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequestView<'a>),
     /// AddPartitionsToTxn request.
+    #[cfg(feature = "api-add-partitions-to-txn")]
     AddPartitionsToTxn(AddPartitionsToTxnRequestView<'a>),
     /// AddOffsetsToTxn request.
+    #[cfg(feature = "api-add-offsets-to-txn")]
     AddOffsetsToTxn(AddOffsetsToTxnRequestView<'a>),
     /// EndTxn request.
+    #[cfg(feature = "api-end-txn")]
     EndTxn(EndTxnRequestView<'a>),
     /// WriteTxnMarkers request.
+    #[cfg(feature = "api-write-txn-markers")]
     WriteTxnMarkers(WriteTxnMarkersRequestView<'a>),
     /// TxnOffsetCommit request.
+    #[cfg(feature = "api-txn-offset-commit")]
     TxnOffsetCommit(TxnOffsetCommitRequestView<'a>),
     /// DescribeAcls request.
+    #[cfg(feature = "api-describe-acls")]
     DescribeAcls(DescribeAclsRequestView<'a>),
     /// CreateAcls request.
+    #[cfg(feature = "api-create-acls")]
     CreateAcls(CreateAclsRequestView<'a>),
     /// DeleteAcls request.
+    #[cfg(feature = "api-delete-acls")]
     DeleteAcls(DeleteAclsRequestView<'a>),
     /// DescribeConfigs request.
+    #[cfg(feature = "api-describe-configs")]
     DescribeConfigs(DescribeConfigsRequestView<'a>),
     /// AlterConfigs request.
+    #[cfg(feature = "api-alter-configs")]
     AlterConfigs(AlterConfigsRequestView<'a>),
     /// AlterReplicaLogDirs request.
+    #[cfg(feature = "api-alter-replica-log-dirs")]
     AlterReplicaLogDirs(AlterReplicaLogDirsRequestView<'a>),
     /// DescribeLogDirs request.
+    #[cfg(feature = "api-describe-log-dirs")]
     DescribeLogDirs(DescribeLogDirsRequestView<'a>),
     /// SaslAuthenticate request.
+    #[cfg(feature = "api-sasl-authenticate")]
     SaslAuthenticate(SaslAuthenticateRequestView<'a>),
     /// CreatePartitions request.
+    #[cfg(feature = "api-create-partitions")]
     CreatePartitions(CreatePartitionsRequestView<'a>),
     /// CreateDelegationToken request.
+    #[cfg(feature = "api-create-delegation-token")]
     CreateDelegationToken(CreateDelegationTokenRequestView<'a>),
     /// RenewDelegationToken request.
+    #[cfg(feature = "api-renew-delegation-token")]
     RenewDelegationToken(RenewDelegationTokenRequestView<'a>),
     /// ExpireDelegationToken request.
+    #[cfg(feature = "api-expire-delegation-token")]
     ExpireDelegationToken(ExpireDelegationTokenRequestView<'a>),
     /// DescribeDelegationToken request.
+    #[cfg(feature = "api-describe-delegation-token")]
     DescribeDelegationToken(DescribeDelegationTokenRequestView<'a>),
     /// DeleteGroups request.
+    #[cfg(feature = "api-delete-groups")]
     DeleteGroups(DeleteGroupsRequestView<'a>),
     /// ElectLeaders request.
+    #[cfg(feature = "api-elect-leaders")]
     ElectLeaders(ElectLeadersRequestView<'a>),
     /// IncrementalAlterConfigs request.
+    #[cfg(feature = "api-incremental-alter-configs")]
     IncrementalAlterConfigs(IncrementalAlterConfigsRequestView<'a>),
     /// AlterPartitionReassignments request.
+    #[cfg(feature = "api-alter-partition-reassignments")]
     AlterPartitionReassignments(AlterPartitionReassignmentsRequestView<'a>),
     /// ListPartitionReassignments request.
+    #[cfg(feature = "api-list-partition-reassignments")]
     ListPartitionReassignments(ListPartitionReassignmentsRequestView<'a>),
     /// OffsetDelete request.
+    #[cfg(feature = "api-offset-delete")]
     OffsetDelete(OffsetDeleteRequestView<'a>),
     /// DescribeClientQuotas request.
+    #[cfg(feature = "api-describe-client-quotas")]
     DescribeClientQuotas(DescribeClientQuotasRequestView<'a>),
     /// AlterClientQuotas request.
+    #[cfg(feature = "api-alter-client-quotas")]
     AlterClientQuotas(AlterClientQuotasRequestView<'a>),
     /// DescribeUserScramCredentials request.
+    #[cfg(feature = "api-describe-user-scram-credentials")]
     DescribeUserScramCredentials(DescribeUserScramCredentialsRequestView<'a>),
     /// AlterUserScramCredentials request.
+    #[cfg(feature = "api-alter-user-scram-credentials")]
     AlterUserScramCredentials(AlterUserScramCredentialsRequestView<'a>),
     /// Vote request.
+    #[cfg(feature = "api-vote")]
     Vote(VoteRequestView<'a>),
     /// BeginQuorumEpoch request.
+    #[cfg(feature = "api-begin-quorum-epoch")]
     BeginQuorumEpoch(BeginQuorumEpochRequestView<'a>),
     /// EndQuorumEpoch request.
+    #[cfg(feature = "api-end-quorum-epoch")]
     EndQuorumEpoch(EndQuorumEpochRequestView<'a>),
     /// DescribeQuorum request.
+    #[cfg(feature = "api-describe-quorum")]
     DescribeQuorum(DescribeQuorumRequestView<'a>),
     /// AlterPartition request.
+    #[cfg(feature = "api-alter-partition")]
     AlterPartition(AlterPartitionRequestView<'a>),
     /// UpdateFeatures request.
+    #[cfg(feature = "api-update-features")]
     UpdateFeatures(UpdateFeaturesRequestView<'a>),
     /// Envelope request.
+    #[cfg(feature = "api-envelope")]
     Envelope(EnvelopeRequestView<'a>),
     /// FetchSnapshot request.
+    #[cfg(feature = "api-fetch-snapshot")]
     FetchSnapshot(FetchSnapshotRequestView<'a>),
     /// DescribeCluster request.
+    #[cfg(feature = "api-describe-cluster")]
     DescribeCluster(DescribeClusterRequestView<'a>),
     /// DescribeProducers request.
+    #[cfg(feature = "api-describe-producers")]
     DescribeProducers(DescribeProducersRequestView<'a>),
     /// BrokerRegistration request.
+    #[cfg(feature = "api-broker-registration")]
     BrokerRegistration(BrokerRegistrationRequestView<'a>),
     /// BrokerHeartbeat request.
+    #[cfg(feature = "api-broker-heartbeat")]
     BrokerHeartbeat(BrokerHeartbeatRequestView<'a>),
     /// UnregisterBroker request.
+    #[cfg(feature = "api-unregister-broker")]
     UnregisterBroker(UnregisterBrokerRequestView<'a>),
     /// DescribeTransactions request.
+    #[cfg(feature = "api-describe-transactions")]
     DescribeTransactions(DescribeTransactionsRequestView<'a>),
     /// ListTransactions request.
+    #[cfg(feature = "api-list-transactions")]
     ListTransactions(ListTransactionsRequestView<'a>),
     /// AllocateProducerIds request.
+    #[cfg(feature = "api-allocate-producer-ids")]
     AllocateProducerIds(AllocateProducerIdsRequestView<'a>),
     /// ConsumerGroupHeartbeat request.
+    #[cfg(feature = "api-consumer-group-heartbeat")]
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequestView<'a>),
     /// ConsumerGroupDescribe request.
+    #[cfg(feature = "api-consumer-group-describe")]
     ConsumerGroupDescribe(ConsumerGroupDescribeRequestView<'a>),
     /// ControllerRegistration request.
+    #[cfg(feature = "api-controller-registration")]
     ControllerRegistration(ControllerRegistrationRequestView<'a>),
     /// GetTelemetrySubscriptions request.
+    #[cfg(feature = "api-get-telemetry-subscriptions")]
     GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequestView<'a>),
     /// PushTelemetry request.
+    #[cfg(feature = "api-push-telemetry")]
     PushTelemetry(PushTelemetryRequestView<'a>),
     /// AssignReplicasToDirs request.
+    #[cfg(feature = "api-assign-replicas-to-dirs")]
     AssignReplicasToDirs(AssignReplicasToDirsRequestView<'a>),
     /// ListConfigResources request.
+    #[cfg(feature = "api-list-config-resources")]
     ListConfigResources(ListConfigResourcesRequestView<'a>),
     /// DescribeTopicPartitions request.
+    #[cfg(feature = "api-describe-topic-partitions")]
     DescribeTopicPartitions(DescribeTopicPartitionsRequestView<'a>),
     /// ShareGroupHeartbeat request.
+    #[cfg(feature = "api-share-group-heartbeat")]
     ShareGroupHeartbeat(ShareGroupHeartbeatRequestView<'a>),
     /// ShareGroupDescribe request.
+    #[cfg(feature = "api-share-group-describe")]
     ShareGroupDescribe(ShareGroupDescribeRequestView<'a>),
     /// ShareFetch request.
+    #[cfg(feature = "api-share-fetch")]
     ShareFetch(ShareFetchRequestView<'a>),
     /// ShareAcknowledge request.
+    #[cfg(feature = "api-share-acknowledge")]
     ShareAcknowledge(ShareAcknowledgeRequestView<'a>),
     /// AddRaftVoter request.
+    #[cfg(feature = "api-add-raft-voter")]
     AddRaftVoter(AddRaftVoterRequestView<'a>),
     /// RemoveRaftVoter request.
+    #[cfg(feature = "api-remove-raft-voter")]
     RemoveRaftVoter(RemoveRaftVoterRequestView<'a>),
     /// UpdateRaftVoter request.
+    #[cfg(feature = "api-update-raft-voter")]
     UpdateRaftVoter(UpdateRaftVoterRequestView<'a>),
     /// InitializeShareGroupState request.
+    #[cfg(feature = "api-initialize-share-group-state")]
     InitializeShareGroupState(InitializeShareGroupStateRequestView<'a>),
     /// ReadShareGroupState request.
+    #[cfg(feature = "api-read-share-group-state")]
     ReadShareGroupState(ReadShareGroupStateRequestView<'a>),
     /// WriteShareGroupState request.
+    #[cfg(feature = "api-write-share-group-state")]
     WriteShareGroupState(WriteShareGroupStateRequestView<'a>),
     /// DeleteShareGroupState request.
+    #[cfg(feature = "api-delete-share-group-state")]
     DeleteShareGroupState(DeleteShareGroupStateRequestView<'a>),
     /// ReadShareGroupStateSummary request.
+    #[cfg(feature = "api-read-share-group-state-summary")]
     ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequestView<'a>),
     /// StreamsGroupHeartbeat request.
+    #[cfg(feature = "api-streams-group-heartbeat")]
     StreamsGroupHeartbeat(StreamsGroupHeartbeatRequestView<'a>),
     /// StreamsGroupDescribe request.
+    #[cfg(feature = "api-streams-group-describe")]
     StreamsGroupDescribe(StreamsGroupDescribeRequestView<'a>),
     /// DescribeShareGroupOffsets request.
+    #[cfg(feature = "api-describe-share-group-offsets")]
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequestView<'a>),
     /// AlterShareGroupOffsets request.
+    #[cfg(feature = "api-alter-share-group-offsets")]
     AlterShareGroupOffsets(AlterShareGroupOffsetsRequestView<'a>),
     /// DeleteShareGroupOffsets request.
+    #[cfg(feature = "api-delete-share-group-offsets")]
     DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequestView<'a>),
     /// StreamsGroupTopologyDescriptionUpdate request.
+    #[cfg(feature = "api-streams-group-topology-description-update")]
     StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequestView<'a>),
     /// UnregisterController request.
+    #[cfg(feature = "api-unregister-controller")]
     UnregisterController(UnregisterControllerRequestView<'a>),
 }
 
@@ -1467,206 +1837,305 @@ impl<'a> RequestBodyView<'a> {
     /// Checks `bytes` as the request body of `api_key` at `version`.
     pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            #[cfg(feature = "api-produce")]
             ApiKey::Produce => Self::Produce(ProduceRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-fetch")]
             ApiKey::Fetch => Self::Fetch(FetchRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-list-offsets")]
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-metadata")]
             ApiKey::Metadata => Self::Metadata(MetadataRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-offset-commit")]
             ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-offset-fetch")]
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-find-coordinator")]
             ApiKey::FindCoordinator => {
                 Self::FindCoordinator(FindCoordinatorRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-join-group")]
             ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-heartbeat")]
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-leave-group")]
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-sync-group")]
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-groups")]
             ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-list-groups")]
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-sasl-handshake")]
             ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeRequestView::new(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-create-topics")]
             ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-delete-topics")]
             ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-delete-records")]
             ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-init-producer-id")]
             ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             ApiKey::OffsetForLeaderEpoch => {
                 Self::OffsetForLeaderEpoch(OffsetForLeaderEpochRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-add-partitions-to-txn")]
             ApiKey::AddPartitionsToTxn => {
                 Self::AddPartitionsToTxn(AddPartitionsToTxnRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-add-offsets-to-txn")]
             ApiKey::AddOffsetsToTxn => {
                 Self::AddOffsetsToTxn(AddOffsetsToTxnRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-end-txn")]
             ApiKey::EndTxn => Self::EndTxn(EndTxnRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-write-txn-markers")]
             ApiKey::WriteTxnMarkers => {
                 Self::WriteTxnMarkers(WriteTxnMarkersRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-txn-offset-commit")]
             ApiKey::TxnOffsetCommit => {
                 Self::TxnOffsetCommit(TxnOffsetCommitRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-acls")]
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-create-acls")]
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-delete-acls")]
             ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-configs")]
             ApiKey::DescribeConfigs => {
                 Self::DescribeConfigs(DescribeConfigsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-configs")]
             ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             ApiKey::AlterReplicaLogDirs => {
                 Self::AlterReplicaLogDirs(AlterReplicaLogDirsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-log-dirs")]
             ApiKey::DescribeLogDirs => {
                 Self::DescribeLogDirs(DescribeLogDirsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-sasl-authenticate")]
             ApiKey::SaslAuthenticate => {
                 Self::SaslAuthenticate(SaslAuthenticateRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-create-partitions")]
             ApiKey::CreatePartitions => {
                 Self::CreatePartitions(CreatePartitionsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-create-delegation-token")]
             ApiKey::CreateDelegationToken => {
                 Self::CreateDelegationToken(CreateDelegationTokenRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-renew-delegation-token")]
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-expire-delegation-token")]
             ApiKey::ExpireDelegationToken => {
                 Self::ExpireDelegationToken(ExpireDelegationTokenRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-delegation-token")]
             ApiKey::DescribeDelegationToken => {
                 Self::DescribeDelegationToken(DescribeDelegationTokenRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-groups")]
             ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-elect-leaders")]
             ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-incremental-alter-configs")]
             ApiKey::IncrementalAlterConfigs => {
                 Self::IncrementalAlterConfigs(IncrementalAlterConfigsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-partition-reassignments")]
             ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
                 AlterPartitionReassignmentsRequestView::new(bytes, version)?,
             ),
+            #[cfg(feature = "api-list-partition-reassignments")]
             ApiKey::ListPartitionReassignments => {
                 Self::ListPartitionReassignments(ListPartitionReassignmentsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-offset-delete")]
             ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-client-quotas")]
             ApiKey::DescribeClientQuotas => {
                 Self::DescribeClientQuotas(DescribeClientQuotasRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-client-quotas")]
             ApiKey::AlterClientQuotas => {
                 Self::AlterClientQuotas(AlterClientQuotasRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
                 DescribeUserScramCredentialsRequestView::new(bytes, version)?,
             ),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             ApiKey::AlterUserScramCredentials => {
                 Self::AlterUserScramCredentials(AlterUserScramCredentialsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-vote")]
             ApiKey::Vote => Self::Vote(VoteRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             ApiKey::BeginQuorumEpoch => {
                 Self::BeginQuorumEpoch(BeginQuorumEpochRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-end-quorum-epoch")]
             ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-quorum")]
             ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-alter-partition")]
             ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-update-features")]
             ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-envelope")]
             ApiKey::Envelope => Self::Envelope(EnvelopeRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-fetch-snapshot")]
             ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-cluster")]
             ApiKey::DescribeCluster => {
                 Self::DescribeCluster(DescribeClusterRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-producers")]
             ApiKey::DescribeProducers => {
                 Self::DescribeProducers(DescribeProducersRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-registration")]
             ApiKey::BrokerRegistration => {
                 Self::BrokerRegistration(BrokerRegistrationRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-heartbeat")]
             ApiKey::BrokerHeartbeat => {
                 Self::BrokerHeartbeat(BrokerHeartbeatRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-unregister-broker")]
             ApiKey::UnregisterBroker => {
                 Self::UnregisterBroker(UnregisterBrokerRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-transactions")]
             ApiKey::DescribeTransactions => {
                 Self::DescribeTransactions(DescribeTransactionsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-list-transactions")]
             ApiKey::ListTransactions => {
                 Self::ListTransactions(ListTransactionsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-allocate-producer-ids")]
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             ApiKey::ConsumerGroupHeartbeat => {
                 Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-describe")]
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-controller-registration")]
             ApiKey::ControllerRegistration => {
                 Self::ControllerRegistration(ControllerRegistrationRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             ApiKey::GetTelemetrySubscriptions => {
                 Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-push-telemetry")]
             ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             ApiKey::AssignReplicasToDirs => {
                 Self::AssignReplicasToDirs(AssignReplicasToDirsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-list-config-resources")]
             ApiKey::ListConfigResources => {
                 Self::ListConfigResources(ListConfigResourcesRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-topic-partitions")]
             ApiKey::DescribeTopicPartitions => {
                 Self::DescribeTopicPartitions(DescribeTopicPartitionsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-heartbeat")]
             ApiKey::ShareGroupHeartbeat => {
                 Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-describe")]
             ApiKey::ShareGroupDescribe => {
                 Self::ShareGroupDescribe(ShareGroupDescribeRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-share-fetch")]
             ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-share-acknowledge")]
             ApiKey::ShareAcknowledge => {
                 Self::ShareAcknowledge(ShareAcknowledgeRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-add-raft-voter")]
             ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterRequestView::new(bytes, version)?),
+            #[cfg(feature = "api-remove-raft-voter")]
             ApiKey::RemoveRaftVoter => {
                 Self::RemoveRaftVoter(RemoveRaftVoterRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-update-raft-voter")]
             ApiKey::UpdateRaftVoter => {
                 Self::UpdateRaftVoter(UpdateRaftVoterRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-initialize-share-group-state")]
             ApiKey::InitializeShareGroupState => {
                 Self::InitializeShareGroupState(InitializeShareGroupStateRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state")]
             ApiKey::ReadShareGroupState => {
                 Self::ReadShareGroupState(ReadShareGroupStateRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-write-share-group-state")]
             ApiKey::WriteShareGroupState => {
                 Self::WriteShareGroupState(WriteShareGroupStateRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-state")]
             ApiKey::DeleteShareGroupState => {
                 Self::DeleteShareGroupState(DeleteShareGroupStateRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state-summary")]
             ApiKey::ReadShareGroupStateSummary => {
                 Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-heartbeat")]
             ApiKey::StreamsGroupHeartbeat => {
                 Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-describe")]
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-share-group-offsets")]
             ApiKey::DescribeShareGroupOffsets => {
                 Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-share-group-offsets")]
             ApiKey::AlterShareGroupOffsets => {
                 Self::AlterShareGroupOffsets(AlterShareGroupOffsetsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-offsets")]
             ApiKey::DeleteShareGroupOffsets => {
                 Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequestView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
                 StreamsGroupTopologyDescriptionUpdateRequestView::new(bytes, version)?,
             ),
+            #[cfg(feature = "api-unregister-controller")]
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerRequestView::new(bytes, version)?)
+            }
+            // An API this build leaves out.
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(DecodeError::new(
+                    DecodeErrorKind::UnsupportedVersion(version),
+                    0,
+                    api_key.name(),
+                ));
             }
         })
     }
@@ -1674,226 +2143,325 @@ impl<'a> RequestBodyView<'a> {
     /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
     pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            #[cfg(feature = "api-produce")]
             ApiKey::Produce => Self::Produce(ProduceRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-fetch")]
             ApiKey::Fetch => Self::Fetch(FetchRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-list-offsets")]
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-metadata")]
             ApiKey::Metadata => Self::Metadata(MetadataRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-offset-commit")]
             ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-offset-fetch")]
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-find-coordinator")]
             ApiKey::FindCoordinator => {
                 Self::FindCoordinator(FindCoordinatorRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-join-group")]
             ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-heartbeat")]
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-leave-group")]
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-sync-group")]
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-describe-groups")]
             ApiKey::DescribeGroups => {
                 Self::DescribeGroups(DescribeGroupsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-list-groups")]
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-sasl-handshake")]
             ApiKey::SaslHandshake => {
                 Self::SaslHandshake(SaslHandshakeRequestView::new_prefix(bytes, version)?)
             }
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-create-topics")]
             ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-delete-topics")]
             ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-delete-records")]
             ApiKey::DeleteRecords => {
                 Self::DeleteRecords(DeleteRecordsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-init-producer-id")]
             ApiKey::InitProducerId => {
                 Self::InitProducerId(InitProducerIdRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             ApiKey::OffsetForLeaderEpoch => {
                 Self::OffsetForLeaderEpoch(OffsetForLeaderEpochRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-add-partitions-to-txn")]
             ApiKey::AddPartitionsToTxn => {
                 Self::AddPartitionsToTxn(AddPartitionsToTxnRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-add-offsets-to-txn")]
             ApiKey::AddOffsetsToTxn => {
                 Self::AddOffsetsToTxn(AddOffsetsToTxnRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-end-txn")]
             ApiKey::EndTxn => Self::EndTxn(EndTxnRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-write-txn-markers")]
             ApiKey::WriteTxnMarkers => {
                 Self::WriteTxnMarkers(WriteTxnMarkersRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-txn-offset-commit")]
             ApiKey::TxnOffsetCommit => {
                 Self::TxnOffsetCommit(TxnOffsetCommitRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-acls")]
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-create-acls")]
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-delete-acls")]
             ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-describe-configs")]
             ApiKey::DescribeConfigs => {
                 Self::DescribeConfigs(DescribeConfigsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-configs")]
             ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             ApiKey::AlterReplicaLogDirs => {
                 Self::AlterReplicaLogDirs(AlterReplicaLogDirsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-log-dirs")]
             ApiKey::DescribeLogDirs => {
                 Self::DescribeLogDirs(DescribeLogDirsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-sasl-authenticate")]
             ApiKey::SaslAuthenticate => {
                 Self::SaslAuthenticate(SaslAuthenticateRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-create-partitions")]
             ApiKey::CreatePartitions => {
                 Self::CreatePartitions(CreatePartitionsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-create-delegation-token")]
             ApiKey::CreateDelegationToken => {
                 Self::CreateDelegationToken(CreateDelegationTokenRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-renew-delegation-token")]
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-expire-delegation-token")]
             ApiKey::ExpireDelegationToken => {
                 Self::ExpireDelegationToken(ExpireDelegationTokenRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-delegation-token")]
             ApiKey::DescribeDelegationToken => {
                 Self::DescribeDelegationToken(DescribeDelegationTokenRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-groups")]
             ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-elect-leaders")]
             ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-incremental-alter-configs")]
             ApiKey::IncrementalAlterConfigs => {
                 Self::IncrementalAlterConfigs(IncrementalAlterConfigsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-partition-reassignments")]
             ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
                 AlterPartitionReassignmentsRequestView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-list-partition-reassignments")]
             ApiKey::ListPartitionReassignments => Self::ListPartitionReassignments(
                 ListPartitionReassignmentsRequestView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-offset-delete")]
             ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-describe-client-quotas")]
             ApiKey::DescribeClientQuotas => {
                 Self::DescribeClientQuotas(DescribeClientQuotasRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-client-quotas")]
             ApiKey::AlterClientQuotas => {
                 Self::AlterClientQuotas(AlterClientQuotasRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
                 DescribeUserScramCredentialsRequestView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             ApiKey::AlterUserScramCredentials => Self::AlterUserScramCredentials(
                 AlterUserScramCredentialsRequestView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-vote")]
             ApiKey::Vote => Self::Vote(VoteRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             ApiKey::BeginQuorumEpoch => {
                 Self::BeginQuorumEpoch(BeginQuorumEpochRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-end-quorum-epoch")]
             ApiKey::EndQuorumEpoch => {
                 Self::EndQuorumEpoch(EndQuorumEpochRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-quorum")]
             ApiKey::DescribeQuorum => {
                 Self::DescribeQuorum(DescribeQuorumRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-partition")]
             ApiKey::AlterPartition => {
                 Self::AlterPartition(AlterPartitionRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-update-features")]
             ApiKey::UpdateFeatures => {
                 Self::UpdateFeatures(UpdateFeaturesRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-envelope")]
             ApiKey::Envelope => Self::Envelope(EnvelopeRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-fetch-snapshot")]
             ApiKey::FetchSnapshot => {
                 Self::FetchSnapshot(FetchSnapshotRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-cluster")]
             ApiKey::DescribeCluster => {
                 Self::DescribeCluster(DescribeClusterRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-producers")]
             ApiKey::DescribeProducers => {
                 Self::DescribeProducers(DescribeProducersRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-registration")]
             ApiKey::BrokerRegistration => {
                 Self::BrokerRegistration(BrokerRegistrationRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-heartbeat")]
             ApiKey::BrokerHeartbeat => {
                 Self::BrokerHeartbeat(BrokerHeartbeatRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-unregister-broker")]
             ApiKey::UnregisterBroker => {
                 Self::UnregisterBroker(UnregisterBrokerRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-transactions")]
             ApiKey::DescribeTransactions => {
                 Self::DescribeTransactions(DescribeTransactionsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-list-transactions")]
             ApiKey::ListTransactions => {
                 Self::ListTransactions(ListTransactionsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-allocate-producer-ids")]
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             ApiKey::ConsumerGroupHeartbeat => {
                 Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-describe")]
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-controller-registration")]
             ApiKey::ControllerRegistration => {
                 Self::ControllerRegistration(ControllerRegistrationRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             ApiKey::GetTelemetrySubscriptions => Self::GetTelemetrySubscriptions(
                 GetTelemetrySubscriptionsRequestView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-push-telemetry")]
             ApiKey::PushTelemetry => {
                 Self::PushTelemetry(PushTelemetryRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             ApiKey::AssignReplicasToDirs => {
                 Self::AssignReplicasToDirs(AssignReplicasToDirsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-list-config-resources")]
             ApiKey::ListConfigResources => {
                 Self::ListConfigResources(ListConfigResourcesRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-topic-partitions")]
             ApiKey::DescribeTopicPartitions => {
                 Self::DescribeTopicPartitions(DescribeTopicPartitionsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-heartbeat")]
             ApiKey::ShareGroupHeartbeat => {
                 Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-describe")]
             ApiKey::ShareGroupDescribe => {
                 Self::ShareGroupDescribe(ShareGroupDescribeRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-share-fetch")]
             ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-share-acknowledge")]
             ApiKey::ShareAcknowledge => {
                 Self::ShareAcknowledge(ShareAcknowledgeRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-add-raft-voter")]
             ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterRequestView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-remove-raft-voter")]
             ApiKey::RemoveRaftVoter => {
                 Self::RemoveRaftVoter(RemoveRaftVoterRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-update-raft-voter")]
             ApiKey::UpdateRaftVoter => {
                 Self::UpdateRaftVoter(UpdateRaftVoterRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-initialize-share-group-state")]
             ApiKey::InitializeShareGroupState => Self::InitializeShareGroupState(
                 InitializeShareGroupStateRequestView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-read-share-group-state")]
             ApiKey::ReadShareGroupState => {
                 Self::ReadShareGroupState(ReadShareGroupStateRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-write-share-group-state")]
             ApiKey::WriteShareGroupState => {
                 Self::WriteShareGroupState(WriteShareGroupStateRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-state")]
             ApiKey::DeleteShareGroupState => {
                 Self::DeleteShareGroupState(DeleteShareGroupStateRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state-summary")]
             ApiKey::ReadShareGroupStateSummary => Self::ReadShareGroupStateSummary(
                 ReadShareGroupStateSummaryRequestView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             ApiKey::StreamsGroupHeartbeat => {
                 Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-describe")]
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-share-group-offsets")]
             ApiKey::DescribeShareGroupOffsets => Self::DescribeShareGroupOffsets(
                 DescribeShareGroupOffsetsRequestView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             ApiKey::AlterShareGroupOffsets => {
                 Self::AlterShareGroupOffsets(AlterShareGroupOffsetsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-offsets")]
             ApiKey::DeleteShareGroupOffsets => {
                 Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequestView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
                 StreamsGroupTopologyDescriptionUpdateRequestView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-unregister-controller")]
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerRequestView::new_prefix(bytes, version)?)
+            }
+            // An API this build leaves out.
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(DecodeError::new(
+                    DecodeErrorKind::UnsupportedVersion(version),
+                    0,
+                    api_key.name(),
+                ));
             }
         })
     }
@@ -1901,96 +2469,186 @@ impl<'a> RequestBodyView<'a> {
     /// The API this body belongs to.
     pub const fn api_key(&self) -> ApiKey {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(_) => ApiKey::Produce,
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(_) => ApiKey::Fetch,
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(_) => ApiKey::ListOffsets,
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(_) => ApiKey::Metadata,
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(_) => ApiKey::OffsetCommit,
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(_) => ApiKey::OffsetFetch,
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(_) => ApiKey::FindCoordinator,
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(_) => ApiKey::JoinGroup,
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(_) => ApiKey::Heartbeat,
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(_) => ApiKey::LeaveGroup,
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(_) => ApiKey::SyncGroup,
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(_) => ApiKey::DescribeGroups,
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(_) => ApiKey::ListGroups,
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(_) => ApiKey::SaslHandshake,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(_) => ApiKey::CreateTopics,
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(_) => ApiKey::DeleteTopics,
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(_) => ApiKey::DeleteRecords,
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(_) => ApiKey::InitProducerId,
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(_) => ApiKey::EndTxn,
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(_) => ApiKey::DescribeAcls,
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(_) => ApiKey::CreateAcls,
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(_) => ApiKey::DeleteAcls,
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(_) => ApiKey::AlterConfigs,
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(_) => ApiKey::CreatePartitions,
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(_) => ApiKey::CreateDelegationToken,
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(_) => ApiKey::RenewDelegationToken,
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(_) => ApiKey::ExpireDelegationToken,
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(_) => ApiKey::DescribeDelegationToken,
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(_) => ApiKey::DeleteGroups,
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(_) => ApiKey::ElectLeaders,
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(_) => ApiKey::OffsetDelete,
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
+            #[cfg(feature = "api-vote")]
             Self::Vote(_) => ApiKey::Vote,
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(_) => ApiKey::AlterPartition,
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(_) => ApiKey::UpdateFeatures,
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(_) => ApiKey::Envelope,
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(_) => ApiKey::DescribeCluster,
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(_) => ApiKey::DescribeProducers,
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(_) => ApiKey::ListTransactions,
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(_) => ApiKey::PushTelemetry,
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(_) => ApiKey::ListConfigResources,
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(_) => ApiKey::ShareGroupHeartbeat,
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(_) => ApiKey::ShareGroupDescribe,
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(_) => ApiKey::ShareFetch,
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(_) => ApiKey::ShareAcknowledge,
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(_) => ApiKey::InitializeShareGroupState,
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(_) => ApiKey::ReadShareGroupState,
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(_) => ApiKey::WriteShareGroupState,
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(_) => ApiKey::DeleteShareGroupState,
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(_) => ApiKey::ReadShareGroupStateSummary,
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(_) => ApiKey::StreamsGroupHeartbeat,
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(_) => ApiKey::StreamsGroupDescribe,
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(_) => ApiKey::StreamsGroupTopologyDescriptionUpdate,
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
@@ -1998,96 +2656,186 @@ impl<'a> RequestBodyView<'a> {
     /// The bytes of the body.
     pub const fn as_bytes(&self) -> &'a [u8] {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(v) => v.as_bytes(),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(v) => v.as_bytes(),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(v) => v.as_bytes(),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(v) => v.as_bytes(),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(v) => v.as_bytes(),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(v) => v.as_bytes(),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(v) => v.as_bytes(),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(v) => v.as_bytes(),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(v) => v.as_bytes(),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(v) => v.as_bytes(),
             Self::ApiVersions(v) => v.as_bytes(),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(v) => v.as_bytes(),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(v) => v.as_bytes(),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(v) => v.as_bytes(),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(v) => v.as_bytes(),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(v) => v.as_bytes(),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(v) => v.as_bytes(),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(v) => v.as_bytes(),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(v) => v.as_bytes(),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(v) => v.as_bytes(),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(v) => v.as_bytes(),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(v) => v.as_bytes(),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(v) => v.as_bytes(),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(v) => v.as_bytes(),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(v) => v.as_bytes(),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(v) => v.as_bytes(),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(v) => v.as_bytes(),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(v) => v.as_bytes(),
+            #[cfg(feature = "api-vote")]
             Self::Vote(v) => v.as_bytes(),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(v) => v.as_bytes(),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(v) => v.as_bytes(),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(v) => v.as_bytes(),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(v) => v.as_bytes(),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(v) => v.as_bytes(),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(v) => v.as_bytes(),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(v) => v.as_bytes(),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(v) => v.as_bytes(),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(v) => v.as_bytes(),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(v) => v.as_bytes(),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(v) => v.as_bytes(),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(v) => v.as_bytes(),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(v) => v.as_bytes(),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(v) => v.as_bytes(),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(v) => v.as_bytes(),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(v) => v.as_bytes(),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(v) => v.as_bytes(),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(v) => v.as_bytes(),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(v) => v.as_bytes(),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(v) => v.as_bytes(),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(v) => v.as_bytes(),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(v) => v.as_bytes(),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(v) => v.as_bytes(),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(v) => v.as_bytes(),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(v) => v.as_bytes(),
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(v) => v.as_bytes(),
         }
     }
@@ -2098,186 +2846,276 @@ impl<'a> RequestBodyView<'a> {
 #[non_exhaustive]
 pub enum RequestBody<'a> {
     /// Produce request.
+    #[cfg(feature = "api-produce")]
     Produce(ProduceRequest<'a>),
     /// Fetch request.
+    #[cfg(feature = "api-fetch")]
     Fetch(FetchRequest<'a>),
     /// ListOffsets request.
+    #[cfg(feature = "api-list-offsets")]
     ListOffsets(ListOffsetsRequest<'a>),
     /// Metadata request.
+    #[cfg(feature = "api-metadata")]
     Metadata(MetadataRequest<'a>),
     /// OffsetCommit request.
+    #[cfg(feature = "api-offset-commit")]
     OffsetCommit(OffsetCommitRequest<'a>),
     /// OffsetFetch request.
+    #[cfg(feature = "api-offset-fetch")]
     OffsetFetch(OffsetFetchRequest<'a>),
     /// FindCoordinator request.
+    #[cfg(feature = "api-find-coordinator")]
     FindCoordinator(FindCoordinatorRequest<'a>),
     /// JoinGroup request.
+    #[cfg(feature = "api-join-group")]
     JoinGroup(JoinGroupRequest<'a>),
     /// Heartbeat request.
+    #[cfg(feature = "api-heartbeat")]
     Heartbeat(HeartbeatRequest<'a>),
     /// LeaveGroup request.
+    #[cfg(feature = "api-leave-group")]
     LeaveGroup(LeaveGroupRequest<'a>),
     /// SyncGroup request.
+    #[cfg(feature = "api-sync-group")]
     SyncGroup(SyncGroupRequest<'a>),
     /// DescribeGroups request.
+    #[cfg(feature = "api-describe-groups")]
     DescribeGroups(DescribeGroupsRequest<'a>),
     /// ListGroups request.
+    #[cfg(feature = "api-list-groups")]
     ListGroups(ListGroupsRequest<'a>),
     /// SaslHandshake request.
+    #[cfg(feature = "api-sasl-handshake")]
     SaslHandshake(SaslHandshakeRequest<'a>),
     /// ApiVersions request.
     ApiVersions(ApiVersionsRequest<'a>),
     /// CreateTopics request.
+    #[cfg(feature = "api-create-topics")]
     CreateTopics(CreateTopicsRequest<'a>),
     /// DeleteTopics request.
+    #[cfg(feature = "api-delete-topics")]
     DeleteTopics(DeleteTopicsRequest<'a>),
     /// DeleteRecords request.
+    #[cfg(feature = "api-delete-records")]
     DeleteRecords(DeleteRecordsRequest<'a>),
     /// InitProducerId request.
+    #[cfg(feature = "api-init-producer-id")]
     InitProducerId(InitProducerIdRequest<'a>),
     /// OffsetForLeaderEpoch request.
+    #[cfg(feature = "api-offset-for-leader-epoch")]
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest<'a>),
     /// AddPartitionsToTxn request.
+    #[cfg(feature = "api-add-partitions-to-txn")]
     AddPartitionsToTxn(AddPartitionsToTxnRequest<'a>),
     /// AddOffsetsToTxn request.
+    #[cfg(feature = "api-add-offsets-to-txn")]
     AddOffsetsToTxn(AddOffsetsToTxnRequest<'a>),
     /// EndTxn request.
+    #[cfg(feature = "api-end-txn")]
     EndTxn(EndTxnRequest<'a>),
     /// WriteTxnMarkers request.
+    #[cfg(feature = "api-write-txn-markers")]
     WriteTxnMarkers(WriteTxnMarkersRequest<'a>),
     /// TxnOffsetCommit request.
+    #[cfg(feature = "api-txn-offset-commit")]
     TxnOffsetCommit(TxnOffsetCommitRequest<'a>),
     /// DescribeAcls request.
+    #[cfg(feature = "api-describe-acls")]
     DescribeAcls(DescribeAclsRequest<'a>),
     /// CreateAcls request.
+    #[cfg(feature = "api-create-acls")]
     CreateAcls(CreateAclsRequest<'a>),
     /// DeleteAcls request.
+    #[cfg(feature = "api-delete-acls")]
     DeleteAcls(DeleteAclsRequest<'a>),
     /// DescribeConfigs request.
+    #[cfg(feature = "api-describe-configs")]
     DescribeConfigs(DescribeConfigsRequest<'a>),
     /// AlterConfigs request.
+    #[cfg(feature = "api-alter-configs")]
     AlterConfigs(AlterConfigsRequest<'a>),
     /// AlterReplicaLogDirs request.
+    #[cfg(feature = "api-alter-replica-log-dirs")]
     AlterReplicaLogDirs(AlterReplicaLogDirsRequest<'a>),
     /// DescribeLogDirs request.
+    #[cfg(feature = "api-describe-log-dirs")]
     DescribeLogDirs(DescribeLogDirsRequest<'a>),
     /// SaslAuthenticate request.
+    #[cfg(feature = "api-sasl-authenticate")]
     SaslAuthenticate(SaslAuthenticateRequest<'a>),
     /// CreatePartitions request.
+    #[cfg(feature = "api-create-partitions")]
     CreatePartitions(CreatePartitionsRequest<'a>),
     /// CreateDelegationToken request.
+    #[cfg(feature = "api-create-delegation-token")]
     CreateDelegationToken(CreateDelegationTokenRequest<'a>),
     /// RenewDelegationToken request.
+    #[cfg(feature = "api-renew-delegation-token")]
     RenewDelegationToken(RenewDelegationTokenRequest<'a>),
     /// ExpireDelegationToken request.
+    #[cfg(feature = "api-expire-delegation-token")]
     ExpireDelegationToken(ExpireDelegationTokenRequest<'a>),
     /// DescribeDelegationToken request.
+    #[cfg(feature = "api-describe-delegation-token")]
     DescribeDelegationToken(DescribeDelegationTokenRequest<'a>),
     /// DeleteGroups request.
+    #[cfg(feature = "api-delete-groups")]
     DeleteGroups(DeleteGroupsRequest<'a>),
     /// ElectLeaders request.
+    #[cfg(feature = "api-elect-leaders")]
     ElectLeaders(ElectLeadersRequest<'a>),
     /// IncrementalAlterConfigs request.
+    #[cfg(feature = "api-incremental-alter-configs")]
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest<'a>),
     /// AlterPartitionReassignments request.
+    #[cfg(feature = "api-alter-partition-reassignments")]
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest<'a>),
     /// ListPartitionReassignments request.
+    #[cfg(feature = "api-list-partition-reassignments")]
     ListPartitionReassignments(ListPartitionReassignmentsRequest<'a>),
     /// OffsetDelete request.
+    #[cfg(feature = "api-offset-delete")]
     OffsetDelete(OffsetDeleteRequest<'a>),
     /// DescribeClientQuotas request.
+    #[cfg(feature = "api-describe-client-quotas")]
     DescribeClientQuotas(DescribeClientQuotasRequest<'a>),
     /// AlterClientQuotas request.
+    #[cfg(feature = "api-alter-client-quotas")]
     AlterClientQuotas(AlterClientQuotasRequest<'a>),
     /// DescribeUserScramCredentials request.
+    #[cfg(feature = "api-describe-user-scram-credentials")]
     DescribeUserScramCredentials(DescribeUserScramCredentialsRequest<'a>),
     /// AlterUserScramCredentials request.
+    #[cfg(feature = "api-alter-user-scram-credentials")]
     AlterUserScramCredentials(AlterUserScramCredentialsRequest<'a>),
     /// Vote request.
+    #[cfg(feature = "api-vote")]
     Vote(VoteRequest<'a>),
     /// BeginQuorumEpoch request.
+    #[cfg(feature = "api-begin-quorum-epoch")]
     BeginQuorumEpoch(BeginQuorumEpochRequest<'a>),
     /// EndQuorumEpoch request.
+    #[cfg(feature = "api-end-quorum-epoch")]
     EndQuorumEpoch(EndQuorumEpochRequest<'a>),
     /// DescribeQuorum request.
+    #[cfg(feature = "api-describe-quorum")]
     DescribeQuorum(DescribeQuorumRequest<'a>),
     /// AlterPartition request.
+    #[cfg(feature = "api-alter-partition")]
     AlterPartition(AlterPartitionRequest<'a>),
     /// UpdateFeatures request.
+    #[cfg(feature = "api-update-features")]
     UpdateFeatures(UpdateFeaturesRequest<'a>),
     /// Envelope request.
+    #[cfg(feature = "api-envelope")]
     Envelope(EnvelopeRequest<'a>),
     /// FetchSnapshot request.
+    #[cfg(feature = "api-fetch-snapshot")]
     FetchSnapshot(FetchSnapshotRequest<'a>),
     /// DescribeCluster request.
+    #[cfg(feature = "api-describe-cluster")]
     DescribeCluster(DescribeClusterRequest<'a>),
     /// DescribeProducers request.
+    #[cfg(feature = "api-describe-producers")]
     DescribeProducers(DescribeProducersRequest<'a>),
     /// BrokerRegistration request.
+    #[cfg(feature = "api-broker-registration")]
     BrokerRegistration(BrokerRegistrationRequest<'a>),
     /// BrokerHeartbeat request.
+    #[cfg(feature = "api-broker-heartbeat")]
     BrokerHeartbeat(BrokerHeartbeatRequest<'a>),
     /// UnregisterBroker request.
+    #[cfg(feature = "api-unregister-broker")]
     UnregisterBroker(UnregisterBrokerRequest<'a>),
     /// DescribeTransactions request.
+    #[cfg(feature = "api-describe-transactions")]
     DescribeTransactions(DescribeTransactionsRequest<'a>),
     /// ListTransactions request.
+    #[cfg(feature = "api-list-transactions")]
     ListTransactions(ListTransactionsRequest<'a>),
     /// AllocateProducerIds request.
+    #[cfg(feature = "api-allocate-producer-ids")]
     AllocateProducerIds(AllocateProducerIdsRequest<'a>),
     /// ConsumerGroupHeartbeat request.
+    #[cfg(feature = "api-consumer-group-heartbeat")]
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest<'a>),
     /// ConsumerGroupDescribe request.
+    #[cfg(feature = "api-consumer-group-describe")]
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest<'a>),
     /// ControllerRegistration request.
+    #[cfg(feature = "api-controller-registration")]
     ControllerRegistration(ControllerRegistrationRequest<'a>),
     /// GetTelemetrySubscriptions request.
+    #[cfg(feature = "api-get-telemetry-subscriptions")]
     GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest<'a>),
     /// PushTelemetry request.
+    #[cfg(feature = "api-push-telemetry")]
     PushTelemetry(PushTelemetryRequest<'a>),
     /// AssignReplicasToDirs request.
+    #[cfg(feature = "api-assign-replicas-to-dirs")]
     AssignReplicasToDirs(AssignReplicasToDirsRequest<'a>),
     /// ListConfigResources request.
+    #[cfg(feature = "api-list-config-resources")]
     ListConfigResources(ListConfigResourcesRequest<'a>),
     /// DescribeTopicPartitions request.
+    #[cfg(feature = "api-describe-topic-partitions")]
     DescribeTopicPartitions(DescribeTopicPartitionsRequest<'a>),
     /// ShareGroupHeartbeat request.
+    #[cfg(feature = "api-share-group-heartbeat")]
     ShareGroupHeartbeat(ShareGroupHeartbeatRequest<'a>),
     /// ShareGroupDescribe request.
+    #[cfg(feature = "api-share-group-describe")]
     ShareGroupDescribe(ShareGroupDescribeRequest<'a>),
     /// ShareFetch request.
+    #[cfg(feature = "api-share-fetch")]
     ShareFetch(ShareFetchRequest<'a>),
     /// ShareAcknowledge request.
+    #[cfg(feature = "api-share-acknowledge")]
     ShareAcknowledge(ShareAcknowledgeRequest<'a>),
     /// AddRaftVoter request.
+    #[cfg(feature = "api-add-raft-voter")]
     AddRaftVoter(AddRaftVoterRequest<'a>),
     /// RemoveRaftVoter request.
+    #[cfg(feature = "api-remove-raft-voter")]
     RemoveRaftVoter(RemoveRaftVoterRequest<'a>),
     /// UpdateRaftVoter request.
+    #[cfg(feature = "api-update-raft-voter")]
     UpdateRaftVoter(UpdateRaftVoterRequest<'a>),
     /// InitializeShareGroupState request.
+    #[cfg(feature = "api-initialize-share-group-state")]
     InitializeShareGroupState(InitializeShareGroupStateRequest<'a>),
     /// ReadShareGroupState request.
+    #[cfg(feature = "api-read-share-group-state")]
     ReadShareGroupState(ReadShareGroupStateRequest<'a>),
     /// WriteShareGroupState request.
+    #[cfg(feature = "api-write-share-group-state")]
     WriteShareGroupState(WriteShareGroupStateRequest<'a>),
     /// DeleteShareGroupState request.
+    #[cfg(feature = "api-delete-share-group-state")]
     DeleteShareGroupState(DeleteShareGroupStateRequest<'a>),
     /// ReadShareGroupStateSummary request.
+    #[cfg(feature = "api-read-share-group-state-summary")]
     ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequest<'a>),
     /// StreamsGroupHeartbeat request.
+    #[cfg(feature = "api-streams-group-heartbeat")]
     StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest<'a>),
     /// StreamsGroupDescribe request.
+    #[cfg(feature = "api-streams-group-describe")]
     StreamsGroupDescribe(StreamsGroupDescribeRequest<'a>),
     /// DescribeShareGroupOffsets request.
+    #[cfg(feature = "api-describe-share-group-offsets")]
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest<'a>),
     /// AlterShareGroupOffsets request.
+    #[cfg(feature = "api-alter-share-group-offsets")]
     AlterShareGroupOffsets(AlterShareGroupOffsetsRequest<'a>),
     /// DeleteShareGroupOffsets request.
+    #[cfg(feature = "api-delete-share-group-offsets")]
     DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest<'a>),
     /// StreamsGroupTopologyDescriptionUpdate request.
+    #[cfg(feature = "api-streams-group-topology-description-update")]
     StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequest<'a>),
     /// UnregisterController request.
+    #[cfg(feature = "api-unregister-controller")]
     UnregisterController(UnregisterControllerRequest<'a>),
 }
 
@@ -2285,96 +3123,186 @@ impl RequestBody<'_> {
     /// The API this body belongs to.
     pub const fn api_key(&self) -> ApiKey {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(_) => ApiKey::Produce,
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(_) => ApiKey::Fetch,
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(_) => ApiKey::ListOffsets,
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(_) => ApiKey::Metadata,
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(_) => ApiKey::OffsetCommit,
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(_) => ApiKey::OffsetFetch,
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(_) => ApiKey::FindCoordinator,
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(_) => ApiKey::JoinGroup,
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(_) => ApiKey::Heartbeat,
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(_) => ApiKey::LeaveGroup,
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(_) => ApiKey::SyncGroup,
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(_) => ApiKey::DescribeGroups,
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(_) => ApiKey::ListGroups,
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(_) => ApiKey::SaslHandshake,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(_) => ApiKey::CreateTopics,
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(_) => ApiKey::DeleteTopics,
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(_) => ApiKey::DeleteRecords,
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(_) => ApiKey::InitProducerId,
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(_) => ApiKey::EndTxn,
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(_) => ApiKey::DescribeAcls,
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(_) => ApiKey::CreateAcls,
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(_) => ApiKey::DeleteAcls,
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(_) => ApiKey::AlterConfigs,
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(_) => ApiKey::CreatePartitions,
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(_) => ApiKey::CreateDelegationToken,
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(_) => ApiKey::RenewDelegationToken,
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(_) => ApiKey::ExpireDelegationToken,
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(_) => ApiKey::DescribeDelegationToken,
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(_) => ApiKey::DeleteGroups,
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(_) => ApiKey::ElectLeaders,
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(_) => ApiKey::OffsetDelete,
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
+            #[cfg(feature = "api-vote")]
             Self::Vote(_) => ApiKey::Vote,
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(_) => ApiKey::AlterPartition,
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(_) => ApiKey::UpdateFeatures,
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(_) => ApiKey::Envelope,
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(_) => ApiKey::DescribeCluster,
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(_) => ApiKey::DescribeProducers,
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(_) => ApiKey::ListTransactions,
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(_) => ApiKey::PushTelemetry,
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(_) => ApiKey::ListConfigResources,
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(_) => ApiKey::ShareGroupHeartbeat,
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(_) => ApiKey::ShareGroupDescribe,
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(_) => ApiKey::ShareFetch,
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(_) => ApiKey::ShareAcknowledge,
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(_) => ApiKey::InitializeShareGroupState,
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(_) => ApiKey::ReadShareGroupState,
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(_) => ApiKey::WriteShareGroupState,
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(_) => ApiKey::DeleteShareGroupState,
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(_) => ApiKey::ReadShareGroupStateSummary,
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(_) => ApiKey::StreamsGroupHeartbeat,
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(_) => ApiKey::StreamsGroupDescribe,
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(_) => ApiKey::StreamsGroupTopologyDescriptionUpdate,
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
@@ -2389,288 +3317,558 @@ impl AnyBody for RequestBody<'_> {
 
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(b) => b.encoded_len(version),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(b) => b.encoded_len(version),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(b) => b.encoded_len(version),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(b) => b.encoded_len(version),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(b) => b.encoded_len(version),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(b) => b.encoded_len(version),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(b) => b.encoded_len(version),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(b) => b.encoded_len(version),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(b) => b.encoded_len(version),
             Self::ApiVersions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(b) => b.encoded_len(version),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(b) => b.encoded_len(version),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(b) => b.encoded_len(version),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(b) => b.encoded_len(version),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(b) => b.encoded_len(version),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(b) => b.encoded_len(version),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(b) => b.encoded_len(version),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(b) => b.encoded_len(version),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(b) => b.encoded_len(version),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(b) => b.encoded_len(version),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(b) => b.encoded_len(version),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(b) => b.encoded_len(version),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(b) => b.encoded_len(version),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(b) => b.encoded_len(version),
+            #[cfg(feature = "api-vote")]
             Self::Vote(b) => b.encoded_len(version),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(b) => b.encoded_len(version),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(b) => b.encoded_len(version),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(b) => b.encoded_len(version),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(b) => b.encoded_len(version),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(b) => b.encoded_len(version),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(b) => b.encoded_len(version),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(b) => b.encoded_len(version),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(b) => b.encoded_len(version),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(b) => b.encoded_len(version),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(b) => b.encoded_len(version),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(b) => b.encoded_len(version),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(b) => b.encoded_len(version),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(b) => b.encoded_len(version),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(b) => b.encoded_len(version),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(b) => b.encoded_len(version),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(b) => b.encoded_len(version),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(b) => b.encoded_len(version),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(b) => b.encoded_len(version),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(b) => b.encoded_len(version),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(b) => b.encoded_len(version),
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(b) => b.encoded_len(version),
         }
     }
 
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(b) => b.encode(version, buf),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(b) => b.encode(version, buf),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(b) => b.encode(version, buf),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(b) => b.encode(version, buf),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(b) => b.encode(version, buf),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(b) => b.encode(version, buf),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(b) => b.encode(version, buf),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(b) => b.encode(version, buf),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(b) => b.encode(version, buf),
             Self::ApiVersions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(b) => b.encode(version, buf),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(b) => b.encode(version, buf),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(b) => b.encode(version, buf),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(b) => b.encode(version, buf),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(b) => b.encode(version, buf),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(b) => b.encode(version, buf),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(b) => b.encode(version, buf),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(b) => b.encode(version, buf),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(b) => b.encode(version, buf),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(b) => b.encode(version, buf),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(b) => b.encode(version, buf),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(b) => b.encode(version, buf),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(b) => b.encode(version, buf),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(b) => b.encode(version, buf),
+            #[cfg(feature = "api-vote")]
             Self::Vote(b) => b.encode(version, buf),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(b) => b.encode(version, buf),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(b) => b.encode(version, buf),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(b) => b.encode(version, buf),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(b) => b.encode(version, buf),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(b) => b.encode(version, buf),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(b) => b.encode(version, buf),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(b) => b.encode(version, buf),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(b) => b.encode(version, buf),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(b) => b.encode(version, buf),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(b) => b.encode(version, buf),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(b) => b.encode(version, buf),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(b) => b.encode(version, buf),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(b) => b.encode(version, buf),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(b) => b.encode(version, buf),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(b) => b.encode(version, buf),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(b) => b.encode(version, buf),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(b) => b.encode(version, buf),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(b) => b.encode(version, buf),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(b) => b.encode(version, buf),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(b) => b.encode(version, buf),
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(b) => b.encode(version, buf),
         }
     }
 
     fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(b) => b.write_sized(version, out),
             Self::ApiVersions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-vote")]
             Self::Vote(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(b) => b.write_sized(version, out),
         }
     }
@@ -2681,186 +3879,285 @@ impl RequestBody<'static> {
     /// Decodes the request body of `api_key` at `version` with the reference decoder.
     pub fn decode(bytes: &[u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            #[cfg(feature = "api-produce")]
             ApiKey::Produce => Self::Produce(ProduceRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-fetch")]
             ApiKey::Fetch => Self::Fetch(FetchRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-list-offsets")]
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-metadata")]
             ApiKey::Metadata => Self::Metadata(MetadataRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-offset-commit")]
             ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-offset-fetch")]
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-find-coordinator")]
             ApiKey::FindCoordinator => Self::FindCoordinator(FindCoordinatorRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-join-group")]
             ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-heartbeat")]
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-leave-group")]
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-sync-group")]
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-groups")]
             ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-list-groups")]
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-sasl-handshake")]
             ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeRequest::decode(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-create-topics")]
             ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-delete-topics")]
             ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-delete-records")]
             ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-init-producer-id")]
             ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             ApiKey::OffsetForLeaderEpoch => {
                 Self::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-add-partitions-to-txn")]
             ApiKey::AddPartitionsToTxn => {
                 Self::AddPartitionsToTxn(AddPartitionsToTxnRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-add-offsets-to-txn")]
             ApiKey::AddOffsetsToTxn => Self::AddOffsetsToTxn(AddOffsetsToTxnRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-end-txn")]
             ApiKey::EndTxn => Self::EndTxn(EndTxnRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-write-txn-markers")]
             ApiKey::WriteTxnMarkers => Self::WriteTxnMarkers(WriteTxnMarkersRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-txn-offset-commit")]
             ApiKey::TxnOffsetCommit => Self::TxnOffsetCommit(TxnOffsetCommitRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-acls")]
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-create-acls")]
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-delete-acls")]
             ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-configs")]
             ApiKey::DescribeConfigs => Self::DescribeConfigs(DescribeConfigsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-alter-configs")]
             ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             ApiKey::AlterReplicaLogDirs => {
                 Self::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-log-dirs")]
             ApiKey::DescribeLogDirs => Self::DescribeLogDirs(DescribeLogDirsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-sasl-authenticate")]
             ApiKey::SaslAuthenticate => {
                 Self::SaslAuthenticate(SaslAuthenticateRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-create-partitions")]
             ApiKey::CreatePartitions => {
                 Self::CreatePartitions(CreatePartitionsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-create-delegation-token")]
             ApiKey::CreateDelegationToken => {
                 Self::CreateDelegationToken(CreateDelegationTokenRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-renew-delegation-token")]
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-expire-delegation-token")]
             ApiKey::ExpireDelegationToken => {
                 Self::ExpireDelegationToken(ExpireDelegationTokenRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-delegation-token")]
             ApiKey::DescribeDelegationToken => {
                 Self::DescribeDelegationToken(DescribeDelegationTokenRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-groups")]
             ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-elect-leaders")]
             ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-incremental-alter-configs")]
             ApiKey::IncrementalAlterConfigs => {
                 Self::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-partition-reassignments")]
             ApiKey::AlterPartitionReassignments => {
                 Self::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-list-partition-reassignments")]
             ApiKey::ListPartitionReassignments => {
                 Self::ListPartitionReassignments(ListPartitionReassignmentsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-offset-delete")]
             ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-client-quotas")]
             ApiKey::DescribeClientQuotas => {
                 Self::DescribeClientQuotas(DescribeClientQuotasRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-client-quotas")]
             ApiKey::AlterClientQuotas => {
                 Self::AlterClientQuotas(AlterClientQuotasRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
                 DescribeUserScramCredentialsRequest::decode(bytes, version)?,
             ),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             ApiKey::AlterUserScramCredentials => {
                 Self::AlterUserScramCredentials(AlterUserScramCredentialsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-vote")]
             ApiKey::Vote => Self::Vote(VoteRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             ApiKey::BeginQuorumEpoch => {
                 Self::BeginQuorumEpoch(BeginQuorumEpochRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-end-quorum-epoch")]
             ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-quorum")]
             ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-alter-partition")]
             ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-update-features")]
             ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-envelope")]
             ApiKey::Envelope => Self::Envelope(EnvelopeRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-fetch-snapshot")]
             ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-cluster")]
             ApiKey::DescribeCluster => Self::DescribeCluster(DescribeClusterRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-producers")]
             ApiKey::DescribeProducers => {
                 Self::DescribeProducers(DescribeProducersRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-registration")]
             ApiKey::BrokerRegistration => {
                 Self::BrokerRegistration(BrokerRegistrationRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-heartbeat")]
             ApiKey::BrokerHeartbeat => Self::BrokerHeartbeat(BrokerHeartbeatRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-unregister-broker")]
             ApiKey::UnregisterBroker => {
                 Self::UnregisterBroker(UnregisterBrokerRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-transactions")]
             ApiKey::DescribeTransactions => {
                 Self::DescribeTransactions(DescribeTransactionsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-list-transactions")]
             ApiKey::ListTransactions => {
                 Self::ListTransactions(ListTransactionsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-allocate-producer-ids")]
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             ApiKey::ConsumerGroupHeartbeat => {
                 Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-describe")]
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-controller-registration")]
             ApiKey::ControllerRegistration => {
                 Self::ControllerRegistration(ControllerRegistrationRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             ApiKey::GetTelemetrySubscriptions => {
                 Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-push-telemetry")]
             ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             ApiKey::AssignReplicasToDirs => {
                 Self::AssignReplicasToDirs(AssignReplicasToDirsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-list-config-resources")]
             ApiKey::ListConfigResources => {
                 Self::ListConfigResources(ListConfigResourcesRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-topic-partitions")]
             ApiKey::DescribeTopicPartitions => {
                 Self::DescribeTopicPartitions(DescribeTopicPartitionsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-heartbeat")]
             ApiKey::ShareGroupHeartbeat => {
                 Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-describe")]
             ApiKey::ShareGroupDescribe => {
                 Self::ShareGroupDescribe(ShareGroupDescribeRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-share-fetch")]
             ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-share-acknowledge")]
             ApiKey::ShareAcknowledge => {
                 Self::ShareAcknowledge(ShareAcknowledgeRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-add-raft-voter")]
             ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-remove-raft-voter")]
             ApiKey::RemoveRaftVoter => Self::RemoveRaftVoter(RemoveRaftVoterRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-update-raft-voter")]
             ApiKey::UpdateRaftVoter => Self::UpdateRaftVoter(UpdateRaftVoterRequest::decode(bytes, version)?),
+            #[cfg(feature = "api-initialize-share-group-state")]
             ApiKey::InitializeShareGroupState => {
                 Self::InitializeShareGroupState(InitializeShareGroupStateRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state")]
             ApiKey::ReadShareGroupState => {
                 Self::ReadShareGroupState(ReadShareGroupStateRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-write-share-group-state")]
             ApiKey::WriteShareGroupState => {
                 Self::WriteShareGroupState(WriteShareGroupStateRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-state")]
             ApiKey::DeleteShareGroupState => {
                 Self::DeleteShareGroupState(DeleteShareGroupStateRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state-summary")]
             ApiKey::ReadShareGroupStateSummary => {
                 Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-heartbeat")]
             ApiKey::StreamsGroupHeartbeat => {
                 Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-describe")]
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-share-group-offsets")]
             ApiKey::DescribeShareGroupOffsets => {
                 Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-share-group-offsets")]
             ApiKey::AlterShareGroupOffsets => {
                 Self::AlterShareGroupOffsets(AlterShareGroupOffsetsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-offsets")]
             ApiKey::DeleteShareGroupOffsets => {
                 Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
                 StreamsGroupTopologyDescriptionUpdateRequest::decode(bytes, version)?,
             ),
+            #[cfg(feature = "api-unregister-controller")]
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerRequest::decode(bytes, version)?)
+            }
+            // An API this build leaves out.
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(DecodeError::new(
+                    DecodeErrorKind::UnsupportedVersion(version),
+                    0,
+                    api_key.name(),
+                ));
             }
         })
     }
@@ -2872,165 +4169,258 @@ impl<'a> RequestBody<'a> {
     pub fn arbitrary_for(api_key: ApiKey, u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
         use arbitrary::Arbitrary;
         Ok(match api_key {
+            #[cfg(feature = "api-produce")]
             ApiKey::Produce => Self::Produce(ProduceRequest::arbitrary(u)?),
+            #[cfg(feature = "api-fetch")]
             ApiKey::Fetch => Self::Fetch(FetchRequest::arbitrary(u)?),
+            #[cfg(feature = "api-list-offsets")]
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-metadata")]
             ApiKey::Metadata => Self::Metadata(MetadataRequest::arbitrary(u)?),
+            #[cfg(feature = "api-offset-commit")]
             ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequest::arbitrary(u)?),
+            #[cfg(feature = "api-offset-fetch")]
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequest::arbitrary(u)?),
+            #[cfg(feature = "api-find-coordinator")]
             ApiKey::FindCoordinator => Self::FindCoordinator(FindCoordinatorRequest::arbitrary(u)?),
+            #[cfg(feature = "api-join-group")]
             ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequest::arbitrary(u)?),
+            #[cfg(feature = "api-heartbeat")]
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequest::arbitrary(u)?),
+            #[cfg(feature = "api-leave-group")]
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequest::arbitrary(u)?),
+            #[cfg(feature = "api-sync-group")]
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequest::arbitrary(u)?),
+            #[cfg(feature = "api-describe-groups")]
             ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-list-groups")]
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-sasl-handshake")]
             ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeRequest::arbitrary(u)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-create-topics")]
             ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-delete-topics")]
             ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-delete-records")]
             ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-init-producer-id")]
             ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdRequest::arbitrary(u)?),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             ApiKey::OffsetForLeaderEpoch => {
                 Self::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-add-partitions-to-txn")]
             ApiKey::AddPartitionsToTxn => Self::AddPartitionsToTxn(AddPartitionsToTxnRequest::arbitrary(u)?),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             ApiKey::AddOffsetsToTxn => Self::AddOffsetsToTxn(AddOffsetsToTxnRequest::arbitrary(u)?),
+            #[cfg(feature = "api-end-txn")]
             ApiKey::EndTxn => Self::EndTxn(EndTxnRequest::arbitrary(u)?),
+            #[cfg(feature = "api-write-txn-markers")]
             ApiKey::WriteTxnMarkers => Self::WriteTxnMarkers(WriteTxnMarkersRequest::arbitrary(u)?),
+            #[cfg(feature = "api-txn-offset-commit")]
             ApiKey::TxnOffsetCommit => Self::TxnOffsetCommit(TxnOffsetCommitRequest::arbitrary(u)?),
+            #[cfg(feature = "api-describe-acls")]
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-create-acls")]
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-delete-acls")]
             ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-describe-configs")]
             ApiKey::DescribeConfigs => Self::DescribeConfigs(DescribeConfigsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-alter-configs")]
             ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             ApiKey::AlterReplicaLogDirs => {
                 Self::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-describe-log-dirs")]
             ApiKey::DescribeLogDirs => Self::DescribeLogDirs(DescribeLogDirsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-sasl-authenticate")]
             ApiKey::SaslAuthenticate => Self::SaslAuthenticate(SaslAuthenticateRequest::arbitrary(u)?),
+            #[cfg(feature = "api-create-partitions")]
             ApiKey::CreatePartitions => Self::CreatePartitions(CreatePartitionsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-create-delegation-token")]
             ApiKey::CreateDelegationToken => {
                 Self::CreateDelegationToken(CreateDelegationTokenRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-renew-delegation-token")]
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-expire-delegation-token")]
             ApiKey::ExpireDelegationToken => {
                 Self::ExpireDelegationToken(ExpireDelegationTokenRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-describe-delegation-token")]
             ApiKey::DescribeDelegationToken => {
                 Self::DescribeDelegationToken(DescribeDelegationTokenRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-delete-groups")]
             ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-elect-leaders")]
             ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersRequest::arbitrary(u)?),
+            #[cfg(feature = "api-incremental-alter-configs")]
             ApiKey::IncrementalAlterConfigs => {
                 Self::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-alter-partition-reassignments")]
             ApiKey::AlterPartitionReassignments => {
                 Self::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-list-partition-reassignments")]
             ApiKey::ListPartitionReassignments => {
                 Self::ListPartitionReassignments(ListPartitionReassignmentsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-offset-delete")]
             ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteRequest::arbitrary(u)?),
+            #[cfg(feature = "api-describe-client-quotas")]
             ApiKey::DescribeClientQuotas => {
                 Self::DescribeClientQuotas(DescribeClientQuotasRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-alter-client-quotas")]
             ApiKey::AlterClientQuotas => Self::AlterClientQuotas(AlterClientQuotasRequest::arbitrary(u)?),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             ApiKey::DescribeUserScramCredentials => {
                 Self::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             ApiKey::AlterUserScramCredentials => {
                 Self::AlterUserScramCredentials(AlterUserScramCredentialsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-vote")]
             ApiKey::Vote => Self::Vote(VoteRequest::arbitrary(u)?),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             ApiKey::BeginQuorumEpoch => Self::BeginQuorumEpoch(BeginQuorumEpochRequest::arbitrary(u)?),
+            #[cfg(feature = "api-end-quorum-epoch")]
             ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochRequest::arbitrary(u)?),
+            #[cfg(feature = "api-describe-quorum")]
             ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumRequest::arbitrary(u)?),
+            #[cfg(feature = "api-alter-partition")]
             ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionRequest::arbitrary(u)?),
+            #[cfg(feature = "api-update-features")]
             ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesRequest::arbitrary(u)?),
+            #[cfg(feature = "api-envelope")]
             ApiKey::Envelope => Self::Envelope(EnvelopeRequest::arbitrary(u)?),
+            #[cfg(feature = "api-fetch-snapshot")]
             ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotRequest::arbitrary(u)?),
+            #[cfg(feature = "api-describe-cluster")]
             ApiKey::DescribeCluster => Self::DescribeCluster(DescribeClusterRequest::arbitrary(u)?),
+            #[cfg(feature = "api-describe-producers")]
             ApiKey::DescribeProducers => Self::DescribeProducers(DescribeProducersRequest::arbitrary(u)?),
+            #[cfg(feature = "api-broker-registration")]
             ApiKey::BrokerRegistration => Self::BrokerRegistration(BrokerRegistrationRequest::arbitrary(u)?),
+            #[cfg(feature = "api-broker-heartbeat")]
             ApiKey::BrokerHeartbeat => Self::BrokerHeartbeat(BrokerHeartbeatRequest::arbitrary(u)?),
+            #[cfg(feature = "api-unregister-broker")]
             ApiKey::UnregisterBroker => Self::UnregisterBroker(UnregisterBrokerRequest::arbitrary(u)?),
+            #[cfg(feature = "api-describe-transactions")]
             ApiKey::DescribeTransactions => {
                 Self::DescribeTransactions(DescribeTransactionsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-list-transactions")]
             ApiKey::ListTransactions => Self::ListTransactions(ListTransactionsRequest::arbitrary(u)?),
+            #[cfg(feature = "api-allocate-producer-ids")]
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             ApiKey::ConsumerGroupHeartbeat => {
                 Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-consumer-group-describe")]
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-controller-registration")]
             ApiKey::ControllerRegistration => {
                 Self::ControllerRegistration(ControllerRegistrationRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             ApiKey::GetTelemetrySubscriptions => {
                 Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-push-telemetry")]
             ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryRequest::arbitrary(u)?),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             ApiKey::AssignReplicasToDirs => {
                 Self::AssignReplicasToDirs(AssignReplicasToDirsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-list-config-resources")]
             ApiKey::ListConfigResources => {
                 Self::ListConfigResources(ListConfigResourcesRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-describe-topic-partitions")]
             ApiKey::DescribeTopicPartitions => {
                 Self::DescribeTopicPartitions(DescribeTopicPartitionsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-share-group-heartbeat")]
             ApiKey::ShareGroupHeartbeat => {
                 Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-share-group-describe")]
             ApiKey::ShareGroupDescribe => Self::ShareGroupDescribe(ShareGroupDescribeRequest::arbitrary(u)?),
+            #[cfg(feature = "api-share-fetch")]
             ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequest::arbitrary(u)?),
+            #[cfg(feature = "api-share-acknowledge")]
             ApiKey::ShareAcknowledge => Self::ShareAcknowledge(ShareAcknowledgeRequest::arbitrary(u)?),
+            #[cfg(feature = "api-add-raft-voter")]
             ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterRequest::arbitrary(u)?),
+            #[cfg(feature = "api-remove-raft-voter")]
             ApiKey::RemoveRaftVoter => Self::RemoveRaftVoter(RemoveRaftVoterRequest::arbitrary(u)?),
+            #[cfg(feature = "api-update-raft-voter")]
             ApiKey::UpdateRaftVoter => Self::UpdateRaftVoter(UpdateRaftVoterRequest::arbitrary(u)?),
+            #[cfg(feature = "api-initialize-share-group-state")]
             ApiKey::InitializeShareGroupState => {
                 Self::InitializeShareGroupState(InitializeShareGroupStateRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-read-share-group-state")]
             ApiKey::ReadShareGroupState => {
                 Self::ReadShareGroupState(ReadShareGroupStateRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-write-share-group-state")]
             ApiKey::WriteShareGroupState => {
                 Self::WriteShareGroupState(WriteShareGroupStateRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-delete-share-group-state")]
             ApiKey::DeleteShareGroupState => {
                 Self::DeleteShareGroupState(DeleteShareGroupStateRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-read-share-group-state-summary")]
             ApiKey::ReadShareGroupStateSummary => {
                 Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-streams-group-heartbeat")]
             ApiKey::StreamsGroupHeartbeat => {
                 Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-streams-group-describe")]
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-describe-share-group-offsets")]
             ApiKey::DescribeShareGroupOffsets => {
                 Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-alter-share-group-offsets")]
             ApiKey::AlterShareGroupOffsets => {
                 Self::AlterShareGroupOffsets(AlterShareGroupOffsetsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-delete-share-group-offsets")]
             ApiKey::DeleteShareGroupOffsets => {
                 Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest::arbitrary(u)?)
             }
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
                 StreamsGroupTopologyDescriptionUpdateRequest::arbitrary(u)?,
             ),
+            #[cfg(feature = "api-unregister-controller")]
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerRequest::arbitrary(u)?)
             }
+            // An API this build leaves out.
+            #[allow(unreachable_patterns)]
+            _ => return Err(arbitrary::Error::IncorrectFormat),
         })
     }
 }
@@ -3039,98 +4429,188 @@ impl<'a> RequestBody<'a> {
 impl crate::testing::AsVersion for RequestBody<'_> {
     fn as_version(&self, ver: crate::types::Ver) -> Self {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(b) => Self::Produce(b.as_version(ver)),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(b) => Self::Fetch(b.as_version(ver)),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(b) => Self::ListOffsets(b.as_version(ver)),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(b) => Self::Metadata(b.as_version(ver)),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(b) => Self::OffsetCommit(b.as_version(ver)),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(b) => Self::OffsetFetch(b.as_version(ver)),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(b) => Self::FindCoordinator(b.as_version(ver)),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(b) => Self::JoinGroup(b.as_version(ver)),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(b) => Self::Heartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(b) => Self::LeaveGroup(b.as_version(ver)),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(b) => Self::SyncGroup(b.as_version(ver)),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(b) => Self::DescribeGroups(b.as_version(ver)),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(b) => Self::ListGroups(b.as_version(ver)),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(b) => Self::SaslHandshake(b.as_version(ver)),
             Self::ApiVersions(b) => Self::ApiVersions(b.as_version(ver)),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(b) => Self::CreateTopics(b.as_version(ver)),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(b) => Self::DeleteTopics(b.as_version(ver)),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(b) => Self::DeleteRecords(b.as_version(ver)),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(b) => Self::InitProducerId(b.as_version(ver)),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(b) => Self::OffsetForLeaderEpoch(b.as_version(ver)),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(b) => Self::AddPartitionsToTxn(b.as_version(ver)),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(b) => Self::AddOffsetsToTxn(b.as_version(ver)),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(b) => Self::EndTxn(b.as_version(ver)),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(b) => Self::WriteTxnMarkers(b.as_version(ver)),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(b) => Self::TxnOffsetCommit(b.as_version(ver)),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(b) => Self::DescribeAcls(b.as_version(ver)),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(b) => Self::CreateAcls(b.as_version(ver)),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(b) => Self::DeleteAcls(b.as_version(ver)),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(b) => Self::DescribeConfigs(b.as_version(ver)),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(b) => Self::AlterConfigs(b.as_version(ver)),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(b) => Self::AlterReplicaLogDirs(b.as_version(ver)),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(b) => Self::DescribeLogDirs(b.as_version(ver)),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(b) => Self::SaslAuthenticate(b.as_version(ver)),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(b) => Self::CreatePartitions(b.as_version(ver)),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(b) => Self::CreateDelegationToken(b.as_version(ver)),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(b) => Self::RenewDelegationToken(b.as_version(ver)),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(b) => Self::ExpireDelegationToken(b.as_version(ver)),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(b) => Self::DescribeDelegationToken(b.as_version(ver)),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(b) => Self::DeleteGroups(b.as_version(ver)),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(b) => Self::ElectLeaders(b.as_version(ver)),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(b) => Self::IncrementalAlterConfigs(b.as_version(ver)),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(b) => Self::AlterPartitionReassignments(b.as_version(ver)),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(b) => Self::ListPartitionReassignments(b.as_version(ver)),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(b) => Self::OffsetDelete(b.as_version(ver)),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(b) => Self::DescribeClientQuotas(b.as_version(ver)),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(b) => Self::AlterClientQuotas(b.as_version(ver)),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(b) => Self::DescribeUserScramCredentials(b.as_version(ver)),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(b) => Self::AlterUserScramCredentials(b.as_version(ver)),
+            #[cfg(feature = "api-vote")]
             Self::Vote(b) => Self::Vote(b.as_version(ver)),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(b) => Self::BeginQuorumEpoch(b.as_version(ver)),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(b) => Self::EndQuorumEpoch(b.as_version(ver)),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(b) => Self::DescribeQuorum(b.as_version(ver)),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(b) => Self::AlterPartition(b.as_version(ver)),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(b) => Self::UpdateFeatures(b.as_version(ver)),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(b) => Self::Envelope(b.as_version(ver)),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(b) => Self::FetchSnapshot(b.as_version(ver)),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(b) => Self::DescribeCluster(b.as_version(ver)),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(b) => Self::DescribeProducers(b.as_version(ver)),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(b) => Self::BrokerRegistration(b.as_version(ver)),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(b) => Self::BrokerHeartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(b) => Self::UnregisterBroker(b.as_version(ver)),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(b) => Self::DescribeTransactions(b.as_version(ver)),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(b) => Self::ListTransactions(b.as_version(ver)),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(b) => Self::AllocateProducerIds(b.as_version(ver)),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(b) => Self::ConsumerGroupHeartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(b) => Self::ConsumerGroupDescribe(b.as_version(ver)),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(b) => Self::ControllerRegistration(b.as_version(ver)),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(b) => Self::GetTelemetrySubscriptions(b.as_version(ver)),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(b) => Self::PushTelemetry(b.as_version(ver)),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(b) => Self::AssignReplicasToDirs(b.as_version(ver)),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(b) => Self::ListConfigResources(b.as_version(ver)),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(b) => Self::DescribeTopicPartitions(b.as_version(ver)),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(b) => Self::ShareGroupHeartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(b) => Self::ShareGroupDescribe(b.as_version(ver)),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(b) => Self::ShareFetch(b.as_version(ver)),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(b) => Self::ShareAcknowledge(b.as_version(ver)),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(b) => Self::AddRaftVoter(b.as_version(ver)),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(b) => Self::RemoveRaftVoter(b.as_version(ver)),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(b) => Self::UpdateRaftVoter(b.as_version(ver)),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(b) => Self::InitializeShareGroupState(b.as_version(ver)),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(b) => Self::ReadShareGroupState(b.as_version(ver)),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(b) => Self::WriteShareGroupState(b.as_version(ver)),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(b) => Self::DeleteShareGroupState(b.as_version(ver)),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(b) => Self::ReadShareGroupStateSummary(b.as_version(ver)),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(b) => Self::StreamsGroupHeartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(b) => Self::StreamsGroupDescribe(b.as_version(ver)),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(b) => Self::DescribeShareGroupOffsets(b.as_version(ver)),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(b) => Self::AlterShareGroupOffsets(b.as_version(ver)),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(b) => Self::DeleteShareGroupOffsets(b.as_version(ver)),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(b) => {
                 Self::StreamsGroupTopologyDescriptionUpdate(b.as_version(ver))
             }
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(b) => Self::UnregisterController(b.as_version(ver)),
         }
     }
@@ -3140,98 +4620,188 @@ impl crate::testing::AsVersion for RequestBody<'_> {
 impl<'a> From<RequestBodyView<'a>> for RequestBody<'a> {
     fn from(view: RequestBodyView<'a>) -> Self {
         match view {
+            #[cfg(feature = "api-produce")]
             RequestBodyView::Produce(v) => Self::Produce(v.into()),
+            #[cfg(feature = "api-fetch")]
             RequestBodyView::Fetch(v) => Self::Fetch(v.into()),
+            #[cfg(feature = "api-list-offsets")]
             RequestBodyView::ListOffsets(v) => Self::ListOffsets(v.into()),
+            #[cfg(feature = "api-metadata")]
             RequestBodyView::Metadata(v) => Self::Metadata(v.into()),
+            #[cfg(feature = "api-offset-commit")]
             RequestBodyView::OffsetCommit(v) => Self::OffsetCommit(v.into()),
+            #[cfg(feature = "api-offset-fetch")]
             RequestBodyView::OffsetFetch(v) => Self::OffsetFetch(v.into()),
+            #[cfg(feature = "api-find-coordinator")]
             RequestBodyView::FindCoordinator(v) => Self::FindCoordinator(v.into()),
+            #[cfg(feature = "api-join-group")]
             RequestBodyView::JoinGroup(v) => Self::JoinGroup(v.into()),
+            #[cfg(feature = "api-heartbeat")]
             RequestBodyView::Heartbeat(v) => Self::Heartbeat(v.into()),
+            #[cfg(feature = "api-leave-group")]
             RequestBodyView::LeaveGroup(v) => Self::LeaveGroup(v.into()),
+            #[cfg(feature = "api-sync-group")]
             RequestBodyView::SyncGroup(v) => Self::SyncGroup(v.into()),
+            #[cfg(feature = "api-describe-groups")]
             RequestBodyView::DescribeGroups(v) => Self::DescribeGroups(v.into()),
+            #[cfg(feature = "api-list-groups")]
             RequestBodyView::ListGroups(v) => Self::ListGroups(v.into()),
+            #[cfg(feature = "api-sasl-handshake")]
             RequestBodyView::SaslHandshake(v) => Self::SaslHandshake(v.into()),
             RequestBodyView::ApiVersions(v) => Self::ApiVersions(v.into()),
+            #[cfg(feature = "api-create-topics")]
             RequestBodyView::CreateTopics(v) => Self::CreateTopics(v.into()),
+            #[cfg(feature = "api-delete-topics")]
             RequestBodyView::DeleteTopics(v) => Self::DeleteTopics(v.into()),
+            #[cfg(feature = "api-delete-records")]
             RequestBodyView::DeleteRecords(v) => Self::DeleteRecords(v.into()),
+            #[cfg(feature = "api-init-producer-id")]
             RequestBodyView::InitProducerId(v) => Self::InitProducerId(v.into()),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             RequestBodyView::OffsetForLeaderEpoch(v) => Self::OffsetForLeaderEpoch(v.into()),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             RequestBodyView::AddPartitionsToTxn(v) => Self::AddPartitionsToTxn(v.into()),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             RequestBodyView::AddOffsetsToTxn(v) => Self::AddOffsetsToTxn(v.into()),
+            #[cfg(feature = "api-end-txn")]
             RequestBodyView::EndTxn(v) => Self::EndTxn(v.into()),
+            #[cfg(feature = "api-write-txn-markers")]
             RequestBodyView::WriteTxnMarkers(v) => Self::WriteTxnMarkers(v.into()),
+            #[cfg(feature = "api-txn-offset-commit")]
             RequestBodyView::TxnOffsetCommit(v) => Self::TxnOffsetCommit(v.into()),
+            #[cfg(feature = "api-describe-acls")]
             RequestBodyView::DescribeAcls(v) => Self::DescribeAcls(v.into()),
+            #[cfg(feature = "api-create-acls")]
             RequestBodyView::CreateAcls(v) => Self::CreateAcls(v.into()),
+            #[cfg(feature = "api-delete-acls")]
             RequestBodyView::DeleteAcls(v) => Self::DeleteAcls(v.into()),
+            #[cfg(feature = "api-describe-configs")]
             RequestBodyView::DescribeConfigs(v) => Self::DescribeConfigs(v.into()),
+            #[cfg(feature = "api-alter-configs")]
             RequestBodyView::AlterConfigs(v) => Self::AlterConfigs(v.into()),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             RequestBodyView::AlterReplicaLogDirs(v) => Self::AlterReplicaLogDirs(v.into()),
+            #[cfg(feature = "api-describe-log-dirs")]
             RequestBodyView::DescribeLogDirs(v) => Self::DescribeLogDirs(v.into()),
+            #[cfg(feature = "api-sasl-authenticate")]
             RequestBodyView::SaslAuthenticate(v) => Self::SaslAuthenticate(v.into()),
+            #[cfg(feature = "api-create-partitions")]
             RequestBodyView::CreatePartitions(v) => Self::CreatePartitions(v.into()),
+            #[cfg(feature = "api-create-delegation-token")]
             RequestBodyView::CreateDelegationToken(v) => Self::CreateDelegationToken(v.into()),
+            #[cfg(feature = "api-renew-delegation-token")]
             RequestBodyView::RenewDelegationToken(v) => Self::RenewDelegationToken(v.into()),
+            #[cfg(feature = "api-expire-delegation-token")]
             RequestBodyView::ExpireDelegationToken(v) => Self::ExpireDelegationToken(v.into()),
+            #[cfg(feature = "api-describe-delegation-token")]
             RequestBodyView::DescribeDelegationToken(v) => Self::DescribeDelegationToken(v.into()),
+            #[cfg(feature = "api-delete-groups")]
             RequestBodyView::DeleteGroups(v) => Self::DeleteGroups(v.into()),
+            #[cfg(feature = "api-elect-leaders")]
             RequestBodyView::ElectLeaders(v) => Self::ElectLeaders(v.into()),
+            #[cfg(feature = "api-incremental-alter-configs")]
             RequestBodyView::IncrementalAlterConfigs(v) => Self::IncrementalAlterConfigs(v.into()),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             RequestBodyView::AlterPartitionReassignments(v) => Self::AlterPartitionReassignments(v.into()),
+            #[cfg(feature = "api-list-partition-reassignments")]
             RequestBodyView::ListPartitionReassignments(v) => Self::ListPartitionReassignments(v.into()),
+            #[cfg(feature = "api-offset-delete")]
             RequestBodyView::OffsetDelete(v) => Self::OffsetDelete(v.into()),
+            #[cfg(feature = "api-describe-client-quotas")]
             RequestBodyView::DescribeClientQuotas(v) => Self::DescribeClientQuotas(v.into()),
+            #[cfg(feature = "api-alter-client-quotas")]
             RequestBodyView::AlterClientQuotas(v) => Self::AlterClientQuotas(v.into()),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             RequestBodyView::DescribeUserScramCredentials(v) => Self::DescribeUserScramCredentials(v.into()),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             RequestBodyView::AlterUserScramCredentials(v) => Self::AlterUserScramCredentials(v.into()),
+            #[cfg(feature = "api-vote")]
             RequestBodyView::Vote(v) => Self::Vote(v.into()),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             RequestBodyView::BeginQuorumEpoch(v) => Self::BeginQuorumEpoch(v.into()),
+            #[cfg(feature = "api-end-quorum-epoch")]
             RequestBodyView::EndQuorumEpoch(v) => Self::EndQuorumEpoch(v.into()),
+            #[cfg(feature = "api-describe-quorum")]
             RequestBodyView::DescribeQuorum(v) => Self::DescribeQuorum(v.into()),
+            #[cfg(feature = "api-alter-partition")]
             RequestBodyView::AlterPartition(v) => Self::AlterPartition(v.into()),
+            #[cfg(feature = "api-update-features")]
             RequestBodyView::UpdateFeatures(v) => Self::UpdateFeatures(v.into()),
+            #[cfg(feature = "api-envelope")]
             RequestBodyView::Envelope(v) => Self::Envelope(v.into()),
+            #[cfg(feature = "api-fetch-snapshot")]
             RequestBodyView::FetchSnapshot(v) => Self::FetchSnapshot(v.into()),
+            #[cfg(feature = "api-describe-cluster")]
             RequestBodyView::DescribeCluster(v) => Self::DescribeCluster(v.into()),
+            #[cfg(feature = "api-describe-producers")]
             RequestBodyView::DescribeProducers(v) => Self::DescribeProducers(v.into()),
+            #[cfg(feature = "api-broker-registration")]
             RequestBodyView::BrokerRegistration(v) => Self::BrokerRegistration(v.into()),
+            #[cfg(feature = "api-broker-heartbeat")]
             RequestBodyView::BrokerHeartbeat(v) => Self::BrokerHeartbeat(v.into()),
+            #[cfg(feature = "api-unregister-broker")]
             RequestBodyView::UnregisterBroker(v) => Self::UnregisterBroker(v.into()),
+            #[cfg(feature = "api-describe-transactions")]
             RequestBodyView::DescribeTransactions(v) => Self::DescribeTransactions(v.into()),
+            #[cfg(feature = "api-list-transactions")]
             RequestBodyView::ListTransactions(v) => Self::ListTransactions(v.into()),
+            #[cfg(feature = "api-allocate-producer-ids")]
             RequestBodyView::AllocateProducerIds(v) => Self::AllocateProducerIds(v.into()),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             RequestBodyView::ConsumerGroupHeartbeat(v) => Self::ConsumerGroupHeartbeat(v.into()),
+            #[cfg(feature = "api-consumer-group-describe")]
             RequestBodyView::ConsumerGroupDescribe(v) => Self::ConsumerGroupDescribe(v.into()),
+            #[cfg(feature = "api-controller-registration")]
             RequestBodyView::ControllerRegistration(v) => Self::ControllerRegistration(v.into()),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             RequestBodyView::GetTelemetrySubscriptions(v) => Self::GetTelemetrySubscriptions(v.into()),
+            #[cfg(feature = "api-push-telemetry")]
             RequestBodyView::PushTelemetry(v) => Self::PushTelemetry(v.into()),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             RequestBodyView::AssignReplicasToDirs(v) => Self::AssignReplicasToDirs(v.into()),
+            #[cfg(feature = "api-list-config-resources")]
             RequestBodyView::ListConfigResources(v) => Self::ListConfigResources(v.into()),
+            #[cfg(feature = "api-describe-topic-partitions")]
             RequestBodyView::DescribeTopicPartitions(v) => Self::DescribeTopicPartitions(v.into()),
+            #[cfg(feature = "api-share-group-heartbeat")]
             RequestBodyView::ShareGroupHeartbeat(v) => Self::ShareGroupHeartbeat(v.into()),
+            #[cfg(feature = "api-share-group-describe")]
             RequestBodyView::ShareGroupDescribe(v) => Self::ShareGroupDescribe(v.into()),
+            #[cfg(feature = "api-share-fetch")]
             RequestBodyView::ShareFetch(v) => Self::ShareFetch(v.into()),
+            #[cfg(feature = "api-share-acknowledge")]
             RequestBodyView::ShareAcknowledge(v) => Self::ShareAcknowledge(v.into()),
+            #[cfg(feature = "api-add-raft-voter")]
             RequestBodyView::AddRaftVoter(v) => Self::AddRaftVoter(v.into()),
+            #[cfg(feature = "api-remove-raft-voter")]
             RequestBodyView::RemoveRaftVoter(v) => Self::RemoveRaftVoter(v.into()),
+            #[cfg(feature = "api-update-raft-voter")]
             RequestBodyView::UpdateRaftVoter(v) => Self::UpdateRaftVoter(v.into()),
+            #[cfg(feature = "api-initialize-share-group-state")]
             RequestBodyView::InitializeShareGroupState(v) => Self::InitializeShareGroupState(v.into()),
+            #[cfg(feature = "api-read-share-group-state")]
             RequestBodyView::ReadShareGroupState(v) => Self::ReadShareGroupState(v.into()),
+            #[cfg(feature = "api-write-share-group-state")]
             RequestBodyView::WriteShareGroupState(v) => Self::WriteShareGroupState(v.into()),
+            #[cfg(feature = "api-delete-share-group-state")]
             RequestBodyView::DeleteShareGroupState(v) => Self::DeleteShareGroupState(v.into()),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             RequestBodyView::ReadShareGroupStateSummary(v) => Self::ReadShareGroupStateSummary(v.into()),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             RequestBodyView::StreamsGroupHeartbeat(v) => Self::StreamsGroupHeartbeat(v.into()),
+            #[cfg(feature = "api-streams-group-describe")]
             RequestBodyView::StreamsGroupDescribe(v) => Self::StreamsGroupDescribe(v.into()),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             RequestBodyView::DescribeShareGroupOffsets(v) => Self::DescribeShareGroupOffsets(v.into()),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             RequestBodyView::AlterShareGroupOffsets(v) => Self::AlterShareGroupOffsets(v.into()),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             RequestBodyView::DeleteShareGroupOffsets(v) => Self::DeleteShareGroupOffsets(v.into()),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             RequestBodyView::StreamsGroupTopologyDescriptionUpdate(v) => {
                 Self::StreamsGroupTopologyDescriptionUpdate(v.into())
             }
+            #[cfg(feature = "api-unregister-controller")]
             RequestBodyView::UnregisterController(v) => Self::UnregisterController(v.into()),
         }
     }
@@ -3242,186 +4812,276 @@ impl<'a> From<RequestBodyView<'a>> for RequestBody<'a> {
 #[non_exhaustive]
 pub enum ResponseBodyView<'a> {
     /// Produce response.
+    #[cfg(feature = "api-produce")]
     Produce(ProduceResponseView<'a>),
     /// Fetch response.
+    #[cfg(feature = "api-fetch")]
     Fetch(FetchResponseView<'a>),
     /// ListOffsets response.
+    #[cfg(feature = "api-list-offsets")]
     ListOffsets(ListOffsetsResponseView<'a>),
     /// Metadata response.
+    #[cfg(feature = "api-metadata")]
     Metadata(MetadataResponseView<'a>),
     /// OffsetCommit response.
+    #[cfg(feature = "api-offset-commit")]
     OffsetCommit(OffsetCommitResponseView<'a>),
     /// OffsetFetch response.
+    #[cfg(feature = "api-offset-fetch")]
     OffsetFetch(OffsetFetchResponseView<'a>),
     /// FindCoordinator response.
+    #[cfg(feature = "api-find-coordinator")]
     FindCoordinator(FindCoordinatorResponseView<'a>),
     /// JoinGroup response.
+    #[cfg(feature = "api-join-group")]
     JoinGroup(JoinGroupResponseView<'a>),
     /// Heartbeat response.
+    #[cfg(feature = "api-heartbeat")]
     Heartbeat(HeartbeatResponseView<'a>),
     /// LeaveGroup response.
+    #[cfg(feature = "api-leave-group")]
     LeaveGroup(LeaveGroupResponseView<'a>),
     /// SyncGroup response.
+    #[cfg(feature = "api-sync-group")]
     SyncGroup(SyncGroupResponseView<'a>),
     /// DescribeGroups response.
+    #[cfg(feature = "api-describe-groups")]
     DescribeGroups(DescribeGroupsResponseView<'a>),
     /// ListGroups response.
+    #[cfg(feature = "api-list-groups")]
     ListGroups(ListGroupsResponseView<'a>),
     /// SaslHandshake response.
+    #[cfg(feature = "api-sasl-handshake")]
     SaslHandshake(SaslHandshakeResponseView<'a>),
     /// ApiVersions response.
     ApiVersions(ApiVersionsResponseView<'a>),
     /// CreateTopics response.
+    #[cfg(feature = "api-create-topics")]
     CreateTopics(CreateTopicsResponseView<'a>),
     /// DeleteTopics response.
+    #[cfg(feature = "api-delete-topics")]
     DeleteTopics(DeleteTopicsResponseView<'a>),
     /// DeleteRecords response.
+    #[cfg(feature = "api-delete-records")]
     DeleteRecords(DeleteRecordsResponseView<'a>),
     /// InitProducerId response.
+    #[cfg(feature = "api-init-producer-id")]
     InitProducerId(InitProducerIdResponseView<'a>),
     /// OffsetForLeaderEpoch response.
+    #[cfg(feature = "api-offset-for-leader-epoch")]
     OffsetForLeaderEpoch(OffsetForLeaderEpochResponseView<'a>),
     /// AddPartitionsToTxn response.
+    #[cfg(feature = "api-add-partitions-to-txn")]
     AddPartitionsToTxn(AddPartitionsToTxnResponseView<'a>),
     /// AddOffsetsToTxn response.
+    #[cfg(feature = "api-add-offsets-to-txn")]
     AddOffsetsToTxn(AddOffsetsToTxnResponseView<'a>),
     /// EndTxn response.
+    #[cfg(feature = "api-end-txn")]
     EndTxn(EndTxnResponseView<'a>),
     /// WriteTxnMarkers response.
+    #[cfg(feature = "api-write-txn-markers")]
     WriteTxnMarkers(WriteTxnMarkersResponseView<'a>),
     /// TxnOffsetCommit response.
+    #[cfg(feature = "api-txn-offset-commit")]
     TxnOffsetCommit(TxnOffsetCommitResponseView<'a>),
     /// DescribeAcls response.
+    #[cfg(feature = "api-describe-acls")]
     DescribeAcls(DescribeAclsResponseView<'a>),
     /// CreateAcls response.
+    #[cfg(feature = "api-create-acls")]
     CreateAcls(CreateAclsResponseView<'a>),
     /// DeleteAcls response.
+    #[cfg(feature = "api-delete-acls")]
     DeleteAcls(DeleteAclsResponseView<'a>),
     /// DescribeConfigs response.
+    #[cfg(feature = "api-describe-configs")]
     DescribeConfigs(DescribeConfigsResponseView<'a>),
     /// AlterConfigs response.
+    #[cfg(feature = "api-alter-configs")]
     AlterConfigs(AlterConfigsResponseView<'a>),
     /// AlterReplicaLogDirs response.
+    #[cfg(feature = "api-alter-replica-log-dirs")]
     AlterReplicaLogDirs(AlterReplicaLogDirsResponseView<'a>),
     /// DescribeLogDirs response.
+    #[cfg(feature = "api-describe-log-dirs")]
     DescribeLogDirs(DescribeLogDirsResponseView<'a>),
     /// SaslAuthenticate response.
+    #[cfg(feature = "api-sasl-authenticate")]
     SaslAuthenticate(SaslAuthenticateResponseView<'a>),
     /// CreatePartitions response.
+    #[cfg(feature = "api-create-partitions")]
     CreatePartitions(CreatePartitionsResponseView<'a>),
     /// CreateDelegationToken response.
+    #[cfg(feature = "api-create-delegation-token")]
     CreateDelegationToken(CreateDelegationTokenResponseView<'a>),
     /// RenewDelegationToken response.
+    #[cfg(feature = "api-renew-delegation-token")]
     RenewDelegationToken(RenewDelegationTokenResponseView<'a>),
     /// ExpireDelegationToken response.
+    #[cfg(feature = "api-expire-delegation-token")]
     ExpireDelegationToken(ExpireDelegationTokenResponseView<'a>),
     /// DescribeDelegationToken response.
+    #[cfg(feature = "api-describe-delegation-token")]
     DescribeDelegationToken(DescribeDelegationTokenResponseView<'a>),
     /// DeleteGroups response.
+    #[cfg(feature = "api-delete-groups")]
     DeleteGroups(DeleteGroupsResponseView<'a>),
     /// ElectLeaders response.
+    #[cfg(feature = "api-elect-leaders")]
     ElectLeaders(ElectLeadersResponseView<'a>),
     /// IncrementalAlterConfigs response.
+    #[cfg(feature = "api-incremental-alter-configs")]
     IncrementalAlterConfigs(IncrementalAlterConfigsResponseView<'a>),
     /// AlterPartitionReassignments response.
+    #[cfg(feature = "api-alter-partition-reassignments")]
     AlterPartitionReassignments(AlterPartitionReassignmentsResponseView<'a>),
     /// ListPartitionReassignments response.
+    #[cfg(feature = "api-list-partition-reassignments")]
     ListPartitionReassignments(ListPartitionReassignmentsResponseView<'a>),
     /// OffsetDelete response.
+    #[cfg(feature = "api-offset-delete")]
     OffsetDelete(OffsetDeleteResponseView<'a>),
     /// DescribeClientQuotas response.
+    #[cfg(feature = "api-describe-client-quotas")]
     DescribeClientQuotas(DescribeClientQuotasResponseView<'a>),
     /// AlterClientQuotas response.
+    #[cfg(feature = "api-alter-client-quotas")]
     AlterClientQuotas(AlterClientQuotasResponseView<'a>),
     /// DescribeUserScramCredentials response.
+    #[cfg(feature = "api-describe-user-scram-credentials")]
     DescribeUserScramCredentials(DescribeUserScramCredentialsResponseView<'a>),
     /// AlterUserScramCredentials response.
+    #[cfg(feature = "api-alter-user-scram-credentials")]
     AlterUserScramCredentials(AlterUserScramCredentialsResponseView<'a>),
     /// Vote response.
+    #[cfg(feature = "api-vote")]
     Vote(VoteResponseView<'a>),
     /// BeginQuorumEpoch response.
+    #[cfg(feature = "api-begin-quorum-epoch")]
     BeginQuorumEpoch(BeginQuorumEpochResponseView<'a>),
     /// EndQuorumEpoch response.
+    #[cfg(feature = "api-end-quorum-epoch")]
     EndQuorumEpoch(EndQuorumEpochResponseView<'a>),
     /// DescribeQuorum response.
+    #[cfg(feature = "api-describe-quorum")]
     DescribeQuorum(DescribeQuorumResponseView<'a>),
     /// AlterPartition response.
+    #[cfg(feature = "api-alter-partition")]
     AlterPartition(AlterPartitionResponseView<'a>),
     /// UpdateFeatures response.
+    #[cfg(feature = "api-update-features")]
     UpdateFeatures(UpdateFeaturesResponseView<'a>),
     /// Envelope response.
+    #[cfg(feature = "api-envelope")]
     Envelope(EnvelopeResponseView<'a>),
     /// FetchSnapshot response.
+    #[cfg(feature = "api-fetch-snapshot")]
     FetchSnapshot(FetchSnapshotResponseView<'a>),
     /// DescribeCluster response.
+    #[cfg(feature = "api-describe-cluster")]
     DescribeCluster(DescribeClusterResponseView<'a>),
     /// DescribeProducers response.
+    #[cfg(feature = "api-describe-producers")]
     DescribeProducers(DescribeProducersResponseView<'a>),
     /// BrokerRegistration response.
+    #[cfg(feature = "api-broker-registration")]
     BrokerRegistration(BrokerRegistrationResponseView<'a>),
     /// BrokerHeartbeat response.
+    #[cfg(feature = "api-broker-heartbeat")]
     BrokerHeartbeat(BrokerHeartbeatResponseView<'a>),
     /// UnregisterBroker response.
+    #[cfg(feature = "api-unregister-broker")]
     UnregisterBroker(UnregisterBrokerResponseView<'a>),
     /// DescribeTransactions response.
+    #[cfg(feature = "api-describe-transactions")]
     DescribeTransactions(DescribeTransactionsResponseView<'a>),
     /// ListTransactions response.
+    #[cfg(feature = "api-list-transactions")]
     ListTransactions(ListTransactionsResponseView<'a>),
     /// AllocateProducerIds response.
+    #[cfg(feature = "api-allocate-producer-ids")]
     AllocateProducerIds(AllocateProducerIdsResponseView<'a>),
     /// ConsumerGroupHeartbeat response.
+    #[cfg(feature = "api-consumer-group-heartbeat")]
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponseView<'a>),
     /// ConsumerGroupDescribe response.
+    #[cfg(feature = "api-consumer-group-describe")]
     ConsumerGroupDescribe(ConsumerGroupDescribeResponseView<'a>),
     /// ControllerRegistration response.
+    #[cfg(feature = "api-controller-registration")]
     ControllerRegistration(ControllerRegistrationResponseView<'a>),
     /// GetTelemetrySubscriptions response.
+    #[cfg(feature = "api-get-telemetry-subscriptions")]
     GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponseView<'a>),
     /// PushTelemetry response.
+    #[cfg(feature = "api-push-telemetry")]
     PushTelemetry(PushTelemetryResponseView<'a>),
     /// AssignReplicasToDirs response.
+    #[cfg(feature = "api-assign-replicas-to-dirs")]
     AssignReplicasToDirs(AssignReplicasToDirsResponseView<'a>),
     /// ListConfigResources response.
+    #[cfg(feature = "api-list-config-resources")]
     ListConfigResources(ListConfigResourcesResponseView<'a>),
     /// DescribeTopicPartitions response.
+    #[cfg(feature = "api-describe-topic-partitions")]
     DescribeTopicPartitions(DescribeTopicPartitionsResponseView<'a>),
     /// ShareGroupHeartbeat response.
+    #[cfg(feature = "api-share-group-heartbeat")]
     ShareGroupHeartbeat(ShareGroupHeartbeatResponseView<'a>),
     /// ShareGroupDescribe response.
+    #[cfg(feature = "api-share-group-describe")]
     ShareGroupDescribe(ShareGroupDescribeResponseView<'a>),
     /// ShareFetch response.
+    #[cfg(feature = "api-share-fetch")]
     ShareFetch(ShareFetchResponseView<'a>),
     /// ShareAcknowledge response.
+    #[cfg(feature = "api-share-acknowledge")]
     ShareAcknowledge(ShareAcknowledgeResponseView<'a>),
     /// AddRaftVoter response.
+    #[cfg(feature = "api-add-raft-voter")]
     AddRaftVoter(AddRaftVoterResponseView<'a>),
     /// RemoveRaftVoter response.
+    #[cfg(feature = "api-remove-raft-voter")]
     RemoveRaftVoter(RemoveRaftVoterResponseView<'a>),
     /// UpdateRaftVoter response.
+    #[cfg(feature = "api-update-raft-voter")]
     UpdateRaftVoter(UpdateRaftVoterResponseView<'a>),
     /// InitializeShareGroupState response.
+    #[cfg(feature = "api-initialize-share-group-state")]
     InitializeShareGroupState(InitializeShareGroupStateResponseView<'a>),
     /// ReadShareGroupState response.
+    #[cfg(feature = "api-read-share-group-state")]
     ReadShareGroupState(ReadShareGroupStateResponseView<'a>),
     /// WriteShareGroupState response.
+    #[cfg(feature = "api-write-share-group-state")]
     WriteShareGroupState(WriteShareGroupStateResponseView<'a>),
     /// DeleteShareGroupState response.
+    #[cfg(feature = "api-delete-share-group-state")]
     DeleteShareGroupState(DeleteShareGroupStateResponseView<'a>),
     /// ReadShareGroupStateSummary response.
+    #[cfg(feature = "api-read-share-group-state-summary")]
     ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponseView<'a>),
     /// StreamsGroupHeartbeat response.
+    #[cfg(feature = "api-streams-group-heartbeat")]
     StreamsGroupHeartbeat(StreamsGroupHeartbeatResponseView<'a>),
     /// StreamsGroupDescribe response.
+    #[cfg(feature = "api-streams-group-describe")]
     StreamsGroupDescribe(StreamsGroupDescribeResponseView<'a>),
     /// DescribeShareGroupOffsets response.
+    #[cfg(feature = "api-describe-share-group-offsets")]
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponseView<'a>),
     /// AlterShareGroupOffsets response.
+    #[cfg(feature = "api-alter-share-group-offsets")]
     AlterShareGroupOffsets(AlterShareGroupOffsetsResponseView<'a>),
     /// DeleteShareGroupOffsets response.
+    #[cfg(feature = "api-delete-share-group-offsets")]
     DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponseView<'a>),
     /// StreamsGroupTopologyDescriptionUpdate response.
+    #[cfg(feature = "api-streams-group-topology-description-update")]
     StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateResponseView<'a>),
     /// UnregisterController response.
+    #[cfg(feature = "api-unregister-controller")]
     UnregisterController(UnregisterControllerResponseView<'a>),
 }
 
@@ -3429,206 +5089,305 @@ impl<'a> ResponseBodyView<'a> {
     /// Checks `bytes` as the response body of `api_key` at `version`.
     pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            #[cfg(feature = "api-produce")]
             ApiKey::Produce => Self::Produce(ProduceResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-fetch")]
             ApiKey::Fetch => Self::Fetch(FetchResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-list-offsets")]
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-metadata")]
             ApiKey::Metadata => Self::Metadata(MetadataResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-offset-commit")]
             ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-offset-fetch")]
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-find-coordinator")]
             ApiKey::FindCoordinator => {
                 Self::FindCoordinator(FindCoordinatorResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-join-group")]
             ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-heartbeat")]
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-leave-group")]
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-sync-group")]
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-groups")]
             ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-list-groups")]
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-sasl-handshake")]
             ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeResponseView::new(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-create-topics")]
             ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-delete-topics")]
             ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-delete-records")]
             ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-init-producer-id")]
             ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             ApiKey::OffsetForLeaderEpoch => {
                 Self::OffsetForLeaderEpoch(OffsetForLeaderEpochResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-add-partitions-to-txn")]
             ApiKey::AddPartitionsToTxn => {
                 Self::AddPartitionsToTxn(AddPartitionsToTxnResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-add-offsets-to-txn")]
             ApiKey::AddOffsetsToTxn => {
                 Self::AddOffsetsToTxn(AddOffsetsToTxnResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-end-txn")]
             ApiKey::EndTxn => Self::EndTxn(EndTxnResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-write-txn-markers")]
             ApiKey::WriteTxnMarkers => {
                 Self::WriteTxnMarkers(WriteTxnMarkersResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-txn-offset-commit")]
             ApiKey::TxnOffsetCommit => {
                 Self::TxnOffsetCommit(TxnOffsetCommitResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-acls")]
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-create-acls")]
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-delete-acls")]
             ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-configs")]
             ApiKey::DescribeConfigs => {
                 Self::DescribeConfigs(DescribeConfigsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-configs")]
             ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             ApiKey::AlterReplicaLogDirs => {
                 Self::AlterReplicaLogDirs(AlterReplicaLogDirsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-log-dirs")]
             ApiKey::DescribeLogDirs => {
                 Self::DescribeLogDirs(DescribeLogDirsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-sasl-authenticate")]
             ApiKey::SaslAuthenticate => {
                 Self::SaslAuthenticate(SaslAuthenticateResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-create-partitions")]
             ApiKey::CreatePartitions => {
                 Self::CreatePartitions(CreatePartitionsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-create-delegation-token")]
             ApiKey::CreateDelegationToken => {
                 Self::CreateDelegationToken(CreateDelegationTokenResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-renew-delegation-token")]
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-expire-delegation-token")]
             ApiKey::ExpireDelegationToken => {
                 Self::ExpireDelegationToken(ExpireDelegationTokenResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-delegation-token")]
             ApiKey::DescribeDelegationToken => {
                 Self::DescribeDelegationToken(DescribeDelegationTokenResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-groups")]
             ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-elect-leaders")]
             ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-incremental-alter-configs")]
             ApiKey::IncrementalAlterConfigs => {
                 Self::IncrementalAlterConfigs(IncrementalAlterConfigsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-partition-reassignments")]
             ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
                 AlterPartitionReassignmentsResponseView::new(bytes, version)?,
             ),
+            #[cfg(feature = "api-list-partition-reassignments")]
             ApiKey::ListPartitionReassignments => {
                 Self::ListPartitionReassignments(ListPartitionReassignmentsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-offset-delete")]
             ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-client-quotas")]
             ApiKey::DescribeClientQuotas => {
                 Self::DescribeClientQuotas(DescribeClientQuotasResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-client-quotas")]
             ApiKey::AlterClientQuotas => {
                 Self::AlterClientQuotas(AlterClientQuotasResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
                 DescribeUserScramCredentialsResponseView::new(bytes, version)?,
             ),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             ApiKey::AlterUserScramCredentials => {
                 Self::AlterUserScramCredentials(AlterUserScramCredentialsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-vote")]
             ApiKey::Vote => Self::Vote(VoteResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             ApiKey::BeginQuorumEpoch => {
                 Self::BeginQuorumEpoch(BeginQuorumEpochResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-end-quorum-epoch")]
             ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-quorum")]
             ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-alter-partition")]
             ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-update-features")]
             ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-envelope")]
             ApiKey::Envelope => Self::Envelope(EnvelopeResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-fetch-snapshot")]
             ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-describe-cluster")]
             ApiKey::DescribeCluster => {
                 Self::DescribeCluster(DescribeClusterResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-producers")]
             ApiKey::DescribeProducers => {
                 Self::DescribeProducers(DescribeProducersResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-registration")]
             ApiKey::BrokerRegistration => {
                 Self::BrokerRegistration(BrokerRegistrationResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-heartbeat")]
             ApiKey::BrokerHeartbeat => {
                 Self::BrokerHeartbeat(BrokerHeartbeatResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-unregister-broker")]
             ApiKey::UnregisterBroker => {
                 Self::UnregisterBroker(UnregisterBrokerResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-transactions")]
             ApiKey::DescribeTransactions => {
                 Self::DescribeTransactions(DescribeTransactionsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-list-transactions")]
             ApiKey::ListTransactions => {
                 Self::ListTransactions(ListTransactionsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-allocate-producer-ids")]
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             ApiKey::ConsumerGroupHeartbeat => {
                 Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-describe")]
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-controller-registration")]
             ApiKey::ControllerRegistration => {
                 Self::ControllerRegistration(ControllerRegistrationResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             ApiKey::GetTelemetrySubscriptions => {
                 Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-push-telemetry")]
             ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             ApiKey::AssignReplicasToDirs => {
                 Self::AssignReplicasToDirs(AssignReplicasToDirsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-list-config-resources")]
             ApiKey::ListConfigResources => {
                 Self::ListConfigResources(ListConfigResourcesResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-topic-partitions")]
             ApiKey::DescribeTopicPartitions => {
                 Self::DescribeTopicPartitions(DescribeTopicPartitionsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-heartbeat")]
             ApiKey::ShareGroupHeartbeat => {
                 Self::ShareGroupHeartbeat(ShareGroupHeartbeatResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-describe")]
             ApiKey::ShareGroupDescribe => {
                 Self::ShareGroupDescribe(ShareGroupDescribeResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-share-fetch")]
             ApiKey::ShareFetch => Self::ShareFetch(ShareFetchResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-share-acknowledge")]
             ApiKey::ShareAcknowledge => {
                 Self::ShareAcknowledge(ShareAcknowledgeResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-add-raft-voter")]
             ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterResponseView::new(bytes, version)?),
+            #[cfg(feature = "api-remove-raft-voter")]
             ApiKey::RemoveRaftVoter => {
                 Self::RemoveRaftVoter(RemoveRaftVoterResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-update-raft-voter")]
             ApiKey::UpdateRaftVoter => {
                 Self::UpdateRaftVoter(UpdateRaftVoterResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-initialize-share-group-state")]
             ApiKey::InitializeShareGroupState => {
                 Self::InitializeShareGroupState(InitializeShareGroupStateResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state")]
             ApiKey::ReadShareGroupState => {
                 Self::ReadShareGroupState(ReadShareGroupStateResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-write-share-group-state")]
             ApiKey::WriteShareGroupState => {
                 Self::WriteShareGroupState(WriteShareGroupStateResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-state")]
             ApiKey::DeleteShareGroupState => {
                 Self::DeleteShareGroupState(DeleteShareGroupStateResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state-summary")]
             ApiKey::ReadShareGroupStateSummary => {
                 Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-heartbeat")]
             ApiKey::StreamsGroupHeartbeat => {
                 Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-describe")]
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-share-group-offsets")]
             ApiKey::DescribeShareGroupOffsets => {
                 Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-share-group-offsets")]
             ApiKey::AlterShareGroupOffsets => {
                 Self::AlterShareGroupOffsets(AlterShareGroupOffsetsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-offsets")]
             ApiKey::DeleteShareGroupOffsets => {
                 Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponseView::new(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
                 StreamsGroupTopologyDescriptionUpdateResponseView::new(bytes, version)?,
             ),
+            #[cfg(feature = "api-unregister-controller")]
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerResponseView::new(bytes, version)?)
+            }
+            // An API this build leaves out.
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(DecodeError::new(
+                    DecodeErrorKind::UnsupportedVersion(version),
+                    0,
+                    api_key.name(),
+                ));
             }
         })
     }
@@ -3636,226 +5395,325 @@ impl<'a> ResponseBodyView<'a> {
     /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
     pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            #[cfg(feature = "api-produce")]
             ApiKey::Produce => Self::Produce(ProduceResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-fetch")]
             ApiKey::Fetch => Self::Fetch(FetchResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-list-offsets")]
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-metadata")]
             ApiKey::Metadata => Self::Metadata(MetadataResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-offset-commit")]
             ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-offset-fetch")]
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-find-coordinator")]
             ApiKey::FindCoordinator => {
                 Self::FindCoordinator(FindCoordinatorResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-join-group")]
             ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-heartbeat")]
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-leave-group")]
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-sync-group")]
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-describe-groups")]
             ApiKey::DescribeGroups => {
                 Self::DescribeGroups(DescribeGroupsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-list-groups")]
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-sasl-handshake")]
             ApiKey::SaslHandshake => {
                 Self::SaslHandshake(SaslHandshakeResponseView::new_prefix(bytes, version)?)
             }
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-create-topics")]
             ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-delete-topics")]
             ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-delete-records")]
             ApiKey::DeleteRecords => {
                 Self::DeleteRecords(DeleteRecordsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-init-producer-id")]
             ApiKey::InitProducerId => {
                 Self::InitProducerId(InitProducerIdResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             ApiKey::OffsetForLeaderEpoch => {
                 Self::OffsetForLeaderEpoch(OffsetForLeaderEpochResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-add-partitions-to-txn")]
             ApiKey::AddPartitionsToTxn => {
                 Self::AddPartitionsToTxn(AddPartitionsToTxnResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-add-offsets-to-txn")]
             ApiKey::AddOffsetsToTxn => {
                 Self::AddOffsetsToTxn(AddOffsetsToTxnResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-end-txn")]
             ApiKey::EndTxn => Self::EndTxn(EndTxnResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-write-txn-markers")]
             ApiKey::WriteTxnMarkers => {
                 Self::WriteTxnMarkers(WriteTxnMarkersResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-txn-offset-commit")]
             ApiKey::TxnOffsetCommit => {
                 Self::TxnOffsetCommit(TxnOffsetCommitResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-acls")]
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-create-acls")]
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-delete-acls")]
             ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-describe-configs")]
             ApiKey::DescribeConfigs => {
                 Self::DescribeConfigs(DescribeConfigsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-configs")]
             ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             ApiKey::AlterReplicaLogDirs => {
                 Self::AlterReplicaLogDirs(AlterReplicaLogDirsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-log-dirs")]
             ApiKey::DescribeLogDirs => {
                 Self::DescribeLogDirs(DescribeLogDirsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-sasl-authenticate")]
             ApiKey::SaslAuthenticate => {
                 Self::SaslAuthenticate(SaslAuthenticateResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-create-partitions")]
             ApiKey::CreatePartitions => {
                 Self::CreatePartitions(CreatePartitionsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-create-delegation-token")]
             ApiKey::CreateDelegationToken => {
                 Self::CreateDelegationToken(CreateDelegationTokenResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-renew-delegation-token")]
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-expire-delegation-token")]
             ApiKey::ExpireDelegationToken => {
                 Self::ExpireDelegationToken(ExpireDelegationTokenResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-delegation-token")]
             ApiKey::DescribeDelegationToken => Self::DescribeDelegationToken(
                 DescribeDelegationTokenResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-delete-groups")]
             ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-elect-leaders")]
             ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-incremental-alter-configs")]
             ApiKey::IncrementalAlterConfigs => Self::IncrementalAlterConfigs(
                 IncrementalAlterConfigsResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
                 AlterPartitionReassignmentsResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-list-partition-reassignments")]
             ApiKey::ListPartitionReassignments => Self::ListPartitionReassignments(
                 ListPartitionReassignmentsResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-offset-delete")]
             ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-describe-client-quotas")]
             ApiKey::DescribeClientQuotas => {
                 Self::DescribeClientQuotas(DescribeClientQuotasResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-client-quotas")]
             ApiKey::AlterClientQuotas => {
                 Self::AlterClientQuotas(AlterClientQuotasResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
                 DescribeUserScramCredentialsResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             ApiKey::AlterUserScramCredentials => Self::AlterUserScramCredentials(
                 AlterUserScramCredentialsResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-vote")]
             ApiKey::Vote => Self::Vote(VoteResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             ApiKey::BeginQuorumEpoch => {
                 Self::BeginQuorumEpoch(BeginQuorumEpochResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-end-quorum-epoch")]
             ApiKey::EndQuorumEpoch => {
                 Self::EndQuorumEpoch(EndQuorumEpochResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-quorum")]
             ApiKey::DescribeQuorum => {
                 Self::DescribeQuorum(DescribeQuorumResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-partition")]
             ApiKey::AlterPartition => {
                 Self::AlterPartition(AlterPartitionResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-update-features")]
             ApiKey::UpdateFeatures => {
                 Self::UpdateFeatures(UpdateFeaturesResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-envelope")]
             ApiKey::Envelope => Self::Envelope(EnvelopeResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-fetch-snapshot")]
             ApiKey::FetchSnapshot => {
                 Self::FetchSnapshot(FetchSnapshotResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-cluster")]
             ApiKey::DescribeCluster => {
                 Self::DescribeCluster(DescribeClusterResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-producers")]
             ApiKey::DescribeProducers => {
                 Self::DescribeProducers(DescribeProducersResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-registration")]
             ApiKey::BrokerRegistration => {
                 Self::BrokerRegistration(BrokerRegistrationResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-heartbeat")]
             ApiKey::BrokerHeartbeat => {
                 Self::BrokerHeartbeat(BrokerHeartbeatResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-unregister-broker")]
             ApiKey::UnregisterBroker => {
                 Self::UnregisterBroker(UnregisterBrokerResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-transactions")]
             ApiKey::DescribeTransactions => {
                 Self::DescribeTransactions(DescribeTransactionsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-list-transactions")]
             ApiKey::ListTransactions => {
                 Self::ListTransactions(ListTransactionsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-allocate-producer-ids")]
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             ApiKey::ConsumerGroupHeartbeat => {
                 Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-describe")]
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-controller-registration")]
             ApiKey::ControllerRegistration => {
                 Self::ControllerRegistration(ControllerRegistrationResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             ApiKey::GetTelemetrySubscriptions => Self::GetTelemetrySubscriptions(
                 GetTelemetrySubscriptionsResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-push-telemetry")]
             ApiKey::PushTelemetry => {
                 Self::PushTelemetry(PushTelemetryResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             ApiKey::AssignReplicasToDirs => {
                 Self::AssignReplicasToDirs(AssignReplicasToDirsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-list-config-resources")]
             ApiKey::ListConfigResources => {
                 Self::ListConfigResources(ListConfigResourcesResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-topic-partitions")]
             ApiKey::DescribeTopicPartitions => Self::DescribeTopicPartitions(
                 DescribeTopicPartitionsResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-share-group-heartbeat")]
             ApiKey::ShareGroupHeartbeat => {
                 Self::ShareGroupHeartbeat(ShareGroupHeartbeatResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-describe")]
             ApiKey::ShareGroupDescribe => {
                 Self::ShareGroupDescribe(ShareGroupDescribeResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-share-fetch")]
             ApiKey::ShareFetch => Self::ShareFetch(ShareFetchResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-share-acknowledge")]
             ApiKey::ShareAcknowledge => {
                 Self::ShareAcknowledge(ShareAcknowledgeResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-add-raft-voter")]
             ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterResponseView::new_prefix(bytes, version)?),
+            #[cfg(feature = "api-remove-raft-voter")]
             ApiKey::RemoveRaftVoter => {
                 Self::RemoveRaftVoter(RemoveRaftVoterResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-update-raft-voter")]
             ApiKey::UpdateRaftVoter => {
                 Self::UpdateRaftVoter(UpdateRaftVoterResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-initialize-share-group-state")]
             ApiKey::InitializeShareGroupState => Self::InitializeShareGroupState(
                 InitializeShareGroupStateResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-read-share-group-state")]
             ApiKey::ReadShareGroupState => {
                 Self::ReadShareGroupState(ReadShareGroupStateResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-write-share-group-state")]
             ApiKey::WriteShareGroupState => {
                 Self::WriteShareGroupState(WriteShareGroupStateResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-state")]
             ApiKey::DeleteShareGroupState => {
                 Self::DeleteShareGroupState(DeleteShareGroupStateResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state-summary")]
             ApiKey::ReadShareGroupStateSummary => Self::ReadShareGroupStateSummary(
                 ReadShareGroupStateSummaryResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             ApiKey::StreamsGroupHeartbeat => {
                 Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-describe")]
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-share-group-offsets")]
             ApiKey::DescribeShareGroupOffsets => Self::DescribeShareGroupOffsets(
                 DescribeShareGroupOffsetsResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             ApiKey::AlterShareGroupOffsets => {
                 Self::AlterShareGroupOffsets(AlterShareGroupOffsetsResponseView::new_prefix(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-offsets")]
             ApiKey::DeleteShareGroupOffsets => Self::DeleteShareGroupOffsets(
                 DeleteShareGroupOffsetsResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
                 StreamsGroupTopologyDescriptionUpdateResponseView::new_prefix(bytes, version)?,
             ),
+            #[cfg(feature = "api-unregister-controller")]
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerResponseView::new_prefix(bytes, version)?)
+            }
+            // An API this build leaves out.
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(DecodeError::new(
+                    DecodeErrorKind::UnsupportedVersion(version),
+                    0,
+                    api_key.name(),
+                ));
             }
         })
     }
@@ -3863,96 +5721,186 @@ impl<'a> ResponseBodyView<'a> {
     /// The API this body belongs to.
     pub const fn api_key(&self) -> ApiKey {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(_) => ApiKey::Produce,
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(_) => ApiKey::Fetch,
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(_) => ApiKey::ListOffsets,
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(_) => ApiKey::Metadata,
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(_) => ApiKey::OffsetCommit,
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(_) => ApiKey::OffsetFetch,
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(_) => ApiKey::FindCoordinator,
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(_) => ApiKey::JoinGroup,
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(_) => ApiKey::Heartbeat,
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(_) => ApiKey::LeaveGroup,
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(_) => ApiKey::SyncGroup,
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(_) => ApiKey::DescribeGroups,
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(_) => ApiKey::ListGroups,
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(_) => ApiKey::SaslHandshake,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(_) => ApiKey::CreateTopics,
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(_) => ApiKey::DeleteTopics,
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(_) => ApiKey::DeleteRecords,
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(_) => ApiKey::InitProducerId,
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(_) => ApiKey::EndTxn,
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(_) => ApiKey::DescribeAcls,
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(_) => ApiKey::CreateAcls,
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(_) => ApiKey::DeleteAcls,
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(_) => ApiKey::AlterConfigs,
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(_) => ApiKey::CreatePartitions,
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(_) => ApiKey::CreateDelegationToken,
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(_) => ApiKey::RenewDelegationToken,
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(_) => ApiKey::ExpireDelegationToken,
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(_) => ApiKey::DescribeDelegationToken,
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(_) => ApiKey::DeleteGroups,
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(_) => ApiKey::ElectLeaders,
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(_) => ApiKey::OffsetDelete,
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
+            #[cfg(feature = "api-vote")]
             Self::Vote(_) => ApiKey::Vote,
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(_) => ApiKey::AlterPartition,
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(_) => ApiKey::UpdateFeatures,
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(_) => ApiKey::Envelope,
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(_) => ApiKey::DescribeCluster,
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(_) => ApiKey::DescribeProducers,
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(_) => ApiKey::ListTransactions,
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(_) => ApiKey::PushTelemetry,
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(_) => ApiKey::ListConfigResources,
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(_) => ApiKey::ShareGroupHeartbeat,
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(_) => ApiKey::ShareGroupDescribe,
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(_) => ApiKey::ShareFetch,
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(_) => ApiKey::ShareAcknowledge,
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(_) => ApiKey::InitializeShareGroupState,
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(_) => ApiKey::ReadShareGroupState,
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(_) => ApiKey::WriteShareGroupState,
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(_) => ApiKey::DeleteShareGroupState,
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(_) => ApiKey::ReadShareGroupStateSummary,
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(_) => ApiKey::StreamsGroupHeartbeat,
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(_) => ApiKey::StreamsGroupDescribe,
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(_) => ApiKey::StreamsGroupTopologyDescriptionUpdate,
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
@@ -3960,96 +5908,186 @@ impl<'a> ResponseBodyView<'a> {
     /// The bytes of the body.
     pub const fn as_bytes(&self) -> &'a [u8] {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(v) => v.as_bytes(),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(v) => v.as_bytes(),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(v) => v.as_bytes(),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(v) => v.as_bytes(),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(v) => v.as_bytes(),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(v) => v.as_bytes(),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(v) => v.as_bytes(),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(v) => v.as_bytes(),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(v) => v.as_bytes(),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(v) => v.as_bytes(),
             Self::ApiVersions(v) => v.as_bytes(),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(v) => v.as_bytes(),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(v) => v.as_bytes(),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(v) => v.as_bytes(),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(v) => v.as_bytes(),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(v) => v.as_bytes(),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(v) => v.as_bytes(),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(v) => v.as_bytes(),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(v) => v.as_bytes(),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(v) => v.as_bytes(),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(v) => v.as_bytes(),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(v) => v.as_bytes(),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(v) => v.as_bytes(),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(v) => v.as_bytes(),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(v) => v.as_bytes(),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(v) => v.as_bytes(),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(v) => v.as_bytes(),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(v) => v.as_bytes(),
+            #[cfg(feature = "api-vote")]
             Self::Vote(v) => v.as_bytes(),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(v) => v.as_bytes(),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(v) => v.as_bytes(),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(v) => v.as_bytes(),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(v) => v.as_bytes(),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(v) => v.as_bytes(),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(v) => v.as_bytes(),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(v) => v.as_bytes(),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(v) => v.as_bytes(),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(v) => v.as_bytes(),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(v) => v.as_bytes(),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(v) => v.as_bytes(),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(v) => v.as_bytes(),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(v) => v.as_bytes(),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(v) => v.as_bytes(),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(v) => v.as_bytes(),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(v) => v.as_bytes(),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(v) => v.as_bytes(),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(v) => v.as_bytes(),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(v) => v.as_bytes(),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(v) => v.as_bytes(),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(v) => v.as_bytes(),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(v) => v.as_bytes(),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(v) => v.as_bytes(),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(v) => v.as_bytes(),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(v) => v.as_bytes(),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(v) => v.as_bytes(),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(v) => v.as_bytes(),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(v) => v.as_bytes(),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(v) => v.as_bytes(),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(v) => v.as_bytes(),
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(v) => v.as_bytes(),
         }
     }
@@ -4060,186 +6098,276 @@ impl<'a> ResponseBodyView<'a> {
 #[non_exhaustive]
 pub enum ResponseBody<'a> {
     /// Produce response.
+    #[cfg(feature = "api-produce")]
     Produce(ProduceResponse<'a>),
     /// Fetch response.
+    #[cfg(feature = "api-fetch")]
     Fetch(FetchResponse<'a>),
     /// ListOffsets response.
+    #[cfg(feature = "api-list-offsets")]
     ListOffsets(ListOffsetsResponse<'a>),
     /// Metadata response.
+    #[cfg(feature = "api-metadata")]
     Metadata(MetadataResponse<'a>),
     /// OffsetCommit response.
+    #[cfg(feature = "api-offset-commit")]
     OffsetCommit(OffsetCommitResponse<'a>),
     /// OffsetFetch response.
+    #[cfg(feature = "api-offset-fetch")]
     OffsetFetch(OffsetFetchResponse<'a>),
     /// FindCoordinator response.
+    #[cfg(feature = "api-find-coordinator")]
     FindCoordinator(FindCoordinatorResponse<'a>),
     /// JoinGroup response.
+    #[cfg(feature = "api-join-group")]
     JoinGroup(JoinGroupResponse<'a>),
     /// Heartbeat response.
+    #[cfg(feature = "api-heartbeat")]
     Heartbeat(HeartbeatResponse<'a>),
     /// LeaveGroup response.
+    #[cfg(feature = "api-leave-group")]
     LeaveGroup(LeaveGroupResponse<'a>),
     /// SyncGroup response.
+    #[cfg(feature = "api-sync-group")]
     SyncGroup(SyncGroupResponse<'a>),
     /// DescribeGroups response.
+    #[cfg(feature = "api-describe-groups")]
     DescribeGroups(DescribeGroupsResponse<'a>),
     /// ListGroups response.
+    #[cfg(feature = "api-list-groups")]
     ListGroups(ListGroupsResponse<'a>),
     /// SaslHandshake response.
+    #[cfg(feature = "api-sasl-handshake")]
     SaslHandshake(SaslHandshakeResponse<'a>),
     /// ApiVersions response.
     ApiVersions(ApiVersionsResponse<'a>),
     /// CreateTopics response.
+    #[cfg(feature = "api-create-topics")]
     CreateTopics(CreateTopicsResponse<'a>),
     /// DeleteTopics response.
+    #[cfg(feature = "api-delete-topics")]
     DeleteTopics(DeleteTopicsResponse<'a>),
     /// DeleteRecords response.
+    #[cfg(feature = "api-delete-records")]
     DeleteRecords(DeleteRecordsResponse<'a>),
     /// InitProducerId response.
+    #[cfg(feature = "api-init-producer-id")]
     InitProducerId(InitProducerIdResponse<'a>),
     /// OffsetForLeaderEpoch response.
+    #[cfg(feature = "api-offset-for-leader-epoch")]
     OffsetForLeaderEpoch(OffsetForLeaderEpochResponse<'a>),
     /// AddPartitionsToTxn response.
+    #[cfg(feature = "api-add-partitions-to-txn")]
     AddPartitionsToTxn(AddPartitionsToTxnResponse<'a>),
     /// AddOffsetsToTxn response.
+    #[cfg(feature = "api-add-offsets-to-txn")]
     AddOffsetsToTxn(AddOffsetsToTxnResponse<'a>),
     /// EndTxn response.
+    #[cfg(feature = "api-end-txn")]
     EndTxn(EndTxnResponse<'a>),
     /// WriteTxnMarkers response.
+    #[cfg(feature = "api-write-txn-markers")]
     WriteTxnMarkers(WriteTxnMarkersResponse<'a>),
     /// TxnOffsetCommit response.
+    #[cfg(feature = "api-txn-offset-commit")]
     TxnOffsetCommit(TxnOffsetCommitResponse<'a>),
     /// DescribeAcls response.
+    #[cfg(feature = "api-describe-acls")]
     DescribeAcls(DescribeAclsResponse<'a>),
     /// CreateAcls response.
+    #[cfg(feature = "api-create-acls")]
     CreateAcls(CreateAclsResponse<'a>),
     /// DeleteAcls response.
+    #[cfg(feature = "api-delete-acls")]
     DeleteAcls(DeleteAclsResponse<'a>),
     /// DescribeConfigs response.
+    #[cfg(feature = "api-describe-configs")]
     DescribeConfigs(DescribeConfigsResponse<'a>),
     /// AlterConfigs response.
+    #[cfg(feature = "api-alter-configs")]
     AlterConfigs(AlterConfigsResponse<'a>),
     /// AlterReplicaLogDirs response.
+    #[cfg(feature = "api-alter-replica-log-dirs")]
     AlterReplicaLogDirs(AlterReplicaLogDirsResponse<'a>),
     /// DescribeLogDirs response.
+    #[cfg(feature = "api-describe-log-dirs")]
     DescribeLogDirs(DescribeLogDirsResponse<'a>),
     /// SaslAuthenticate response.
+    #[cfg(feature = "api-sasl-authenticate")]
     SaslAuthenticate(SaslAuthenticateResponse<'a>),
     /// CreatePartitions response.
+    #[cfg(feature = "api-create-partitions")]
     CreatePartitions(CreatePartitionsResponse<'a>),
     /// CreateDelegationToken response.
+    #[cfg(feature = "api-create-delegation-token")]
     CreateDelegationToken(CreateDelegationTokenResponse<'a>),
     /// RenewDelegationToken response.
+    #[cfg(feature = "api-renew-delegation-token")]
     RenewDelegationToken(RenewDelegationTokenResponse<'a>),
     /// ExpireDelegationToken response.
+    #[cfg(feature = "api-expire-delegation-token")]
     ExpireDelegationToken(ExpireDelegationTokenResponse<'a>),
     /// DescribeDelegationToken response.
+    #[cfg(feature = "api-describe-delegation-token")]
     DescribeDelegationToken(DescribeDelegationTokenResponse<'a>),
     /// DeleteGroups response.
+    #[cfg(feature = "api-delete-groups")]
     DeleteGroups(DeleteGroupsResponse<'a>),
     /// ElectLeaders response.
+    #[cfg(feature = "api-elect-leaders")]
     ElectLeaders(ElectLeadersResponse<'a>),
     /// IncrementalAlterConfigs response.
+    #[cfg(feature = "api-incremental-alter-configs")]
     IncrementalAlterConfigs(IncrementalAlterConfigsResponse<'a>),
     /// AlterPartitionReassignments response.
+    #[cfg(feature = "api-alter-partition-reassignments")]
     AlterPartitionReassignments(AlterPartitionReassignmentsResponse<'a>),
     /// ListPartitionReassignments response.
+    #[cfg(feature = "api-list-partition-reassignments")]
     ListPartitionReassignments(ListPartitionReassignmentsResponse<'a>),
     /// OffsetDelete response.
+    #[cfg(feature = "api-offset-delete")]
     OffsetDelete(OffsetDeleteResponse<'a>),
     /// DescribeClientQuotas response.
+    #[cfg(feature = "api-describe-client-quotas")]
     DescribeClientQuotas(DescribeClientQuotasResponse<'a>),
     /// AlterClientQuotas response.
+    #[cfg(feature = "api-alter-client-quotas")]
     AlterClientQuotas(AlterClientQuotasResponse<'a>),
     /// DescribeUserScramCredentials response.
+    #[cfg(feature = "api-describe-user-scram-credentials")]
     DescribeUserScramCredentials(DescribeUserScramCredentialsResponse<'a>),
     /// AlterUserScramCredentials response.
+    #[cfg(feature = "api-alter-user-scram-credentials")]
     AlterUserScramCredentials(AlterUserScramCredentialsResponse<'a>),
     /// Vote response.
+    #[cfg(feature = "api-vote")]
     Vote(VoteResponse<'a>),
     /// BeginQuorumEpoch response.
+    #[cfg(feature = "api-begin-quorum-epoch")]
     BeginQuorumEpoch(BeginQuorumEpochResponse<'a>),
     /// EndQuorumEpoch response.
+    #[cfg(feature = "api-end-quorum-epoch")]
     EndQuorumEpoch(EndQuorumEpochResponse<'a>),
     /// DescribeQuorum response.
+    #[cfg(feature = "api-describe-quorum")]
     DescribeQuorum(DescribeQuorumResponse<'a>),
     /// AlterPartition response.
+    #[cfg(feature = "api-alter-partition")]
     AlterPartition(AlterPartitionResponse<'a>),
     /// UpdateFeatures response.
+    #[cfg(feature = "api-update-features")]
     UpdateFeatures(UpdateFeaturesResponse<'a>),
     /// Envelope response.
+    #[cfg(feature = "api-envelope")]
     Envelope(EnvelopeResponse<'a>),
     /// FetchSnapshot response.
+    #[cfg(feature = "api-fetch-snapshot")]
     FetchSnapshot(FetchSnapshotResponse<'a>),
     /// DescribeCluster response.
+    #[cfg(feature = "api-describe-cluster")]
     DescribeCluster(DescribeClusterResponse<'a>),
     /// DescribeProducers response.
+    #[cfg(feature = "api-describe-producers")]
     DescribeProducers(DescribeProducersResponse<'a>),
     /// BrokerRegistration response.
+    #[cfg(feature = "api-broker-registration")]
     BrokerRegistration(BrokerRegistrationResponse<'a>),
     /// BrokerHeartbeat response.
+    #[cfg(feature = "api-broker-heartbeat")]
     BrokerHeartbeat(BrokerHeartbeatResponse<'a>),
     /// UnregisterBroker response.
+    #[cfg(feature = "api-unregister-broker")]
     UnregisterBroker(UnregisterBrokerResponse<'a>),
     /// DescribeTransactions response.
+    #[cfg(feature = "api-describe-transactions")]
     DescribeTransactions(DescribeTransactionsResponse<'a>),
     /// ListTransactions response.
+    #[cfg(feature = "api-list-transactions")]
     ListTransactions(ListTransactionsResponse<'a>),
     /// AllocateProducerIds response.
+    #[cfg(feature = "api-allocate-producer-ids")]
     AllocateProducerIds(AllocateProducerIdsResponse<'a>),
     /// ConsumerGroupHeartbeat response.
+    #[cfg(feature = "api-consumer-group-heartbeat")]
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse<'a>),
     /// ConsumerGroupDescribe response.
+    #[cfg(feature = "api-consumer-group-describe")]
     ConsumerGroupDescribe(ConsumerGroupDescribeResponse<'a>),
     /// ControllerRegistration response.
+    #[cfg(feature = "api-controller-registration")]
     ControllerRegistration(ControllerRegistrationResponse<'a>),
     /// GetTelemetrySubscriptions response.
+    #[cfg(feature = "api-get-telemetry-subscriptions")]
     GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponse<'a>),
     /// PushTelemetry response.
+    #[cfg(feature = "api-push-telemetry")]
     PushTelemetry(PushTelemetryResponse<'a>),
     /// AssignReplicasToDirs response.
+    #[cfg(feature = "api-assign-replicas-to-dirs")]
     AssignReplicasToDirs(AssignReplicasToDirsResponse<'a>),
     /// ListConfigResources response.
+    #[cfg(feature = "api-list-config-resources")]
     ListConfigResources(ListConfigResourcesResponse<'a>),
     /// DescribeTopicPartitions response.
+    #[cfg(feature = "api-describe-topic-partitions")]
     DescribeTopicPartitions(DescribeTopicPartitionsResponse<'a>),
     /// ShareGroupHeartbeat response.
+    #[cfg(feature = "api-share-group-heartbeat")]
     ShareGroupHeartbeat(ShareGroupHeartbeatResponse<'a>),
     /// ShareGroupDescribe response.
+    #[cfg(feature = "api-share-group-describe")]
     ShareGroupDescribe(ShareGroupDescribeResponse<'a>),
     /// ShareFetch response.
+    #[cfg(feature = "api-share-fetch")]
     ShareFetch(ShareFetchResponse<'a>),
     /// ShareAcknowledge response.
+    #[cfg(feature = "api-share-acknowledge")]
     ShareAcknowledge(ShareAcknowledgeResponse<'a>),
     /// AddRaftVoter response.
+    #[cfg(feature = "api-add-raft-voter")]
     AddRaftVoter(AddRaftVoterResponse<'a>),
     /// RemoveRaftVoter response.
+    #[cfg(feature = "api-remove-raft-voter")]
     RemoveRaftVoter(RemoveRaftVoterResponse<'a>),
     /// UpdateRaftVoter response.
+    #[cfg(feature = "api-update-raft-voter")]
     UpdateRaftVoter(UpdateRaftVoterResponse<'a>),
     /// InitializeShareGroupState response.
+    #[cfg(feature = "api-initialize-share-group-state")]
     InitializeShareGroupState(InitializeShareGroupStateResponse<'a>),
     /// ReadShareGroupState response.
+    #[cfg(feature = "api-read-share-group-state")]
     ReadShareGroupState(ReadShareGroupStateResponse<'a>),
     /// WriteShareGroupState response.
+    #[cfg(feature = "api-write-share-group-state")]
     WriteShareGroupState(WriteShareGroupStateResponse<'a>),
     /// DeleteShareGroupState response.
+    #[cfg(feature = "api-delete-share-group-state")]
     DeleteShareGroupState(DeleteShareGroupStateResponse<'a>),
     /// ReadShareGroupStateSummary response.
+    #[cfg(feature = "api-read-share-group-state-summary")]
     ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponse<'a>),
     /// StreamsGroupHeartbeat response.
+    #[cfg(feature = "api-streams-group-heartbeat")]
     StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse<'a>),
     /// StreamsGroupDescribe response.
+    #[cfg(feature = "api-streams-group-describe")]
     StreamsGroupDescribe(StreamsGroupDescribeResponse<'a>),
     /// DescribeShareGroupOffsets response.
+    #[cfg(feature = "api-describe-share-group-offsets")]
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponse<'a>),
     /// AlterShareGroupOffsets response.
+    #[cfg(feature = "api-alter-share-group-offsets")]
     AlterShareGroupOffsets(AlterShareGroupOffsetsResponse<'a>),
     /// DeleteShareGroupOffsets response.
+    #[cfg(feature = "api-delete-share-group-offsets")]
     DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponse<'a>),
     /// StreamsGroupTopologyDescriptionUpdate response.
+    #[cfg(feature = "api-streams-group-topology-description-update")]
     StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateResponse<'a>),
     /// UnregisterController response.
+    #[cfg(feature = "api-unregister-controller")]
     UnregisterController(UnregisterControllerResponse<'a>),
 }
 
@@ -4247,96 +6375,186 @@ impl ResponseBody<'_> {
     /// The API this body belongs to.
     pub const fn api_key(&self) -> ApiKey {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(_) => ApiKey::Produce,
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(_) => ApiKey::Fetch,
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(_) => ApiKey::ListOffsets,
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(_) => ApiKey::Metadata,
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(_) => ApiKey::OffsetCommit,
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(_) => ApiKey::OffsetFetch,
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(_) => ApiKey::FindCoordinator,
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(_) => ApiKey::JoinGroup,
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(_) => ApiKey::Heartbeat,
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(_) => ApiKey::LeaveGroup,
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(_) => ApiKey::SyncGroup,
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(_) => ApiKey::DescribeGroups,
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(_) => ApiKey::ListGroups,
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(_) => ApiKey::SaslHandshake,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(_) => ApiKey::CreateTopics,
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(_) => ApiKey::DeleteTopics,
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(_) => ApiKey::DeleteRecords,
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(_) => ApiKey::InitProducerId,
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(_) => ApiKey::EndTxn,
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(_) => ApiKey::DescribeAcls,
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(_) => ApiKey::CreateAcls,
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(_) => ApiKey::DeleteAcls,
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(_) => ApiKey::AlterConfigs,
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(_) => ApiKey::CreatePartitions,
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(_) => ApiKey::CreateDelegationToken,
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(_) => ApiKey::RenewDelegationToken,
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(_) => ApiKey::ExpireDelegationToken,
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(_) => ApiKey::DescribeDelegationToken,
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(_) => ApiKey::DeleteGroups,
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(_) => ApiKey::ElectLeaders,
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(_) => ApiKey::OffsetDelete,
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
+            #[cfg(feature = "api-vote")]
             Self::Vote(_) => ApiKey::Vote,
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(_) => ApiKey::AlterPartition,
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(_) => ApiKey::UpdateFeatures,
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(_) => ApiKey::Envelope,
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(_) => ApiKey::DescribeCluster,
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(_) => ApiKey::DescribeProducers,
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(_) => ApiKey::ListTransactions,
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(_) => ApiKey::PushTelemetry,
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(_) => ApiKey::ListConfigResources,
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(_) => ApiKey::ShareGroupHeartbeat,
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(_) => ApiKey::ShareGroupDescribe,
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(_) => ApiKey::ShareFetch,
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(_) => ApiKey::ShareAcknowledge,
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(_) => ApiKey::InitializeShareGroupState,
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(_) => ApiKey::ReadShareGroupState,
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(_) => ApiKey::WriteShareGroupState,
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(_) => ApiKey::DeleteShareGroupState,
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(_) => ApiKey::ReadShareGroupStateSummary,
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(_) => ApiKey::StreamsGroupHeartbeat,
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(_) => ApiKey::StreamsGroupDescribe,
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(_) => ApiKey::StreamsGroupTopologyDescriptionUpdate,
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
@@ -4351,288 +6569,558 @@ impl AnyBody for ResponseBody<'_> {
 
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(b) => b.encoded_len(version),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(b) => b.encoded_len(version),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(b) => b.encoded_len(version),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(b) => b.encoded_len(version),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(b) => b.encoded_len(version),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(b) => b.encoded_len(version),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(b) => b.encoded_len(version),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(b) => b.encoded_len(version),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(b) => b.encoded_len(version),
             Self::ApiVersions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(b) => b.encoded_len(version),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(b) => b.encoded_len(version),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(b) => b.encoded_len(version),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(b) => b.encoded_len(version),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(b) => b.encoded_len(version),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(b) => b.encoded_len(version),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(b) => b.encoded_len(version),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(b) => b.encoded_len(version),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(b) => b.encoded_len(version),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(b) => b.encoded_len(version),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(b) => b.encoded_len(version),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(b) => b.encoded_len(version),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(b) => b.encoded_len(version),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(b) => b.encoded_len(version),
+            #[cfg(feature = "api-vote")]
             Self::Vote(b) => b.encoded_len(version),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(b) => b.encoded_len(version),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(b) => b.encoded_len(version),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(b) => b.encoded_len(version),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(b) => b.encoded_len(version),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(b) => b.encoded_len(version),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(b) => b.encoded_len(version),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(b) => b.encoded_len(version),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(b) => b.encoded_len(version),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(b) => b.encoded_len(version),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(b) => b.encoded_len(version),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(b) => b.encoded_len(version),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(b) => b.encoded_len(version),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(b) => b.encoded_len(version),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(b) => b.encoded_len(version),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(b) => b.encoded_len(version),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(b) => b.encoded_len(version),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(b) => b.encoded_len(version),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(b) => b.encoded_len(version),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(b) => b.encoded_len(version),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(b) => b.encoded_len(version),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(b) => b.encoded_len(version),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(b) => b.encoded_len(version),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(b) => b.encoded_len(version),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(b) => b.encoded_len(version),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(b) => b.encoded_len(version),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(b) => b.encoded_len(version),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(b) => b.encoded_len(version),
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(b) => b.encoded_len(version),
         }
     }
 
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(b) => b.encode(version, buf),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(b) => b.encode(version, buf),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(b) => b.encode(version, buf),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(b) => b.encode(version, buf),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(b) => b.encode(version, buf),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(b) => b.encode(version, buf),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(b) => b.encode(version, buf),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(b) => b.encode(version, buf),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(b) => b.encode(version, buf),
             Self::ApiVersions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(b) => b.encode(version, buf),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(b) => b.encode(version, buf),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(b) => b.encode(version, buf),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(b) => b.encode(version, buf),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(b) => b.encode(version, buf),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(b) => b.encode(version, buf),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(b) => b.encode(version, buf),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(b) => b.encode(version, buf),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(b) => b.encode(version, buf),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(b) => b.encode(version, buf),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(b) => b.encode(version, buf),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(b) => b.encode(version, buf),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(b) => b.encode(version, buf),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(b) => b.encode(version, buf),
+            #[cfg(feature = "api-vote")]
             Self::Vote(b) => b.encode(version, buf),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(b) => b.encode(version, buf),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(b) => b.encode(version, buf),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(b) => b.encode(version, buf),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(b) => b.encode(version, buf),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(b) => b.encode(version, buf),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(b) => b.encode(version, buf),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(b) => b.encode(version, buf),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(b) => b.encode(version, buf),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(b) => b.encode(version, buf),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(b) => b.encode(version, buf),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(b) => b.encode(version, buf),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(b) => b.encode(version, buf),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(b) => b.encode(version, buf),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(b) => b.encode(version, buf),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(b) => b.encode(version, buf),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(b) => b.encode(version, buf),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(b) => b.encode(version, buf),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(b) => b.encode(version, buf),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(b) => b.encode(version, buf),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(b) => b.encode(version, buf),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(b) => b.encode(version, buf),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(b) => b.encode(version, buf),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(b) => b.encode(version, buf),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(b) => b.encode(version, buf),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(b) => b.encode(version, buf),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(b) => b.encode(version, buf),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(b) => b.encode(version, buf),
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(b) => b.encode(version, buf),
         }
     }
 
     fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(b) => b.write_sized(version, out),
             Self::ApiVersions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-vote")]
             Self::Vote(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(b) => b.write_sized(version, out),
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(b) => b.write_sized(version, out),
         }
     }
@@ -4643,206 +7131,305 @@ impl ResponseBody<'static> {
     /// Decodes the response body of `api_key` at `version` with the reference decoder.
     pub fn decode(bytes: &[u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            #[cfg(feature = "api-produce")]
             ApiKey::Produce => Self::Produce(ProduceResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-fetch")]
             ApiKey::Fetch => Self::Fetch(FetchResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-list-offsets")]
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-metadata")]
             ApiKey::Metadata => Self::Metadata(MetadataResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-offset-commit")]
             ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-offset-fetch")]
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-find-coordinator")]
             ApiKey::FindCoordinator => {
                 Self::FindCoordinator(FindCoordinatorResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-join-group")]
             ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-heartbeat")]
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-leave-group")]
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-sync-group")]
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-groups")]
             ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-list-groups")]
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-sasl-handshake")]
             ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeResponse::decode(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-create-topics")]
             ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-delete-topics")]
             ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-delete-records")]
             ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-init-producer-id")]
             ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             ApiKey::OffsetForLeaderEpoch => {
                 Self::OffsetForLeaderEpoch(OffsetForLeaderEpochResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-add-partitions-to-txn")]
             ApiKey::AddPartitionsToTxn => {
                 Self::AddPartitionsToTxn(AddPartitionsToTxnResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-add-offsets-to-txn")]
             ApiKey::AddOffsetsToTxn => {
                 Self::AddOffsetsToTxn(AddOffsetsToTxnResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-end-txn")]
             ApiKey::EndTxn => Self::EndTxn(EndTxnResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-write-txn-markers")]
             ApiKey::WriteTxnMarkers => {
                 Self::WriteTxnMarkers(WriteTxnMarkersResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-txn-offset-commit")]
             ApiKey::TxnOffsetCommit => {
                 Self::TxnOffsetCommit(TxnOffsetCommitResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-acls")]
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-create-acls")]
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-delete-acls")]
             ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-configs")]
             ApiKey::DescribeConfigs => {
                 Self::DescribeConfigs(DescribeConfigsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-configs")]
             ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             ApiKey::AlterReplicaLogDirs => {
                 Self::AlterReplicaLogDirs(AlterReplicaLogDirsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-log-dirs")]
             ApiKey::DescribeLogDirs => {
                 Self::DescribeLogDirs(DescribeLogDirsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-sasl-authenticate")]
             ApiKey::SaslAuthenticate => {
                 Self::SaslAuthenticate(SaslAuthenticateResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-create-partitions")]
             ApiKey::CreatePartitions => {
                 Self::CreatePartitions(CreatePartitionsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-create-delegation-token")]
             ApiKey::CreateDelegationToken => {
                 Self::CreateDelegationToken(CreateDelegationTokenResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-renew-delegation-token")]
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-expire-delegation-token")]
             ApiKey::ExpireDelegationToken => {
                 Self::ExpireDelegationToken(ExpireDelegationTokenResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-delegation-token")]
             ApiKey::DescribeDelegationToken => {
                 Self::DescribeDelegationToken(DescribeDelegationTokenResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-groups")]
             ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-elect-leaders")]
             ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-incremental-alter-configs")]
             ApiKey::IncrementalAlterConfigs => {
                 Self::IncrementalAlterConfigs(IncrementalAlterConfigsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-partition-reassignments")]
             ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
                 AlterPartitionReassignmentsResponse::decode(bytes, version)?,
             ),
+            #[cfg(feature = "api-list-partition-reassignments")]
             ApiKey::ListPartitionReassignments => {
                 Self::ListPartitionReassignments(ListPartitionReassignmentsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-offset-delete")]
             ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-client-quotas")]
             ApiKey::DescribeClientQuotas => {
                 Self::DescribeClientQuotas(DescribeClientQuotasResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-client-quotas")]
             ApiKey::AlterClientQuotas => {
                 Self::AlterClientQuotas(AlterClientQuotasResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
                 DescribeUserScramCredentialsResponse::decode(bytes, version)?,
             ),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             ApiKey::AlterUserScramCredentials => {
                 Self::AlterUserScramCredentials(AlterUserScramCredentialsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-vote")]
             ApiKey::Vote => Self::Vote(VoteResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             ApiKey::BeginQuorumEpoch => {
                 Self::BeginQuorumEpoch(BeginQuorumEpochResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-end-quorum-epoch")]
             ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-quorum")]
             ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-alter-partition")]
             ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-update-features")]
             ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-envelope")]
             ApiKey::Envelope => Self::Envelope(EnvelopeResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-fetch-snapshot")]
             ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-describe-cluster")]
             ApiKey::DescribeCluster => {
                 Self::DescribeCluster(DescribeClusterResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-producers")]
             ApiKey::DescribeProducers => {
                 Self::DescribeProducers(DescribeProducersResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-registration")]
             ApiKey::BrokerRegistration => {
                 Self::BrokerRegistration(BrokerRegistrationResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-broker-heartbeat")]
             ApiKey::BrokerHeartbeat => {
                 Self::BrokerHeartbeat(BrokerHeartbeatResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-unregister-broker")]
             ApiKey::UnregisterBroker => {
                 Self::UnregisterBroker(UnregisterBrokerResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-transactions")]
             ApiKey::DescribeTransactions => {
                 Self::DescribeTransactions(DescribeTransactionsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-list-transactions")]
             ApiKey::ListTransactions => {
                 Self::ListTransactions(ListTransactionsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-allocate-producer-ids")]
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             ApiKey::ConsumerGroupHeartbeat => {
                 Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-consumer-group-describe")]
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-controller-registration")]
             ApiKey::ControllerRegistration => {
                 Self::ControllerRegistration(ControllerRegistrationResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             ApiKey::GetTelemetrySubscriptions => {
                 Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-push-telemetry")]
             ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             ApiKey::AssignReplicasToDirs => {
                 Self::AssignReplicasToDirs(AssignReplicasToDirsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-list-config-resources")]
             ApiKey::ListConfigResources => {
                 Self::ListConfigResources(ListConfigResourcesResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-topic-partitions")]
             ApiKey::DescribeTopicPartitions => {
                 Self::DescribeTopicPartitions(DescribeTopicPartitionsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-heartbeat")]
             ApiKey::ShareGroupHeartbeat => {
                 Self::ShareGroupHeartbeat(ShareGroupHeartbeatResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-share-group-describe")]
             ApiKey::ShareGroupDescribe => {
                 Self::ShareGroupDescribe(ShareGroupDescribeResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-share-fetch")]
             ApiKey::ShareFetch => Self::ShareFetch(ShareFetchResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-share-acknowledge")]
             ApiKey::ShareAcknowledge => {
                 Self::ShareAcknowledge(ShareAcknowledgeResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-add-raft-voter")]
             ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterResponse::decode(bytes, version)?),
+            #[cfg(feature = "api-remove-raft-voter")]
             ApiKey::RemoveRaftVoter => {
                 Self::RemoveRaftVoter(RemoveRaftVoterResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-update-raft-voter")]
             ApiKey::UpdateRaftVoter => {
                 Self::UpdateRaftVoter(UpdateRaftVoterResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-initialize-share-group-state")]
             ApiKey::InitializeShareGroupState => {
                 Self::InitializeShareGroupState(InitializeShareGroupStateResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state")]
             ApiKey::ReadShareGroupState => {
                 Self::ReadShareGroupState(ReadShareGroupStateResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-write-share-group-state")]
             ApiKey::WriteShareGroupState => {
                 Self::WriteShareGroupState(WriteShareGroupStateResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-state")]
             ApiKey::DeleteShareGroupState => {
                 Self::DeleteShareGroupState(DeleteShareGroupStateResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-read-share-group-state-summary")]
             ApiKey::ReadShareGroupStateSummary => {
                 Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-heartbeat")]
             ApiKey::StreamsGroupHeartbeat => {
                 Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-describe")]
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-describe-share-group-offsets")]
             ApiKey::DescribeShareGroupOffsets => {
                 Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-alter-share-group-offsets")]
             ApiKey::AlterShareGroupOffsets => {
                 Self::AlterShareGroupOffsets(AlterShareGroupOffsetsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-delete-share-group-offsets")]
             ApiKey::DeleteShareGroupOffsets => {
                 Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponse::decode(bytes, version)?)
             }
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
                 StreamsGroupTopologyDescriptionUpdateResponse::decode(bytes, version)?,
             ),
+            #[cfg(feature = "api-unregister-controller")]
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerResponse::decode(bytes, version)?)
+            }
+            // An API this build leaves out.
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(DecodeError::new(
+                    DecodeErrorKind::UnsupportedVersion(version),
+                    0,
+                    api_key.name(),
+                ));
             }
         })
     }
@@ -4854,165 +7441,258 @@ impl<'a> ResponseBody<'a> {
     pub fn arbitrary_for(api_key: ApiKey, u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
         use arbitrary::Arbitrary;
         Ok(match api_key {
+            #[cfg(feature = "api-produce")]
             ApiKey::Produce => Self::Produce(ProduceResponse::arbitrary(u)?),
+            #[cfg(feature = "api-fetch")]
             ApiKey::Fetch => Self::Fetch(FetchResponse::arbitrary(u)?),
+            #[cfg(feature = "api-list-offsets")]
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-metadata")]
             ApiKey::Metadata => Self::Metadata(MetadataResponse::arbitrary(u)?),
+            #[cfg(feature = "api-offset-commit")]
             ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitResponse::arbitrary(u)?),
+            #[cfg(feature = "api-offset-fetch")]
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchResponse::arbitrary(u)?),
+            #[cfg(feature = "api-find-coordinator")]
             ApiKey::FindCoordinator => Self::FindCoordinator(FindCoordinatorResponse::arbitrary(u)?),
+            #[cfg(feature = "api-join-group")]
             ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponse::arbitrary(u)?),
+            #[cfg(feature = "api-heartbeat")]
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponse::arbitrary(u)?),
+            #[cfg(feature = "api-leave-group")]
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponse::arbitrary(u)?),
+            #[cfg(feature = "api-sync-group")]
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponse::arbitrary(u)?),
+            #[cfg(feature = "api-describe-groups")]
             ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-list-groups")]
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-sasl-handshake")]
             ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeResponse::arbitrary(u)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-create-topics")]
             ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-delete-topics")]
             ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-delete-records")]
             ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-init-producer-id")]
             ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdResponse::arbitrary(u)?),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             ApiKey::OffsetForLeaderEpoch => {
                 Self::OffsetForLeaderEpoch(OffsetForLeaderEpochResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-add-partitions-to-txn")]
             ApiKey::AddPartitionsToTxn => Self::AddPartitionsToTxn(AddPartitionsToTxnResponse::arbitrary(u)?),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             ApiKey::AddOffsetsToTxn => Self::AddOffsetsToTxn(AddOffsetsToTxnResponse::arbitrary(u)?),
+            #[cfg(feature = "api-end-txn")]
             ApiKey::EndTxn => Self::EndTxn(EndTxnResponse::arbitrary(u)?),
+            #[cfg(feature = "api-write-txn-markers")]
             ApiKey::WriteTxnMarkers => Self::WriteTxnMarkers(WriteTxnMarkersResponse::arbitrary(u)?),
+            #[cfg(feature = "api-txn-offset-commit")]
             ApiKey::TxnOffsetCommit => Self::TxnOffsetCommit(TxnOffsetCommitResponse::arbitrary(u)?),
+            #[cfg(feature = "api-describe-acls")]
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-create-acls")]
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-delete-acls")]
             ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-describe-configs")]
             ApiKey::DescribeConfigs => Self::DescribeConfigs(DescribeConfigsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-alter-configs")]
             ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             ApiKey::AlterReplicaLogDirs => {
                 Self::AlterReplicaLogDirs(AlterReplicaLogDirsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-describe-log-dirs")]
             ApiKey::DescribeLogDirs => Self::DescribeLogDirs(DescribeLogDirsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-sasl-authenticate")]
             ApiKey::SaslAuthenticate => Self::SaslAuthenticate(SaslAuthenticateResponse::arbitrary(u)?),
+            #[cfg(feature = "api-create-partitions")]
             ApiKey::CreatePartitions => Self::CreatePartitions(CreatePartitionsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-create-delegation-token")]
             ApiKey::CreateDelegationToken => {
                 Self::CreateDelegationToken(CreateDelegationTokenResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-renew-delegation-token")]
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-expire-delegation-token")]
             ApiKey::ExpireDelegationToken => {
                 Self::ExpireDelegationToken(ExpireDelegationTokenResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-describe-delegation-token")]
             ApiKey::DescribeDelegationToken => {
                 Self::DescribeDelegationToken(DescribeDelegationTokenResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-delete-groups")]
             ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-elect-leaders")]
             ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersResponse::arbitrary(u)?),
+            #[cfg(feature = "api-incremental-alter-configs")]
             ApiKey::IncrementalAlterConfigs => {
                 Self::IncrementalAlterConfigs(IncrementalAlterConfigsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-alter-partition-reassignments")]
             ApiKey::AlterPartitionReassignments => {
                 Self::AlterPartitionReassignments(AlterPartitionReassignmentsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-list-partition-reassignments")]
             ApiKey::ListPartitionReassignments => {
                 Self::ListPartitionReassignments(ListPartitionReassignmentsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-offset-delete")]
             ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteResponse::arbitrary(u)?),
+            #[cfg(feature = "api-describe-client-quotas")]
             ApiKey::DescribeClientQuotas => {
                 Self::DescribeClientQuotas(DescribeClientQuotasResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-alter-client-quotas")]
             ApiKey::AlterClientQuotas => Self::AlterClientQuotas(AlterClientQuotasResponse::arbitrary(u)?),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             ApiKey::DescribeUserScramCredentials => {
                 Self::DescribeUserScramCredentials(DescribeUserScramCredentialsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             ApiKey::AlterUserScramCredentials => {
                 Self::AlterUserScramCredentials(AlterUserScramCredentialsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-vote")]
             ApiKey::Vote => Self::Vote(VoteResponse::arbitrary(u)?),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             ApiKey::BeginQuorumEpoch => Self::BeginQuorumEpoch(BeginQuorumEpochResponse::arbitrary(u)?),
+            #[cfg(feature = "api-end-quorum-epoch")]
             ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochResponse::arbitrary(u)?),
+            #[cfg(feature = "api-describe-quorum")]
             ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumResponse::arbitrary(u)?),
+            #[cfg(feature = "api-alter-partition")]
             ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionResponse::arbitrary(u)?),
+            #[cfg(feature = "api-update-features")]
             ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesResponse::arbitrary(u)?),
+            #[cfg(feature = "api-envelope")]
             ApiKey::Envelope => Self::Envelope(EnvelopeResponse::arbitrary(u)?),
+            #[cfg(feature = "api-fetch-snapshot")]
             ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotResponse::arbitrary(u)?),
+            #[cfg(feature = "api-describe-cluster")]
             ApiKey::DescribeCluster => Self::DescribeCluster(DescribeClusterResponse::arbitrary(u)?),
+            #[cfg(feature = "api-describe-producers")]
             ApiKey::DescribeProducers => Self::DescribeProducers(DescribeProducersResponse::arbitrary(u)?),
+            #[cfg(feature = "api-broker-registration")]
             ApiKey::BrokerRegistration => Self::BrokerRegistration(BrokerRegistrationResponse::arbitrary(u)?),
+            #[cfg(feature = "api-broker-heartbeat")]
             ApiKey::BrokerHeartbeat => Self::BrokerHeartbeat(BrokerHeartbeatResponse::arbitrary(u)?),
+            #[cfg(feature = "api-unregister-broker")]
             ApiKey::UnregisterBroker => Self::UnregisterBroker(UnregisterBrokerResponse::arbitrary(u)?),
+            #[cfg(feature = "api-describe-transactions")]
             ApiKey::DescribeTransactions => {
                 Self::DescribeTransactions(DescribeTransactionsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-list-transactions")]
             ApiKey::ListTransactions => Self::ListTransactions(ListTransactionsResponse::arbitrary(u)?),
+            #[cfg(feature = "api-allocate-producer-ids")]
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             ApiKey::ConsumerGroupHeartbeat => {
                 Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-consumer-group-describe")]
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-controller-registration")]
             ApiKey::ControllerRegistration => {
                 Self::ControllerRegistration(ControllerRegistrationResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             ApiKey::GetTelemetrySubscriptions => {
                 Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-push-telemetry")]
             ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryResponse::arbitrary(u)?),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             ApiKey::AssignReplicasToDirs => {
                 Self::AssignReplicasToDirs(AssignReplicasToDirsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-list-config-resources")]
             ApiKey::ListConfigResources => {
                 Self::ListConfigResources(ListConfigResourcesResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-describe-topic-partitions")]
             ApiKey::DescribeTopicPartitions => {
                 Self::DescribeTopicPartitions(DescribeTopicPartitionsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-share-group-heartbeat")]
             ApiKey::ShareGroupHeartbeat => {
                 Self::ShareGroupHeartbeat(ShareGroupHeartbeatResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-share-group-describe")]
             ApiKey::ShareGroupDescribe => Self::ShareGroupDescribe(ShareGroupDescribeResponse::arbitrary(u)?),
+            #[cfg(feature = "api-share-fetch")]
             ApiKey::ShareFetch => Self::ShareFetch(ShareFetchResponse::arbitrary(u)?),
+            #[cfg(feature = "api-share-acknowledge")]
             ApiKey::ShareAcknowledge => Self::ShareAcknowledge(ShareAcknowledgeResponse::arbitrary(u)?),
+            #[cfg(feature = "api-add-raft-voter")]
             ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterResponse::arbitrary(u)?),
+            #[cfg(feature = "api-remove-raft-voter")]
             ApiKey::RemoveRaftVoter => Self::RemoveRaftVoter(RemoveRaftVoterResponse::arbitrary(u)?),
+            #[cfg(feature = "api-update-raft-voter")]
             ApiKey::UpdateRaftVoter => Self::UpdateRaftVoter(UpdateRaftVoterResponse::arbitrary(u)?),
+            #[cfg(feature = "api-initialize-share-group-state")]
             ApiKey::InitializeShareGroupState => {
                 Self::InitializeShareGroupState(InitializeShareGroupStateResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-read-share-group-state")]
             ApiKey::ReadShareGroupState => {
                 Self::ReadShareGroupState(ReadShareGroupStateResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-write-share-group-state")]
             ApiKey::WriteShareGroupState => {
                 Self::WriteShareGroupState(WriteShareGroupStateResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-delete-share-group-state")]
             ApiKey::DeleteShareGroupState => {
                 Self::DeleteShareGroupState(DeleteShareGroupStateResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-read-share-group-state-summary")]
             ApiKey::ReadShareGroupStateSummary => {
                 Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-streams-group-heartbeat")]
             ApiKey::StreamsGroupHeartbeat => {
                 Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-streams-group-describe")]
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-describe-share-group-offsets")]
             ApiKey::DescribeShareGroupOffsets => {
                 Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-alter-share-group-offsets")]
             ApiKey::AlterShareGroupOffsets => {
                 Self::AlterShareGroupOffsets(AlterShareGroupOffsetsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-delete-share-group-offsets")]
             ApiKey::DeleteShareGroupOffsets => {
                 Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponse::arbitrary(u)?)
             }
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
                 StreamsGroupTopologyDescriptionUpdateResponse::arbitrary(u)?,
             ),
+            #[cfg(feature = "api-unregister-controller")]
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerResponse::arbitrary(u)?)
             }
+            // An API this build leaves out.
+            #[allow(unreachable_patterns)]
+            _ => return Err(arbitrary::Error::IncorrectFormat),
         })
     }
 }
@@ -5021,98 +7701,188 @@ impl<'a> ResponseBody<'a> {
 impl crate::testing::AsVersion for ResponseBody<'_> {
     fn as_version(&self, ver: crate::types::Ver) -> Self {
         match self {
+            #[cfg(feature = "api-produce")]
             Self::Produce(b) => Self::Produce(b.as_version(ver)),
+            #[cfg(feature = "api-fetch")]
             Self::Fetch(b) => Self::Fetch(b.as_version(ver)),
+            #[cfg(feature = "api-list-offsets")]
             Self::ListOffsets(b) => Self::ListOffsets(b.as_version(ver)),
+            #[cfg(feature = "api-metadata")]
             Self::Metadata(b) => Self::Metadata(b.as_version(ver)),
+            #[cfg(feature = "api-offset-commit")]
             Self::OffsetCommit(b) => Self::OffsetCommit(b.as_version(ver)),
+            #[cfg(feature = "api-offset-fetch")]
             Self::OffsetFetch(b) => Self::OffsetFetch(b.as_version(ver)),
+            #[cfg(feature = "api-find-coordinator")]
             Self::FindCoordinator(b) => Self::FindCoordinator(b.as_version(ver)),
+            #[cfg(feature = "api-join-group")]
             Self::JoinGroup(b) => Self::JoinGroup(b.as_version(ver)),
+            #[cfg(feature = "api-heartbeat")]
             Self::Heartbeat(b) => Self::Heartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-leave-group")]
             Self::LeaveGroup(b) => Self::LeaveGroup(b.as_version(ver)),
+            #[cfg(feature = "api-sync-group")]
             Self::SyncGroup(b) => Self::SyncGroup(b.as_version(ver)),
+            #[cfg(feature = "api-describe-groups")]
             Self::DescribeGroups(b) => Self::DescribeGroups(b.as_version(ver)),
+            #[cfg(feature = "api-list-groups")]
             Self::ListGroups(b) => Self::ListGroups(b.as_version(ver)),
+            #[cfg(feature = "api-sasl-handshake")]
             Self::SaslHandshake(b) => Self::SaslHandshake(b.as_version(ver)),
             Self::ApiVersions(b) => Self::ApiVersions(b.as_version(ver)),
+            #[cfg(feature = "api-create-topics")]
             Self::CreateTopics(b) => Self::CreateTopics(b.as_version(ver)),
+            #[cfg(feature = "api-delete-topics")]
             Self::DeleteTopics(b) => Self::DeleteTopics(b.as_version(ver)),
+            #[cfg(feature = "api-delete-records")]
             Self::DeleteRecords(b) => Self::DeleteRecords(b.as_version(ver)),
+            #[cfg(feature = "api-init-producer-id")]
             Self::InitProducerId(b) => Self::InitProducerId(b.as_version(ver)),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             Self::OffsetForLeaderEpoch(b) => Self::OffsetForLeaderEpoch(b.as_version(ver)),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             Self::AddPartitionsToTxn(b) => Self::AddPartitionsToTxn(b.as_version(ver)),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             Self::AddOffsetsToTxn(b) => Self::AddOffsetsToTxn(b.as_version(ver)),
+            #[cfg(feature = "api-end-txn")]
             Self::EndTxn(b) => Self::EndTxn(b.as_version(ver)),
+            #[cfg(feature = "api-write-txn-markers")]
             Self::WriteTxnMarkers(b) => Self::WriteTxnMarkers(b.as_version(ver)),
+            #[cfg(feature = "api-txn-offset-commit")]
             Self::TxnOffsetCommit(b) => Self::TxnOffsetCommit(b.as_version(ver)),
+            #[cfg(feature = "api-describe-acls")]
             Self::DescribeAcls(b) => Self::DescribeAcls(b.as_version(ver)),
+            #[cfg(feature = "api-create-acls")]
             Self::CreateAcls(b) => Self::CreateAcls(b.as_version(ver)),
+            #[cfg(feature = "api-delete-acls")]
             Self::DeleteAcls(b) => Self::DeleteAcls(b.as_version(ver)),
+            #[cfg(feature = "api-describe-configs")]
             Self::DescribeConfigs(b) => Self::DescribeConfigs(b.as_version(ver)),
+            #[cfg(feature = "api-alter-configs")]
             Self::AlterConfigs(b) => Self::AlterConfigs(b.as_version(ver)),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             Self::AlterReplicaLogDirs(b) => Self::AlterReplicaLogDirs(b.as_version(ver)),
+            #[cfg(feature = "api-describe-log-dirs")]
             Self::DescribeLogDirs(b) => Self::DescribeLogDirs(b.as_version(ver)),
+            #[cfg(feature = "api-sasl-authenticate")]
             Self::SaslAuthenticate(b) => Self::SaslAuthenticate(b.as_version(ver)),
+            #[cfg(feature = "api-create-partitions")]
             Self::CreatePartitions(b) => Self::CreatePartitions(b.as_version(ver)),
+            #[cfg(feature = "api-create-delegation-token")]
             Self::CreateDelegationToken(b) => Self::CreateDelegationToken(b.as_version(ver)),
+            #[cfg(feature = "api-renew-delegation-token")]
             Self::RenewDelegationToken(b) => Self::RenewDelegationToken(b.as_version(ver)),
+            #[cfg(feature = "api-expire-delegation-token")]
             Self::ExpireDelegationToken(b) => Self::ExpireDelegationToken(b.as_version(ver)),
+            #[cfg(feature = "api-describe-delegation-token")]
             Self::DescribeDelegationToken(b) => Self::DescribeDelegationToken(b.as_version(ver)),
+            #[cfg(feature = "api-delete-groups")]
             Self::DeleteGroups(b) => Self::DeleteGroups(b.as_version(ver)),
+            #[cfg(feature = "api-elect-leaders")]
             Self::ElectLeaders(b) => Self::ElectLeaders(b.as_version(ver)),
+            #[cfg(feature = "api-incremental-alter-configs")]
             Self::IncrementalAlterConfigs(b) => Self::IncrementalAlterConfigs(b.as_version(ver)),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             Self::AlterPartitionReassignments(b) => Self::AlterPartitionReassignments(b.as_version(ver)),
+            #[cfg(feature = "api-list-partition-reassignments")]
             Self::ListPartitionReassignments(b) => Self::ListPartitionReassignments(b.as_version(ver)),
+            #[cfg(feature = "api-offset-delete")]
             Self::OffsetDelete(b) => Self::OffsetDelete(b.as_version(ver)),
+            #[cfg(feature = "api-describe-client-quotas")]
             Self::DescribeClientQuotas(b) => Self::DescribeClientQuotas(b.as_version(ver)),
+            #[cfg(feature = "api-alter-client-quotas")]
             Self::AlterClientQuotas(b) => Self::AlterClientQuotas(b.as_version(ver)),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             Self::DescribeUserScramCredentials(b) => Self::DescribeUserScramCredentials(b.as_version(ver)),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             Self::AlterUserScramCredentials(b) => Self::AlterUserScramCredentials(b.as_version(ver)),
+            #[cfg(feature = "api-vote")]
             Self::Vote(b) => Self::Vote(b.as_version(ver)),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             Self::BeginQuorumEpoch(b) => Self::BeginQuorumEpoch(b.as_version(ver)),
+            #[cfg(feature = "api-end-quorum-epoch")]
             Self::EndQuorumEpoch(b) => Self::EndQuorumEpoch(b.as_version(ver)),
+            #[cfg(feature = "api-describe-quorum")]
             Self::DescribeQuorum(b) => Self::DescribeQuorum(b.as_version(ver)),
+            #[cfg(feature = "api-alter-partition")]
             Self::AlterPartition(b) => Self::AlterPartition(b.as_version(ver)),
+            #[cfg(feature = "api-update-features")]
             Self::UpdateFeatures(b) => Self::UpdateFeatures(b.as_version(ver)),
+            #[cfg(feature = "api-envelope")]
             Self::Envelope(b) => Self::Envelope(b.as_version(ver)),
+            #[cfg(feature = "api-fetch-snapshot")]
             Self::FetchSnapshot(b) => Self::FetchSnapshot(b.as_version(ver)),
+            #[cfg(feature = "api-describe-cluster")]
             Self::DescribeCluster(b) => Self::DescribeCluster(b.as_version(ver)),
+            #[cfg(feature = "api-describe-producers")]
             Self::DescribeProducers(b) => Self::DescribeProducers(b.as_version(ver)),
+            #[cfg(feature = "api-broker-registration")]
             Self::BrokerRegistration(b) => Self::BrokerRegistration(b.as_version(ver)),
+            #[cfg(feature = "api-broker-heartbeat")]
             Self::BrokerHeartbeat(b) => Self::BrokerHeartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-unregister-broker")]
             Self::UnregisterBroker(b) => Self::UnregisterBroker(b.as_version(ver)),
+            #[cfg(feature = "api-describe-transactions")]
             Self::DescribeTransactions(b) => Self::DescribeTransactions(b.as_version(ver)),
+            #[cfg(feature = "api-list-transactions")]
             Self::ListTransactions(b) => Self::ListTransactions(b.as_version(ver)),
+            #[cfg(feature = "api-allocate-producer-ids")]
             Self::AllocateProducerIds(b) => Self::AllocateProducerIds(b.as_version(ver)),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             Self::ConsumerGroupHeartbeat(b) => Self::ConsumerGroupHeartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-consumer-group-describe")]
             Self::ConsumerGroupDescribe(b) => Self::ConsumerGroupDescribe(b.as_version(ver)),
+            #[cfg(feature = "api-controller-registration")]
             Self::ControllerRegistration(b) => Self::ControllerRegistration(b.as_version(ver)),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             Self::GetTelemetrySubscriptions(b) => Self::GetTelemetrySubscriptions(b.as_version(ver)),
+            #[cfg(feature = "api-push-telemetry")]
             Self::PushTelemetry(b) => Self::PushTelemetry(b.as_version(ver)),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             Self::AssignReplicasToDirs(b) => Self::AssignReplicasToDirs(b.as_version(ver)),
+            #[cfg(feature = "api-list-config-resources")]
             Self::ListConfigResources(b) => Self::ListConfigResources(b.as_version(ver)),
+            #[cfg(feature = "api-describe-topic-partitions")]
             Self::DescribeTopicPartitions(b) => Self::DescribeTopicPartitions(b.as_version(ver)),
+            #[cfg(feature = "api-share-group-heartbeat")]
             Self::ShareGroupHeartbeat(b) => Self::ShareGroupHeartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-share-group-describe")]
             Self::ShareGroupDescribe(b) => Self::ShareGroupDescribe(b.as_version(ver)),
+            #[cfg(feature = "api-share-fetch")]
             Self::ShareFetch(b) => Self::ShareFetch(b.as_version(ver)),
+            #[cfg(feature = "api-share-acknowledge")]
             Self::ShareAcknowledge(b) => Self::ShareAcknowledge(b.as_version(ver)),
+            #[cfg(feature = "api-add-raft-voter")]
             Self::AddRaftVoter(b) => Self::AddRaftVoter(b.as_version(ver)),
+            #[cfg(feature = "api-remove-raft-voter")]
             Self::RemoveRaftVoter(b) => Self::RemoveRaftVoter(b.as_version(ver)),
+            #[cfg(feature = "api-update-raft-voter")]
             Self::UpdateRaftVoter(b) => Self::UpdateRaftVoter(b.as_version(ver)),
+            #[cfg(feature = "api-initialize-share-group-state")]
             Self::InitializeShareGroupState(b) => Self::InitializeShareGroupState(b.as_version(ver)),
+            #[cfg(feature = "api-read-share-group-state")]
             Self::ReadShareGroupState(b) => Self::ReadShareGroupState(b.as_version(ver)),
+            #[cfg(feature = "api-write-share-group-state")]
             Self::WriteShareGroupState(b) => Self::WriteShareGroupState(b.as_version(ver)),
+            #[cfg(feature = "api-delete-share-group-state")]
             Self::DeleteShareGroupState(b) => Self::DeleteShareGroupState(b.as_version(ver)),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             Self::ReadShareGroupStateSummary(b) => Self::ReadShareGroupStateSummary(b.as_version(ver)),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             Self::StreamsGroupHeartbeat(b) => Self::StreamsGroupHeartbeat(b.as_version(ver)),
+            #[cfg(feature = "api-streams-group-describe")]
             Self::StreamsGroupDescribe(b) => Self::StreamsGroupDescribe(b.as_version(ver)),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             Self::DescribeShareGroupOffsets(b) => Self::DescribeShareGroupOffsets(b.as_version(ver)),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             Self::AlterShareGroupOffsets(b) => Self::AlterShareGroupOffsets(b.as_version(ver)),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             Self::DeleteShareGroupOffsets(b) => Self::DeleteShareGroupOffsets(b.as_version(ver)),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             Self::StreamsGroupTopologyDescriptionUpdate(b) => {
                 Self::StreamsGroupTopologyDescriptionUpdate(b.as_version(ver))
             }
+            #[cfg(feature = "api-unregister-controller")]
             Self::UnregisterController(b) => Self::UnregisterController(b.as_version(ver)),
         }
     }
@@ -5122,98 +7892,188 @@ impl crate::testing::AsVersion for ResponseBody<'_> {
 impl<'a> From<ResponseBodyView<'a>> for ResponseBody<'a> {
     fn from(view: ResponseBodyView<'a>) -> Self {
         match view {
+            #[cfg(feature = "api-produce")]
             ResponseBodyView::Produce(v) => Self::Produce(v.into()),
+            #[cfg(feature = "api-fetch")]
             ResponseBodyView::Fetch(v) => Self::Fetch(v.into()),
+            #[cfg(feature = "api-list-offsets")]
             ResponseBodyView::ListOffsets(v) => Self::ListOffsets(v.into()),
+            #[cfg(feature = "api-metadata")]
             ResponseBodyView::Metadata(v) => Self::Metadata(v.into()),
+            #[cfg(feature = "api-offset-commit")]
             ResponseBodyView::OffsetCommit(v) => Self::OffsetCommit(v.into()),
+            #[cfg(feature = "api-offset-fetch")]
             ResponseBodyView::OffsetFetch(v) => Self::OffsetFetch(v.into()),
+            #[cfg(feature = "api-find-coordinator")]
             ResponseBodyView::FindCoordinator(v) => Self::FindCoordinator(v.into()),
+            #[cfg(feature = "api-join-group")]
             ResponseBodyView::JoinGroup(v) => Self::JoinGroup(v.into()),
+            #[cfg(feature = "api-heartbeat")]
             ResponseBodyView::Heartbeat(v) => Self::Heartbeat(v.into()),
+            #[cfg(feature = "api-leave-group")]
             ResponseBodyView::LeaveGroup(v) => Self::LeaveGroup(v.into()),
+            #[cfg(feature = "api-sync-group")]
             ResponseBodyView::SyncGroup(v) => Self::SyncGroup(v.into()),
+            #[cfg(feature = "api-describe-groups")]
             ResponseBodyView::DescribeGroups(v) => Self::DescribeGroups(v.into()),
+            #[cfg(feature = "api-list-groups")]
             ResponseBodyView::ListGroups(v) => Self::ListGroups(v.into()),
+            #[cfg(feature = "api-sasl-handshake")]
             ResponseBodyView::SaslHandshake(v) => Self::SaslHandshake(v.into()),
             ResponseBodyView::ApiVersions(v) => Self::ApiVersions(v.into()),
+            #[cfg(feature = "api-create-topics")]
             ResponseBodyView::CreateTopics(v) => Self::CreateTopics(v.into()),
+            #[cfg(feature = "api-delete-topics")]
             ResponseBodyView::DeleteTopics(v) => Self::DeleteTopics(v.into()),
+            #[cfg(feature = "api-delete-records")]
             ResponseBodyView::DeleteRecords(v) => Self::DeleteRecords(v.into()),
+            #[cfg(feature = "api-init-producer-id")]
             ResponseBodyView::InitProducerId(v) => Self::InitProducerId(v.into()),
+            #[cfg(feature = "api-offset-for-leader-epoch")]
             ResponseBodyView::OffsetForLeaderEpoch(v) => Self::OffsetForLeaderEpoch(v.into()),
+            #[cfg(feature = "api-add-partitions-to-txn")]
             ResponseBodyView::AddPartitionsToTxn(v) => Self::AddPartitionsToTxn(v.into()),
+            #[cfg(feature = "api-add-offsets-to-txn")]
             ResponseBodyView::AddOffsetsToTxn(v) => Self::AddOffsetsToTxn(v.into()),
+            #[cfg(feature = "api-end-txn")]
             ResponseBodyView::EndTxn(v) => Self::EndTxn(v.into()),
+            #[cfg(feature = "api-write-txn-markers")]
             ResponseBodyView::WriteTxnMarkers(v) => Self::WriteTxnMarkers(v.into()),
+            #[cfg(feature = "api-txn-offset-commit")]
             ResponseBodyView::TxnOffsetCommit(v) => Self::TxnOffsetCommit(v.into()),
+            #[cfg(feature = "api-describe-acls")]
             ResponseBodyView::DescribeAcls(v) => Self::DescribeAcls(v.into()),
+            #[cfg(feature = "api-create-acls")]
             ResponseBodyView::CreateAcls(v) => Self::CreateAcls(v.into()),
+            #[cfg(feature = "api-delete-acls")]
             ResponseBodyView::DeleteAcls(v) => Self::DeleteAcls(v.into()),
+            #[cfg(feature = "api-describe-configs")]
             ResponseBodyView::DescribeConfigs(v) => Self::DescribeConfigs(v.into()),
+            #[cfg(feature = "api-alter-configs")]
             ResponseBodyView::AlterConfigs(v) => Self::AlterConfigs(v.into()),
+            #[cfg(feature = "api-alter-replica-log-dirs")]
             ResponseBodyView::AlterReplicaLogDirs(v) => Self::AlterReplicaLogDirs(v.into()),
+            #[cfg(feature = "api-describe-log-dirs")]
             ResponseBodyView::DescribeLogDirs(v) => Self::DescribeLogDirs(v.into()),
+            #[cfg(feature = "api-sasl-authenticate")]
             ResponseBodyView::SaslAuthenticate(v) => Self::SaslAuthenticate(v.into()),
+            #[cfg(feature = "api-create-partitions")]
             ResponseBodyView::CreatePartitions(v) => Self::CreatePartitions(v.into()),
+            #[cfg(feature = "api-create-delegation-token")]
             ResponseBodyView::CreateDelegationToken(v) => Self::CreateDelegationToken(v.into()),
+            #[cfg(feature = "api-renew-delegation-token")]
             ResponseBodyView::RenewDelegationToken(v) => Self::RenewDelegationToken(v.into()),
+            #[cfg(feature = "api-expire-delegation-token")]
             ResponseBodyView::ExpireDelegationToken(v) => Self::ExpireDelegationToken(v.into()),
+            #[cfg(feature = "api-describe-delegation-token")]
             ResponseBodyView::DescribeDelegationToken(v) => Self::DescribeDelegationToken(v.into()),
+            #[cfg(feature = "api-delete-groups")]
             ResponseBodyView::DeleteGroups(v) => Self::DeleteGroups(v.into()),
+            #[cfg(feature = "api-elect-leaders")]
             ResponseBodyView::ElectLeaders(v) => Self::ElectLeaders(v.into()),
+            #[cfg(feature = "api-incremental-alter-configs")]
             ResponseBodyView::IncrementalAlterConfigs(v) => Self::IncrementalAlterConfigs(v.into()),
+            #[cfg(feature = "api-alter-partition-reassignments")]
             ResponseBodyView::AlterPartitionReassignments(v) => Self::AlterPartitionReassignments(v.into()),
+            #[cfg(feature = "api-list-partition-reassignments")]
             ResponseBodyView::ListPartitionReassignments(v) => Self::ListPartitionReassignments(v.into()),
+            #[cfg(feature = "api-offset-delete")]
             ResponseBodyView::OffsetDelete(v) => Self::OffsetDelete(v.into()),
+            #[cfg(feature = "api-describe-client-quotas")]
             ResponseBodyView::DescribeClientQuotas(v) => Self::DescribeClientQuotas(v.into()),
+            #[cfg(feature = "api-alter-client-quotas")]
             ResponseBodyView::AlterClientQuotas(v) => Self::AlterClientQuotas(v.into()),
+            #[cfg(feature = "api-describe-user-scram-credentials")]
             ResponseBodyView::DescribeUserScramCredentials(v) => Self::DescribeUserScramCredentials(v.into()),
+            #[cfg(feature = "api-alter-user-scram-credentials")]
             ResponseBodyView::AlterUserScramCredentials(v) => Self::AlterUserScramCredentials(v.into()),
+            #[cfg(feature = "api-vote")]
             ResponseBodyView::Vote(v) => Self::Vote(v.into()),
+            #[cfg(feature = "api-begin-quorum-epoch")]
             ResponseBodyView::BeginQuorumEpoch(v) => Self::BeginQuorumEpoch(v.into()),
+            #[cfg(feature = "api-end-quorum-epoch")]
             ResponseBodyView::EndQuorumEpoch(v) => Self::EndQuorumEpoch(v.into()),
+            #[cfg(feature = "api-describe-quorum")]
             ResponseBodyView::DescribeQuorum(v) => Self::DescribeQuorum(v.into()),
+            #[cfg(feature = "api-alter-partition")]
             ResponseBodyView::AlterPartition(v) => Self::AlterPartition(v.into()),
+            #[cfg(feature = "api-update-features")]
             ResponseBodyView::UpdateFeatures(v) => Self::UpdateFeatures(v.into()),
+            #[cfg(feature = "api-envelope")]
             ResponseBodyView::Envelope(v) => Self::Envelope(v.into()),
+            #[cfg(feature = "api-fetch-snapshot")]
             ResponseBodyView::FetchSnapshot(v) => Self::FetchSnapshot(v.into()),
+            #[cfg(feature = "api-describe-cluster")]
             ResponseBodyView::DescribeCluster(v) => Self::DescribeCluster(v.into()),
+            #[cfg(feature = "api-describe-producers")]
             ResponseBodyView::DescribeProducers(v) => Self::DescribeProducers(v.into()),
+            #[cfg(feature = "api-broker-registration")]
             ResponseBodyView::BrokerRegistration(v) => Self::BrokerRegistration(v.into()),
+            #[cfg(feature = "api-broker-heartbeat")]
             ResponseBodyView::BrokerHeartbeat(v) => Self::BrokerHeartbeat(v.into()),
+            #[cfg(feature = "api-unregister-broker")]
             ResponseBodyView::UnregisterBroker(v) => Self::UnregisterBroker(v.into()),
+            #[cfg(feature = "api-describe-transactions")]
             ResponseBodyView::DescribeTransactions(v) => Self::DescribeTransactions(v.into()),
+            #[cfg(feature = "api-list-transactions")]
             ResponseBodyView::ListTransactions(v) => Self::ListTransactions(v.into()),
+            #[cfg(feature = "api-allocate-producer-ids")]
             ResponseBodyView::AllocateProducerIds(v) => Self::AllocateProducerIds(v.into()),
+            #[cfg(feature = "api-consumer-group-heartbeat")]
             ResponseBodyView::ConsumerGroupHeartbeat(v) => Self::ConsumerGroupHeartbeat(v.into()),
+            #[cfg(feature = "api-consumer-group-describe")]
             ResponseBodyView::ConsumerGroupDescribe(v) => Self::ConsumerGroupDescribe(v.into()),
+            #[cfg(feature = "api-controller-registration")]
             ResponseBodyView::ControllerRegistration(v) => Self::ControllerRegistration(v.into()),
+            #[cfg(feature = "api-get-telemetry-subscriptions")]
             ResponseBodyView::GetTelemetrySubscriptions(v) => Self::GetTelemetrySubscriptions(v.into()),
+            #[cfg(feature = "api-push-telemetry")]
             ResponseBodyView::PushTelemetry(v) => Self::PushTelemetry(v.into()),
+            #[cfg(feature = "api-assign-replicas-to-dirs")]
             ResponseBodyView::AssignReplicasToDirs(v) => Self::AssignReplicasToDirs(v.into()),
+            #[cfg(feature = "api-list-config-resources")]
             ResponseBodyView::ListConfigResources(v) => Self::ListConfigResources(v.into()),
+            #[cfg(feature = "api-describe-topic-partitions")]
             ResponseBodyView::DescribeTopicPartitions(v) => Self::DescribeTopicPartitions(v.into()),
+            #[cfg(feature = "api-share-group-heartbeat")]
             ResponseBodyView::ShareGroupHeartbeat(v) => Self::ShareGroupHeartbeat(v.into()),
+            #[cfg(feature = "api-share-group-describe")]
             ResponseBodyView::ShareGroupDescribe(v) => Self::ShareGroupDescribe(v.into()),
+            #[cfg(feature = "api-share-fetch")]
             ResponseBodyView::ShareFetch(v) => Self::ShareFetch(v.into()),
+            #[cfg(feature = "api-share-acknowledge")]
             ResponseBodyView::ShareAcknowledge(v) => Self::ShareAcknowledge(v.into()),
+            #[cfg(feature = "api-add-raft-voter")]
             ResponseBodyView::AddRaftVoter(v) => Self::AddRaftVoter(v.into()),
+            #[cfg(feature = "api-remove-raft-voter")]
             ResponseBodyView::RemoveRaftVoter(v) => Self::RemoveRaftVoter(v.into()),
+            #[cfg(feature = "api-update-raft-voter")]
             ResponseBodyView::UpdateRaftVoter(v) => Self::UpdateRaftVoter(v.into()),
+            #[cfg(feature = "api-initialize-share-group-state")]
             ResponseBodyView::InitializeShareGroupState(v) => Self::InitializeShareGroupState(v.into()),
+            #[cfg(feature = "api-read-share-group-state")]
             ResponseBodyView::ReadShareGroupState(v) => Self::ReadShareGroupState(v.into()),
+            #[cfg(feature = "api-write-share-group-state")]
             ResponseBodyView::WriteShareGroupState(v) => Self::WriteShareGroupState(v.into()),
+            #[cfg(feature = "api-delete-share-group-state")]
             ResponseBodyView::DeleteShareGroupState(v) => Self::DeleteShareGroupState(v.into()),
+            #[cfg(feature = "api-read-share-group-state-summary")]
             ResponseBodyView::ReadShareGroupStateSummary(v) => Self::ReadShareGroupStateSummary(v.into()),
+            #[cfg(feature = "api-streams-group-heartbeat")]
             ResponseBodyView::StreamsGroupHeartbeat(v) => Self::StreamsGroupHeartbeat(v.into()),
+            #[cfg(feature = "api-streams-group-describe")]
             ResponseBodyView::StreamsGroupDescribe(v) => Self::StreamsGroupDescribe(v.into()),
+            #[cfg(feature = "api-describe-share-group-offsets")]
             ResponseBodyView::DescribeShareGroupOffsets(v) => Self::DescribeShareGroupOffsets(v.into()),
+            #[cfg(feature = "api-alter-share-group-offsets")]
             ResponseBodyView::AlterShareGroupOffsets(v) => Self::AlterShareGroupOffsets(v.into()),
+            #[cfg(feature = "api-delete-share-group-offsets")]
             ResponseBodyView::DeleteShareGroupOffsets(v) => Self::DeleteShareGroupOffsets(v.into()),
+            #[cfg(feature = "api-streams-group-topology-description-update")]
             ResponseBodyView::StreamsGroupTopologyDescriptionUpdate(v) => {
                 Self::StreamsGroupTopologyDescriptionUpdate(v.into())
             }
+            #[cfg(feature = "api-unregister-controller")]
             ResponseBodyView::UnregisterController(v) => Self::UnregisterController(v.into()),
         }
     }

@@ -6,96 +6,186 @@
 
 mod support;
 
+#[cfg(feature = "api-add-offsets-to-txn")]
 mod add_offsets_to_txn;
+#[cfg(feature = "api-add-partitions-to-txn")]
 mod add_partitions_to_txn;
+#[cfg(feature = "api-add-raft-voter")]
 mod add_raft_voter;
+#[cfg(feature = "api-allocate-producer-ids")]
 mod allocate_producer_ids;
+#[cfg(feature = "api-alter-client-quotas")]
 mod alter_client_quotas;
+#[cfg(feature = "api-alter-configs")]
 mod alter_configs;
+#[cfg(feature = "api-alter-partition")]
 mod alter_partition;
+#[cfg(feature = "api-alter-partition-reassignments")]
 mod alter_partition_reassignments;
+#[cfg(feature = "api-alter-replica-log-dirs")]
 mod alter_replica_log_dirs;
+#[cfg(feature = "api-alter-share-group-offsets")]
 mod alter_share_group_offsets;
+#[cfg(feature = "api-alter-user-scram-credentials")]
 mod alter_user_scram_credentials;
 mod api_versions;
+#[cfg(feature = "api-assign-replicas-to-dirs")]
 mod assign_replicas_to_dirs;
+#[cfg(feature = "api-begin-quorum-epoch")]
 mod begin_quorum_epoch;
+#[cfg(feature = "api-broker-heartbeat")]
 mod broker_heartbeat;
+#[cfg(feature = "api-broker-registration")]
 mod broker_registration;
+#[cfg(feature = "api-consumer-group-describe")]
 mod consumer_group_describe;
+#[cfg(feature = "api-consumer-group-heartbeat")]
 mod consumer_group_heartbeat;
+#[cfg(feature = "api-controller-registration")]
 mod controller_registration;
+#[cfg(feature = "api-create-acls")]
 mod create_acls;
+#[cfg(feature = "api-create-delegation-token")]
 mod create_delegation_token;
+#[cfg(feature = "api-create-partitions")]
 mod create_partitions;
+#[cfg(feature = "api-create-topics")]
 mod create_topics;
+#[cfg(feature = "api-delete-acls")]
 mod delete_acls;
+#[cfg(feature = "api-delete-groups")]
 mod delete_groups;
+#[cfg(feature = "api-delete-records")]
 mod delete_records;
+#[cfg(feature = "api-delete-share-group-offsets")]
 mod delete_share_group_offsets;
+#[cfg(feature = "api-delete-share-group-state")]
 mod delete_share_group_state;
+#[cfg(feature = "api-delete-topics")]
 mod delete_topics;
+#[cfg(feature = "api-describe-acls")]
 mod describe_acls;
+#[cfg(feature = "api-describe-client-quotas")]
 mod describe_client_quotas;
+#[cfg(feature = "api-describe-cluster")]
 mod describe_cluster;
+#[cfg(feature = "api-describe-configs")]
 mod describe_configs;
+#[cfg(feature = "api-describe-delegation-token")]
 mod describe_delegation_token;
+#[cfg(feature = "api-describe-groups")]
 mod describe_groups;
+#[cfg(feature = "api-describe-log-dirs")]
 mod describe_log_dirs;
+#[cfg(feature = "api-describe-producers")]
 mod describe_producers;
+#[cfg(feature = "api-describe-quorum")]
 mod describe_quorum;
+#[cfg(feature = "api-describe-share-group-offsets")]
 mod describe_share_group_offsets;
+#[cfg(feature = "api-describe-topic-partitions")]
 mod describe_topic_partitions;
+#[cfg(feature = "api-describe-transactions")]
 mod describe_transactions;
+#[cfg(feature = "api-describe-user-scram-credentials")]
 mod describe_user_scram_credentials;
+#[cfg(feature = "api-elect-leaders")]
 mod elect_leaders;
+#[cfg(feature = "api-end-quorum-epoch")]
 mod end_quorum_epoch;
+#[cfg(feature = "api-end-txn")]
 mod end_txn;
+#[cfg(feature = "api-envelope")]
 mod envelope;
+#[cfg(feature = "api-expire-delegation-token")]
 mod expire_delegation_token;
+#[cfg(feature = "api-fetch")]
 mod fetch;
+#[cfg(feature = "api-fetch-snapshot")]
 mod fetch_snapshot;
+#[cfg(feature = "api-find-coordinator")]
 mod find_coordinator;
+#[cfg(feature = "api-get-telemetry-subscriptions")]
 mod get_telemetry_subscriptions;
+#[cfg(feature = "api-heartbeat")]
 mod heartbeat;
+#[cfg(feature = "api-incremental-alter-configs")]
 mod incremental_alter_configs;
+#[cfg(feature = "api-init-producer-id")]
 mod init_producer_id;
+#[cfg(feature = "api-initialize-share-group-state")]
 mod initialize_share_group_state;
+#[cfg(feature = "api-join-group")]
 mod join_group;
+#[cfg(feature = "api-leave-group")]
 mod leave_group;
+#[cfg(feature = "api-list-config-resources")]
 mod list_config_resources;
+#[cfg(feature = "api-list-groups")]
 mod list_groups;
+#[cfg(feature = "api-list-offsets")]
 mod list_offsets;
+#[cfg(feature = "api-list-partition-reassignments")]
 mod list_partition_reassignments;
+#[cfg(feature = "api-list-transactions")]
 mod list_transactions;
+#[cfg(feature = "api-metadata")]
 mod metadata;
+#[cfg(feature = "api-offset-commit")]
 mod offset_commit;
+#[cfg(feature = "api-offset-delete")]
 mod offset_delete;
+#[cfg(feature = "api-offset-fetch")]
 mod offset_fetch;
+#[cfg(feature = "api-offset-for-leader-epoch")]
 mod offset_for_leader_epoch;
+#[cfg(feature = "api-produce")]
 mod produce;
+#[cfg(feature = "api-push-telemetry")]
 mod push_telemetry;
+#[cfg(feature = "api-read-share-group-state")]
 mod read_share_group_state;
+#[cfg(feature = "api-read-share-group-state-summary")]
 mod read_share_group_state_summary;
+#[cfg(feature = "api-remove-raft-voter")]
 mod remove_raft_voter;
+#[cfg(feature = "api-renew-delegation-token")]
 mod renew_delegation_token;
+#[cfg(feature = "api-sasl-authenticate")]
 mod sasl_authenticate;
+#[cfg(feature = "api-sasl-handshake")]
 mod sasl_handshake;
+#[cfg(feature = "api-share-acknowledge")]
 mod share_acknowledge;
+#[cfg(feature = "api-share-fetch")]
 mod share_fetch;
+#[cfg(feature = "api-share-group-describe")]
 mod share_group_describe;
+#[cfg(feature = "api-share-group-heartbeat")]
 mod share_group_heartbeat;
+#[cfg(feature = "api-streams-group-describe")]
 mod streams_group_describe;
+#[cfg(feature = "api-streams-group-heartbeat")]
 mod streams_group_heartbeat;
+#[cfg(feature = "api-streams-group-topology-description-update")]
 mod streams_group_topology_description_update;
+#[cfg(feature = "api-sync-group")]
 mod sync_group;
+#[cfg(feature = "api-txn-offset-commit")]
 mod txn_offset_commit;
+#[cfg(feature = "api-unregister-broker")]
 mod unregister_broker;
+#[cfg(feature = "api-unregister-controller")]
 mod unregister_controller;
+#[cfg(feature = "api-update-features")]
 mod update_features;
+#[cfg(feature = "api-update-raft-voter")]
 mod update_raft_voter;
+#[cfg(feature = "api-vote")]
 mod vote;
+#[cfg(feature = "api-write-share-group-state")]
 mod write_share_group_state;
+#[cfg(feature = "api-write-txn-markers")]
 mod write_txn_markers;
 
 pub(crate) use support::*;

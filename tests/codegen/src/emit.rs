@@ -1692,6 +1692,69 @@ pub fn reference_module(api: &str, msgs: &[&Message]) -> String {
     out
 }
 
+/// The feature that compiles an API in (`None`: always compiled, ApiVersions).
+pub fn feature(api: &str) -> Option<String> {
+    (api != "ApiVersions").then(|| format!("api-{}", snake(api).replace('_', "-")))
+}
+
+fn cfg_line(api: &str) -> String {
+    match feature(api) {
+        Some(f) => format!("#[cfg(feature = {})]\n", q(&f)),
+        None => String::new(),
+    }
+}
+
+/// Puts every line of the dispatch code (after the `ApiKey` table) that names one API under
+/// that API's feature, and gives each `match api_key` a last arm for the APIs left out.
+fn gate_dispatch(text: &str, apis: &[Api]) -> String {
+    let names: Vec<&str> = apis.iter().map(|a| a.name.as_str()).collect();
+    let start = text.find("/// A view of any supported").unwrap_or(text.len());
+    let (head, tail) = text.split_at(start);
+    let mut out = String::from(head);
+    // The fallback of the `match api_key` being emitted, set by the function it is in.
+    let mut fallback: Option<&str> = None;
+    let mut last_fn = "";
+    for line in tail.lines() {
+        let t = line.trim_start();
+        let indent = &line[..line.len() - t.len()];
+        if t.starts_with("pub fn ") {
+            last_fn = t;
+        }
+        let api = if let Some(rest) = t.strip_prefix("ApiKey::") {
+            rest.split(" =>").next()
+        } else if let Some(rest) = t.strip_prefix("Self::") {
+            rest.split('(').next()
+        } else if t.contains("BodyView::") && t.contains(" => ") {
+            t.split("BodyView::").nth(1).and_then(|r| r.split('(').next())
+        } else {
+            t.split('(').next().filter(|n| t.ends_with("),") && t[n.len() + 1..].starts_with(*n))
+        };
+        if t.contains("match api_key {") {
+            fallback = Some(if last_fn.contains("arbitrary_for") {
+                "return Err(arbitrary::Error::IncorrectFormat)"
+            } else {
+                "return Err(DecodeError::new(DecodeErrorKind::UnsupportedVersion(version), 0, api_key.name()))"
+            });
+        }
+        if let Some(f) = fallback
+            && t.starts_with("})")
+        {
+            out.push_str(&format!(
+                "{indent}    // An API this build leaves out.\n{indent}    #[allow(unreachable_patterns)]\n{indent}    _ => {f},\n"
+            ));
+            fallback = None;
+        }
+        if let Some(api) = api.filter(|a| names.contains(a))
+            && let Some(f) = feature(api)
+        {
+            out.push_str(&format!("{indent}#[cfg(feature = {})]\n", q(&f)));
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 pub struct Api<'m> {
     pub name: String,
     pub key: i16,
@@ -1719,15 +1782,16 @@ pub fn messages_mod(apis: &[Api]) -> String {
         )
         .unwrap();
     }
-    o.push_str("\nuse crate::encode::{AnyBody, private::Sealed};\nuse crate::error::{DecodeError, EncodeError};\nuse crate::types::Versions;\n\n");
+    o.push_str("\nuse crate::encode::{AnyBody, private::Sealed};\nuse crate::error::{DecodeError, DecodeErrorKind, EncodeError};\nuse crate::types::Versions;\n\n");
     for a in apis {
-        writeln!(o, "pub mod {};", snake(&a.name)).unwrap();
+        writeln!(o, "{}pub mod {};", cfg_line(&a.name), snake(&a.name)).unwrap();
     }
     o.push('\n');
     for a in apis {
         writeln!(
             o,
-            "pub use {}::{{{n}Request, {n}RequestView, {n}Response, {n}ResponseView}};",
+            "{}pub use {}::{{{n}Request, {n}RequestView, {n}Response, {n}ResponseView}};",
+            cfg_line(&a.name),
             snake(&a.name),
             n = a.name
         )
@@ -1750,6 +1814,14 @@ pub fn messages_mod(apis: &[Api]) -> String {
     o.push_str(
         "    /// The key on the wire.\n    pub const fn key(self) -> i16 {\n        self as i16\n    }\n\n",
     );
+    o.push_str("    /// Whether this build has the API's messages: every API has a feature `api-<name>` (all\n    /// are on by default, through `all-apis`); ApiVersions is always there.\n    pub const fn is_enabled(self) -> bool {\n        match self {\n");
+    for a in apis {
+        match feature(&a.name) {
+            Some(f) => writeln!(o, "            ApiKey::{} => cfg!(feature = {}),", a.name, q(&f)).unwrap(),
+            None => writeln!(o, "            ApiKey::{} => true,", a.name).unwrap(),
+        }
+    }
+    o.push_str("        }\n    }\n\n");
     o.push_str("    /// The API's name, as Kafka spells it.\n    pub const fn name(self) -> &'static str {\n        match self {\n");
     for a in apis {
         writeln!(o, "            ApiKey::{} => {},", a.name, q(&a.name)).unwrap();
@@ -1899,5 +1971,5 @@ pub fn messages_mod(apis: &[Api]) -> String {
         }
         o.push_str("        }\n    }\n}\n\n");
     }
-    o
+    gate_dispatch(&o, apis)
 }

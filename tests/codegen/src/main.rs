@@ -95,7 +95,8 @@ fn generate() -> BTreeMap<PathBuf, String> {
     );
     refmods.push_str("mod support;\n\n");
     for a in &apis {
-        refmods.push_str(&format!("mod {};\n", emit::snake(&a.name)));
+        let cfg = emit::feature(&a.name).map(|f| format!("#[cfg(feature = {f:?})]\n")).unwrap_or_default();
+        refmods.push_str(&format!("{cfg}mod {};\n", emit::snake(&a.name)));
     }
     refmods.push_str("\npub(crate) use support::*;\n");
     files.insert(root().join("src/reference/mod.rs"), refmods);
