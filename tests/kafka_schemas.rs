@@ -36,32 +36,6 @@ use serde_json::{Map, Value};
 /// the message, or the field names from the message down (`#Struct` for a common struct),
 /// then `:` and the attribute.
 const ALLOWED: &[(&str, &str, &str)] = &[
-    (
-        "ListOffsetsRequest",
-        "/:validVersions",
-        "kwire keeps ListOffsets at versions 1-10 for now; Kafka 4.4 added version 11",
-    ),
-    (
-        "ListOffsetsResponse",
-        "/:validVersions",
-        "kwire keeps ListOffsets at versions 1-10 for now; Kafka 4.4 added version 11",
-    ),
-    (
-        "ApiVersionsRequest",
-        "/:validVersions",
-        "kwire keeps ApiVersions at versions 0-4 for now; Kafka 4.4 added version 5",
-    ),
-    (
-        "ApiVersionsResponse",
-        "/:validVersions",
-        "kwire keeps ApiVersions at versions 0-4 for now; Kafka 4.4 added version 5",
-    ),
-    (
-        "ApiVersionsRequest",
-        "/:fields",
-        "kwire keeps ApiVersions at versions 0-4, so it has not added ClusterId and NodeId, \
-         which Kafka 4.4 added in version 5",
-    ),
 ];
 
 /// Kafka APIs that have no schema files here: (Kafka's file stem, reason).
