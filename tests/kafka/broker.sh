@@ -4,9 +4,12 @@
 #
 #   tests/kafka/broker.sh fetch        resolve the Kafka jars from Maven Central into
 #                                      target/kafka/lib/ (cached; idempotent)
-#   tests/kafka/broker.sh start DIR    fetch, format storage in DIR, start the server on
+#   tests/kafka/broker.sh start DIR [OWNER_PID]
+#                                      fetch, format storage in DIR, start the server on
 #                                      free ports, wait until it serves clients, and
-#                                      print its address (127.0.0.1:PORT) on stdout
+#                                      print its address (127.0.0.1:PORT) on stdout; with
+#                                      OWNER_PID, the server is stopped when that process
+#                                      ends (tests pass their own pid)
 #   tests/kafka/broker.sh stop DIR     stop the server started in DIR (idempotent)
 #
 # DIR holds everything of one server: server.properties, data/, server.log, pid, address.
@@ -137,6 +140,14 @@ EOF
     sleep 0.2
   done
   echo "127.0.0.1:$port" >"$dir/address"
+  if [ -n "$owner" ]; then
+    # A watchdog in its own session: ends the server when the owner ends, however it ends.
+    local server_pid
+    server_pid=$(cat "$dir/pid")
+    setsid bash -c "while kill -0 $owner 2>/dev/null && kill -0 $server_pid 2>/dev/null; do sleep 1; done; \
+      kill -TERM $server_pid 2>/dev/null; sleep 10; kill -KILL $server_pid 2>/dev/null" \
+      >/dev/null 2>&1 </dev/null &
+  fi
   say "ready at 127.0.0.1:$port (pid $(cat "$dir/pid"), log $dir/server.log)"
   echo "127.0.0.1:$port"
 }
@@ -159,6 +170,7 @@ stop() {
 
 cmd=${1:-}
 dir=${2:-}
+owner=${3:-}
 case "$cmd" in
   fetch) fetch ;;
   start) start ;;

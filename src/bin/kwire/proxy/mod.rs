@@ -135,6 +135,10 @@ impl Shared {
     /// The local address clients should use for upstream broker `(host, port)`: an
     /// existing listener, or a new one.
     fn route(self: &Arc<Self>, host: &str, port: i32) -> Option<(String, i32)> {
+        // No broker there (a FindCoordinator error answers host "" and port -1).
+        if host.is_empty() || !(1..=65535).contains(&port) {
+            return None;
+        }
         let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(local) = routes.get(&(host.to_string(), port)) {
             return Some((self.advertise.clone(), i32::from(*local)));
