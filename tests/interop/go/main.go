@@ -43,6 +43,10 @@ func must(err error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		bench(os.Args[2:])
+		return
+	}
 	bootstrap, prefix := os.Args[1], os.Args[2]
 	topic, group := prefix+"-t", prefix+"-g"
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

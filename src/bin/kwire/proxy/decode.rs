@@ -70,7 +70,13 @@ pub fn split(buf: &[u8], max: usize) -> Result<Split, String> {
     match frame::split_frame(buf, max) {
         Ok(frame::FrameStatus::Complete { consumed, .. }) => Ok(Split::Frame(consumed)),
         Ok(frame::FrameStatus::Incomplete { needed }) => Ok(Split::Incomplete(needed)),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(match e.kind() {
+            kwire::DecodeErrorKind::InvalidLength(n) => format!("negative frame size {n}"),
+            kwire::DecodeErrorKind::FrameTooLarge { size, max } => {
+                format!("frame size {size} is over the limit of {max} bytes (--max-frame-bytes)")
+            }
+            _ => e.to_string(),
+        }),
     }
 }
 
@@ -347,4 +353,124 @@ pub fn may_carry_addresses(api_key: i16, version: i16) -> bool {
             })
     }
     response_schema(api_key, version).is_some_and(|(s, _, _)| has_host(s, version, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use kwire::messages::metadata::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+    use kwire::messages::{ApiKey, MetadataResponse};
+    use kwire::{List, Str};
+
+    use super::*;
+
+    fn metadata(brokers: &[(i32, &'static str, i32)]) -> MetadataResponse<'static> {
+        MetadataResponse {
+            throttle_time_ms: 7,
+            brokers: List::Owned(
+                brokers
+                    .iter()
+                    .map(|&(node_id, host, port)| MetadataResponseBroker {
+                        node_id,
+                        host: Str::Borrowed(host),
+                        port,
+                        rack: Some(Str::Borrowed("rack-a")),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            cluster_id: Some(Str::Borrowed("cluster")),
+            controller_id: 1,
+            topics: List::Owned(vec![MetadataResponseTopic {
+                name: Some(Str::Borrowed("orders")),
+                partitions: List::Owned(vec![MetadataResponsePartition {
+                    error_code: 6,
+                    partition_index: 0,
+                    leader_id: 1,
+                    replica_nodes: List::Owned(vec![1, 2]),
+                    isr_nodes: List::Owned(vec![1]),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }
+    }
+
+    fn response_frame(body: &MetadataResponse<'_>, version: i16) -> Vec<u8> {
+        let mut buf = vec![0u8; frame::response_len(body, version).unwrap()];
+        frame::encode_response(body, version, 42, &mut buf).unwrap();
+        buf
+    }
+
+    #[test]
+    fn metadata_addresses_are_found_and_rewritten_at_every_version() {
+        let key = ApiKey::Metadata.key();
+        for version in ApiKey::Metadata.response_versions().min..=ApiKey::Metadata.response_versions().max {
+            let before = response_frame(&metadata(&[(1, "broker-1.example", 9092), (2, "b2", 9093)]), version);
+            let info = decode_response(&before[4..], key, version);
+            assert_eq!(info.decoded, Decoded::Ok, "v{version}");
+            assert_eq!(info.errors, vec![6], "v{version}");
+            assert_eq!(info.addresses, vec![("broker-1.example".into(), 9092), ("b2".into(), 9093)], "v{version}");
+            assert!(may_carry_addresses(key, version));
+            let replace = [Some(("127.0.0.1".to_string(), 40001)), None];
+            let after = rewrite_addresses(&before[4..], key, version, &replace).unwrap();
+            let expected = response_frame(&metadata(&[(1, "127.0.0.1", 40001), (2, "b2", 9093)]), version);
+            assert_eq!(after, expected, "v{version}");
+            assert_eq!(roundtrip_response(&after[4..], key, version), Ok(true));
+        }
+    }
+
+    #[test]
+    fn find_coordinator_addresses_are_rewritten_without_kwire_knowing_the_api() {
+        // FindCoordinator v6 response: header v1, throttle, one coordinator, tags.
+        let mut body = vec![0, 0, 0, 42, 0]; // correlation id, header tags
+        body.extend_from_slice(&[0, 0, 0, 0]); // throttle
+        body.push(2); // one coordinator
+        body.extend_from_slice(&[3, b'g', b'1']); // key "g1"
+        body.extend_from_slice(&1i32.to_be_bytes());
+        body.extend_from_slice(&[10]); // host, 9 bytes
+        body.extend_from_slice(b"127.0.0.1");
+        body.extend_from_slice(&9092i32.to_be_bytes());
+        body.extend_from_slice(&[0, 0, 0, 0, 0]); // error code, null message, tags
+        let info = decode_response(&body, 10, 6);
+        assert!(matches!(info.decoded, Decoded::Unknown(_)));
+        assert_eq!(info.addresses, vec![("127.0.0.1".into(), 9092)]);
+        let after = rewrite_addresses(&body, 10, 6, &[Some(("proxy.local".into(), 1234))]).unwrap();
+        let info = decode_response(&after[4..], 10, 6);
+        assert_eq!(info.addresses, vec![("proxy.local".into(), 1234)]);
+        assert_eq!(after.len(), 4 + body.len() + 2);
+        // A truncated body is left alone.
+        assert!(rewrite_addresses(&body[..body.len() - 3], 10, 6, &[None]).is_err());
+        assert!(decode_response(&body[..body.len() - 3], 10, 6).addresses.is_empty());
+    }
+
+    #[test]
+    fn requests_of_unknown_apis_are_reported_not_failed() {
+        // A Produce v9 request header with client id "c", then junk.
+        let frame = [0, 0, 0, 9, 0, 0, 0, 5, 0, 1, b'c', 0, 1, 2, 3];
+        let head = request_head(&frame).unwrap();
+        assert_eq!((head.api_key, head.api_version, head.correlation_id), (0, 9, 5));
+        assert_eq!(head.client_id.as_deref(), Some("c"));
+        assert!(matches!(decode_request(&frame), Decoded::Unknown(_)));
+        assert_eq!(roundtrip_request(&frame), Ok(false));
+        assert!(request_head(&frame[..9]).is_err());
+        assert!(request_head(&[0, 18, 0, 3, 0, 0, 0, 1, 0, 9, b'x']).is_err());
+        assert!(request_head(&[0, 18, 0, 3, 0, 0, 0, 1, 0x80, 0]).is_err());
+    }
+
+    #[test]
+    fn malformed_known_requests_are_malformed() {
+        // ApiVersions v3 with a truncated body.
+        let frame = [0, 18, 0, 3, 0, 0, 0, 1, 0, 1, b'c', 0, 5, b'a'];
+        assert!(matches!(decode_request(&frame), Decoded::Malformed(_)));
+    }
+
+    #[test]
+    fn split_reports_violations() {
+        assert_eq!(split(&[0, 0], 100), Ok(Split::Incomplete(2)));
+        assert_eq!(split(&[0, 0, 0, 2, 1], 100), Ok(Split::Incomplete(1)));
+        assert_eq!(split(&[0, 0, 0, 1, 1, 9], 100), Ok(Split::Frame(5)));
+        assert!(split(&[0xff, 0xff, 0xff, 0xfb], 100).is_err());
+        assert!(split(&[0, 0, 1, 0], 100).is_err());
+    }
 }

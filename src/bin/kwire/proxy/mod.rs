@@ -187,13 +187,20 @@ impl Logger {
 }
 
 fn log_loop(rx: Receiver<String>) {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut batch = String::new();
     while let Ok(line) = rx.recv() {
-        let _ = writeln!(out, "{line}");
-        while let Ok(line) = rx.try_recv() {
-            let _ = writeln!(out, "{line}");
+        batch.clear();
+        batch.push_str(&line);
+        batch.push('\n');
+        while batch.len() < 1 << 16
+            && let Ok(line) = rx.try_recv()
+        {
+            batch.push_str(&line);
+            batch.push('\n');
         }
+        // Stdout is locked per batch only: other threads print too.
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(batch.as_bytes());
         let _ = out.flush();
     }
 }
