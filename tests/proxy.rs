@@ -82,7 +82,11 @@ fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
         }
         thread::sleep(Duration::from_millis(50));
     };
-    Output { ok: status.success(), stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
+    Output {
+        ok: status.success(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
 }
 
 /// Installs the clients once per test process (see tests/proxy/setup.sh).
@@ -135,7 +139,16 @@ impl Proxy {
     fn start(upstream: &str, record: &Path) -> Proxy {
         let _ = std::fs::remove_dir_all(record);
         let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-            .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--format", "json", "--verify"])
+            .args([
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                upstream,
+                "--format",
+                "json",
+                "--verify",
+            ])
             .arg("--max-frame-bytes")
             .arg("16777216")
             .arg("--record")
@@ -232,7 +245,8 @@ impl Frames {
             match v["decoded"].as_str() {
                 Some("ok") => {
                     if v["roundtrip"] != "ok" {
-                        f.failures.push(format!("{what} does not re-encode byte for byte: {}", v["roundtrip"]));
+                        f.failures
+                            .push(format!("{what} does not re-encode byte for byte: {}", v["roundtrip"]));
                     } else if v["frame"].is_null() {
                         f.failures.push(format!(
                             "{what}: kwire's views decoded it but the schema walker did not (no JSON)"
@@ -281,7 +295,8 @@ fn client_command(client: &str, bootstrap: &str, prefix: &str) -> Command {
     let r = root();
     match client {
         "kafka-python" | "confluent-kafka" => {
-            let script = if client == "kafka-python" { "kafka_python_client.py" } else { "confluent_client.py" };
+            let script =
+                if client == "kafka-python" { "kafka_python_client.py" } else { "confluent_client.py" };
             let mut c = Command::new(r.join("target/interop/venv/bin/python"));
             c.arg(r.join("tests/proxy").join(script)).args([bootstrap, prefix]);
             c
@@ -336,7 +351,11 @@ fn check_answers(client: &str, out: &Value, prefix: &str) {
             );
         }
         let n = sent.len() as i64;
-        assert_eq!(out["committed"][p].as_i64(), Some(n), "{client}: committed offset of partition {p}: {out}");
+        assert_eq!(
+            out["committed"][p].as_i64(),
+            Some(n),
+            "{client}: committed offset of partition {p}: {out}"
+        );
         assert_eq!(out["latest"][p].as_i64(), Some(n), "{client}: latest offset of partition {p}: {out}");
     }
     assert_eq!(total, codecs * 12, "{client}: records produced");
@@ -367,13 +386,24 @@ fn client_through_proxy(client: &str) {
     let report = frames.report(client);
     eprintln!("{report}");
     let _ = std::fs::write(record.join("report.txt"), format!("{report}\n"));
-    assert!(frames.failures.is_empty(), "{client}: {} frame problems:\n{}", frames.failures.len(), frames.failures.join("\n"));
+    assert!(
+        frames.failures.is_empty(),
+        "{client}: {} frame problems:\n{}",
+        frames.failures.len(),
+        frames.failures.join("\n")
+    );
     // Everything went through the proxy: the data path (Produce, Fetch) and the group
     // coordinator, which clients reach only through rewritten Metadata and
     // FindCoordinator answers.
     for api in ["ApiVersions", "Metadata", "Produce", "Fetch", "OffsetCommit"] {
-        assert!(frames.count("request", api) > 0, "{client}: no {api} request went through the proxy\n{report}");
-        assert!(frames.count("response", api) > 0, "{client}: no {api} response came through the proxy\n{report}");
+        assert!(
+            frames.count("request", api) > 0,
+            "{client}: no {api} request went through the proxy\n{report}"
+        );
+        assert!(
+            frames.count("response", api) > 0,
+            "{client}: no {api} response came through the proxy\n{report}"
+        );
     }
     // Metadata is one kwire decodes in every version these clients send (ApiVersions v5
     // of newer clients is not known yet).
@@ -383,7 +413,8 @@ fn client_through_proxy(client: &str) {
             assert!(n > 0, "{client}: no {api} {d} was decoded\n{report}");
         }
     }
-    let heard = frames.count("request", "FindCoordinator") + frames.count("request", "ConsumerGroupHeartbeat");
+    let heard =
+        frames.count("request", "FindCoordinator") + frames.count("request", "ConsumerGroupHeartbeat");
     assert!(heard > 0, "{client}: no coordinator lookup went through the proxy\n{report}");
 }
 
@@ -413,7 +444,11 @@ fn franz_go_through_proxy() {
 }
 
 /// One kind of bad connection, repeated until `stop`.
-fn attacker(addr: String, kind: &'static str, stop: Arc<std::sync::atomic::AtomicBool>) -> thread::JoinHandle<usize> {
+fn attacker(
+    addr: String,
+    kind: &'static str,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> thread::JoinHandle<usize> {
     use std::sync::atomic::Ordering;
     thread::spawn(move || {
         let mut rounds = 0;
@@ -507,7 +542,11 @@ fn robustness_under_bad_connections() {
     let (lines, alive) = proxy.stop();
     assert!(alive, "kwire proxy exited under bad connections");
     for (client, prefix, out) in &results {
-        assert!(out.ok, "{client} failed under bad connections\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+        assert!(
+            out.ok,
+            "{client} failed under bad connections\nstdout:\n{}\nstderr:\n{}",
+            out.stdout, out.stderr
+        );
         let answer = out.stdout.lines().rev().find(|l| l.starts_with('{')).expect("client JSON");
         check_answers(client, &serde_json::from_str(answer).unwrap(), prefix);
     }
@@ -519,15 +558,69 @@ fn robustness_under_bad_connections() {
     assert!(violations > 0, "no framing violation was logged:\n{}", frames.events.join("\n"));
     for needle in ["negative frame size", "over the limit"] {
         assert!(
-            frames.events.iter().any(|l| l.contains("framing violation") && l.to_lowercase().contains(needle)),
+            frames
+                .events
+                .iter()
+                .any(|l| l.contains("framing violation") && l.to_lowercase().contains(needle)),
             "no framing violation mentions {needle:?}"
         );
     }
     // Garbage inside well-formed frames is reported as such, never as the client's fault.
-    let real_failures: Vec<_> = frames.failures.iter().filter(|f| !f.contains("malformed according to kwire")).collect();
+    let real_failures: Vec<_> =
+        frames.failures.iter().filter(|f| !f.contains("malformed according to kwire")).collect();
     assert!(real_failures.is_empty(), "frame problems:\n{real_failures:?}");
     eprintln!(
         "robustness: attackers ran {:?} rounds ({kinds:?}); {violations} framing violations closed; clients intact",
         rounds
     );
+}
+
+/// The proxy's resident memory in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A client that sends requests as fast as it can and never reads the answers: TCP's
+/// back-pressure reaches it through the proxy, and the proxy's memory stays bounded.
+#[test]
+fn slow_reader_does_not_grow_memory() {
+    let _serial = serial();
+    setup();
+    let upstream = broker();
+    let proxy = Proxy::start(upstream, &root().join("target/proxy-vectors/slow-reader"));
+    let before = rss_kib(proxy.child.id());
+    let mut s = TcpStream::connect(&proxy.addr).expect("connect to the proxy");
+    s.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+    // ApiVersions v3 (its answer is ~900 bytes from Kafka 4.4), 64 at a time.
+    let mut one = vec![0, 0, 0, 0, 0, 18, 0, 3, 0, 0, 0, 1, 0, 4, b's', b'l', b'o', b'w', 0];
+    one.extend_from_slice(&[5, b'k', b'w', b'i', b'r', 4, b'0', b'.', b'1', 0]);
+    let len = (one.len() - 4) as i32;
+    one[..4].copy_from_slice(&len.to_be_bytes());
+    let batch: Vec<u8> = one.iter().copied().cycle().take(one.len() * 64).collect();
+    let start = Instant::now();
+    let mut sent = 0usize;
+    let blocked = loop {
+        if start.elapsed() > Duration::from_secs(20) {
+            break false;
+        }
+        match s.write_all(&batch) {
+            Ok(()) => sent += batch.len(),
+            Err(_) => break true,
+        }
+    };
+    let during = rss_kib(proxy.child.id());
+    drop(s);
+    let (_, alive) = proxy.stop();
+    assert!(alive, "kwire proxy exited");
+    eprintln!(
+        "slow reader: {} MB of requests accepted before the writes blocked={blocked}; proxy RSS {before} KiB before, {during} KiB while blocked",
+        sent / 1_000_000
+    );
+    assert!(blocked, "writes never blocked after {} MB: no back-pressure", sent / 1_000_000);
+    assert!(during < before + 64 * 1024, "proxy memory grew from {before} KiB to {during} KiB");
 }

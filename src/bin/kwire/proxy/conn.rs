@@ -108,7 +108,9 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
     let server = match upstream_stream {
         Ok(s) => s,
         Err(e) => {
-            shared.log.line(format!("{} conn={id} {peer}: cannot connect to {upstream}: {e}; closing", now()));
+            shared
+                .log
+                .line(format!("{} conn={id} {peer}: cannot connect to {upstream}: {e}; closing", now()));
             let _ = client.shutdown(Shutdown::Both);
             return;
         }
@@ -168,8 +170,10 @@ fn requests(mut client: TcpStream, mut server: TcpStream, id: u64, shared: &Shar
                     (None, _) => None,
                 };
                 let api = decode::api_name(h.api_key);
-                let record_name =
-                    shared.recorder.as_ref().and_then(|r| r.name(h.client_id.as_deref(), &api, h.api_version));
+                let record_name = shared
+                    .recorder
+                    .as_ref()
+                    .and_then(|r| r.name(h.client_id.as_deref(), &api, h.api_version));
                 let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
                 if q.len() >= MAX_PENDING {
                     q.pop_front();
@@ -225,11 +229,8 @@ fn on_request(frame: &[u8], head: Option<&(String, Option<String>)>, id: u64, sh
         return;
     };
     let decoded = decode::decode_request(body);
-    let roundtrip = if shared.verify && decoded == Decoded::Ok {
-        Some(decode::roundtrip_request(body))
-    } else {
-        None
-    };
+    let roundtrip =
+        if shared.verify && decoded == Decoded::Ok { Some(decode::roundtrip_request(body)) } else { None };
     if let (Some(r), Some(name)) = (&shared.recorder, record_name) {
         let _ = r.save("requests", name, frame);
     }
@@ -259,13 +260,17 @@ fn report(
         // A malformed frame is logged each time; an API kwire does not know, once.
         if shared.format == Format::Text && (!unknown || before == 0) {
             let more = if unknown { "; further ones are only counted" } else { "" };
-            shared.log.line(format!("{} conn={id} {direction} {api} not decoded ({what}): {reason}{more}", now()));
+            shared
+                .log
+                .line(format!("{} conn={id} {direction} {api} not decoded ({what}): {reason}{more}", now()));
         }
     }
     if let Some(Err(e)) = roundtrip {
         shared.stats.mismatches.fetch_add(1, Ordering::Relaxed);
         if shared.format == Format::Text {
-            shared.log.line(format!("{} conn={id} {direction} {api} does not re-encode byte for byte: {e}", now()));
+            shared
+                .log
+                .line(format!("{} conn={id} {direction} {api} does not re-encode byte for byte: {e}", now()));
         }
     }
     if shared.format == Format::Json {
@@ -370,7 +375,9 @@ fn responses(mut server: TcpStream, mut client: TcpStream, id: u64, shared: &Arc
         }
         result = result.and_then(|()| write_all(&mut client, &buf.buf[from..pos]));
         let done = Instant::now();
-        for (((&(start, end), p), info), new) in frames.iter().zip(paired.drain(..)).zip(infos).zip(&rewritten) {
+        for (((&(start, end), p), info), new) in
+            frames.iter().zip(paired.drain(..)).zip(infos).zip(&rewritten)
+        {
             on_response(&buf.buf[start..end], p, info, new.is_some(), done, id, shared);
         }
         if let Err(e) = result {
@@ -391,7 +398,13 @@ fn responses(mut server: TcpStream, mut client: TcpStream, id: u64, shared: &Arc
     let _ = server.shutdown(Shutdown::Both);
 }
 
-fn rewrite(frame: &[u8], p: &Pending, info: &decode::ResponseInfo, id: u64, shared: &Arc<Shared>) -> Option<Vec<u8>> {
+fn rewrite(
+    frame: &[u8],
+    p: &Pending,
+    info: &decode::ResponseInfo,
+    id: u64,
+    shared: &Arc<Shared>,
+) -> Option<Vec<u8>> {
     let replace: Vec<Option<(String, i32)>> =
         info.addresses.iter().map(|(host, port)| shared.route(host, *port)).collect();
     match decode::rewrite_addresses(frame, p.api_key, info.version, &replace) {

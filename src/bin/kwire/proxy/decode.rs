@@ -270,7 +270,9 @@ pub fn rewrite_addresses(
 pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
     let req = match frame::parse_request(frame) {
         Ok(r) => r,
-        Err(RequestError::UnsupportedApiKey { .. } | RequestError::UnsupportedVersion { .. }) => return Ok(false),
+        Err(RequestError::UnsupportedApiKey { .. } | RequestError::UnsupportedVersion { .. }) => {
+            return Ok(false);
+        }
         Err(RequestError::Decode(e)) => return Err(e.to_string()),
     };
     let version = req.header.api_version();
@@ -357,7 +359,9 @@ pub fn may_carry_addresses(api_key: i16, version: i16) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use kwire::messages::metadata::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+    use kwire::messages::metadata::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
     use kwire::messages::{ApiKey, MetadataResponse};
     use kwire::{List, Str};
 
@@ -406,11 +410,16 @@ mod tests {
     fn metadata_addresses_are_found_and_rewritten_at_every_version() {
         let key = ApiKey::Metadata.key();
         for version in ApiKey::Metadata.response_versions().min..=ApiKey::Metadata.response_versions().max {
-            let before = response_frame(&metadata(&[(1, "broker-1.example", 9092), (2, "b2", 9093)]), version);
+            let before =
+                response_frame(&metadata(&[(1, "broker-1.example", 9092), (2, "b2", 9093)]), version);
             let info = decode_response(&before[4..], key, version);
             assert_eq!(info.decoded, Decoded::Ok, "v{version}");
             assert_eq!(info.errors, vec![6], "v{version}");
-            assert_eq!(info.addresses, vec![("broker-1.example".into(), 9092), ("b2".into(), 9093)], "v{version}");
+            assert_eq!(
+                info.addresses,
+                vec![("broker-1.example".into(), 9092), ("b2".into(), 9093)],
+                "v{version}"
+            );
             assert!(may_carry_addresses(key, version));
             let replace = [Some(("127.0.0.1".to_string(), 40001)), None];
             let after = rewrite_addresses(&before[4..], key, version, &replace).unwrap();

@@ -37,7 +37,11 @@ impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], ScanError> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
         let Some(end) = end else {
-            return Err(format!("{what}: {n} bytes needed at offset {}, {} left", self.pos, self.bytes.len() - self.pos));
+            return Err(format!(
+                "{what}: {n} bytes needed at offset {}, {} left",
+                self.pos,
+                self.bytes.len() - self.pos
+            ));
         };
         let out = &self.bytes[self.pos..end];
         self.pos = end;
@@ -105,7 +109,12 @@ fn put_uvarint(out: &mut Vec<u8>, mut v: u32) {
 }
 
 impl Pass<'_, '_> {
-    fn structure(&mut self, s: &StructSchema, r: &mut Cursor<'_>, mut out: Option<&mut Vec<u8>>) -> Result<(), ScanError> {
+    fn structure(
+        &mut self,
+        s: &StructSchema,
+        r: &mut Cursor<'_>,
+        mut out: Option<&mut Vec<u8>>,
+    ) -> Result<(), ScanError> {
         // Index of this struct's Host in `found.addresses`, waiting for its Port.
         let mut host_index: Option<usize> = None;
         let version = self.version;
@@ -180,7 +189,12 @@ impl Pass<'_, '_> {
         Ok(())
     }
 
-    fn tagged(&mut self, s: &StructSchema, r: &mut Cursor<'_>, mut out: Option<&mut Vec<u8>>) -> Result<(), ScanError> {
+    fn tagged(
+        &mut self,
+        s: &StructSchema,
+        r: &mut Cursor<'_>,
+        mut out: Option<&mut Vec<u8>>,
+    ) -> Result<(), ScanError> {
         let count = r.uvarint("tagged fields")?;
         if let Some(out) = out.as_deref_mut() {
             put_uvarint(out, count);
@@ -211,7 +225,13 @@ impl Pass<'_, '_> {
         Ok(())
     }
 
-    fn value(&mut self, ty: &FieldType, name: &str, r: &mut Cursor<'_>, out: Option<&mut Vec<u8>>) -> Result<(), ScanError> {
+    fn value(
+        &mut self,
+        ty: &FieldType,
+        name: &str,
+        r: &mut Cursor<'_>,
+        out: Option<&mut Vec<u8>>,
+    ) -> Result<(), ScanError> {
         let start = r.pos;
         match ty {
             FieldType::Struct(s) => return self.structure(s, r, out),
