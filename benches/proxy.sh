@@ -36,11 +36,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_proxy() { # args: extra proxy flags
+start_proxy() { # args: extra proxy flags; sets proxy_pid and target
+  : >"$work/proxy.log"
   "$kwire" proxy --listen 127.0.0.1:0 --upstream "$broker" "$@" >"$work/proxy.log" 2>"$work/proxy.err" &
   proxy_pid=$!
   for _ in $(seq 100); do [ -s "$work/proxy.log" ] && break; sleep 0.05; done
-  sed -n '1s/.*listening on \([^,]*\),.*/\1/p' "$work/proxy.log"
+  target=$(sed -n '1s/.*listening on \([^,]*\),.*/\1/p' "$work/proxy.log")
+  [ -n "$target" ] || { say "the proxy did not start"; exit 1; }
 }
 stop_proxy() {
   kill "$proxy_pid" 2>/dev/null || true
@@ -58,7 +60,7 @@ run_phase() { # name target mode producers rate
   before=0
   [ "$mode" != direct ] && before=$(cpu_ticks "$proxy_pid")
   local out
-  out=$("$work/load" bench "$target" "bench-$$-$n" "$secs" "$p" "$r")
+  out=$(timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$p" "$r")
   after=0
   [ "$mode" != direct ] && after=$(cpu_ticks "$proxy_pid")
   echo "{\"phase\":\"$name\",\"mode\":\"$mode\",\"proxy_cpu_s\":$(echo "($after - $before) / 100" | bc -l),\"load\":$out}" >>"$results"
@@ -70,8 +72,8 @@ for round in $(seq "$rounds"); do
   for mode in direct proxy quiet; do
     case $mode in
       direct) target=$broker ;;
-      proxy) target=$(start_proxy) ;;
-      quiet) target=$(start_proxy --quiet) ;;
+      proxy) start_proxy ;;
+      quiet) start_proxy --quiet ;;
     esac
     run_phase throughput "$target" "$mode" "$producers" 0
     run_phase latency "$target" "$mode" 1 "$rate"

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -75,9 +76,13 @@ func bench(args []string) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for p := 0; p < producers; p++ {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.WithHooks(lat),
+		opts := []kgo.Opt{}
+		if os.Getenv("KWIRE_BENCH_DEBUG") != "" {
+			opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
+		}
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(bootstrap), kgo.WithHooks(lat),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond),
-			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(2000))
+			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(2000))...)
 		must(err)
 		wg.Add(1)
 		go func(p int, cl *kgo.Client) {
@@ -86,7 +91,9 @@ func bench(args []string) {
 			for {
 				select {
 				case <-stop:
-					cl.Flush(ctx)
+					fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+					_ = cl.Flush(fctx)
+					cancel()
 					return
 				default:
 				}

@@ -101,6 +101,15 @@ func main() {
 		must(pcl.ProduceSync(ctx, recs...).FirstErr())
 		pcl.Close()
 	}
+	// One record of 900 KB: a Produce request and a Fetch response far larger than the
+	// proxy's first buffer. Listed as "large-<bytes>".
+	large := make([]byte, 900_000)
+	for i := range large {
+		large[i] = byte('a' + i%26)
+	}
+	must(cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: large}).FirstErr())
+	produced["0"] = append(produced["0"], fmt.Sprintf("large-%d", len(large)))
+	out["extra_records"] = 1
 	out["produced"] = produced
 
 	consumed := map[string][]string{}
@@ -111,7 +120,7 @@ func main() {
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	must(err)
-	want := perCodec * len(codecs)
+	want := perCodec*len(codecs) + 1
 	n := 0
 	for deadline := time.Now().Add(40 * time.Second); n < want && time.Now().Before(deadline); {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
@@ -119,7 +128,11 @@ func main() {
 		pcancel()
 		fs.EachRecord(func(r *kgo.Record) {
 			k := strconv.Itoa(int(r.Partition))
-			consumed[k] = append(consumed[k], string(r.Value))
+			v := string(r.Value)
+			if len(r.Value) > 1000 {
+				v = fmt.Sprintf("large-%d", len(r.Value))
+			}
+			consumed[k] = append(consumed[k], v)
 			n++
 		})
 	}

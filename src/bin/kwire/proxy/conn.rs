@@ -37,15 +37,23 @@ const READ_BUF: usize = 64 * 1024;
 struct FrameBuf {
     buf: Vec<u8>,
     len: usize,
+    /// Bytes the buffer must hold once the frames split off are consumed: the part of the
+    /// next frame already read and the rest of it.
+    want: usize,
 }
 
 impl FrameBuf {
     fn new() -> Self {
-        FrameBuf { buf: vec![0; READ_BUF], len: 0 }
+        FrameBuf { buf: vec![0; READ_BUF], len: 0, want: 0 }
     }
 
     /// Reads once; `Ok(0)` at end of stream.
     fn fill(&mut self, from: &mut TcpStream) -> std::io::Result<usize> {
+        if self.len == self.buf.len() {
+            // Never reached through split/consume, which size the buffer for the frame
+            // being read; a read into no room would look like the end of the stream.
+            self.buf.resize(self.buf.len() + READ_BUF, 0);
+        }
         loop {
             match from.read(&mut self.buf[self.len..]) {
                 Ok(n) => {
@@ -59,8 +67,8 @@ impl FrameBuf {
     }
 
     /// Frame ranges `(start, end)` (size prefix included) of the whole frames buffered,
-    /// into `frames`; then makes room for the rest of the next frame. An error is a
-    /// framing violation; the frames before it are in `frames`.
+    /// into `frames`; returns where they end. An error is a framing violation; the frames
+    /// before it are in `frames`.
     fn split(&mut self, max: usize, frames: &mut Vec<(usize, usize)>) -> Result<usize, String> {
         frames.clear();
         let mut pos = 0;
@@ -71,23 +79,24 @@ impl FrameBuf {
                     pos += n;
                 }
                 Split::Incomplete(needed) => {
-                    let want = self.len - pos + needed;
-                    if want > self.buf.len() {
-                        // Only here does the buffer grow: to one frame, bounded by `max`.
-                        self.buf.resize(want.max(READ_BUF), 0);
-                    }
+                    self.want = self.len - pos + needed;
                     return Ok(pos);
                 }
             }
         }
     }
 
-    /// Drops the first `pos` bytes (forwarded frames).
+    /// Drops the first `pos` bytes (forwarded frames) and sizes the buffer for the next
+    /// frame: it grows to one frame (bounded by the size limit `split` checked) and
+    /// shrinks back after a large one.
     fn consume(&mut self, pos: usize) {
         self.buf.copy_within(pos..self.len, 0);
         self.len -= pos;
-        if self.buf.len() > 4 * READ_BUF && self.len <= READ_BUF {
-            self.buf.truncate(READ_BUF.max(self.len));
+        let want = self.want.max(READ_BUF);
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        } else if self.buf.len() > 4 * READ_BUF && want <= READ_BUF {
+            self.buf.truncate(READ_BUF);
             self.buf.shrink_to_fit();
         }
     }
@@ -505,4 +514,46 @@ fn on_response(
         shared,
         Some(extra),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame larger than the buffer: the buffer grows to hold it, whatever was read of
+    /// it so far, and shrinks back once it is gone.
+    #[test]
+    fn buffer_grows_for_a_large_frame_and_shrinks_after() {
+        let mut b = FrameBuf::new();
+        let mut frames = Vec::new();
+        let size = 1_000_000usize;
+        b.buf[..4].copy_from_slice(&(size as i32).to_be_bytes());
+        b.len = READ_BUF;
+        assert_eq!(b.split(1 << 24, &mut frames), Ok(0));
+        b.consume(0);
+        assert!(b.buf.len() >= size + 4, "{}", b.buf.len());
+        assert_eq!(b.len, READ_BUF);
+        // The rest arrives.
+        b.len = size + 4;
+        assert_eq!(b.split(1 << 24, &mut frames), Ok(size + 4));
+        assert_eq!(frames, vec![(0, size + 4)]);
+        b.consume(size + 4);
+        assert_eq!(b.len, 0);
+        assert_eq!(b.buf.len(), READ_BUF);
+        // Two frames and a part in one read: the part moves to the front.
+        let mut data = vec![0, 0, 0, 1, 7, 0, 0, 0, 2, 8, 9, 0, 0, 0, 3, 1];
+        b.buf[..data.len()].copy_from_slice(&data);
+        b.len = data.len();
+        assert_eq!(b.split(100, &mut frames), Ok(11));
+        assert_eq!(frames, vec![(0, 5), (5, 11)]);
+        b.consume(11);
+        data.drain(..11);
+        assert_eq!(&b.buf[..b.len], &data[..]);
+        // A violation after a whole frame: the frame is still reported.
+        b.len = 0;
+        b.buf[..9].copy_from_slice(&[0, 0, 0, 1, 7, 0xff, 0xff, 0xff, 0xff]);
+        b.len = 9;
+        assert!(b.split(100, &mut frames).is_err());
+        assert_eq!(frames, vec![(0, 5)]);
+    }
 }

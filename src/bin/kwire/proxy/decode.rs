@@ -13,6 +13,9 @@ use kwire::reflect::StructSchema;
 
 use super::{fallback, scan};
 
+/// Apache Kafka's default limit on a request's size (`socket.request.max.bytes`).
+pub const DEFAULT_MAX_FRAME: usize = frame::DEFAULT_MAX_FRAME_SIZE;
+
 /// What a request header says; read by hand so that it works for any API key, known or
 /// not (the first fields of request headers v1 and v2 are the same).
 #[derive(Clone, Debug, PartialEq, Eq)]

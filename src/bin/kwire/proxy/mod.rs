@@ -87,7 +87,7 @@ pub struct Args {
     verify: bool,
     /// Close a connection that announces a frame larger than this many bytes (checked from
     /// the size prefix, before the frame is read).
-    #[arg(long, default_value_t = kwire::frame::DEFAULT_MAX_FRAME_SIZE, value_name = "BYTES")]
+    #[arg(long, default_value_t = decode::DEFAULT_MAX_FRAME, value_name = "BYTES")]
     max_frame_bytes: usize,
     /// Log only connections and problems, not every request (text format).
     #[arg(long, short)]
