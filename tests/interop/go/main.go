@@ -107,7 +107,11 @@ func main() {
 	for i := range large {
 		large[i] = byte('a' + i%26)
 	}
-	must(cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: large}).FirstErr())
+	lcl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID("franz-go-proxy-test"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	must(err)
+	must(lcl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: large}).FirstErr())
+	lcl.Close()
 	produced["0"] = append(produced["0"], fmt.Sprintf("large-%d", len(large)))
 	out["extra_records"] = 1
 	out["produced"] = produced
