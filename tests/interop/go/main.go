@@ -108,7 +108,7 @@ func main() {
 		large[i] = byte('a' + i%26)
 	}
 	lcl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID("franz-go-proxy-test"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	must(err)
 	must(lcl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: large}).FirstErr())
 	lcl.Close()
