@@ -63,7 +63,9 @@ run_phase() { # name target mode producers rate
   out=$(timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$p" "$r")
   after=0
   [ "$mode" != direct ] && after=$(cpu_ticks "$proxy_pid")
-  echo "{\"phase\":\"$name\",\"mode\":\"$mode\",\"proxy_cpu_s\":$(echo "($after - $before) / 100" | bc -l),\"load\":$out}" >>"$results"
+  local cpu
+  cpu=$(awk "BEGIN { printf \"%.2f\", ($after - $before) / 100 }")
+  echo "{\"phase\":\"$name\",\"mode\":\"$mode\",\"proxy_cpu_s\":$cpu,\"load\":$out}" >>"$results"
   say "$name $mode: $out"
 }
 

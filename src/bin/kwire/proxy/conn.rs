@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -132,22 +132,36 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
         shared.log.line(format!("{} conn={id} {peer}: cannot clone sockets; closing", now()));
         return;
     };
+    let closing = Arc::new(AtomicBool::new(false));
     let responses = {
         let shared = shared.clone();
         let queue = queue.clone();
+        let closing_r = closing.clone();
         std::thread::Builder::new()
             .name(format!("conn-{id}-resp"))
-            .spawn(move || responses(server, client, id, &shared, &queue))
+            .spawn(move || responses(server, client, id, &shared, &queue, &closing_r))
     };
-    let why = requests(client_r, server_w, id, shared, &queue);
-    if let Ok(handle) = responses {
-        let _ = handle.join();
+    let mut why = requests(client_r, server_w, id, shared, &queue, &closing);
+    if let Ok(handle) = responses
+        && let Ok(Some(broker_side)) = handle.join()
+    {
+        // The client side saw the end the broker side caused.
+        if !why.starts_with("framing violation") {
+            why = broker_side;
+        }
     }
     shared.log.line(format!("{} conn={id} {peer}: closed ({why})", now()));
 }
 
 /// Client to broker: forwards requests, then decodes them.
-fn requests(mut client: TcpStream, mut server: TcpStream, id: u64, shared: &Shared, queue: &Queue) -> String {
+fn requests(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    id: u64,
+    shared: &Shared,
+    queue: &Queue,
+    closing: &AtomicBool,
+) -> String {
     let mut buf = FrameBuf::new();
     let mut frames = Vec::new();
     let mut last_client: Option<Arc<str>> = None;
@@ -220,6 +234,7 @@ fn requests(mut client: TcpStream, mut server: TcpStream, id: u64, shared: &Shar
     };
     // End both directions: the response thread's read returns, and the broker sees the
     // client go.
+    closing.store(true, Ordering::SeqCst);
     let _ = server.shutdown(Shutdown::Both);
     let _ = client.shutdown(Shutdown::Both);
     why
@@ -319,14 +334,25 @@ fn report(
 
 /// Broker to client: decodes responses (before forwarding those that may carry broker
 /// addresses, which are rewritten), forwards them, and logs one line per request.
-fn responses(mut server: TcpStream, mut client: TcpStream, id: u64, shared: &Arc<Shared>, queue: &Queue) {
+/// Returns why it ended when the broker side ended the connection.
+fn responses(
+    mut server: TcpStream,
+    mut client: TcpStream,
+    id: u64,
+    shared: &Arc<Shared>,
+    queue: &Queue,
+    closing: &AtomicBool,
+) -> Option<String> {
     let mut buf = FrameBuf::new();
     let mut frames = Vec::new();
     let mut paired: Vec<Option<Pending>> = Vec::new();
     let mut rewritten: Vec<Option<Vec<u8>>> = Vec::new();
-    loop {
+    let why = loop {
         match buf.fill(&mut server) {
-            Ok(0) | Err(_) => break,
+            // Unless the request side shut the sockets down (it then says why).
+            Ok(0) | Err(_) if closing.load(Ordering::SeqCst) => break None,
+            Ok(0) => break Some("the broker closed the connection".to_string()),
+            Err(e) => break Some(format!("broker read error: {e}")),
             Ok(_) => {}
         }
         let split = buf.split(shared.max_frame, &mut frames);
@@ -390,8 +416,7 @@ fn responses(mut server: TcpStream, mut client: TcpStream, id: u64, shared: &Arc
             on_response(&buf.buf[start..end], p, info, new.is_some(), done, id, shared);
         }
         if let Err(e) = result {
-            shared.log.line(format!("{} conn={id} client write error: {e}", now()));
-            break;
+            break Some(format!("client write error: {e}"));
         }
         if let Err(violation) = split {
             shared.stats.violations.fetch_add(1, Ordering::Relaxed);
@@ -399,12 +424,13 @@ fn responses(mut server: TcpStream, mut client: TcpStream, id: u64, shared: &Arc
                 "{} conn={id} framing violation from the broker: {violation}; closing this connection",
                 now()
             ));
-            break;
+            break Some(format!("framing violation from the broker: {violation}"));
         }
         buf.consume(pos);
-    }
+    };
     let _ = client.shutdown(Shutdown::Both);
     let _ = server.shutdown(Shutdown::Both);
+    why
 }
 
 fn rewrite(
