@@ -5,7 +5,10 @@
 # without queueing). Each phase runs directly against the broker and through the proxy,
 # alternately, ROUNDS times. Prints a Markdown table; see docs/proxy.md.
 #
-#   bash benches/proxy.sh                 # SECONDS=10 ROUNDS=2 PRODUCERS=2 RATE=400
+#   bash benches/proxy.sh     # SECONDS_PER_RUN=10 ROUNDS=2 PRODUCERS=2 RATE=400 PINGS=20000
+#
+# A third phase, ping, sends ApiVersions requests one at a time on one connection (no
+# client library): the round trip with and without the proxy isolates what it adds.
 #
 # The proxy runs as a release build with its default text log (one line per request) and
 # again with --quiet. Its CPU time comes from /proc/PID/stat (10 ms ticks). Not a test:
@@ -18,6 +21,7 @@ secs=${SECONDS_PER_RUN:-10}
 rounds=${ROUNDS:-2}
 producers=${PRODUCERS:-2}
 rate=${RATE:-400}
+pings=${PINGS:-20000}
 work=$root/target/bench-proxy
 mkdir -p "$work"
 say() { echo "bench: $*" >&2; }
@@ -69,6 +73,16 @@ run_phase() { # name target mode producers rate
   say "$name $mode: $out"
 }
 
+run_ping() { # target mode: ApiVersions round trips, one at a time
+  local target=$1 mode=$2 before=0 after=0 out cpu
+  [ "$mode" != direct ] && before=$(cpu_ticks "$proxy_pid")
+  out=$(timeout 120 "$work/load" ping "$target" "$pings")
+  [ "$mode" != direct ] && after=$(cpu_ticks "$proxy_pid")
+  cpu=$(awk "BEGIN { printf \"%.2f\", ($after - $before) / 100 }")
+  echo "{\"phase\":\"ping\",\"mode\":\"$mode\",\"proxy_cpu_s\":$cpu,\"load\":$out}" >>"$results"
+  say "ping $mode: $out"
+}
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq "$rounds"); do
   for mode in direct proxy quiet; do
@@ -79,16 +93,24 @@ for round in $(seq "$rounds"); do
     esac
     run_phase throughput "$target" "$mode" "$producers" 0
     run_phase latency "$target" "$mode" 1 "$rate"
+    run_ping "$target" "$mode"
     [ "$mode" != direct ] && stop_proxy
   done
   say "round $round done"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$results" "$load_before" "$load_after" "$secs" "$rounds" "$producers" "$rate" <<'PY'
+python3 - "$results" "$load_before" "$load_after" "$secs" "$rounds" "$producers" "$rate" "$pings" <<'PY'
 import json, sys, statistics
-path, load_before, load_after, secs, rounds, producers, rate = sys.argv[1:]
+path, load_before, load_after, secs, rounds, producers, rate, pings = sys.argv[1:]
 rows = [json.loads(l) for l in open(path)]
+def ping(mode):
+    rs = [r for r in rows if r["phase"] == "ping" and r["mode"] == mode]
+    med = lambda k: statistics.median(r["load"][k] for r in rs)
+    req = sum(r["load"]["requests"] for r in rs)
+    cpu = sum(r["proxy_cpu_s"] for r in rs)
+    return dict(p50=med("p50_us"), p99=med("p99_us"), p999=med("p999_us"),
+                cpu=(cpu / req * 1e6) if mode != "direct" else None)
 def agg(phase, mode):
     rs = [r for r in rows if r["phase"] == phase and r["mode"] == mode]
     l = [r["load"] for r in rs]
@@ -116,5 +138,16 @@ for phase in ["throughput", "latency"]:
         f = lambda v: "-" if v is None else f"{v:.1f}"
         print(f"| {names[mode]} | {a['mb']:.1f} | {100 * a['mb'] / d['mb']:.0f}% | {a['rps']:.0f} | "
               f"{a['pp50']:.0f} / {a['pp99']:.0f} | {a['fp50']:.0f} / {a['fp99']:.0f} | {f(a['cpu_req'])} | {f(a['cpu_mb'])} |")
+    print()
+if any(r["phase"] == "ping" for r in rows):
+    print(f"**ping** ({pings} ApiVersions v3 requests one at a time, medians of the rounds)\n")
+    print("| path | p50 µs | p99 µs | p99.9 µs | added p50 / p99 µs | proxy CPU µs/request |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    d = ping("direct")
+    for mode in ["direct", "proxy", "quiet"]:
+        a = ping(mode)
+        cpu = "-" if a["cpu"] is None else f"{a['cpu']:.1f}"
+        print(f"| {names[mode]} | {a['p50']:.0f} | {a['p99']:.0f} | {a['p999']:.0f} | "
+              f"{a['p50'] - d['p50']:+.0f} / {a['p99'] - d['p99']:+.0f} | {cpu} |")
     print()
 PY

@@ -47,6 +47,10 @@ func main() {
 		bench(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "ping" {
+		ping(os.Args[2:])
+		return
+	}
 	bootstrap, prefix := os.Args[1], os.Args[2]
 	topic, group := prefix+"-t", prefix+"-g"
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
