@@ -108,6 +108,17 @@ fn setup() {
 fn broker() -> &'static str {
     static ADDR: OnceLock<String> = OnceLock::new();
     ADDR.get_or_init(|| {
+        // Data of earlier runs whose broker is gone.
+        if let Ok(entries) = std::fs::read_dir(root().join("target/kafka")) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let pid = std::fs::read_to_string(e.path().join("pid")).unwrap_or_default();
+                let running = !pid.trim().is_empty() && Path::new(&format!("/proc/{}", pid.trim())).exists();
+                if name.starts_with("test-") && !running {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
         let dir = root().join(format!("target/kafka/test-{}", std::process::id()));
         let mut cmd = Command::new("bash");
         cmd.arg(root().join("tests/kafka/broker.sh"))
