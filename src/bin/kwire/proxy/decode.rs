@@ -456,6 +456,43 @@ mod tests {
         assert!(decode_response(&body[..body.len() - 3], 10, 6).addresses.is_empty());
     }
 
+    fn vector(name: &str) -> Vec<u8> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/kafka44/responses/");
+        let text = std::fs::read_to_string(format!("{path}{name}.hex")).unwrap();
+        (0..text.trim().len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text.trim()[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Responses of Apache Kafka 4.4.0 (tests/vectors/kafka44): the broker address is found
+    /// in each, which needs the schema to describe the body to its last byte, and rewriting
+    /// it changes only the address.
+    #[test]
+    fn kafka_responses_name_their_broker() {
+        for (name, key, version) in [
+            ("java_describecluster_v2_1", 60, 2),
+            ("confluent-kafka_findcoordinator_v2_1", 10, 2),
+            ("java_findcoordinator_v6_1", 10, 6),
+            ("java_metadata_v13_1", 3, 13),
+            ("kafka-python_metadata_v13_1", 3, 13),
+        ] {
+            let frame = vector(name);
+            let info = decode_response(&frame[4..], key, version);
+            assert_eq!(info.addresses.len(), 1, "{name}: {info:?}");
+            let (host, port) = info.addresses[0].clone();
+            assert_eq!(host, "127.0.0.1", "{name}");
+            let same = rewrite_addresses(&frame[4..], key, version, &[Some((host.clone(), port))]).unwrap();
+            assert_eq!(same, frame, "{name}: rewriting to the same address changes nothing");
+            let moved =
+                rewrite_addresses(&frame[4..], key, version, &[Some(("proxy.test".into(), 1))]).unwrap();
+            let again = decode_response(&moved[4..], key, version);
+            assert_eq!(again.addresses, vec![("proxy.test".to_string(), 1)], "{name}");
+            assert_eq!(again.errors, info.errors, "{name}");
+            assert_eq!(moved.len(), frame.len() + 1, "{name}");
+        }
+    }
+
     #[test]
     fn requests_of_unknown_apis_are_reported_not_failed() {
         // A Produce v9 request header with client id "c", then junk.
