@@ -150,6 +150,11 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
             why = broker_side;
         }
     }
+    // Requests left without a response: Produce with acks=0, or the connection closed.
+    let left: Vec<Pending> = queue.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
+    for p in &left {
+        no_response(p, id, shared);
+    }
     shared.log.line(format!("{} conn={id} {peer}: closed ({why})", now()));
 }
 

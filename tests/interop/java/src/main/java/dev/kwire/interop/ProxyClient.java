@@ -37,13 +37,14 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *
  * <p>Usage: {@code ProxyClient BOOTSTRAP PREFIX}. Same steps and output as
  * tests/proxy/kafka_python_client.py: topic PREFIX-t with 3 partitions, its configs, 12 records
- * per codec, a consumer group PREFIX-g (the classic protocol, then the consumer protocol of
+ * per codec and 6 with acks=0 (no responses), a consumer group PREFIX-g (the classic protocol, then the consumer protocol of
  * KIP-848 for a second group PREFIX-g2) with committed offsets, groups and latest offsets.
  */
 public final class ProxyClient {
     private static final String[] CODECS = {"none", "gzip", "snappy", "lz4", "zstd"};
     private static final int PER_CODEC = 12;
     private static final int PARTITIONS = 3;
+    private static final int ACKS0_RECORDS = 6;
 
     private ProxyClient() {}
 
@@ -87,7 +88,7 @@ public final class ProxyClient {
         for (int p = 0; p < PARTITIONS; p++) {
             consumed.put(p, new ArrayList<>());
         }
-        int want = PER_CODEC * CODECS.length;
+        int want = PER_CODEC * CODECS.length + ACKS0_RECORDS;
         int n = 0;
         long deadline = System.currentTimeMillis() + 40_000;
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
@@ -151,6 +152,25 @@ public final class ProxyClient {
                     }
                 }
             }
+            // acks=0: the broker sends no response, so the proxy must pair the next
+            // response on that connection with a later request.
+            Properties p0 = new Properties();
+            p0.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            p0.put(ProducerConfig.ACKS_CONFIG, "0");
+            p0.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+            p0.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+            p0.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+            p0.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(p0)) {
+                for (int i = 0; i < ACKS0_RECORDS; i++) {
+                    String value = "acks0-" + i;
+                    int p = i % PARTITIONS;
+                    producer.send(new ProducerRecord<>(topic, p, String.valueOf(i), value)).get();
+                    produced.get(p).add(value);
+                }
+                producer.flush();
+            }
+            out.append(",\"extra_records\":").append(ACKS0_RECORDS);
             Map<Integer, String> producedJson = new HashMap<>();
             produced.forEach((p, v) -> producedJson.put(p, list(v)));
             out.append(",\"produced\":").append(byPartition(producedJson));
