@@ -7,7 +7,6 @@
 //! - `copy`: the floor, `copy_from_slice` of the body into a reused buffer.
 //! - `kwire_view`: view construction alone (structure and the body's own strings checked).
 //! - `kwire_view_walk`: view construction plus reading every field of every element.
-//! - `kwire_validate`: view construction plus `validate()`.
 //! - `kwire_decode_ref`: the reference decoder (owned values).
 //! - `kwire_encoded_len`, `kwire_encode` (into a reused buffer), `kwire_encode_frame`.
 //! - `kp_decode` (`Decodable::decode` of the body from `Bytes`), `kp_encode` (into a
@@ -51,7 +50,6 @@ fn frames(c: &mut Criterion) {
         g.bench_function("kwire_view_walk", |b| {
             b.iter(|| black_box(support::view_walk(key, ver, req, black_box(body))))
         });
-        g.bench_function("kwire_validate", |b| b.iter(|| support::validate(key, ver, req, black_box(body))));
         g.bench_function("kwire_decode_ref", |b| {
             b.iter(|| support::decode_reference(key, ver, req, black_box(body)))
         });

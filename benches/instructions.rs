@@ -53,13 +53,6 @@ per_frame!(
 );
 
 per_frame!(
-    fn validate(p) -> Prepared {
-        support::validate(p.key, p.version, p.is_request(), black_box(p.body()));
-        p
-    }
-);
-
-per_frame!(
     fn decode_ref(p) -> Prepared {
         support::decode_reference(p.key, p.version, p.is_request(), black_box(p.body()));
         p
@@ -93,7 +86,7 @@ per_frame!(
 
 library_benchmark_group!(
     name = frames,
-    benchmarks = [view, view_walk, validate, decode_ref, encoded_len, encode, encode_frame]
+    benchmarks = [view, view_walk, decode_ref, encoded_len, encode, encode_frame]
 );
 
 // `encoded_len` of a ListOffsets v5 request of 10 topics × N partitions.

@@ -2,7 +2,8 @@
 """Turns benchmark output into docs/benchmarks.md tables and docs/bench-chart.svg.
 
 Reads criterion's results (target/criterion/<frame>/<bench>/new/{estimates,benchmark}.json,
-written by `cargo bench --bench codec`) and, when present, gungraun's summaries
+written by `cargo bench --bench codec` and, for the krabka_* ids, by the krabka-protocol
+bench crate in benches/krabka/) and, when present, gungraun's summaries
 (target/gungraun/**/summary.json, written by `cargo bench --bench instructions` with
 GUNGRAUN_SAVE_SUMMARY=json). Times are criterion's median estimate per iteration.
 
@@ -42,20 +43,40 @@ REALISTIC = [
     "listoffsets_v10_response_10x100",
 ]
 
-# (criterion bench id, gungraun function, label, kafka-protocol counterpart)
+# (criterion bench id, gungraun function, label, kafka-protocol counterpart, krabka-protocol counterpart)
 OPS = [
-    ("copy", None, "copy (floor)", None),
-    ("kwire_view", "view", "kwire view", "kp_decode"),
-    ("kwire_view_walk", "view_walk", "kwire view + walk", "kp_decode"),
-    ("kwire_validate", "validate", "kwire view + validate", "kp_decode"),
-    ("kwire_decode_ref", "decode_ref", "kwire reference decode", "kp_decode"),
-    ("kwire_encoded_len", "encoded_len", "kwire encoded_len", "kp_compute_size"),
-    ("kwire_encode", "encode", "kwire encode", "kp_encode"),
-    ("kwire_encode_frame", "encode_frame", "kwire encode whole frame", None),
-    ("kp_decode", None, "kafka-protocol decode", None),
-    ("kp_encode", None, "kafka-protocol encode", None),
-    ("kp_compute_size", None, "kafka-protocol compute_size", None),
+    ("copy", None, "copy (floor)", None, None),
+    ("kwire_view", "view", "kwire view", "kp_decode", "krabka_view_walk"),
+    ("kwire_view_walk", "view_walk", "kwire view + walk", "kp_decode", "krabka_view_walk"),
+    ("kwire_validate", "validate", "kwire view + validate", "kp_decode", "krabka_view_walk"),
+    ("kwire_decode_ref", "decode_ref", "kwire reference decode", "kp_decode", "krabka_decode"),
+    ("kwire_encoded_len", "encoded_len", "kwire encoded_len", "kp_compute_size", None),
+    ("kwire_encode", "encode", "kwire encode", "kp_encode", "krabka_encode"),
+    ("kwire_encode_frame", "encode_frame", "kwire encode whole frame", None, None),
+    ("kp_decode", None, "kafka-protocol decode", None, None),
+    ("kp_encode", None, "kafka-protocol encode", None, None),
+    ("kp_compute_size", None, "kafka-protocol compute_size", None, None),
+    ("krabka_decode", None, "krabka-protocol owned decode", None, None),
+    ("krabka_view_walk", None, "krabka-protocol borrowed decode + walk", None, None),
+    ("krabka_encode", None, "krabka-protocol encode", None, None),
 ]
+
+# The krabka-protocol bench crate (benches/krabka/) and its pinned toolchain.
+KRABKA_DIR = os.path.join(ROOT, "benches", "krabka")
+
+
+def krabka_toolchain():
+    """The channel pinned by benches/krabka/rust-toolchain.toml, or None."""
+    try:
+        with open(os.path.join(KRABKA_DIR, "rust-toolchain.toml")) as f:
+            m = re.search(r'^channel\s*=\s*"([^"]+)"', f.read(), re.M)
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
+def has_krabka(crit):
+    return any(bench.startswith("krabka_") for _, bench in crit)
 
 
 def load_criterion(root):
@@ -93,7 +114,7 @@ def load_gungraun(root):
     return out
 
 
-def machine(meta):
+def machine(meta, crit):
     model = "unknown"
     try:
         with open("/proc/cpuinfo") as f:
@@ -113,6 +134,16 @@ def machine(meta):
         ("OS", f"{platform.system()} {platform.release()}"),
         ("compiler", rustc),
     ]
+    channel = krabka_toolchain()
+    if channel and has_krabka(crit):
+        try:
+            krustc = subprocess.run(["rustc", f"+{channel}", "-V"], capture_output=True, text=True,
+                                    check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            krustc = f"{channel} (rust-toolchain.toml)"
+        rows.append(("compiler (krabka-protocol bench, benches/krabka)", krustc))
+    elif meta.get("krabka"):
+        rows.append(("krabka-protocol bench (benches/krabka)", meta["krabka"]))
     for key, label in [
         ("date", "run at (UTC)"),
         ("load_before", "load average before (1/5/15 min)"),
@@ -148,11 +179,11 @@ def frame_table(name, crit, gg):
     lines = [
         f"#### `{name}`",
         "",
-        "| operation | time (median) | GB/s | kafka-protocol time ÷ this | this ÷ copy | instructions |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| operation | time (median) | GB/s | kafka-protocol time ÷ this | krabka-protocol time ÷ this | this ÷ copy | instructions |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     copy = crit.get((name, "copy"), {}).get("ns")
-    for bench, gfn, label, peer in OPS:
+    for bench, gfn, label, peer, kpeer in OPS:
         r = crit.get((name, bench))
         if r is None:
             continue
@@ -161,9 +192,11 @@ def frame_table(name, crit, gg):
         vs_peer = None
         if peer and (name, peer) in crit:
             vs_peer = crit[(name, peer)]["ns"] / ns
+        vs_krabka = crit[(name, kpeer)]["ns"] / ns if kpeer and (name, kpeer) in crit else None
         vs_copy = ns / copy if copy and bench != "copy" else None
         ir = gg.get((gfn, name)) if gfn else None
-        lines.append(f"| {label} | {fmt_ns(ns)} | {gbs} | {fmt_ratio(vs_peer)} | {fmt_ratio(vs_copy)} | {fmt_int(ir)} |")
+        lines.append(f"| {label} | {fmt_ns(ns)} | {gbs} | {fmt_ratio(vs_peer)} | {fmt_ratio(vs_krabka)} | "
+                     f"{fmt_ratio(vs_copy)} | {fmt_int(ir)} |")
     lines.append("")
     return lines
 
@@ -178,7 +211,10 @@ def ratio(crit, name, a, b):
 def targets(crit, gg, meta):
     rows = []
 
-    def check(label, values, ok):
+    def check(label, values, ok, missing=None):
+        if missing and all(v is None for _, v in values):
+            rows.append(f"| {label} | {missing} | not run |")
+            return
         shown = ", ".join(f"{n.split('_response')[0].split('_request')[0]}{'_req' if 'request' in n else '_resp'}: {fmt_ratio(v)}"
                           for n, v in values if v is not None)
         met = all(v is not None and ok(v) for _, v in values) and values
@@ -192,6 +228,13 @@ def targets(crit, gg, meta):
     check("view + walk within 4× of copying the bytes (ListOffsets; shown: walk ÷ copy)", lo_copy, lambda v: v <= 4)
     enc = [(n, ratio(crit, n, "kwire_encode", "kp_encode")) for n in REALISTIC + SEED]
     check("encode ≥2× faster than kafka-protocol encode (every frame)", enc, lambda v: v >= 2)
+    no_krabka = None if has_krabka(crit) else (
+        f"no krabka-protocol results (benches/krabka {meta.get('krabka') or 'not run'}; see benches/run.sh)")
+    walk_vs_krabka = [(n, ratio(crit, n, "kwire_view_walk", "krabka_view_walk")) for n in REALISTIC]
+    check("view + walk ≥3× faster than krabka-protocol borrowed decode + the same walk (every realistic frame)",
+          walk_vs_krabka, lambda v: v >= 3, no_krabka)
+    enc_krabka = [(n, ratio(crit, n, "kwire_encode", "krabka_encode")) for n in REALISTIC + SEED]
+    check("encode faster than krabka-protocol encode (every frame)", enc_krabka, lambda v: v > 1, no_krabka)
 
     scaling = [(p, crit.get(("encoded_len_v5_scaling", f"kwire_encoded_len/{p}"), {}).get("ns"))
                for p in ("10x10", "10x100", "10x1000")]
@@ -226,20 +269,26 @@ def scaling_table(crit, gg):
 
 def summary_table(crit):
     lines = [
-        "| frame | body bytes | copy | kwire view + walk | kafka-protocol decode | walk speed-up | kwire encode | kafka-protocol encode | encode speed-up |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| frame | body bytes | copy | kwire view + walk | kafka-protocol decode | speed-up | "
+        "krabka-protocol borrowed decode + walk | speed-up | kwire encode | kafka-protocol encode | speed-up | "
+        "krabka-protocol encode | speed-up |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in SEED + REALISTIC:
-        if (name, "copy") not in crit:
+        sizes = [r["bytes"] for (group, _), r in crit.items() if group == name and r.get("bytes")]
+        if not sizes:
             continue
-        b = crit[(name, "copy")]["bytes"]
+        # Every bench of a frame has the body as its throughput (whole-frame encoding aside).
+        b = crit.get((name, "copy"), {}).get("bytes") or min(sizes)
         g = lambda k: crit.get((name, k), {}).get("ns")  # noqa: E731
         lines.append(
             f"| `{name}` | {b:,} | {fmt_ns(g('copy'))} | {fmt_ns(g('kwire_view_walk'))} | {fmt_ns(g('kp_decode'))} | "
-            f"{fmt_ratio(ratio(crit, name, 'kwire_view_walk', 'kp_decode'))} | {fmt_ns(g('kwire_encode'))} | "
-            f"{fmt_ns(g('kp_encode'))} | {fmt_ratio(ratio(crit, name, 'kwire_encode', 'kp_encode'))} |"
+            f"{fmt_ratio(ratio(crit, name, 'kwire_view_walk', 'kp_decode'))} | {fmt_ns(g('krabka_view_walk'))} | "
+            f"{fmt_ratio(ratio(crit, name, 'kwire_view_walk', 'krabka_view_walk'))} | {fmt_ns(g('kwire_encode'))} | "
+            f"{fmt_ns(g('kp_encode'))} | {fmt_ratio(ratio(crit, name, 'kwire_encode', 'kp_encode'))} | "
+            f"{fmt_ns(g('krabka_encode'))} | {fmt_ratio(ratio(crit, name, 'kwire_encode', 'krabka_encode'))} |"
         )
-    lines.append("")
+    lines += ["", "Each speed-up is the peer's time ÷ kwire's time for the same frame (above 1: kwire is faster).", ""]
     return lines
 
 
@@ -260,17 +309,30 @@ def chart(crit, path):
         ("copy", "copy (floor)", "#9e9e9e"),
         ("kwire_view_walk", "kwire view + walk", "#1f77b4"),
         ("kp_decode", "kafka-protocol decode", "#ff7f0e"),
+        ("krabka_view_walk", "krabka-protocol borrowed decode + walk", "#9467bd"),
         ("kwire_encode", "kwire encode", "#2ca02c"),
         ("kp_encode", "kafka-protocol encode", "#d62728"),
+        ("krabka_encode", "krabka-protocol encode", "#8c564b"),
     ]
-    frames = [n for n in REALISTIC if (n, "copy") in crit]
+    # Without krabka-protocol results (its bench was skipped), no empty krabka bars.
+    series = [s for s in series if any((n, s[0]) in crit for n in REALISTIC)]
+    frames = [n for n in REALISTIC if (n, "copy") in crit or (n, "krabka_view_walk") in crit]
     if not frames:
         return False
     values = [crit[(n, s)]["ns"] for n in frames for s, _, _ in series if (n, s) in crit]
     lo = 10 ** math.floor(math.log10(min(values)))
     hi = 10 ** math.ceil(math.log10(max(values)))
-    left, right, top, bar, gap = 250, 90, 60, 13, 16
     width = 900
+    # The legend, wrapped into as many rows as it needs.
+    legend, lx, ly = [], 60, 32
+    for _, label, color in series:
+        w = 14 + 6 * len(label) + 24
+        if lx + w > width - 20 and lx > 60:
+            lx, ly = 60, ly + 16
+        legend.append(f'<rect x="{lx}" y="{ly}" width="10" height="10" fill="{color}"/>')
+        legend.append(f'<text x="{lx + 14}" y="{ly + 9}">{esc(label)}</text>')
+        lx += w
+    left, right, top, bar, gap = 250, 90, ly + 28, 13, 16
     plot_w = width - left - right
     rows = len(frames) * len(series)
     height = top + rows * bar + len(frames) * gap + 50
@@ -285,12 +347,7 @@ def chart(crit, path):
         f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">'
         "Time per operation on the realistic frames (median, log scale; shorter is faster)</text>",
     ]
-    # legend
-    lx = 60
-    for _, label, color in series:
-        out.append(f'<rect x="{lx}" y="32" width="10" height="10" fill="{color}"/>')
-        out.append(f'<text x="{lx + 14}" y="41">{esc(label)}</text>')
-        lx += 14 + 6 * len(label) + 24
+    out += legend
     # grid
     plot_bottom = height - 40
     decade = lo
@@ -334,7 +391,7 @@ def main():
             meta = json.load(f)
 
     md = ["<!-- report:begin -->", "<!-- Generated by benches/report.py; edit the script, not this section. -->", ""]
-    md += ["### Machine", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in machine(meta)] + [""]
+    md += ["### Machine", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in machine(meta, crit)] + [""]
     md += ["### Targets", ""] + targets(crit, gg, meta)
     md += ["### Summary", ""] + summary_table(crit)
     md += ["### encoded_len against the partition count", ""] + scaling_table(crit, gg)
@@ -342,7 +399,7 @@ def main():
     if not gg:
         md += ["(No instruction counts: gungraun-runner 0.20.0 was not installed for this run.)", ""]
     for name in SEED + REALISTIC:
-        if (name, "copy") in crit:
+        if any(group == name for group, _ in crit):
             md += frame_table(name, crit, gg)
     md += ["<!-- report:end -->"]
     block = "\n".join(md)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every benchmark and writes the report: criterion (kwire, kafka-protocol and the copy
-# floor, in one run), gungraun instruction counts if gungraun-runner 0.20.0 is installed,
-# the zero-allocation test, then benches/report.py, which fills docs/benchmarks.md and
-# draws docs/bench-chart.svg.
+# floor, in one run), then krabka-protocol on the same frames (benches/krabka/, a crate of
+# its own on the newer toolchain that its rust-toolchain.toml pins; skipped with a message
+# if that toolchain is missing and cannot be installed), gungraun instruction counts if
+# gungraun-runner 0.20.0 is installed, the zero-allocation test, then benches/report.py,
+# which fills docs/benchmarks.md and draws docs/bench-chart.svg.
 #
 #   bash benches/run.sh                      # everything
 #   CARGO=kcargo bash benches/run.sh         # through a wrapper (e.g. a lock on a shared machine)
@@ -22,6 +24,26 @@ started=$(date -u +%Y-%m-%dT%H:%MZ)
 rm -rf target/criterion target/gungraun
 "$CARGO" bench --bench codec -- "$@"
 
+# krabka-protocol 0.8 needs a newer rustc than kwire's: its bench crate pins one in
+# benches/krabka/rust-toolchain.toml, which rustup applies because cargo runs in that
+# directory. Its criterion results go to the same target/criterion/<frame>/krabka_*.
+krabka_toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' benches/krabka/rust-toolchain.toml)
+have_krabka_toolchain() { command -v rustup >/dev/null 2>&1 && rustup run "$krabka_toolchain" rustc -V >/dev/null 2>&1; }
+if ! have_krabka_toolchain && command -v rustup >/dev/null 2>&1; then
+  echo "installing Rust $krabka_toolchain for benches/krabka (krabka-protocol 0.8 needs it)" >&2
+  timeout 600 rustup toolchain install "$krabka_toolchain" --profile minimal >&2 || true
+fi
+if ! have_krabka_toolchain; then
+  krabka="skipped: Rust $krabka_toolchain is not installed"
+  echo "Rust $krabka_toolchain not installed: krabka-protocol not measured" >&2
+  echo "  (rustup toolchain install $krabka_toolchain --profile minimal)" >&2
+elif (export CRITERION_HOME="$PWD/target/criterion" && cd benches/krabka && "$CARGO" bench --locked -- "$@"); then
+  krabka="ran with $(rustup run "$krabka_toolchain" rustc -V)"
+else
+  krabka="failed: see the output of benches/krabka above"
+  echo "the krabka-protocol bench failed: krabka-protocol not measured" >&2
+fi
+
 if command -v gungraun-runner >/dev/null 2>&1 && gungraun-runner --version | grep -qx 'gungraun-runner 0.20.0'; then
   GUNGRAUN_SAVE_SUMMARY=json "$CARGO" bench --bench instructions
 else
@@ -36,6 +58,6 @@ if "$CARGO" test --all-features --test alloc --quiet; then alloc=passed; else al
 mkdir -p target
 cat >target/bench-meta.json <<EOF
 {"command": "bash benches/run.sh${*:+ $*}", "date": "$started", "load_before": "$load_before",
- "load_after": "$load_after", "alloc_test": "$alloc"}
+ "load_after": "$load_after", "alloc_test": "$alloc", "krabka": "$krabka"}
 EOF
 python3 benches/report.py

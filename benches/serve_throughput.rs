@@ -20,11 +20,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use kwire::frame;
+use kwire::dispatch;
 use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
 use kwire::messages::metadata::MetadataRequest;
 use kwire::messages::{ApiKey, ResponseBodyView};
-use kwire::{List, codec::AnyBody};
+use kwire::{AnyBody, List};
 
 struct Server(Child);
 
@@ -41,7 +41,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 
 fn encode(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
     let mut buf = vec![0u8; 1024];
-    let n = frame::encode_request(body, version, correlation_id, Some("kwire-bench"), &mut buf).unwrap();
+    let n = dispatch::encode_request(body, version, correlation_id, Some("kwire-bench"), &mut buf).unwrap();
     buf.truncate(n);
     buf
 }
@@ -116,16 +116,14 @@ fn check_answers(addr: &str) {
         stream.read_exact(&mut size).unwrap();
         let mut body = vec![0u8; u32::from_be_bytes(size) as usize];
         stream.read_exact(&mut body).unwrap();
-        let response = frame::parse_response(&body, key, version).unwrap();
+        let response = dispatch::parse_response(&body, key, version).unwrap();
         assert_eq!(response.header.correlation_id(), i as i32);
         match response.body {
             ResponseBodyView::ListOffsets(b) => {
                 let offsets: Vec<i64> = b
                     .topics()
                     .iter()
-                    .flat_map(|t| {
-                        t.unwrap().partitions().iter().map(|p| p.unwrap().offset()).collect::<Vec<_>>()
-                    })
+                    .flat_map(|t| t.partitions().iter().map(|p| p.offset()).collect::<Vec<_>>())
                     .collect();
                 assert_eq!(offsets, [4, 122, 0, 1], "the demo catalogue's answers");
             }

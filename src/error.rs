@@ -201,6 +201,16 @@ pub enum EncodeError {
         /// Bytes the buffer has.
         available: usize,
     },
+    /// The encoder wrote a different number of bytes than it had sized: a bug in kwire
+    /// (please report it). Checked in every build profile; the bytes are not usable.
+    SizeMismatch {
+        /// The message being encoded.
+        message: &'static str,
+        /// The size computed first.
+        sized: usize,
+        /// The bytes written.
+        written: usize,
+    },
 }
 
 impl fmt::Display for EncodeError {
@@ -224,6 +234,9 @@ impl fmt::Display for EncodeError {
             }
             EncodeError::BufferTooSmall { needed, available } => {
                 write!(f, "buffer too small: need {needed} bytes, have {available}")
+            }
+            EncodeError::SizeMismatch { message, sized, written } => {
+                write!(f, "bug in kwire: {message} was sized at {sized} bytes but {written} were written")
             }
         }
     }

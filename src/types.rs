@@ -208,14 +208,26 @@ pub struct RawTaggedField<'a> {
     pub data: Bytes<'a>,
 }
 
-/// A message version together with whether it is flexible, threaded through decoders
-/// and encoders of nested structures.
+/// A message version together with what the code below the message needs to know about
+/// it, threaded through decoders and encoders of nested structures. Internal.
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ver {
     /// The message version.
     pub version: i16,
     /// Whether this version uses the flexible (compact, tagged) encoding.
     pub flexible: bool,
+    /// For views: no element of a fixed-layout array anywhere in the body had a tagged
+    /// field, so every such array has one stride (the fixed fields and an empty tagged
+    /// section) and is skipped and indexed in O(1).
+    pub uniform: bool,
+}
+
+impl Ver {
+    /// A version, `flexible` or not.
+    pub const fn new(version: i16, flexible: bool) -> Self {
+        Ver { version, flexible, uniform: true }
+    }
 }
 
 /// An inclusive range of versions, as Kafka's schemas give them (`"3+"` reaches

@@ -1,26 +1,371 @@
-//! Array views: a checked region of the input holding `len` elements, iterated without
-//! allocating.
+//! Views: checked once when built, then read without failing.
+//!
+//! A view (`ListOffsetsRequestView<'a>`) holds the bytes it covers, the version and, for
+//! structs with variable-length fields, the offsets of the fields that follow them. Building
+//! the view of a body checks every byte of it (see `docs/design.md`); after that nothing
+//! here can fail, and accessors decode a field only when it is asked for. Reads of bytes
+//! that were checked still go through bounds-checked slices; an impossible miss yields a
+//! default instead of a panic.
 
 use core::{fmt, iter::FusedIterator, marker::PhantomData};
 
-use crate::codec::ViewElement;
 use crate::error::DecodeError;
-use crate::types::Ver;
-use crate::wire::Reader;
+use crate::types::{Uuid, Ver};
+use crate::wire::{Reader, TaggedIter};
 
-/// A view of an array: its element count, from the prefix, and the bytes of its elements,
-/// whose structure was checked when the enclosing view was built.
-///
-/// [`ArrayView::iter`] decodes elements as it goes and yields a `Result` for each: an
-/// element is validated (its strings' UTF-8, for example) when it is yielded, and the
-/// iterator stops after the first error. Elements of a fixed size (arrays of scalars, and
-/// of structs of scalars in non-flexible versions) can also be fetched by index in O(1).
-pub struct ArrayView<'a, T> {
+/// Bytes that a view checked when it was built.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Src<'a>(&'a [u8]);
+
+impl<'a> Src<'a> {
+    /// The bytes of a body about to be checked, and a reader to check them with.
+    #[inline]
+    pub(crate) fn begin(bytes: &'a [u8]) -> (Src<'a>, Reader<'a>) {
+        (Src(bytes), Reader::new(bytes))
+    }
+
+    /// The bytes.
+    #[inline]
+    pub const fn bytes(self) -> &'a [u8] {
+        self.0
+    }
+
+    /// `self[from..to]`.
+    #[inline]
+    pub fn sub(self, from: usize, to: usize) -> Src<'a> {
+        Src(self.0.get(from..to).unwrap_or_default())
+    }
+
+    /// `self[from..]`.
+    #[inline]
+    pub fn tail(self, from: usize) -> Src<'a> {
+        Src(self.0.get(from..).unwrap_or_default())
+    }
+
+    /// `N` bytes at `at`.
+    #[inline]
+    pub fn fixed<const N: usize>(self, at: usize) -> [u8; N] {
+        match self.bytes().get(at..).and_then(<[u8]>::first_chunk::<N>) {
+            Some(b) => *b,
+            None => [0; N],
+        }
+    }
+
+    /// The `int8` at `at`.
+    #[inline]
+    pub fn i8(self, at: usize) -> i8 {
+        i8::from_be_bytes(self.fixed(at))
+    }
+    /// The `int16` at `at`.
+    #[inline]
+    pub fn i16(self, at: usize) -> i16 {
+        i16::from_be_bytes(self.fixed(at))
+    }
+    /// The `int32` at `at`.
+    #[inline]
+    pub fn i32(self, at: usize) -> i32 {
+        i32::from_be_bytes(self.fixed(at))
+    }
+    /// The `int64` at `at`.
+    #[inline]
+    pub fn i64(self, at: usize) -> i64 {
+        i64::from_be_bytes(self.fixed(at))
+    }
+    /// The `uint16` at `at`.
+    #[inline]
+    pub fn u16(self, at: usize) -> u16 {
+        u16::from_be_bytes(self.fixed(at))
+    }
+    /// The `uint32` at `at`.
+    #[inline]
+    pub fn u32(self, at: usize) -> u32 {
+        u32::from_be_bytes(self.fixed(at))
+    }
+    /// The `float64` at `at`.
+    #[inline]
+    pub fn f64(self, at: usize) -> f64 {
+        f64::from_be_bytes(self.fixed(at))
+    }
+    /// The `bool` at `at` (any non-zero byte is `true`, as in Kafka).
+    #[inline]
+    pub fn bool(self, at: usize) -> bool {
+        self.fixed::<1>(at)[0] != 0
+    }
+    /// The `uuid` at `at`.
+    #[inline]
+    pub fn uuid(self, at: usize) -> Uuid {
+        Uuid(self.fixed(at))
+    }
+
+    /// The unsigned varint at `at` and the offset after it.
+    #[inline]
+    pub fn uvarint(self, at: usize) -> (u32, usize) {
+        let b = self.bytes();
+        match b.get(at) {
+            Some(&v) if v < 0x80 => (u32::from(v), at + 1),
+            _ => {
+                let mut value = 0u32;
+                for i in 0..5 {
+                    let Some(&v) = b.get(at + i) else { break };
+                    value |= u32::from(v & 0x7f) << (7 * i);
+                    if v & 0x80 == 0 {
+                        return (value, at + i + 1);
+                    }
+                }
+                (value, b.len())
+            }
+        }
+    }
+
+    /// The length prefix at `at` (`None` for null) and the offset after it: compact when
+    /// `flexible`, else an int32 when `wide` (bytes, arrays) or an int16 (strings).
+    #[inline]
+    pub fn len_prefix(self, at: usize, flexible: bool, wide: bool) -> (Option<usize>, usize) {
+        if flexible {
+            let (n, next) = self.uvarint(at);
+            (n.checked_sub(1).map(|n| n as usize), next)
+        } else if wide {
+            (usize::try_from(self.i32(at)).ok(), at + 4)
+        } else {
+            (usize::try_from(self.i16(at)).ok(), at + 2)
+        }
+    }
+
+    /// The text of `self[from..to]`, checked as UTF-8 when the view was built.
+    #[inline]
+    pub fn text(self, from: usize, to: usize) -> &'a str {
+        self.0.get(from..to).and_then(crate::wire::str_from).unwrap_or_default()
+    }
+
+    /// The nullable string at `at`.
+    #[inline]
+    pub fn nullable_str(self, at: usize, flexible: bool) -> Option<&'a str> {
+        let (len, from) = self.len_prefix(at, flexible, false);
+        len.map(|n| self.text(from, from + n))
+    }
+
+    /// The string at `at`.
+    #[inline]
+    pub fn str(self, at: usize, flexible: bool) -> &'a str {
+        self.nullable_str(at, flexible).unwrap_or_default()
+    }
+
+    /// The nullable byte array at `at`.
+    #[inline]
+    pub fn nullable_bytes(self, at: usize, flexible: bool) -> Option<&'a [u8]> {
+        let (len, from) = self.len_prefix(at, flexible, true);
+        len.map(|n| self.bytes().get(from..from + n).unwrap_or_default())
+    }
+
+    /// The byte array at `at`.
+    #[inline]
+    pub fn bytes_at(self, at: usize, flexible: bool) -> &'a [u8] {
+        self.nullable_bytes(at, flexible).unwrap_or_default()
+    }
+
+    /// The offset after the string (or null) at `at`.
+    #[inline]
+    pub fn skip_str(self, at: usize, flexible: bool) -> usize {
+        let (len, from) = self.len_prefix(at, flexible, false);
+        from + len.unwrap_or(0)
+    }
+
+    /// The offset after the byte array (or null) at `at`.
+    #[inline]
+    pub fn skip_bytes(self, at: usize, flexible: bool) -> usize {
+        let (len, from) = self.len_prefix(at, flexible, true);
+        from + len.unwrap_or(0)
+    }
+
+    /// The offset after the tagged-field section at `at`.
+    #[inline]
+    pub fn skip_tagged(self, at: usize) -> usize {
+        let (count, mut p) = self.uvarint(at);
+        for _ in 0..count {
+            let (_, next) = self.uvarint(p);
+            let (size, next) = self.uvarint(next);
+            p = next + size as usize;
+        }
+        p
+    }
+
+    /// The fields of the tagged-field section at `at` whose tags are not in `known`.
+    #[inline]
+    pub fn tagged(self, at: usize, known: &'static [u32]) -> TaggedIter<'a> {
+        let (count, from) = self.uvarint(at);
+        TaggedIter::new(self.bytes().get(from..).unwrap_or_default(), count, known)
+    }
+
+    /// The value of tagged field `tag` in the section at `at`, if it is there.
+    #[inline]
+    pub fn tag(self, at: usize, tag: u32) -> Option<Src<'a>> {
+        let (count, mut p) = self.uvarint(at);
+        for _ in 0..count {
+            let (t, next) = self.uvarint(p);
+            let (size, next) = self.uvarint(next);
+            p = next + size as usize;
+            if t == tag {
+                return Some(self.sub(next, p));
+            }
+        }
+        None
+    }
+}
+
+/// Checks the front of `bytes` as a body of `B` at `version` with `check`, which returns
+/// the offsets the body's view keeps. Returns the body's bytes (the version must exist and
+/// every byte must be valid), its version, the offsets and its length; bytes after it are
+/// the caller's to judge (see [`no_trailing`]).
+#[inline]
+pub(crate) fn check_body<'a, B: crate::encode::Body, const K: usize>(
     bytes: &'a [u8],
-    base: u32,
-    len: u32,
+    version: i16,
+    check: impl FnOnce(&mut Reader<'a>, Ver) -> Result<[u32; K], DecodeError>,
+) -> Result<(Src<'a>, Ver, [u32; K]), DecodeError> {
+    let Some(ver) = B::ver(version) else {
+        return Err(DecodeError::new(crate::error::DecodeErrorKind::UnsupportedVersion(version), 0, B::NAME));
+    };
+    let (src, mut r) = Src::begin(bytes);
+    let at = check(&mut r, ver)?;
+    Ok((src.sub(0, r.pos()), Ver { uniform: r.uniform(), ..ver }, at))
+}
+
+/// Fails with [`crate::DecodeErrorKind::TrailingBytes`] unless a body of `used` bytes
+/// took all of `bytes`.
+#[inline]
+pub(crate) fn no_trailing(bytes: &[u8], used: usize, name: &'static str) -> Result<(), DecodeError> {
+    match bytes.len() - used.min(bytes.len()) {
+        0 => Ok(()),
+        n => Err(DecodeError::new(crate::error::DecodeErrorKind::TrailingBytes(n as u32), used, name)),
+    }
+}
+
+/// How the elements of an array are laid out in one version.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Every element takes this many bytes.
+    Fixed(usize),
+    /// Every element is this many bytes of fixed-width fields, then a tagged-field section.
+    Tagged(usize),
+    /// Elements have variable-length fields.
+    Var,
+}
+
+pub(crate) mod private {
+    use super::{Layout, Src};
+    use crate::error::DecodeError;
+    use crate::types::Ver;
+    use crate::wire::Reader;
+
+    /// What the crate knows about an element type; not for implementing outside it.
+    pub trait ElementImpl<'a>: Sized {
+        /// The layout of elements in `ver`.
+        fn layout(ver: Ver) -> Layout;
+        /// Checks one element and moves past it.
+        fn check(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<(), DecodeError>;
+        /// The element at `pos` of checked bytes, and the offset after it.
+        fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize);
+    }
+}
+
+/// A type that can be the element of an [`ArrayView`]: a scalar, `&str`, or a struct view.
+/// It is sealed: only this crate implements it.
+pub trait Element<'a>: Copy + private::ElementImpl<'a> {}
+
+impl<'a, T: Copy + private::ElementImpl<'a>> Element<'a> for T {}
+
+/// The size of every element of `T` in `ver`, when elements have one stride: always for
+/// [`Layout::Fixed`], and for [`Layout::Tagged`] when no element of the body had a tagged
+/// field ([`Ver::uniform`]).
+#[inline]
+pub(crate) fn stride<'a, T: Element<'a>>(ver: Ver) -> Option<usize> {
+    match T::layout(ver) {
+        Layout::Fixed(n) => Some(n),
+        Layout::Tagged(n) if ver.uniform => Some(n + 1),
+        _ => None,
+    }
+}
+
+/// The end of a struct element of fixed-width fields (`fixed` bytes of them) at `pos`.
+#[inline]
+pub(crate) fn fixed_end(src: Src<'_>, pos: usize, fixed: usize, ver: Ver) -> usize {
+    if !ver.flexible {
+        pos + fixed
+    } else if ver.uniform {
+        pos + fixed + 1
+    } else {
+        src.skip_tagged(pos + fixed)
+    }
+}
+
+/// Checks `count` elements of `T`.
+#[inline]
+pub(crate) fn check_elements<'a, T: Element<'a>>(
+    r: &mut Reader<'a>,
+    count: usize,
     ver: Ver,
     field: &'static str,
+) -> Result<(), DecodeError> {
+    match T::layout(ver) {
+        // The count is at most the bytes left, so this cannot overflow.
+        Layout::Fixed(n) => r.take(n * count, field).map(drop),
+        Layout::Tagged(n) => {
+            for _ in 0..count {
+                if r.peek(n) == Some(0) {
+                    r.advance(n + 1);
+                } else {
+                    r.not_uniform();
+                    T::check(r, ver, field)?;
+                }
+            }
+            Ok(())
+        }
+        Layout::Var => {
+            for _ in 0..count {
+                T::check(r, ver, field)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Checks a non-nullable array of `T`: its count, then its elements.
+#[inline]
+pub(crate) fn check_array<'a, T: Element<'a>>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<(), DecodeError> {
+    let count = r.array_len_non_null(ver.flexible, field)?;
+    check_elements::<T>(r, count, ver, field)
+}
+
+/// Checks a nullable array of `T`.
+#[inline]
+pub(crate) fn check_nullable_array<'a, T: Element<'a>>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<(), DecodeError> {
+    match r.array_len(ver.flexible, field)? {
+        Some(count) => check_elements::<T>(r, count, ver, field),
+        None => Ok(()),
+    }
+}
+
+/// A view of an array: its element count and its elements, checked when the view that
+/// holds it was built.
+///
+/// [`ArrayView::iter`] yields element views; it cannot fail. Arrays whose elements have
+/// one stride (scalars, and structs of fixed-width fields) are also indexed in O(1) by
+/// [`ArrayView::get`].
+pub struct ArrayView<'a, T> {
+    /// From the first element to the end of the enclosing struct.
+    src: Src<'a>,
+    len: u32,
+    ver: Ver,
     _element: PhantomData<fn() -> T>,
 }
 
@@ -32,182 +377,190 @@ impl<T> Clone for ArrayView<'_, T> {
 
 impl<T> Copy for ArrayView<'_, T> {}
 
-impl<'a, T: ViewElement<'a>> ArrayView<'a, T> {
+impl<'a, T: Element<'a>> ArrayView<'a, T> {
     /// An empty array, the default for array fields absent in a version.
-    pub const fn empty(ver: Ver, field: &'static str) -> Self {
-        ArrayView { bytes: &[], base: 0, len: 0, ver, field, _element: PhantomData }
+    #[inline]
+    pub(crate) const fn empty(ver: Ver) -> Self {
+        ArrayView { src: Src(&[]), len: 0, ver, _element: PhantomData }
     }
 
-    /// Checks the structure of `count` elements at the reader's position and moves past
-    /// them.
+    /// The nullable array at `at` of checked bytes.
     #[inline]
-    pub fn skip_elements(
-        r: &mut Reader<'a>,
-        count: usize,
-        ver: Ver,
-        field: &'static str,
-    ) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let base = r.offset() as u32;
-        match T::fixed_size(ver) {
-            // The count is at most the bytes left, so this cannot overflow.
-            Some(each) => {
-                r.take(each * count, field)?;
-            }
+    pub(crate) fn nullable_at(src: Src<'a>, at: usize, ver: Ver) -> Option<Self> {
+        let (len, from) = src.len_prefix(at, ver.flexible, true);
+        len.map(|n| ArrayView { src: src.tail(from), len: n as u32, ver, _element: PhantomData })
+    }
+
+    /// The array at `at` of checked bytes.
+    #[inline]
+    pub(crate) fn at(src: Src<'a>, at: usize, ver: Ver) -> Self {
+        Self::nullable_at(src, at, ver).unwrap_or(Self::empty(ver))
+    }
+
+    /// The offset after the array (or null) at `at` of checked bytes.
+    #[inline]
+    pub(crate) fn skip(src: Src<'a>, at: usize, ver: Ver) -> usize {
+        let (len, from) = src.len_prefix(at, ver.flexible, true);
+        let len = len.unwrap_or(0);
+        match stride::<T>(ver) {
+            Some(each) => from + each * len,
             None => {
-                for _ in 0..count {
-                    T::skip(r, ver, field)?;
+                let mut p = from;
+                for _ in 0..len {
+                    p = T::at(src, p, ver).1;
                 }
+                p
             }
-        }
-        Ok(ArrayView { bytes: r.since(start), base, len: count as u32, ver, field, _element: PhantomData })
-    }
-
-    /// Reads a non-nullable array: its count, then its elements' structure.
-    #[inline]
-    pub fn read(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<Self, DecodeError> {
-        let count = r.array_len_non_null(ver.flexible, field)?;
-        Self::skip_elements(r, count, ver, field)
-    }
-
-    /// Reads a nullable array: `None` for null.
-    #[inline]
-    pub fn read_nullable(
-        r: &mut Reader<'a>,
-        ver: Ver,
-        field: &'static str,
-    ) -> Result<Option<Self>, DecodeError> {
-        match r.array_len(ver.flexible, field)? {
-            Some(count) => Self::skip_elements(r, count, ver, field).map(Some),
-            None => Ok(None),
         }
     }
 
     /// The number of elements.
+    #[inline]
     pub const fn len(&self) -> usize {
         self.len as usize
     }
 
     /// Whether there are no elements.
+    #[inline]
     pub const fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    /// The bytes of the elements, without the count prefix.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
-    }
-
-    /// Decodes the elements one by one.
+    /// The elements, in order.
+    #[inline]
     pub fn iter(&self) -> ArrayIter<'a, T> {
-        ArrayIter {
-            // Checking the region as UTF-8 in one pass pays off only over several elements.
-            r: if self.len > 1 {
-                Reader::for_strings(self.bytes, self.base as usize)
-            } else {
-                Reader::with_base(self.bytes, self.base as usize)
-            },
-            left: self.len,
-            ver: self.ver,
-            field: self.field,
-            _element: PhantomData,
-        }
+        ArrayIter { src: self.src, pos: 0, left: self.len, ver: self.ver, _element: PhantomData }
     }
 
-    /// The element at `index`: O(1) when elements have a fixed size in this version,
-    /// otherwise a walk over the elements before it.
-    pub fn get(&self, index: usize) -> Option<Result<T, DecodeError>> {
+    /// The element at `index`: O(1) when elements have one stride, otherwise a walk over
+    /// the elements before it.
+    #[inline]
+    pub fn get(&self, index: usize) -> Option<T> {
         if index >= self.len() {
             return None;
         }
-        match T::fixed_size(self.ver) {
-            Some(each) => {
-                let at = index * each;
-                let bytes = self.bytes.get(at..at + each)?;
-                let mut r = Reader::with_base(bytes, self.base as usize + at);
-                Some(T::read(&mut r, self.ver, self.field))
-            }
+        match stride::<T>(self.ver) {
+            Some(each) => Some(T::at(self.src, index * each, self.ver).0),
             None => self.iter().nth(index),
         }
     }
-
-    /// Decodes every element, stopping at the first error.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        self.iter().try_for_each(|item| item.map(drop))
-    }
 }
 
-impl<'a, T: ViewElement<'a>> IntoIterator for ArrayView<'a, T> {
-    type Item = Result<T, DecodeError>;
+impl<'a, T: Element<'a>> IntoIterator for ArrayView<'a, T> {
+    type Item = T;
     type IntoIter = ArrayIter<'a, T>;
     fn into_iter(self) -> ArrayIter<'a, T> {
         self.iter()
     }
 }
 
-impl<'a, T: ViewElement<'a>> IntoIterator for &ArrayView<'a, T> {
-    type Item = Result<T, DecodeError>;
+impl<'a, T: Element<'a>> IntoIterator for &ArrayView<'a, T> {
+    type Item = T;
     type IntoIter = ArrayIter<'a, T>;
     fn into_iter(self) -> ArrayIter<'a, T> {
         self.iter()
     }
 }
 
-impl<'a, T: ViewElement<'a> + fmt::Debug> fmt::Debug for ArrayView<'a, T> {
+impl<'a, T: Element<'a> + fmt::Debug> fmt::Debug for ArrayView<'a, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
 }
 
-impl<'a, T: ViewElement<'a> + PartialEq> PartialEq for ArrayView<'a, T> {
+impl<'a, T: Element<'a> + PartialEq> PartialEq for ArrayView<'a, T> {
     fn eq(&self, other: &Self) -> bool {
         self.len == other.len && self.iter().eq(other.iter())
     }
 }
 
-/// An iterator over the elements of an [`ArrayView`]; it yields a `Result` for each
-/// element and nothing after the first error.
+/// An iterator over the elements of an [`ArrayView`].
 pub struct ArrayIter<'a, T> {
-    r: Reader<'a>,
+    src: Src<'a>,
+    pos: usize,
     left: u32,
     ver: Ver,
-    field: &'static str,
     _element: PhantomData<fn() -> T>,
 }
 
 impl<T> Clone for ArrayIter<'_, T> {
     fn clone(&self) -> Self {
-        ArrayIter { r: self.r, left: self.left, ver: self.ver, field: self.field, _element: PhantomData }
+        ArrayIter { src: self.src, pos: self.pos, left: self.left, ver: self.ver, _element: PhantomData }
     }
 }
 
 impl<T> fmt::Debug for ArrayIter<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ArrayIter").field("left", &self.left).field("offset", &self.r.offset()).finish()
+        f.debug_struct("ArrayIter").field("left", &self.left).finish()
     }
 }
 
-impl<'a, T: ViewElement<'a>> Iterator for ArrayIter<'a, T> {
-    type Item = Result<T, DecodeError>;
+impl<'a, T: Element<'a>> Iterator for ArrayIter<'a, T> {
+    type Item = T;
 
     #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
+    fn next(&mut self) -> Option<T> {
         if self.left == 0 {
             return None;
         }
         self.left -= 1;
-        let item = T::read(&mut self.r, self.ver, self.field);
-        if item.is_err() {
-            self.left = 0;
-        }
+        let (item, end) = T::at(self.src, self.pos, self.ver);
+        self.pos = end;
         Some(item)
     }
 
+    #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.left as usize, Some(self.left as usize))
     }
 }
 
-impl<'a, T: ViewElement<'a>> ExactSizeIterator for ArrayIter<'a, T> {}
+impl<'a, T: Element<'a>> ExactSizeIterator for ArrayIter<'a, T> {}
 
-impl<'a, T: ViewElement<'a>> FusedIterator for ArrayIter<'a, T> {}
+impl<'a, T: Element<'a>> FusedIterator for ArrayIter<'a, T> {}
+
+macro_rules! scalar_element {
+    ($t:ty, $read:ident, $n:expr) => {
+        impl<'a> private::ElementImpl<'a> for $t {
+            #[inline]
+            fn layout(_: Ver) -> Layout {
+                Layout::Fixed($n)
+            }
+            #[inline]
+            fn check(r: &mut Reader<'a>, _: Ver, field: &'static str) -> Result<(), DecodeError> {
+                r.take($n, field).map(drop)
+            }
+            #[inline]
+            fn at(src: Src<'a>, pos: usize, _: Ver) -> (Self, usize) {
+                (src.$read(pos), pos + $n)
+            }
+        }
+    };
+}
+
+scalar_element!(i8, i8, 1);
+scalar_element!(i16, i16, 2);
+scalar_element!(i32, i32, 4);
+scalar_element!(i64, i64, 8);
+scalar_element!(u16, u16, 2);
+scalar_element!(u32, u32, 4);
+scalar_element!(f64, f64, 8);
+scalar_element!(bool, bool, 1);
+scalar_element!(Uuid, uuid, 16);
+
+impl<'a> private::ElementImpl<'a> for &'a str {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
+    }
+    #[inline]
+    fn check(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<(), DecodeError> {
+        r.check_str(ver.flexible, field)
+    }
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let (len, from) = src.len_prefix(pos, ver.flexible, false);
+        let end = from + len.unwrap_or(0);
+        (src.text(from, end), end)
+    }
+}

@@ -7,8 +7,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use common::{hex_files, unframe, vector};
-use kwire::codec::AnyBody;
-use kwire::frame;
+use kwire::AnyBody;
+use kwire::dispatch;
 use kwire::messages::{ApiKey, RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};
 
 struct Counting;
@@ -61,7 +61,7 @@ fn walk_request(body: &RequestBodyView<'_>) -> u64 {
         }
         RequestBodyView::ListGroups(v) => {
             for s in v.states_filter().iter().chain(v.types_filter().iter()) {
-                sum = sum.wrapping_add(s.unwrap().len() as u64);
+                sum = sum.wrapping_add(s.len() as u64);
             }
         }
         RequestBodyView::ListOffsets(v) => {
@@ -69,10 +69,8 @@ fn walk_request(body: &RequestBodyView<'_>) -> u64 {
                 (v.replica_id() as i64 + v.isolation_level() as i64 + v.timeout_ms() as i64) as u64,
             );
             for t in v.topics() {
-                let t = t.unwrap();
                 sum = sum.wrapping_add(t.name().len() as u64);
                 for p in t.partitions() {
-                    let p = p.unwrap();
                     sum = sum.wrapping_add(
                         (p.partition_index() as i64 + p.current_leader_epoch() as i64 + p.timestamp()) as u64,
                     );
@@ -92,23 +90,21 @@ fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
                 (v.error_code() as i64 + v.throttle_time_ms() as i64 + v.finalized_features_epoch()) as u64,
             );
             for k in v.api_keys() {
-                let k = k.unwrap();
                 sum = sum.wrapping_add(
                     (k.api_key() as i64 + k.min_version() as i64 + k.max_version() as i64) as u64,
                 );
             }
             for f in v.supported_features() {
-                sum = sum.wrapping_add(f.unwrap().name().len() as u64);
+                sum = sum.wrapping_add(f.name().len() as u64);
             }
             for f in v.finalized_features() {
-                sum = sum.wrapping_add(f.unwrap().name().len() as u64);
+                sum = sum.wrapping_add(f.name().len() as u64);
             }
             sum = sum.wrapping_add(u64::from(v.zk_migration_ready()));
         }
         ResponseBodyView::ListGroups(v) => {
             sum = sum.wrapping_add((v.throttle_time_ms() as i64 + v.error_code() as i64) as u64);
             for g in v.groups() {
-                let g = g.unwrap();
                 let len = g.group_id().len()
                     + g.protocol_type().len()
                     + g.group_state().len()
@@ -119,10 +115,8 @@ fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
         ResponseBodyView::ListOffsets(v) => {
             sum = sum.wrapping_add(v.throttle_time_ms() as u64);
             for t in v.topics() {
-                let t = t.unwrap();
                 sum = sum.wrapping_add(t.name().len() as u64);
                 for p in t.partitions() {
-                    let p = p.unwrap();
                     sum = sum.wrapping_add(
                         (p.partition_index() as i64 + p.error_code() as i64 + p.timestamp() + p.offset())
                             as u64
@@ -165,28 +159,26 @@ fn views_validation_sizing_and_encoding_allocate_nothing() {
         let mut out = vec![0u8; f.bytes.len() + 64];
         if f.request {
             // Owned value made beforehand: encoding it must not allocate.
-            let req = frame::parse_request(frame_bytes).unwrap();
-            let value = RequestBody::decode(f.key, f.version, req.body.as_bytes()).unwrap();
+            let req = dispatch::parse_request(frame_bytes).unwrap();
+            let value = RequestBody::decode(req.body.as_bytes(), f.key, f.version).unwrap();
             let n = allocations(|| {
-                let req = frame::parse_request(frame_bytes).unwrap();
+                let req = dispatch::parse_request(frame_bytes).unwrap();
                 std::hint::black_box(walk_request(&req.body));
-                req.body.validate().unwrap();
                 let len = value.encoded_len(f.version).unwrap();
                 assert_eq!(value.encode(f.version, &mut out).unwrap(), len);
-                let total = frame::encode_request(&value, f.version, 1, Some("x"), &mut out).unwrap();
+                let total = dispatch::encode_request(&value, f.version, 1, Some("x"), &mut out).unwrap();
                 std::hint::black_box(total);
             });
             assert_eq!(n, 0, "{}: {n} allocations", f.name);
         } else {
-            let resp = frame::parse_response(frame_bytes, f.key, f.version).unwrap();
-            let value = ResponseBody::decode(f.key, f.version, resp.body.as_bytes()).unwrap();
+            let resp = dispatch::parse_response(frame_bytes, f.key, f.version).unwrap();
+            let value = ResponseBody::decode(resp.body.as_bytes(), f.key, f.version).unwrap();
             let n = allocations(|| {
-                let resp = frame::parse_response(frame_bytes, f.key, f.version).unwrap();
+                let resp = dispatch::parse_response(frame_bytes, f.key, f.version).unwrap();
                 std::hint::black_box(walk_response(&resp.body));
-                resp.body.validate().unwrap();
                 let len = value.encoded_len(f.version).unwrap();
                 assert_eq!(value.encode(f.version, &mut out).unwrap(), len);
-                let total = frame::encode_response(&value, f.version, 1, &mut out).unwrap();
+                let total = dispatch::encode_response(&value, f.version, 1, &mut out).unwrap();
                 std::hint::black_box(total);
             });
             assert_eq!(n, 0, "{}: {n} allocations", f.name);
@@ -200,8 +192,8 @@ fn the_counter_sees_allocations() {
     let frames = frames();
     let f = frames.iter().find(|f| f.name == "listoffsets_v10_request_10x100").unwrap();
     let n = allocations(|| {
-        let req = frame::parse_request(unframe(&f.bytes)).unwrap();
-        std::hint::black_box(RequestBody::decode(f.key, f.version, req.body.as_bytes()).unwrap());
+        let req = dispatch::parse_request(unframe(&f.bytes)).unwrap();
+        std::hint::black_box(RequestBody::decode(req.body.as_bytes(), f.key, f.version).unwrap());
     });
     assert!(n > 0);
 }
@@ -220,7 +212,6 @@ fn every_benched_kwire_operation_allocates_nothing() {
         let n = allocations(|| {
             support::view(key, ver, req, body);
             std::hint::black_box(support::view_walk(key, ver, req, body));
-            support::validate(key, ver, req, body);
             std::hint::black_box(support::encoded_len(&p.value, ver));
             std::hint::black_box(support::encode(&p.value, ver, &mut out));
             std::hint::black_box(support::encode_frame(&p.value, ver, p.correlation_id, client_id, &mut out));

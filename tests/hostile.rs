@@ -84,17 +84,17 @@ fn decode_both(
 ) -> (Result<(), DecodeError>, Result<(), DecodeError>) {
     let (view, peak, calls) = measure(|| {
         if response {
-            ResponseBodyView::new(key, version, body).and_then(|v| v.validate())
+            ResponseBodyView::new(body, key, version).map(drop)
         } else {
-            RequestBodyView::new(key, version, body).and_then(|v| v.validate())
+            RequestBodyView::new(body, key, version).map(drop)
         }
     });
     assert_eq!((peak, calls), (0, 0), "{key:?} v{version}: the view allocated");
     let (reference, peak, _) = measure(|| {
         if response {
-            ResponseBody::decode(key, version, body).map(drop)
+            ResponseBody::decode(body, key, version).map(drop)
         } else {
-            RequestBody::decode(key, version, body).map(drop)
+            RequestBody::decode(body, key, version).map(drop)
         }
     });
     let limit = ratio * body.len() + 4096;
@@ -532,7 +532,8 @@ impl Builder {
         if !self.flexible || self.done() {
             return;
         }
-        if self.position(out, Pos::Section, s.name) {
+        let section: &'static str = Box::leak(format!("{}._tagged_fields", s.name).into_boxed_str());
+        if self.position(out, Pos::Section, section) {
             return;
         }
         let known: Vec<&F> = s.fields.iter().filter(|f| f.tag.is_some() && self.version >= f.since).collect();
@@ -579,11 +580,11 @@ fn full_bodies_decode_and_reencode() {
             // generated code field for field.
             let mut out = vec![0u8; body.len()];
             let n = if msg.response {
-                use kwire::codec::AnyBody;
-                ResponseBody::decode(msg.key, version, &body).unwrap().encode(version, &mut out)
+                use kwire::AnyBody;
+                ResponseBody::decode(&body, msg.key, version).unwrap().encode(version, &mut out)
             } else {
-                use kwire::codec::AnyBody;
-                RequestBody::decode(msg.key, version, &body).unwrap().encode(version, &mut out)
+                use kwire::AnyBody;
+                RequestBody::decode(&body, msg.key, version).unwrap().encode(version, &mut out)
             };
             assert_eq!(n, Ok(body.len()));
             assert_eq!(out, body, "{} v{version}", msg.body.name);

@@ -20,8 +20,9 @@ use bytes::Bytes as KpBytes;
 use kafka_protocol::messages as kp;
 use kafka_protocol::messages::{BrokerId, GroupId, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use kwire::codec::{AnyBody, AsVersion, Body};
 use kwire::messages::*;
+use kwire::testing::AsVersion;
+use kwire::{AnyBody, Body};
 use kwire::{DecodeErrorKind, List, RawTaggedField, Str};
 
 mod common;
@@ -677,7 +678,7 @@ try_from_bytes!(
 );
 
 fn request_vector(name: &str, bytes: &[u8]) {
-    let req = kwire::frame::parse_request(common::unframe(bytes)).unwrap();
+    let req = kwire::dispatch::parse_request(common::unframe(bytes)).unwrap();
     let (body, version) = (req.body.as_bytes(), req.header.api_version());
     match req.body.api_key() {
         ApiKey::ApiVersions => vector_body::<ApiVersionsRequest>(body, version, name),
@@ -689,7 +690,7 @@ fn request_vector(name: &str, bytes: &[u8]) {
 }
 
 fn response_vector(name: &str, bytes: &[u8], key: ApiKey, version: i16) {
-    let resp = kwire::frame::parse_response(common::unframe(bytes), key, version).unwrap();
+    let resp = kwire::dispatch::parse_response(common::unframe(bytes), key, version).unwrap();
     let body = resp.body.as_bytes();
     match key {
         ApiKey::ApiVersions => vector_body::<ApiVersionsResponse>(body, version, name),
@@ -785,7 +786,7 @@ fn unknown_tag_with_a_known_number() {
     let value = ApiVersionsResponse { unknown_tagged_fields: (&tags).into(), ..Default::default() };
     assert_eq!(
         value.encoded_len(3),
-        Err(kwire::EncodeError::InvalidTaggedFields { field: "ApiVersionsResponse", tag: 1 })
+        Err(kwire::EncodeError::InvalidTaggedFields { field: "ApiVersionsResponse._tagged_fields", tag: 1 })
     );
 }
 

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{unframe, vector};
+use kwire::dispatch;
 use kwire::messages::*;
 use kwire::{DecodeError, DecodeErrorKind as K, EncodeError, RawTaggedField, Str, frame};
 
@@ -58,13 +59,13 @@ fn unknown_tagged_fields_are_kept() {
 fn duplicate_tag() {
     let mut tags = vec![2, 1, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1, 8];
     tags.extend_from_slice(&[0; 8]);
-    let expected = err(K::TagOutOfOrder(1), 18, "ApiVersionsResponse");
+    let expected = err(K::TagOutOfOrder(1), 18, "ApiVersionsResponse._tagged_fields");
     assert_eq!(api_versions_both(&api_versions_v3(&tags), 3), (Err(expected), Err(expected)));
 }
 
 #[test]
 fn descending_tags() {
-    let expected = err(K::TagOutOfOrder(5), 10, "ApiVersionsResponse");
+    let expected = err(K::TagOutOfOrder(5), 10, "ApiVersionsResponse._tagged_fields");
     assert_eq!(api_versions_both(&api_versions_v3(&[2, 9, 0, 5, 0]), 3), (Err(expected), Err(expected)));
 }
 
@@ -72,7 +73,11 @@ fn descending_tags() {
 fn tagged_size_larger_than_content() {
     let mut tags = vec![1, 1, 9];
     tags.extend_from_slice(&[0; 9]);
-    let expected = err(K::TaggedSizeMismatch { tag: 1, declared: 9, actual: 8 }, 18, "ApiVersionsResponse");
+    let expected = err(
+        K::TaggedSizeMismatch { tag: 1, declared: 9, actual: 8 },
+        18,
+        "ApiVersionsResponse._tagged_fields",
+    );
     assert_eq!(api_versions_both(&api_versions_v3(&tags), 3), (Err(expected), Err(expected)));
 }
 
@@ -88,7 +93,8 @@ fn tagged_size_smaller_than_content() {
 #[test]
 fn tagged_section_with_huge_size() {
     // One tag claiming 2^32 - 1 bytes.
-    let expected = err(K::Truncated { needed: u32::MAX, available: 0 }, 14, "ApiVersionsResponse");
+    let expected =
+        err(K::Truncated { needed: u32::MAX, available: 0 }, 14, "ApiVersionsResponse._tagged_fields");
     let bytes = api_versions_v3(&[1, 9, 0xff, 0xff, 0xff, 0xff, 0x0f]);
     assert_eq!(api_versions_both(&bytes, 3), (Err(expected), Err(expected)));
 }
@@ -146,11 +152,11 @@ fn version_outside_valid_range() {
 fn over_long_and_overflowing_varints() {
     // ListGroups v3 request body is only a tagged-field count.
     let too_long = [0x80, 0x80, 0x80, 0x80, 0x80, 0x00];
-    let expected = err(K::VarintTooLong, 0, "ListGroupsRequest");
+    let expected = err(K::VarintTooLong, 0, "ListGroupsRequest._tagged_fields");
     assert_eq!(ListGroupsRequestView::new(&too_long, 3).map(drop), Err(expected));
     assert_eq!(ListGroupsRequest::decode(&too_long, 3).map(drop), Err(expected));
     let overflow = [0xff, 0xff, 0xff, 0xff, 0x1f];
-    let expected = err(K::VarintOverflow, 0, "ListGroupsRequest");
+    let expected = err(K::VarintOverflow, 0, "ListGroupsRequest._tagged_fields");
     assert_eq!(ListGroupsRequestView::new(&overflow, 3).map(drop), Err(expected));
     assert_eq!(ListGroupsRequest::decode(&overflow, 3).map(drop), Err(expected));
 }
@@ -184,21 +190,32 @@ fn array_count_beyond_the_input_fails_before_allocating() {
 }
 
 #[test]
-fn invalid_utf8_is_found_lazily() {
-    // A topic name that is not UTF-8: construction checks structure only; the topic is
-    // rejected when the iterator yields it, and by validate() and the reference decoder.
+fn invalid_utf8_is_found_when_the_view_is_built() {
+    // A topic name that is not UTF-8, nested in an array: the view is checked whole, so
+    // construction rejects it, as the reference decoder does.
     let mut body = seed_body("listoffsets_v10_request", 11);
     body[6] = 2; // name of one byte...
     body.insert(7, 0xff); // ...that is not UTF-8
-    let view = ListOffsetsRequestView::new(&body, 10).expect("structure is fine");
     let expected = err(K::InvalidUtf8, 6, "ListOffsetsTopic.Name");
-    assert_eq!(view.topics().iter().next().unwrap().map(drop), Err(expected));
-    assert_eq!(view.validate(), Err(expected));
+    assert_eq!(ListOffsetsRequestView::new(&body, 10).map(drop), Err(expected));
     assert_eq!(ListOffsetsRequest::decode(&body, 10).map(drop), Err(expected));
-    // The iterator stops after the first error.
-    let mut it = view.topics().iter();
-    assert!(it.next().unwrap().is_err());
-    assert!(it.next().is_none());
+}
+
+#[test]
+fn a_string_cut_inside_a_character_is_invalid_even_when_the_body_is_text() {
+    // Metadata v4 request: one topic named "\xc3", then AllowAutoTopicCreation = 0xa9 (any
+    // non-zero byte is true). The body as a whole is valid UTF-8 ("é" spans the name's only
+    // byte and the next field), so the view checks strings by their ends; the name alone
+    // ends in the middle of a character and must still be rejected.
+    let body = [0, 0, 0, 1, 0, 1, 0xc3, 0xa9];
+    assert!(std::str::from_utf8(&body).is_ok());
+    let expected = err(K::InvalidUtf8, 4, "MetadataRequestTopic.Name");
+    assert_eq!(MetadataRequestView::new(&body, 4).map(drop), Err(expected));
+    assert_eq!(MetadataRequest::decode(&body, 4).map(drop), Err(expected));
+    // The same name completed inside the string is fine.
+    let body = [0, 0, 0, 1, 0, 2, 0xc3, 0xa9, 1];
+    let view = MetadataRequestView::new(&body, 4).unwrap();
+    assert_eq!(view.topics().unwrap().iter().next().unwrap().name(), Some("é"));
 }
 
 #[test]
@@ -230,20 +247,20 @@ fn truncation_at_every_offset_of_every_seed_frame() {
         for cut in 0..frame_bytes.len() {
             let part = &frame_bytes[..cut];
             let frame_err = if is_request {
-                frame::parse_request(part).err().map(|e| e.to_string())
+                dispatch::parse_request(part).err().map(|e| e.to_string())
             } else {
-                frame::parse_response(part, key, version).err().map(|e| e.to_string())
+                dispatch::parse_response(part, key, version).err().map(|e| e.to_string())
             };
             assert!(frame_err.is_some(), "{name}: frame cut at {cut} was accepted");
             if cut >= header_len {
                 let body = &part[header_len..];
-                let view = RequestBodyView::new(key, version, body).map(drop);
+                let view = RequestBodyView::new(body, key, version).map(drop);
                 let view =
-                    if is_request { view } else { ResponseBodyView::new(key, version, body).map(drop) };
+                    if is_request { view } else { ResponseBodyView::new(body, key, version).map(drop) };
                 let reference = if is_request {
-                    RequestBody::decode(key, version, body).map(drop)
+                    RequestBody::decode(body, key, version).map(drop)
                 } else {
-                    ResponseBody::decode(key, version, body).map(drop)
+                    ResponseBody::decode(body, key, version).map(drop)
                 };
                 for (which, r) in [("view", view), ("reference", reference)] {
                     let e = r.expect_err(&format!("{name}: {which} accepted a body cut at {cut}"));
@@ -266,11 +283,11 @@ fn truncation_at_every_offset_of_every_seed_frame() {
 #[test]
 fn frame_size_limits() {
     let negative = [0xff, 0xff, 0xff, 0xfe];
-    assert_eq!(frame::split_frame(&negative, 100), Err(err(K::InvalidLength(-2), 0, "Frame.size")));
+    assert_eq!(frame::split_frame(&negative, 100), Err(err(K::InvalidLength(-2), 0, "Frame.size").into()));
     let big = 101u32.to_be_bytes();
     assert_eq!(
         frame::split_frame(&big, 100),
-        Err(err(K::FrameTooLarge { size: 101, max: 100 }, 0, "Frame.size"))
+        Err(err(K::FrameTooLarge { size: 101, max: 100 }, 0, "Frame.size").into())
     );
 }
 
@@ -280,17 +297,17 @@ fn unsupported_request_version_and_key() {
     f[3] = 5; // ApiVersions v5
     f[4..8].copy_from_slice(&77i32.to_be_bytes());
     assert_eq!(
-        frame::parse_request(&f).map(drop),
-        Err(frame::RequestError::UnsupportedVersion {
-            api_key: ApiKey::ApiVersions,
+        dispatch::parse_request(&f).map(drop),
+        Err(frame::FrameError::UnsupportedVersion {
+            api_key: ApiKey::ApiVersions.key(),
             api_version: 5,
             correlation_id: 77
         })
     );
     f[1] = 99;
     assert_eq!(
-        frame::parse_request(&f).map(drop),
-        Err(frame::RequestError::UnsupportedApiKey { api_key: 99, api_version: 5, correlation_id: 77 })
+        dispatch::parse_request(&f).map(drop),
+        Err(frame::FrameError::UnsupportedApiKey { api_key: 99, api_version: 5, correlation_id: 77 })
     );
 }
 
@@ -355,11 +372,11 @@ fn encode_unknown_tags_out_of_order_or_known() {
     let raw = |tag| RawTaggedField { tag, data: (&[1u8][..]).into() };
     let tags = [raw(9), raw(7)];
     let value = ApiVersionsResponse { unknown_tagged_fields: (&tags).into(), ..Default::default() };
-    let expected = EncodeError::InvalidTaggedFields { field: "ApiVersionsResponse", tag: 7 };
+    let expected = EncodeError::InvalidTaggedFields { field: "ApiVersionsResponse._tagged_fields", tag: 7 };
     assert_eq!(value.encoded_len(3), Err(expected));
     let tags = [raw(1)];
     let value = ApiVersionsResponse { unknown_tagged_fields: (&tags).into(), ..Default::default() };
-    let expected = EncodeError::InvalidTaggedFields { field: "ApiVersionsResponse", tag: 1 };
+    let expected = EncodeError::InvalidTaggedFields { field: "ApiVersionsResponse._tagged_fields", tag: 1 };
     assert_eq!(value.encoded_len(3), Err(expected), "tag 1 is FinalizedFeaturesEpoch");
     // Unknown tags merge in order with known ones.
     let tags = [raw(2_000), raw(4)];

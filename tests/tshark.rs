@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use kwire::frame;
+use kwire::dispatch;
 use kwire::messages::api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse};
 use kwire::messages::list_groups::{ListGroupsRequest, ListGroupsResponse, ListedGroup};
 use kwire::messages::list_offsets::{
@@ -27,7 +27,7 @@ use kwire::messages::metadata::{
     MetadataRequest, MetadataRequestTopic, MetadataResponse, MetadataResponseBroker,
     MetadataResponsePartition, MetadataResponseTopic,
 };
-use kwire::{List, Str, codec::AnyBody};
+use kwire::{AnyBody, List, Str};
 
 const TSHARK_TIMEOUT: Duration = Duration::from_secs(60);
 const SETUP_TIMEOUT: Duration = Duration::from_secs(1200);
@@ -159,14 +159,14 @@ fn strings<T: ToString>(values: impl IntoIterator<Item = T>) -> Vec<String> {
 
 fn encode_request(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
     let mut buf = vec![0u8; 4096];
-    let n = frame::encode_request(body, version, correlation_id, Some("kwire-tshark"), &mut buf).unwrap();
+    let n = dispatch::encode_request(body, version, correlation_id, Some("kwire-tshark"), &mut buf).unwrap();
     buf.truncate(n);
     buf
 }
 
 fn encode_response(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
     let mut buf = vec![0u8; 4096];
-    let n = frame::encode_response(body, version, correlation_id, &mut buf).unwrap();
+    let n = dispatch::encode_response(body, version, correlation_id, &mut buf).unwrap();
     buf.truncate(n);
     buf
 }

@@ -6,20 +6,20 @@
 mod common;
 
 use common::{hex_files, unframe, vector};
-use kwire::frame::{self, RequestHeader};
+use kwire::dispatch;
+use kwire::frame::RequestHeader;
 use kwire::messages::{ApiKey, RequestBody, ResponseBody};
-use kwire::{RawTaggedField, codec::AnyBody};
+use kwire::{AnyBody, RawTaggedField};
 
 /// Decodes a request frame both ways, checks they agree, and re-encodes it.
 fn check_request(name: &str, bytes: &[u8]) -> (ApiKey, i16) {
     let frame_bytes = unframe(bytes);
-    let req = frame::parse_request(frame_bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
-    req.body.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+    let req = dispatch::parse_request(frame_bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
     let key = req.body.api_key();
     let version = req.header.api_version();
-    let from_view = RequestBody::try_from(req.body).unwrap();
+    let from_view = RequestBody::from(req.body);
     let body_bytes = req.body.as_bytes();
-    let reference = RequestBody::decode(key, version, body_bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let reference = RequestBody::decode(body_bytes, key, version).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(from_view, reference, "{name}: view and reference decoder disagree");
 
     let tags: Vec<RawTaggedField> = req
@@ -33,20 +33,20 @@ fn check_request(name: &str, bytes: &[u8]) -> (ApiKey, i16) {
         unknown_tagged_fields: &tags,
     };
     let mut out = vec![0u8; bytes.len() + 16];
-    let n = frame::encode_request_with(&reference, version, &header, &mut out).unwrap();
+    let n = dispatch::encode_request_with(&reference, version, &header, &mut out).unwrap();
     assert_eq!(&out[..n], bytes, "{name}: re-encoded request differs");
     assert_eq!(reference.encoded_len(version).unwrap(), body_bytes.len());
     (key, version)
 }
 
 fn check_response(name: &str, bytes: &[u8], key: ApiKey, version: i16) {
-    let resp = frame::parse_response(unframe(bytes), key, version).unwrap_or_else(|e| panic!("{name}: {e}"));
-    resp.body.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
-    let from_view = ResponseBody::try_from(resp.body).unwrap();
-    let reference = ResponseBody::decode(key, version, resp.body.as_bytes()).unwrap();
+    let resp =
+        dispatch::parse_response(unframe(bytes), key, version).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let from_view = ResponseBody::from(resp.body);
+    let reference = ResponseBody::decode(resp.body.as_bytes(), key, version).unwrap();
     assert_eq!(from_view, reference, "{name}: view and reference decoder disagree");
     let mut out = vec![0u8; bytes.len() + 16];
-    let n = frame::encode_response(&reference, version, resp.header.correlation_id(), &mut out).unwrap();
+    let n = dispatch::encode_response(&reference, version, resp.header.correlation_id(), &mut out).unwrap();
     assert_eq!(&out[..n], bytes, "{name}: re-encoded response differs");
 }
 
@@ -71,10 +71,10 @@ fn client_captures() {
 #[test]
 fn rejected_api_versions_carry_error_35() {
     let bytes = vector("clients/responses/kafkapython_apiversions_v4_rejected.hex");
-    let resp = frame::parse_response(unframe(&bytes), ApiKey::ApiVersions, 0).unwrap();
+    let resp = dispatch::parse_response(unframe(&bytes), ApiKey::ApiVersions, 0).unwrap();
     let kwire::messages::ResponseBodyView::ApiVersions(body) = resp.body else { panic!() };
     assert_eq!(body.error_code(), 35);
-    let keys: Vec<_> = body.api_keys().iter().map(|k| k.unwrap()).collect();
+    let keys: Vec<_> = body.api_keys().iter().collect();
     assert_eq!(keys.len(), 1);
     assert_eq!((keys[0].api_key(), keys[0].min_version(), keys[0].max_version()), (18, 0, 3));
 }
@@ -82,12 +82,11 @@ fn rejected_api_versions_carry_error_35() {
 #[test]
 fn feature_tagged_fields_decode() {
     let bytes = vector("clients/responses/kafkapython_apiversions_v4_hello_featuresresp.hex");
-    let resp = frame::parse_response(unframe(&bytes), ApiKey::ApiVersions, 4).unwrap();
+    let resp = dispatch::parse_response(unframe(&bytes), ApiKey::ApiVersions, 4).unwrap();
     let kwire::messages::ResponseBodyView::ApiVersions(body) = resp.body else { panic!() };
     assert!(!body.supported_features().is_empty());
     assert!(body.finalized_features_epoch() >= 0);
     for f in body.supported_features() {
-        let f = f.unwrap();
         assert!(!f.name().is_empty());
         assert!(f.min_version() <= f.max_version());
     }
@@ -113,14 +112,12 @@ fn bench_frames() {
 fn bench_frame_values() {
     // Spot checks against the shapes documented in tests/vectors/bench/README.md.
     let bytes = vector("bench/listoffsets_v10_response_10x100.hex");
-    let resp = frame::parse_response(unframe(&bytes), ApiKey::ListOffsets, 10).unwrap();
+    let resp = dispatch::parse_response(unframe(&bytes), ApiKey::ListOffsets, 10).unwrap();
     let kwire::messages::ResponseBodyView::ListOffsets(body) = resp.body else { panic!() };
     assert_eq!(body.topics().len(), 10);
     for (t, topic) in body.topics().iter().enumerate() {
-        let topic = topic.unwrap();
         assert_eq!(topic.name(), format!("topic-{t:02}"));
         for (p, part) in topic.partitions().iter().enumerate() {
-            let part = part.unwrap();
             let i = (t * 100 + p) as i64;
             assert_eq!(part.partition_index() as usize, p);
             assert_eq!(part.timestamp(), 1_700_000_000_000 + i);
@@ -129,10 +126,10 @@ fn bench_frame_values() {
         }
     }
     let bytes = vector("bench/listgroups_v5_response_1000.hex");
-    let resp = frame::parse_response(unframe(&bytes), ApiKey::ListGroups, 5).unwrap();
+    let resp = dispatch::parse_response(unframe(&bytes), ApiKey::ListGroups, 5).unwrap();
     let kwire::messages::ResponseBodyView::ListGroups(body) = resp.body else { panic!() };
     assert_eq!(body.groups().len(), 1000);
-    let last = body.groups().iter().last().unwrap().unwrap();
+    let last = body.groups().iter().last().unwrap();
     assert_eq!(
         (last.group_id(), last.protocol_type(), last.group_state(), last.group_type()),
         ("group-0999", "consumer", "Stable", "classic")

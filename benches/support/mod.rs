@@ -6,8 +6,8 @@
 
 use std::hint::black_box;
 
-use kwire::codec::AnyBody;
-use kwire::frame;
+use kwire::AnyBody;
+use kwire::dispatch;
 use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsTopic};
 use kwire::messages::{
     ApiKey, ListOffsetsRequest, RequestBody, RequestBodyView, ResponseBody, ResponseBodyView,
@@ -94,9 +94,9 @@ impl Prepared {
         let version: i16 = name.split("_v").nth(1).unwrap().split('_').next().unwrap().parse().unwrap();
         let out = vec![0u8; frame.len() + 64];
         let (body_start, correlation_id, client_id, value) = if name.contains("_request") {
-            let req = frame::parse_request(&frame[4..]).unwrap();
+            let req = dispatch::parse_request(&frame[4..]).unwrap();
             let body = req.body.as_bytes();
-            let value = RequestBody::decode(key, version, body).unwrap();
+            let value = RequestBody::decode(body, key, version).unwrap();
             let start = frame.len() - body.len();
             (
                 start,
@@ -105,9 +105,9 @@ impl Prepared {
                 Value::Request(value),
             )
         } else {
-            let resp = frame::parse_response(&frame[4..], key, version).unwrap();
+            let resp = dispatch::parse_response(&frame[4..], key, version).unwrap();
             let body = resp.body.as_bytes();
-            let value = ResponseBody::decode(key, version, body).unwrap();
+            let value = ResponseBody::decode(body, key, version).unwrap();
             (frame.len() - body.len(), resp.header.correlation_id(), None, Value::Response(value))
         };
         let p = Prepared { name, key, version, frame, body_start, correlation_id, client_id, value, out };
@@ -136,7 +136,6 @@ impl Prepared {
         let body = self.body().to_vec();
         let mut out = self.out.clone();
         black_box(view_walk(self.key, self.version, self.is_request(), &body));
-        validate(self.key, self.version, self.is_request(), &body);
         let n = encode(&self.value, self.version, &mut out);
         assert_eq!(&out[..n], &body[..], "{}: body round trip", self.name);
         assert_eq!(encoded_len(&self.value, self.version), n);
@@ -146,13 +145,13 @@ impl Prepared {
     }
 }
 
-/// Builds the view of a body (checks its structure and its own strings).
+/// Builds the view of a body, which checks every byte of it.
 #[inline(always)]
 pub fn view(key: ApiKey, version: i16, request: bool, body: &[u8]) {
     if request {
-        black_box(RequestBodyView::new(key, version, body).unwrap());
+        black_box(RequestBodyView::new(body, key, version).unwrap());
     } else {
-        black_box(ResponseBodyView::new(key, version, body).unwrap());
+        black_box(ResponseBodyView::new(body, key, version).unwrap());
     }
 }
 
@@ -160,19 +159,9 @@ pub fn view(key: ApiKey, version: i16, request: bool, body: &[u8]) {
 #[inline(always)]
 pub fn view_walk(key: ApiKey, version: i16, request: bool, body: &[u8]) -> u64 {
     if request {
-        walk_request(&RequestBodyView::new(key, version, body).unwrap())
+        walk_request(&RequestBodyView::new(body, key, version).unwrap())
     } else {
-        walk_response(&ResponseBodyView::new(key, version, body).unwrap())
-    }
-}
-
-/// Builds the view of a body and validates everything it left for later.
-#[inline(always)]
-pub fn validate(key: ApiKey, version: i16, request: bool, body: &[u8]) {
-    if request {
-        RequestBodyView::new(key, version, body).unwrap().validate().unwrap();
-    } else {
-        ResponseBodyView::new(key, version, body).unwrap().validate().unwrap();
+        walk_response(&ResponseBodyView::new(body, key, version).unwrap())
     }
 }
 
@@ -180,9 +169,9 @@ pub fn validate(key: ApiKey, version: i16, request: bool, body: &[u8]) {
 #[inline(always)]
 pub fn decode_reference(key: ApiKey, version: i16, request: bool, body: &[u8]) {
     if request {
-        black_box(RequestBody::decode(key, version, body).unwrap());
+        black_box(RequestBody::decode(body, key, version).unwrap());
     } else {
-        black_box(ResponseBody::decode(key, version, body).unwrap());
+        black_box(ResponseBody::decode(body, key, version).unwrap());
     }
 }
 
@@ -214,8 +203,8 @@ pub fn encode_frame(
     out: &mut [u8],
 ) -> usize {
     match value {
-        Value::Request(v) => frame::encode_request(v, version, correlation_id, client_id, out).unwrap(),
-        Value::Response(v) => frame::encode_response(v, version, correlation_id, out).unwrap(),
+        Value::Request(v) => dispatch::encode_request(v, version, correlation_id, client_id, out).unwrap(),
+        Value::Response(v) => dispatch::encode_response(v, version, correlation_id, out).unwrap(),
     }
 }
 
@@ -238,7 +227,7 @@ pub fn walk_request(body: &RequestBodyView<'_>) -> u64 {
         }
         RequestBodyView::ListGroups(v) => {
             for f in v.states_filter().iter().chain(v.types_filter().iter()) {
-                add(&mut s, f.unwrap().len() as i64);
+                add(&mut s, f.len() as i64);
             }
             s = s.wrapping_add(tags(v.unknown_tagged_fields()));
         }
@@ -247,10 +236,8 @@ pub fn walk_request(body: &RequestBodyView<'_>) -> u64 {
             add(&mut s, i64::from(v.isolation_level()));
             add(&mut s, i64::from(v.timeout_ms()));
             for t in v.topics() {
-                let t = t.unwrap();
                 add(&mut s, t.name().len() as i64);
                 for p in t.partitions() {
-                    let p = p.unwrap();
                     add(&mut s, i64::from(p.partition_index()));
                     add(&mut s, i64::from(p.current_leader_epoch()));
                     add(&mut s, p.timestamp());
@@ -272,7 +259,6 @@ pub fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
         ResponseBodyView::ApiVersions(v) => {
             add(&mut s, i64::from(v.error_code()));
             for k in v.api_keys() {
-                let k = k.unwrap();
                 add(&mut s, i64::from(k.api_key()));
                 add(&mut s, i64::from(k.min_version()));
                 add(&mut s, i64::from(k.max_version()));
@@ -280,7 +266,6 @@ pub fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
             }
             add(&mut s, i64::from(v.throttle_time_ms()));
             for f in v.supported_features() {
-                let f = f.unwrap();
                 add(&mut s, f.name().len() as i64);
                 add(&mut s, i64::from(f.min_version()));
                 add(&mut s, i64::from(f.max_version()));
@@ -288,7 +273,6 @@ pub fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
             }
             add(&mut s, v.finalized_features_epoch());
             for f in v.finalized_features() {
-                let f = f.unwrap();
                 add(&mut s, f.name().len() as i64);
                 add(&mut s, i64::from(f.max_version_level()));
                 add(&mut s, i64::from(f.min_version_level()));
@@ -301,7 +285,6 @@ pub fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
             add(&mut s, i64::from(v.throttle_time_ms()));
             add(&mut s, i64::from(v.error_code()));
             for g in v.groups() {
-                let g = g.unwrap();
                 add(&mut s, g.group_id().len() as i64);
                 add(&mut s, g.protocol_type().len() as i64);
                 add(&mut s, g.group_state().len() as i64);
@@ -313,10 +296,8 @@ pub fn walk_response(body: &ResponseBodyView<'_>) -> u64 {
         ResponseBodyView::ListOffsets(v) => {
             add(&mut s, i64::from(v.throttle_time_ms()));
             for t in v.topics() {
-                let t = t.unwrap();
                 add(&mut s, t.name().len() as i64);
                 for p in t.partitions() {
-                    let p = p.unwrap();
                     add(&mut s, i64::from(p.partition_index()));
                     add(&mut s, i64::from(p.error_code()));
                     add(&mut s, p.timestamp());

@@ -51,12 +51,12 @@ impl Body for ApiVersionsRequest<'_> {
 impl ApiVersionsRequest<'_> {
     /// The exact size of this body encoded as `version`, or why it cannot be encoded.
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        codec::body_len(self, version)
+        encode::body_len(self, version)
     }
 
     /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
     pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        codec::encode_body(self, version, buf)
+        encode::encode_body(self, version, buf)
     }
 }
 
@@ -89,8 +89,11 @@ impl Encode for ApiVersionsRequest<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ApiVersionsRequest")?,
-                "ApiVersionsRequest",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "ApiVersionsRequest._tagged_fields",
+                )?,
+                "ApiVersionsRequest._tagged_fields",
             )?;
         }
         Ok(n)
@@ -117,28 +120,33 @@ impl Encode for ApiVersionsRequest<'_> {
 
 /// A zero-copy view of a ApiVersionsRequest body: asks a broker which API keys it accepts and which version range it supports for each; clients normally send it first on a new connection.
 ///
-/// [`ApiVersionsRequestView::new`] checks the structure of the whole body, and the UTF-8 of the body's own
-/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]
-/// checks everything. Accessors never fail and never allocate; fields absent in the version
-/// return their default.
-#[derive(Clone, Copy, Debug)]
+/// [`ApiVersionsRequestView::new`] checks the whole body; after that accessors and iterators cannot fail.
+#[derive(Clone, Copy)]
 pub struct ApiVersionsRequestView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    client_software_name: &'a str,
-    client_software_version: &'a str,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 2],
 }
 
 impl<'a> ApiVersionsRequestView<'a> {
     /// Checks `bytes` as a ApiVersionsRequest body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        codec::read_body::<ApiVersionsRequest, Self>(bytes, version)
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ApiVersionsRequest")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let (src, ver, at) = view::check_body::<ApiVersionsRequest, 2>(bytes, version, Self::checked)?;
+        Ok(Self { src, ver, at })
     }
 
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -146,126 +154,52 @@ impl<'a> ApiVersionsRequestView<'a> {
         self.ver.version
     }
 
-    /// Name of the client software that sent the request.
-    ///
-    /// Schema type `string`; versions 3+; ignorable.
-    pub const fn client_software_name(&self) -> &'a str {
-        self.client_software_name
+    /// See [`ApiVersionsRequest::client_software_name`].
+    #[inline]
+    pub fn client_software_name(&self) -> &'a str {
+        let ver = self.ver;
+        if ver.version >= 3 { self.src.str(0, ver.flexible) } else { "" }
     }
 
-    /// The raw bytes of [`Self::client_software_name`].
-    pub const fn client_software_name_bytes(&self) -> &'a [u8] {
-        self.client_software_name.as_bytes()
-    }
-
-    /// Version string of the client software that sent the request.
-    ///
-    /// Schema type `string`; versions 3+; ignorable.
-    pub const fn client_software_version(&self) -> &'a str {
-        self.client_software_version
-    }
-
-    /// The raw bytes of [`Self::client_software_version`].
-    pub const fn client_software_version_bytes(&self) -> &'a [u8] {
-        self.client_software_version.as_bytes()
+    /// See [`ApiVersionsRequest::client_software_version`].
+    #[inline]
+    pub fn client_software_version(&self) -> &'a str {
+        let ver = self.ver;
+        if ver.version >= 3 { self.src.str(self.at[0] as usize, ver.flexible) } else { "" }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything [`Self::new`] left for later: every element of every array, at
-    /// every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for ApiVersionsRequestView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
         let start = r.pos();
-        let client_software_name =
-            if ver.version >= 3 { r.str(ver.flexible, "ApiVersionsRequest.ClientSoftwareName")? } else { "" };
-        let client_software_version = if ver.version >= 3 {
-            r.str(ver.flexible, "ApiVersionsRequest.ClientSoftwareVersion")?
-        } else {
-            ""
-        };
-        let tagged = if ver.flexible {
-            r.tagged_fields("ApiVersionsRequest", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ApiVersionsRequestView {
-            bytes: r.since(start),
-            ver,
-            client_software_name,
-            client_software_version,
-            tagged,
-        })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        let mut at = [0; 2];
         if ver.version >= 3 {
-            r.str_bytes(ver.flexible, "ApiVersionsRequest.ClientSoftwareName")?;
+            r.check_str(ver.flexible, "ApiVersionsRequest.ClientSoftwareName")?;
         }
+        at[0] = (r.pos() - start) as u32;
         if ver.version >= 3 {
-            r.str_bytes(ver.flexible, "ApiVersionsRequest.ClientSoftwareVersion")?;
+            r.check_str(ver.flexible, "ApiVersionsRequest.ClientSoftwareVersion")?;
         }
+        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ApiVersionsRequest", |_, _| Ok(false))?;
+            r.tagged_fields("ApiVersionsRequest._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
-    }
-
-    #[inline]
-    fn fixed_size(ver: Ver) -> Option<usize> {
-        if ver.version >= 3 { None } else { Some(0) }
+        Ok(at)
     }
 }
 
-/// The schema of ApiVersionsRequest as data, for generic tools.
-pub static API_VERSIONS_REQUEST_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
-    name: "ApiVersionsRequest",
-    api_key: 18,
-    is_request: true,
-    versions: Versions::new(0, 4),
-    flexible_versions: Versions::new(3, i16::MAX),
-    about: "Asks a broker which API keys it accepts and which version range it supports for each; clients normally send it first on a new connection.",
-    body: &API_VERSIONS_REQUEST_SCHEMA,
-};
-
-/// The schema of ApiVersionsRequest as data.
-pub static API_VERSIONS_REQUEST_SCHEMA: StructSchema = StructSchema {
-    name: "ApiVersionsRequest",
-    fields: &[
-        FieldSchema {
-            name: "ClientSoftwareName",
-            ty: FieldType::String,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Name of the client software that sent the request.",
-        },
-        FieldSchema {
-            name: "ClientSoftwareVersion",
-            ty: FieldType::String,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Version string of the client software that sent the request.",
-        },
-    ],
-};
+impl fmt::Debug for ApiVersionsRequestView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiVersionsRequestView")
+            .field("client_software_name", &self.client_software_name())
+            .field("client_software_version", &self.client_software_version())
+            .finish()
+    }
+}
 
 /// Lists every API the broker accepts with its minimum and maximum supported version; from
 /// version 3 it can also carry supported and finalized feature information in tagged fields.
@@ -427,12 +361,12 @@ impl Body for ApiVersionsResponse<'_> {
 impl ApiVersionsResponse<'_> {
     /// The exact size of this body encoded as `version`, or why it cannot be encoded.
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        codec::body_len(self, version)
+        encode::body_len(self, version)
     }
 
     /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
     pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        codec::encode_body(self, version, buf)
+        encode::encode_body(self, version, buf)
     }
 }
 
@@ -442,7 +376,7 @@ impl Encode for ApiVersionsResponse<'_> {
         let mut n = 2;
         n = wire::add(
             n,
-            codec::array_size(Some(self.api_keys.as_slice()), ver, "ApiVersionsResponse.ApiKeys")?,
+            encode::array_size(Some(self.api_keys.as_slice()), ver, "ApiVersionsResponse.ApiKeys")?,
             "ApiVersionsResponse.ApiKeys",
         )?;
         if ver.version >= 1 {
@@ -453,7 +387,7 @@ impl Encode for ApiVersionsResponse<'_> {
             if ver.version >= 3 && !self.supported_features.is_empty() {
                 tags.field(
                     0,
-                    codec::array_size(
+                    encode::array_size(
                         Some(self.supported_features.as_slice()),
                         ver,
                         "ApiVersionsResponse.SupportedFeatures",
@@ -467,7 +401,7 @@ impl Encode for ApiVersionsResponse<'_> {
             if ver.version >= 3 && !self.finalized_features.is_empty() {
                 tags.field(
                     2,
-                    codec::array_size(
+                    encode::array_size(
                         Some(self.finalized_features.as_slice()),
                         ver,
                         "ApiVersionsResponse.FinalizedFeatures",
@@ -480,8 +414,12 @@ impl Encode for ApiVersionsResponse<'_> {
             }
             n = wire::add(
                 n,
-                tags.finish(&self.unknown_tagged_fields, &[0, 1, 2, 3], "ApiVersionsResponse")?,
-                "ApiVersionsResponse",
+                tags.finish(
+                    &self.unknown_tagged_fields,
+                    &[0, 1, 2, 3],
+                    "ApiVersionsResponse._tagged_fields",
+                )?,
+                "ApiVersionsResponse._tagged_fields",
             )?;
         }
         Ok(n)
@@ -490,7 +428,7 @@ impl Encode for ApiVersionsResponse<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
-        codec::write_array(w, Some(self.api_keys.as_slice()), ver);
+        encode::write_array(w, Some(self.api_keys.as_slice()), ver);
         if ver.version >= 1 {
             w.i32(self.throttle_time_ms);
         }
@@ -512,14 +450,14 @@ impl Encode for ApiVersionsResponse<'_> {
                 w.raw_tags_below(unknown, &mut next, Some(0));
                 w.tag_header(
                     0,
-                    codec::array_size(
+                    encode::array_size(
                         Some(self.supported_features.as_slice()),
                         ver,
                         "ApiVersionsResponse.SupportedFeatures",
                     )
                     .unwrap_or(0),
                 );
-                codec::write_array(w, Some(self.supported_features.as_slice()), ver);
+                encode::write_array(w, Some(self.supported_features.as_slice()), ver);
             }
             if write_finalized_features_epoch {
                 w.raw_tags_below(unknown, &mut next, Some(1));
@@ -530,14 +468,14 @@ impl Encode for ApiVersionsResponse<'_> {
                 w.raw_tags_below(unknown, &mut next, Some(2));
                 w.tag_header(
                     2,
-                    codec::array_size(
+                    encode::array_size(
                         Some(self.finalized_features.as_slice()),
                         ver,
                         "ApiVersionsResponse.FinalizedFeatures",
                     )
                     .unwrap_or(0),
                 );
-                codec::write_array(w, Some(self.finalized_features.as_slice()), ver);
+                encode::write_array(w, Some(self.finalized_features.as_slice()), ver);
             }
             if write_zk_migration_ready {
                 w.raw_tags_below(unknown, &mut next, Some(3));
@@ -556,8 +494,8 @@ impl Encode for ApiVersion<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ApiVersion")?,
-                "ApiVersion",
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ApiVersion._tagged_fields")?,
+                "ApiVersion._tagged_fields",
             )?;
         }
         Ok(n)
@@ -565,9 +503,11 @@ impl Encode for ApiVersion<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i16(self.api_key);
-        w.i16(self.min_version);
-        w.i16(self.max_version);
+        w.fixed(|b: &mut [u8; 6]| {
+            b[0..2].copy_from_slice(&self.api_key.to_be_bytes());
+            b[2..4].copy_from_slice(&self.min_version.to_be_bytes());
+            b[4..6].copy_from_slice(&self.max_version.to_be_bytes());
+        });
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -590,8 +530,8 @@ impl Encode for SupportedFeatureKey<'_> {
         )?;
         n = wire::add(
             n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "SupportedFeatureKey")?,
-            "SupportedFeatureKey",
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "SupportedFeatureKey._tagged_fields")?,
+            "SupportedFeatureKey._tagged_fields",
         )?;
         Ok(n)
     }
@@ -599,8 +539,10 @@ impl Encode for SupportedFeatureKey<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, _: Ver) {
         w.str(&self.name, true);
-        w.i16(self.min_version);
-        w.i16(self.max_version);
+        w.fixed(|b: &mut [u8; 4]| {
+            b[0..2].copy_from_slice(&self.min_version.to_be_bytes());
+            b[2..4].copy_from_slice(&self.max_version.to_be_bytes());
+        });
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -616,8 +558,8 @@ impl Encode for FinalizedFeatureKey<'_> {
         )?;
         n = wire::add(
             n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FinalizedFeatureKey")?,
-            "FinalizedFeatureKey",
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FinalizedFeatureKey._tagged_fields")?,
+            "FinalizedFeatureKey._tagged_fields",
         )?;
         Ok(n)
     }
@@ -625,41 +567,43 @@ impl Encode for FinalizedFeatureKey<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, _: Ver) {
         w.str(&self.name, true);
-        w.i16(self.max_version_level);
-        w.i16(self.min_version_level);
+        w.fixed(|b: &mut [u8; 4]| {
+            b[0..2].copy_from_slice(&self.max_version_level.to_be_bytes());
+            b[2..4].copy_from_slice(&self.min_version_level.to_be_bytes());
+        });
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
 
 /// A zero-copy view of a ApiVersionsResponse body: lists every API the broker accepts with its minimum and maximum supported version; from version 3 it can also carry supported and finalized feature information in tagged fields.
 ///
-/// [`ApiVersionsResponseView::new`] checks the structure of the whole body, and the UTF-8 of the body's own
-/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]
-/// checks everything. Accessors never fail and never allocate; fields absent in the version
-/// return their default.
-#[derive(Clone, Copy, Debug)]
+/// [`ApiVersionsResponseView::new`] checks the whole body; after that accessors and iterators cannot fail.
+#[derive(Clone, Copy)]
 pub struct ApiVersionsResponseView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    error_code: i16,
-    api_keys: ArrayView<'a, ApiVersionView<'a>>,
-    throttle_time_ms: i32,
-    supported_features: ArrayView<'a, SupportedFeatureKeyView<'a>>,
-    finalized_features_epoch: i64,
-    finalized_features: ArrayView<'a, FinalizedFeatureKeyView<'a>>,
-    zk_migration_ready: bool,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 1],
 }
 
 impl<'a> ApiVersionsResponseView<'a> {
     /// Checks `bytes` as a ApiVersionsResponse body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        codec::read_body::<ApiVersionsResponse, Self>(bytes, version)
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ApiVersionsResponse")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let (src, ver, at) = view::check_body::<ApiVersionsResponse, 1>(bytes, version, Self::checked)?;
+        Ok(Self { src, ver, at })
     }
 
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -667,138 +611,106 @@ impl<'a> ApiVersionsResponseView<'a> {
         self.ver.version
     }
 
-    /// Error code for the response as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
-    pub const fn error_code(&self) -> i16 {
-        self.error_code
+    /// See [`ApiVersionsResponse::error_code`].
+    #[inline]
+    pub fn error_code(&self) -> i16 {
+        self.src.i16(0)
     }
 
-    /// One entry for each API the broker accepts.
-    ///
-    /// Schema type `[]ApiVersion`; versions 0+.
-    pub const fn api_keys(&self) -> ArrayView<'a, ApiVersionView<'a>> {
-        self.api_keys
+    /// See [`ApiVersionsResponse::api_keys`].
+    #[inline]
+    pub fn api_keys(&self) -> ArrayView<'a, ApiVersionView<'a>> {
+        let ver = self.ver;
+        ArrayView::at(self.src, 2, ver)
     }
 
-    /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
-    pub const fn throttle_time_ms(&self) -> i32 {
-        self.throttle_time_ms
+    /// See [`ApiVersionsResponse::throttle_time_ms`].
+    #[inline]
+    pub fn throttle_time_ms(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 1 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
-    /// Features this broker supports, each with its supported version range. In versions 0 to 3,
-    /// features whose minimum supported version is 0 are left out.
-    ///
-    /// Schema type `[]SupportedFeatureKey`; versions 3+; tagged (tag 0) in 3+; ignorable.
-    pub const fn supported_features(&self) -> ArrayView<'a, SupportedFeatureKeyView<'a>> {
-        self.supported_features
+    /// See [`ApiVersionsResponse::supported_features`].
+    #[inline]
+    pub fn supported_features(&self) -> ArrayView<'a, SupportedFeatureKeyView<'a>> {
+        let ver = self.ver;
+        if ver.version >= 3 {
+            match self.src.tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 0) {
+                Some(v) => ArrayView::at(v, 0, ver),
+                None => ArrayView::empty(ver),
+            }
+        } else {
+            ArrayView::empty(ver)
+        }
     }
 
-    /// Epoch of the finalized-feature information; it only ever increases. Values of 0 or more are
-    /// valid, and -1 means the epoch is unknown.
-    ///
-    /// Schema type `int64`; versions 3+; tagged (tag 1) in 3+; default `-1`; ignorable.
-    pub const fn finalized_features_epoch(&self) -> i64 {
-        self.finalized_features_epoch
+    /// See [`ApiVersionsResponse::finalized_features_epoch`].
+    #[inline]
+    pub fn finalized_features_epoch(&self) -> i64 {
+        let ver = self.ver;
+        if ver.version >= 3 {
+            match self.src.tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 1) {
+                Some(v) => v.i64(0),
+                None => -1,
+            }
+        } else {
+            -1
+        }
     }
 
-    /// Feature version levels finalized for the whole cluster; only meaningful when
-    /// FinalizedFeaturesEpoch is 0 or greater.
-    ///
-    /// Schema type `[]FinalizedFeatureKey`; versions 3+; tagged (tag 2) in 3+; ignorable.
-    pub const fn finalized_features(&self) -> ArrayView<'a, FinalizedFeatureKeyView<'a>> {
-        self.finalized_features
+    /// See [`ApiVersionsResponse::finalized_features`].
+    #[inline]
+    pub fn finalized_features(&self) -> ArrayView<'a, FinalizedFeatureKeyView<'a>> {
+        let ver = self.ver;
+        if ver.version >= 3 {
+            match self.src.tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 2) {
+                Some(v) => ArrayView::at(v, 0, ver),
+                None => ArrayView::empty(ver),
+            }
+        } else {
+            ArrayView::empty(ver)
+        }
     }
 
-    /// True when a KRaft controller has the configuration needed for a ZooKeeper migration in
-    /// place.
-    ///
-    /// Schema type `bool`; versions 3+; tagged (tag 3) in 3+; default `false`; ignorable.
-    pub const fn zk_migration_ready(&self) -> bool {
-        self.zk_migration_ready
+    /// See [`ApiVersionsResponse::zk_migration_ready`].
+    #[inline]
+    pub fn zk_migration_ready(&self) -> bool {
+        let ver = self.ver;
+        if ver.version >= 3 {
+            match self.src.tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 3) {
+                Some(v) => v.bool(0),
+                None => false,
+            }
+        } else {
+            false
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[0, 1, 2, 3])
-    }
-
-    /// Checks everything [`Self::new`] left for later: every element of every array, at
-    /// every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        let a = self.api_keys;
-        a.iter().try_for_each(|e| e?.validate())?;
-        let a = self.supported_features;
-        a.iter().try_for_each(|e| e?.validate())?;
-        let a = self.finalized_features;
-        a.iter().try_for_each(|e| e?.validate())?;
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for ApiVersionsResponseView<'a> {
-    #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let error_code = r.i16("ApiVersionsResponse.ErrorCode")?;
-        let api_keys = ArrayView::read(r, ver, "ApiVersionsResponse.ApiKeys")?;
-        let throttle_time_ms =
-            if ver.version >= 1 { r.i32("ApiVersionsResponse.ThrottleTimeMs")? } else { 0 };
-        let mut supported_features = ArrayView::empty(ver, "ApiVersionsResponse.SupportedFeatures");
-        let mut finalized_features_epoch = -1;
-        let mut finalized_features = ArrayView::empty(ver, "ApiVersionsResponse.FinalizedFeatures");
-        let mut zk_migration_ready = false;
-        let tagged = if ver.flexible {
-            r.tagged_fields("ApiVersionsResponse", |tag, value| {
-                match tag {
-                    0 => {
-                        supported_features =
-                            ArrayView::read(value, ver, "ApiVersionsResponse.SupportedFeatures")?
-                    }
-                    1 => {
-                        finalized_features_epoch = value.i64("ApiVersionsResponse.FinalizedFeaturesEpoch")?
-                    }
-                    2 => {
-                        finalized_features =
-                            ArrayView::read(value, ver, "ApiVersionsResponse.FinalizedFeatures")?
-                    }
-                    3 => zk_migration_ready = value.bool("ApiVersionsResponse.ZkMigrationReady")?,
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?
+        if self.ver.flexible {
+            self.src.tagged(self.at[0] as usize + (if self.ver.version >= 1 { 4 } else { 0 }), &[0, 1, 2, 3])
         } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ApiVersionsResponseView {
-            bytes: r.since(start),
-            ver,
-            error_code,
-            api_keys,
-            throttle_time_ms,
-            supported_features,
-            finalized_features_epoch,
-            finalized_features,
-            zk_migration_ready,
-            tagged,
-        })
+            TaggedIter::EMPTY
+        }
     }
 
     #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
+        let start = r.pos();
+        let mut at = [0; 1];
         r.take(2, "ApiVersionsResponse.ErrorCode")?;
-        ArrayView::<ApiVersionView<'a>>::read(r, ver, "ApiVersionsResponse.ApiKeys")?;
+        view::check_array::<ApiVersionView<'a>>(r, ver, "ApiVersionsResponse.ApiKeys")?;
+        at[0] = (r.pos() - start) as u32;
         if ver.version >= 1 {
             r.take(4, "ApiVersionsResponse.ThrottleTimeMs")?;
         }
         if ver.flexible {
-            r.tagged_fields("ApiVersionsResponse", |tag, value| {
+            r.tagged_fields("ApiVersionsResponse._tagged_fields", |tag, value| {
                 match tag {
                     0 => {
-                        ArrayView::<SupportedFeatureKeyView<'a>>::read(
+                        view::check_array::<SupportedFeatureKeyView<'a>>(
                             value,
                             ver,
                             "ApiVersionsResponse.SupportedFeatures",
@@ -808,7 +720,7 @@ impl<'a> ViewElement<'a> for ApiVersionsResponseView<'a> {
                         value.take(8, "ApiVersionsResponse.FinalizedFeaturesEpoch")?;
                     }
                     2 => {
-                        ArrayView::<FinalizedFeatureKeyView<'a>>::read(
+                        view::check_array::<FinalizedFeatureKeyView<'a>>(
                             value,
                             ver,
                             "ApiVersionsResponse.FinalizedFeatures",
@@ -822,25 +734,35 @@ impl<'a> ViewElement<'a> for ApiVersionsResponseView<'a> {
                 Ok(true)
             })?;
         }
-        Ok(())
+        Ok(at)
+    }
+}
+
+impl fmt::Debug for ApiVersionsResponseView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiVersionsResponseView")
+            .field("error_code", &self.error_code())
+            .field("api_keys", &self.api_keys())
+            .field("throttle_time_ms", &self.throttle_time_ms())
+            .field("supported_features", &self.supported_features())
+            .field("finalized_features_epoch", &self.finalized_features_epoch())
+            .field("finalized_features", &self.finalized_features())
+            .field("zk_migration_ready", &self.zk_migration_ready())
+            .finish()
     }
 }
 
 /// A zero-copy view of a ApiVersion: one entry for each API the broker accepts.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ApiVersionView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    api_key: i16,
-    min_version: i16,
-    max_version: i16,
-    tagged: TaggedSection<'a>,
 }
 
 impl<'a> ApiVersionView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -848,84 +770,80 @@ impl<'a> ApiVersionView<'a> {
         self.ver.version
     }
 
-    /// Numeric key that identifies the API.
-    ///
-    /// Schema type `int16`; versions 0+; map key.
-    pub const fn api_key(&self) -> i16 {
-        self.api_key
+    /// See [`ApiVersion::api_key`].
+    #[inline]
+    pub fn api_key(&self) -> i16 {
+        self.src.i16(0)
     }
 
-    /// Lowest version of this API the broker accepts (inclusive).
-    ///
-    /// Schema type `int16`; versions 0+.
-    pub const fn min_version(&self) -> i16 {
-        self.min_version
+    /// See [`ApiVersion::min_version`].
+    #[inline]
+    pub fn min_version(&self) -> i16 {
+        self.src.i16(2)
     }
 
-    /// Highest version of this API the broker accepts (inclusive).
-    ///
-    /// Schema type `int16`; versions 0+.
-    pub const fn max_version(&self) -> i16 {
-        self.max_version
+    /// See [`ApiVersion::max_version`].
+    #[inline]
+    pub fn max_version(&self) -> i16 {
+        self.src.i16(4)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
+    #[inline]
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+        r.run(6, &[("ApiVersion.ApiKey", 2), ("ApiVersion.MinVersion", 2), ("ApiVersion.MaxVersion", 2)])?;
+        if ver.flexible {
+            r.tagged_fields("ApiVersion._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok([])
     }
 }
 
-impl<'a> ViewElement<'a> for ApiVersionView<'a> {
+impl<'a> ElementImpl<'a> for ApiVersionView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let api_key = r.i16("ApiVersion.ApiKey")?;
-        let min_version = r.i16("ApiVersion.MinVersion")?;
-        let max_version = r.i16("ApiVersion.MaxVersion")?;
-        let tagged = if ver.flexible {
-            r.tagged_fields("ApiVersion", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ApiVersionView { bytes: r.since(start), ver, api_key, min_version, max_version, tagged })
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 3 { Layout::Tagged(6) } else { Layout::Fixed(6) }
     }
 
     #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(6, "ApiVersion")?;
-        if ver.flexible {
-            r.tagged_fields("ApiVersion", |_, _| Ok(false))?;
-        }
-        Ok(())
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
     }
 
     #[inline]
-    fn fixed_size(ver: Ver) -> Option<usize> {
-        if ver.version >= 3 { None } else { Some(6) }
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let end = view::fixed_end(src, pos, 6, ver);
+        (Self { src: src.sub(pos, end), ver }, end)
+    }
+}
+
+impl fmt::Debug for ApiVersionView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiVersionView")
+            .field("api_key", &self.api_key())
+            .field("min_version", &self.min_version())
+            .field("max_version", &self.max_version())
+            .finish()
     }
 }
 
 /// A zero-copy view of a SupportedFeatureKey: features this broker supports, each with its supported version range. In versions 0 to 3, features whose minimum supported version is 0 are left out.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct SupportedFeatureKeyView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    name: &'a str,
-    min_version: i16,
-    max_version: i16,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 1],
 }
 
 impl<'a> SupportedFeatureKeyView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -933,79 +851,87 @@ impl<'a> SupportedFeatureKeyView<'a> {
         self.ver.version
     }
 
-    /// Feature name.
-    ///
-    /// Schema type `string`; versions 3+; map key.
-    pub const fn name(&self) -> &'a str {
-        self.name
+    /// See [`SupportedFeatureKey::name`].
+    #[inline]
+    pub fn name(&self) -> &'a str {
+        self.src.str(0, true)
     }
 
-    /// The raw bytes of [`Self::name`].
-    pub const fn name_bytes(&self) -> &'a [u8] {
-        self.name.as_bytes()
+    /// See [`SupportedFeatureKey::min_version`].
+    #[inline]
+    pub fn min_version(&self) -> i16 {
+        self.src.i16(self.at[0] as usize)
     }
 
-    /// Lowest version of the feature this broker supports.
-    ///
-    /// Schema type `int16`; versions 3+.
-    pub const fn min_version(&self) -> i16 {
-        self.min_version
-    }
-
-    /// Highest version of the feature this broker supports.
-    ///
-    /// Schema type `int16`; versions 3+.
-    pub const fn max_version(&self) -> i16 {
-        self.max_version
+    /// See [`SupportedFeatureKey::max_version`].
+    #[inline]
+    pub fn max_version(&self) -> i16 {
+        self.src.i16(self.at[0] as usize + 2)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        self.src.tagged(self.at[0] as usize + 4, &[])
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
+    #[inline]
+    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.check_str(true, "SupportedFeatureKey.Name")?;
+        at[0] = (r.pos() - start) as u32;
+        r.run(4, &[("SupportedFeatureKey.MinVersion", 2), ("SupportedFeatureKey.MaxVersion", 2)])?;
+        r.tagged_fields("SupportedFeatureKey._tagged_fields", |_, _| Ok(false))?;
+        Ok(at)
     }
 }
 
-impl<'a> ViewElement<'a> for SupportedFeatureKeyView<'a> {
+impl<'a> ElementImpl<'a> for SupportedFeatureKeyView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let name = r.str(true, "SupportedFeatureKey.Name")?;
-        let min_version = r.i16("SupportedFeatureKey.MinVersion")?;
-        let max_version = r.i16("SupportedFeatureKey.MaxVersion")?;
-        let tagged = r.tagged_fields("SupportedFeatureKey", |_, _| Ok(false))?;
-        Ok(SupportedFeatureKeyView { bytes: r.since(start), ver, name, min_version, max_version, tagged })
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
     }
 
     #[inline]
-    fn skip(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.str_bytes(true, "SupportedFeatureKey.Name")?;
-        r.take(4, "SupportedFeatureKey")?;
-        r.tagged_fields("SupportedFeatureKey", |_, _| Ok(false))?;
-        Ok(())
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
+
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let mut at = [0; 1];
+        let mut p = pos;
+        p = src.skip_str(p, true);
+        at[0] = (p - pos) as u32;
+        p += 4;
+        p = src.skip_tagged(p);
+        (Self { src: src.sub(pos, p), ver, at }, p)
+    }
+}
+
+impl fmt::Debug for SupportedFeatureKeyView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SupportedFeatureKeyView")
+            .field("name", &self.name())
+            .field("min_version", &self.min_version())
+            .field("max_version", &self.max_version())
+            .finish()
     }
 }
 
 /// A zero-copy view of a FinalizedFeatureKey: feature version levels finalized for the whole cluster; only meaningful when FinalizedFeaturesEpoch is 0 or greater.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct FinalizedFeatureKeyView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    name: &'a str,
-    max_version_level: i16,
-    min_version_level: i16,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 1],
 }
 
 impl<'a> FinalizedFeatureKeyView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -1013,282 +939,70 @@ impl<'a> FinalizedFeatureKeyView<'a> {
         self.ver.version
     }
 
-    /// Feature name.
-    ///
-    /// Schema type `string`; versions 3+; map key.
-    pub const fn name(&self) -> &'a str {
-        self.name
+    /// See [`FinalizedFeatureKey::name`].
+    #[inline]
+    pub fn name(&self) -> &'a str {
+        self.src.str(0, true)
     }
 
-    /// The raw bytes of [`Self::name`].
-    pub const fn name_bytes(&self) -> &'a [u8] {
-        self.name.as_bytes()
+    /// See [`FinalizedFeatureKey::max_version_level`].
+    #[inline]
+    pub fn max_version_level(&self) -> i16 {
+        self.src.i16(self.at[0] as usize)
     }
 
-    /// Highest version level finalized for this feature across the cluster.
-    ///
-    /// Schema type `int16`; versions 3+.
-    pub const fn max_version_level(&self) -> i16 {
-        self.max_version_level
-    }
-
-    /// Lowest version level finalized for this feature across the cluster.
-    ///
-    /// Schema type `int16`; versions 3+.
-    pub const fn min_version_level(&self) -> i16 {
-        self.min_version_level
+    /// See [`FinalizedFeatureKey::min_version_level`].
+    #[inline]
+    pub fn min_version_level(&self) -> i16 {
+        self.src.i16(self.at[0] as usize + 2)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        self.src.tagged(self.at[0] as usize + 4, &[])
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for FinalizedFeatureKeyView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
         let start = r.pos();
-        let name = r.str(true, "FinalizedFeatureKey.Name")?;
-        let max_version_level = r.i16("FinalizedFeatureKey.MaxVersionLevel")?;
-        let min_version_level = r.i16("FinalizedFeatureKey.MinVersionLevel")?;
-        let tagged = r.tagged_fields("FinalizedFeatureKey", |_, _| Ok(false))?;
-        Ok(FinalizedFeatureKeyView {
-            bytes: r.since(start),
-            ver,
-            name,
-            max_version_level,
-            min_version_level,
-            tagged,
-        })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.str_bytes(true, "FinalizedFeatureKey.Name")?;
-        r.take(4, "FinalizedFeatureKey")?;
-        r.tagged_fields("FinalizedFeatureKey", |_, _| Ok(false))?;
-        Ok(())
+        let mut at = [0; 1];
+        r.check_str(true, "FinalizedFeatureKey.Name")?;
+        at[0] = (r.pos() - start) as u32;
+        r.run(4, &[("FinalizedFeatureKey.MaxVersionLevel", 2), ("FinalizedFeatureKey.MinVersionLevel", 2)])?;
+        r.tagged_fields("FinalizedFeatureKey._tagged_fields", |_, _| Ok(false))?;
+        Ok(at)
     }
 }
 
-/// The schema of ApiVersionsResponse as data, for generic tools.
-pub static API_VERSIONS_RESPONSE_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
-    name: "ApiVersionsResponse",
-    api_key: 18,
-    is_request: false,
-    versions: Versions::new(0, 4),
-    flexible_versions: Versions::new(3, i16::MAX),
-    about: "Lists every API the broker accepts with its minimum and maximum supported version; from version 3 it can also carry supported and finalized feature information in tagged fields.",
-    body: &API_VERSIONS_RESPONSE_SCHEMA,
-};
+impl<'a> ElementImpl<'a> for FinalizedFeatureKeyView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
+    }
 
-/// The schema of ApiVersionsResponse as data.
-pub static API_VERSIONS_RESPONSE_SCHEMA: StructSchema = StructSchema {
-    name: "ApiVersionsResponse",
-    fields: &[
-        FieldSchema {
-            name: "ErrorCode",
-            ty: FieldType::Int16,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Error code for the response as a whole; 0 means success.",
-        },
-        FieldSchema {
-            name: "ApiKeys",
-            ty: FieldType::Array(&FieldType::Struct(&API_VERSION_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "One entry for each API the broker accepts.",
-        },
-        FieldSchema {
-            name: "ThrottleTimeMs",
-            ty: FieldType::Int32,
-            versions: Versions::new(1, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded.",
-        },
-        FieldSchema {
-            name: "SupportedFeatures",
-            ty: FieldType::Array(&FieldType::Struct(&SUPPORTED_FEATURE_KEY_SCHEMA)),
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::new(3, i16::MAX),
-            tag: Some(0),
-            default: None,
-            ignorable: true,
-            about: "Features this broker supports, each with its supported version range. In versions 0 to 3, features whose minimum supported version is 0 are left out.",
-        },
-        FieldSchema {
-            name: "FinalizedFeaturesEpoch",
-            ty: FieldType::Int64,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::new(3, i16::MAX),
-            tag: Some(1),
-            default: Some("-1"),
-            ignorable: true,
-            about: "Epoch of the finalized-feature information; it only ever increases. Values of 0 or more are valid, and -1 means the epoch is unknown.",
-        },
-        FieldSchema {
-            name: "FinalizedFeatures",
-            ty: FieldType::Array(&FieldType::Struct(&FINALIZED_FEATURE_KEY_SCHEMA)),
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::new(3, i16::MAX),
-            tag: Some(2),
-            default: None,
-            ignorable: true,
-            about: "Feature version levels finalized for the whole cluster; only meaningful when FinalizedFeaturesEpoch is 0 or greater.",
-        },
-        FieldSchema {
-            name: "ZkMigrationReady",
-            ty: FieldType::Bool,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::new(3, i16::MAX),
-            tag: Some(3),
-            default: Some("false"),
-            ignorable: true,
-            about: "True when a KRaft controller has the configuration needed for a ZooKeeper migration in place.",
-        },
-    ],
-};
+    #[inline]
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
 
-/// The schema of ApiVersion as data.
-pub static API_VERSION_SCHEMA: StructSchema = StructSchema {
-    name: "ApiVersion",
-    fields: &[
-        FieldSchema {
-            name: "ApiKey",
-            ty: FieldType::Int16,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Numeric key that identifies the API.",
-        },
-        FieldSchema {
-            name: "MinVersion",
-            ty: FieldType::Int16,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Lowest version of this API the broker accepts (inclusive).",
-        },
-        FieldSchema {
-            name: "MaxVersion",
-            ty: FieldType::Int16,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Highest version of this API the broker accepts (inclusive).",
-        },
-    ],
-};
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let mut at = [0; 1];
+        let mut p = pos;
+        p = src.skip_str(p, true);
+        at[0] = (p - pos) as u32;
+        p += 4;
+        p = src.skip_tagged(p);
+        (Self { src: src.sub(pos, p), ver, at }, p)
+    }
+}
 
-/// The schema of SupportedFeatureKey as data.
-pub static SUPPORTED_FEATURE_KEY_SCHEMA: StructSchema = StructSchema {
-    name: "SupportedFeatureKey",
-    fields: &[
-        FieldSchema {
-            name: "Name",
-            ty: FieldType::String,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Feature name.",
-        },
-        FieldSchema {
-            name: "MinVersion",
-            ty: FieldType::Int16,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Lowest version of the feature this broker supports.",
-        },
-        FieldSchema {
-            name: "MaxVersion",
-            ty: FieldType::Int16,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Highest version of the feature this broker supports.",
-        },
-    ],
-};
-
-/// The schema of FinalizedFeatureKey as data.
-pub static FINALIZED_FEATURE_KEY_SCHEMA: StructSchema = StructSchema {
-    name: "FinalizedFeatureKey",
-    fields: &[
-        FieldSchema {
-            name: "Name",
-            ty: FieldType::String,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Feature name.",
-        },
-        FieldSchema {
-            name: "MaxVersionLevel",
-            ty: FieldType::Int16,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Highest version level finalized for this feature across the cluster.",
-        },
-        FieldSchema {
-            name: "MinVersionLevel",
-            ty: FieldType::Int16,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Lowest version level finalized for this feature across the cluster.",
-        },
-    ],
-};
+impl fmt::Debug for FinalizedFeatureKeyView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FinalizedFeatureKeyView")
+            .field("name", &self.name())
+            .field("max_version_level", &self.max_version_level())
+            .field("min_version_level", &self.min_version_level())
+            .finish()
+    }
+}

@@ -53,12 +53,12 @@ impl Body for ListGroupsRequest<'_> {
 impl ListGroupsRequest<'_> {
     /// The exact size of this body encoded as `version`, or why it cannot be encoded.
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        codec::body_len(self, version)
+        encode::body_len(self, version)
     }
 
     /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
     pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        codec::encode_body(self, version, buf)
+        encode::encode_body(self, version, buf)
     }
 }
 
@@ -69,7 +69,7 @@ impl Encode for ListGroupsRequest<'_> {
         if ver.version >= 4 {
             n = wire::add(
                 n,
-                codec::array_size(
+                encode::array_size(
                     Some(self.states_filter.as_slice()),
                     ver,
                     "ListGroupsRequest.StatesFilter",
@@ -85,7 +85,7 @@ impl Encode for ListGroupsRequest<'_> {
         if ver.version == 5 {
             n = wire::add(
                 n,
-                codec::array_size(Some(self.types_filter.as_slice()), ver, "ListGroupsRequest.TypesFilter")?,
+                encode::array_size(Some(self.types_filter.as_slice()), ver, "ListGroupsRequest.TypesFilter")?,
                 "ListGroupsRequest.TypesFilter",
             )?;
         } else if !self.types_filter.is_empty() {
@@ -97,8 +97,11 @@ impl Encode for ListGroupsRequest<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListGroupsRequest")?,
-                "ListGroupsRequest",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "ListGroupsRequest._tagged_fields",
+                )?,
+                "ListGroupsRequest._tagged_fields",
             )?;
         }
         Ok(n)
@@ -107,10 +110,10 @@ impl Encode for ListGroupsRequest<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 4 {
-            codec::write_array(w, Some(self.states_filter.as_slice()), ver);
+            encode::write_array(w, Some(self.states_filter.as_slice()), ver);
         }
         if ver.version == 5 {
-            codec::write_array(w, Some(self.types_filter.as_slice()), ver);
+            encode::write_array(w, Some(self.types_filter.as_slice()), ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -120,28 +123,33 @@ impl Encode for ListGroupsRequest<'_> {
 
 /// A zero-copy view of a ListGroupsRequest body: asks a broker for the groups it coordinates, optionally narrowed down by group state and group type.
 ///
-/// [`ListGroupsRequestView::new`] checks the structure of the whole body, and the UTF-8 of the body's own
-/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]
-/// checks everything. Accessors never fail and never allocate; fields absent in the version
-/// return their default.
-#[derive(Clone, Copy, Debug)]
+/// [`ListGroupsRequestView::new`] checks the whole body; after that accessors and iterators cannot fail.
+#[derive(Clone, Copy)]
 pub struct ListGroupsRequestView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    states_filter: ArrayView<'a, &'a str>,
-    types_filter: ArrayView<'a, &'a str>,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 2],
 }
 
 impl<'a> ListGroupsRequestView<'a> {
     /// Checks `bytes` as a ListGroupsRequest body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        codec::read_body::<ListGroupsRequest, Self>(bytes, version)
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ListGroupsRequest")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let (src, ver, at) = view::check_body::<ListGroupsRequest, 2>(bytes, version, Self::checked)?;
+        Ok(Self { src, ver, at })
     }
 
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -149,119 +157,56 @@ impl<'a> ListGroupsRequestView<'a> {
         self.ver.version
     }
 
-    /// Only list groups in one of these states; an empty list returns groups in every state, each
-    /// reported with its state.
-    ///
-    /// Schema type `[]string`; versions 4+.
-    pub const fn states_filter(&self) -> ArrayView<'a, &'a str> {
-        self.states_filter
+    /// See [`ListGroupsRequest::states_filter`].
+    #[inline]
+    pub fn states_filter(&self) -> ArrayView<'a, &'a str> {
+        let ver = self.ver;
+        if ver.version >= 4 { ArrayView::at(self.src, 0, ver) } else { ArrayView::empty(ver) }
     }
 
-    /// Only list groups of one of these types; an empty list returns groups of every type, each
-    /// reported with its type.
-    ///
-    /// Schema type `[]string`; versions 5+.
-    pub const fn types_filter(&self) -> ArrayView<'a, &'a str> {
-        self.types_filter
+    /// See [`ListGroupsRequest::types_filter`].
+    #[inline]
+    pub fn types_filter(&self) -> ArrayView<'a, &'a str> {
+        let ver = self.ver;
+        if ver.version == 5 {
+            ArrayView::at(self.src, self.at[0] as usize, ver)
+        } else {
+            ArrayView::empty(ver)
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything [`Self::new`] left for later: every element of every array, at
-    /// every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        let a = self.states_filter;
-        a.validate()?;
-        let a = self.types_filter;
-        a.validate()?;
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
         let start = r.pos();
-        let states_filter = if ver.version >= 4 {
-            ArrayView::read(r, ver, "ListGroupsRequest.StatesFilter")?
-        } else {
-            ArrayView::empty(ver, "ListGroupsRequest.StatesFilter")
-        };
-        let types_filter = if ver.version == 5 {
-            ArrayView::read(r, ver, "ListGroupsRequest.TypesFilter")?
-        } else {
-            ArrayView::empty(ver, "ListGroupsRequest.TypesFilter")
-        };
-        let tagged = if ver.flexible {
-            r.tagged_fields("ListGroupsRequest", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ListGroupsRequestView { bytes: r.since(start), ver, states_filter, types_filter, tagged })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        let mut at = [0; 2];
         if ver.version >= 4 {
-            ArrayView::<&'a str>::read(r, ver, "ListGroupsRequest.StatesFilter")?;
+            view::check_array::<&'a str>(r, ver, "ListGroupsRequest.StatesFilter")?;
         }
+        at[0] = (r.pos() - start) as u32;
         if ver.version == 5 {
-            ArrayView::<&'a str>::read(r, ver, "ListGroupsRequest.TypesFilter")?;
+            view::check_array::<&'a str>(r, ver, "ListGroupsRequest.TypesFilter")?;
         }
+        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ListGroupsRequest", |_, _| Ok(false))?;
+            r.tagged_fields("ListGroupsRequest._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
-    }
-
-    #[inline]
-    fn fixed_size(ver: Ver) -> Option<usize> {
-        if ver.version >= 3 { None } else { Some(0) }
+        Ok(at)
     }
 }
 
-/// The schema of ListGroupsRequest as data, for generic tools.
-pub static LIST_GROUPS_REQUEST_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
-    name: "ListGroupsRequest",
-    api_key: 16,
-    is_request: true,
-    versions: Versions::new(0, 5),
-    flexible_versions: Versions::new(3, i16::MAX),
-    about: "Asks a broker for the groups it coordinates, optionally narrowed down by group state and group type.",
-    body: &LIST_GROUPS_REQUEST_SCHEMA,
-};
-
-/// The schema of ListGroupsRequest as data.
-pub static LIST_GROUPS_REQUEST_SCHEMA: StructSchema = StructSchema {
-    name: "ListGroupsRequest",
-    fields: &[
-        FieldSchema {
-            name: "StatesFilter",
-            ty: FieldType::Array(&FieldType::String),
-            versions: Versions::new(4, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Only list groups in one of these states; an empty list returns groups in every state, each reported with its state.",
-        },
-        FieldSchema {
-            name: "TypesFilter",
-            ty: FieldType::Array(&FieldType::String),
-            versions: Versions::new(5, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Only list groups of one of these types; an empty list returns groups of every type, each reported with its type.",
-        },
-    ],
-};
+impl fmt::Debug for ListGroupsRequestView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListGroupsRequestView")
+            .field("states_filter", &self.states_filter())
+            .field("types_filter", &self.types_filter())
+            .finish()
+    }
+}
 
 /// Returns the groups coordinated by the responding broker with each group's protocol type and,
 /// in later versions, its state and type.
@@ -345,12 +290,12 @@ impl Body for ListGroupsResponse<'_> {
 impl ListGroupsResponse<'_> {
     /// The exact size of this body encoded as `version`, or why it cannot be encoded.
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        codec::body_len(self, version)
+        encode::body_len(self, version)
     }
 
     /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
     pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        codec::encode_body(self, version, buf)
+        encode::encode_body(self, version, buf)
     }
 }
 
@@ -363,14 +308,17 @@ impl Encode for ListGroupsResponse<'_> {
         }
         n = wire::add(
             n,
-            codec::array_size(Some(self.groups.as_slice()), ver, "ListGroupsResponse.Groups")?,
+            encode::array_size(Some(self.groups.as_slice()), ver, "ListGroupsResponse.Groups")?,
             "ListGroupsResponse.Groups",
         )?;
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListGroupsResponse")?,
-                "ListGroupsResponse",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "ListGroupsResponse._tagged_fields",
+                )?,
+                "ListGroupsResponse._tagged_fields",
             )?;
         }
         Ok(n)
@@ -382,7 +330,7 @@ impl Encode for ListGroupsResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         w.i16(self.error_code);
-        codec::write_array(w, Some(self.groups.as_slice()), ver);
+        encode::write_array(w, Some(self.groups.as_slice()), ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -420,8 +368,8 @@ impl Encode for ListedGroup<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListedGroup")?,
-                "ListedGroup",
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListedGroup._tagged_fields")?,
+                "ListedGroup._tagged_fields",
             )?;
         }
         Ok(n)
@@ -445,29 +393,33 @@ impl Encode for ListedGroup<'_> {
 
 /// A zero-copy view of a ListGroupsResponse body: returns the groups coordinated by the responding broker with each group's protocol type and, in later versions, its state and type.
 ///
-/// [`ListGroupsResponseView::new`] checks the structure of the whole body, and the UTF-8 of the body's own
-/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]
-/// checks everything. Accessors never fail and never allocate; fields absent in the version
-/// return their default.
-#[derive(Clone, Copy, Debug)]
+/// [`ListGroupsResponseView::new`] checks the whole body; after that accessors and iterators cannot fail.
+#[derive(Clone, Copy)]
 pub struct ListGroupsResponseView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    throttle_time_ms: i32,
-    error_code: i16,
-    groups: ArrayView<'a, ListedGroupView<'a>>,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 1],
 }
 
 impl<'a> ListGroupsResponseView<'a> {
     /// Checks `bytes` as a ListGroupsResponse body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        codec::read_body::<ListGroupsResponse, Self>(bytes, version)
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ListGroupsResponse")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let (src, ver, at) = view::check_body::<ListGroupsResponse, 1>(bytes, version, Self::checked)?;
+        Ok(Self { src, ver, at })
     }
 
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -475,91 +427,72 @@ impl<'a> ListGroupsResponseView<'a> {
         self.ver.version
     }
 
-    /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
-    pub const fn throttle_time_ms(&self) -> i32 {
-        self.throttle_time_ms
+    /// See [`ListGroupsResponse::throttle_time_ms`].
+    #[inline]
+    pub fn throttle_time_ms(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
-    /// Error code for the response as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
-    pub const fn error_code(&self) -> i16 {
-        self.error_code
+    /// See [`ListGroupsResponse::error_code`].
+    #[inline]
+    pub fn error_code(&self) -> i16 {
+        let ver = self.ver;
+        self.src.i16(if ver.version >= 1 { 4 } else { 0 })
     }
 
-    /// One entry for each group listed.
-    ///
-    /// Schema type `[]ListedGroup`; versions 0+.
-    pub const fn groups(&self) -> ArrayView<'a, ListedGroupView<'a>> {
-        self.groups
+    /// See [`ListGroupsResponse::groups`].
+    #[inline]
+    pub fn groups(&self) -> ArrayView<'a, ListedGroupView<'a>> {
+        let ver = self.ver;
+        ArrayView::at(self.src, if ver.version >= 1 { 6 } else { 2 }, ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything [`Self::new`] left for later: every element of every array, at
-    /// every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        let a = self.groups;
-        a.iter().try_for_each(|e| e?.validate())?;
-        Ok(())
+    #[inline]
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version >= 1 {
+            r.take(4, "ListGroupsResponse.ThrottleTimeMs")?;
+        }
+        r.take(2, "ListGroupsResponse.ErrorCode")?;
+        view::check_array::<ListedGroupView<'a>>(r, ver, "ListGroupsResponse.Groups")?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.tagged_fields("ListGroupsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(at)
     }
 }
 
-impl<'a> ViewElement<'a> for ListGroupsResponseView<'a> {
-    #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let throttle_time_ms = if ver.version >= 1 { r.i32("ListGroupsResponse.ThrottleTimeMs")? } else { 0 };
-        let error_code = r.i16("ListGroupsResponse.ErrorCode")?;
-        let groups = ArrayView::read(r, ver, "ListGroupsResponse.Groups")?;
-        let tagged = if ver.flexible {
-            r.tagged_fields("ListGroupsResponse", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ListGroupsResponseView {
-            bytes: r.since(start),
-            ver,
-            throttle_time_ms,
-            error_code,
-            groups,
-            tagged,
-        })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(if ver.version >= 1 { 6 } else { 2 }, "ListGroupsResponse")?;
-        ArrayView::<ListedGroupView<'a>>::read(r, ver, "ListGroupsResponse.Groups")?;
-        if ver.flexible {
-            r.tagged_fields("ListGroupsResponse", |_, _| Ok(false))?;
-        }
-        Ok(())
+impl fmt::Debug for ListGroupsResponseView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListGroupsResponseView")
+            .field("throttle_time_ms", &self.throttle_time_ms())
+            .field("error_code", &self.error_code())
+            .field("groups", &self.groups())
+            .finish()
     }
 }
 
 /// A zero-copy view of a ListedGroup: one entry for each group listed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ListedGroupView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    group_id: &'a str,
-    protocol_type: &'a str,
-    group_state: &'a str,
-    group_type: &'a str,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 4],
 }
 
 impl<'a> ListedGroupView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -567,205 +500,103 @@ impl<'a> ListedGroupView<'a> {
         self.ver.version
     }
 
-    /// Identifier of the group.
-    ///
-    /// Schema type `string`; versions 0+.
-    pub const fn group_id(&self) -> &'a str {
-        self.group_id
+    /// See [`ListedGroup::group_id`].
+    #[inline]
+    pub fn group_id(&self) -> &'a str {
+        let ver = self.ver;
+        self.src.str(0, ver.flexible)
     }
 
-    /// The raw bytes of [`Self::group_id`].
-    pub const fn group_id_bytes(&self) -> &'a [u8] {
-        self.group_id.as_bytes()
+    /// See [`ListedGroup::protocol_type`].
+    #[inline]
+    pub fn protocol_type(&self) -> &'a str {
+        let ver = self.ver;
+        self.src.str(self.at[0] as usize, ver.flexible)
     }
 
-    /// Protocol type the group uses.
-    ///
-    /// Schema type `string`; versions 0+.
-    pub const fn protocol_type(&self) -> &'a str {
-        self.protocol_type
+    /// See [`ListedGroup::group_state`].
+    #[inline]
+    pub fn group_state(&self) -> &'a str {
+        let ver = self.ver;
+        if ver.version >= 4 { self.src.str(self.at[1] as usize, ver.flexible) } else { "" }
     }
 
-    /// The raw bytes of [`Self::protocol_type`].
-    pub const fn protocol_type_bytes(&self) -> &'a [u8] {
-        self.protocol_type.as_bytes()
-    }
-
-    /// Name of the state the group is in.
-    ///
-    /// Schema type `string`; versions 4+; ignorable.
-    pub const fn group_state(&self) -> &'a str {
-        self.group_state
-    }
-
-    /// The raw bytes of [`Self::group_state`].
-    pub const fn group_state_bytes(&self) -> &'a [u8] {
-        self.group_state.as_bytes()
-    }
-
-    /// Name of the group's type.
-    ///
-    /// Schema type `string`; versions 5+; ignorable.
-    pub const fn group_type(&self) -> &'a str {
-        self.group_type
-    }
-
-    /// The raw bytes of [`Self::group_type`].
-    pub const fn group_type_bytes(&self) -> &'a [u8] {
-        self.group_type.as_bytes()
+    /// See [`ListedGroup::group_type`].
+    #[inline]
+    pub fn group_type(&self) -> &'a str {
+        let ver = self.ver;
+        if ver.version == 5 { self.src.str(self.at[2] as usize, ver.flexible) } else { "" }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[3] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for ListedGroupView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 4], DecodeError> {
         let start = r.pos();
-        let group_id = r.str(ver.flexible, "ListedGroup.GroupId")?;
-        let protocol_type = r.str(ver.flexible, "ListedGroup.ProtocolType")?;
-        let group_state = if ver.version >= 4 { r.str(ver.flexible, "ListedGroup.GroupState")? } else { "" };
-        let group_type = if ver.version == 5 { r.str(ver.flexible, "ListedGroup.GroupType")? } else { "" };
-        let tagged = if ver.flexible {
-            r.tagged_fields("ListedGroup", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ListedGroupView {
-            bytes: r.since(start),
-            ver,
-            group_id,
-            protocol_type,
-            group_state,
-            group_type,
-            tagged,
-        })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.str_bytes(ver.flexible, "ListedGroup.GroupId")?;
-        r.str_bytes(ver.flexible, "ListedGroup.ProtocolType")?;
+        let mut at = [0; 4];
+        r.check_str(ver.flexible, "ListedGroup.GroupId")?;
+        at[0] = (r.pos() - start) as u32;
+        r.check_str(ver.flexible, "ListedGroup.ProtocolType")?;
+        at[1] = (r.pos() - start) as u32;
         if ver.version >= 4 {
-            r.str_bytes(ver.flexible, "ListedGroup.GroupState")?;
+            r.check_str(ver.flexible, "ListedGroup.GroupState")?;
         }
+        at[2] = (r.pos() - start) as u32;
         if ver.version == 5 {
-            r.str_bytes(ver.flexible, "ListedGroup.GroupType")?;
+            r.check_str(ver.flexible, "ListedGroup.GroupType")?;
         }
+        at[3] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ListedGroup", |_, _| Ok(false))?;
+            r.tagged_fields("ListedGroup._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
+        Ok(at)
     }
 }
 
-/// The schema of ListGroupsResponse as data, for generic tools.
-pub static LIST_GROUPS_RESPONSE_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
-    name: "ListGroupsResponse",
-    api_key: 16,
-    is_request: false,
-    versions: Versions::new(0, 5),
-    flexible_versions: Versions::new(3, i16::MAX),
-    about: "Returns the groups coordinated by the responding broker with each group's protocol type and, in later versions, its state and type.",
-    body: &LIST_GROUPS_RESPONSE_SCHEMA,
-};
+impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
+    }
 
-/// The schema of ListGroupsResponse as data.
-pub static LIST_GROUPS_RESPONSE_SCHEMA: StructSchema = StructSchema {
-    name: "ListGroupsResponse",
-    fields: &[
-        FieldSchema {
-            name: "ThrottleTimeMs",
-            ty: FieldType::Int32,
-            versions: Versions::new(1, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded.",
-        },
-        FieldSchema {
-            name: "ErrorCode",
-            ty: FieldType::Int16,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Error code for the response as a whole; 0 means success.",
-        },
-        FieldSchema {
-            name: "Groups",
-            ty: FieldType::Array(&FieldType::Struct(&LISTED_GROUP_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "One entry for each group listed.",
-        },
-    ],
-};
+    #[inline]
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
 
-/// The schema of ListedGroup as data.
-pub static LISTED_GROUP_SCHEMA: StructSchema = StructSchema {
-    name: "ListedGroup",
-    fields: &[
-        FieldSchema {
-            name: "GroupId",
-            ty: FieldType::String,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Identifier of the group.",
-        },
-        FieldSchema {
-            name: "ProtocolType",
-            ty: FieldType::String,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Protocol type the group uses.",
-        },
-        FieldSchema {
-            name: "GroupState",
-            ty: FieldType::String,
-            versions: Versions::new(4, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Name of the state the group is in.",
-        },
-        FieldSchema {
-            name: "GroupType",
-            ty: FieldType::String,
-            versions: Versions::new(5, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Name of the group's type.",
-        },
-    ],
-};
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let mut at = [0; 4];
+        let mut p = pos;
+        p = src.skip_str(p, ver.flexible);
+        at[0] = (p - pos) as u32;
+        p = src.skip_str(p, ver.flexible);
+        at[1] = (p - pos) as u32;
+        if ver.version >= 4 {
+            p = src.skip_str(p, ver.flexible);
+        }
+        at[2] = (p - pos) as u32;
+        if ver.version == 5 {
+            p = src.skip_str(p, ver.flexible);
+        }
+        at[3] = (p - pos) as u32;
+        if ver.flexible {
+            p = src.skip_tagged(p);
+        }
+        (Self { src: src.sub(pos, p), ver, at }, p)
+    }
+}
+
+impl fmt::Debug for ListedGroupView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListedGroupView")
+            .field("group_id", &self.group_id())
+            .field("protocol_type", &self.protocol_type())
+            .field("group_state", &self.group_state())
+            .field("group_type", &self.group_type())
+            .finish()
+    }
+}

@@ -123,12 +123,12 @@ impl Body for ListOffsetsRequest<'_> {
 impl ListOffsetsRequest<'_> {
     /// The exact size of this body encoded as `version`, or why it cannot be encoded.
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        codec::body_len(self, version)
+        encode::body_len(self, version)
     }
 
     /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
     pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        codec::encode_body(self, version, buf)
+        encode::encode_body(self, version, buf)
     }
 }
 
@@ -146,7 +146,7 @@ impl Encode for ListOffsetsRequest<'_> {
         }
         n = wire::add(
             n,
-            codec::array_size(Some(self.topics.as_slice()), ver, "ListOffsetsRequest.Topics")?,
+            encode::array_size(Some(self.topics.as_slice()), ver, "ListOffsetsRequest.Topics")?,
             "ListOffsetsRequest.Topics",
         )?;
         if ver.version == 10 {
@@ -155,8 +155,11 @@ impl Encode for ListOffsetsRequest<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsRequest")?,
-                "ListOffsetsRequest",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "ListOffsetsRequest._tagged_fields",
+                )?,
+                "ListOffsetsRequest._tagged_fields",
             )?;
         }
         Ok(n)
@@ -168,7 +171,7 @@ impl Encode for ListOffsetsRequest<'_> {
         if ver.version >= 2 {
             w.i8(self.isolation_level);
         }
-        codec::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, Some(self.topics.as_slice()), ver);
         if ver.version == 10 {
             w.i32(self.timeout_ms);
         }
@@ -189,14 +192,14 @@ impl Encode for ListOffsetsTopic<'_> {
         )?;
         n = wire::add(
             n,
-            codec::array_size(Some(self.partitions.as_slice()), ver, "ListOffsetsTopic.Partitions")?,
+            encode::array_size(Some(self.partitions.as_slice()), ver, "ListOffsetsTopic.Partitions")?,
             "ListOffsetsTopic.Partitions",
         )?;
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsTopic")?,
-                "ListOffsetsTopic",
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsTopic._tagged_fields")?,
+                "ListOffsetsTopic._tagged_fields",
             )?;
         }
         Ok(n)
@@ -205,7 +208,7 @@ impl Encode for ListOffsetsTopic<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        codec::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, Some(self.partitions.as_slice()), ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -222,8 +225,11 @@ impl Encode for ListOffsetsPartition<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsPartition")?,
-                "ListOffsetsPartition",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "ListOffsetsPartition._tagged_fields",
+                )?,
+                "ListOffsetsPartition._tagged_fields",
             )?;
         }
         Ok(n)
@@ -255,30 +261,33 @@ impl Encode for ListOffsetsPartition<'_> {
 
 /// A zero-copy view of a ListOffsetsRequest body: asks partition leaders for the offset that corresponds to a given timestamp, or to a special position such as the earliest or latest offset, in each listed partition.
 ///
-/// [`ListOffsetsRequestView::new`] checks the structure of the whole body, and the UTF-8 of the body's own
-/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]
-/// checks everything. Accessors never fail and never allocate; fields absent in the version
-/// return their default.
-#[derive(Clone, Copy, Debug)]
+/// [`ListOffsetsRequestView::new`] checks the whole body; after that accessors and iterators cannot fail.
+#[derive(Clone, Copy)]
 pub struct ListOffsetsRequestView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    replica_id: i32,
-    isolation_level: i8,
-    topics: ArrayView<'a, ListOffsetsTopicView<'a>>,
-    timeout_ms: i32,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 1],
 }
 
 impl<'a> ListOffsetsRequestView<'a> {
     /// Checks `bytes` as a ListOffsetsRequest body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        codec::read_body::<ListOffsetsRequest, Self>(bytes, version)
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ListOffsetsRequest")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let (src, ver, at) = view::check_body::<ListOffsetsRequest, 1>(bytes, version, Self::checked)?;
+        Ok(Self { src, ver, at })
     }
 
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -286,104 +295,86 @@ impl<'a> ListOffsetsRequestView<'a> {
         self.ver.version
     }
 
-    /// Broker ID of the sender when a broker makes the request, or -1 when an ordinary consumer
-    /// makes it.
-    ///
-    /// Schema type `int32`; versions 0+.
-    pub const fn replica_id(&self) -> i32 {
-        self.replica_id
+    /// See [`ListOffsetsRequest::replica_id`].
+    #[inline]
+    pub fn replica_id(&self) -> i32 {
+        self.src.i32(0)
     }
 
-    /// Which transactional records count as visible. 0 (READ_UNCOMMITTED) treats every record as
-    /// visible. 1 (READ_COMMITTED) treats only non-transactional and committed transactional
-    /// records as visible, so results are limited to offsets below the last stable offset (LSO).
-    ///
-    /// Schema type `int8`; versions 2+.
-    pub const fn isolation_level(&self) -> i8 {
-        self.isolation_level
+    /// See [`ListOffsetsRequest::isolation_level`].
+    #[inline]
+    pub fn isolation_level(&self) -> i8 {
+        let ver = self.ver;
+        if ver.version >= 2 { self.src.i8(4) } else { 0 }
     }
 
-    /// Topics whose offsets are being looked up.
-    ///
-    /// Schema type `[]ListOffsetsTopic`; versions 0+.
-    pub const fn topics(&self) -> ArrayView<'a, ListOffsetsTopicView<'a>> {
-        self.topics
+    /// See [`ListOffsetsRequest::topics`].
+    #[inline]
+    pub fn topics(&self) -> ArrayView<'a, ListOffsetsTopicView<'a>> {
+        let ver = self.ver;
+        ArrayView::at(self.src, if ver.version >= 2 { 5 } else { 4 }, ver)
     }
 
-    /// How long, in milliseconds, to wait for an answer when serving the request needs a read from
-    /// remote (tiered) storage.
-    ///
-    /// Schema type `int32`; versions 10+; ignorable.
-    pub const fn timeout_ms(&self) -> i32 {
-        self.timeout_ms
+    /// See [`ListOffsetsRequest::timeout_ms`].
+    #[inline]
+    pub fn timeout_ms(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version == 10 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
-    }
-
-    /// Checks everything [`Self::new`] left for later: every element of every array, at
-    /// every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        let a = self.topics;
-        a.iter().try_for_each(|e| e?.validate())?;
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for ListOffsetsRequestView<'a> {
-    #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let replica_id = r.i32("ListOffsetsRequest.ReplicaId")?;
-        let isolation_level = if ver.version >= 2 { r.i8("ListOffsetsRequest.IsolationLevel")? } else { 0 };
-        let topics = ArrayView::read(r, ver, "ListOffsetsRequest.Topics")?;
-        let timeout_ms = if ver.version == 10 { r.i32("ListOffsetsRequest.TimeoutMs")? } else { 0 };
-        let tagged = if ver.flexible {
-            r.tagged_fields("ListOffsetsRequest", |_, _| Ok(false))?
+        if self.ver.flexible {
+            self.src.tagged(self.at[0] as usize + (if self.ver.version >= 10 { 4 } else { 0 }), &[])
         } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ListOffsetsRequestView {
-            bytes: r.since(start),
-            ver,
-            replica_id,
-            isolation_level,
-            topics,
-            timeout_ms,
-            tagged,
-        })
+            TaggedIter::EMPTY
+        }
     }
 
     #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(if ver.version >= 2 { 5 } else { 4 }, "ListOffsetsRequest")?;
-        ArrayView::<ListOffsetsTopicView<'a>>::read(r, ver, "ListOffsetsRequest.Topics")?;
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.take(4, "ListOffsetsRequest.ReplicaId")?;
+        if ver.version >= 2 {
+            r.take(1, "ListOffsetsRequest.IsolationLevel")?;
+        }
+        view::check_array::<ListOffsetsTopicView<'a>>(r, ver, "ListOffsetsRequest.Topics")?;
+        at[0] = (r.pos() - start) as u32;
         if ver.version == 10 {
             r.take(4, "ListOffsetsRequest.TimeoutMs")?;
         }
         if ver.flexible {
-            r.tagged_fields("ListOffsetsRequest", |_, _| Ok(false))?;
+            r.tagged_fields("ListOffsetsRequest._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
+        Ok(at)
+    }
+}
+
+impl fmt::Debug for ListOffsetsRequestView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListOffsetsRequestView")
+            .field("replica_id", &self.replica_id())
+            .field("isolation_level", &self.isolation_level())
+            .field("topics", &self.topics())
+            .field("timeout_ms", &self.timeout_ms())
+            .finish()
     }
 }
 
 /// A zero-copy view of a ListOffsetsTopic: topics whose offsets are being looked up.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ListOffsetsTopicView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    name: &'a str,
-    partitions: ArrayView<'a, ListOffsetsPartitionView<'a>>,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 2],
 }
 
 impl<'a> ListOffsetsTopicView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -391,79 +382,86 @@ impl<'a> ListOffsetsTopicView<'a> {
         self.ver.version
     }
 
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
-    pub const fn name(&self) -> &'a str {
-        self.name
+    /// See [`ListOffsetsTopic::name`].
+    #[inline]
+    pub fn name(&self) -> &'a str {
+        let ver = self.ver;
+        self.src.str(0, ver.flexible)
     }
 
-    /// The raw bytes of [`Self::name`].
-    pub const fn name_bytes(&self) -> &'a [u8] {
-        self.name.as_bytes()
-    }
-
-    /// Partitions of this topic to look up.
-    ///
-    /// Schema type `[]ListOffsetsPartition`; versions 0+.
-    pub const fn partitions(&self) -> ArrayView<'a, ListOffsetsPartitionView<'a>> {
-        self.partitions
+    /// See [`ListOffsetsTopic::partitions`].
+    #[inline]
+    pub fn partitions(&self) -> ArrayView<'a, ListOffsetsPartitionView<'a>> {
+        let ver = self.ver;
+        ArrayView::at(self.src, self.at[0] as usize, ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        let a = self.partitions;
-        a.iter().try_for_each(|e| e?.validate())?;
-        Ok(())
+    #[inline]
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.check_str(ver.flexible, "ListOffsetsTopic.Name")?;
+        at[0] = (r.pos() - start) as u32;
+        view::check_array::<ListOffsetsPartitionView<'a>>(r, ver, "ListOffsetsTopic.Partitions")?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.tagged_fields("ListOffsetsTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(at)
     }
 }
 
-impl<'a> ViewElement<'a> for ListOffsetsTopicView<'a> {
+impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let name = r.str(ver.flexible, "ListOffsetsTopic.Name")?;
-        let partitions = ArrayView::read(r, ver, "ListOffsetsTopic.Partitions")?;
-        let tagged = if ver.flexible {
-            r.tagged_fields("ListOffsetsTopic", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ListOffsetsTopicView { bytes: r.since(start), ver, name, partitions, tagged })
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
     }
 
     #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.str_bytes(ver.flexible, "ListOffsetsTopic.Name")?;
-        ArrayView::<ListOffsetsPartitionView<'a>>::read(r, ver, "ListOffsetsTopic.Partitions")?;
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
+
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let mut at = [0; 2];
+        let mut p = pos;
+        p = src.skip_str(p, ver.flexible);
+        at[0] = (p - pos) as u32;
+        p = ArrayView::<ListOffsetsPartitionView<'a>>::skip(src, p, ver);
+        at[1] = (p - pos) as u32;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsTopic", |_, _| Ok(false))?;
+            p = src.skip_tagged(p);
         }
-        Ok(())
+        (Self { src: src.sub(pos, p), ver, at }, p)
+    }
+}
+
+impl fmt::Debug for ListOffsetsTopicView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListOffsetsTopicView")
+            .field("name", &self.name())
+            .field("partitions", &self.partitions())
+            .finish()
     }
 }
 
 /// A zero-copy view of a ListOffsetsPartition: partitions of this topic to look up.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ListOffsetsPartitionView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    partition_index: i32,
-    current_leader_epoch: i32,
-    timestamp: i64,
-    tagged: TaggedSection<'a>,
 }
 
 impl<'a> ListOffsetsPartitionView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -471,214 +469,82 @@ impl<'a> ListOffsetsPartitionView<'a> {
         self.ver.version
     }
 
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
-    pub const fn partition_index(&self) -> i32 {
-        self.partition_index
+    /// See [`ListOffsetsPartition::partition_index`].
+    #[inline]
+    pub fn partition_index(&self) -> i32 {
+        self.src.i32(0)
     }
 
-    /// Leader epoch the requester currently knows for this partition; -1 when not set.
-    ///
-    /// Schema type `int32`; versions 4+; default `-1`; ignorable.
-    pub const fn current_leader_epoch(&self) -> i32 {
-        self.current_leader_epoch
+    /// See [`ListOffsetsPartition::current_leader_epoch`].
+    #[inline]
+    pub fn current_leader_epoch(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 4 { self.src.i32(4) } else { -1 }
     }
 
-    /// Timestamp to look up. Negative values name special positions, e.g. -1 for the latest offset
-    /// and -2 for the earliest.
-    ///
-    /// Schema type `int64`; versions 0+.
-    pub const fn timestamp(&self) -> i64 {
-        self.timestamp
+    /// See [`ListOffsetsPartition::timestamp`].
+    #[inline]
+    pub fn timestamp(&self) -> i64 {
+        let ver = self.ver;
+        self.src.i64(if ver.version >= 4 { 8 } else { 4 })
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
-    }
-
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for ListOffsetsPartitionView<'a> {
-    #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let partition_index = r.i32("ListOffsetsPartition.PartitionIndex")?;
-        let current_leader_epoch =
-            if ver.version >= 4 { r.i32("ListOffsetsPartition.CurrentLeaderEpoch")? } else { -1 };
-        let timestamp = r.i64("ListOffsetsPartition.Timestamp")?;
-        let tagged = if ver.flexible {
-            r.tagged_fields("ListOffsetsPartition", |_, _| Ok(false))?
+        if self.ver.flexible {
+            self.src.tagged(if self.ver.version >= 4 { 16 } else { 12 }, &[])
         } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ListOffsetsPartitionView {
-            bytes: r.since(start),
-            ver,
-            partition_index,
-            current_leader_epoch,
-            timestamp,
-            tagged,
-        })
+            TaggedIter::EMPTY
+        }
     }
 
     #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(if ver.version >= 4 { 16 } else { 12 }, "ListOffsetsPartition")?;
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+        r.take(4, "ListOffsetsPartition.PartitionIndex")?;
+        if ver.version >= 4 {
+            r.take(4, "ListOffsetsPartition.CurrentLeaderEpoch")?;
+        }
+        r.take(8, "ListOffsetsPartition.Timestamp")?;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsPartition", |_, _| Ok(false))?;
+            r.tagged_fields("ListOffsetsPartition._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
-    }
-
-    #[inline]
-    fn fixed_size(ver: Ver) -> Option<usize> {
-        if ver.version >= 6 {
-            None
-        } else if ver.version >= 4 {
-            Some(16)
-        } else {
-            Some(12)
-        }
+        Ok([])
     }
 }
 
-/// The schema of ListOffsetsRequest as data, for generic tools.
-pub static LIST_OFFSETS_REQUEST_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
-    name: "ListOffsetsRequest",
-    api_key: 2,
-    is_request: true,
-    versions: Versions::new(1, 10),
-    flexible_versions: Versions::new(6, i16::MAX),
-    about: "Asks partition leaders for the offset that corresponds to a given timestamp, or to a special position such as the earliest or latest offset, in each listed partition.",
-    body: &LIST_OFFSETS_REQUEST_SCHEMA,
-};
+impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 6 {
+            Layout::Tagged(16)
+        } else if ver.version >= 4 {
+            Layout::Fixed(16)
+        } else {
+            Layout::Fixed(12)
+        }
+    }
 
-/// The schema of ListOffsetsRequest as data.
-pub static LIST_OFFSETS_REQUEST_SCHEMA: StructSchema = StructSchema {
-    name: "ListOffsetsRequest",
-    fields: &[
-        FieldSchema {
-            name: "ReplicaId",
-            ty: FieldType::Int32,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Broker ID of the sender when a broker makes the request, or -1 when an ordinary consumer makes it.",
-        },
-        FieldSchema {
-            name: "IsolationLevel",
-            ty: FieldType::Int8,
-            versions: Versions::new(2, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Which transactional records count as visible. 0 (READ_UNCOMMITTED) treats every record as visible. 1 (READ_COMMITTED) treats only non-transactional and committed transactional records as visible, so results are limited to offsets below the last stable offset (LSO).",
-        },
-        FieldSchema {
-            name: "Topics",
-            ty: FieldType::Array(&FieldType::Struct(&LIST_OFFSETS_TOPIC_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Topics whose offsets are being looked up.",
-        },
-        FieldSchema {
-            name: "TimeoutMs",
-            ty: FieldType::Int32,
-            versions: Versions::new(10, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "How long, in milliseconds, to wait for an answer when serving the request needs a read from remote (tiered) storage.",
-        },
-    ],
-};
+    #[inline]
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
 
-/// The schema of ListOffsetsTopic as data.
-pub static LIST_OFFSETS_TOPIC_SCHEMA: StructSchema = StructSchema {
-    name: "ListOffsetsTopic",
-    fields: &[
-        FieldSchema {
-            name: "Name",
-            ty: FieldType::String,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Name of the topic.",
-        },
-        FieldSchema {
-            name: "Partitions",
-            ty: FieldType::Array(&FieldType::Struct(&LIST_OFFSETS_PARTITION_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Partitions of this topic to look up.",
-        },
-    ],
-};
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let end = view::fixed_end(src, pos, if ver.version >= 4 { 16 } else { 12 }, ver);
+        (Self { src: src.sub(pos, end), ver }, end)
+    }
+}
 
-/// The schema of ListOffsetsPartition as data.
-pub static LIST_OFFSETS_PARTITION_SCHEMA: StructSchema = StructSchema {
-    name: "ListOffsetsPartition",
-    fields: &[
-        FieldSchema {
-            name: "PartitionIndex",
-            ty: FieldType::Int32,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Index of the partition.",
-        },
-        FieldSchema {
-            name: "CurrentLeaderEpoch",
-            ty: FieldType::Int32,
-            versions: Versions::new(4, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("-1"),
-            ignorable: true,
-            about: "Leader epoch the requester currently knows for this partition; -1 when not set.",
-        },
-        FieldSchema {
-            name: "Timestamp",
-            ty: FieldType::Int64,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Timestamp to look up. Negative values name special positions, e.g. -1 for the latest offset and -2 for the earliest.",
-        },
-    ],
-};
+impl fmt::Debug for ListOffsetsPartitionView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListOffsetsPartitionView")
+            .field("partition_index", &self.partition_index())
+            .field("current_leader_epoch", &self.current_leader_epoch())
+            .field("timestamp", &self.timestamp())
+            .finish()
+    }
+}
 
 /// Returns, for each requested partition, either an error code or the offset found together
 /// with its timestamp and leader epoch.
@@ -788,12 +654,12 @@ impl Body for ListOffsetsResponse<'_> {
 impl ListOffsetsResponse<'_> {
     /// The exact size of this body encoded as `version`, or why it cannot be encoded.
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        codec::body_len(self, version)
+        encode::body_len(self, version)
     }
 
     /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
     pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        codec::encode_body(self, version, buf)
+        encode::encode_body(self, version, buf)
     }
 }
 
@@ -806,14 +672,17 @@ impl Encode for ListOffsetsResponse<'_> {
         }
         n = wire::add(
             n,
-            codec::array_size(Some(self.topics.as_slice()), ver, "ListOffsetsResponse.Topics")?,
+            encode::array_size(Some(self.topics.as_slice()), ver, "ListOffsetsResponse.Topics")?,
             "ListOffsetsResponse.Topics",
         )?;
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsResponse")?,
-                "ListOffsetsResponse",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "ListOffsetsResponse._tagged_fields",
+                )?,
+                "ListOffsetsResponse._tagged_fields",
             )?;
         }
         Ok(n)
@@ -824,7 +693,7 @@ impl Encode for ListOffsetsResponse<'_> {
         if ver.version >= 2 {
             w.i32(self.throttle_time_ms);
         }
-        codec::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, Some(self.topics.as_slice()), ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -842,14 +711,17 @@ impl Encode for ListOffsetsTopicResponse<'_> {
         )?;
         n = wire::add(
             n,
-            codec::array_size(Some(self.partitions.as_slice()), ver, "ListOffsetsTopicResponse.Partitions")?,
+            encode::array_size(Some(self.partitions.as_slice()), ver, "ListOffsetsTopicResponse.Partitions")?,
             "ListOffsetsTopicResponse.Partitions",
         )?;
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsTopicResponse")?,
-                "ListOffsetsTopicResponse",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "ListOffsetsTopicResponse._tagged_fields",
+                )?,
+                "ListOffsetsTopicResponse._tagged_fields",
             )?;
         }
         Ok(n)
@@ -858,7 +730,7 @@ impl Encode for ListOffsetsTopicResponse<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        codec::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, Some(self.partitions.as_slice()), ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -880,8 +752,11 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsPartitionResponse")?,
-                "ListOffsetsPartitionResponse",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "ListOffsetsPartitionResponse._tagged_fields",
+                )?,
+                "ListOffsetsPartitionResponse._tagged_fields",
             )?;
         }
         Ok(n)
@@ -889,10 +764,12 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.partition_index);
-        w.i16(self.error_code);
-        w.i64(self.timestamp);
-        w.i64(self.offset);
+        w.fixed(|b: &mut [u8; 22]| {
+            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            b[6..14].copy_from_slice(&self.timestamp.to_be_bytes());
+            b[14..22].copy_from_slice(&self.offset.to_be_bytes());
+        });
         if ver.version >= 4 {
             w.i32(self.leader_epoch);
         }
@@ -915,28 +792,33 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
 
 /// A zero-copy view of a ListOffsetsResponse body: returns, for each requested partition, either an error code or the offset found together with its timestamp and leader epoch.
 ///
-/// [`ListOffsetsResponseView::new`] checks the structure of the whole body, and the UTF-8 of the body's own
-/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]
-/// checks everything. Accessors never fail and never allocate; fields absent in the version
-/// return their default.
-#[derive(Clone, Copy, Debug)]
+/// [`ListOffsetsResponseView::new`] checks the whole body; after that accessors and iterators cannot fail.
+#[derive(Clone, Copy)]
 pub struct ListOffsetsResponseView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    throttle_time_ms: i32,
-    topics: ArrayView<'a, ListOffsetsTopicResponseView<'a>>,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 1],
 }
 
 impl<'a> ListOffsetsResponseView<'a> {
     /// Checks `bytes` as a ListOffsetsResponse body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        codec::read_body::<ListOffsetsResponse, Self>(bytes, version)
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "ListOffsetsResponse")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let (src, ver, at) = view::check_body::<ListOffsetsResponse, 1>(bytes, version, Self::checked)?;
+        Ok(Self { src, ver, at })
     }
 
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -944,77 +826,63 @@ impl<'a> ListOffsetsResponseView<'a> {
         self.ver.version
     }
 
-    /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 2+; ignorable.
-    pub const fn throttle_time_ms(&self) -> i32 {
-        self.throttle_time_ms
+    /// See [`ListOffsetsResponse::throttle_time_ms`].
+    #[inline]
+    pub fn throttle_time_ms(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 2 { self.src.i32(0) } else { 0 }
     }
 
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]ListOffsetsTopicResponse`; versions 0+.
-    pub const fn topics(&self) -> ArrayView<'a, ListOffsetsTopicResponseView<'a>> {
-        self.topics
+    /// See [`ListOffsetsResponse::topics`].
+    #[inline]
+    pub fn topics(&self) -> ArrayView<'a, ListOffsetsTopicResponseView<'a>> {
+        let ver = self.ver;
+        ArrayView::at(self.src, if ver.version >= 2 { 4 } else { 0 }, ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything [`Self::new`] left for later: every element of every array, at
-    /// every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        let a = self.topics;
-        a.iter().try_for_each(|e| e?.validate())?;
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for ListOffsetsResponseView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
         let start = r.pos();
-        let throttle_time_ms =
-            if ver.version >= 2 { r.i32("ListOffsetsResponse.ThrottleTimeMs")? } else { 0 };
-        let topics = ArrayView::read(r, ver, "ListOffsetsResponse.Topics")?;
-        let tagged = if ver.flexible {
-            r.tagged_fields("ListOffsetsResponse", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ListOffsetsResponseView { bytes: r.since(start), ver, throttle_time_ms, topics, tagged })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        let mut at = [0; 1];
         if ver.version >= 2 {
             r.take(4, "ListOffsetsResponse.ThrottleTimeMs")?;
         }
-        ArrayView::<ListOffsetsTopicResponseView<'a>>::read(r, ver, "ListOffsetsResponse.Topics")?;
+        view::check_array::<ListOffsetsTopicResponseView<'a>>(r, ver, "ListOffsetsResponse.Topics")?;
+        at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsResponse", |_, _| Ok(false))?;
+            r.tagged_fields("ListOffsetsResponse._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
+        Ok(at)
+    }
+}
+
+impl fmt::Debug for ListOffsetsResponseView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListOffsetsResponseView")
+            .field("throttle_time_ms", &self.throttle_time_ms())
+            .field("topics", &self.topics())
+            .finish()
     }
 }
 
 /// A zero-copy view of a ListOffsetsTopicResponse: results grouped by topic.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ListOffsetsTopicResponseView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    name: &'a str,
-    partitions: ArrayView<'a, ListOffsetsPartitionResponseView<'a>>,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 2],
 }
 
 impl<'a> ListOffsetsTopicResponseView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -1022,85 +890,90 @@ impl<'a> ListOffsetsTopicResponseView<'a> {
         self.ver.version
     }
 
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
-    pub const fn name(&self) -> &'a str {
-        self.name
+    /// See [`ListOffsetsTopicResponse::name`].
+    #[inline]
+    pub fn name(&self) -> &'a str {
+        let ver = self.ver;
+        self.src.str(0, ver.flexible)
     }
 
-    /// The raw bytes of [`Self::name`].
-    pub const fn name_bytes(&self) -> &'a [u8] {
-        self.name.as_bytes()
-    }
-
-    /// Results for each partition of this topic.
-    ///
-    /// Schema type `[]ListOffsetsPartitionResponse`; versions 0+.
-    pub const fn partitions(&self) -> ArrayView<'a, ListOffsetsPartitionResponseView<'a>> {
-        self.partitions
+    /// See [`ListOffsetsTopicResponse::partitions`].
+    #[inline]
+    pub fn partitions(&self) -> ArrayView<'a, ListOffsetsPartitionResponseView<'a>> {
+        let ver = self.ver;
+        ArrayView::at(self.src, self.at[0] as usize, ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        let a = self.partitions;
-        a.iter().try_for_each(|e| e?.validate())?;
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for ListOffsetsTopicResponseView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
         let start = r.pos();
-        let name = r.str(ver.flexible, "ListOffsetsTopicResponse.Name")?;
-        let partitions = ArrayView::read(r, ver, "ListOffsetsTopicResponse.Partitions")?;
-        let tagged = if ver.flexible {
-            r.tagged_fields("ListOffsetsTopicResponse", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ListOffsetsTopicResponseView { bytes: r.since(start), ver, name, partitions, tagged })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.str_bytes(ver.flexible, "ListOffsetsTopicResponse.Name")?;
-        ArrayView::<ListOffsetsPartitionResponseView<'a>>::read(
+        let mut at = [0; 2];
+        r.check_str(ver.flexible, "ListOffsetsTopicResponse.Name")?;
+        at[0] = (r.pos() - start) as u32;
+        view::check_array::<ListOffsetsPartitionResponseView<'a>>(
             r,
             ver,
             "ListOffsetsTopicResponse.Partitions",
         )?;
+        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsTopicResponse", |_, _| Ok(false))?;
+            r.tagged_fields("ListOffsetsTopicResponse._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
+        Ok(at)
+    }
+}
+
+impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
+    }
+
+    #[inline]
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
+
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let mut at = [0; 2];
+        let mut p = pos;
+        p = src.skip_str(p, ver.flexible);
+        at[0] = (p - pos) as u32;
+        p = ArrayView::<ListOffsetsPartitionResponseView<'a>>::skip(src, p, ver);
+        at[1] = (p - pos) as u32;
+        if ver.flexible {
+            p = src.skip_tagged(p);
+        }
+        (Self { src: src.sub(pos, p), ver, at }, p)
+    }
+}
+
+impl fmt::Debug for ListOffsetsTopicResponseView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListOffsetsTopicResponseView")
+            .field("name", &self.name())
+            .field("partitions", &self.partitions())
+            .finish()
     }
 }
 
 /// A zero-copy view of a ListOffsetsPartitionResponse: results for each partition of this topic.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ListOffsetsPartitionResponseView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    partition_index: i32,
-    error_code: i16,
-    timestamp: i64,
-    offset: i64,
-    leader_epoch: i32,
-    tagged: TaggedSection<'a>,
 }
 
 impl<'a> ListOffsetsPartitionResponseView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -1108,228 +981,99 @@ impl<'a> ListOffsetsPartitionResponseView<'a> {
         self.ver.version
     }
 
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
-    pub const fn partition_index(&self) -> i32 {
-        self.partition_index
+    /// See [`ListOffsetsPartitionResponse::partition_index`].
+    #[inline]
+    pub fn partition_index(&self) -> i32 {
+        self.src.i32(0)
     }
 
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
-    pub const fn error_code(&self) -> i16 {
-        self.error_code
+    /// See [`ListOffsetsPartitionResponse::error_code`].
+    #[inline]
+    pub fn error_code(&self) -> i16 {
+        self.src.i16(4)
     }
 
-    /// Timestamp that belongs to the returned offset.
-    ///
-    /// Schema type `int64`; versions 1+; default `-1`.
-    pub const fn timestamp(&self) -> i64 {
-        self.timestamp
+    /// See [`ListOffsetsPartitionResponse::timestamp`].
+    #[inline]
+    pub fn timestamp(&self) -> i64 {
+        self.src.i64(6)
     }
 
-    /// The offset that was found.
-    ///
-    /// Schema type `int64`; versions 1+; default `-1`.
-    pub const fn offset(&self) -> i64 {
-        self.offset
+    /// See [`ListOffsetsPartitionResponse::offset`].
+    #[inline]
+    pub fn offset(&self) -> i64 {
+        self.src.i64(14)
     }
 
-    /// Leader epoch the broker reports for the offset it returned.
-    ///
-    /// Schema type `int32`; versions 4+; default `-1`.
-    pub const fn leader_epoch(&self) -> i32 {
-        self.leader_epoch
+    /// See [`ListOffsetsPartitionResponse::leader_epoch`].
+    #[inline]
+    pub fn leader_epoch(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 4 { self.src.i32(22) } else { -1 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
-    }
-
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for ListOffsetsPartitionResponseView<'a> {
-    #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let partition_index = r.i32("ListOffsetsPartitionResponse.PartitionIndex")?;
-        let error_code = r.i16("ListOffsetsPartitionResponse.ErrorCode")?;
-        let timestamp = r.i64("ListOffsetsPartitionResponse.Timestamp")?;
-        let offset = r.i64("ListOffsetsPartitionResponse.Offset")?;
-        let leader_epoch =
-            if ver.version >= 4 { r.i32("ListOffsetsPartitionResponse.LeaderEpoch")? } else { -1 };
-        let tagged = if ver.flexible {
-            r.tagged_fields("ListOffsetsPartitionResponse", |_, _| Ok(false))?
+        if self.ver.flexible {
+            self.src.tagged(if self.ver.version >= 4 { 26 } else { 22 }, &[])
         } else {
-            TaggedSection::EMPTY
-        };
-        Ok(ListOffsetsPartitionResponseView {
-            bytes: r.since(start),
-            ver,
-            partition_index,
-            error_code,
-            timestamp,
-            offset,
-            leader_epoch,
-            tagged,
-        })
+            TaggedIter::EMPTY
+        }
     }
 
     #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(if ver.version >= 4 { 26 } else { 22 }, "ListOffsetsPartitionResponse")?;
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+        r.run(
+            22,
+            &[
+                ("ListOffsetsPartitionResponse.PartitionIndex", 4),
+                ("ListOffsetsPartitionResponse.ErrorCode", 2),
+                ("ListOffsetsPartitionResponse.Timestamp", 8),
+                ("ListOffsetsPartitionResponse.Offset", 8),
+            ],
+        )?;
+        if ver.version >= 4 {
+            r.take(4, "ListOffsetsPartitionResponse.LeaderEpoch")?;
+        }
         if ver.flexible {
-            r.tagged_fields("ListOffsetsPartitionResponse", |_, _| Ok(false))?;
+            r.tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
-    }
-
-    #[inline]
-    fn fixed_size(ver: Ver) -> Option<usize> {
-        if ver.version >= 6 {
-            None
-        } else if ver.version >= 4 {
-            Some(26)
-        } else {
-            Some(22)
-        }
+        Ok([])
     }
 }
 
-/// The schema of ListOffsetsResponse as data, for generic tools.
-pub static LIST_OFFSETS_RESPONSE_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
-    name: "ListOffsetsResponse",
-    api_key: 2,
-    is_request: false,
-    versions: Versions::new(1, 10),
-    flexible_versions: Versions::new(6, i16::MAX),
-    about: "Returns, for each requested partition, either an error code or the offset found together with its timestamp and leader epoch.",
-    body: &LIST_OFFSETS_RESPONSE_SCHEMA,
-};
+impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 6 {
+            Layout::Tagged(26)
+        } else if ver.version >= 4 {
+            Layout::Fixed(26)
+        } else {
+            Layout::Fixed(22)
+        }
+    }
 
-/// The schema of ListOffsetsResponse as data.
-pub static LIST_OFFSETS_RESPONSE_SCHEMA: StructSchema = StructSchema {
-    name: "ListOffsetsResponse",
-    fields: &[
-        FieldSchema {
-            name: "ThrottleTimeMs",
-            ty: FieldType::Int32,
-            versions: Versions::new(2, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded.",
-        },
-        FieldSchema {
-            name: "Topics",
-            ty: FieldType::Array(&FieldType::Struct(&LIST_OFFSETS_TOPIC_RESPONSE_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Results grouped by topic.",
-        },
-    ],
-};
+    #[inline]
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
 
-/// The schema of ListOffsetsTopicResponse as data.
-pub static LIST_OFFSETS_TOPIC_RESPONSE_SCHEMA: StructSchema = StructSchema {
-    name: "ListOffsetsTopicResponse",
-    fields: &[
-        FieldSchema {
-            name: "Name",
-            ty: FieldType::String,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Name of the topic.",
-        },
-        FieldSchema {
-            name: "Partitions",
-            ty: FieldType::Array(&FieldType::Struct(&LIST_OFFSETS_PARTITION_RESPONSE_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Results for each partition of this topic.",
-        },
-    ],
-};
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let end = view::fixed_end(src, pos, if ver.version >= 4 { 26 } else { 22 }, ver);
+        (Self { src: src.sub(pos, end), ver }, end)
+    }
+}
 
-/// The schema of ListOffsetsPartitionResponse as data.
-pub static LIST_OFFSETS_PARTITION_RESPONSE_SCHEMA: StructSchema = StructSchema {
-    name: "ListOffsetsPartitionResponse",
-    fields: &[
-        FieldSchema {
-            name: "PartitionIndex",
-            ty: FieldType::Int32,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Index of the partition.",
-        },
-        FieldSchema {
-            name: "ErrorCode",
-            ty: FieldType::Int16,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Error code for this partition; 0 means success.",
-        },
-        FieldSchema {
-            name: "Timestamp",
-            ty: FieldType::Int64,
-            versions: Versions::new(1, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("-1"),
-            ignorable: false,
-            about: "Timestamp that belongs to the returned offset.",
-        },
-        FieldSchema {
-            name: "Offset",
-            ty: FieldType::Int64,
-            versions: Versions::new(1, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("-1"),
-            ignorable: false,
-            about: "The offset that was found.",
-        },
-        FieldSchema {
-            name: "LeaderEpoch",
-            ty: FieldType::Int32,
-            versions: Versions::new(4, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("-1"),
-            ignorable: false,
-            about: "Leader epoch the broker reports for the offset it returned.",
-        },
-    ],
-};
+impl fmt::Debug for ListOffsetsPartitionResponseView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListOffsetsPartitionResponseView")
+            .field("partition_index", &self.partition_index())
+            .field("error_code", &self.error_code())
+            .field("timestamp", &self.timestamp())
+            .field("offset", &self.offset())
+            .field("leader_epoch", &self.leader_epoch())
+            .finish()
+    }
+}

@@ -91,12 +91,12 @@ impl Body for MetadataRequest<'_> {
 impl MetadataRequest<'_> {
     /// The exact size of this body encoded as `version`, or why it cannot be encoded.
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        codec::body_len(self, version)
+        encode::body_len(self, version)
     }
 
     /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
     pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        codec::encode_body(self, version, buf)
+        encode::encode_body(self, version, buf)
     }
 }
 
@@ -109,7 +109,7 @@ impl Encode for MetadataRequest<'_> {
         }
         n = wire::add(
             n,
-            codec::array_size(self.topics.as_deref(), ver, "MetadataRequest.Topics")?,
+            encode::array_size(self.topics.as_deref(), ver, "MetadataRequest.Topics")?,
             "MetadataRequest.Topics",
         )?;
         if ver.version >= 4 {
@@ -139,8 +139,8 @@ impl Encode for MetadataRequest<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataRequest")?,
-                "MetadataRequest",
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataRequest._tagged_fields")?,
+                "MetadataRequest._tagged_fields",
             )?;
         }
         Ok(n)
@@ -148,7 +148,7 @@ impl Encode for MetadataRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        codec::write_array(w, self.topics.as_deref(), ver);
+        encode::write_array(w, self.topics.as_deref(), ver);
         if ver.version >= 4 {
             w.bool(self.allow_auto_topic_creation);
         }
@@ -185,8 +185,11 @@ impl Encode for MetadataRequestTopic<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataRequestTopic")?,
-                "MetadataRequestTopic",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "MetadataRequestTopic._tagged_fields",
+                )?,
+                "MetadataRequestTopic._tagged_fields",
             )?;
         }
         Ok(n)
@@ -206,30 +209,33 @@ impl Encode for MetadataRequestTopic<'_> {
 
 /// A zero-copy view of a MetadataRequest body: asks a broker for the brokers of the cluster and the partitions, leaders and replicas of some or all topics.
 ///
-/// [`MetadataRequestView::new`] checks the structure of the whole body, and the UTF-8 of the body's own
-/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]
-/// checks everything. Accessors never fail and never allocate; fields absent in the version
-/// return their default.
-#[derive(Clone, Copy, Debug)]
+/// [`MetadataRequestView::new`] checks the whole body; after that accessors and iterators cannot fail.
+#[derive(Clone, Copy)]
 pub struct MetadataRequestView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    topics: Option<ArrayView<'a, MetadataRequestTopicView<'a>>>,
-    allow_auto_topic_creation: bool,
-    include_cluster_authorized_operations: bool,
-    include_topic_authorized_operations: bool,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 1],
 }
 
 impl<'a> MetadataRequestView<'a> {
     /// Checks `bytes` as a MetadataRequest body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        codec::read_body::<MetadataRequest, Self>(bytes, version)
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "MetadataRequest")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let (src, ver, at) = view::check_body::<MetadataRequest, 1>(bytes, version, Self::checked)?;
+        Ok(Self { src, ver, at })
     }
 
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -237,129 +243,124 @@ impl<'a> MetadataRequestView<'a> {
         self.ver.version
     }
 
-    /// Topics to describe. In version 0 an empty list means every topic; from version 1 an empty
-    /// list means none and null means every topic.
-    ///
-    /// Schema type `[]MetadataRequestTopic`; versions 0+; nullable in 1+.
-    pub const fn topics(&self) -> Option<ArrayView<'a, MetadataRequestTopicView<'a>>> {
-        self.topics
+    /// See [`MetadataRequest::topics`].
+    #[inline]
+    pub fn topics(&self) -> Option<ArrayView<'a, MetadataRequestTopicView<'a>>> {
+        let ver = self.ver;
+        ArrayView::nullable_at(self.src, 0, ver)
     }
 
-    /// Whether the broker may create requested topics that do not exist, if its configuration
-    /// allows that.
-    ///
-    /// Schema type `bool`; versions 4+; default `true`.
-    pub const fn allow_auto_topic_creation(&self) -> bool {
-        self.allow_auto_topic_creation
+    /// See [`MetadataRequest::allow_auto_topic_creation`].
+    #[inline]
+    pub fn allow_auto_topic_creation(&self) -> bool {
+        let ver = self.ver;
+        if ver.version >= 4 { self.src.bool(self.at[0] as usize) } else { true }
     }
 
-    /// Whether the response should carry the operations the caller may perform on the cluster.
-    ///
-    /// Schema type `bool`; versions 8-10.
-    pub const fn include_cluster_authorized_operations(&self) -> bool {
-        self.include_cluster_authorized_operations
+    /// See [`MetadataRequest::include_cluster_authorized_operations`].
+    #[inline]
+    pub fn include_cluster_authorized_operations(&self) -> bool {
+        let ver = self.ver;
+        if ver.version >= 8 && ver.version <= 10 {
+            self.src.bool(self.at[0] as usize + (if ver.version >= 4 { 1 } else { 0 }))
+        } else {
+            false
+        }
     }
 
-    /// Whether the response should carry, for each topic, the operations the caller may perform on
-    /// it.
-    ///
-    /// Schema type `bool`; versions 8+.
-    pub const fn include_topic_authorized_operations(&self) -> bool {
-        self.include_topic_authorized_operations
+    /// See [`MetadataRequest::include_topic_authorized_operations`].
+    #[inline]
+    pub fn include_topic_authorized_operations(&self) -> bool {
+        let ver = self.ver;
+        if ver.version >= 8 {
+            self.src.bool(
+                self.at[0] as usize
+                    + (if ver.version >= 11 {
+                        1
+                    } else if ver.version >= 8 {
+                        2
+                    } else if ver.version >= 4 {
+                        1
+                    } else {
+                        0
+                    }),
+            )
+        } else {
+            false
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible {
+            self.src.tagged(
+                self.at[0] as usize
+                    + (if self.ver.version >= 11 {
+                        2
+                    } else if self.ver.version >= 8 {
+                        3
+                    } else if self.ver.version >= 4 {
+                        1
+                    } else {
+                        0
+                    }),
+                &[],
+            )
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 
-    /// Checks everything [`Self::new`] left for later: every element of every array, at
-    /// every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        if let Some(a) = self.topics {
-            a.iter().try_for_each(|e| e?.validate())?;
+    #[inline]
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version >= 1 {
+            view::check_nullable_array::<MetadataRequestTopicView<'a>>(r, ver, "MetadataRequest.Topics")?;
+        } else {
+            view::check_array::<MetadataRequestTopicView<'a>>(r, ver, "MetadataRequest.Topics")?;
         }
-        Ok(())
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 4 {
+            r.take(1, "MetadataRequest.AllowAutoTopicCreation")?;
+        }
+        if ver.version >= 8 && ver.version <= 10 {
+            r.take(1, "MetadataRequest.IncludeClusterAuthorizedOperations")?;
+        }
+        if ver.version >= 8 {
+            r.take(1, "MetadataRequest.IncludeTopicAuthorizedOperations")?;
+        }
+        if ver.flexible {
+            r.tagged_fields("MetadataRequest._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(at)
     }
 }
 
-impl<'a> ViewElement<'a> for MetadataRequestView<'a> {
-    #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let topics = if ver.version >= 1 {
-            ArrayView::read_nullable(r, ver, "MetadataRequest.Topics")?
-        } else {
-            Some(ArrayView::read(r, ver, "MetadataRequest.Topics")?)
-        };
-        let allow_auto_topic_creation =
-            if ver.version >= 4 { r.bool("MetadataRequest.AllowAutoTopicCreation")? } else { true };
-        let include_cluster_authorized_operations = if ver.version >= 8 && ver.version <= 10 {
-            r.bool("MetadataRequest.IncludeClusterAuthorizedOperations")?
-        } else {
-            false
-        };
-        let include_topic_authorized_operations = if ver.version >= 8 {
-            r.bool("MetadataRequest.IncludeTopicAuthorizedOperations")?
-        } else {
-            false
-        };
-        let tagged = if ver.flexible {
-            r.tagged_fields("MetadataRequest", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(MetadataRequestView {
-            bytes: r.since(start),
-            ver,
-            topics,
-            allow_auto_topic_creation,
-            include_cluster_authorized_operations,
-            include_topic_authorized_operations,
-            tagged,
-        })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        if ver.version >= 1 {
-            ArrayView::<MetadataRequestTopicView<'a>>::read_nullable(r, ver, "MetadataRequest.Topics")?;
-        } else {
-            ArrayView::<MetadataRequestTopicView<'a>>::read(r, ver, "MetadataRequest.Topics")?;
-        }
-        r.take(
-            if ver.version >= 11 {
-                2
-            } else if ver.version >= 8 {
-                3
-            } else if ver.version >= 4 {
-                1
-            } else {
-                0
-            },
-            "MetadataRequest",
-        )?;
-        if ver.flexible {
-            r.tagged_fields("MetadataRequest", |_, _| Ok(false))?;
-        }
-        Ok(())
+impl fmt::Debug for MetadataRequestView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetadataRequestView")
+            .field("topics", &self.topics())
+            .field("allow_auto_topic_creation", &self.allow_auto_topic_creation())
+            .field("include_cluster_authorized_operations", &self.include_cluster_authorized_operations())
+            .field("include_topic_authorized_operations", &self.include_topic_authorized_operations())
+            .finish()
     }
 }
 
 /// A zero-copy view of a MetadataRequestTopic: topics to describe. In version 0 an empty list means every topic; from version 1 an empty list means none and null means every topic.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct MetadataRequestTopicView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    topic_id: Uuid,
-    name: Option<&'a str>,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 1],
 }
 
 impl<'a> MetadataRequestTopicView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -367,162 +368,77 @@ impl<'a> MetadataRequestTopicView<'a> {
         self.ver.version
     }
 
-    /// Topic ID to look up; the all-zero UUID when the topic is named instead.
-    ///
-    /// Schema type `uuid`; versions 10+; ignorable.
-    pub const fn topic_id(&self) -> Uuid {
-        self.topic_id
+    /// See [`MetadataRequestTopic::topic_id`].
+    #[inline]
+    pub fn topic_id(&self) -> Uuid {
+        let ver = self.ver;
+        if ver.version >= 10 { self.src.uuid(0) } else { Uuid::ZERO }
     }
 
-    /// Name of the topic; null when it is looked up by ID.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 10+.
-    pub const fn name(&self) -> Option<&'a str> {
-        self.name
-    }
-
-    /// The raw bytes of [`Self::name`].
-    pub fn name_bytes(&self) -> Option<&'a [u8]> {
-        self.name.map(str::as_bytes)
+    /// See [`MetadataRequestTopic::name`].
+    #[inline]
+    pub fn name(&self) -> Option<&'a str> {
+        let ver = self.ver;
+        self.src.nullable_str(if ver.version >= 10 { 16 } else { 0 }, ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for MetadataRequestTopicView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
         let start = r.pos();
-        let topic_id = if ver.version >= 10 { r.uuid("MetadataRequestTopic.TopicId")? } else { Uuid::ZERO };
-        let name = if ver.version >= 10 {
-            r.nullable_str(ver.flexible, "MetadataRequestTopic.Name")?
-        } else {
-            Some(r.str(ver.flexible, "MetadataRequestTopic.Name")?)
-        };
-        let tagged = if ver.flexible {
-            r.tagged_fields("MetadataRequestTopic", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(MetadataRequestTopicView { bytes: r.since(start), ver, topic_id, name, tagged })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        let mut at = [0; 1];
         if ver.version >= 10 {
             r.take(16, "MetadataRequestTopic.TopicId")?;
         }
         if ver.version >= 10 {
-            r.nullable_str_bytes(ver.flexible, "MetadataRequestTopic.Name")?;
+            r.check_nullable_str(ver.flexible, "MetadataRequestTopic.Name")?;
         } else {
-            r.str_bytes(ver.flexible, "MetadataRequestTopic.Name")?;
+            r.check_str(ver.flexible, "MetadataRequestTopic.Name")?;
         }
+        at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("MetadataRequestTopic", |_, _| Ok(false))?;
+            r.tagged_fields("MetadataRequestTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
+        Ok(at)
     }
 }
 
-/// The schema of MetadataRequest as data, for generic tools.
-pub static METADATA_REQUEST_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
-    name: "MetadataRequest",
-    api_key: 3,
-    is_request: true,
-    versions: Versions::new(0, 13),
-    flexible_versions: Versions::new(9, i16::MAX),
-    about: "Asks a broker for the brokers of the cluster and the partitions, leaders and replicas of some or all topics.",
-    body: &METADATA_REQUEST_SCHEMA,
-};
+impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
+    }
 
-/// The schema of MetadataRequest as data.
-pub static METADATA_REQUEST_SCHEMA: StructSchema = StructSchema {
-    name: "MetadataRequest",
-    fields: &[
-        FieldSchema {
-            name: "Topics",
-            ty: FieldType::Array(&FieldType::Struct(&METADATA_REQUEST_TOPIC_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::new(1, i16::MAX),
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Topics to describe. In version 0 an empty list means every topic; from version 1 an empty list means none and null means every topic.",
-        },
-        FieldSchema {
-            name: "AllowAutoTopicCreation",
-            ty: FieldType::Bool,
-            versions: Versions::new(4, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("true"),
-            ignorable: false,
-            about: "Whether the broker may create requested topics that do not exist, if its configuration allows that.",
-        },
-        FieldSchema {
-            name: "IncludeClusterAuthorizedOperations",
-            ty: FieldType::Bool,
-            versions: Versions::new(8, 10),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Whether the response should carry the operations the caller may perform on the cluster.",
-        },
-        FieldSchema {
-            name: "IncludeTopicAuthorizedOperations",
-            ty: FieldType::Bool,
-            versions: Versions::new(8, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Whether the response should carry, for each topic, the operations the caller may perform on it.",
-        },
-    ],
-};
+    #[inline]
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
 
-/// The schema of MetadataRequestTopic as data.
-pub static METADATA_REQUEST_TOPIC_SCHEMA: StructSchema = StructSchema {
-    name: "MetadataRequestTopic",
-    fields: &[
-        FieldSchema {
-            name: "TopicId",
-            ty: FieldType::Uuid,
-            versions: Versions::new(10, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Topic ID to look up; the all-zero UUID when the topic is named instead.",
-        },
-        FieldSchema {
-            name: "Name",
-            ty: FieldType::String,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::new(10, i16::MAX),
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Name of the topic; null when it is looked up by ID.",
-        },
-    ],
-};
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let mut at = [0; 1];
+        let mut p = pos + (if ver.version >= 10 { 16 } else { 0 });
+        p = src.skip_str(p, ver.flexible);
+        at[0] = (p - pos) as u32;
+        if ver.flexible {
+            p = src.skip_tagged(p);
+        }
+        (Self { src: src.sub(pos, p), ver, at }, p)
+    }
+}
+
+impl fmt::Debug for MetadataRequestTopicView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetadataRequestTopicView")
+            .field("topic_id", &self.topic_id())
+            .field("name", &self.name())
+            .finish()
+    }
+}
 
 /// Describes the brokers of the cluster, its controller, and for each requested topic its
 /// partitions with their leaders and replicas.
@@ -573,7 +489,7 @@ impl<'a> Default for MetadataResponse<'a> {
             cluster_id: None,
             controller_id: -1,
             topics: List::Borrowed(&[]),
-            cluster_authorized_operations: -2147483648,
+            cluster_authorized_operations: i32::MIN,
             error_code: 0,
             unknown_tagged_fields: List::Borrowed(&[]),
         }
@@ -657,7 +573,7 @@ impl<'a> Default for MetadataResponseTopic<'a> {
             topic_id: Uuid::ZERO,
             is_internal: false,
             partitions: List::Borrowed(&[]),
-            topic_authorized_operations: -2147483648,
+            topic_authorized_operations: i32::MIN,
             unknown_tagged_fields: List::Borrowed(&[]),
         }
     }
@@ -725,12 +641,12 @@ impl Body for MetadataResponse<'_> {
 impl MetadataResponse<'_> {
     /// The exact size of this body encoded as `version`, or why it cannot be encoded.
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        codec::body_len(self, version)
+        encode::body_len(self, version)
     }
 
     /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
     pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        codec::encode_body(self, version, buf)
+        encode::encode_body(self, version, buf)
     }
 }
 
@@ -743,7 +659,7 @@ impl Encode for MetadataResponse<'_> {
         }
         n = wire::add(
             n,
-            codec::array_size(Some(self.brokers.as_slice()), ver, "MetadataResponse.Brokers")?,
+            encode::array_size(Some(self.brokers.as_slice()), ver, "MetadataResponse.Brokers")?,
             "MetadataResponse.Brokers",
         )?;
         if ver.version >= 2 {
@@ -761,12 +677,12 @@ impl Encode for MetadataResponse<'_> {
         }
         n = wire::add(
             n,
-            codec::array_size(Some(self.topics.as_slice()), ver, "MetadataResponse.Topics")?,
+            encode::array_size(Some(self.topics.as_slice()), ver, "MetadataResponse.Topics")?,
             "MetadataResponse.Topics",
         )?;
         if ver.version >= 8 && ver.version <= 10 {
             n += 4;
-        } else if self.cluster_authorized_operations != -2147483648 {
+        } else if self.cluster_authorized_operations != i32::MIN {
             return Err(EncodeError::FieldNotInVersion {
                 field: "MetadataResponse.ClusterAuthorizedOperations",
                 version: ver.version,
@@ -778,8 +694,8 @@ impl Encode for MetadataResponse<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataResponse")?,
-                "MetadataResponse",
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataResponse._tagged_fields")?,
+                "MetadataResponse._tagged_fields",
             )?;
         }
         Ok(n)
@@ -790,14 +706,14 @@ impl Encode for MetadataResponse<'_> {
         if ver.version >= 3 {
             w.i32(self.throttle_time_ms);
         }
-        codec::write_array(w, Some(self.brokers.as_slice()), ver);
+        encode::write_array(w, Some(self.brokers.as_slice()), ver);
         if ver.version >= 2 {
             w.nullable_str(self.cluster_id.as_deref(), ver.flexible);
         }
         if ver.version >= 1 {
             w.i32(self.controller_id);
         }
-        codec::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, Some(self.topics.as_slice()), ver);
         if ver.version >= 8 && ver.version <= 10 {
             w.i32(self.cluster_authorized_operations);
         }
@@ -832,8 +748,11 @@ impl Encode for MetadataResponseBroker<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataResponseBroker")?,
-                "MetadataResponseBroker",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "MetadataResponseBroker._tagged_fields",
+                )?,
+                "MetadataResponseBroker._tagged_fields",
             )?;
         }
         Ok(n)
@@ -876,12 +795,12 @@ impl Encode for MetadataResponseTopic<'_> {
         }
         n = wire::add(
             n,
-            codec::array_size(Some(self.partitions.as_slice()), ver, "MetadataResponseTopic.Partitions")?,
+            encode::array_size(Some(self.partitions.as_slice()), ver, "MetadataResponseTopic.Partitions")?,
             "MetadataResponseTopic.Partitions",
         )?;
         if ver.version >= 8 {
             n += 4;
-        } else if self.topic_authorized_operations != -2147483648 {
+        } else if self.topic_authorized_operations != i32::MIN {
             return Err(EncodeError::FieldNotInVersion {
                 field: "MetadataResponseTopic.TopicAuthorizedOperations",
                 version: ver.version,
@@ -890,8 +809,11 @@ impl Encode for MetadataResponseTopic<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataResponseTopic")?,
-                "MetadataResponseTopic",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "MetadataResponseTopic._tagged_fields",
+                )?,
+                "MetadataResponseTopic._tagged_fields",
             )?;
         }
         Ok(n)
@@ -907,7 +829,7 @@ impl Encode for MetadataResponseTopic<'_> {
         if ver.version >= 1 {
             w.bool(self.is_internal);
         }
-        codec::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, Some(self.partitions.as_slice()), ver);
         if ver.version >= 8 {
             w.i32(self.topic_authorized_operations);
         }
@@ -926,7 +848,7 @@ impl Encode for MetadataResponsePartition<'_> {
         }
         n = wire::add(
             n,
-            codec::array_size(
+            encode::array_size(
                 Some(self.replica_nodes.as_slice()),
                 ver,
                 "MetadataResponsePartition.ReplicaNodes",
@@ -935,13 +857,13 @@ impl Encode for MetadataResponsePartition<'_> {
         )?;
         n = wire::add(
             n,
-            codec::array_size(Some(self.isr_nodes.as_slice()), ver, "MetadataResponsePartition.IsrNodes")?,
+            encode::array_size(Some(self.isr_nodes.as_slice()), ver, "MetadataResponsePartition.IsrNodes")?,
             "MetadataResponsePartition.IsrNodes",
         )?;
         if ver.version >= 5 {
             n = wire::add(
                 n,
-                codec::array_size(
+                encode::array_size(
                     Some(self.offline_replicas.as_slice()),
                     ver,
                     "MetadataResponsePartition.OfflineReplicas",
@@ -952,8 +874,11 @@ impl Encode for MetadataResponsePartition<'_> {
         if ver.flexible {
             n = wire::add(
                 n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataResponsePartition")?,
-                "MetadataResponsePartition",
+                wire::raw_tagged_fields_size(
+                    &self.unknown_tagged_fields,
+                    "MetadataResponsePartition._tagged_fields",
+                )?,
+                "MetadataResponsePartition._tagged_fields",
             )?;
         }
         Ok(n)
@@ -961,16 +886,18 @@ impl Encode for MetadataResponsePartition<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i16(self.error_code);
-        w.i32(self.partition_index);
-        w.i32(self.leader_id);
+        w.fixed(|b: &mut [u8; 10]| {
+            b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+            b[2..6].copy_from_slice(&self.partition_index.to_be_bytes());
+            b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
+        });
         if ver.version >= 7 {
             w.i32(self.leader_epoch);
         }
-        codec::write_array(w, Some(self.replica_nodes.as_slice()), ver);
-        codec::write_array(w, Some(self.isr_nodes.as_slice()), ver);
+        encode::write_array(w, Some(self.replica_nodes.as_slice()), ver);
+        encode::write_array(w, Some(self.isr_nodes.as_slice()), ver);
         if ver.version >= 5 {
-            codec::write_array(w, Some(self.offline_replicas.as_slice()), ver);
+            encode::write_array(w, Some(self.offline_replicas.as_slice()), ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -980,33 +907,33 @@ impl Encode for MetadataResponsePartition<'_> {
 
 /// A zero-copy view of a MetadataResponse body: describes the brokers of the cluster, its controller, and for each requested topic its partitions with their leaders and replicas.
 ///
-/// [`MetadataResponseView::new`] checks the structure of the whole body, and the UTF-8 of the body's own
-/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]
-/// checks everything. Accessors never fail and never allocate; fields absent in the version
-/// return their default.
-#[derive(Clone, Copy, Debug)]
+/// [`MetadataResponseView::new`] checks the whole body; after that accessors and iterators cannot fail.
+#[derive(Clone, Copy)]
 pub struct MetadataResponseView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    throttle_time_ms: i32,
-    brokers: ArrayView<'a, MetadataResponseBrokerView<'a>>,
-    cluster_id: Option<&'a str>,
-    controller_id: i32,
-    topics: ArrayView<'a, MetadataResponseTopicView<'a>>,
-    cluster_authorized_operations: i32,
-    error_code: i16,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 3],
 }
 
 impl<'a> MetadataResponseView<'a> {
     /// Checks `bytes` as a MetadataResponse body of `version` and returns a view of it.
     pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        codec::read_body::<MetadataResponse, Self>(bytes, version)
+        let view = Self::new_prefix(bytes, version)?;
+        view::no_trailing(bytes, view.as_bytes().len(), "MetadataResponse")?;
+        Ok(view)
+    }
+
+    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+    /// ignores them); the view covers the body only.
+    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let (src, ver, at) = view::check_body::<MetadataResponse, 3>(bytes, version, Self::checked)?;
+        Ok(Self { src, ver, at })
     }
 
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -1014,161 +941,147 @@ impl<'a> MetadataResponseView<'a> {
         self.ver.version
     }
 
-    /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 3+; ignorable.
-    pub const fn throttle_time_ms(&self) -> i32 {
-        self.throttle_time_ms
+    /// See [`MetadataResponse::throttle_time_ms`].
+    #[inline]
+    pub fn throttle_time_ms(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 3 { self.src.i32(0) } else { 0 }
     }
 
-    /// The brokers of the cluster.
-    ///
-    /// Schema type `[]MetadataResponseBroker`; versions 0+.
-    pub const fn brokers(&self) -> ArrayView<'a, MetadataResponseBrokerView<'a>> {
-        self.brokers
+    /// See [`MetadataResponse::brokers`].
+    #[inline]
+    pub fn brokers(&self) -> ArrayView<'a, MetadataResponseBrokerView<'a>> {
+        let ver = self.ver;
+        ArrayView::at(self.src, if ver.version >= 3 { 4 } else { 0 }, ver)
     }
 
-    /// ID of the cluster the answering broker belongs to.
-    ///
-    /// Schema type `string`; versions 2+; nullable in 2+; default `null`; ignorable.
-    pub const fn cluster_id(&self) -> Option<&'a str> {
-        self.cluster_id
+    /// See [`MetadataResponse::cluster_id`].
+    #[inline]
+    pub fn cluster_id(&self) -> Option<&'a str> {
+        let ver = self.ver;
+        if ver.version >= 2 { self.src.nullable_str(self.at[0] as usize, ver.flexible) } else { None }
     }
 
-    /// The raw bytes of [`Self::cluster_id`].
-    pub fn cluster_id_bytes(&self) -> Option<&'a [u8]> {
-        self.cluster_id.map(str::as_bytes)
+    /// See [`MetadataResponse::controller_id`].
+    #[inline]
+    pub fn controller_id(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 1 { self.src.i32(self.at[1] as usize) } else { -1 }
     }
 
-    /// ID of the broker acting as controller; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 1+; default `-1`; ignorable.
-    pub const fn controller_id(&self) -> i32 {
-        self.controller_id
+    /// See [`MetadataResponse::topics`].
+    #[inline]
+    pub fn topics(&self) -> ArrayView<'a, MetadataResponseTopicView<'a>> {
+        let ver = self.ver;
+        ArrayView::at(self.src, self.at[1] as usize + (if ver.version >= 1 { 4 } else { 0 }), ver)
     }
 
-    /// One entry for each topic described.
-    ///
-    /// Schema type `[]MetadataResponseTopic`; versions 0+.
-    pub const fn topics(&self) -> ArrayView<'a, MetadataResponseTopicView<'a>> {
-        self.topics
+    /// See [`MetadataResponse::cluster_authorized_operations`].
+    #[inline]
+    pub fn cluster_authorized_operations(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 8 && ver.version <= 10 { self.src.i32(self.at[2] as usize) } else { i32::MIN }
     }
 
-    /// Bit field of the operations the caller may perform on the cluster; the minimum int32 when
-    /// not requested.
-    ///
-    /// Schema type `int32`; versions 8-10; default `-2147483648`.
-    pub const fn cluster_authorized_operations(&self) -> i32 {
-        self.cluster_authorized_operations
-    }
-
-    /// Error code for the response as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 13+; ignorable.
-    pub const fn error_code(&self) -> i16 {
-        self.error_code
+    /// See [`MetadataResponse::error_code`].
+    #[inline]
+    pub fn error_code(&self) -> i16 {
+        let ver = self.ver;
+        if ver.version == 13 {
+            self.src.i16(
+                self.at[2] as usize
+                    + (if ver.version >= 11 {
+                        0
+                    } else if ver.version >= 8 {
+                        4
+                    } else {
+                        0
+                    }),
+            )
+        } else {
+            0
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible {
+            self.src.tagged(
+                self.at[2] as usize
+                    + (if self.ver.version >= 13 {
+                        2
+                    } else if self.ver.version >= 11 {
+                        0
+                    } else if self.ver.version >= 8 {
+                        4
+                    } else {
+                        0
+                    }),
+                &[],
+            )
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 
-    /// Checks everything [`Self::new`] left for later: every element of every array, at
-    /// every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        let a = self.brokers;
-        a.iter().try_for_each(|e| e?.validate())?;
-        let a = self.topics;
-        a.iter().try_for_each(|e| e?.validate())?;
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for MetadataResponseView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
         let start = r.pos();
-        let throttle_time_ms = if ver.version >= 3 { r.i32("MetadataResponse.ThrottleTimeMs")? } else { 0 };
-        let brokers = ArrayView::read(r, ver, "MetadataResponse.Brokers")?;
-        let cluster_id =
-            if ver.version >= 2 { r.nullable_str(ver.flexible, "MetadataResponse.ClusterId")? } else { None };
-        let controller_id = if ver.version >= 1 { r.i32("MetadataResponse.ControllerId")? } else { -1 };
-        let topics = ArrayView::read(r, ver, "MetadataResponse.Topics")?;
-        let cluster_authorized_operations = if ver.version >= 8 && ver.version <= 10 {
-            r.i32("MetadataResponse.ClusterAuthorizedOperations")?
-        } else {
-            -2147483648
-        };
-        let error_code = if ver.version == 13 { r.i16("MetadataResponse.ErrorCode")? } else { 0 };
-        let tagged = if ver.flexible {
-            r.tagged_fields("MetadataResponse", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(MetadataResponseView {
-            bytes: r.since(start),
-            ver,
-            throttle_time_ms,
-            brokers,
-            cluster_id,
-            controller_id,
-            topics,
-            cluster_authorized_operations,
-            error_code,
-            tagged,
-        })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        let mut at = [0; 3];
         if ver.version >= 3 {
             r.take(4, "MetadataResponse.ThrottleTimeMs")?;
         }
-        ArrayView::<MetadataResponseBrokerView<'a>>::read(r, ver, "MetadataResponse.Brokers")?;
+        view::check_array::<MetadataResponseBrokerView<'a>>(r, ver, "MetadataResponse.Brokers")?;
+        at[0] = (r.pos() - start) as u32;
         if ver.version >= 2 {
-            r.nullable_str_bytes(ver.flexible, "MetadataResponse.ClusterId")?;
+            r.check_nullable_str(ver.flexible, "MetadataResponse.ClusterId")?;
         }
+        at[1] = (r.pos() - start) as u32;
         if ver.version >= 1 {
             r.take(4, "MetadataResponse.ControllerId")?;
         }
-        ArrayView::<MetadataResponseTopicView<'a>>::read(r, ver, "MetadataResponse.Topics")?;
-        r.take(
-            if ver.version >= 13 {
-                2
-            } else if ver.version >= 11 {
-                0
-            } else if ver.version >= 8 {
-                4
-            } else {
-                0
-            },
-            "MetadataResponse",
-        )?;
-        if ver.flexible {
-            r.tagged_fields("MetadataResponse", |_, _| Ok(false))?;
+        view::check_array::<MetadataResponseTopicView<'a>>(r, ver, "MetadataResponse.Topics")?;
+        at[2] = (r.pos() - start) as u32;
+        if ver.version >= 8 && ver.version <= 10 {
+            r.take(4, "MetadataResponse.ClusterAuthorizedOperations")?;
         }
-        Ok(())
+        if ver.version == 13 {
+            r.take(2, "MetadataResponse.ErrorCode")?;
+        }
+        if ver.flexible {
+            r.tagged_fields("MetadataResponse._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(at)
+    }
+}
+
+impl fmt::Debug for MetadataResponseView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetadataResponseView")
+            .field("throttle_time_ms", &self.throttle_time_ms())
+            .field("brokers", &self.brokers())
+            .field("cluster_id", &self.cluster_id())
+            .field("controller_id", &self.controller_id())
+            .field("topics", &self.topics())
+            .field("cluster_authorized_operations", &self.cluster_authorized_operations())
+            .field("error_code", &self.error_code())
+            .finish()
     }
 }
 
 /// A zero-copy view of a MetadataResponseBroker: the brokers of the cluster.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct MetadataResponseBrokerView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    node_id: i32,
-    host: &'a str,
-    port: i32,
-    rack: Option<&'a str>,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 2],
 }
 
 impl<'a> MetadataResponseBrokerView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -1176,109 +1089,109 @@ impl<'a> MetadataResponseBrokerView<'a> {
         self.ver.version
     }
 
-    /// ID of the broker.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
-    pub const fn node_id(&self) -> i32 {
-        self.node_id
+    /// See [`MetadataResponseBroker::node_id`].
+    #[inline]
+    pub fn node_id(&self) -> i32 {
+        self.src.i32(0)
     }
 
-    /// Host name clients should connect to.
-    ///
-    /// Schema type `string`; versions 0+.
-    pub const fn host(&self) -> &'a str {
-        self.host
+    /// See [`MetadataResponseBroker::host`].
+    #[inline]
+    pub fn host(&self) -> &'a str {
+        let ver = self.ver;
+        self.src.str(4, ver.flexible)
     }
 
-    /// The raw bytes of [`Self::host`].
-    pub const fn host_bytes(&self) -> &'a [u8] {
-        self.host.as_bytes()
+    /// See [`MetadataResponseBroker::port`].
+    #[inline]
+    pub fn port(&self) -> i32 {
+        self.src.i32(self.at[0] as usize)
     }
 
-    /// Port clients should connect to.
-    ///
-    /// Schema type `int32`; versions 0+.
-    pub const fn port(&self) -> i32 {
-        self.port
-    }
-
-    /// Rack the broker is in; null when it has none.
-    ///
-    /// Schema type `string`; versions 1+; nullable in 1+; default `null`; ignorable.
-    pub const fn rack(&self) -> Option<&'a str> {
-        self.rack
-    }
-
-    /// The raw bytes of [`Self::rack`].
-    pub fn rack_bytes(&self) -> Option<&'a [u8]> {
-        self.rack.map(str::as_bytes)
+    /// See [`MetadataResponseBroker::rack`].
+    #[inline]
+    pub fn rack(&self) -> Option<&'a str> {
+        let ver = self.ver;
+        if ver.version >= 1 { self.src.nullable_str(self.at[0] as usize + 4, ver.flexible) } else { None }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
+    #[inline]
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.take(4, "MetadataResponseBroker.NodeId")?;
+        r.check_str(ver.flexible, "MetadataResponseBroker.Host")?;
+        at[0] = (r.pos() - start) as u32;
+        r.take(4, "MetadataResponseBroker.Port")?;
+        if ver.version >= 1 {
+            r.check_nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.tagged_fields("MetadataResponseBroker._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(at)
     }
 }
 
-impl<'a> ViewElement<'a> for MetadataResponseBrokerView<'a> {
+impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
-        let start = r.pos();
-        let node_id = r.i32("MetadataResponseBroker.NodeId")?;
-        let host = r.str(ver.flexible, "MetadataResponseBroker.Host")?;
-        let port = r.i32("MetadataResponseBroker.Port")?;
-        let rack = if ver.version >= 1 {
-            r.nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?
-        } else {
-            None
-        };
-        let tagged = if ver.flexible {
-            r.tagged_fields("MetadataResponseBroker", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(MetadataResponseBrokerView { bytes: r.since(start), ver, node_id, host, port, rack, tagged })
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
     }
 
     #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(4, "MetadataResponseBroker.NodeId")?;
-        r.str_bytes(ver.flexible, "MetadataResponseBroker.Host")?;
-        r.take(4, "MetadataResponseBroker.Port")?;
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
+
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let mut at = [0; 2];
+        let mut p = pos + 4;
+        p = src.skip_str(p, ver.flexible);
+        at[0] = (p - pos) as u32;
+        p += 4;
         if ver.version >= 1 {
-            r.nullable_str_bytes(ver.flexible, "MetadataResponseBroker.Rack")?;
+            p = src.skip_str(p, ver.flexible);
         }
+        at[1] = (p - pos) as u32;
         if ver.flexible {
-            r.tagged_fields("MetadataResponseBroker", |_, _| Ok(false))?;
+            p = src.skip_tagged(p);
         }
-        Ok(())
+        (Self { src: src.sub(pos, p), ver, at }, p)
+    }
+}
+
+impl fmt::Debug for MetadataResponseBrokerView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetadataResponseBrokerView")
+            .field("node_id", &self.node_id())
+            .field("host", &self.host())
+            .field("port", &self.port())
+            .field("rack", &self.rack())
+            .finish()
     }
 }
 
 /// A zero-copy view of a MetadataResponseTopic: one entry for each topic described.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct MetadataResponseTopicView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    error_code: i16,
-    name: Option<&'a str>,
-    topic_id: Uuid,
-    is_internal: bool,
-    partitions: ArrayView<'a, MetadataResponsePartitionView<'a>>,
-    topic_authorized_operations: i32,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 2],
 }
 
 impl<'a> MetadataResponseTopicView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -1286,152 +1199,160 @@ impl<'a> MetadataResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// Error code for this topic; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
-    pub const fn error_code(&self) -> i16 {
-        self.error_code
+    /// See [`MetadataResponseTopic::error_code`].
+    #[inline]
+    pub fn error_code(&self) -> i16 {
+        self.src.i16(0)
     }
 
-    /// Name of the topic; null only for a topic asked for by an ID that does not exist.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 12+; map key.
-    pub const fn name(&self) -> Option<&'a str> {
-        self.name
+    /// See [`MetadataResponseTopic::name`].
+    #[inline]
+    pub fn name(&self) -> Option<&'a str> {
+        let ver = self.ver;
+        self.src.nullable_str(2, ver.flexible)
     }
 
-    /// The raw bytes of [`Self::name`].
-    pub fn name_bytes(&self) -> Option<&'a [u8]> {
-        self.name.map(str::as_bytes)
+    /// See [`MetadataResponseTopic::topic_id`].
+    #[inline]
+    pub fn topic_id(&self) -> Uuid {
+        let ver = self.ver;
+        if ver.version >= 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// ID of the topic; all zeros for a topic asked for by a name that does not exist.
-    ///
-    /// Schema type `uuid`; versions 10+; ignorable.
-    pub const fn topic_id(&self) -> Uuid {
-        self.topic_id
+    /// See [`MetadataResponseTopic::is_internal`].
+    #[inline]
+    pub fn is_internal(&self) -> bool {
+        let ver = self.ver;
+        if ver.version >= 1 {
+            self.src.bool(self.at[0] as usize + (if ver.version >= 10 { 16 } else { 0 }))
+        } else {
+            false
+        }
     }
 
-    /// Whether the topic is internal to Kafka, such as the offsets topic.
-    ///
-    /// Schema type `bool`; versions 1+; default `false`; ignorable.
-    pub const fn is_internal(&self) -> bool {
-        self.is_internal
+    /// See [`MetadataResponseTopic::partitions`].
+    #[inline]
+    pub fn partitions(&self) -> ArrayView<'a, MetadataResponsePartitionView<'a>> {
+        let ver = self.ver;
+        ArrayView::at(
+            self.src,
+            self.at[0] as usize
+                + (if ver.version >= 10 {
+                    17
+                } else if ver.version >= 1 {
+                    1
+                } else {
+                    0
+                }),
+            ver,
+        )
     }
 
-    /// The partitions of the topic.
-    ///
-    /// Schema type `[]MetadataResponsePartition`; versions 0+.
-    pub const fn partitions(&self) -> ArrayView<'a, MetadataResponsePartitionView<'a>> {
-        self.partitions
-    }
-
-    /// Bit field of the operations the caller may perform on this topic; the minimum int32 when not
-    /// requested.
-    ///
-    /// Schema type `int32`; versions 8+; default `-2147483648`.
-    pub const fn topic_authorized_operations(&self) -> i32 {
-        self.topic_authorized_operations
+    /// See [`MetadataResponseTopic::topic_authorized_operations`].
+    #[inline]
+    pub fn topic_authorized_operations(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 8 { self.src.i32(self.at[1] as usize) } else { i32::MIN }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible {
+            self.src.tagged(self.at[1] as usize + (if self.ver.version >= 8 { 4 } else { 0 }), &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        let a = self.partitions;
-        a.iter().try_for_each(|e| e?.validate())?;
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for MetadataResponseTopicView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
         let start = r.pos();
-        let error_code = r.i16("MetadataResponseTopic.ErrorCode")?;
-        let name = if ver.version >= 12 {
-            r.nullable_str(ver.flexible, "MetadataResponseTopic.Name")?
-        } else {
-            Some(r.str(ver.flexible, "MetadataResponseTopic.Name")?)
-        };
-        let topic_id = if ver.version >= 10 { r.uuid("MetadataResponseTopic.TopicId")? } else { Uuid::ZERO };
-        let is_internal = if ver.version >= 1 { r.bool("MetadataResponseTopic.IsInternal")? } else { false };
-        let partitions = ArrayView::read(r, ver, "MetadataResponseTopic.Partitions")?;
-        let topic_authorized_operations = if ver.version >= 8 {
-            r.i32("MetadataResponseTopic.TopicAuthorizedOperations")?
-        } else {
-            -2147483648
-        };
-        let tagged = if ver.flexible {
-            r.tagged_fields("MetadataResponseTopic", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(MetadataResponseTopicView {
-            bytes: r.since(start),
-            ver,
-            error_code,
-            name,
-            topic_id,
-            is_internal,
-            partitions,
-            topic_authorized_operations,
-            tagged,
-        })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        let mut at = [0; 2];
         r.take(2, "MetadataResponseTopic.ErrorCode")?;
         if ver.version >= 12 {
-            r.nullable_str_bytes(ver.flexible, "MetadataResponseTopic.Name")?;
+            r.check_nullable_str(ver.flexible, "MetadataResponseTopic.Name")?;
         } else {
-            r.str_bytes(ver.flexible, "MetadataResponseTopic.Name")?;
+            r.check_str(ver.flexible, "MetadataResponseTopic.Name")?;
         }
-        r.take(
-            if ver.version >= 10 {
-                17
-            } else if ver.version >= 1 {
-                1
-            } else {
-                0
-            },
-            "MetadataResponseTopic",
-        )?;
-        ArrayView::<MetadataResponsePartitionView<'a>>::read(r, ver, "MetadataResponseTopic.Partitions")?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 10 {
+            r.take(16, "MetadataResponseTopic.TopicId")?;
+        }
+        if ver.version >= 1 {
+            r.take(1, "MetadataResponseTopic.IsInternal")?;
+        }
+        view::check_array::<MetadataResponsePartitionView<'a>>(r, ver, "MetadataResponseTopic.Partitions")?;
+        at[1] = (r.pos() - start) as u32;
         if ver.version >= 8 {
             r.take(4, "MetadataResponseTopic.TopicAuthorizedOperations")?;
         }
         if ver.flexible {
-            r.tagged_fields("MetadataResponseTopic", |_, _| Ok(false))?;
+            r.tagged_fields("MetadataResponseTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
+        Ok(at)
+    }
+}
+
+impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
+    }
+
+    #[inline]
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
+
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let mut at = [0; 2];
+        let mut p = pos + 2;
+        p = src.skip_str(p, ver.flexible);
+        at[0] = (p - pos) as u32;
+        p += if ver.version >= 10 {
+            17
+        } else if ver.version >= 1 {
+            1
+        } else {
+            0
+        };
+        p = ArrayView::<MetadataResponsePartitionView<'a>>::skip(src, p, ver);
+        at[1] = (p - pos) as u32;
+        p += if ver.version >= 8 { 4 } else { 0 };
+        if ver.flexible {
+            p = src.skip_tagged(p);
+        }
+        (Self { src: src.sub(pos, p), ver, at }, p)
+    }
+}
+
+impl fmt::Debug for MetadataResponseTopicView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetadataResponseTopicView")
+            .field("error_code", &self.error_code())
+            .field("name", &self.name())
+            .field("topic_id", &self.topic_id())
+            .field("is_internal", &self.is_internal())
+            .field("partitions", &self.partitions())
+            .field("topic_authorized_operations", &self.topic_authorized_operations())
+            .finish()
     }
 }
 
 /// A zero-copy view of a MetadataResponsePartition: the partitions of the topic.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct MetadataResponsePartitionView<'a> {
-    bytes: &'a [u8],
+    src: Src<'a>,
     ver: Ver,
-    error_code: i16,
-    partition_index: i32,
-    leader_id: i32,
-    leader_epoch: i32,
-    replica_nodes: ArrayView<'a, i32>,
-    isr_nodes: ArrayView<'a, i32>,
-    offline_replicas: ArrayView<'a, i32>,
-    tagged: TaggedSection<'a>,
+    /// Offsets of the fields after variable-length ones.
+    at: [u32; 3],
 }
 
 impl<'a> MetadataResponsePartitionView<'a> {
     /// The bytes this view covers.
     pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+        self.src.bytes()
     }
 
     /// The version the bytes were decoded as.
@@ -1439,416 +1360,131 @@ impl<'a> MetadataResponsePartitionView<'a> {
         self.ver.version
     }
 
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
-    pub const fn error_code(&self) -> i16 {
-        self.error_code
+    /// See [`MetadataResponsePartition::error_code`].
+    #[inline]
+    pub fn error_code(&self) -> i16 {
+        self.src.i16(0)
     }
 
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
-    pub const fn partition_index(&self) -> i32 {
-        self.partition_index
+    /// See [`MetadataResponsePartition::partition_index`].
+    #[inline]
+    pub fn partition_index(&self) -> i32 {
+        self.src.i32(2)
     }
 
-    /// ID of the broker leading the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
-    pub const fn leader_id(&self) -> i32 {
-        self.leader_id
+    /// See [`MetadataResponsePartition::leader_id`].
+    #[inline]
+    pub fn leader_id(&self) -> i32 {
+        self.src.i32(6)
     }
 
-    /// Current leader epoch of the partition.
-    ///
-    /// Schema type `int32`; versions 7+; default `-1`; ignorable.
-    pub const fn leader_epoch(&self) -> i32 {
-        self.leader_epoch
+    /// See [`MetadataResponsePartition::leader_epoch`].
+    #[inline]
+    pub fn leader_epoch(&self) -> i32 {
+        let ver = self.ver;
+        if ver.version >= 7 { self.src.i32(10) } else { -1 }
     }
 
-    /// IDs of every broker holding a replica of the partition.
-    ///
-    /// Schema type `[]int32`; versions 0+.
-    pub const fn replica_nodes(&self) -> ArrayView<'a, i32> {
-        self.replica_nodes
+    /// See [`MetadataResponsePartition::replica_nodes`].
+    #[inline]
+    pub fn replica_nodes(&self) -> ArrayView<'a, i32> {
+        let ver = self.ver;
+        ArrayView::at(self.src, if ver.version >= 7 { 14 } else { 10 }, ver)
     }
 
-    /// IDs of the replicas that are in sync with the leader.
-    ///
-    /// Schema type `[]int32`; versions 0+.
-    pub const fn isr_nodes(&self) -> ArrayView<'a, i32> {
-        self.isr_nodes
+    /// See [`MetadataResponsePartition::isr_nodes`].
+    #[inline]
+    pub fn isr_nodes(&self) -> ArrayView<'a, i32> {
+        let ver = self.ver;
+        ArrayView::at(self.src, self.at[0] as usize, ver)
     }
 
-    /// IDs of the replicas that are offline.
-    ///
-    /// Schema type `[]int32`; versions 5+; ignorable.
-    pub const fn offline_replicas(&self) -> ArrayView<'a, i32> {
-        self.offline_replicas
+    /// See [`MetadataResponsePartition::offline_replicas`].
+    #[inline]
+    pub fn offline_replicas(&self) -> ArrayView<'a, i32> {
+        let ver = self.ver;
+        if ver.version >= 5 {
+            ArrayView::at(self.src, self.at[1] as usize, ver)
+        } else {
+            ArrayView::empty(ver)
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.tagged.unknown(&[])
+        if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
     }
 
-    /// Checks everything the iterator that yielded this view left for later: every
-    /// element of every array, at every depth.
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        Ok(())
-    }
-}
-
-impl<'a> ViewElement<'a> for MetadataResponsePartitionView<'a> {
     #[inline]
-    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
         let start = r.pos();
-        let error_code = r.i16("MetadataResponsePartition.ErrorCode")?;
-        let partition_index = r.i32("MetadataResponsePartition.PartitionIndex")?;
-        let leader_id = r.i32("MetadataResponsePartition.LeaderId")?;
-        let leader_epoch =
-            if ver.version >= 7 { r.i32("MetadataResponsePartition.LeaderEpoch")? } else { -1 };
-        let replica_nodes = ArrayView::read(r, ver, "MetadataResponsePartition.ReplicaNodes")?;
-        let isr_nodes = ArrayView::read(r, ver, "MetadataResponsePartition.IsrNodes")?;
-        let offline_replicas = if ver.version >= 5 {
-            ArrayView::read(r, ver, "MetadataResponsePartition.OfflineReplicas")?
-        } else {
-            ArrayView::empty(ver, "MetadataResponsePartition.OfflineReplicas")
-        };
-        let tagged = if ver.flexible {
-            r.tagged_fields("MetadataResponsePartition", |_, _| Ok(false))?
-        } else {
-            TaggedSection::EMPTY
-        };
-        Ok(MetadataResponsePartitionView {
-            bytes: r.since(start),
-            ver,
-            error_code,
-            partition_index,
-            leader_id,
-            leader_epoch,
-            replica_nodes,
-            isr_nodes,
-            offline_replicas,
-            tagged,
-        })
-    }
-
-    #[inline]
-    fn skip(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        r.take(if ver.version >= 7 { 14 } else { 10 }, "MetadataResponsePartition")?;
-        ArrayView::<i32>::read(r, ver, "MetadataResponsePartition.ReplicaNodes")?;
-        ArrayView::<i32>::read(r, ver, "MetadataResponsePartition.IsrNodes")?;
+        let mut at = [0; 3];
+        r.run(
+            10,
+            &[
+                ("MetadataResponsePartition.ErrorCode", 2),
+                ("MetadataResponsePartition.PartitionIndex", 4),
+                ("MetadataResponsePartition.LeaderId", 4),
+            ],
+        )?;
+        if ver.version >= 7 {
+            r.take(4, "MetadataResponsePartition.LeaderEpoch")?;
+        }
+        view::check_array::<i32>(r, ver, "MetadataResponsePartition.ReplicaNodes")?;
+        at[0] = (r.pos() - start) as u32;
+        view::check_array::<i32>(r, ver, "MetadataResponsePartition.IsrNodes")?;
+        at[1] = (r.pos() - start) as u32;
         if ver.version >= 5 {
-            ArrayView::<i32>::read(r, ver, "MetadataResponsePartition.OfflineReplicas")?;
+            view::check_array::<i32>(r, ver, "MetadataResponsePartition.OfflineReplicas")?;
         }
+        at[2] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("MetadataResponsePartition", |_, _| Ok(false))?;
+            r.tagged_fields("MetadataResponsePartition._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(())
+        Ok(at)
     }
 }
 
-/// The schema of MetadataResponse as data, for generic tools.
-pub static METADATA_RESPONSE_MESSAGE_SCHEMA: MessageSchema = MessageSchema {
-    name: "MetadataResponse",
-    api_key: 3,
-    is_request: false,
-    versions: Versions::new(0, 13),
-    flexible_versions: Versions::new(9, i16::MAX),
-    about: "Describes the brokers of the cluster, its controller, and for each requested topic its partitions with their leaders and replicas.",
-    body: &METADATA_RESPONSE_SCHEMA,
-};
+impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Var
+    }
 
-/// The schema of MetadataResponse as data.
-pub static METADATA_RESPONSE_SCHEMA: StructSchema = StructSchema {
-    name: "MetadataResponse",
-    fields: &[
-        FieldSchema {
-            name: "ThrottleTimeMs",
-            ty: FieldType::Int32,
-            versions: Versions::new(3, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded.",
-        },
-        FieldSchema {
-            name: "Brokers",
-            ty: FieldType::Array(&FieldType::Struct(&METADATA_RESPONSE_BROKER_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "The brokers of the cluster.",
-        },
-        FieldSchema {
-            name: "ClusterId",
-            ty: FieldType::String,
-            versions: Versions::new(2, i16::MAX),
-            nullable_versions: Versions::new(2, i16::MAX),
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("null"),
-            ignorable: true,
-            about: "ID of the cluster the answering broker belongs to.",
-        },
-        FieldSchema {
-            name: "ControllerId",
-            ty: FieldType::Int32,
-            versions: Versions::new(1, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("-1"),
-            ignorable: true,
-            about: "ID of the broker acting as controller; -1 when unknown.",
-        },
-        FieldSchema {
-            name: "Topics",
-            ty: FieldType::Array(&FieldType::Struct(&METADATA_RESPONSE_TOPIC_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "One entry for each topic described.",
-        },
-        FieldSchema {
-            name: "ClusterAuthorizedOperations",
-            ty: FieldType::Int32,
-            versions: Versions::new(8, 10),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("-2147483648"),
-            ignorable: false,
-            about: "Bit field of the operations the caller may perform on the cluster; the minimum int32 when not requested.",
-        },
-        FieldSchema {
-            name: "ErrorCode",
-            ty: FieldType::Int16,
-            versions: Versions::new(13, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "Error code for the response as a whole; 0 means success.",
-        },
-    ],
-};
+    #[inline]
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
+        Self::checked(r, ver).map(drop)
+    }
 
-/// The schema of MetadataResponseBroker as data.
-pub static METADATA_RESPONSE_BROKER_SCHEMA: StructSchema = StructSchema {
-    name: "MetadataResponseBroker",
-    fields: &[
-        FieldSchema {
-            name: "NodeId",
-            ty: FieldType::Int32,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "ID of the broker.",
-        },
-        FieldSchema {
-            name: "Host",
-            ty: FieldType::String,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Host name clients should connect to.",
-        },
-        FieldSchema {
-            name: "Port",
-            ty: FieldType::Int32,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Port clients should connect to.",
-        },
-        FieldSchema {
-            name: "Rack",
-            ty: FieldType::String,
-            versions: Versions::new(1, i16::MAX),
-            nullable_versions: Versions::new(1, i16::MAX),
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("null"),
-            ignorable: true,
-            about: "Rack the broker is in; null when it has none.",
-        },
-    ],
-};
+    #[inline]
+    fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
+        let mut at = [0; 3];
+        let mut p = pos + (if ver.version >= 7 { 14 } else { 10 });
+        p = ArrayView::<i32>::skip(src, p, ver);
+        at[0] = (p - pos) as u32;
+        p = ArrayView::<i32>::skip(src, p, ver);
+        at[1] = (p - pos) as u32;
+        if ver.version >= 5 {
+            p = ArrayView::<i32>::skip(src, p, ver);
+        }
+        at[2] = (p - pos) as u32;
+        if ver.flexible {
+            p = src.skip_tagged(p);
+        }
+        (Self { src: src.sub(pos, p), ver, at }, p)
+    }
+}
 
-/// The schema of MetadataResponseTopic as data.
-pub static METADATA_RESPONSE_TOPIC_SCHEMA: StructSchema = StructSchema {
-    name: "MetadataResponseTopic",
-    fields: &[
-        FieldSchema {
-            name: "ErrorCode",
-            ty: FieldType::Int16,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Error code for this topic; 0 means success.",
-        },
-        FieldSchema {
-            name: "Name",
-            ty: FieldType::String,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::new(12, i16::MAX),
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Name of the topic; null only for a topic asked for by an ID that does not exist.",
-        },
-        FieldSchema {
-            name: "TopicId",
-            ty: FieldType::Uuid,
-            versions: Versions::new(10, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "ID of the topic; all zeros for a topic asked for by a name that does not exist.",
-        },
-        FieldSchema {
-            name: "IsInternal",
-            ty: FieldType::Bool,
-            versions: Versions::new(1, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("false"),
-            ignorable: true,
-            about: "Whether the topic is internal to Kafka, such as the offsets topic.",
-        },
-        FieldSchema {
-            name: "Partitions",
-            ty: FieldType::Array(&FieldType::Struct(&METADATA_RESPONSE_PARTITION_SCHEMA)),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "The partitions of the topic.",
-        },
-        FieldSchema {
-            name: "TopicAuthorizedOperations",
-            ty: FieldType::Int32,
-            versions: Versions::new(8, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("-2147483648"),
-            ignorable: false,
-            about: "Bit field of the operations the caller may perform on this topic; the minimum int32 when not requested.",
-        },
-    ],
-};
-
-/// The schema of MetadataResponsePartition as data.
-pub static METADATA_RESPONSE_PARTITION_SCHEMA: StructSchema = StructSchema {
-    name: "MetadataResponsePartition",
-    fields: &[
-        FieldSchema {
-            name: "ErrorCode",
-            ty: FieldType::Int16,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Error code for this partition; 0 means success.",
-        },
-        FieldSchema {
-            name: "PartitionIndex",
-            ty: FieldType::Int32,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "Index of the partition.",
-        },
-        FieldSchema {
-            name: "LeaderId",
-            ty: FieldType::Int32,
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "ID of the broker leading the partition.",
-        },
-        FieldSchema {
-            name: "LeaderEpoch",
-            ty: FieldType::Int32,
-            versions: Versions::new(7, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: Some("-1"),
-            ignorable: true,
-            about: "Current leader epoch of the partition.",
-        },
-        FieldSchema {
-            name: "ReplicaNodes",
-            ty: FieldType::Array(&FieldType::Int32),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "IDs of every broker holding a replica of the partition.",
-        },
-        FieldSchema {
-            name: "IsrNodes",
-            ty: FieldType::Array(&FieldType::Int32),
-            versions: Versions::new(0, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: false,
-            about: "IDs of the replicas that are in sync with the leader.",
-        },
-        FieldSchema {
-            name: "OfflineReplicas",
-            ty: FieldType::Array(&FieldType::Int32),
-            versions: Versions::new(5, i16::MAX),
-            nullable_versions: Versions::NONE,
-            tagged_versions: Versions::NONE,
-            tag: None,
-            default: None,
-            ignorable: true,
-            about: "IDs of the replicas that are offline.",
-        },
-    ],
-};
+impl fmt::Debug for MetadataResponsePartitionView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetadataResponsePartitionView")
+            .field("error_code", &self.error_code())
+            .field("partition_index", &self.partition_index())
+            .field("leader_id", &self.leader_id())
+            .field("leader_epoch", &self.leader_epoch())
+            .field("replica_nodes", &self.replica_nodes())
+            .field("isr_nodes", &self.isr_nodes())
+            .field("offline_replicas", &self.offline_replicas())
+            .finish()
+    }
+}

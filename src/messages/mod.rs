@@ -10,9 +10,8 @@
 //! | [ListGroups](list_groups) | 16 | 0-5 | 0-5 | 3 |
 //! | [ApiVersions](api_versions) | 18 | 0-4 | 0-4 | 3 |
 
-use crate::codec::AnyBody;
+use crate::encode::{AnyBody, private::Sealed};
 use crate::error::{DecodeError, EncodeError};
-use crate::reflect::MessageSchema;
 use crate::types::Versions;
 
 pub mod api_versions;
@@ -71,26 +70,6 @@ impl ApiKey {
             ApiKey::Metadata => "Metadata",
             ApiKey::ListGroups => "ListGroups",
             ApiKey::ApiVersions => "ApiVersions",
-        }
-    }
-
-    /// The request's schema as data.
-    pub const fn request_schema(self) -> &'static MessageSchema {
-        match self {
-            ApiKey::ListOffsets => &list_offsets::LIST_OFFSETS_REQUEST_MESSAGE_SCHEMA,
-            ApiKey::Metadata => &metadata::METADATA_REQUEST_MESSAGE_SCHEMA,
-            ApiKey::ListGroups => &list_groups::LIST_GROUPS_REQUEST_MESSAGE_SCHEMA,
-            ApiKey::ApiVersions => &api_versions::API_VERSIONS_REQUEST_MESSAGE_SCHEMA,
-        }
-    }
-
-    /// The response's schema as data.
-    pub const fn response_schema(self) -> &'static MessageSchema {
-        match self {
-            ApiKey::ListOffsets => &list_offsets::LIST_OFFSETS_RESPONSE_MESSAGE_SCHEMA,
-            ApiKey::Metadata => &metadata::METADATA_RESPONSE_MESSAGE_SCHEMA,
-            ApiKey::ListGroups => &list_groups::LIST_GROUPS_RESPONSE_MESSAGE_SCHEMA,
-            ApiKey::ApiVersions => &api_versions::API_VERSIONS_RESPONSE_MESSAGE_SCHEMA,
         }
     }
 
@@ -156,12 +135,22 @@ pub enum RequestBodyView<'a> {
 
 impl<'a> RequestBodyView<'a> {
     /// Checks `bytes` as the request body of `api_key` at `version`.
-    pub fn new(api_key: ApiKey, version: i16, bytes: &'a [u8]) -> Result<Self, DecodeError> {
+    pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequestView::new(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataRequestView::new(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequestView::new(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequestView::new(bytes, version)?),
+        })
+    }
+
+    /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
+    pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
+        Ok(match api_key {
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequestView::new_prefix(bytes, version)?),
+            ApiKey::Metadata => Self::Metadata(MetadataRequestView::new_prefix(bytes, version)?),
+            ApiKey::ListGroups => Self::ListGroups(ListGroupsRequestView::new_prefix(bytes, version)?),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequestView::new_prefix(bytes, version)?),
         })
     }
 
@@ -182,16 +171,6 @@ impl<'a> RequestBodyView<'a> {
             Self::Metadata(v) => v.as_bytes(),
             Self::ListGroups(v) => v.as_bytes(),
             Self::ApiVersions(v) => v.as_bytes(),
-        }
-    }
-
-    /// Checks every element of every array (see each view's `validate`).
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        match self {
-            Self::ListOffsets(v) => v.validate(),
-            Self::Metadata(v) => v.validate(),
-            Self::ListGroups(v) => v.validate(),
-            Self::ApiVersions(v) => v.validate(),
         }
     }
 }
@@ -222,6 +201,8 @@ impl RequestBody<'_> {
     }
 }
 
+impl Sealed for RequestBody<'_> {}
+
 impl AnyBody for RequestBody<'_> {
     fn api_key(&self) -> i16 {
         self.api_key().key()
@@ -245,7 +226,7 @@ impl AnyBody for RequestBody<'_> {
         }
     }
 
-    fn write_sized(&self, version: i16, out: &mut [u8]) {
+    fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
             Self::ListOffsets(b) => b.write_sized(version, out),
             Self::Metadata(b) => b.write_sized(version, out),
@@ -258,7 +239,7 @@ impl AnyBody for RequestBody<'_> {
 #[cfg(feature = "alloc")]
 impl RequestBody<'static> {
     /// Decodes the request body of `api_key` at `version` with the reference decoder.
-    pub fn decode(api_key: ApiKey, version: i16, bytes: &[u8]) -> Result<Self, DecodeError> {
+    pub fn decode(bytes: &[u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::decode(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataRequest::decode(bytes, version)?),
@@ -269,16 +250,14 @@ impl RequestBody<'static> {
 }
 
 #[cfg(feature = "alloc")]
-impl<'a> TryFrom<RequestBodyView<'a>> for RequestBody<'a> {
-    type Error = DecodeError;
-
-    fn try_from(view: RequestBodyView<'a>) -> Result<Self, DecodeError> {
-        Ok(match view {
-            RequestBodyView::ListOffsets(v) => Self::ListOffsets(v.try_into()?),
-            RequestBodyView::Metadata(v) => Self::Metadata(v.try_into()?),
-            RequestBodyView::ListGroups(v) => Self::ListGroups(v.try_into()?),
-            RequestBodyView::ApiVersions(v) => Self::ApiVersions(v.try_into()?),
-        })
+impl<'a> From<RequestBodyView<'a>> for RequestBody<'a> {
+    fn from(view: RequestBodyView<'a>) -> Self {
+        match view {
+            RequestBodyView::ListOffsets(v) => Self::ListOffsets(v.into()),
+            RequestBodyView::Metadata(v) => Self::Metadata(v.into()),
+            RequestBodyView::ListGroups(v) => Self::ListGroups(v.into()),
+            RequestBodyView::ApiVersions(v) => Self::ApiVersions(v.into()),
+        }
     }
 }
 
@@ -298,12 +277,22 @@ pub enum ResponseBodyView<'a> {
 
 impl<'a> ResponseBodyView<'a> {
     /// Checks `bytes` as the response body of `api_key` at `version`.
-    pub fn new(api_key: ApiKey, version: i16, bytes: &'a [u8]) -> Result<Self, DecodeError> {
+    pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponseView::new(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataResponseView::new(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponseView::new(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponseView::new(bytes, version)?),
+        })
+    }
+
+    /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
+    pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
+        Ok(match api_key {
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponseView::new_prefix(bytes, version)?),
+            ApiKey::Metadata => Self::Metadata(MetadataResponseView::new_prefix(bytes, version)?),
+            ApiKey::ListGroups => Self::ListGroups(ListGroupsResponseView::new_prefix(bytes, version)?),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponseView::new_prefix(bytes, version)?),
         })
     }
 
@@ -324,16 +313,6 @@ impl<'a> ResponseBodyView<'a> {
             Self::Metadata(v) => v.as_bytes(),
             Self::ListGroups(v) => v.as_bytes(),
             Self::ApiVersions(v) => v.as_bytes(),
-        }
-    }
-
-    /// Checks every element of every array (see each view's `validate`).
-    pub fn validate(&self) -> Result<(), DecodeError> {
-        match self {
-            Self::ListOffsets(v) => v.validate(),
-            Self::Metadata(v) => v.validate(),
-            Self::ListGroups(v) => v.validate(),
-            Self::ApiVersions(v) => v.validate(),
         }
     }
 }
@@ -364,6 +343,8 @@ impl ResponseBody<'_> {
     }
 }
 
+impl Sealed for ResponseBody<'_> {}
+
 impl AnyBody for ResponseBody<'_> {
     fn api_key(&self) -> i16 {
         self.api_key().key()
@@ -387,7 +368,7 @@ impl AnyBody for ResponseBody<'_> {
         }
     }
 
-    fn write_sized(&self, version: i16, out: &mut [u8]) {
+    fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
             Self::ListOffsets(b) => b.write_sized(version, out),
             Self::Metadata(b) => b.write_sized(version, out),
@@ -400,7 +381,7 @@ impl AnyBody for ResponseBody<'_> {
 #[cfg(feature = "alloc")]
 impl ResponseBody<'static> {
     /// Decodes the response body of `api_key` at `version` with the reference decoder.
-    pub fn decode(api_key: ApiKey, version: i16, bytes: &[u8]) -> Result<Self, DecodeError> {
+    pub fn decode(bytes: &[u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponse::decode(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataResponse::decode(bytes, version)?),
@@ -411,15 +392,13 @@ impl ResponseBody<'static> {
 }
 
 #[cfg(feature = "alloc")]
-impl<'a> TryFrom<ResponseBodyView<'a>> for ResponseBody<'a> {
-    type Error = DecodeError;
-
-    fn try_from(view: ResponseBodyView<'a>) -> Result<Self, DecodeError> {
-        Ok(match view {
-            ResponseBodyView::ListOffsets(v) => Self::ListOffsets(v.try_into()?),
-            ResponseBodyView::Metadata(v) => Self::Metadata(v.try_into()?),
-            ResponseBodyView::ListGroups(v) => Self::ListGroups(v.try_into()?),
-            ResponseBodyView::ApiVersions(v) => Self::ApiVersions(v.try_into()?),
-        })
+impl<'a> From<ResponseBodyView<'a>> for ResponseBody<'a> {
+    fn from(view: ResponseBodyView<'a>) -> Self {
+        match view {
+            ResponseBodyView::ListOffsets(v) => Self::ListOffsets(v.into()),
+            ResponseBodyView::Metadata(v) => Self::Metadata(v.into()),
+            ResponseBodyView::ListGroups(v) => Self::ListGroups(v.into()),
+            ResponseBodyView::ApiVersions(v) => Self::ApiVersions(v.into()),
+        }
     }
 }

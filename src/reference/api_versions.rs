@@ -26,7 +26,7 @@ impl ReadOwned for ApiVersionsRequest<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ApiVersionsRequest", |tag, value| {
+            r.tagged_fields("ApiVersionsRequest._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -37,15 +37,15 @@ impl ReadOwned for ApiVersionsRequest<'static> {
 }
 
 impl<'a> FromView<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
-    fn from_view(view: ApiVersionsRequestView<'a>) -> Result<Self, DecodeError> {
-        Ok(ApiVersionsRequest {
+    fn from_view(view: ApiVersionsRequestView<'a>) -> Self {
+        ApiVersionsRequest {
             client_software_name: Str::Borrowed(view.client_software_name()),
             client_software_version: Str::Borrowed(view.client_software_version()),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -79,11 +79,9 @@ impl ApiVersionsRequest<'static> {
     }
 }
 
-impl<'a> TryFrom<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
-    type Error = DecodeError;
-
+impl<'a> From<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
     /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn try_from(view: ApiVersionsRequestView<'a>) -> Result<Self, DecodeError> {
+    fn from(view: ApiVersionsRequestView<'a>) -> Self {
         Self::from_view(view)
     }
 }
@@ -98,7 +96,7 @@ impl ReadOwned for ApiVersionsResponse<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ApiVersionsResponse", |tag, value| {
+            r.tagged_fields("ApiVersionsResponse._tagged_fields", |tag, value| {
                 match tag {
                     0 => {
                         this.supported_features =
@@ -127,20 +125,20 @@ impl ReadOwned for ApiVersionsResponse<'static> {
 }
 
 impl<'a> FromView<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
-    fn from_view(view: ApiVersionsResponseView<'a>) -> Result<Self, DecodeError> {
-        Ok(ApiVersionsResponse {
+    fn from_view(view: ApiVersionsResponseView<'a>) -> Self {
+        ApiVersionsResponse {
             error_code: view.error_code(),
-            api_keys: list_from_view(view.api_keys())?,
+            api_keys: list_from_view(view.api_keys()),
             throttle_time_ms: view.throttle_time_ms(),
-            supported_features: list_from_view(view.supported_features())?,
+            supported_features: list_from_view(view.supported_features()),
             finalized_features_epoch: view.finalized_features_epoch(),
-            finalized_features: list_from_view(view.finalized_features())?,
+            finalized_features: list_from_view(view.finalized_features()),
             zk_migration_ready: view.zk_migration_ready(),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -187,11 +185,9 @@ impl ApiVersionsResponse<'static> {
     }
 }
 
-impl<'a> TryFrom<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
-    type Error = DecodeError;
-
+impl<'a> From<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
     /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn try_from(view: ApiVersionsResponseView<'a>) -> Result<Self, DecodeError> {
+    fn from(view: ApiVersionsResponseView<'a>) -> Self {
         Self::from_view(view)
     }
 }
@@ -204,7 +200,7 @@ impl ReadOwned for ApiVersion<'static> {
         this.max_version = r.i16("ApiVersion.MaxVersion")?;
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ApiVersion", |tag, value| {
+            r.tagged_fields("ApiVersion._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -215,8 +211,8 @@ impl ReadOwned for ApiVersion<'static> {
 }
 
 impl<'a> FromView<ApiVersionView<'a>> for ApiVersion<'a> {
-    fn from_view(view: ApiVersionView<'a>) -> Result<Self, DecodeError> {
-        Ok(ApiVersion {
+    fn from_view(view: ApiVersionView<'a>) -> Self {
+        ApiVersion {
             api_key: view.api_key(),
             min_version: view.min_version(),
             max_version: view.max_version(),
@@ -224,7 +220,7 @@ impl<'a> FromView<ApiVersionView<'a>> for ApiVersion<'a> {
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -250,7 +246,7 @@ impl ReadOwned for SupportedFeatureKey<'static> {
         this.min_version = r.i16("SupportedFeatureKey.MinVersion")?;
         this.max_version = r.i16("SupportedFeatureKey.MaxVersion")?;
         let mut unknown = Vec::new();
-        r.tagged_fields("SupportedFeatureKey", |tag, value| {
+        r.tagged_fields("SupportedFeatureKey._tagged_fields", |tag, value| {
             unknown.push(raw_tagged_field(tag, value));
             Ok(false)
         })?;
@@ -260,8 +256,8 @@ impl ReadOwned for SupportedFeatureKey<'static> {
 }
 
 impl<'a> FromView<SupportedFeatureKeyView<'a>> for SupportedFeatureKey<'a> {
-    fn from_view(view: SupportedFeatureKeyView<'a>) -> Result<Self, DecodeError> {
-        Ok(SupportedFeatureKey {
+    fn from_view(view: SupportedFeatureKeyView<'a>) -> Self {
+        SupportedFeatureKey {
             name: Str::Borrowed(view.name()),
             min_version: view.min_version(),
             max_version: view.max_version(),
@@ -269,7 +265,7 @@ impl<'a> FromView<SupportedFeatureKeyView<'a>> for SupportedFeatureKey<'a> {
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -291,7 +287,7 @@ impl ReadOwned for FinalizedFeatureKey<'static> {
         this.max_version_level = r.i16("FinalizedFeatureKey.MaxVersionLevel")?;
         this.min_version_level = r.i16("FinalizedFeatureKey.MinVersionLevel")?;
         let mut unknown = Vec::new();
-        r.tagged_fields("FinalizedFeatureKey", |tag, value| {
+        r.tagged_fields("FinalizedFeatureKey._tagged_fields", |tag, value| {
             unknown.push(raw_tagged_field(tag, value));
             Ok(false)
         })?;
@@ -301,8 +297,8 @@ impl ReadOwned for FinalizedFeatureKey<'static> {
 }
 
 impl<'a> FromView<FinalizedFeatureKeyView<'a>> for FinalizedFeatureKey<'a> {
-    fn from_view(view: FinalizedFeatureKeyView<'a>) -> Result<Self, DecodeError> {
-        Ok(FinalizedFeatureKey {
+    fn from_view(view: FinalizedFeatureKeyView<'a>) -> Self {
+        FinalizedFeatureKey {
             name: Str::Borrowed(view.name()),
             max_version_level: view.max_version_level(),
             min_version_level: view.min_version_level(),
@@ -310,7 +306,7 @@ impl<'a> FromView<FinalizedFeatureKeyView<'a>> for FinalizedFeatureKey<'a> {
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 

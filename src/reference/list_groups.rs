@@ -24,7 +24,7 @@ impl ReadOwned for ListGroupsRequest<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListGroupsRequest", |tag, value| {
+            r.tagged_fields("ListGroupsRequest._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -35,15 +35,15 @@ impl ReadOwned for ListGroupsRequest<'static> {
 }
 
 impl<'a> FromView<ListGroupsRequestView<'a>> for ListGroupsRequest<'a> {
-    fn from_view(view: ListGroupsRequestView<'a>) -> Result<Self, DecodeError> {
-        Ok(ListGroupsRequest {
-            states_filter: list_from_view(view.states_filter())?,
-            types_filter: list_from_view(view.types_filter())?,
+    fn from_view(view: ListGroupsRequestView<'a>) -> Self {
+        ListGroupsRequest {
+            states_filter: list_from_view(view.states_filter()),
+            types_filter: list_from_view(view.types_filter()),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -77,11 +77,9 @@ impl ListGroupsRequest<'static> {
     }
 }
 
-impl<'a> TryFrom<ListGroupsRequestView<'a>> for ListGroupsRequest<'a> {
-    type Error = DecodeError;
-
+impl<'a> From<ListGroupsRequestView<'a>> for ListGroupsRequest<'a> {
     /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn try_from(view: ListGroupsRequestView<'a>) -> Result<Self, DecodeError> {
+    fn from(view: ListGroupsRequestView<'a>) -> Self {
         Self::from_view(view)
     }
 }
@@ -96,7 +94,7 @@ impl ReadOwned for ListGroupsResponse<'static> {
         this.groups = List::Owned(read_list(r, ver, "ListGroupsResponse.Groups")?);
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListGroupsResponse", |tag, value| {
+            r.tagged_fields("ListGroupsResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -107,16 +105,16 @@ impl ReadOwned for ListGroupsResponse<'static> {
 }
 
 impl<'a> FromView<ListGroupsResponseView<'a>> for ListGroupsResponse<'a> {
-    fn from_view(view: ListGroupsResponseView<'a>) -> Result<Self, DecodeError> {
-        Ok(ListGroupsResponse {
+    fn from_view(view: ListGroupsResponseView<'a>) -> Self {
+        ListGroupsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
-            groups: list_from_view(view.groups())?,
+            groups: list_from_view(view.groups()),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -143,11 +141,9 @@ impl ListGroupsResponse<'static> {
     }
 }
 
-impl<'a> TryFrom<ListGroupsResponseView<'a>> for ListGroupsResponse<'a> {
-    type Error = DecodeError;
-
+impl<'a> From<ListGroupsResponseView<'a>> for ListGroupsResponse<'a> {
     /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn try_from(view: ListGroupsResponseView<'a>) -> Result<Self, DecodeError> {
+    fn from(view: ListGroupsResponseView<'a>) -> Self {
         Self::from_view(view)
     }
 }
@@ -165,7 +161,7 @@ impl ReadOwned for ListedGroup<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListedGroup", |tag, value| {
+            r.tagged_fields("ListedGroup._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -176,8 +172,8 @@ impl ReadOwned for ListedGroup<'static> {
 }
 
 impl<'a> FromView<ListedGroupView<'a>> for ListedGroup<'a> {
-    fn from_view(view: ListedGroupView<'a>) -> Result<Self, DecodeError> {
-        Ok(ListedGroup {
+    fn from_view(view: ListedGroupView<'a>) -> Self {
+        ListedGroup {
             group_id: Str::Borrowed(view.group_id()),
             protocol_type: Str::Borrowed(view.protocol_type()),
             group_state: Str::Borrowed(view.group_state()),
@@ -186,7 +182,7 @@ impl<'a> FromView<ListedGroupView<'a>> for ListedGroup<'a> {
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 

@@ -26,7 +26,7 @@ impl ReadOwned for ListOffsetsRequest<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsRequest", |tag, value| {
+            r.tagged_fields("ListOffsetsRequest._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -37,17 +37,17 @@ impl ReadOwned for ListOffsetsRequest<'static> {
 }
 
 impl<'a> FromView<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
-    fn from_view(view: ListOffsetsRequestView<'a>) -> Result<Self, DecodeError> {
-        Ok(ListOffsetsRequest {
+    fn from_view(view: ListOffsetsRequestView<'a>) -> Self {
+        ListOffsetsRequest {
             replica_id: view.replica_id(),
             isolation_level: view.isolation_level(),
-            topics: list_from_view(view.topics())?,
+            topics: list_from_view(view.topics()),
             timeout_ms: view.timeout_ms(),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -75,11 +75,9 @@ impl ListOffsetsRequest<'static> {
     }
 }
 
-impl<'a> TryFrom<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
-    type Error = DecodeError;
-
+impl<'a> From<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
     /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn try_from(view: ListOffsetsRequestView<'a>) -> Result<Self, DecodeError> {
+    fn from(view: ListOffsetsRequestView<'a>) -> Self {
         Self::from_view(view)
     }
 }
@@ -91,7 +89,7 @@ impl ReadOwned for ListOffsetsTopic<'static> {
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopic.Partitions")?);
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsTopic", |tag, value| {
+            r.tagged_fields("ListOffsetsTopic._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -102,15 +100,15 @@ impl ReadOwned for ListOffsetsTopic<'static> {
 }
 
 impl<'a> FromView<ListOffsetsTopicView<'a>> for ListOffsetsTopic<'a> {
-    fn from_view(view: ListOffsetsTopicView<'a>) -> Result<Self, DecodeError> {
-        Ok(ListOffsetsTopic {
+    fn from_view(view: ListOffsetsTopicView<'a>) -> Self {
+        ListOffsetsTopic {
             name: Str::Borrowed(view.name()),
-            partitions: list_from_view(view.partitions())?,
+            partitions: list_from_view(view.partitions()),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -138,7 +136,7 @@ impl ReadOwned for ListOffsetsPartition<'static> {
         this.timestamp = r.i64("ListOffsetsPartition.Timestamp")?;
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsPartition", |tag, value| {
+            r.tagged_fields("ListOffsetsPartition._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -149,8 +147,8 @@ impl ReadOwned for ListOffsetsPartition<'static> {
 }
 
 impl<'a> FromView<ListOffsetsPartitionView<'a>> for ListOffsetsPartition<'a> {
-    fn from_view(view: ListOffsetsPartitionView<'a>) -> Result<Self, DecodeError> {
-        Ok(ListOffsetsPartition {
+    fn from_view(view: ListOffsetsPartitionView<'a>) -> Self {
+        ListOffsetsPartition {
             partition_index: view.partition_index(),
             current_leader_epoch: view.current_leader_epoch(),
             timestamp: view.timestamp(),
@@ -158,7 +156,7 @@ impl<'a> FromView<ListOffsetsPartitionView<'a>> for ListOffsetsPartition<'a> {
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -190,7 +188,7 @@ impl ReadOwned for ListOffsetsResponse<'static> {
         this.topics = List::Owned(read_list(r, ver, "ListOffsetsResponse.Topics")?);
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsResponse", |tag, value| {
+            r.tagged_fields("ListOffsetsResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -201,15 +199,15 @@ impl ReadOwned for ListOffsetsResponse<'static> {
 }
 
 impl<'a> FromView<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
-    fn from_view(view: ListOffsetsResponseView<'a>) -> Result<Self, DecodeError> {
-        Ok(ListOffsetsResponse {
+    fn from_view(view: ListOffsetsResponseView<'a>) -> Self {
+        ListOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
-            topics: list_from_view(view.topics())?,
+            topics: list_from_view(view.topics()),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -235,11 +233,9 @@ impl ListOffsetsResponse<'static> {
     }
 }
 
-impl<'a> TryFrom<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
-    type Error = DecodeError;
-
+impl<'a> From<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
     /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn try_from(view: ListOffsetsResponseView<'a>) -> Result<Self, DecodeError> {
+    fn from(view: ListOffsetsResponseView<'a>) -> Self {
         Self::from_view(view)
     }
 }
@@ -251,7 +247,7 @@ impl ReadOwned for ListOffsetsTopicResponse<'static> {
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopicResponse.Partitions")?);
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsTopicResponse", |tag, value| {
+            r.tagged_fields("ListOffsetsTopicResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -262,15 +258,15 @@ impl ReadOwned for ListOffsetsTopicResponse<'static> {
 }
 
 impl<'a> FromView<ListOffsetsTopicResponseView<'a>> for ListOffsetsTopicResponse<'a> {
-    fn from_view(view: ListOffsetsTopicResponseView<'a>) -> Result<Self, DecodeError> {
-        Ok(ListOffsetsTopicResponse {
+    fn from_view(view: ListOffsetsTopicResponseView<'a>) -> Self {
+        ListOffsetsTopicResponse {
             name: Str::Borrowed(view.name()),
-            partitions: list_from_view(view.partitions())?,
+            partitions: list_from_view(view.partitions()),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -300,7 +296,7 @@ impl ReadOwned for ListOffsetsPartitionResponse<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsPartitionResponse", |tag, value| {
+            r.tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -311,8 +307,8 @@ impl ReadOwned for ListOffsetsPartitionResponse<'static> {
 }
 
 impl<'a> FromView<ListOffsetsPartitionResponseView<'a>> for ListOffsetsPartitionResponse<'a> {
-    fn from_view(view: ListOffsetsPartitionResponseView<'a>) -> Result<Self, DecodeError> {
-        Ok(ListOffsetsPartitionResponse {
+    fn from_view(view: ListOffsetsPartitionResponseView<'a>) -> Self {
+        ListOffsetsPartitionResponse {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
             timestamp: view.timestamp(),
@@ -322,7 +318,7 @@ impl<'a> FromView<ListOffsetsPartitionResponseView<'a>> for ListOffsetsPartition
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 

@@ -34,7 +34,7 @@ impl ReadOwned for MetadataRequest<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataRequest", |tag, value| {
+            r.tagged_fields("MetadataRequest._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -45,9 +45,9 @@ impl ReadOwned for MetadataRequest<'static> {
 }
 
 impl<'a> FromView<MetadataRequestView<'a>> for MetadataRequest<'a> {
-    fn from_view(view: MetadataRequestView<'a>) -> Result<Self, DecodeError> {
-        Ok(MetadataRequest {
-            topics: view.topics().map(list_from_view).transpose()?,
+    fn from_view(view: MetadataRequestView<'a>) -> Self {
+        MetadataRequest {
+            topics: view.topics().map(list_from_view),
             allow_auto_topic_creation: view.allow_auto_topic_creation(),
             include_cluster_authorized_operations: view.include_cluster_authorized_operations(),
             include_topic_authorized_operations: view.include_topic_authorized_operations(),
@@ -55,7 +55,7 @@ impl<'a> FromView<MetadataRequestView<'a>> for MetadataRequest<'a> {
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -95,11 +95,9 @@ impl MetadataRequest<'static> {
     }
 }
 
-impl<'a> TryFrom<MetadataRequestView<'a>> for MetadataRequest<'a> {
-    type Error = DecodeError;
-
+impl<'a> From<MetadataRequestView<'a>> for MetadataRequest<'a> {
     /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn try_from(view: MetadataRequestView<'a>) -> Result<Self, DecodeError> {
+    fn from(view: MetadataRequestView<'a>) -> Self {
         Self::from_view(view)
     }
 }
@@ -117,7 +115,7 @@ impl ReadOwned for MetadataRequestTopic<'static> {
         };
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataRequestTopic", |tag, value| {
+            r.tagged_fields("MetadataRequestTopic._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -128,15 +126,15 @@ impl ReadOwned for MetadataRequestTopic<'static> {
 }
 
 impl<'a> FromView<MetadataRequestTopicView<'a>> for MetadataRequestTopic<'a> {
-    fn from_view(view: MetadataRequestTopicView<'a>) -> Result<Self, DecodeError> {
-        Ok(MetadataRequestTopic {
+    fn from_view(view: MetadataRequestTopicView<'a>) -> Self {
+        MetadataRequestTopic {
             topic_id: view.topic_id(),
             name: view.name().map(Str::Borrowed),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -176,7 +174,7 @@ impl ReadOwned for MetadataResponse<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponse", |tag, value| {
+            r.tagged_fields("MetadataResponse._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -187,20 +185,20 @@ impl ReadOwned for MetadataResponse<'static> {
 }
 
 impl<'a> FromView<MetadataResponseView<'a>> for MetadataResponse<'a> {
-    fn from_view(view: MetadataResponseView<'a>) -> Result<Self, DecodeError> {
-        Ok(MetadataResponse {
+    fn from_view(view: MetadataResponseView<'a>) -> Self {
+        MetadataResponse {
             throttle_time_ms: view.throttle_time_ms(),
-            brokers: list_from_view(view.brokers())?,
+            brokers: list_from_view(view.brokers()),
             cluster_id: view.cluster_id().map(Str::Borrowed),
             controller_id: view.controller_id(),
-            topics: list_from_view(view.topics())?,
+            topics: list_from_view(view.topics()),
             cluster_authorized_operations: view.cluster_authorized_operations(),
             error_code: view.error_code(),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -215,7 +213,7 @@ impl AsVersion for MetadataResponse<'_> {
             cluster_authorized_operations: if ver.version >= 8 && ver.version <= 10 {
                 self.cluster_authorized_operations.as_version(ver)
             } else {
-                -2147483648
+                i32::MIN
             },
             error_code: if ver.version == 13 { self.error_code.as_version(ver) } else { 0 },
             unknown_tagged_fields: if ver.flexible {
@@ -235,11 +233,9 @@ impl MetadataResponse<'static> {
     }
 }
 
-impl<'a> TryFrom<MetadataResponseView<'a>> for MetadataResponse<'a> {
-    type Error = DecodeError;
-
+impl<'a> From<MetadataResponseView<'a>> for MetadataResponse<'a> {
     /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn try_from(view: MetadataResponseView<'a>) -> Result<Self, DecodeError> {
+    fn from(view: MetadataResponseView<'a>) -> Self {
         Self::from_view(view)
     }
 }
@@ -255,7 +251,7 @@ impl ReadOwned for MetadataResponseBroker<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponseBroker", |tag, value| {
+            r.tagged_fields("MetadataResponseBroker._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -266,8 +262,8 @@ impl ReadOwned for MetadataResponseBroker<'static> {
 }
 
 impl<'a> FromView<MetadataResponseBrokerView<'a>> for MetadataResponseBroker<'a> {
-    fn from_view(view: MetadataResponseBrokerView<'a>) -> Result<Self, DecodeError> {
-        Ok(MetadataResponseBroker {
+    fn from_view(view: MetadataResponseBrokerView<'a>) -> Self {
+        MetadataResponseBroker {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),
             port: view.port(),
@@ -276,7 +272,7 @@ impl<'a> FromView<MetadataResponseBrokerView<'a>> for MetadataResponseBroker<'a>
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -317,7 +313,7 @@ impl ReadOwned for MetadataResponseTopic<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponseTopic", |tag, value| {
+            r.tagged_fields("MetadataResponseTopic._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -328,19 +324,19 @@ impl ReadOwned for MetadataResponseTopic<'static> {
 }
 
 impl<'a> FromView<MetadataResponseTopicView<'a>> for MetadataResponseTopic<'a> {
-    fn from_view(view: MetadataResponseTopicView<'a>) -> Result<Self, DecodeError> {
-        Ok(MetadataResponseTopic {
+    fn from_view(view: MetadataResponseTopicView<'a>) -> Self {
+        MetadataResponseTopic {
             error_code: view.error_code(),
             name: view.name().map(Str::Borrowed),
             topic_id: view.topic_id(),
             is_internal: view.is_internal(),
-            partitions: list_from_view(view.partitions())?,
+            partitions: list_from_view(view.partitions()),
             topic_authorized_operations: view.topic_authorized_operations(),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 
@@ -355,7 +351,7 @@ impl AsVersion for MetadataResponseTopic<'_> {
             topic_authorized_operations: if ver.version >= 8 {
                 self.topic_authorized_operations.as_version(ver)
             } else {
-                -2147483648
+                i32::MIN
             },
             unknown_tagged_fields: if ver.flexible {
                 self.unknown_tagged_fields.clone()
@@ -383,7 +379,7 @@ impl ReadOwned for MetadataResponsePartition<'static> {
         }
         if ver.flexible {
             let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponsePartition", |tag, value| {
+            r.tagged_fields("MetadataResponsePartition._tagged_fields", |tag, value| {
                 unknown.push(raw_tagged_field(tag, value));
                 Ok(false)
             })?;
@@ -394,20 +390,20 @@ impl ReadOwned for MetadataResponsePartition<'static> {
 }
 
 impl<'a> FromView<MetadataResponsePartitionView<'a>> for MetadataResponsePartition<'a> {
-    fn from_view(view: MetadataResponsePartitionView<'a>) -> Result<Self, DecodeError> {
-        Ok(MetadataResponsePartition {
+    fn from_view(view: MetadataResponsePartitionView<'a>) -> Self {
+        MetadataResponsePartition {
             error_code: view.error_code(),
             partition_index: view.partition_index(),
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
-            replica_nodes: list_from_view(view.replica_nodes())?,
-            isr_nodes: list_from_view(view.isr_nodes())?,
-            offline_replicas: list_from_view(view.offline_replicas())?,
+            replica_nodes: list_from_view(view.replica_nodes()),
+            isr_nodes: list_from_view(view.isr_nodes()),
+            offline_replicas: list_from_view(view.offline_replicas()),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
                 .collect(),
-        })
+        }
     }
 }
 

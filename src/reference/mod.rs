@@ -4,7 +4,11 @@
 //! allocating code path (`Message::decode`), and conversions from views (`TryFrom`).
 //! Fuzz targets hold it against the views.
 
+mod support;
+
 mod api_versions;
 mod list_groups;
 mod list_offsets;
 mod metadata;
+
+pub(crate) use support::*;

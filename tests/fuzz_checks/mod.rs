@@ -22,10 +22,13 @@ use std::hint::black_box;
 use std::mem::discriminant;
 
 use arbitrary::{Arbitrary, Unstructured};
-use kwire::codec::{AnyBody, AsVersion, Body, ViewElement};
-use kwire::frame::{self, FrameStatus, RequestError};
+use kwire::dispatch;
+use kwire::frame::{self, FrameError, FrameStatus};
 use kwire::messages::*;
+use kwire::testing::AsVersion;
+use kwire::view::Element;
 use kwire::wire::{self, Reader, TaggedIter, TaggedSize, Writer};
+use kwire::{AnyBody, Body};
 use kwire::{ArrayView, DecodeError, DecodeErrorKind as K, EncodeError, RawTaggedField, Versions};
 
 /// The messages in selector order: `(api, is_response)`.
@@ -56,7 +59,7 @@ pub fn version_in(range: Versions, b: u8) -> i16 {
 
 /// Elements whose bytes can be compared, so that `ArrayView::get` can be held against
 /// the iterator.
-trait Elem<'a>: ViewElement<'a> + Copy {
+trait Elem<'a>: Element<'a> {
     fn elem_bytes(&self) -> &'a [u8];
 }
 
@@ -92,55 +95,36 @@ elem_views!(
 );
 
 /// [`each`] for arrays of scalars, which have no bytes of their own to compare: the
-/// iterator, `get` and `validate` agree, and elements of a fixed size cannot fail.
-fn each_scalar<'a, T: ViewElement<'a> + Copy + PartialEq + std::fmt::Debug>(a: ArrayView<'a, T>) {
-    let items: Vec<Result<T, DecodeError>> = a.iter().collect();
+/// iterator and `get` agree.
+fn each_scalar<'a, T: Element<'a> + PartialEq + std::fmt::Debug>(a: ArrayView<'a, T>) {
+    let items: Vec<T> = a.iter().collect();
     assert_eq!(items.len(), a.len());
     for (i, item) in items.iter().enumerate() {
-        assert!(item.is_ok(), "a fixed-size element failed after construction");
         assert_eq!(a.get(i).as_ref(), Some(item));
         black_box(item);
     }
-    assert_eq!(a.validate(), Ok(()));
 }
 
 /// Iterates an array view, hands every element to `f`, and checks the array's own
-/// contract: exact length, a fused iterator that stops after the first error, `get`
-/// agreeing with the iterator, and `validate` reporting the iterator's first error.
+/// contract: exactly `len` elements from a fused iterator, and `get` agreeing with it.
 fn each<'a, T: Elem<'a>>(a: ArrayView<'a, T>, mut f: impl FnMut(T)) {
     assert_eq!(a.iter().len(), a.len());
     assert_eq!(a.is_empty(), a.iter().next().is_none());
     assert!(a.get(a.len()).is_none());
-    let mut first_error = None;
     let mut seen = 0usize;
     let mut it = a.iter();
-    for (i, item) in it.by_ref().enumerate() {
+    for (i, e) in it.by_ref().enumerate() {
         seen += 1;
         // `get` walks from the start for elements of variable size: spot-check only.
-        let check_get = i < 8 || i + 1 == a.len();
-        match item {
-            Ok(e) => {
-                if check_get {
-                    let got = a.get(i).expect("index below len").expect("the iterator read it");
-                    assert_eq!(got.elem_bytes(), e.elem_bytes(), "get({i}) differs from the iterator");
-                }
-                black_box(e.elem_bytes());
-                f(e);
-            }
-            Err(e) => {
-                if check_get {
-                    assert_eq!(a.get(i).expect("index below len").err(), Some(e), "get({i}) error differs");
-                }
-                first_error = Some(e);
-                break;
-            }
+        if i < 8 || i + 1 == a.len() {
+            let got = a.get(i).expect("index below len");
+            assert_eq!(got.elem_bytes(), e.elem_bytes(), "get({i}) differs from the iterator");
         }
+        black_box(e.elem_bytes());
+        f(e);
     }
-    assert!(it.next().is_none(), "the iterator yields nothing after an error or the end");
-    if first_error.is_none() {
-        assert_eq!(seen, a.len(), "the iterator yields exactly len elements");
-    }
-    assert_eq!(a.validate(), first_error.map_or(Ok(()), Err));
+    assert!(it.next().is_none(), "the iterator yields nothing after the end");
+    assert_eq!(seen, a.len(), "the iterator yields exactly len elements");
 }
 
 fn tags(it: TaggedIter<'_>) {
@@ -173,11 +157,10 @@ pub fn walk_request(body: &RequestBodyView<'_>) {
         RequestBodyView::ListOffsets(v) => {
             black_box((v.replica_id(), v.isolation_level(), v.timeout_ms()));
             each(v.topics(), |t| {
-                black_box((t.name(), t.name_bytes(), t.version()));
+                black_box((t.name(), t.version()));
                 each(t.partitions(), |p| {
                     black_box((p.partition_index(), p.current_leader_epoch(), p.timestamp()));
                     tags(p.unknown_tagged_fields());
-                    assert_eq!(p.validate(), Ok(()));
                 });
                 tags(t.unknown_tagged_fields());
             });
@@ -188,7 +171,7 @@ pub fn walk_request(body: &RequestBodyView<'_>) {
             black_box(v.include_topic_authorized_operations());
             if let Some(topics) = v.topics() {
                 each(topics, |t| {
-                    black_box((t.topic_id(), t.name(), t.name_bytes()));
+                    black_box((t.topic_id(), t.name()));
                     tags(t.unknown_tagged_fields());
                 });
             }
@@ -267,14 +250,12 @@ pub fn walk_response(body: &ResponseBodyView<'_>) {
 
 // ------------------------------------------------------------------ differential decoding
 
-/// Holds the view path (construction, walk, `validate`, conversion to a value) against the
-/// reference decoder on one body, then re-encodes what both accepted.
+/// Holds the view path (construction, walk, conversion to a value) against the reference
+/// decoder on one body, then re-encodes what both accepted.
 ///
-/// - They accept exactly the same bodies.
-/// - If construction fails, the reference fails too; unless the reference stopped at a
-///   UTF-8 error (which construction does not look for inside arrays), with the same kind
-///   of error.
-/// - If construction succeeds but `validate` fails, the reference reports that very error.
+/// - They accept exactly the same bodies, and reject the others with the same kind of
+///   error (the view checks arrays of fixed-size elements with one bounds check, so a
+///   truncation may be reported at the array rather than inside an element).
 /// - If both accept, the values are equal, and the value encodes at the same version to
 ///   bytes that decode (both ways) to the same value and re-encode identically.
 macro_rules! differential {
@@ -282,39 +263,27 @@ macro_rules! differential {
         let view = $view;
         let reference = $reference;
         let (key, version) = ($key, $version);
-        match view {
-            Err(view_err) => {
-                let reference_err = reference.expect_err("the reference accepts a body the view rejects");
-                if reference_err.kind() != K::InvalidUtf8 {
-                    assert_eq!(
-                        discriminant(&view_err.kind()),
-                        discriminant(&reference_err.kind()),
-                        "view: {view_err}; reference: {reference_err}"
-                    );
-                }
-            }
-            Ok(v) => {
+        match (view, reference) {
+            (Err(view_err), Err(reference_err)) => assert_eq!(
+                discriminant(&view_err.kind()),
+                discriminant(&reference_err.kind()),
+                "view: {view_err}; reference: {reference_err}"
+            ),
+            (Ok(_), Err(e)) => panic!("the reference rejects ({e}) a body the view accepts"),
+            (Err(e), Ok(_)) => panic!("the view rejects ({e}) a body the reference accepts"),
+            (Ok(v), Ok(reference)) => {
                 $walk(&v);
-                let checked = v.validate().and_then(|()| $Value::try_from(v));
-                match (checked, reference) {
-                    (Ok(from_view), Ok(reference)) => {
-                        assert_eq!(from_view, reference, "view and reference decoder disagree");
-                        let n = reference.encoded_len(version).expect("a decoded value encodes");
-                        let mut buf = vec![0u8; n];
-                        assert_eq!(reference.encode(version, &mut buf), Ok(n));
-                        let again = $Value::decode(key, version, &buf).expect("re-encoded bytes decode");
-                        assert_eq!(again, reference, "decode(encode(value)) differs");
-                        let view2 = $ViewEnum::new(key, version, &buf).expect("re-encoded bytes decode");
-                        view2.validate().expect("re-encoded bytes validate");
-                        assert_eq!($Value::try_from(view2).expect("converts"), reference);
-                        let mut buf2 = vec![0u8; n];
-                        assert_eq!(again.encode(version, &mut buf2), Ok(n));
-                        assert_eq!(buf, buf2, "re-encoding is stable");
-                    }
-                    (Err(view_err), Err(reference_err)) => assert_eq!(view_err, reference_err),
-                    (Ok(_), Err(e)) => panic!("the reference rejects ({e}) a body the view accepts"),
-                    (Err(e), Ok(_)) => panic!("the view rejects ({e}) a body the reference accepts"),
-                }
+                assert_eq!($Value::from(v), reference, "view and reference decoder disagree");
+                let n = reference.encoded_len(version).expect("a decoded value encodes");
+                let mut buf = vec![0u8; n];
+                assert_eq!(reference.encode(version, &mut buf), Ok(n));
+                let again = $Value::decode(&buf, key, version).expect("re-encoded bytes decode");
+                assert_eq!(again, reference, "decode(encode(value)) differs");
+                let view2 = $ViewEnum::new(&buf, key, version).expect("re-encoded bytes decode");
+                assert_eq!($Value::from(view2), reference);
+                let mut buf2 = vec![0u8; n];
+                assert_eq!(again.encode(version, &mut buf2), Ok(n));
+                assert_eq!(buf, buf2, "re-encoding is stable");
             }
         }
     }};
@@ -322,8 +291,8 @@ macro_rules! differential {
 
 fn request_body(key: ApiKey, version: i16, body: &[u8]) {
     differential!(
-        RequestBodyView::new(key, version, body),
-        RequestBody::decode(key, version, body),
+        RequestBodyView::new(body, key, version),
+        RequestBody::decode(body, key, version),
         walk_request,
         RequestBody,
         RequestBodyView,
@@ -334,8 +303,8 @@ fn request_body(key: ApiKey, version: i16, body: &[u8]) {
 
 fn response_body(key: ApiKey, version: i16, body: &[u8]) {
     differential!(
-        ResponseBodyView::new(key, version, body),
-        ResponseBody::decode(key, version, body),
+        ResponseBodyView::new(body, key, version),
+        ResponseBody::decode(body, key, version),
         walk_response,
         ResponseBody,
         ResponseBodyView,
@@ -364,6 +333,7 @@ pub fn request_frame(data: &[u8]) {
         let status = frame::split_frame(stream, max);
         match status {
             Err(e) => {
+                let FrameError::Decode(e) = e else { panic!("split_frame: {e}") };
                 assert_eq!((e.offset(), e.field()), (0, "Frame.size"));
                 let size = i32::from_be_bytes(stream[..4].try_into().unwrap());
                 match e.kind() {
@@ -396,7 +366,7 @@ pub fn request_frame(data: &[u8]) {
 /// One request frame (after its size prefix): `parse_request` against a header read field
 /// by field here, then the body through [`request_body`].
 pub fn request(frame_bytes: &[u8]) {
-    let parsed = frame::parse_request(frame_bytes);
+    let parsed = dispatch::parse_request(frame_bytes);
     if let Ok(req) = &parsed {
         walk_request(&req.body);
     }
@@ -411,21 +381,21 @@ pub fn request(frame_bytes: &[u8]) {
     let (api_key, api_version, correlation_id) = match fixed {
         Ok(f) => f,
         Err(e) => {
-            assert_eq!(parsed.map(drop), Err(RequestError::Decode(e)));
+            assert_eq!(parsed.map(drop), Err(FrameError::Decode(e)));
             return;
         }
     };
     let Some(key) = ApiKey::from_i16(api_key) else {
         assert_eq!(
             parsed.map(drop),
-            Err(RequestError::UnsupportedApiKey { api_key, api_version, correlation_id })
+            Err(FrameError::UnsupportedApiKey { api_key, api_version, correlation_id })
         );
         return;
     };
     if !key.request_versions().contains(api_version) {
         assert_eq!(
             parsed.map(drop),
-            Err(RequestError::UnsupportedVersion { api_key: key, api_version, correlation_id })
+            Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id })
         );
         return;
     }
@@ -434,7 +404,7 @@ pub fn request(frame_bytes: &[u8]) {
         let client_id = r.nullable_str(false, "RequestHeader.ClientId")?;
         let mut tags = Vec::new();
         if header_version == 2 {
-            r.tagged_fields("RequestHeader", |tag, value| {
+            r.tagged_fields("RequestHeader._tagged_fields", |tag, value| {
                 tags.push((tag, value.remaining()));
                 Ok(false)
             })?;
@@ -444,13 +414,13 @@ pub fn request(frame_bytes: &[u8]) {
     let (client_id, header_tags) = match header {
         Ok(h) => h,
         Err(e) => {
-            assert_eq!(parsed.map(drop), Err(RequestError::Decode(e)));
+            assert_eq!(parsed.map(drop), Err(FrameError::Decode(e)));
             return;
         }
     };
     let header_len = r.pos();
     let body = &frame_bytes[header_len..];
-    match (&parsed, RequestBodyView::new(key, api_version, body)) {
+    match (&parsed, RequestBodyView::new(body, key, api_version)) {
         (Ok(req), Ok(view)) => {
             let h = &req.header;
             assert_eq!(
@@ -465,7 +435,7 @@ pub fn request(frame_bytes: &[u8]) {
             assert_eq!(req.body.as_bytes(), body);
             assert_eq!(view.as_bytes(), body);
         }
-        (Err(RequestError::Decode(e)), Err(view_err)) => assert_eq!(*e, view_err.shifted(header_len)),
+        (Err(FrameError::Decode(e)), Err(view_err)) => assert_eq!(*e, view_err.shifted(header_len)),
         (p, v) => panic!("parse_request: {:?}; body view: {:?}", p.as_ref().map(drop), v.map(drop)),
     }
     request_body(key, api_version, body);
@@ -484,11 +454,11 @@ pub fn response(data: &[u8]) {
         if !supported {
             let expected = K::UnsupportedVersion(version);
             assert_eq!(
-                ResponseBodyView::new(key, version, rest).map(drop).map_err(|e| e.kind()),
+                ResponseBodyView::new(rest, key, version).map(drop).map_err(|e| e.kind()),
                 Err(expected)
             );
             assert_eq!(
-                ResponseBody::decode(key, version, rest).map(drop).map_err(|e| e.kind()),
+                ResponseBody::decode(rest, key, version).map(drop).map_err(|e| e.kind()),
                 Err(expected)
             );
             return;
@@ -497,12 +467,19 @@ pub fn response(data: &[u8]) {
         return;
     }
     // A whole frame: header (correlation id, tagged fields in header v1), then the body.
-    let parsed = frame::parse_response(rest, key, version);
+    let parsed = dispatch::parse_response(rest, key, version);
     if let Ok(resp) = &parsed {
         walk_response(&resp.body);
     }
     if !supported {
-        assert_eq!(parsed.map(drop).map_err(|e| e.kind()), Err(K::UnsupportedVersion(version)));
+        assert_eq!(
+            parsed.map(drop),
+            Err(FrameError::UnsupportedVersion {
+                api_key: key.key(),
+                api_version: version,
+                correlation_id: -1
+            })
+        );
         return;
     }
     let header_version =
@@ -511,20 +488,20 @@ pub fn response(data: &[u8]) {
     let header = (|| {
         let correlation_id = r.i32("ResponseHeader.CorrelationId")?;
         if header_version == 1 {
-            r.tagged_fields("ResponseHeader", |_, _| Ok(false))?;
+            r.tagged_fields("ResponseHeader._tagged_fields", |_, _| Ok(false))?;
         }
         Ok::<_, DecodeError>(correlation_id)
     })();
     let correlation_id = match header {
         Ok(c) => c,
         Err(e) => {
-            assert_eq!(parsed.map(drop), Err(e));
+            assert_eq!(parsed.map(drop), Err(e.into()));
             return;
         }
     };
     let header_len = r.pos();
     let body = &rest[header_len..];
-    match (&parsed, ResponseBodyView::new(key, version, body)) {
+    match (&parsed, ResponseBodyView::new(body, key, version)) {
         (Ok(resp), Ok(view)) => {
             assert_eq!(resp.header.correlation_id(), correlation_id);
             assert_eq!(resp.header.version(), header_version);
@@ -532,7 +509,7 @@ pub fn response(data: &[u8]) {
             assert_eq!(resp.body.as_bytes(), body);
             assert_eq!(view.as_bytes(), body);
         }
-        (Err(e), Err(view_err)) => assert_eq!(*e, view_err.shifted(header_len)),
+        (Err(e), Err(view_err)) => assert_eq!(*e, view_err.shifted(header_len).into()),
         (p, v) => panic!("parse_response: {:?}; body view: {:?}", p.as_ref().map(drop), v.map(drop)),
     }
     response_body(key, version, body);
@@ -569,9 +546,8 @@ macro_rules! encode_and_read_back {
         }
         let view = $view::new(&buf, version).unwrap_or_else(|e| panic!("view of v{version}: {e}\n{value:?}"));
         $walk(&$wrap(view));
-        view.validate().expect("an encoded value validates");
         assert_eq!(view.as_bytes().len(), n);
-        let from_view = $ty::try_from(view).expect("a validated view converts");
+        let from_view = $ty::from(view);
         assert_eq!(&from_view, expected, "view read back v{version}");
         let reference = $ty::decode(&buf, version).unwrap_or_else(|e| panic!("reference v{version}: {e}"));
         assert_eq!(&reference, expected, "reference decoder read back v{version}");
@@ -632,18 +608,18 @@ fn frame_roundtrip<B: AnyBody>(
         let client_id: Option<&str> = u.arbitrary().unwrap_or(None);
         let raw: Vec<RawTaggedField<'_>> = u.arbitrary().unwrap_or_default();
         let header = frame::RequestHeader { correlation_id, client_id, unknown_tagged_fields: &raw };
-        let len = match frame::request_len(body, version, &header) {
+        let len = match dispatch::request_len(body, version, &header) {
             Ok(len) => len,
             Err(EncodeError::StringTooLong { .. } | EncodeError::InvalidTaggedFields { .. }) => return,
             Err(e) => panic!("request_len: {e}"),
         };
         let mut buf = vec![0u8; len];
-        assert_eq!(frame::encode_request_with(body, version, &header, &mut buf), Ok(len));
+        assert_eq!(dispatch::encode_request_with(body, version, &header, &mut buf), Ok(len));
         let Ok(FrameStatus::Complete { frame: f, consumed }) = frame::split_frame(&buf, usize::MAX) else {
             panic!("an encoded frame splits")
         };
         assert_eq!(consumed, len);
-        let req = frame::parse_request(f).expect("an encoded frame parses");
+        let req = dispatch::parse_request(f).expect("an encoded frame parses");
         assert_eq!(req.header.correlation_id(), correlation_id);
         assert_eq!(req.header.client_id(), client_id);
         let flexible = key.flexible_versions().contains(version);
@@ -652,10 +628,10 @@ fn frame_roundtrip<B: AnyBody>(
         assert_eq!(tags, sent);
         assert_eq!(req.body.as_bytes(), body_bytes);
     } else {
-        let len = frame::response_len(body, version).expect("sized before");
+        let len = dispatch::response_len(body, version).expect("sized before");
         let mut buf = vec![0u8; len];
-        assert_eq!(frame::encode_response(body, version, correlation_id, &mut buf), Ok(len));
-        let resp = frame::parse_response(&buf[4..], key, version).expect("an encoded frame parses");
+        assert_eq!(dispatch::encode_response(body, version, correlation_id, &mut buf), Ok(len));
+        let resp = dispatch::parse_response(&buf[4..], key, version).expect("an encoded frame parses");
         assert_eq!(resp.header.correlation_id(), correlation_id);
         assert_eq!(resp.body.as_bytes(), body_bytes);
     }

@@ -5,7 +5,8 @@
 //! builds responses in from one request to the next, so that once warm a request costs no
 //! allocation (see the test at the bottom).
 
-use kwire::frame::{self, RequestError};
+use kwire::dispatch;
+use kwire::frame::FrameError;
 use kwire::messages::api_versions::{ApiVersion, ApiVersionsResponse};
 use kwire::messages::list_groups::{ListGroupsRequestView, ListGroupsResponse, ListedGroup};
 use kwire::messages::list_offsets::{
@@ -17,7 +18,7 @@ use kwire::messages::metadata::{
     MetadataResponseTopic,
 };
 use kwire::messages::{ApiKey, RequestBodyView};
-use kwire::{DecodeError, DecodeErrorKind, ErrorCode, List, Str, Uuid, Versions, codec::AnyBody};
+use kwire::{AnyBody, ErrorCode, List, Str, Uuid, Versions};
 
 use crate::catalog::{Catalog, Partition, Topic};
 
@@ -130,10 +131,6 @@ fn outcome(result: Result<usize, String>) -> Outcome {
     }
 }
 
-fn element_error(e: DecodeError) -> String {
-    format!("malformed request: {e}")
-}
-
 impl<'b> Handler<'b> {
     pub fn new(broker: &'b Broker) -> Self {
         Handler {
@@ -166,31 +163,23 @@ impl<'b> Handler<'b> {
     /// requests. [`Handler::ignored_trailing_bytes`] tells how many were ignored.
     pub fn handle(&mut self, frame_bytes: &[u8]) -> Outcome {
         self.ignored_trailing_bytes = 0;
-        let parsed = match frame::parse_request(frame_bytes) {
-            Err(RequestError::Decode(e)) => match e.kind() {
-                DecodeErrorKind::TrailingBytes(n) => {
-                    let n = n as usize;
-                    self.ignored_trailing_bytes = n;
-                    frame::parse_request(&frame_bytes[..frame_bytes.len().saturating_sub(n)])
-                }
-                _ => Err(RequestError::Decode(e)),
-            },
-            parsed => parsed,
-        };
+        let parsed = dispatch::parse_request_lenient(frame_bytes).map(|(request, ignored)| {
+            self.ignored_trailing_bytes = ignored;
+            request
+        });
         let request = match parsed {
             Ok(r) => r,
-            Err(RequestError::UnsupportedVersion {
-                api_key: ApiKey::ApiVersions, correlation_id, ..
-            }) => {
+            Err(FrameError::UnsupportedVersion { api_key: 18, correlation_id, .. }) => {
                 return outcome(self.unsupported_api_versions(correlation_id));
             }
-            Err(RequestError::UnsupportedVersion { api_key, api_version, .. }) => {
-                return Outcome::Close(format!("{} v{api_version} is not supported", api_key.name()));
+            Err(FrameError::UnsupportedVersion { api_key, api_version, .. }) => {
+                let name = ApiKey::from_i16(api_key).map_or("unknown API", ApiKey::name);
+                return Outcome::Close(format!("{name} v{api_version} is not supported"));
             }
-            Err(RequestError::UnsupportedApiKey { api_key, .. }) => {
+            Err(FrameError::UnsupportedApiKey { api_key, .. }) => {
                 return Outcome::Close(format!("unsupported API key {api_key}"));
             }
-            Err(RequestError::Decode(e)) => return Outcome::Close(format!("malformed request: {e}")),
+            Err(FrameError::Decode(e)) => return Outcome::Close(format!("malformed request: {e}")),
         };
         let version = request.header.api_version();
         let correlation_id = request.header.correlation_id();
@@ -221,11 +210,12 @@ impl<'b> Handler<'b> {
         version: i16,
         correlation_id: i32,
     ) -> Result<usize, String> {
-        let n = frame::response_len(body, version).map_err(|e| format!("cannot encode the response: {e}"))?;
+        let n =
+            dispatch::response_len(body, version).map_err(|e| format!("cannot encode the response: {e}"))?;
         if out.len() < n {
             out.resize(n, 0);
         }
-        frame::encode_response(body, version, correlation_id, out)
+        dispatch::encode_response(body, version, correlation_id, out)
             .map_err(|e| format!("cannot encode the response: {e}"))
     }
 
@@ -283,7 +273,7 @@ impl<'b> Handler<'b> {
                 }
                 let mut matched = false;
                 for wanted in filter {
-                    matched |= wanted.map_err(element_error)?.eq_ignore_ascii_case(value);
+                    matched |= wanted.eq_ignore_ascii_case(value);
                 }
                 if !matched {
                     continue 'groups;
@@ -313,16 +303,14 @@ impl<'b> Handler<'b> {
         let mut offsets = std::mem::take(&mut self.offsets);
         offsets.clear();
         for topic in req.topics() {
-            let topic = topic.map_err(element_error)?;
             let known = self.broker.catalog.topic(topic.name());
             for p in topic.partitions() {
-                offsets.push(lookup(known, p.map_err(element_error)?, isolation, version));
+                offsets.push(lookup(known, p, isolation, version));
             }
         }
         let mut topics: Vec<ListOffsetsTopicResponse<'_>> = recycle(std::mem::take(&mut self.offset_topics));
         let mut start = 0;
         for topic in req.topics() {
-            let topic = topic.map_err(element_error)?;
             let end = start + topic.partitions().len();
             topics.push(ListOffsetsTopicResponse {
                 name: Str::Borrowed(topic.name()),
@@ -363,7 +351,6 @@ impl<'b> Handler<'b> {
             }
             Some(list) => {
                 for t in list {
-                    let t = t.map_err(element_error)?;
                     let found = match t.name() {
                         Some(name) => broker.topic_index(name),
                         None => broker.topic_ids.iter().position(|id| *id == t.topic_id()),
@@ -511,13 +498,14 @@ mod tests {
 
     fn request(body: &impl AnyBody, version: i16) -> Vec<u8> {
         let mut buf = vec![0; 4096];
-        let n = frame::encode_request(body, version, 7, Some("test"), &mut buf).unwrap();
+        let n = dispatch::encode_request(body, version, 7, Some("test"), &mut buf).unwrap();
         buf.truncate(n);
         buf
     }
 
     fn answer<'h>(h: &'h mut Handler<'_>, frame_bytes: &[u8]) -> &'h [u8] {
-        let FrameStatus::Complete { frame, .. } = frame::split_frame(frame_bytes, 1 << 20).unwrap() else {
+        let FrameStatus::Complete { frame, .. } = kwire::frame::split_frame(frame_bytes, 1 << 20).unwrap()
+        else {
             panic!()
         };
         match h.handle(frame) {
@@ -551,12 +539,11 @@ mod tests {
         let mut h = Handler::new(broker);
         let req = offsets_request(timestamp, isolation);
         let resp = answer(&mut h, &req);
-        let parsed = frame::parse_response(resp, ApiKey::ListOffsets, 9).unwrap();
+        let parsed = dispatch::parse_response(resp, ApiKey::ListOffsets, 9).unwrap();
         let ResponseBodyView::ListOffsets(body) = parsed.body else { panic!() };
         let mut out = Vec::new();
         for t in body.topics() {
-            for p in t.unwrap().partitions() {
-                let p = p.unwrap();
+            for p in t.partitions() {
                 out.push((p.error_code(), p.timestamp(), p.offset()));
             }
         }
@@ -598,12 +585,11 @@ mod tests {
             let req = request(&ListOffsetsRequest { topics: (&topics).into(), ..Default::default() }, 10);
             let resp = answer(&mut h, &req);
             let ResponseBodyView::ListOffsets(body) =
-                frame::parse_response(resp, ApiKey::ListOffsets, 10).unwrap().body
+                dispatch::parse_response(resp, ApiKey::ListOffsets, 10).unwrap().body
             else {
                 panic!()
             };
-            let p =
-                body.topics().iter().next().unwrap().unwrap().partitions().iter().next().unwrap().unwrap();
+            let p = body.topics().iter().next().unwrap().partitions().iter().next().unwrap();
             assert_eq!(p.error_code(), code, "current leader epoch {epoch}");
         }
     }
@@ -622,11 +608,11 @@ mod tests {
             };
             let resp = answer(h, &request(&req, 5)).to_vec();
             let ResponseBodyView::ListGroups(body) =
-                frame::parse_response(&resp, ApiKey::ListGroups, 5).unwrap().body
+                dispatch::parse_response(&resp, ApiKey::ListGroups, 5).unwrap().body
             else {
                 panic!()
             };
-            body.groups().iter().map(|g| g.unwrap().group_id().to_string()).collect()
+            body.groups().iter().map(|g| g.group_id().to_string()).collect()
         };
         assert_eq!(ids(&mut h, &[], &[]), ["billing", "audit", "shipping", "connect-cluster"]);
         assert_eq!(ids(&mut h, &["stable"], &[]), ["billing", "shipping"]);
@@ -640,26 +626,22 @@ mod tests {
         let mut h = Handler::new(&b);
         let resp = answer(&mut h, &request(&ApiVersionsRequest::default(), 3)).to_vec();
         let ResponseBodyView::ApiVersions(body) =
-            frame::parse_response(&resp, ApiKey::ApiVersions, 0).unwrap().body
+            dispatch::parse_response(&resp, ApiKey::ApiVersions, 0).unwrap().body
         else {
             panic!()
         };
         assert_eq!(body.error_code(), 35);
-        let k = body.api_keys().iter().next().unwrap().unwrap();
+        let k = body.api_keys().iter().next().unwrap();
         assert_eq!((k.api_key(), k.min_version(), k.max_version()), (18, 0, 2));
         // Within the limit: every API with its served versions.
         let resp = answer(&mut h, &request(&ApiVersionsRequest::default(), 2)).to_vec();
         let ResponseBodyView::ApiVersions(body) =
-            frame::parse_response(&resp, ApiKey::ApiVersions, 2).unwrap().body
+            dispatch::parse_response(&resp, ApiKey::ApiVersions, 2).unwrap().body
         else {
             panic!()
         };
-        let keys: Vec<(i16, i16, i16)> = body
-            .api_keys()
-            .iter()
-            .map(|k| k.unwrap())
-            .map(|k| (k.api_key(), k.min_version(), k.max_version()))
-            .collect();
+        let keys: Vec<(i16, i16, i16)> =
+            body.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
         assert_eq!(keys, [(2, 1, 10), (3, 0, 13), (16, 0, 5), (18, 0, 2)]);
     }
 
@@ -683,20 +665,20 @@ mod tests {
         let req = MetadataRequest { topics: Some((&topics).into()), ..Default::default() };
         let resp = answer(&mut h, &request(&req, 12)).to_vec();
         let ResponseBodyView::Metadata(body) =
-            frame::parse_response(&resp, ApiKey::Metadata, 12).unwrap().body
+            dispatch::parse_response(&resp, ApiKey::Metadata, 12).unwrap().body
         else {
             panic!()
         };
-        let broker = body.brokers().iter().next().unwrap().unwrap();
+        let broker = body.brokers().iter().next().unwrap();
         assert_eq!((broker.node_id(), broker.host(), broker.port()), (1, "127.0.0.1", 9092));
-        let t: Vec<_> = body.topics().iter().map(|t| t.unwrap()).collect();
+        let t: Vec<_> = body.topics().iter().collect();
         assert_eq!((t[0].error_code(), t[0].name(), t[0].partitions().len()), (0, Some("payments"), 1));
         assert_eq!((t[1].error_code(), t[1].name()), (3, Some("missing")));
         // Null means every topic.
         let resp =
             answer(&mut h, &request(&MetadataRequest { topics: None, ..Default::default() }, 6)).to_vec();
         let ResponseBodyView::Metadata(body) =
-            frame::parse_response(&resp, ApiKey::Metadata, 6).unwrap().body
+            dispatch::parse_response(&resp, ApiKey::Metadata, 6).unwrap().body
         else {
             panic!()
         };
@@ -716,7 +698,7 @@ mod tests {
         let resp = answer(&mut h, &frame).to_vec();
         assert_eq!(h.ignored_trailing_bytes(), 3);
         let ResponseBodyView::Metadata(body) =
-            frame::parse_response(&resp, ApiKey::Metadata, 13).unwrap().body
+            dispatch::parse_response(&resp, ApiKey::Metadata, 13).unwrap().body
         else {
             panic!()
         };

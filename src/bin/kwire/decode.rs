@@ -5,7 +5,8 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 
-use kwire::frame::{self, RequestError};
+use kwire::dispatch;
+use kwire::frame::FrameError;
 use kwire::{ApiKey, DecodeErrorKind};
 
 use crate::input::{self, parse_api_key};
@@ -110,8 +111,9 @@ fn requests_in(path: &std::path::Path) -> Result<Vec<(ApiKey, i16, i32)>, String
     Ok(out)
 }
 
-/// Checks a complete frame with kwire's typed views (`frame::parse_request` or
-/// `frame::parse_response`, then `validate`). Errors carry offsets from the size prefix.
+/// Checks a complete frame with kwire's typed views (`dispatch::parse_request` or
+/// `dispatch::parse_response`, which check every byte). Errors carry offsets from the size
+/// prefix.
 fn typed_check(frame_bytes: &[u8], kind: Kind) -> Result<(), (Option<DecodeErrorKind>, usize, String)> {
     let inner = frame_bytes.get(4..).unwrap_or_default();
     let decode = |e: kwire::DecodeError| {
@@ -119,14 +121,15 @@ fn typed_check(frame_bytes: &[u8], kind: Kind) -> Result<(), (Option<DecodeError
         (Some(e.kind()), e.offset(), e.to_string())
     };
     match kind {
-        Kind::Request => match frame::parse_request(inner) {
-            Ok(req) => req.body.validate().map_err(|e| decode(e.shifted(req.header.as_bytes().len()))),
-            Err(RequestError::Decode(e)) => Err(decode(e)),
+        Kind::Request => match dispatch::parse_request(inner) {
+            Ok(_) => Ok(()),
+            Err(FrameError::Decode(e)) => Err(decode(e)),
             Err(other) => Err((None, 4, other.to_string())),
         },
-        Kind::Response(key, version) => match frame::parse_response(inner, key, version) {
-            Ok(resp) => resp.body.validate().map_err(|e| decode(e.shifted(resp.header.as_bytes().len()))),
-            Err(e) => Err(decode(e)),
+        Kind::Response(key, version) => match dispatch::parse_response(inner, key, version) {
+            Ok(_) => Ok(()),
+            Err(FrameError::Decode(e)) => Err(decode(e)),
+            Err(other) => Err((None, 4, other.to_string())),
         },
     }
 }
@@ -383,15 +386,15 @@ mod tests {
         let inner = &bytes[4..];
         let (body, reencoded) = match kind {
             Kind::Request => {
-                let req = frame::parse_request(inner).ok()?;
+                let req = dispatch::parse_request(inner).ok()?;
                 let typed =
-                    RequestBody::decode(req.body.api_key(), req.header.api_version(), req.body.as_bytes())
+                    RequestBody::decode(req.body.as_bytes(), req.body.api_key(), req.header.api_version())
                         .ok()?;
                 (req.body.as_bytes(), crate::encode::encode_typed(&typed, req.header.api_version()).ok()?)
             }
             Kind::Response(key, version) => {
-                let resp = frame::parse_response(inner, key, version).ok()?;
-                let typed = ResponseBody::decode(key, version, resp.body.as_bytes()).ok()?;
+                let resp = dispatch::parse_response(inner, key, version).ok()?;
+                let typed = ResponseBody::decode(resp.body.as_bytes(), key, version).ok()?;
                 (resp.body.as_bytes(), crate::encode::encode_typed(&typed, version).ok()?)
             }
         };

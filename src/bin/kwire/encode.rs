@@ -8,10 +8,11 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use kwire::codec::AnyBody;
+use kwire::AnyBody;
+use kwire::dispatch;
 use kwire::frame;
 use kwire::messages::{RequestBody, ResponseBody};
-use kwire::reflect::{FieldSchema, FieldType, StructSchema};
+use kwire::reflect::{self, FieldSchema, FieldType, StructSchema};
 use kwire::wire::{self, Writer};
 use kwire::{ApiKey, Versions};
 use serde_json::Value;
@@ -700,7 +701,7 @@ pub fn build(doc: &Value, cli_key: Option<ApiKey>, cli_version: Option<i16>) -> 
         (key, version)
     };
 
-    let schema = if request { key.request_schema() } else { key.response_schema() };
+    let schema = if request { reflect::request_schema(key) } else { reflect::response_schema(key) };
     let flexible = key.flexible_versions().contains(version);
     let mut enc = Enc { version, flexible, message: schema.name, warnings: Vec::new() };
     let body_value = enc.strukt(schema.body, body, "body")?;
@@ -814,9 +815,8 @@ fn check_with_typed_codec(bytes: &[u8], key: ApiKey, version: i16, request: bool
     // The whole frame again, from the typed values, with the typed frame encoders.
     let mut again = vec![0u8; bytes.len()];
     let n = if request {
-        let req = frame::parse_request(frame_bytes).map_err(|e| rejected(&e))?;
-        req.body.validate().map_err(|e| rejected(&e))?;
-        let typed = RequestBody::decode(key, version, req.body.as_bytes()).map_err(reference)?;
+        let req = dispatch::parse_request(frame_bytes).map_err(|e| rejected(&e))?;
+        let typed = RequestBody::decode(req.body.as_bytes(), key, version).map_err(reference)?;
         let tags: Vec<kwire::RawTaggedField<'_>> = req
             .header
             .unknown_tagged_fields()
@@ -827,17 +827,17 @@ fn check_with_typed_codec(bytes: &[u8], key: ApiKey, version: i16, request: bool
             client_id: req.header.client_id(),
             unknown_tagged_fields: &tags,
         };
-        frame::encode_request_with(&typed, version, &header, &mut again).map_err(encoder)?
+        dispatch::encode_request_with(&typed, version, &header, &mut again).map_err(encoder)?
     } else {
-        let resp = frame::parse_response(frame_bytes, key, version).map_err(|e| rejected(&e))?;
-        resp.body.validate().map_err(|e| rejected(&e))?;
-        let typed = ResponseBody::decode(key, version, resp.body.as_bytes()).map_err(reference)?;
+        let resp = dispatch::parse_response(frame_bytes, key, version).map_err(|e| rejected(&e))?;
+        let typed = ResponseBody::decode(resp.body.as_bytes(), key, version).map_err(reference)?;
         if resp.header.unknown_tagged_fields().next().is_some() {
             // kwire's response encoder writes no header tagged fields: compare the bodies.
             let body = encode_typed(&typed, version).map_err(encoder)?;
             return if body == resp.body.as_bytes() { Ok(()) } else { Err(differs()) };
         }
-        frame::encode_response(&typed, version, resp.header.correlation_id(), &mut again).map_err(encoder)?
+        dispatch::encode_response(&typed, version, resp.header.correlation_id(), &mut again)
+            .map_err(encoder)?
     };
     if again.get(..n) != Some(bytes) {
         return Err(differs());

@@ -7,7 +7,7 @@
 //! Kafka ignores them, with a log line.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -90,12 +90,16 @@ pub fn run(args: Args) -> Result<(), String> {
         }
         None => (local.ip().to_string(), i32::from(local.port())),
     };
-    let broker: &'static Broker = Box::leak(Box::new(Broker::new(catalog, host.clone(), port, &limits)?));
+    let broker = Broker::new(catalog, host.clone(), port, &limits)?;
 
+    // Ctrl-C sets the flag and wakes the blocking accept below with a connection of its own.
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = stop.clone();
-    ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst)).map_err(|e| e.to_string())?;
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    ctrlc::set_handler(move || {
+        handler_stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(local);
+    })
+    .map_err(|e| e.to_string())?;
 
     // The first line says where to connect; tests read it.
     println!("kwire serve: listening on {local}, advertising {host}:{port}");
@@ -103,31 +107,32 @@ pub fn run(args: Args) -> Result<(), String> {
     for key in ApiKey::ALL {
         log(format_args!("serving {} versions {}", key.name(), broker.versions(*key)));
     }
-    let open = Arc::new(AtomicUsize::new(0));
-    let mut threads = Vec::new();
-    while !stop.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                let stop = stop.clone();
-                let open = open.clone();
-                let (verbose, max) = (args.verbose, args.max_frame_bytes);
-                open.fetch_add(1, Ordering::SeqCst);
-                threads.push(std::thread::spawn(move || {
-                    log(format_args!("{peer}: connected"));
-                    let why = serve_connection(stream, broker, &stop, max, verbose, peer);
-                    log(format_args!("{peer}: closed ({why})"));
-                    open.fetch_sub(1, Ordering::SeqCst);
-                }));
-                threads.retain(|t| !t.is_finished());
+    let open = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for conn in listener.incoming() {
+            if stop.load(Ordering::SeqCst) {
+                break;
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => log(format_args!("accept failed: {e}")),
+            let stream = match conn {
+                Ok(stream) => stream,
+                Err(e) => {
+                    log(format_args!("accept failed: {e}"));
+                    continue;
+                }
+            };
+            let peer = stream.peer_addr().map_or_else(|_| "unknown peer".to_string(), |a| a.to_string());
+            let (verbose, max) = (args.verbose, args.max_frame_bytes);
+            let (broker, stop, open) = (&broker, &stop, &open);
+            open.fetch_add(1, Ordering::SeqCst);
+            scope.spawn(move || {
+                log(format_args!("{peer}: connected"));
+                let why = serve_connection(stream, broker, stop, max, verbose, &peer);
+                log(format_args!("{peer}: closed ({why})"));
+                open.fetch_sub(1, Ordering::SeqCst);
+            });
         }
-    }
-    log(format_args!("shutting down; waiting for {} connections", open.load(Ordering::SeqCst)));
-    for t in threads {
-        let _ = t.join();
-    }
+        log(format_args!("shutting down; waiting for {} connections", open.load(Ordering::SeqCst)));
+    });
     log(format_args!("stopped"));
     Ok(())
 }
@@ -144,7 +149,7 @@ fn serve_connection(
     stop: &AtomicBool,
     max_frame: usize,
     verbose: bool,
-    peer: SocketAddr,
+    peer: &str,
 ) -> String {
     // Short reads let the thread notice a shutdown.
     if let Err(e) = stream.set_read_timeout(Some(Duration::from_millis(200))) {

@@ -8,7 +8,7 @@
 //! the input is malformed the walk stops at the first problem and keeps every node read
 //! before it, so the outputs can show what decoded.
 
-use kwire::reflect::{FieldSchema, FieldType, StructSchema};
+use kwire::reflect::{self, FieldSchema, FieldType, StructSchema};
 use kwire::wire::{self, Reader};
 use kwire::{ApiKey, DecodeError, DecodeErrorKind, ErrorCode};
 
@@ -275,7 +275,7 @@ impl Walker {
         root.children.push(header);
         result?;
         let Some((key, version)) = *api else { return Ok(()) };
-        let schema = key.request_schema();
+        let schema = reflect::request_schema(key);
         root.name = schema.name.into();
         root.ty = format!("message v{version}");
         self.body(r, schema.body, version, key.flexible_versions().contains(version), root)
@@ -383,7 +383,7 @@ impl Walker {
     }
 
     fn response(&mut self, r: &mut Reader<'_>, key: ApiKey, version: i16, root: &mut Node) -> Res {
-        let schema = key.response_schema();
+        let schema = reflect::response_schema(key);
         root.name = schema.name.into();
         root.ty = format!("message v{version}");
         let header_version = key.response_header_version(version);

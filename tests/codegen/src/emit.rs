@@ -92,10 +92,6 @@ impl Gen<'_> {
         self.out.push('\n');
     }
 
-    fn structs(&self) -> impl Iterator<Item = &Struct> {
-        self.msg.structs.iter()
-    }
-
     fn is_root(&self, s: &Struct) -> bool {
         s.name == self.msg.name
     }
@@ -189,7 +185,7 @@ impl Gen<'_> {
             Type::String => format!("Str::Borrowed({})", q(d.unwrap_or(""))),
             Type::Bytes | Type::Records | Type::Array(_) => "List::Borrowed(&[])".into(),
             Type::Struct(n) => format!("{n}::default()"),
-            _ => int_default(d),
+            ty => int_default(ty, d),
         };
         if f.nullable { format!("Some({v})") } else { v }
     }
@@ -203,7 +199,7 @@ impl Gen<'_> {
         let v = match &f.f.ty {
             Type::String => q(d.unwrap_or("")),
             Type::Bytes | Type::Records => "&[]".into(),
-            Type::Array(_) => format!("ArrayView::empty(ver, {})", q(&f.path)),
+            Type::Array(_) => "ArrayView::empty(ver)".to_string(),
             Type::Struct(n) => format!("{n}View::defaults(ver)"),
             _ => self.data_default(f),
         };
@@ -290,7 +286,7 @@ impl Gen<'_> {
             match &f.f.ty {
                 Type::String => format!("wire::string_size({inner}.len(), {flex}, {p}){t}"),
                 Type::Bytes | Type::Records => format!("wire::bytes_size({inner}.len(), {flex}, {p}){t}"),
-                Type::Array(_) => format!("codec::array_size(Some({inner}.as_slice()), ver, {p}){t}"),
+                Type::Array(_) => format!("encode::array_size(Some({inner}.as_slice()), ver, {p}){t}"),
                 Type::Struct(_) => format!("{inner}.size(ver, {p}){t}"),
                 ty => ty.fixed_width().unwrap().to_string(),
             }
@@ -299,7 +295,7 @@ impl Gen<'_> {
             return plain(x);
         }
         match &f.f.ty {
-            Type::Array(_) => format!("codec::array_size({x}.as_deref(), ver, {p}){t}"),
+            Type::Array(_) => format!("encode::array_size({x}.as_deref(), ver, {p}){t}"),
             Type::Struct(_) => format!("match &{x} {{ Some(v) => 1 + {}, None => 1 }}", plain("v")),
             Type::String => {
                 format!("match &{x} {{ Some(v) => {}, None => wire::null_size({flex}, false) }}", plain("v"))
@@ -315,8 +311,8 @@ impl Gen<'_> {
             (Type::String, true) => format!("w.nullable_str({x}.as_deref(), {flex});"),
             (Type::Bytes | Type::Records, false) => format!("w.bytes(&{x}, {flex});"),
             (Type::Bytes | Type::Records, true) => format!("w.nullable_bytes({x}.as_deref(), {flex});"),
-            (Type::Array(_), false) => format!("codec::write_array(w, Some({x}.as_slice()), ver);"),
-            (Type::Array(_), true) => format!("codec::write_array(w, {x}.as_deref(), ver);"),
+            (Type::Array(_), false) => format!("encode::write_array(w, Some({x}.as_slice()), ver);"),
+            (Type::Array(_), true) => format!("encode::write_array(w, {x}.as_deref(), ver);"),
             (Type::Struct(_), false) => format!("{x}.write(w, ver);"),
             (Type::Struct(_), true) => {
                 format!("match &{x} {{ Some(v) => {{ w.i8(1); v.write(w, ver); }} None => w.i8(-1), }}")
@@ -415,8 +411,8 @@ impl Gen<'_> {
             writeln!(
                 tag_body,
                 "n = wire::add(n, wire::raw_tagged_fields_size(&self.unknown_tagged_fields, {})?, {})?;",
-                q(&s.name),
-                q(&s.name)
+                q(&format!("{}._tagged_fields", s.name)),
+                q(&format!("{}._tagged_fields", s.name))
             )
             .unwrap();
         } else if self.has_tags(s) {
@@ -440,8 +436,8 @@ impl Gen<'_> {
             writeln!(
                 tag_body,
                 "n = wire::add(n, tags.finish(&self.unknown_tagged_fields, &[{known}], {})?, {})?;",
-                q(&s.name),
-                q(&s.name)
+                q(&format!("{}._tagged_fields", s.name)),
+                q(&format!("{}._tagged_fields", s.name))
             )
             .unwrap();
         }
@@ -456,14 +452,42 @@ impl Gen<'_> {
         self.line("    #[inline]");
         let fn_start = self.out.len();
         self.line("    fn write(&self, w: &mut Writer<'_>, VER: Ver) {");
-        for field in &s.fields {
-            let f = F::new(s, field);
-            let stmt = self.write_stmt(&f, &format!("self.{}", f.ident));
-            match cond(f.inline, s.versions, V) {
+        let fields: Vec<F> = s.fields.iter().map(|f| F::new(s, f)).collect();
+        let mut i = 0;
+        while i < fields.len() {
+            let f = &fields[i];
+            let c = cond(f.inline, s.versions, V);
+            // Fixed-width fields present in the same versions are written as one chunk.
+            let mut j = i;
+            while j < fields.len() && fields[j].f.ty.fixed_width().is_some() && fields[j].inline == f.inline {
+                j += 1;
+            }
+            let stmt = if j - i >= 2 {
+                let total: usize = fields[i..j].iter().map(|f| f.f.ty.fixed_width().unwrap()).sum();
+                let mut body = format!("w.fixed(|b: &mut [u8; {total}]| {{");
+                let mut at = 0;
+                for g in &fields[i..j] {
+                    let width = g.f.ty.fixed_width().unwrap();
+                    let bytes = match g.f.ty {
+                        Type::Bool => format!("[u8::from(self.{})]", g.ident),
+                        Type::Uuid => format!("self.{}.0", g.ident),
+                        _ => format!("self.{}.to_be_bytes()", g.ident),
+                    };
+                    write!(body, "b[{at}..{}].copy_from_slice(&{bytes});", at + width).unwrap();
+                    at += width;
+                }
+                body.push_str("});");
+                body
+            } else {
+                j = i + 1;
+                self.write_stmt(f, &format!("self.{}", f.ident))
+            };
+            match c {
                 Cond::Always => self.line(format!("        {stmt}")),
                 Cond::Never => {}
                 Cond::If(c) => self.line(format!("        if {c} {{ {stmt} }}")),
             }
+            i = j;
         }
         if self.has_tags(s) && tagged.is_empty() {
             self.emit_if_flex(s, "w.raw_tagged_fields(&self.unknown_tagged_fields);", "        ");
@@ -512,10 +536,10 @@ impl Gen<'_> {
     /// its body does not use it.
     fn name_ver_param(&mut self, start: usize) {
         let text = self.out.split_off(start);
-        let (head, body) = text.split_once('\n').unwrap();
-        let used = body.contains("ver.") || body.contains("ver)") || body.contains("ver,");
-        self.out.push_str(&head.replace("VER", if used { "ver" } else { "_" }));
-        self.out.push('\n');
+        let at = text.find("VER").expect("a VER parameter");
+        let line_end = at + text[at..].find('\n').unwrap_or(text.len() - at);
+        let (head, body) = text.split_at(line_end);
+        self.out.push_str(&head.replace("VER", if uses_ver(body) { "ver" } else { "_" }));
         self.out.push_str(body);
     }
 
@@ -568,38 +592,124 @@ impl Gen<'_> {
 
     // ----------------------------------------------------------------- views
 
-    fn view_read_expr(&self, f: &F, r: &str) -> String {
+    /// Where each inline field of `s` starts: a base (the struct's start, or one of the
+    /// offsets the view stores after each variable-length field) plus a version-dependent
+    /// number of bytes of fixed-width fields.
+    fn layout(&self, s: &Struct) -> StructLayout {
+        let fields: Vec<&Field> = s.fields.iter().collect();
+        let last_inline = fields.iter().rposition(|f| !f.inline_versions().intersect(s.versions).is_empty());
+        let tagged_section = self.has_tags(s);
+        let mut out =
+            StructLayout { places: Vec::new(), anchors: 0, tags: Place { base: None, fixed: Vec::new() } };
+        let mut base: Option<usize> = None;
+        let mut fixed: Vec<(Versions, usize)> = Vec::new();
+        for (i, f) in fields.iter().enumerate() {
+            let inline = f.inline_versions().intersect(s.versions);
+            out.places.push(Place { base, fixed: fixed.clone() });
+            if inline.is_empty() {
+                continue;
+            }
+            match f.ty.fixed_width() {
+                Some(w) => fixed.push((inline, w)),
+                None => {
+                    let more = last_inline.is_some_and(|l| i < l) || tagged_section;
+                    if more {
+                        base = Some(out.anchors);
+                        out.anchors += 1;
+                        fixed.clear();
+                    }
+                }
+            }
+        }
+        out.tags = Place { base, fixed };
+        out
+    }
+
+    /// The offset expression of `place`, over `ver` (the caller renames it), from `at`.
+    fn place_expr(&self, s: &Struct, place: &Place, anchors: &str) -> String {
+        let sum = by_version(
+            s.versions,
+            V,
+            |v| place.fixed.iter().filter(|(vs, _)| vs.contains(v)).map(|(_, w)| w).sum::<usize>(),
+            |n| n.to_string(),
+        );
+        match (place.base, sum.as_str()) {
+            (None, _) => sum,
+            (Some(a), "0") => format!("{anchors}[{a}] as usize"),
+            (Some(a), _) if sum.starts_with("if") => format!("{anchors}[{a}] as usize + ({sum})"),
+            (Some(a), _) => format!("{anchors}[{a}] as usize + {sum}"),
+        }
+    }
+
+    /// The bytes of fixed-width fields an all-fixed struct has in each version, if it is one.
+    fn all_fixed(&self, s: &Struct) -> bool {
+        s.fields
+            .iter()
+            .all(|f| f.inline_versions().intersect(s.versions).is_empty() || f.ty.fixed_width().is_some())
+    }
+
+    fn fixed_sum(&self, s: &Struct) -> String {
+        by_version(
+            s.versions,
+            V,
+            |v| {
+                s.fields
+                    .iter()
+                    .filter(|f| f.inline_versions().contains(v))
+                    .map(|f| f.ty.fixed_width().unwrap_or(0))
+                    .sum::<usize>()
+            },
+            |n| n.to_string(),
+        )
+    }
+
+    /// Reads field `f` of type `ty` at offset `off` of `src` (a view of checked bytes).
+    fn view_read(&self, f: &F, src: &str, off: &str, nullable_now: &Cond) -> String {
         let flex = self.flex_expr(f.s);
-        let p = q(&f.path);
-        let nullable_now = cond(f.f.nullable, f.inline.intersect(f.s.versions), V);
         let pick = |plain: String, nullable: String| -> String {
             if !f.nullable {
                 return plain;
             }
-            match &nullable_now {
-                Cond::Always => nullable,
+            match nullable_now {
                 Cond::Never => format!("Some({plain})"),
-                Cond::If(c) => format!("if {c} {{ {nullable} }} else {{ Some({plain}) }}"),
+                _ => nullable,
             }
         };
         match &f.f.ty {
-            Type::String => pick(format!("{r}.str({flex}, {p})?"), format!("{r}.nullable_str({flex}, {p})?")),
+            Type::String => {
+                pick(format!("{src}.str({off}, {flex})"), format!("{src}.nullable_str({off}, {flex})"))
+            }
             Type::Bytes | Type::Records => {
-                pick(format!("{r}.bytes({flex}, {p})?"), format!("{r}.nullable_bytes({flex}, {p})?"))
+                pick(format!("{src}.bytes_at({off}, {flex})"), format!("{src}.nullable_bytes({off}, {flex})"))
             }
             Type::Array(_) => pick(
-                format!("ArrayView::read({r}, ver, {p})?"),
-                format!("ArrayView::read_nullable({r}, ver, {p})?"),
+                format!("ArrayView::at({src}, {off}, ver)"),
+                format!("ArrayView::nullable_at({src}, {off}, ver)"),
             ),
-            Type::Struct(n) => pick(
-                format!("{n}View::read({r}, ver, {p})?"),
-                format!("if {r}.i8({p})? < 0 {{ None }} else {{ Some({n}View::read({r}, ver, {p})?) }}"),
-            ),
-            ty => format!("{r}.{}({p})?", scalar_method(ty)),
+            Type::Struct(n) => {
+                let marked = |off: &str| {
+                    format!(
+                        "if {src}.i8({off}) < 0 {{ None }} else {{ Some({n}View::at({src}, {off} + 1, ver).0) }}"
+                    )
+                };
+                match (f.nullable, nullable_now) {
+                    (false, _) => format!("{n}View::at({src}, {off}, ver).0"),
+                    (true, Cond::Never) => format!("Some({n}View::at({src}, {off}, ver).0)"),
+                    (true, Cond::Always) => marked(off),
+                    (true, Cond::If(c)) => {
+                        format!(
+                            "if {c} {{ {} }} else {{ Some({n}View::at({src}, {off}, ver).0) }}",
+                            marked(off)
+                        )
+                    }
+                }
+            }
+            ty => format!("{src}.{}({off})", scalar_method(ty)),
         }
     }
 
-    fn view_skip_stmt(&self, f: &F, r: &str) -> String {
+    /// The statement checking field `f` with reader `r`.
+    fn view_check(&self, f: &F, r: &str) -> String {
         let flex = self.flex_expr(f.s);
         let p = q(&f.path);
         let nullable_now = cond(f.f.nullable, f.inline.intersect(f.s.versions), V);
@@ -616,271 +726,337 @@ impl Gen<'_> {
         let elem = self.view_elem_ty(f.elem());
         match &f.f.ty {
             Type::String => pick(
-                format!("{r}.str_bytes({flex}, {p})?;"),
-                format!("{r}.nullable_str_bytes({flex}, {p})?;"),
+                format!("{r}.check_str({flex}, {p})?;"),
+                format!("{r}.check_nullable_str({flex}, {p})?;"),
             ),
             Type::Bytes | Type::Records => {
                 pick(format!("{r}.bytes({flex}, {p})?;"), format!("{r}.nullable_bytes({flex}, {p})?;"))
             }
             Type::Array(_) => pick(
-                format!("ArrayView::<{elem}>::read({r}, ver, {p})?;"),
-                format!("ArrayView::<{elem}>::read_nullable({r}, ver, {p})?;"),
+                format!("view::check_array::<{elem}>({r}, ver, {p})?;"),
+                format!("view::check_nullable_array::<{elem}>({r}, ver, {p})?;"),
             ),
             Type::Struct(n) => pick(
-                format!("{n}View::skip({r}, ver, {p})?;"),
-                format!("if {r}.i8({p})? >= 0 {{ {n}View::skip({r}, ver, {p})?; }}"),
+                format!("{n}View::checked({r}, ver)?;"),
+                format!("if {r}.i8({p})? >= 0 {{ {n}View::checked({r}, ver)?; }}"),
             ),
             ty => format!("{r}.take({}, {p})?;", ty.fixed_width().unwrap()),
+        }
+    }
+
+    /// The expression for the offset after field `f`, which starts at `p` of `src`.
+    fn view_skip(&self, f: &F, src: &str) -> String {
+        let flex = self.flex_expr(f.s);
+        let nullable_now = cond(f.f.nullable, f.inline.intersect(f.s.versions), V);
+        let elem = self.view_elem_ty(f.elem());
+        match &f.f.ty {
+            Type::String => format!("{src}.skip_str(p, {flex})"),
+            Type::Bytes | Type::Records => format!("{src}.skip_bytes(p, {flex})"),
+            Type::Array(_) => format!("ArrayView::<{elem}>::skip({src}, p, ver)"),
+            Type::Struct(n) => {
+                let marked =
+                    format!("if {src}.i8(p) < 0 {{ p + 1 }} else {{ {n}View::at({src}, p + 1, ver).1 }}");
+                match (f.nullable, &nullable_now) {
+                    (false, _) | (true, Cond::Never) => format!("{n}View::at({src}, p, ver).1"),
+                    (true, Cond::Always) => marked,
+                    (true, Cond::If(c)) => {
+                        format!("if {c} {{ {marked} }} else {{ {n}View::at({src}, p, ver).1 }}")
+                    }
+                }
+            }
+            _ => unreachable!("fixed-width fields are added to p"),
         }
     }
 
     fn emit_view(&mut self, s: &Struct) {
         let n = &s.name;
         let root = self.is_root(s);
+        let lay = self.layout(s);
+        let k = lay.anchors;
         if root {
             self.line(format!("/// A zero-copy view of a {n} body: {}", lower_first(&s.about)));
             self.line("///");
             self.line(format!(
-                "/// [`{n}View::new`] checks the structure of the whole body, and the UTF-8 of the body's own"
+                "/// [`{n}View::new`] checks the whole body; after that accessors and iterators cannot fail."
             ));
-            self.line(
-                "/// strings; elements of arrays are validated as they are iterated, and [`Self::validate`]",
-            );
-            self.line("/// checks everything. Accessors never fail and never allocate; fields absent in the version");
-            self.line("/// return their default.");
         } else {
             self.line(format!("/// A zero-copy view of a {n}: {}", lower_first(&s.about)));
         }
-        self.line("#[derive(Clone, Copy, Debug)]");
+        self.line("#[derive(Clone, Copy)]");
         self.line(format!("pub struct {n}View<'a> {{"));
-        self.line("    bytes: &'a [u8],");
-        self.line("    ver: Ver,");
-        for f in &s.fields {
-            let f = F::new(s, f);
-            let ty = self.view_ty(&f);
-            self.line(format!("    {}: {ty},", f.ident));
-        }
-        if self.has_tags(s) {
-            self.line("    tagged: TaggedSection<'a>,");
+        self.line("    src: Src<'a>,\n    ver: Ver,");
+        if k > 0 {
+            self.line(format!(
+                "    /// Offsets of the fields after variable-length ones.\n    at: [u32; {k}],"
+            ));
         }
         self.line("}\n");
 
-        // accessors
         self.line(format!("impl<'a> {n}View<'a> {{"));
         if root {
             self.line(format!(
                 "    /// Checks `bytes` as a {n} body of `version` and returns a view of it.\n    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {{"
             ));
-            self.line(format!("        codec::read_body::<{}, Self>(bytes, version)", n));
-            self.line("    }\n");
+            self.line(format!(
+                "        let view = Self::new_prefix(bytes, version)?;\n        view::no_trailing(bytes, view.as_bytes().len(), {})?;\n        Ok(view)\n    }}\n",
+                q(n)
+            ));
+            self.line(
+                "    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka\n    /// ignores them); the view covers the body only.\n    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {",
+            );
+            self.line(format!(
+                "        let (src, ver, {}) = view::check_body::<{n}, {k}>(bytes, version, Self::checked)?;\n        Ok({})\n    }}\n",
+                if k > 0 { "at" } else { "_" },
+                self_init(k, "src")
+            ));
         }
-        self.line("    /// The bytes this view covers.");
-        self.line("    pub const fn as_bytes(&self) -> &'a [u8] {\n        self.bytes\n    }\n");
-        self.line("    /// The version the bytes were decoded as.");
-        self.line("    pub const fn version(&self) -> i16 {\n        self.ver.version\n    }\n");
-        for f in &s.fields {
-            let f = F::new(s, f);
-            self.doc(&f.f.about, "    ");
-            self.line(format!("    ///\n    /// {}", field_facts(&f)));
+        self.line("    /// The bytes this view covers.\n    pub const fn as_bytes(&self) -> &'a [u8] {\n        self.src.bytes()\n    }\n");
+        self.line("    /// The version the bytes were decoded as.\n    pub const fn version(&self) -> i16 {\n        self.ver.version\n    }\n");
+        let tagged = self.tagged_fields(s);
+        let tag_off = self.place_expr(s, &lay.tags, "self.at");
+        for (i, field) in s.fields.iter().enumerate() {
+            let f = F::new(s, field);
             let ty = self.view_ty(&f);
             let ident = &f.ident;
-            self.line(format!("    pub const fn {ident}(&self) -> {ty} {{\n        self.{ident}\n    }}\n"));
-            if matches!(f.f.ty, Type::String) {
-                let raw = ident.trim_start_matches("r#");
-                self.line(format!("    /// The raw bytes of [`Self::{ident}`]."));
-                if f.nullable {
-                    self.line(format!(
-                        "    pub fn {raw}_bytes(&self) -> Option<&'a [u8]> {{\n        self.{ident}.map(str::as_bytes)\n    }}\n"
-                    ));
-                } else {
-                    self.line(format!(
-                        "    pub const fn {raw}_bytes(&self) -> &'a [u8] {{\n        self.{ident}.as_bytes()\n    }}\n"
-                    ));
-                }
-            }
-        }
-        if self.has_tags(s) {
-            let known = known_tags(&self.tagged_fields(s));
-            self.line(
-                "    /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.",
-            );
+            let ty_name = self.data_name(&s.name);
+            let _ = ty_name;
+            self.line(format!("    /// See [`{}::{}`].", s.name, ident.trim_start_matches("r#")));
+            let present_inline = cond(f.inline, s.versions, V);
+            let inline_read = {
+                let off = self.place_expr(s, &lay.places[i], "self.at");
+                let nullable_now = cond(f.f.nullable, f.inline.intersect(s.versions), V);
+                self.view_read(&f, "self.src", &off, &nullable_now)
+            };
+            let tagged_read = (!f.tagged.is_empty()).then(|| {
+                let nullable_now = cond(f.f.nullable, f.tagged.intersect(s.versions), V);
+                format!(
+                    "match self.src.tag({tag_off}, {}) {{ Some(v) => {}, None => {} }}",
+                    f.f.tag.unwrap(),
+                    self.view_read(&f, "v", "0", &nullable_now),
+                    self.view_default(&f)
+                )
+            });
+            let default = self.view_default(&f);
+            let body = match (present_inline, tagged_read) {
+                (Cond::Always, _) => inline_read,
+                (Cond::Never, None) => default,
+                (Cond::Never, Some(t)) => match cond(f.tagged, s.versions, V) {
+                    Cond::Always => t,
+                    Cond::Never => default,
+                    Cond::If(c) => format!("if {c} {{ {t} }} else {{ {default} }}"),
+                },
+                (Cond::If(c), None) => format!("if {c} {{ {inline_read} }} else {{ {default} }}"),
+                (Cond::If(c), Some(t)) => format!("if {c} {{ {inline_read} }} else {{ {t} }}"),
+            };
+            let body = if uses_ver(&body) { format!("let ver = self.ver;\n {body}") } else { body };
             self.line(format!(
-                "    pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {{\n        self.tagged.unknown(&[{known}])\n    }}\n"
+                "    #[inline]\n    pub fn {ident}(&self) -> {ty} {{\n        {body}\n    }}\n"
             ));
         }
-        // validate
-        if root {
-            self.line(
-                "    /// Checks everything [`Self::new`] left for later: every element of every array, at",
-            );
-            self.line("    /// every depth.");
-        } else {
-            self.line("    /// Checks everything the iterator that yielded this view left for later: every");
-            self.line("    /// element of every array, at every depth.");
-        }
-        self.line("    pub fn validate(&self) -> Result<(), DecodeError> {");
-        for f in &s.fields {
-            let f = F::new(s, f);
-            let x = format!("self.{}", f.ident);
-            let stmt = match (&f.f.ty, f.elem()) {
-                (Type::Array(_), Type::Struct(_)) => Some("a.iter().try_for_each(|e| e?.validate())?;"),
-                (Type::Array(_), Type::String) => Some("a.validate()?;"),
-                (Type::Struct(_), _) => Some("a.validate()?;"),
-                _ => None,
+        if self.has_tags(s) {
+            let known = known_tags(&tagged);
+            let expr = match self.flex(s) {
+                Some(true) => format!("self.src.tagged({tag_off}, &[{known}])"),
+                _ => format!(
+                    "if self.ver.flexible {{ self.src.tagged({tag_off}, &[{known}]) }} else {{ TaggedIter::EMPTY }}"
+                ),
             };
-            if let Some(stmt) = stmt {
-                if f.nullable {
-                    self.line(format!("        if let Some(a) = {x} {{ {stmt} }}"));
-                } else {
-                    self.line(format!("        let a = {x};\n        {stmt}"));
-                }
-            }
+            self.line(format!(
+                "    /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.\n    pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {{\n        {}\n    }}\n",
+                expr.replace("ver.version", "self.ver.version")
+            ));
         }
-        self.line("        Ok(())\n    }");
-        // defaults (only for structs used as direct struct fields)
-        let used_as_field =
-            self.structs().any(|o| o.fields.iter().any(|f| f.ty == Type::Struct(s.name.clone())));
-        if used_as_field {
-            self.line(
-                "\n    /// A view of the struct with every field at its default, for versions without it.",
-            );
-            self.line("    pub fn defaults(ver: Ver) -> Self {");
-            self.line(format!("        {n}View {{\n            bytes: &[],\n            ver,"));
-            for f in &s.fields {
-                let f = F::new(s, f);
-                self.line(format!("            {}: {},", f.ident, self.view_default(&f)));
-            }
-            if self.has_tags(s) {
-                self.line("            tagged: TaggedSection::EMPTY,");
-            }
-            self.line("        }\n    }");
-        }
-        self.line("}\n");
 
-        self.emit_view_element(s);
-    }
-
-    fn emit_view_element(&mut self, s: &Struct) {
-        let n = &s.name;
-        let tagged = self.tagged_fields(s);
-        self.line(format!("impl<'a> ViewElement<'a> for {n}View<'a> {{"));
-        // read
-        self.line("    #[inline]");
-        self.line(
-            "    fn read(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {",
-        );
-        self.line("        let start = r.pos();");
-        for f in &s.fields {
-            let f = F::new(s, f);
-            let expr = self.view_read_expr(&f, "r");
-            let def = self.view_default(&f);
-            let is_tagged = !f.tagged.is_empty();
-            let mut_kw = if is_tagged { "mut " } else { "" };
-            let ident = &f.ident;
-            match cond(f.inline, s.versions, V) {
-                Cond::Always => self.line(format!("        let {ident} = {expr};")),
-                Cond::Never => self.line(format!("        let {mut_kw}{ident} = {def};")),
-                Cond::If(c) => {
-                    self.line(format!("        let {mut_kw}{ident} = if {c} {{ {expr} }} else {{ {def} }};"))
-                }
-            }
-        }
-        if self.has_tags(s) {
-            let body = self.tag_match(s, &tagged, |g, f| {
-                let ident = &f.ident;
-                format!("{ident} = {}", g.view_read_expr(f, "value"))
-            });
-            let call = format!("r.tagged_fields({}, {body})?", q(n));
-            match self.flex(s) {
-                Some(true) => self.line(format!("        let tagged = {call};")),
-                Some(false) => unreachable!(),
-                None => self.line(format!(
-                    "        let tagged = if ver.flexible {{ {call} }} else {{ TaggedSection::EMPTY }};"
-                )),
-            }
-        }
-        self.line(format!("        Ok({n}View {{\n            bytes: r.since(start),\n            ver,"));
-        for f in &s.fields {
-            self.line(format!("            {},", snake(&f.name)));
-        }
-        if self.has_tags(s) {
-            self.line("            tagged,");
-        }
-        self.line("        })\n    }\n");
-
-        // skip
-        self.line("    #[inline]");
+        // The checking pass: every byte, once; it records the offsets the view keeps.
         let fn_start = self.out.len();
-        self.line("    fn skip(r: &mut Reader<'a>, VER: Ver, _: &'static str) -> Result<(), DecodeError> {");
-        let mut run: Vec<F> = Vec::new();
-        let fields: Vec<F> = s.fields.iter().map(|f| F::new(s, f)).filter(|f| !f.inline.is_empty()).collect();
-        let mut lines = Vec::new();
-        for f in fields {
-            if f.f.ty.fixed_width().is_some() {
-                run.push(f);
+        self.line(format!(
+            "    #[inline]\n    fn checked(r: &mut Reader<'a>, VER: Ver) -> Result<[u32; {k}], DecodeError> {{"
+        ));
+        if k > 0 {
+            self.line(format!("        let start = r.pos();\n        let mut at = [0; {k}];"));
+        }
+        let mut anchor = 0;
+        let fields: Vec<F> = s.fields.iter().map(|f| F::new(s, f)).collect();
+        let mut i = 0;
+        while i < fields.len() {
+            let f = &fields[i];
+            let c = cond(f.inline, s.versions, V);
+            if matches!(c, Cond::Never) {
+                i += 1;
                 continue;
             }
-            if !run.is_empty() {
-                lines.push(self.fixed_run(s, &run));
-                run.clear();
+            if let Some(w) = f.f.ty.fixed_width() {
+                // A run of fixed-width fields present in the same versions: one bounds check.
+                let mut run = vec![(f.path.clone(), w)];
+                let mut j = i + 1;
+                while j < fields.len()
+                    && fields[j].f.ty.fixed_width().is_some()
+                    && fields[j].inline == f.inline
+                {
+                    run.push((fields[j].path.clone(), fields[j].f.ty.fixed_width().unwrap()));
+                    j += 1;
+                }
+                let stmt = if run.len() == 1 {
+                    format!("r.take({w}, {})?;", q(&f.path))
+                } else {
+                    let total: usize = run.iter().map(|(_, w)| w).sum();
+                    let list =
+                        run.iter().map(|(p, w)| format!("({}, {w})", q(p))).collect::<Vec<_>>().join(", ");
+                    format!("r.run({total}, &[{list}])?;")
+                };
+                self.line(format!("        {}", wrap_cond(&c, &stmt)));
+                // Skip over fields absent everywhere inside the run.
+                i = j;
+                continue;
             }
-            let stmt = self.view_skip_stmt(&f, "r");
-            match cond(f.inline, s.versions, V) {
-                Cond::Always => lines.push(stmt),
-                Cond::Never => {}
-                Cond::If(c) => lines.push(format!("if {c} {{ {stmt} }}")),
+            self.line(format!("        {}", wrap_cond(&c, &self.view_check(f, "r"))));
+            if anchor < k && lay_anchor_after(&lay, i, anchor) {
+                self.line(format!("        at[{anchor}] = (r.pos() - start) as u32;"));
+                anchor += 1;
             }
-        }
-        if !run.is_empty() {
-            lines.push(self.fixed_run(s, &run));
+            i += 1;
         }
         if self.has_tags(s) {
-            let body = self.tag_match(s, &tagged, |g, f| {
-                let stmt = g.view_skip_stmt(f, "value");
-                format!("{{ {stmt} }}")
+            let arms = self.tag_match(s, &tagged, |g, f| {
+                let chk = g.view_check(f, "value");
+                format!("{{ {chk} }}")
             });
-            let call = format!("r.tagged_fields({}, {body})?;", q(n));
-            match self.flex(s) {
-                Some(true) => lines.push(call),
-                _ => lines.push(format!("if ver.flexible {{ {call} }}")),
-            }
+            let t = format!("r.tagged_fields({}, {arms})?;", q(&format!("{n}._tagged_fields")));
+            self.emit_if_flex(s, &t, "        ");
         }
-        for l in lines {
-            self.line(format!("        {l}"));
-        }
-        self.line("        Ok(())\n    }");
+        self.line(if k > 0 { "        Ok(at)\n    }" } else { "        Ok([])\n    }" });
         self.name_ver_param(fn_start);
-        let expr = by_version(s.versions, V, |v| self.view_fixed_size(s, v), show_opt);
-        if expr != "None" {
-            self.line(format!(
-                "\n    #[inline]\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"
-            ));
-        }
         self.line("}\n");
+
+        // Element access over checked bytes.
+        if !root {
+            self.emit_view_element(s, &lay, &fields);
+        }
+
+        // Debug shows the fields.
+        self.line(format!("impl fmt::Debug for {n}View<'_> {{"));
+        self.line("    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {");
+        let mut chain = format!("f.debug_struct({})", q(&format!("{n}View")));
+        for field in &s.fields {
+            let ident = snake(&field.name);
+            write!(chain, ".field({}, &self.{ident}())", q(ident.trim_start_matches("r#"))).unwrap();
+        }
+        self.line(format!("        {chain}.finish()\n    }}\n}}\n"));
     }
 
-    /// One `take` for a run of fixed-width fields.
-    fn fixed_run(&self, s: &Struct, run: &[F]) -> String {
-        let size = by_version(
+    fn emit_view_element(&mut self, s: &Struct, lay: &StructLayout, fields: &[F]) {
+        let n = &s.name;
+        let k = lay.anchors;
+        self.line(format!("impl<'a> ElementImpl<'a> for {n}View<'a> {{"));
+        let layout_expr = by_version(
             s.versions,
             V,
             |v| {
-                run.iter()
-                    .filter(|f| f.inline.contains(v))
-                    .map(|f| f.f.ty.fixed_width().unwrap())
-                    .sum::<usize>()
+                if !self.all_fixed_in(s, v) {
+                    "Layout::Var".to_string()
+                } else {
+                    let w: usize = s
+                        .fields
+                        .iter()
+                        .filter(|f| f.inline_versions().contains(v))
+                        .map(|f| f.ty.fixed_width().unwrap())
+                        .sum();
+                    if self.msg.flexible.contains(v) {
+                        format!("Layout::Tagged({w})")
+                    } else {
+                        format!("Layout::Fixed({w})")
+                    }
+                }
             },
-            |n| n.to_string(),
+            |s| s.clone(),
         );
-        if let [single] = run {
-            // One field: say when it is there rather than taking zero bytes.
-            let stmt = format!("r.take({}, {})?;", single.f.ty.fixed_width().unwrap(), q(&single.path));
-            return match cond(single.inline, s.versions, V) {
-                Cond::If(c) => format!("if {c} {{ {stmt} }}"),
-                _ => stmt,
+        let fn_start = self.out.len();
+        self.line(format!(
+            "    #[inline]\n    fn layout(VER: Ver) -> Layout {{\n        {layout_expr}\n    }}\n"
+        ));
+        self.name_ver_param(fn_start);
+        self.line("    #[inline]\n    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {\n        Self::checked(r, ver).map(drop)\n    }\n");
+        let fn_start = self.out.len();
+        self.line("    #[inline]\n    fn at(src: Src<'a>, pos: usize, VER: Ver) -> (Self, usize) {");
+        if self.all_fixed(s) {
+            let sum = self.fixed_sum(s);
+            let end = match self.flex(s) {
+                Some(false) => format!("pos + {sum}"),
+                _ => format!("view::fixed_end(src, pos, {sum}, ver)"),
             };
+            self.line(format!(
+                "        let end = {end};\n        ({}, end)\n    }}",
+                self_init(k, "src.sub(pos, end)")
+            ));
+        } else {
+            if k > 0 {
+                self.line(format!("        let mut at = [0; {k}];"));
+            }
+            let mut anchor = 0;
+            let mut pending: Vec<(Versions, usize)> = Vec::new();
+            let mut first = true;
+            let flush =
+                |g: &Self, pending: &mut Vec<(Versions, usize)>, first: &mut bool, out: &mut Vec<String>| {
+                    let sum = by_version(
+                        s.versions,
+                        V,
+                        |v| pending.iter().filter(|(vs, _)| vs.contains(v)).map(|(_, w)| w).sum::<usize>(),
+                        |n| n.to_string(),
+                    );
+                    let _ = g;
+                    if *first {
+                        out.push(if sum == "0" {
+                            "let mut p = pos;".into()
+                        } else {
+                            format!("let mut p = pos + {}", paren(&sum)) + ";"
+                        });
+                        *first = false;
+                    } else if sum != "0" {
+                        out.push(format!("p += {sum};"));
+                    }
+                    pending.clear();
+                };
+            let mut lines = Vec::new();
+            for (i, f) in fields.iter().enumerate() {
+                let c = cond(f.inline, s.versions, V);
+                if matches!(c, Cond::Never) {
+                    continue;
+                }
+                if let Some(w) = f.f.ty.fixed_width() {
+                    pending.push((f.inline, w));
+                    continue;
+                }
+                flush(self, &mut pending, &mut first, &mut lines);
+                let skip = self.view_skip(f, "src");
+                lines.push(match &c {
+                    Cond::If(cc) => format!("if {cc} {{ p = {skip}; }}"),
+                    _ => format!("p = {skip};"),
+                });
+                if anchor < k && lay_anchor_after(lay, i, anchor) {
+                    lines.push(format!("at[{anchor}] = (p - pos) as u32;"));
+                    anchor += 1;
+                }
+            }
+            flush(self, &mut pending, &mut first, &mut lines);
+            if self.has_tags(s) {
+                let t = "p = src.skip_tagged(p);";
+                match self.flex(s) {
+                    Some(true) => lines.push(t.into()),
+                    Some(false) => {}
+                    None => lines.push(format!("if ver.flexible {{ {t} }}")),
+                }
+            }
+            for l in lines {
+                self.line(format!("        {l}"));
+            }
+            self.line(format!("        ({}, p)\n    }}", self_init(k, "src.sub(pos, p)")));
         }
-        format!("r.take({size}, {})?;", q(&s.name))
+        self.name_ver_param(fn_start);
+        self.line("}\n");
+    }
+
+    fn all_fixed_in(&self, s: &Struct, v: i16) -> bool {
+        s.fields.iter().all(|f| !f.inline_versions().contains(v) || f.ty.fixed_width().is_some())
     }
 
     /// The closure handed to `Reader::tagged_fields`: one arm per known tag.
@@ -906,7 +1082,7 @@ impl Gen<'_> {
             writeln!(
                 out,
                 "{tags} => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag), {})),",
-                q(&s.name)
+                q(&format!("{}._tagged_fields", s.name))
             )
             .unwrap();
         }
@@ -1000,7 +1176,7 @@ impl Gen<'_> {
                     writeln!(
                         body,
                         "{tags} => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag), {})),",
-                        q(n)
+                        q(&format!("{n}._tagged_fields"))
                     )
                     .unwrap();
                 }
@@ -1009,7 +1185,7 @@ impl Gen<'_> {
             };
             let t = format!(
                 "let mut unknown = Vec::new();\nr.tagged_fields({}, {body})?;\nthis.unknown_tagged_fields = List::Owned(unknown);",
-                q(n)
+                q(&format!("{n}._tagged_fields"))
             );
             self.emit_if_flex(s, &t, "        ");
         }
@@ -1020,8 +1196,8 @@ impl Gen<'_> {
         // conversion from a view
         let lt = if self.struct_needs_lifetime(s) { "<'a>" } else { "" };
         self.line(format!("impl<'a> FromView<{n}View<'a>> for {n}{lt} {{"));
-        self.line(format!("    fn from_view(view: {n}View<'a>) -> Result<Self, DecodeError> {{"));
-        self.line(format!("        Ok({n} {{"));
+        self.line(format!("    fn from_view(view: {n}View<'a>) -> Self {{"));
+        self.line(format!("        {n} {{"));
         for f in &s.fields {
             let f = F::new(s, f);
             let x = format!("view.{}()", f.ident);
@@ -1030,10 +1206,10 @@ impl Gen<'_> {
                 (Type::String, true) => format!("{x}.map(Str::Borrowed)"),
                 (Type::Bytes | Type::Records, false) => format!("List::Borrowed({x})"),
                 (Type::Bytes | Type::Records, true) => format!("{x}.map(List::Borrowed)"),
-                (Type::Array(_), false) => format!("list_from_view({x})?"),
-                (Type::Array(_), true) => format!("{x}.map(list_from_view).transpose()?"),
-                (Type::Struct(_), false) => format!("FromView::from_view({x})?"),
-                (Type::Struct(_), true) => format!("{x}.map(FromView::from_view).transpose()?"),
+                (Type::Array(_), false) => format!("list_from_view({x})"),
+                (Type::Array(_), true) => format!("{x}.map(list_from_view)"),
+                (Type::Struct(_), false) => format!("FromView::from_view({x})"),
+                (Type::Struct(_), true) => format!("{x}.map(FromView::from_view)"),
                 _ => x,
             };
             self.line(format!("            {}: {conv},", f.ident));
@@ -1041,7 +1217,7 @@ impl Gen<'_> {
         if self.has_tags(s) {
             self.line("            unknown_tagged_fields: view.unknown_tagged_fields().map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) }).collect(),");
         }
-        self.line("        })\n    }\n}\n");
+        self.line("        }\n    }\n}\n");
 
         let anon = if self.struct_needs_lifetime(s) { "<'_>" } else { "" };
         self.line(format!("impl AsVersion for {n}{anon} {{"));
@@ -1079,10 +1255,9 @@ impl Gen<'_> {
             ));
             self.line("    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {");
             self.line("        read_owned_body(bytes, version)\n    }\n}\n");
-            self.line(format!("impl<'a> TryFrom<{n}View<'a>> for {n}<'a> {{"));
-            self.line("    type Error = DecodeError;\n");
+            self.line(format!("impl<'a> From<{n}View<'a>> for {n}<'a> {{"));
             self.line(format!(
-                "    /// Converts a view, borrowing its strings and bytes and allocating its arrays.\n    fn try_from(view: {n}View<'a>) -> Result<Self, DecodeError> {{\n        Self::from_view(view)\n    }}\n}}\n"
+                "    /// Converts a view, borrowing its strings and bytes and allocating its arrays.\n    fn from(view: {n}View<'a>) -> Self {{\n        Self::from_view(view)\n    }}\n}}\n"
             ));
         }
     }
@@ -1106,16 +1281,74 @@ impl Gen<'_> {
         self.line("}\n");
         self.line(format!("impl {n}{lt} {{"));
         self.line(
-            "    /// The exact size of this body encoded as `version`, or why it cannot be encoded.\n    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {\n        codec::body_len(self, version)\n    }\n",
+            "    /// The exact size of this body encoded as `version`, or why it cannot be encoded.\n    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {\n        encode::body_len(self, version)\n    }\n",
         );
         self.line(
-            "    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.\n    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {\n        codec::encode_body(self, version, buf)\n    }\n}\n",
+            "    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.\n    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {\n        encode::encode_body(self, version, buf)\n    }\n}\n",
         );
     }
 }
 
-fn int_default(d: Option<&str>) -> String {
-    d.and_then(parse_int).unwrap_or(0).to_string()
+/// Where a field starts: after `base` (`None`: the struct's start; `Some(i)`: the offset
+/// the view stores after the `i`th variable-length field) and the fixed-width fields in
+/// `fixed`, each present in its versions.
+#[derive(Clone)]
+struct Place {
+    base: Option<usize>,
+    fixed: Vec<(Versions, usize)>,
+}
+
+struct StructLayout {
+    places: Vec<Place>,
+    anchors: usize,
+    tags: Place,
+}
+
+/// Whether the view stores offset `anchor` after field `i`.
+fn lay_anchor_after(lay: &StructLayout, i: usize, anchor: usize) -> bool {
+    let later = lay.places.iter().skip(i + 1).map(|p| p.base).chain(std::iter::once(lay.tags.base));
+    later.into_iter().any(|b| b == Some(anchor)) && lay.places[..=i].iter().all(|p| p.base != Some(anchor))
+}
+
+/// `Self { .. }` of a view with `k` stored offsets.
+fn self_init(k: usize, src: &str) -> String {
+    let src = if src == "src" { "src".to_string() } else { format!("src: {src}") };
+    if k > 0 { format!("Self {{ {src}, ver, at }}") } else { format!("Self {{ {src}, ver }}") }
+}
+
+/// Whether generated code uses the variable `ver`.
+fn uses_ver(body: &str) -> bool {
+    body.contains("ver.") || body.contains("ver)") || body.contains("ver,")
+}
+
+fn wrap_cond(c: &Cond, stmt: &str) -> String {
+    match c {
+        Cond::If(c) => format!("if {c} {{ {stmt} }}"),
+        _ => stmt.to_string(),
+    }
+}
+
+fn paren(e: &str) -> String {
+    if e.starts_with("if") { format!("({e})") } else { e.to_string() }
+}
+
+/// An integer default as a literal that reads naturally: `i32::MIN`, not `-2147483648`.
+fn int_default(ty: &Type, d: Option<&str>) -> String {
+    let v = d.and_then(parse_int).unwrap_or(0);
+    let (rust, min, max): (&str, i64, i64) = match ty {
+        Type::Int8 => ("i8", i8::MIN.into(), i8::MAX.into()),
+        Type::Int16 => ("i16", i16::MIN.into(), i16::MAX.into()),
+        Type::Int32 => ("i32", i32::MIN.into(), i32::MAX.into()),
+        Type::Int64 => ("i64", i64::MIN, i64::MAX),
+        Type::Uint16 => ("u16", 0, u16::MAX.into()),
+        Type::Uint32 => ("u32", 0, u32::MAX.into()),
+        _ => return v.to_string(),
+    };
+    match v {
+        _ if v == min && v != 0 => format!("{rust}::MIN"),
+        _ if v == max => format!("{rust}::MAX"),
+        _ => v.to_string(),
+    }
 }
 
 fn show_opt(v: &Option<usize>) -> String {
@@ -1291,9 +1524,37 @@ pub fn api_module(api: &str, msgs: &[&Message]) -> String {
             g.emit_view(s);
         }
         out.push_str(&g.out);
-        out.push_str(&schema_tables(m));
     }
     out
+}
+
+/// `src/reflect/schemas.rs`: every message's schema as data, for the `kwire` command.
+pub fn reflect_module(apis: &[Api]) -> String {
+    let mut o = String::new();
+    o.push_str("// @generated by tests/codegen from every file in src/schema.\n");
+    o.push_str("// Do not edit by hand: change the schema or the generator and regenerate.\n\n");
+    o.push_str("//! Every message's schema as static data.\n\n");
+    o.push_str("use super::{FieldSchema, FieldType, MessageSchema, StructSchema};\nuse crate::messages::ApiKey;\nuse crate::types::Versions;\n\n");
+    for (fname, doc, pick) in [
+        ("request_schema", "The request schema of `api`.", true),
+        ("response_schema", "The response schema of `api`.", false),
+    ] {
+        writeln!(
+            o,
+            "/// {doc}\npub const fn {fname}(api: ApiKey) -> &'static MessageSchema {{\n    match api {{"
+        )
+        .unwrap();
+        for a in apis {
+            let m = if pick { a.request } else { a.response };
+            writeln!(o, "        ApiKey::{} => &{}_MESSAGE_SCHEMA,", a.name, upper_snake(&m.name)).unwrap();
+        }
+        o.push_str("    }\n}\n\n");
+    }
+    for a in apis {
+        o.push_str(&schema_tables(a.request));
+        o.push_str(&schema_tables(a.response));
+    }
+    o
 }
 
 /// `src/reference/<api>.rs`: the reference decoder and conversions from views.
@@ -1345,7 +1606,7 @@ pub fn messages_mod(apis: &[Api]) -> String {
         )
         .unwrap();
     }
-    o.push_str("\nuse crate::codec::AnyBody;\nuse crate::error::{DecodeError, EncodeError};\nuse crate::reflect::MessageSchema;\nuse crate::types::Versions;\n\n");
+    o.push_str("\nuse crate::encode::{AnyBody, private::Sealed};\nuse crate::error::{DecodeError, EncodeError};\nuse crate::types::Versions;\n\n");
     for a in apis {
         writeln!(o, "pub mod {};", snake(&a.name)).unwrap();
     }
@@ -1391,24 +1652,6 @@ pub fn messages_mod(apis: &[Api]) -> String {
         }
         o.push_str("        }\n    }\n\n");
     };
-    for (fname, doc, pick) in [
-        ("request_schema", "The request's schema as data.", true),
-        ("response_schema", "The response's schema as data.", false),
-    ] {
-        writeln!(o, "    /// {doc}\n    pub const fn {fname}(self) -> &'static MessageSchema {{\n        match self {{").unwrap();
-        for a in apis {
-            let m = if pick { a.request } else { a.response };
-            writeln!(
-                o,
-                "            ApiKey::{} => &{}::{}_MESSAGE_SCHEMA,",
-                a.name,
-                snake(&a.name),
-                upper_snake(&m.name)
-            )
-            .unwrap();
-        }
-        o.push_str("        }\n    }\n\n");
-    }
     table(&mut o, "request_versions", "The request versions this crate supports.", &|a| a.request.valid);
     table(&mut o, "response_versions", "The response versions this crate supports.", &|a| a.response.valid);
     table(
@@ -1435,11 +1678,23 @@ pub fn messages_mod(apis: &[Api]) -> String {
         writeln!(o, "impl<'a> {kind}BodyView<'a> {{").unwrap();
         writeln!(o, "    /// Checks `bytes` as the {} body of `api_key` at `version`.", kind.to_lowercase())
             .unwrap();
-        o.push_str("    pub fn new(api_key: ApiKey, version: i16, bytes: &'a [u8]) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
+        o.push_str("    pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
         for a in apis {
             writeln!(
                 o,
                 "            ApiKey::{n} => Self::{n}({n}{kind}View::new(bytes, version)?),",
+                n = a.name
+            )
+            .unwrap();
+        }
+        o.push_str("        })\n    }\n\n");
+        writeln!(o, "    /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).")
+            .unwrap();
+        o.push_str("    pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
+        for a in apis {
+            writeln!(
+                o,
+                "            ApiKey::{n} => Self::{n}({n}{kind}View::new_prefix(bytes, version)?),",
                 n = a.name
             )
             .unwrap();
@@ -1455,11 +1710,7 @@ pub fn messages_mod(apis: &[Api]) -> String {
             writeln!(o, "            Self::{n}(v) => v.as_bytes(),", n = a.name).unwrap();
         }
         o.push_str("        }\n    }\n\n");
-        o.push_str("    /// Checks every element of every array (see each view's `validate`).\n    pub fn validate(&self) -> Result<(), DecodeError> {\n        match self {\n");
-        for a in apis {
-            writeln!(o, "            Self::{n}(v) => v.validate(),", n = a.name).unwrap();
-        }
-        o.push_str("        }\n    }\n}\n\n");
+        o.push_str("}\n\n");
         let _ = is_req;
 
         let lower = kind.to_lowercase();
@@ -1476,6 +1727,7 @@ pub fn messages_mod(apis: &[Api]) -> String {
             writeln!(o, "            Self::{n}(_) => ApiKey::{n},", n = a.name).unwrap();
         }
         o.push_str("        }\n    }\n}\n\n");
+        writeln!(o, "impl Sealed for {kind}Body<'_> {{}}\n").unwrap();
         writeln!(o, "impl AnyBody for {kind}Body<'_> {{").unwrap();
         o.push_str("    fn api_key(&self) -> i16 {\n        self.api_key().key()\n    }\n\n");
         o.push_str(
@@ -1490,7 +1742,7 @@ pub fn messages_mod(apis: &[Api]) -> String {
             writeln!(o, "            Self::{n}(b) => b.encode(version, buf),", n = a.name).unwrap();
         }
         o.push_str("        }\n    }\n\n");
-        o.push_str("    fn write_sized(&self, version: i16, out: &mut [u8]) {\n        match self {\n");
+        o.push_str("    fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {\n        match self {\n");
         for a in apis {
             writeln!(o, "            Self::{n}(b) => b.write_sized(version, out),", n = a.name).unwrap();
         }
@@ -1499,7 +1751,7 @@ pub fn messages_mod(apis: &[Api]) -> String {
         writeln!(o, "impl {kind}Body<'static> {{").unwrap();
         writeln!(o, "    /// Decodes the {lower} body of `api_key` at `version` with the reference decoder.")
             .unwrap();
-        o.push_str("    pub fn decode(api_key: ApiKey, version: i16, bytes: &[u8]) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
+        o.push_str("    pub fn decode(bytes: &[u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
         for a in apis {
             writeln!(
                 o,
@@ -1510,14 +1762,12 @@ pub fn messages_mod(apis: &[Api]) -> String {
         }
         o.push_str("        })\n    }\n}\n\n");
         o.push_str("#[cfg(feature = \"alloc\")]\n");
-        writeln!(o, "impl<'a> TryFrom<{kind}BodyView<'a>> for {kind}Body<'a> {{").unwrap();
-        o.push_str("    type Error = DecodeError;\n\n");
-        writeln!(o, "    fn try_from(view: {kind}BodyView<'a>) -> Result<Self, DecodeError> {{\n        Ok(match view {{").unwrap();
+        writeln!(o, "impl<'a> From<{kind}BodyView<'a>> for {kind}Body<'a> {{").unwrap();
+        writeln!(o, "    fn from(view: {kind}BodyView<'a>) -> Self {{\n        match view {{").unwrap();
         for a in apis {
-            writeln!(o, "            {kind}BodyView::{n}(v) => Self::{n}(v.try_into()?),", n = a.name)
-                .unwrap();
+            writeln!(o, "            {kind}BodyView::{n}(v) => Self::{n}(v.into()),", n = a.name).unwrap();
         }
-        o.push_str("        })\n    }\n}\n\n");
+        o.push_str("        }\n    }\n}\n\n");
     }
     o
 }

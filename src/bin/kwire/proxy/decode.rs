@@ -5,9 +5,9 @@
 //! Frames here are whole frames *without* their 4-byte size prefix (as
 //! `kwire::frame::split_frame` returns them), except where a function says otherwise.
 
-use kwire::frame::{self, RequestError};
+use kwire::frame::{self, FrameError};
 use kwire::messages::{ApiKey, RequestBody, ResponseBody};
-use kwire::{List, RawTaggedField};
+use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
 use kwire::reflect::StructSchema;
 
@@ -73,13 +73,14 @@ pub fn split(buf: &[u8], max: usize) -> Result<Split, String> {
     match frame::split_frame(buf, max) {
         Ok(frame::FrameStatus::Complete { consumed, .. }) => Ok(Split::Frame(consumed)),
         Ok(frame::FrameStatus::Incomplete { needed }) => Ok(Split::Incomplete(needed)),
-        Err(e) => Err(match e.kind() {
+        Err(FrameError::Decode(e)) => Err(match e.kind() {
             kwire::DecodeErrorKind::InvalidLength(n) => format!("negative frame size {n}"),
             kwire::DecodeErrorKind::FrameTooLarge { size, max } => {
                 format!("frame size {size} is over the limit of {max} bytes (--max-frame-bytes)")
             }
             _ => e.to_string(),
         }),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -130,17 +131,15 @@ impl Decoded {
     }
 }
 
-/// Decodes and validates a request frame with kwire's views.
+/// Decodes a request frame with kwire's views (checked once, when made). Bytes after the
+/// body are ignored, as Apache Kafka's broker ignores them (librdkafka sends some).
 pub fn decode_request(frame: &[u8]) -> Decoded {
-    match frame::parse_request(frame) {
-        Ok(req) => match req.body.validate() {
-            Ok(()) => Decoded::Ok,
-            Err(e) => Decoded::Malformed(e.shifted(req.header.as_bytes().len()).to_string()),
-        },
-        Err(e @ (RequestError::UnsupportedApiKey { .. } | RequestError::UnsupportedVersion { .. })) => {
+    match dispatch::parse_request_lenient(frame) {
+        Ok(_) => Decoded::Ok,
+        Err(e @ (FrameError::UnsupportedApiKey { .. } | FrameError::UnsupportedVersion { .. })) => {
             Decoded::Unknown(format!("kwire: {e}"))
         }
-        Err(RequestError::Decode(e)) => Decoded::Malformed(e.to_string()),
+        Err(FrameError::Decode(e)) => Decoded::Malformed(e.to_string()),
     }
 }
 
@@ -159,11 +158,8 @@ pub struct ResponseInfo {
 }
 
 fn view_response(frame: &[u8], key: ApiKey, version: i16) -> Decoded {
-    match frame::parse_response(frame, key, version) {
-        Ok(resp) => match resp.body.validate() {
-            Ok(()) => Decoded::Ok,
-            Err(e) => Decoded::Malformed(e.shifted(resp.header.as_bytes().len()).to_string()),
-        },
+    match dispatch::parse_response(frame, key, version) {
+        Ok(_) => Decoded::Ok,
         Err(e) => Decoded::Malformed(e.to_string()),
     }
 }
@@ -174,7 +170,7 @@ fn view_response(frame: &[u8], key: ApiKey, version: i16) -> Decoded {
 fn response_schema(api_key: i16, version: i16) -> Option<(&'static StructSchema, bool, bool)> {
     match ApiKey::from_i16(api_key) {
         Some(key) if key.response_versions().contains(version) => {
-            let schema = key.response_schema();
+            let schema = kwire::reflect::response_schema(key);
             Some((schema.body, schema.is_flexible(version), key.response_header_version(version) >= 1))
         }
         Some(_) => None,
@@ -271,15 +267,15 @@ pub fn rewrite_addresses(
 /// Decodes a request into kwire's owned value, encodes it again and compares with the
 /// frame. `Ok(false)` when kwire does not know the API or version.
 pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
-    let req = match frame::parse_request(frame) {
+    let (req, ignored) = match dispatch::parse_request_lenient(frame) {
         Ok(r) => r,
-        Err(RequestError::UnsupportedApiKey { .. } | RequestError::UnsupportedVersion { .. }) => {
+        Err(FrameError::UnsupportedApiKey { .. } | FrameError::UnsupportedVersion { .. }) => {
             return Ok(false);
         }
-        Err(RequestError::Decode(e)) => return Err(e.to_string()),
+        Err(FrameError::Decode(e)) => return Err(e.to_string()),
     };
     let version = req.header.api_version();
-    let body = RequestBody::try_from(req.body).map_err(|e| e.to_string())?;
+    let body = RequestBody::from(req.body);
     let tags: Vec<RawTaggedField<'_>> = req
         .header
         .unknown_tagged_fields()
@@ -290,10 +286,10 @@ pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
         client_id: req.header.client_id(),
         unknown_tagged_fields: &tags,
     };
-    let len = frame::request_len(&body, version, &header).map_err(|e| e.to_string())?;
+    let len = dispatch::request_len(&body, version, &header).map_err(|e| e.to_string())?;
     let mut buf = vec![0u8; len];
-    frame::encode_request_with(&body, version, &header, &mut buf).map_err(|e| e.to_string())?;
-    compare(&buf[4..], frame)
+    dispatch::encode_request_with(&body, version, &header, &mut buf).map_err(|e| e.to_string())?;
+    compare(&buf[4..], &frame[..frame.len() - ignored])
 }
 
 /// As [`roundtrip_request`], for a response read at `version`.
@@ -302,11 +298,11 @@ pub fn roundtrip_response(frame: &[u8], api_key: i16, version: i16) -> Result<bo
     if !key.response_versions().contains(version) {
         return Ok(false);
     }
-    let resp = frame::parse_response(frame, key, version).map_err(|e| e.to_string())?;
+    let resp = dispatch::parse_response(frame, key, version).map_err(|e| e.to_string())?;
     let header = resp.header.as_bytes();
-    let body = ResponseBody::try_from(resp.body).map_err(|e| e.to_string())?;
-    let mut buf = vec![0u8; kwire::codec::AnyBody::encoded_len(&body, version).map_err(|e| e.to_string())?];
-    kwire::codec::AnyBody::encode(&body, version, &mut buf).map_err(|e| e.to_string())?;
+    let body = ResponseBody::from(resp.body);
+    let mut buf = vec![0u8; AnyBody::encoded_len(&body, version).map_err(|e| e.to_string())?];
+    AnyBody::encode(&body, version, &mut buf).map_err(|e| e.to_string())?;
     let mut whole = Vec::with_capacity(header.len() + buf.len());
     whole.extend_from_slice(header);
     whole.extend_from_slice(&buf);
@@ -404,8 +400,8 @@ mod tests {
     }
 
     fn response_frame(body: &MetadataResponse<'_>, version: i16) -> Vec<u8> {
-        let mut buf = vec![0u8; frame::response_len(body, version).unwrap()];
-        frame::encode_response(body, version, 42, &mut buf).unwrap();
+        let mut buf = vec![0u8; dispatch::response_len(body, version).unwrap()];
+        dispatch::encode_response(body, version, 42, &mut buf).unwrap();
         buf
     }
 

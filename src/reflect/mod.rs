@@ -2,11 +2,15 @@
 //! command's tree and JSON output, for example).
 //!
 //! Every supported message has a static [`MessageSchema`], generated from the same schema
-//! file as its code: [`crate::ApiKey::request_schema`] and
-//! [`crate::ApiKey::response_schema`] find them. The typed views and encoders do not use
-//! these tables; they are here so that generic code need not be generated.
+//! file as its code: [`request_schema`] and [`response_schema`] find them. The typed views
+//! and encoders do not use these tables; they are here, behind the `reflect` feature, so
+//! that generic code need not be generated.
 
 use crate::types::Versions;
+
+mod schemas;
+
+pub use schemas::{request_schema, response_schema};
 
 /// The schema of a request or response body.
 #[derive(Debug)]

@@ -1,62 +1,55 @@
-//! Wire primitives: a bounds-checked [`Reader`], a [`Writer`] into a caller's buffer, and
-//! the size arithmetic both sides share.
-//!
-//! Every Kafka schema type has its reader, writer and size function here: fixed-width
-//! integers (big-endian), `float64`, `bool`, `uuid`, unsigned varints, zig-zag varints and
-//! varlongs, classic (int16/int32 length) and compact (unsigned varint length + 1) strings
-//! and bytes, nullable forms, array counts (int32, -1 = null; compact count + 1, 0 = null)
-//! and tagged-field sections. Generated message code is built only from these.
-//!
-//! The reader never panics and never reads past its slice: every short read is a
-//! [`DecodeErrorKind::Truncated`] error at the offset where it happened. The writer is
-//! only used after the size step has checked that the buffer is large enough; it still
-//! never panics (a write past the end is dropped and counted).
+//! The checked reader.
 
-use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
-use crate::types::{RawTaggedField, Uuid};
-
-/// Kafka's limit on the length of any string, classic or compact.
-pub const MAX_STRING_LEN: usize = 0x7fff;
+use super::{MAX_STRING_LEN, TaggedSection};
+use crate::error::{DecodeError, DecodeErrorKind};
+use crate::types::Uuid;
 
 /// A cursor over input bytes that reports errors with absolute offsets.
+///
+/// Views are checked with it once, when they are built; the reference decoder reads with
+/// it field by field. Every short read is an error, never a panic.
 #[derive(Clone, Copy, Debug)]
 pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     base: usize,
-    /// `buf[text_at..]`, already checked as UTF-8, when `text_at` is a position; otherwise
-    /// `text_at` is [`TEXT_OFF`] or [`TEXT_LAZY`] and `text` is empty.
-    text: &'a str,
-    text_at: usize,
+    /// No fixed-layout array element read so far had a tagged field (see
+    /// [`crate::types::Ver::uniform`]).
+    uniform: bool,
 }
-
-/// `Reader::text_at` when every string is checked on its own.
-const TEXT_OFF: usize = usize::MAX;
-/// `Reader::text_at` when the first string read should try to check the rest of the buffer
-/// as UTF-8 in one pass.
-const TEXT_LAZY: usize = usize::MAX - 1;
 
 impl<'a> Reader<'a> {
     /// A reader over `buf`; offsets in errors count from its first byte.
     pub const fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0, base: 0, text: "", text_at: TEXT_OFF }
+        Reader { buf, pos: 0, base: 0, uniform: true }
     }
 
     /// A reader over `buf`, which starts `base` bytes into the message (for offsets in
     /// errors).
     pub const fn with_base(buf: &'a [u8], base: usize) -> Self {
-        Reader { buf, pos: 0, base, text: "", text_at: TEXT_OFF }
+        Reader { buf, pos: 0, base, uniform: true }
     }
 
-    /// A reader like [`Reader::with_base`] for a region that holds many strings (the
-    /// elements of an array): the first string read checks the rest of the region as UTF-8
-    /// in one pass, and if that succeeds every later string is sliced out of it (a
-    /// char-boundary check instead of a UTF-8 check per string). If the rest of the region
-    /// is not UTF-8 (it holds binary fields), strings are checked one by one as usual. The
-    /// results are the same either way: a substring of valid UTF-8 is valid exactly when
-    /// both its ends are char boundaries.
-    pub const fn for_strings(buf: &'a [u8], base: usize) -> Self {
-        Reader { buf, pos: 0, base, text: "", text_at: TEXT_LAZY }
+    /// Whether every fixed-layout array element seen had an empty tagged section.
+    pub(crate) const fn uniform(&self) -> bool {
+        self.uniform
+    }
+
+    /// Records that a fixed-layout array element had tagged fields.
+    pub(crate) fn not_uniform(&mut self) {
+        self.uniform = false;
+    }
+
+    /// The byte `ahead` bytes after the current position, if there is one.
+    #[inline]
+    pub(crate) fn peek(&self, ahead: usize) -> Option<u8> {
+        self.buf.get(self.pos.wrapping_add(ahead)).copied()
+    }
+
+    /// Moves past `n` bytes the caller has already seen to be there.
+    #[inline]
+    pub(crate) fn advance(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.buf.len());
     }
 
     /// Position within this reader's slice.
@@ -111,6 +104,7 @@ impl<'a> Reader<'a> {
         Ok(Reader::with_base(self.take(n, field)?, base))
     }
 
+    #[cold]
     fn truncated(&self, needed: usize, field: &'static str) -> DecodeError {
         let kind = DecodeErrorKind::Truncated {
             needed: u32::try_from(needed).unwrap_or(u32::MAX),
@@ -188,6 +182,12 @@ impl<'a> Reader<'a> {
     /// carry only the top four bits.
     #[inline]
     pub fn uvarint(&mut self, field: &'static str) -> Result<u32, DecodeError> {
+        if let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u32::from(b));
+        }
         let start = self.pos;
         let mut value: u32 = 0;
         for i in 0..5 {
@@ -361,7 +361,7 @@ impl<'a> Reader<'a> {
     pub fn str(&mut self, flexible: bool, field: &'static str) -> Result<&'a str, DecodeError> {
         let start = self.offset();
         let bytes = self.str_bytes(flexible, field)?;
-        self.checked_str(bytes, start, field)
+        utf8(bytes, start, field)
     }
 
     /// Reads a nullable string and checks that it is UTF-8.
@@ -373,41 +373,88 @@ impl<'a> Reader<'a> {
     ) -> Result<Option<&'a str>, DecodeError> {
         let start = self.offset();
         match self.nullable_str_bytes(flexible, field)? {
-            Some(bytes) => self.checked_str(bytes, start, field).map(Some),
+            Some(bytes) => utf8(bytes, start, field).map(Some),
             None => Ok(None),
         }
     }
 
-    /// `bytes`, the string just read (it ends at the current position), as `&str`.
-    #[inline]
-    fn checked_str(
-        &mut self,
-        bytes: &'a [u8],
-        start: usize,
-        field: &'static str,
-    ) -> Result<&'a str, DecodeError> {
-        if self.text_at != TEXT_OFF
-            && let Some(s) = self.cached_str(bytes.len())
-        {
-            return Ok(s);
+    /// Checks a non-nullable string: its length, its bytes and its UTF-8.
+    #[inline(always)]
+    pub(crate) fn check_str(&mut self, flexible: bool, field: &'static str) -> Result<(), DecodeError> {
+        // Fast path: a one-byte compact length or an int16 length, the bytes there, ASCII.
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        let (prefix, len) = match (flexible, rest) {
+            (true, &[b, ..]) if b.wrapping_sub(1) < 0x7f => (1, usize::from(b - 1)),
+            (false, &[hi, lo, ..]) if hi < 0x80 => (2, usize::from(u16::from_be_bytes([hi, lo]))),
+            _ => return self.check_str_general(flexible, field),
+        };
+        match rest.get(prefix..prefix + len) {
+            Some(bytes) if super::str_from(bytes).is_some() => {
+                self.pos += prefix + len;
+                Ok(())
+            }
+            _ => self.check_str_general(flexible, field),
         }
-        utf8(bytes, start, field)
     }
 
-    /// The `len` bytes before the current position, sliced out of the region checked as
-    /// UTF-8 (checking it first if this is the first string); `None` when the region is not
-    /// UTF-8 or the slice does not fall on char boundaries (then the caller checks the
-    /// string on its own, which reports the error).
+    #[cold]
+    #[inline(never)]
+    fn check_str_general(&mut self, flexible: bool, field: &'static str) -> Result<(), DecodeError> {
+        let start = self.offset();
+        let bytes = self.str_bytes(flexible, field)?;
+        self.check_text(bytes, start, field)
+    }
+
+    /// Checks that `bytes`, the string just read, is UTF-8.
     #[inline]
-    fn cached_str(&mut self, len: usize) -> Option<&'a str> {
-        let begin = self.pos.checked_sub(len)?;
-        if self.text_at == TEXT_LAZY {
-            self.text_at = TEXT_OFF;
-            self.text = core::str::from_utf8(self.buf.get(begin..)?).ok()?;
-            self.text_at = begin;
+    fn check_text(&self, bytes: &'a [u8], start: usize, field: &'static str) -> Result<(), DecodeError> {
+        match super::str_from(bytes) {
+            Some(_) => Ok(()),
+            None => Err(DecodeError::new(DecodeErrorKind::InvalidUtf8, start, field)),
         }
-        let from = begin.checked_sub(self.text_at)?;
-        self.text.get(from..from + len)
+    }
+
+    /// Checks a nullable string like [`Reader::check_str`].
+    #[inline]
+    pub(crate) fn check_nullable_str(
+        &mut self,
+        flexible: bool,
+        field: &'static str,
+    ) -> Result<(), DecodeError> {
+        let start = self.offset();
+        match self.nullable_str_bytes(flexible, field)? {
+            Some(bytes) => self.check_text(bytes, start, field),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks that a run of fixed-width fields, `fields` as `(name, width)` adding up to
+    /// `total` bytes, is there, and moves past it. A short input names the first field that
+    /// does not fit.
+    #[inline]
+    pub(crate) fn run(
+        &mut self,
+        total: usize,
+        fields: &'static [(&'static str, u8)],
+    ) -> Result<(), DecodeError> {
+        if self.remaining() >= total {
+            self.pos += total;
+            return Ok(());
+        }
+        Err(self.short_run(fields))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn short_run(&mut self, fields: &'static [(&'static str, u8)]) -> DecodeError {
+        for &(field, width) in fields {
+            let width = usize::from(width);
+            if self.remaining() < width {
+                return self.truncated(width, field);
+            }
+            self.pos += width;
+        }
+        self.error(DecodeErrorKind::TrailingBytes(0), "")
     }
 
     /// Reads a non-nullable byte array (`bytes` or `records`).
@@ -485,7 +532,7 @@ impl<'a> Reader<'a> {
         // Fast path: an empty section, by far the most common.
         if let Some(0) = self.buf.get(self.pos) {
             self.pos += 1;
-            return Ok(TaggedSection { bytes: &[], count: 0 });
+            return Ok(TaggedSection::EMPTY);
         }
         let count_at = self.pos;
         let count = self.uvarint(field)?;
@@ -505,7 +552,9 @@ impl<'a> Reader<'a> {
             last = Some(tag);
             let size = self.uvarint(field)? as usize;
             let mut value = self.sub(size, field)?;
-            if on_field(tag, &mut value)? && value.remaining() != 0 {
+            let known = on_field(tag, &mut value)?;
+            self.uniform &= value.uniform;
+            if known && value.remaining() != 0 {
                 let kind = DecodeErrorKind::TaggedSizeMismatch {
                     tag,
                     declared: size as u32,
@@ -514,7 +563,7 @@ impl<'a> Reader<'a> {
                 return Err(DecodeError::new(kind, value.offset(), field));
             }
         }
-        Ok(TaggedSection { bytes: self.since(start), count })
+        Ok(TaggedSection::new(self.since(start), count))
     }
 }
 
@@ -522,405 +571,4 @@ impl<'a> Reader<'a> {
 #[inline]
 pub fn utf8<'a>(bytes: &'a [u8], offset: usize, field: &'static str) -> Result<&'a str, DecodeError> {
     core::str::from_utf8(bytes).map_err(|_| DecodeError::new(DecodeErrorKind::InvalidUtf8, offset, field))
-}
-
-/// The raw fields of a tagged-field section, after the framing was checked.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TaggedSection<'a> {
-    bytes: &'a [u8],
-    count: u32,
-}
-
-impl<'a> TaggedSection<'a> {
-    /// An empty section (non-flexible versions, or no tagged fields).
-    pub const EMPTY: TaggedSection<'static> = TaggedSection { bytes: &[], count: 0 };
-
-    /// The number of tagged fields, known and unknown.
-    pub const fn count(&self) -> u32 {
-        self.count
-    }
-
-    /// The section's bytes after its count.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
-    }
-
-    /// Every field in the section as `(tag, bytes)`, in wire order.
-    #[inline]
-    pub fn iter(&self) -> TaggedIter<'a> {
-        TaggedIter { rest: self.bytes, left: self.count, known: &[] }
-    }
-
-    /// The fields whose tags are not in `known`, as `(tag, bytes)`.
-    #[inline]
-    pub fn unknown(&self, known: &'static [u32]) -> TaggedIter<'a> {
-        TaggedIter { known, ..self.iter() }
-    }
-}
-
-/// An iterator over `(tag, bytes)` of a checked tagged-field section.
-#[derive(Clone, Debug)]
-pub struct TaggedIter<'a> {
-    /// The fields not yet yielded.
-    rest: &'a [u8],
-    left: u32,
-    known: &'static [u32],
-}
-
-impl<'a> Iterator for TaggedIter<'a> {
-    type Item = (u32, &'a [u8]);
-
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.left == 0 {
-            return None;
-        }
-        self.next_field()
-    }
-}
-
-impl<'a> TaggedIter<'a> {
-    fn next_field(&mut self) -> Option<(u32, &'a [u8])> {
-        while self.left > 0 {
-            self.left -= 1;
-            // The section was checked when it was read, so these cannot fail; stop if they do.
-            let mut r = Reader::new(self.rest);
-            let parsed = (|| {
-                let tag = r.uvarint("")?;
-                let size = r.uvarint("")? as usize;
-                Ok::<_, DecodeError>((tag, r.take(size, "")?))
-            })();
-            self.rest = self.rest.get(r.pos()..).unwrap_or_default();
-            match parsed {
-                Ok((tag, bytes)) if !self.known.contains(&tag) => return Some((tag, bytes)),
-                Ok(_) => {}
-                Err(_) => self.left = 0,
-            }
-        }
-        None
-    }
-}
-
-/// Bytes an unsigned varint of `v` takes.
-#[inline]
-pub const fn uvarint_len(v: u32) -> usize {
-    match v {
-        0..=0x7f => 1,
-        0x80..=0x3fff => 2,
-        0x4000..=0x1f_ffff => 3,
-        0x20_0000..=0x0fff_ffff => 4,
-        _ => 5,
-    }
-}
-
-/// Bytes an unsigned varlong of `v` takes.
-#[inline]
-pub const fn uvarlong_len(v: u64) -> usize {
-    let bits = 64 - (v | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
-}
-
-/// Bytes a zig-zag varint of `v` takes.
-pub const fn varint_len(v: i32) -> usize {
-    uvarint_len(((v << 1) ^ (v >> 31)) as u32)
-}
-
-/// Bytes a zig-zag varlong of `v` takes.
-pub const fn varlong_len(v: i64) -> usize {
-    uvarlong_len(((v << 1) ^ (v >> 63)) as u64)
-}
-
-/// Size of a string of `len` bytes with its prefix; checks the 32767-byte limit.
-#[inline]
-pub fn string_size(len: usize, flexible: bool, field: &'static str) -> Result<usize, EncodeError> {
-    if len > MAX_STRING_LEN {
-        return Err(EncodeError::StringTooLong { field, len });
-    }
-    Ok(if flexible { uvarint_len(len as u32 + 1) } else { 2 } + len)
-}
-
-/// Size of a null string or byte array.
-#[inline]
-pub const fn null_size(flexible: bool, wide: bool) -> usize {
-    if flexible {
-        1
-    } else if wide {
-        4
-    } else {
-        2
-    }
-}
-
-/// Size of a byte array of `len` bytes with its prefix.
-#[inline]
-pub fn bytes_size(len: usize, flexible: bool, field: &'static str) -> Result<usize, EncodeError> {
-    if len >= i32::MAX as usize {
-        return Err(EncodeError::TooLong { field });
-    }
-    Ok(if flexible { uvarint_len(len as u32 + 1) } else { 4 } + len)
-}
-
-/// Size of an array count prefix for `count` elements (a null array takes
-/// [`null_size`]`(flexible, true)`).
-#[inline]
-pub fn array_prefix_size(count: usize, flexible: bool, field: &'static str) -> Result<usize, EncodeError> {
-    if count >= i32::MAX as usize {
-        return Err(EncodeError::TooLong { field });
-    }
-    Ok(if flexible { uvarint_len(count as u32 + 1) } else { 4 })
-}
-
-/// Adds sizes, failing instead of overflowing.
-#[inline]
-pub fn add(a: usize, b: usize, field: &'static str) -> Result<usize, EncodeError> {
-    a.checked_add(b).ok_or(EncodeError::TooLong { field })
-}
-
-/// Sizing of a tagged-field section: known fields are added as they are found present,
-/// then [`TaggedSize::finish`] adds the unknown ones and the count.
-#[derive(Debug, Default)]
-pub struct TaggedSize {
-    count: u32,
-    bytes: usize,
-}
-
-impl TaggedSize {
-    /// A section with no fields yet.
-    pub const fn new() -> Self {
-        TaggedSize { count: 0, bytes: 0 }
-    }
-
-    /// Adds a known field whose value takes `len` bytes.
-    #[inline]
-    pub fn field(&mut self, tag: u32, len: usize, field: &'static str) -> Result<(), EncodeError> {
-        let len32 = u32::try_from(len).map_err(|_| EncodeError::TooLong { field })?;
-        self.count += 1;
-        self.bytes = add(self.bytes, uvarint_len(tag) + uvarint_len(len32) + len, field)?;
-        Ok(())
-    }
-
-    /// Adds the unknown fields and the count, and returns the section's size. Unknown tags
-    /// must ascend strictly and must not be one of the `known` tags.
-    #[inline]
-    pub fn finish(
-        mut self,
-        unknown: &[RawTaggedField<'_>],
-        known: &[u32],
-        field: &'static str,
-    ) -> Result<usize, EncodeError> {
-        let mut last: Option<u32> = None;
-        for raw in unknown {
-            if last.is_some_and(|prev| raw.tag <= prev) || known.contains(&raw.tag) {
-                return Err(EncodeError::InvalidTaggedFields { field, tag: raw.tag });
-            }
-            last = Some(raw.tag);
-            self.field(raw.tag, raw.data.len(), field)?;
-        }
-        add(self.bytes, uvarint_len(self.count), field)
-    }
-}
-
-/// Size of a tagged-field section that holds only unknown fields (the struct has no
-/// known tagged fields); their tags must ascend strictly.
-#[inline]
-pub fn raw_tagged_fields_size(
-    unknown: &[RawTaggedField<'_>],
-    field: &'static str,
-) -> Result<usize, EncodeError> {
-    if unknown.is_empty() {
-        return Ok(1);
-    }
-    TaggedSize::new().finish(unknown, &[], field)
-}
-
-/// A cursor writing into a caller's buffer.
-///
-/// Encoders size their output first and check the buffer, so writes always fit; a write
-/// that would not fit is dropped (never a panic) and [`Writer::pos`] still advances, so
-/// the mismatch shows in the returned length.
-#[derive(Debug)]
-pub struct Writer<'b> {
-    buf: &'b mut [u8],
-    pos: usize,
-}
-
-impl<'b> Writer<'b> {
-    /// A writer at the start of `buf`.
-    pub fn new(buf: &'b mut [u8]) -> Self {
-        Writer { buf, pos: 0 }
-    }
-
-    /// Bytes written so far.
-    pub const fn pos(&self) -> usize {
-        self.pos
-    }
-
-    /// Writes raw bytes.
-    #[inline]
-    pub fn put(&mut self, bytes: &[u8]) {
-        if let Some(dst) = self.buf.get_mut(self.pos..self.pos + bytes.len()) {
-            dst.copy_from_slice(bytes);
-        }
-        self.pos += bytes.len();
-    }
-
-    /// Writes an `int8`.
-    #[inline]
-    pub fn i8(&mut self, v: i8) {
-        self.put(&v.to_be_bytes());
-    }
-    /// Writes an `int16`.
-    #[inline]
-    pub fn i16(&mut self, v: i16) {
-        self.put(&v.to_be_bytes());
-    }
-    /// Writes an `int32`.
-    #[inline]
-    pub fn i32(&mut self, v: i32) {
-        self.put(&v.to_be_bytes());
-    }
-    /// Writes an `int64`.
-    #[inline]
-    pub fn i64(&mut self, v: i64) {
-        self.put(&v.to_be_bytes());
-    }
-    /// Writes a `uint16`.
-    #[inline]
-    pub fn u16(&mut self, v: u16) {
-        self.put(&v.to_be_bytes());
-    }
-    /// Writes a `uint32`.
-    #[inline]
-    pub fn u32(&mut self, v: u32) {
-        self.put(&v.to_be_bytes());
-    }
-    /// Writes a `float64`.
-    #[inline]
-    pub fn f64(&mut self, v: f64) {
-        self.put(&v.to_be_bytes());
-    }
-    /// Writes a `bool` as 0 or 1.
-    #[inline]
-    pub fn bool(&mut self, v: bool) {
-        self.put(&[u8::from(v)]);
-    }
-    /// Writes a `uuid`.
-    #[inline]
-    pub fn uuid(&mut self, v: Uuid) {
-        self.put(&v.0);
-    }
-
-    /// Writes an unsigned varint.
-    #[inline]
-    pub fn uvarint(&mut self, mut v: u32) {
-        while v >= 0x80 {
-            self.put(&[(v as u8) | 0x80]);
-            v >>= 7;
-        }
-        self.put(&[v as u8]);
-    }
-
-    /// Writes an unsigned varlong.
-    pub fn uvarlong(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.put(&[(v as u8) | 0x80]);
-            v >>= 7;
-        }
-        self.put(&[v as u8]);
-    }
-
-    /// Writes a zig-zag varint.
-    pub fn varint(&mut self, v: i32) {
-        self.uvarint(((v << 1) ^ (v >> 31)) as u32);
-    }
-
-    /// Writes a zig-zag varlong.
-    pub fn varlong(&mut self, v: i64) {
-        self.uvarlong(((v << 1) ^ (v >> 63)) as u64);
-    }
-
-    /// Writes a length prefix (`None` = null) in the compact or classic form; `wide`
-    /// selects int32 over int16 for the classic form.
-    #[inline]
-    pub fn len_prefix(&mut self, len: Option<usize>, flexible: bool, wide: bool) {
-        match (len, flexible, wide) {
-            (Some(n), true, _) => self.uvarint(n as u32 + 1),
-            (None, true, _) => self.uvarint(0),
-            (Some(n), false, true) => self.i32(n as i32),
-            (None, false, true) => self.i32(-1),
-            (Some(n), false, false) => self.i16(n as i16),
-            (None, false, false) => self.i16(-1),
-        }
-    }
-
-    /// Writes a string with its prefix.
-    #[inline]
-    pub fn str(&mut self, s: &str, flexible: bool) {
-        self.len_prefix(Some(s.len()), flexible, false);
-        self.put(s.as_bytes());
-    }
-
-    /// Writes a nullable string with its prefix.
-    #[inline]
-    pub fn nullable_str(&mut self, s: Option<&str>, flexible: bool) {
-        match s {
-            Some(s) => self.str(s, flexible),
-            None => self.len_prefix(None, flexible, false),
-        }
-    }
-
-    /// Writes a byte array with its prefix.
-    #[inline]
-    pub fn bytes(&mut self, b: &[u8], flexible: bool) {
-        self.len_prefix(Some(b.len()), flexible, true);
-        self.put(b);
-    }
-
-    /// Writes a nullable byte array with its prefix.
-    #[inline]
-    pub fn nullable_bytes(&mut self, b: Option<&[u8]>, flexible: bool) {
-        match b {
-            Some(b) => self.bytes(b, flexible),
-            None => self.len_prefix(None, flexible, true),
-        }
-    }
-
-    /// Writes an array count (`None` = null).
-    #[inline]
-    pub fn array_len(&mut self, count: Option<usize>, flexible: bool) {
-        self.len_prefix(count, flexible, true);
-    }
-
-    /// Writes the header of a tagged field: its tag and size.
-    #[inline]
-    pub fn tag_header(&mut self, tag: u32, size: usize) {
-        self.uvarint(tag);
-        self.uvarint(size as u32);
-    }
-
-    /// Writes a tagged-field section that holds only unknown fields: the count, then each
-    /// field.
-    #[inline]
-    pub fn raw_tagged_fields(&mut self, unknown: &[RawTaggedField<'_>]) {
-        if unknown.is_empty() {
-            self.put(&[0]);
-            return;
-        }
-        self.uvarint(unknown.len() as u32);
-        self.raw_tags_below(unknown, &mut 0, None);
-    }
-
-    /// Writes the unknown tagged fields from index `next` on whose tags are below `below`
-    /// (all the rest with `None`), advancing `next` past them.
-    #[inline]
-    pub fn raw_tags_below(&mut self, unknown: &[RawTaggedField<'_>], next: &mut usize, below: Option<u32>) {
-        while let Some(raw) = unknown.get(*next) {
-            if below.is_some_and(|b| raw.tag >= b) {
-                break;
-            }
-            self.tag_header(raw.tag, raw.data.len());
-            self.put(&raw.data);
-            *next += 1;
-        }
-    }
 }

@@ -1,0 +1,181 @@
+//! Frames, headers and bodies together: a request frame dispatched to its typed body view,
+//! a response frame read as the answer to a known request, and whole frames encoded in
+//! one call.
+//!
+//! ```
+//! use kwire::dispatch;
+//! use kwire::frame::{self, FrameStatus};
+//! use kwire::messages::{ApiVersionsRequest, RequestBodyView};
+//!
+//! // A client encodes a request frame...
+//! let mut buf = [0u8; 64];
+//! let body = ApiVersionsRequest::default();
+//! let n = dispatch::encode_request(&body, 3, 7, Some("my-client"), &mut buf)?;
+//!
+//! // ...and a broker splits it off its stream and dispatches it.
+//! let FrameStatus::Complete { frame: bytes, .. } = frame::split_frame(&buf[..n], frame::DEFAULT_MAX_FRAME_SIZE)? else {
+//!     unreachable!()
+//! };
+//! let request = dispatch::parse_request(bytes)?;
+//! assert_eq!(request.header.correlation_id(), 7);
+//! assert_eq!(request.header.client_id(), Some("my-client"));
+//! assert!(matches!(request.body, RequestBodyView::ApiVersions(_)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::encode::AnyBody;
+use crate::error::{DecodeError, EncodeError};
+use crate::frame::{FrameError, RequestHeader, RequestHeaderView, ResponseHeaderView};
+use crate::messages::{ApiKey, RequestBodyView, ResponseBodyView};
+use crate::wire::Writer;
+
+/// A request frame split into its header and a typed body view.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The header.
+    pub header: RequestHeaderView<'a>,
+    /// The body.
+    pub body: RequestBodyView<'a>,
+}
+
+/// A response frame split into its header and a typed body view.
+#[derive(Clone, Copy, Debug)]
+pub struct Response<'a> {
+    /// The header.
+    pub header: ResponseHeaderView<'a>,
+    /// The body.
+    pub body: ResponseBodyView<'a>,
+}
+
+/// Parses a request frame (without its size prefix) into its header and body view.
+/// Offsets in errors count from the start of `frame`.
+pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
+    parse_request_with(frame, RequestBodyView::new)
+}
+
+/// [`parse_request`] as Apache Kafka's broker reads requests: bytes after the body are
+/// ignored (librdkafka 2.16 sends three after the body of its all-topics Metadata v9+
+/// requests). Returns the request and the number of bytes ignored.
+pub fn parse_request_lenient(frame: &[u8]) -> Result<(Request<'_>, usize), FrameError> {
+    let request = parse_request_with(frame, RequestBodyView::new_prefix)?;
+    let ignored = frame.len() - request.header.as_bytes().len() - request.body.as_bytes().len();
+    Ok((request, ignored))
+}
+
+fn parse_request_with<'a>(
+    frame: &'a [u8],
+    body_view: impl FnOnce(&'a [u8], ApiKey, i16) -> Result<RequestBodyView<'a>, DecodeError>,
+) -> Result<Request<'a>, FrameError> {
+    let (api_key, api_version, correlation_id) = RequestHeaderView::peek(frame)?;
+    let Some(key) = ApiKey::from_i16(api_key) else {
+        return Err(FrameError::UnsupportedApiKey { api_key, api_version, correlation_id });
+    };
+    if !key.request_versions().contains(api_version) {
+        return Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id });
+    }
+    let (header, at) = RequestHeaderView::parse(frame, key.request_header_version(api_version))?;
+    let body = frame.get(at..).unwrap_or_default();
+    let body = body_view(body, key, api_version).map_err(|e| e.shifted(at))?;
+    Ok(Request { header, body })
+}
+
+/// Parses a response frame (without its size prefix) to a request of `api_key` at
+/// `api_version`; responses do not say what they answer.
+pub fn parse_response(frame: &[u8], api_key: ApiKey, api_version: i16) -> Result<Response<'_>, FrameError> {
+    if !api_key.response_versions().contains(api_version) {
+        return Err(FrameError::UnsupportedVersion {
+            api_key: api_key.key(),
+            api_version,
+            correlation_id: -1,
+        });
+    }
+    let (header, at) = ResponseHeaderView::parse(frame, api_key.response_header_version(api_version))?;
+    let body = frame.get(at..).unwrap_or_default();
+    let body = ResponseBodyView::new(body, api_key, api_version).map_err(|e| e.shifted(at))?;
+    Ok(Response { header, body })
+}
+
+fn key_of(body: &impl AnyBody) -> Result<ApiKey, EncodeError> {
+    // Every body type this crate defines has an API key in the table.
+    ApiKey::from_i16(body.api_key())
+        .ok_or(EncodeError::UnsupportedVersion { message: "unknown API", version: -1 })
+}
+
+fn frame_size(header_len: usize, body_len: usize) -> Result<usize, EncodeError> {
+    let len = header_len.checked_add(body_len).filter(|&n| n <= i32::MAX as usize);
+    len.map(|n| n + 4).ok_or(EncodeError::TooLong { field: "Frame.size" })
+}
+
+/// The exact size of a whole request frame: size prefix, header, body.
+pub fn request_len(
+    body: &impl AnyBody,
+    version: i16,
+    header: &RequestHeader<'_>,
+) -> Result<usize, EncodeError> {
+    let header_version = key_of(body)?.request_header_version(version);
+    frame_size(header.encoded_len(header_version)?, body.encoded_len(version)?)
+}
+
+/// Encodes a whole request frame (size prefix, header, body) into the front of `buf` and
+/// returns its length.
+pub fn encode_request(
+    body: &impl AnyBody,
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<&str>,
+    buf: &mut [u8],
+) -> Result<usize, EncodeError> {
+    let header = RequestHeader { correlation_id, client_id, unknown_tagged_fields: &[] };
+    encode_request_with(body, version, &header, buf)
+}
+
+/// [`encode_request`] with every header field, including header tagged fields.
+pub fn encode_request_with(
+    body: &impl AnyBody,
+    version: i16,
+    header: &RequestHeader<'_>,
+    buf: &mut [u8],
+) -> Result<usize, EncodeError> {
+    let header_version = key_of(body)?.request_header_version(version);
+    let header_len = header.encoded_len(header_version)?;
+    let total = frame_size(header_len, body.encoded_len(version)?)?;
+    let Some(out) = buf.get_mut(..total) else {
+        return Err(EncodeError::BufferTooSmall { needed: total, available: buf.len() });
+    };
+    let (head, rest) = out.split_at_mut(4 + header_len);
+    let mut w = Writer::new(head);
+    w.i32((total - 4) as i32);
+    header.write(&mut w, body.api_key(), version, header_version);
+    body.write_sized(version, rest)?;
+    Ok(total)
+}
+
+/// The exact size of a whole response frame.
+pub fn response_len(body: &impl AnyBody, version: i16) -> Result<usize, EncodeError> {
+    let header_len = if key_of(body)?.response_header_version(version) >= 1 { 5 } else { 4 };
+    frame_size(header_len, body.encoded_len(version)?)
+}
+
+/// Encodes a whole response frame (size prefix, header, body) into the front of `buf`
+/// and returns its length.
+pub fn encode_response(
+    body: &impl AnyBody,
+    version: i16,
+    correlation_id: i32,
+    buf: &mut [u8],
+) -> Result<usize, EncodeError> {
+    let total = response_len(body, version)?;
+    let flexible_header = key_of(body)?.response_header_version(version) >= 1;
+    let Some(out) = buf.get_mut(..total) else {
+        return Err(EncodeError::BufferTooSmall { needed: total, available: buf.len() });
+    };
+    let (head, rest) = out.split_at_mut(if flexible_header { 9 } else { 8 });
+    let mut w = Writer::new(head);
+    w.i32((total - 4) as i32);
+    w.i32(correlation_id);
+    if flexible_header {
+        w.byte(0);
+    }
+    body.write_sized(version, rest)?;
+    Ok(total)
+}

@@ -1,0 +1,208 @@
+//! Encoding: the traits every message value implements, and the helpers they share.
+//!
+//! Encoding has two steps. Sizing (`encoded_len`) walks the value once, does every check
+//! (versions, nulls, lengths, tagged fields) and returns the exact size. Writing then
+//! cannot fail: the buffer is checked once against that size, and every field is written
+//! without a check of its own. Writing a different number of bytes than were sized would
+//! be a bug; it is reported as [`EncodeError::SizeMismatch`] in every build profile.
+
+use crate::error::EncodeError;
+use crate::types::{Str, Uuid, Ver, Versions};
+use crate::wire::{self, Writer};
+
+pub(crate) mod private {
+    use crate::error::EncodeError;
+    use crate::types::Ver;
+    use crate::wire::Writer;
+
+    /// Marks the crate's encodable bodies.
+    pub trait Sealed {}
+
+    impl<B: super::Body> Sealed for B {}
+
+    /// A value that can be encoded: its exact size, then its bytes. Sealed.
+    pub trait Encode {
+        /// The exact number of bytes `write` will produce, or why the value cannot be
+        /// encoded in this version. `field` names the field holding the value, for errors.
+        fn size(&self, ver: Ver, field: &'static str) -> Result<usize, EncodeError>;
+
+        /// Writes the value; only called after `size` succeeded for the same version.
+        fn write(&self, w: &mut Writer<'_>, ver: Ver);
+
+        /// The size of every value of this type in this version, when it is fixed and the
+        /// value needs no checks; arrays of such elements are sized with one multiplication.
+        #[inline]
+        fn fixed_size(ver: Ver) -> Option<usize> {
+            let _ = ver;
+            None
+        }
+    }
+}
+
+pub(crate) use private::Encode;
+
+/// A message body: a top-level request or response with its API key and version table.
+/// Sealed: implemented by the crate's message types only.
+pub trait Body: private::Encode {
+    /// The message name, e.g. `"ListOffsetsRequest"`.
+    const NAME: &'static str;
+    /// The API key.
+    const API_KEY: i16;
+    /// Whether this is a request (else a response).
+    const IS_REQUEST: bool;
+    /// The versions that exist.
+    const VERSIONS: Versions;
+    /// The versions that use the flexible encoding.
+    const FLEXIBLE_VERSIONS: Versions;
+
+    /// The version with its flexibility, if it exists.
+    #[doc(hidden)]
+    #[inline]
+    fn ver(version: i16) -> Option<Ver> {
+        Self::VERSIONS.contains(version).then(|| Ver::new(version, Self::FLEXIBLE_VERSIONS.contains(version)))
+    }
+}
+
+/// Any message body that can be encoded, whether its type is known statically (every
+/// [`Body`]) or chosen at run time (`RequestBody`, `ResponseBody`). Frame encoders take
+/// this. Sealed.
+pub trait AnyBody: private::Sealed {
+    /// The API key.
+    fn api_key(&self) -> i16;
+    /// The exact encoded size at `version`, or why it cannot be encoded.
+    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError>;
+    /// Encodes at `version` into the front of `buf`; returns the bytes written.
+    fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError>;
+    /// Writes the body into `out`, which [`AnyBody::encoded_len`] sized exactly for the
+    /// same version (frame encoders use it so that a body is sized once).
+    #[doc(hidden)]
+    fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError>;
+}
+
+impl<B: Body> AnyBody for B {
+    #[inline]
+    fn api_key(&self) -> i16 {
+        B::API_KEY
+    }
+    #[inline]
+    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
+        body_len(self, version)
+    }
+    #[inline]
+    fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        encode_body(self, version, buf)
+    }
+    #[inline]
+    fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {
+        let ver = B::ver(version).ok_or(EncodeError::UnsupportedVersion { message: B::NAME, version })?;
+        write_checked(self, ver, out, B::NAME)
+    }
+}
+
+/// The exact encoded size of a body at `version`.
+#[inline]
+pub(crate) fn body_len<B: Body>(body: &B, version: i16) -> Result<usize, EncodeError> {
+    let ver = B::ver(version).ok_or(EncodeError::UnsupportedVersion { message: B::NAME, version })?;
+    body.size(ver, B::NAME)
+}
+
+/// Encodes a body at `version` into the front of `buf`, after sizing it.
+#[inline]
+pub(crate) fn encode_body<B: Body>(body: &B, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
+    let ver = B::ver(version).ok_or(EncodeError::UnsupportedVersion { message: B::NAME, version })?;
+    let needed = body.size(ver, B::NAME)?;
+    let Some(out) = buf.get_mut(..needed) else {
+        return Err(EncodeError::BufferTooSmall { needed, available: buf.len() });
+    };
+    write_checked(body, ver, out, B::NAME)
+}
+
+/// Writes `value` into `out`, sized for it, and checks that it filled `out` exactly.
+#[inline]
+pub(crate) fn write_checked<T: Encode + ?Sized>(
+    value: &T,
+    ver: Ver,
+    out: &mut [u8],
+    message: &'static str,
+) -> Result<usize, EncodeError> {
+    let sized = out.len();
+    let mut w = Writer::new(out);
+    value.write(&mut w, ver);
+    match w.pos() {
+        written if written == sized => Ok(written),
+        written => Err(EncodeError::SizeMismatch { message, sized, written }),
+    }
+}
+
+/// Size of an array with its count prefix (`None` = null).
+#[inline]
+pub(crate) fn array_size<T: Encode>(
+    items: Option<&[T]>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<usize, EncodeError> {
+    let Some(items) = items else {
+        return Ok(wire::null_size(ver.flexible, true));
+    };
+    let prefix = wire::array_prefix_size(items.len(), ver.flexible, field)?;
+    let body = match T::fixed_size(ver) {
+        Some(each) => each.checked_mul(items.len()).ok_or(EncodeError::TooLong { field })?,
+        None => {
+            let mut total = 0usize;
+            for item in items {
+                total = wire::add(total, item.size(ver, field)?, field)?;
+            }
+            total
+        }
+    };
+    wire::add(prefix, body, field)
+}
+
+/// Writes an array with its count prefix (`None` = null).
+#[inline]
+pub(crate) fn write_array<T: Encode>(w: &mut Writer<'_>, items: Option<&[T]>, ver: Ver) {
+    w.array_len(items.map(<[T]>::len), ver.flexible);
+    for item in items.unwrap_or_default() {
+        item.write(w, ver);
+    }
+}
+
+macro_rules! scalar {
+    ($t:ty, $write:ident, $n:expr) => {
+        impl Encode for $t {
+            #[inline]
+            fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
+                Ok($n)
+            }
+            #[inline]
+            fn write(&self, w: &mut Writer<'_>, _: Ver) {
+                w.$write(*self);
+            }
+            #[inline]
+            fn fixed_size(_: Ver) -> Option<usize> {
+                Some($n)
+            }
+        }
+    };
+}
+
+scalar!(i8, i8, 1);
+scalar!(i16, i16, 2);
+scalar!(i32, i32, 4);
+scalar!(i64, i64, 8);
+scalar!(u16, u16, 2);
+scalar!(u32, u32, 4);
+scalar!(f64, f64, 8);
+scalar!(bool, bool, 1);
+scalar!(Uuid, uuid, 16);
+
+impl Encode for Str<'_> {
+    #[inline]
+    fn size(&self, ver: Ver, field: &'static str) -> Result<usize, EncodeError> {
+        wire::string_size(self.len(), ver.flexible, field)
+    }
+    #[inline]
+    fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        w.str(self, ver.flexible);
+    }
+}

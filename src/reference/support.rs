@@ -1,0 +1,137 @@
+//! What the generated reference decoder is built from: a trait for reading owned values
+//! and helpers for arrays, strings, bytes and tagged fields. It shares only the primitives
+//! of [`crate::wire`] with the views.
+
+use alloc::{string::String, vec::Vec};
+
+use crate::encode::Body;
+use crate::error::{DecodeError, DecodeErrorKind};
+use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver};
+use crate::view::{ArrayView, Element};
+use crate::wire::Reader;
+
+/// A type the reference decoder can build from the input, allocating as it goes.
+pub(crate) trait ReadOwned: Sized {
+    /// Decodes one value.
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, field: &'static str) -> Result<Self, DecodeError>;
+}
+
+macro_rules! scalar {
+    ($($t:ty => $read:ident),*) => {$(
+        impl ReadOwned for $t {
+            fn read_owned(r: &mut Reader<'_>, _: Ver, field: &'static str) -> Result<Self, DecodeError> {
+                r.$read(field)
+            }
+        }
+    )*};
+}
+
+scalar!(i8 => i8, i16 => i16, i32 => i32, i64 => i64, u16 => u16, u32 => u32, f64 => f64, bool => bool, Uuid => uuid);
+
+impl ReadOwned for Str<'static> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, field: &'static str) -> Result<Self, DecodeError> {
+        r.str(ver.flexible, field).map(owned_str)
+    }
+}
+
+/// A non-nullable array. The count was checked against the bytes left before this
+/// allocates, so a hostile count cannot allocate more than the input.
+pub(crate) fn read_list<T: ReadOwned>(
+    r: &mut Reader<'_>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<Vec<T>, DecodeError> {
+    let count = r.array_len_non_null(ver.flexible, field)?;
+    read_elements(r, count, ver, field)
+}
+
+/// A nullable array (`None` for null).
+pub(crate) fn read_nullable_list<T: ReadOwned>(
+    r: &mut Reader<'_>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<Option<Vec<T>>, DecodeError> {
+    match r.array_len(ver.flexible, field)? {
+        Some(count) => read_elements(r, count, ver, field).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The most the reference decoder reserves for an array before reading its elements.
+/// A count only has to be no larger than the bytes left, and a decoded element can take
+/// dozens of times the bytes of its encoding, so reserving `count` elements up front would
+/// let a small input claim a large allocation (120 bytes per input byte for ListGroups
+/// groups); beyond this the vector grows with the elements actually read.
+const MAX_RESERVE_BYTES: usize = 64 * 1024;
+
+fn read_elements<T: ReadOwned>(
+    r: &mut Reader<'_>,
+    count: usize,
+    ver: Ver,
+    field: &'static str,
+) -> Result<Vec<T>, DecodeError> {
+    let mut items = Vec::with_capacity(count.min(MAX_RESERVE_BYTES / core::mem::size_of::<T>().max(1)));
+    for _ in 0..count {
+        items.push(T::read_owned(r, ver, field)?);
+    }
+    Ok(items)
+}
+
+/// An owned copy of a string.
+pub(crate) fn owned_str(s: &str) -> Str<'static> {
+    Str::Owned(String::from(s))
+}
+
+/// An owned copy of a byte array (for messages with `bytes` fields).
+#[allow(dead_code)]
+pub(crate) fn owned_bytes(b: &[u8]) -> Bytes<'static> {
+    List::Owned(b.to_vec())
+}
+
+/// An unknown tagged field, copied out of `value` (which holds exactly the field's bytes).
+pub(crate) fn raw_tagged_field(tag: u32, value: &mut Reader<'_>) -> RawTaggedField<'static> {
+    let rest = value.remaining();
+    let data = value.take(rest, "").unwrap_or_default().to_vec();
+    RawTaggedField { tag, data: List::Owned(data) }
+}
+
+/// A whole body of `B` at `version`.
+pub(crate) fn read_owned_body<B: Body + ReadOwned>(bytes: &[u8], version: i16) -> Result<B, DecodeError> {
+    let Some(ver) = B::ver(version) else {
+        return Err(DecodeError::new(DecodeErrorKind::UnsupportedVersion(version), 0, B::NAME));
+    };
+    let mut r = Reader::new(bytes);
+    let body = B::read_owned(&mut r, ver, B::NAME)?;
+    r.finish(B::NAME)?;
+    Ok(body)
+}
+
+/// Conversion from a view to a value that borrows the view's strings and bytes (arrays
+/// become vectors).
+pub(crate) trait FromView<V>: Sized {
+    /// Converts.
+    fn from_view(view: V) -> Self;
+}
+
+macro_rules! from_view_identity {
+    ($($t:ty),*) => {$(
+        impl FromView<$t> for $t {
+            fn from_view(view: $t) -> Self {
+                view
+            }
+        }
+    )*};
+}
+
+from_view_identity!(i8, i16, i32, i64, u16, u32, f64, bool, Uuid);
+
+impl<'a> FromView<&'a str> for Str<'a> {
+    fn from_view(view: &'a str) -> Self {
+        Str::Borrowed(view)
+    }
+}
+
+/// Converts every element of an array view.
+pub(crate) fn list_from_view<'a, V: Element<'a>, T: FromView<V>>(view: ArrayView<'a, V>) -> List<'a, T> {
+    List::Owned(view.iter().map(T::from_view).collect())
+}

@@ -1,0 +1,26 @@
+//! Wire primitives: a bounds-checked [`Reader`], a [`Writer`] into a caller's buffer, and
+//! the size arithmetic both sides share.
+//!
+//! Every Kafka schema type has its reader, writer and size function here: fixed-width
+//! integers (big-endian), `float64`, `bool`, `uuid`, unsigned varints, zig-zag varints and
+//! varlongs, classic (int16/int32 length) and compact (unsigned varint length + 1) strings
+//! and bytes, nullable forms, array counts (int32, -1 = null; compact count + 1, 0 = null)
+//! and tagged-field sections. Generated message code is built only from these.
+//!
+//! The reader never panics and never reads past its slice: every short read is a
+//! [`crate::DecodeErrorKind::Truncated`] error at the offset where it happened. The writer is
+//! only used after the size step has checked that the buffer is large enough; it still
+//! never panics (a write past the end is dropped and counted).
+
+/// Kafka's limit on the length of any string, classic or compact.
+pub const MAX_STRING_LEN: usize = 0x7fff;
+
+mod read;
+mod tagged;
+mod utf8;
+mod write;
+
+pub use read::{Reader, utf8};
+pub use tagged::{TaggedIter, TaggedSection};
+pub(crate) use utf8::str_from;
+pub use write::*;

@@ -1,0 +1,382 @@
+//! The writer and the size arithmetic.
+
+use crate::error::EncodeError;
+use crate::types::{RawTaggedField, Uuid};
+
+use super::MAX_STRING_LEN;
+
+/// Bytes an unsigned varint of `v` takes.
+#[inline]
+pub const fn uvarint_len(v: u32) -> usize {
+    match v {
+        0..=0x7f => 1,
+        0x80..=0x3fff => 2,
+        0x4000..=0x1f_ffff => 3,
+        0x20_0000..=0x0fff_ffff => 4,
+        _ => 5,
+    }
+}
+
+/// Bytes an unsigned varlong of `v` takes.
+#[inline]
+pub const fn uvarlong_len(v: u64) -> usize {
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+/// Bytes a zig-zag varint of `v` takes.
+pub const fn varint_len(v: i32) -> usize {
+    uvarint_len(((v << 1) ^ (v >> 31)) as u32)
+}
+
+/// Bytes a zig-zag varlong of `v` takes.
+pub const fn varlong_len(v: i64) -> usize {
+    uvarlong_len(((v << 1) ^ (v >> 63)) as u64)
+}
+
+/// Size of a string of `len` bytes with its prefix; checks the 32767-byte limit.
+#[inline]
+pub fn string_size(len: usize, flexible: bool, field: &'static str) -> Result<usize, EncodeError> {
+    if len > MAX_STRING_LEN {
+        return Err(EncodeError::StringTooLong { field, len });
+    }
+    Ok(if flexible { uvarint_len(len as u32 + 1) } else { 2 } + len)
+}
+
+/// Size of a null string or byte array.
+#[inline]
+pub const fn null_size(flexible: bool, wide: bool) -> usize {
+    if flexible {
+        1
+    } else if wide {
+        4
+    } else {
+        2
+    }
+}
+
+/// Size of a byte array of `len` bytes with its prefix.
+#[inline]
+pub fn bytes_size(len: usize, flexible: bool, field: &'static str) -> Result<usize, EncodeError> {
+    if len >= i32::MAX as usize {
+        return Err(EncodeError::TooLong { field });
+    }
+    Ok(if flexible { uvarint_len(len as u32 + 1) } else { 4 } + len)
+}
+
+/// Size of an array count prefix for `count` elements (a null array takes
+/// [`null_size`]`(flexible, true)`).
+#[inline]
+pub fn array_prefix_size(count: usize, flexible: bool, field: &'static str) -> Result<usize, EncodeError> {
+    if count >= i32::MAX as usize {
+        return Err(EncodeError::TooLong { field });
+    }
+    Ok(if flexible { uvarint_len(count as u32 + 1) } else { 4 })
+}
+
+/// Adds sizes, failing instead of overflowing.
+#[inline]
+pub fn add(a: usize, b: usize, field: &'static str) -> Result<usize, EncodeError> {
+    a.checked_add(b).ok_or(EncodeError::TooLong { field })
+}
+
+/// Sizing of a tagged-field section: known fields are added as they are found present,
+/// then [`TaggedSize::finish`] adds the unknown ones and the count.
+#[derive(Debug, Default)]
+pub struct TaggedSize {
+    count: u32,
+    bytes: usize,
+}
+
+impl TaggedSize {
+    /// A section with no fields yet.
+    pub const fn new() -> Self {
+        TaggedSize { count: 0, bytes: 0 }
+    }
+
+    /// Adds a known field whose value takes `len` bytes.
+    #[inline]
+    pub fn field(&mut self, tag: u32, len: usize, field: &'static str) -> Result<(), EncodeError> {
+        let len32 = u32::try_from(len).map_err(|_| EncodeError::TooLong { field })?;
+        self.count += 1;
+        self.bytes = add(self.bytes, uvarint_len(tag) + uvarint_len(len32) + len, field)?;
+        Ok(())
+    }
+
+    /// Adds the unknown fields and the count, and returns the section's size. Unknown tags
+    /// must ascend strictly and must not be one of the `known` tags.
+    #[inline]
+    pub fn finish(
+        mut self,
+        unknown: &[RawTaggedField<'_>],
+        known: &[u32],
+        field: &'static str,
+    ) -> Result<usize, EncodeError> {
+        let mut last: Option<u32> = None;
+        for raw in unknown {
+            if last.is_some_and(|prev| raw.tag <= prev) || known.contains(&raw.tag) {
+                return Err(EncodeError::InvalidTaggedFields { field, tag: raw.tag });
+            }
+            last = Some(raw.tag);
+            self.field(raw.tag, raw.data.len(), field)?;
+        }
+        add(self.bytes, uvarint_len(self.count), field)
+    }
+}
+
+/// Size of a tagged-field section that holds only unknown fields (the struct has no
+/// known tagged fields); their tags must ascend strictly.
+#[inline]
+pub fn raw_tagged_fields_size(
+    unknown: &[RawTaggedField<'_>],
+    field: &'static str,
+) -> Result<usize, EncodeError> {
+    if unknown.is_empty() {
+        return Ok(1);
+    }
+    TaggedSize::new().finish(unknown, &[], field)
+}
+
+/// A cursor writing into a caller's buffer.
+///
+/// Encoders size their output first and check the buffer, so writes always fit; a write
+/// that would not fit is dropped (never a panic) and [`Writer::pos`] still advances, so
+/// the mismatch shows in the returned length.
+#[derive(Debug)]
+pub struct Writer<'b> {
+    buf: &'b mut [u8],
+    pos: usize,
+}
+
+impl<'b> Writer<'b> {
+    /// A writer at the start of `buf`.
+    pub fn new(buf: &'b mut [u8]) -> Self {
+        Writer { buf, pos: 0 }
+    }
+
+    /// Bytes written so far.
+    pub const fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Writes raw bytes.
+    #[inline]
+    pub fn put(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        if let Some(dst) = self.buf.get_mut(self.pos..).and_then(|rest| rest.get_mut(..n)) {
+            copy_short(dst, bytes);
+        }
+        self.pos += n;
+    }
+
+    /// Writes `N` bytes that `fill` sets: a run of fixed-width fields in one bounds check.
+    #[inline]
+    pub fn fixed<const N: usize>(&mut self, fill: impl FnOnce(&mut [u8; N])) {
+        if let Some(dst) = self.buf.get_mut(self.pos..).and_then(<[u8]>::first_chunk_mut::<N>) {
+            fill(dst);
+        }
+        self.pos += N;
+    }
+
+    /// Writes one byte.
+    #[inline]
+    pub fn byte(&mut self, b: u8) {
+        if let Some(dst) = self.buf.get_mut(self.pos) {
+            *dst = b;
+        }
+        self.pos += 1;
+    }
+
+    /// Writes an `int8`.
+    #[inline]
+    pub fn i8(&mut self, v: i8) {
+        self.put(&v.to_be_bytes());
+    }
+    /// Writes an `int16`.
+    #[inline]
+    pub fn i16(&mut self, v: i16) {
+        self.put(&v.to_be_bytes());
+    }
+    /// Writes an `int32`.
+    #[inline]
+    pub fn i32(&mut self, v: i32) {
+        self.put(&v.to_be_bytes());
+    }
+    /// Writes an `int64`.
+    #[inline]
+    pub fn i64(&mut self, v: i64) {
+        self.put(&v.to_be_bytes());
+    }
+    /// Writes a `uint16`.
+    #[inline]
+    pub fn u16(&mut self, v: u16) {
+        self.put(&v.to_be_bytes());
+    }
+    /// Writes a `uint32`.
+    #[inline]
+    pub fn u32(&mut self, v: u32) {
+        self.put(&v.to_be_bytes());
+    }
+    /// Writes a `float64`.
+    #[inline]
+    pub fn f64(&mut self, v: f64) {
+        self.put(&v.to_be_bytes());
+    }
+    /// Writes a `bool` as 0 or 1.
+    #[inline]
+    pub fn bool(&mut self, v: bool) {
+        self.byte(u8::from(v));
+    }
+    /// Writes a `uuid`.
+    #[inline]
+    pub fn uuid(&mut self, v: Uuid) {
+        self.put(&v.0);
+    }
+
+    /// Writes an unsigned varint.
+    #[inline]
+    pub fn uvarint(&mut self, mut v: u32) {
+        if v < 0x80 {
+            self.byte(v as u8);
+            return;
+        }
+        while v >= 0x80 {
+            self.byte((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+
+    /// Writes an unsigned varlong.
+    pub fn uvarlong(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.put(&[(v as u8) | 0x80]);
+            v >>= 7;
+        }
+        self.put(&[v as u8]);
+    }
+
+    /// Writes a zig-zag varint.
+    pub fn varint(&mut self, v: i32) {
+        self.uvarint(((v << 1) ^ (v >> 31)) as u32);
+    }
+
+    /// Writes a zig-zag varlong.
+    pub fn varlong(&mut self, v: i64) {
+        self.uvarlong(((v << 1) ^ (v >> 63)) as u64);
+    }
+
+    /// Writes a length prefix (`None` = null) in the compact or classic form; `wide`
+    /// selects int32 over int16 for the classic form.
+    #[inline]
+    pub fn len_prefix(&mut self, len: Option<usize>, flexible: bool, wide: bool) {
+        match (len, flexible, wide) {
+            (Some(n), true, _) => self.uvarint(n as u32 + 1),
+            (None, true, _) => self.uvarint(0),
+            (Some(n), false, true) => self.i32(n as i32),
+            (None, false, true) => self.i32(-1),
+            (Some(n), false, false) => self.i16(n as i16),
+            (None, false, false) => self.i16(-1),
+        }
+    }
+
+    /// Writes a string with its prefix.
+    #[inline]
+    pub fn str(&mut self, s: &str, flexible: bool) {
+        self.len_prefix(Some(s.len()), flexible, false);
+        self.put(s.as_bytes());
+    }
+
+    /// Writes a nullable string with its prefix.
+    #[inline]
+    pub fn nullable_str(&mut self, s: Option<&str>, flexible: bool) {
+        match s {
+            Some(s) => self.str(s, flexible),
+            None => self.len_prefix(None, flexible, false),
+        }
+    }
+
+    /// Writes a byte array with its prefix.
+    #[inline]
+    pub fn bytes(&mut self, b: &[u8], flexible: bool) {
+        self.len_prefix(Some(b.len()), flexible, true);
+        self.put(b);
+    }
+
+    /// Writes a nullable byte array with its prefix.
+    #[inline]
+    pub fn nullable_bytes(&mut self, b: Option<&[u8]>, flexible: bool) {
+        match b {
+            Some(b) => self.bytes(b, flexible),
+            None => self.len_prefix(None, flexible, true),
+        }
+    }
+
+    /// Writes an array count (`None` = null).
+    #[inline]
+    pub fn array_len(&mut self, count: Option<usize>, flexible: bool) {
+        self.len_prefix(count, flexible, true);
+    }
+
+    /// Writes the header of a tagged field: its tag and size.
+    #[inline]
+    pub fn tag_header(&mut self, tag: u32, size: usize) {
+        self.uvarint(tag);
+        self.uvarint(size as u32);
+    }
+
+    /// Writes a tagged-field section that holds only unknown fields: the count, then each
+    /// field.
+    #[inline]
+    pub fn raw_tagged_fields(&mut self, unknown: &[RawTaggedField<'_>]) {
+        if unknown.is_empty() {
+            self.byte(0);
+            return;
+        }
+        self.uvarint(unknown.len() as u32);
+        self.raw_tags_below(unknown, &mut 0, None);
+    }
+
+    /// Writes the unknown tagged fields from index `next` on whose tags are below `below`
+    /// (all the rest with `None`), advancing `next` past them.
+    #[inline]
+    pub fn raw_tags_below(&mut self, unknown: &[RawTaggedField<'_>], next: &mut usize, below: Option<u32>) {
+        while let Some(raw) = unknown.get(*next) {
+            if below.is_some_and(|b| raw.tag >= b) {
+                break;
+            }
+            self.tag_header(raw.tag, raw.data.len());
+            self.put(&raw.data);
+            *next += 1;
+        }
+    }
+}
+
+/// `dst.copy_from_slice(src)` for slices of equal length, with short lengths (Kafka's
+/// names, mostly) copied by two overlapping fixed-size moves instead of a call to `memcpy`.
+#[inline]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if n != dst.len() {
+        return;
+    }
+    macro_rules! two {
+        ($w:expr) => {{
+            if let (Some(d), Some(s)) = (dst.first_chunk_mut::<$w>(), src.first_chunk::<$w>()) {
+                *d = *s;
+            }
+            if let (Some(d), Some(s)) = (dst.last_chunk_mut::<$w>(), src.last_chunk::<$w>()) {
+                *d = *s;
+            }
+        }};
+    }
+    match n {
+        0 => {}
+        1 => two!(1),
+        2..=3 => two!(2),
+        4..=7 => two!(4),
+        8..=16 => two!(8),
+        17..=32 => two!(16),
+        _ => dst.copy_from_slice(src),
+    }
+}
