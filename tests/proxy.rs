@@ -339,6 +339,35 @@ fn client_command(client: &str, bootstrap: &str, prefix: &str) -> Command {
     }
 }
 
+/// The records of a partition as the consumer saw them, `[offset, value]` in delivery
+/// order, as the partition's log: offsets 0, 1, 2, ... each with its value. A record
+/// delivered again (a consumer group rebalance before a commit re-delivers, which is the
+/// consumer's at-least-once contract) must carry the same value at the same offset; a gap,
+/// or two values at one offset, fails.
+fn partition_log(client: &str, what: &str, consumed: &Value) -> Vec<Value> {
+    let entries = consumed.as_array().unwrap_or_else(|| panic!("{client}: {what}: not a list: {consumed}"));
+    let mut log: BTreeMap<i64, Value> = BTreeMap::new();
+    let mut again = 0;
+    for e in entries {
+        let (Some(offset), Some(value)) = (e[0].as_i64(), e.get(1)) else {
+            panic!("{client}: {what}: not [offset, value]: {e}");
+        };
+        if let Some(before) = log.insert(offset, value.clone()) {
+            assert_eq!(&before, value, "{client}: {what}: two values at offset {offset}");
+            again += 1;
+        }
+    }
+    if again > 0 {
+        eprintln!(
+            "{client}: {what}: {again} records delivered again by the consumer (same offsets, same values)"
+        );
+    }
+    for (i, offset) in log.keys().enumerate() {
+        assert_eq!(*offset, i as i64, "{client}: {what}: offsets not contiguous from 0: {:?}", log.keys());
+    }
+    log.into_values().collect()
+}
+
 /// Checks what a client reports: every record produced consumed exactly once and in
 /// order per partition, offsets committed up to the end, admin answers right.
 fn check_answers(client: &str, out: &Value, prefix: &str) {
@@ -356,8 +385,10 @@ fn check_answers(client: &str, out: &Value, prefix: &str) {
             if out.get(key).is_none() {
                 continue;
             }
+            let log = partition_log(client, &format!("{key}/{p}"), &out[key][p]);
             assert_eq!(
-                &out[key][p], &produced[p],
+                &Value::Array(log),
+                &produced[p],
                 "{client}: partition {p}: {key} is not every record produced, once and in order"
             );
         }
@@ -425,6 +456,15 @@ fn client_through_proxy(client: &str) {
             assert!(n > 0, "{client}: no {api} {d} was decoded\n{report}");
         }
     }
+    // The proxy closed no connection on its own: every one ended because its client did.
+    let closed: Vec<&String> = frames
+        .events
+        .iter()
+        .filter(|l| {
+            l.contains(": closed (") && !l.contains("(client closed)") && !l.contains("reset by peer")
+        })
+        .collect();
+    assert!(closed.is_empty(), "{client}: connections closed by the proxy or the broker:\n{closed:?}");
     let heard =
         frames.count("request", "FindCoordinator") + frames.count("request", "ConsumerGroupHeartbeat");
     assert!(heard > 0, "{client}: no coordinator lookup went through the proxy\n{report}");

@@ -56,12 +56,13 @@ def main():
     )
     want = PER_CODEC * len(CODECS)
     deadline = time.time() + 40
-    n = 0
-    while n < want and time.time() < deadline:
+    seen = set()
+    while len(seen) < want and time.time() < deadline:
         for tp, records in consumer.poll(timeout_ms=1000).items():
             for r in records:
-                consumed[str(tp.partition)].append(r.value.decode())
-                n += 1
+                # [offset, value]: a record delivered again after a rebalance shows as such.
+                consumed[str(tp.partition)].append([r.offset, r.value.decode()])
+                seen.add((tp.partition, r.offset))
     consumer.commit()
     out["consumed"] = consumed
     tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]

@@ -38,7 +38,8 @@ async function main () {
 
   const produced = {}
   for (let p = 0; p < PARTITIONS; p++) produced[p] = []
-  const producer = kafka.producer({ allowAutoTopicCreation: false })
+  // Idempotent: a retry cannot write a record twice, so a duplicate would be the proxy's doing.
+  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 })
   await producer.connect()
   for (const [name, codec] of Object.entries(CODECS)) {
     const messages = []
@@ -56,7 +57,7 @@ async function main () {
   const consumed = {}
   for (let p = 0; p < PARTITIONS; p++) consumed[p] = []
   const want = PER_CODEC * Object.keys(CODECS).length
-  let n = 0
+  const seen = new Set()
   const consumer = kafka.consumer({ groupId })
   await consumer.connect()
   await consumer.subscribe({ topic, fromBeginning: true })
@@ -65,10 +66,10 @@ async function main () {
     consumer.run({
       autoCommit: false,
       eachMessage: async ({ partition, message }) => {
-        consumed[partition].push(message.value.toString())
-        n += 1
+        consumed[partition].push([Number(message.offset), message.value.toString()])
+        seen.add(`${partition}/${message.offset}`)
         await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }])
-        if (n >= want) { clearTimeout(timer); resolve() }
+        if (seen.size >= want) { clearTimeout(timer); resolve() }
       }
     }).catch(reject)
   })

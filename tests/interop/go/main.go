@@ -120,10 +120,12 @@ func main() {
 	out["extra_records"] = 1
 	out["produced"] = produced
 
-	consumed := map[string][]string{}
+	// [offset, value]: a record delivered again after a rebalance shows as such.
+	consumed := map[string][][2]any{}
 	for p := 0; p < partitions; p++ {
-		consumed[strconv.Itoa(p)] = []string{}
+		consumed[strconv.Itoa(p)] = [][2]any{}
 	}
+	seen := map[[2]int64]bool{}
 	ccl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID("franz-go-proxy-test"),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
@@ -140,8 +142,9 @@ func main() {
 			if len(r.Value) > 1000 {
 				v = fmt.Sprintf("large-%d", len(r.Value))
 			}
-			consumed[k] = append(consumed[k], v)
-			n++
+			consumed[k] = append(consumed[k], [2]any{r.Offset, v})
+			seen[[2]int64{int64(r.Partition), r.Offset}] = true
+			n = len(seen)
 		})
 	}
 	must(ccl.CommitUncommittedOffsets(ctx))

@@ -90,13 +90,16 @@ public final class ProxyClient {
         }
         int want = PER_CODEC * CODECS.length + ACKS0_RECORDS;
         int n = 0;
+        java.util.Set<String> seen = new java.util.HashSet<>();
         long deadline = System.currentTimeMillis() + 40_000;
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
             consumer.subscribe(List.of(topic));
             while (n < want && System.currentTimeMillis() < deadline) {
                 for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(500))) {
-                    consumed.get(r.partition()).add(r.value());
-                    n++;
+                    // [offset, value]: a record delivered again after a rebalance shows as such.
+                    consumed.get(r.partition()).add("[" + r.offset() + "," + q(r.value()) + "]");
+                    seen.add(r.partition() + "/" + r.offset());
+                    n = seen.size();
                 }
                 consumer.commitSync();
             }
@@ -176,10 +179,10 @@ public final class ProxyClient {
             out.append(",\"produced\":").append(byPartition(producedJson));
 
             Map<Integer, String> consumedJson = new HashMap<>();
-            consume(bootstrap, topic, group, "classic").forEach((p, v) -> consumedJson.put(p, list(v)));
+            consume(bootstrap, topic, group, "classic").forEach((p, v) -> consumedJson.put(p, "[" + String.join(",", v) + "]"));
             out.append(",\"consumed\":").append(byPartition(consumedJson));
             Map<Integer, String> consumed2Json = new HashMap<>();
-            consume(bootstrap, topic, group2, "consumer").forEach((p, v) -> consumed2Json.put(p, list(v)));
+            consume(bootstrap, topic, group2, "consumer").forEach((p, v) -> consumed2Json.put(p, "[" + String.join(",", v) + "]"));
             out.append(",\"consumed_consumer_protocol\":").append(byPartition(consumed2Json));
 
             Map<TopicPartition, OffsetAndMetadata> committed =
