@@ -426,12 +426,27 @@ fn encode_errors_name_the_json_path() {
 fn versions_lists_every_api() {
     let table = ok(&["versions"], b"");
     let rows: Vec<&str> = table.lines().collect();
-    assert_eq!(rows.len(), 5, "{table}");
+    assert_eq!(rows.len(), kwire::ApiKey::ALL.len() + 1, "{table}");
     assert!(rows[0].starts_with("API"));
     assert!(
         rows.iter().any(|r| r.starts_with("ListOffsets") && r.contains("1-10") && r.contains("v2: 6-10"))
     );
     assert!(rows.iter().any(|r| r.starts_with("ApiVersions") && r.contains("v0: 0-4")));
+}
+
+#[test]
+fn versions_as_json() {
+    let out = ok(&["versions", "--format", "json"], b"");
+    let apis: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(apis.len(), kwire::ApiKey::ALL.len());
+    let produce = apis.iter().find(|a| a["name"] == "Produce").expect("Produce is listed");
+    assert_eq!(produce["key"], 0);
+    assert_eq!(produce["flexible_min"], 9);
+    let offset_delete = apis.iter().find(|a| a["name"] == "OffsetDelete").expect("OffsetDelete is listed");
+    assert_eq!(offset_delete["flexible_min"], serde_json::Value::Null);
+    for a in &apis {
+        assert!(a["min"].as_i64() <= a["max"].as_i64(), "{a}");
+    }
 }
 
 #[test]

@@ -34,12 +34,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Unstructured;
 use common::XorShift;
+use kwire::AnyBody;
 use kwire::messages::*;
 use kwire::reflect::{self, FieldType, StructSchema};
 use kwire::testing::AsVersion;
-use kwire::{AnyBody, Body};
 use kwire::{ApiKey, EncodeError};
 use serde_json::Value;
 
@@ -53,51 +53,38 @@ const INPUT_BYTES: usize = 640;
 /// A version and the body kwire encoded at it, or why it could not.
 type Encoded = (i16, Result<Vec<u8>, EncodeError>);
 
-/// Every API's request and response types. A new API needs one line here; an API in
-/// `ApiKey::ALL` without one fails the test.
-macro_rules! apis {
-    ($($api:ident: $request:ident, $response:ident;)*) => {
-        /// One value of the API's request (or response) from `arbitrary`, encoded at every
-        /// version as that version carries it (`AsVersion`): `None` when `arbitrary` ran out
-        /// of input, else per version the body or why kwire cannot encode it.
-        fn generate(api: ApiKey, response: bool, data: &[u8]) -> Option<Vec<Encoded>> {
-            match (api, response) {
-                $(
-                    (ApiKey::$api, false) => encode_every_version::<$request<'_>>(data),
-                    (ApiKey::$api, true) => encode_every_version::<$response<'_>>(data),
-                )*
-                _ => panic!("tests/kafka_codec.rs has no generator for {}: add it to `apis!`", api.name()),
-            }
-        }
-    };
+/// One value of the API's request (or response) from `arbitrary`, encoded at every version
+/// as that version carries it (`AsVersion`): `None` when `arbitrary` ran out of input, else
+/// per version the body or why kwire cannot encode it.
+fn generate(api: ApiKey, response: bool, data: &[u8]) -> Option<Vec<Encoded>> {
+    let u = &mut Unstructured::new(data);
+    if response {
+        let value = ResponseBody::arbitrary_for(api, u).ok()?;
+        Some(encode_every_version(api, api.response_versions(), |ver| value.as_version(ver)))
+    } else {
+        let value = RequestBody::arbitrary_for(api, u).ok()?;
+        Some(encode_every_version(api, api.request_versions(), |ver| value.as_version(ver)))
+    }
 }
 
-apis! {
-    ListOffsets: ListOffsetsRequest, ListOffsetsResponse;
-    Metadata: MetadataRequest, MetadataResponse;
-    ListGroups: ListGroupsRequest, ListGroupsResponse;
-    ApiVersions: ApiVersionsRequest, ApiVersionsResponse;
-}
-
-fn encode_every_version<'a, T>(data: &'a [u8]) -> Option<Vec<Encoded>>
-where
-    T: Arbitrary<'a> + Body + AsVersion,
-{
-    let value = T::arbitrary(&mut Unstructured::new(data)).ok()?;
+fn encode_every_version<B: AnyBody + std::fmt::Debug>(
+    api: ApiKey,
+    versions: kwire::Versions,
+    at: impl Fn(kwire::types::Ver) -> B,
+) -> Vec<Encoded> {
     let mut out = Vec::new();
-    for version in T::VERSIONS.min..=T::VERSIONS.max {
-        let ver = T::ver(version).expect("a version in the range");
-        let value = value.as_version(ver);
+    for version in versions.min..=versions.max {
+        let value = at(kwire::types::Ver::new(version, api.flexible_versions().contains(version)));
         let encoded = value.encoded_len(version).and_then(|n| {
             let mut buf = vec![0u8; n];
             value.encode(version, &mut buf).map(|written| {
-                assert_eq!(written, n, "{} v{version}: encoded_len and encode disagree", T::NAME);
+                assert_eq!(written, n, "{} v{version}: encoded_len and encode disagree", api.name());
                 buf
             })
         });
         out.push((version, encoded));
     }
-    Some(out)
+    out
 }
 
 /// The errors with which kwire refuses values that a version cannot carry even after

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// clients normally send it first on a new connection.
 ///
 /// Versions 0-4; flexible from version 3. Decode it without allocating with [`ApiVersionsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersionsRequest<'a> {
     /// Name of the client software that sent the request.
@@ -28,16 +28,6 @@ pub struct ApiVersionsRequest<'a> {
     pub client_software_version: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
-}
-
-impl<'a> Default for ApiVersionsRequest<'a> {
-    fn default() -> Self {
-        ApiVersionsRequest {
-            client_software_name: Str::Borrowed(""),
-            client_software_version: Str::Borrowed(""),
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
 }
 
 impl Body for ApiVersionsRequest<'_> {
@@ -261,7 +251,7 @@ impl<'a> Default for ApiVersionsResponse<'a> {
 }
 
 /// One entry for each API the broker accepts.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersion<'a> {
     /// Numeric key that identifies the API.
@@ -280,15 +270,9 @@ pub struct ApiVersion<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl<'a> Default for ApiVersion<'a> {
-    fn default() -> Self {
-        ApiVersion { api_key: 0, min_version: 0, max_version: 0, unknown_tagged_fields: List::Borrowed(&[]) }
-    }
-}
-
 /// Features this broker supports, each with its supported version range. In versions 0 to 3,
 /// features whose minimum supported version is 0 are left out.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SupportedFeatureKey<'a> {
     /// Feature name.
@@ -307,20 +291,9 @@ pub struct SupportedFeatureKey<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl<'a> Default for SupportedFeatureKey<'a> {
-    fn default() -> Self {
-        SupportedFeatureKey {
-            name: Str::Borrowed(""),
-            min_version: 0,
-            max_version: 0,
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
-}
-
 /// Feature version levels finalized for the whole cluster; only meaningful when
 /// FinalizedFeaturesEpoch is 0 or greater.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FinalizedFeatureKey<'a> {
     /// Feature name.
@@ -337,17 +310,6 @@ pub struct FinalizedFeatureKey<'a> {
     pub min_version_level: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
-}
-
-impl<'a> Default for FinalizedFeatureKey<'a> {
-    fn default() -> Self {
-        FinalizedFeatureKey {
-            name: Str::Borrowed(""),
-            max_version_level: 0,
-            min_version_level: 0,
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
 }
 
 impl Body for ApiVersionsResponse<'_> {
@@ -636,10 +598,9 @@ impl<'a> ApiVersionsResponseView<'a> {
     pub fn supported_features(&self) -> ArrayView<'a, SupportedFeatureKeyView<'a>> {
         let ver = self.ver;
         if ver.version >= 3 {
-            match self.src.tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 0) {
-                Some(v) => ArrayView::at(v, 0, ver),
-                None => ArrayView::empty(ver),
-            }
+            self.src
+                .tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 0)
+                .map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
         } else {
             ArrayView::empty(ver)
         }
@@ -650,10 +611,9 @@ impl<'a> ApiVersionsResponseView<'a> {
     pub fn finalized_features_epoch(&self) -> i64 {
         let ver = self.ver;
         if ver.version >= 3 {
-            match self.src.tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 1) {
-                Some(v) => v.i64(0),
-                None => -1,
-            }
+            self.src
+                .tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 1)
+                .map_or(-1, |v| v.i64(0))
         } else {
             -1
         }
@@ -664,10 +624,9 @@ impl<'a> ApiVersionsResponseView<'a> {
     pub fn finalized_features(&self) -> ArrayView<'a, FinalizedFeatureKeyView<'a>> {
         let ver = self.ver;
         if ver.version >= 3 {
-            match self.src.tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 2) {
-                Some(v) => ArrayView::at(v, 0, ver),
-                None => ArrayView::empty(ver),
-            }
+            self.src
+                .tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 2)
+                .map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
         } else {
             ArrayView::empty(ver)
         }
@@ -678,10 +637,9 @@ impl<'a> ApiVersionsResponseView<'a> {
     pub fn zk_migration_ready(&self) -> bool {
         let ver = self.ver;
         if ver.version >= 3 {
-            match self.src.tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 3) {
-                Some(v) => v.bool(0),
-                None => false,
-            }
+            self.src
+                .tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 3)
+                .is_some_and(|v| v.bool(0))
         } else {
             false
         }
@@ -797,7 +755,7 @@ impl<'a> ApiVersionView<'a> {
     fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
         r.run(6, &[("ApiVersion.ApiKey", 2), ("ApiVersion.MinVersion", 2), ("ApiVersion.MaxVersion", 2)])?;
         if ver.flexible {
-            r.tagged_fields("ApiVersion._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_tagged_fields("ApiVersion._tagged_fields", |_, _| Ok(false))?;
         }
         Ok([])
     }

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// group type.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`ListGroupsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListGroupsRequest<'a> {
     /// Only list groups in one of these states; an empty list returns groups in every state, each
@@ -30,16 +30,6 @@ pub struct ListGroupsRequest<'a> {
     pub types_filter: List<'a, Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
-}
-
-impl<'a> Default for ListGroupsRequest<'a> {
-    fn default() -> Self {
-        ListGroupsRequest {
-            states_filter: List::Borrowed(&[]),
-            types_filter: List::Borrowed(&[]),
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
 }
 
 impl Body for ListGroupsRequest<'_> {
@@ -212,7 +202,7 @@ impl fmt::Debug for ListGroupsRequestView<'_> {
 /// in later versions, its state and type.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`ListGroupsResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListGroupsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -232,19 +222,8 @@ pub struct ListGroupsResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl<'a> Default for ListGroupsResponse<'a> {
-    fn default() -> Self {
-        ListGroupsResponse {
-            throttle_time_ms: 0,
-            error_code: 0,
-            groups: List::Borrowed(&[]),
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
-}
-
 /// One entry for each group listed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListedGroup<'a> {
     /// Identifier of the group.
@@ -265,18 +244,6 @@ pub struct ListedGroup<'a> {
     pub group_type: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
-}
-
-impl<'a> Default for ListedGroup<'a> {
-    fn default() -> Self {
-        ListedGroup {
-            group_id: Str::Borrowed(""),
-            protocol_type: Str::Borrowed(""),
-            group_state: Str::Borrowed(""),
-            group_type: Str::Borrowed(""),
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
 }
 
 impl Body for ListGroupsResponse<'_> {

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// position such as the earliest or latest offset, in each listed partition.
 ///
 /// Versions 1-10; flexible from version 6. Decode it without allocating with [`ListOffsetsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsRequest<'a> {
     /// Broker ID of the sender when a broker makes the request, or -1 when an ordinary consumer
@@ -42,20 +42,8 @@ pub struct ListOffsetsRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl<'a> Default for ListOffsetsRequest<'a> {
-    fn default() -> Self {
-        ListOffsetsRequest {
-            replica_id: 0,
-            isolation_level: 0,
-            topics: List::Borrowed(&[]),
-            timeout_ms: 0,
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
-}
-
 /// Topics whose offsets are being looked up.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsTopic<'a> {
     /// Name of the topic.
@@ -68,16 +56,6 @@ pub struct ListOffsetsTopic<'a> {
     pub partitions: List<'a, ListOffsetsPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
-}
-
-impl<'a> Default for ListOffsetsTopic<'a> {
-    fn default() -> Self {
-        ListOffsetsTopic {
-            name: Str::Borrowed(""),
-            partitions: List::Borrowed(&[]),
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
 }
 
 /// Partitions of this topic to look up.
@@ -506,7 +484,7 @@ impl<'a> ListOffsetsPartitionView<'a> {
         }
         r.take(8, "ListOffsetsPartition.Timestamp")?;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsPartition._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_tagged_fields("ListOffsetsPartition._tagged_fields", |_, _| Ok(false))?;
         }
         Ok([])
     }
@@ -550,7 +528,7 @@ impl fmt::Debug for ListOffsetsPartitionView<'_> {
 /// with its timestamp and leader epoch.
 ///
 /// Versions 1-10; flexible from version 6. Decode it without allocating with [`ListOffsetsResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -566,18 +544,8 @@ pub struct ListOffsetsResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl<'a> Default for ListOffsetsResponse<'a> {
-    fn default() -> Self {
-        ListOffsetsResponse {
-            throttle_time_ms: 0,
-            topics: List::Borrowed(&[]),
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
-}
-
 /// Results grouped by topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsTopicResponse<'a> {
     /// Name of the topic.
@@ -590,16 +558,6 @@ pub struct ListOffsetsTopicResponse<'a> {
     pub partitions: List<'a, ListOffsetsPartitionResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
-}
-
-impl<'a> Default for ListOffsetsTopicResponse<'a> {
-    fn default() -> Self {
-        ListOffsetsTopicResponse {
-            name: Str::Borrowed(""),
-            partitions: List::Borrowed(&[]),
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
 }
 
 /// Results for each partition of this topic.
@@ -1036,7 +994,7 @@ impl<'a> ListOffsetsPartitionResponseView<'a> {
             r.take(4, "ListOffsetsPartitionResponse.LeaderEpoch")?;
         }
         if ver.flexible {
-            r.tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok([])
     }

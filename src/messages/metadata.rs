@@ -497,7 +497,7 @@ impl<'a> Default for MetadataResponse<'a> {
 }
 
 /// The brokers of the cluster.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataResponseBroker<'a> {
     /// ID of the broker.
@@ -518,18 +518,6 @@ pub struct MetadataResponseBroker<'a> {
     pub rack: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
-}
-
-impl<'a> Default for MetadataResponseBroker<'a> {
-    fn default() -> Self {
-        MetadataResponseBroker {
-            node_id: 0,
-            host: Str::Borrowed(""),
-            port: 0,
-            rack: None,
-            unknown_tagged_fields: List::Borrowed(&[]),
-        }
-    }
 }
 
 /// One entry for each topic described.

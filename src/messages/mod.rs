@@ -5,55 +5,863 @@
 //!
 //! | API | key | request versions | response versions | flexible from |
 //! |---|---:|---|---|---|
+//! | [Produce](produce) | 0 | 3-13 | 3-13 | 9 |
+//! | [Fetch](fetch) | 1 | 4-18 | 4-18 | 12 |
 //! | [ListOffsets](list_offsets) | 2 | 1-10 | 1-10 | 6 |
 //! | [Metadata](metadata) | 3 | 0-13 | 0-13 | 9 |
+//! | [OffsetCommit](offset_commit) | 8 | 2-10 | 2-10 | 8 |
+//! | [OffsetFetch](offset_fetch) | 9 | 1-10 | 1-10 | 6 |
+//! | [FindCoordinator](find_coordinator) | 10 | 0-6 | 0-6 | 3 |
+//! | [JoinGroup](join_group) | 11 | 0-9 | 0-9 | 6 |
+//! | [Heartbeat](heartbeat) | 12 | 0-4 | 0-4 | 4 |
+//! | [LeaveGroup](leave_group) | 13 | 0-5 | 0-5 | 4 |
+//! | [SyncGroup](sync_group) | 14 | 0-5 | 0-5 | 4 |
+//! | [DescribeGroups](describe_groups) | 15 | 0-6 | 0-6 | 5 |
 //! | [ListGroups](list_groups) | 16 | 0-5 | 0-5 | 3 |
+//! | [SaslHandshake](sasl_handshake) | 17 | 0-1 | 0-1 | 1 |
 //! | [ApiVersions](api_versions) | 18 | 0-4 | 0-4 | 3 |
+//! | [CreateTopics](create_topics) | 19 | 2-7 | 2-7 | 5 |
+//! | [DeleteTopics](delete_topics) | 20 | 1-6 | 1-6 | 4 |
+//! | [DeleteRecords](delete_records) | 21 | 0-2 | 0-2 | 2 |
+//! | [InitProducerId](init_producer_id) | 22 | 0-5 | 0-5 | 2 |
+//! | [OffsetForLeaderEpoch](offset_for_leader_epoch) | 23 | 2-4 | 2-4 | 4 |
+//! | [AddPartitionsToTxn](add_partitions_to_txn) | 24 | 0-5 | 0-5 | 3 |
+//! | [AddOffsetsToTxn](add_offsets_to_txn) | 25 | 0-4 | 0-4 | 3 |
+//! | [EndTxn](end_txn) | 26 | 0-5 | 0-5 | 3 |
+//! | [WriteTxnMarkers](write_txn_markers) | 27 | 1-2 | 1-2 | 1 |
+//! | [TxnOffsetCommit](txn_offset_commit) | 28 | 0-6 | 0-6 | 3 |
+//! | [DescribeAcls](describe_acls) | 29 | 1-3 | 1-3 | 2 |
+//! | [CreateAcls](create_acls) | 30 | 1-3 | 1-3 | 2 |
+//! | [DeleteAcls](delete_acls) | 31 | 1-3 | 1-3 | 2 |
+//! | [DescribeConfigs](describe_configs) | 32 | 1-4 | 1-4 | 4 |
+//! | [AlterConfigs](alter_configs) | 33 | 0-2 | 0-2 | 2 |
+//! | [AlterReplicaLogDirs](alter_replica_log_dirs) | 34 | 1-2 | 1-2 | 2 |
+//! | [DescribeLogDirs](describe_log_dirs) | 35 | 1-5 | 1-5 | 2 |
+//! | [SaslAuthenticate](sasl_authenticate) | 36 | 0-2 | 0-2 | 2 |
+//! | [CreatePartitions](create_partitions) | 37 | 0-3 | 0-3 | 2 |
+//! | [CreateDelegationToken](create_delegation_token) | 38 | 1-3 | 1-3 | 2 |
+//! | [RenewDelegationToken](renew_delegation_token) | 39 | 1-2 | 1-2 | 2 |
+//! | [ExpireDelegationToken](expire_delegation_token) | 40 | 1-2 | 1-2 | 2 |
+//! | [DescribeDelegationToken](describe_delegation_token) | 41 | 1-3 | 1-3 | 2 |
+//! | [DeleteGroups](delete_groups) | 42 | 0-3 | 0-3 | 2 |
+//! | [ElectLeaders](elect_leaders) | 43 | 0-2 | 0-2 | 2 |
+//! | [IncrementalAlterConfigs](incremental_alter_configs) | 44 | 0-1 | 0-1 | 1 |
+//! | [AlterPartitionReassignments](alter_partition_reassignments) | 45 | 0-1 | 0-1 | 0 |
+//! | [ListPartitionReassignments](list_partition_reassignments) | 46 | 0 | 0 | 0 |
+//! | [OffsetDelete](offset_delete) | 47 | 0 | 0 | 1 |
+//! | [DescribeClientQuotas](describe_client_quotas) | 48 | 0-1 | 0-1 | 1 |
+//! | [AlterClientQuotas](alter_client_quotas) | 49 | 0-1 | 0-1 | 1 |
+//! | [DescribeUserScramCredentials](describe_user_scram_credentials) | 50 | 0 | 0 | 0 |
+//! | [AlterUserScramCredentials](alter_user_scram_credentials) | 51 | 0 | 0 | 0 |
+//! | [Vote](vote) | 52 | 0-2 | 0-2 | 0 |
+//! | [BeginQuorumEpoch](begin_quorum_epoch) | 53 | 0-1 | 0-1 | 1 |
+//! | [EndQuorumEpoch](end_quorum_epoch) | 54 | 0-1 | 0-1 | 1 |
+//! | [DescribeQuorum](describe_quorum) | 55 | 0-2 | 0-2 | 0 |
+//! | [AlterPartition](alter_partition) | 56 | 2-3 | 2-3 | 0 |
+//! | [UpdateFeatures](update_features) | 57 | 0-2 | 0-2 | 0 |
+//! | [Envelope](envelope) | 58 | 0 | 0 | 0 |
+//! | [FetchSnapshot](fetch_snapshot) | 59 | 0-1 | 0-1 | 0 |
+//! | [DescribeCluster](describe_cluster) | 60 | 0-2 | 0-2 | 0 |
+//! | [DescribeProducers](describe_producers) | 61 | 0 | 0 | 0 |
+//! | [BrokerRegistration](broker_registration) | 62 | 0-4 | 0-4 | 0 |
+//! | [BrokerHeartbeat](broker_heartbeat) | 63 | 0-2 | 0-2 | 0 |
+//! | [UnregisterBroker](unregister_broker) | 64 | 0 | 0 | 0 |
+//! | [DescribeTransactions](describe_transactions) | 65 | 0 | 0 | 0 |
+//! | [ListTransactions](list_transactions) | 66 | 0-2 | 0-2 | 0 |
+//! | [AllocateProducerIds](allocate_producer_ids) | 67 | 0 | 0 | 0 |
+//! | [ConsumerGroupHeartbeat](consumer_group_heartbeat) | 68 | 0-1 | 0-1 | 0 |
+//! | [ConsumerGroupDescribe](consumer_group_describe) | 69 | 0-1 | 0-1 | 0 |
+//! | [ControllerRegistration](controller_registration) | 70 | 0 | 0 | 0 |
+//! | [GetTelemetrySubscriptions](get_telemetry_subscriptions) | 71 | 0 | 0 | 0 |
+//! | [PushTelemetry](push_telemetry) | 72 | 0 | 0 | 0 |
+//! | [AssignReplicasToDirs](assign_replicas_to_dirs) | 73 | 0 | 0 | 0 |
+//! | [ListConfigResources](list_config_resources) | 74 | 0-1 | 0-1 | 0 |
+//! | [DescribeTopicPartitions](describe_topic_partitions) | 75 | 0 | 0 | 0 |
+//! | [ShareGroupHeartbeat](share_group_heartbeat) | 76 | 1 | 1 | 0 |
+//! | [ShareGroupDescribe](share_group_describe) | 77 | 1 | 1 | 0 |
+//! | [ShareFetch](share_fetch) | 78 | 1-2 | 1-2 | 0 |
+//! | [ShareAcknowledge](share_acknowledge) | 79 | 1-2 | 1-2 | 0 |
+//! | [AddRaftVoter](add_raft_voter) | 80 | 0-1 | 0-1 | 0 |
+//! | [RemoveRaftVoter](remove_raft_voter) | 81 | 0 | 0 | 0 |
+//! | [UpdateRaftVoter](update_raft_voter) | 82 | 0 | 0 | 0 |
+//! | [InitializeShareGroupState](initialize_share_group_state) | 83 | 0 | 0 | 0 |
+//! | [ReadShareGroupState](read_share_group_state) | 84 | 0 | 0 | 0 |
+//! | [WriteShareGroupState](write_share_group_state) | 85 | 0-1 | 0-1 | 0 |
+//! | [DeleteShareGroupState](delete_share_group_state) | 86 | 0 | 0 | 0 |
+//! | [ReadShareGroupStateSummary](read_share_group_state_summary) | 87 | 0-1 | 0-1 | 0 |
+//! | [StreamsGroupHeartbeat](streams_group_heartbeat) | 88 | 0-1 | 0-1 | 0 |
+//! | [StreamsGroupDescribe](streams_group_describe) | 89 | 0-1 | 0-1 | 0 |
+//! | [DescribeShareGroupOffsets](describe_share_group_offsets) | 90 | 0-1 | 0-1 | 0 |
+//! | [AlterShareGroupOffsets](alter_share_group_offsets) | 91 | 0 | 0 | 0 |
+//! | [DeleteShareGroupOffsets](delete_share_group_offsets) | 92 | 0 | 0 | 0 |
+//! | [StreamsGroupTopologyDescriptionUpdate](streams_group_topology_description_update) | 93 | 0 | 0 | 0 |
+//! | [UnregisterController](unregister_controller) | 94 | 0 | 0 | 0 |
 
 use crate::encode::{AnyBody, private::Sealed};
 use crate::error::{DecodeError, EncodeError};
 use crate::types::Versions;
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
+pub mod add_raft_voter;
+pub mod allocate_producer_ids;
+pub mod alter_client_quotas;
+pub mod alter_configs;
+pub mod alter_partition;
+pub mod alter_partition_reassignments;
+pub mod alter_replica_log_dirs;
+pub mod alter_share_group_offsets;
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
+pub mod assign_replicas_to_dirs;
+pub mod begin_quorum_epoch;
+pub mod broker_heartbeat;
+pub mod broker_registration;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
+pub mod controller_registration;
+pub mod create_acls;
+pub mod create_delegation_token;
+pub mod create_partitions;
+pub mod create_topics;
+pub mod delete_acls;
+pub mod delete_groups;
+pub mod delete_records;
+pub mod delete_share_group_offsets;
+pub mod delete_share_group_state;
+pub mod delete_topics;
+pub mod describe_acls;
+pub mod describe_client_quotas;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod describe_delegation_token;
+pub mod describe_groups;
+pub mod describe_log_dirs;
+pub mod describe_producers;
+pub mod describe_quorum;
+pub mod describe_share_group_offsets;
+pub mod describe_topic_partitions;
+pub mod describe_transactions;
+pub mod describe_user_scram_credentials;
+pub mod elect_leaders;
+pub mod end_quorum_epoch;
+pub mod end_txn;
+pub mod envelope;
+pub mod expire_delegation_token;
+pub mod fetch;
+pub mod fetch_snapshot;
+pub mod find_coordinator;
+pub mod get_telemetry_subscriptions;
+pub mod heartbeat;
+pub mod incremental_alter_configs;
+pub mod init_producer_id;
+pub mod initialize_share_group_state;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
+pub mod list_transactions;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
+pub mod produce;
+pub mod push_telemetry;
+pub mod read_share_group_state;
+pub mod read_share_group_state_summary;
+pub mod remove_raft_voter;
+pub mod renew_delegation_token;
+pub mod sasl_authenticate;
+pub mod sasl_handshake;
+pub mod share_acknowledge;
+pub mod share_fetch;
+pub mod share_group_describe;
+pub mod share_group_heartbeat;
+pub mod streams_group_describe;
+pub mod streams_group_heartbeat;
+pub mod streams_group_topology_description_update;
+pub mod sync_group;
+pub mod txn_offset_commit;
+pub mod unregister_broker;
+pub mod unregister_controller;
+pub mod update_features;
+pub mod update_raft_voter;
+pub mod vote;
+pub mod write_share_group_state;
+pub mod write_txn_markers;
 
+pub use add_offsets_to_txn::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnRequestView, AddOffsetsToTxnResponse, AddOffsetsToTxnResponseView,
+};
+pub use add_partitions_to_txn::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnRequestView, AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponseView,
+};
+pub use add_raft_voter::{
+    AddRaftVoterRequest, AddRaftVoterRequestView, AddRaftVoterResponse, AddRaftVoterResponseView,
+};
+pub use allocate_producer_ids::{
+    AllocateProducerIdsRequest, AllocateProducerIdsRequestView, AllocateProducerIdsResponse,
+    AllocateProducerIdsResponseView,
+};
+pub use alter_client_quotas::{
+    AlterClientQuotasRequest, AlterClientQuotasRequestView, AlterClientQuotasResponse,
+    AlterClientQuotasResponseView,
+};
+pub use alter_configs::{
+    AlterConfigsRequest, AlterConfigsRequestView, AlterConfigsResponse, AlterConfigsResponseView,
+};
+pub use alter_partition::{
+    AlterPartitionRequest, AlterPartitionRequestView, AlterPartitionResponse, AlterPartitionResponseView,
+};
+pub use alter_partition_reassignments::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsRequestView,
+    AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsResponseView,
+};
+pub use alter_replica_log_dirs::{
+    AlterReplicaLogDirsRequest, AlterReplicaLogDirsRequestView, AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirsResponseView,
+};
+pub use alter_share_group_offsets::{
+    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsRequestView, AlterShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponseView,
+};
+pub use alter_user_scram_credentials::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsRequestView,
+    AlterUserScramCredentialsResponse, AlterUserScramCredentialsResponseView,
+};
 pub use api_versions::{
     ApiVersionsRequest, ApiVersionsRequestView, ApiVersionsResponse, ApiVersionsResponseView,
+};
+pub use assign_replicas_to_dirs::{
+    AssignReplicasToDirsRequest, AssignReplicasToDirsRequestView, AssignReplicasToDirsResponse,
+    AssignReplicasToDirsResponseView,
+};
+pub use begin_quorum_epoch::{
+    BeginQuorumEpochRequest, BeginQuorumEpochRequestView, BeginQuorumEpochResponse,
+    BeginQuorumEpochResponseView,
+};
+pub use broker_heartbeat::{
+    BrokerHeartbeatRequest, BrokerHeartbeatRequestView, BrokerHeartbeatResponse, BrokerHeartbeatResponseView,
+};
+pub use broker_registration::{
+    BrokerRegistrationRequest, BrokerRegistrationRequestView, BrokerRegistrationResponse,
+    BrokerRegistrationResponseView,
+};
+pub use consumer_group_describe::{
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeRequestView, ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponseView,
+};
+pub use consumer_group_heartbeat::{
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestView, ConsumerGroupHeartbeatResponse,
+    ConsumerGroupHeartbeatResponseView,
+};
+pub use controller_registration::{
+    ControllerRegistrationRequest, ControllerRegistrationRequestView, ControllerRegistrationResponse,
+    ControllerRegistrationResponseView,
+};
+pub use create_acls::{CreateAclsRequest, CreateAclsRequestView, CreateAclsResponse, CreateAclsResponseView};
+pub use create_delegation_token::{
+    CreateDelegationTokenRequest, CreateDelegationTokenRequestView, CreateDelegationTokenResponse,
+    CreateDelegationTokenResponseView,
+};
+pub use create_partitions::{
+    CreatePartitionsRequest, CreatePartitionsRequestView, CreatePartitionsResponse,
+    CreatePartitionsResponseView,
+};
+pub use create_topics::{
+    CreateTopicsRequest, CreateTopicsRequestView, CreateTopicsResponse, CreateTopicsResponseView,
+};
+pub use delete_acls::{DeleteAclsRequest, DeleteAclsRequestView, DeleteAclsResponse, DeleteAclsResponseView};
+pub use delete_groups::{
+    DeleteGroupsRequest, DeleteGroupsRequestView, DeleteGroupsResponse, DeleteGroupsResponseView,
+};
+pub use delete_records::{
+    DeleteRecordsRequest, DeleteRecordsRequestView, DeleteRecordsResponse, DeleteRecordsResponseView,
+};
+pub use delete_share_group_offsets::{
+    DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequestView, DeleteShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponseView,
+};
+pub use delete_share_group_state::{
+    DeleteShareGroupStateRequest, DeleteShareGroupStateRequestView, DeleteShareGroupStateResponse,
+    DeleteShareGroupStateResponseView,
+};
+pub use delete_topics::{
+    DeleteTopicsRequest, DeleteTopicsRequestView, DeleteTopicsResponse, DeleteTopicsResponseView,
+};
+pub use describe_acls::{
+    DescribeAclsRequest, DescribeAclsRequestView, DescribeAclsResponse, DescribeAclsResponseView,
+};
+pub use describe_client_quotas::{
+    DescribeClientQuotasRequest, DescribeClientQuotasRequestView, DescribeClientQuotasResponse,
+    DescribeClientQuotasResponseView,
+};
+pub use describe_cluster::{
+    DescribeClusterRequest, DescribeClusterRequestView, DescribeClusterResponse, DescribeClusterResponseView,
+};
+pub use describe_configs::{
+    DescribeConfigsRequest, DescribeConfigsRequestView, DescribeConfigsResponse, DescribeConfigsResponseView,
+};
+pub use describe_delegation_token::{
+    DescribeDelegationTokenRequest, DescribeDelegationTokenRequestView, DescribeDelegationTokenResponse,
+    DescribeDelegationTokenResponseView,
+};
+pub use describe_groups::{
+    DescribeGroupsRequest, DescribeGroupsRequestView, DescribeGroupsResponse, DescribeGroupsResponseView,
+};
+pub use describe_log_dirs::{
+    DescribeLogDirsRequest, DescribeLogDirsRequestView, DescribeLogDirsResponse, DescribeLogDirsResponseView,
+};
+pub use describe_producers::{
+    DescribeProducersRequest, DescribeProducersRequestView, DescribeProducersResponse,
+    DescribeProducersResponseView,
+};
+pub use describe_quorum::{
+    DescribeQuorumRequest, DescribeQuorumRequestView, DescribeQuorumResponse, DescribeQuorumResponseView,
+};
+pub use describe_share_group_offsets::{
+    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequestView,
+    DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseView,
+};
+pub use describe_topic_partitions::{
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsRequestView, DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponseView,
+};
+pub use describe_transactions::{
+    DescribeTransactionsRequest, DescribeTransactionsRequestView, DescribeTransactionsResponse,
+    DescribeTransactionsResponseView,
+};
+pub use describe_user_scram_credentials::{
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsRequestView,
+    DescribeUserScramCredentialsResponse, DescribeUserScramCredentialsResponseView,
+};
+pub use elect_leaders::{
+    ElectLeadersRequest, ElectLeadersRequestView, ElectLeadersResponse, ElectLeadersResponseView,
+};
+pub use end_quorum_epoch::{
+    EndQuorumEpochRequest, EndQuorumEpochRequestView, EndQuorumEpochResponse, EndQuorumEpochResponseView,
+};
+pub use end_txn::{EndTxnRequest, EndTxnRequestView, EndTxnResponse, EndTxnResponseView};
+pub use envelope::{EnvelopeRequest, EnvelopeRequestView, EnvelopeResponse, EnvelopeResponseView};
+pub use expire_delegation_token::{
+    ExpireDelegationTokenRequest, ExpireDelegationTokenRequestView, ExpireDelegationTokenResponse,
+    ExpireDelegationTokenResponseView,
+};
+pub use fetch::{FetchRequest, FetchRequestView, FetchResponse, FetchResponseView};
+pub use fetch_snapshot::{
+    FetchSnapshotRequest, FetchSnapshotRequestView, FetchSnapshotResponse, FetchSnapshotResponseView,
+};
+pub use find_coordinator::{
+    FindCoordinatorRequest, FindCoordinatorRequestView, FindCoordinatorResponse, FindCoordinatorResponseView,
+};
+pub use get_telemetry_subscriptions::{
+    GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsRequestView,
+    GetTelemetrySubscriptionsResponse, GetTelemetrySubscriptionsResponseView,
+};
+pub use heartbeat::{HeartbeatRequest, HeartbeatRequestView, HeartbeatResponse, HeartbeatResponseView};
+pub use incremental_alter_configs::{
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsRequestView, IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponseView,
+};
+pub use init_producer_id::{
+    InitProducerIdRequest, InitProducerIdRequestView, InitProducerIdResponse, InitProducerIdResponseView,
+};
+pub use initialize_share_group_state::{
+    InitializeShareGroupStateRequest, InitializeShareGroupStateRequestView,
+    InitializeShareGroupStateResponse, InitializeShareGroupStateResponseView,
+};
+pub use join_group::{JoinGroupRequest, JoinGroupRequestView, JoinGroupResponse, JoinGroupResponseView};
+pub use leave_group::{LeaveGroupRequest, LeaveGroupRequestView, LeaveGroupResponse, LeaveGroupResponseView};
+pub use list_config_resources::{
+    ListConfigResourcesRequest, ListConfigResourcesRequestView, ListConfigResourcesResponse,
+    ListConfigResourcesResponseView,
 };
 pub use list_groups::{ListGroupsRequest, ListGroupsRequestView, ListGroupsResponse, ListGroupsResponseView};
 pub use list_offsets::{
     ListOffsetsRequest, ListOffsetsRequestView, ListOffsetsResponse, ListOffsetsResponseView,
 };
+pub use list_partition_reassignments::{
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsRequestView,
+    ListPartitionReassignmentsResponse, ListPartitionReassignmentsResponseView,
+};
+pub use list_transactions::{
+    ListTransactionsRequest, ListTransactionsRequestView, ListTransactionsResponse,
+    ListTransactionsResponseView,
+};
 pub use metadata::{MetadataRequest, MetadataRequestView, MetadataResponse, MetadataResponseView};
+pub use offset_commit::{
+    OffsetCommitRequest, OffsetCommitRequestView, OffsetCommitResponse, OffsetCommitResponseView,
+};
+pub use offset_delete::{
+    OffsetDeleteRequest, OffsetDeleteRequestView, OffsetDeleteResponse, OffsetDeleteResponseView,
+};
+pub use offset_fetch::{
+    OffsetFetchRequest, OffsetFetchRequestView, OffsetFetchResponse, OffsetFetchResponseView,
+};
+pub use offset_for_leader_epoch::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochRequestView, OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponseView,
+};
+pub use produce::{ProduceRequest, ProduceRequestView, ProduceResponse, ProduceResponseView};
+pub use push_telemetry::{
+    PushTelemetryRequest, PushTelemetryRequestView, PushTelemetryResponse, PushTelemetryResponseView,
+};
+pub use read_share_group_state::{
+    ReadShareGroupStateRequest, ReadShareGroupStateRequestView, ReadShareGroupStateResponse,
+    ReadShareGroupStateResponseView,
+};
+pub use read_share_group_state_summary::{
+    ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryRequestView,
+    ReadShareGroupStateSummaryResponse, ReadShareGroupStateSummaryResponseView,
+};
+pub use remove_raft_voter::{
+    RemoveRaftVoterRequest, RemoveRaftVoterRequestView, RemoveRaftVoterResponse, RemoveRaftVoterResponseView,
+};
+pub use renew_delegation_token::{
+    RenewDelegationTokenRequest, RenewDelegationTokenRequestView, RenewDelegationTokenResponse,
+    RenewDelegationTokenResponseView,
+};
+pub use sasl_authenticate::{
+    SaslAuthenticateRequest, SaslAuthenticateRequestView, SaslAuthenticateResponse,
+    SaslAuthenticateResponseView,
+};
+pub use sasl_handshake::{
+    SaslHandshakeRequest, SaslHandshakeRequestView, SaslHandshakeResponse, SaslHandshakeResponseView,
+};
+pub use share_acknowledge::{
+    ShareAcknowledgeRequest, ShareAcknowledgeRequestView, ShareAcknowledgeResponse,
+    ShareAcknowledgeResponseView,
+};
+pub use share_fetch::{ShareFetchRequest, ShareFetchRequestView, ShareFetchResponse, ShareFetchResponseView};
+pub use share_group_describe::{
+    ShareGroupDescribeRequest, ShareGroupDescribeRequestView, ShareGroupDescribeResponse,
+    ShareGroupDescribeResponseView,
+};
+pub use share_group_heartbeat::{
+    ShareGroupHeartbeatRequest, ShareGroupHeartbeatRequestView, ShareGroupHeartbeatResponse,
+    ShareGroupHeartbeatResponseView,
+};
+pub use streams_group_describe::{
+    StreamsGroupDescribeRequest, StreamsGroupDescribeRequestView, StreamsGroupDescribeResponse,
+    StreamsGroupDescribeResponseView,
+};
+pub use streams_group_heartbeat::{
+    StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatRequestView, StreamsGroupHeartbeatResponse,
+    StreamsGroupHeartbeatResponseView,
+};
+pub use streams_group_topology_description_update::{
+    StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateRequestView,
+    StreamsGroupTopologyDescriptionUpdateResponse, StreamsGroupTopologyDescriptionUpdateResponseView,
+};
+pub use sync_group::{SyncGroupRequest, SyncGroupRequestView, SyncGroupResponse, SyncGroupResponseView};
+pub use txn_offset_commit::{
+    TxnOffsetCommitRequest, TxnOffsetCommitRequestView, TxnOffsetCommitResponse, TxnOffsetCommitResponseView,
+};
+pub use unregister_broker::{
+    UnregisterBrokerRequest, UnregisterBrokerRequestView, UnregisterBrokerResponse,
+    UnregisterBrokerResponseView,
+};
+pub use unregister_controller::{
+    UnregisterControllerRequest, UnregisterControllerRequestView, UnregisterControllerResponse,
+    UnregisterControllerResponseView,
+};
+pub use update_features::{
+    UpdateFeaturesRequest, UpdateFeaturesRequestView, UpdateFeaturesResponse, UpdateFeaturesResponseView,
+};
+pub use update_raft_voter::{
+    UpdateRaftVoterRequest, UpdateRaftVoterRequestView, UpdateRaftVoterResponse, UpdateRaftVoterResponseView,
+};
+pub use vote::{VoteRequest, VoteRequestView, VoteResponse, VoteResponseView};
+pub use write_share_group_state::{
+    WriteShareGroupStateRequest, WriteShareGroupStateRequestView, WriteShareGroupStateResponse,
+    WriteShareGroupStateResponseView,
+};
+pub use write_txn_markers::{
+    WriteTxnMarkersRequest, WriteTxnMarkersRequestView, WriteTxnMarkersResponse, WriteTxnMarkersResponseView,
+};
 
 /// The APIs this crate supports, with their version tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum ApiKey {
+    /// Produce (key 0).
+    Produce = 0,
+    /// Fetch (key 1).
+    Fetch = 1,
     /// ListOffsets (key 2).
     ListOffsets = 2,
     /// Metadata (key 3).
     Metadata = 3,
+    /// OffsetCommit (key 8).
+    OffsetCommit = 8,
+    /// OffsetFetch (key 9).
+    OffsetFetch = 9,
+    /// FindCoordinator (key 10).
+    FindCoordinator = 10,
+    /// JoinGroup (key 11).
+    JoinGroup = 11,
+    /// Heartbeat (key 12).
+    Heartbeat = 12,
+    /// LeaveGroup (key 13).
+    LeaveGroup = 13,
+    /// SyncGroup (key 14).
+    SyncGroup = 14,
+    /// DescribeGroups (key 15).
+    DescribeGroups = 15,
     /// ListGroups (key 16).
     ListGroups = 16,
+    /// SaslHandshake (key 17).
+    SaslHandshake = 17,
     /// ApiVersions (key 18).
     ApiVersions = 18,
+    /// CreateTopics (key 19).
+    CreateTopics = 19,
+    /// DeleteTopics (key 20).
+    DeleteTopics = 20,
+    /// DeleteRecords (key 21).
+    DeleteRecords = 21,
+    /// InitProducerId (key 22).
+    InitProducerId = 22,
+    /// OffsetForLeaderEpoch (key 23).
+    OffsetForLeaderEpoch = 23,
+    /// AddPartitionsToTxn (key 24).
+    AddPartitionsToTxn = 24,
+    /// AddOffsetsToTxn (key 25).
+    AddOffsetsToTxn = 25,
+    /// EndTxn (key 26).
+    EndTxn = 26,
+    /// WriteTxnMarkers (key 27).
+    WriteTxnMarkers = 27,
+    /// TxnOffsetCommit (key 28).
+    TxnOffsetCommit = 28,
+    /// DescribeAcls (key 29).
+    DescribeAcls = 29,
+    /// CreateAcls (key 30).
+    CreateAcls = 30,
+    /// DeleteAcls (key 31).
+    DeleteAcls = 31,
+    /// DescribeConfigs (key 32).
+    DescribeConfigs = 32,
+    /// AlterConfigs (key 33).
+    AlterConfigs = 33,
+    /// AlterReplicaLogDirs (key 34).
+    AlterReplicaLogDirs = 34,
+    /// DescribeLogDirs (key 35).
+    DescribeLogDirs = 35,
+    /// SaslAuthenticate (key 36).
+    SaslAuthenticate = 36,
+    /// CreatePartitions (key 37).
+    CreatePartitions = 37,
+    /// CreateDelegationToken (key 38).
+    CreateDelegationToken = 38,
+    /// RenewDelegationToken (key 39).
+    RenewDelegationToken = 39,
+    /// ExpireDelegationToken (key 40).
+    ExpireDelegationToken = 40,
+    /// DescribeDelegationToken (key 41).
+    DescribeDelegationToken = 41,
+    /// DeleteGroups (key 42).
+    DeleteGroups = 42,
+    /// ElectLeaders (key 43).
+    ElectLeaders = 43,
+    /// IncrementalAlterConfigs (key 44).
+    IncrementalAlterConfigs = 44,
+    /// AlterPartitionReassignments (key 45).
+    AlterPartitionReassignments = 45,
+    /// ListPartitionReassignments (key 46).
+    ListPartitionReassignments = 46,
+    /// OffsetDelete (key 47).
+    OffsetDelete = 47,
+    /// DescribeClientQuotas (key 48).
+    DescribeClientQuotas = 48,
+    /// AlterClientQuotas (key 49).
+    AlterClientQuotas = 49,
+    /// DescribeUserScramCredentials (key 50).
+    DescribeUserScramCredentials = 50,
+    /// AlterUserScramCredentials (key 51).
+    AlterUserScramCredentials = 51,
+    /// Vote (key 52).
+    Vote = 52,
+    /// BeginQuorumEpoch (key 53).
+    BeginQuorumEpoch = 53,
+    /// EndQuorumEpoch (key 54).
+    EndQuorumEpoch = 54,
+    /// DescribeQuorum (key 55).
+    DescribeQuorum = 55,
+    /// AlterPartition (key 56).
+    AlterPartition = 56,
+    /// UpdateFeatures (key 57).
+    UpdateFeatures = 57,
+    /// Envelope (key 58).
+    Envelope = 58,
+    /// FetchSnapshot (key 59).
+    FetchSnapshot = 59,
+    /// DescribeCluster (key 60).
+    DescribeCluster = 60,
+    /// DescribeProducers (key 61).
+    DescribeProducers = 61,
+    /// BrokerRegistration (key 62).
+    BrokerRegistration = 62,
+    /// BrokerHeartbeat (key 63).
+    BrokerHeartbeat = 63,
+    /// UnregisterBroker (key 64).
+    UnregisterBroker = 64,
+    /// DescribeTransactions (key 65).
+    DescribeTransactions = 65,
+    /// ListTransactions (key 66).
+    ListTransactions = 66,
+    /// AllocateProducerIds (key 67).
+    AllocateProducerIds = 67,
+    /// ConsumerGroupHeartbeat (key 68).
+    ConsumerGroupHeartbeat = 68,
+    /// ConsumerGroupDescribe (key 69).
+    ConsumerGroupDescribe = 69,
+    /// ControllerRegistration (key 70).
+    ControllerRegistration = 70,
+    /// GetTelemetrySubscriptions (key 71).
+    GetTelemetrySubscriptions = 71,
+    /// PushTelemetry (key 72).
+    PushTelemetry = 72,
+    /// AssignReplicasToDirs (key 73).
+    AssignReplicasToDirs = 73,
+    /// ListConfigResources (key 74).
+    ListConfigResources = 74,
+    /// DescribeTopicPartitions (key 75).
+    DescribeTopicPartitions = 75,
+    /// ShareGroupHeartbeat (key 76).
+    ShareGroupHeartbeat = 76,
+    /// ShareGroupDescribe (key 77).
+    ShareGroupDescribe = 77,
+    /// ShareFetch (key 78).
+    ShareFetch = 78,
+    /// ShareAcknowledge (key 79).
+    ShareAcknowledge = 79,
+    /// AddRaftVoter (key 80).
+    AddRaftVoter = 80,
+    /// RemoveRaftVoter (key 81).
+    RemoveRaftVoter = 81,
+    /// UpdateRaftVoter (key 82).
+    UpdateRaftVoter = 82,
+    /// InitializeShareGroupState (key 83).
+    InitializeShareGroupState = 83,
+    /// ReadShareGroupState (key 84).
+    ReadShareGroupState = 84,
+    /// WriteShareGroupState (key 85).
+    WriteShareGroupState = 85,
+    /// DeleteShareGroupState (key 86).
+    DeleteShareGroupState = 86,
+    /// ReadShareGroupStateSummary (key 87).
+    ReadShareGroupStateSummary = 87,
+    /// StreamsGroupHeartbeat (key 88).
+    StreamsGroupHeartbeat = 88,
+    /// StreamsGroupDescribe (key 89).
+    StreamsGroupDescribe = 89,
+    /// DescribeShareGroupOffsets (key 90).
+    DescribeShareGroupOffsets = 90,
+    /// AlterShareGroupOffsets (key 91).
+    AlterShareGroupOffsets = 91,
+    /// DeleteShareGroupOffsets (key 92).
+    DeleteShareGroupOffsets = 92,
+    /// StreamsGroupTopologyDescriptionUpdate (key 93).
+    StreamsGroupTopologyDescriptionUpdate = 93,
+    /// UnregisterController (key 94).
+    UnregisterController = 94,
 }
 
 impl ApiKey {
     /// Every supported API, by key.
-    pub const ALL: &'static [ApiKey] =
-        &[ApiKey::ListOffsets, ApiKey::Metadata, ApiKey::ListGroups, ApiKey::ApiVersions];
+    pub const ALL: &'static [ApiKey] = &[
+        ApiKey::Produce,
+        ApiKey::Fetch,
+        ApiKey::ListOffsets,
+        ApiKey::Metadata,
+        ApiKey::OffsetCommit,
+        ApiKey::OffsetFetch,
+        ApiKey::FindCoordinator,
+        ApiKey::JoinGroup,
+        ApiKey::Heartbeat,
+        ApiKey::LeaveGroup,
+        ApiKey::SyncGroup,
+        ApiKey::DescribeGroups,
+        ApiKey::ListGroups,
+        ApiKey::SaslHandshake,
+        ApiKey::ApiVersions,
+        ApiKey::CreateTopics,
+        ApiKey::DeleteTopics,
+        ApiKey::DeleteRecords,
+        ApiKey::InitProducerId,
+        ApiKey::OffsetForLeaderEpoch,
+        ApiKey::AddPartitionsToTxn,
+        ApiKey::AddOffsetsToTxn,
+        ApiKey::EndTxn,
+        ApiKey::WriteTxnMarkers,
+        ApiKey::TxnOffsetCommit,
+        ApiKey::DescribeAcls,
+        ApiKey::CreateAcls,
+        ApiKey::DeleteAcls,
+        ApiKey::DescribeConfigs,
+        ApiKey::AlterConfigs,
+        ApiKey::AlterReplicaLogDirs,
+        ApiKey::DescribeLogDirs,
+        ApiKey::SaslAuthenticate,
+        ApiKey::CreatePartitions,
+        ApiKey::CreateDelegationToken,
+        ApiKey::RenewDelegationToken,
+        ApiKey::ExpireDelegationToken,
+        ApiKey::DescribeDelegationToken,
+        ApiKey::DeleteGroups,
+        ApiKey::ElectLeaders,
+        ApiKey::IncrementalAlterConfigs,
+        ApiKey::AlterPartitionReassignments,
+        ApiKey::ListPartitionReassignments,
+        ApiKey::OffsetDelete,
+        ApiKey::DescribeClientQuotas,
+        ApiKey::AlterClientQuotas,
+        ApiKey::DescribeUserScramCredentials,
+        ApiKey::AlterUserScramCredentials,
+        ApiKey::Vote,
+        ApiKey::BeginQuorumEpoch,
+        ApiKey::EndQuorumEpoch,
+        ApiKey::DescribeQuorum,
+        ApiKey::AlterPartition,
+        ApiKey::UpdateFeatures,
+        ApiKey::Envelope,
+        ApiKey::FetchSnapshot,
+        ApiKey::DescribeCluster,
+        ApiKey::DescribeProducers,
+        ApiKey::BrokerRegistration,
+        ApiKey::BrokerHeartbeat,
+        ApiKey::UnregisterBroker,
+        ApiKey::DescribeTransactions,
+        ApiKey::ListTransactions,
+        ApiKey::AllocateProducerIds,
+        ApiKey::ConsumerGroupHeartbeat,
+        ApiKey::ConsumerGroupDescribe,
+        ApiKey::ControllerRegistration,
+        ApiKey::GetTelemetrySubscriptions,
+        ApiKey::PushTelemetry,
+        ApiKey::AssignReplicasToDirs,
+        ApiKey::ListConfigResources,
+        ApiKey::DescribeTopicPartitions,
+        ApiKey::ShareGroupHeartbeat,
+        ApiKey::ShareGroupDescribe,
+        ApiKey::ShareFetch,
+        ApiKey::ShareAcknowledge,
+        ApiKey::AddRaftVoter,
+        ApiKey::RemoveRaftVoter,
+        ApiKey::UpdateRaftVoter,
+        ApiKey::InitializeShareGroupState,
+        ApiKey::ReadShareGroupState,
+        ApiKey::WriteShareGroupState,
+        ApiKey::DeleteShareGroupState,
+        ApiKey::ReadShareGroupStateSummary,
+        ApiKey::StreamsGroupHeartbeat,
+        ApiKey::StreamsGroupDescribe,
+        ApiKey::DescribeShareGroupOffsets,
+        ApiKey::AlterShareGroupOffsets,
+        ApiKey::DeleteShareGroupOffsets,
+        ApiKey::StreamsGroupTopologyDescriptionUpdate,
+        ApiKey::UnregisterController,
+    ];
 
     /// The API with this key, if this crate supports it.
     pub const fn from_i16(key: i16) -> Option<ApiKey> {
         match key {
+            0 => Some(ApiKey::Produce),
+            1 => Some(ApiKey::Fetch),
             2 => Some(ApiKey::ListOffsets),
             3 => Some(ApiKey::Metadata),
+            8 => Some(ApiKey::OffsetCommit),
+            9 => Some(ApiKey::OffsetFetch),
+            10 => Some(ApiKey::FindCoordinator),
+            11 => Some(ApiKey::JoinGroup),
+            12 => Some(ApiKey::Heartbeat),
+            13 => Some(ApiKey::LeaveGroup),
+            14 => Some(ApiKey::SyncGroup),
+            15 => Some(ApiKey::DescribeGroups),
             16 => Some(ApiKey::ListGroups),
+            17 => Some(ApiKey::SaslHandshake),
             18 => Some(ApiKey::ApiVersions),
+            19 => Some(ApiKey::CreateTopics),
+            20 => Some(ApiKey::DeleteTopics),
+            21 => Some(ApiKey::DeleteRecords),
+            22 => Some(ApiKey::InitProducerId),
+            23 => Some(ApiKey::OffsetForLeaderEpoch),
+            24 => Some(ApiKey::AddPartitionsToTxn),
+            25 => Some(ApiKey::AddOffsetsToTxn),
+            26 => Some(ApiKey::EndTxn),
+            27 => Some(ApiKey::WriteTxnMarkers),
+            28 => Some(ApiKey::TxnOffsetCommit),
+            29 => Some(ApiKey::DescribeAcls),
+            30 => Some(ApiKey::CreateAcls),
+            31 => Some(ApiKey::DeleteAcls),
+            32 => Some(ApiKey::DescribeConfigs),
+            33 => Some(ApiKey::AlterConfigs),
+            34 => Some(ApiKey::AlterReplicaLogDirs),
+            35 => Some(ApiKey::DescribeLogDirs),
+            36 => Some(ApiKey::SaslAuthenticate),
+            37 => Some(ApiKey::CreatePartitions),
+            38 => Some(ApiKey::CreateDelegationToken),
+            39 => Some(ApiKey::RenewDelegationToken),
+            40 => Some(ApiKey::ExpireDelegationToken),
+            41 => Some(ApiKey::DescribeDelegationToken),
+            42 => Some(ApiKey::DeleteGroups),
+            43 => Some(ApiKey::ElectLeaders),
+            44 => Some(ApiKey::IncrementalAlterConfigs),
+            45 => Some(ApiKey::AlterPartitionReassignments),
+            46 => Some(ApiKey::ListPartitionReassignments),
+            47 => Some(ApiKey::OffsetDelete),
+            48 => Some(ApiKey::DescribeClientQuotas),
+            49 => Some(ApiKey::AlterClientQuotas),
+            50 => Some(ApiKey::DescribeUserScramCredentials),
+            51 => Some(ApiKey::AlterUserScramCredentials),
+            52 => Some(ApiKey::Vote),
+            53 => Some(ApiKey::BeginQuorumEpoch),
+            54 => Some(ApiKey::EndQuorumEpoch),
+            55 => Some(ApiKey::DescribeQuorum),
+            56 => Some(ApiKey::AlterPartition),
+            57 => Some(ApiKey::UpdateFeatures),
+            58 => Some(ApiKey::Envelope),
+            59 => Some(ApiKey::FetchSnapshot),
+            60 => Some(ApiKey::DescribeCluster),
+            61 => Some(ApiKey::DescribeProducers),
+            62 => Some(ApiKey::BrokerRegistration),
+            63 => Some(ApiKey::BrokerHeartbeat),
+            64 => Some(ApiKey::UnregisterBroker),
+            65 => Some(ApiKey::DescribeTransactions),
+            66 => Some(ApiKey::ListTransactions),
+            67 => Some(ApiKey::AllocateProducerIds),
+            68 => Some(ApiKey::ConsumerGroupHeartbeat),
+            69 => Some(ApiKey::ConsumerGroupDescribe),
+            70 => Some(ApiKey::ControllerRegistration),
+            71 => Some(ApiKey::GetTelemetrySubscriptions),
+            72 => Some(ApiKey::PushTelemetry),
+            73 => Some(ApiKey::AssignReplicasToDirs),
+            74 => Some(ApiKey::ListConfigResources),
+            75 => Some(ApiKey::DescribeTopicPartitions),
+            76 => Some(ApiKey::ShareGroupHeartbeat),
+            77 => Some(ApiKey::ShareGroupDescribe),
+            78 => Some(ApiKey::ShareFetch),
+            79 => Some(ApiKey::ShareAcknowledge),
+            80 => Some(ApiKey::AddRaftVoter),
+            81 => Some(ApiKey::RemoveRaftVoter),
+            82 => Some(ApiKey::UpdateRaftVoter),
+            83 => Some(ApiKey::InitializeShareGroupState),
+            84 => Some(ApiKey::ReadShareGroupState),
+            85 => Some(ApiKey::WriteShareGroupState),
+            86 => Some(ApiKey::DeleteShareGroupState),
+            87 => Some(ApiKey::ReadShareGroupStateSummary),
+            88 => Some(ApiKey::StreamsGroupHeartbeat),
+            89 => Some(ApiKey::StreamsGroupDescribe),
+            90 => Some(ApiKey::DescribeShareGroupOffsets),
+            91 => Some(ApiKey::AlterShareGroupOffsets),
+            92 => Some(ApiKey::DeleteShareGroupOffsets),
+            93 => Some(ApiKey::StreamsGroupTopologyDescriptionUpdate),
+            94 => Some(ApiKey::UnregisterController),
             _ => None,
         }
     }
@@ -66,40 +874,388 @@ impl ApiKey {
     /// The API's name, as Kafka spells it.
     pub const fn name(self) -> &'static str {
         match self {
+            ApiKey::Produce => "Produce",
+            ApiKey::Fetch => "Fetch",
             ApiKey::ListOffsets => "ListOffsets",
             ApiKey::Metadata => "Metadata",
+            ApiKey::OffsetCommit => "OffsetCommit",
+            ApiKey::OffsetFetch => "OffsetFetch",
+            ApiKey::FindCoordinator => "FindCoordinator",
+            ApiKey::JoinGroup => "JoinGroup",
+            ApiKey::Heartbeat => "Heartbeat",
+            ApiKey::LeaveGroup => "LeaveGroup",
+            ApiKey::SyncGroup => "SyncGroup",
+            ApiKey::DescribeGroups => "DescribeGroups",
             ApiKey::ListGroups => "ListGroups",
+            ApiKey::SaslHandshake => "SaslHandshake",
             ApiKey::ApiVersions => "ApiVersions",
+            ApiKey::CreateTopics => "CreateTopics",
+            ApiKey::DeleteTopics => "DeleteTopics",
+            ApiKey::DeleteRecords => "DeleteRecords",
+            ApiKey::InitProducerId => "InitProducerId",
+            ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
+            ApiKey::AddPartitionsToTxn => "AddPartitionsToTxn",
+            ApiKey::AddOffsetsToTxn => "AddOffsetsToTxn",
+            ApiKey::EndTxn => "EndTxn",
+            ApiKey::WriteTxnMarkers => "WriteTxnMarkers",
+            ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
+            ApiKey::DescribeAcls => "DescribeAcls",
+            ApiKey::CreateAcls => "CreateAcls",
+            ApiKey::DeleteAcls => "DeleteAcls",
+            ApiKey::DescribeConfigs => "DescribeConfigs",
+            ApiKey::AlterConfigs => "AlterConfigs",
+            ApiKey::AlterReplicaLogDirs => "AlterReplicaLogDirs",
+            ApiKey::DescribeLogDirs => "DescribeLogDirs",
+            ApiKey::SaslAuthenticate => "SaslAuthenticate",
+            ApiKey::CreatePartitions => "CreatePartitions",
+            ApiKey::CreateDelegationToken => "CreateDelegationToken",
+            ApiKey::RenewDelegationToken => "RenewDelegationToken",
+            ApiKey::ExpireDelegationToken => "ExpireDelegationToken",
+            ApiKey::DescribeDelegationToken => "DescribeDelegationToken",
+            ApiKey::DeleteGroups => "DeleteGroups",
+            ApiKey::ElectLeaders => "ElectLeaders",
+            ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
+            ApiKey::AlterPartitionReassignments => "AlterPartitionReassignments",
+            ApiKey::ListPartitionReassignments => "ListPartitionReassignments",
+            ApiKey::OffsetDelete => "OffsetDelete",
+            ApiKey::DescribeClientQuotas => "DescribeClientQuotas",
+            ApiKey::AlterClientQuotas => "AlterClientQuotas",
+            ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
+            ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
+            ApiKey::Vote => "Vote",
+            ApiKey::BeginQuorumEpoch => "BeginQuorumEpoch",
+            ApiKey::EndQuorumEpoch => "EndQuorumEpoch",
+            ApiKey::DescribeQuorum => "DescribeQuorum",
+            ApiKey::AlterPartition => "AlterPartition",
+            ApiKey::UpdateFeatures => "UpdateFeatures",
+            ApiKey::Envelope => "Envelope",
+            ApiKey::FetchSnapshot => "FetchSnapshot",
+            ApiKey::DescribeCluster => "DescribeCluster",
+            ApiKey::DescribeProducers => "DescribeProducers",
+            ApiKey::BrokerRegistration => "BrokerRegistration",
+            ApiKey::BrokerHeartbeat => "BrokerHeartbeat",
+            ApiKey::UnregisterBroker => "UnregisterBroker",
+            ApiKey::DescribeTransactions => "DescribeTransactions",
+            ApiKey::ListTransactions => "ListTransactions",
+            ApiKey::AllocateProducerIds => "AllocateProducerIds",
+            ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
+            ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
+            ApiKey::ControllerRegistration => "ControllerRegistration",
+            ApiKey::GetTelemetrySubscriptions => "GetTelemetrySubscriptions",
+            ApiKey::PushTelemetry => "PushTelemetry",
+            ApiKey::AssignReplicasToDirs => "AssignReplicasToDirs",
+            ApiKey::ListConfigResources => "ListConfigResources",
+            ApiKey::DescribeTopicPartitions => "DescribeTopicPartitions",
+            ApiKey::ShareGroupHeartbeat => "ShareGroupHeartbeat",
+            ApiKey::ShareGroupDescribe => "ShareGroupDescribe",
+            ApiKey::ShareFetch => "ShareFetch",
+            ApiKey::ShareAcknowledge => "ShareAcknowledge",
+            ApiKey::AddRaftVoter => "AddRaftVoter",
+            ApiKey::RemoveRaftVoter => "RemoveRaftVoter",
+            ApiKey::UpdateRaftVoter => "UpdateRaftVoter",
+            ApiKey::InitializeShareGroupState => "InitializeShareGroupState",
+            ApiKey::ReadShareGroupState => "ReadShareGroupState",
+            ApiKey::WriteShareGroupState => "WriteShareGroupState",
+            ApiKey::DeleteShareGroupState => "DeleteShareGroupState",
+            ApiKey::ReadShareGroupStateSummary => "ReadShareGroupStateSummary",
+            ApiKey::StreamsGroupHeartbeat => "StreamsGroupHeartbeat",
+            ApiKey::StreamsGroupDescribe => "StreamsGroupDescribe",
+            ApiKey::DescribeShareGroupOffsets => "DescribeShareGroupOffsets",
+            ApiKey::AlterShareGroupOffsets => "AlterShareGroupOffsets",
+            ApiKey::DeleteShareGroupOffsets => "DeleteShareGroupOffsets",
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => "StreamsGroupTopologyDescriptionUpdate",
+            ApiKey::UnregisterController => "UnregisterController",
         }
     }
 
     /// The request versions this crate supports.
     pub const fn request_versions(self) -> Versions {
         match self {
+            ApiKey::Produce => Versions::new(3, 13),
+            ApiKey::Fetch => Versions::new(4, 18),
             ApiKey::ListOffsets => Versions::new(1, 10),
             ApiKey::Metadata => Versions::new(0, 13),
+            ApiKey::OffsetCommit => Versions::new(2, 10),
+            ApiKey::OffsetFetch => Versions::new(1, 10),
+            ApiKey::FindCoordinator => Versions::new(0, 6),
+            ApiKey::JoinGroup => Versions::new(0, 9),
+            ApiKey::Heartbeat => Versions::new(0, 4),
+            ApiKey::LeaveGroup => Versions::new(0, 5),
+            ApiKey::SyncGroup => Versions::new(0, 5),
+            ApiKey::DescribeGroups => Versions::new(0, 6),
             ApiKey::ListGroups => Versions::new(0, 5),
+            ApiKey::SaslHandshake => Versions::new(0, 1),
             ApiKey::ApiVersions => Versions::new(0, 4),
+            ApiKey::CreateTopics => Versions::new(2, 7),
+            ApiKey::DeleteTopics => Versions::new(1, 6),
+            ApiKey::DeleteRecords => Versions::new(0, 2),
+            ApiKey::InitProducerId => Versions::new(0, 5),
+            ApiKey::OffsetForLeaderEpoch => Versions::new(2, 4),
+            ApiKey::AddPartitionsToTxn => Versions::new(0, 5),
+            ApiKey::AddOffsetsToTxn => Versions::new(0, 4),
+            ApiKey::EndTxn => Versions::new(0, 5),
+            ApiKey::WriteTxnMarkers => Versions::new(1, 2),
+            ApiKey::TxnOffsetCommit => Versions::new(0, 6),
+            ApiKey::DescribeAcls => Versions::new(1, 3),
+            ApiKey::CreateAcls => Versions::new(1, 3),
+            ApiKey::DeleteAcls => Versions::new(1, 3),
+            ApiKey::DescribeConfigs => Versions::new(1, 4),
+            ApiKey::AlterConfigs => Versions::new(0, 2),
+            ApiKey::AlterReplicaLogDirs => Versions::new(1, 2),
+            ApiKey::DescribeLogDirs => Versions::new(1, 5),
+            ApiKey::SaslAuthenticate => Versions::new(0, 2),
+            ApiKey::CreatePartitions => Versions::new(0, 3),
+            ApiKey::CreateDelegationToken => Versions::new(1, 3),
+            ApiKey::RenewDelegationToken => Versions::new(1, 2),
+            ApiKey::ExpireDelegationToken => Versions::new(1, 2),
+            ApiKey::DescribeDelegationToken => Versions::new(1, 3),
+            ApiKey::DeleteGroups => Versions::new(0, 3),
+            ApiKey::ElectLeaders => Versions::new(0, 2),
+            ApiKey::IncrementalAlterConfigs => Versions::new(0, 1),
+            ApiKey::AlterPartitionReassignments => Versions::new(0, 1),
+            ApiKey::ListPartitionReassignments => Versions::new(0, 0),
+            ApiKey::OffsetDelete => Versions::new(0, 0),
+            ApiKey::DescribeClientQuotas => Versions::new(0, 1),
+            ApiKey::AlterClientQuotas => Versions::new(0, 1),
+            ApiKey::DescribeUserScramCredentials => Versions::new(0, 0),
+            ApiKey::AlterUserScramCredentials => Versions::new(0, 0),
+            ApiKey::Vote => Versions::new(0, 2),
+            ApiKey::BeginQuorumEpoch => Versions::new(0, 1),
+            ApiKey::EndQuorumEpoch => Versions::new(0, 1),
+            ApiKey::DescribeQuorum => Versions::new(0, 2),
+            ApiKey::AlterPartition => Versions::new(2, 3),
+            ApiKey::UpdateFeatures => Versions::new(0, 2),
+            ApiKey::Envelope => Versions::new(0, 0),
+            ApiKey::FetchSnapshot => Versions::new(0, 1),
+            ApiKey::DescribeCluster => Versions::new(0, 2),
+            ApiKey::DescribeProducers => Versions::new(0, 0),
+            ApiKey::BrokerRegistration => Versions::new(0, 4),
+            ApiKey::BrokerHeartbeat => Versions::new(0, 2),
+            ApiKey::UnregisterBroker => Versions::new(0, 0),
+            ApiKey::DescribeTransactions => Versions::new(0, 0),
+            ApiKey::ListTransactions => Versions::new(0, 2),
+            ApiKey::AllocateProducerIds => Versions::new(0, 0),
+            ApiKey::ConsumerGroupHeartbeat => Versions::new(0, 1),
+            ApiKey::ConsumerGroupDescribe => Versions::new(0, 1),
+            ApiKey::ControllerRegistration => Versions::new(0, 0),
+            ApiKey::GetTelemetrySubscriptions => Versions::new(0, 0),
+            ApiKey::PushTelemetry => Versions::new(0, 0),
+            ApiKey::AssignReplicasToDirs => Versions::new(0, 0),
+            ApiKey::ListConfigResources => Versions::new(0, 1),
+            ApiKey::DescribeTopicPartitions => Versions::new(0, 0),
+            ApiKey::ShareGroupHeartbeat => Versions::new(1, 1),
+            ApiKey::ShareGroupDescribe => Versions::new(1, 1),
+            ApiKey::ShareFetch => Versions::new(1, 2),
+            ApiKey::ShareAcknowledge => Versions::new(1, 2),
+            ApiKey::AddRaftVoter => Versions::new(0, 1),
+            ApiKey::RemoveRaftVoter => Versions::new(0, 0),
+            ApiKey::UpdateRaftVoter => Versions::new(0, 0),
+            ApiKey::InitializeShareGroupState => Versions::new(0, 0),
+            ApiKey::ReadShareGroupState => Versions::new(0, 0),
+            ApiKey::WriteShareGroupState => Versions::new(0, 1),
+            ApiKey::DeleteShareGroupState => Versions::new(0, 0),
+            ApiKey::ReadShareGroupStateSummary => Versions::new(0, 1),
+            ApiKey::StreamsGroupHeartbeat => Versions::new(0, 1),
+            ApiKey::StreamsGroupDescribe => Versions::new(0, 1),
+            ApiKey::DescribeShareGroupOffsets => Versions::new(0, 1),
+            ApiKey::AlterShareGroupOffsets => Versions::new(0, 0),
+            ApiKey::DeleteShareGroupOffsets => Versions::new(0, 0),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Versions::new(0, 0),
+            ApiKey::UnregisterController => Versions::new(0, 0),
         }
     }
 
     /// The response versions this crate supports.
     pub const fn response_versions(self) -> Versions {
         match self {
+            ApiKey::Produce => Versions::new(3, 13),
+            ApiKey::Fetch => Versions::new(4, 18),
             ApiKey::ListOffsets => Versions::new(1, 10),
             ApiKey::Metadata => Versions::new(0, 13),
+            ApiKey::OffsetCommit => Versions::new(2, 10),
+            ApiKey::OffsetFetch => Versions::new(1, 10),
+            ApiKey::FindCoordinator => Versions::new(0, 6),
+            ApiKey::JoinGroup => Versions::new(0, 9),
+            ApiKey::Heartbeat => Versions::new(0, 4),
+            ApiKey::LeaveGroup => Versions::new(0, 5),
+            ApiKey::SyncGroup => Versions::new(0, 5),
+            ApiKey::DescribeGroups => Versions::new(0, 6),
             ApiKey::ListGroups => Versions::new(0, 5),
+            ApiKey::SaslHandshake => Versions::new(0, 1),
             ApiKey::ApiVersions => Versions::new(0, 4),
+            ApiKey::CreateTopics => Versions::new(2, 7),
+            ApiKey::DeleteTopics => Versions::new(1, 6),
+            ApiKey::DeleteRecords => Versions::new(0, 2),
+            ApiKey::InitProducerId => Versions::new(0, 5),
+            ApiKey::OffsetForLeaderEpoch => Versions::new(2, 4),
+            ApiKey::AddPartitionsToTxn => Versions::new(0, 5),
+            ApiKey::AddOffsetsToTxn => Versions::new(0, 4),
+            ApiKey::EndTxn => Versions::new(0, 5),
+            ApiKey::WriteTxnMarkers => Versions::new(1, 2),
+            ApiKey::TxnOffsetCommit => Versions::new(0, 6),
+            ApiKey::DescribeAcls => Versions::new(1, 3),
+            ApiKey::CreateAcls => Versions::new(1, 3),
+            ApiKey::DeleteAcls => Versions::new(1, 3),
+            ApiKey::DescribeConfigs => Versions::new(1, 4),
+            ApiKey::AlterConfigs => Versions::new(0, 2),
+            ApiKey::AlterReplicaLogDirs => Versions::new(1, 2),
+            ApiKey::DescribeLogDirs => Versions::new(1, 5),
+            ApiKey::SaslAuthenticate => Versions::new(0, 2),
+            ApiKey::CreatePartitions => Versions::new(0, 3),
+            ApiKey::CreateDelegationToken => Versions::new(1, 3),
+            ApiKey::RenewDelegationToken => Versions::new(1, 2),
+            ApiKey::ExpireDelegationToken => Versions::new(1, 2),
+            ApiKey::DescribeDelegationToken => Versions::new(1, 3),
+            ApiKey::DeleteGroups => Versions::new(0, 3),
+            ApiKey::ElectLeaders => Versions::new(0, 2),
+            ApiKey::IncrementalAlterConfigs => Versions::new(0, 1),
+            ApiKey::AlterPartitionReassignments => Versions::new(0, 1),
+            ApiKey::ListPartitionReassignments => Versions::new(0, 0),
+            ApiKey::OffsetDelete => Versions::new(0, 0),
+            ApiKey::DescribeClientQuotas => Versions::new(0, 1),
+            ApiKey::AlterClientQuotas => Versions::new(0, 1),
+            ApiKey::DescribeUserScramCredentials => Versions::new(0, 0),
+            ApiKey::AlterUserScramCredentials => Versions::new(0, 0),
+            ApiKey::Vote => Versions::new(0, 2),
+            ApiKey::BeginQuorumEpoch => Versions::new(0, 1),
+            ApiKey::EndQuorumEpoch => Versions::new(0, 1),
+            ApiKey::DescribeQuorum => Versions::new(0, 2),
+            ApiKey::AlterPartition => Versions::new(2, 3),
+            ApiKey::UpdateFeatures => Versions::new(0, 2),
+            ApiKey::Envelope => Versions::new(0, 0),
+            ApiKey::FetchSnapshot => Versions::new(0, 1),
+            ApiKey::DescribeCluster => Versions::new(0, 2),
+            ApiKey::DescribeProducers => Versions::new(0, 0),
+            ApiKey::BrokerRegistration => Versions::new(0, 4),
+            ApiKey::BrokerHeartbeat => Versions::new(0, 2),
+            ApiKey::UnregisterBroker => Versions::new(0, 0),
+            ApiKey::DescribeTransactions => Versions::new(0, 0),
+            ApiKey::ListTransactions => Versions::new(0, 2),
+            ApiKey::AllocateProducerIds => Versions::new(0, 0),
+            ApiKey::ConsumerGroupHeartbeat => Versions::new(0, 1),
+            ApiKey::ConsumerGroupDescribe => Versions::new(0, 1),
+            ApiKey::ControllerRegistration => Versions::new(0, 0),
+            ApiKey::GetTelemetrySubscriptions => Versions::new(0, 0),
+            ApiKey::PushTelemetry => Versions::new(0, 0),
+            ApiKey::AssignReplicasToDirs => Versions::new(0, 0),
+            ApiKey::ListConfigResources => Versions::new(0, 1),
+            ApiKey::DescribeTopicPartitions => Versions::new(0, 0),
+            ApiKey::ShareGroupHeartbeat => Versions::new(1, 1),
+            ApiKey::ShareGroupDescribe => Versions::new(1, 1),
+            ApiKey::ShareFetch => Versions::new(1, 2),
+            ApiKey::ShareAcknowledge => Versions::new(1, 2),
+            ApiKey::AddRaftVoter => Versions::new(0, 1),
+            ApiKey::RemoveRaftVoter => Versions::new(0, 0),
+            ApiKey::UpdateRaftVoter => Versions::new(0, 0),
+            ApiKey::InitializeShareGroupState => Versions::new(0, 0),
+            ApiKey::ReadShareGroupState => Versions::new(0, 0),
+            ApiKey::WriteShareGroupState => Versions::new(0, 1),
+            ApiKey::DeleteShareGroupState => Versions::new(0, 0),
+            ApiKey::ReadShareGroupStateSummary => Versions::new(0, 1),
+            ApiKey::StreamsGroupHeartbeat => Versions::new(0, 1),
+            ApiKey::StreamsGroupDescribe => Versions::new(0, 1),
+            ApiKey::DescribeShareGroupOffsets => Versions::new(0, 1),
+            ApiKey::AlterShareGroupOffsets => Versions::new(0, 0),
+            ApiKey::DeleteShareGroupOffsets => Versions::new(0, 0),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Versions::new(0, 0),
+            ApiKey::UnregisterController => Versions::new(0, 0),
         }
     }
 
     /// The versions that use the flexible encoding (compact strings and arrays, tagged fields).
     pub const fn flexible_versions(self) -> Versions {
         match self {
+            ApiKey::Produce => Versions::new(9, i16::MAX),
+            ApiKey::Fetch => Versions::new(12, i16::MAX),
             ApiKey::ListOffsets => Versions::new(6, i16::MAX),
             ApiKey::Metadata => Versions::new(9, i16::MAX),
+            ApiKey::OffsetCommit => Versions::new(8, i16::MAX),
+            ApiKey::OffsetFetch => Versions::new(6, i16::MAX),
+            ApiKey::FindCoordinator => Versions::new(3, i16::MAX),
+            ApiKey::JoinGroup => Versions::new(6, i16::MAX),
+            ApiKey::Heartbeat => Versions::new(4, i16::MAX),
+            ApiKey::LeaveGroup => Versions::new(4, i16::MAX),
+            ApiKey::SyncGroup => Versions::new(4, i16::MAX),
+            ApiKey::DescribeGroups => Versions::new(5, i16::MAX),
             ApiKey::ListGroups => Versions::new(3, i16::MAX),
+            ApiKey::SaslHandshake => Versions::new(1, 0),
             ApiKey::ApiVersions => Versions::new(3, i16::MAX),
+            ApiKey::CreateTopics => Versions::new(5, i16::MAX),
+            ApiKey::DeleteTopics => Versions::new(4, i16::MAX),
+            ApiKey::DeleteRecords => Versions::new(2, i16::MAX),
+            ApiKey::InitProducerId => Versions::new(2, i16::MAX),
+            ApiKey::OffsetForLeaderEpoch => Versions::new(4, i16::MAX),
+            ApiKey::AddPartitionsToTxn => Versions::new(3, i16::MAX),
+            ApiKey::AddOffsetsToTxn => Versions::new(3, i16::MAX),
+            ApiKey::EndTxn => Versions::new(3, i16::MAX),
+            ApiKey::WriteTxnMarkers => Versions::new(1, i16::MAX),
+            ApiKey::TxnOffsetCommit => Versions::new(3, i16::MAX),
+            ApiKey::DescribeAcls => Versions::new(2, i16::MAX),
+            ApiKey::CreateAcls => Versions::new(2, i16::MAX),
+            ApiKey::DeleteAcls => Versions::new(2, i16::MAX),
+            ApiKey::DescribeConfigs => Versions::new(4, i16::MAX),
+            ApiKey::AlterConfigs => Versions::new(2, i16::MAX),
+            ApiKey::AlterReplicaLogDirs => Versions::new(2, i16::MAX),
+            ApiKey::DescribeLogDirs => Versions::new(2, i16::MAX),
+            ApiKey::SaslAuthenticate => Versions::new(2, i16::MAX),
+            ApiKey::CreatePartitions => Versions::new(2, i16::MAX),
+            ApiKey::CreateDelegationToken => Versions::new(2, i16::MAX),
+            ApiKey::RenewDelegationToken => Versions::new(2, i16::MAX),
+            ApiKey::ExpireDelegationToken => Versions::new(2, i16::MAX),
+            ApiKey::DescribeDelegationToken => Versions::new(2, i16::MAX),
+            ApiKey::DeleteGroups => Versions::new(2, i16::MAX),
+            ApiKey::ElectLeaders => Versions::new(2, i16::MAX),
+            ApiKey::IncrementalAlterConfigs => Versions::new(1, i16::MAX),
+            ApiKey::AlterPartitionReassignments => Versions::new(0, i16::MAX),
+            ApiKey::ListPartitionReassignments => Versions::new(0, i16::MAX),
+            ApiKey::OffsetDelete => Versions::new(1, 0),
+            ApiKey::DescribeClientQuotas => Versions::new(1, i16::MAX),
+            ApiKey::AlterClientQuotas => Versions::new(1, i16::MAX),
+            ApiKey::DescribeUserScramCredentials => Versions::new(0, i16::MAX),
+            ApiKey::AlterUserScramCredentials => Versions::new(0, i16::MAX),
+            ApiKey::Vote => Versions::new(0, i16::MAX),
+            ApiKey::BeginQuorumEpoch => Versions::new(1, i16::MAX),
+            ApiKey::EndQuorumEpoch => Versions::new(1, i16::MAX),
+            ApiKey::DescribeQuorum => Versions::new(0, i16::MAX),
+            ApiKey::AlterPartition => Versions::new(0, i16::MAX),
+            ApiKey::UpdateFeatures => Versions::new(0, i16::MAX),
+            ApiKey::Envelope => Versions::new(0, i16::MAX),
+            ApiKey::FetchSnapshot => Versions::new(0, i16::MAX),
+            ApiKey::DescribeCluster => Versions::new(0, i16::MAX),
+            ApiKey::DescribeProducers => Versions::new(0, i16::MAX),
+            ApiKey::BrokerRegistration => Versions::new(0, i16::MAX),
+            ApiKey::BrokerHeartbeat => Versions::new(0, i16::MAX),
+            ApiKey::UnregisterBroker => Versions::new(0, i16::MAX),
+            ApiKey::DescribeTransactions => Versions::new(0, i16::MAX),
+            ApiKey::ListTransactions => Versions::new(0, i16::MAX),
+            ApiKey::AllocateProducerIds => Versions::new(0, i16::MAX),
+            ApiKey::ConsumerGroupHeartbeat => Versions::new(0, i16::MAX),
+            ApiKey::ConsumerGroupDescribe => Versions::new(0, i16::MAX),
+            ApiKey::ControllerRegistration => Versions::new(0, i16::MAX),
+            ApiKey::GetTelemetrySubscriptions => Versions::new(0, i16::MAX),
+            ApiKey::PushTelemetry => Versions::new(0, i16::MAX),
+            ApiKey::AssignReplicasToDirs => Versions::new(0, i16::MAX),
+            ApiKey::ListConfigResources => Versions::new(0, i16::MAX),
+            ApiKey::DescribeTopicPartitions => Versions::new(0, i16::MAX),
+            ApiKey::ShareGroupHeartbeat => Versions::new(0, i16::MAX),
+            ApiKey::ShareGroupDescribe => Versions::new(0, i16::MAX),
+            ApiKey::ShareFetch => Versions::new(0, i16::MAX),
+            ApiKey::ShareAcknowledge => Versions::new(0, i16::MAX),
+            ApiKey::AddRaftVoter => Versions::new(0, i16::MAX),
+            ApiKey::RemoveRaftVoter => Versions::new(0, i16::MAX),
+            ApiKey::UpdateRaftVoter => Versions::new(0, i16::MAX),
+            ApiKey::InitializeShareGroupState => Versions::new(0, i16::MAX),
+            ApiKey::ReadShareGroupState => Versions::new(0, i16::MAX),
+            ApiKey::WriteShareGroupState => Versions::new(0, i16::MAX),
+            ApiKey::DeleteShareGroupState => Versions::new(0, i16::MAX),
+            ApiKey::ReadShareGroupStateSummary => Versions::new(0, i16::MAX),
+            ApiKey::StreamsGroupHeartbeat => Versions::new(0, i16::MAX),
+            ApiKey::StreamsGroupDescribe => Versions::new(0, i16::MAX),
+            ApiKey::DescribeShareGroupOffsets => Versions::new(0, i16::MAX),
+            ApiKey::AlterShareGroupOffsets => Versions::new(0, i16::MAX),
+            ApiKey::DeleteShareGroupOffsets => Versions::new(0, i16::MAX),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Versions::new(0, i16::MAX),
+            ApiKey::UnregisterController => Versions::new(0, i16::MAX),
         }
     }
 
@@ -123,54 +1279,816 @@ impl ApiKey {
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum RequestBodyView<'a> {
+    /// Produce request.
+    Produce(ProduceRequestView<'a>),
+    /// Fetch request.
+    Fetch(FetchRequestView<'a>),
     /// ListOffsets request.
     ListOffsets(ListOffsetsRequestView<'a>),
     /// Metadata request.
     Metadata(MetadataRequestView<'a>),
+    /// OffsetCommit request.
+    OffsetCommit(OffsetCommitRequestView<'a>),
+    /// OffsetFetch request.
+    OffsetFetch(OffsetFetchRequestView<'a>),
+    /// FindCoordinator request.
+    FindCoordinator(FindCoordinatorRequestView<'a>),
+    /// JoinGroup request.
+    JoinGroup(JoinGroupRequestView<'a>),
+    /// Heartbeat request.
+    Heartbeat(HeartbeatRequestView<'a>),
+    /// LeaveGroup request.
+    LeaveGroup(LeaveGroupRequestView<'a>),
+    /// SyncGroup request.
+    SyncGroup(SyncGroupRequestView<'a>),
+    /// DescribeGroups request.
+    DescribeGroups(DescribeGroupsRequestView<'a>),
     /// ListGroups request.
     ListGroups(ListGroupsRequestView<'a>),
+    /// SaslHandshake request.
+    SaslHandshake(SaslHandshakeRequestView<'a>),
     /// ApiVersions request.
     ApiVersions(ApiVersionsRequestView<'a>),
+    /// CreateTopics request.
+    CreateTopics(CreateTopicsRequestView<'a>),
+    /// DeleteTopics request.
+    DeleteTopics(DeleteTopicsRequestView<'a>),
+    /// DeleteRecords request.
+    DeleteRecords(DeleteRecordsRequestView<'a>),
+    /// InitProducerId request.
+    InitProducerId(InitProducerIdRequestView<'a>),
+    /// OffsetForLeaderEpoch request.
+    OffsetForLeaderEpoch(OffsetForLeaderEpochRequestView<'a>),
+    /// AddPartitionsToTxn request.
+    AddPartitionsToTxn(AddPartitionsToTxnRequestView<'a>),
+    /// AddOffsetsToTxn request.
+    AddOffsetsToTxn(AddOffsetsToTxnRequestView<'a>),
+    /// EndTxn request.
+    EndTxn(EndTxnRequestView<'a>),
+    /// WriteTxnMarkers request.
+    WriteTxnMarkers(WriteTxnMarkersRequestView<'a>),
+    /// TxnOffsetCommit request.
+    TxnOffsetCommit(TxnOffsetCommitRequestView<'a>),
+    /// DescribeAcls request.
+    DescribeAcls(DescribeAclsRequestView<'a>),
+    /// CreateAcls request.
+    CreateAcls(CreateAclsRequestView<'a>),
+    /// DeleteAcls request.
+    DeleteAcls(DeleteAclsRequestView<'a>),
+    /// DescribeConfigs request.
+    DescribeConfigs(DescribeConfigsRequestView<'a>),
+    /// AlterConfigs request.
+    AlterConfigs(AlterConfigsRequestView<'a>),
+    /// AlterReplicaLogDirs request.
+    AlterReplicaLogDirs(AlterReplicaLogDirsRequestView<'a>),
+    /// DescribeLogDirs request.
+    DescribeLogDirs(DescribeLogDirsRequestView<'a>),
+    /// SaslAuthenticate request.
+    SaslAuthenticate(SaslAuthenticateRequestView<'a>),
+    /// CreatePartitions request.
+    CreatePartitions(CreatePartitionsRequestView<'a>),
+    /// CreateDelegationToken request.
+    CreateDelegationToken(CreateDelegationTokenRequestView<'a>),
+    /// RenewDelegationToken request.
+    RenewDelegationToken(RenewDelegationTokenRequestView<'a>),
+    /// ExpireDelegationToken request.
+    ExpireDelegationToken(ExpireDelegationTokenRequestView<'a>),
+    /// DescribeDelegationToken request.
+    DescribeDelegationToken(DescribeDelegationTokenRequestView<'a>),
+    /// DeleteGroups request.
+    DeleteGroups(DeleteGroupsRequestView<'a>),
+    /// ElectLeaders request.
+    ElectLeaders(ElectLeadersRequestView<'a>),
+    /// IncrementalAlterConfigs request.
+    IncrementalAlterConfigs(IncrementalAlterConfigsRequestView<'a>),
+    /// AlterPartitionReassignments request.
+    AlterPartitionReassignments(AlterPartitionReassignmentsRequestView<'a>),
+    /// ListPartitionReassignments request.
+    ListPartitionReassignments(ListPartitionReassignmentsRequestView<'a>),
+    /// OffsetDelete request.
+    OffsetDelete(OffsetDeleteRequestView<'a>),
+    /// DescribeClientQuotas request.
+    DescribeClientQuotas(DescribeClientQuotasRequestView<'a>),
+    /// AlterClientQuotas request.
+    AlterClientQuotas(AlterClientQuotasRequestView<'a>),
+    /// DescribeUserScramCredentials request.
+    DescribeUserScramCredentials(DescribeUserScramCredentialsRequestView<'a>),
+    /// AlterUserScramCredentials request.
+    AlterUserScramCredentials(AlterUserScramCredentialsRequestView<'a>),
+    /// Vote request.
+    Vote(VoteRequestView<'a>),
+    /// BeginQuorumEpoch request.
+    BeginQuorumEpoch(BeginQuorumEpochRequestView<'a>),
+    /// EndQuorumEpoch request.
+    EndQuorumEpoch(EndQuorumEpochRequestView<'a>),
+    /// DescribeQuorum request.
+    DescribeQuorum(DescribeQuorumRequestView<'a>),
+    /// AlterPartition request.
+    AlterPartition(AlterPartitionRequestView<'a>),
+    /// UpdateFeatures request.
+    UpdateFeatures(UpdateFeaturesRequestView<'a>),
+    /// Envelope request.
+    Envelope(EnvelopeRequestView<'a>),
+    /// FetchSnapshot request.
+    FetchSnapshot(FetchSnapshotRequestView<'a>),
+    /// DescribeCluster request.
+    DescribeCluster(DescribeClusterRequestView<'a>),
+    /// DescribeProducers request.
+    DescribeProducers(DescribeProducersRequestView<'a>),
+    /// BrokerRegistration request.
+    BrokerRegistration(BrokerRegistrationRequestView<'a>),
+    /// BrokerHeartbeat request.
+    BrokerHeartbeat(BrokerHeartbeatRequestView<'a>),
+    /// UnregisterBroker request.
+    UnregisterBroker(UnregisterBrokerRequestView<'a>),
+    /// DescribeTransactions request.
+    DescribeTransactions(DescribeTransactionsRequestView<'a>),
+    /// ListTransactions request.
+    ListTransactions(ListTransactionsRequestView<'a>),
+    /// AllocateProducerIds request.
+    AllocateProducerIds(AllocateProducerIdsRequestView<'a>),
+    /// ConsumerGroupHeartbeat request.
+    ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequestView<'a>),
+    /// ConsumerGroupDescribe request.
+    ConsumerGroupDescribe(ConsumerGroupDescribeRequestView<'a>),
+    /// ControllerRegistration request.
+    ControllerRegistration(ControllerRegistrationRequestView<'a>),
+    /// GetTelemetrySubscriptions request.
+    GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequestView<'a>),
+    /// PushTelemetry request.
+    PushTelemetry(PushTelemetryRequestView<'a>),
+    /// AssignReplicasToDirs request.
+    AssignReplicasToDirs(AssignReplicasToDirsRequestView<'a>),
+    /// ListConfigResources request.
+    ListConfigResources(ListConfigResourcesRequestView<'a>),
+    /// DescribeTopicPartitions request.
+    DescribeTopicPartitions(DescribeTopicPartitionsRequestView<'a>),
+    /// ShareGroupHeartbeat request.
+    ShareGroupHeartbeat(ShareGroupHeartbeatRequestView<'a>),
+    /// ShareGroupDescribe request.
+    ShareGroupDescribe(ShareGroupDescribeRequestView<'a>),
+    /// ShareFetch request.
+    ShareFetch(ShareFetchRequestView<'a>),
+    /// ShareAcknowledge request.
+    ShareAcknowledge(ShareAcknowledgeRequestView<'a>),
+    /// AddRaftVoter request.
+    AddRaftVoter(AddRaftVoterRequestView<'a>),
+    /// RemoveRaftVoter request.
+    RemoveRaftVoter(RemoveRaftVoterRequestView<'a>),
+    /// UpdateRaftVoter request.
+    UpdateRaftVoter(UpdateRaftVoterRequestView<'a>),
+    /// InitializeShareGroupState request.
+    InitializeShareGroupState(InitializeShareGroupStateRequestView<'a>),
+    /// ReadShareGroupState request.
+    ReadShareGroupState(ReadShareGroupStateRequestView<'a>),
+    /// WriteShareGroupState request.
+    WriteShareGroupState(WriteShareGroupStateRequestView<'a>),
+    /// DeleteShareGroupState request.
+    DeleteShareGroupState(DeleteShareGroupStateRequestView<'a>),
+    /// ReadShareGroupStateSummary request.
+    ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequestView<'a>),
+    /// StreamsGroupHeartbeat request.
+    StreamsGroupHeartbeat(StreamsGroupHeartbeatRequestView<'a>),
+    /// StreamsGroupDescribe request.
+    StreamsGroupDescribe(StreamsGroupDescribeRequestView<'a>),
+    /// DescribeShareGroupOffsets request.
+    DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequestView<'a>),
+    /// AlterShareGroupOffsets request.
+    AlterShareGroupOffsets(AlterShareGroupOffsetsRequestView<'a>),
+    /// DeleteShareGroupOffsets request.
+    DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequestView<'a>),
+    /// StreamsGroupTopologyDescriptionUpdate request.
+    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequestView<'a>),
+    /// UnregisterController request.
+    UnregisterController(UnregisterControllerRequestView<'a>),
 }
 
 impl<'a> RequestBodyView<'a> {
     /// Checks `bytes` as the request body of `api_key` at `version`.
     pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            ApiKey::Produce => Self::Produce(ProduceRequestView::new(bytes, version)?),
+            ApiKey::Fetch => Self::Fetch(FetchRequestView::new(bytes, version)?),
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequestView::new(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataRequestView::new(bytes, version)?),
+            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequestView::new(bytes, version)?),
+            ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequestView::new(bytes, version)?),
+            ApiKey::FindCoordinator => {
+                Self::FindCoordinator(FindCoordinatorRequestView::new(bytes, version)?)
+            }
+            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequestView::new(bytes, version)?),
+            ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequestView::new(bytes, version)?),
+            ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequestView::new(bytes, version)?),
+            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequestView::new(bytes, version)?),
+            ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsRequestView::new(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequestView::new(bytes, version)?),
+            ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeRequestView::new(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequestView::new(bytes, version)?),
+            ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsRequestView::new(bytes, version)?),
+            ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsRequestView::new(bytes, version)?),
+            ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsRequestView::new(bytes, version)?),
+            ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdRequestView::new(bytes, version)?),
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(OffsetForLeaderEpochRequestView::new(bytes, version)?)
+            }
+            ApiKey::AddPartitionsToTxn => {
+                Self::AddPartitionsToTxn(AddPartitionsToTxnRequestView::new(bytes, version)?)
+            }
+            ApiKey::AddOffsetsToTxn => {
+                Self::AddOffsetsToTxn(AddOffsetsToTxnRequestView::new(bytes, version)?)
+            }
+            ApiKey::EndTxn => Self::EndTxn(EndTxnRequestView::new(bytes, version)?),
+            ApiKey::WriteTxnMarkers => {
+                Self::WriteTxnMarkers(WriteTxnMarkersRequestView::new(bytes, version)?)
+            }
+            ApiKey::TxnOffsetCommit => {
+                Self::TxnOffsetCommit(TxnOffsetCommitRequestView::new(bytes, version)?)
+            }
+            ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequestView::new(bytes, version)?),
+            ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequestView::new(bytes, version)?),
+            ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsRequestView::new(bytes, version)?),
+            ApiKey::DescribeConfigs => {
+                Self::DescribeConfigs(DescribeConfigsRequestView::new(bytes, version)?)
+            }
+            ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsRequestView::new(bytes, version)?),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(AlterReplicaLogDirsRequestView::new(bytes, version)?)
+            }
+            ApiKey::DescribeLogDirs => {
+                Self::DescribeLogDirs(DescribeLogDirsRequestView::new(bytes, version)?)
+            }
+            ApiKey::SaslAuthenticate => {
+                Self::SaslAuthenticate(SaslAuthenticateRequestView::new(bytes, version)?)
+            }
+            ApiKey::CreatePartitions => {
+                Self::CreatePartitions(CreatePartitionsRequestView::new(bytes, version)?)
+            }
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(CreateDelegationTokenRequestView::new(bytes, version)?)
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(RenewDelegationTokenRequestView::new(bytes, version)?)
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(ExpireDelegationTokenRequestView::new(bytes, version)?)
+            }
+            ApiKey::DescribeDelegationToken => {
+                Self::DescribeDelegationToken(DescribeDelegationTokenRequestView::new(bytes, version)?)
+            }
+            ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsRequestView::new(bytes, version)?),
+            ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersRequestView::new(bytes, version)?),
+            ApiKey::IncrementalAlterConfigs => {
+                Self::IncrementalAlterConfigs(IncrementalAlterConfigsRequestView::new(bytes, version)?)
+            }
+            ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
+                AlterPartitionReassignmentsRequestView::new(bytes, version)?,
+            ),
+            ApiKey::ListPartitionReassignments => {
+                Self::ListPartitionReassignments(ListPartitionReassignmentsRequestView::new(bytes, version)?)
+            }
+            ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteRequestView::new(bytes, version)?),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(DescribeClientQuotasRequestView::new(bytes, version)?)
+            }
+            ApiKey::AlterClientQuotas => {
+                Self::AlterClientQuotas(AlterClientQuotasRequestView::new(bytes, version)?)
+            }
+            ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsRequestView::new(bytes, version)?,
+            ),
+            ApiKey::AlterUserScramCredentials => {
+                Self::AlterUserScramCredentials(AlterUserScramCredentialsRequestView::new(bytes, version)?)
+            }
+            ApiKey::Vote => Self::Vote(VoteRequestView::new(bytes, version)?),
+            ApiKey::BeginQuorumEpoch => {
+                Self::BeginQuorumEpoch(BeginQuorumEpochRequestView::new(bytes, version)?)
+            }
+            ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochRequestView::new(bytes, version)?),
+            ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumRequestView::new(bytes, version)?),
+            ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionRequestView::new(bytes, version)?),
+            ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesRequestView::new(bytes, version)?),
+            ApiKey::Envelope => Self::Envelope(EnvelopeRequestView::new(bytes, version)?),
+            ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotRequestView::new(bytes, version)?),
+            ApiKey::DescribeCluster => {
+                Self::DescribeCluster(DescribeClusterRequestView::new(bytes, version)?)
+            }
+            ApiKey::DescribeProducers => {
+                Self::DescribeProducers(DescribeProducersRequestView::new(bytes, version)?)
+            }
+            ApiKey::BrokerRegistration => {
+                Self::BrokerRegistration(BrokerRegistrationRequestView::new(bytes, version)?)
+            }
+            ApiKey::BrokerHeartbeat => {
+                Self::BrokerHeartbeat(BrokerHeartbeatRequestView::new(bytes, version)?)
+            }
+            ApiKey::UnregisterBroker => {
+                Self::UnregisterBroker(UnregisterBrokerRequestView::new(bytes, version)?)
+            }
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(DescribeTransactionsRequestView::new(bytes, version)?)
+            }
+            ApiKey::ListTransactions => {
+                Self::ListTransactions(ListTransactionsRequestView::new(bytes, version)?)
+            }
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(AllocateProducerIdsRequestView::new(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequestView::new(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequestView::new(bytes, version)?)
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(ControllerRegistrationRequestView::new(bytes, version)?)
+            }
+            ApiKey::GetTelemetrySubscriptions => {
+                Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequestView::new(bytes, version)?)
+            }
+            ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryRequestView::new(bytes, version)?),
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(AssignReplicasToDirsRequestView::new(bytes, version)?)
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(ListConfigResourcesRequestView::new(bytes, version)?)
+            }
+            ApiKey::DescribeTopicPartitions => {
+                Self::DescribeTopicPartitions(DescribeTopicPartitionsRequestView::new(bytes, version)?)
+            }
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequestView::new(bytes, version)?)
+            }
+            ApiKey::ShareGroupDescribe => {
+                Self::ShareGroupDescribe(ShareGroupDescribeRequestView::new(bytes, version)?)
+            }
+            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequestView::new(bytes, version)?),
+            ApiKey::ShareAcknowledge => {
+                Self::ShareAcknowledge(ShareAcknowledgeRequestView::new(bytes, version)?)
+            }
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterRequestView::new(bytes, version)?),
+            ApiKey::RemoveRaftVoter => {
+                Self::RemoveRaftVoter(RemoveRaftVoterRequestView::new(bytes, version)?)
+            }
+            ApiKey::UpdateRaftVoter => {
+                Self::UpdateRaftVoter(UpdateRaftVoterRequestView::new(bytes, version)?)
+            }
+            ApiKey::InitializeShareGroupState => {
+                Self::InitializeShareGroupState(InitializeShareGroupStateRequestView::new(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(ReadShareGroupStateRequestView::new(bytes, version)?)
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(WriteShareGroupStateRequestView::new(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(DeleteShareGroupStateRequestView::new(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupStateSummary => {
+                Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequestView::new(bytes, version)?)
+            }
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequestView::new(bytes, version)?)
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(StreamsGroupDescribeRequestView::new(bytes, version)?)
+            }
+            ApiKey::DescribeShareGroupOffsets => {
+                Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequestView::new(bytes, version)?)
+            }
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(AlterShareGroupOffsetsRequestView::new(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupOffsets => {
+                Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequestView::new(bytes, version)?)
+            }
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
+                StreamsGroupTopologyDescriptionUpdateRequestView::new(bytes, version)?,
+            ),
+            ApiKey::UnregisterController => {
+                Self::UnregisterController(UnregisterControllerRequestView::new(bytes, version)?)
+            }
         })
     }
 
     /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
     pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            ApiKey::Produce => Self::Produce(ProduceRequestView::new_prefix(bytes, version)?),
+            ApiKey::Fetch => Self::Fetch(FetchRequestView::new_prefix(bytes, version)?),
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequestView::new_prefix(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataRequestView::new_prefix(bytes, version)?),
+            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequestView::new_prefix(bytes, version)?),
+            ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequestView::new_prefix(bytes, version)?),
+            ApiKey::FindCoordinator => {
+                Self::FindCoordinator(FindCoordinatorRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequestView::new_prefix(bytes, version)?),
+            ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequestView::new_prefix(bytes, version)?),
+            ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequestView::new_prefix(bytes, version)?),
+            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequestView::new_prefix(bytes, version)?),
+            ApiKey::DescribeGroups => {
+                Self::DescribeGroups(DescribeGroupsRequestView::new_prefix(bytes, version)?)
+            }
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequestView::new_prefix(bytes, version)?),
+            ApiKey::SaslHandshake => {
+                Self::SaslHandshake(SaslHandshakeRequestView::new_prefix(bytes, version)?)
+            }
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequestView::new_prefix(bytes, version)?),
+            ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsRequestView::new_prefix(bytes, version)?),
+            ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsRequestView::new_prefix(bytes, version)?),
+            ApiKey::DeleteRecords => {
+                Self::DeleteRecords(DeleteRecordsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::InitProducerId => {
+                Self::InitProducerId(InitProducerIdRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(OffsetForLeaderEpochRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AddPartitionsToTxn => {
+                Self::AddPartitionsToTxn(AddPartitionsToTxnRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AddOffsetsToTxn => {
+                Self::AddOffsetsToTxn(AddOffsetsToTxnRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::EndTxn => Self::EndTxn(EndTxnRequestView::new_prefix(bytes, version)?),
+            ApiKey::WriteTxnMarkers => {
+                Self::WriteTxnMarkers(WriteTxnMarkersRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::TxnOffsetCommit => {
+                Self::TxnOffsetCommit(TxnOffsetCommitRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequestView::new_prefix(bytes, version)?),
+            ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequestView::new_prefix(bytes, version)?),
+            ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsRequestView::new_prefix(bytes, version)?),
+            ApiKey::DescribeConfigs => {
+                Self::DescribeConfigs(DescribeConfigsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsRequestView::new_prefix(bytes, version)?),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(AlterReplicaLogDirsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeLogDirs => {
+                Self::DescribeLogDirs(DescribeLogDirsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::SaslAuthenticate => {
+                Self::SaslAuthenticate(SaslAuthenticateRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::CreatePartitions => {
+                Self::CreatePartitions(CreatePartitionsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(CreateDelegationTokenRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(RenewDelegationTokenRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(ExpireDelegationTokenRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeDelegationToken => {
+                Self::DescribeDelegationToken(DescribeDelegationTokenRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsRequestView::new_prefix(bytes, version)?),
+            ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersRequestView::new_prefix(bytes, version)?),
+            ApiKey::IncrementalAlterConfigs => {
+                Self::IncrementalAlterConfigs(IncrementalAlterConfigsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
+                AlterPartitionReassignmentsRequestView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::ListPartitionReassignments => Self::ListPartitionReassignments(
+                ListPartitionReassignmentsRequestView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteRequestView::new_prefix(bytes, version)?),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(DescribeClientQuotasRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AlterClientQuotas => {
+                Self::AlterClientQuotas(AlterClientQuotasRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsRequestView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::AlterUserScramCredentials => Self::AlterUserScramCredentials(
+                AlterUserScramCredentialsRequestView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::Vote => Self::Vote(VoteRequestView::new_prefix(bytes, version)?),
+            ApiKey::BeginQuorumEpoch => {
+                Self::BeginQuorumEpoch(BeginQuorumEpochRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::EndQuorumEpoch => {
+                Self::EndQuorumEpoch(EndQuorumEpochRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeQuorum => {
+                Self::DescribeQuorum(DescribeQuorumRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AlterPartition => {
+                Self::AlterPartition(AlterPartitionRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::UpdateFeatures => {
+                Self::UpdateFeatures(UpdateFeaturesRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::Envelope => Self::Envelope(EnvelopeRequestView::new_prefix(bytes, version)?),
+            ApiKey::FetchSnapshot => {
+                Self::FetchSnapshot(FetchSnapshotRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeCluster => {
+                Self::DescribeCluster(DescribeClusterRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeProducers => {
+                Self::DescribeProducers(DescribeProducersRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::BrokerRegistration => {
+                Self::BrokerRegistration(BrokerRegistrationRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::BrokerHeartbeat => {
+                Self::BrokerHeartbeat(BrokerHeartbeatRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::UnregisterBroker => {
+                Self::UnregisterBroker(UnregisterBrokerRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(DescribeTransactionsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ListTransactions => {
+                Self::ListTransactions(ListTransactionsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(AllocateProducerIdsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(ControllerRegistrationRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::GetTelemetrySubscriptions => Self::GetTelemetrySubscriptions(
+                GetTelemetrySubscriptionsRequestView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::PushTelemetry => {
+                Self::PushTelemetry(PushTelemetryRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(AssignReplicasToDirsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(ListConfigResourcesRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeTopicPartitions => {
+                Self::DescribeTopicPartitions(DescribeTopicPartitionsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ShareGroupDescribe => {
+                Self::ShareGroupDescribe(ShareGroupDescribeRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequestView::new_prefix(bytes, version)?),
+            ApiKey::ShareAcknowledge => {
+                Self::ShareAcknowledge(ShareAcknowledgeRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterRequestView::new_prefix(bytes, version)?),
+            ApiKey::RemoveRaftVoter => {
+                Self::RemoveRaftVoter(RemoveRaftVoterRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::UpdateRaftVoter => {
+                Self::UpdateRaftVoter(UpdateRaftVoterRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::InitializeShareGroupState => Self::InitializeShareGroupState(
+                InitializeShareGroupStateRequestView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(ReadShareGroupStateRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(WriteShareGroupStateRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(DeleteShareGroupStateRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupStateSummary => Self::ReadShareGroupStateSummary(
+                ReadShareGroupStateSummaryRequestView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(StreamsGroupDescribeRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeShareGroupOffsets => Self::DescribeShareGroupOffsets(
+                DescribeShareGroupOffsetsRequestView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(AlterShareGroupOffsetsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupOffsets => {
+                Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequestView::new_prefix(bytes, version)?)
+            }
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
+                StreamsGroupTopologyDescriptionUpdateRequestView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::UnregisterController => {
+                Self::UnregisterController(UnregisterControllerRequestView::new_prefix(bytes, version)?)
+            }
         })
     }
 
     /// The API this body belongs to.
     pub const fn api_key(&self) -> ApiKey {
         match self {
+            Self::Produce(_) => ApiKey::Produce,
+            Self::Fetch(_) => ApiKey::Fetch,
             Self::ListOffsets(_) => ApiKey::ListOffsets,
             Self::Metadata(_) => ApiKey::Metadata,
+            Self::OffsetCommit(_) => ApiKey::OffsetCommit,
+            Self::OffsetFetch(_) => ApiKey::OffsetFetch,
+            Self::FindCoordinator(_) => ApiKey::FindCoordinator,
+            Self::JoinGroup(_) => ApiKey::JoinGroup,
+            Self::Heartbeat(_) => ApiKey::Heartbeat,
+            Self::LeaveGroup(_) => ApiKey::LeaveGroup,
+            Self::SyncGroup(_) => ApiKey::SyncGroup,
+            Self::DescribeGroups(_) => ApiKey::DescribeGroups,
             Self::ListGroups(_) => ApiKey::ListGroups,
+            Self::SaslHandshake(_) => ApiKey::SaslHandshake,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
+            Self::CreateTopics(_) => ApiKey::CreateTopics,
+            Self::DeleteTopics(_) => ApiKey::DeleteTopics,
+            Self::DeleteRecords(_) => ApiKey::DeleteRecords,
+            Self::InitProducerId(_) => ApiKey::InitProducerId,
+            Self::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            Self::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            Self::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            Self::EndTxn(_) => ApiKey::EndTxn,
+            Self::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            Self::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            Self::DescribeAcls(_) => ApiKey::DescribeAcls,
+            Self::CreateAcls(_) => ApiKey::CreateAcls,
+            Self::DeleteAcls(_) => ApiKey::DeleteAcls,
+            Self::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+            Self::AlterConfigs(_) => ApiKey::AlterConfigs,
+            Self::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
+            Self::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            Self::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
+            Self::CreatePartitions(_) => ApiKey::CreatePartitions,
+            Self::CreateDelegationToken(_) => ApiKey::CreateDelegationToken,
+            Self::RenewDelegationToken(_) => ApiKey::RenewDelegationToken,
+            Self::ExpireDelegationToken(_) => ApiKey::ExpireDelegationToken,
+            Self::DescribeDelegationToken(_) => ApiKey::DescribeDelegationToken,
+            Self::DeleteGroups(_) => ApiKey::DeleteGroups,
+            Self::ElectLeaders(_) => ApiKey::ElectLeaders,
+            Self::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            Self::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            Self::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
+            Self::OffsetDelete(_) => ApiKey::OffsetDelete,
+            Self::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
+            Self::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
+            Self::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            Self::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
+            Self::Vote(_) => ApiKey::Vote,
+            Self::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+            Self::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+            Self::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            Self::AlterPartition(_) => ApiKey::AlterPartition,
+            Self::UpdateFeatures(_) => ApiKey::UpdateFeatures,
+            Self::Envelope(_) => ApiKey::Envelope,
+            Self::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+            Self::DescribeCluster(_) => ApiKey::DescribeCluster,
+            Self::DescribeProducers(_) => ApiKey::DescribeProducers,
+            Self::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            Self::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            Self::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            Self::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            Self::ListTransactions(_) => ApiKey::ListTransactions,
+            Self::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+            Self::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
+            Self::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            Self::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+            Self::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            Self::PushTelemetry(_) => ApiKey::PushTelemetry,
+            Self::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+            Self::ListConfigResources(_) => ApiKey::ListConfigResources,
+            Self::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
+            Self::ShareGroupHeartbeat(_) => ApiKey::ShareGroupHeartbeat,
+            Self::ShareGroupDescribe(_) => ApiKey::ShareGroupDescribe,
+            Self::ShareFetch(_) => ApiKey::ShareFetch,
+            Self::ShareAcknowledge(_) => ApiKey::ShareAcknowledge,
+            Self::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+            Self::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+            Self::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+            Self::InitializeShareGroupState(_) => ApiKey::InitializeShareGroupState,
+            Self::ReadShareGroupState(_) => ApiKey::ReadShareGroupState,
+            Self::WriteShareGroupState(_) => ApiKey::WriteShareGroupState,
+            Self::DeleteShareGroupState(_) => ApiKey::DeleteShareGroupState,
+            Self::ReadShareGroupStateSummary(_) => ApiKey::ReadShareGroupStateSummary,
+            Self::StreamsGroupHeartbeat(_) => ApiKey::StreamsGroupHeartbeat,
+            Self::StreamsGroupDescribe(_) => ApiKey::StreamsGroupDescribe,
+            Self::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
+            Self::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
+            Self::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            Self::StreamsGroupTopologyDescriptionUpdate(_) => ApiKey::StreamsGroupTopologyDescriptionUpdate,
+            Self::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
 
     /// The bytes of the body.
     pub const fn as_bytes(&self) -> &'a [u8] {
         match self {
+            Self::Produce(v) => v.as_bytes(),
+            Self::Fetch(v) => v.as_bytes(),
             Self::ListOffsets(v) => v.as_bytes(),
             Self::Metadata(v) => v.as_bytes(),
+            Self::OffsetCommit(v) => v.as_bytes(),
+            Self::OffsetFetch(v) => v.as_bytes(),
+            Self::FindCoordinator(v) => v.as_bytes(),
+            Self::JoinGroup(v) => v.as_bytes(),
+            Self::Heartbeat(v) => v.as_bytes(),
+            Self::LeaveGroup(v) => v.as_bytes(),
+            Self::SyncGroup(v) => v.as_bytes(),
+            Self::DescribeGroups(v) => v.as_bytes(),
             Self::ListGroups(v) => v.as_bytes(),
+            Self::SaslHandshake(v) => v.as_bytes(),
             Self::ApiVersions(v) => v.as_bytes(),
+            Self::CreateTopics(v) => v.as_bytes(),
+            Self::DeleteTopics(v) => v.as_bytes(),
+            Self::DeleteRecords(v) => v.as_bytes(),
+            Self::InitProducerId(v) => v.as_bytes(),
+            Self::OffsetForLeaderEpoch(v) => v.as_bytes(),
+            Self::AddPartitionsToTxn(v) => v.as_bytes(),
+            Self::AddOffsetsToTxn(v) => v.as_bytes(),
+            Self::EndTxn(v) => v.as_bytes(),
+            Self::WriteTxnMarkers(v) => v.as_bytes(),
+            Self::TxnOffsetCommit(v) => v.as_bytes(),
+            Self::DescribeAcls(v) => v.as_bytes(),
+            Self::CreateAcls(v) => v.as_bytes(),
+            Self::DeleteAcls(v) => v.as_bytes(),
+            Self::DescribeConfigs(v) => v.as_bytes(),
+            Self::AlterConfigs(v) => v.as_bytes(),
+            Self::AlterReplicaLogDirs(v) => v.as_bytes(),
+            Self::DescribeLogDirs(v) => v.as_bytes(),
+            Self::SaslAuthenticate(v) => v.as_bytes(),
+            Self::CreatePartitions(v) => v.as_bytes(),
+            Self::CreateDelegationToken(v) => v.as_bytes(),
+            Self::RenewDelegationToken(v) => v.as_bytes(),
+            Self::ExpireDelegationToken(v) => v.as_bytes(),
+            Self::DescribeDelegationToken(v) => v.as_bytes(),
+            Self::DeleteGroups(v) => v.as_bytes(),
+            Self::ElectLeaders(v) => v.as_bytes(),
+            Self::IncrementalAlterConfigs(v) => v.as_bytes(),
+            Self::AlterPartitionReassignments(v) => v.as_bytes(),
+            Self::ListPartitionReassignments(v) => v.as_bytes(),
+            Self::OffsetDelete(v) => v.as_bytes(),
+            Self::DescribeClientQuotas(v) => v.as_bytes(),
+            Self::AlterClientQuotas(v) => v.as_bytes(),
+            Self::DescribeUserScramCredentials(v) => v.as_bytes(),
+            Self::AlterUserScramCredentials(v) => v.as_bytes(),
+            Self::Vote(v) => v.as_bytes(),
+            Self::BeginQuorumEpoch(v) => v.as_bytes(),
+            Self::EndQuorumEpoch(v) => v.as_bytes(),
+            Self::DescribeQuorum(v) => v.as_bytes(),
+            Self::AlterPartition(v) => v.as_bytes(),
+            Self::UpdateFeatures(v) => v.as_bytes(),
+            Self::Envelope(v) => v.as_bytes(),
+            Self::FetchSnapshot(v) => v.as_bytes(),
+            Self::DescribeCluster(v) => v.as_bytes(),
+            Self::DescribeProducers(v) => v.as_bytes(),
+            Self::BrokerRegistration(v) => v.as_bytes(),
+            Self::BrokerHeartbeat(v) => v.as_bytes(),
+            Self::UnregisterBroker(v) => v.as_bytes(),
+            Self::DescribeTransactions(v) => v.as_bytes(),
+            Self::ListTransactions(v) => v.as_bytes(),
+            Self::AllocateProducerIds(v) => v.as_bytes(),
+            Self::ConsumerGroupHeartbeat(v) => v.as_bytes(),
+            Self::ConsumerGroupDescribe(v) => v.as_bytes(),
+            Self::ControllerRegistration(v) => v.as_bytes(),
+            Self::GetTelemetrySubscriptions(v) => v.as_bytes(),
+            Self::PushTelemetry(v) => v.as_bytes(),
+            Self::AssignReplicasToDirs(v) => v.as_bytes(),
+            Self::ListConfigResources(v) => v.as_bytes(),
+            Self::DescribeTopicPartitions(v) => v.as_bytes(),
+            Self::ShareGroupHeartbeat(v) => v.as_bytes(),
+            Self::ShareGroupDescribe(v) => v.as_bytes(),
+            Self::ShareFetch(v) => v.as_bytes(),
+            Self::ShareAcknowledge(v) => v.as_bytes(),
+            Self::AddRaftVoter(v) => v.as_bytes(),
+            Self::RemoveRaftVoter(v) => v.as_bytes(),
+            Self::UpdateRaftVoter(v) => v.as_bytes(),
+            Self::InitializeShareGroupState(v) => v.as_bytes(),
+            Self::ReadShareGroupState(v) => v.as_bytes(),
+            Self::WriteShareGroupState(v) => v.as_bytes(),
+            Self::DeleteShareGroupState(v) => v.as_bytes(),
+            Self::ReadShareGroupStateSummary(v) => v.as_bytes(),
+            Self::StreamsGroupHeartbeat(v) => v.as_bytes(),
+            Self::StreamsGroupDescribe(v) => v.as_bytes(),
+            Self::DescribeShareGroupOffsets(v) => v.as_bytes(),
+            Self::AlterShareGroupOffsets(v) => v.as_bytes(),
+            Self::DeleteShareGroupOffsets(v) => v.as_bytes(),
+            Self::StreamsGroupTopologyDescriptionUpdate(v) => v.as_bytes(),
+            Self::UnregisterController(v) => v.as_bytes(),
         }
     }
 }
@@ -179,24 +2097,285 @@ impl<'a> RequestBodyView<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum RequestBody<'a> {
+    /// Produce request.
+    Produce(ProduceRequest<'a>),
+    /// Fetch request.
+    Fetch(FetchRequest<'a>),
     /// ListOffsets request.
     ListOffsets(ListOffsetsRequest<'a>),
     /// Metadata request.
     Metadata(MetadataRequest<'a>),
+    /// OffsetCommit request.
+    OffsetCommit(OffsetCommitRequest<'a>),
+    /// OffsetFetch request.
+    OffsetFetch(OffsetFetchRequest<'a>),
+    /// FindCoordinator request.
+    FindCoordinator(FindCoordinatorRequest<'a>),
+    /// JoinGroup request.
+    JoinGroup(JoinGroupRequest<'a>),
+    /// Heartbeat request.
+    Heartbeat(HeartbeatRequest<'a>),
+    /// LeaveGroup request.
+    LeaveGroup(LeaveGroupRequest<'a>),
+    /// SyncGroup request.
+    SyncGroup(SyncGroupRequest<'a>),
+    /// DescribeGroups request.
+    DescribeGroups(DescribeGroupsRequest<'a>),
     /// ListGroups request.
     ListGroups(ListGroupsRequest<'a>),
+    /// SaslHandshake request.
+    SaslHandshake(SaslHandshakeRequest<'a>),
     /// ApiVersions request.
     ApiVersions(ApiVersionsRequest<'a>),
+    /// CreateTopics request.
+    CreateTopics(CreateTopicsRequest<'a>),
+    /// DeleteTopics request.
+    DeleteTopics(DeleteTopicsRequest<'a>),
+    /// DeleteRecords request.
+    DeleteRecords(DeleteRecordsRequest<'a>),
+    /// InitProducerId request.
+    InitProducerId(InitProducerIdRequest<'a>),
+    /// OffsetForLeaderEpoch request.
+    OffsetForLeaderEpoch(OffsetForLeaderEpochRequest<'a>),
+    /// AddPartitionsToTxn request.
+    AddPartitionsToTxn(AddPartitionsToTxnRequest<'a>),
+    /// AddOffsetsToTxn request.
+    AddOffsetsToTxn(AddOffsetsToTxnRequest<'a>),
+    /// EndTxn request.
+    EndTxn(EndTxnRequest<'a>),
+    /// WriteTxnMarkers request.
+    WriteTxnMarkers(WriteTxnMarkersRequest<'a>),
+    /// TxnOffsetCommit request.
+    TxnOffsetCommit(TxnOffsetCommitRequest<'a>),
+    /// DescribeAcls request.
+    DescribeAcls(DescribeAclsRequest<'a>),
+    /// CreateAcls request.
+    CreateAcls(CreateAclsRequest<'a>),
+    /// DeleteAcls request.
+    DeleteAcls(DeleteAclsRequest<'a>),
+    /// DescribeConfigs request.
+    DescribeConfigs(DescribeConfigsRequest<'a>),
+    /// AlterConfigs request.
+    AlterConfigs(AlterConfigsRequest<'a>),
+    /// AlterReplicaLogDirs request.
+    AlterReplicaLogDirs(AlterReplicaLogDirsRequest<'a>),
+    /// DescribeLogDirs request.
+    DescribeLogDirs(DescribeLogDirsRequest<'a>),
+    /// SaslAuthenticate request.
+    SaslAuthenticate(SaslAuthenticateRequest<'a>),
+    /// CreatePartitions request.
+    CreatePartitions(CreatePartitionsRequest<'a>),
+    /// CreateDelegationToken request.
+    CreateDelegationToken(CreateDelegationTokenRequest<'a>),
+    /// RenewDelegationToken request.
+    RenewDelegationToken(RenewDelegationTokenRequest<'a>),
+    /// ExpireDelegationToken request.
+    ExpireDelegationToken(ExpireDelegationTokenRequest<'a>),
+    /// DescribeDelegationToken request.
+    DescribeDelegationToken(DescribeDelegationTokenRequest<'a>),
+    /// DeleteGroups request.
+    DeleteGroups(DeleteGroupsRequest<'a>),
+    /// ElectLeaders request.
+    ElectLeaders(ElectLeadersRequest<'a>),
+    /// IncrementalAlterConfigs request.
+    IncrementalAlterConfigs(IncrementalAlterConfigsRequest<'a>),
+    /// AlterPartitionReassignments request.
+    AlterPartitionReassignments(AlterPartitionReassignmentsRequest<'a>),
+    /// ListPartitionReassignments request.
+    ListPartitionReassignments(ListPartitionReassignmentsRequest<'a>),
+    /// OffsetDelete request.
+    OffsetDelete(OffsetDeleteRequest<'a>),
+    /// DescribeClientQuotas request.
+    DescribeClientQuotas(DescribeClientQuotasRequest<'a>),
+    /// AlterClientQuotas request.
+    AlterClientQuotas(AlterClientQuotasRequest<'a>),
+    /// DescribeUserScramCredentials request.
+    DescribeUserScramCredentials(DescribeUserScramCredentialsRequest<'a>),
+    /// AlterUserScramCredentials request.
+    AlterUserScramCredentials(AlterUserScramCredentialsRequest<'a>),
+    /// Vote request.
+    Vote(VoteRequest<'a>),
+    /// BeginQuorumEpoch request.
+    BeginQuorumEpoch(BeginQuorumEpochRequest<'a>),
+    /// EndQuorumEpoch request.
+    EndQuorumEpoch(EndQuorumEpochRequest<'a>),
+    /// DescribeQuorum request.
+    DescribeQuorum(DescribeQuorumRequest<'a>),
+    /// AlterPartition request.
+    AlterPartition(AlterPartitionRequest<'a>),
+    /// UpdateFeatures request.
+    UpdateFeatures(UpdateFeaturesRequest<'a>),
+    /// Envelope request.
+    Envelope(EnvelopeRequest<'a>),
+    /// FetchSnapshot request.
+    FetchSnapshot(FetchSnapshotRequest<'a>),
+    /// DescribeCluster request.
+    DescribeCluster(DescribeClusterRequest<'a>),
+    /// DescribeProducers request.
+    DescribeProducers(DescribeProducersRequest<'a>),
+    /// BrokerRegistration request.
+    BrokerRegistration(BrokerRegistrationRequest<'a>),
+    /// BrokerHeartbeat request.
+    BrokerHeartbeat(BrokerHeartbeatRequest<'a>),
+    /// UnregisterBroker request.
+    UnregisterBroker(UnregisterBrokerRequest<'a>),
+    /// DescribeTransactions request.
+    DescribeTransactions(DescribeTransactionsRequest<'a>),
+    /// ListTransactions request.
+    ListTransactions(ListTransactionsRequest<'a>),
+    /// AllocateProducerIds request.
+    AllocateProducerIds(AllocateProducerIdsRequest<'a>),
+    /// ConsumerGroupHeartbeat request.
+    ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest<'a>),
+    /// ConsumerGroupDescribe request.
+    ConsumerGroupDescribe(ConsumerGroupDescribeRequest<'a>),
+    /// ControllerRegistration request.
+    ControllerRegistration(ControllerRegistrationRequest<'a>),
+    /// GetTelemetrySubscriptions request.
+    GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest<'a>),
+    /// PushTelemetry request.
+    PushTelemetry(PushTelemetryRequest<'a>),
+    /// AssignReplicasToDirs request.
+    AssignReplicasToDirs(AssignReplicasToDirsRequest<'a>),
+    /// ListConfigResources request.
+    ListConfigResources(ListConfigResourcesRequest<'a>),
+    /// DescribeTopicPartitions request.
+    DescribeTopicPartitions(DescribeTopicPartitionsRequest<'a>),
+    /// ShareGroupHeartbeat request.
+    ShareGroupHeartbeat(ShareGroupHeartbeatRequest<'a>),
+    /// ShareGroupDescribe request.
+    ShareGroupDescribe(ShareGroupDescribeRequest<'a>),
+    /// ShareFetch request.
+    ShareFetch(ShareFetchRequest<'a>),
+    /// ShareAcknowledge request.
+    ShareAcknowledge(ShareAcknowledgeRequest<'a>),
+    /// AddRaftVoter request.
+    AddRaftVoter(AddRaftVoterRequest<'a>),
+    /// RemoveRaftVoter request.
+    RemoveRaftVoter(RemoveRaftVoterRequest<'a>),
+    /// UpdateRaftVoter request.
+    UpdateRaftVoter(UpdateRaftVoterRequest<'a>),
+    /// InitializeShareGroupState request.
+    InitializeShareGroupState(InitializeShareGroupStateRequest<'a>),
+    /// ReadShareGroupState request.
+    ReadShareGroupState(ReadShareGroupStateRequest<'a>),
+    /// WriteShareGroupState request.
+    WriteShareGroupState(WriteShareGroupStateRequest<'a>),
+    /// DeleteShareGroupState request.
+    DeleteShareGroupState(DeleteShareGroupStateRequest<'a>),
+    /// ReadShareGroupStateSummary request.
+    ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequest<'a>),
+    /// StreamsGroupHeartbeat request.
+    StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest<'a>),
+    /// StreamsGroupDescribe request.
+    StreamsGroupDescribe(StreamsGroupDescribeRequest<'a>),
+    /// DescribeShareGroupOffsets request.
+    DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest<'a>),
+    /// AlterShareGroupOffsets request.
+    AlterShareGroupOffsets(AlterShareGroupOffsetsRequest<'a>),
+    /// DeleteShareGroupOffsets request.
+    DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest<'a>),
+    /// StreamsGroupTopologyDescriptionUpdate request.
+    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequest<'a>),
+    /// UnregisterController request.
+    UnregisterController(UnregisterControllerRequest<'a>),
 }
 
 impl RequestBody<'_> {
     /// The API this body belongs to.
     pub const fn api_key(&self) -> ApiKey {
         match self {
+            Self::Produce(_) => ApiKey::Produce,
+            Self::Fetch(_) => ApiKey::Fetch,
             Self::ListOffsets(_) => ApiKey::ListOffsets,
             Self::Metadata(_) => ApiKey::Metadata,
+            Self::OffsetCommit(_) => ApiKey::OffsetCommit,
+            Self::OffsetFetch(_) => ApiKey::OffsetFetch,
+            Self::FindCoordinator(_) => ApiKey::FindCoordinator,
+            Self::JoinGroup(_) => ApiKey::JoinGroup,
+            Self::Heartbeat(_) => ApiKey::Heartbeat,
+            Self::LeaveGroup(_) => ApiKey::LeaveGroup,
+            Self::SyncGroup(_) => ApiKey::SyncGroup,
+            Self::DescribeGroups(_) => ApiKey::DescribeGroups,
             Self::ListGroups(_) => ApiKey::ListGroups,
+            Self::SaslHandshake(_) => ApiKey::SaslHandshake,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
+            Self::CreateTopics(_) => ApiKey::CreateTopics,
+            Self::DeleteTopics(_) => ApiKey::DeleteTopics,
+            Self::DeleteRecords(_) => ApiKey::DeleteRecords,
+            Self::InitProducerId(_) => ApiKey::InitProducerId,
+            Self::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            Self::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            Self::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            Self::EndTxn(_) => ApiKey::EndTxn,
+            Self::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            Self::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            Self::DescribeAcls(_) => ApiKey::DescribeAcls,
+            Self::CreateAcls(_) => ApiKey::CreateAcls,
+            Self::DeleteAcls(_) => ApiKey::DeleteAcls,
+            Self::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+            Self::AlterConfigs(_) => ApiKey::AlterConfigs,
+            Self::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
+            Self::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            Self::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
+            Self::CreatePartitions(_) => ApiKey::CreatePartitions,
+            Self::CreateDelegationToken(_) => ApiKey::CreateDelegationToken,
+            Self::RenewDelegationToken(_) => ApiKey::RenewDelegationToken,
+            Self::ExpireDelegationToken(_) => ApiKey::ExpireDelegationToken,
+            Self::DescribeDelegationToken(_) => ApiKey::DescribeDelegationToken,
+            Self::DeleteGroups(_) => ApiKey::DeleteGroups,
+            Self::ElectLeaders(_) => ApiKey::ElectLeaders,
+            Self::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            Self::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            Self::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
+            Self::OffsetDelete(_) => ApiKey::OffsetDelete,
+            Self::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
+            Self::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
+            Self::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            Self::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
+            Self::Vote(_) => ApiKey::Vote,
+            Self::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+            Self::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+            Self::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            Self::AlterPartition(_) => ApiKey::AlterPartition,
+            Self::UpdateFeatures(_) => ApiKey::UpdateFeatures,
+            Self::Envelope(_) => ApiKey::Envelope,
+            Self::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+            Self::DescribeCluster(_) => ApiKey::DescribeCluster,
+            Self::DescribeProducers(_) => ApiKey::DescribeProducers,
+            Self::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            Self::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            Self::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            Self::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            Self::ListTransactions(_) => ApiKey::ListTransactions,
+            Self::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+            Self::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
+            Self::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            Self::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+            Self::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            Self::PushTelemetry(_) => ApiKey::PushTelemetry,
+            Self::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+            Self::ListConfigResources(_) => ApiKey::ListConfigResources,
+            Self::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
+            Self::ShareGroupHeartbeat(_) => ApiKey::ShareGroupHeartbeat,
+            Self::ShareGroupDescribe(_) => ApiKey::ShareGroupDescribe,
+            Self::ShareFetch(_) => ApiKey::ShareFetch,
+            Self::ShareAcknowledge(_) => ApiKey::ShareAcknowledge,
+            Self::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+            Self::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+            Self::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+            Self::InitializeShareGroupState(_) => ApiKey::InitializeShareGroupState,
+            Self::ReadShareGroupState(_) => ApiKey::ReadShareGroupState,
+            Self::WriteShareGroupState(_) => ApiKey::WriteShareGroupState,
+            Self::DeleteShareGroupState(_) => ApiKey::DeleteShareGroupState,
+            Self::ReadShareGroupStateSummary(_) => ApiKey::ReadShareGroupStateSummary,
+            Self::StreamsGroupHeartbeat(_) => ApiKey::StreamsGroupHeartbeat,
+            Self::StreamsGroupDescribe(_) => ApiKey::StreamsGroupDescribe,
+            Self::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
+            Self::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
+            Self::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            Self::StreamsGroupTopologyDescriptionUpdate(_) => ApiKey::StreamsGroupTopologyDescriptionUpdate,
+            Self::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
 }
@@ -210,28 +2389,289 @@ impl AnyBody for RequestBody<'_> {
 
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         match self {
+            Self::Produce(b) => b.encoded_len(version),
+            Self::Fetch(b) => b.encoded_len(version),
             Self::ListOffsets(b) => b.encoded_len(version),
             Self::Metadata(b) => b.encoded_len(version),
+            Self::OffsetCommit(b) => b.encoded_len(version),
+            Self::OffsetFetch(b) => b.encoded_len(version),
+            Self::FindCoordinator(b) => b.encoded_len(version),
+            Self::JoinGroup(b) => b.encoded_len(version),
+            Self::Heartbeat(b) => b.encoded_len(version),
+            Self::LeaveGroup(b) => b.encoded_len(version),
+            Self::SyncGroup(b) => b.encoded_len(version),
+            Self::DescribeGroups(b) => b.encoded_len(version),
             Self::ListGroups(b) => b.encoded_len(version),
+            Self::SaslHandshake(b) => b.encoded_len(version),
             Self::ApiVersions(b) => b.encoded_len(version),
+            Self::CreateTopics(b) => b.encoded_len(version),
+            Self::DeleteTopics(b) => b.encoded_len(version),
+            Self::DeleteRecords(b) => b.encoded_len(version),
+            Self::InitProducerId(b) => b.encoded_len(version),
+            Self::OffsetForLeaderEpoch(b) => b.encoded_len(version),
+            Self::AddPartitionsToTxn(b) => b.encoded_len(version),
+            Self::AddOffsetsToTxn(b) => b.encoded_len(version),
+            Self::EndTxn(b) => b.encoded_len(version),
+            Self::WriteTxnMarkers(b) => b.encoded_len(version),
+            Self::TxnOffsetCommit(b) => b.encoded_len(version),
+            Self::DescribeAcls(b) => b.encoded_len(version),
+            Self::CreateAcls(b) => b.encoded_len(version),
+            Self::DeleteAcls(b) => b.encoded_len(version),
+            Self::DescribeConfigs(b) => b.encoded_len(version),
+            Self::AlterConfigs(b) => b.encoded_len(version),
+            Self::AlterReplicaLogDirs(b) => b.encoded_len(version),
+            Self::DescribeLogDirs(b) => b.encoded_len(version),
+            Self::SaslAuthenticate(b) => b.encoded_len(version),
+            Self::CreatePartitions(b) => b.encoded_len(version),
+            Self::CreateDelegationToken(b) => b.encoded_len(version),
+            Self::RenewDelegationToken(b) => b.encoded_len(version),
+            Self::ExpireDelegationToken(b) => b.encoded_len(version),
+            Self::DescribeDelegationToken(b) => b.encoded_len(version),
+            Self::DeleteGroups(b) => b.encoded_len(version),
+            Self::ElectLeaders(b) => b.encoded_len(version),
+            Self::IncrementalAlterConfigs(b) => b.encoded_len(version),
+            Self::AlterPartitionReassignments(b) => b.encoded_len(version),
+            Self::ListPartitionReassignments(b) => b.encoded_len(version),
+            Self::OffsetDelete(b) => b.encoded_len(version),
+            Self::DescribeClientQuotas(b) => b.encoded_len(version),
+            Self::AlterClientQuotas(b) => b.encoded_len(version),
+            Self::DescribeUserScramCredentials(b) => b.encoded_len(version),
+            Self::AlterUserScramCredentials(b) => b.encoded_len(version),
+            Self::Vote(b) => b.encoded_len(version),
+            Self::BeginQuorumEpoch(b) => b.encoded_len(version),
+            Self::EndQuorumEpoch(b) => b.encoded_len(version),
+            Self::DescribeQuorum(b) => b.encoded_len(version),
+            Self::AlterPartition(b) => b.encoded_len(version),
+            Self::UpdateFeatures(b) => b.encoded_len(version),
+            Self::Envelope(b) => b.encoded_len(version),
+            Self::FetchSnapshot(b) => b.encoded_len(version),
+            Self::DescribeCluster(b) => b.encoded_len(version),
+            Self::DescribeProducers(b) => b.encoded_len(version),
+            Self::BrokerRegistration(b) => b.encoded_len(version),
+            Self::BrokerHeartbeat(b) => b.encoded_len(version),
+            Self::UnregisterBroker(b) => b.encoded_len(version),
+            Self::DescribeTransactions(b) => b.encoded_len(version),
+            Self::ListTransactions(b) => b.encoded_len(version),
+            Self::AllocateProducerIds(b) => b.encoded_len(version),
+            Self::ConsumerGroupHeartbeat(b) => b.encoded_len(version),
+            Self::ConsumerGroupDescribe(b) => b.encoded_len(version),
+            Self::ControllerRegistration(b) => b.encoded_len(version),
+            Self::GetTelemetrySubscriptions(b) => b.encoded_len(version),
+            Self::PushTelemetry(b) => b.encoded_len(version),
+            Self::AssignReplicasToDirs(b) => b.encoded_len(version),
+            Self::ListConfigResources(b) => b.encoded_len(version),
+            Self::DescribeTopicPartitions(b) => b.encoded_len(version),
+            Self::ShareGroupHeartbeat(b) => b.encoded_len(version),
+            Self::ShareGroupDescribe(b) => b.encoded_len(version),
+            Self::ShareFetch(b) => b.encoded_len(version),
+            Self::ShareAcknowledge(b) => b.encoded_len(version),
+            Self::AddRaftVoter(b) => b.encoded_len(version),
+            Self::RemoveRaftVoter(b) => b.encoded_len(version),
+            Self::UpdateRaftVoter(b) => b.encoded_len(version),
+            Self::InitializeShareGroupState(b) => b.encoded_len(version),
+            Self::ReadShareGroupState(b) => b.encoded_len(version),
+            Self::WriteShareGroupState(b) => b.encoded_len(version),
+            Self::DeleteShareGroupState(b) => b.encoded_len(version),
+            Self::ReadShareGroupStateSummary(b) => b.encoded_len(version),
+            Self::StreamsGroupHeartbeat(b) => b.encoded_len(version),
+            Self::StreamsGroupDescribe(b) => b.encoded_len(version),
+            Self::DescribeShareGroupOffsets(b) => b.encoded_len(version),
+            Self::AlterShareGroupOffsets(b) => b.encoded_len(version),
+            Self::DeleteShareGroupOffsets(b) => b.encoded_len(version),
+            Self::StreamsGroupTopologyDescriptionUpdate(b) => b.encoded_len(version),
+            Self::UnregisterController(b) => b.encoded_len(version),
         }
     }
 
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
+            Self::Produce(b) => b.encode(version, buf),
+            Self::Fetch(b) => b.encode(version, buf),
             Self::ListOffsets(b) => b.encode(version, buf),
             Self::Metadata(b) => b.encode(version, buf),
+            Self::OffsetCommit(b) => b.encode(version, buf),
+            Self::OffsetFetch(b) => b.encode(version, buf),
+            Self::FindCoordinator(b) => b.encode(version, buf),
+            Self::JoinGroup(b) => b.encode(version, buf),
+            Self::Heartbeat(b) => b.encode(version, buf),
+            Self::LeaveGroup(b) => b.encode(version, buf),
+            Self::SyncGroup(b) => b.encode(version, buf),
+            Self::DescribeGroups(b) => b.encode(version, buf),
             Self::ListGroups(b) => b.encode(version, buf),
+            Self::SaslHandshake(b) => b.encode(version, buf),
             Self::ApiVersions(b) => b.encode(version, buf),
+            Self::CreateTopics(b) => b.encode(version, buf),
+            Self::DeleteTopics(b) => b.encode(version, buf),
+            Self::DeleteRecords(b) => b.encode(version, buf),
+            Self::InitProducerId(b) => b.encode(version, buf),
+            Self::OffsetForLeaderEpoch(b) => b.encode(version, buf),
+            Self::AddPartitionsToTxn(b) => b.encode(version, buf),
+            Self::AddOffsetsToTxn(b) => b.encode(version, buf),
+            Self::EndTxn(b) => b.encode(version, buf),
+            Self::WriteTxnMarkers(b) => b.encode(version, buf),
+            Self::TxnOffsetCommit(b) => b.encode(version, buf),
+            Self::DescribeAcls(b) => b.encode(version, buf),
+            Self::CreateAcls(b) => b.encode(version, buf),
+            Self::DeleteAcls(b) => b.encode(version, buf),
+            Self::DescribeConfigs(b) => b.encode(version, buf),
+            Self::AlterConfigs(b) => b.encode(version, buf),
+            Self::AlterReplicaLogDirs(b) => b.encode(version, buf),
+            Self::DescribeLogDirs(b) => b.encode(version, buf),
+            Self::SaslAuthenticate(b) => b.encode(version, buf),
+            Self::CreatePartitions(b) => b.encode(version, buf),
+            Self::CreateDelegationToken(b) => b.encode(version, buf),
+            Self::RenewDelegationToken(b) => b.encode(version, buf),
+            Self::ExpireDelegationToken(b) => b.encode(version, buf),
+            Self::DescribeDelegationToken(b) => b.encode(version, buf),
+            Self::DeleteGroups(b) => b.encode(version, buf),
+            Self::ElectLeaders(b) => b.encode(version, buf),
+            Self::IncrementalAlterConfigs(b) => b.encode(version, buf),
+            Self::AlterPartitionReassignments(b) => b.encode(version, buf),
+            Self::ListPartitionReassignments(b) => b.encode(version, buf),
+            Self::OffsetDelete(b) => b.encode(version, buf),
+            Self::DescribeClientQuotas(b) => b.encode(version, buf),
+            Self::AlterClientQuotas(b) => b.encode(version, buf),
+            Self::DescribeUserScramCredentials(b) => b.encode(version, buf),
+            Self::AlterUserScramCredentials(b) => b.encode(version, buf),
+            Self::Vote(b) => b.encode(version, buf),
+            Self::BeginQuorumEpoch(b) => b.encode(version, buf),
+            Self::EndQuorumEpoch(b) => b.encode(version, buf),
+            Self::DescribeQuorum(b) => b.encode(version, buf),
+            Self::AlterPartition(b) => b.encode(version, buf),
+            Self::UpdateFeatures(b) => b.encode(version, buf),
+            Self::Envelope(b) => b.encode(version, buf),
+            Self::FetchSnapshot(b) => b.encode(version, buf),
+            Self::DescribeCluster(b) => b.encode(version, buf),
+            Self::DescribeProducers(b) => b.encode(version, buf),
+            Self::BrokerRegistration(b) => b.encode(version, buf),
+            Self::BrokerHeartbeat(b) => b.encode(version, buf),
+            Self::UnregisterBroker(b) => b.encode(version, buf),
+            Self::DescribeTransactions(b) => b.encode(version, buf),
+            Self::ListTransactions(b) => b.encode(version, buf),
+            Self::AllocateProducerIds(b) => b.encode(version, buf),
+            Self::ConsumerGroupHeartbeat(b) => b.encode(version, buf),
+            Self::ConsumerGroupDescribe(b) => b.encode(version, buf),
+            Self::ControllerRegistration(b) => b.encode(version, buf),
+            Self::GetTelemetrySubscriptions(b) => b.encode(version, buf),
+            Self::PushTelemetry(b) => b.encode(version, buf),
+            Self::AssignReplicasToDirs(b) => b.encode(version, buf),
+            Self::ListConfigResources(b) => b.encode(version, buf),
+            Self::DescribeTopicPartitions(b) => b.encode(version, buf),
+            Self::ShareGroupHeartbeat(b) => b.encode(version, buf),
+            Self::ShareGroupDescribe(b) => b.encode(version, buf),
+            Self::ShareFetch(b) => b.encode(version, buf),
+            Self::ShareAcknowledge(b) => b.encode(version, buf),
+            Self::AddRaftVoter(b) => b.encode(version, buf),
+            Self::RemoveRaftVoter(b) => b.encode(version, buf),
+            Self::UpdateRaftVoter(b) => b.encode(version, buf),
+            Self::InitializeShareGroupState(b) => b.encode(version, buf),
+            Self::ReadShareGroupState(b) => b.encode(version, buf),
+            Self::WriteShareGroupState(b) => b.encode(version, buf),
+            Self::DeleteShareGroupState(b) => b.encode(version, buf),
+            Self::ReadShareGroupStateSummary(b) => b.encode(version, buf),
+            Self::StreamsGroupHeartbeat(b) => b.encode(version, buf),
+            Self::StreamsGroupDescribe(b) => b.encode(version, buf),
+            Self::DescribeShareGroupOffsets(b) => b.encode(version, buf),
+            Self::AlterShareGroupOffsets(b) => b.encode(version, buf),
+            Self::DeleteShareGroupOffsets(b) => b.encode(version, buf),
+            Self::StreamsGroupTopologyDescriptionUpdate(b) => b.encode(version, buf),
+            Self::UnregisterController(b) => b.encode(version, buf),
         }
     }
 
     fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
+            Self::Produce(b) => b.write_sized(version, out),
+            Self::Fetch(b) => b.write_sized(version, out),
             Self::ListOffsets(b) => b.write_sized(version, out),
             Self::Metadata(b) => b.write_sized(version, out),
+            Self::OffsetCommit(b) => b.write_sized(version, out),
+            Self::OffsetFetch(b) => b.write_sized(version, out),
+            Self::FindCoordinator(b) => b.write_sized(version, out),
+            Self::JoinGroup(b) => b.write_sized(version, out),
+            Self::Heartbeat(b) => b.write_sized(version, out),
+            Self::LeaveGroup(b) => b.write_sized(version, out),
+            Self::SyncGroup(b) => b.write_sized(version, out),
+            Self::DescribeGroups(b) => b.write_sized(version, out),
             Self::ListGroups(b) => b.write_sized(version, out),
+            Self::SaslHandshake(b) => b.write_sized(version, out),
             Self::ApiVersions(b) => b.write_sized(version, out),
+            Self::CreateTopics(b) => b.write_sized(version, out),
+            Self::DeleteTopics(b) => b.write_sized(version, out),
+            Self::DeleteRecords(b) => b.write_sized(version, out),
+            Self::InitProducerId(b) => b.write_sized(version, out),
+            Self::OffsetForLeaderEpoch(b) => b.write_sized(version, out),
+            Self::AddPartitionsToTxn(b) => b.write_sized(version, out),
+            Self::AddOffsetsToTxn(b) => b.write_sized(version, out),
+            Self::EndTxn(b) => b.write_sized(version, out),
+            Self::WriteTxnMarkers(b) => b.write_sized(version, out),
+            Self::TxnOffsetCommit(b) => b.write_sized(version, out),
+            Self::DescribeAcls(b) => b.write_sized(version, out),
+            Self::CreateAcls(b) => b.write_sized(version, out),
+            Self::DeleteAcls(b) => b.write_sized(version, out),
+            Self::DescribeConfigs(b) => b.write_sized(version, out),
+            Self::AlterConfigs(b) => b.write_sized(version, out),
+            Self::AlterReplicaLogDirs(b) => b.write_sized(version, out),
+            Self::DescribeLogDirs(b) => b.write_sized(version, out),
+            Self::SaslAuthenticate(b) => b.write_sized(version, out),
+            Self::CreatePartitions(b) => b.write_sized(version, out),
+            Self::CreateDelegationToken(b) => b.write_sized(version, out),
+            Self::RenewDelegationToken(b) => b.write_sized(version, out),
+            Self::ExpireDelegationToken(b) => b.write_sized(version, out),
+            Self::DescribeDelegationToken(b) => b.write_sized(version, out),
+            Self::DeleteGroups(b) => b.write_sized(version, out),
+            Self::ElectLeaders(b) => b.write_sized(version, out),
+            Self::IncrementalAlterConfigs(b) => b.write_sized(version, out),
+            Self::AlterPartitionReassignments(b) => b.write_sized(version, out),
+            Self::ListPartitionReassignments(b) => b.write_sized(version, out),
+            Self::OffsetDelete(b) => b.write_sized(version, out),
+            Self::DescribeClientQuotas(b) => b.write_sized(version, out),
+            Self::AlterClientQuotas(b) => b.write_sized(version, out),
+            Self::DescribeUserScramCredentials(b) => b.write_sized(version, out),
+            Self::AlterUserScramCredentials(b) => b.write_sized(version, out),
+            Self::Vote(b) => b.write_sized(version, out),
+            Self::BeginQuorumEpoch(b) => b.write_sized(version, out),
+            Self::EndQuorumEpoch(b) => b.write_sized(version, out),
+            Self::DescribeQuorum(b) => b.write_sized(version, out),
+            Self::AlterPartition(b) => b.write_sized(version, out),
+            Self::UpdateFeatures(b) => b.write_sized(version, out),
+            Self::Envelope(b) => b.write_sized(version, out),
+            Self::FetchSnapshot(b) => b.write_sized(version, out),
+            Self::DescribeCluster(b) => b.write_sized(version, out),
+            Self::DescribeProducers(b) => b.write_sized(version, out),
+            Self::BrokerRegistration(b) => b.write_sized(version, out),
+            Self::BrokerHeartbeat(b) => b.write_sized(version, out),
+            Self::UnregisterBroker(b) => b.write_sized(version, out),
+            Self::DescribeTransactions(b) => b.write_sized(version, out),
+            Self::ListTransactions(b) => b.write_sized(version, out),
+            Self::AllocateProducerIds(b) => b.write_sized(version, out),
+            Self::ConsumerGroupHeartbeat(b) => b.write_sized(version, out),
+            Self::ConsumerGroupDescribe(b) => b.write_sized(version, out),
+            Self::ControllerRegistration(b) => b.write_sized(version, out),
+            Self::GetTelemetrySubscriptions(b) => b.write_sized(version, out),
+            Self::PushTelemetry(b) => b.write_sized(version, out),
+            Self::AssignReplicasToDirs(b) => b.write_sized(version, out),
+            Self::ListConfigResources(b) => b.write_sized(version, out),
+            Self::DescribeTopicPartitions(b) => b.write_sized(version, out),
+            Self::ShareGroupHeartbeat(b) => b.write_sized(version, out),
+            Self::ShareGroupDescribe(b) => b.write_sized(version, out),
+            Self::ShareFetch(b) => b.write_sized(version, out),
+            Self::ShareAcknowledge(b) => b.write_sized(version, out),
+            Self::AddRaftVoter(b) => b.write_sized(version, out),
+            Self::RemoveRaftVoter(b) => b.write_sized(version, out),
+            Self::UpdateRaftVoter(b) => b.write_sized(version, out),
+            Self::InitializeShareGroupState(b) => b.write_sized(version, out),
+            Self::ReadShareGroupState(b) => b.write_sized(version, out),
+            Self::WriteShareGroupState(b) => b.write_sized(version, out),
+            Self::DeleteShareGroupState(b) => b.write_sized(version, out),
+            Self::ReadShareGroupStateSummary(b) => b.write_sized(version, out),
+            Self::StreamsGroupHeartbeat(b) => b.write_sized(version, out),
+            Self::StreamsGroupDescribe(b) => b.write_sized(version, out),
+            Self::DescribeShareGroupOffsets(b) => b.write_sized(version, out),
+            Self::AlterShareGroupOffsets(b) => b.write_sized(version, out),
+            Self::DeleteShareGroupOffsets(b) => b.write_sized(version, out),
+            Self::StreamsGroupTopologyDescriptionUpdate(b) => b.write_sized(version, out),
+            Self::UnregisterController(b) => b.write_sized(version, out),
         }
     }
 }
@@ -241,11 +2681,458 @@ impl RequestBody<'static> {
     /// Decodes the request body of `api_key` at `version` with the reference decoder.
     pub fn decode(bytes: &[u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            ApiKey::Produce => Self::Produce(ProduceRequest::decode(bytes, version)?),
+            ApiKey::Fetch => Self::Fetch(FetchRequest::decode(bytes, version)?),
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::decode(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataRequest::decode(bytes, version)?),
+            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequest::decode(bytes, version)?),
+            ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequest::decode(bytes, version)?),
+            ApiKey::FindCoordinator => Self::FindCoordinator(FindCoordinatorRequest::decode(bytes, version)?),
+            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequest::decode(bytes, version)?),
+            ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequest::decode(bytes, version)?),
+            ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequest::decode(bytes, version)?),
+            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequest::decode(bytes, version)?),
+            ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsRequest::decode(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsRequest::decode(bytes, version)?),
+            ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeRequest::decode(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequest::decode(bytes, version)?),
+            ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsRequest::decode(bytes, version)?),
+            ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsRequest::decode(bytes, version)?),
+            ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsRequest::decode(bytes, version)?),
+            ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdRequest::decode(bytes, version)?),
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::decode(bytes, version)?)
+            }
+            ApiKey::AddPartitionsToTxn => {
+                Self::AddPartitionsToTxn(AddPartitionsToTxnRequest::decode(bytes, version)?)
+            }
+            ApiKey::AddOffsetsToTxn => Self::AddOffsetsToTxn(AddOffsetsToTxnRequest::decode(bytes, version)?),
+            ApiKey::EndTxn => Self::EndTxn(EndTxnRequest::decode(bytes, version)?),
+            ApiKey::WriteTxnMarkers => Self::WriteTxnMarkers(WriteTxnMarkersRequest::decode(bytes, version)?),
+            ApiKey::TxnOffsetCommit => Self::TxnOffsetCommit(TxnOffsetCommitRequest::decode(bytes, version)?),
+            ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequest::decode(bytes, version)?),
+            ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequest::decode(bytes, version)?),
+            ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsRequest::decode(bytes, version)?),
+            ApiKey::DescribeConfigs => Self::DescribeConfigs(DescribeConfigsRequest::decode(bytes, version)?),
+            ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsRequest::decode(bytes, version)?),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::decode(bytes, version)?)
+            }
+            ApiKey::DescribeLogDirs => Self::DescribeLogDirs(DescribeLogDirsRequest::decode(bytes, version)?),
+            ApiKey::SaslAuthenticate => {
+                Self::SaslAuthenticate(SaslAuthenticateRequest::decode(bytes, version)?)
+            }
+            ApiKey::CreatePartitions => {
+                Self::CreatePartitions(CreatePartitionsRequest::decode(bytes, version)?)
+            }
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(CreateDelegationTokenRequest::decode(bytes, version)?)
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(RenewDelegationTokenRequest::decode(bytes, version)?)
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(ExpireDelegationTokenRequest::decode(bytes, version)?)
+            }
+            ApiKey::DescribeDelegationToken => {
+                Self::DescribeDelegationToken(DescribeDelegationTokenRequest::decode(bytes, version)?)
+            }
+            ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsRequest::decode(bytes, version)?),
+            ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersRequest::decode(bytes, version)?),
+            ApiKey::IncrementalAlterConfigs => {
+                Self::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::decode(bytes, version)?)
+            }
+            ApiKey::AlterPartitionReassignments => {
+                Self::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::decode(bytes, version)?)
+            }
+            ApiKey::ListPartitionReassignments => {
+                Self::ListPartitionReassignments(ListPartitionReassignmentsRequest::decode(bytes, version)?)
+            }
+            ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteRequest::decode(bytes, version)?),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(DescribeClientQuotasRequest::decode(bytes, version)?)
+            }
+            ApiKey::AlterClientQuotas => {
+                Self::AlterClientQuotas(AlterClientQuotasRequest::decode(bytes, version)?)
+            }
+            ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsRequest::decode(bytes, version)?,
+            ),
+            ApiKey::AlterUserScramCredentials => {
+                Self::AlterUserScramCredentials(AlterUserScramCredentialsRequest::decode(bytes, version)?)
+            }
+            ApiKey::Vote => Self::Vote(VoteRequest::decode(bytes, version)?),
+            ApiKey::BeginQuorumEpoch => {
+                Self::BeginQuorumEpoch(BeginQuorumEpochRequest::decode(bytes, version)?)
+            }
+            ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochRequest::decode(bytes, version)?),
+            ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumRequest::decode(bytes, version)?),
+            ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionRequest::decode(bytes, version)?),
+            ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesRequest::decode(bytes, version)?),
+            ApiKey::Envelope => Self::Envelope(EnvelopeRequest::decode(bytes, version)?),
+            ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotRequest::decode(bytes, version)?),
+            ApiKey::DescribeCluster => Self::DescribeCluster(DescribeClusterRequest::decode(bytes, version)?),
+            ApiKey::DescribeProducers => {
+                Self::DescribeProducers(DescribeProducersRequest::decode(bytes, version)?)
+            }
+            ApiKey::BrokerRegistration => {
+                Self::BrokerRegistration(BrokerRegistrationRequest::decode(bytes, version)?)
+            }
+            ApiKey::BrokerHeartbeat => Self::BrokerHeartbeat(BrokerHeartbeatRequest::decode(bytes, version)?),
+            ApiKey::UnregisterBroker => {
+                Self::UnregisterBroker(UnregisterBrokerRequest::decode(bytes, version)?)
+            }
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(DescribeTransactionsRequest::decode(bytes, version)?)
+            }
+            ApiKey::ListTransactions => {
+                Self::ListTransactions(ListTransactionsRequest::decode(bytes, version)?)
+            }
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(AllocateProducerIdsRequest::decode(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest::decode(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::decode(bytes, version)?)
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(ControllerRegistrationRequest::decode(bytes, version)?)
+            }
+            ApiKey::GetTelemetrySubscriptions => {
+                Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest::decode(bytes, version)?)
+            }
+            ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryRequest::decode(bytes, version)?),
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(AssignReplicasToDirsRequest::decode(bytes, version)?)
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(ListConfigResourcesRequest::decode(bytes, version)?)
+            }
+            ApiKey::DescribeTopicPartitions => {
+                Self::DescribeTopicPartitions(DescribeTopicPartitionsRequest::decode(bytes, version)?)
+            }
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequest::decode(bytes, version)?)
+            }
+            ApiKey::ShareGroupDescribe => {
+                Self::ShareGroupDescribe(ShareGroupDescribeRequest::decode(bytes, version)?)
+            }
+            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequest::decode(bytes, version)?),
+            ApiKey::ShareAcknowledge => {
+                Self::ShareAcknowledge(ShareAcknowledgeRequest::decode(bytes, version)?)
+            }
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterRequest::decode(bytes, version)?),
+            ApiKey::RemoveRaftVoter => Self::RemoveRaftVoter(RemoveRaftVoterRequest::decode(bytes, version)?),
+            ApiKey::UpdateRaftVoter => Self::UpdateRaftVoter(UpdateRaftVoterRequest::decode(bytes, version)?),
+            ApiKey::InitializeShareGroupState => {
+                Self::InitializeShareGroupState(InitializeShareGroupStateRequest::decode(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(ReadShareGroupStateRequest::decode(bytes, version)?)
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(WriteShareGroupStateRequest::decode(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(DeleteShareGroupStateRequest::decode(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupStateSummary => {
+                Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequest::decode(bytes, version)?)
+            }
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest::decode(bytes, version)?)
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(StreamsGroupDescribeRequest::decode(bytes, version)?)
+            }
+            ApiKey::DescribeShareGroupOffsets => {
+                Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest::decode(bytes, version)?)
+            }
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(AlterShareGroupOffsetsRequest::decode(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupOffsets => {
+                Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest::decode(bytes, version)?)
+            }
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
+                StreamsGroupTopologyDescriptionUpdateRequest::decode(bytes, version)?,
+            ),
+            ApiKey::UnregisterController => {
+                Self::UnregisterController(UnregisterControllerRequest::decode(bytes, version)?)
+            }
         })
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+impl<'a> RequestBody<'a> {
+    /// An arbitrary request body of `api_key`, for fuzzing and property tests.
+    pub fn arbitrary_for(api_key: ApiKey, u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        use arbitrary::Arbitrary;
+        Ok(match api_key {
+            ApiKey::Produce => Self::Produce(ProduceRequest::arbitrary(u)?),
+            ApiKey::Fetch => Self::Fetch(FetchRequest::arbitrary(u)?),
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::arbitrary(u)?),
+            ApiKey::Metadata => Self::Metadata(MetadataRequest::arbitrary(u)?),
+            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequest::arbitrary(u)?),
+            ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequest::arbitrary(u)?),
+            ApiKey::FindCoordinator => Self::FindCoordinator(FindCoordinatorRequest::arbitrary(u)?),
+            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequest::arbitrary(u)?),
+            ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequest::arbitrary(u)?),
+            ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequest::arbitrary(u)?),
+            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequest::arbitrary(u)?),
+            ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsRequest::arbitrary(u)?),
+            ApiKey::ListGroups => Self::ListGroups(ListGroupsRequest::arbitrary(u)?),
+            ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeRequest::arbitrary(u)?),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequest::arbitrary(u)?),
+            ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsRequest::arbitrary(u)?),
+            ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsRequest::arbitrary(u)?),
+            ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsRequest::arbitrary(u)?),
+            ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdRequest::arbitrary(u)?),
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::arbitrary(u)?)
+            }
+            ApiKey::AddPartitionsToTxn => Self::AddPartitionsToTxn(AddPartitionsToTxnRequest::arbitrary(u)?),
+            ApiKey::AddOffsetsToTxn => Self::AddOffsetsToTxn(AddOffsetsToTxnRequest::arbitrary(u)?),
+            ApiKey::EndTxn => Self::EndTxn(EndTxnRequest::arbitrary(u)?),
+            ApiKey::WriteTxnMarkers => Self::WriteTxnMarkers(WriteTxnMarkersRequest::arbitrary(u)?),
+            ApiKey::TxnOffsetCommit => Self::TxnOffsetCommit(TxnOffsetCommitRequest::arbitrary(u)?),
+            ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequest::arbitrary(u)?),
+            ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequest::arbitrary(u)?),
+            ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsRequest::arbitrary(u)?),
+            ApiKey::DescribeConfigs => Self::DescribeConfigs(DescribeConfigsRequest::arbitrary(u)?),
+            ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsRequest::arbitrary(u)?),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::arbitrary(u)?)
+            }
+            ApiKey::DescribeLogDirs => Self::DescribeLogDirs(DescribeLogDirsRequest::arbitrary(u)?),
+            ApiKey::SaslAuthenticate => Self::SaslAuthenticate(SaslAuthenticateRequest::arbitrary(u)?),
+            ApiKey::CreatePartitions => Self::CreatePartitions(CreatePartitionsRequest::arbitrary(u)?),
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(CreateDelegationTokenRequest::arbitrary(u)?)
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(RenewDelegationTokenRequest::arbitrary(u)?)
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(ExpireDelegationTokenRequest::arbitrary(u)?)
+            }
+            ApiKey::DescribeDelegationToken => {
+                Self::DescribeDelegationToken(DescribeDelegationTokenRequest::arbitrary(u)?)
+            }
+            ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsRequest::arbitrary(u)?),
+            ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersRequest::arbitrary(u)?),
+            ApiKey::IncrementalAlterConfigs => {
+                Self::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::arbitrary(u)?)
+            }
+            ApiKey::AlterPartitionReassignments => {
+                Self::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::arbitrary(u)?)
+            }
+            ApiKey::ListPartitionReassignments => {
+                Self::ListPartitionReassignments(ListPartitionReassignmentsRequest::arbitrary(u)?)
+            }
+            ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteRequest::arbitrary(u)?),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(DescribeClientQuotasRequest::arbitrary(u)?)
+            }
+            ApiKey::AlterClientQuotas => Self::AlterClientQuotas(AlterClientQuotasRequest::arbitrary(u)?),
+            ApiKey::DescribeUserScramCredentials => {
+                Self::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::arbitrary(u)?)
+            }
+            ApiKey::AlterUserScramCredentials => {
+                Self::AlterUserScramCredentials(AlterUserScramCredentialsRequest::arbitrary(u)?)
+            }
+            ApiKey::Vote => Self::Vote(VoteRequest::arbitrary(u)?),
+            ApiKey::BeginQuorumEpoch => Self::BeginQuorumEpoch(BeginQuorumEpochRequest::arbitrary(u)?),
+            ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochRequest::arbitrary(u)?),
+            ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumRequest::arbitrary(u)?),
+            ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionRequest::arbitrary(u)?),
+            ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesRequest::arbitrary(u)?),
+            ApiKey::Envelope => Self::Envelope(EnvelopeRequest::arbitrary(u)?),
+            ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotRequest::arbitrary(u)?),
+            ApiKey::DescribeCluster => Self::DescribeCluster(DescribeClusterRequest::arbitrary(u)?),
+            ApiKey::DescribeProducers => Self::DescribeProducers(DescribeProducersRequest::arbitrary(u)?),
+            ApiKey::BrokerRegistration => Self::BrokerRegistration(BrokerRegistrationRequest::arbitrary(u)?),
+            ApiKey::BrokerHeartbeat => Self::BrokerHeartbeat(BrokerHeartbeatRequest::arbitrary(u)?),
+            ApiKey::UnregisterBroker => Self::UnregisterBroker(UnregisterBrokerRequest::arbitrary(u)?),
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(DescribeTransactionsRequest::arbitrary(u)?)
+            }
+            ApiKey::ListTransactions => Self::ListTransactions(ListTransactionsRequest::arbitrary(u)?),
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(AllocateProducerIdsRequest::arbitrary(u)?)
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest::arbitrary(u)?)
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::arbitrary(u)?)
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(ControllerRegistrationRequest::arbitrary(u)?)
+            }
+            ApiKey::GetTelemetrySubscriptions => {
+                Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest::arbitrary(u)?)
+            }
+            ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryRequest::arbitrary(u)?),
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(AssignReplicasToDirsRequest::arbitrary(u)?)
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(ListConfigResourcesRequest::arbitrary(u)?)
+            }
+            ApiKey::DescribeTopicPartitions => {
+                Self::DescribeTopicPartitions(DescribeTopicPartitionsRequest::arbitrary(u)?)
+            }
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequest::arbitrary(u)?)
+            }
+            ApiKey::ShareGroupDescribe => Self::ShareGroupDescribe(ShareGroupDescribeRequest::arbitrary(u)?),
+            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequest::arbitrary(u)?),
+            ApiKey::ShareAcknowledge => Self::ShareAcknowledge(ShareAcknowledgeRequest::arbitrary(u)?),
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterRequest::arbitrary(u)?),
+            ApiKey::RemoveRaftVoter => Self::RemoveRaftVoter(RemoveRaftVoterRequest::arbitrary(u)?),
+            ApiKey::UpdateRaftVoter => Self::UpdateRaftVoter(UpdateRaftVoterRequest::arbitrary(u)?),
+            ApiKey::InitializeShareGroupState => {
+                Self::InitializeShareGroupState(InitializeShareGroupStateRequest::arbitrary(u)?)
+            }
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(ReadShareGroupStateRequest::arbitrary(u)?)
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(WriteShareGroupStateRequest::arbitrary(u)?)
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(DeleteShareGroupStateRequest::arbitrary(u)?)
+            }
+            ApiKey::ReadShareGroupStateSummary => {
+                Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequest::arbitrary(u)?)
+            }
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest::arbitrary(u)?)
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(StreamsGroupDescribeRequest::arbitrary(u)?)
+            }
+            ApiKey::DescribeShareGroupOffsets => {
+                Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest::arbitrary(u)?)
+            }
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(AlterShareGroupOffsetsRequest::arbitrary(u)?)
+            }
+            ApiKey::DeleteShareGroupOffsets => {
+                Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest::arbitrary(u)?)
+            }
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
+                StreamsGroupTopologyDescriptionUpdateRequest::arbitrary(u)?,
+            ),
+            ApiKey::UnregisterController => {
+                Self::UnregisterController(UnregisterControllerRequest::arbitrary(u)?)
+            }
+        })
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl crate::testing::AsVersion for RequestBody<'_> {
+    fn as_version(&self, ver: crate::types::Ver) -> Self {
+        match self {
+            Self::Produce(b) => Self::Produce(b.as_version(ver)),
+            Self::Fetch(b) => Self::Fetch(b.as_version(ver)),
+            Self::ListOffsets(b) => Self::ListOffsets(b.as_version(ver)),
+            Self::Metadata(b) => Self::Metadata(b.as_version(ver)),
+            Self::OffsetCommit(b) => Self::OffsetCommit(b.as_version(ver)),
+            Self::OffsetFetch(b) => Self::OffsetFetch(b.as_version(ver)),
+            Self::FindCoordinator(b) => Self::FindCoordinator(b.as_version(ver)),
+            Self::JoinGroup(b) => Self::JoinGroup(b.as_version(ver)),
+            Self::Heartbeat(b) => Self::Heartbeat(b.as_version(ver)),
+            Self::LeaveGroup(b) => Self::LeaveGroup(b.as_version(ver)),
+            Self::SyncGroup(b) => Self::SyncGroup(b.as_version(ver)),
+            Self::DescribeGroups(b) => Self::DescribeGroups(b.as_version(ver)),
+            Self::ListGroups(b) => Self::ListGroups(b.as_version(ver)),
+            Self::SaslHandshake(b) => Self::SaslHandshake(b.as_version(ver)),
+            Self::ApiVersions(b) => Self::ApiVersions(b.as_version(ver)),
+            Self::CreateTopics(b) => Self::CreateTopics(b.as_version(ver)),
+            Self::DeleteTopics(b) => Self::DeleteTopics(b.as_version(ver)),
+            Self::DeleteRecords(b) => Self::DeleteRecords(b.as_version(ver)),
+            Self::InitProducerId(b) => Self::InitProducerId(b.as_version(ver)),
+            Self::OffsetForLeaderEpoch(b) => Self::OffsetForLeaderEpoch(b.as_version(ver)),
+            Self::AddPartitionsToTxn(b) => Self::AddPartitionsToTxn(b.as_version(ver)),
+            Self::AddOffsetsToTxn(b) => Self::AddOffsetsToTxn(b.as_version(ver)),
+            Self::EndTxn(b) => Self::EndTxn(b.as_version(ver)),
+            Self::WriteTxnMarkers(b) => Self::WriteTxnMarkers(b.as_version(ver)),
+            Self::TxnOffsetCommit(b) => Self::TxnOffsetCommit(b.as_version(ver)),
+            Self::DescribeAcls(b) => Self::DescribeAcls(b.as_version(ver)),
+            Self::CreateAcls(b) => Self::CreateAcls(b.as_version(ver)),
+            Self::DeleteAcls(b) => Self::DeleteAcls(b.as_version(ver)),
+            Self::DescribeConfigs(b) => Self::DescribeConfigs(b.as_version(ver)),
+            Self::AlterConfigs(b) => Self::AlterConfigs(b.as_version(ver)),
+            Self::AlterReplicaLogDirs(b) => Self::AlterReplicaLogDirs(b.as_version(ver)),
+            Self::DescribeLogDirs(b) => Self::DescribeLogDirs(b.as_version(ver)),
+            Self::SaslAuthenticate(b) => Self::SaslAuthenticate(b.as_version(ver)),
+            Self::CreatePartitions(b) => Self::CreatePartitions(b.as_version(ver)),
+            Self::CreateDelegationToken(b) => Self::CreateDelegationToken(b.as_version(ver)),
+            Self::RenewDelegationToken(b) => Self::RenewDelegationToken(b.as_version(ver)),
+            Self::ExpireDelegationToken(b) => Self::ExpireDelegationToken(b.as_version(ver)),
+            Self::DescribeDelegationToken(b) => Self::DescribeDelegationToken(b.as_version(ver)),
+            Self::DeleteGroups(b) => Self::DeleteGroups(b.as_version(ver)),
+            Self::ElectLeaders(b) => Self::ElectLeaders(b.as_version(ver)),
+            Self::IncrementalAlterConfigs(b) => Self::IncrementalAlterConfigs(b.as_version(ver)),
+            Self::AlterPartitionReassignments(b) => Self::AlterPartitionReassignments(b.as_version(ver)),
+            Self::ListPartitionReassignments(b) => Self::ListPartitionReassignments(b.as_version(ver)),
+            Self::OffsetDelete(b) => Self::OffsetDelete(b.as_version(ver)),
+            Self::DescribeClientQuotas(b) => Self::DescribeClientQuotas(b.as_version(ver)),
+            Self::AlterClientQuotas(b) => Self::AlterClientQuotas(b.as_version(ver)),
+            Self::DescribeUserScramCredentials(b) => Self::DescribeUserScramCredentials(b.as_version(ver)),
+            Self::AlterUserScramCredentials(b) => Self::AlterUserScramCredentials(b.as_version(ver)),
+            Self::Vote(b) => Self::Vote(b.as_version(ver)),
+            Self::BeginQuorumEpoch(b) => Self::BeginQuorumEpoch(b.as_version(ver)),
+            Self::EndQuorumEpoch(b) => Self::EndQuorumEpoch(b.as_version(ver)),
+            Self::DescribeQuorum(b) => Self::DescribeQuorum(b.as_version(ver)),
+            Self::AlterPartition(b) => Self::AlterPartition(b.as_version(ver)),
+            Self::UpdateFeatures(b) => Self::UpdateFeatures(b.as_version(ver)),
+            Self::Envelope(b) => Self::Envelope(b.as_version(ver)),
+            Self::FetchSnapshot(b) => Self::FetchSnapshot(b.as_version(ver)),
+            Self::DescribeCluster(b) => Self::DescribeCluster(b.as_version(ver)),
+            Self::DescribeProducers(b) => Self::DescribeProducers(b.as_version(ver)),
+            Self::BrokerRegistration(b) => Self::BrokerRegistration(b.as_version(ver)),
+            Self::BrokerHeartbeat(b) => Self::BrokerHeartbeat(b.as_version(ver)),
+            Self::UnregisterBroker(b) => Self::UnregisterBroker(b.as_version(ver)),
+            Self::DescribeTransactions(b) => Self::DescribeTransactions(b.as_version(ver)),
+            Self::ListTransactions(b) => Self::ListTransactions(b.as_version(ver)),
+            Self::AllocateProducerIds(b) => Self::AllocateProducerIds(b.as_version(ver)),
+            Self::ConsumerGroupHeartbeat(b) => Self::ConsumerGroupHeartbeat(b.as_version(ver)),
+            Self::ConsumerGroupDescribe(b) => Self::ConsumerGroupDescribe(b.as_version(ver)),
+            Self::ControllerRegistration(b) => Self::ControllerRegistration(b.as_version(ver)),
+            Self::GetTelemetrySubscriptions(b) => Self::GetTelemetrySubscriptions(b.as_version(ver)),
+            Self::PushTelemetry(b) => Self::PushTelemetry(b.as_version(ver)),
+            Self::AssignReplicasToDirs(b) => Self::AssignReplicasToDirs(b.as_version(ver)),
+            Self::ListConfigResources(b) => Self::ListConfigResources(b.as_version(ver)),
+            Self::DescribeTopicPartitions(b) => Self::DescribeTopicPartitions(b.as_version(ver)),
+            Self::ShareGroupHeartbeat(b) => Self::ShareGroupHeartbeat(b.as_version(ver)),
+            Self::ShareGroupDescribe(b) => Self::ShareGroupDescribe(b.as_version(ver)),
+            Self::ShareFetch(b) => Self::ShareFetch(b.as_version(ver)),
+            Self::ShareAcknowledge(b) => Self::ShareAcknowledge(b.as_version(ver)),
+            Self::AddRaftVoter(b) => Self::AddRaftVoter(b.as_version(ver)),
+            Self::RemoveRaftVoter(b) => Self::RemoveRaftVoter(b.as_version(ver)),
+            Self::UpdateRaftVoter(b) => Self::UpdateRaftVoter(b.as_version(ver)),
+            Self::InitializeShareGroupState(b) => Self::InitializeShareGroupState(b.as_version(ver)),
+            Self::ReadShareGroupState(b) => Self::ReadShareGroupState(b.as_version(ver)),
+            Self::WriteShareGroupState(b) => Self::WriteShareGroupState(b.as_version(ver)),
+            Self::DeleteShareGroupState(b) => Self::DeleteShareGroupState(b.as_version(ver)),
+            Self::ReadShareGroupStateSummary(b) => Self::ReadShareGroupStateSummary(b.as_version(ver)),
+            Self::StreamsGroupHeartbeat(b) => Self::StreamsGroupHeartbeat(b.as_version(ver)),
+            Self::StreamsGroupDescribe(b) => Self::StreamsGroupDescribe(b.as_version(ver)),
+            Self::DescribeShareGroupOffsets(b) => Self::DescribeShareGroupOffsets(b.as_version(ver)),
+            Self::AlterShareGroupOffsets(b) => Self::AlterShareGroupOffsets(b.as_version(ver)),
+            Self::DeleteShareGroupOffsets(b) => Self::DeleteShareGroupOffsets(b.as_version(ver)),
+            Self::StreamsGroupTopologyDescriptionUpdate(b) => {
+                Self::StreamsGroupTopologyDescriptionUpdate(b.as_version(ver))
+            }
+            Self::UnregisterController(b) => Self::UnregisterController(b.as_version(ver)),
+        }
     }
 }
 
@@ -253,10 +3140,99 @@ impl RequestBody<'static> {
 impl<'a> From<RequestBodyView<'a>> for RequestBody<'a> {
     fn from(view: RequestBodyView<'a>) -> Self {
         match view {
+            RequestBodyView::Produce(v) => Self::Produce(v.into()),
+            RequestBodyView::Fetch(v) => Self::Fetch(v.into()),
             RequestBodyView::ListOffsets(v) => Self::ListOffsets(v.into()),
             RequestBodyView::Metadata(v) => Self::Metadata(v.into()),
+            RequestBodyView::OffsetCommit(v) => Self::OffsetCommit(v.into()),
+            RequestBodyView::OffsetFetch(v) => Self::OffsetFetch(v.into()),
+            RequestBodyView::FindCoordinator(v) => Self::FindCoordinator(v.into()),
+            RequestBodyView::JoinGroup(v) => Self::JoinGroup(v.into()),
+            RequestBodyView::Heartbeat(v) => Self::Heartbeat(v.into()),
+            RequestBodyView::LeaveGroup(v) => Self::LeaveGroup(v.into()),
+            RequestBodyView::SyncGroup(v) => Self::SyncGroup(v.into()),
+            RequestBodyView::DescribeGroups(v) => Self::DescribeGroups(v.into()),
             RequestBodyView::ListGroups(v) => Self::ListGroups(v.into()),
+            RequestBodyView::SaslHandshake(v) => Self::SaslHandshake(v.into()),
             RequestBodyView::ApiVersions(v) => Self::ApiVersions(v.into()),
+            RequestBodyView::CreateTopics(v) => Self::CreateTopics(v.into()),
+            RequestBodyView::DeleteTopics(v) => Self::DeleteTopics(v.into()),
+            RequestBodyView::DeleteRecords(v) => Self::DeleteRecords(v.into()),
+            RequestBodyView::InitProducerId(v) => Self::InitProducerId(v.into()),
+            RequestBodyView::OffsetForLeaderEpoch(v) => Self::OffsetForLeaderEpoch(v.into()),
+            RequestBodyView::AddPartitionsToTxn(v) => Self::AddPartitionsToTxn(v.into()),
+            RequestBodyView::AddOffsetsToTxn(v) => Self::AddOffsetsToTxn(v.into()),
+            RequestBodyView::EndTxn(v) => Self::EndTxn(v.into()),
+            RequestBodyView::WriteTxnMarkers(v) => Self::WriteTxnMarkers(v.into()),
+            RequestBodyView::TxnOffsetCommit(v) => Self::TxnOffsetCommit(v.into()),
+            RequestBodyView::DescribeAcls(v) => Self::DescribeAcls(v.into()),
+            RequestBodyView::CreateAcls(v) => Self::CreateAcls(v.into()),
+            RequestBodyView::DeleteAcls(v) => Self::DeleteAcls(v.into()),
+            RequestBodyView::DescribeConfigs(v) => Self::DescribeConfigs(v.into()),
+            RequestBodyView::AlterConfigs(v) => Self::AlterConfigs(v.into()),
+            RequestBodyView::AlterReplicaLogDirs(v) => Self::AlterReplicaLogDirs(v.into()),
+            RequestBodyView::DescribeLogDirs(v) => Self::DescribeLogDirs(v.into()),
+            RequestBodyView::SaslAuthenticate(v) => Self::SaslAuthenticate(v.into()),
+            RequestBodyView::CreatePartitions(v) => Self::CreatePartitions(v.into()),
+            RequestBodyView::CreateDelegationToken(v) => Self::CreateDelegationToken(v.into()),
+            RequestBodyView::RenewDelegationToken(v) => Self::RenewDelegationToken(v.into()),
+            RequestBodyView::ExpireDelegationToken(v) => Self::ExpireDelegationToken(v.into()),
+            RequestBodyView::DescribeDelegationToken(v) => Self::DescribeDelegationToken(v.into()),
+            RequestBodyView::DeleteGroups(v) => Self::DeleteGroups(v.into()),
+            RequestBodyView::ElectLeaders(v) => Self::ElectLeaders(v.into()),
+            RequestBodyView::IncrementalAlterConfigs(v) => Self::IncrementalAlterConfigs(v.into()),
+            RequestBodyView::AlterPartitionReassignments(v) => Self::AlterPartitionReassignments(v.into()),
+            RequestBodyView::ListPartitionReassignments(v) => Self::ListPartitionReassignments(v.into()),
+            RequestBodyView::OffsetDelete(v) => Self::OffsetDelete(v.into()),
+            RequestBodyView::DescribeClientQuotas(v) => Self::DescribeClientQuotas(v.into()),
+            RequestBodyView::AlterClientQuotas(v) => Self::AlterClientQuotas(v.into()),
+            RequestBodyView::DescribeUserScramCredentials(v) => Self::DescribeUserScramCredentials(v.into()),
+            RequestBodyView::AlterUserScramCredentials(v) => Self::AlterUserScramCredentials(v.into()),
+            RequestBodyView::Vote(v) => Self::Vote(v.into()),
+            RequestBodyView::BeginQuorumEpoch(v) => Self::BeginQuorumEpoch(v.into()),
+            RequestBodyView::EndQuorumEpoch(v) => Self::EndQuorumEpoch(v.into()),
+            RequestBodyView::DescribeQuorum(v) => Self::DescribeQuorum(v.into()),
+            RequestBodyView::AlterPartition(v) => Self::AlterPartition(v.into()),
+            RequestBodyView::UpdateFeatures(v) => Self::UpdateFeatures(v.into()),
+            RequestBodyView::Envelope(v) => Self::Envelope(v.into()),
+            RequestBodyView::FetchSnapshot(v) => Self::FetchSnapshot(v.into()),
+            RequestBodyView::DescribeCluster(v) => Self::DescribeCluster(v.into()),
+            RequestBodyView::DescribeProducers(v) => Self::DescribeProducers(v.into()),
+            RequestBodyView::BrokerRegistration(v) => Self::BrokerRegistration(v.into()),
+            RequestBodyView::BrokerHeartbeat(v) => Self::BrokerHeartbeat(v.into()),
+            RequestBodyView::UnregisterBroker(v) => Self::UnregisterBroker(v.into()),
+            RequestBodyView::DescribeTransactions(v) => Self::DescribeTransactions(v.into()),
+            RequestBodyView::ListTransactions(v) => Self::ListTransactions(v.into()),
+            RequestBodyView::AllocateProducerIds(v) => Self::AllocateProducerIds(v.into()),
+            RequestBodyView::ConsumerGroupHeartbeat(v) => Self::ConsumerGroupHeartbeat(v.into()),
+            RequestBodyView::ConsumerGroupDescribe(v) => Self::ConsumerGroupDescribe(v.into()),
+            RequestBodyView::ControllerRegistration(v) => Self::ControllerRegistration(v.into()),
+            RequestBodyView::GetTelemetrySubscriptions(v) => Self::GetTelemetrySubscriptions(v.into()),
+            RequestBodyView::PushTelemetry(v) => Self::PushTelemetry(v.into()),
+            RequestBodyView::AssignReplicasToDirs(v) => Self::AssignReplicasToDirs(v.into()),
+            RequestBodyView::ListConfigResources(v) => Self::ListConfigResources(v.into()),
+            RequestBodyView::DescribeTopicPartitions(v) => Self::DescribeTopicPartitions(v.into()),
+            RequestBodyView::ShareGroupHeartbeat(v) => Self::ShareGroupHeartbeat(v.into()),
+            RequestBodyView::ShareGroupDescribe(v) => Self::ShareGroupDescribe(v.into()),
+            RequestBodyView::ShareFetch(v) => Self::ShareFetch(v.into()),
+            RequestBodyView::ShareAcknowledge(v) => Self::ShareAcknowledge(v.into()),
+            RequestBodyView::AddRaftVoter(v) => Self::AddRaftVoter(v.into()),
+            RequestBodyView::RemoveRaftVoter(v) => Self::RemoveRaftVoter(v.into()),
+            RequestBodyView::UpdateRaftVoter(v) => Self::UpdateRaftVoter(v.into()),
+            RequestBodyView::InitializeShareGroupState(v) => Self::InitializeShareGroupState(v.into()),
+            RequestBodyView::ReadShareGroupState(v) => Self::ReadShareGroupState(v.into()),
+            RequestBodyView::WriteShareGroupState(v) => Self::WriteShareGroupState(v.into()),
+            RequestBodyView::DeleteShareGroupState(v) => Self::DeleteShareGroupState(v.into()),
+            RequestBodyView::ReadShareGroupStateSummary(v) => Self::ReadShareGroupStateSummary(v.into()),
+            RequestBodyView::StreamsGroupHeartbeat(v) => Self::StreamsGroupHeartbeat(v.into()),
+            RequestBodyView::StreamsGroupDescribe(v) => Self::StreamsGroupDescribe(v.into()),
+            RequestBodyView::DescribeShareGroupOffsets(v) => Self::DescribeShareGroupOffsets(v.into()),
+            RequestBodyView::AlterShareGroupOffsets(v) => Self::AlterShareGroupOffsets(v.into()),
+            RequestBodyView::DeleteShareGroupOffsets(v) => Self::DeleteShareGroupOffsets(v.into()),
+            RequestBodyView::StreamsGroupTopologyDescriptionUpdate(v) => {
+                Self::StreamsGroupTopologyDescriptionUpdate(v.into())
+            }
+            RequestBodyView::UnregisterController(v) => Self::UnregisterController(v.into()),
         }
     }
 }
@@ -265,54 +3241,816 @@ impl<'a> From<RequestBodyView<'a>> for RequestBody<'a> {
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum ResponseBodyView<'a> {
+    /// Produce response.
+    Produce(ProduceResponseView<'a>),
+    /// Fetch response.
+    Fetch(FetchResponseView<'a>),
     /// ListOffsets response.
     ListOffsets(ListOffsetsResponseView<'a>),
     /// Metadata response.
     Metadata(MetadataResponseView<'a>),
+    /// OffsetCommit response.
+    OffsetCommit(OffsetCommitResponseView<'a>),
+    /// OffsetFetch response.
+    OffsetFetch(OffsetFetchResponseView<'a>),
+    /// FindCoordinator response.
+    FindCoordinator(FindCoordinatorResponseView<'a>),
+    /// JoinGroup response.
+    JoinGroup(JoinGroupResponseView<'a>),
+    /// Heartbeat response.
+    Heartbeat(HeartbeatResponseView<'a>),
+    /// LeaveGroup response.
+    LeaveGroup(LeaveGroupResponseView<'a>),
+    /// SyncGroup response.
+    SyncGroup(SyncGroupResponseView<'a>),
+    /// DescribeGroups response.
+    DescribeGroups(DescribeGroupsResponseView<'a>),
     /// ListGroups response.
     ListGroups(ListGroupsResponseView<'a>),
+    /// SaslHandshake response.
+    SaslHandshake(SaslHandshakeResponseView<'a>),
     /// ApiVersions response.
     ApiVersions(ApiVersionsResponseView<'a>),
+    /// CreateTopics response.
+    CreateTopics(CreateTopicsResponseView<'a>),
+    /// DeleteTopics response.
+    DeleteTopics(DeleteTopicsResponseView<'a>),
+    /// DeleteRecords response.
+    DeleteRecords(DeleteRecordsResponseView<'a>),
+    /// InitProducerId response.
+    InitProducerId(InitProducerIdResponseView<'a>),
+    /// OffsetForLeaderEpoch response.
+    OffsetForLeaderEpoch(OffsetForLeaderEpochResponseView<'a>),
+    /// AddPartitionsToTxn response.
+    AddPartitionsToTxn(AddPartitionsToTxnResponseView<'a>),
+    /// AddOffsetsToTxn response.
+    AddOffsetsToTxn(AddOffsetsToTxnResponseView<'a>),
+    /// EndTxn response.
+    EndTxn(EndTxnResponseView<'a>),
+    /// WriteTxnMarkers response.
+    WriteTxnMarkers(WriteTxnMarkersResponseView<'a>),
+    /// TxnOffsetCommit response.
+    TxnOffsetCommit(TxnOffsetCommitResponseView<'a>),
+    /// DescribeAcls response.
+    DescribeAcls(DescribeAclsResponseView<'a>),
+    /// CreateAcls response.
+    CreateAcls(CreateAclsResponseView<'a>),
+    /// DeleteAcls response.
+    DeleteAcls(DeleteAclsResponseView<'a>),
+    /// DescribeConfigs response.
+    DescribeConfigs(DescribeConfigsResponseView<'a>),
+    /// AlterConfigs response.
+    AlterConfigs(AlterConfigsResponseView<'a>),
+    /// AlterReplicaLogDirs response.
+    AlterReplicaLogDirs(AlterReplicaLogDirsResponseView<'a>),
+    /// DescribeLogDirs response.
+    DescribeLogDirs(DescribeLogDirsResponseView<'a>),
+    /// SaslAuthenticate response.
+    SaslAuthenticate(SaslAuthenticateResponseView<'a>),
+    /// CreatePartitions response.
+    CreatePartitions(CreatePartitionsResponseView<'a>),
+    /// CreateDelegationToken response.
+    CreateDelegationToken(CreateDelegationTokenResponseView<'a>),
+    /// RenewDelegationToken response.
+    RenewDelegationToken(RenewDelegationTokenResponseView<'a>),
+    /// ExpireDelegationToken response.
+    ExpireDelegationToken(ExpireDelegationTokenResponseView<'a>),
+    /// DescribeDelegationToken response.
+    DescribeDelegationToken(DescribeDelegationTokenResponseView<'a>),
+    /// DeleteGroups response.
+    DeleteGroups(DeleteGroupsResponseView<'a>),
+    /// ElectLeaders response.
+    ElectLeaders(ElectLeadersResponseView<'a>),
+    /// IncrementalAlterConfigs response.
+    IncrementalAlterConfigs(IncrementalAlterConfigsResponseView<'a>),
+    /// AlterPartitionReassignments response.
+    AlterPartitionReassignments(AlterPartitionReassignmentsResponseView<'a>),
+    /// ListPartitionReassignments response.
+    ListPartitionReassignments(ListPartitionReassignmentsResponseView<'a>),
+    /// OffsetDelete response.
+    OffsetDelete(OffsetDeleteResponseView<'a>),
+    /// DescribeClientQuotas response.
+    DescribeClientQuotas(DescribeClientQuotasResponseView<'a>),
+    /// AlterClientQuotas response.
+    AlterClientQuotas(AlterClientQuotasResponseView<'a>),
+    /// DescribeUserScramCredentials response.
+    DescribeUserScramCredentials(DescribeUserScramCredentialsResponseView<'a>),
+    /// AlterUserScramCredentials response.
+    AlterUserScramCredentials(AlterUserScramCredentialsResponseView<'a>),
+    /// Vote response.
+    Vote(VoteResponseView<'a>),
+    /// BeginQuorumEpoch response.
+    BeginQuorumEpoch(BeginQuorumEpochResponseView<'a>),
+    /// EndQuorumEpoch response.
+    EndQuorumEpoch(EndQuorumEpochResponseView<'a>),
+    /// DescribeQuorum response.
+    DescribeQuorum(DescribeQuorumResponseView<'a>),
+    /// AlterPartition response.
+    AlterPartition(AlterPartitionResponseView<'a>),
+    /// UpdateFeatures response.
+    UpdateFeatures(UpdateFeaturesResponseView<'a>),
+    /// Envelope response.
+    Envelope(EnvelopeResponseView<'a>),
+    /// FetchSnapshot response.
+    FetchSnapshot(FetchSnapshotResponseView<'a>),
+    /// DescribeCluster response.
+    DescribeCluster(DescribeClusterResponseView<'a>),
+    /// DescribeProducers response.
+    DescribeProducers(DescribeProducersResponseView<'a>),
+    /// BrokerRegistration response.
+    BrokerRegistration(BrokerRegistrationResponseView<'a>),
+    /// BrokerHeartbeat response.
+    BrokerHeartbeat(BrokerHeartbeatResponseView<'a>),
+    /// UnregisterBroker response.
+    UnregisterBroker(UnregisterBrokerResponseView<'a>),
+    /// DescribeTransactions response.
+    DescribeTransactions(DescribeTransactionsResponseView<'a>),
+    /// ListTransactions response.
+    ListTransactions(ListTransactionsResponseView<'a>),
+    /// AllocateProducerIds response.
+    AllocateProducerIds(AllocateProducerIdsResponseView<'a>),
+    /// ConsumerGroupHeartbeat response.
+    ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponseView<'a>),
+    /// ConsumerGroupDescribe response.
+    ConsumerGroupDescribe(ConsumerGroupDescribeResponseView<'a>),
+    /// ControllerRegistration response.
+    ControllerRegistration(ControllerRegistrationResponseView<'a>),
+    /// GetTelemetrySubscriptions response.
+    GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponseView<'a>),
+    /// PushTelemetry response.
+    PushTelemetry(PushTelemetryResponseView<'a>),
+    /// AssignReplicasToDirs response.
+    AssignReplicasToDirs(AssignReplicasToDirsResponseView<'a>),
+    /// ListConfigResources response.
+    ListConfigResources(ListConfigResourcesResponseView<'a>),
+    /// DescribeTopicPartitions response.
+    DescribeTopicPartitions(DescribeTopicPartitionsResponseView<'a>),
+    /// ShareGroupHeartbeat response.
+    ShareGroupHeartbeat(ShareGroupHeartbeatResponseView<'a>),
+    /// ShareGroupDescribe response.
+    ShareGroupDescribe(ShareGroupDescribeResponseView<'a>),
+    /// ShareFetch response.
+    ShareFetch(ShareFetchResponseView<'a>),
+    /// ShareAcknowledge response.
+    ShareAcknowledge(ShareAcknowledgeResponseView<'a>),
+    /// AddRaftVoter response.
+    AddRaftVoter(AddRaftVoterResponseView<'a>),
+    /// RemoveRaftVoter response.
+    RemoveRaftVoter(RemoveRaftVoterResponseView<'a>),
+    /// UpdateRaftVoter response.
+    UpdateRaftVoter(UpdateRaftVoterResponseView<'a>),
+    /// InitializeShareGroupState response.
+    InitializeShareGroupState(InitializeShareGroupStateResponseView<'a>),
+    /// ReadShareGroupState response.
+    ReadShareGroupState(ReadShareGroupStateResponseView<'a>),
+    /// WriteShareGroupState response.
+    WriteShareGroupState(WriteShareGroupStateResponseView<'a>),
+    /// DeleteShareGroupState response.
+    DeleteShareGroupState(DeleteShareGroupStateResponseView<'a>),
+    /// ReadShareGroupStateSummary response.
+    ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponseView<'a>),
+    /// StreamsGroupHeartbeat response.
+    StreamsGroupHeartbeat(StreamsGroupHeartbeatResponseView<'a>),
+    /// StreamsGroupDescribe response.
+    StreamsGroupDescribe(StreamsGroupDescribeResponseView<'a>),
+    /// DescribeShareGroupOffsets response.
+    DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponseView<'a>),
+    /// AlterShareGroupOffsets response.
+    AlterShareGroupOffsets(AlterShareGroupOffsetsResponseView<'a>),
+    /// DeleteShareGroupOffsets response.
+    DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponseView<'a>),
+    /// StreamsGroupTopologyDescriptionUpdate response.
+    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateResponseView<'a>),
+    /// UnregisterController response.
+    UnregisterController(UnregisterControllerResponseView<'a>),
 }
 
 impl<'a> ResponseBodyView<'a> {
     /// Checks `bytes` as the response body of `api_key` at `version`.
     pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            ApiKey::Produce => Self::Produce(ProduceResponseView::new(bytes, version)?),
+            ApiKey::Fetch => Self::Fetch(FetchResponseView::new(bytes, version)?),
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponseView::new(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataResponseView::new(bytes, version)?),
+            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitResponseView::new(bytes, version)?),
+            ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchResponseView::new(bytes, version)?),
+            ApiKey::FindCoordinator => {
+                Self::FindCoordinator(FindCoordinatorResponseView::new(bytes, version)?)
+            }
+            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponseView::new(bytes, version)?),
+            ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponseView::new(bytes, version)?),
+            ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponseView::new(bytes, version)?),
+            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponseView::new(bytes, version)?),
+            ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsResponseView::new(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponseView::new(bytes, version)?),
+            ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeResponseView::new(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponseView::new(bytes, version)?),
+            ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsResponseView::new(bytes, version)?),
+            ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsResponseView::new(bytes, version)?),
+            ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsResponseView::new(bytes, version)?),
+            ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdResponseView::new(bytes, version)?),
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(OffsetForLeaderEpochResponseView::new(bytes, version)?)
+            }
+            ApiKey::AddPartitionsToTxn => {
+                Self::AddPartitionsToTxn(AddPartitionsToTxnResponseView::new(bytes, version)?)
+            }
+            ApiKey::AddOffsetsToTxn => {
+                Self::AddOffsetsToTxn(AddOffsetsToTxnResponseView::new(bytes, version)?)
+            }
+            ApiKey::EndTxn => Self::EndTxn(EndTxnResponseView::new(bytes, version)?),
+            ApiKey::WriteTxnMarkers => {
+                Self::WriteTxnMarkers(WriteTxnMarkersResponseView::new(bytes, version)?)
+            }
+            ApiKey::TxnOffsetCommit => {
+                Self::TxnOffsetCommit(TxnOffsetCommitResponseView::new(bytes, version)?)
+            }
+            ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsResponseView::new(bytes, version)?),
+            ApiKey::CreateAcls => Self::CreateAcls(CreateAclsResponseView::new(bytes, version)?),
+            ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsResponseView::new(bytes, version)?),
+            ApiKey::DescribeConfigs => {
+                Self::DescribeConfigs(DescribeConfigsResponseView::new(bytes, version)?)
+            }
+            ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsResponseView::new(bytes, version)?),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(AlterReplicaLogDirsResponseView::new(bytes, version)?)
+            }
+            ApiKey::DescribeLogDirs => {
+                Self::DescribeLogDirs(DescribeLogDirsResponseView::new(bytes, version)?)
+            }
+            ApiKey::SaslAuthenticate => {
+                Self::SaslAuthenticate(SaslAuthenticateResponseView::new(bytes, version)?)
+            }
+            ApiKey::CreatePartitions => {
+                Self::CreatePartitions(CreatePartitionsResponseView::new(bytes, version)?)
+            }
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(CreateDelegationTokenResponseView::new(bytes, version)?)
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(RenewDelegationTokenResponseView::new(bytes, version)?)
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(ExpireDelegationTokenResponseView::new(bytes, version)?)
+            }
+            ApiKey::DescribeDelegationToken => {
+                Self::DescribeDelegationToken(DescribeDelegationTokenResponseView::new(bytes, version)?)
+            }
+            ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsResponseView::new(bytes, version)?),
+            ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersResponseView::new(bytes, version)?),
+            ApiKey::IncrementalAlterConfigs => {
+                Self::IncrementalAlterConfigs(IncrementalAlterConfigsResponseView::new(bytes, version)?)
+            }
+            ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
+                AlterPartitionReassignmentsResponseView::new(bytes, version)?,
+            ),
+            ApiKey::ListPartitionReassignments => {
+                Self::ListPartitionReassignments(ListPartitionReassignmentsResponseView::new(bytes, version)?)
+            }
+            ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteResponseView::new(bytes, version)?),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(DescribeClientQuotasResponseView::new(bytes, version)?)
+            }
+            ApiKey::AlterClientQuotas => {
+                Self::AlterClientQuotas(AlterClientQuotasResponseView::new(bytes, version)?)
+            }
+            ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsResponseView::new(bytes, version)?,
+            ),
+            ApiKey::AlterUserScramCredentials => {
+                Self::AlterUserScramCredentials(AlterUserScramCredentialsResponseView::new(bytes, version)?)
+            }
+            ApiKey::Vote => Self::Vote(VoteResponseView::new(bytes, version)?),
+            ApiKey::BeginQuorumEpoch => {
+                Self::BeginQuorumEpoch(BeginQuorumEpochResponseView::new(bytes, version)?)
+            }
+            ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochResponseView::new(bytes, version)?),
+            ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumResponseView::new(bytes, version)?),
+            ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionResponseView::new(bytes, version)?),
+            ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesResponseView::new(bytes, version)?),
+            ApiKey::Envelope => Self::Envelope(EnvelopeResponseView::new(bytes, version)?),
+            ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotResponseView::new(bytes, version)?),
+            ApiKey::DescribeCluster => {
+                Self::DescribeCluster(DescribeClusterResponseView::new(bytes, version)?)
+            }
+            ApiKey::DescribeProducers => {
+                Self::DescribeProducers(DescribeProducersResponseView::new(bytes, version)?)
+            }
+            ApiKey::BrokerRegistration => {
+                Self::BrokerRegistration(BrokerRegistrationResponseView::new(bytes, version)?)
+            }
+            ApiKey::BrokerHeartbeat => {
+                Self::BrokerHeartbeat(BrokerHeartbeatResponseView::new(bytes, version)?)
+            }
+            ApiKey::UnregisterBroker => {
+                Self::UnregisterBroker(UnregisterBrokerResponseView::new(bytes, version)?)
+            }
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(DescribeTransactionsResponseView::new(bytes, version)?)
+            }
+            ApiKey::ListTransactions => {
+                Self::ListTransactions(ListTransactionsResponseView::new(bytes, version)?)
+            }
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(AllocateProducerIdsResponseView::new(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponseView::new(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(ConsumerGroupDescribeResponseView::new(bytes, version)?)
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(ControllerRegistrationResponseView::new(bytes, version)?)
+            }
+            ApiKey::GetTelemetrySubscriptions => {
+                Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponseView::new(bytes, version)?)
+            }
+            ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryResponseView::new(bytes, version)?),
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(AssignReplicasToDirsResponseView::new(bytes, version)?)
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(ListConfigResourcesResponseView::new(bytes, version)?)
+            }
+            ApiKey::DescribeTopicPartitions => {
+                Self::DescribeTopicPartitions(DescribeTopicPartitionsResponseView::new(bytes, version)?)
+            }
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(ShareGroupHeartbeatResponseView::new(bytes, version)?)
+            }
+            ApiKey::ShareGroupDescribe => {
+                Self::ShareGroupDescribe(ShareGroupDescribeResponseView::new(bytes, version)?)
+            }
+            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchResponseView::new(bytes, version)?),
+            ApiKey::ShareAcknowledge => {
+                Self::ShareAcknowledge(ShareAcknowledgeResponseView::new(bytes, version)?)
+            }
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterResponseView::new(bytes, version)?),
+            ApiKey::RemoveRaftVoter => {
+                Self::RemoveRaftVoter(RemoveRaftVoterResponseView::new(bytes, version)?)
+            }
+            ApiKey::UpdateRaftVoter => {
+                Self::UpdateRaftVoter(UpdateRaftVoterResponseView::new(bytes, version)?)
+            }
+            ApiKey::InitializeShareGroupState => {
+                Self::InitializeShareGroupState(InitializeShareGroupStateResponseView::new(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(ReadShareGroupStateResponseView::new(bytes, version)?)
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(WriteShareGroupStateResponseView::new(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(DeleteShareGroupStateResponseView::new(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupStateSummary => {
+                Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponseView::new(bytes, version)?)
+            }
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponseView::new(bytes, version)?)
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(StreamsGroupDescribeResponseView::new(bytes, version)?)
+            }
+            ApiKey::DescribeShareGroupOffsets => {
+                Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponseView::new(bytes, version)?)
+            }
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(AlterShareGroupOffsetsResponseView::new(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupOffsets => {
+                Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponseView::new(bytes, version)?)
+            }
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
+                StreamsGroupTopologyDescriptionUpdateResponseView::new(bytes, version)?,
+            ),
+            ApiKey::UnregisterController => {
+                Self::UnregisterController(UnregisterControllerResponseView::new(bytes, version)?)
+            }
         })
     }
 
     /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
     pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            ApiKey::Produce => Self::Produce(ProduceResponseView::new_prefix(bytes, version)?),
+            ApiKey::Fetch => Self::Fetch(FetchResponseView::new_prefix(bytes, version)?),
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponseView::new_prefix(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataResponseView::new_prefix(bytes, version)?),
+            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitResponseView::new_prefix(bytes, version)?),
+            ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchResponseView::new_prefix(bytes, version)?),
+            ApiKey::FindCoordinator => {
+                Self::FindCoordinator(FindCoordinatorResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponseView::new_prefix(bytes, version)?),
+            ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponseView::new_prefix(bytes, version)?),
+            ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponseView::new_prefix(bytes, version)?),
+            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponseView::new_prefix(bytes, version)?),
+            ApiKey::DescribeGroups => {
+                Self::DescribeGroups(DescribeGroupsResponseView::new_prefix(bytes, version)?)
+            }
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponseView::new_prefix(bytes, version)?),
+            ApiKey::SaslHandshake => {
+                Self::SaslHandshake(SaslHandshakeResponseView::new_prefix(bytes, version)?)
+            }
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponseView::new_prefix(bytes, version)?),
+            ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsResponseView::new_prefix(bytes, version)?),
+            ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsResponseView::new_prefix(bytes, version)?),
+            ApiKey::DeleteRecords => {
+                Self::DeleteRecords(DeleteRecordsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::InitProducerId => {
+                Self::InitProducerId(InitProducerIdResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(OffsetForLeaderEpochResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AddPartitionsToTxn => {
+                Self::AddPartitionsToTxn(AddPartitionsToTxnResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AddOffsetsToTxn => {
+                Self::AddOffsetsToTxn(AddOffsetsToTxnResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::EndTxn => Self::EndTxn(EndTxnResponseView::new_prefix(bytes, version)?),
+            ApiKey::WriteTxnMarkers => {
+                Self::WriteTxnMarkers(WriteTxnMarkersResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::TxnOffsetCommit => {
+                Self::TxnOffsetCommit(TxnOffsetCommitResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsResponseView::new_prefix(bytes, version)?),
+            ApiKey::CreateAcls => Self::CreateAcls(CreateAclsResponseView::new_prefix(bytes, version)?),
+            ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsResponseView::new_prefix(bytes, version)?),
+            ApiKey::DescribeConfigs => {
+                Self::DescribeConfigs(DescribeConfigsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsResponseView::new_prefix(bytes, version)?),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(AlterReplicaLogDirsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeLogDirs => {
+                Self::DescribeLogDirs(DescribeLogDirsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::SaslAuthenticate => {
+                Self::SaslAuthenticate(SaslAuthenticateResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::CreatePartitions => {
+                Self::CreatePartitions(CreatePartitionsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(CreateDelegationTokenResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(RenewDelegationTokenResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(ExpireDelegationTokenResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeDelegationToken => Self::DescribeDelegationToken(
+                DescribeDelegationTokenResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsResponseView::new_prefix(bytes, version)?),
+            ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersResponseView::new_prefix(bytes, version)?),
+            ApiKey::IncrementalAlterConfigs => Self::IncrementalAlterConfigs(
+                IncrementalAlterConfigsResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
+                AlterPartitionReassignmentsResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::ListPartitionReassignments => Self::ListPartitionReassignments(
+                ListPartitionReassignmentsResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteResponseView::new_prefix(bytes, version)?),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(DescribeClientQuotasResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AlterClientQuotas => {
+                Self::AlterClientQuotas(AlterClientQuotasResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::AlterUserScramCredentials => Self::AlterUserScramCredentials(
+                AlterUserScramCredentialsResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::Vote => Self::Vote(VoteResponseView::new_prefix(bytes, version)?),
+            ApiKey::BeginQuorumEpoch => {
+                Self::BeginQuorumEpoch(BeginQuorumEpochResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::EndQuorumEpoch => {
+                Self::EndQuorumEpoch(EndQuorumEpochResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeQuorum => {
+                Self::DescribeQuorum(DescribeQuorumResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AlterPartition => {
+                Self::AlterPartition(AlterPartitionResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::UpdateFeatures => {
+                Self::UpdateFeatures(UpdateFeaturesResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::Envelope => Self::Envelope(EnvelopeResponseView::new_prefix(bytes, version)?),
+            ApiKey::FetchSnapshot => {
+                Self::FetchSnapshot(FetchSnapshotResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeCluster => {
+                Self::DescribeCluster(DescribeClusterResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeProducers => {
+                Self::DescribeProducers(DescribeProducersResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::BrokerRegistration => {
+                Self::BrokerRegistration(BrokerRegistrationResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::BrokerHeartbeat => {
+                Self::BrokerHeartbeat(BrokerHeartbeatResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::UnregisterBroker => {
+                Self::UnregisterBroker(UnregisterBrokerResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(DescribeTransactionsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ListTransactions => {
+                Self::ListTransactions(ListTransactionsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(AllocateProducerIdsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(ConsumerGroupDescribeResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(ControllerRegistrationResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::GetTelemetrySubscriptions => Self::GetTelemetrySubscriptions(
+                GetTelemetrySubscriptionsResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::PushTelemetry => {
+                Self::PushTelemetry(PushTelemetryResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(AssignReplicasToDirsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(ListConfigResourcesResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeTopicPartitions => Self::DescribeTopicPartitions(
+                DescribeTopicPartitionsResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(ShareGroupHeartbeatResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ShareGroupDescribe => {
+                Self::ShareGroupDescribe(ShareGroupDescribeResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchResponseView::new_prefix(bytes, version)?),
+            ApiKey::ShareAcknowledge => {
+                Self::ShareAcknowledge(ShareAcknowledgeResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterResponseView::new_prefix(bytes, version)?),
+            ApiKey::RemoveRaftVoter => {
+                Self::RemoveRaftVoter(RemoveRaftVoterResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::UpdateRaftVoter => {
+                Self::UpdateRaftVoter(UpdateRaftVoterResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::InitializeShareGroupState => Self::InitializeShareGroupState(
+                InitializeShareGroupStateResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(ReadShareGroupStateResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(WriteShareGroupStateResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(DeleteShareGroupStateResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupStateSummary => Self::ReadShareGroupStateSummary(
+                ReadShareGroupStateSummaryResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(StreamsGroupDescribeResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DescribeShareGroupOffsets => Self::DescribeShareGroupOffsets(
+                DescribeShareGroupOffsetsResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(AlterShareGroupOffsetsResponseView::new_prefix(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupOffsets => Self::DeleteShareGroupOffsets(
+                DeleteShareGroupOffsetsResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
+                StreamsGroupTopologyDescriptionUpdateResponseView::new_prefix(bytes, version)?,
+            ),
+            ApiKey::UnregisterController => {
+                Self::UnregisterController(UnregisterControllerResponseView::new_prefix(bytes, version)?)
+            }
         })
     }
 
     /// The API this body belongs to.
     pub const fn api_key(&self) -> ApiKey {
         match self {
+            Self::Produce(_) => ApiKey::Produce,
+            Self::Fetch(_) => ApiKey::Fetch,
             Self::ListOffsets(_) => ApiKey::ListOffsets,
             Self::Metadata(_) => ApiKey::Metadata,
+            Self::OffsetCommit(_) => ApiKey::OffsetCommit,
+            Self::OffsetFetch(_) => ApiKey::OffsetFetch,
+            Self::FindCoordinator(_) => ApiKey::FindCoordinator,
+            Self::JoinGroup(_) => ApiKey::JoinGroup,
+            Self::Heartbeat(_) => ApiKey::Heartbeat,
+            Self::LeaveGroup(_) => ApiKey::LeaveGroup,
+            Self::SyncGroup(_) => ApiKey::SyncGroup,
+            Self::DescribeGroups(_) => ApiKey::DescribeGroups,
             Self::ListGroups(_) => ApiKey::ListGroups,
+            Self::SaslHandshake(_) => ApiKey::SaslHandshake,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
+            Self::CreateTopics(_) => ApiKey::CreateTopics,
+            Self::DeleteTopics(_) => ApiKey::DeleteTopics,
+            Self::DeleteRecords(_) => ApiKey::DeleteRecords,
+            Self::InitProducerId(_) => ApiKey::InitProducerId,
+            Self::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            Self::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            Self::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            Self::EndTxn(_) => ApiKey::EndTxn,
+            Self::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            Self::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            Self::DescribeAcls(_) => ApiKey::DescribeAcls,
+            Self::CreateAcls(_) => ApiKey::CreateAcls,
+            Self::DeleteAcls(_) => ApiKey::DeleteAcls,
+            Self::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+            Self::AlterConfigs(_) => ApiKey::AlterConfigs,
+            Self::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
+            Self::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            Self::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
+            Self::CreatePartitions(_) => ApiKey::CreatePartitions,
+            Self::CreateDelegationToken(_) => ApiKey::CreateDelegationToken,
+            Self::RenewDelegationToken(_) => ApiKey::RenewDelegationToken,
+            Self::ExpireDelegationToken(_) => ApiKey::ExpireDelegationToken,
+            Self::DescribeDelegationToken(_) => ApiKey::DescribeDelegationToken,
+            Self::DeleteGroups(_) => ApiKey::DeleteGroups,
+            Self::ElectLeaders(_) => ApiKey::ElectLeaders,
+            Self::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            Self::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            Self::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
+            Self::OffsetDelete(_) => ApiKey::OffsetDelete,
+            Self::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
+            Self::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
+            Self::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            Self::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
+            Self::Vote(_) => ApiKey::Vote,
+            Self::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+            Self::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+            Self::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            Self::AlterPartition(_) => ApiKey::AlterPartition,
+            Self::UpdateFeatures(_) => ApiKey::UpdateFeatures,
+            Self::Envelope(_) => ApiKey::Envelope,
+            Self::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+            Self::DescribeCluster(_) => ApiKey::DescribeCluster,
+            Self::DescribeProducers(_) => ApiKey::DescribeProducers,
+            Self::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            Self::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            Self::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            Self::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            Self::ListTransactions(_) => ApiKey::ListTransactions,
+            Self::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+            Self::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
+            Self::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            Self::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+            Self::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            Self::PushTelemetry(_) => ApiKey::PushTelemetry,
+            Self::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+            Self::ListConfigResources(_) => ApiKey::ListConfigResources,
+            Self::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
+            Self::ShareGroupHeartbeat(_) => ApiKey::ShareGroupHeartbeat,
+            Self::ShareGroupDescribe(_) => ApiKey::ShareGroupDescribe,
+            Self::ShareFetch(_) => ApiKey::ShareFetch,
+            Self::ShareAcknowledge(_) => ApiKey::ShareAcknowledge,
+            Self::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+            Self::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+            Self::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+            Self::InitializeShareGroupState(_) => ApiKey::InitializeShareGroupState,
+            Self::ReadShareGroupState(_) => ApiKey::ReadShareGroupState,
+            Self::WriteShareGroupState(_) => ApiKey::WriteShareGroupState,
+            Self::DeleteShareGroupState(_) => ApiKey::DeleteShareGroupState,
+            Self::ReadShareGroupStateSummary(_) => ApiKey::ReadShareGroupStateSummary,
+            Self::StreamsGroupHeartbeat(_) => ApiKey::StreamsGroupHeartbeat,
+            Self::StreamsGroupDescribe(_) => ApiKey::StreamsGroupDescribe,
+            Self::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
+            Self::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
+            Self::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            Self::StreamsGroupTopologyDescriptionUpdate(_) => ApiKey::StreamsGroupTopologyDescriptionUpdate,
+            Self::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
 
     /// The bytes of the body.
     pub const fn as_bytes(&self) -> &'a [u8] {
         match self {
+            Self::Produce(v) => v.as_bytes(),
+            Self::Fetch(v) => v.as_bytes(),
             Self::ListOffsets(v) => v.as_bytes(),
             Self::Metadata(v) => v.as_bytes(),
+            Self::OffsetCommit(v) => v.as_bytes(),
+            Self::OffsetFetch(v) => v.as_bytes(),
+            Self::FindCoordinator(v) => v.as_bytes(),
+            Self::JoinGroup(v) => v.as_bytes(),
+            Self::Heartbeat(v) => v.as_bytes(),
+            Self::LeaveGroup(v) => v.as_bytes(),
+            Self::SyncGroup(v) => v.as_bytes(),
+            Self::DescribeGroups(v) => v.as_bytes(),
             Self::ListGroups(v) => v.as_bytes(),
+            Self::SaslHandshake(v) => v.as_bytes(),
             Self::ApiVersions(v) => v.as_bytes(),
+            Self::CreateTopics(v) => v.as_bytes(),
+            Self::DeleteTopics(v) => v.as_bytes(),
+            Self::DeleteRecords(v) => v.as_bytes(),
+            Self::InitProducerId(v) => v.as_bytes(),
+            Self::OffsetForLeaderEpoch(v) => v.as_bytes(),
+            Self::AddPartitionsToTxn(v) => v.as_bytes(),
+            Self::AddOffsetsToTxn(v) => v.as_bytes(),
+            Self::EndTxn(v) => v.as_bytes(),
+            Self::WriteTxnMarkers(v) => v.as_bytes(),
+            Self::TxnOffsetCommit(v) => v.as_bytes(),
+            Self::DescribeAcls(v) => v.as_bytes(),
+            Self::CreateAcls(v) => v.as_bytes(),
+            Self::DeleteAcls(v) => v.as_bytes(),
+            Self::DescribeConfigs(v) => v.as_bytes(),
+            Self::AlterConfigs(v) => v.as_bytes(),
+            Self::AlterReplicaLogDirs(v) => v.as_bytes(),
+            Self::DescribeLogDirs(v) => v.as_bytes(),
+            Self::SaslAuthenticate(v) => v.as_bytes(),
+            Self::CreatePartitions(v) => v.as_bytes(),
+            Self::CreateDelegationToken(v) => v.as_bytes(),
+            Self::RenewDelegationToken(v) => v.as_bytes(),
+            Self::ExpireDelegationToken(v) => v.as_bytes(),
+            Self::DescribeDelegationToken(v) => v.as_bytes(),
+            Self::DeleteGroups(v) => v.as_bytes(),
+            Self::ElectLeaders(v) => v.as_bytes(),
+            Self::IncrementalAlterConfigs(v) => v.as_bytes(),
+            Self::AlterPartitionReassignments(v) => v.as_bytes(),
+            Self::ListPartitionReassignments(v) => v.as_bytes(),
+            Self::OffsetDelete(v) => v.as_bytes(),
+            Self::DescribeClientQuotas(v) => v.as_bytes(),
+            Self::AlterClientQuotas(v) => v.as_bytes(),
+            Self::DescribeUserScramCredentials(v) => v.as_bytes(),
+            Self::AlterUserScramCredentials(v) => v.as_bytes(),
+            Self::Vote(v) => v.as_bytes(),
+            Self::BeginQuorumEpoch(v) => v.as_bytes(),
+            Self::EndQuorumEpoch(v) => v.as_bytes(),
+            Self::DescribeQuorum(v) => v.as_bytes(),
+            Self::AlterPartition(v) => v.as_bytes(),
+            Self::UpdateFeatures(v) => v.as_bytes(),
+            Self::Envelope(v) => v.as_bytes(),
+            Self::FetchSnapshot(v) => v.as_bytes(),
+            Self::DescribeCluster(v) => v.as_bytes(),
+            Self::DescribeProducers(v) => v.as_bytes(),
+            Self::BrokerRegistration(v) => v.as_bytes(),
+            Self::BrokerHeartbeat(v) => v.as_bytes(),
+            Self::UnregisterBroker(v) => v.as_bytes(),
+            Self::DescribeTransactions(v) => v.as_bytes(),
+            Self::ListTransactions(v) => v.as_bytes(),
+            Self::AllocateProducerIds(v) => v.as_bytes(),
+            Self::ConsumerGroupHeartbeat(v) => v.as_bytes(),
+            Self::ConsumerGroupDescribe(v) => v.as_bytes(),
+            Self::ControllerRegistration(v) => v.as_bytes(),
+            Self::GetTelemetrySubscriptions(v) => v.as_bytes(),
+            Self::PushTelemetry(v) => v.as_bytes(),
+            Self::AssignReplicasToDirs(v) => v.as_bytes(),
+            Self::ListConfigResources(v) => v.as_bytes(),
+            Self::DescribeTopicPartitions(v) => v.as_bytes(),
+            Self::ShareGroupHeartbeat(v) => v.as_bytes(),
+            Self::ShareGroupDescribe(v) => v.as_bytes(),
+            Self::ShareFetch(v) => v.as_bytes(),
+            Self::ShareAcknowledge(v) => v.as_bytes(),
+            Self::AddRaftVoter(v) => v.as_bytes(),
+            Self::RemoveRaftVoter(v) => v.as_bytes(),
+            Self::UpdateRaftVoter(v) => v.as_bytes(),
+            Self::InitializeShareGroupState(v) => v.as_bytes(),
+            Self::ReadShareGroupState(v) => v.as_bytes(),
+            Self::WriteShareGroupState(v) => v.as_bytes(),
+            Self::DeleteShareGroupState(v) => v.as_bytes(),
+            Self::ReadShareGroupStateSummary(v) => v.as_bytes(),
+            Self::StreamsGroupHeartbeat(v) => v.as_bytes(),
+            Self::StreamsGroupDescribe(v) => v.as_bytes(),
+            Self::DescribeShareGroupOffsets(v) => v.as_bytes(),
+            Self::AlterShareGroupOffsets(v) => v.as_bytes(),
+            Self::DeleteShareGroupOffsets(v) => v.as_bytes(),
+            Self::StreamsGroupTopologyDescriptionUpdate(v) => v.as_bytes(),
+            Self::UnregisterController(v) => v.as_bytes(),
         }
     }
 }
@@ -321,24 +4059,285 @@ impl<'a> ResponseBodyView<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ResponseBody<'a> {
+    /// Produce response.
+    Produce(ProduceResponse<'a>),
+    /// Fetch response.
+    Fetch(FetchResponse<'a>),
     /// ListOffsets response.
     ListOffsets(ListOffsetsResponse<'a>),
     /// Metadata response.
     Metadata(MetadataResponse<'a>),
+    /// OffsetCommit response.
+    OffsetCommit(OffsetCommitResponse<'a>),
+    /// OffsetFetch response.
+    OffsetFetch(OffsetFetchResponse<'a>),
+    /// FindCoordinator response.
+    FindCoordinator(FindCoordinatorResponse<'a>),
+    /// JoinGroup response.
+    JoinGroup(JoinGroupResponse<'a>),
+    /// Heartbeat response.
+    Heartbeat(HeartbeatResponse<'a>),
+    /// LeaveGroup response.
+    LeaveGroup(LeaveGroupResponse<'a>),
+    /// SyncGroup response.
+    SyncGroup(SyncGroupResponse<'a>),
+    /// DescribeGroups response.
+    DescribeGroups(DescribeGroupsResponse<'a>),
     /// ListGroups response.
     ListGroups(ListGroupsResponse<'a>),
+    /// SaslHandshake response.
+    SaslHandshake(SaslHandshakeResponse<'a>),
     /// ApiVersions response.
     ApiVersions(ApiVersionsResponse<'a>),
+    /// CreateTopics response.
+    CreateTopics(CreateTopicsResponse<'a>),
+    /// DeleteTopics response.
+    DeleteTopics(DeleteTopicsResponse<'a>),
+    /// DeleteRecords response.
+    DeleteRecords(DeleteRecordsResponse<'a>),
+    /// InitProducerId response.
+    InitProducerId(InitProducerIdResponse<'a>),
+    /// OffsetForLeaderEpoch response.
+    OffsetForLeaderEpoch(OffsetForLeaderEpochResponse<'a>),
+    /// AddPartitionsToTxn response.
+    AddPartitionsToTxn(AddPartitionsToTxnResponse<'a>),
+    /// AddOffsetsToTxn response.
+    AddOffsetsToTxn(AddOffsetsToTxnResponse<'a>),
+    /// EndTxn response.
+    EndTxn(EndTxnResponse<'a>),
+    /// WriteTxnMarkers response.
+    WriteTxnMarkers(WriteTxnMarkersResponse<'a>),
+    /// TxnOffsetCommit response.
+    TxnOffsetCommit(TxnOffsetCommitResponse<'a>),
+    /// DescribeAcls response.
+    DescribeAcls(DescribeAclsResponse<'a>),
+    /// CreateAcls response.
+    CreateAcls(CreateAclsResponse<'a>),
+    /// DeleteAcls response.
+    DeleteAcls(DeleteAclsResponse<'a>),
+    /// DescribeConfigs response.
+    DescribeConfigs(DescribeConfigsResponse<'a>),
+    /// AlterConfigs response.
+    AlterConfigs(AlterConfigsResponse<'a>),
+    /// AlterReplicaLogDirs response.
+    AlterReplicaLogDirs(AlterReplicaLogDirsResponse<'a>),
+    /// DescribeLogDirs response.
+    DescribeLogDirs(DescribeLogDirsResponse<'a>),
+    /// SaslAuthenticate response.
+    SaslAuthenticate(SaslAuthenticateResponse<'a>),
+    /// CreatePartitions response.
+    CreatePartitions(CreatePartitionsResponse<'a>),
+    /// CreateDelegationToken response.
+    CreateDelegationToken(CreateDelegationTokenResponse<'a>),
+    /// RenewDelegationToken response.
+    RenewDelegationToken(RenewDelegationTokenResponse<'a>),
+    /// ExpireDelegationToken response.
+    ExpireDelegationToken(ExpireDelegationTokenResponse<'a>),
+    /// DescribeDelegationToken response.
+    DescribeDelegationToken(DescribeDelegationTokenResponse<'a>),
+    /// DeleteGroups response.
+    DeleteGroups(DeleteGroupsResponse<'a>),
+    /// ElectLeaders response.
+    ElectLeaders(ElectLeadersResponse<'a>),
+    /// IncrementalAlterConfigs response.
+    IncrementalAlterConfigs(IncrementalAlterConfigsResponse<'a>),
+    /// AlterPartitionReassignments response.
+    AlterPartitionReassignments(AlterPartitionReassignmentsResponse<'a>),
+    /// ListPartitionReassignments response.
+    ListPartitionReassignments(ListPartitionReassignmentsResponse<'a>),
+    /// OffsetDelete response.
+    OffsetDelete(OffsetDeleteResponse<'a>),
+    /// DescribeClientQuotas response.
+    DescribeClientQuotas(DescribeClientQuotasResponse<'a>),
+    /// AlterClientQuotas response.
+    AlterClientQuotas(AlterClientQuotasResponse<'a>),
+    /// DescribeUserScramCredentials response.
+    DescribeUserScramCredentials(DescribeUserScramCredentialsResponse<'a>),
+    /// AlterUserScramCredentials response.
+    AlterUserScramCredentials(AlterUserScramCredentialsResponse<'a>),
+    /// Vote response.
+    Vote(VoteResponse<'a>),
+    /// BeginQuorumEpoch response.
+    BeginQuorumEpoch(BeginQuorumEpochResponse<'a>),
+    /// EndQuorumEpoch response.
+    EndQuorumEpoch(EndQuorumEpochResponse<'a>),
+    /// DescribeQuorum response.
+    DescribeQuorum(DescribeQuorumResponse<'a>),
+    /// AlterPartition response.
+    AlterPartition(AlterPartitionResponse<'a>),
+    /// UpdateFeatures response.
+    UpdateFeatures(UpdateFeaturesResponse<'a>),
+    /// Envelope response.
+    Envelope(EnvelopeResponse<'a>),
+    /// FetchSnapshot response.
+    FetchSnapshot(FetchSnapshotResponse<'a>),
+    /// DescribeCluster response.
+    DescribeCluster(DescribeClusterResponse<'a>),
+    /// DescribeProducers response.
+    DescribeProducers(DescribeProducersResponse<'a>),
+    /// BrokerRegistration response.
+    BrokerRegistration(BrokerRegistrationResponse<'a>),
+    /// BrokerHeartbeat response.
+    BrokerHeartbeat(BrokerHeartbeatResponse<'a>),
+    /// UnregisterBroker response.
+    UnregisterBroker(UnregisterBrokerResponse<'a>),
+    /// DescribeTransactions response.
+    DescribeTransactions(DescribeTransactionsResponse<'a>),
+    /// ListTransactions response.
+    ListTransactions(ListTransactionsResponse<'a>),
+    /// AllocateProducerIds response.
+    AllocateProducerIds(AllocateProducerIdsResponse<'a>),
+    /// ConsumerGroupHeartbeat response.
+    ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse<'a>),
+    /// ConsumerGroupDescribe response.
+    ConsumerGroupDescribe(ConsumerGroupDescribeResponse<'a>),
+    /// ControllerRegistration response.
+    ControllerRegistration(ControllerRegistrationResponse<'a>),
+    /// GetTelemetrySubscriptions response.
+    GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponse<'a>),
+    /// PushTelemetry response.
+    PushTelemetry(PushTelemetryResponse<'a>),
+    /// AssignReplicasToDirs response.
+    AssignReplicasToDirs(AssignReplicasToDirsResponse<'a>),
+    /// ListConfigResources response.
+    ListConfigResources(ListConfigResourcesResponse<'a>),
+    /// DescribeTopicPartitions response.
+    DescribeTopicPartitions(DescribeTopicPartitionsResponse<'a>),
+    /// ShareGroupHeartbeat response.
+    ShareGroupHeartbeat(ShareGroupHeartbeatResponse<'a>),
+    /// ShareGroupDescribe response.
+    ShareGroupDescribe(ShareGroupDescribeResponse<'a>),
+    /// ShareFetch response.
+    ShareFetch(ShareFetchResponse<'a>),
+    /// ShareAcknowledge response.
+    ShareAcknowledge(ShareAcknowledgeResponse<'a>),
+    /// AddRaftVoter response.
+    AddRaftVoter(AddRaftVoterResponse<'a>),
+    /// RemoveRaftVoter response.
+    RemoveRaftVoter(RemoveRaftVoterResponse<'a>),
+    /// UpdateRaftVoter response.
+    UpdateRaftVoter(UpdateRaftVoterResponse<'a>),
+    /// InitializeShareGroupState response.
+    InitializeShareGroupState(InitializeShareGroupStateResponse<'a>),
+    /// ReadShareGroupState response.
+    ReadShareGroupState(ReadShareGroupStateResponse<'a>),
+    /// WriteShareGroupState response.
+    WriteShareGroupState(WriteShareGroupStateResponse<'a>),
+    /// DeleteShareGroupState response.
+    DeleteShareGroupState(DeleteShareGroupStateResponse<'a>),
+    /// ReadShareGroupStateSummary response.
+    ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponse<'a>),
+    /// StreamsGroupHeartbeat response.
+    StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse<'a>),
+    /// StreamsGroupDescribe response.
+    StreamsGroupDescribe(StreamsGroupDescribeResponse<'a>),
+    /// DescribeShareGroupOffsets response.
+    DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponse<'a>),
+    /// AlterShareGroupOffsets response.
+    AlterShareGroupOffsets(AlterShareGroupOffsetsResponse<'a>),
+    /// DeleteShareGroupOffsets response.
+    DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponse<'a>),
+    /// StreamsGroupTopologyDescriptionUpdate response.
+    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateResponse<'a>),
+    /// UnregisterController response.
+    UnregisterController(UnregisterControllerResponse<'a>),
 }
 
 impl ResponseBody<'_> {
     /// The API this body belongs to.
     pub const fn api_key(&self) -> ApiKey {
         match self {
+            Self::Produce(_) => ApiKey::Produce,
+            Self::Fetch(_) => ApiKey::Fetch,
             Self::ListOffsets(_) => ApiKey::ListOffsets,
             Self::Metadata(_) => ApiKey::Metadata,
+            Self::OffsetCommit(_) => ApiKey::OffsetCommit,
+            Self::OffsetFetch(_) => ApiKey::OffsetFetch,
+            Self::FindCoordinator(_) => ApiKey::FindCoordinator,
+            Self::JoinGroup(_) => ApiKey::JoinGroup,
+            Self::Heartbeat(_) => ApiKey::Heartbeat,
+            Self::LeaveGroup(_) => ApiKey::LeaveGroup,
+            Self::SyncGroup(_) => ApiKey::SyncGroup,
+            Self::DescribeGroups(_) => ApiKey::DescribeGroups,
             Self::ListGroups(_) => ApiKey::ListGroups,
+            Self::SaslHandshake(_) => ApiKey::SaslHandshake,
             Self::ApiVersions(_) => ApiKey::ApiVersions,
+            Self::CreateTopics(_) => ApiKey::CreateTopics,
+            Self::DeleteTopics(_) => ApiKey::DeleteTopics,
+            Self::DeleteRecords(_) => ApiKey::DeleteRecords,
+            Self::InitProducerId(_) => ApiKey::InitProducerId,
+            Self::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            Self::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            Self::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            Self::EndTxn(_) => ApiKey::EndTxn,
+            Self::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            Self::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            Self::DescribeAcls(_) => ApiKey::DescribeAcls,
+            Self::CreateAcls(_) => ApiKey::CreateAcls,
+            Self::DeleteAcls(_) => ApiKey::DeleteAcls,
+            Self::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+            Self::AlterConfigs(_) => ApiKey::AlterConfigs,
+            Self::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
+            Self::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            Self::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
+            Self::CreatePartitions(_) => ApiKey::CreatePartitions,
+            Self::CreateDelegationToken(_) => ApiKey::CreateDelegationToken,
+            Self::RenewDelegationToken(_) => ApiKey::RenewDelegationToken,
+            Self::ExpireDelegationToken(_) => ApiKey::ExpireDelegationToken,
+            Self::DescribeDelegationToken(_) => ApiKey::DescribeDelegationToken,
+            Self::DeleteGroups(_) => ApiKey::DeleteGroups,
+            Self::ElectLeaders(_) => ApiKey::ElectLeaders,
+            Self::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            Self::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            Self::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
+            Self::OffsetDelete(_) => ApiKey::OffsetDelete,
+            Self::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
+            Self::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
+            Self::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            Self::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
+            Self::Vote(_) => ApiKey::Vote,
+            Self::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+            Self::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+            Self::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            Self::AlterPartition(_) => ApiKey::AlterPartition,
+            Self::UpdateFeatures(_) => ApiKey::UpdateFeatures,
+            Self::Envelope(_) => ApiKey::Envelope,
+            Self::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+            Self::DescribeCluster(_) => ApiKey::DescribeCluster,
+            Self::DescribeProducers(_) => ApiKey::DescribeProducers,
+            Self::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            Self::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            Self::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            Self::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            Self::ListTransactions(_) => ApiKey::ListTransactions,
+            Self::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+            Self::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
+            Self::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            Self::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+            Self::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            Self::PushTelemetry(_) => ApiKey::PushTelemetry,
+            Self::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+            Self::ListConfigResources(_) => ApiKey::ListConfigResources,
+            Self::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
+            Self::ShareGroupHeartbeat(_) => ApiKey::ShareGroupHeartbeat,
+            Self::ShareGroupDescribe(_) => ApiKey::ShareGroupDescribe,
+            Self::ShareFetch(_) => ApiKey::ShareFetch,
+            Self::ShareAcknowledge(_) => ApiKey::ShareAcknowledge,
+            Self::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+            Self::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+            Self::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+            Self::InitializeShareGroupState(_) => ApiKey::InitializeShareGroupState,
+            Self::ReadShareGroupState(_) => ApiKey::ReadShareGroupState,
+            Self::WriteShareGroupState(_) => ApiKey::WriteShareGroupState,
+            Self::DeleteShareGroupState(_) => ApiKey::DeleteShareGroupState,
+            Self::ReadShareGroupStateSummary(_) => ApiKey::ReadShareGroupStateSummary,
+            Self::StreamsGroupHeartbeat(_) => ApiKey::StreamsGroupHeartbeat,
+            Self::StreamsGroupDescribe(_) => ApiKey::StreamsGroupDescribe,
+            Self::DescribeShareGroupOffsets(_) => ApiKey::DescribeShareGroupOffsets,
+            Self::AlterShareGroupOffsets(_) => ApiKey::AlterShareGroupOffsets,
+            Self::DeleteShareGroupOffsets(_) => ApiKey::DeleteShareGroupOffsets,
+            Self::StreamsGroupTopologyDescriptionUpdate(_) => ApiKey::StreamsGroupTopologyDescriptionUpdate,
+            Self::UnregisterController(_) => ApiKey::UnregisterController,
         }
     }
 }
@@ -352,28 +4351,289 @@ impl AnyBody for ResponseBody<'_> {
 
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         match self {
+            Self::Produce(b) => b.encoded_len(version),
+            Self::Fetch(b) => b.encoded_len(version),
             Self::ListOffsets(b) => b.encoded_len(version),
             Self::Metadata(b) => b.encoded_len(version),
+            Self::OffsetCommit(b) => b.encoded_len(version),
+            Self::OffsetFetch(b) => b.encoded_len(version),
+            Self::FindCoordinator(b) => b.encoded_len(version),
+            Self::JoinGroup(b) => b.encoded_len(version),
+            Self::Heartbeat(b) => b.encoded_len(version),
+            Self::LeaveGroup(b) => b.encoded_len(version),
+            Self::SyncGroup(b) => b.encoded_len(version),
+            Self::DescribeGroups(b) => b.encoded_len(version),
             Self::ListGroups(b) => b.encoded_len(version),
+            Self::SaslHandshake(b) => b.encoded_len(version),
             Self::ApiVersions(b) => b.encoded_len(version),
+            Self::CreateTopics(b) => b.encoded_len(version),
+            Self::DeleteTopics(b) => b.encoded_len(version),
+            Self::DeleteRecords(b) => b.encoded_len(version),
+            Self::InitProducerId(b) => b.encoded_len(version),
+            Self::OffsetForLeaderEpoch(b) => b.encoded_len(version),
+            Self::AddPartitionsToTxn(b) => b.encoded_len(version),
+            Self::AddOffsetsToTxn(b) => b.encoded_len(version),
+            Self::EndTxn(b) => b.encoded_len(version),
+            Self::WriteTxnMarkers(b) => b.encoded_len(version),
+            Self::TxnOffsetCommit(b) => b.encoded_len(version),
+            Self::DescribeAcls(b) => b.encoded_len(version),
+            Self::CreateAcls(b) => b.encoded_len(version),
+            Self::DeleteAcls(b) => b.encoded_len(version),
+            Self::DescribeConfigs(b) => b.encoded_len(version),
+            Self::AlterConfigs(b) => b.encoded_len(version),
+            Self::AlterReplicaLogDirs(b) => b.encoded_len(version),
+            Self::DescribeLogDirs(b) => b.encoded_len(version),
+            Self::SaslAuthenticate(b) => b.encoded_len(version),
+            Self::CreatePartitions(b) => b.encoded_len(version),
+            Self::CreateDelegationToken(b) => b.encoded_len(version),
+            Self::RenewDelegationToken(b) => b.encoded_len(version),
+            Self::ExpireDelegationToken(b) => b.encoded_len(version),
+            Self::DescribeDelegationToken(b) => b.encoded_len(version),
+            Self::DeleteGroups(b) => b.encoded_len(version),
+            Self::ElectLeaders(b) => b.encoded_len(version),
+            Self::IncrementalAlterConfigs(b) => b.encoded_len(version),
+            Self::AlterPartitionReassignments(b) => b.encoded_len(version),
+            Self::ListPartitionReassignments(b) => b.encoded_len(version),
+            Self::OffsetDelete(b) => b.encoded_len(version),
+            Self::DescribeClientQuotas(b) => b.encoded_len(version),
+            Self::AlterClientQuotas(b) => b.encoded_len(version),
+            Self::DescribeUserScramCredentials(b) => b.encoded_len(version),
+            Self::AlterUserScramCredentials(b) => b.encoded_len(version),
+            Self::Vote(b) => b.encoded_len(version),
+            Self::BeginQuorumEpoch(b) => b.encoded_len(version),
+            Self::EndQuorumEpoch(b) => b.encoded_len(version),
+            Self::DescribeQuorum(b) => b.encoded_len(version),
+            Self::AlterPartition(b) => b.encoded_len(version),
+            Self::UpdateFeatures(b) => b.encoded_len(version),
+            Self::Envelope(b) => b.encoded_len(version),
+            Self::FetchSnapshot(b) => b.encoded_len(version),
+            Self::DescribeCluster(b) => b.encoded_len(version),
+            Self::DescribeProducers(b) => b.encoded_len(version),
+            Self::BrokerRegistration(b) => b.encoded_len(version),
+            Self::BrokerHeartbeat(b) => b.encoded_len(version),
+            Self::UnregisterBroker(b) => b.encoded_len(version),
+            Self::DescribeTransactions(b) => b.encoded_len(version),
+            Self::ListTransactions(b) => b.encoded_len(version),
+            Self::AllocateProducerIds(b) => b.encoded_len(version),
+            Self::ConsumerGroupHeartbeat(b) => b.encoded_len(version),
+            Self::ConsumerGroupDescribe(b) => b.encoded_len(version),
+            Self::ControllerRegistration(b) => b.encoded_len(version),
+            Self::GetTelemetrySubscriptions(b) => b.encoded_len(version),
+            Self::PushTelemetry(b) => b.encoded_len(version),
+            Self::AssignReplicasToDirs(b) => b.encoded_len(version),
+            Self::ListConfigResources(b) => b.encoded_len(version),
+            Self::DescribeTopicPartitions(b) => b.encoded_len(version),
+            Self::ShareGroupHeartbeat(b) => b.encoded_len(version),
+            Self::ShareGroupDescribe(b) => b.encoded_len(version),
+            Self::ShareFetch(b) => b.encoded_len(version),
+            Self::ShareAcknowledge(b) => b.encoded_len(version),
+            Self::AddRaftVoter(b) => b.encoded_len(version),
+            Self::RemoveRaftVoter(b) => b.encoded_len(version),
+            Self::UpdateRaftVoter(b) => b.encoded_len(version),
+            Self::InitializeShareGroupState(b) => b.encoded_len(version),
+            Self::ReadShareGroupState(b) => b.encoded_len(version),
+            Self::WriteShareGroupState(b) => b.encoded_len(version),
+            Self::DeleteShareGroupState(b) => b.encoded_len(version),
+            Self::ReadShareGroupStateSummary(b) => b.encoded_len(version),
+            Self::StreamsGroupHeartbeat(b) => b.encoded_len(version),
+            Self::StreamsGroupDescribe(b) => b.encoded_len(version),
+            Self::DescribeShareGroupOffsets(b) => b.encoded_len(version),
+            Self::AlterShareGroupOffsets(b) => b.encoded_len(version),
+            Self::DeleteShareGroupOffsets(b) => b.encoded_len(version),
+            Self::StreamsGroupTopologyDescriptionUpdate(b) => b.encoded_len(version),
+            Self::UnregisterController(b) => b.encoded_len(version),
         }
     }
 
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
+            Self::Produce(b) => b.encode(version, buf),
+            Self::Fetch(b) => b.encode(version, buf),
             Self::ListOffsets(b) => b.encode(version, buf),
             Self::Metadata(b) => b.encode(version, buf),
+            Self::OffsetCommit(b) => b.encode(version, buf),
+            Self::OffsetFetch(b) => b.encode(version, buf),
+            Self::FindCoordinator(b) => b.encode(version, buf),
+            Self::JoinGroup(b) => b.encode(version, buf),
+            Self::Heartbeat(b) => b.encode(version, buf),
+            Self::LeaveGroup(b) => b.encode(version, buf),
+            Self::SyncGroup(b) => b.encode(version, buf),
+            Self::DescribeGroups(b) => b.encode(version, buf),
             Self::ListGroups(b) => b.encode(version, buf),
+            Self::SaslHandshake(b) => b.encode(version, buf),
             Self::ApiVersions(b) => b.encode(version, buf),
+            Self::CreateTopics(b) => b.encode(version, buf),
+            Self::DeleteTopics(b) => b.encode(version, buf),
+            Self::DeleteRecords(b) => b.encode(version, buf),
+            Self::InitProducerId(b) => b.encode(version, buf),
+            Self::OffsetForLeaderEpoch(b) => b.encode(version, buf),
+            Self::AddPartitionsToTxn(b) => b.encode(version, buf),
+            Self::AddOffsetsToTxn(b) => b.encode(version, buf),
+            Self::EndTxn(b) => b.encode(version, buf),
+            Self::WriteTxnMarkers(b) => b.encode(version, buf),
+            Self::TxnOffsetCommit(b) => b.encode(version, buf),
+            Self::DescribeAcls(b) => b.encode(version, buf),
+            Self::CreateAcls(b) => b.encode(version, buf),
+            Self::DeleteAcls(b) => b.encode(version, buf),
+            Self::DescribeConfigs(b) => b.encode(version, buf),
+            Self::AlterConfigs(b) => b.encode(version, buf),
+            Self::AlterReplicaLogDirs(b) => b.encode(version, buf),
+            Self::DescribeLogDirs(b) => b.encode(version, buf),
+            Self::SaslAuthenticate(b) => b.encode(version, buf),
+            Self::CreatePartitions(b) => b.encode(version, buf),
+            Self::CreateDelegationToken(b) => b.encode(version, buf),
+            Self::RenewDelegationToken(b) => b.encode(version, buf),
+            Self::ExpireDelegationToken(b) => b.encode(version, buf),
+            Self::DescribeDelegationToken(b) => b.encode(version, buf),
+            Self::DeleteGroups(b) => b.encode(version, buf),
+            Self::ElectLeaders(b) => b.encode(version, buf),
+            Self::IncrementalAlterConfigs(b) => b.encode(version, buf),
+            Self::AlterPartitionReassignments(b) => b.encode(version, buf),
+            Self::ListPartitionReassignments(b) => b.encode(version, buf),
+            Self::OffsetDelete(b) => b.encode(version, buf),
+            Self::DescribeClientQuotas(b) => b.encode(version, buf),
+            Self::AlterClientQuotas(b) => b.encode(version, buf),
+            Self::DescribeUserScramCredentials(b) => b.encode(version, buf),
+            Self::AlterUserScramCredentials(b) => b.encode(version, buf),
+            Self::Vote(b) => b.encode(version, buf),
+            Self::BeginQuorumEpoch(b) => b.encode(version, buf),
+            Self::EndQuorumEpoch(b) => b.encode(version, buf),
+            Self::DescribeQuorum(b) => b.encode(version, buf),
+            Self::AlterPartition(b) => b.encode(version, buf),
+            Self::UpdateFeatures(b) => b.encode(version, buf),
+            Self::Envelope(b) => b.encode(version, buf),
+            Self::FetchSnapshot(b) => b.encode(version, buf),
+            Self::DescribeCluster(b) => b.encode(version, buf),
+            Self::DescribeProducers(b) => b.encode(version, buf),
+            Self::BrokerRegistration(b) => b.encode(version, buf),
+            Self::BrokerHeartbeat(b) => b.encode(version, buf),
+            Self::UnregisterBroker(b) => b.encode(version, buf),
+            Self::DescribeTransactions(b) => b.encode(version, buf),
+            Self::ListTransactions(b) => b.encode(version, buf),
+            Self::AllocateProducerIds(b) => b.encode(version, buf),
+            Self::ConsumerGroupHeartbeat(b) => b.encode(version, buf),
+            Self::ConsumerGroupDescribe(b) => b.encode(version, buf),
+            Self::ControllerRegistration(b) => b.encode(version, buf),
+            Self::GetTelemetrySubscriptions(b) => b.encode(version, buf),
+            Self::PushTelemetry(b) => b.encode(version, buf),
+            Self::AssignReplicasToDirs(b) => b.encode(version, buf),
+            Self::ListConfigResources(b) => b.encode(version, buf),
+            Self::DescribeTopicPartitions(b) => b.encode(version, buf),
+            Self::ShareGroupHeartbeat(b) => b.encode(version, buf),
+            Self::ShareGroupDescribe(b) => b.encode(version, buf),
+            Self::ShareFetch(b) => b.encode(version, buf),
+            Self::ShareAcknowledge(b) => b.encode(version, buf),
+            Self::AddRaftVoter(b) => b.encode(version, buf),
+            Self::RemoveRaftVoter(b) => b.encode(version, buf),
+            Self::UpdateRaftVoter(b) => b.encode(version, buf),
+            Self::InitializeShareGroupState(b) => b.encode(version, buf),
+            Self::ReadShareGroupState(b) => b.encode(version, buf),
+            Self::WriteShareGroupState(b) => b.encode(version, buf),
+            Self::DeleteShareGroupState(b) => b.encode(version, buf),
+            Self::ReadShareGroupStateSummary(b) => b.encode(version, buf),
+            Self::StreamsGroupHeartbeat(b) => b.encode(version, buf),
+            Self::StreamsGroupDescribe(b) => b.encode(version, buf),
+            Self::DescribeShareGroupOffsets(b) => b.encode(version, buf),
+            Self::AlterShareGroupOffsets(b) => b.encode(version, buf),
+            Self::DeleteShareGroupOffsets(b) => b.encode(version, buf),
+            Self::StreamsGroupTopologyDescriptionUpdate(b) => b.encode(version, buf),
+            Self::UnregisterController(b) => b.encode(version, buf),
         }
     }
 
     fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {
         match self {
+            Self::Produce(b) => b.write_sized(version, out),
+            Self::Fetch(b) => b.write_sized(version, out),
             Self::ListOffsets(b) => b.write_sized(version, out),
             Self::Metadata(b) => b.write_sized(version, out),
+            Self::OffsetCommit(b) => b.write_sized(version, out),
+            Self::OffsetFetch(b) => b.write_sized(version, out),
+            Self::FindCoordinator(b) => b.write_sized(version, out),
+            Self::JoinGroup(b) => b.write_sized(version, out),
+            Self::Heartbeat(b) => b.write_sized(version, out),
+            Self::LeaveGroup(b) => b.write_sized(version, out),
+            Self::SyncGroup(b) => b.write_sized(version, out),
+            Self::DescribeGroups(b) => b.write_sized(version, out),
             Self::ListGroups(b) => b.write_sized(version, out),
+            Self::SaslHandshake(b) => b.write_sized(version, out),
             Self::ApiVersions(b) => b.write_sized(version, out),
+            Self::CreateTopics(b) => b.write_sized(version, out),
+            Self::DeleteTopics(b) => b.write_sized(version, out),
+            Self::DeleteRecords(b) => b.write_sized(version, out),
+            Self::InitProducerId(b) => b.write_sized(version, out),
+            Self::OffsetForLeaderEpoch(b) => b.write_sized(version, out),
+            Self::AddPartitionsToTxn(b) => b.write_sized(version, out),
+            Self::AddOffsetsToTxn(b) => b.write_sized(version, out),
+            Self::EndTxn(b) => b.write_sized(version, out),
+            Self::WriteTxnMarkers(b) => b.write_sized(version, out),
+            Self::TxnOffsetCommit(b) => b.write_sized(version, out),
+            Self::DescribeAcls(b) => b.write_sized(version, out),
+            Self::CreateAcls(b) => b.write_sized(version, out),
+            Self::DeleteAcls(b) => b.write_sized(version, out),
+            Self::DescribeConfigs(b) => b.write_sized(version, out),
+            Self::AlterConfigs(b) => b.write_sized(version, out),
+            Self::AlterReplicaLogDirs(b) => b.write_sized(version, out),
+            Self::DescribeLogDirs(b) => b.write_sized(version, out),
+            Self::SaslAuthenticate(b) => b.write_sized(version, out),
+            Self::CreatePartitions(b) => b.write_sized(version, out),
+            Self::CreateDelegationToken(b) => b.write_sized(version, out),
+            Self::RenewDelegationToken(b) => b.write_sized(version, out),
+            Self::ExpireDelegationToken(b) => b.write_sized(version, out),
+            Self::DescribeDelegationToken(b) => b.write_sized(version, out),
+            Self::DeleteGroups(b) => b.write_sized(version, out),
+            Self::ElectLeaders(b) => b.write_sized(version, out),
+            Self::IncrementalAlterConfigs(b) => b.write_sized(version, out),
+            Self::AlterPartitionReassignments(b) => b.write_sized(version, out),
+            Self::ListPartitionReassignments(b) => b.write_sized(version, out),
+            Self::OffsetDelete(b) => b.write_sized(version, out),
+            Self::DescribeClientQuotas(b) => b.write_sized(version, out),
+            Self::AlterClientQuotas(b) => b.write_sized(version, out),
+            Self::DescribeUserScramCredentials(b) => b.write_sized(version, out),
+            Self::AlterUserScramCredentials(b) => b.write_sized(version, out),
+            Self::Vote(b) => b.write_sized(version, out),
+            Self::BeginQuorumEpoch(b) => b.write_sized(version, out),
+            Self::EndQuorumEpoch(b) => b.write_sized(version, out),
+            Self::DescribeQuorum(b) => b.write_sized(version, out),
+            Self::AlterPartition(b) => b.write_sized(version, out),
+            Self::UpdateFeatures(b) => b.write_sized(version, out),
+            Self::Envelope(b) => b.write_sized(version, out),
+            Self::FetchSnapshot(b) => b.write_sized(version, out),
+            Self::DescribeCluster(b) => b.write_sized(version, out),
+            Self::DescribeProducers(b) => b.write_sized(version, out),
+            Self::BrokerRegistration(b) => b.write_sized(version, out),
+            Self::BrokerHeartbeat(b) => b.write_sized(version, out),
+            Self::UnregisterBroker(b) => b.write_sized(version, out),
+            Self::DescribeTransactions(b) => b.write_sized(version, out),
+            Self::ListTransactions(b) => b.write_sized(version, out),
+            Self::AllocateProducerIds(b) => b.write_sized(version, out),
+            Self::ConsumerGroupHeartbeat(b) => b.write_sized(version, out),
+            Self::ConsumerGroupDescribe(b) => b.write_sized(version, out),
+            Self::ControllerRegistration(b) => b.write_sized(version, out),
+            Self::GetTelemetrySubscriptions(b) => b.write_sized(version, out),
+            Self::PushTelemetry(b) => b.write_sized(version, out),
+            Self::AssignReplicasToDirs(b) => b.write_sized(version, out),
+            Self::ListConfigResources(b) => b.write_sized(version, out),
+            Self::DescribeTopicPartitions(b) => b.write_sized(version, out),
+            Self::ShareGroupHeartbeat(b) => b.write_sized(version, out),
+            Self::ShareGroupDescribe(b) => b.write_sized(version, out),
+            Self::ShareFetch(b) => b.write_sized(version, out),
+            Self::ShareAcknowledge(b) => b.write_sized(version, out),
+            Self::AddRaftVoter(b) => b.write_sized(version, out),
+            Self::RemoveRaftVoter(b) => b.write_sized(version, out),
+            Self::UpdateRaftVoter(b) => b.write_sized(version, out),
+            Self::InitializeShareGroupState(b) => b.write_sized(version, out),
+            Self::ReadShareGroupState(b) => b.write_sized(version, out),
+            Self::WriteShareGroupState(b) => b.write_sized(version, out),
+            Self::DeleteShareGroupState(b) => b.write_sized(version, out),
+            Self::ReadShareGroupStateSummary(b) => b.write_sized(version, out),
+            Self::StreamsGroupHeartbeat(b) => b.write_sized(version, out),
+            Self::StreamsGroupDescribe(b) => b.write_sized(version, out),
+            Self::DescribeShareGroupOffsets(b) => b.write_sized(version, out),
+            Self::AlterShareGroupOffsets(b) => b.write_sized(version, out),
+            Self::DeleteShareGroupOffsets(b) => b.write_sized(version, out),
+            Self::StreamsGroupTopologyDescriptionUpdate(b) => b.write_sized(version, out),
+            Self::UnregisterController(b) => b.write_sized(version, out),
         }
     }
 }
@@ -383,11 +4643,478 @@ impl ResponseBody<'static> {
     /// Decodes the response body of `api_key` at `version` with the reference decoder.
     pub fn decode(bytes: &[u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {
         Ok(match api_key {
+            ApiKey::Produce => Self::Produce(ProduceResponse::decode(bytes, version)?),
+            ApiKey::Fetch => Self::Fetch(FetchResponse::decode(bytes, version)?),
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponse::decode(bytes, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataResponse::decode(bytes, version)?),
+            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitResponse::decode(bytes, version)?),
+            ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchResponse::decode(bytes, version)?),
+            ApiKey::FindCoordinator => {
+                Self::FindCoordinator(FindCoordinatorResponse::decode(bytes, version)?)
+            }
+            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponse::decode(bytes, version)?),
+            ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponse::decode(bytes, version)?),
+            ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponse::decode(bytes, version)?),
+            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponse::decode(bytes, version)?),
+            ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsResponse::decode(bytes, version)?),
             ApiKey::ListGroups => Self::ListGroups(ListGroupsResponse::decode(bytes, version)?),
+            ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeResponse::decode(bytes, version)?),
             ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponse::decode(bytes, version)?),
+            ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsResponse::decode(bytes, version)?),
+            ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsResponse::decode(bytes, version)?),
+            ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsResponse::decode(bytes, version)?),
+            ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdResponse::decode(bytes, version)?),
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(OffsetForLeaderEpochResponse::decode(bytes, version)?)
+            }
+            ApiKey::AddPartitionsToTxn => {
+                Self::AddPartitionsToTxn(AddPartitionsToTxnResponse::decode(bytes, version)?)
+            }
+            ApiKey::AddOffsetsToTxn => {
+                Self::AddOffsetsToTxn(AddOffsetsToTxnResponse::decode(bytes, version)?)
+            }
+            ApiKey::EndTxn => Self::EndTxn(EndTxnResponse::decode(bytes, version)?),
+            ApiKey::WriteTxnMarkers => {
+                Self::WriteTxnMarkers(WriteTxnMarkersResponse::decode(bytes, version)?)
+            }
+            ApiKey::TxnOffsetCommit => {
+                Self::TxnOffsetCommit(TxnOffsetCommitResponse::decode(bytes, version)?)
+            }
+            ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsResponse::decode(bytes, version)?),
+            ApiKey::CreateAcls => Self::CreateAcls(CreateAclsResponse::decode(bytes, version)?),
+            ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsResponse::decode(bytes, version)?),
+            ApiKey::DescribeConfigs => {
+                Self::DescribeConfigs(DescribeConfigsResponse::decode(bytes, version)?)
+            }
+            ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsResponse::decode(bytes, version)?),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(AlterReplicaLogDirsResponse::decode(bytes, version)?)
+            }
+            ApiKey::DescribeLogDirs => {
+                Self::DescribeLogDirs(DescribeLogDirsResponse::decode(bytes, version)?)
+            }
+            ApiKey::SaslAuthenticate => {
+                Self::SaslAuthenticate(SaslAuthenticateResponse::decode(bytes, version)?)
+            }
+            ApiKey::CreatePartitions => {
+                Self::CreatePartitions(CreatePartitionsResponse::decode(bytes, version)?)
+            }
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(CreateDelegationTokenResponse::decode(bytes, version)?)
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(RenewDelegationTokenResponse::decode(bytes, version)?)
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(ExpireDelegationTokenResponse::decode(bytes, version)?)
+            }
+            ApiKey::DescribeDelegationToken => {
+                Self::DescribeDelegationToken(DescribeDelegationTokenResponse::decode(bytes, version)?)
+            }
+            ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsResponse::decode(bytes, version)?),
+            ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersResponse::decode(bytes, version)?),
+            ApiKey::IncrementalAlterConfigs => {
+                Self::IncrementalAlterConfigs(IncrementalAlterConfigsResponse::decode(bytes, version)?)
+            }
+            ApiKey::AlterPartitionReassignments => Self::AlterPartitionReassignments(
+                AlterPartitionReassignmentsResponse::decode(bytes, version)?,
+            ),
+            ApiKey::ListPartitionReassignments => {
+                Self::ListPartitionReassignments(ListPartitionReassignmentsResponse::decode(bytes, version)?)
+            }
+            ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteResponse::decode(bytes, version)?),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(DescribeClientQuotasResponse::decode(bytes, version)?)
+            }
+            ApiKey::AlterClientQuotas => {
+                Self::AlterClientQuotas(AlterClientQuotasResponse::decode(bytes, version)?)
+            }
+            ApiKey::DescribeUserScramCredentials => Self::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsResponse::decode(bytes, version)?,
+            ),
+            ApiKey::AlterUserScramCredentials => {
+                Self::AlterUserScramCredentials(AlterUserScramCredentialsResponse::decode(bytes, version)?)
+            }
+            ApiKey::Vote => Self::Vote(VoteResponse::decode(bytes, version)?),
+            ApiKey::BeginQuorumEpoch => {
+                Self::BeginQuorumEpoch(BeginQuorumEpochResponse::decode(bytes, version)?)
+            }
+            ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochResponse::decode(bytes, version)?),
+            ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumResponse::decode(bytes, version)?),
+            ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionResponse::decode(bytes, version)?),
+            ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesResponse::decode(bytes, version)?),
+            ApiKey::Envelope => Self::Envelope(EnvelopeResponse::decode(bytes, version)?),
+            ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotResponse::decode(bytes, version)?),
+            ApiKey::DescribeCluster => {
+                Self::DescribeCluster(DescribeClusterResponse::decode(bytes, version)?)
+            }
+            ApiKey::DescribeProducers => {
+                Self::DescribeProducers(DescribeProducersResponse::decode(bytes, version)?)
+            }
+            ApiKey::BrokerRegistration => {
+                Self::BrokerRegistration(BrokerRegistrationResponse::decode(bytes, version)?)
+            }
+            ApiKey::BrokerHeartbeat => {
+                Self::BrokerHeartbeat(BrokerHeartbeatResponse::decode(bytes, version)?)
+            }
+            ApiKey::UnregisterBroker => {
+                Self::UnregisterBroker(UnregisterBrokerResponse::decode(bytes, version)?)
+            }
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(DescribeTransactionsResponse::decode(bytes, version)?)
+            }
+            ApiKey::ListTransactions => {
+                Self::ListTransactions(ListTransactionsResponse::decode(bytes, version)?)
+            }
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(AllocateProducerIdsResponse::decode(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::decode(bytes, version)?)
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(ConsumerGroupDescribeResponse::decode(bytes, version)?)
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(ControllerRegistrationResponse::decode(bytes, version)?)
+            }
+            ApiKey::GetTelemetrySubscriptions => {
+                Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponse::decode(bytes, version)?)
+            }
+            ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryResponse::decode(bytes, version)?),
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(AssignReplicasToDirsResponse::decode(bytes, version)?)
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(ListConfigResourcesResponse::decode(bytes, version)?)
+            }
+            ApiKey::DescribeTopicPartitions => {
+                Self::DescribeTopicPartitions(DescribeTopicPartitionsResponse::decode(bytes, version)?)
+            }
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(ShareGroupHeartbeatResponse::decode(bytes, version)?)
+            }
+            ApiKey::ShareGroupDescribe => {
+                Self::ShareGroupDescribe(ShareGroupDescribeResponse::decode(bytes, version)?)
+            }
+            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchResponse::decode(bytes, version)?),
+            ApiKey::ShareAcknowledge => {
+                Self::ShareAcknowledge(ShareAcknowledgeResponse::decode(bytes, version)?)
+            }
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterResponse::decode(bytes, version)?),
+            ApiKey::RemoveRaftVoter => {
+                Self::RemoveRaftVoter(RemoveRaftVoterResponse::decode(bytes, version)?)
+            }
+            ApiKey::UpdateRaftVoter => {
+                Self::UpdateRaftVoter(UpdateRaftVoterResponse::decode(bytes, version)?)
+            }
+            ApiKey::InitializeShareGroupState => {
+                Self::InitializeShareGroupState(InitializeShareGroupStateResponse::decode(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(ReadShareGroupStateResponse::decode(bytes, version)?)
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(WriteShareGroupStateResponse::decode(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(DeleteShareGroupStateResponse::decode(bytes, version)?)
+            }
+            ApiKey::ReadShareGroupStateSummary => {
+                Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponse::decode(bytes, version)?)
+            }
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse::decode(bytes, version)?)
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(StreamsGroupDescribeResponse::decode(bytes, version)?)
+            }
+            ApiKey::DescribeShareGroupOffsets => {
+                Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponse::decode(bytes, version)?)
+            }
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(AlterShareGroupOffsetsResponse::decode(bytes, version)?)
+            }
+            ApiKey::DeleteShareGroupOffsets => {
+                Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponse::decode(bytes, version)?)
+            }
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
+                StreamsGroupTopologyDescriptionUpdateResponse::decode(bytes, version)?,
+            ),
+            ApiKey::UnregisterController => {
+                Self::UnregisterController(UnregisterControllerResponse::decode(bytes, version)?)
+            }
         })
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+impl<'a> ResponseBody<'a> {
+    /// An arbitrary response body of `api_key`, for fuzzing and property tests.
+    pub fn arbitrary_for(api_key: ApiKey, u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        use arbitrary::Arbitrary;
+        Ok(match api_key {
+            ApiKey::Produce => Self::Produce(ProduceResponse::arbitrary(u)?),
+            ApiKey::Fetch => Self::Fetch(FetchResponse::arbitrary(u)?),
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponse::arbitrary(u)?),
+            ApiKey::Metadata => Self::Metadata(MetadataResponse::arbitrary(u)?),
+            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitResponse::arbitrary(u)?),
+            ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchResponse::arbitrary(u)?),
+            ApiKey::FindCoordinator => Self::FindCoordinator(FindCoordinatorResponse::arbitrary(u)?),
+            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponse::arbitrary(u)?),
+            ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponse::arbitrary(u)?),
+            ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponse::arbitrary(u)?),
+            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponse::arbitrary(u)?),
+            ApiKey::DescribeGroups => Self::DescribeGroups(DescribeGroupsResponse::arbitrary(u)?),
+            ApiKey::ListGroups => Self::ListGroups(ListGroupsResponse::arbitrary(u)?),
+            ApiKey::SaslHandshake => Self::SaslHandshake(SaslHandshakeResponse::arbitrary(u)?),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponse::arbitrary(u)?),
+            ApiKey::CreateTopics => Self::CreateTopics(CreateTopicsResponse::arbitrary(u)?),
+            ApiKey::DeleteTopics => Self::DeleteTopics(DeleteTopicsResponse::arbitrary(u)?),
+            ApiKey::DeleteRecords => Self::DeleteRecords(DeleteRecordsResponse::arbitrary(u)?),
+            ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdResponse::arbitrary(u)?),
+            ApiKey::OffsetForLeaderEpoch => {
+                Self::OffsetForLeaderEpoch(OffsetForLeaderEpochResponse::arbitrary(u)?)
+            }
+            ApiKey::AddPartitionsToTxn => Self::AddPartitionsToTxn(AddPartitionsToTxnResponse::arbitrary(u)?),
+            ApiKey::AddOffsetsToTxn => Self::AddOffsetsToTxn(AddOffsetsToTxnResponse::arbitrary(u)?),
+            ApiKey::EndTxn => Self::EndTxn(EndTxnResponse::arbitrary(u)?),
+            ApiKey::WriteTxnMarkers => Self::WriteTxnMarkers(WriteTxnMarkersResponse::arbitrary(u)?),
+            ApiKey::TxnOffsetCommit => Self::TxnOffsetCommit(TxnOffsetCommitResponse::arbitrary(u)?),
+            ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsResponse::arbitrary(u)?),
+            ApiKey::CreateAcls => Self::CreateAcls(CreateAclsResponse::arbitrary(u)?),
+            ApiKey::DeleteAcls => Self::DeleteAcls(DeleteAclsResponse::arbitrary(u)?),
+            ApiKey::DescribeConfigs => Self::DescribeConfigs(DescribeConfigsResponse::arbitrary(u)?),
+            ApiKey::AlterConfigs => Self::AlterConfigs(AlterConfigsResponse::arbitrary(u)?),
+            ApiKey::AlterReplicaLogDirs => {
+                Self::AlterReplicaLogDirs(AlterReplicaLogDirsResponse::arbitrary(u)?)
+            }
+            ApiKey::DescribeLogDirs => Self::DescribeLogDirs(DescribeLogDirsResponse::arbitrary(u)?),
+            ApiKey::SaslAuthenticate => Self::SaslAuthenticate(SaslAuthenticateResponse::arbitrary(u)?),
+            ApiKey::CreatePartitions => Self::CreatePartitions(CreatePartitionsResponse::arbitrary(u)?),
+            ApiKey::CreateDelegationToken => {
+                Self::CreateDelegationToken(CreateDelegationTokenResponse::arbitrary(u)?)
+            }
+            ApiKey::RenewDelegationToken => {
+                Self::RenewDelegationToken(RenewDelegationTokenResponse::arbitrary(u)?)
+            }
+            ApiKey::ExpireDelegationToken => {
+                Self::ExpireDelegationToken(ExpireDelegationTokenResponse::arbitrary(u)?)
+            }
+            ApiKey::DescribeDelegationToken => {
+                Self::DescribeDelegationToken(DescribeDelegationTokenResponse::arbitrary(u)?)
+            }
+            ApiKey::DeleteGroups => Self::DeleteGroups(DeleteGroupsResponse::arbitrary(u)?),
+            ApiKey::ElectLeaders => Self::ElectLeaders(ElectLeadersResponse::arbitrary(u)?),
+            ApiKey::IncrementalAlterConfigs => {
+                Self::IncrementalAlterConfigs(IncrementalAlterConfigsResponse::arbitrary(u)?)
+            }
+            ApiKey::AlterPartitionReassignments => {
+                Self::AlterPartitionReassignments(AlterPartitionReassignmentsResponse::arbitrary(u)?)
+            }
+            ApiKey::ListPartitionReassignments => {
+                Self::ListPartitionReassignments(ListPartitionReassignmentsResponse::arbitrary(u)?)
+            }
+            ApiKey::OffsetDelete => Self::OffsetDelete(OffsetDeleteResponse::arbitrary(u)?),
+            ApiKey::DescribeClientQuotas => {
+                Self::DescribeClientQuotas(DescribeClientQuotasResponse::arbitrary(u)?)
+            }
+            ApiKey::AlterClientQuotas => Self::AlterClientQuotas(AlterClientQuotasResponse::arbitrary(u)?),
+            ApiKey::DescribeUserScramCredentials => {
+                Self::DescribeUserScramCredentials(DescribeUserScramCredentialsResponse::arbitrary(u)?)
+            }
+            ApiKey::AlterUserScramCredentials => {
+                Self::AlterUserScramCredentials(AlterUserScramCredentialsResponse::arbitrary(u)?)
+            }
+            ApiKey::Vote => Self::Vote(VoteResponse::arbitrary(u)?),
+            ApiKey::BeginQuorumEpoch => Self::BeginQuorumEpoch(BeginQuorumEpochResponse::arbitrary(u)?),
+            ApiKey::EndQuorumEpoch => Self::EndQuorumEpoch(EndQuorumEpochResponse::arbitrary(u)?),
+            ApiKey::DescribeQuorum => Self::DescribeQuorum(DescribeQuorumResponse::arbitrary(u)?),
+            ApiKey::AlterPartition => Self::AlterPartition(AlterPartitionResponse::arbitrary(u)?),
+            ApiKey::UpdateFeatures => Self::UpdateFeatures(UpdateFeaturesResponse::arbitrary(u)?),
+            ApiKey::Envelope => Self::Envelope(EnvelopeResponse::arbitrary(u)?),
+            ApiKey::FetchSnapshot => Self::FetchSnapshot(FetchSnapshotResponse::arbitrary(u)?),
+            ApiKey::DescribeCluster => Self::DescribeCluster(DescribeClusterResponse::arbitrary(u)?),
+            ApiKey::DescribeProducers => Self::DescribeProducers(DescribeProducersResponse::arbitrary(u)?),
+            ApiKey::BrokerRegistration => Self::BrokerRegistration(BrokerRegistrationResponse::arbitrary(u)?),
+            ApiKey::BrokerHeartbeat => Self::BrokerHeartbeat(BrokerHeartbeatResponse::arbitrary(u)?),
+            ApiKey::UnregisterBroker => Self::UnregisterBroker(UnregisterBrokerResponse::arbitrary(u)?),
+            ApiKey::DescribeTransactions => {
+                Self::DescribeTransactions(DescribeTransactionsResponse::arbitrary(u)?)
+            }
+            ApiKey::ListTransactions => Self::ListTransactions(ListTransactionsResponse::arbitrary(u)?),
+            ApiKey::AllocateProducerIds => {
+                Self::AllocateProducerIds(AllocateProducerIdsResponse::arbitrary(u)?)
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::arbitrary(u)?)
+            }
+            ApiKey::ConsumerGroupDescribe => {
+                Self::ConsumerGroupDescribe(ConsumerGroupDescribeResponse::arbitrary(u)?)
+            }
+            ApiKey::ControllerRegistration => {
+                Self::ControllerRegistration(ControllerRegistrationResponse::arbitrary(u)?)
+            }
+            ApiKey::GetTelemetrySubscriptions => {
+                Self::GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponse::arbitrary(u)?)
+            }
+            ApiKey::PushTelemetry => Self::PushTelemetry(PushTelemetryResponse::arbitrary(u)?),
+            ApiKey::AssignReplicasToDirs => {
+                Self::AssignReplicasToDirs(AssignReplicasToDirsResponse::arbitrary(u)?)
+            }
+            ApiKey::ListConfigResources => {
+                Self::ListConfigResources(ListConfigResourcesResponse::arbitrary(u)?)
+            }
+            ApiKey::DescribeTopicPartitions => {
+                Self::DescribeTopicPartitions(DescribeTopicPartitionsResponse::arbitrary(u)?)
+            }
+            ApiKey::ShareGroupHeartbeat => {
+                Self::ShareGroupHeartbeat(ShareGroupHeartbeatResponse::arbitrary(u)?)
+            }
+            ApiKey::ShareGroupDescribe => Self::ShareGroupDescribe(ShareGroupDescribeResponse::arbitrary(u)?),
+            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchResponse::arbitrary(u)?),
+            ApiKey::ShareAcknowledge => Self::ShareAcknowledge(ShareAcknowledgeResponse::arbitrary(u)?),
+            ApiKey::AddRaftVoter => Self::AddRaftVoter(AddRaftVoterResponse::arbitrary(u)?),
+            ApiKey::RemoveRaftVoter => Self::RemoveRaftVoter(RemoveRaftVoterResponse::arbitrary(u)?),
+            ApiKey::UpdateRaftVoter => Self::UpdateRaftVoter(UpdateRaftVoterResponse::arbitrary(u)?),
+            ApiKey::InitializeShareGroupState => {
+                Self::InitializeShareGroupState(InitializeShareGroupStateResponse::arbitrary(u)?)
+            }
+            ApiKey::ReadShareGroupState => {
+                Self::ReadShareGroupState(ReadShareGroupStateResponse::arbitrary(u)?)
+            }
+            ApiKey::WriteShareGroupState => {
+                Self::WriteShareGroupState(WriteShareGroupStateResponse::arbitrary(u)?)
+            }
+            ApiKey::DeleteShareGroupState => {
+                Self::DeleteShareGroupState(DeleteShareGroupStateResponse::arbitrary(u)?)
+            }
+            ApiKey::ReadShareGroupStateSummary => {
+                Self::ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponse::arbitrary(u)?)
+            }
+            ApiKey::StreamsGroupHeartbeat => {
+                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse::arbitrary(u)?)
+            }
+            ApiKey::StreamsGroupDescribe => {
+                Self::StreamsGroupDescribe(StreamsGroupDescribeResponse::arbitrary(u)?)
+            }
+            ApiKey::DescribeShareGroupOffsets => {
+                Self::DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponse::arbitrary(u)?)
+            }
+            ApiKey::AlterShareGroupOffsets => {
+                Self::AlterShareGroupOffsets(AlterShareGroupOffsetsResponse::arbitrary(u)?)
+            }
+            ApiKey::DeleteShareGroupOffsets => {
+                Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponse::arbitrary(u)?)
+            }
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Self::StreamsGroupTopologyDescriptionUpdate(
+                StreamsGroupTopologyDescriptionUpdateResponse::arbitrary(u)?,
+            ),
+            ApiKey::UnregisterController => {
+                Self::UnregisterController(UnregisterControllerResponse::arbitrary(u)?)
+            }
+        })
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl crate::testing::AsVersion for ResponseBody<'_> {
+    fn as_version(&self, ver: crate::types::Ver) -> Self {
+        match self {
+            Self::Produce(b) => Self::Produce(b.as_version(ver)),
+            Self::Fetch(b) => Self::Fetch(b.as_version(ver)),
+            Self::ListOffsets(b) => Self::ListOffsets(b.as_version(ver)),
+            Self::Metadata(b) => Self::Metadata(b.as_version(ver)),
+            Self::OffsetCommit(b) => Self::OffsetCommit(b.as_version(ver)),
+            Self::OffsetFetch(b) => Self::OffsetFetch(b.as_version(ver)),
+            Self::FindCoordinator(b) => Self::FindCoordinator(b.as_version(ver)),
+            Self::JoinGroup(b) => Self::JoinGroup(b.as_version(ver)),
+            Self::Heartbeat(b) => Self::Heartbeat(b.as_version(ver)),
+            Self::LeaveGroup(b) => Self::LeaveGroup(b.as_version(ver)),
+            Self::SyncGroup(b) => Self::SyncGroup(b.as_version(ver)),
+            Self::DescribeGroups(b) => Self::DescribeGroups(b.as_version(ver)),
+            Self::ListGroups(b) => Self::ListGroups(b.as_version(ver)),
+            Self::SaslHandshake(b) => Self::SaslHandshake(b.as_version(ver)),
+            Self::ApiVersions(b) => Self::ApiVersions(b.as_version(ver)),
+            Self::CreateTopics(b) => Self::CreateTopics(b.as_version(ver)),
+            Self::DeleteTopics(b) => Self::DeleteTopics(b.as_version(ver)),
+            Self::DeleteRecords(b) => Self::DeleteRecords(b.as_version(ver)),
+            Self::InitProducerId(b) => Self::InitProducerId(b.as_version(ver)),
+            Self::OffsetForLeaderEpoch(b) => Self::OffsetForLeaderEpoch(b.as_version(ver)),
+            Self::AddPartitionsToTxn(b) => Self::AddPartitionsToTxn(b.as_version(ver)),
+            Self::AddOffsetsToTxn(b) => Self::AddOffsetsToTxn(b.as_version(ver)),
+            Self::EndTxn(b) => Self::EndTxn(b.as_version(ver)),
+            Self::WriteTxnMarkers(b) => Self::WriteTxnMarkers(b.as_version(ver)),
+            Self::TxnOffsetCommit(b) => Self::TxnOffsetCommit(b.as_version(ver)),
+            Self::DescribeAcls(b) => Self::DescribeAcls(b.as_version(ver)),
+            Self::CreateAcls(b) => Self::CreateAcls(b.as_version(ver)),
+            Self::DeleteAcls(b) => Self::DeleteAcls(b.as_version(ver)),
+            Self::DescribeConfigs(b) => Self::DescribeConfigs(b.as_version(ver)),
+            Self::AlterConfigs(b) => Self::AlterConfigs(b.as_version(ver)),
+            Self::AlterReplicaLogDirs(b) => Self::AlterReplicaLogDirs(b.as_version(ver)),
+            Self::DescribeLogDirs(b) => Self::DescribeLogDirs(b.as_version(ver)),
+            Self::SaslAuthenticate(b) => Self::SaslAuthenticate(b.as_version(ver)),
+            Self::CreatePartitions(b) => Self::CreatePartitions(b.as_version(ver)),
+            Self::CreateDelegationToken(b) => Self::CreateDelegationToken(b.as_version(ver)),
+            Self::RenewDelegationToken(b) => Self::RenewDelegationToken(b.as_version(ver)),
+            Self::ExpireDelegationToken(b) => Self::ExpireDelegationToken(b.as_version(ver)),
+            Self::DescribeDelegationToken(b) => Self::DescribeDelegationToken(b.as_version(ver)),
+            Self::DeleteGroups(b) => Self::DeleteGroups(b.as_version(ver)),
+            Self::ElectLeaders(b) => Self::ElectLeaders(b.as_version(ver)),
+            Self::IncrementalAlterConfigs(b) => Self::IncrementalAlterConfigs(b.as_version(ver)),
+            Self::AlterPartitionReassignments(b) => Self::AlterPartitionReassignments(b.as_version(ver)),
+            Self::ListPartitionReassignments(b) => Self::ListPartitionReassignments(b.as_version(ver)),
+            Self::OffsetDelete(b) => Self::OffsetDelete(b.as_version(ver)),
+            Self::DescribeClientQuotas(b) => Self::DescribeClientQuotas(b.as_version(ver)),
+            Self::AlterClientQuotas(b) => Self::AlterClientQuotas(b.as_version(ver)),
+            Self::DescribeUserScramCredentials(b) => Self::DescribeUserScramCredentials(b.as_version(ver)),
+            Self::AlterUserScramCredentials(b) => Self::AlterUserScramCredentials(b.as_version(ver)),
+            Self::Vote(b) => Self::Vote(b.as_version(ver)),
+            Self::BeginQuorumEpoch(b) => Self::BeginQuorumEpoch(b.as_version(ver)),
+            Self::EndQuorumEpoch(b) => Self::EndQuorumEpoch(b.as_version(ver)),
+            Self::DescribeQuorum(b) => Self::DescribeQuorum(b.as_version(ver)),
+            Self::AlterPartition(b) => Self::AlterPartition(b.as_version(ver)),
+            Self::UpdateFeatures(b) => Self::UpdateFeatures(b.as_version(ver)),
+            Self::Envelope(b) => Self::Envelope(b.as_version(ver)),
+            Self::FetchSnapshot(b) => Self::FetchSnapshot(b.as_version(ver)),
+            Self::DescribeCluster(b) => Self::DescribeCluster(b.as_version(ver)),
+            Self::DescribeProducers(b) => Self::DescribeProducers(b.as_version(ver)),
+            Self::BrokerRegistration(b) => Self::BrokerRegistration(b.as_version(ver)),
+            Self::BrokerHeartbeat(b) => Self::BrokerHeartbeat(b.as_version(ver)),
+            Self::UnregisterBroker(b) => Self::UnregisterBroker(b.as_version(ver)),
+            Self::DescribeTransactions(b) => Self::DescribeTransactions(b.as_version(ver)),
+            Self::ListTransactions(b) => Self::ListTransactions(b.as_version(ver)),
+            Self::AllocateProducerIds(b) => Self::AllocateProducerIds(b.as_version(ver)),
+            Self::ConsumerGroupHeartbeat(b) => Self::ConsumerGroupHeartbeat(b.as_version(ver)),
+            Self::ConsumerGroupDescribe(b) => Self::ConsumerGroupDescribe(b.as_version(ver)),
+            Self::ControllerRegistration(b) => Self::ControllerRegistration(b.as_version(ver)),
+            Self::GetTelemetrySubscriptions(b) => Self::GetTelemetrySubscriptions(b.as_version(ver)),
+            Self::PushTelemetry(b) => Self::PushTelemetry(b.as_version(ver)),
+            Self::AssignReplicasToDirs(b) => Self::AssignReplicasToDirs(b.as_version(ver)),
+            Self::ListConfigResources(b) => Self::ListConfigResources(b.as_version(ver)),
+            Self::DescribeTopicPartitions(b) => Self::DescribeTopicPartitions(b.as_version(ver)),
+            Self::ShareGroupHeartbeat(b) => Self::ShareGroupHeartbeat(b.as_version(ver)),
+            Self::ShareGroupDescribe(b) => Self::ShareGroupDescribe(b.as_version(ver)),
+            Self::ShareFetch(b) => Self::ShareFetch(b.as_version(ver)),
+            Self::ShareAcknowledge(b) => Self::ShareAcknowledge(b.as_version(ver)),
+            Self::AddRaftVoter(b) => Self::AddRaftVoter(b.as_version(ver)),
+            Self::RemoveRaftVoter(b) => Self::RemoveRaftVoter(b.as_version(ver)),
+            Self::UpdateRaftVoter(b) => Self::UpdateRaftVoter(b.as_version(ver)),
+            Self::InitializeShareGroupState(b) => Self::InitializeShareGroupState(b.as_version(ver)),
+            Self::ReadShareGroupState(b) => Self::ReadShareGroupState(b.as_version(ver)),
+            Self::WriteShareGroupState(b) => Self::WriteShareGroupState(b.as_version(ver)),
+            Self::DeleteShareGroupState(b) => Self::DeleteShareGroupState(b.as_version(ver)),
+            Self::ReadShareGroupStateSummary(b) => Self::ReadShareGroupStateSummary(b.as_version(ver)),
+            Self::StreamsGroupHeartbeat(b) => Self::StreamsGroupHeartbeat(b.as_version(ver)),
+            Self::StreamsGroupDescribe(b) => Self::StreamsGroupDescribe(b.as_version(ver)),
+            Self::DescribeShareGroupOffsets(b) => Self::DescribeShareGroupOffsets(b.as_version(ver)),
+            Self::AlterShareGroupOffsets(b) => Self::AlterShareGroupOffsets(b.as_version(ver)),
+            Self::DeleteShareGroupOffsets(b) => Self::DeleteShareGroupOffsets(b.as_version(ver)),
+            Self::StreamsGroupTopologyDescriptionUpdate(b) => {
+                Self::StreamsGroupTopologyDescriptionUpdate(b.as_version(ver))
+            }
+            Self::UnregisterController(b) => Self::UnregisterController(b.as_version(ver)),
+        }
     }
 }
 
@@ -395,10 +5122,99 @@ impl ResponseBody<'static> {
 impl<'a> From<ResponseBodyView<'a>> for ResponseBody<'a> {
     fn from(view: ResponseBodyView<'a>) -> Self {
         match view {
+            ResponseBodyView::Produce(v) => Self::Produce(v.into()),
+            ResponseBodyView::Fetch(v) => Self::Fetch(v.into()),
             ResponseBodyView::ListOffsets(v) => Self::ListOffsets(v.into()),
             ResponseBodyView::Metadata(v) => Self::Metadata(v.into()),
+            ResponseBodyView::OffsetCommit(v) => Self::OffsetCommit(v.into()),
+            ResponseBodyView::OffsetFetch(v) => Self::OffsetFetch(v.into()),
+            ResponseBodyView::FindCoordinator(v) => Self::FindCoordinator(v.into()),
+            ResponseBodyView::JoinGroup(v) => Self::JoinGroup(v.into()),
+            ResponseBodyView::Heartbeat(v) => Self::Heartbeat(v.into()),
+            ResponseBodyView::LeaveGroup(v) => Self::LeaveGroup(v.into()),
+            ResponseBodyView::SyncGroup(v) => Self::SyncGroup(v.into()),
+            ResponseBodyView::DescribeGroups(v) => Self::DescribeGroups(v.into()),
             ResponseBodyView::ListGroups(v) => Self::ListGroups(v.into()),
+            ResponseBodyView::SaslHandshake(v) => Self::SaslHandshake(v.into()),
             ResponseBodyView::ApiVersions(v) => Self::ApiVersions(v.into()),
+            ResponseBodyView::CreateTopics(v) => Self::CreateTopics(v.into()),
+            ResponseBodyView::DeleteTopics(v) => Self::DeleteTopics(v.into()),
+            ResponseBodyView::DeleteRecords(v) => Self::DeleteRecords(v.into()),
+            ResponseBodyView::InitProducerId(v) => Self::InitProducerId(v.into()),
+            ResponseBodyView::OffsetForLeaderEpoch(v) => Self::OffsetForLeaderEpoch(v.into()),
+            ResponseBodyView::AddPartitionsToTxn(v) => Self::AddPartitionsToTxn(v.into()),
+            ResponseBodyView::AddOffsetsToTxn(v) => Self::AddOffsetsToTxn(v.into()),
+            ResponseBodyView::EndTxn(v) => Self::EndTxn(v.into()),
+            ResponseBodyView::WriteTxnMarkers(v) => Self::WriteTxnMarkers(v.into()),
+            ResponseBodyView::TxnOffsetCommit(v) => Self::TxnOffsetCommit(v.into()),
+            ResponseBodyView::DescribeAcls(v) => Self::DescribeAcls(v.into()),
+            ResponseBodyView::CreateAcls(v) => Self::CreateAcls(v.into()),
+            ResponseBodyView::DeleteAcls(v) => Self::DeleteAcls(v.into()),
+            ResponseBodyView::DescribeConfigs(v) => Self::DescribeConfigs(v.into()),
+            ResponseBodyView::AlterConfigs(v) => Self::AlterConfigs(v.into()),
+            ResponseBodyView::AlterReplicaLogDirs(v) => Self::AlterReplicaLogDirs(v.into()),
+            ResponseBodyView::DescribeLogDirs(v) => Self::DescribeLogDirs(v.into()),
+            ResponseBodyView::SaslAuthenticate(v) => Self::SaslAuthenticate(v.into()),
+            ResponseBodyView::CreatePartitions(v) => Self::CreatePartitions(v.into()),
+            ResponseBodyView::CreateDelegationToken(v) => Self::CreateDelegationToken(v.into()),
+            ResponseBodyView::RenewDelegationToken(v) => Self::RenewDelegationToken(v.into()),
+            ResponseBodyView::ExpireDelegationToken(v) => Self::ExpireDelegationToken(v.into()),
+            ResponseBodyView::DescribeDelegationToken(v) => Self::DescribeDelegationToken(v.into()),
+            ResponseBodyView::DeleteGroups(v) => Self::DeleteGroups(v.into()),
+            ResponseBodyView::ElectLeaders(v) => Self::ElectLeaders(v.into()),
+            ResponseBodyView::IncrementalAlterConfigs(v) => Self::IncrementalAlterConfigs(v.into()),
+            ResponseBodyView::AlterPartitionReassignments(v) => Self::AlterPartitionReassignments(v.into()),
+            ResponseBodyView::ListPartitionReassignments(v) => Self::ListPartitionReassignments(v.into()),
+            ResponseBodyView::OffsetDelete(v) => Self::OffsetDelete(v.into()),
+            ResponseBodyView::DescribeClientQuotas(v) => Self::DescribeClientQuotas(v.into()),
+            ResponseBodyView::AlterClientQuotas(v) => Self::AlterClientQuotas(v.into()),
+            ResponseBodyView::DescribeUserScramCredentials(v) => Self::DescribeUserScramCredentials(v.into()),
+            ResponseBodyView::AlterUserScramCredentials(v) => Self::AlterUserScramCredentials(v.into()),
+            ResponseBodyView::Vote(v) => Self::Vote(v.into()),
+            ResponseBodyView::BeginQuorumEpoch(v) => Self::BeginQuorumEpoch(v.into()),
+            ResponseBodyView::EndQuorumEpoch(v) => Self::EndQuorumEpoch(v.into()),
+            ResponseBodyView::DescribeQuorum(v) => Self::DescribeQuorum(v.into()),
+            ResponseBodyView::AlterPartition(v) => Self::AlterPartition(v.into()),
+            ResponseBodyView::UpdateFeatures(v) => Self::UpdateFeatures(v.into()),
+            ResponseBodyView::Envelope(v) => Self::Envelope(v.into()),
+            ResponseBodyView::FetchSnapshot(v) => Self::FetchSnapshot(v.into()),
+            ResponseBodyView::DescribeCluster(v) => Self::DescribeCluster(v.into()),
+            ResponseBodyView::DescribeProducers(v) => Self::DescribeProducers(v.into()),
+            ResponseBodyView::BrokerRegistration(v) => Self::BrokerRegistration(v.into()),
+            ResponseBodyView::BrokerHeartbeat(v) => Self::BrokerHeartbeat(v.into()),
+            ResponseBodyView::UnregisterBroker(v) => Self::UnregisterBroker(v.into()),
+            ResponseBodyView::DescribeTransactions(v) => Self::DescribeTransactions(v.into()),
+            ResponseBodyView::ListTransactions(v) => Self::ListTransactions(v.into()),
+            ResponseBodyView::AllocateProducerIds(v) => Self::AllocateProducerIds(v.into()),
+            ResponseBodyView::ConsumerGroupHeartbeat(v) => Self::ConsumerGroupHeartbeat(v.into()),
+            ResponseBodyView::ConsumerGroupDescribe(v) => Self::ConsumerGroupDescribe(v.into()),
+            ResponseBodyView::ControllerRegistration(v) => Self::ControllerRegistration(v.into()),
+            ResponseBodyView::GetTelemetrySubscriptions(v) => Self::GetTelemetrySubscriptions(v.into()),
+            ResponseBodyView::PushTelemetry(v) => Self::PushTelemetry(v.into()),
+            ResponseBodyView::AssignReplicasToDirs(v) => Self::AssignReplicasToDirs(v.into()),
+            ResponseBodyView::ListConfigResources(v) => Self::ListConfigResources(v.into()),
+            ResponseBodyView::DescribeTopicPartitions(v) => Self::DescribeTopicPartitions(v.into()),
+            ResponseBodyView::ShareGroupHeartbeat(v) => Self::ShareGroupHeartbeat(v.into()),
+            ResponseBodyView::ShareGroupDescribe(v) => Self::ShareGroupDescribe(v.into()),
+            ResponseBodyView::ShareFetch(v) => Self::ShareFetch(v.into()),
+            ResponseBodyView::ShareAcknowledge(v) => Self::ShareAcknowledge(v.into()),
+            ResponseBodyView::AddRaftVoter(v) => Self::AddRaftVoter(v.into()),
+            ResponseBodyView::RemoveRaftVoter(v) => Self::RemoveRaftVoter(v.into()),
+            ResponseBodyView::UpdateRaftVoter(v) => Self::UpdateRaftVoter(v.into()),
+            ResponseBodyView::InitializeShareGroupState(v) => Self::InitializeShareGroupState(v.into()),
+            ResponseBodyView::ReadShareGroupState(v) => Self::ReadShareGroupState(v.into()),
+            ResponseBodyView::WriteShareGroupState(v) => Self::WriteShareGroupState(v.into()),
+            ResponseBodyView::DeleteShareGroupState(v) => Self::DeleteShareGroupState(v.into()),
+            ResponseBodyView::ReadShareGroupStateSummary(v) => Self::ReadShareGroupStateSummary(v.into()),
+            ResponseBodyView::StreamsGroupHeartbeat(v) => Self::StreamsGroupHeartbeat(v.into()),
+            ResponseBodyView::StreamsGroupDescribe(v) => Self::StreamsGroupDescribe(v.into()),
+            ResponseBodyView::DescribeShareGroupOffsets(v) => Self::DescribeShareGroupOffsets(v.into()),
+            ResponseBodyView::AlterShareGroupOffsets(v) => Self::AlterShareGroupOffsets(v.into()),
+            ResponseBodyView::DeleteShareGroupOffsets(v) => Self::DeleteShareGroupOffsets(v.into()),
+            ResponseBodyView::StreamsGroupTopologyDescriptionUpdate(v) => {
+                Self::StreamsGroupTopologyDescriptionUpdate(v.into())
+            }
+            ResponseBodyView::UnregisterController(v) => Self::UnregisterController(v.into()),
         }
     }
 }

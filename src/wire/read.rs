@@ -515,6 +515,21 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// [`Reader::tagged_fields`] for a struct of fixed-width fields: one whose section is not
+    /// empty means that such structs have no one stride in this body.
+    #[inline]
+    pub(crate) fn fixed_struct_tagged_fields(
+        &mut self,
+        field: &'static str,
+        on_field: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, DecodeError>,
+    ) -> Result<TaggedSection<'a>, DecodeError> {
+        let section = self.tagged_fields(field, on_field)?;
+        if section.count() > 0 {
+            self.uniform = false;
+        }
+        Ok(section)
+    }
+
     /// Reads a tagged-field section and hands each field to `on_field` as its tag and a
     /// reader over exactly its declared bytes.
     ///

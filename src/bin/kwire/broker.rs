@@ -30,13 +30,18 @@ const TOPIC_OPERATIONS: i32 =
 /// ALTER_CONFIGS, IDEMPOTENT_WRITE.
 const CLUSTER_OPERATIONS: i32 = (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
+/// The APIs the demo broker answers; it advertises only these.
+pub const SERVED: &[ApiKey] =
+    &[ApiKey::ListOffsets, ApiKey::Metadata, ApiKey::ListGroups, ApiKey::ApiVersions];
+
 /// What the server knows and advertises; shared, read-only, by every connection.
 pub struct Broker {
     catalog: Catalog,
     topic_ids: Vec<Uuid>,
     /// Metadata partitions of each topic, built once: they do not depend on the request.
     partitions: Vec<Vec<MetadataResponsePartition<'static>>>,
-    brokers: [MetadataResponseBroker<'static>; 1],
+    host: String,
+    port: i32,
     /// The highest version served for each API (lower than kwire's when limited).
     max_versions: Vec<(ApiKey, i16)>,
 }
@@ -69,10 +74,7 @@ impl Broker {
                     .collect()
             })
             .collect();
-        let host: &'static str = Box::leak(host.into_boxed_str());
-        let brokers =
-            [MetadataResponseBroker { node_id: node, host: Str::Borrowed(host), port, ..Default::default() }];
-        let max_versions = ApiKey::ALL
+        let max_versions = SERVED
             .iter()
             .map(|&key| {
                 let max = key.request_versions().max;
@@ -80,7 +82,7 @@ impl Broker {
                 (key, limit)
             })
             .collect();
-        Ok(Broker { catalog, topic_ids, partitions, brokers, max_versions })
+        Ok(Broker { catalog, topic_ids, partitions, host, port, max_versions })
     }
 
     /// The versions served for `key`.
@@ -241,7 +243,7 @@ impl<'b> Handler<'b> {
     fn api_versions(&mut self, version: i16, correlation_id: i32) -> Result<usize, String> {
         let mut keys = std::mem::take(&mut self.api_keys);
         keys.clear();
-        for &key in ApiKey::ALL {
+        for &key in SERVED {
             let range = self.broker.versions(key);
             keys.push(ApiVersion {
                 api_key: key.key(),
@@ -375,7 +377,12 @@ impl<'b> Handler<'b> {
             }
         }
         let body = MetadataResponse {
-            brokers: List::Borrowed(&broker.brokers),
+            brokers: List::Borrowed(&[MetadataResponseBroker {
+                node_id: broker.catalog.node_id,
+                host: Str::Borrowed(&broker.host),
+                port: broker.port,
+                ..Default::default()
+            }]),
             cluster_id: Some(Str::Borrowed(&broker.catalog.cluster_id)),
             controller_id: broker.catalog.node_id,
             topics: List::Borrowed(&topics),

@@ -236,6 +236,7 @@ mod tests {
         assert_eq!(parse_api_key("api-versions"), Ok(ApiKey::ApiVersions));
         assert_eq!(parse_api_key("ListOffsets"), Ok(ApiKey::ListOffsets));
         assert!(parse_api_key("99").is_err());
-        assert!(parse_api_key("Produce").is_err());
+        assert_eq!(parse_api_key("Produce"), Ok(ApiKey::Produce));
+        assert!(parse_api_key("NoSuchApi").is_err());
     }
 }

@@ -55,7 +55,7 @@ pub struct Args {
 fn parse_limit(spec: &str) -> Result<(ApiKey, i16), String> {
     let (name, version) =
         spec.split_once('=').ok_or(format!("--max-version {spec}: expected API=VERSION"))?;
-    let key = ApiKey::ALL
+    let key = crate::broker::SERVED
         .iter()
         .copied()
         .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
@@ -104,7 +104,7 @@ pub fn run(args: Args) -> Result<(), String> {
     // The first line says where to connect; tests read it.
     println!("kwire serve: listening on {local}, advertising {host}:{port}");
     let _ = std::io::stdout().flush();
-    for key in ApiKey::ALL {
+    for key in crate::broker::SERVED {
         log(format_args!("serving {} versions {}", key.name(), broker.versions(*key)));
     }
     let open = AtomicUsize::new(0);

@@ -6,6 +6,7 @@ use kwire::{ApiKey, Versions};
 const AFTER_HELP: &str = "\
 Examples:
   kwire versions
+  kwire versions --format json
 
 Columns: the API and its key; the request and response versions kwire decodes and
 encodes; the versions that use the flexible encoding (compact strings and arrays,
@@ -15,7 +16,12 @@ headers v1/v2, response headers v0/v1; ApiVersions responses always use v0).";
 /// List the supported APIs and their versions.
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
-pub struct Args {}
+pub struct Args {
+    /// `table` (default) or `json`: an array of {"name", "key", "min", "max", "flexible_min"},
+    /// `flexible_min` being null for an API with no flexible version.
+    #[arg(long, default_value = "table")]
+    format: String,
+}
 
 fn range(v: Versions) -> String {
     if v.is_empty() {
@@ -86,7 +92,30 @@ pub fn table() -> String {
 }
 
 /// Runs `kwire versions`.
-pub fn run(_: Args) -> Result<(), String> {
-    print!("{}", table());
+pub fn run(args: Args) -> Result<(), String> {
+    match args.format.as_str() {
+        "table" => print!("{}", table()),
+        "json" => println!("{}", json()),
+        other => return Err(format!("--format {other}: expected table or json")),
+    }
     Ok(())
+}
+
+/// Every API as JSON: name, key, the request version range and the first flexible version.
+pub fn json() -> String {
+    let apis: Vec<serde_json::Value> = ApiKey::ALL
+        .iter()
+        .map(|&key| {
+            let (versions, flexible) = (key.request_versions(), key.flexible_versions());
+            let flexible_min = if flexible.min <= flexible.max { Some(flexible.min) } else { None };
+            serde_json::json!({
+                "name": key.name(),
+                "key": key.key(),
+                "min": versions.min,
+                "max": versions.max,
+                "flexible_min": flexible_min,
+            })
+        })
+        .collect();
+    serde_json::to_string_pretty(&apis).unwrap_or_default()
 }

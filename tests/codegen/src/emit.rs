@@ -169,7 +169,14 @@ impl Gen<'_> {
 
     fn view_ty(&self, f: &F) -> String {
         let t = self.view_elem_ty(&f.f.ty);
-        if f.nullable { format!("Option<{t}>") } else { t }
+        if f.nullable || self.optional_struct(f) { format!("Option<{t}>") } else { t }
+    }
+
+    /// A struct field that is not in place in every version (tagged, or absent): its view
+    /// accessor returns `None` where the bytes do not hold it, and the value takes the
+    /// struct's defaults.
+    fn optional_struct(&self, f: &F) -> bool {
+        matches!(f.f.ty, Type::Struct(_)) && !f.nullable && f.inline != f.s.versions
     }
 
     /// The default value as a data expression.
@@ -193,14 +200,14 @@ impl Gen<'_> {
     /// The default value as a view expression.
     fn view_default(&self, f: &F) -> String {
         let d = f.f.default.as_deref();
-        if f.nullable && d == Some("null") {
+        if (f.nullable && d == Some("null")) || matches!(f.f.ty, Type::Struct(_)) {
             return "None".into();
         }
         let v = match &f.f.ty {
             Type::String => q(d.unwrap_or("")),
             Type::Bytes | Type::Records => "&[]".into(),
             Type::Array(_) => "ArrayView::empty(ver)".to_string(),
-            Type::Struct(n) => format!("{n}View::defaults(ver)"),
+            Type::Struct(_) => "None".to_string(),
             _ => self.data_default(f),
         };
         if f.nullable { format!("Some({v})") } else { v }
@@ -220,6 +227,7 @@ impl Gen<'_> {
                 format!("!{x}.as_ref().is_some_and(|v| v.is_empty())")
             }
             Type::Bytes | Type::Records | Type::Array(_) => format!("!{x}.is_empty()"),
+            Type::Struct(_) if f.nullable => format!("{x}.is_some()"),
             Type::Bool if d == Some("true") => format!("!{x}"),
             Type::Bool => x.to_string(),
             _ => format!("{x} != {}", self.data_default(f)),
@@ -237,7 +245,19 @@ impl Gen<'_> {
                 self.msg.valid, self.msg.flexible.lo, s.name
             ));
         }
-        self.line("#[derive(Clone, Debug, PartialEq)]");
+        // Default is derived unless a field's default differs from its type's.
+        let derived = s.fields.iter().all(|f| {
+            let d = self.data_default(&F::new(s, f));
+            matches!(
+                d.as_str(),
+                "0" | "false" | "0.0" | "Str::Borrowed(\"\")" | "List::Borrowed(&[])" | "None" | "Uuid::ZERO"
+            ) || d.ends_with("::default()")
+        });
+        self.line(if derived {
+            "#[derive(Clone, Debug, Default, PartialEq)]"
+        } else {
+            "#[derive(Clone, Debug, PartialEq)]"
+        });
         self.line("#[cfg_attr(feature = \"arbitrary\", derive(arbitrary::Arbitrary))]");
         self.line(format!("pub struct {name} {{"));
         for f in &s.fields {
@@ -255,6 +275,9 @@ impl Gen<'_> {
         }
         self.line("}\n");
 
+        if derived {
+            return;
+        }
         let generics = if self.struct_needs_lifetime(s) { "<'a>" } else { "" };
         self.line(format!("impl{generics} Default for {name} {{"));
         self.line("    fn default() -> Self {");
@@ -335,14 +358,19 @@ impl Gen<'_> {
         }
     }
 
-    fn absent_check(&self, f: &F) -> Option<String> {
+    /// The check that a non-ignorable field the version cannot carry holds its default,
+    /// in the versions where `absent` holds (`None`: every version it is checked in).
+    fn absent_check(&self, f: &F, absent: Option<&str>) -> Option<String> {
         if f.f.ignorable {
             return None;
         }
         let x = format!("self.{}", f.ident);
+        let mut test = self.non_default(f, &x);
+        if let Some(c) = absent {
+            test = format!("{c} && {}", paren_or(&test));
+        }
         Some(format!(
-            "if {} {{ return Err(EncodeError::FieldNotInVersion {{ field: {}, version: ver.version }}); }}",
-            self.non_default(f, &x),
+            "if {test} {{ return Err(EncodeError::FieldNotInVersion {{ field: {}, version: ver.version }}); }}",
             q(&f.path)
         ))
     }
@@ -376,8 +404,8 @@ impl Gen<'_> {
             present.push(add);
             let absent = match cond_not(f.tagged, s.versions, V) {
                 Cond::Never => None,
-                Cond::Always => self.absent_check(&f),
-                Cond::If(c) => self.absent_check(&f).map(|chk| format!("if {c} {{ {chk} }}")),
+                Cond::Always => self.absent_check(&f, None),
+                Cond::If(c) => self.absent_check(&f, Some(&c)),
             };
             match cond(f.inline, s.versions, V) {
                 Cond::Always if is_fixed && present.len() == 1 => fixed += f.f.ty.fixed_width().unwrap(),
@@ -525,9 +553,11 @@ impl Gen<'_> {
         // fixed size
         let expr = by_version(s.versions, V, |v| self.encode_fixed_size(s, v), show_opt);
         if expr != "None" {
+            let fn_start = self.out.len();
             self.line(format!(
-                "\n    #[inline]\n    fn fixed_size(ver: Ver) -> Option<usize> {{\n        {expr}\n    }}"
+                "\n    #[inline]\n    fn fixed_size(VER: Ver) -> Option<usize> {{\n        {expr}\n    }}"
             ));
+            self.name_ver_param(fn_start);
         }
         self.line("}\n");
     }
@@ -693,6 +723,9 @@ impl Gen<'_> {
                     )
                 };
                 match (f.nullable, nullable_now) {
+                    (false, _) if self.optional_struct(f) => {
+                        format!("Some({n}View::at({src}, {off}, ver).0)")
+                    }
                     (false, _) => format!("{n}View::at({src}, {off}, ver).0"),
                     (true, Cond::Never) => format!("Some({n}View::at({src}, {off}, ver).0)"),
                     (true, Cond::Always) => marked(off),
@@ -829,12 +862,17 @@ impl Gen<'_> {
             };
             let tagged_read = (!f.tagged.is_empty()).then(|| {
                 let nullable_now = cond(f.f.nullable, f.tagged.intersect(s.versions), V);
-                format!(
-                    "match self.src.tag({tag_off}, {}) {{ Some(v) => {}, None => {} }}",
-                    f.f.tag.unwrap(),
-                    self.view_read(&f, "v", "0", &nullable_now),
-                    self.view_default(&f)
-                )
+                let read = self.view_read(&f, "v", "0", &nullable_now);
+                let default = self.view_default(&f);
+                let tag = format!("self.src.tag({tag_off}, {})", f.f.tag.unwrap());
+                match read.strip_prefix("Some(").and_then(|r| r.strip_suffix(')')) {
+                    Some(inner) if default == "None" && !inner.contains("Some(") => {
+                        format!("{tag}.map(|v| {inner})")
+                    }
+                    _ if default == "None" => format!("{tag}.and_then(|v| {read})"),
+                    _ if default == "false" => format!("{tag}.is_some_and(|v| {read})"),
+                    _ => format!("{tag}.map_or({default}, |v| {read})"),
+                }
             });
             let default = self.view_default(&f);
             let body = match (present_inline, tagged_read) {
@@ -921,7 +959,10 @@ impl Gen<'_> {
                 let chk = g.view_check(f, "value");
                 format!("{{ {chk} }}")
             });
-            let t = format!("r.tagged_fields({}, {arms})?;", q(&format!("{n}._tagged_fields")));
+            // A struct of fixed-width fields with tagged fields has no one stride (see
+            // `Ver::uniform`), wherever it is.
+            let method = if self.all_fixed(s) { "fixed_struct_tagged_fields" } else { "tagged_fields" };
+            let t = format!("r.{method}({}, {arms})?;", q(&format!("{n}._tagged_fields")));
             self.emit_if_flex(s, &t, "        ");
         }
         self.line(if k > 0 { "        Ok(at)\n    }" } else { "        Ok([])\n    }" });
@@ -1078,7 +1119,7 @@ impl Gen<'_> {
             writeln!(out, "{tag}{guard} => {},", arm(self, f)).unwrap();
         }
         if guarded {
-            let tags = tagged.iter().map(|f| f.f.tag.unwrap().to_string()).collect::<Vec<_>>().join(" | ");
+            let tags = guarded_tags(tagged, s.versions.intersect(self.msg.flexible));
             writeln!(
                 out,
                 "{tags} => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag), {})),",
@@ -1171,8 +1212,7 @@ impl Gen<'_> {
                     .unwrap();
                 }
                 if guarded {
-                    let tags =
-                        tagged.iter().map(|f| f.f.tag.unwrap().to_string()).collect::<Vec<_>>().join(" | ");
+                    let tags = guarded_tags(&tagged, s.versions.intersect(self.msg.flexible));
                     writeln!(
                         body,
                         "{tags} => return Err(value.error(DecodeErrorKind::TagNotValidForVersion(tag), {})),",
@@ -1208,6 +1248,9 @@ impl Gen<'_> {
                 (Type::Bytes | Type::Records, true) => format!("{x}.map(List::Borrowed)"),
                 (Type::Array(_), false) => format!("list_from_view({x})"),
                 (Type::Array(_), true) => format!("{x}.map(list_from_view)"),
+                (Type::Struct(_), false) if self.optional_struct(&f) => {
+                    format!("{x}.map(FromView::from_view).unwrap_or_default()")
+                }
                 (Type::Struct(_), false) => format!("FromView::from_view({x})"),
                 (Type::Struct(_), true) => format!("{x}.map(FromView::from_view)"),
                 _ => x,
@@ -1318,14 +1361,27 @@ fn self_init(k: usize, src: &str) -> String {
 
 /// Whether generated code uses the variable `ver`.
 fn uses_ver(body: &str) -> bool {
-    body.contains("ver.") || body.contains("ver)") || body.contains("ver,")
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    body.match_indices("ver")
+        .any(|(i, _)| !ident(body[..i].chars().next_back()) && !ident(body[i + 3..].chars().next()))
 }
 
 fn wrap_cond(c: &Cond, stmt: &str) -> String {
     match c {
-        Cond::If(c) => format!("if {c} {{ {stmt} }}"),
+        // `if a { .. }` under `c` is `if c && a { .. }`.
+        Cond::If(c) => match stmt.strip_prefix("if ").and_then(|rest| rest.split_once(" {")) {
+            Some((test, body)) if !stmt.contains(" else ") => {
+                format!("if {c} && {} {{{body}", paren_or(test))
+            }
+            _ => format!("if {c} {{ {stmt} }}"),
+        },
         _ => stmt.to_string(),
     }
+}
+
+/// `e` in parentheses when it is a disjunction (so that it can be joined with `&&`).
+fn paren_or(e: &str) -> String {
+    if e.contains("||") { format!("({e})") } else { e.to_string() }
 }
 
 fn paren(e: &str) -> String {
@@ -1371,6 +1427,13 @@ fn scalar_method(ty: &Type) -> &'static str {
         Type::Uuid => "uuid",
         t => panic!("{t:?} is not a scalar"),
     }
+}
+
+/// The tags of the fields in `tagged` that are tagged only in some of the versions
+/// `possible`: the others need no version guard.
+fn guarded_tags(tagged: &[F], possible: Versions) -> String {
+    let guarded = tagged.iter().filter(|f| matches!(cond(f.tagged, possible, V), Cond::If(_)));
+    guarded.map(|f| f.f.tag.unwrap().to_string()).collect::<Vec<_>>().join(" | ")
 }
 
 fn known_tags(tagged: &[F]) -> String {
@@ -1546,13 +1609,22 @@ pub fn reflect_module(apis: &[Api]) -> String {
         .unwrap();
         for a in apis {
             let m = if pick { a.request } else { a.response };
-            writeln!(o, "        ApiKey::{} => &{}_MESSAGE_SCHEMA,", a.name, upper_snake(&m.name)).unwrap();
+            writeln!(
+                o,
+                "        ApiKey::{} => &{}::{}_MESSAGE_SCHEMA,",
+                a.name,
+                snake(&a.name),
+                upper_snake(&m.name)
+            )
+            .unwrap();
         }
         o.push_str("    }\n}\n\n");
     }
     for a in apis {
+        writeln!(o, "/// {}.\nmod {} {{\n    use super::*;\n", a.name, snake(&a.name)).unwrap();
         o.push_str(&schema_tables(a.request));
         o.push_str(&schema_tables(a.response));
+        o.push_str("}\n\n");
     }
     o
 }
@@ -1761,6 +1833,23 @@ pub fn messages_mod(apis: &[Api]) -> String {
             .unwrap();
         }
         o.push_str("        })\n    }\n}\n\n");
+        o.push_str("#[cfg(feature = \"arbitrary\")]\n");
+        writeln!(o, "impl<'a> {kind}Body<'a> {{").unwrap();
+        writeln!(o, "    /// An arbitrary {lower} body of `api_key`, for fuzzing and property tests.")
+            .unwrap();
+        o.push_str("    pub fn arbitrary_for(api_key: ApiKey, u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {\n        use arbitrary::Arbitrary;\n        Ok(match api_key {\n");
+        for a in apis {
+            writeln!(o, "            ApiKey::{n} => Self::{n}({n}{kind}::arbitrary(u)?),", n = a.name)
+                .unwrap();
+        }
+        o.push_str("        })\n    }\n}\n\n");
+        o.push_str("#[cfg(feature = \"alloc\")]\n");
+        writeln!(o, "impl crate::testing::AsVersion for {kind}Body<'_> {{").unwrap();
+        o.push_str("    fn as_version(&self, ver: crate::types::Ver) -> Self {\n        match self {\n");
+        for a in apis {
+            writeln!(o, "            Self::{n}(b) => Self::{n}(b.as_version(ver)),", n = a.name).unwrap();
+        }
+        o.push_str("        }\n    }\n}\n\n");
         o.push_str("#[cfg(feature = \"alloc\")]\n");
         writeln!(o, "impl<'a> From<{kind}BodyView<'a>> for {kind}Body<'a> {{").unwrap();
         writeln!(o, "    fn from(view: {kind}BodyView<'a>) -> Self {{\n        match view {{").unwrap();

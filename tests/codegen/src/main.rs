@@ -53,6 +53,9 @@ fn load() -> Vec<schema::Message> {
     files.sort();
     files
         .iter()
+        // The request and response headers are framing, written by hand in `src/frame.rs`;
+        // their schema files are checked against Kafka's like the others.
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().ends_with("Header.json"))
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             schema::parse(&name, &std::fs::read_to_string(p).unwrap()).unwrap_or_else(|e| panic!("{e}"))
@@ -61,7 +64,8 @@ fn load() -> Vec<schema::Message> {
 }
 
 fn generate() -> BTreeMap<PathBuf, String> {
-    let msgs = load();
+    let mut msgs = load();
+    separate_struct_names(&mut msgs);
     let mut by_api: BTreeMap<i16, Vec<&schema::Message>> = BTreeMap::new();
     for m in &msgs {
         by_api.entry(m.api_key).or_default().push(m);
@@ -96,6 +100,25 @@ fn generate() -> BTreeMap<PathBuf, String> {
     refmods.push_str("\npub(crate) use support::*;\n");
     files.insert(root().join("src/reference/mod.rs"), refmods);
     files.into_iter().map(|(p, src)| (p, rustfmt(&src))).collect()
+}
+
+/// A request and its response share one module, so a struct name both use (Vote's
+/// `PartitionData`, say) is prefixed with its message's name on both sides.
+fn separate_struct_names(msgs: &mut [schema::Message]) {
+    let keys: Vec<i16> = msgs.iter().map(|m| m.api_key).collect();
+    for key in keys {
+        let names =
+            |m: &schema::Message| m.structs.iter().skip(1).map(|s| s.name.clone()).collect::<Vec<_>>();
+        let both: Vec<Vec<String>> = msgs.iter().filter(|m| m.api_key == key).map(names).collect();
+        let [a, b] = both.as_slice() else { continue };
+        let clash: Vec<String> = a.iter().filter(|n| b.contains(n)).cloned().collect();
+        for m in msgs.iter_mut().filter(|m| m.api_key == key) {
+            for name in &clash {
+                let new = format!("{}{name}", m.name);
+                m.rename_struct(name, &new);
+            }
+        }
+    }
 }
 
 fn rel(p: &Path) -> String {

@@ -130,6 +130,25 @@ pub struct Message {
 }
 
 impl Message {
+    /// Renames struct `old` and every field type that names it.
+    pub fn rename_struct(&mut self, old: &str, new: &str) {
+        fn rename(ty: &mut Type, old: &str, new: &str) {
+            match ty {
+                Type::Struct(n) if n == old => *n = new.to_string(),
+                Type::Array(t) => rename(t, old, new),
+                _ => {}
+            }
+        }
+        for s in &mut self.structs {
+            if s.name == old {
+                s.name = new.to_string();
+            }
+            for f in &mut s.fields {
+                rename(&mut f.ty, old, new);
+            }
+        }
+    }
+
     pub fn find(&self, name: &str) -> &Struct {
         self.structs.iter().find(|s| s.name == name).expect("struct exists")
     }
@@ -252,7 +271,9 @@ fn add_struct(
                         .iter()
                         .find(|c| c.get("name").and_then(Value::as_str) == Some(sname.as_str()))
                         .ok_or(format!("{fctx}: struct {sname} has no fields and is not a common struct"))?;
-                    if !msg.structs.iter().any(|s| s.name == sname) {
+                    if msg.structs.iter().any(|s| s.name == sname) {
+                        widen(msg, &sname, inner_versions);
+                    } else {
                         let about = str_key(def, "about", &fctx).unwrap_or(&field.about).to_string();
                         add_struct(msg, &sname, &about, &def["fields"], inner_versions, common)?;
                     }
@@ -263,6 +284,39 @@ fn add_struct(
     }
     msg.structs[index].fields = out;
     Ok(())
+}
+
+/// A common struct used again: it can appear in the versions of every use, and so can the
+/// structs nested in it.
+fn widen(msg: &mut Message, name: &str, versions: Versions) {
+    let Some(i) = msg.structs.iter().position(|s| s.name == name) else { return };
+    let old = msg.structs[i].versions;
+    let hull = if versions.is_empty() {
+        old
+    } else if old.is_empty() {
+        versions
+    } else {
+        Versions::new(old.lo.min(versions.lo), old.hi.max(versions.hi))
+    };
+    if hull == old {
+        return;
+    }
+    msg.structs[i].versions = hull;
+    let children: Vec<(String, Versions)> = msg.structs[i]
+        .fields
+        .iter()
+        .filter_map(|f| match &f.ty {
+            Type::Struct(n) => Some((n.clone(), f.versions.intersect(hull))),
+            Type::Array(t) => match &**t {
+                Type::Struct(n) => Some((n.clone(), f.versions.intersect(hull))),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    for (child, v) in children {
+        widen(msg, &child, v);
+    }
 }
 
 fn check_default(f: &Field, ctx: &str) -> Result<(), String> {
