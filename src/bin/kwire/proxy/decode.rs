@@ -11,7 +11,7 @@ use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
 use kwire::reflect::StructSchema;
 
-use super::{fallback, scan};
+use super::scan;
 
 /// Apache Kafka's default limit on a request's size (`socket.request.max.bytes`).
 pub const DEFAULT_MAX_FRAME: usize = frame::DEFAULT_MAX_FRAME_SIZE;
@@ -164,9 +164,8 @@ fn view_response(frame: &[u8], key: ApiKey, version: i16) -> Decoded {
     }
 }
 
-/// The schema of the response body of `api_key` at `version`, whether that version is
-/// flexible, and whether the response header is (v1): kwire's, or for the APIs that name
-/// brokers and that kwire does not decode yet, the proxy's own (`fallback.rs`).
+/// kwire's schema of the response body of `api_key` at `version`, whether that version is
+/// flexible, and whether the response header is (v1).
 fn response_schema(api_key: i16, version: i16) -> Option<(&'static StructSchema, bool, bool)> {
     match ApiKey::from_i16(api_key) {
         Some(key) if key.response_versions().contains(version) => {
@@ -174,7 +173,7 @@ fn response_schema(api_key: i16, version: i16) -> Option<(&'static StructSchema,
             Some((schema.body, schema.is_flexible(version), key.response_header_version(version) >= 1))
         }
         Some(_) => None,
-        None => fallback::response_schema(api_key, version).map(|(s, flexible)| (s, flexible, flexible)),
+        None => None,
     }
 }
 
@@ -429,7 +428,7 @@ mod tests {
     }
 
     #[test]
-    fn find_coordinator_addresses_are_rewritten_without_kwire_knowing_the_api() {
+    fn find_coordinator_addresses_are_rewritten() {
         // FindCoordinator v6 response: header v1, throttle, one coordinator, tags.
         let mut body = vec![0, 0, 0, 42, 0]; // correlation id, header tags
         body.extend_from_slice(&[0, 0, 0, 0]); // throttle
@@ -441,7 +440,7 @@ mod tests {
         body.extend_from_slice(&9092i32.to_be_bytes());
         body.extend_from_slice(&[0, 0, 0, 0, 0]); // error code, null message, tags
         let info = decode_response(&body, 10, 6);
-        assert!(matches!(info.decoded, Decoded::Unknown(_)));
+        assert_eq!(info.decoded, Decoded::Ok);
         assert_eq!(info.addresses, vec![("127.0.0.1".into(), 9092)]);
         let after = rewrite_addresses(&body, 10, 6, &[Some(("proxy.local".into(), 1234))]).unwrap();
         let info = decode_response(&after[4..], 10, 6);
@@ -491,10 +490,10 @@ mod tests {
 
     #[test]
     fn requests_of_unknown_apis_are_reported_not_failed() {
-        // A Produce v9 request header with client id "c", then junk.
-        let frame = [0, 0, 0, 9, 0, 0, 0, 5, 0, 1, b'c', 0, 1, 2, 3];
+        // A request header of API key 999 (no such API) with client id "c", then junk.
+        let frame = [3, 0xe7, 0, 9, 0, 0, 0, 5, 0, 1, b'c', 0, 1, 2, 3];
         let head = request_head(&frame).unwrap();
-        assert_eq!((head.api_key, head.api_version, head.correlation_id), (0, 9, 5));
+        assert_eq!((head.api_key, head.api_version, head.correlation_id), (999, 9, 5));
         assert_eq!(head.client_id.as_deref(), Some("c"));
         assert!(matches!(decode_request(&frame), Decoded::Unknown(_)));
         assert_eq!(roundtrip_request(&frame), Ok(false));

@@ -18,7 +18,6 @@
 
 mod conn;
 pub mod decode;
-mod fallback;
 mod names;
 mod scan;
 
