@@ -134,35 +134,54 @@ pub(crate) fn write_checked<T: Encode + ?Sized>(
     }
 }
 
-/// Size of an array with its count prefix (`None` = null).
+/// Size of a null or non-null array with its count prefix.
 #[inline]
-pub(crate) fn array_size<T: Encode>(
+pub(crate) fn nullable_array_size<T: Encode>(
     items: Option<&[T]>,
     ver: Ver,
     field: &'static str,
 ) -> Result<usize, EncodeError> {
-    let Some(items) = items else {
-        return Ok(wire::null_size(ver.flexible, true));
-    };
+    match items {
+        Some(items) => array_size(items, ver, field),
+        None => Ok(wire::null_size(ver.flexible, true)),
+    }
+}
+
+/// Size of an array with its count prefix.
+#[inline]
+pub(crate) fn array_size<T: Encode>(
+    items: &[T],
+    ver: Ver,
+    field: &'static str,
+) -> Result<usize, EncodeError> {
     let prefix = wire::array_prefix_size(items.len(), ver.flexible, field)?;
     let body = match T::fixed_size(ver) {
         Some(each) => each.checked_mul(items.len()).ok_or(EncodeError::TooLong { field })?,
         None => {
-            let mut total = 0usize;
+            let mut total = wire::Size::new(0);
             for item in items {
-                total = wire::add(total, item.size(ver, field)?, field)?;
+                total += item.size(ver, field)?;
             }
-            total
+            total.total(field)?
         }
     };
     wire::add(prefix, body, field)
 }
 
-/// Writes an array with its count prefix (`None` = null).
+/// Writes a null or non-null array with its count prefix.
 #[inline]
-pub(crate) fn write_array<T: Encode>(w: &mut Writer<'_>, items: Option<&[T]>, ver: Ver) {
-    w.array_len(items.map(<[T]>::len), ver.flexible);
-    for item in items.unwrap_or_default() {
+pub(crate) fn write_nullable_array<T: Encode>(w: &mut Writer<'_>, items: Option<&[T]>, ver: Ver) {
+    match items {
+        Some(items) => write_array(w, items, ver),
+        None => w.array_len(None, ver.flexible),
+    }
+}
+
+/// Writes an array with its count prefix.
+#[inline]
+pub(crate) fn write_array<T: Encode>(w: &mut Writer<'_>, items: &[T], ver: Ver) {
+    w.array_len(Some(items.len()), ver.flexible);
+    for item in items {
         item.write(w, ver);
     }
 }

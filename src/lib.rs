@@ -62,7 +62,7 @@ mod prelude {
     pub(crate) use crate::testing::AsVersion;
     pub(crate) use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver, Versions};
     pub(crate) use crate::view::{self, ArrayView, Layout, Src, private::ElementImpl};
-    pub(crate) use crate::wire::{self, Reader, TaggedIter, TaggedSize, Writer};
+    pub(crate) use crate::wire::{self, Reader, Size, TaggedIter, TaggedSize, Writer};
     #[cfg(feature = "alloc")]
     pub(crate) use alloc::vec::Vec;
     pub(crate) use core::fmt;

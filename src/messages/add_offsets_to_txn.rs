@@ -18,21 +18,13 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddOffsetsToTxnRequest<'a> {
-    /// Transactional ID of the transaction.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Transactional ID of the transaction. (`string`, versions 0+.)
     pub transactional_id: Str<'a>,
-    /// Producer ID of the transaction.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Producer ID of the transaction. (`int64`, versions 0+.)
     pub producer_id: i64,
-    /// Producer epoch of the transaction.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Producer epoch of the transaction. (`int16`, versions 0+.)
     pub producer_epoch: i16,
-    /// ID of the group whose offsets will be committed in the transaction.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group whose offsets will be committed in the transaction. (`string`, versions 0+.)
     pub group_id: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -61,32 +53,20 @@ impl AddOffsetsToTxnRequest<'_> {
 impl Encode for AddOffsetsToTxnRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 10;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.transactional_id.len(),
-                ver.flexible,
-                "AddOffsetsToTxnRequest.TransactionalId",
-            )?,
+        let mut n = Size::new(10);
+        n += wire::string_size(
+            self.transactional_id.len(),
+            ver.flexible,
             "AddOffsetsToTxnRequest.TransactionalId",
         )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "AddOffsetsToTxnRequest.GroupId")?,
-            "AddOffsetsToTxnRequest.GroupId",
-        )?;
+        n += wire::string_size(self.group_id.len(), ver.flexible, "AddOffsetsToTxnRequest.GroupId")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AddOffsetsToTxnRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AddOffsetsToTxnRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AddOffsetsToTxnRequest")
     }
 
     #[inline]
@@ -142,8 +122,7 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
     /// See [`AddOffsetsToTxnRequest::transactional_id`].
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AddOffsetsToTxnRequest::producer_id`].
@@ -161,8 +140,7 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
     /// See [`AddOffsetsToTxnRequest::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + 10, ver.flexible)
+        self.src.str(self.at[0] as usize + 10, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -204,13 +182,9 @@ impl fmt::Debug for AddOffsetsToTxnRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddOffsetsToTxnResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -239,18 +213,14 @@ impl AddOffsetsToTxnResponse<'_> {
 impl Encode for AddOffsetsToTxnResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AddOffsetsToTxnResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AddOffsetsToTxnResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AddOffsetsToTxnResponse")
     }
 
     #[inline]

@@ -19,24 +19,16 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnRequest<'a> {
     /// Transactions to add partitions to (from version 4, sent by brokers).
-    ///
-    /// Schema type `[]AddPartitionsToTxnTransaction`; versions 4+.
+    /// (`[]AddPartitionsToTxnTransaction`, versions 4+.)
     pub transactions: List<'a, AddPartitionsToTxnTransaction<'a>>,
-    /// Transactional ID of the transaction (up to version 3).
-    ///
-    /// Schema type `string`; versions 0-3.
+    /// Transactional ID of the transaction (up to version 3). (`string`, versions 0-3.)
     pub v3_and_below_transactional_id: Str<'a>,
-    /// Producer ID of the transaction (up to version 3).
-    ///
-    /// Schema type `int64`; versions 0-3.
+    /// Producer ID of the transaction (up to version 3). (`int64`, versions 0-3.)
     pub v3_and_below_producer_id: i64,
-    /// Producer epoch of the transaction (up to version 3).
-    ///
-    /// Schema type `int16`; versions 0-3.
+    /// Producer epoch of the transaction (up to version 3). (`int16`, versions 0-3.)
     pub v3_and_below_producer_epoch: i16,
-    /// Partitions to add, grouped by topic (up to version 3).
-    ///
-    /// Schema type `[]AddPartitionsToTxnTopic`; versions 0-3.
+    /// Partitions to add, grouped by topic (up to version 3). (`[]AddPartitionsToTxnTopic`,
+    /// versions 0-3.)
     pub v3_and_below_topics: List<'a, AddPartitionsToTxnTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -46,25 +38,16 @@ pub struct AddPartitionsToTxnRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnTransaction<'a> {
-    /// Transactional ID of the transaction.
-    ///
-    /// Schema type `string`; versions 4+; map key.
+    /// Transactional ID of the transaction. (`string`, versions 4+; map key.)
     pub transactional_id: Str<'a>,
-    /// Producer ID of the transaction.
-    ///
-    /// Schema type `int64`; versions 4+.
+    /// Producer ID of the transaction. (`int64`, versions 4+.)
     pub producer_id: i64,
-    /// Producer epoch of the transaction.
-    ///
-    /// Schema type `int16`; versions 4+.
+    /// Producer epoch of the transaction. (`int16`, versions 4+.)
     pub producer_epoch: i16,
     /// When true, only check that the partitions are already in the transaction; add nothing.
-    ///
-    /// Schema type `bool`; versions 4+; default `false`.
+    /// (`bool`, versions 4+; default `false`.)
     pub verify_only: bool,
-    /// Partitions to add, grouped by topic.
-    ///
-    /// Schema type `[]AddPartitionsToTxnTopic`; versions 4+.
+    /// Partitions to add, grouped by topic. (`[]AddPartitionsToTxnTopic`, versions 4+.)
     pub topics: List<'a, AddPartitionsToTxnTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -74,13 +57,9 @@ pub struct AddPartitionsToTxnTransaction<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -109,17 +88,9 @@ impl AddPartitionsToTxnRequest<'_> {
 impl Encode for AddPartitionsToTxnRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 4 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.transactions.as_slice()),
-                    ver,
-                    "AddPartitionsToTxnRequest.Transactions",
-                )?,
-                "AddPartitionsToTxnRequest.Transactions",
-            )?;
+            n += encode::array_size(&self.transactions, ver, "AddPartitionsToTxnRequest.Transactions")?;
         } else if !self.transactions.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "AddPartitionsToTxnRequest.Transactions",
@@ -127,13 +98,9 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
             });
         }
         if ver.version <= 3 {
-            n = wire::add(
-                n,
-                wire::string_size(
-                    self.v3_and_below_transactional_id.len(),
-                    ver.flexible,
-                    "AddPartitionsToTxnRequest.V3AndBelowTransactionalId",
-                )?,
+            n += wire::string_size(
+                self.v3_and_below_transactional_id.len(),
+                ver.flexible,
                 "AddPartitionsToTxnRequest.V3AndBelowTransactionalId",
             )?;
         } else if self.v3_and_below_transactional_id.as_str() != "" {
@@ -159,13 +126,9 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
             });
         }
         if ver.version <= 3 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.v3_and_below_topics.as_slice()),
-                    ver,
-                    "AddPartitionsToTxnRequest.V3AndBelowTopics",
-                )?,
+            n += encode::array_size(
+                &self.v3_and_below_topics,
+                ver,
                 "AddPartitionsToTxnRequest.V3AndBelowTopics",
             )?;
         } else if !self.v3_and_below_topics.is_empty() {
@@ -175,22 +138,18 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AddPartitionsToTxnRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AddPartitionsToTxnRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AddPartitionsToTxnRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 4 {
-            encode::write_array(w, Some(self.transactions.as_slice()), ver);
+            encode::write_array(w, &self.transactions, ver);
         }
         if ver.version <= 3 {
             w.str(&self.v3_and_below_transactional_id, ver.flexible);
@@ -202,7 +161,7 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
             });
         }
         if ver.version <= 3 {
-            encode::write_array(w, Some(self.v3_and_below_topics.as_slice()), ver);
+            encode::write_array(w, &self.v3_and_below_topics, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -213,30 +172,18 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
 impl Encode for AddPartitionsToTxnTransaction<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 11;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.transactional_id.len(),
-                true,
-                "AddPartitionsToTxnTransaction.TransactionalId",
-            )?,
+        let mut n = Size::new(11);
+        n += wire::string_size(
+            self.transactional_id.len(),
+            true,
             "AddPartitionsToTxnTransaction.TransactionalId",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "AddPartitionsToTxnTransaction.Topics")?,
-            "AddPartitionsToTxnTransaction.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AddPartitionsToTxnTransaction._tagged_fields",
-            )?,
+        n += encode::array_size(&self.topics, ver, "AddPartitionsToTxnTransaction.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AddPartitionsToTxnTransaction._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AddPartitionsToTxnTransaction")
     }
 
     #[inline]
@@ -247,7 +194,7 @@ impl Encode for AddPartitionsToTxnTransaction<'_> {
             b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
             b[10..11].copy_from_slice(&[u8::from(self.verify_only)]);
         });
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -255,34 +202,22 @@ impl Encode for AddPartitionsToTxnTransaction<'_> {
 impl Encode for AddPartitionsToTxnTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "AddPartitionsToTxnTopic.Name")?,
-            "AddPartitionsToTxnTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "AddPartitionsToTxnTopic.Partitions")?,
-            "AddPartitionsToTxnTopic.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "AddPartitionsToTxnTopic.Name")?;
+        n += encode::array_size(&self.partitions, ver, "AddPartitionsToTxnTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AddPartitionsToTxnTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AddPartitionsToTxnTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AddPartitionsToTxnTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -328,43 +263,34 @@ impl<'a> AddPartitionsToTxnRequestView<'a> {
     /// See [`AddPartitionsToTxnRequest::transactions`].
     #[inline]
     pub fn transactions(&self) -> ArrayView<'a, AddPartitionsToTxnTransactionView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 4 { ArrayView::at(self.src, 0, ver) } else { ArrayView::empty(ver) }
+        if self.ver.version >= 4 { ArrayView::at(self.src, 0, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
     /// See [`AddPartitionsToTxnRequest::v3_and_below_transactional_id`].
     #[inline]
     pub fn v3_and_below_transactional_id(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 3 { self.src.str(self.at[0] as usize, ver.flexible) } else { "" }
+        if self.ver.version <= 3 { self.src.str(self.at[0] as usize, self.ver.flexible) } else { "" }
     }
 
     /// See [`AddPartitionsToTxnRequest::v3_and_below_producer_id`].
     #[inline]
     pub fn v3_and_below_producer_id(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version <= 3 { self.src.i64(self.at[1] as usize) } else { 0 }
+        if self.ver.version <= 3 { self.src.i64(self.at[1] as usize) } else { 0 }
     }
 
     /// See [`AddPartitionsToTxnRequest::v3_and_below_producer_epoch`].
     #[inline]
     pub fn v3_and_below_producer_epoch(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version <= 3 {
-            self.src.i16(self.at[1] as usize + (if ver.version >= 4 { 0 } else { 8 }))
-        } else {
-            0
-        }
+        if self.ver.version <= 3 { self.src.i16(self.at[1] as usize + 8) } else { 0 }
     }
 
     /// See [`AddPartitionsToTxnRequest::v3_and_below_topics`].
     #[inline]
     pub fn v3_and_below_topics(&self) -> ArrayView<'a, AddPartitionsToTxnTopicView<'a>> {
-        let ver = self.ver;
-        if ver.version <= 3 {
-            ArrayView::at(self.src, self.at[1] as usize + (if ver.version >= 4 { 0 } else { 10 }), ver)
+        if self.ver.version <= 3 {
+            ArrayView::at(self.src, self.at[1] as usize + 10, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -472,8 +398,7 @@ impl<'a> AddPartitionsToTxnTransactionView<'a> {
     /// See [`AddPartitionsToTxnTransaction::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AddPartitionsToTxnTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 11, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 11, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -562,15 +487,13 @@ impl<'a> AddPartitionsToTxnTopicView<'a> {
     /// See [`AddPartitionsToTxnTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AddPartitionsToTxnTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -636,21 +559,15 @@ impl fmt::Debug for AddPartitionsToTxnTopicView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole (from version 4); 0 means success.
-    ///
-    /// Schema type `int16`; versions 4+; ignorable.
+    /// Error code for the request as a whole (from version 4); 0 means success. (`int16`, versions
+    /// 4+; ignorable.)
     pub error_code: i16,
-    /// Results for each transaction (from version 4).
-    ///
-    /// Schema type `[]AddPartitionsToTxnResult`; versions 4+.
+    /// Results for each transaction (from version 4). (`[]AddPartitionsToTxnResult`, versions 4+.)
     pub results_by_transaction: List<'a, AddPartitionsToTxnResult<'a>>,
-    /// Results grouped by topic (up to version 3).
-    ///
-    /// Schema type `[]AddPartitionsToTxnTopicResult`; versions 0-3.
+    /// Results grouped by topic (up to version 3). (`[]AddPartitionsToTxnTopicResult`, versions
+    /// 0-3.)
     pub results_by_topic_v3_and_below: List<'a, AddPartitionsToTxnTopicResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -660,13 +577,9 @@ pub struct AddPartitionsToTxnResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnResult<'a> {
-    /// Transactional ID of the transaction.
-    ///
-    /// Schema type `string`; versions 4+; map key.
+    /// Transactional ID of the transaction. (`string`, versions 4+; map key.)
     pub transactional_id: Str<'a>,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]AddPartitionsToTxnTopicResult`; versions 4+.
+    /// Results grouped by topic. (`[]AddPartitionsToTxnTopicResult`, versions 4+.)
     pub topic_results: List<'a, AddPartitionsToTxnTopicResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -676,13 +589,10 @@ pub struct AddPartitionsToTxnResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnTopicResult<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]AddPartitionsToTxnPartitionResult`; versions 0+.
+    /// Result for each partition of this topic. (`[]AddPartitionsToTxnPartitionResult`, versions
+    /// 0+.)
     pub results_by_partition: List<'a, AddPartitionsToTxnPartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -692,13 +602,9 @@ pub struct AddPartitionsToTxnTopicResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnPartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// Index of the partition. (`int32`, versions 0+; map key.)
     pub partition_index: i32,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub partition_error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -727,18 +633,14 @@ impl AddPartitionsToTxnResponse<'_> {
 impl Encode for AddPartitionsToTxnResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
+        let mut n = Size::new(4);
         if ver.version >= 4 {
             n += 2;
         }
         if ver.version >= 4 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.results_by_transaction.as_slice()),
-                    ver,
-                    "AddPartitionsToTxnResponse.ResultsByTransaction",
-                )?,
+            n += encode::array_size(
+                &self.results_by_transaction,
+                ver,
                 "AddPartitionsToTxnResponse.ResultsByTransaction",
             )?;
         } else if !self.results_by_transaction.is_empty() {
@@ -748,13 +650,9 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
             });
         }
         if ver.version <= 3 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.results_by_topic_v3_and_below.as_slice()),
-                    ver,
-                    "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow",
-                )?,
+            n += encode::array_size(
+                &self.results_by_topic_v3_and_below,
+                ver,
                 "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow",
             )?;
         } else if !self.results_by_topic_v3_and_below.is_empty() {
@@ -764,16 +662,12 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AddPartitionsToTxnResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AddPartitionsToTxnResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AddPartitionsToTxnResponse")
     }
 
     #[inline]
@@ -783,10 +677,10 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
             w.i16(self.error_code);
         }
         if ver.version >= 4 {
-            encode::write_array(w, Some(self.results_by_transaction.as_slice()), ver);
+            encode::write_array(w, &self.results_by_transaction, ver);
         }
         if ver.version <= 3 {
-            encode::write_array(w, Some(self.results_by_topic_v3_and_below.as_slice()), ver);
+            encode::write_array(w, &self.results_by_topic_v3_and_below, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -797,36 +691,21 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
 impl Encode for AddPartitionsToTxnResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.transactional_id.len(), true, "AddPartitionsToTxnResult.TransactionalId")?,
-            "AddPartitionsToTxnResult.TransactionalId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.topic_results.as_slice()),
-                ver,
-                "AddPartitionsToTxnResult.TopicResults",
-            )?,
-            "AddPartitionsToTxnResult.TopicResults",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AddPartitionsToTxnResult._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n +=
+            wire::string_size(self.transactional_id.len(), true, "AddPartitionsToTxnResult.TransactionalId")?;
+        n += encode::array_size(&self.topic_results, ver, "AddPartitionsToTxnResult.TopicResults")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AddPartitionsToTxnResult._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AddPartitionsToTxnResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.transactional_id, true);
-        encode::write_array(w, Some(self.topic_results.as_slice()), ver);
+        encode::write_array(w, &self.topic_results, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -834,38 +713,26 @@ impl Encode for AddPartitionsToTxnResult<'_> {
 impl Encode for AddPartitionsToTxnTopicResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "AddPartitionsToTxnTopicResult.Name")?,
-            "AddPartitionsToTxnTopicResult.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.results_by_partition.as_slice()),
-                ver,
-                "AddPartitionsToTxnTopicResult.ResultsByPartition",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "AddPartitionsToTxnTopicResult.Name")?;
+        n += encode::array_size(
+            &self.results_by_partition,
+            ver,
             "AddPartitionsToTxnTopicResult.ResultsByPartition",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AddPartitionsToTxnTopicResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AddPartitionsToTxnTopicResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AddPartitionsToTxnTopicResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.results_by_partition.as_slice()), ver);
+        encode::write_array(w, &self.results_by_partition, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -875,18 +742,14 @@ impl Encode for AddPartitionsToTxnTopicResult<'_> {
 impl Encode for AddPartitionsToTxnPartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AddPartitionsToTxnPartitionResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AddPartitionsToTxnPartitionResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AddPartitionsToTxnPartitionResult")
     }
 
     #[inline]
@@ -952,29 +815,22 @@ impl<'a> AddPartitionsToTxnResponseView<'a> {
     /// See [`AddPartitionsToTxnResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version >= 4 { self.src.i16(4) } else { 0 }
+        if self.ver.version >= 4 { self.src.i16(4) } else { 0 }
     }
 
     /// See [`AddPartitionsToTxnResponse::results_by_transaction`].
     #[inline]
     pub fn results_by_transaction(&self) -> ArrayView<'a, AddPartitionsToTxnResultView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 4 {
-            ArrayView::at(self.src, if ver.version >= 4 { 6 } else { 4 }, ver)
-        } else {
-            ArrayView::empty(ver)
-        }
+        if self.ver.version >= 4 { ArrayView::at(self.src, 6, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
     /// See [`AddPartitionsToTxnResponse::results_by_topic_v3_and_below`].
     #[inline]
     pub fn results_by_topic_v3_and_below(&self) -> ArrayView<'a, AddPartitionsToTxnTopicResultView<'a>> {
-        let ver = self.ver;
-        if ver.version <= 3 {
-            ArrayView::at(self.src, self.at[0] as usize, ver)
+        if self.ver.version <= 3 {
+            ArrayView::at(self.src, self.at[0] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -1054,8 +910,7 @@ impl<'a> AddPartitionsToTxnResultView<'a> {
     /// See [`AddPartitionsToTxnResult::topic_results`].
     #[inline]
     pub fn topic_results(&self) -> ArrayView<'a, AddPartitionsToTxnTopicResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1136,15 +991,13 @@ impl<'a> AddPartitionsToTxnTopicResultView<'a> {
     /// See [`AddPartitionsToTxnTopicResult::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AddPartitionsToTxnTopicResult::results_by_partition`].
     #[inline]
     pub fn results_by_partition(&self) -> ArrayView<'a, AddPartitionsToTxnPartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,30 +17,19 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddRaftVoterRequest<'a> {
-    /// ID of the cluster; may be null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// ID of the cluster; may be null. (`string`, versions 0+; nullable in 0+.)
     pub cluster_id: Option<Str<'a>>,
-    /// Longest time, in milliseconds, to wait for the change before answering.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Longest time, in milliseconds, to wait for the change before answering. (`int32`, versions
+    /// 0+.)
     pub timeout_ms: i32,
-    /// Replica ID of the new voter.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Replica ID of the new voter. (`int32`, versions 0+.)
     pub voter_id: i32,
-    /// Log directory ID of the new voter.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Log directory ID of the new voter. (`uuid`, versions 0+.)
     pub voter_directory_id: Uuid,
-    /// Listeners on which the new voter can be reached.
-    ///
-    /// Schema type `[]Listener`; versions 0+.
+    /// Listeners on which the new voter can be reached. (`[]Listener`, versions 0+.)
     pub listeners: List<'a, Listener<'a>>,
     /// True to answer once the new voter set is committed; false to answer once the leader has
-    /// written it locally.
-    ///
-    /// Schema type `bool`; versions 1+; default `true`.
+    /// written it locally. (`bool`, versions 1+; default `true`.)
     pub ack_when_committed: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -64,17 +53,11 @@ impl<'a> Default for AddRaftVoterRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
-    /// Listener name.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Listener name. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Host name on this listener.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name on this listener. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port on this listener.
-    ///
-    /// Schema type `uint16`; versions 0+.
+    /// Port on this listener. (`uint16`, versions 0+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -103,20 +86,12 @@ impl AddRaftVoterRequest<'_> {
 impl Encode for AddRaftVoterRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 24;
-        n = wire::add(
-            n,
-            match &self.cluster_id {
-                Some(v) => wire::string_size(v.len(), true, "AddRaftVoterRequest.ClusterId")?,
-                None => wire::null_size(true, false),
-            },
-            "AddRaftVoterRequest.ClusterId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.listeners.as_slice()), ver, "AddRaftVoterRequest.Listeners")?,
-            "AddRaftVoterRequest.Listeners",
-        )?;
+        let mut n = Size::new(24);
+        n += match &self.cluster_id {
+            Some(v) => wire::string_size(v.len(), true, "AddRaftVoterRequest.ClusterId")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.listeners, ver, "AddRaftVoterRequest.Listeners")?;
         if ver.version == 1 {
             n += 1;
         } else if !self.ack_when_committed {
@@ -125,12 +100,8 @@ impl Encode for AddRaftVoterRequest<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AddRaftVoterRequest._tagged_fields")?,
-            "AddRaftVoterRequest._tagged_fields",
-        )?;
-        Ok(n)
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AddRaftVoterRequest._tagged_fields")?;
+        n.total("AddRaftVoterRequest")
     }
 
     #[inline]
@@ -141,7 +112,7 @@ impl Encode for AddRaftVoterRequest<'_> {
             b[4..8].copy_from_slice(&self.voter_id.to_be_bytes());
             b[8..24].copy_from_slice(&self.voter_directory_id.0);
         });
-        encode::write_array(w, Some(self.listeners.as_slice()), ver);
+        encode::write_array(w, &self.listeners, ver);
         if ver.version == 1 {
             w.bool(self.ack_when_committed);
         }
@@ -152,15 +123,11 @@ impl Encode for AddRaftVoterRequest<'_> {
 impl Encode for Listener<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "Listener.Name")?, "Listener.Name")?;
-        n = wire::add(n, wire::string_size(self.host.len(), true, "Listener.Host")?, "Listener.Host")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?,
-            "Listener._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(2);
+        n += wire::string_size(self.name.len(), true, "Listener.Name")?;
+        n += wire::string_size(self.host.len(), true, "Listener.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?;
+        n.total("Listener")
     }
 
     #[inline]
@@ -235,15 +202,13 @@ impl<'a> AddRaftVoterRequestView<'a> {
     /// See [`AddRaftVoterRequest::listeners`].
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 24, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 24, self.ver)
     }
 
     /// See [`AddRaftVoterRequest::ack_when_committed`].
     #[inline]
     pub fn ack_when_committed(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.bool(self.at[1] as usize) } else { true }
+        if self.ver.version == 1 { self.src.bool(self.at[1] as usize) } else { true }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -387,17 +352,12 @@ impl fmt::Debug for ListenerView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddRaftVoterResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; ignorable.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; ignorable.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -437,21 +397,14 @@ impl AddRaftVoterResponse<'_> {
 impl Encode for AddRaftVoterResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "AddRaftVoterResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "AddRaftVoterResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AddRaftVoterResponse._tagged_fields")?,
-            "AddRaftVoterResponse._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "AddRaftVoterResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n +=
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AddRaftVoterResponse._tagged_fields")?;
+        n.total("AddRaftVoterResponse")
     }
 
     #[inline]

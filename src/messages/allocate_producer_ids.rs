@@ -17,13 +17,10 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AllocateProducerIdsRequest<'a> {
-    /// ID of the broker asking.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the broker asking. (`int32`, versions 0+.)
     pub broker_id: i32,
-    /// Registration epoch of the broker asking; -1 when not known.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// Registration epoch of the broker asking; -1 when not known. (`int64`, versions 0+; default
+    /// `-1`.)
     pub broker_epoch: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -62,16 +59,12 @@ impl AllocateProducerIdsRequest<'_> {
 impl Encode for AllocateProducerIdsRequest<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AllocateProducerIdsRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(12);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AllocateProducerIdsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AllocateProducerIdsRequest")
     }
 
     #[inline]
@@ -162,21 +155,13 @@ impl fmt::Debug for AllocateProducerIdsRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AllocateProducerIdsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// First producer ID of the block.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// First producer ID of the block. (`int64`, versions 0+.)
     pub producer_id_start: i64,
-    /// How many producer IDs the block holds.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// How many producer IDs the block holds. (`int32`, versions 0+.)
     pub producer_id_len: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -205,16 +190,12 @@ impl AllocateProducerIdsResponse<'_> {
 impl Encode for AllocateProducerIdsResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 18;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AllocateProducerIdsResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(18);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AllocateProducerIdsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AllocateProducerIdsResponse")
     }
 
     #[inline]

@@ -17,13 +17,10 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasRequest<'a> {
-    /// One entry for each entity whose quotas change.
-    ///
-    /// Schema type `[]AlterClientQuotasRequestEntryData`; versions 0+.
+    /// One entry for each entity whose quotas change. (`[]AlterClientQuotasRequestEntryData`,
+    /// versions 0+.)
     pub entries: List<'a, AlterClientQuotasRequestEntryData<'a>>,
-    /// True to only check the changes, without applying them.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to only check the changes, without applying them. (`bool`, versions 0+.)
     pub validate_only: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -34,12 +31,9 @@ pub struct AlterClientQuotasRequest<'a> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasRequestEntryData<'a> {
     /// Parts that together name the entity, one for each entity type.
-    ///
-    /// Schema type `[]AlterClientQuotasRequestEntityData`; versions 0+.
+    /// (`[]AlterClientQuotasRequestEntityData`, versions 0+.)
     pub entity: List<'a, AlterClientQuotasRequestEntityData<'a>>,
-    /// Quota changes for this entity.
-    ///
-    /// Schema type `[]OpData`; versions 0+.
+    /// Quota changes for this entity. (`[]OpData`, versions 0+.)
     pub ops: List<'a, OpData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,13 +43,10 @@ pub struct AlterClientQuotasRequestEntryData<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasRequestEntityData<'a> {
-    /// Entity type of this part, such as "user" or "client-id".
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Entity type of this part, such as "user" or "client-id". (`string`, versions 0+.)
     pub entity_type: Str<'a>,
-    /// Name of the entity; null means the default entity of this type.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Name of the entity; null means the default entity of this type. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub entity_name: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -75,17 +66,11 @@ impl<'a> Default for AlterClientQuotasRequestEntityData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OpData<'a> {
-    /// Quota name, such as "producer_byte_rate".
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Quota name, such as "producer_byte_rate". (`string`, versions 0+.)
     pub key: Str<'a>,
-    /// New value of the quota; not used when Remove is true.
-    ///
-    /// Schema type `float64`; versions 0+.
+    /// New value of the quota; not used when Remove is true. (`float64`, versions 0+.)
     pub value: f64,
-    /// True to remove the quota, false to set it to Value.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to remove the quota, false to set it to Value. (`bool`, versions 0+.)
     pub remove: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -114,28 +99,20 @@ impl AlterClientQuotasRequest<'_> {
 impl Encode for AlterClientQuotasRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.entries.as_slice()), ver, "AlterClientQuotasRequest.Entries")?,
-            "AlterClientQuotasRequest.Entries",
-        )?;
+        let mut n = Size::new(1);
+        n += encode::array_size(&self.entries, ver, "AlterClientQuotasRequest.Entries")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterClientQuotasRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterClientQuotasRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterClientQuotasRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.entries.as_slice()), ver);
+        encode::write_array(w, &self.entries, ver);
         w.bool(self.validate_only);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -146,38 +123,22 @@ impl Encode for AlterClientQuotasRequest<'_> {
 impl Encode for AlterClientQuotasRequestEntryData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.entity.as_slice()),
-                ver,
-                "AlterClientQuotasRequestEntryData.Entity",
-            )?,
-            "AlterClientQuotasRequestEntryData.Entity",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.ops.as_slice()), ver, "AlterClientQuotasRequestEntryData.Ops")?,
-            "AlterClientQuotasRequestEntryData.Ops",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.entity, ver, "AlterClientQuotasRequestEntryData.Entity")?;
+        n += encode::array_size(&self.ops, ver, "AlterClientQuotasRequestEntryData.Ops")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterClientQuotasRequestEntryData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterClientQuotasRequestEntryData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterClientQuotasRequestEntryData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.entity.as_slice()), ver);
-        encode::write_array(w, Some(self.ops.as_slice()), ver);
+        encode::write_array(w, &self.entity, ver);
+        encode::write_array(w, &self.ops, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -187,37 +148,25 @@ impl Encode for AlterClientQuotasRequestEntryData<'_> {
 impl Encode for AlterClientQuotasRequestEntityData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.entity_type.len(),
-                ver.flexible,
-                "AlterClientQuotasRequestEntityData.EntityType",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.entity_type.len(),
+            ver.flexible,
             "AlterClientQuotasRequestEntityData.EntityType",
         )?;
-        n = wire::add(
-            n,
-            match &self.entity_name {
-                Some(v) => {
-                    wire::string_size(v.len(), ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?
-                }
-                None => wire::null_size(ver.flexible, false),
-            },
-            "AlterClientQuotasRequestEntityData.EntityName",
-        )?;
+        n += match &self.entity_name {
+            Some(v) => {
+                wire::string_size(v.len(), ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?
+            }
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterClientQuotasRequestEntityData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterClientQuotasRequestEntityData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterClientQuotasRequestEntityData")
     }
 
     #[inline]
@@ -233,16 +182,12 @@ impl Encode for AlterClientQuotasRequestEntityData<'_> {
 impl Encode for OpData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 9;
-        n = wire::add(n, wire::string_size(self.key.len(), ver.flexible, "OpData.Key")?, "OpData.Key")?;
+        let mut n = Size::new(9);
+        n += wire::string_size(self.key.len(), ver.flexible, "OpData.Key")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "OpData._tagged_fields")?,
-                "OpData._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "OpData._tagged_fields")?;
         }
-        Ok(n)
+        n.total("OpData")
     }
 
     #[inline]
@@ -297,8 +242,7 @@ impl<'a> AlterClientQuotasRequestView<'a> {
     /// See [`AlterClientQuotasRequest::entries`].
     #[inline]
     pub fn entries(&self) -> ArrayView<'a, AlterClientQuotasRequestEntryDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`AlterClientQuotasRequest::validate_only`].
@@ -362,15 +306,13 @@ impl<'a> AlterClientQuotasRequestEntryDataView<'a> {
     /// See [`AlterClientQuotasRequestEntryData::entity`].
     #[inline]
     pub fn entity(&self) -> ArrayView<'a, AlterClientQuotasRequestEntityDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`AlterClientQuotasRequestEntryData::ops`].
     #[inline]
     pub fn ops(&self) -> ArrayView<'a, OpDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -455,15 +397,13 @@ impl<'a> AlterClientQuotasRequestEntityDataView<'a> {
     /// See [`AlterClientQuotasRequestEntityData::entity_type`].
     #[inline]
     pub fn entity_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AlterClientQuotasRequestEntityData::entity_name`].
     #[inline]
     pub fn entity_name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -544,8 +484,7 @@ impl<'a> OpDataView<'a> {
     /// See [`OpData::key`].
     #[inline]
     pub fn key(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`OpData::value`].
@@ -621,13 +560,10 @@ impl fmt::Debug for OpDataView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each entity in the request.
-    ///
-    /// Schema type `[]AlterClientQuotasResponseEntryData`; versions 0+.
+    /// One result for each entity in the request. (`[]AlterClientQuotasResponseEntryData`, versions
+    /// 0+.)
     pub entries: List<'a, AlterClientQuotasResponseEntryData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -637,17 +573,12 @@ pub struct AlterClientQuotasResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasResponseEntryData<'a> {
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Parts that together name the entity.
-    ///
-    /// Schema type `[]AlterClientQuotasResponseEntityData`; versions 0+.
+    /// Parts that together name the entity. (`[]AlterClientQuotasResponseEntityData`, versions 0+.)
     pub entity: List<'a, AlterClientQuotasResponseEntityData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -668,13 +599,10 @@ impl<'a> Default for AlterClientQuotasResponseEntryData<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasResponseEntityData<'a> {
-    /// Entity type of this part.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Entity type of this part. (`string`, versions 0+.)
     pub entity_type: Str<'a>,
-    /// Name of the entity; null means the default entity of this type.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Name of the entity; null means the default entity of this type. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub entity_name: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -713,29 +641,21 @@ impl AlterClientQuotasResponse<'_> {
 impl Encode for AlterClientQuotasResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.entries.as_slice()), ver, "AlterClientQuotasResponse.Entries")?,
-            "AlterClientQuotasResponse.Entries",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.entries, ver, "AlterClientQuotasResponse.Entries")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterClientQuotasResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterClientQuotasResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterClientQuotasResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.entries.as_slice()), ver);
+        encode::write_array(w, &self.entries, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -745,46 +665,28 @@ impl Encode for AlterClientQuotasResponse<'_> {
 impl Encode for AlterClientQuotasResponseEntryData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(
-                    v.len(),
-                    ver.flexible,
-                    "AlterClientQuotasResponseEntryData.ErrorMessage",
-                )?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "AlterClientQuotasResponseEntryData.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.entity.as_slice()),
-                ver,
-                "AlterClientQuotasResponseEntryData.Entity",
-            )?,
-            "AlterClientQuotasResponseEntryData.Entity",
-        )?;
+        let mut n = Size::new(2);
+        n += match &self.error_message {
+            Some(v) => {
+                wire::string_size(v.len(), ver.flexible, "AlterClientQuotasResponseEntryData.ErrorMessage")?
+            }
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += encode::array_size(&self.entity, ver, "AlterClientQuotasResponseEntryData.Entity")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterClientQuotasResponseEntryData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterClientQuotasResponseEntryData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterClientQuotasResponseEntryData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
-        encode::write_array(w, Some(self.entity.as_slice()), ver);
+        encode::write_array(w, &self.entity, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -794,39 +696,25 @@ impl Encode for AlterClientQuotasResponseEntryData<'_> {
 impl Encode for AlterClientQuotasResponseEntityData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.entity_type.len(),
-                ver.flexible,
-                "AlterClientQuotasResponseEntityData.EntityType",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.entity_type.len(),
+            ver.flexible,
             "AlterClientQuotasResponseEntityData.EntityType",
         )?;
-        n = wire::add(
-            n,
-            match &self.entity_name {
-                Some(v) => wire::string_size(
-                    v.len(),
-                    ver.flexible,
-                    "AlterClientQuotasResponseEntityData.EntityName",
-                )?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "AlterClientQuotasResponseEntityData.EntityName",
-        )?;
+        n += match &self.entity_name {
+            Some(v) => {
+                wire::string_size(v.len(), ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?
+            }
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterClientQuotasResponseEntityData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterClientQuotasResponseEntityData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterClientQuotasResponseEntityData")
     }
 
     #[inline]
@@ -884,8 +772,7 @@ impl<'a> AlterClientQuotasResponseView<'a> {
     /// See [`AlterClientQuotasResponse::entries`].
     #[inline]
     pub fn entries(&self) -> ArrayView<'a, AlterClientQuotasResponseEntryDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -949,15 +836,13 @@ impl<'a> AlterClientQuotasResponseEntryDataView<'a> {
     /// See [`AlterClientQuotasResponseEntryData::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(2, ver.flexible)
+        self.src.nullable_str(2, self.ver.flexible)
     }
 
     /// See [`AlterClientQuotasResponseEntryData::entity`].
     #[inline]
     pub fn entity(&self) -> ArrayView<'a, AlterClientQuotasResponseEntityDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1044,15 +929,13 @@ impl<'a> AlterClientQuotasResponseEntityDataView<'a> {
     /// See [`AlterClientQuotasResponseEntityData::entity_type`].
     #[inline]
     pub fn entity_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AlterClientQuotasResponseEntityData::entity_name`].
     #[inline]
     pub fn entity_name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

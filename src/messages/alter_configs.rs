@@ -17,13 +17,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsRequest<'a> {
-    /// Resources whose configs are replaced.
-    ///
-    /// Schema type `[]AlterConfigsResource`; versions 0+.
+    /// Resources whose configs are replaced. (`[]AlterConfigsResource`, versions 0+.)
     pub resources: List<'a, AlterConfigsResource<'a>>,
-    /// When true, the request is only checked and nothing changes.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// When true, the request is only checked and nothing changes. (`bool`, versions 0+.)
     pub validate_only: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -33,17 +29,11 @@ pub struct AlterConfigsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResource<'a> {
-    /// Type of the resource (a config-resource type code).
-    ///
-    /// Schema type `int8`; versions 0+; map key.
+    /// Type of the resource (a config-resource type code). (`int8`, versions 0+; map key.)
     pub resource_type: i8,
-    /// Name of the resource.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the resource. (`string`, versions 0+; map key.)
     pub resource_name: Str<'a>,
-    /// The new set of configs.
-    ///
-    /// Schema type `[]AlterableConfig`; versions 0+.
+    /// The new set of configs. (`[]AlterableConfig`, versions 0+.)
     pub configs: List<'a, AlterableConfig<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -53,13 +43,9 @@ pub struct AlterConfigsResource<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterableConfig<'a> {
-    /// Name of the config.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the config. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// New value of the config, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// New value of the config, or null. (`string`, versions 0+; nullable in 0+.)
     pub value: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -98,28 +84,20 @@ impl AlterConfigsRequest<'_> {
 impl Encode for AlterConfigsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.resources.as_slice()), ver, "AlterConfigsRequest.Resources")?,
-            "AlterConfigsRequest.Resources",
-        )?;
+        let mut n = Size::new(1);
+        n += encode::array_size(&self.resources, ver, "AlterConfigsRequest.Resources")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterConfigsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterConfigsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterConfigsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.resources.as_slice()), ver);
+        encode::write_array(w, &self.resources, ver);
         w.bool(self.validate_only);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -130,35 +108,23 @@ impl Encode for AlterConfigsRequest<'_> {
 impl Encode for AlterConfigsResource<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(self.resource_name.len(), ver.flexible, "AlterConfigsResource.ResourceName")?,
-            "AlterConfigsResource.ResourceName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.configs.as_slice()), ver, "AlterConfigsResource.Configs")?,
-            "AlterConfigsResource.Configs",
-        )?;
+        let mut n = Size::new(1);
+        n += wire::string_size(self.resource_name.len(), ver.flexible, "AlterConfigsResource.ResourceName")?;
+        n += encode::array_size(&self.configs, ver, "AlterConfigsResource.Configs")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterConfigsResource._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterConfigsResource._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterConfigsResource")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
-        encode::write_array(w, Some(self.configs.as_slice()), ver);
+        encode::write_array(w, &self.configs, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -168,28 +134,16 @@ impl Encode for AlterConfigsResource<'_> {
 impl Encode for AlterableConfig<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "AlterableConfig.Name")?,
-            "AlterableConfig.Name",
-        )?;
-        n = wire::add(
-            n,
-            match &self.value {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "AlterableConfig.Value")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "AlterableConfig.Value",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "AlterableConfig.Name")?;
+        n += match &self.value {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "AlterableConfig.Value")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AlterableConfig._tagged_fields")?,
-                "AlterableConfig._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AlterableConfig._tagged_fields")?;
         }
-        Ok(n)
+        n.total("AlterableConfig")
     }
 
     #[inline]
@@ -241,8 +195,7 @@ impl<'a> AlterConfigsRequestView<'a> {
     /// See [`AlterConfigsRequest::resources`].
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, AlterConfigsResourceView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`AlterConfigsRequest::validate_only`].
@@ -308,15 +261,13 @@ impl<'a> AlterConfigsResourceView<'a> {
     /// See [`AlterConfigsResource::resource_name`].
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(1, ver.flexible)
+        self.src.str(1, self.ver.flexible)
     }
 
     /// See [`AlterConfigsResource::configs`].
     #[inline]
     pub fn configs(&self) -> ArrayView<'a, AlterableConfigView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -399,15 +350,13 @@ impl<'a> AlterableConfigView<'a> {
     /// See [`AlterableConfig::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AlterableConfig::value`].
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -472,13 +421,9 @@ impl fmt::Debug for AlterableConfigView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each resource.
-    ///
-    /// Schema type `[]AlterConfigsResourceResponse`; versions 0+.
+    /// One result for each resource. (`[]AlterConfigsResourceResponse`, versions 0+.)
     pub responses: List<'a, AlterConfigsResourceResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -488,21 +433,13 @@ pub struct AlterConfigsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResourceResponse<'a> {
-    /// Error code for this resource; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this resource; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable error message, or null. (`string`, versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Type of the resource (a config-resource type code).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Type of the resource (a config-resource type code). (`int8`, versions 0+.)
     pub resource_type: i8,
-    /// Name of the resource.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the resource. (`string`, versions 0+.)
     pub resource_name: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -543,29 +480,21 @@ impl AlterConfigsResponse<'_> {
 impl Encode for AlterConfigsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.responses.as_slice()), ver, "AlterConfigsResponse.Responses")?,
-            "AlterConfigsResponse.Responses",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.responses, ver, "AlterConfigsResponse.Responses")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterConfigsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterConfigsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterConfigsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -575,37 +504,23 @@ impl Encode for AlterConfigsResponse<'_> {
 impl Encode for AlterConfigsResourceResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 3;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?
-                }
-                None => wire::null_size(ver.flexible, false),
-            },
-            "AlterConfigsResourceResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.resource_name.len(),
-                ver.flexible,
-                "AlterConfigsResourceResponse.ResourceName",
-            )?,
+        let mut n = Size::new(3);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += wire::string_size(
+            self.resource_name.len(),
+            ver.flexible,
             "AlterConfigsResourceResponse.ResourceName",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterConfigsResourceResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterConfigsResourceResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterConfigsResourceResponse")
     }
 
     #[inline]
@@ -665,8 +580,7 @@ impl<'a> AlterConfigsResponseView<'a> {
     /// See [`AlterConfigsResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, AlterConfigsResourceResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -726,8 +640,7 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
     /// See [`AlterConfigsResourceResponse::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(2, ver.flexible)
+        self.src.nullable_str(2, self.ver.flexible)
     }
 
     /// See [`AlterConfigsResourceResponse::resource_type`].
@@ -739,8 +652,7 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
     /// See [`AlterConfigsResourceResponse::resource_name`].
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + 1, ver.flexible)
+        self.src.str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

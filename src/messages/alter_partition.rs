@@ -18,17 +18,12 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionRequest<'a> {
-    /// ID of the leader broker sending the request.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the leader broker sending the request. (`int32`, versions 0+.)
     pub broker_id: i32,
-    /// Registration epoch of the sending broker; -1 when not known.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// Registration epoch of the sending broker; -1 when not known. (`int64`, versions 0+; default
+    /// `-1`.)
     pub broker_epoch: i64,
-    /// Topics with partitions whose ISR changes.
-    ///
-    /// Schema type `[]AlterPartitionRequestTopicData`; versions 0+.
+    /// Topics with partitions whose ISR changes. (`[]AlterPartitionRequestTopicData`, versions 0+.)
     pub topics: List<'a, AlterPartitionRequestTopicData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,13 +44,10 @@ impl<'a> Default for AlterPartitionRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionRequestTopicData<'a> {
-    /// ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 2+; ignorable.
+    /// ID of the topic. (`uuid`, versions 2+; ignorable.)
     pub topic_id: Uuid,
-    /// Partitions of this topic whose ISR changes.
-    ///
-    /// Schema type `[]AlterPartitionRequestPartitionData`; versions 0+.
+    /// Partitions of this topic whose ISR changes. (`[]AlterPartitionRequestPartitionData`,
+    /// versions 0+.)
     pub partitions: List<'a, AlterPartitionRequestPartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -65,30 +57,21 @@ pub struct AlterPartitionRequestTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionRequestPartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Leader epoch under which the leader proposes the change.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Leader epoch under which the leader proposes the change. (`int32`, versions 0+.)
     pub leader_epoch: i32,
-    /// Broker IDs of the proposed ISR; replaced by NewIsrWithEpochs in version 3.
-    ///
-    /// Schema type `[]int32`; versions 0-2.
+    /// Broker IDs of the proposed ISR; replaced by NewIsrWithEpochs in version 3. (`[]int32`,
+    /// versions 0-2.)
     pub new_isr: List<'a, i32>,
-    /// Brokers of the proposed ISR, each with its registration epoch.
-    ///
-    /// Schema type `[]BrokerState`; versions 3+.
+    /// Brokers of the proposed ISR, each with its registration epoch. (`[]BrokerState`, versions
+    /// 3+.)
     pub new_isr_with_epochs: List<'a, BrokerState<'a>>,
     /// 0 normally; 1 while the partition is still recovering after an unclean leader election.
-    ///
-    /// Schema type `int8`; versions 1+; default `0`.
+    /// (`int8`, versions 1+; default `0`.)
     pub leader_recovery_state: i8,
     /// Partition epoch the leader expects the controller to have, so that stale changes are
-    /// refused.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// refused. (`int32`, versions 0+.)
     pub partition_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -98,13 +81,10 @@ pub struct AlterPartitionRequestPartitionData<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerState<'a> {
-    /// ID of the broker.
-    ///
-    /// Schema type `int32`; versions 3+.
+    /// ID of the broker. (`int32`, versions 3+.)
     pub broker_id: i32,
-    /// Registration epoch of the broker; -1 when the sender cannot check epochs.
-    ///
-    /// Schema type `int64`; versions 3+; default `-1`.
+    /// Registration epoch of the broker; -1 when the sender cannot check epochs. (`int64`, versions
+    /// 3+; default `-1`.)
     pub broker_epoch: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -139,21 +119,13 @@ impl AlterPartitionRequest<'_> {
 impl Encode for AlterPartitionRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "AlterPartitionRequest.Topics")?,
-            "AlterPartitionRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterPartitionRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(12);
+        n += encode::array_size(&self.topics, ver, "AlterPartitionRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterPartitionRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterPartitionRequest")
     }
 
     #[inline]
@@ -162,7 +134,7 @@ impl Encode for AlterPartitionRequest<'_> {
             b[0..4].copy_from_slice(&self.broker_id.to_be_bytes());
             b[4..12].copy_from_slice(&self.broker_epoch.to_be_bytes());
         });
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -170,31 +142,19 @@ impl Encode for AlterPartitionRequest<'_> {
 impl Encode for AlterPartitionRequestTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "AlterPartitionRequestTopicData.Partitions",
-            )?,
-            "AlterPartitionRequestTopicData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterPartitionRequestTopicData._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "AlterPartitionRequestTopicData.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterPartitionRequestTopicData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterPartitionRequestTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -202,17 +162,9 @@ impl Encode for AlterPartitionRequestTopicData<'_> {
 impl Encode for AlterPartitionRequestPartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 13;
+        let mut n = Size::new(13);
         if ver.version == 2 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.new_isr.as_slice()),
-                    ver,
-                    "AlterPartitionRequestPartitionData.NewIsr",
-                )?,
-                "AlterPartitionRequestPartitionData.NewIsr",
-            )?;
+            n += encode::array_size(&self.new_isr, ver, "AlterPartitionRequestPartitionData.NewIsr")?;
         } else if !self.new_isr.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "AlterPartitionRequestPartitionData.NewIsr",
@@ -220,13 +172,9 @@ impl Encode for AlterPartitionRequestPartitionData<'_> {
             });
         }
         if ver.version == 3 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.new_isr_with_epochs.as_slice()),
-                    ver,
-                    "AlterPartitionRequestPartitionData.NewIsrWithEpochs",
-                )?,
+            n += encode::array_size(
+                &self.new_isr_with_epochs,
+                ver,
                 "AlterPartitionRequestPartitionData.NewIsrWithEpochs",
             )?;
         } else if !self.new_isr_with_epochs.is_empty() {
@@ -235,15 +183,11 @@ impl Encode for AlterPartitionRequestPartitionData<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterPartitionRequestPartitionData._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterPartitionRequestPartitionData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterPartitionRequestPartitionData")
     }
 
     #[inline]
@@ -253,10 +197,10 @@ impl Encode for AlterPartitionRequestPartitionData<'_> {
             b[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
         if ver.version == 2 {
-            encode::write_array(w, Some(self.new_isr.as_slice()), ver);
+            encode::write_array(w, &self.new_isr, ver);
         }
         if ver.version == 3 {
-            encode::write_array(w, Some(self.new_isr_with_epochs.as_slice()), ver);
+            encode::write_array(w, &self.new_isr_with_epochs, ver);
         }
         w.fixed(|b: &mut [u8; 5]| {
             b[0..1].copy_from_slice(&self.leader_recovery_state.to_be_bytes());
@@ -269,13 +213,9 @@ impl Encode for AlterPartitionRequestPartitionData<'_> {
 impl Encode for BrokerState<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "BrokerState._tagged_fields")?,
-            "BrokerState._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(12);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "BrokerState._tagged_fields")?;
+        n.total("BrokerState")
     }
 
     #[inline]
@@ -339,8 +279,7 @@ impl<'a> AlterPartitionRequestView<'a> {
     /// See [`AlterPartitionRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AlterPartitionRequestTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 12, ver)
+        ArrayView::at(self.src, 12, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -399,8 +338,7 @@ impl<'a> AlterPartitionRequestTopicDataView<'a> {
     /// See [`AlterPartitionRequestTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterPartitionRequestPartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -490,18 +428,16 @@ impl<'a> AlterPartitionRequestPartitionDataView<'a> {
     /// See [`AlterPartitionRequestPartitionData::new_isr`].
     #[inline]
     pub fn new_isr(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        if ver.version == 2 { ArrayView::at(self.src, 8, ver) } else { ArrayView::empty(ver) }
+        if self.ver.version == 2 { ArrayView::at(self.src, 8, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
     /// See [`AlterPartitionRequestPartitionData::new_isr_with_epochs`].
     #[inline]
     pub fn new_isr_with_epochs(&self) -> ArrayView<'a, BrokerStateView<'a>> {
-        let ver = self.ver;
-        if ver.version == 3 {
-            ArrayView::at(self.src, self.at[0] as usize, ver)
+        if self.ver.version == 3 {
+            ArrayView::at(self.src, self.at[0] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -676,17 +612,11 @@ impl fmt::Debug for BrokerStateView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]AlterPartitionResponseTopicData`; versions 0+.
+    /// Results grouped by topic. (`[]AlterPartitionResponseTopicData`, versions 0+.)
     pub topics: List<'a, AlterPartitionResponseTopicData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -696,13 +626,10 @@ pub struct AlterPartitionResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionResponseTopicData<'a> {
-    /// ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 2+; ignorable.
+    /// ID of the topic. (`uuid`, versions 2+; ignorable.)
     pub topic_id: Uuid,
-    /// One result for each partition in the request.
-    ///
-    /// Schema type `[]AlterPartitionResponsePartitionData`; versions 0+.
+    /// One result for each partition in the request. (`[]AlterPartitionResponsePartitionData`,
+    /// versions 0+.)
     pub partitions: List<'a, AlterPartitionResponsePartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -712,33 +639,20 @@ pub struct AlterPartitionResponseTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionResponsePartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Broker ID of the partition's leader.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Broker ID of the partition's leader. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Leader epoch of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Leader epoch of the partition. (`int32`, versions 0+.)
     pub leader_epoch: i32,
-    /// Broker IDs of the in-sync replicas.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Broker IDs of the in-sync replicas. (`[]int32`, versions 0+.)
     pub isr: List<'a, i32>,
     /// 0 normally; 1 while the partition is still recovering after an unclean leader election.
-    ///
-    /// Schema type `int8`; versions 1+; default `0`; ignorable.
+    /// (`int8`, versions 1+; default `0`; ignorable.)
     pub leader_recovery_state: i8,
-    /// Partition epoch now held by the controller.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Partition epoch now held by the controller. (`int32`, versions 0+.)
     pub partition_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -767,21 +681,13 @@ impl AlterPartitionResponse<'_> {
 impl Encode for AlterPartitionResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "AlterPartitionResponse.Topics")?,
-            "AlterPartitionResponse.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterPartitionResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += encode::array_size(&self.topics, ver, "AlterPartitionResponse.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterPartitionResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterPartitionResponse")
     }
 
     #[inline]
@@ -790,7 +696,7 @@ impl Encode for AlterPartitionResponse<'_> {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -798,31 +704,19 @@ impl Encode for AlterPartitionResponse<'_> {
 impl Encode for AlterPartitionResponseTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "AlterPartitionResponseTopicData.Partitions",
-            )?,
-            "AlterPartitionResponseTopicData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterPartitionResponseTopicData._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "AlterPartitionResponseTopicData.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterPartitionResponseTopicData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterPartitionResponseTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -830,21 +724,13 @@ impl Encode for AlterPartitionResponseTopicData<'_> {
 impl Encode for AlterPartitionResponsePartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 19;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.isr.as_slice()), ver, "AlterPartitionResponsePartitionData.Isr")?,
-            "AlterPartitionResponsePartitionData.Isr",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterPartitionResponsePartitionData._tagged_fields",
-            )?,
+        let mut n = Size::new(19);
+        n += encode::array_size(&self.isr, ver, "AlterPartitionResponsePartitionData.Isr")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterPartitionResponsePartitionData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterPartitionResponsePartitionData")
     }
 
     #[inline]
@@ -855,7 +741,7 @@ impl Encode for AlterPartitionResponsePartitionData<'_> {
             b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
             b[10..14].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        encode::write_array(w, Some(self.isr.as_slice()), ver);
+        encode::write_array(w, &self.isr, ver);
         w.fixed(|b: &mut [u8; 5]| {
             b[0..1].copy_from_slice(&self.leader_recovery_state.to_be_bytes());
             b[1..5].copy_from_slice(&self.partition_epoch.to_be_bytes());
@@ -915,8 +801,7 @@ impl<'a> AlterPartitionResponseView<'a> {
     /// See [`AlterPartitionResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AlterPartitionResponseTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 6, ver)
+        ArrayView::at(self.src, 6, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -979,8 +864,7 @@ impl<'a> AlterPartitionResponseTopicDataView<'a> {
     /// See [`AlterPartitionResponseTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterPartitionResponsePartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1082,8 +966,7 @@ impl<'a> AlterPartitionResponsePartitionDataView<'a> {
     /// See [`AlterPartitionResponsePartitionData::isr`].
     #[inline]
     pub fn isr(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 14, ver)
+        ArrayView::at(self.src, 14, self.ver)
     }
 
     /// See [`AlterPartitionResponsePartitionData::leader_recovery_state`].

@@ -17,17 +17,13 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionReassignmentsRequest<'a> {
-    /// How long to wait, in milliseconds, before answering.
-    ///
-    /// Schema type `int32`; versions 0+; default `60000`.
+    /// How long to wait, in milliseconds, before answering. (`int32`, versions 0+; default
+    /// `60000`.)
     pub timeout_ms: i32,
-    /// Whether a new replica list may have a different length from the current one.
-    ///
-    /// Schema type `bool`; versions 1+; default `true`.
+    /// Whether a new replica list may have a different length from the current one. (`bool`,
+    /// versions 1+; default `true`.)
     pub allow_replication_factor_change: bool,
-    /// Topics with partitions to move.
-    ///
-    /// Schema type `[]ReassignableTopic`; versions 0+.
+    /// Topics with partitions to move. (`[]ReassignableTopic`, versions 0+.)
     pub topics: List<'a, ReassignableTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -48,13 +44,9 @@ impl<'a> Default for AlterPartitionReassignmentsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReassignableTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Partitions of this topic to move.
-    ///
-    /// Schema type `[]ReassignablePartition`; versions 0+.
+    /// Partitions of this topic to move. (`[]ReassignablePartition`, versions 0+.)
     pub partitions: List<'a, ReassignablePartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -64,13 +56,10 @@ pub struct ReassignableTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReassignablePartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
     /// Brokers that should hold the partition's replicas; null cancels a reassignment in progress.
-    ///
-    /// Schema type `[]int32`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]int32`, versions 0+; nullable in 0+; default `null`.)
     pub replicas: Option<List<'a, i32>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -99,7 +88,7 @@ impl AlterPartitionReassignmentsRequest<'_> {
 impl Encode for AlterPartitionReassignmentsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
+        let mut n = Size::new(4);
         if ver.version == 1 {
             n += 1;
         } else if !self.allow_replication_factor_change {
@@ -108,24 +97,12 @@ impl Encode for AlterPartitionReassignmentsRequest<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.topics.as_slice()),
-                ver,
-                "AlterPartitionReassignmentsRequest.Topics",
-            )?,
-            "AlterPartitionReassignmentsRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterPartitionReassignmentsRequest._tagged_fields",
-            )?,
+        n += encode::array_size(&self.topics, ver, "AlterPartitionReassignmentsRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterPartitionReassignmentsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterPartitionReassignmentsRequest")
     }
 
     #[inline]
@@ -134,7 +111,7 @@ impl Encode for AlterPartitionReassignmentsRequest<'_> {
         if ver.version == 1 {
             w.bool(self.allow_replication_factor_change);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -142,29 +119,17 @@ impl Encode for AlterPartitionReassignmentsRequest<'_> {
 impl Encode for ReassignableTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "ReassignableTopic.Name")?,
-            "ReassignableTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "ReassignableTopic.Partitions")?,
-            "ReassignableTopic.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReassignableTopic._tagged_fields")?,
-            "ReassignableTopic._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "ReassignableTopic.Name")?;
+        n += encode::array_size(&self.partitions, ver, "ReassignableTopic.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReassignableTopic._tagged_fields")?;
+        n.total("ReassignableTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -172,27 +137,19 @@ impl Encode for ReassignableTopic<'_> {
 impl Encode for ReassignablePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(self.replicas.as_deref(), ver, "ReassignablePartition.Replicas")?,
-            "ReassignablePartition.Replicas",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ReassignablePartition._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::nullable_array_size(self.replicas.as_deref(), ver, "ReassignablePartition.Replicas")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ReassignablePartition._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ReassignablePartition")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.partition_index);
-        encode::write_array(w, self.replicas.as_deref(), ver);
+        encode::write_nullable_array(w, self.replicas.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -243,15 +200,13 @@ impl<'a> AlterPartitionReassignmentsRequestView<'a> {
     /// See [`AlterPartitionReassignmentsRequest::allow_replication_factor_change`].
     #[inline]
     pub fn allow_replication_factor_change(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.bool(4) } else { true }
+        if self.ver.version == 1 { self.src.bool(4) } else { true }
     }
 
     /// See [`AlterPartitionReassignmentsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ReassignableTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 1 { 5 } else { 4 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 1 { 5 } else { 4 }, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -313,8 +268,7 @@ impl<'a> ReassignableTopicView<'a> {
     /// See [`ReassignableTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, ReassignablePartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -397,8 +351,7 @@ impl<'a> ReassignablePartitionView<'a> {
     /// See [`ReassignablePartition::replicas`].
     #[inline]
     pub fn replicas(&self) -> Option<ArrayView<'a, i32>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, 4, ver)
+        ArrayView::nullable_at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -456,25 +409,17 @@ impl fmt::Debug for ReassignablePartitionView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionReassignmentsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Whether the request was allowed to change replication factors.
-    ///
-    /// Schema type `bool`; versions 1+; default `true`; ignorable.
+    /// Whether the request was allowed to change replication factors. (`bool`, versions 1+; default
+    /// `true`; ignorable.)
     pub allow_replication_factor_change: bool,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]ReassignableTopicResponse`; versions 0+.
+    /// Results grouped by topic. (`[]ReassignableTopicResponse`, versions 0+.)
     pub responses: List<'a, ReassignableTopicResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -497,13 +442,10 @@ impl<'a> Default for AlterPartitionReassignmentsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReassignableTopicResponse<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// One result for each partition of this topic.
-    ///
-    /// Schema type `[]ReassignablePartitionResponse`; versions 0+.
+    /// One result for each partition of this topic. (`[]ReassignablePartitionResponse`, versions
+    /// 0+.)
     pub partitions: List<'a, ReassignablePartitionResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -513,17 +455,12 @@ pub struct ReassignableTopicResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReassignablePartitionResponse<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -563,38 +500,20 @@ impl AlterPartitionReassignmentsResponse<'_> {
 impl Encode for AlterPartitionReassignmentsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         if ver.version == 1 {
             n += 1;
         }
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), true, "AlterPartitionReassignmentsResponse.ErrorMessage")?
-                }
-                None => wire::null_size(true, false),
-            },
-            "AlterPartitionReassignmentsResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.responses.as_slice()),
-                ver,
-                "AlterPartitionReassignmentsResponse.Responses",
-            )?,
-            "AlterPartitionReassignmentsResponse.Responses",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterPartitionReassignmentsResponse._tagged_fields",
-            )?,
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "AlterPartitionReassignmentsResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.responses, ver, "AlterPartitionReassignmentsResponse.Responses")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterPartitionReassignmentsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterPartitionReassignmentsResponse")
     }
 
     #[inline]
@@ -605,7 +524,7 @@ impl Encode for AlterPartitionReassignmentsResponse<'_> {
         }
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), true);
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -613,36 +532,20 @@ impl Encode for AlterPartitionReassignmentsResponse<'_> {
 impl Encode for ReassignableTopicResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "ReassignableTopicResponse.Name")?,
-            "ReassignableTopicResponse.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "ReassignableTopicResponse.Partitions",
-            )?,
-            "ReassignableTopicResponse.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ReassignableTopicResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "ReassignableTopicResponse.Name")?;
+        n += encode::array_size(&self.partitions, ver, "ReassignableTopicResponse.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ReassignableTopicResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ReassignableTopicResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -650,24 +553,16 @@ impl Encode for ReassignableTopicResponse<'_> {
 impl Encode for ReassignablePartitionResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "ReassignablePartitionResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "ReassignablePartitionResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ReassignablePartitionResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "ReassignablePartitionResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ReassignablePartitionResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ReassignablePartitionResponse")
     }
 
     #[inline]
@@ -727,29 +622,25 @@ impl<'a> AlterPartitionReassignmentsResponseView<'a> {
     /// See [`AlterPartitionReassignmentsResponse::allow_replication_factor_change`].
     #[inline]
     pub fn allow_replication_factor_change(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.bool(4) } else { true }
+        if self.ver.version == 1 { self.src.bool(4) } else { true }
     }
 
     /// See [`AlterPartitionReassignmentsResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        self.src.i16(if ver.version >= 1 { 5 } else { 4 })
+        self.src.i16(if self.ver.version >= 1 { 5 } else { 4 })
     }
 
     /// See [`AlterPartitionReassignmentsResponse::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(if ver.version >= 1 { 7 } else { 6 }, true)
+        self.src.nullable_str(if self.ver.version >= 1 { 7 } else { 6 }, true)
     }
 
     /// See [`AlterPartitionReassignmentsResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, ReassignableTopicResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -820,8 +711,7 @@ impl<'a> ReassignableTopicResponseView<'a> {
     /// See [`ReassignableTopicResponse::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, ReassignablePartitionResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,9 +17,8 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirsRequest<'a> {
-    /// Target log directories with the replicas to move into each.
-    ///
-    /// Schema type `[]AlterReplicaLogDir`; versions 0+.
+    /// Target log directories with the replicas to move into each. (`[]AlterReplicaLogDir`,
+    /// versions 0+.)
     pub dirs: List<'a, AlterReplicaLogDir<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -29,13 +28,9 @@ pub struct AlterReplicaLogDirsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDir<'a> {
-    /// Absolute path of the target log directory.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Absolute path of the target log directory. (`string`, versions 0+; map key.)
     pub path: Str<'a>,
-    /// Replicas to move there, grouped by topic.
-    ///
-    /// Schema type `[]AlterReplicaLogDirTopic`; versions 0+.
+    /// Replicas to move there, grouped by topic. (`[]AlterReplicaLogDirTopic`, versions 0+.)
     pub topics: List<'a, AlterReplicaLogDirTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -45,13 +40,9 @@ pub struct AlterReplicaLogDir<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -80,28 +71,20 @@ impl AlterReplicaLogDirsRequest<'_> {
 impl Encode for AlterReplicaLogDirsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.dirs.as_slice()), ver, "AlterReplicaLogDirsRequest.Dirs")?,
-            "AlterReplicaLogDirsRequest.Dirs",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.dirs, ver, "AlterReplicaLogDirsRequest.Dirs")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterReplicaLogDirsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterReplicaLogDirsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterReplicaLogDirsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.dirs.as_slice()), ver);
+        encode::write_array(w, &self.dirs, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -111,34 +94,22 @@ impl Encode for AlterReplicaLogDirsRequest<'_> {
 impl Encode for AlterReplicaLogDir<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.path.len(), ver.flexible, "AlterReplicaLogDir.Path")?,
-            "AlterReplicaLogDir.Path",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "AlterReplicaLogDir.Topics")?,
-            "AlterReplicaLogDir.Topics",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.path.len(), ver.flexible, "AlterReplicaLogDir.Path")?;
+        n += encode::array_size(&self.topics, ver, "AlterReplicaLogDir.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterReplicaLogDir._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterReplicaLogDir._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterReplicaLogDir")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.path, ver.flexible);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -148,34 +119,22 @@ impl Encode for AlterReplicaLogDir<'_> {
 impl Encode for AlterReplicaLogDirTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "AlterReplicaLogDirTopic.Name")?,
-            "AlterReplicaLogDirTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "AlterReplicaLogDirTopic.Partitions")?,
-            "AlterReplicaLogDirTopic.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "AlterReplicaLogDirTopic.Name")?;
+        n += encode::array_size(&self.partitions, ver, "AlterReplicaLogDirTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterReplicaLogDirTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterReplicaLogDirTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterReplicaLogDirTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -222,8 +181,7 @@ impl<'a> AlterReplicaLogDirsRequestView<'a> {
     /// See [`AlterReplicaLogDirsRequest::dirs`].
     #[inline]
     pub fn dirs(&self) -> ArrayView<'a, AlterReplicaLogDirView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -273,15 +231,13 @@ impl<'a> AlterReplicaLogDirView<'a> {
     /// See [`AlterReplicaLogDir::path`].
     #[inline]
     pub fn path(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AlterReplicaLogDir::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AlterReplicaLogDirTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -362,15 +318,13 @@ impl<'a> AlterReplicaLogDirTopicView<'a> {
     /// See [`AlterReplicaLogDirTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AlterReplicaLogDirTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -435,13 +389,9 @@ impl fmt::Debug for AlterReplicaLogDirTopicView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]AlterReplicaLogDirTopicResult`; versions 0+.
+    /// Results grouped by topic. (`[]AlterReplicaLogDirTopicResult`, versions 0+.)
     pub results: List<'a, AlterReplicaLogDirTopicResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -451,13 +401,10 @@ pub struct AlterReplicaLogDirsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirTopicResult<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]AlterReplicaLogDirPartitionResult`; versions 0+.
+    /// Result for each partition of this topic. (`[]AlterReplicaLogDirPartitionResult`, versions
+    /// 0+.)
     pub partitions: List<'a, AlterReplicaLogDirPartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -467,13 +414,9 @@ pub struct AlterReplicaLogDirTopicResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirPartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -502,29 +445,21 @@ impl AlterReplicaLogDirsResponse<'_> {
 impl Encode for AlterReplicaLogDirsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.results.as_slice()), ver, "AlterReplicaLogDirsResponse.Results")?,
-            "AlterReplicaLogDirsResponse.Results",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.results, ver, "AlterReplicaLogDirsResponse.Results")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterReplicaLogDirsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterReplicaLogDirsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterReplicaLogDirsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -534,42 +469,26 @@ impl Encode for AlterReplicaLogDirsResponse<'_> {
 impl Encode for AlterReplicaLogDirTopicResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.topic_name.len(),
-                ver.flexible,
-                "AlterReplicaLogDirTopicResult.TopicName",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.topic_name.len(),
+            ver.flexible,
             "AlterReplicaLogDirTopicResult.TopicName",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "AlterReplicaLogDirTopicResult.Partitions",
-            )?,
-            "AlterReplicaLogDirTopicResult.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "AlterReplicaLogDirTopicResult.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterReplicaLogDirTopicResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterReplicaLogDirTopicResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterReplicaLogDirTopicResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -579,18 +498,14 @@ impl Encode for AlterReplicaLogDirTopicResult<'_> {
 impl Encode for AlterReplicaLogDirPartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterReplicaLogDirPartitionResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterReplicaLogDirPartitionResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterReplicaLogDirPartitionResult")
     }
 
     #[inline]
@@ -656,8 +571,7 @@ impl<'a> AlterReplicaLogDirsResponseView<'a> {
     /// See [`AlterReplicaLogDirsResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, AlterReplicaLogDirTopicResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -715,15 +629,13 @@ impl<'a> AlterReplicaLogDirTopicResultView<'a> {
     /// See [`AlterReplicaLogDirTopicResult::topic_name`].
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AlterReplicaLogDirTopicResult::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterReplicaLogDirPartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

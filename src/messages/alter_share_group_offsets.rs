@@ -17,13 +17,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsRequest<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Topics whose start offsets to set.
-    ///
-    /// Schema type `[]AlterShareGroupOffsetsRequestTopic`; versions 0+.
+    /// Topics whose start offsets to set. (`[]AlterShareGroupOffsetsRequestTopic`, versions 0+.)
     pub topics: List<'a, AlterShareGroupOffsetsRequestTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -33,13 +29,10 @@ pub struct AlterShareGroupOffsetsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsRequestTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub topic_name: Str<'a>,
-    /// Partitions whose start offset to set.
-    ///
-    /// Schema type `[]AlterShareGroupOffsetsRequestPartition`; versions 0+.
+    /// Partitions whose start offset to set. (`[]AlterShareGroupOffsetsRequestPartition`, versions
+    /// 0+.)
     pub partitions: List<'a, AlterShareGroupOffsetsRequestPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,13 +42,9 @@ pub struct AlterShareGroupOffsetsRequestTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsRequestPartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// New offset from which the group delivers records.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// New offset from which the group delivers records. (`int64`, versions 0+.)
     pub start_offset: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -84,32 +73,20 @@ impl AlterShareGroupOffsetsRequest<'_> {
 impl Encode for AlterShareGroupOffsetsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "AlterShareGroupOffsetsRequest.GroupId")?,
-            "AlterShareGroupOffsetsRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "AlterShareGroupOffsetsRequest.Topics")?,
-            "AlterShareGroupOffsetsRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterShareGroupOffsetsRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), true, "AlterShareGroupOffsetsRequest.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "AlterShareGroupOffsetsRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterShareGroupOffsetsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterShareGroupOffsetsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -117,36 +94,20 @@ impl Encode for AlterShareGroupOffsetsRequest<'_> {
 impl Encode for AlterShareGroupOffsetsRequestTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "AlterShareGroupOffsetsRequestTopic.TopicName")?,
-            "AlterShareGroupOffsetsRequestTopic.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "AlterShareGroupOffsetsRequestTopic.Partitions",
-            )?,
-            "AlterShareGroupOffsetsRequestTopic.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterShareGroupOffsetsRequestTopic._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic_name.len(), true, "AlterShareGroupOffsetsRequestTopic.TopicName")?;
+        n += encode::array_size(&self.partitions, ver, "AlterShareGroupOffsetsRequestTopic.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterShareGroupOffsetsRequestTopic._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterShareGroupOffsetsRequestTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -154,16 +115,12 @@ impl Encode for AlterShareGroupOffsetsRequestTopic<'_> {
 impl Encode for AlterShareGroupOffsetsRequestPartition<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterShareGroupOffsetsRequestPartition._tagged_fields",
-            )?,
+        let mut n = Size::new(12);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterShareGroupOffsetsRequestPartition._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterShareGroupOffsetsRequestPartition")
     }
 
     #[inline]
@@ -222,8 +179,7 @@ impl<'a> AlterShareGroupOffsetsRequestView<'a> {
     /// See [`AlterShareGroupOffsetsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AlterShareGroupOffsetsRequestTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -286,8 +242,7 @@ impl<'a> AlterShareGroupOffsetsRequestTopicView<'a> {
     /// See [`AlterShareGroupOffsetsRequestTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterShareGroupOffsetsRequestPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -430,21 +385,14 @@ impl fmt::Debug for AlterShareGroupOffsetsRequestPartitionView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]AlterShareGroupOffsetsResponseTopic`; versions 0+.
+    /// Results grouped by topic. (`[]AlterShareGroupOffsetsResponseTopic`, versions 0+.)
     pub responses: List<'a, AlterShareGroupOffsetsResponseTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -454,17 +402,11 @@ pub struct AlterShareGroupOffsetsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsResponseTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub topic_name: Str<'a>,
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]AlterShareGroupOffsetsResponsePartition`; versions 0+.
+    /// One result for each partition. (`[]AlterShareGroupOffsetsResponsePartition`, versions 0+.)
     pub partitions: List<'a, AlterShareGroupOffsetsResponsePartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -474,17 +416,12 @@ pub struct AlterShareGroupOffsetsResponseTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsResponsePartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -513,33 +450,17 @@ impl AlterShareGroupOffsetsResponse<'_> {
 impl Encode for AlterShareGroupOffsetsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "AlterShareGroupOffsetsResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "AlterShareGroupOffsetsResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.responses.as_slice()),
-                ver,
-                "AlterShareGroupOffsetsResponse.Responses",
-            )?,
-            "AlterShareGroupOffsetsResponse.Responses",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterShareGroupOffsetsResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "AlterShareGroupOffsetsResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.responses, ver, "AlterShareGroupOffsetsResponse.Responses")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterShareGroupOffsetsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterShareGroupOffsetsResponse")
     }
 
     #[inline]
@@ -549,7 +470,7 @@ impl Encode for AlterShareGroupOffsetsResponse<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), true);
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -557,37 +478,21 @@ impl Encode for AlterShareGroupOffsetsResponse<'_> {
 impl Encode for AlterShareGroupOffsetsResponseTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "AlterShareGroupOffsetsResponseTopic.TopicName")?,
-            "AlterShareGroupOffsetsResponseTopic.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "AlterShareGroupOffsetsResponseTopic.Partitions",
-            )?,
-            "AlterShareGroupOffsetsResponseTopic.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterShareGroupOffsetsResponseTopic._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += wire::string_size(self.topic_name.len(), true, "AlterShareGroupOffsetsResponseTopic.TopicName")?;
+        n += encode::array_size(&self.partitions, ver, "AlterShareGroupOffsetsResponseTopic.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterShareGroupOffsetsResponseTopic._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterShareGroupOffsetsResponseTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, true);
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -595,26 +500,18 @@ impl Encode for AlterShareGroupOffsetsResponseTopic<'_> {
 impl Encode for AlterShareGroupOffsetsResponsePartition<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?
-                }
-                None => wire::null_size(true, false),
-            },
-            "AlterShareGroupOffsetsResponsePartition.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterShareGroupOffsetsResponsePartition._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => {
+                wire::string_size(v.len(), true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?
+            }
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterShareGroupOffsetsResponsePartition._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterShareGroupOffsetsResponsePartition")
     }
 
     #[inline]
@@ -686,8 +583,7 @@ impl<'a> AlterShareGroupOffsetsResponseView<'a> {
     /// See [`AlterShareGroupOffsetsResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, AlterShareGroupOffsetsResponseTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -765,8 +661,7 @@ impl<'a> AlterShareGroupOffsetsResponseTopicView<'a> {
     /// See [`AlterShareGroupOffsetsResponseTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterShareGroupOffsetsResponsePartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 16, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

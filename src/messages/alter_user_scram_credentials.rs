@@ -17,13 +17,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterUserScramCredentialsRequest<'a> {
-    /// Credentials to remove.
-    ///
-    /// Schema type `[]ScramCredentialDeletion`; versions 0+.
+    /// Credentials to remove. (`[]ScramCredentialDeletion`, versions 0+.)
     pub deletions: List<'a, ScramCredentialDeletion<'a>>,
-    /// Credentials to add or replace.
-    ///
-    /// Schema type `[]ScramCredentialUpsertion`; versions 0+.
+    /// Credentials to add or replace. (`[]ScramCredentialUpsertion`, versions 0+.)
     pub upsertions: List<'a, ScramCredentialUpsertion<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -33,13 +29,9 @@ pub struct AlterUserScramCredentialsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ScramCredentialDeletion<'a> {
-    /// User name.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// User name. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// SCRAM mechanism: 1 for SCRAM-SHA-256, 2 for SCRAM-SHA-512.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// SCRAM mechanism: 1 for SCRAM-SHA-256, 2 for SCRAM-SHA-512. (`int8`, versions 0+.)
     pub mechanism: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,25 +41,15 @@ pub struct ScramCredentialDeletion<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ScramCredentialUpsertion<'a> {
-    /// User name.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// User name. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// SCRAM mechanism: 1 for SCRAM-SHA-256, 2 for SCRAM-SHA-512.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// SCRAM mechanism: 1 for SCRAM-SHA-256, 2 for SCRAM-SHA-512. (`int8`, versions 0+.)
     pub mechanism: i8,
-    /// Hash iteration count.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Hash iteration count. (`int32`, versions 0+.)
     pub iterations: i32,
-    /// Random salt chosen by the client.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// Random salt chosen by the client. (`bytes`, versions 0+.)
     pub salt: Bytes<'a>,
-    /// Password hashed with the salt and iteration count.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// Password hashed with the salt and iteration count. (`bytes`, versions 0+.)
     pub salted_password: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -96,40 +78,20 @@ impl AlterUserScramCredentialsRequest<'_> {
 impl Encode for AlterUserScramCredentialsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.deletions.as_slice()),
-                ver,
-                "AlterUserScramCredentialsRequest.Deletions",
-            )?,
-            "AlterUserScramCredentialsRequest.Deletions",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.upsertions.as_slice()),
-                ver,
-                "AlterUserScramCredentialsRequest.Upsertions",
-            )?,
-            "AlterUserScramCredentialsRequest.Upsertions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterUserScramCredentialsRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.deletions, ver, "AlterUserScramCredentialsRequest.Deletions")?;
+        n += encode::array_size(&self.upsertions, ver, "AlterUserScramCredentialsRequest.Upsertions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterUserScramCredentialsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterUserScramCredentialsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.deletions.as_slice()), ver);
-        encode::write_array(w, Some(self.upsertions.as_slice()), ver);
+        encode::write_array(w, &self.deletions, ver);
+        encode::write_array(w, &self.upsertions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -137,21 +99,13 @@ impl Encode for AlterUserScramCredentialsRequest<'_> {
 impl Encode for ScramCredentialDeletion<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "ScramCredentialDeletion.Name")?,
-            "ScramCredentialDeletion.Name",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ScramCredentialDeletion._tagged_fields",
-            )?,
+        let mut n = Size::new(1);
+        n += wire::string_size(self.name.len(), true, "ScramCredentialDeletion.Name")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ScramCredentialDeletion._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ScramCredentialDeletion")
     }
 
     #[inline]
@@ -165,31 +119,15 @@ impl Encode for ScramCredentialDeletion<'_> {
 impl Encode for ScramCredentialUpsertion<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 5;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "ScramCredentialUpsertion.Name")?,
-            "ScramCredentialUpsertion.Name",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.salt.len(), true, "ScramCredentialUpsertion.Salt")?,
-            "ScramCredentialUpsertion.Salt",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.salted_password.len(), true, "ScramCredentialUpsertion.SaltedPassword")?,
-            "ScramCredentialUpsertion.SaltedPassword",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ScramCredentialUpsertion._tagged_fields",
-            )?,
+        let mut n = Size::new(5);
+        n += wire::string_size(self.name.len(), true, "ScramCredentialUpsertion.Name")?;
+        n += wire::bytes_size(self.salt.len(), true, "ScramCredentialUpsertion.Salt")?;
+        n += wire::bytes_size(self.salted_password.len(), true, "ScramCredentialUpsertion.SaltedPassword")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ScramCredentialUpsertion._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ScramCredentialUpsertion")
     }
 
     #[inline]
@@ -245,15 +183,13 @@ impl<'a> AlterUserScramCredentialsRequestView<'a> {
     /// See [`AlterUserScramCredentialsRequest::deletions`].
     #[inline]
     pub fn deletions(&self) -> ArrayView<'a, ScramCredentialDeletionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`AlterUserScramCredentialsRequest::upsertions`].
     #[inline]
     pub fn upsertions(&self) -> ArrayView<'a, ScramCredentialUpsertionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -489,13 +425,10 @@ impl fmt::Debug for ScramCredentialUpsertionView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterUserScramCredentialsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each user named in the request.
-    ///
-    /// Schema type `[]AlterUserScramCredentialsResult`; versions 0+.
+    /// One result for each user named in the request. (`[]AlterUserScramCredentialsResult`,
+    /// versions 0+.)
     pub results: List<'a, AlterUserScramCredentialsResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -505,17 +438,12 @@ pub struct AlterUserScramCredentialsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterUserScramCredentialsResult<'a> {
-    /// User name.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// User name. (`string`, versions 0+.)
     pub user: Str<'a>,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -555,31 +483,19 @@ impl AlterUserScramCredentialsResponse<'_> {
 impl Encode for AlterUserScramCredentialsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.results.as_slice()),
-                ver,
-                "AlterUserScramCredentialsResponse.Results",
-            )?,
-            "AlterUserScramCredentialsResponse.Results",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterUserScramCredentialsResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.results, ver, "AlterUserScramCredentialsResponse.Results")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterUserScramCredentialsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterUserScramCredentialsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -587,29 +503,17 @@ impl Encode for AlterUserScramCredentialsResponse<'_> {
 impl Encode for AlterUserScramCredentialsResult<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.user.len(), true, "AlterUserScramCredentialsResult.User")?,
-            "AlterUserScramCredentialsResult.User",
-        )?;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "AlterUserScramCredentialsResult.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "AlterUserScramCredentialsResult.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterUserScramCredentialsResult._tagged_fields",
-            )?,
+        let mut n = Size::new(2);
+        n += wire::string_size(self.user.len(), true, "AlterUserScramCredentialsResult.User")?;
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "AlterUserScramCredentialsResult.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AlterUserScramCredentialsResult._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AlterUserScramCredentialsResult")
     }
 
     #[inline]
@@ -667,8 +571,7 @@ impl<'a> AlterUserScramCredentialsResponseView<'a> {
     /// See [`AlterUserScramCredentialsResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, AlterUserScramCredentialsResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

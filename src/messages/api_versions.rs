@@ -18,13 +18,10 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersionsRequest<'a> {
-    /// Name of the client software that sent the request.
-    ///
-    /// Schema type `string`; versions 3+; ignorable.
+    /// Name of the client software that sent the request. (`string`, versions 3+; ignorable.)
     pub client_software_name: Str<'a>,
-    /// Version string of the client software that sent the request.
-    ///
-    /// Schema type `string`; versions 3+; ignorable.
+    /// Version string of the client software that sent the request. (`string`, versions 3+;
+    /// ignorable.)
     pub client_software_version: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -53,40 +50,28 @@ impl ApiVersionsRequest<'_> {
 impl Encode for ApiVersionsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 3 {
-            n = wire::add(
-                n,
-                wire::string_size(
-                    self.client_software_name.len(),
-                    ver.flexible,
-                    "ApiVersionsRequest.ClientSoftwareName",
-                )?,
+            n += wire::string_size(
+                self.client_software_name.len(),
+                ver.flexible,
                 "ApiVersionsRequest.ClientSoftwareName",
             )?;
         }
         if ver.version >= 3 {
-            n = wire::add(
-                n,
-                wire::string_size(
-                    self.client_software_version.len(),
-                    ver.flexible,
-                    "ApiVersionsRequest.ClientSoftwareVersion",
-                )?,
+            n += wire::string_size(
+                self.client_software_version.len(),
+                ver.flexible,
                 "ApiVersionsRequest.ClientSoftwareVersion",
             )?;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ApiVersionsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ApiVersionsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ApiVersionsRequest")
     }
 
     #[inline]
@@ -147,15 +132,13 @@ impl<'a> ApiVersionsRequestView<'a> {
     /// See [`ApiVersionsRequest::client_software_name`].
     #[inline]
     pub fn client_software_name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version >= 3 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`ApiVersionsRequest::client_software_version`].
     #[inline]
     pub fn client_software_version(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.str(self.at[0] as usize, ver.flexible) } else { "" }
+        if self.ver.version >= 3 { self.src.str(self.at[0] as usize, self.ver.flexible) } else { "" }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -198,38 +181,27 @@ impl fmt::Debug for ApiVersionsRequestView<'_> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersionsResponse<'a> {
-    /// Error code for the response as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the response as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// One entry for each API the broker accepts.
-    ///
-    /// Schema type `[]ApiVersion`; versions 0+.
+    /// One entry for each API the broker accepts. (`[]ApiVersion`, versions 0+.)
     pub api_keys: List<'a, ApiVersion<'a>>,
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; ignorable.)
     pub throttle_time_ms: i32,
     /// Features this broker supports, each with its supported version range. In versions 0 to 3,
-    /// features whose minimum supported version is 0 are left out.
-    ///
-    /// Schema type `[]SupportedFeatureKey`; versions 3+; tagged (tag 0) in 3+; ignorable.
+    /// features whose minimum supported version is 0 are left out. (`[]SupportedFeatureKey`,
+    /// versions 3+; tagged (tag 0) in 3+; ignorable.)
     pub supported_features: List<'a, SupportedFeatureKey<'a>>,
     /// Epoch of the finalized-feature information; it only ever increases. Values of 0 or more are
-    /// valid, and -1 means the epoch is unknown.
-    ///
-    /// Schema type `int64`; versions 3+; tagged (tag 1) in 3+; default `-1`; ignorable.
+    /// valid, and -1 means the epoch is unknown. (`int64`, versions 3+; tagged (tag 1) in 3+;
+    /// default `-1`; ignorable.)
     pub finalized_features_epoch: i64,
     /// Feature version levels finalized for the whole cluster; only meaningful when
-    /// FinalizedFeaturesEpoch is 0 or greater.
-    ///
-    /// Schema type `[]FinalizedFeatureKey`; versions 3+; tagged (tag 2) in 3+; ignorable.
+    /// FinalizedFeaturesEpoch is 0 or greater. (`[]FinalizedFeatureKey`, versions 3+; tagged (tag
+    /// 2) in 3+; ignorable.)
     pub finalized_features: List<'a, FinalizedFeatureKey<'a>>,
     /// True when a KRaft controller has the configuration needed for a ZooKeeper migration in
-    /// place.
-    ///
-    /// Schema type `bool`; versions 3+; tagged (tag 3) in 3+; default `false`; ignorable.
+    /// place. (`bool`, versions 3+; tagged (tag 3) in 3+; default `false`; ignorable.)
     pub zk_migration_ready: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -254,17 +226,11 @@ impl<'a> Default for ApiVersionsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersion<'a> {
-    /// Numeric key that identifies the API.
-    ///
-    /// Schema type `int16`; versions 0+; map key.
+    /// Numeric key that identifies the API. (`int16`, versions 0+; map key.)
     pub api_key: i16,
-    /// Lowest version of this API the broker accepts (inclusive).
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Lowest version of this API the broker accepts (inclusive). (`int16`, versions 0+.)
     pub min_version: i16,
-    /// Highest version of this API the broker accepts (inclusive).
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Highest version of this API the broker accepts (inclusive). (`int16`, versions 0+.)
     pub max_version: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -275,17 +241,11 @@ pub struct ApiVersion<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SupportedFeatureKey<'a> {
-    /// Feature name.
-    ///
-    /// Schema type `string`; versions 3+; map key.
+    /// Feature name. (`string`, versions 3+; map key.)
     pub name: Str<'a>,
-    /// Lowest version of the feature this broker supports.
-    ///
-    /// Schema type `int16`; versions 3+.
+    /// Lowest version of the feature this broker supports. (`int16`, versions 3+.)
     pub min_version: i16,
-    /// Highest version of the feature this broker supports.
-    ///
-    /// Schema type `int16`; versions 3+.
+    /// Highest version of the feature this broker supports. (`int16`, versions 3+.)
     pub max_version: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -296,17 +256,11 @@ pub struct SupportedFeatureKey<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FinalizedFeatureKey<'a> {
-    /// Feature name.
-    ///
-    /// Schema type `string`; versions 3+; map key.
+    /// Feature name. (`string`, versions 3+; map key.)
     pub name: Str<'a>,
-    /// Highest version level finalized for this feature across the cluster.
-    ///
-    /// Schema type `int16`; versions 3+.
+    /// Highest version level finalized for this feature across the cluster. (`int16`, versions 3+.)
     pub max_version_level: i16,
-    /// Lowest version level finalized for this feature across the cluster.
-    ///
-    /// Schema type `int16`; versions 3+.
+    /// Lowest version level finalized for this feature across the cluster. (`int16`, versions 3+.)
     pub min_version_level: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -335,12 +289,8 @@ impl ApiVersionsResponse<'_> {
 impl Encode for ApiVersionsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.api_keys.as_slice()), ver, "ApiVersionsResponse.ApiKeys")?,
-            "ApiVersionsResponse.ApiKeys",
-        )?;
+        let mut n = Size::new(2);
+        n += encode::array_size(&self.api_keys, ver, "ApiVersionsResponse.ApiKeys")?;
         if ver.version >= 1 {
             n += 4;
         }
@@ -350,7 +300,7 @@ impl Encode for ApiVersionsResponse<'_> {
                 tags.field(
                     0,
                     encode::array_size(
-                        Some(self.supported_features.as_slice()),
+                        &self.supported_features,
                         ver,
                         "ApiVersionsResponse.SupportedFeatures",
                     )?,
@@ -364,7 +314,7 @@ impl Encode for ApiVersionsResponse<'_> {
                 tags.field(
                     2,
                     encode::array_size(
-                        Some(self.finalized_features.as_slice()),
+                        &self.finalized_features,
                         ver,
                         "ApiVersionsResponse.FinalizedFeatures",
                     )?,
@@ -374,23 +324,19 @@ impl Encode for ApiVersionsResponse<'_> {
             if ver.version >= 3 && self.zk_migration_ready {
                 tags.field(3, 1, "ApiVersionsResponse.ZkMigrationReady")?;
             }
-            n = wire::add(
-                n,
-                tags.finish(
-                    &self.unknown_tagged_fields,
-                    &[0, 1, 2, 3],
-                    "ApiVersionsResponse._tagged_fields",
-                )?,
+            n += tags.finish(
+                &self.unknown_tagged_fields,
+                &[0, 1, 2, 3],
                 "ApiVersionsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ApiVersionsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
-        encode::write_array(w, Some(self.api_keys.as_slice()), ver);
+        encode::write_array(w, &self.api_keys, ver);
         if ver.version >= 1 {
             w.i32(self.throttle_time_ms);
         }
@@ -413,13 +359,13 @@ impl Encode for ApiVersionsResponse<'_> {
                 w.tag_header(
                     0,
                     encode::array_size(
-                        Some(self.supported_features.as_slice()),
+                        &self.supported_features,
                         ver,
                         "ApiVersionsResponse.SupportedFeatures",
                     )
                     .unwrap_or(0),
                 );
-                encode::write_array(w, Some(self.supported_features.as_slice()), ver);
+                encode::write_array(w, &self.supported_features, ver);
             }
             if write_finalized_features_epoch {
                 w.raw_tags_below(unknown, &mut next, Some(1));
@@ -431,13 +377,13 @@ impl Encode for ApiVersionsResponse<'_> {
                 w.tag_header(
                     2,
                     encode::array_size(
-                        Some(self.finalized_features.as_slice()),
+                        &self.finalized_features,
                         ver,
                         "ApiVersionsResponse.FinalizedFeatures",
                     )
                     .unwrap_or(0),
                 );
-                encode::write_array(w, Some(self.finalized_features.as_slice()), ver);
+                encode::write_array(w, &self.finalized_features, ver);
             }
             if write_zk_migration_ready {
                 w.raw_tags_below(unknown, &mut next, Some(3));
@@ -452,15 +398,11 @@ impl Encode for ApiVersionsResponse<'_> {
 impl Encode for ApiVersion<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ApiVersion._tagged_fields")?,
-                "ApiVersion._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ApiVersion._tagged_fields")?;
         }
-        Ok(n)
+        n.total("ApiVersion")
     }
 
     #[inline]
@@ -484,18 +426,10 @@ impl Encode for ApiVersion<'_> {
 impl Encode for SupportedFeatureKey<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "SupportedFeatureKey.Name")?,
-            "SupportedFeatureKey.Name",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "SupportedFeatureKey._tagged_fields")?,
-            "SupportedFeatureKey._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += wire::string_size(self.name.len(), true, "SupportedFeatureKey.Name")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "SupportedFeatureKey._tagged_fields")?;
+        n.total("SupportedFeatureKey")
     }
 
     #[inline]
@@ -512,18 +446,10 @@ impl Encode for SupportedFeatureKey<'_> {
 impl Encode for FinalizedFeatureKey<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "FinalizedFeatureKey.Name")?,
-            "FinalizedFeatureKey.Name",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FinalizedFeatureKey._tagged_fields")?,
-            "FinalizedFeatureKey._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += wire::string_size(self.name.len(), true, "FinalizedFeatureKey.Name")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FinalizedFeatureKey._tagged_fields")?;
+        n.total("FinalizedFeatureKey")
     }
 
     #[inline]
@@ -582,38 +508,32 @@ impl<'a> ApiVersionsResponseView<'a> {
     /// See [`ApiVersionsResponse::api_keys`].
     #[inline]
     pub fn api_keys(&self) -> ArrayView<'a, ApiVersionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 2, ver)
+        ArrayView::at(self.src, 2, self.ver)
     }
 
     /// See [`ApiVersionsResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(self.at[0] as usize) } else { 0 }
+        if self.ver.version >= 1 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
     /// See [`ApiVersionsResponse::supported_features`].
     #[inline]
     pub fn supported_features(&self) -> ArrayView<'a, SupportedFeatureKeyView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 3 {
+        if self.ver.version >= 3 {
             self.src
-                .tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 0)
-                .map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
+                .tag(self.at[0] as usize + 4, 0)
+                .map_or(ArrayView::empty(self.ver), |v| ArrayView::at(v, 0, self.ver))
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
     /// See [`ApiVersionsResponse::finalized_features_epoch`].
     #[inline]
     pub fn finalized_features_epoch(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 3 {
-            self.src
-                .tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 1)
-                .map_or(-1, |v| v.i64(0))
+        if self.ver.version >= 3 {
+            self.src.tag(self.at[0] as usize + 4, 1).map_or(-1, |v| v.i64(0))
         } else {
             -1
         }
@@ -622,24 +542,20 @@ impl<'a> ApiVersionsResponseView<'a> {
     /// See [`ApiVersionsResponse::finalized_features`].
     #[inline]
     pub fn finalized_features(&self) -> ArrayView<'a, FinalizedFeatureKeyView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 3 {
+        if self.ver.version >= 3 {
             self.src
-                .tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 2)
-                .map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
+                .tag(self.at[0] as usize + 4, 2)
+                .map_or(ArrayView::empty(self.ver), |v| ArrayView::at(v, 0, self.ver))
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
     /// See [`ApiVersionsResponse::zk_migration_ready`].
     #[inline]
     pub fn zk_migration_ready(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 3 {
-            self.src
-                .tag(self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), 3)
-                .is_some_and(|v| v.bool(0))
+        if self.ver.version >= 3 {
+            self.src.tag(self.at[0] as usize + 4, 3).is_some_and(|v| v.bool(0))
         } else {
             false
         }
@@ -648,7 +564,7 @@ impl<'a> ApiVersionsResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible {
-            self.src.tagged(self.at[0] as usize + (if self.ver.version >= 1 { 4 } else { 0 }), &[0, 1, 2, 3])
+            self.src.tagged(self.at[0] as usize + 4, &[0, 1, 2, 3])
         } else {
             TaggedIter::EMPTY
         }

@@ -18,17 +18,13 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsRequest<'a> {
-    /// ID of the broker sending the request.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the broker sending the request. (`int32`, versions 0+.)
     pub broker_id: i32,
-    /// Registration epoch of the sending broker; -1 when not known.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// Registration epoch of the sending broker; -1 when not known. (`int64`, versions 0+; default
+    /// `-1`.)
     pub broker_epoch: i64,
-    /// One entry for each log directory.
-    ///
-    /// Schema type `[]AssignReplicasToDirsRequestDirectoryData`; versions 0+.
+    /// One entry for each log directory. (`[]AssignReplicasToDirsRequestDirectoryData`, versions
+    /// 0+.)
     pub directories: List<'a, AssignReplicasToDirsRequestDirectoryData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,13 +45,10 @@ impl<'a> Default for AssignReplicasToDirsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsRequestDirectoryData<'a> {
-    /// ID of the log directory.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// ID of the log directory. (`uuid`, versions 0+.)
     pub id: Uuid,
-    /// Topics with replicas in this directory.
-    ///
-    /// Schema type `[]AssignReplicasToDirsRequestTopicData`; versions 0+.
+    /// Topics with replicas in this directory. (`[]AssignReplicasToDirsRequestTopicData`, versions
+    /// 0+.)
     pub topics: List<'a, AssignReplicasToDirsRequestTopicData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -65,13 +58,10 @@ pub struct AssignReplicasToDirsRequestDirectoryData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsRequestTopicData<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Partitions of this topic in this directory.
-    ///
-    /// Schema type `[]AssignReplicasToDirsRequestPartitionData`; versions 0+.
+    /// Partitions of this topic in this directory. (`[]AssignReplicasToDirsRequestPartitionData`,
+    /// versions 0+.)
     pub partitions: List<'a, AssignReplicasToDirsRequestPartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -81,9 +71,7 @@ pub struct AssignReplicasToDirsRequestTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsRequestPartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -112,25 +100,13 @@ impl AssignReplicasToDirsRequest<'_> {
 impl Encode for AssignReplicasToDirsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.directories.as_slice()),
-                ver,
-                "AssignReplicasToDirsRequest.Directories",
-            )?,
-            "AssignReplicasToDirsRequest.Directories",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AssignReplicasToDirsRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(12);
+        n += encode::array_size(&self.directories, ver, "AssignReplicasToDirsRequest.Directories")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AssignReplicasToDirsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AssignReplicasToDirsRequest")
     }
 
     #[inline]
@@ -139,7 +115,7 @@ impl Encode for AssignReplicasToDirsRequest<'_> {
             b[0..4].copy_from_slice(&self.broker_id.to_be_bytes());
             b[4..12].copy_from_slice(&self.broker_epoch.to_be_bytes());
         });
-        encode::write_array(w, Some(self.directories.as_slice()), ver);
+        encode::write_array(w, &self.directories, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -147,31 +123,19 @@ impl Encode for AssignReplicasToDirsRequest<'_> {
 impl Encode for AssignReplicasToDirsRequestDirectoryData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.topics.as_slice()),
-                ver,
-                "AssignReplicasToDirsRequestDirectoryData.Topics",
-            )?,
-            "AssignReplicasToDirsRequestDirectoryData.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AssignReplicasToDirsRequestDirectoryData._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.topics, ver, "AssignReplicasToDirsRequestDirectoryData.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AssignReplicasToDirsRequestDirectoryData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AssignReplicasToDirsRequestDirectoryData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.id);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -179,31 +143,19 @@ impl Encode for AssignReplicasToDirsRequestDirectoryData<'_> {
 impl Encode for AssignReplicasToDirsRequestTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "AssignReplicasToDirsRequestTopicData.Partitions",
-            )?,
-            "AssignReplicasToDirsRequestTopicData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AssignReplicasToDirsRequestTopicData._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "AssignReplicasToDirsRequestTopicData.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AssignReplicasToDirsRequestTopicData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AssignReplicasToDirsRequestTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -211,16 +163,12 @@ impl Encode for AssignReplicasToDirsRequestTopicData<'_> {
 impl Encode for AssignReplicasToDirsRequestPartitionData<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AssignReplicasToDirsRequestPartitionData._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AssignReplicasToDirsRequestPartitionData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AssignReplicasToDirsRequestPartitionData")
     }
 
     #[inline]
@@ -282,8 +230,7 @@ impl<'a> AssignReplicasToDirsRequestView<'a> {
     /// See [`AssignReplicasToDirsRequest::directories`].
     #[inline]
     pub fn directories(&self) -> ArrayView<'a, AssignReplicasToDirsRequestDirectoryDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 12, ver)
+        ArrayView::at(self.src, 12, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -349,8 +296,7 @@ impl<'a> AssignReplicasToDirsRequestDirectoryDataView<'a> {
     /// See [`AssignReplicasToDirsRequestDirectoryData::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AssignReplicasToDirsRequestTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -434,8 +380,7 @@ impl<'a> AssignReplicasToDirsRequestTopicDataView<'a> {
     /// See [`AssignReplicasToDirsRequestTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AssignReplicasToDirsRequestPartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -562,17 +507,12 @@ impl fmt::Debug for AssignReplicasToDirsRequestPartitionDataView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Results grouped by log directory.
-    ///
-    /// Schema type `[]AssignReplicasToDirsResponseDirectoryData`; versions 0+.
+    /// Results grouped by log directory. (`[]AssignReplicasToDirsResponseDirectoryData`, versions
+    /// 0+.)
     pub directories: List<'a, AssignReplicasToDirsResponseDirectoryData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -582,13 +522,9 @@ pub struct AssignReplicasToDirsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsResponseDirectoryData<'a> {
-    /// ID of the log directory.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// ID of the log directory. (`uuid`, versions 0+.)
     pub id: Uuid,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]AssignReplicasToDirsResponseTopicData`; versions 0+.
+    /// Results grouped by topic. (`[]AssignReplicasToDirsResponseTopicData`, versions 0+.)
     pub topics: List<'a, AssignReplicasToDirsResponseTopicData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -598,13 +534,9 @@ pub struct AssignReplicasToDirsResponseDirectoryData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsResponseTopicData<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]AssignReplicasToDirsResponsePartitionData`; versions 0+.
+    /// One result for each partition. (`[]AssignReplicasToDirsResponsePartitionData`, versions 0+.)
     pub partitions: List<'a, AssignReplicasToDirsResponsePartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -614,13 +546,9 @@ pub struct AssignReplicasToDirsResponseTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsResponsePartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -649,25 +577,13 @@ impl AssignReplicasToDirsResponse<'_> {
 impl Encode for AssignReplicasToDirsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.directories.as_slice()),
-                ver,
-                "AssignReplicasToDirsResponse.Directories",
-            )?,
-            "AssignReplicasToDirsResponse.Directories",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AssignReplicasToDirsResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += encode::array_size(&self.directories, ver, "AssignReplicasToDirsResponse.Directories")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AssignReplicasToDirsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AssignReplicasToDirsResponse")
     }
 
     #[inline]
@@ -676,7 +592,7 @@ impl Encode for AssignReplicasToDirsResponse<'_> {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_array(w, Some(self.directories.as_slice()), ver);
+        encode::write_array(w, &self.directories, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -684,31 +600,19 @@ impl Encode for AssignReplicasToDirsResponse<'_> {
 impl Encode for AssignReplicasToDirsResponseDirectoryData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.topics.as_slice()),
-                ver,
-                "AssignReplicasToDirsResponseDirectoryData.Topics",
-            )?,
-            "AssignReplicasToDirsResponseDirectoryData.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AssignReplicasToDirsResponseDirectoryData._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.topics, ver, "AssignReplicasToDirsResponseDirectoryData.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AssignReplicasToDirsResponseDirectoryData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AssignReplicasToDirsResponseDirectoryData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.id);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -716,31 +620,19 @@ impl Encode for AssignReplicasToDirsResponseDirectoryData<'_> {
 impl Encode for AssignReplicasToDirsResponseTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "AssignReplicasToDirsResponseTopicData.Partitions",
-            )?,
-            "AssignReplicasToDirsResponseTopicData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AssignReplicasToDirsResponseTopicData._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "AssignReplicasToDirsResponseTopicData.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AssignReplicasToDirsResponseTopicData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AssignReplicasToDirsResponseTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -748,16 +640,12 @@ impl Encode for AssignReplicasToDirsResponseTopicData<'_> {
 impl Encode for AssignReplicasToDirsResponsePartitionData<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AssignReplicasToDirsResponsePartitionData._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "AssignReplicasToDirsResponsePartitionData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("AssignReplicasToDirsResponsePartitionData")
     }
 
     #[inline]
@@ -822,8 +710,7 @@ impl<'a> AssignReplicasToDirsResponseView<'a> {
     /// See [`AssignReplicasToDirsResponse::directories`].
     #[inline]
     pub fn directories(&self) -> ArrayView<'a, AssignReplicasToDirsResponseDirectoryDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 6, ver)
+        ArrayView::at(self.src, 6, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -892,8 +779,7 @@ impl<'a> AssignReplicasToDirsResponseDirectoryDataView<'a> {
     /// See [`AssignReplicasToDirsResponseDirectoryData::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AssignReplicasToDirsResponseTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -977,8 +863,7 @@ impl<'a> AssignReplicasToDirsResponseTopicDataView<'a> {
     /// See [`AssignReplicasToDirsResponseTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AssignReplicasToDirsResponsePartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

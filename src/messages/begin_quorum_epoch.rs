@@ -18,21 +18,17 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochRequest<'a> {
-    /// ID of the cluster; null when not known.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// ID of the cluster; null when not known. (`string`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub cluster_id: Option<Str<'a>>,
-    /// Replica ID of the voter this request is sent to; -1 when not set.
-    ///
-    /// Schema type `int32`; versions 1+; default `-1`; ignorable.
+    /// Replica ID of the voter this request is sent to; -1 when not set. (`int32`, versions 1+;
+    /// default `-1`; ignorable.)
     pub voter_id: i32,
     /// Topics whose quorum has a new leader; in practice the metadata log.
-    ///
-    /// Schema type `[]BeginQuorumEpochRequestTopicData`; versions 0+.
+    /// (`[]BeginQuorumEpochRequestTopicData`, versions 0+.)
     pub topics: List<'a, BeginQuorumEpochRequestTopicData<'a>>,
-    /// Listeners on which the new leader can be reached.
-    ///
-    /// Schema type `[]LeaderEndpoint`; versions 1+; ignorable.
+    /// Listeners on which the new leader can be reached. (`[]LeaderEndpoint`, versions 1+;
+    /// ignorable.)
     pub leader_endpoints: List<'a, LeaderEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -54,13 +50,9 @@ impl<'a> Default for BeginQuorumEpochRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochRequestTopicData<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Partitions with a new leader.
-    ///
-    /// Schema type `[]BeginQuorumEpochRequestPartitionData`; versions 0+.
+    /// Partitions with a new leader. (`[]BeginQuorumEpochRequestPartitionData`, versions 0+.)
     pub partitions: List<'a, BeginQuorumEpochRequestPartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -70,21 +62,13 @@ pub struct BeginQuorumEpochRequestTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochRequestPartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Log directory ID of the voter this request is sent to.
-    ///
-    /// Schema type `uuid`; versions 1+; ignorable.
+    /// Log directory ID of the voter this request is sent to. (`uuid`, versions 1+; ignorable.)
     pub voter_directory_id: Uuid,
-    /// ID of the new leader.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the new leader. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Epoch of the new leader.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the new leader. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -94,17 +78,11 @@ pub struct BeginQuorumEpochRequestPartitionData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderEndpoint<'a> {
-    /// Listener name.
-    ///
-    /// Schema type `string`; versions 1+; map key.
+    /// Listener name. (`string`, versions 1+; map key.)
     pub name: Str<'a>,
-    /// Host name of the leader on this listener.
-    ///
-    /// Schema type `string`; versions 1+.
+    /// Host name of the leader on this listener. (`string`, versions 1+.)
     pub host: Str<'a>,
-    /// Port of the leader on this listener.
-    ///
-    /// Schema type `uint16`; versions 1+.
+    /// Port of the leader on this listener. (`uint16`, versions 1+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -133,45 +111,25 @@ impl BeginQuorumEpochRequest<'_> {
 impl Encode for BeginQuorumEpochRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            match &self.cluster_id {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "BeginQuorumEpochRequest.ClusterId")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "BeginQuorumEpochRequest.ClusterId",
-        )?;
+        let mut n = Size::new(0);
+        n += match &self.cluster_id {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "BeginQuorumEpochRequest.ClusterId")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.version == 1 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "BeginQuorumEpochRequest.Topics")?,
-            "BeginQuorumEpochRequest.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "BeginQuorumEpochRequest.Topics")?;
         if ver.version == 1 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.leader_endpoints.as_slice()),
-                    ver,
-                    "BeginQuorumEpochRequest.LeaderEndpoints",
-                )?,
-                "BeginQuorumEpochRequest.LeaderEndpoints",
-            )?;
+            n += encode::array_size(&self.leader_endpoints, ver, "BeginQuorumEpochRequest.LeaderEndpoints")?;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "BeginQuorumEpochRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "BeginQuorumEpochRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("BeginQuorumEpochRequest")
     }
 
     #[inline]
@@ -180,9 +138,9 @@ impl Encode for BeginQuorumEpochRequest<'_> {
         if ver.version == 1 {
             w.i32(self.voter_id);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.version == 1 {
-            encode::write_array(w, Some(self.leader_endpoints.as_slice()), ver);
+            encode::write_array(w, &self.leader_endpoints, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -193,42 +151,26 @@ impl Encode for BeginQuorumEpochRequest<'_> {
 impl Encode for BeginQuorumEpochRequestTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.topic_name.len(),
-                ver.flexible,
-                "BeginQuorumEpochRequestTopicData.TopicName",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.topic_name.len(),
+            ver.flexible,
             "BeginQuorumEpochRequestTopicData.TopicName",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "BeginQuorumEpochRequestTopicData.Partitions",
-            )?,
-            "BeginQuorumEpochRequestTopicData.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "BeginQuorumEpochRequestTopicData.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "BeginQuorumEpochRequestTopicData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "BeginQuorumEpochRequestTopicData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("BeginQuorumEpochRequestTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -238,21 +180,17 @@ impl Encode for BeginQuorumEpochRequestTopicData<'_> {
 impl Encode for BeginQuorumEpochRequestPartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
+        let mut n = Size::new(12);
         if ver.version == 1 {
             n += 16;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "BeginQuorumEpochRequestPartitionData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "BeginQuorumEpochRequestPartitionData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("BeginQuorumEpochRequestPartitionData")
     }
 
     #[inline]
@@ -279,23 +217,11 @@ impl Encode for BeginQuorumEpochRequestPartitionData<'_> {
 impl Encode for LeaderEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "LeaderEndpoint.Name")?,
-            "LeaderEndpoint.Name",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "LeaderEndpoint.Host")?,
-            "LeaderEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderEndpoint._tagged_fields")?,
-            "LeaderEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(2);
+        n += wire::string_size(self.name.len(), true, "LeaderEndpoint.Name")?;
+        n += wire::string_size(self.host.len(), true, "LeaderEndpoint.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderEndpoint._tagged_fields")?;
+        n.total("LeaderEndpoint")
     }
 
     #[inline]
@@ -346,32 +272,28 @@ impl<'a> BeginQuorumEpochRequestView<'a> {
     /// See [`BeginQuorumEpochRequest::cluster_id`].
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(0, ver.flexible)
+        self.src.nullable_str(0, self.ver.flexible)
     }
 
     /// See [`BeginQuorumEpochRequest::voter_id`].
     #[inline]
     pub fn voter_id(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.i32(self.at[0] as usize) } else { -1 }
+        if self.ver.version == 1 { self.src.i32(self.at[0] as usize) } else { -1 }
     }
 
     /// See [`BeginQuorumEpochRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, BeginQuorumEpochRequestTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 1 { 4 } else { 0 }), self.ver)
     }
 
     /// See [`BeginQuorumEpochRequest::leader_endpoints`].
     #[inline]
     pub fn leader_endpoints(&self) -> ArrayView<'a, LeaderEndpointView<'a>> {
-        let ver = self.ver;
-        if ver.version == 1 {
-            ArrayView::at(self.src, self.at[1] as usize, ver)
+        if self.ver.version == 1 {
+            ArrayView::at(self.src, self.at[1] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -440,15 +362,13 @@ impl<'a> BeginQuorumEpochRequestTopicDataView<'a> {
     /// See [`BeginQuorumEpochRequestTopicData::topic_name`].
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`BeginQuorumEpochRequestTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, BeginQuorumEpochRequestPartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -537,31 +457,24 @@ impl<'a> BeginQuorumEpochRequestPartitionDataView<'a> {
     /// See [`BeginQuorumEpochRequestPartitionData::voter_directory_id`].
     #[inline]
     pub fn voter_directory_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.uuid(4) } else { Uuid::ZERO }
+        if self.ver.version == 1 { self.src.uuid(4) } else { Uuid::ZERO }
     }
 
     /// See [`BeginQuorumEpochRequestPartitionData::leader_id`].
     #[inline]
     pub fn leader_id(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(if ver.version >= 1 { 20 } else { 4 })
+        self.src.i32(if self.ver.version >= 1 { 20 } else { 4 })
     }
 
     /// See [`BeginQuorumEpochRequestPartitionData::leader_epoch`].
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(if ver.version >= 1 { 24 } else { 8 })
+        self.src.i32(if self.ver.version >= 1 { 24 } else { 8 })
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(if self.ver.version >= 1 { 28 } else { 12 }, &[])
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(28, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -713,17 +626,12 @@ impl fmt::Debug for LeaderEndpointView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]BeginQuorumEpochResponseTopicData`; versions 0+.
+    /// Results grouped by topic. (`[]BeginQuorumEpochResponseTopicData`, versions 0+.)
     pub topics: List<'a, BeginQuorumEpochResponseTopicData<'a>>,
-    /// Network endpoints of the leaders named in the results.
-    ///
-    /// Schema type `[]NodeEndpoint`; versions 1+; tagged (tag 0) in 1+.
+    /// Network endpoints of the leaders named in the results. (`[]NodeEndpoint`, versions 1+;
+    /// tagged (tag 0) in 1+.)
     pub node_endpoints: List<'a, NodeEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -733,13 +641,10 @@ pub struct BeginQuorumEpochResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochResponseTopicData<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// One result for each partition in the request.
-    ///
-    /// Schema type `[]BeginQuorumEpochResponsePartitionData`; versions 0+.
+    /// One result for each partition in the request. (`[]BeginQuorumEpochResponsePartitionData`,
+    /// versions 0+.)
     pub partitions: List<'a, BeginQuorumEpochResponsePartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -749,21 +654,13 @@ pub struct BeginQuorumEpochResponseTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochResponsePartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// ID of the leader the voter knows, or -1 when it knows none.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the leader the voter knows, or -1 when it knows none. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Latest leader epoch the voter knows.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Latest leader epoch the voter knows. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -773,17 +670,11 @@ pub struct BeginQuorumEpochResponsePartitionData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
-    /// ID of the node.
-    ///
-    /// Schema type `int32`; versions 1+; map key.
+    /// ID of the node. (`int32`, versions 1+; map key.)
     pub node_id: i32,
-    /// Host name of the node.
-    ///
-    /// Schema type `string`; versions 1+.
+    /// Host name of the node. (`string`, versions 1+.)
     pub host: Str<'a>,
-    /// Port of the node.
-    ///
-    /// Schema type `uint16`; versions 1+.
+    /// Port of the node. (`uint16`, versions 1+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -812,12 +703,8 @@ impl BeginQuorumEpochResponse<'_> {
 impl Encode for BeginQuorumEpochResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "BeginQuorumEpochResponse.Topics")?,
-            "BeginQuorumEpochResponse.Topics",
-        )?;
+        let mut n = Size::new(2);
+        n += encode::array_size(&self.topics, ver, "BeginQuorumEpochResponse.Topics")?;
         if ver.version == 0 && !self.node_endpoints.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "BeginQuorumEpochResponse.NodeEndpoints",
@@ -829,27 +716,19 @@ impl Encode for BeginQuorumEpochResponse<'_> {
             if ver.version == 1 && !self.node_endpoints.is_empty() {
                 tags.field(
                     0,
-                    encode::array_size(
-                        Some(self.node_endpoints.as_slice()),
-                        ver,
-                        "BeginQuorumEpochResponse.NodeEndpoints",
-                    )?,
+                    encode::array_size(&self.node_endpoints, ver, "BeginQuorumEpochResponse.NodeEndpoints")?,
                     "BeginQuorumEpochResponse.NodeEndpoints",
                 )?;
             }
-            n = wire::add(
-                n,
-                tags.finish(&self.unknown_tagged_fields, &[0], "BeginQuorumEpochResponse._tagged_fields")?,
-                "BeginQuorumEpochResponse._tagged_fields",
-            )?;
+            n += tags.finish(&self.unknown_tagged_fields, &[0], "BeginQuorumEpochResponse._tagged_fields")?;
         }
-        Ok(n)
+        n.total("BeginQuorumEpochResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_node_endpoints = ver.version == 1 && !self.node_endpoints.is_empty();
@@ -859,14 +738,10 @@ impl Encode for BeginQuorumEpochResponse<'_> {
                 w.raw_tags_below(unknown, &mut next, Some(0));
                 w.tag_header(
                     0,
-                    encode::array_size(
-                        Some(self.node_endpoints.as_slice()),
-                        ver,
-                        "BeginQuorumEpochResponse.NodeEndpoints",
-                    )
-                    .unwrap_or(0),
+                    encode::array_size(&self.node_endpoints, ver, "BeginQuorumEpochResponse.NodeEndpoints")
+                        .unwrap_or(0),
                 );
-                encode::write_array(w, Some(self.node_endpoints.as_slice()), ver);
+                encode::write_array(w, &self.node_endpoints, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);
         }
@@ -876,42 +751,26 @@ impl Encode for BeginQuorumEpochResponse<'_> {
 impl Encode for BeginQuorumEpochResponseTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.topic_name.len(),
-                ver.flexible,
-                "BeginQuorumEpochResponseTopicData.TopicName",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.topic_name.len(),
+            ver.flexible,
             "BeginQuorumEpochResponseTopicData.TopicName",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "BeginQuorumEpochResponseTopicData.Partitions",
-            )?,
-            "BeginQuorumEpochResponseTopicData.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "BeginQuorumEpochResponseTopicData.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "BeginQuorumEpochResponseTopicData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "BeginQuorumEpochResponseTopicData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("BeginQuorumEpochResponseTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -921,18 +780,14 @@ impl Encode for BeginQuorumEpochResponseTopicData<'_> {
 impl Encode for BeginQuorumEpochResponsePartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
+        let mut n = Size::new(14);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "BeginQuorumEpochResponsePartitionData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "BeginQuorumEpochResponsePartitionData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("BeginQuorumEpochResponsePartitionData")
     }
 
     #[inline]
@@ -957,18 +812,10 @@ impl Encode for BeginQuorumEpochResponsePartitionData<'_> {
 impl Encode for NodeEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?,
-            "NodeEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?,
-            "NodeEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?;
+        n.total("NodeEndpoint")
     }
 
     #[inline]
@@ -1025,18 +872,18 @@ impl<'a> BeginQuorumEpochResponseView<'a> {
     /// See [`BeginQuorumEpochResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, BeginQuorumEpochResponseTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 2, ver)
+        ArrayView::at(self.src, 2, self.ver)
     }
 
     /// See [`BeginQuorumEpochResponse::node_endpoints`].
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
-        let ver = self.ver;
-        if ver.version == 1 {
-            self.src.tag(self.at[0] as usize, 0).map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
+        if self.ver.version == 1 {
+            self.src
+                .tag(self.at[0] as usize, 0)
+                .map_or(ArrayView::empty(self.ver), |v| ArrayView::at(v, 0, self.ver))
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -1108,15 +955,13 @@ impl<'a> BeginQuorumEpochResponseTopicDataView<'a> {
     /// See [`BeginQuorumEpochResponseTopicData::topic_name`].
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`BeginQuorumEpochResponseTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, BeginQuorumEpochResponsePartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

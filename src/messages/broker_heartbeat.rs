@@ -18,33 +18,20 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerHeartbeatRequest<'a> {
-    /// ID of the broker.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the broker. (`int32`, versions 0+.)
     pub broker_id: i32,
-    /// Epoch of the broker's registration; -1 when not known.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// Epoch of the broker's registration; -1 when not known. (`int64`, versions 0+; default `-1`.)
     pub broker_epoch: i64,
-    /// Highest offset of the metadata log the broker has applied.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Highest offset of the metadata log the broker has applied. (`int64`, versions 0+.)
     pub current_metadata_offset: i64,
-    /// True when the broker asks to be fenced.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True when the broker asks to be fenced. (`bool`, versions 0+.)
     pub want_fence: bool,
-    /// True when the broker asks to shut down in a controlled way.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True when the broker asks to shut down in a controlled way. (`bool`, versions 0+.)
     pub want_shut_down: bool,
-    /// IDs of log directories that have failed.
-    ///
-    /// Schema type `[]uuid`; versions 1+; tagged (tag 0) in 1+.
+    /// IDs of log directories that have failed. (`[]uuid`, versions 1+; tagged (tag 0) in 1+.)
     pub offline_log_dirs: List<'a, Uuid>,
     /// IDs of log directories that are cordoned; null until the broker has finished recovery.
-    ///
-    /// Schema type `[]uuid`; versions 2+; nullable in 2+; tagged (tag 1) in 2+; default `null`.
+    /// (`[]uuid`, versions 2+; nullable in 2+; tagged (tag 1) in 2+; default `null`.)
     pub cordoned_log_dirs: Option<List<'a, Uuid>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -88,7 +75,7 @@ impl BrokerHeartbeatRequest<'_> {
 impl Encode for BrokerHeartbeatRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 22;
+        let mut n = Size::new(22);
         if ver.version == 0 && !self.offline_log_dirs.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "BrokerHeartbeatRequest.OfflineLogDirs",
@@ -105,18 +92,14 @@ impl Encode for BrokerHeartbeatRequest<'_> {
         if ver.version >= 1 && !self.offline_log_dirs.is_empty() {
             tags.field(
                 0,
-                encode::array_size(
-                    Some(self.offline_log_dirs.as_slice()),
-                    ver,
-                    "BrokerHeartbeatRequest.OfflineLogDirs",
-                )?,
+                encode::array_size(&self.offline_log_dirs, ver, "BrokerHeartbeatRequest.OfflineLogDirs")?,
                 "BrokerHeartbeatRequest.OfflineLogDirs",
             )?;
         }
         if ver.version == 2 && self.cordoned_log_dirs.is_some() {
             tags.field(
                 1,
-                encode::array_size(
+                encode::nullable_array_size(
                     self.cordoned_log_dirs.as_deref(),
                     ver,
                     "BrokerHeartbeatRequest.CordonedLogDirs",
@@ -124,12 +107,8 @@ impl Encode for BrokerHeartbeatRequest<'_> {
                 "BrokerHeartbeatRequest.CordonedLogDirs",
             )?;
         }
-        n = wire::add(
-            n,
-            tags.finish(&self.unknown_tagged_fields, &[0, 1], "BrokerHeartbeatRequest._tagged_fields")?,
-            "BrokerHeartbeatRequest._tagged_fields",
-        )?;
-        Ok(n)
+        n += tags.finish(&self.unknown_tagged_fields, &[0, 1], "BrokerHeartbeatRequest._tagged_fields")?;
+        n.total("BrokerHeartbeatRequest")
     }
 
     #[inline]
@@ -153,27 +132,23 @@ impl Encode for BrokerHeartbeatRequest<'_> {
             w.raw_tags_below(unknown, &mut next, Some(0));
             w.tag_header(
                 0,
-                encode::array_size(
-                    Some(self.offline_log_dirs.as_slice()),
-                    ver,
-                    "BrokerHeartbeatRequest.OfflineLogDirs",
-                )
-                .unwrap_or(0),
+                encode::array_size(&self.offline_log_dirs, ver, "BrokerHeartbeatRequest.OfflineLogDirs")
+                    .unwrap_or(0),
             );
-            encode::write_array(w, Some(self.offline_log_dirs.as_slice()), ver);
+            encode::write_array(w, &self.offline_log_dirs, ver);
         }
         if write_cordoned_log_dirs {
             w.raw_tags_below(unknown, &mut next, Some(1));
             w.tag_header(
                 1,
-                encode::array_size(
+                encode::nullable_array_size(
                     self.cordoned_log_dirs.as_deref(),
                     ver,
                     "BrokerHeartbeatRequest.CordonedLogDirs",
                 )
                 .unwrap_or(0),
             );
-            encode::write_array(w, self.cordoned_log_dirs.as_deref(), ver);
+            encode::write_nullable_array(w, self.cordoned_log_dirs.as_deref(), ver);
         }
         w.raw_tags_below(unknown, &mut next, None);
     }
@@ -246,20 +221,18 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
     /// See [`BrokerHeartbeatRequest::offline_log_dirs`].
     #[inline]
     pub fn offline_log_dirs(&self) -> ArrayView<'a, Uuid> {
-        let ver = self.ver;
-        if ver.version >= 1 {
-            self.src.tag(22, 0).map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
+        if self.ver.version >= 1 {
+            self.src.tag(22, 0).map_or(ArrayView::empty(self.ver), |v| ArrayView::at(v, 0, self.ver))
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
     /// See [`BrokerHeartbeatRequest::cordoned_log_dirs`].
     #[inline]
     pub fn cordoned_log_dirs(&self) -> Option<ArrayView<'a, Uuid>> {
-        let ver = self.ver;
-        if ver.version == 2 {
-            self.src.tag(22, 1).and_then(|v| ArrayView::nullable_at(v, 0, ver))
+        if self.ver.version == 2 {
+            self.src.tag(22, 1).and_then(|v| ArrayView::nullable_at(v, 0, self.ver))
         } else {
             None
         }
@@ -326,25 +299,16 @@ impl fmt::Debug for BrokerHeartbeatRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerHeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// True when the broker has roughly caught up with the metadata log.
-    ///
-    /// Schema type `bool`; versions 0+; default `false`.
+    /// True when the broker has roughly caught up with the metadata log. (`bool`, versions 0+;
+    /// default `false`.)
     pub is_caught_up: bool,
-    /// True when the broker is fenced.
-    ///
-    /// Schema type `bool`; versions 0+; default `true`.
+    /// True when the broker is fenced. (`bool`, versions 0+; default `true`.)
     pub is_fenced: bool,
-    /// True when the broker may go ahead with its shutdown.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True when the broker may go ahead with its shutdown. (`bool`, versions 0+.)
     pub should_shut_down: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -386,16 +350,12 @@ impl BrokerHeartbeatResponse<'_> {
 impl Encode for BrokerHeartbeatResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 9;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "BrokerHeartbeatResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(9);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "BrokerHeartbeatResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("BrokerHeartbeatResponse")
     }
 
     #[inline]

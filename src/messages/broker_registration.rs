@@ -18,42 +18,26 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerRegistrationRequest<'a> {
-    /// ID of the broker.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the broker. (`int32`, versions 0+.)
     pub broker_id: i32,
-    /// ID of the cluster the broker belongs to.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the cluster the broker belongs to. (`string`, versions 0+.)
     pub cluster_id: Str<'a>,
-    /// Random ID the broker picks each time its process starts.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Random ID the broker picks each time its process starts. (`uuid`, versions 0+.)
     pub incarnation_id: Uuid,
-    /// Listeners on which the broker can be reached.
-    ///
-    /// Schema type `[]Listener`; versions 0+.
+    /// Listeners on which the broker can be reached. (`[]Listener`, versions 0+.)
     pub listeners: List<'a, Listener<'a>>,
     /// Features the broker supports, with their level ranges; before version 4, features whose
-    /// lowest level is 0 are left out.
-    ///
-    /// Schema type `[]Feature`; versions 0+.
+    /// lowest level is 0 are left out. (`[]Feature`, versions 0+.)
     pub features: List<'a, Feature<'a>>,
-    /// Rack the broker is in, or null when it has none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Rack the broker is in, or null when it has none. (`string`, versions 0+; nullable in 0+.)
     pub rack: Option<Str<'a>>,
     /// True when a ZooKeeper broker is being migrated to KRaft and has the configuration for it.
-    ///
-    /// Schema type `bool`; versions 1+; default `false`.
+    /// (`bool`, versions 1+; default `false`.)
     pub is_migrating_zk_broker: bool,
-    /// IDs of the broker's log directories that are online.
-    ///
-    /// Schema type `[]uuid`; versions 2+; ignorable.
+    /// IDs of the broker's log directories that are online. (`[]uuid`, versions 2+; ignorable.)
     pub log_dirs: List<'a, Uuid>,
-    /// Broker epoch the broker had before a clean shutdown; -1 when there is none.
-    ///
-    /// Schema type `int64`; versions 3+; default `-1`; ignorable.
+    /// Broker epoch the broker had before a clean shutdown; -1 when there is none. (`int64`,
+    /// versions 3+; default `-1`; ignorable.)
     pub previous_broker_epoch: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -80,21 +64,14 @@ impl<'a> Default for BrokerRegistrationRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
-    /// Listener name.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Listener name. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Host name on this listener.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name on this listener. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port on this listener.
-    ///
-    /// Schema type `uint16`; versions 0+.
+    /// Port on this listener. (`uint16`, versions 0+.)
     pub port: u16,
     /// Security protocol of this listener: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// (`int16`, versions 0+.)
     pub security_protocol: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -105,17 +82,11 @@ pub struct Listener<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Feature<'a> {
-    /// Feature name.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Feature name. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Lowest level of the feature the broker supports.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Lowest level of the feature the broker supports. (`int16`, versions 0+.)
     pub min_supported_version: i16,
-    /// Highest level of the feature the broker supports.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Highest level of the feature the broker supports. (`int16`, versions 0+.)
     pub max_supported_version: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -144,30 +115,14 @@ impl BrokerRegistrationRequest<'_> {
 impl Encode for BrokerRegistrationRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 20;
-        n = wire::add(
-            n,
-            wire::string_size(self.cluster_id.len(), true, "BrokerRegistrationRequest.ClusterId")?,
-            "BrokerRegistrationRequest.ClusterId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.listeners.as_slice()), ver, "BrokerRegistrationRequest.Listeners")?,
-            "BrokerRegistrationRequest.Listeners",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.features.as_slice()), ver, "BrokerRegistrationRequest.Features")?,
-            "BrokerRegistrationRequest.Features",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack {
-                Some(v) => wire::string_size(v.len(), true, "BrokerRegistrationRequest.Rack")?,
-                None => wire::null_size(true, false),
-            },
-            "BrokerRegistrationRequest.Rack",
-        )?;
+        let mut n = Size::new(20);
+        n += wire::string_size(self.cluster_id.len(), true, "BrokerRegistrationRequest.ClusterId")?;
+        n += encode::array_size(&self.listeners, ver, "BrokerRegistrationRequest.Listeners")?;
+        n += encode::array_size(&self.features, ver, "BrokerRegistrationRequest.Features")?;
+        n += match &self.rack {
+            Some(v) => wire::string_size(v.len(), true, "BrokerRegistrationRequest.Rack")?,
+            None => wire::null_size(true, false),
+        };
         if ver.version >= 1 {
             n += 1;
         } else if self.is_migrating_zk_broker {
@@ -177,24 +132,16 @@ impl Encode for BrokerRegistrationRequest<'_> {
             });
         }
         if ver.version >= 2 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.log_dirs.as_slice()), ver, "BrokerRegistrationRequest.LogDirs")?,
-                "BrokerRegistrationRequest.LogDirs",
-            )?;
+            n += encode::array_size(&self.log_dirs, ver, "BrokerRegistrationRequest.LogDirs")?;
         }
         if ver.version >= 3 {
             n += 8;
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "BrokerRegistrationRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "BrokerRegistrationRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("BrokerRegistrationRequest")
     }
 
     #[inline]
@@ -202,14 +149,14 @@ impl Encode for BrokerRegistrationRequest<'_> {
         w.i32(self.broker_id);
         w.str(&self.cluster_id, true);
         w.uuid(self.incarnation_id);
-        encode::write_array(w, Some(self.listeners.as_slice()), ver);
-        encode::write_array(w, Some(self.features.as_slice()), ver);
+        encode::write_array(w, &self.listeners, ver);
+        encode::write_array(w, &self.features, ver);
         w.nullable_str(self.rack.as_deref(), true);
         if ver.version >= 1 {
             w.bool(self.is_migrating_zk_broker);
         }
         if ver.version >= 2 {
-            encode::write_array(w, Some(self.log_dirs.as_slice()), ver);
+            encode::write_array(w, &self.log_dirs, ver);
         }
         if ver.version >= 3 {
             w.i64(self.previous_broker_epoch);
@@ -221,15 +168,11 @@ impl Encode for BrokerRegistrationRequest<'_> {
 impl Encode for Listener<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "Listener.Name")?, "Listener.Name")?;
-        n = wire::add(n, wire::string_size(self.host.len(), true, "Listener.Host")?, "Listener.Host")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?,
-            "Listener._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += wire::string_size(self.name.len(), true, "Listener.Name")?;
+        n += wire::string_size(self.host.len(), true, "Listener.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?;
+        n.total("Listener")
     }
 
     #[inline]
@@ -247,14 +190,10 @@ impl Encode for Listener<'_> {
 impl Encode for Feature<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "Feature.Name")?, "Feature.Name")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Feature._tagged_fields")?,
-            "Feature._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += wire::string_size(self.name.len(), true, "Feature.Name")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Feature._tagged_fields")?;
+        n.total("Feature")
     }
 
     #[inline]
@@ -325,15 +264,13 @@ impl<'a> BrokerRegistrationRequestView<'a> {
     /// See [`BrokerRegistrationRequest::listeners`].
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 16, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 16, self.ver)
     }
 
     /// See [`BrokerRegistrationRequest::features`].
     #[inline]
     pub fn features(&self) -> ArrayView<'a, FeatureView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// See [`BrokerRegistrationRequest::rack`].
@@ -345,26 +282,23 @@ impl<'a> BrokerRegistrationRequestView<'a> {
     /// See [`BrokerRegistrationRequest::is_migrating_zk_broker`].
     #[inline]
     pub fn is_migrating_zk_broker(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.bool(self.at[3] as usize) } else { false }
+        if self.ver.version >= 1 { self.src.bool(self.at[3] as usize) } else { false }
     }
 
     /// See [`BrokerRegistrationRequest::log_dirs`].
     #[inline]
     pub fn log_dirs(&self) -> ArrayView<'a, Uuid> {
-        let ver = self.ver;
-        if ver.version >= 2 {
-            ArrayView::at(self.src, self.at[3] as usize + (if ver.version >= 1 { 1 } else { 0 }), ver)
+        if self.ver.version >= 2 {
+            ArrayView::at(self.src, self.at[3] as usize + 1, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
     /// See [`BrokerRegistrationRequest::previous_broker_epoch`].
     #[inline]
     pub fn previous_broker_epoch(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i64(self.at[4] as usize) } else { -1 }
+        if self.ver.version >= 3 { self.src.i64(self.at[4] as usize) } else { -1 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -611,17 +545,12 @@ impl fmt::Debug for FeatureView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerRegistrationResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Epoch the controller gave this registration, or -1 when none was given.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// Epoch the controller gave this registration, or -1 when none was given. (`int64`, versions
+    /// 0+; default `-1`.)
     pub broker_epoch: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -661,16 +590,12 @@ impl BrokerRegistrationResponse<'_> {
 impl Encode for BrokerRegistrationResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "BrokerRegistrationResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(14);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "BrokerRegistrationResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("BrokerRegistrationResponse")
     }
 
     #[inline]

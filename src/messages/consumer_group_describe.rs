@@ -17,13 +17,10 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupDescribeRequest<'a> {
-    /// Groups to describe, by ID.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Groups to describe, by ID. (`[]string`, versions 0+.)
     pub group_ids: List<'a, Str<'a>>,
-    /// True to also return which operations the requester may perform on each group.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to also return which operations the requester may perform on each group. (`bool`,
+    /// versions 0+.)
     pub include_authorized_operations: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -52,30 +49,18 @@ impl ConsumerGroupDescribeRequest<'_> {
 impl Encode for ConsumerGroupDescribeRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.group_ids.as_slice()),
-                ver,
-                "ConsumerGroupDescribeRequest.GroupIds",
-            )?,
-            "ConsumerGroupDescribeRequest.GroupIds",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ConsumerGroupDescribeRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(1);
+        n += encode::array_size(&self.group_ids, ver, "ConsumerGroupDescribeRequest.GroupIds")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ConsumerGroupDescribeRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ConsumerGroupDescribeRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.group_ids.as_slice()), ver);
+        encode::write_array(w, &self.group_ids, ver);
         w.bool(self.include_authorized_operations);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -121,8 +106,7 @@ impl<'a> ConsumerGroupDescribeRequestView<'a> {
     /// See [`ConsumerGroupDescribeRequest::group_ids`].
     #[inline]
     pub fn group_ids(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`ConsumerGroupDescribeRequest::include_authorized_operations`].
@@ -165,13 +149,9 @@ impl fmt::Debug for ConsumerGroupDescribeRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupDescribeResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One entry for each group in the request.
-    ///
-    /// Schema type `[]DescribedGroup`; versions 0+.
+    /// One entry for each group in the request. (`[]DescribedGroup`, versions 0+.)
     pub groups: List<'a, DescribedGroup<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -181,42 +161,26 @@ pub struct ConsumerGroupDescribeResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedGroup<'a> {
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// State of the group, or an empty string.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// State of the group, or an empty string. (`string`, versions 0+.)
     pub group_state: Str<'a>,
-    /// Epoch of the group, raised whenever its membership or subscriptions change.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the group, raised whenever its membership or subscriptions change. (`int32`,
+    /// versions 0+.)
     pub group_epoch: i32,
-    /// Group epoch for which the current target assignment was computed.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Group epoch for which the current target assignment was computed. (`int32`, versions 0+.)
     pub assignment_epoch: i32,
-    /// Name of the assignor the group uses.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the assignor the group uses. (`string`, versions 0+.)
     pub assignor_name: Str<'a>,
-    /// The group's members.
-    ///
-    /// Schema type `[]Member`; versions 0+.
+    /// The group's members. (`[]Member`, versions 0+.)
     pub members: List<'a, Member<'a>>,
     /// Bit set of the operations the requester may perform on the group; -2147483648 when not
-    /// requested.
-    ///
-    /// Schema type `int32`; versions 0+; default `-2147483648`.
+    /// requested. (`int32`, versions 0+; default `-2147483648`.)
     pub authorized_operations: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -243,49 +207,31 @@ impl<'a> Default for DescribedGroup<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Member<'a> {
-    /// ID of the member.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the member. (`string`, versions 0+.)
     pub member_id: Str<'a>,
-    /// Static instance ID of the member, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Static instance ID of the member, or null. (`string`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub instance_id: Option<Str<'a>>,
-    /// Rack of the member, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Rack of the member, or null. (`string`, versions 0+; nullable in 0+; default `null`.)
     pub rack_id: Option<Str<'a>>,
-    /// Member's current epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Member's current epoch. (`int32`, versions 0+.)
     pub member_epoch: i32,
-    /// Client ID the member connected with.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Client ID the member connected with. (`string`, versions 0+.)
     pub client_id: Str<'a>,
-    /// Host the member connected from.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host the member connected from. (`string`, versions 0+.)
     pub client_host: Str<'a>,
-    /// Names of the topics the member subscribes to.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Names of the topics the member subscribes to. (`[]string`, versions 0+.)
     pub subscribed_topic_names: List<'a, Str<'a>>,
-    /// Regular expression the member subscribes with, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Regular expression the member subscribes with, or null. (`string`, versions 0+; nullable in
+    /// 0+; default `null`.)
     pub subscribed_topic_regex: Option<Str<'a>>,
-    /// Partitions the member owns now.
-    ///
-    /// Schema type `Assignment`; versions 0+.
+    /// Partitions the member owns now. (`Assignment`, versions 0+.)
     pub assignment: Assignment<'a>,
-    /// Partitions the member is meant to own once the rebalance completes.
-    ///
-    /// Schema type `Assignment`; versions 0+.
+    /// Partitions the member is meant to own once the rebalance completes. (`Assignment`, versions
+    /// 0+.)
     pub target_assignment: Assignment<'a>,
-    /// Protocol the member uses: 0 classic, 1 consumer; -1 when unknown.
-    ///
-    /// Schema type `int8`; versions 1+; default `-1`; ignorable.
+    /// Protocol the member uses: 0 classic, 1 consumer; -1 when unknown. (`int8`, versions 1+;
+    /// default `-1`; ignorable.)
     pub member_type: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -314,9 +260,7 @@ impl<'a> Default for Member<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Assignment<'a> {
-    /// The assigned partitions, grouped by topic.
-    ///
-    /// Schema type `[]TopicPartitions`; versions 0+.
+    /// The assigned partitions, grouped by topic. (`[]TopicPartitions`, versions 0+.)
     pub topic_partitions: List<'a, TopicPartitions<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -326,17 +270,11 @@ pub struct Assignment<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicPartitions<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -365,27 +303,19 @@ impl ConsumerGroupDescribeResponse<'_> {
 impl Encode for ConsumerGroupDescribeResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.groups.as_slice()), ver, "ConsumerGroupDescribeResponse.Groups")?,
-            "ConsumerGroupDescribeResponse.Groups",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ConsumerGroupDescribeResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.groups, ver, "ConsumerGroupDescribeResponse.Groups")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ConsumerGroupDescribeResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ConsumerGroupDescribeResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.groups.as_slice()), ver);
+        encode::write_array(w, &self.groups, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -393,41 +323,17 @@ impl Encode for ConsumerGroupDescribeResponse<'_> {
 impl Encode for DescribedGroup<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "DescribedGroup.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "DescribedGroup.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "DescribedGroup.GroupId")?,
-            "DescribedGroup.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_state.len(), true, "DescribedGroup.GroupState")?,
-            "DescribedGroup.GroupState",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.assignor_name.len(), true, "DescribedGroup.AssignorName")?,
-            "DescribedGroup.AssignorName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.members.as_slice()), ver, "DescribedGroup.Members")?,
-            "DescribedGroup.Members",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DescribedGroup._tagged_fields")?,
-            "DescribedGroup._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(14);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "DescribedGroup.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::string_size(self.group_id.len(), true, "DescribedGroup.GroupId")?;
+        n += wire::string_size(self.group_state.len(), true, "DescribedGroup.GroupState")?;
+        n += wire::string_size(self.assignor_name.len(), true, "DescribedGroup.AssignorName")?;
+        n += encode::array_size(&self.members, ver, "DescribedGroup.Members")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DescribedGroup._tagged_fields")?;
+        n.total("DescribedGroup")
     }
 
     #[inline]
@@ -441,7 +347,7 @@ impl Encode for DescribedGroup<'_> {
             b[4..8].copy_from_slice(&self.assignment_epoch.to_be_bytes());
         });
         w.str(&self.assignor_name, true);
-        encode::write_array(w, Some(self.members.as_slice()), ver);
+        encode::write_array(w, &self.members, ver);
         w.i32(self.authorized_operations);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -450,70 +356,30 @@ impl Encode for DescribedGroup<'_> {
 impl Encode for Member<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), true, "Member.MemberId")?,
-            "Member.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.instance_id {
-                Some(v) => wire::string_size(v.len(), true, "Member.InstanceId")?,
-                None => wire::null_size(true, false),
-            },
-            "Member.InstanceId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack_id {
-                Some(v) => wire::string_size(v.len(), true, "Member.RackId")?,
-                None => wire::null_size(true, false),
-            },
-            "Member.RackId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.client_id.len(), true, "Member.ClientId")?,
-            "Member.ClientId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.client_host.len(), true, "Member.ClientHost")?,
-            "Member.ClientHost",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.subscribed_topic_names.as_slice()),
-                ver,
-                "Member.SubscribedTopicNames",
-            )?,
-            "Member.SubscribedTopicNames",
-        )?;
-        n = wire::add(
-            n,
-            match &self.subscribed_topic_regex {
-                Some(v) => wire::string_size(v.len(), true, "Member.SubscribedTopicRegex")?,
-                None => wire::null_size(true, false),
-            },
-            "Member.SubscribedTopicRegex",
-        )?;
-        n = wire::add(n, self.assignment.size(ver, "Member.Assignment")?, "Member.Assignment")?;
-        n = wire::add(
-            n,
-            self.target_assignment.size(ver, "Member.TargetAssignment")?,
-            "Member.TargetAssignment",
-        )?;
+        let mut n = Size::new(4);
+        n += wire::string_size(self.member_id.len(), true, "Member.MemberId")?;
+        n += match &self.instance_id {
+            Some(v) => wire::string_size(v.len(), true, "Member.InstanceId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.rack_id {
+            Some(v) => wire::string_size(v.len(), true, "Member.RackId")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::string_size(self.client_id.len(), true, "Member.ClientId")?;
+        n += wire::string_size(self.client_host.len(), true, "Member.ClientHost")?;
+        n += encode::array_size(&self.subscribed_topic_names, ver, "Member.SubscribedTopicNames")?;
+        n += match &self.subscribed_topic_regex {
+            Some(v) => wire::string_size(v.len(), true, "Member.SubscribedTopicRegex")?,
+            None => wire::null_size(true, false),
+        };
+        n += self.assignment.size(ver, "Member.Assignment")?;
+        n += self.target_assignment.size(ver, "Member.TargetAssignment")?;
         if ver.version == 1 {
             n += 1;
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Member._tagged_fields")?,
-            "Member._tagged_fields",
-        )?;
-        Ok(n)
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Member._tagged_fields")?;
+        n.total("Member")
     }
 
     #[inline]
@@ -524,7 +390,7 @@ impl Encode for Member<'_> {
         w.i32(self.member_epoch);
         w.str(&self.client_id, true);
         w.str(&self.client_host, true);
-        encode::write_array(w, Some(self.subscribed_topic_names.as_slice()), ver);
+        encode::write_array(w, &self.subscribed_topic_names, ver);
         w.nullable_str(self.subscribed_topic_regex.as_deref(), true);
         self.assignment.write(w, ver);
         self.target_assignment.write(w, ver);
@@ -538,23 +404,15 @@ impl Encode for Member<'_> {
 impl Encode for Assignment<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topic_partitions.as_slice()), ver, "Assignment.TopicPartitions")?,
-            "Assignment.TopicPartitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Assignment._tagged_fields")?,
-            "Assignment._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.topic_partitions, ver, "Assignment.TopicPartitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Assignment._tagged_fields")?;
+        n.total("Assignment")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.topic_partitions.as_slice()), ver);
+        encode::write_array(w, &self.topic_partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -562,30 +420,18 @@ impl Encode for Assignment<'_> {
 impl Encode for TopicPartitions<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "TopicPartitions.TopicName")?,
-            "TopicPartitions.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "TopicPartitions.Partitions")?,
-            "TopicPartitions.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartitions._tagged_fields")?,
-            "TopicPartitions._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += wire::string_size(self.topic_name.len(), true, "TopicPartitions.TopicName")?;
+        n += encode::array_size(&self.partitions, ver, "TopicPartitions.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartitions._tagged_fields")?;
+        n.total("TopicPartitions")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
         w.str(&self.topic_name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -636,8 +482,7 @@ impl<'a> ConsumerGroupDescribeResponseView<'a> {
     /// See [`ConsumerGroupDescribeResponse::groups`].
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribedGroupView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -731,8 +576,7 @@ impl<'a> DescribedGroupView<'a> {
     /// See [`DescribedGroup::members`].
     #[inline]
     pub fn members(&self) -> ArrayView<'a, MemberView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// See [`DescribedGroup::authorized_operations`].
@@ -875,8 +719,7 @@ impl<'a> MemberView<'a> {
     /// See [`Member::subscribed_topic_names`].
     #[inline]
     pub fn subscribed_topic_names(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[4] as usize, ver)
+        ArrayView::at(self.src, self.at[4] as usize, self.ver)
     }
 
     /// See [`Member::subscribed_topic_regex`].
@@ -888,22 +731,19 @@ impl<'a> MemberView<'a> {
     /// See [`Member::assignment`].
     #[inline]
     pub fn assignment(&self) -> AssignmentView<'a> {
-        let ver = self.ver;
-        AssignmentView::at(self.src, self.at[6] as usize, ver).0
+        AssignmentView::at(self.src, self.at[6] as usize, self.ver).0
     }
 
     /// See [`Member::target_assignment`].
     #[inline]
     pub fn target_assignment(&self) -> AssignmentView<'a> {
-        let ver = self.ver;
-        AssignmentView::at(self.src, self.at[7] as usize, ver).0
+        AssignmentView::at(self.src, self.at[7] as usize, self.ver).0
     }
 
     /// See [`Member::member_type`].
     #[inline]
     pub fn member_type(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.i8(self.at[8] as usize) } else { -1 }
+        if self.ver.version == 1 { self.src.i8(self.at[8] as usize) } else { -1 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1023,8 +863,7 @@ impl<'a> AssignmentView<'a> {
     /// See [`Assignment::topic_partitions`].
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, TopicPartitionsView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1106,8 +945,7 @@ impl<'a> TopicPartitionsView<'a> {
     /// See [`TopicPartitions::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -18,48 +18,35 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupHeartbeatRequest<'a> {
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// ID of the member; chosen by the consumer and kept for the life of its process.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the member; chosen by the consumer and kept for the life of its process. (`string`,
+    /// versions 0+.)
     pub member_id: Str<'a>,
     /// Member's current epoch; 0 to join, -1 to leave, -2 for a static member that will come back.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub member_epoch: i32,
     /// Static instance ID of the member; null when not used or unchanged since the last heartbeat.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// (`string`, versions 0+; nullable in 0+; default `null`.)
     pub instance_id: Option<Str<'a>>,
-    /// Rack of the member; null when not set or unchanged since the last heartbeat.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Rack of the member; null when not set or unchanged since the last heartbeat. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub rack_id: Option<Str<'a>>,
     /// Milliseconds the coordinator waits for the member to give up partitions; -1 when unchanged
-    /// since the last heartbeat.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`.
+    /// since the last heartbeat. (`int32`, versions 0+; default `-1`.)
     pub rebalance_timeout_ms: i32,
     /// Names of the topics the member subscribes to; null when unchanged since the last heartbeat.
-    ///
-    /// Schema type `[]string`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]string`, versions 0+; nullable in 0+; default `null`.)
     pub subscribed_topic_names: Option<List<'a, Str<'a>>>,
     /// Regular expression for the topics the member subscribes to; null when unchanged since the
-    /// last heartbeat.
-    ///
-    /// Schema type `string`; versions 1+; nullable in 1+; default `null`.
+    /// last heartbeat. (`string`, versions 1+; nullable in 1+; default `null`.)
     pub subscribed_topic_regex: Option<Str<'a>>,
     /// Broker-side assignor the member wants; null when not used or unchanged since the last
-    /// heartbeat.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// heartbeat. (`string`, versions 0+; nullable in 0+; default `null`.)
     pub server_assignor: Option<Str<'a>>,
     /// Partitions the member owns now; null when unchanged since the last heartbeat.
-    ///
-    /// Schema type `[]ConsumerGroupHeartbeatRequestTopicPartitions`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]ConsumerGroupHeartbeatRequestTopicPartitions`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub topic_partitions: Option<List<'a, ConsumerGroupHeartbeatRequestTopicPartitions<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -87,13 +74,9 @@ impl<'a> Default for ConsumerGroupHeartbeatRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupHeartbeatRequestTopicPartitions<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -122,87 +105,49 @@ impl ConsumerGroupHeartbeatRequest<'_> {
 impl Encode for ConsumerGroupHeartbeatRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "ConsumerGroupHeartbeatRequest.GroupId")?,
-            "ConsumerGroupHeartbeatRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), true, "ConsumerGroupHeartbeatRequest.MemberId")?,
-            "ConsumerGroupHeartbeatRequest.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.instance_id {
-                Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatRequest.InstanceId")?,
-                None => wire::null_size(true, false),
-            },
-            "ConsumerGroupHeartbeatRequest.InstanceId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack_id {
-                Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatRequest.RackId")?,
-                None => wire::null_size(true, false),
-            },
-            "ConsumerGroupHeartbeatRequest.RackId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.subscribed_topic_names.as_deref(),
-                ver,
-                "ConsumerGroupHeartbeatRequest.SubscribedTopicNames",
-            )?,
+        let mut n = Size::new(8);
+        n += wire::string_size(self.group_id.len(), true, "ConsumerGroupHeartbeatRequest.GroupId")?;
+        n += wire::string_size(self.member_id.len(), true, "ConsumerGroupHeartbeatRequest.MemberId")?;
+        n += match &self.instance_id {
+            Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatRequest.InstanceId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.rack_id {
+            Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatRequest.RackId")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::nullable_array_size(
+            self.subscribed_topic_names.as_deref(),
+            ver,
             "ConsumerGroupHeartbeatRequest.SubscribedTopicNames",
         )?;
         if ver.version == 1 {
-            n = wire::add(
-                n,
-                match &self.subscribed_topic_regex {
-                    Some(v) => wire::string_size(
-                        v.len(),
-                        true,
-                        "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex",
-                    )?,
-                    None => wire::null_size(true, false),
-                },
-                "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex",
-            )?;
+            n += match &self.subscribed_topic_regex {
+                Some(v) => {
+                    wire::string_size(v.len(), true, "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex")?
+                }
+                None => wire::null_size(true, false),
+            };
         } else if self.subscribed_topic_regex.is_some() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex",
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            match &self.server_assignor {
-                Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatRequest.ServerAssignor")?,
-                None => wire::null_size(true, false),
-            },
-            "ConsumerGroupHeartbeatRequest.ServerAssignor",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.topic_partitions.as_deref(),
-                ver,
-                "ConsumerGroupHeartbeatRequest.TopicPartitions",
-            )?,
+        n += match &self.server_assignor {
+            Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatRequest.ServerAssignor")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::nullable_array_size(
+            self.topic_partitions.as_deref(),
+            ver,
             "ConsumerGroupHeartbeatRequest.TopicPartitions",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ConsumerGroupHeartbeatRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ConsumerGroupHeartbeatRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ConsumerGroupHeartbeatRequest")
     }
 
     #[inline]
@@ -213,12 +158,12 @@ impl Encode for ConsumerGroupHeartbeatRequest<'_> {
         w.nullable_str(self.instance_id.as_deref(), true);
         w.nullable_str(self.rack_id.as_deref(), true);
         w.i32(self.rebalance_timeout_ms);
-        encode::write_array(w, self.subscribed_topic_names.as_deref(), ver);
+        encode::write_nullable_array(w, self.subscribed_topic_names.as_deref(), ver);
         if ver.version == 1 {
             w.nullable_str(self.subscribed_topic_regex.as_deref(), true);
         }
         w.nullable_str(self.server_assignor.as_deref(), true);
-        encode::write_array(w, self.topic_partitions.as_deref(), ver);
+        encode::write_nullable_array(w, self.topic_partitions.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -226,31 +171,23 @@ impl Encode for ConsumerGroupHeartbeatRequest<'_> {
 impl Encode for ConsumerGroupHeartbeatRequestTopicPartitions<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(
+            &self.partitions,
+            ver,
             "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ConsumerGroupHeartbeatRequestTopicPartitions")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -331,15 +268,13 @@ impl<'a> ConsumerGroupHeartbeatRequestView<'a> {
     /// See [`ConsumerGroupHeartbeatRequest::subscribed_topic_names`].
     #[inline]
     pub fn subscribed_topic_names(&self) -> Option<ArrayView<'a, &'a str>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[3] as usize + 4, ver)
+        ArrayView::nullable_at(self.src, self.at[3] as usize + 4, self.ver)
     }
 
     /// See [`ConsumerGroupHeartbeatRequest::subscribed_topic_regex`].
     #[inline]
     pub fn subscribed_topic_regex(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.nullable_str(self.at[4] as usize, true) } else { None }
+        if self.ver.version == 1 { self.src.nullable_str(self.at[4] as usize, true) } else { None }
     }
 
     /// See [`ConsumerGroupHeartbeatRequest::server_assignor`].
@@ -353,8 +288,7 @@ impl<'a> ConsumerGroupHeartbeatRequestView<'a> {
     pub fn topic_partitions(
         &self,
     ) -> Option<ArrayView<'a, ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[6] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[6] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -441,8 +375,7 @@ impl<'a> ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
     /// See [`ConsumerGroupHeartbeatRequestTopicPartitions::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -501,34 +434,22 @@ impl fmt::Debug for ConsumerGroupHeartbeatRequestTopicPartitionsView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupHeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// ID of the member: from version 1 chosen by the consumer, in version 0 possibly by the
-    /// coordinator; null when not set.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// coordinator; null when not set. (`string`, versions 0+; nullable in 0+; default `null`.)
     pub member_id: Option<Str<'a>>,
-    /// Member's new epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Member's new epoch. (`int32`, versions 0+.)
     pub member_epoch: i32,
-    /// Milliseconds the member should wait between heartbeats.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Milliseconds the member should wait between heartbeats. (`int32`, versions 0+.)
     pub heartbeat_interval_ms: i32,
-    /// Partitions assigned to the member; null when unchanged.
-    ///
-    /// Schema type `Assignment`; versions 0+; nullable in 0+; default `null`.
+    /// Partitions assigned to the member; null when unchanged. (`Assignment`, versions 0+; nullable
+    /// in 0+; default `null`.)
     pub assignment: Option<Assignment<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -539,8 +460,7 @@ pub struct ConsumerGroupHeartbeatResponse<'a> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Assignment<'a> {
     /// Partitions the member may consume at once.
-    ///
-    /// Schema type `[]ConsumerGroupHeartbeatResponseTopicPartitions`; versions 0+.
+    /// (`[]ConsumerGroupHeartbeatResponseTopicPartitions`, versions 0+.)
     pub topic_partitions: List<'a, ConsumerGroupHeartbeatResponseTopicPartitions<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -550,13 +470,9 @@ pub struct Assignment<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupHeartbeatResponseTopicPartitions<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -585,40 +501,24 @@ impl ConsumerGroupHeartbeatResponse<'_> {
 impl Encode for ConsumerGroupHeartbeatResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "ConsumerGroupHeartbeatResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            match &self.member_id {
-                Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatResponse.MemberId")?,
-                None => wire::null_size(true, false),
-            },
-            "ConsumerGroupHeartbeatResponse.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.assignment {
-                Some(v) => 1 + v.size(ver, "ConsumerGroupHeartbeatResponse.Assignment")?,
-                None => 1,
-            },
-            "ConsumerGroupHeartbeatResponse.Assignment",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ConsumerGroupHeartbeatResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(14);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.member_id {
+            Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatResponse.MemberId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.assignment {
+            Some(v) => 1 + v.size(ver, "ConsumerGroupHeartbeatResponse.Assignment")?,
+            None => 1,
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ConsumerGroupHeartbeatResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ConsumerGroupHeartbeatResponse")
     }
 
     #[inline]
@@ -647,23 +547,15 @@ impl Encode for ConsumerGroupHeartbeatResponse<'_> {
 impl Encode for Assignment<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topic_partitions.as_slice()), ver, "Assignment.TopicPartitions")?,
-            "Assignment.TopicPartitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Assignment._tagged_fields")?,
-            "Assignment._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.topic_partitions, ver, "Assignment.TopicPartitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Assignment._tagged_fields")?;
+        n.total("Assignment")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.topic_partitions.as_slice()), ver);
+        encode::write_array(w, &self.topic_partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -671,31 +563,23 @@ impl Encode for Assignment<'_> {
 impl Encode for ConsumerGroupHeartbeatResponseTopicPartitions<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "ConsumerGroupHeartbeatResponseTopicPartitions.Partitions",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(
+            &self.partitions,
+            ver,
             "ConsumerGroupHeartbeatResponseTopicPartitions.Partitions",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ConsumerGroupHeartbeatResponseTopicPartitions")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -776,11 +660,10 @@ impl<'a> ConsumerGroupHeartbeatResponseView<'a> {
     /// See [`ConsumerGroupHeartbeatResponse::assignment`].
     #[inline]
     pub fn assignment(&self) -> Option<AssignmentView<'a>> {
-        let ver = self.ver;
         if self.src.i8(self.at[1] as usize + 8) < 0 {
             None
         } else {
-            Some(AssignmentView::at(self.src, self.at[1] as usize + 8 + 1, ver).0)
+            Some(AssignmentView::at(self.src, self.at[1] as usize + 8 + 1, self.ver).0)
         }
     }
 
@@ -857,8 +740,7 @@ impl<'a> AssignmentView<'a> {
     /// See [`Assignment::topic_partitions`].
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -938,8 +820,7 @@ impl<'a> ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
     /// See [`ConsumerGroupHeartbeatResponseTopicPartitions::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

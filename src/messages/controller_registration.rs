@@ -18,25 +18,16 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ControllerRegistrationRequest<'a> {
-    /// ID of the controller.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the controller. (`int32`, versions 0+.)
     pub controller_id: i32,
-    /// Random ID the controller picks each time its process starts.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Random ID the controller picks each time its process starts. (`uuid`, versions 0+.)
     pub incarnation_id: Uuid,
-    /// True when the controller has the configuration needed for a ZooKeeper migration.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True when the controller has the configuration needed for a ZooKeeper migration. (`bool`,
+    /// versions 0+.)
     pub zk_migration_ready: bool,
-    /// Listeners on which the controller can be reached.
-    ///
-    /// Schema type `[]Listener`; versions 0+.
+    /// Listeners on which the controller can be reached. (`[]Listener`, versions 0+.)
     pub listeners: List<'a, Listener<'a>>,
-    /// Features the controller supports, with their level ranges.
-    ///
-    /// Schema type `[]Feature`; versions 0+.
+    /// Features the controller supports, with their level ranges. (`[]Feature`, versions 0+.)
     pub features: List<'a, Feature<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -46,21 +37,14 @@ pub struct ControllerRegistrationRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
-    /// Listener name.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Listener name. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Host name on this listener.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name on this listener. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port on this listener.
-    ///
-    /// Schema type `uint16`; versions 0+.
+    /// Port on this listener. (`uint16`, versions 0+.)
     pub port: u16,
     /// Security protocol of this listener: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// (`int16`, versions 0+.)
     pub security_protocol: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -70,17 +54,11 @@ pub struct Listener<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Feature<'a> {
-    /// Feature name.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Feature name. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Lowest level of the feature the controller supports.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Lowest level of the feature the controller supports. (`int16`, versions 0+.)
     pub min_supported_version: i16,
-    /// Highest level of the feature the controller supports.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Highest level of the feature the controller supports. (`int16`, versions 0+.)
     pub max_supported_version: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -109,34 +87,14 @@ impl ControllerRegistrationRequest<'_> {
 impl Encode for ControllerRegistrationRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 21;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.listeners.as_slice()),
-                ver,
-                "ControllerRegistrationRequest.Listeners",
-            )?,
-            "ControllerRegistrationRequest.Listeners",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.features.as_slice()),
-                ver,
-                "ControllerRegistrationRequest.Features",
-            )?,
-            "ControllerRegistrationRequest.Features",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ControllerRegistrationRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(21);
+        n += encode::array_size(&self.listeners, ver, "ControllerRegistrationRequest.Listeners")?;
+        n += encode::array_size(&self.features, ver, "ControllerRegistrationRequest.Features")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ControllerRegistrationRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ControllerRegistrationRequest")
     }
 
     #[inline]
@@ -146,8 +104,8 @@ impl Encode for ControllerRegistrationRequest<'_> {
             b[4..20].copy_from_slice(&self.incarnation_id.0);
             b[20..21].copy_from_slice(&[u8::from(self.zk_migration_ready)]);
         });
-        encode::write_array(w, Some(self.listeners.as_slice()), ver);
-        encode::write_array(w, Some(self.features.as_slice()), ver);
+        encode::write_array(w, &self.listeners, ver);
+        encode::write_array(w, &self.features, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -155,15 +113,11 @@ impl Encode for ControllerRegistrationRequest<'_> {
 impl Encode for Listener<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "Listener.Name")?, "Listener.Name")?;
-        n = wire::add(n, wire::string_size(self.host.len(), true, "Listener.Host")?, "Listener.Host")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?,
-            "Listener._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += wire::string_size(self.name.len(), true, "Listener.Name")?;
+        n += wire::string_size(self.host.len(), true, "Listener.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?;
+        n.total("Listener")
     }
 
     #[inline]
@@ -181,14 +135,10 @@ impl Encode for Listener<'_> {
 impl Encode for Feature<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "Feature.Name")?, "Feature.Name")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Feature._tagged_fields")?,
-            "Feature._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += wire::string_size(self.name.len(), true, "Feature.Name")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Feature._tagged_fields")?;
+        n.total("Feature")
     }
 
     #[inline]
@@ -260,15 +210,13 @@ impl<'a> ControllerRegistrationRequestView<'a> {
     /// See [`ControllerRegistrationRequest::listeners`].
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 21, ver)
+        ArrayView::at(self.src, 21, self.ver)
     }
 
     /// See [`ControllerRegistrationRequest::features`].
     #[inline]
     pub fn features(&self) -> ArrayView<'a, FeatureView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -503,17 +451,12 @@ impl fmt::Debug for FeatureView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ControllerRegistrationResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -553,24 +496,16 @@ impl ControllerRegistrationResponse<'_> {
 impl Encode for ControllerRegistrationResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "ControllerRegistrationResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "ControllerRegistrationResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ControllerRegistrationResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "ControllerRegistrationResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ControllerRegistrationResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ControllerRegistrationResponse")
     }
 
     #[inline]

@@ -17,9 +17,7 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateAclsRequest<'a> {
-    /// Bindings to add.
-    ///
-    /// Schema type `[]AclCreation`; versions 0+.
+    /// Bindings to add. (`[]AclCreation`, versions 0+.)
     pub creations: List<'a, AclCreation<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -29,33 +27,19 @@ pub struct CreateAclsRequest<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AclCreation<'a> {
-    /// Type of the resource (a resource-type code).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Type of the resource (a resource-type code). (`int8`, versions 0+.)
     pub resource_type: i8,
-    /// Name of the resource.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the resource. (`string`, versions 0+.)
     pub resource_name: Str<'a>,
-    /// How the name is matched: 3 literal, 4 prefixed.
-    ///
-    /// Schema type `int8`; versions 1+; default `3`.
+    /// How the name is matched: 3 literal, 4 prefixed. (`int8`, versions 1+; default `3`.)
     pub resource_pattern_type: i8,
-    /// Principal the binding applies to.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Principal the binding applies to. (`string`, versions 0+.)
     pub principal: Str<'a>,
-    /// Host the binding applies to; "*" for any.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host the binding applies to; "*" for any. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Operation the binding covers (an operation code).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Operation the binding covers (an operation code). (`int8`, versions 0+.)
     pub operation: i8,
-    /// Whether the binding allows (3) or denies (2).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Whether the binding allows (3) or denies (2). (`int8`, versions 0+.)
     pub permission_type: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -99,28 +83,20 @@ impl CreateAclsRequest<'_> {
 impl Encode for CreateAclsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.creations.as_slice()), ver, "CreateAclsRequest.Creations")?,
-            "CreateAclsRequest.Creations",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.creations, ver, "CreateAclsRequest.Creations")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreateAclsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreateAclsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreateAclsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.creations.as_slice()), ver);
+        encode::write_array(w, &self.creations, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -130,30 +106,14 @@ impl Encode for CreateAclsRequest<'_> {
 impl Encode for AclCreation<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.resource_name.len(), ver.flexible, "AclCreation.ResourceName")?,
-            "AclCreation.ResourceName",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.principal.len(), ver.flexible, "AclCreation.Principal")?,
-            "AclCreation.Principal",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), ver.flexible, "AclCreation.Host")?,
-            "AclCreation.Host",
-        )?;
+        let mut n = Size::new(4);
+        n += wire::string_size(self.resource_name.len(), ver.flexible, "AclCreation.ResourceName")?;
+        n += wire::string_size(self.principal.len(), ver.flexible, "AclCreation.Principal")?;
+        n += wire::string_size(self.host.len(), ver.flexible, "AclCreation.Host")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AclCreation._tagged_fields")?,
-                "AclCreation._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AclCreation._tagged_fields")?;
         }
-        Ok(n)
+        n.total("AclCreation")
     }
 
     #[inline]
@@ -212,8 +172,7 @@ impl<'a> CreateAclsRequestView<'a> {
     /// See [`CreateAclsRequest::creations`].
     #[inline]
     pub fn creations(&self) -> ArrayView<'a, AclCreationView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -269,8 +228,7 @@ impl<'a> AclCreationView<'a> {
     /// See [`AclCreation::resource_name`].
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(1, ver.flexible)
+        self.src.str(1, self.ver.flexible)
     }
 
     /// See [`AclCreation::resource_pattern_type`].
@@ -282,15 +240,13 @@ impl<'a> AclCreationView<'a> {
     /// See [`AclCreation::principal`].
     #[inline]
     pub fn principal(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + 1, ver.flexible)
+        self.src.str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
     /// See [`AclCreation::host`].
     #[inline]
     pub fn host(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[1] as usize, ver.flexible)
+        self.src.str(self.at[1] as usize, self.ver.flexible)
     }
 
     /// See [`AclCreation::operation`].
@@ -381,13 +337,10 @@ impl fmt::Debug for AclCreationView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateAclsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each binding in the request, in the same order.
-    ///
-    /// Schema type `[]AclCreationResult`; versions 0+.
+    /// One result for each binding in the request, in the same order. (`[]AclCreationResult`,
+    /// versions 0+.)
     pub results: List<'a, AclCreationResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -397,13 +350,9 @@ pub struct CreateAclsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AclCreationResult<'a> {
-    /// Error code for this binding; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this binding; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable error message, or null. (`string`, versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -442,29 +391,21 @@ impl CreateAclsResponse<'_> {
 impl Encode for CreateAclsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.results.as_slice()), ver, "CreateAclsResponse.Results")?,
-            "CreateAclsResponse.Results",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.results, ver, "CreateAclsResponse.Results")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreateAclsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreateAclsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreateAclsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -474,26 +415,18 @@ impl Encode for CreateAclsResponse<'_> {
 impl Encode for AclCreationResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "AclCreationResult.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "AclCreationResult.ErrorMessage",
-        )?;
+        let mut n = Size::new(2);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "AclCreationResult.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AclCreationResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AclCreationResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AclCreationResult")
     }
 
     #[inline]
@@ -551,8 +484,7 @@ impl<'a> CreateAclsResponseView<'a> {
     /// See [`CreateAclsResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, AclCreationResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -612,8 +544,7 @@ impl<'a> AclCreationResultView<'a> {
     /// See [`AclCreationResult::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(2, ver.flexible)
+        self.src.nullable_str(2, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -19,20 +19,16 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateDelegationTokenRequest<'a> {
     /// Principal type of the owner the token is made for; null makes the requester the owner.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 3+.
+    /// (`string`, versions 3+; nullable in 3+.)
     pub owner_principal_type: Option<Str<'a>>,
     /// Principal name of the owner the token is made for; null makes the requester the owner.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 3+.
+    /// (`string`, versions 3+; nullable in 3+.)
     pub owner_principal_name: Option<Str<'a>>,
-    /// Principals allowed to extend the token's life before it expires.
-    ///
-    /// Schema type `[]CreatableRenewers`; versions 0+.
+    /// Principals allowed to extend the token's life before it expires. (`[]CreatableRenewers`,
+    /// versions 0+.)
     pub renewers: List<'a, CreatableRenewers<'a>>,
     /// Longest life the token may have, in milliseconds; -1 uses the broker's configured default.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// (`int64`, versions 0+.)
     pub max_lifetime_ms: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -54,13 +50,9 @@ impl<'a> Default for CreateDelegationTokenRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableRenewers<'a> {
-    /// Principal type, such as "User".
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Principal type, such as "User". (`string`, versions 0+.)
     pub principal_type: Str<'a>,
-    /// Principal name.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Principal name. (`string`, versions 0+.)
     pub principal_name: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -89,20 +81,16 @@ impl CreateDelegationTokenRequest<'_> {
 impl Encode for CreateDelegationTokenRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
+        let mut n = Size::new(8);
         if ver.version == 3 {
-            n = wire::add(
-                n,
-                match &self.owner_principal_type {
-                    Some(v) => wire::string_size(
-                        v.len(),
-                        ver.flexible,
-                        "CreateDelegationTokenRequest.OwnerPrincipalType",
-                    )?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "CreateDelegationTokenRequest.OwnerPrincipalType",
-            )?;
+            n += match &self.owner_principal_type {
+                Some(v) => wire::string_size(
+                    v.len(),
+                    ver.flexible,
+                    "CreateDelegationTokenRequest.OwnerPrincipalType",
+                )?,
+                None => wire::null_size(ver.flexible, false),
+            };
         } else if self.owner_principal_type.as_deref() != Some("") {
             return Err(EncodeError::FieldNotInVersion {
                 field: "CreateDelegationTokenRequest.OwnerPrincipalType",
@@ -110,40 +98,28 @@ impl Encode for CreateDelegationTokenRequest<'_> {
             });
         }
         if ver.version == 3 {
-            n = wire::add(
-                n,
-                match &self.owner_principal_name {
-                    Some(v) => wire::string_size(
-                        v.len(),
-                        ver.flexible,
-                        "CreateDelegationTokenRequest.OwnerPrincipalName",
-                    )?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "CreateDelegationTokenRequest.OwnerPrincipalName",
-            )?;
+            n += match &self.owner_principal_name {
+                Some(v) => wire::string_size(
+                    v.len(),
+                    ver.flexible,
+                    "CreateDelegationTokenRequest.OwnerPrincipalName",
+                )?,
+                None => wire::null_size(ver.flexible, false),
+            };
         } else if self.owner_principal_name.as_deref() != Some("") {
             return Err(EncodeError::FieldNotInVersion {
                 field: "CreateDelegationTokenRequest.OwnerPrincipalName",
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.renewers.as_slice()), ver, "CreateDelegationTokenRequest.Renewers")?,
-            "CreateDelegationTokenRequest.Renewers",
-        )?;
+        n += encode::array_size(&self.renewers, ver, "CreateDelegationTokenRequest.Renewers")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreateDelegationTokenRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreateDelegationTokenRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreateDelegationTokenRequest")
     }
 
     #[inline]
@@ -154,7 +130,7 @@ impl Encode for CreateDelegationTokenRequest<'_> {
         if ver.version == 3 {
             w.nullable_str(self.owner_principal_name.as_deref(), ver.flexible);
         }
-        encode::write_array(w, Some(self.renewers.as_slice()), ver);
+        encode::write_array(w, &self.renewers, ver);
         w.i64(self.max_lifetime_ms);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -165,28 +141,16 @@ impl Encode for CreateDelegationTokenRequest<'_> {
 impl Encode for CreatableRenewers<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.principal_type.len(), ver.flexible, "CreatableRenewers.PrincipalType")?,
-            "CreatableRenewers.PrincipalType",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.principal_name.len(), ver.flexible, "CreatableRenewers.PrincipalName")?,
-            "CreatableRenewers.PrincipalName",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.principal_type.len(), ver.flexible, "CreatableRenewers.PrincipalType")?;
+        n += wire::string_size(self.principal_name.len(), ver.flexible, "CreatableRenewers.PrincipalName")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreatableRenewers._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreatableRenewers._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreatableRenewers")
     }
 
     #[inline]
@@ -239,22 +203,23 @@ impl<'a> CreateDelegationTokenRequestView<'a> {
     /// See [`CreateDelegationTokenRequest::owner_principal_type`].
     #[inline]
     pub fn owner_principal_type(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 3 { self.src.nullable_str(0, ver.flexible) } else { Some("") }
+        if self.ver.version == 3 { self.src.nullable_str(0, self.ver.flexible) } else { Some("") }
     }
 
     /// See [`CreateDelegationTokenRequest::owner_principal_name`].
     #[inline]
     pub fn owner_principal_name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 3 { self.src.nullable_str(self.at[0] as usize, ver.flexible) } else { Some("") }
+        if self.ver.version == 3 {
+            self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
+        } else {
+            Some("")
+        }
     }
 
     /// See [`CreateDelegationTokenRequest::renewers`].
     #[inline]
     pub fn renewers(&self) -> ArrayView<'a, CreatableRenewersView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// See [`CreateDelegationTokenRequest::max_lifetime_ms`].
@@ -324,15 +289,13 @@ impl<'a> CreatableRenewersView<'a> {
     /// See [`CreatableRenewers::principal_type`].
     #[inline]
     pub fn principal_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`CreatableRenewers::principal_name`].
     #[inline]
     pub fn principal_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize, ver.flexible)
+        self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -396,50 +359,31 @@ impl fmt::Debug for CreatableRenewersView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateDelegationTokenResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Type of the principal that owns the token.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Type of the principal that owns the token. (`string`, versions 0+.)
     pub principal_type: Str<'a>,
-    /// Name of the principal that owns the token.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the principal that owns the token. (`string`, versions 0+.)
     pub principal_name: Str<'a>,
-    /// Principal type of whoever asked for the token.
-    ///
-    /// Schema type `string`; versions 3+.
+    /// Principal type of whoever asked for the token. (`string`, versions 3+.)
     pub token_requester_principal_type: Str<'a>,
-    /// Principal name of whoever asked for the token.
-    ///
-    /// Schema type `string`; versions 3+.
+    /// Principal name of whoever asked for the token. (`string`, versions 3+.)
     pub token_requester_principal_name: Str<'a>,
-    /// When the token was created, in milliseconds since the Unix epoch.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// When the token was created, in milliseconds since the Unix epoch. (`int64`, versions 0+.)
     pub issue_timestamp_ms: i64,
-    /// When the token expires unless renewed, in milliseconds since the Unix epoch.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// When the token expires unless renewed, in milliseconds since the Unix epoch. (`int64`,
+    /// versions 0+.)
     pub expiry_timestamp_ms: i64,
     /// Time after which the token can no longer be renewed, in milliseconds since the Unix epoch.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// (`int64`, versions 0+.)
     pub max_timestamp_ms: i64,
-    /// Unique ID of the token.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Unique ID of the token. (`string`, versions 0+.)
     pub token_id: Str<'a>,
-    /// HMAC of the token; the secret a client presents to authenticate with it.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// HMAC of the token; the secret a client presents to authenticate with it. (`bytes`, versions
+    /// 0+.)
     pub hmac: Bytes<'a>,
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -468,33 +412,21 @@ impl CreateDelegationTokenResponse<'_> {
 impl Encode for CreateDelegationTokenResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 30;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.principal_type.len(),
-                ver.flexible,
-                "CreateDelegationTokenResponse.PrincipalType",
-            )?,
+        let mut n = Size::new(30);
+        n += wire::string_size(
+            self.principal_type.len(),
+            ver.flexible,
             "CreateDelegationTokenResponse.PrincipalType",
         )?;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.principal_name.len(),
-                ver.flexible,
-                "CreateDelegationTokenResponse.PrincipalName",
-            )?,
+        n += wire::string_size(
+            self.principal_name.len(),
+            ver.flexible,
             "CreateDelegationTokenResponse.PrincipalName",
         )?;
         if ver.version == 3 {
-            n = wire::add(
-                n,
-                wire::string_size(
-                    self.token_requester_principal_type.len(),
-                    ver.flexible,
-                    "CreateDelegationTokenResponse.TokenRequesterPrincipalType",
-                )?,
+            n += wire::string_size(
+                self.token_requester_principal_type.len(),
+                ver.flexible,
                 "CreateDelegationTokenResponse.TokenRequesterPrincipalType",
             )?;
         } else if self.token_requester_principal_type.as_str() != "" {
@@ -504,13 +436,9 @@ impl Encode for CreateDelegationTokenResponse<'_> {
             });
         }
         if ver.version == 3 {
-            n = wire::add(
-                n,
-                wire::string_size(
-                    self.token_requester_principal_name.len(),
-                    ver.flexible,
-                    "CreateDelegationTokenResponse.TokenRequesterPrincipalName",
-                )?,
+            n += wire::string_size(
+                self.token_requester_principal_name.len(),
+                ver.flexible,
                 "CreateDelegationTokenResponse.TokenRequesterPrincipalName",
             )?;
         } else if self.token_requester_principal_name.as_str() != "" {
@@ -519,27 +447,15 @@ impl Encode for CreateDelegationTokenResponse<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::string_size(self.token_id.len(), ver.flexible, "CreateDelegationTokenResponse.TokenId")?,
-            "CreateDelegationTokenResponse.TokenId",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.hmac.len(), ver.flexible, "CreateDelegationTokenResponse.Hmac")?,
-            "CreateDelegationTokenResponse.Hmac",
-        )?;
+        n += wire::string_size(self.token_id.len(), ver.flexible, "CreateDelegationTokenResponse.TokenId")?;
+        n += wire::bytes_size(self.hmac.len(), ver.flexible, "CreateDelegationTokenResponse.Hmac")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreateDelegationTokenResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreateDelegationTokenResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreateDelegationTokenResponse")
     }
 
     #[inline]
@@ -613,29 +529,25 @@ impl<'a> CreateDelegationTokenResponseView<'a> {
     /// See [`CreateDelegationTokenResponse::principal_type`].
     #[inline]
     pub fn principal_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(2, ver.flexible)
+        self.src.str(2, self.ver.flexible)
     }
 
     /// See [`CreateDelegationTokenResponse::principal_name`].
     #[inline]
     pub fn principal_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize, ver.flexible)
+        self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`CreateDelegationTokenResponse::token_requester_principal_type`].
     #[inline]
     pub fn token_requester_principal_type(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version == 3 { self.src.str(self.at[1] as usize, ver.flexible) } else { "" }
+        if self.ver.version == 3 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
     }
 
     /// See [`CreateDelegationTokenResponse::token_requester_principal_name`].
     #[inline]
     pub fn token_requester_principal_name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version == 3 { self.src.str(self.at[2] as usize, ver.flexible) } else { "" }
+        if self.ver.version == 3 { self.src.str(self.at[2] as usize, self.ver.flexible) } else { "" }
     }
 
     /// See [`CreateDelegationTokenResponse::issue_timestamp_ms`].
@@ -659,15 +571,13 @@ impl<'a> CreateDelegationTokenResponseView<'a> {
     /// See [`CreateDelegationTokenResponse::token_id`].
     #[inline]
     pub fn token_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[3] as usize + 24, ver.flexible)
+        self.src.str(self.at[3] as usize + 24, self.ver.flexible)
     }
 
     /// See [`CreateDelegationTokenResponse::hmac`].
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(self.at[4] as usize, ver.flexible)
+        self.src.bytes_at(self.at[4] as usize, self.ver.flexible)
     }
 
     /// See [`CreateDelegationTokenResponse::throttle_time_ms`].

@@ -18,17 +18,11 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsRequest<'a> {
-    /// Topics to add partitions to.
-    ///
-    /// Schema type `[]CreatePartitionsTopic`; versions 0+.
+    /// Topics to add partitions to. (`[]CreatePartitionsTopic`, versions 0+.)
     pub topics: List<'a, CreatePartitionsTopic<'a>>,
-    /// Milliseconds to wait for the new partitions to be created.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Milliseconds to wait for the new partitions to be created. (`int32`, versions 0+.)
     pub timeout_ms: i32,
-    /// True to only check the request, without adding any partitions.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to only check the request, without adding any partitions. (`bool`, versions 0+.)
     pub validate_only: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -38,17 +32,12 @@ pub struct CreatePartitionsRequest<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Total number of partitions the topic should have afterwards.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Total number of partitions the topic should have afterwards. (`int32`, versions 0+.)
     pub count: i32,
     /// Replica brokers for each new partition, in order; null lets the controller choose.
-    ///
-    /// Schema type `[]CreatePartitionsAssignment`; versions 0+; nullable in 0+.
+    /// (`[]CreatePartitionsAssignment`, versions 0+; nullable in 0+.)
     pub assignments: Option<List<'a, CreatePartitionsAssignment<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -69,9 +58,7 @@ impl<'a> Default for CreatePartitionsTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsAssignment<'a> {
-    /// IDs of the brokers that hold the replicas of this new partition.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// IDs of the brokers that hold the replicas of this new partition. (`[]int32`, versions 0+.)
     pub broker_ids: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -100,28 +87,20 @@ impl CreatePartitionsRequest<'_> {
 impl Encode for CreatePartitionsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 5;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "CreatePartitionsRequest.Topics")?,
-            "CreatePartitionsRequest.Topics",
-        )?;
+        let mut n = Size::new(5);
+        n += encode::array_size(&self.topics, ver, "CreatePartitionsRequest.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreatePartitionsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreatePartitionsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreatePartitionsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.fixed(|b: &mut [u8; 5]| {
             b[0..4].copy_from_slice(&self.timeout_ms.to_be_bytes());
             b[4..5].copy_from_slice(&[u8::from(self.validate_only)]);
@@ -135,35 +114,27 @@ impl Encode for CreatePartitionsRequest<'_> {
 impl Encode for CreatePartitionsTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "CreatePartitionsTopic.Name")?,
-            "CreatePartitionsTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(self.assignments.as_deref(), ver, "CreatePartitionsTopic.Assignments")?,
+        let mut n = Size::new(4);
+        n += wire::string_size(self.name.len(), ver.flexible, "CreatePartitionsTopic.Name")?;
+        n += encode::nullable_array_size(
+            self.assignments.as_deref(),
+            ver,
             "CreatePartitionsTopic.Assignments",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreatePartitionsTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreatePartitionsTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreatePartitionsTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         w.i32(self.count);
-        encode::write_array(w, self.assignments.as_deref(), ver);
+        encode::write_nullable_array(w, self.assignments.as_deref(), ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -173,32 +144,20 @@ impl Encode for CreatePartitionsTopic<'_> {
 impl Encode for CreatePartitionsAssignment<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.broker_ids.as_slice()),
-                ver,
-                "CreatePartitionsAssignment.BrokerIds",
-            )?,
-            "CreatePartitionsAssignment.BrokerIds",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.broker_ids, ver, "CreatePartitionsAssignment.BrokerIds")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreatePartitionsAssignment._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreatePartitionsAssignment._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreatePartitionsAssignment")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.broker_ids.as_slice()), ver);
+        encode::write_array(w, &self.broker_ids, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -244,8 +203,7 @@ impl<'a> CreatePartitionsRequestView<'a> {
     /// See [`CreatePartitionsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, CreatePartitionsTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`CreatePartitionsRequest::timeout_ms`].
@@ -312,8 +270,7 @@ impl<'a> CreatePartitionsTopicView<'a> {
     /// See [`CreatePartitionsTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`CreatePartitionsTopic::count`].
@@ -325,8 +282,7 @@ impl<'a> CreatePartitionsTopicView<'a> {
     /// See [`CreatePartitionsTopic::assignments`].
     #[inline]
     pub fn assignments(&self) -> Option<ArrayView<'a, CreatePartitionsAssignmentView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[0] as usize + 4, ver)
+        ArrayView::nullable_at(self.src, self.at[0] as usize + 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -414,8 +370,7 @@ impl<'a> CreatePartitionsAssignmentView<'a> {
     /// See [`CreatePartitionsAssignment::broker_ids`].
     #[inline]
     pub fn broker_ids(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -473,13 +428,9 @@ impl fmt::Debug for CreatePartitionsAssignmentView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each topic in the request.
-    ///
-    /// Schema type `[]CreatePartitionsTopicResult`; versions 0+.
+    /// One result for each topic in the request. (`[]CreatePartitionsTopicResult`, versions 0+.)
     pub results: List<'a, CreatePartitionsTopicResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -489,17 +440,12 @@ pub struct CreatePartitionsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsTopicResult<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -528,29 +474,21 @@ impl CreatePartitionsResponse<'_> {
 impl Encode for CreatePartitionsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.results.as_slice()), ver, "CreatePartitionsResponse.Results")?,
-            "CreatePartitionsResponse.Results",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.results, ver, "CreatePartitionsResponse.Results")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreatePartitionsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreatePartitionsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreatePartitionsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -560,33 +498,19 @@ impl Encode for CreatePartitionsResponse<'_> {
 impl Encode for CreatePartitionsTopicResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "CreatePartitionsTopicResult.Name")?,
-            "CreatePartitionsTopicResult.Name",
-        )?;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?
-                }
-                None => wire::null_size(ver.flexible, false),
-            },
-            "CreatePartitionsTopicResult.ErrorMessage",
-        )?;
+        let mut n = Size::new(2);
+        n += wire::string_size(self.name.len(), ver.flexible, "CreatePartitionsTopicResult.Name")?;
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreatePartitionsTopicResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreatePartitionsTopicResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreatePartitionsTopicResult")
     }
 
     #[inline]
@@ -645,8 +569,7 @@ impl<'a> CreatePartitionsResponseView<'a> {
     /// See [`CreatePartitionsResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, CreatePartitionsTopicResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -700,8 +623,7 @@ impl<'a> CreatePartitionsTopicResultView<'a> {
     /// See [`CreatePartitionsTopicResult::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`CreatePartitionsTopicResult::error_code`].
@@ -713,8 +635,7 @@ impl<'a> CreatePartitionsTopicResultView<'a> {
     /// See [`CreatePartitionsTopicResult::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize + 2, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize + 2, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

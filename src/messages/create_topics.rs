@@ -18,17 +18,13 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateTopicsRequest<'a> {
-    /// The new topics.
-    ///
-    /// Schema type `[]CreatableTopic`; versions 0+.
+    /// The new topics. (`[]CreatableTopic`, versions 0+.)
     pub topics: List<'a, CreatableTopic<'a>>,
-    /// How long, in milliseconds, to wait for the topics to be created before answering.
-    ///
-    /// Schema type `int32`; versions 0+; default `60000`.
+    /// How long, in milliseconds, to wait for the topics to be created before answering. (`int32`,
+    /// versions 0+; default `60000`.)
     pub timeout_ms: i32,
-    /// When true, the request is only checked and nothing is created.
-    ///
-    /// Schema type `bool`; versions 1+; default `false`.
+    /// When true, the request is only checked and nothing is created. (`bool`, versions 1+; default
+    /// `false`.)
     pub validate_only: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,26 +45,18 @@ impl<'a> Default for CreateTopicsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableTopic<'a> {
-    /// Name of the new topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the new topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Number of partitions, or -1 for the broker default (or when Assignments is given).
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Number of partitions, or -1 for the broker default (or when Assignments is given). (`int32`,
+    /// versions 0+.)
     pub num_partitions: i32,
     /// Number of replicas of each partition, or -1 for the broker default (or when Assignments is
-    /// given).
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// given). (`int16`, versions 0+.)
     pub replication_factor: i16,
     /// Explicit replica placement for each partition; empty to let the controller place them.
-    ///
-    /// Schema type `[]CreatableReplicaAssignment`; versions 0+.
+    /// (`[]CreatableReplicaAssignment`, versions 0+.)
     pub assignments: List<'a, CreatableReplicaAssignment<'a>>,
-    /// Topic configs to set at creation.
-    ///
-    /// Schema type `[]CreatableTopicConfig`; versions 0+.
+    /// Topic configs to set at creation. (`[]CreatableTopicConfig`, versions 0+.)
     pub configs: List<'a, CreatableTopicConfig<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -78,13 +66,10 @@ pub struct CreatableTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableReplicaAssignment<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// Index of the partition. (`int32`, versions 0+; map key.)
     pub partition_index: i32,
-    /// Broker IDs that hold the partition's replicas, the preferred leader first.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Broker IDs that hold the partition's replicas, the preferred leader first. (`[]int32`,
+    /// versions 0+.)
     pub broker_ids: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -94,13 +79,9 @@ pub struct CreatableReplicaAssignment<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableTopicConfig<'a> {
-    /// Name of the config.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the config. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Value of the config, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Value of the config, or null. (`string`, versions 0+; nullable in 0+.)
     pub value: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -139,28 +120,20 @@ impl CreateTopicsRequest<'_> {
 impl Encode for CreateTopicsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 5;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "CreateTopicsRequest.Topics")?,
-            "CreateTopicsRequest.Topics",
-        )?;
+        let mut n = Size::new(5);
+        n += encode::array_size(&self.topics, ver, "CreateTopicsRequest.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreateTopicsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreateTopicsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreateTopicsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.fixed(|b: &mut [u8; 5]| {
             b[0..4].copy_from_slice(&self.timeout_ms.to_be_bytes());
             b[4..5].copy_from_slice(&[u8::from(self.validate_only)]);
@@ -174,30 +147,14 @@ impl Encode for CreateTopicsRequest<'_> {
 impl Encode for CreatableTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "CreatableTopic.Name")?,
-            "CreatableTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.assignments.as_slice()), ver, "CreatableTopic.Assignments")?,
-            "CreatableTopic.Assignments",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.configs.as_slice()), ver, "CreatableTopic.Configs")?,
-            "CreatableTopic.Configs",
-        )?;
+        let mut n = Size::new(6);
+        n += wire::string_size(self.name.len(), ver.flexible, "CreatableTopic.Name")?;
+        n += encode::array_size(&self.assignments, ver, "CreatableTopic.Assignments")?;
+        n += encode::array_size(&self.configs, ver, "CreatableTopic.Configs")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "CreatableTopic._tagged_fields")?,
-                "CreatableTopic._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "CreatableTopic._tagged_fields")?;
         }
-        Ok(n)
+        n.total("CreatableTopic")
     }
 
     #[inline]
@@ -207,8 +164,8 @@ impl Encode for CreatableTopic<'_> {
             b[0..4].copy_from_slice(&self.num_partitions.to_be_bytes());
             b[4..6].copy_from_slice(&self.replication_factor.to_be_bytes());
         });
-        encode::write_array(w, Some(self.assignments.as_slice()), ver);
-        encode::write_array(w, Some(self.configs.as_slice()), ver);
+        encode::write_array(w, &self.assignments, ver);
+        encode::write_array(w, &self.configs, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -218,33 +175,21 @@ impl Encode for CreatableTopic<'_> {
 impl Encode for CreatableReplicaAssignment<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.broker_ids.as_slice()),
-                ver,
-                "CreatableReplicaAssignment.BrokerIds",
-            )?,
-            "CreatableReplicaAssignment.BrokerIds",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.broker_ids, ver, "CreatableReplicaAssignment.BrokerIds")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreatableReplicaAssignment._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreatableReplicaAssignment._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreatableReplicaAssignment")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.partition_index);
-        encode::write_array(w, Some(self.broker_ids.as_slice()), ver);
+        encode::write_array(w, &self.broker_ids, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -254,31 +199,19 @@ impl Encode for CreatableReplicaAssignment<'_> {
 impl Encode for CreatableTopicConfig<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "CreatableTopicConfig.Name")?,
-            "CreatableTopicConfig.Name",
-        )?;
-        n = wire::add(
-            n,
-            match &self.value {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "CreatableTopicConfig.Value")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "CreatableTopicConfig.Value",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "CreatableTopicConfig.Name")?;
+        n += match &self.value {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "CreatableTopicConfig.Value")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreatableTopicConfig._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreatableTopicConfig._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreatableTopicConfig")
     }
 
     #[inline]
@@ -330,8 +263,7 @@ impl<'a> CreateTopicsRequestView<'a> {
     /// See [`CreateTopicsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, CreatableTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`CreateTopicsRequest::timeout_ms`].
@@ -398,8 +330,7 @@ impl<'a> CreatableTopicView<'a> {
     /// See [`CreatableTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`CreatableTopic::num_partitions`].
@@ -417,15 +348,13 @@ impl<'a> CreatableTopicView<'a> {
     /// See [`CreatableTopic::assignments`].
     #[inline]
     pub fn assignments(&self) -> ArrayView<'a, CreatableReplicaAssignmentView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 6, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 6, self.ver)
     }
 
     /// See [`CreatableTopic::configs`].
     #[inline]
     pub fn configs(&self) -> ArrayView<'a, CreatableTopicConfigView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -521,8 +450,7 @@ impl<'a> CreatableReplicaAssignmentView<'a> {
     /// See [`CreatableReplicaAssignment::broker_ids`].
     #[inline]
     pub fn broker_ids(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -600,15 +528,13 @@ impl<'a> CreatableTopicConfigView<'a> {
     /// See [`CreatableTopicConfig::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`CreatableTopicConfig::value`].
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -674,13 +600,9 @@ impl fmt::Debug for CreatableTopicConfigView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateTopicsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 2+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 2+; ignorable.)
     pub throttle_time_ms: i32,
-    /// One result for each topic in the request.
-    ///
-    /// Schema type `[]CreatableTopicResult`; versions 0+.
+    /// One result for each topic in the request. (`[]CreatableTopicResult`, versions 0+.)
     pub topics: List<'a, CreatableTopicResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -690,37 +612,25 @@ pub struct CreateTopicsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableTopicResult<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// ID given to the new topic.
-    ///
-    /// Schema type `uuid`; versions 7+; ignorable.
+    /// ID given to the new topic. (`uuid`, versions 7+; ignorable.)
     pub topic_id: Uuid,
-    /// Error code for this topic; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this topic; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 1+; nullable in 0+; ignorable.
+    /// Human-readable error message, or null. (`string`, versions 1+; nullable in 0+; ignorable.)
     pub error_message: Option<Str<'a>>,
     /// Error code met while reading back the topic's configs, when Configs could not be filled.
-    ///
-    /// Schema type `int16`; versions 5+; tagged (tag 0) in 5+; ignorable.
+    /// (`int16`, versions 5+; tagged (tag 0) in 5+; ignorable.)
     pub topic_config_error_code: i16,
-    /// Number of partitions of the topic; -1 when not reported.
-    ///
-    /// Schema type `int32`; versions 5+; default `-1`; ignorable.
+    /// Number of partitions of the topic; -1 when not reported. (`int32`, versions 5+; default
+    /// `-1`; ignorable.)
     pub num_partitions: i32,
-    /// Replication factor of the topic; -1 when not reported.
-    ///
-    /// Schema type `int16`; versions 5+; default `-1`; ignorable.
+    /// Replication factor of the topic; -1 when not reported. (`int16`, versions 5+; default `-1`;
+    /// ignorable.)
     pub replication_factor: i16,
-    /// Configs of the new topic, or null when they could not be read.
-    ///
-    /// Schema type `[]CreatableTopicConfigs`; versions 5+; nullable in 5+; ignorable.
+    /// Configs of the new topic, or null when they could not be read. (`[]CreatableTopicConfigs`,
+    /// versions 5+; nullable in 5+; ignorable.)
     pub configs: Option<List<'a, CreatableTopicConfigs<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -746,25 +656,17 @@ impl<'a> Default for CreatableTopicResult<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableTopicConfigs<'a> {
-    /// Name of the config.
-    ///
-    /// Schema type `string`; versions 5+.
+    /// Name of the config. (`string`, versions 5+.)
     pub name: Str<'a>,
-    /// Value of the config, or null (for example when it is sensitive).
-    ///
-    /// Schema type `string`; versions 5+; nullable in 5+.
+    /// Value of the config, or null (for example when it is sensitive). (`string`, versions 5+;
+    /// nullable in 5+.)
     pub value: Option<Str<'a>>,
-    /// Whether the config cannot be changed.
-    ///
-    /// Schema type `bool`; versions 5+.
+    /// Whether the config cannot be changed. (`bool`, versions 5+.)
     pub read_only: bool,
-    /// Where the value comes from (a config-source code); -1 when unknown.
-    ///
-    /// Schema type `int8`; versions 5+; default `-1`; ignorable.
+    /// Where the value comes from (a config-source code); -1 when unknown. (`int8`, versions 5+;
+    /// default `-1`; ignorable.)
     pub config_source: i8,
-    /// Whether the value is sensitive and so withheld.
-    ///
-    /// Schema type `bool`; versions 5+.
+    /// Whether the value is sensitive and so withheld. (`bool`, versions 5+.)
     pub is_sensitive: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -806,29 +708,21 @@ impl CreateTopicsResponse<'_> {
 impl Encode for CreateTopicsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "CreateTopicsResponse.Topics")?,
-            "CreateTopicsResponse.Topics",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.topics, ver, "CreateTopicsResponse.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "CreateTopicsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "CreateTopicsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("CreateTopicsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -838,23 +732,15 @@ impl Encode for CreateTopicsResponse<'_> {
 impl Encode for CreatableTopicResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "CreatableTopicResult.Name")?,
-            "CreatableTopicResult.Name",
-        )?;
+        let mut n = Size::new(2);
+        n += wire::string_size(self.name.len(), ver.flexible, "CreatableTopicResult.Name")?;
         if ver.version == 7 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "CreatableTopicResult.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "CreatableTopicResult.ErrorMessage",
-        )?;
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "CreatableTopicResult.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.version >= 5 {
             n += 4;
         }
@@ -862,24 +748,16 @@ impl Encode for CreatableTopicResult<'_> {
             n += 2;
         }
         if ver.version >= 5 {
-            n = wire::add(
-                n,
-                encode::array_size(self.configs.as_deref(), ver, "CreatableTopicResult.Configs")?,
-                "CreatableTopicResult.Configs",
-            )?;
+            n += encode::nullable_array_size(self.configs.as_deref(), ver, "CreatableTopicResult.Configs")?;
         }
         if ver.flexible {
             let mut tags = TaggedSize::new();
             if ver.version >= 5 && self.topic_config_error_code != 0 {
                 tags.field(0, 2, "CreatableTopicResult.TopicConfigErrorCode")?;
             }
-            n = wire::add(
-                n,
-                tags.finish(&self.unknown_tagged_fields, &[0], "CreatableTopicResult._tagged_fields")?,
-                "CreatableTopicResult._tagged_fields",
-            )?;
+            n += tags.finish(&self.unknown_tagged_fields, &[0], "CreatableTopicResult._tagged_fields")?;
         }
-        Ok(n)
+        n.total("CreatableTopicResult")
     }
 
     #[inline]
@@ -897,7 +775,7 @@ impl Encode for CreatableTopicResult<'_> {
             });
         }
         if ver.version >= 5 {
-            encode::write_array(w, self.configs.as_deref(), ver);
+            encode::write_nullable_array(w, self.configs.as_deref(), ver);
         }
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
@@ -917,29 +795,17 @@ impl Encode for CreatableTopicResult<'_> {
 impl Encode for CreatableTopicConfigs<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 3;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "CreatableTopicConfigs.Name")?,
-            "CreatableTopicConfigs.Name",
-        )?;
-        n = wire::add(
-            n,
-            match &self.value {
-                Some(v) => wire::string_size(v.len(), true, "CreatableTopicConfigs.Value")?,
-                None => wire::null_size(true, false),
-            },
-            "CreatableTopicConfigs.Value",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "CreatableTopicConfigs._tagged_fields",
-            )?,
+        let mut n = Size::new(3);
+        n += wire::string_size(self.name.len(), true, "CreatableTopicConfigs.Name")?;
+        n += match &self.value {
+            Some(v) => wire::string_size(v.len(), true, "CreatableTopicConfigs.Value")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "CreatableTopicConfigs._tagged_fields",
         )?;
-        Ok(n)
+        n.total("CreatableTopicConfigs")
     }
 
     #[inline]
@@ -1000,8 +866,7 @@ impl<'a> CreateTopicsResponseView<'a> {
     /// See [`CreateTopicsResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, CreatableTopicResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1055,68 +920,55 @@ impl<'a> CreatableTopicResultView<'a> {
     /// See [`CreatableTopicResult::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`CreatableTopicResult::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 7 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 7 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`CreatableTopicResult::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        self.src.i16(self.at[0] as usize + (if ver.version >= 7 { 16 } else { 0 }))
+        self.src.i16(self.at[0] as usize + (if self.ver.version >= 7 { 16 } else { 0 }))
     }
 
     /// See [`CreatableTopicResult::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize + (if ver.version >= 7 { 18 } else { 2 }), ver.flexible)
+        self.src.nullable_str(
+            self.at[0] as usize + (if self.ver.version >= 7 { 18 } else { 2 }),
+            self.ver.flexible,
+        )
     }
 
     /// See [`CreatableTopicResult::topic_config_error_code`].
     #[inline]
     pub fn topic_config_error_code(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version >= 5 { self.src.tag(self.at[2] as usize, 0).map_or(0, |v| v.i16(0)) } else { 0 }
+        if self.ver.version >= 5 { self.src.tag(self.at[2] as usize, 0).map_or(0, |v| v.i16(0)) } else { 0 }
     }
 
     /// See [`CreatableTopicResult::num_partitions`].
     #[inline]
     pub fn num_partitions(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 5 { self.src.i32(self.at[1] as usize) } else { -1 }
+        if self.ver.version >= 5 { self.src.i32(self.at[1] as usize) } else { -1 }
     }
 
     /// See [`CreatableTopicResult::replication_factor`].
     #[inline]
     pub fn replication_factor(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version >= 5 {
-            self.src.i16(self.at[1] as usize + (if ver.version >= 5 { 4 } else { 0 }))
-        } else {
-            -1
-        }
+        if self.ver.version >= 5 { self.src.i16(self.at[1] as usize + 4) } else { -1 }
     }
 
     /// See [`CreatableTopicResult::configs`].
     #[inline]
     pub fn configs(&self) -> Option<ArrayView<'a, CreatableTopicConfigsView<'a>>> {
-        let ver = self.ver;
-        if ver.version >= 5 {
-            ArrayView::nullable_at(
-                self.src,
-                self.at[1] as usize + (if ver.version >= 5 { 6 } else { 0 }),
-                ver,
-            )
+        if self.ver.version >= 5 {
+            ArrayView::nullable_at(self.src, self.at[1] as usize + 6, self.ver)
         } else {
-            Some(ArrayView::empty(ver))
+            Some(ArrayView::empty(self.ver))
         }
     }
 

@@ -17,9 +17,7 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsRequest<'a> {
-    /// Filters selecting the bindings to remove.
-    ///
-    /// Schema type `[]DeleteAclsFilter`; versions 0+.
+    /// Filters selecting the bindings to remove. (`[]DeleteAclsFilter`, versions 0+.)
     pub filters: List<'a, DeleteAclsFilter<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -29,33 +27,22 @@ pub struct DeleteAclsRequest<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsFilter<'a> {
-    /// Resource type to match (a resource-type code; 1 matches any).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Resource type to match (a resource-type code; 1 matches any). (`int8`, versions 0+.)
     pub resource_type_filter: i8,
-    /// Resource name to match, or null for any.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Resource name to match, or null for any. (`string`, versions 0+; nullable in 0+.)
     pub resource_name_filter: Option<Str<'a>>,
-    /// Pattern type to match: 1 any, 2 match, 3 literal, 4 prefixed.
-    ///
-    /// Schema type `int8`; versions 1+; default `3`.
+    /// Pattern type to match: 1 any, 2 match, 3 literal, 4 prefixed. (`int8`, versions 1+; default
+    /// `3`.)
     pub pattern_type_filter: i8,
-    /// Only bindings for this principal; null matches every principal.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Only bindings for this principal; null matches every principal. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub principal_filter: Option<Str<'a>>,
-    /// Only bindings for this host; null matches every host.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Only bindings for this host; null matches every host. (`string`, versions 0+; nullable in
+    /// 0+.)
     pub host_filter: Option<Str<'a>>,
-    /// Operation to match (an operation code; 1 matches any).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Operation to match (an operation code; 1 matches any). (`int8`, versions 0+.)
     pub operation: i8,
-    /// Permission to match: 1 any, 2 deny, 3 allow.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Permission to match: 1 any, 2 deny, 3 allow. (`int8`, versions 0+.)
     pub permission_type: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -99,28 +86,20 @@ impl DeleteAclsRequest<'_> {
 impl Encode for DeleteAclsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.filters.as_slice()), ver, "DeleteAclsRequest.Filters")?,
-            "DeleteAclsRequest.Filters",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.filters, ver, "DeleteAclsRequest.Filters")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteAclsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteAclsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteAclsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.filters.as_slice()), ver);
+        encode::write_array(w, &self.filters, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -130,39 +109,24 @@ impl Encode for DeleteAclsRequest<'_> {
 impl Encode for DeleteAclsFilter<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            match &self.resource_name_filter {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilter.ResourceNameFilter")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DeleteAclsFilter.ResourceNameFilter",
-        )?;
-        n = wire::add(
-            n,
-            match &self.principal_filter {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilter.PrincipalFilter")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DeleteAclsFilter.PrincipalFilter",
-        )?;
-        n = wire::add(
-            n,
-            match &self.host_filter {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilter.HostFilter")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DeleteAclsFilter.HostFilter",
-        )?;
+        let mut n = Size::new(4);
+        n += match &self.resource_name_filter {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilter.ResourceNameFilter")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += match &self.principal_filter {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilter.PrincipalFilter")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += match &self.host_filter {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilter.HostFilter")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteAclsFilter._tagged_fields")?,
-                "DeleteAclsFilter._tagged_fields",
-            )?;
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteAclsFilter._tagged_fields")?;
         }
-        Ok(n)
+        n.total("DeleteAclsFilter")
     }
 
     #[inline]
@@ -221,8 +185,7 @@ impl<'a> DeleteAclsRequestView<'a> {
     /// See [`DeleteAclsRequest::filters`].
     #[inline]
     pub fn filters(&self) -> ArrayView<'a, DeleteAclsFilterView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -278,8 +241,7 @@ impl<'a> DeleteAclsFilterView<'a> {
     /// See [`DeleteAclsFilter::resource_name_filter`].
     #[inline]
     pub fn resource_name_filter(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(1, ver.flexible)
+        self.src.nullable_str(1, self.ver.flexible)
     }
 
     /// See [`DeleteAclsFilter::pattern_type_filter`].
@@ -291,15 +253,13 @@ impl<'a> DeleteAclsFilterView<'a> {
     /// See [`DeleteAclsFilter::principal_filter`].
     #[inline]
     pub fn principal_filter(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize + 1, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
     /// See [`DeleteAclsFilter::host_filter`].
     #[inline]
     pub fn host_filter(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[1] as usize, ver.flexible)
+        self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
     }
 
     /// See [`DeleteAclsFilter::operation`].
@@ -390,13 +350,9 @@ impl fmt::Debug for DeleteAclsFilterView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each filter, in request order.
-    ///
-    /// Schema type `[]DeleteAclsFilterResult`; versions 0+.
+    /// One result for each filter, in request order. (`[]DeleteAclsFilterResult`, versions 0+.)
     pub filter_results: List<'a, DeleteAclsFilterResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -406,17 +362,11 @@ pub struct DeleteAclsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsFilterResult<'a> {
-    /// Error code for this filter; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this filter; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable error message, or null. (`string`, versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Bindings the filter matched and removed.
-    ///
-    /// Schema type `[]DeleteAclsMatchingAcl`; versions 0+.
+    /// Bindings the filter matched and removed. (`[]DeleteAclsMatchingAcl`, versions 0+.)
     pub matching_acls: List<'a, DeleteAclsMatchingAcl<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -437,41 +387,23 @@ impl<'a> Default for DeleteAclsFilterResult<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsMatchingAcl<'a> {
-    /// Error code for this binding; 0 means it was removed.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this binding; 0 means it was removed. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable error message, or null. (`string`, versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Type of the resource (a resource-type code).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Type of the resource (a resource-type code). (`int8`, versions 0+.)
     pub resource_type: i8,
-    /// Name of the resource.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the resource. (`string`, versions 0+.)
     pub resource_name: Str<'a>,
-    /// How the name is matched: 3 literal, 4 prefixed.
-    ///
-    /// Schema type `int8`; versions 1+; default `3`.
+    /// How the name is matched: 3 literal, 4 prefixed. (`int8`, versions 1+; default `3`.)
     pub pattern_type: i8,
-    /// Principal the binding applied to.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Principal the binding applied to. (`string`, versions 0+.)
     pub principal: Str<'a>,
-    /// Host the binding applied to.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host the binding applied to. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Operation the binding covered (an operation code).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Operation the binding covered (an operation code). (`int8`, versions 0+.)
     pub operation: i8,
-    /// Whether the binding allowed (3) or denied (2).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Whether the binding allowed (3) or denied (2). (`int8`, versions 0+.)
     pub permission_type: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -517,33 +449,21 @@ impl DeleteAclsResponse<'_> {
 impl Encode for DeleteAclsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.filter_results.as_slice()),
-                ver,
-                "DeleteAclsResponse.FilterResults",
-            )?,
-            "DeleteAclsResponse.FilterResults",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.filter_results, ver, "DeleteAclsResponse.FilterResults")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteAclsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteAclsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteAclsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.filter_results.as_slice()), ver);
+        encode::write_array(w, &self.filter_results, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -553,42 +473,26 @@ impl Encode for DeleteAclsResponse<'_> {
 impl Encode for DeleteAclsFilterResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DeleteAclsFilterResult.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.matching_acls.as_slice()),
-                ver,
-                "DeleteAclsFilterResult.MatchingAcls",
-            )?,
-            "DeleteAclsFilterResult.MatchingAcls",
-        )?;
+        let mut n = Size::new(2);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += encode::array_size(&self.matching_acls, ver, "DeleteAclsFilterResult.MatchingAcls")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteAclsFilterResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteAclsFilterResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteAclsFilterResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
-        encode::write_array(w, Some(self.matching_acls.as_slice()), ver);
+        encode::write_array(w, &self.matching_acls, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -598,41 +502,21 @@ impl Encode for DeleteAclsFilterResult<'_> {
 impl Encode for DeleteAclsMatchingAcl<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsMatchingAcl.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DeleteAclsMatchingAcl.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.resource_name.len(), ver.flexible, "DeleteAclsMatchingAcl.ResourceName")?,
-            "DeleteAclsMatchingAcl.ResourceName",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.principal.len(), ver.flexible, "DeleteAclsMatchingAcl.Principal")?,
-            "DeleteAclsMatchingAcl.Principal",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), ver.flexible, "DeleteAclsMatchingAcl.Host")?,
-            "DeleteAclsMatchingAcl.Host",
-        )?;
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsMatchingAcl.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += wire::string_size(self.resource_name.len(), ver.flexible, "DeleteAclsMatchingAcl.ResourceName")?;
+        n += wire::string_size(self.principal.len(), ver.flexible, "DeleteAclsMatchingAcl.Principal")?;
+        n += wire::string_size(self.host.len(), ver.flexible, "DeleteAclsMatchingAcl.Host")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteAclsMatchingAcl._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteAclsMatchingAcl._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteAclsMatchingAcl")
     }
 
     #[inline]
@@ -699,8 +583,7 @@ impl<'a> DeleteAclsResponseView<'a> {
     /// See [`DeleteAclsResponse::filter_results`].
     #[inline]
     pub fn filter_results(&self) -> ArrayView<'a, DeleteAclsFilterResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -760,15 +643,13 @@ impl<'a> DeleteAclsFilterResultView<'a> {
     /// See [`DeleteAclsFilterResult::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(2, ver.flexible)
+        self.src.nullable_str(2, self.ver.flexible)
     }
 
     /// See [`DeleteAclsFilterResult::matching_acls`].
     #[inline]
     pub fn matching_acls(&self) -> ArrayView<'a, DeleteAclsMatchingAclView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -857,8 +738,7 @@ impl<'a> DeleteAclsMatchingAclView<'a> {
     /// See [`DeleteAclsMatchingAcl::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(2, ver.flexible)
+        self.src.nullable_str(2, self.ver.flexible)
     }
 
     /// See [`DeleteAclsMatchingAcl::resource_type`].
@@ -870,8 +750,7 @@ impl<'a> DeleteAclsMatchingAclView<'a> {
     /// See [`DeleteAclsMatchingAcl::resource_name`].
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + 1, ver.flexible)
+        self.src.str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
     /// See [`DeleteAclsMatchingAcl::pattern_type`].
@@ -883,15 +762,13 @@ impl<'a> DeleteAclsMatchingAclView<'a> {
     /// See [`DeleteAclsMatchingAcl::principal`].
     #[inline]
     pub fn principal(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[1] as usize + 1, ver.flexible)
+        self.src.str(self.at[1] as usize + 1, self.ver.flexible)
     }
 
     /// See [`DeleteAclsMatchingAcl::host`].
     #[inline]
     pub fn host(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[2] as usize, ver.flexible)
+        self.src.str(self.at[2] as usize, self.ver.flexible)
     }
 
     /// See [`DeleteAclsMatchingAcl::operation`].

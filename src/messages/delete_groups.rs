@@ -17,9 +17,7 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteGroupsRequest<'a> {
-    /// IDs of the groups to delete.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// IDs of the groups to delete. (`[]string`, versions 0+.)
     pub groups_names: List<'a, Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -48,28 +46,20 @@ impl DeleteGroupsRequest<'_> {
 impl Encode for DeleteGroupsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.groups_names.as_slice()), ver, "DeleteGroupsRequest.GroupsNames")?,
-            "DeleteGroupsRequest.GroupsNames",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.groups_names, ver, "DeleteGroupsRequest.GroupsNames")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteGroupsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteGroupsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteGroupsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.groups_names.as_slice()), ver);
+        encode::write_array(w, &self.groups_names, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -115,8 +105,7 @@ impl<'a> DeleteGroupsRequestView<'a> {
     /// See [`DeleteGroupsRequest::groups_names`].
     #[inline]
     pub fn groups_names(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -150,13 +139,9 @@ impl fmt::Debug for DeleteGroupsRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteGroupsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each group in the request.
-    ///
-    /// Schema type `[]DeletableGroupResult`; versions 0+.
+    /// One result for each group in the request. (`[]DeletableGroupResult`, versions 0+.)
     pub results: List<'a, DeletableGroupResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -166,17 +151,12 @@ pub struct DeleteGroupsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeletableGroupResult<'a> {
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// ID of the group. (`string`, versions 0+; map key.)
     pub group_id: Str<'a>,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 3+; default `null`; ignorable.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 3+; nullable in 3+; default `null`; ignorable.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -205,29 +185,21 @@ impl DeleteGroupsResponse<'_> {
 impl Encode for DeleteGroupsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.results.as_slice()), ver, "DeleteGroupsResponse.Results")?,
-            "DeleteGroupsResponse.Results",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.results, ver, "DeleteGroupsResponse.Results")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteGroupsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteGroupsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteGroupsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -237,33 +209,21 @@ impl Encode for DeleteGroupsResponse<'_> {
 impl Encode for DeletableGroupResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "DeletableGroupResult.GroupId")?,
-            "DeletableGroupResult.GroupId",
-        )?;
+        let mut n = Size::new(2);
+        n += wire::string_size(self.group_id.len(), ver.flexible, "DeletableGroupResult.GroupId")?;
         if ver.version == 3 {
-            n = wire::add(
-                n,
-                match &self.error_message {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "DeletableGroupResult.ErrorMessage")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "DeletableGroupResult.ErrorMessage",
-            )?;
+            n += match &self.error_message {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "DeletableGroupResult.ErrorMessage")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeletableGroupResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeletableGroupResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeletableGroupResult")
     }
 
     #[inline]
@@ -324,8 +284,7 @@ impl<'a> DeleteGroupsResponseView<'a> {
     /// See [`DeleteGroupsResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DeletableGroupResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -379,8 +338,7 @@ impl<'a> DeletableGroupResultView<'a> {
     /// See [`DeletableGroupResult::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DeletableGroupResult::error_code`].
@@ -392,8 +350,11 @@ impl<'a> DeletableGroupResultView<'a> {
     /// See [`DeletableGroupResult::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 3 { self.src.nullable_str(self.at[0] as usize + 2, ver.flexible) } else { None }
+        if self.ver.version == 3 {
+            self.src.nullable_str(self.at[0] as usize + 2, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

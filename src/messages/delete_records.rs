@@ -18,13 +18,10 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsRequest<'a> {
-    /// Partitions to trim, grouped by topic.
-    ///
-    /// Schema type `[]DeleteRecordsTopic`; versions 0+.
+    /// Partitions to trim, grouped by topic. (`[]DeleteRecordsTopic`, versions 0+.)
     pub topics: List<'a, DeleteRecordsTopic<'a>>,
-    /// Milliseconds the broker may take to finish the deletion before it answers.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Milliseconds the broker may take to finish the deletion before it answers. (`int32`,
+    /// versions 0+.)
     pub timeout_ms: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -34,13 +31,9 @@ pub struct DeleteRecordsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Partitions of this topic to trim.
-    ///
-    /// Schema type `[]DeleteRecordsPartition`; versions 0+.
+    /// Partitions of this topic to trim. (`[]DeleteRecordsPartition`, versions 0+.)
     pub partitions: List<'a, DeleteRecordsPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -50,13 +43,9 @@ pub struct DeleteRecordsTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsPartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Records before this offset are deleted; -1 means the high watermark.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Records before this offset are deleted; -1 means the high watermark. (`int64`, versions 0+.)
     pub offset: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -85,28 +74,20 @@ impl DeleteRecordsRequest<'_> {
 impl Encode for DeleteRecordsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DeleteRecordsRequest.Topics")?,
-            "DeleteRecordsRequest.Topics",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.topics, ver, "DeleteRecordsRequest.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteRecordsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteRecordsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteRecordsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.i32(self.timeout_ms);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -117,34 +98,22 @@ impl Encode for DeleteRecordsRequest<'_> {
 impl Encode for DeleteRecordsTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "DeleteRecordsTopic.Name")?,
-            "DeleteRecordsTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "DeleteRecordsTopic.Partitions")?,
-            "DeleteRecordsTopic.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "DeleteRecordsTopic.Name")?;
+        n += encode::array_size(&self.partitions, ver, "DeleteRecordsTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteRecordsTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteRecordsTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteRecordsTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -154,18 +123,14 @@ impl Encode for DeleteRecordsTopic<'_> {
 impl Encode for DeleteRecordsPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
+        let mut n = Size::new(12);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteRecordsPartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteRecordsPartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteRecordsPartition")
     }
 
     #[inline]
@@ -224,8 +189,7 @@ impl<'a> DeleteRecordsRequestView<'a> {
     /// See [`DeleteRecordsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteRecordsTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`DeleteRecordsRequest::timeout_ms`].
@@ -285,15 +249,13 @@ impl<'a> DeleteRecordsTopicView<'a> {
     /// See [`DeleteRecordsTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DeleteRecordsTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DeleteRecordsPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -431,13 +393,9 @@ impl fmt::Debug for DeleteRecordsPartitionView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]DeleteRecordsTopicResult`; versions 0+.
+    /// Results grouped by topic. (`[]DeleteRecordsTopicResult`, versions 0+.)
     pub topics: List<'a, DeleteRecordsTopicResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -447,13 +405,9 @@ pub struct DeleteRecordsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsTopicResult<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]DeleteRecordsPartitionResult`; versions 0+.
+    /// Result for each partition of this topic. (`[]DeleteRecordsPartitionResult`, versions 0+.)
     pub partitions: List<'a, DeleteRecordsPartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -463,17 +417,11 @@ pub struct DeleteRecordsTopicResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsPartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// Index of the partition. (`int32`, versions 0+; map key.)
     pub partition_index: i32,
-    /// The partition's new low watermark (first offset still present).
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// The partition's new low watermark (first offset still present). (`int64`, versions 0+.)
     pub low_watermark: i64,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -502,29 +450,21 @@ impl DeleteRecordsResponse<'_> {
 impl Encode for DeleteRecordsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DeleteRecordsResponse.Topics")?,
-            "DeleteRecordsResponse.Topics",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.topics, ver, "DeleteRecordsResponse.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteRecordsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteRecordsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteRecordsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -534,34 +474,22 @@ impl Encode for DeleteRecordsResponse<'_> {
 impl Encode for DeleteRecordsTopicResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "DeleteRecordsTopicResult.Name")?,
-            "DeleteRecordsTopicResult.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "DeleteRecordsTopicResult.Partitions")?,
-            "DeleteRecordsTopicResult.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "DeleteRecordsTopicResult.Name")?;
+        n += encode::array_size(&self.partitions, ver, "DeleteRecordsTopicResult.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteRecordsTopicResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteRecordsTopicResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteRecordsTopicResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -571,18 +499,14 @@ impl Encode for DeleteRecordsTopicResult<'_> {
 impl Encode for DeleteRecordsPartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
+        let mut n = Size::new(14);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteRecordsPartitionResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteRecordsPartitionResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteRecordsPartitionResult")
     }
 
     #[inline]
@@ -648,8 +572,7 @@ impl<'a> DeleteRecordsResponseView<'a> {
     /// See [`DeleteRecordsResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteRecordsTopicResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -703,15 +626,13 @@ impl<'a> DeleteRecordsTopicResultView<'a> {
     /// See [`DeleteRecordsTopicResult::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DeleteRecordsTopicResult::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DeleteRecordsPartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

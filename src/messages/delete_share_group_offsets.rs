@@ -17,13 +17,10 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupOffsetsRequest<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Topics whose share group offsets to delete.
-    ///
-    /// Schema type `[]DeleteShareGroupOffsetsRequestTopic`; versions 0+.
+    /// Topics whose share group offsets to delete. (`[]DeleteShareGroupOffsetsRequestTopic`,
+    /// versions 0+.)
     pub topics: List<'a, DeleteShareGroupOffsetsRequestTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -33,9 +30,7 @@ pub struct DeleteShareGroupOffsetsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupOffsetsRequestTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -64,32 +59,20 @@ impl DeleteShareGroupOffsetsRequest<'_> {
 impl Encode for DeleteShareGroupOffsetsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "DeleteShareGroupOffsetsRequest.GroupId")?,
-            "DeleteShareGroupOffsetsRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DeleteShareGroupOffsetsRequest.Topics")?,
-            "DeleteShareGroupOffsetsRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteShareGroupOffsetsRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), true, "DeleteShareGroupOffsetsRequest.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "DeleteShareGroupOffsetsRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DeleteShareGroupOffsetsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DeleteShareGroupOffsetsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -97,21 +80,13 @@ impl Encode for DeleteShareGroupOffsetsRequest<'_> {
 impl Encode for DeleteShareGroupOffsetsRequestTopic<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?,
-            "DeleteShareGroupOffsetsRequestTopic.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteShareGroupOffsetsRequestTopic._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic_name.len(), true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DeleteShareGroupOffsetsRequestTopic._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DeleteShareGroupOffsetsRequestTopic")
     }
 
     #[inline]
@@ -167,8 +142,7 @@ impl<'a> DeleteShareGroupOffsetsRequestView<'a> {
     /// See [`DeleteShareGroupOffsetsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteShareGroupOffsetsRequestTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -281,21 +255,15 @@ impl fmt::Debug for DeleteShareGroupOffsetsRequestTopicView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// One result for each topic in the request.
-    ///
-    /// Schema type `[]DeleteShareGroupOffsetsResponseTopic`; versions 0+.
+    /// One result for each topic in the request. (`[]DeleteShareGroupOffsetsResponseTopic`,
+    /// versions 0+.)
     pub responses: List<'a, DeleteShareGroupOffsetsResponseTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -305,21 +273,14 @@ pub struct DeleteShareGroupOffsetsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupOffsetsResponseTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -348,33 +309,17 @@ impl DeleteShareGroupOffsetsResponse<'_> {
 impl Encode for DeleteShareGroupOffsetsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "DeleteShareGroupOffsetsResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "DeleteShareGroupOffsetsResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.responses.as_slice()),
-                ver,
-                "DeleteShareGroupOffsetsResponse.Responses",
-            )?,
-            "DeleteShareGroupOffsetsResponse.Responses",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteShareGroupOffsetsResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "DeleteShareGroupOffsetsResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.responses, ver, "DeleteShareGroupOffsetsResponse.Responses")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DeleteShareGroupOffsetsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DeleteShareGroupOffsetsResponse")
     }
 
     #[inline]
@@ -384,7 +329,7 @@ impl Encode for DeleteShareGroupOffsetsResponse<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), true);
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -392,31 +337,18 @@ impl Encode for DeleteShareGroupOffsetsResponse<'_> {
 impl Encode for DeleteShareGroupOffsetsResponseTopic<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 18;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "DeleteShareGroupOffsetsResponseTopic.TopicName")?,
-            "DeleteShareGroupOffsetsResponseTopic.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?
-                }
-                None => wire::null_size(true, false),
-            },
-            "DeleteShareGroupOffsetsResponseTopic.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteShareGroupOffsetsResponseTopic._tagged_fields",
-            )?,
+        let mut n = Size::new(18);
+        n +=
+            wire::string_size(self.topic_name.len(), true, "DeleteShareGroupOffsetsResponseTopic.TopicName")?;
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DeleteShareGroupOffsetsResponseTopic._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DeleteShareGroupOffsetsResponseTopic")
     }
 
     #[inline]
@@ -489,8 +421,7 @@ impl<'a> DeleteShareGroupOffsetsResponseView<'a> {
     /// See [`DeleteShareGroupOffsetsResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, DeleteShareGroupOffsetsResponseTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,13 +17,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupStateRequest<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Topics whose share-partition state to delete.
-    ///
-    /// Schema type `[]DeleteStateData`; versions 0+.
+    /// Topics whose share-partition state to delete. (`[]DeleteStateData`, versions 0+.)
     pub topics: List<'a, DeleteStateData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -33,13 +29,9 @@ pub struct DeleteShareGroupStateRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteStateData<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Partitions whose state to delete.
-    ///
-    /// Schema type `[]PartitionData`; versions 0+.
+    /// Partitions whose state to delete. (`[]PartitionData`, versions 0+.)
     pub partitions: List<'a, PartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,9 +41,7 @@ pub struct DeleteStateData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -80,32 +70,20 @@ impl DeleteShareGroupStateRequest<'_> {
 impl Encode for DeleteShareGroupStateRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "DeleteShareGroupStateRequest.GroupId")?,
-            "DeleteShareGroupStateRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DeleteShareGroupStateRequest.Topics")?,
-            "DeleteShareGroupStateRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteShareGroupStateRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), true, "DeleteShareGroupStateRequest.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "DeleteShareGroupStateRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DeleteShareGroupStateRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DeleteShareGroupStateRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -113,24 +91,16 @@ impl Encode for DeleteShareGroupStateRequest<'_> {
 impl Encode for DeleteStateData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "DeleteStateData.Partitions")?,
-            "DeleteStateData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteStateData._tagged_fields")?,
-            "DeleteStateData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "DeleteStateData.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteStateData._tagged_fields")?;
+        n.total("DeleteStateData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -138,13 +108,9 @@ impl Encode for DeleteStateData<'_> {
 impl Encode for PartitionData<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?,
-            "PartitionData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?;
+        n.total("PartitionData")
     }
 
     #[inline]
@@ -200,8 +166,7 @@ impl<'a> DeleteShareGroupStateRequestView<'a> {
     /// See [`DeleteShareGroupStateRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteStateDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -260,8 +225,7 @@ impl<'a> DeleteStateDataView<'a> {
     /// See [`DeleteStateData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -379,9 +343,7 @@ impl fmt::Debug for PartitionDataView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupStateResponse<'a> {
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]DeleteStateResult`; versions 0+.
+    /// Results grouped by topic. (`[]DeleteStateResult`, versions 0+.)
     pub results: List<'a, DeleteStateResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -391,13 +353,9 @@ pub struct DeleteShareGroupStateResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteStateResult<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]PartitionResult`; versions 0+.
+    /// One result for each partition. (`[]PartitionResult`, versions 0+.)
     pub partitions: List<'a, PartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -407,17 +365,12 @@ pub struct DeleteStateResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -446,26 +399,18 @@ impl DeleteShareGroupStateResponse<'_> {
 impl Encode for DeleteShareGroupStateResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.results.as_slice()), ver, "DeleteShareGroupStateResponse.Results")?,
-            "DeleteShareGroupStateResponse.Results",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteShareGroupStateResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.results, ver, "DeleteShareGroupStateResponse.Results")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DeleteShareGroupStateResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DeleteShareGroupStateResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -473,24 +418,16 @@ impl Encode for DeleteShareGroupStateResponse<'_> {
 impl Encode for DeleteStateResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "DeleteStateResult.Partitions")?,
-            "DeleteStateResult.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteStateResult._tagged_fields")?,
-            "DeleteStateResult._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "DeleteStateResult.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteStateResult._tagged_fields")?;
+        n.total("DeleteStateResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -498,21 +435,13 @@ impl Encode for DeleteStateResult<'_> {
 impl Encode for PartitionResult<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "PartitionResult.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?,
-            "PartitionResult._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?;
+        n.total("PartitionResult")
     }
 
     #[inline]
@@ -566,8 +495,7 @@ impl<'a> DeleteShareGroupStateResponseView<'a> {
     /// See [`DeleteShareGroupStateResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DeleteStateResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -621,8 +549,7 @@ impl<'a> DeleteStateResultView<'a> {
     /// See [`DeleteStateResult::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

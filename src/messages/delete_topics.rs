@@ -17,17 +17,13 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteTopicsRequest<'a> {
-    /// Topics to delete, each by name or by ID (from version 6).
-    ///
-    /// Schema type `[]DeleteTopicState`; versions 6+.
+    /// Topics to delete, each by name or by ID (from version 6). (`[]DeleteTopicState`, versions
+    /// 6+.)
     pub topics: List<'a, DeleteTopicState<'a>>,
-    /// Names of the topics to delete (up to version 5).
-    ///
-    /// Schema type `[]string`; versions 0-5; ignorable.
+    /// Names of the topics to delete (up to version 5). (`[]string`, versions 0-5; ignorable.)
     pub topic_names: List<'a, Str<'a>>,
-    /// Milliseconds the controller may take to finish the deletions before it answers.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Milliseconds the controller may take to finish the deletions before it answers. (`int32`,
+    /// versions 0+.)
     pub timeout_ms: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -37,13 +33,10 @@ pub struct DeleteTopicsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteTopicState<'a> {
-    /// Name of the topic, or null when it is named by ID.
-    ///
-    /// Schema type `string`; versions 6+; nullable in 6+; default `null`.
+    /// Name of the topic, or null when it is named by ID. (`string`, versions 6+; nullable in 6+;
+    /// default `null`.)
     pub name: Option<Str<'a>>,
-    /// ID of the topic, or all zeros when it is named by name.
-    ///
-    /// Schema type `uuid`; versions 6+.
+    /// ID of the topic, or all zeros when it is named by name. (`uuid`, versions 6+.)
     pub topic_id: Uuid,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -72,13 +65,9 @@ impl DeleteTopicsRequest<'_> {
 impl Encode for DeleteTopicsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
+        let mut n = Size::new(4);
         if ver.version == 6 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.topics.as_slice()), ver, "DeleteTopicsRequest.Topics")?,
-                "DeleteTopicsRequest.Topics",
-            )?;
+            n += encode::array_size(&self.topics, ver, "DeleteTopicsRequest.Topics")?;
         } else if !self.topics.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "DeleteTopicsRequest.Topics",
@@ -86,32 +75,24 @@ impl Encode for DeleteTopicsRequest<'_> {
             });
         }
         if ver.version <= 5 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.topic_names.as_slice()), ver, "DeleteTopicsRequest.TopicNames")?,
-                "DeleteTopicsRequest.TopicNames",
-            )?;
+            n += encode::array_size(&self.topic_names, ver, "DeleteTopicsRequest.TopicNames")?;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteTopicsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteTopicsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteTopicsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version == 6 {
-            encode::write_array(w, Some(self.topics.as_slice()), ver);
+            encode::write_array(w, &self.topics, ver);
         }
         if ver.version <= 5 {
-            encode::write_array(w, Some(self.topic_names.as_slice()), ver);
+            encode::write_array(w, &self.topic_names, ver);
         }
         w.i32(self.timeout_ms);
         if ver.flexible {
@@ -123,21 +104,13 @@ impl Encode for DeleteTopicsRequest<'_> {
 impl Encode for DeleteTopicState<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            match &self.name {
-                Some(v) => wire::string_size(v.len(), true, "DeleteTopicState.Name")?,
-                None => wire::null_size(true, false),
-            },
-            "DeleteTopicState.Name",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteTopicState._tagged_fields")?,
-            "DeleteTopicState._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += match &self.name {
+            Some(v) => wire::string_size(v.len(), true, "DeleteTopicState.Name")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteTopicState._tagged_fields")?;
+        n.total("DeleteTopicState")
     }
 
     #[inline]
@@ -187,18 +160,16 @@ impl<'a> DeleteTopicsRequestView<'a> {
     /// See [`DeleteTopicsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteTopicStateView<'a>> {
-        let ver = self.ver;
-        if ver.version == 6 { ArrayView::at(self.src, 0, ver) } else { ArrayView::empty(ver) }
+        if self.ver.version == 6 { ArrayView::at(self.src, 0, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
     /// See [`DeleteTopicsRequest::topic_names`].
     #[inline]
     pub fn topic_names(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        if ver.version <= 5 {
-            ArrayView::at(self.src, self.at[0] as usize, ver)
+        if self.ver.version <= 5 {
+            ArrayView::at(self.src, self.at[0] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -331,13 +302,9 @@ impl fmt::Debug for DeleteTopicStateView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteTopicsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; ignorable.)
     pub throttle_time_ms: i32,
-    /// One result for each topic in the request.
-    ///
-    /// Schema type `[]DeletableTopicResult`; versions 0+.
+    /// One result for each topic in the request. (`[]DeletableTopicResult`, versions 0+.)
     pub responses: List<'a, DeletableTopicResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -347,21 +314,15 @@ pub struct DeleteTopicsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeletableTopicResult<'a> {
-    /// Name of the topic; null (from version 6) when it was named by an unknown ID.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 6+; map key.
+    /// Name of the topic; null (from version 6) when it was named by an unknown ID. (`string`,
+    /// versions 0+; nullable in 6+; map key.)
     pub name: Option<Str<'a>>,
-    /// ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 6+; ignorable.
+    /// ID of the topic. (`uuid`, versions 6+; ignorable.)
     pub topic_id: Uuid,
-    /// Error code for this topic; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this topic; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 5+; nullable in 5+; default `null`; ignorable.
+    /// Human-readable error message, or null. (`string`, versions 5+; nullable in 5+; default
+    /// `null`; ignorable.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -402,29 +363,21 @@ impl DeleteTopicsResponse<'_> {
 impl Encode for DeleteTopicsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.responses.as_slice()), ver, "DeleteTopicsResponse.Responses")?,
-            "DeleteTopicsResponse.Responses",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.responses, ver, "DeleteTopicsResponse.Responses")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeleteTopicsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeleteTopicsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeleteTopicsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -434,42 +387,30 @@ impl Encode for DeleteTopicsResponse<'_> {
 impl Encode for DeletableTopicResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
+        let mut n = Size::new(2);
         if self.name.is_none() && ver.version <= 5 {
             return Err(EncodeError::NullNotAllowed { field: "DeletableTopicResult.Name" });
         }
-        n = wire::add(
-            n,
-            match &self.name {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DeletableTopicResult.Name")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DeletableTopicResult.Name",
-        )?;
+        n += match &self.name {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DeletableTopicResult.Name")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.version == 6 {
             n += 16;
         }
         if ver.version >= 5 {
-            n = wire::add(
-                n,
-                match &self.error_message {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "DeletableTopicResult.ErrorMessage")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "DeletableTopicResult.ErrorMessage",
-            )?;
+            n += match &self.error_message {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "DeletableTopicResult.ErrorMessage")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DeletableTopicResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DeletableTopicResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DeletableTopicResult")
     }
 
     #[inline]
@@ -533,8 +474,7 @@ impl<'a> DeleteTopicsResponseView<'a> {
     /// See [`DeleteTopicsResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, DeletableTopicResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -588,30 +528,29 @@ impl<'a> DeletableTopicResultView<'a> {
     /// See [`DeletableTopicResult::name`].
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(0, ver.flexible)
+        self.src.nullable_str(0, self.ver.flexible)
     }
 
     /// See [`DeletableTopicResult::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 6 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 6 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`DeletableTopicResult::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        self.src.i16(self.at[0] as usize + (if ver.version >= 6 { 16 } else { 0 }))
+        self.src.i16(self.at[0] as usize + (if self.ver.version >= 6 { 16 } else { 0 }))
     }
 
     /// See [`DeletableTopicResult::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 5 {
-            self.src.nullable_str(self.at[0] as usize + (if ver.version >= 6 { 18 } else { 2 }), ver.flexible)
+        if self.ver.version >= 5 {
+            self.src.nullable_str(
+                self.at[0] as usize + (if self.ver.version >= 6 { 18 } else { 2 }),
+                self.ver.flexible,
+            )
         } else {
             None
         }

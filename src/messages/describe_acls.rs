@@ -17,33 +17,22 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeAclsRequest<'a> {
-    /// Resource type to match (a resource-type code; 1 matches any).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Resource type to match (a resource-type code; 1 matches any). (`int8`, versions 0+.)
     pub resource_type_filter: i8,
-    /// Resource name to match, or null for any.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Resource name to match, or null for any. (`string`, versions 0+; nullable in 0+.)
     pub resource_name_filter: Option<Str<'a>>,
     /// Pattern type to match: 1 any, 2 match (as the broker would apply it), 3 literal, 4 prefixed.
-    ///
-    /// Schema type `int8`; versions 1+; default `3`.
+    /// (`int8`, versions 1+; default `3`.)
     pub pattern_type_filter: i8,
-    /// Only bindings for this principal; null matches every principal.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Only bindings for this principal; null matches every principal. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub principal_filter: Option<Str<'a>>,
-    /// Only bindings for this host; null matches every host.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Only bindings for this host; null matches every host. (`string`, versions 0+; nullable in
+    /// 0+.)
     pub host_filter: Option<Str<'a>>,
-    /// Operation to match (an operation code; 1 matches any).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Operation to match (an operation code; 1 matches any). (`int8`, versions 0+.)
     pub operation: i8,
-    /// Permission to match: 1 any, 2 deny, 3 allow.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Permission to match: 1 any, 2 deny, 3 allow. (`int8`, versions 0+.)
     pub permission_type: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -87,44 +76,26 @@ impl DescribeAclsRequest<'_> {
 impl Encode for DescribeAclsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            match &self.resource_name_filter {
-                Some(v) => {
-                    wire::string_size(v.len(), ver.flexible, "DescribeAclsRequest.ResourceNameFilter")?
-                }
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DescribeAclsRequest.ResourceNameFilter",
-        )?;
-        n = wire::add(
-            n,
-            match &self.principal_filter {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeAclsRequest.PrincipalFilter")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DescribeAclsRequest.PrincipalFilter",
-        )?;
-        n = wire::add(
-            n,
-            match &self.host_filter {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeAclsRequest.HostFilter")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DescribeAclsRequest.HostFilter",
-        )?;
+        let mut n = Size::new(4);
+        n += match &self.resource_name_filter {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeAclsRequest.ResourceNameFilter")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += match &self.principal_filter {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeAclsRequest.PrincipalFilter")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += match &self.host_filter {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeAclsRequest.HostFilter")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeAclsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeAclsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeAclsRequest")
     }
 
     #[inline]
@@ -189,8 +160,7 @@ impl<'a> DescribeAclsRequestView<'a> {
     /// See [`DescribeAclsRequest::resource_name_filter`].
     #[inline]
     pub fn resource_name_filter(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(1, ver.flexible)
+        self.src.nullable_str(1, self.ver.flexible)
     }
 
     /// See [`DescribeAclsRequest::pattern_type_filter`].
@@ -202,15 +172,13 @@ impl<'a> DescribeAclsRequestView<'a> {
     /// See [`DescribeAclsRequest::principal_filter`].
     #[inline]
     pub fn principal_filter(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize + 1, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
     /// See [`DescribeAclsRequest::host_filter`].
     #[inline]
     pub fn host_filter(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[1] as usize, ver.flexible)
+        self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
     }
 
     /// See [`DescribeAclsRequest::operation`].
@@ -271,21 +239,13 @@ impl fmt::Debug for DescribeAclsRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeAclsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable error message, or null. (`string`, versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Matching bindings, grouped by resource.
-    ///
-    /// Schema type `[]DescribeAclsResource`; versions 0+.
+    /// Matching bindings, grouped by resource. (`[]DescribeAclsResource`, versions 0+.)
     pub resources: List<'a, DescribeAclsResource<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -307,21 +267,13 @@ impl<'a> Default for DescribeAclsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeAclsResource<'a> {
-    /// Type of the resource (a resource-type code).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Type of the resource (a resource-type code). (`int8`, versions 0+.)
     pub resource_type: i8,
-    /// Name of the resource.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the resource. (`string`, versions 0+.)
     pub resource_name: Str<'a>,
-    /// How the name is matched: 3 literal, 4 prefixed.
-    ///
-    /// Schema type `int8`; versions 1+; default `3`.
+    /// How the name is matched: 3 literal, 4 prefixed. (`int8`, versions 1+; default `3`.)
     pub pattern_type: i8,
-    /// ACL entries on this resource.
-    ///
-    /// Schema type `[]AclDescription`; versions 0+.
+    /// ACL entries on this resource. (`[]AclDescription`, versions 0+.)
     pub acls: List<'a, AclDescription<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -343,21 +295,13 @@ impl<'a> Default for DescribeAclsResource<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AclDescription<'a> {
-    /// Principal the entry applies to.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Principal the entry applies to. (`string`, versions 0+.)
     pub principal: Str<'a>,
-    /// Host the entry applies to.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host the entry applies to. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Operation the entry covers (an operation code).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Operation the entry covers (an operation code). (`int8`, versions 0+.)
     pub operation: i8,
-    /// Whether the entry allows (3) or denies (2).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Whether the entry allows (3) or denies (2). (`int8`, versions 0+.)
     pub permission_type: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -386,31 +330,19 @@ impl DescribeAclsResponse<'_> {
 impl Encode for DescribeAclsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeAclsResponse.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DescribeAclsResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.resources.as_slice()), ver, "DescribeAclsResponse.Resources")?,
-            "DescribeAclsResponse.Resources",
-        )?;
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeAclsResponse.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += encode::array_size(&self.resources, ver, "DescribeAclsResponse.Resources")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeAclsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeAclsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeAclsResponse")
     }
 
     #[inline]
@@ -420,7 +352,7 @@ impl Encode for DescribeAclsResponse<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
-        encode::write_array(w, Some(self.resources.as_slice()), ver);
+        encode::write_array(w, &self.resources, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -430,28 +362,16 @@ impl Encode for DescribeAclsResponse<'_> {
 impl Encode for DescribeAclsResource<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.resource_name.len(), ver.flexible, "DescribeAclsResource.ResourceName")?,
-            "DescribeAclsResource.ResourceName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.acls.as_slice()), ver, "DescribeAclsResource.Acls")?,
-            "DescribeAclsResource.Acls",
-        )?;
+        let mut n = Size::new(2);
+        n += wire::string_size(self.resource_name.len(), ver.flexible, "DescribeAclsResource.ResourceName")?;
+        n += encode::array_size(&self.acls, ver, "DescribeAclsResource.Acls")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeAclsResource._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeAclsResource._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeAclsResource")
     }
 
     #[inline]
@@ -459,7 +379,7 @@ impl Encode for DescribeAclsResource<'_> {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
         w.i8(self.pattern_type);
-        encode::write_array(w, Some(self.acls.as_slice()), ver);
+        encode::write_array(w, &self.acls, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -469,25 +389,13 @@ impl Encode for DescribeAclsResource<'_> {
 impl Encode for AclDescription<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.principal.len(), ver.flexible, "AclDescription.Principal")?,
-            "AclDescription.Principal",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), ver.flexible, "AclDescription.Host")?,
-            "AclDescription.Host",
-        )?;
+        let mut n = Size::new(2);
+        n += wire::string_size(self.principal.len(), ver.flexible, "AclDescription.Principal")?;
+        n += wire::string_size(self.host.len(), ver.flexible, "AclDescription.Host")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AclDescription._tagged_fields")?,
-                "AclDescription._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AclDescription._tagged_fields")?;
         }
-        Ok(n)
+        n.total("AclDescription")
     }
 
     #[inline]
@@ -555,15 +463,13 @@ impl<'a> DescribeAclsResponseView<'a> {
     /// See [`DescribeAclsResponse::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(6, ver.flexible)
+        self.src.nullable_str(6, self.ver.flexible)
     }
 
     /// See [`DescribeAclsResponse::resources`].
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, DescribeAclsResourceView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -627,8 +533,7 @@ impl<'a> DescribeAclsResourceView<'a> {
     /// See [`DescribeAclsResource::resource_name`].
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(1, ver.flexible)
+        self.src.str(1, self.ver.flexible)
     }
 
     /// See [`DescribeAclsResource::pattern_type`].
@@ -640,8 +545,7 @@ impl<'a> DescribeAclsResourceView<'a> {
     /// See [`DescribeAclsResource::acls`].
     #[inline]
     pub fn acls(&self) -> ArrayView<'a, AclDescriptionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 1, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 1, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -727,15 +631,13 @@ impl<'a> AclDescriptionView<'a> {
     /// See [`AclDescription::principal`].
     #[inline]
     pub fn principal(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AclDescription::host`].
     #[inline]
     pub fn host(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize, ver.flexible)
+        self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`AclDescription::operation`].

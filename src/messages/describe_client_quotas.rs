@@ -19,12 +19,10 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClientQuotasRequest<'a> {
     /// Filter parts, each matching one entity type; an entity must match all of them.
-    ///
-    /// Schema type `[]ComponentData`; versions 0+.
+    /// (`[]ComponentData`, versions 0+.)
     pub components: List<'a, ComponentData<'a>>,
-    /// True to leave out entities that also have entity types not named in the filter.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to leave out entities that also have entity types not named in the filter. (`bool`,
+    /// versions 0+.)
     pub strict: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -34,17 +32,13 @@ pub struct DescribeClientQuotasRequest<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ComponentData<'a> {
-    /// Entity type this part matches, such as "user", "client-id" or "ip".
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Entity type this part matches, such as "user", "client-id" or "ip". (`string`, versions 0+.)
     pub entity_type: Str<'a>,
-    /// How to match: 0 by exact name, 1 the default entity, 2 any named entity.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// How to match: 0 by exact name, 1 the default entity, 2 any named entity. (`int8`, versions
+    /// 0+.)
     pub match_type: i8,
-    /// Name to match exactly when MatchType is 0; null otherwise.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Name to match exactly when MatchType is 0; null otherwise. (`string`, versions 0+; nullable
+    /// in 0+.)
     pub r#match: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -84,32 +78,20 @@ impl DescribeClientQuotasRequest<'_> {
 impl Encode for DescribeClientQuotasRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.components.as_slice()),
-                ver,
-                "DescribeClientQuotasRequest.Components",
-            )?,
-            "DescribeClientQuotasRequest.Components",
-        )?;
+        let mut n = Size::new(1);
+        n += encode::array_size(&self.components, ver, "DescribeClientQuotasRequest.Components")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeClientQuotasRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeClientQuotasRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeClientQuotasRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.components.as_slice()), ver);
+        encode::write_array(w, &self.components, ver);
         w.bool(self.strict);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -120,28 +102,16 @@ impl Encode for DescribeClientQuotasRequest<'_> {
 impl Encode for ComponentData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(self.entity_type.len(), ver.flexible, "ComponentData.EntityType")?,
-            "ComponentData.EntityType",
-        )?;
-        n = wire::add(
-            n,
-            match &self.r#match {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "ComponentData.Match")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "ComponentData.Match",
-        )?;
+        let mut n = Size::new(1);
+        n += wire::string_size(self.entity_type.len(), ver.flexible, "ComponentData.EntityType")?;
+        n += match &self.r#match {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "ComponentData.Match")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ComponentData._tagged_fields")?,
-                "ComponentData._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ComponentData._tagged_fields")?;
         }
-        Ok(n)
+        n.total("ComponentData")
     }
 
     #[inline]
@@ -195,8 +165,7 @@ impl<'a> DescribeClientQuotasRequestView<'a> {
     /// See [`DescribeClientQuotasRequest::components`].
     #[inline]
     pub fn components(&self) -> ArrayView<'a, ComponentDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`DescribeClientQuotasRequest::strict`].
@@ -256,8 +225,7 @@ impl<'a> ComponentDataView<'a> {
     /// See [`ComponentData::entity_type`].
     #[inline]
     pub fn entity_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`ComponentData::match_type`].
@@ -269,8 +237,7 @@ impl<'a> ComponentDataView<'a> {
     /// See [`ComponentData::match`].
     #[inline]
     pub fn r#match(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize + 1, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -338,21 +305,15 @@ impl fmt::Debug for ComponentDataView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClientQuotasResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// One entry for each matching entity; null on error.
-    ///
-    /// Schema type `[]EntryData`; versions 0+; nullable in 0+.
+    /// One entry for each matching entity; null on error. (`[]EntryData`, versions 0+; nullable in
+    /// 0+.)
     pub entries: Option<List<'a, EntryData<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -374,13 +335,10 @@ impl<'a> Default for DescribeClientQuotasResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EntryData<'a> {
-    /// Parts that together name the entity, one for each entity type.
-    ///
-    /// Schema type `[]EntityData`; versions 0+.
+    /// Parts that together name the entity, one for each entity type. (`[]EntityData`, versions
+    /// 0+.)
     pub entity: List<'a, EntityData<'a>>,
-    /// Quota values set for this entity.
-    ///
-    /// Schema type `[]ValueData`; versions 0+.
+    /// Quota values set for this entity. (`[]ValueData`, versions 0+.)
     pub values: List<'a, ValueData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -390,13 +348,10 @@ pub struct EntryData<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EntityData<'a> {
-    /// Entity type of this part, such as "user" or "client-id".
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Entity type of this part, such as "user" or "client-id". (`string`, versions 0+.)
     pub entity_type: Str<'a>,
-    /// Name of the entity; null means the default entity of this type.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Name of the entity; null means the default entity of this type. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub entity_name: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -416,13 +371,9 @@ impl<'a> Default for EntityData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ValueData<'a> {
-    /// Quota name, such as "producer_byte_rate".
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Quota name, such as "producer_byte_rate". (`string`, versions 0+.)
     pub key: Str<'a>,
-    /// Quota value.
-    ///
-    /// Schema type `float64`; versions 0+.
+    /// Quota value. (`float64`, versions 0+.)
     pub value: f64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -451,33 +402,23 @@ impl DescribeClientQuotasResponse<'_> {
 impl Encode for DescribeClientQuotasResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), ver.flexible, "DescribeClientQuotasResponse.ErrorMessage")?
-                }
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DescribeClientQuotasResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(self.entries.as_deref(), ver, "DescribeClientQuotasResponse.Entries")?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeClientQuotasResponse.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += encode::nullable_array_size(
+            self.entries.as_deref(),
+            ver,
             "DescribeClientQuotasResponse.Entries",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeClientQuotasResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeClientQuotasResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeClientQuotasResponse")
     }
 
     #[inline]
@@ -487,7 +428,7 @@ impl Encode for DescribeClientQuotasResponse<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
-        encode::write_array(w, self.entries.as_deref(), ver);
+        encode::write_nullable_array(w, self.entries.as_deref(), ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -497,31 +438,19 @@ impl Encode for DescribeClientQuotasResponse<'_> {
 impl Encode for EntryData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.entity.as_slice()), ver, "EntryData.Entity")?,
-            "EntryData.Entity",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.values.as_slice()), ver, "EntryData.Values")?,
-            "EntryData.Values",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.entity, ver, "EntryData.Entity")?;
+        n += encode::array_size(&self.values, ver, "EntryData.Values")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EntryData._tagged_fields")?,
-                "EntryData._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EntryData._tagged_fields")?;
         }
-        Ok(n)
+        n.total("EntryData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.entity.as_slice()), ver);
-        encode::write_array(w, Some(self.values.as_slice()), ver);
+        encode::write_array(w, &self.entity, ver);
+        encode::write_array(w, &self.values, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -531,28 +460,16 @@ impl Encode for EntryData<'_> {
 impl Encode for EntityData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.entity_type.len(), ver.flexible, "EntityData.EntityType")?,
-            "EntityData.EntityType",
-        )?;
-        n = wire::add(
-            n,
-            match &self.entity_name {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "EntityData.EntityName")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "EntityData.EntityName",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.entity_type.len(), ver.flexible, "EntityData.EntityType")?;
+        n += match &self.entity_name {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "EntityData.EntityName")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EntityData._tagged_fields")?,
-                "EntityData._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EntityData._tagged_fields")?;
         }
-        Ok(n)
+        n.total("EntityData")
     }
 
     #[inline]
@@ -568,16 +485,12 @@ impl Encode for EntityData<'_> {
 impl Encode for ValueData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(n, wire::string_size(self.key.len(), ver.flexible, "ValueData.Key")?, "ValueData.Key")?;
+        let mut n = Size::new(8);
+        n += wire::string_size(self.key.len(), ver.flexible, "ValueData.Key")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ValueData._tagged_fields")?,
-                "ValueData._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ValueData._tagged_fields")?;
         }
-        Ok(n)
+        n.total("ValueData")
     }
 
     #[inline]
@@ -642,15 +555,13 @@ impl<'a> DescribeClientQuotasResponseView<'a> {
     /// See [`DescribeClientQuotasResponse::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(6, ver.flexible)
+        self.src.nullable_str(6, self.ver.flexible)
     }
 
     /// See [`DescribeClientQuotasResponse::entries`].
     #[inline]
     pub fn entries(&self) -> Option<ArrayView<'a, EntryDataView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[0] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -714,15 +625,13 @@ impl<'a> EntryDataView<'a> {
     /// See [`EntryData::entity`].
     #[inline]
     pub fn entity(&self) -> ArrayView<'a, EntityDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`EntryData::values`].
     #[inline]
     pub fn values(&self) -> ArrayView<'a, ValueDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -803,15 +712,13 @@ impl<'a> EntityDataView<'a> {
     /// See [`EntityData::entity_type`].
     #[inline]
     pub fn entity_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`EntityData::entity_name`].
     #[inline]
     pub fn entity_name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -892,8 +799,7 @@ impl<'a> ValueDataView<'a> {
     /// See [`ValueData::key`].
     #[inline]
     pub fn key(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`ValueData::value`].

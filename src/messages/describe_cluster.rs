@@ -17,17 +17,12 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClusterRequest<'a> {
-    /// True to also return which cluster operations the requester may perform.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to also return which cluster operations the requester may perform. (`bool`, versions
+    /// 0+.)
     pub include_cluster_authorized_operations: bool,
-    /// Which nodes to list: 1 brokers, 2 controllers.
-    ///
-    /// Schema type `int8`; versions 1+; default `1`.
+    /// Which nodes to list: 1 brokers, 2 controllers. (`int8`, versions 1+; default `1`.)
     pub endpoint_type: i8,
-    /// True to also list fenced brokers.
-    ///
-    /// Schema type `bool`; versions 2+.
+    /// True to also list fenced brokers. (`bool`, versions 2+.)
     pub include_fenced_brokers: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -67,7 +62,7 @@ impl DescribeClusterRequest<'_> {
 impl Encode for DescribeClusterRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
+        let mut n = Size::new(1);
         if ver.version >= 1 {
             n += 1;
         } else if self.endpoint_type != 1 {
@@ -84,15 +79,11 @@ impl Encode for DescribeClusterRequest<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeClusterRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeClusterRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeClusterRequest")
     }
 
     #[inline]
@@ -151,15 +142,13 @@ impl<'a> DescribeClusterRequestView<'a> {
     /// See [`DescribeClusterRequest::endpoint_type`].
     #[inline]
     pub fn endpoint_type(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i8(1) } else { 1 }
+        if self.ver.version >= 1 { self.src.i8(1) } else { 1 }
     }
 
     /// See [`DescribeClusterRequest::include_fenced_brokers`].
     #[inline]
     pub fn include_fenced_brokers(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.bool(if ver.version >= 1 { 2 } else { 1 }) } else { false }
+        if self.ver.version == 2 { self.src.bool(2) } else { false }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -207,38 +196,24 @@ impl fmt::Debug for DescribeClusterRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClusterResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// Which nodes are listed: 1 brokers, 2 controllers.
-    ///
-    /// Schema type `int8`; versions 1+; default `1`.
+    /// Which nodes are listed: 1 brokers, 2 controllers. (`int8`, versions 1+; default `1`.)
     pub endpoint_type: i8,
-    /// ID of the cluster.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the cluster. (`string`, versions 0+.)
     pub cluster_id: Str<'a>,
     /// ID of the controller; a controller answers with the quorum leader, a broker with some live
-    /// broker. -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`.
+    /// broker. -1 when unknown. (`int32`, versions 0+; default `-1`.)
     pub controller_id: i32,
-    /// The nodes listed.
-    ///
-    /// Schema type `[]DescribeClusterBroker`; versions 0+.
+    /// The nodes listed. (`[]DescribeClusterBroker`, versions 0+.)
     pub brokers: List<'a, DescribeClusterBroker<'a>>,
     /// Bit set of the cluster operations the requester may perform; -2147483648 when not requested.
-    ///
-    /// Schema type `int32`; versions 0+; default `-2147483648`.
+    /// (`int32`, versions 0+; default `-2147483648`.)
     pub cluster_authorized_operations: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -264,25 +239,16 @@ impl<'a> Default for DescribeClusterResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClusterBroker<'a> {
-    /// ID of the node.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// ID of the node. (`int32`, versions 0+; map key.)
     pub broker_id: i32,
-    /// Host name of the node.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name of the node. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port of the node.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Port of the node. (`int32`, versions 0+.)
     pub port: i32,
-    /// Rack of the node, or null when it has none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Rack of the node, or null when it has none. (`string`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub rack: Option<Str<'a>>,
-    /// True when the broker is fenced.
-    ///
-    /// Schema type `bool`; versions 2+.
+    /// True when the broker is fenced. (`bool`, versions 2+.)
     pub is_fenced: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -311,15 +277,11 @@ impl DescribeClusterResponse<'_> {
 impl Encode for DescribeClusterResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "DescribeClusterResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "DescribeClusterResponse.ErrorMessage",
-        )?;
+        let mut n = Size::new(14);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "DescribeClusterResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
         if ver.version >= 1 {
             n += 1;
         } else if self.endpoint_type != 1 {
@@ -328,25 +290,13 @@ impl Encode for DescribeClusterResponse<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::string_size(self.cluster_id.len(), true, "DescribeClusterResponse.ClusterId")?,
-            "DescribeClusterResponse.ClusterId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.brokers.as_slice()), ver, "DescribeClusterResponse.Brokers")?,
-            "DescribeClusterResponse.Brokers",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeClusterResponse._tagged_fields",
-            )?,
+        n += wire::string_size(self.cluster_id.len(), true, "DescribeClusterResponse.ClusterId")?;
+        n += encode::array_size(&self.brokers, ver, "DescribeClusterResponse.Brokers")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeClusterResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeClusterResponse")
     }
 
     #[inline]
@@ -361,7 +311,7 @@ impl Encode for DescribeClusterResponse<'_> {
         }
         w.str(&self.cluster_id, true);
         w.i32(self.controller_id);
-        encode::write_array(w, Some(self.brokers.as_slice()), ver);
+        encode::write_array(w, &self.brokers, ver);
         w.i32(self.cluster_authorized_operations);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -370,20 +320,12 @@ impl Encode for DescribeClusterResponse<'_> {
 impl Encode for DescribeClusterBroker<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "DescribeClusterBroker.Host")?,
-            "DescribeClusterBroker.Host",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack {
-                Some(v) => wire::string_size(v.len(), true, "DescribeClusterBroker.Rack")?,
-                None => wire::null_size(true, false),
-            },
-            "DescribeClusterBroker.Rack",
-        )?;
+        let mut n = Size::new(8);
+        n += wire::string_size(self.host.len(), true, "DescribeClusterBroker.Host")?;
+        n += match &self.rack {
+            Some(v) => wire::string_size(v.len(), true, "DescribeClusterBroker.Rack")?,
+            None => wire::null_size(true, false),
+        };
         if ver.version == 2 {
             n += 1;
         } else if self.is_fenced {
@@ -392,15 +334,11 @@ impl Encode for DescribeClusterBroker<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeClusterBroker._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeClusterBroker._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeClusterBroker")
     }
 
     #[inline]
@@ -473,15 +411,13 @@ impl<'a> DescribeClusterResponseView<'a> {
     /// See [`DescribeClusterResponse::endpoint_type`].
     #[inline]
     pub fn endpoint_type(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i8(self.at[0] as usize) } else { 1 }
+        if self.ver.version >= 1 { self.src.i8(self.at[0] as usize) } else { 1 }
     }
 
     /// See [`DescribeClusterResponse::cluster_id`].
     #[inline]
     pub fn cluster_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + (if ver.version >= 1 { 1 } else { 0 }), true)
+        self.src.str(self.at[0] as usize + (if self.ver.version >= 1 { 1 } else { 0 }), true)
     }
 
     /// See [`DescribeClusterResponse::controller_id`].
@@ -493,8 +429,7 @@ impl<'a> DescribeClusterResponseView<'a> {
     /// See [`DescribeClusterResponse::brokers`].
     #[inline]
     pub fn brokers(&self) -> ArrayView<'a, DescribeClusterBrokerView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize + 4, ver)
+        ArrayView::at(self.src, self.at[1] as usize + 4, self.ver)
     }
 
     /// See [`DescribeClusterResponse::cluster_authorized_operations`].
@@ -591,8 +526,7 @@ impl<'a> DescribeClusterBrokerView<'a> {
     /// See [`DescribeClusterBroker::is_fenced`].
     #[inline]
     pub fn is_fenced(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.bool(self.at[1] as usize) } else { false }
+        if self.ver.version == 2 { self.src.bool(self.at[1] as usize) } else { false }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,17 +17,12 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsRequest<'a> {
-    /// Resources whose configs are read.
-    ///
-    /// Schema type `[]DescribeConfigsResource`; versions 0+.
+    /// Resources whose configs are read. (`[]DescribeConfigsResource`, versions 0+.)
     pub resources: List<'a, DescribeConfigsResource<'a>>,
-    /// Whether to return, for each config, the values it has at every level (synonyms).
-    ///
-    /// Schema type `bool`; versions 1+; default `false`.
+    /// Whether to return, for each config, the values it has at every level (synonyms). (`bool`,
+    /// versions 1+; default `false`.)
     pub include_synonyms: bool,
-    /// Whether to return the documentation of each config.
-    ///
-    /// Schema type `bool`; versions 3+; default `false`.
+    /// Whether to return the documentation of each config. (`bool`, versions 3+; default `false`.)
     pub include_documentation: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -37,17 +32,13 @@ pub struct DescribeConfigsRequest<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsResource<'a> {
-    /// Type of the resource (a config-resource type code, e.g. 2 topic, 4 broker).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Type of the resource (a config-resource type code, e.g. 2 topic, 4 broker). (`int8`,
+    /// versions 0+.)
     pub resource_type: i8,
-    /// Name of the resource, such as a topic name or a broker ID.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the resource, such as a topic name or a broker ID. (`string`, versions 0+.)
     pub resource_name: Str<'a>,
-    /// Names of the configs to read, or null for all of them.
-    ///
-    /// Schema type `[]string`; versions 0+; nullable in 0+.
+    /// Names of the configs to read, or null for all of them. (`[]string`, versions 0+; nullable in
+    /// 0+.)
     pub configuration_keys: Option<List<'a, Str<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -87,12 +78,8 @@ impl DescribeConfigsRequest<'_> {
 impl Encode for DescribeConfigsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.resources.as_slice()), ver, "DescribeConfigsRequest.Resources")?,
-            "DescribeConfigsRequest.Resources",
-        )?;
+        let mut n = Size::new(1);
+        n += encode::array_size(&self.resources, ver, "DescribeConfigsRequest.Resources")?;
         if ver.version >= 3 {
             n += 1;
         } else if self.include_documentation {
@@ -102,21 +89,17 @@ impl Encode for DescribeConfigsRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeConfigsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeConfigsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeConfigsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.resources.as_slice()), ver);
+        encode::write_array(w, &self.resources, ver);
         w.bool(self.include_synonyms);
         if ver.version >= 3 {
             w.bool(self.include_documentation);
@@ -130,43 +113,31 @@ impl Encode for DescribeConfigsRequest<'_> {
 impl Encode for DescribeConfigsResource<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.resource_name.len(),
-                ver.flexible,
-                "DescribeConfigsResource.ResourceName",
-            )?,
+        let mut n = Size::new(1);
+        n += wire::string_size(
+            self.resource_name.len(),
+            ver.flexible,
             "DescribeConfigsResource.ResourceName",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.configuration_keys.as_deref(),
-                ver,
-                "DescribeConfigsResource.ConfigurationKeys",
-            )?,
+        n += encode::nullable_array_size(
+            self.configuration_keys.as_deref(),
+            ver,
             "DescribeConfigsResource.ConfigurationKeys",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeConfigsResource._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeConfigsResource._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeConfigsResource")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
-        encode::write_array(w, self.configuration_keys.as_deref(), ver);
+        encode::write_nullable_array(w, self.configuration_keys.as_deref(), ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -212,8 +183,7 @@ impl<'a> DescribeConfigsRequestView<'a> {
     /// See [`DescribeConfigsRequest::resources`].
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, DescribeConfigsResourceView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`DescribeConfigsRequest::include_synonyms`].
@@ -225,17 +195,12 @@ impl<'a> DescribeConfigsRequestView<'a> {
     /// See [`DescribeConfigsRequest::include_documentation`].
     #[inline]
     pub fn include_documentation(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.bool(self.at[0] as usize + 1) } else { false }
+        if self.ver.version >= 3 { self.src.bool(self.at[0] as usize + 1) } else { false }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(self.at[0] as usize + (if self.ver.version >= 3 { 2 } else { 1 }), &[])
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(self.at[0] as usize + 2, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -294,15 +259,13 @@ impl<'a> DescribeConfigsResourceView<'a> {
     /// See [`DescribeConfigsResource::resource_name`].
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(1, ver.flexible)
+        self.src.str(1, self.ver.flexible)
     }
 
     /// See [`DescribeConfigsResource::configuration_keys`].
     #[inline]
     pub fn configuration_keys(&self) -> Option<ArrayView<'a, &'a str>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[0] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -370,13 +333,9 @@ impl fmt::Debug for DescribeConfigsResourceView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each requested resource.
-    ///
-    /// Schema type `[]DescribeConfigsResult`; versions 0+.
+    /// One result for each requested resource. (`[]DescribeConfigsResult`, versions 0+.)
     pub results: List<'a, DescribeConfigsResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -386,25 +345,15 @@ pub struct DescribeConfigsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsResult<'a> {
-    /// Error code for this resource; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this resource; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable error message, or null. (`string`, versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Type of the resource (a config-resource type code).
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Type of the resource (a config-resource type code). (`int8`, versions 0+.)
     pub resource_type: i8,
-    /// Name of the resource.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the resource. (`string`, versions 0+.)
     pub resource_name: Str<'a>,
-    /// Configs of the resource.
-    ///
-    /// Schema type `[]DescribeConfigsResourceResult`; versions 0+.
+    /// Configs of the resource. (`[]DescribeConfigsResourceResult`, versions 0+.)
     pub configs: List<'a, DescribeConfigsResourceResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -427,37 +376,25 @@ impl<'a> Default for DescribeConfigsResult<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsResourceResult<'a> {
-    /// Name of the config.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the config. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Value of the config, or null (for example when it is sensitive).
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Value of the config, or null (for example when it is sensitive). (`string`, versions 0+;
+    /// nullable in 0+.)
     pub value: Option<Str<'a>>,
-    /// Whether the config cannot be changed.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// Whether the config cannot be changed. (`bool`, versions 0+.)
     pub read_only: bool,
-    /// Where the value comes from (a config-source code); -1 when unknown.
-    ///
-    /// Schema type `int8`; versions 1+; default `-1`; ignorable.
+    /// Where the value comes from (a config-source code); -1 when unknown. (`int8`, versions 1+;
+    /// default `-1`; ignorable.)
     pub config_source: i8,
-    /// Whether the value is sensitive and so withheld.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// Whether the value is sensitive and so withheld. (`bool`, versions 0+.)
     pub is_sensitive: bool,
-    /// Values of this config at each level, highest precedence first.
-    ///
-    /// Schema type `[]DescribeConfigsSynonym`; versions 1+; ignorable.
+    /// Values of this config at each level, highest precedence first. (`[]DescribeConfigsSynonym`,
+    /// versions 1+; ignorable.)
     pub synonyms: List<'a, DescribeConfigsSynonym<'a>>,
-    /// Data type of the config (a config-type code); 0 when unknown.
-    ///
-    /// Schema type `int8`; versions 3+; default `0`; ignorable.
+    /// Data type of the config (a config-type code); 0 when unknown. (`int8`, versions 3+; default
+    /// `0`; ignorable.)
     pub config_type: i8,
-    /// Documentation of the config, or null.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 0+; ignorable.
+    /// Documentation of the config, or null. (`string`, versions 3+; nullable in 0+; ignorable.)
     pub documentation: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -483,17 +420,11 @@ impl<'a> Default for DescribeConfigsResourceResult<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsSynonym<'a> {
-    /// Name of the config at that level.
-    ///
-    /// Schema type `string`; versions 1+.
+    /// Name of the config at that level. (`string`, versions 1+.)
     pub name: Str<'a>,
-    /// Value at that level, or null.
-    ///
-    /// Schema type `string`; versions 1+; nullable in 0+.
+    /// Value at that level, or null. (`string`, versions 1+; nullable in 0+.)
     pub value: Option<Str<'a>>,
-    /// Level the value comes from (a config-source code).
-    ///
-    /// Schema type `int8`; versions 1+.
+    /// Level the value comes from (a config-source code). (`int8`, versions 1+.)
     pub source: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -533,29 +464,21 @@ impl DescribeConfigsResponse<'_> {
 impl Encode for DescribeConfigsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.results.as_slice()), ver, "DescribeConfigsResponse.Results")?,
-            "DescribeConfigsResponse.Results",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.results, ver, "DescribeConfigsResponse.Results")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeConfigsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeConfigsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeConfigsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -565,36 +488,20 @@ impl Encode for DescribeConfigsResponse<'_> {
 impl Encode for DescribeConfigsResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 3;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeConfigsResult.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DescribeConfigsResult.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.resource_name.len(), ver.flexible, "DescribeConfigsResult.ResourceName")?,
-            "DescribeConfigsResult.ResourceName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.configs.as_slice()), ver, "DescribeConfigsResult.Configs")?,
-            "DescribeConfigsResult.Configs",
-        )?;
+        let mut n = Size::new(3);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeConfigsResult.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += wire::string_size(self.resource_name.len(), ver.flexible, "DescribeConfigsResult.ResourceName")?;
+        n += encode::array_size(&self.configs, ver, "DescribeConfigsResult.Configs")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeConfigsResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeConfigsResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeConfigsResult")
     }
 
     #[inline]
@@ -603,7 +510,7 @@ impl Encode for DescribeConfigsResult<'_> {
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
-        encode::write_array(w, Some(self.configs.as_slice()), ver);
+        encode::write_array(w, &self.configs, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -613,57 +520,31 @@ impl Encode for DescribeConfigsResult<'_> {
 impl Encode for DescribeConfigsResourceResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 3;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "DescribeConfigsResourceResult.Name")?,
-            "DescribeConfigsResourceResult.Name",
-        )?;
-        n = wire::add(
-            n,
-            match &self.value {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeConfigsResourceResult.Value")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DescribeConfigsResourceResult.Value",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.synonyms.as_slice()),
-                ver,
-                "DescribeConfigsResourceResult.Synonyms",
-            )?,
-            "DescribeConfigsResourceResult.Synonyms",
-        )?;
+        let mut n = Size::new(3);
+        n += wire::string_size(self.name.len(), ver.flexible, "DescribeConfigsResourceResult.Name")?;
+        n += match &self.value {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeConfigsResourceResult.Value")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += encode::array_size(&self.synonyms, ver, "DescribeConfigsResourceResult.Synonyms")?;
         if ver.version >= 3 {
             n += 1;
         }
         if ver.version >= 3 {
-            n = wire::add(
-                n,
-                match &self.documentation {
-                    Some(v) => wire::string_size(
-                        v.len(),
-                        ver.flexible,
-                        "DescribeConfigsResourceResult.Documentation",
-                    )?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "DescribeConfigsResourceResult.Documentation",
-            )?;
+            n += match &self.documentation {
+                Some(v) => {
+                    wire::string_size(v.len(), ver.flexible, "DescribeConfigsResourceResult.Documentation")?
+                }
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeConfigsResourceResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeConfigsResourceResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeConfigsResourceResult")
     }
 
     #[inline]
@@ -675,7 +556,7 @@ impl Encode for DescribeConfigsResourceResult<'_> {
             b[1..2].copy_from_slice(&self.config_source.to_be_bytes());
             b[2..3].copy_from_slice(&[u8::from(self.is_sensitive)]);
         });
-        encode::write_array(w, Some(self.synonyms.as_slice()), ver);
+        encode::write_array(w, &self.synonyms, ver);
         if ver.version >= 3 {
             w.i8(self.config_type);
         }
@@ -691,31 +572,19 @@ impl Encode for DescribeConfigsResourceResult<'_> {
 impl Encode for DescribeConfigsSynonym<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "DescribeConfigsSynonym.Name")?,
-            "DescribeConfigsSynonym.Name",
-        )?;
-        n = wire::add(
-            n,
-            match &self.value {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeConfigsSynonym.Value")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "DescribeConfigsSynonym.Value",
-        )?;
+        let mut n = Size::new(1);
+        n += wire::string_size(self.name.len(), ver.flexible, "DescribeConfigsSynonym.Name")?;
+        n += match &self.value {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeConfigsSynonym.Value")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeConfigsSynonym._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeConfigsSynonym._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeConfigsSynonym")
     }
 
     #[inline]
@@ -774,8 +643,7 @@ impl<'a> DescribeConfigsResponseView<'a> {
     /// See [`DescribeConfigsResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DescribeConfigsResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -835,8 +703,7 @@ impl<'a> DescribeConfigsResultView<'a> {
     /// See [`DescribeConfigsResult::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(2, ver.flexible)
+        self.src.nullable_str(2, self.ver.flexible)
     }
 
     /// See [`DescribeConfigsResult::resource_type`].
@@ -848,15 +715,13 @@ impl<'a> DescribeConfigsResultView<'a> {
     /// See [`DescribeConfigsResult::resource_name`].
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + 1, ver.flexible)
+        self.src.str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
     /// See [`DescribeConfigsResult::configs`].
     #[inline]
     pub fn configs(&self) -> ArrayView<'a, DescribeConfigsResourceResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -947,15 +812,13 @@ impl<'a> DescribeConfigsResourceResultView<'a> {
     /// See [`DescribeConfigsResourceResult::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DescribeConfigsResourceResult::value`].
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`DescribeConfigsResourceResult::read_only`].
@@ -979,23 +842,20 @@ impl<'a> DescribeConfigsResourceResultView<'a> {
     /// See [`DescribeConfigsResourceResult::synonyms`].
     #[inline]
     pub fn synonyms(&self) -> ArrayView<'a, DescribeConfigsSynonymView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize + 3, ver)
+        ArrayView::at(self.src, self.at[1] as usize + 3, self.ver)
     }
 
     /// See [`DescribeConfigsResourceResult::config_type`].
     #[inline]
     pub fn config_type(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i8(self.at[2] as usize) } else { 0 }
+        if self.ver.version >= 3 { self.src.i8(self.at[2] as usize) } else { 0 }
     }
 
     /// See [`DescribeConfigsResourceResult::documentation`].
     #[inline]
     pub fn documentation(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 3 {
-            self.src.nullable_str(self.at[2] as usize + (if ver.version >= 3 { 1 } else { 0 }), ver.flexible)
+        if self.ver.version >= 3 {
+            self.src.nullable_str(self.at[2] as usize + 1, self.ver.flexible)
         } else {
             Some("")
         }
@@ -1114,15 +974,13 @@ impl<'a> DescribeConfigsSynonymView<'a> {
     /// See [`DescribeConfigsSynonym::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DescribeConfigsSynonym::value`].
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`DescribeConfigsSynonym::source`].

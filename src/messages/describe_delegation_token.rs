@@ -17,9 +17,8 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeDelegationTokenRequest<'a> {
-    /// Owners whose tokens to list; null lists every token.
-    ///
-    /// Schema type `[]DescribeDelegationTokenOwner`; versions 0+; nullable in 0+.
+    /// Owners whose tokens to list; null lists every token. (`[]DescribeDelegationTokenOwner`,
+    /// versions 0+; nullable in 0+.)
     pub owners: Option<List<'a, DescribeDelegationTokenOwner<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -38,13 +37,9 @@ impl<'a> Default for DescribeDelegationTokenRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeDelegationTokenOwner<'a> {
-    /// Principal type of the owner.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Principal type of the owner. (`string`, versions 0+.)
     pub principal_type: Str<'a>,
-    /// Principal name of the owner.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Principal name of the owner. (`string`, versions 0+.)
     pub principal_name: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -73,28 +68,24 @@ impl DescribeDelegationTokenRequest<'_> {
 impl Encode for DescribeDelegationTokenRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(self.owners.as_deref(), ver, "DescribeDelegationTokenRequest.Owners")?,
+        let mut n = Size::new(0);
+        n += encode::nullable_array_size(
+            self.owners.as_deref(),
+            ver,
             "DescribeDelegationTokenRequest.Owners",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeDelegationTokenRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeDelegationTokenRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeDelegationTokenRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, self.owners.as_deref(), ver);
+        encode::write_nullable_array(w, self.owners.as_deref(), ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -104,36 +95,24 @@ impl Encode for DescribeDelegationTokenRequest<'_> {
 impl Encode for DescribeDelegationTokenOwner<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.principal_type.len(),
-                ver.flexible,
-                "DescribeDelegationTokenOwner.PrincipalType",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.principal_type.len(),
+            ver.flexible,
             "DescribeDelegationTokenOwner.PrincipalType",
         )?;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.principal_name.len(),
-                ver.flexible,
-                "DescribeDelegationTokenOwner.PrincipalName",
-            )?,
+        n += wire::string_size(
+            self.principal_name.len(),
+            ver.flexible,
             "DescribeDelegationTokenOwner.PrincipalName",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeDelegationTokenOwner._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeDelegationTokenOwner._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeDelegationTokenOwner")
     }
 
     #[inline]
@@ -186,8 +165,7 @@ impl<'a> DescribeDelegationTokenRequestView<'a> {
     /// See [`DescribeDelegationTokenRequest::owners`].
     #[inline]
     pub fn owners(&self) -> Option<ArrayView<'a, DescribeDelegationTokenOwnerView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, 0, ver)
+        ArrayView::nullable_at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -241,15 +219,13 @@ impl<'a> DescribeDelegationTokenOwnerView<'a> {
     /// See [`DescribeDelegationTokenOwner::principal_type`].
     #[inline]
     pub fn principal_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DescribeDelegationTokenOwner::principal_name`].
     #[inline]
     pub fn principal_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize, ver.flexible)
+        self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -313,18 +289,12 @@ impl fmt::Debug for DescribeDelegationTokenOwnerView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeDelegationTokenResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// One entry for each token.
-    ///
-    /// Schema type `[]DescribedDelegationToken`; versions 0+.
+    /// One entry for each token. (`[]DescribedDelegationToken`, versions 0+.)
     pub tokens: List<'a, DescribedDelegationToken<'a>>,
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -334,45 +304,27 @@ pub struct DescribeDelegationTokenResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedDelegationToken<'a> {
-    /// Type of the principal that owns the token.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Type of the principal that owns the token. (`string`, versions 0+.)
     pub principal_type: Str<'a>,
-    /// Name of the principal that owns the token.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the principal that owns the token. (`string`, versions 0+.)
     pub principal_name: Str<'a>,
-    /// Principal type of whoever asked for the token.
-    ///
-    /// Schema type `string`; versions 3+.
+    /// Principal type of whoever asked for the token. (`string`, versions 3+.)
     pub token_requester_principal_type: Str<'a>,
-    /// Principal name of whoever asked for the token.
-    ///
-    /// Schema type `string`; versions 3+.
+    /// Principal name of whoever asked for the token. (`string`, versions 3+.)
     pub token_requester_principal_name: Str<'a>,
-    /// When the token was created, in milliseconds since the Unix epoch.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// When the token was created, in milliseconds since the Unix epoch. (`int64`, versions 0+.)
     pub issue_timestamp: i64,
-    /// When the token expires unless renewed, in milliseconds since the Unix epoch.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// When the token expires unless renewed, in milliseconds since the Unix epoch. (`int64`,
+    /// versions 0+.)
     pub expiry_timestamp: i64,
     /// Time after which the token can no longer be renewed, in milliseconds since the Unix epoch.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// (`int64`, versions 0+.)
     pub max_timestamp: i64,
-    /// Unique ID of the token.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Unique ID of the token. (`string`, versions 0+.)
     pub token_id: Str<'a>,
-    /// HMAC of the token.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// HMAC of the token. (`bytes`, versions 0+.)
     pub hmac: Bytes<'a>,
-    /// Principals allowed to renew the token.
-    ///
-    /// Schema type `[]DescribedDelegationTokenRenewer`; versions 0+.
+    /// Principals allowed to renew the token. (`[]DescribedDelegationTokenRenewer`, versions 0+.)
     pub renewers: List<'a, DescribedDelegationTokenRenewer<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -382,13 +334,9 @@ pub struct DescribedDelegationToken<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedDelegationTokenRenewer<'a> {
-    /// Principal type of the renewer.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Principal type of the renewer. (`string`, versions 0+.)
     pub principal_type: Str<'a>,
-    /// Principal name of the renewer.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Principal name of the renewer. (`string`, versions 0+.)
     pub principal_name: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -417,29 +365,21 @@ impl DescribeDelegationTokenResponse<'_> {
 impl Encode for DescribeDelegationTokenResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.tokens.as_slice()), ver, "DescribeDelegationTokenResponse.Tokens")?,
-            "DescribeDelegationTokenResponse.Tokens",
-        )?;
+        let mut n = Size::new(6);
+        n += encode::array_size(&self.tokens, ver, "DescribeDelegationTokenResponse.Tokens")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeDelegationTokenResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeDelegationTokenResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeDelegationTokenResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
-        encode::write_array(w, Some(self.tokens.as_slice()), ver);
+        encode::write_array(w, &self.tokens, ver);
         w.i32(self.throttle_time_ms);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -450,33 +390,21 @@ impl Encode for DescribeDelegationTokenResponse<'_> {
 impl Encode for DescribedDelegationToken<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 24;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.principal_type.len(),
-                ver.flexible,
-                "DescribedDelegationToken.PrincipalType",
-            )?,
+        let mut n = Size::new(24);
+        n += wire::string_size(
+            self.principal_type.len(),
+            ver.flexible,
             "DescribedDelegationToken.PrincipalType",
         )?;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.principal_name.len(),
-                ver.flexible,
-                "DescribedDelegationToken.PrincipalName",
-            )?,
+        n += wire::string_size(
+            self.principal_name.len(),
+            ver.flexible,
             "DescribedDelegationToken.PrincipalName",
         )?;
         if ver.version == 3 {
-            n = wire::add(
-                n,
-                wire::string_size(
-                    self.token_requester_principal_type.len(),
-                    ver.flexible,
-                    "DescribedDelegationToken.TokenRequesterPrincipalType",
-                )?,
+            n += wire::string_size(
+                self.token_requester_principal_type.len(),
+                ver.flexible,
                 "DescribedDelegationToken.TokenRequesterPrincipalType",
             )?;
         } else if self.token_requester_principal_type.as_str() != "" {
@@ -486,13 +414,9 @@ impl Encode for DescribedDelegationToken<'_> {
             });
         }
         if ver.version == 3 {
-            n = wire::add(
-                n,
-                wire::string_size(
-                    self.token_requester_principal_name.len(),
-                    ver.flexible,
-                    "DescribedDelegationToken.TokenRequesterPrincipalName",
-                )?,
+            n += wire::string_size(
+                self.token_requester_principal_name.len(),
+                ver.flexible,
                 "DescribedDelegationToken.TokenRequesterPrincipalName",
             )?;
         } else if self.token_requester_principal_name.as_str() != "" {
@@ -501,32 +425,16 @@ impl Encode for DescribedDelegationToken<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::string_size(self.token_id.len(), ver.flexible, "DescribedDelegationToken.TokenId")?,
-            "DescribedDelegationToken.TokenId",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.hmac.len(), ver.flexible, "DescribedDelegationToken.Hmac")?,
-            "DescribedDelegationToken.Hmac",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.renewers.as_slice()), ver, "DescribedDelegationToken.Renewers")?,
-            "DescribedDelegationToken.Renewers",
-        )?;
+        n += wire::string_size(self.token_id.len(), ver.flexible, "DescribedDelegationToken.TokenId")?;
+        n += wire::bytes_size(self.hmac.len(), ver.flexible, "DescribedDelegationToken.Hmac")?;
+        n += encode::array_size(&self.renewers, ver, "DescribedDelegationToken.Renewers")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribedDelegationToken._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribedDelegationToken._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribedDelegationToken")
     }
 
     #[inline]
@@ -546,7 +454,7 @@ impl Encode for DescribedDelegationToken<'_> {
         });
         w.str(&self.token_id, ver.flexible);
         w.bytes(&self.hmac, ver.flexible);
-        encode::write_array(w, Some(self.renewers.as_slice()), ver);
+        encode::write_array(w, &self.renewers, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -556,36 +464,24 @@ impl Encode for DescribedDelegationToken<'_> {
 impl Encode for DescribedDelegationTokenRenewer<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.principal_type.len(),
-                ver.flexible,
-                "DescribedDelegationTokenRenewer.PrincipalType",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.principal_type.len(),
+            ver.flexible,
             "DescribedDelegationTokenRenewer.PrincipalType",
         )?;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.principal_name.len(),
-                ver.flexible,
-                "DescribedDelegationTokenRenewer.PrincipalName",
-            )?,
+        n += wire::string_size(
+            self.principal_name.len(),
+            ver.flexible,
             "DescribedDelegationTokenRenewer.PrincipalName",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribedDelegationTokenRenewer._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribedDelegationTokenRenewer._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribedDelegationTokenRenewer")
     }
 
     #[inline]
@@ -644,8 +540,7 @@ impl<'a> DescribeDelegationTokenResponseView<'a> {
     /// See [`DescribeDelegationTokenResponse::tokens`].
     #[inline]
     pub fn tokens(&self) -> ArrayView<'a, DescribedDelegationTokenView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 2, ver)
+        ArrayView::at(self.src, 2, self.ver)
     }
 
     /// See [`DescribeDelegationTokenResponse::throttle_time_ms`].
@@ -711,29 +606,25 @@ impl<'a> DescribedDelegationTokenView<'a> {
     /// See [`DescribedDelegationToken::principal_type`].
     #[inline]
     pub fn principal_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DescribedDelegationToken::principal_name`].
     #[inline]
     pub fn principal_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize, ver.flexible)
+        self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`DescribedDelegationToken::token_requester_principal_type`].
     #[inline]
     pub fn token_requester_principal_type(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version == 3 { self.src.str(self.at[1] as usize, ver.flexible) } else { "" }
+        if self.ver.version == 3 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
     }
 
     /// See [`DescribedDelegationToken::token_requester_principal_name`].
     #[inline]
     pub fn token_requester_principal_name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version == 3 { self.src.str(self.at[2] as usize, ver.flexible) } else { "" }
+        if self.ver.version == 3 { self.src.str(self.at[2] as usize, self.ver.flexible) } else { "" }
     }
 
     /// See [`DescribedDelegationToken::issue_timestamp`].
@@ -757,22 +648,19 @@ impl<'a> DescribedDelegationTokenView<'a> {
     /// See [`DescribedDelegationToken::token_id`].
     #[inline]
     pub fn token_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[3] as usize + 24, ver.flexible)
+        self.src.str(self.at[3] as usize + 24, self.ver.flexible)
     }
 
     /// See [`DescribedDelegationToken::hmac`].
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(self.at[4] as usize, ver.flexible)
+        self.src.bytes_at(self.at[4] as usize, self.ver.flexible)
     }
 
     /// See [`DescribedDelegationToken::renewers`].
     #[inline]
     pub fn renewers(&self) -> ArrayView<'a, DescribedDelegationTokenRenewerView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[5] as usize, ver)
+        ArrayView::at(self.src, self.at[5] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -902,15 +790,13 @@ impl<'a> DescribedDelegationTokenRenewerView<'a> {
     /// See [`DescribedDelegationTokenRenewer::principal_type`].
     #[inline]
     pub fn principal_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DescribedDelegationTokenRenewer::principal_name`].
     #[inline]
     pub fn principal_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize, ver.flexible)
+        self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,13 +17,10 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeGroupsRequest<'a> {
-    /// Group IDs to describe.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Group IDs to describe. (`[]string`, versions 0+.)
     pub groups: List<'a, Str<'a>>,
     /// Whether the response should carry the operations the caller may perform on each group.
-    ///
-    /// Schema type `bool`; versions 3+.
+    /// (`bool`, versions 3+.)
     pub include_authorized_operations: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -52,12 +49,8 @@ impl DescribeGroupsRequest<'_> {
 impl Encode for DescribeGroupsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.groups.as_slice()), ver, "DescribeGroupsRequest.Groups")?,
-            "DescribeGroupsRequest.Groups",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.groups, ver, "DescribeGroupsRequest.Groups")?;
         if ver.version >= 3 {
             n += 1;
         } else if self.include_authorized_operations {
@@ -67,21 +60,17 @@ impl Encode for DescribeGroupsRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeGroupsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeGroupsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeGroupsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.groups.as_slice()), ver);
+        encode::write_array(w, &self.groups, ver);
         if ver.version >= 3 {
             w.bool(self.include_authorized_operations);
         }
@@ -130,24 +119,18 @@ impl<'a> DescribeGroupsRequestView<'a> {
     /// See [`DescribeGroupsRequest::groups`].
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`DescribeGroupsRequest::include_authorized_operations`].
     #[inline]
     pub fn include_authorized_operations(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.bool(self.at[0] as usize) } else { false }
+        if self.ver.version >= 3 { self.src.bool(self.at[0] as usize) } else { false }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(self.at[0] as usize + (if self.ver.version >= 3 { 1 } else { 0 }), &[])
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(self.at[0] as usize + 1, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -183,13 +166,9 @@ impl fmt::Debug for DescribeGroupsRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeGroupsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; ignorable.)
     pub throttle_time_ms: i32,
-    /// One entry for each requested group.
-    ///
-    /// Schema type `[]DescribedGroup`; versions 0+.
+    /// One entry for each requested group. (`[]DescribedGroup`, versions 0+.)
     pub groups: List<'a, DescribedGroup<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -199,38 +178,24 @@ pub struct DescribeGroupsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedGroup<'a> {
-    /// Error code for this group; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this group; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 6+; nullable in 6+; default `null`.
+    /// Human-readable error message, or null. (`string`, versions 6+; nullable in 6+; default
+    /// `null`.)
     pub error_message: Option<Str<'a>>,
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Name of the state the group is in, or empty when unknown.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the state the group is in, or empty when unknown. (`string`, versions 0+.)
     pub group_state: Str<'a>,
-    /// Protocol type of the group, or empty.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Protocol type of the group, or empty. (`string`, versions 0+.)
     pub protocol_type: Str<'a>,
     /// Protocol chosen for the group while it is stable, e.g. an assignor name; empty otherwise.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// (`string`, versions 0+.)
     pub protocol_data: Str<'a>,
-    /// Members of the group.
-    ///
-    /// Schema type `[]DescribedGroupMember`; versions 0+.
+    /// Members of the group. (`[]DescribedGroupMember`, versions 0+.)
     pub members: List<'a, DescribedGroupMember<'a>>,
     /// Bit field of the operations the caller may perform on the group; the minimum int32 when not
-    /// requested.
-    ///
-    /// Schema type `int32`; versions 3+; default `-2147483648`.
+    /// requested. (`int32`, versions 3+; default `-2147483648`.)
     pub authorized_operations: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -256,29 +221,18 @@ impl<'a> Default for DescribedGroup<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedGroupMember<'a> {
-    /// ID the coordinator gave the member.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID the coordinator gave the member. (`string`, versions 0+.)
     pub member_id: Str<'a>,
-    /// Static membership ID of the member, or null.
-    ///
-    /// Schema type `string`; versions 4+; nullable in 4+; default `null`; ignorable.
+    /// Static membership ID of the member, or null. (`string`, versions 4+; nullable in 4+; default
+    /// `null`; ignorable.)
     pub group_instance_id: Option<Str<'a>>,
-    /// Client ID the member sent in its request headers.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Client ID the member sent in its request headers. (`string`, versions 0+.)
     pub client_id: Str<'a>,
-    /// Host the member connected from.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host the member connected from. (`string`, versions 0+.)
     pub client_host: Str<'a>,
-    /// Protocol metadata the member sent when joining.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// Protocol metadata the member sent when joining. (`bytes`, versions 0+.)
     pub member_metadata: Bytes<'a>,
-    /// The member's current assignment.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// The member's current assignment. (`bytes`, versions 0+.)
     pub member_assignment: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -307,26 +261,18 @@ impl DescribeGroupsResponse<'_> {
 impl Encode for DescribeGroupsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 1 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.groups.as_slice()), ver, "DescribeGroupsResponse.Groups")?,
-            "DescribeGroupsResponse.Groups",
-        )?;
+        n += encode::array_size(&self.groups, ver, "DescribeGroupsResponse.Groups")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeGroupsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeGroupsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeGroupsResponse")
     }
 
     #[inline]
@@ -334,7 +280,7 @@ impl Encode for DescribeGroupsResponse<'_> {
         if ver.version >= 1 {
             w.i32(self.throttle_time_ms);
         }
-        encode::write_array(w, Some(self.groups.as_slice()), ver);
+        encode::write_array(w, &self.groups, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -344,47 +290,23 @@ impl Encode for DescribeGroupsResponse<'_> {
 impl Encode for DescribedGroup<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
+        let mut n = Size::new(2);
         if ver.version == 6 {
-            n = wire::add(
-                n,
-                match &self.error_message {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "DescribedGroup.ErrorMessage")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "DescribedGroup.ErrorMessage",
-            )?;
+            n += match &self.error_message {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "DescribedGroup.ErrorMessage")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         } else if self.error_message.is_some() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "DescribedGroup.ErrorMessage",
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "DescribedGroup.GroupId")?,
-            "DescribedGroup.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_state.len(), ver.flexible, "DescribedGroup.GroupState")?,
-            "DescribedGroup.GroupState",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.protocol_type.len(), ver.flexible, "DescribedGroup.ProtocolType")?,
-            "DescribedGroup.ProtocolType",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.protocol_data.len(), ver.flexible, "DescribedGroup.ProtocolData")?,
-            "DescribedGroup.ProtocolData",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.members.as_slice()), ver, "DescribedGroup.Members")?,
-            "DescribedGroup.Members",
-        )?;
+        n += wire::string_size(self.group_id.len(), ver.flexible, "DescribedGroup.GroupId")?;
+        n += wire::string_size(self.group_state.len(), ver.flexible, "DescribedGroup.GroupState")?;
+        n += wire::string_size(self.protocol_type.len(), ver.flexible, "DescribedGroup.ProtocolType")?;
+        n += wire::string_size(self.protocol_data.len(), ver.flexible, "DescribedGroup.ProtocolData")?;
+        n += encode::array_size(&self.members, ver, "DescribedGroup.Members")?;
         if ver.version >= 3 {
             n += 4;
         } else if self.authorized_operations != i32::MIN {
@@ -394,13 +316,9 @@ impl Encode for DescribedGroup<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DescribedGroup._tagged_fields")?,
-                "DescribedGroup._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DescribedGroup._tagged_fields")?;
         }
-        Ok(n)
+        n.total("DescribedGroup")
     }
 
     #[inline]
@@ -413,7 +331,7 @@ impl Encode for DescribedGroup<'_> {
         w.str(&self.group_state, ver.flexible);
         w.str(&self.protocol_type, ver.flexible);
         w.str(&self.protocol_data, ver.flexible);
-        encode::write_array(w, Some(self.members.as_slice()), ver);
+        encode::write_array(w, &self.members, ver);
         if ver.version >= 3 {
             w.i32(self.authorized_operations);
         }
@@ -426,63 +344,33 @@ impl Encode for DescribedGroup<'_> {
 impl Encode for DescribedGroupMember<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "DescribedGroupMember.MemberId")?,
-            "DescribedGroupMember.MemberId",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.member_id.len(), ver.flexible, "DescribedGroupMember.MemberId")?;
         if ver.version >= 4 {
-            n = wire::add(
-                n,
-                match &self.group_instance_id {
-                    Some(v) => {
-                        wire::string_size(v.len(), ver.flexible, "DescribedGroupMember.GroupInstanceId")?
-                    }
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "DescribedGroupMember.GroupInstanceId",
-            )?;
+            n += match &self.group_instance_id {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "DescribedGroupMember.GroupInstanceId")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
-        n = wire::add(
-            n,
-            wire::string_size(self.client_id.len(), ver.flexible, "DescribedGroupMember.ClientId")?,
-            "DescribedGroupMember.ClientId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.client_host.len(), ver.flexible, "DescribedGroupMember.ClientHost")?,
-            "DescribedGroupMember.ClientHost",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(
-                self.member_metadata.len(),
-                ver.flexible,
-                "DescribedGroupMember.MemberMetadata",
-            )?,
+        n += wire::string_size(self.client_id.len(), ver.flexible, "DescribedGroupMember.ClientId")?;
+        n += wire::string_size(self.client_host.len(), ver.flexible, "DescribedGroupMember.ClientHost")?;
+        n += wire::bytes_size(
+            self.member_metadata.len(),
+            ver.flexible,
             "DescribedGroupMember.MemberMetadata",
         )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(
-                self.member_assignment.len(),
-                ver.flexible,
-                "DescribedGroupMember.MemberAssignment",
-            )?,
+        n += wire::bytes_size(
+            self.member_assignment.len(),
+            ver.flexible,
             "DescribedGroupMember.MemberAssignment",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribedGroupMember._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribedGroupMember._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribedGroupMember")
     }
 
     #[inline]
@@ -540,15 +428,13 @@ impl<'a> DescribeGroupsResponseView<'a> {
     /// See [`DescribeGroupsResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`DescribeGroupsResponse::groups`].
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribedGroupView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 1 { 4 } else { 0 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 1 { 4 } else { 0 }, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -610,59 +496,48 @@ impl<'a> DescribedGroupView<'a> {
     /// See [`DescribedGroup::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 6 { self.src.nullable_str(2, ver.flexible) } else { None }
+        if self.ver.version == 6 { self.src.nullable_str(2, self.ver.flexible) } else { None }
     }
 
     /// See [`DescribedGroup::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize, ver.flexible)
+        self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`DescribedGroup::group_state`].
     #[inline]
     pub fn group_state(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[1] as usize, ver.flexible)
+        self.src.str(self.at[1] as usize, self.ver.flexible)
     }
 
     /// See [`DescribedGroup::protocol_type`].
     #[inline]
     pub fn protocol_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[2] as usize, ver.flexible)
+        self.src.str(self.at[2] as usize, self.ver.flexible)
     }
 
     /// See [`DescribedGroup::protocol_data`].
     #[inline]
     pub fn protocol_data(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[3] as usize, ver.flexible)
+        self.src.str(self.at[3] as usize, self.ver.flexible)
     }
 
     /// See [`DescribedGroup::members`].
     #[inline]
     pub fn members(&self) -> ArrayView<'a, DescribedGroupMemberView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[4] as usize, ver)
+        ArrayView::at(self.src, self.at[4] as usize, self.ver)
     }
 
     /// See [`DescribedGroup::authorized_operations`].
     #[inline]
     pub fn authorized_operations(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i32(self.at[5] as usize) } else { i32::MIN }
+        if self.ver.version >= 3 { self.src.i32(self.at[5] as usize) } else { i32::MIN }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(self.at[5] as usize + (if self.ver.version >= 3 { 4 } else { 0 }), &[])
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(self.at[5] as usize + 4, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -769,43 +644,41 @@ impl<'a> DescribedGroupMemberView<'a> {
     /// See [`DescribedGroupMember::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DescribedGroupMember::group_instance_id`].
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 4 { self.src.nullable_str(self.at[0] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 4 {
+            self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`DescribedGroupMember::client_id`].
     #[inline]
     pub fn client_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[1] as usize, ver.flexible)
+        self.src.str(self.at[1] as usize, self.ver.flexible)
     }
 
     /// See [`DescribedGroupMember::client_host`].
     #[inline]
     pub fn client_host(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[2] as usize, ver.flexible)
+        self.src.str(self.at[2] as usize, self.ver.flexible)
     }
 
     /// See [`DescribedGroupMember::member_metadata`].
     #[inline]
     pub fn member_metadata(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(self.at[3] as usize, ver.flexible)
+        self.src.bytes_at(self.at[3] as usize, self.ver.flexible)
     }
 
     /// See [`DescribedGroupMember::member_assignment`].
     #[inline]
     pub fn member_assignment(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(self.at[4] as usize, ver.flexible)
+        self.src.bytes_at(self.at[4] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -18,9 +18,8 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsRequest<'a> {
-    /// Topics to describe; null means every topic the broker hosts.
-    ///
-    /// Schema type `[]DescribableLogDirTopic`; versions 0+; nullable in 0+.
+    /// Topics to describe; null means every topic the broker hosts. (`[]DescribableLogDirTopic`,
+    /// versions 0+; nullable in 0+.)
     pub topics: Option<List<'a, DescribableLogDirTopic<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -39,13 +38,9 @@ impl<'a> Default for DescribeLogDirsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribableLogDirTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub topic: Str<'a>,
-    /// Indexes of the partitions to describe.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions to describe. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -74,28 +69,20 @@ impl DescribeLogDirsRequest<'_> {
 impl Encode for DescribeLogDirsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(self.topics.as_deref(), ver, "DescribeLogDirsRequest.Topics")?,
-            "DescribeLogDirsRequest.Topics",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::nullable_array_size(self.topics.as_deref(), ver, "DescribeLogDirsRequest.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeLogDirsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeLogDirsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeLogDirsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, self.topics.as_deref(), ver);
+        encode::write_nullable_array(w, self.topics.as_deref(), ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -105,34 +92,22 @@ impl Encode for DescribeLogDirsRequest<'_> {
 impl Encode for DescribableLogDirTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic.len(), ver.flexible, "DescribableLogDirTopic.Topic")?,
-            "DescribableLogDirTopic.Topic",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "DescribableLogDirTopic.Partitions")?,
-            "DescribableLogDirTopic.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic.len(), ver.flexible, "DescribableLogDirTopic.Topic")?;
+        n += encode::array_size(&self.partitions, ver, "DescribableLogDirTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribableLogDirTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribableLogDirTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribableLogDirTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -178,8 +153,7 @@ impl<'a> DescribeLogDirsRequestView<'a> {
     /// See [`DescribeLogDirsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, DescribableLogDirTopicView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, 0, ver)
+        ArrayView::nullable_at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -233,15 +207,13 @@ impl<'a> DescribableLogDirTopicView<'a> {
     /// See [`DescribableLogDirTopic::topic`].
     #[inline]
     pub fn topic(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DescribableLogDirTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -307,17 +279,11 @@ impl fmt::Debug for DescribableLogDirTopicView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 3+; ignorable.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 3+; ignorable.)
     pub error_code: i16,
-    /// One entry for each log directory.
-    ///
-    /// Schema type `[]DescribeLogDirsResult`; versions 0+.
+    /// One entry for each log directory. (`[]DescribeLogDirsResult`, versions 0+.)
     pub results: List<'a, DescribeLogDirsResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -327,31 +293,20 @@ pub struct DescribeLogDirsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsResult<'a> {
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Absolute path of the log directory.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Absolute path of the log directory. (`string`, versions 0+.)
     pub log_dir: Str<'a>,
-    /// Topics with replicas in this directory.
-    ///
-    /// Schema type `[]DescribeLogDirsTopic`; versions 0+.
+    /// Topics with replicas in this directory. (`[]DescribeLogDirsTopic`, versions 0+.)
     pub topics: List<'a, DescribeLogDirsTopic<'a>>,
     /// Size in bytes of the volume holding the directory, not counting remote storage; -1 when
-    /// unknown.
-    ///
-    /// Schema type `int64`; versions 4+; default `-1`; ignorable.
+    /// unknown. (`int64`, versions 4+; default `-1`; ignorable.)
     pub total_bytes: i64,
     /// Free bytes usable on the volume holding the directory, not counting remote storage; -1 when
-    /// unknown.
-    ///
-    /// Schema type `int64`; versions 4+; default `-1`; ignorable.
+    /// unknown. (`int64`, versions 4+; default `-1`; ignorable.)
     pub usable_bytes: i64,
-    /// True when the directory is cordoned, so no new replicas are placed in it.
-    ///
-    /// Schema type `bool`; versions 5+; default `false`; ignorable.
+    /// True when the directory is cordoned, so no new replicas are placed in it. (`bool`, versions
+    /// 5+; default `false`; ignorable.)
     pub is_cordoned: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -375,13 +330,10 @@ impl<'a> Default for DescribeLogDirsResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Replicas of this topic's partitions in this directory.
-    ///
-    /// Schema type `[]DescribeLogDirsPartition`; versions 0+.
+    /// Replicas of this topic's partitions in this directory. (`[]DescribeLogDirsPartition`,
+    /// versions 0+.)
     pub partitions: List<'a, DescribeLogDirsPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -391,23 +343,15 @@ pub struct DescribeLogDirsTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsPartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Bytes taken by the partition's log segments.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Bytes taken by the partition's log segments. (`int64`, versions 0+.)
     pub partition_size: i64,
     /// How far this log's end offset is behind: behind the high watermark for the current log, or
-    /// behind the current replica's end offset for a future log.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// behind the current replica's end offset for a future log. (`int64`, versions 0+.)
     pub offset_lag: i64,
     /// True for a future log, one being built by a log-directory move that will later replace the
-    /// current replica.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// current replica. (`bool`, versions 0+.)
     pub is_future_key: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -436,26 +380,18 @@ impl DescribeLogDirsResponse<'_> {
 impl Encode for DescribeLogDirsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
+        let mut n = Size::new(4);
         if ver.version >= 3 {
             n += 2;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.results.as_slice()), ver, "DescribeLogDirsResponse.Results")?,
-            "DescribeLogDirsResponse.Results",
-        )?;
+        n += encode::array_size(&self.results, ver, "DescribeLogDirsResponse.Results")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeLogDirsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeLogDirsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeLogDirsResponse")
     }
 
     #[inline]
@@ -464,7 +400,7 @@ impl Encode for DescribeLogDirsResponse<'_> {
         if ver.version >= 3 {
             w.i16(self.error_code);
         }
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -474,17 +410,9 @@ impl Encode for DescribeLogDirsResponse<'_> {
 impl Encode for DescribeLogDirsResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.log_dir.len(), ver.flexible, "DescribeLogDirsResult.LogDir")?,
-            "DescribeLogDirsResult.LogDir",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DescribeLogDirsResult.Topics")?,
-            "DescribeLogDirsResult.Topics",
-        )?;
+        let mut n = Size::new(2);
+        n += wire::string_size(self.log_dir.len(), ver.flexible, "DescribeLogDirsResult.LogDir")?;
+        n += encode::array_size(&self.topics, ver, "DescribeLogDirsResult.Topics")?;
         if ver.version >= 4 {
             n += 8;
         }
@@ -495,23 +423,19 @@ impl Encode for DescribeLogDirsResult<'_> {
             n += 1;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeLogDirsResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeLogDirsResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeLogDirsResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
         w.str(&self.log_dir, ver.flexible);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.version >= 4 {
             w.fixed(|b: &mut [u8; 16]| {
                 b[0..8].copy_from_slice(&self.total_bytes.to_be_bytes());
@@ -530,34 +454,22 @@ impl Encode for DescribeLogDirsResult<'_> {
 impl Encode for DescribeLogDirsTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "DescribeLogDirsTopic.Name")?,
-            "DescribeLogDirsTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "DescribeLogDirsTopic.Partitions")?,
-            "DescribeLogDirsTopic.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "DescribeLogDirsTopic.Name")?;
+        n += encode::array_size(&self.partitions, ver, "DescribeLogDirsTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeLogDirsTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeLogDirsTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeLogDirsTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -567,18 +479,14 @@ impl Encode for DescribeLogDirsTopic<'_> {
 impl Encode for DescribeLogDirsPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 21;
+        let mut n = Size::new(21);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "DescribeLogDirsPartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "DescribeLogDirsPartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("DescribeLogDirsPartition")
     }
 
     #[inline]
@@ -645,15 +553,13 @@ impl<'a> DescribeLogDirsResponseView<'a> {
     /// See [`DescribeLogDirsResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i16(4) } else { 0 }
+        if self.ver.version >= 3 { self.src.i16(4) } else { 0 }
     }
 
     /// See [`DescribeLogDirsResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DescribeLogDirsResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 3 { 6 } else { 4 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 3 { 6 } else { 4 }, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -717,44 +623,31 @@ impl<'a> DescribeLogDirsResultView<'a> {
     /// See [`DescribeLogDirsResult::log_dir`].
     #[inline]
     pub fn log_dir(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(2, ver.flexible)
+        self.src.str(2, self.ver.flexible)
     }
 
     /// See [`DescribeLogDirsResult::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeLogDirsTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`DescribeLogDirsResult::total_bytes`].
     #[inline]
     pub fn total_bytes(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 4 { self.src.i64(self.at[1] as usize) } else { -1 }
+        if self.ver.version >= 4 { self.src.i64(self.at[1] as usize) } else { -1 }
     }
 
     /// See [`DescribeLogDirsResult::usable_bytes`].
     #[inline]
     pub fn usable_bytes(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 4 {
-            self.src.i64(self.at[1] as usize + (if ver.version >= 4 { 8 } else { 0 }))
-        } else {
-            -1
-        }
+        if self.ver.version >= 4 { self.src.i64(self.at[1] as usize + 8) } else { -1 }
     }
 
     /// See [`DescribeLogDirsResult::is_cordoned`].
     #[inline]
     pub fn is_cordoned(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 5 {
-            self.src.bool(self.at[1] as usize + (if ver.version >= 4 { 16 } else { 0 }))
-        } else {
-            false
-        }
+        if self.ver.version == 5 { self.src.bool(self.at[1] as usize + 16) } else { false }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -867,15 +760,13 @@ impl<'a> DescribeLogDirsTopicView<'a> {
     /// See [`DescribeLogDirsTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`DescribeLogDirsTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeLogDirsPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

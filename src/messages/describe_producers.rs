@@ -17,9 +17,7 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeProducersRequest<'a> {
-    /// Topics to look at.
-    ///
-    /// Schema type `[]TopicRequest`; versions 0+.
+    /// Topics to look at. (`[]TopicRequest`, versions 0+.)
     pub topics: List<'a, TopicRequest<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -29,13 +27,9 @@ pub struct DescribeProducersRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicRequest<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Indexes of this topic's partitions to look at.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of this topic's partitions to look at. (`[]int32`, versions 0+.)
     pub partition_indexes: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -64,26 +58,18 @@ impl DescribeProducersRequest<'_> {
 impl Encode for DescribeProducersRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DescribeProducersRequest.Topics")?,
-            "DescribeProducersRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeProducersRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.topics, ver, "DescribeProducersRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeProducersRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeProducersRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -91,33 +77,17 @@ impl Encode for DescribeProducersRequest<'_> {
 impl Encode for TopicRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "TopicRequest.Name")?,
-            "TopicRequest.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partition_indexes.as_slice()),
-                ver,
-                "TopicRequest.PartitionIndexes",
-            )?,
-            "TopicRequest.PartitionIndexes",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicRequest._tagged_fields")?,
-            "TopicRequest._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "TopicRequest.Name")?;
+        n += encode::array_size(&self.partition_indexes, ver, "TopicRequest.PartitionIndexes")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicRequest._tagged_fields")?;
+        n.total("TopicRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partition_indexes.as_slice()), ver);
+        encode::write_array(w, &self.partition_indexes, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -161,8 +131,7 @@ impl<'a> DescribeProducersRequestView<'a> {
     /// See [`DescribeProducersRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicRequestView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -216,8 +185,7 @@ impl<'a> TopicRequestView<'a> {
     /// See [`TopicRequest::partition_indexes`].
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -279,13 +247,9 @@ impl fmt::Debug for TopicRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeProducersResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]TopicResponse`; versions 0+.
+    /// Results grouped by topic. (`[]TopicResponse`, versions 0+.)
     pub topics: List<'a, TopicResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -295,13 +259,9 @@ pub struct DescribeProducersResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicResponse<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// One result for each partition in the request.
-    ///
-    /// Schema type `[]PartitionResponse`; versions 0+.
+    /// One result for each partition in the request. (`[]PartitionResponse`, versions 0+.)
     pub partitions: List<'a, PartitionResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -311,21 +271,14 @@ pub struct TopicResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResponse<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this partition's error; may be null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this partition's error; may be null. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// Producers with state on this partition.
-    ///
-    /// Schema type `[]ProducerState`; versions 0+.
+    /// Producers with state on this partition. (`[]ProducerState`, versions 0+.)
     pub active_producers: List<'a, ProducerState<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -335,29 +288,20 @@ pub struct PartitionResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ProducerState<'a> {
-    /// Producer ID.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Producer ID. (`int64`, versions 0+.)
     pub producer_id: i64,
-    /// Producer epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Producer epoch. (`int32`, versions 0+.)
     pub producer_epoch: i32,
-    /// Last sequence number written by the producer; -1 when none.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`.
+    /// Last sequence number written by the producer; -1 when none. (`int32`, versions 0+; default
+    /// `-1`.)
     pub last_sequence: i32,
-    /// Timestamp of the producer's last write; -1 when none.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// Timestamp of the producer's last write; -1 when none. (`int64`, versions 0+; default `-1`.)
     pub last_timestamp: i64,
-    /// Epoch of the transaction coordinator that last wrote a marker for this producer.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the transaction coordinator that last wrote a marker for this producer. (`int32`,
+    /// versions 0+.)
     pub coordinator_epoch: i32,
-    /// First offset of the producer's open transaction; -1 when none is open.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// First offset of the producer's open transaction; -1 when none is open. (`int64`, versions
+    /// 0+; default `-1`.)
     pub current_txn_start_offset: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -400,27 +344,19 @@ impl DescribeProducersResponse<'_> {
 impl Encode for DescribeProducersResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DescribeProducersResponse.Topics")?,
-            "DescribeProducersResponse.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeProducersResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.topics, ver, "DescribeProducersResponse.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeProducersResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeProducersResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -428,29 +364,17 @@ impl Encode for DescribeProducersResponse<'_> {
 impl Encode for TopicResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "TopicResponse.Name")?,
-            "TopicResponse.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "TopicResponse.Partitions")?,
-            "TopicResponse.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicResponse._tagged_fields")?,
-            "TopicResponse._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "TopicResponse.Name")?;
+        n += encode::array_size(&self.partitions, ver, "TopicResponse.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicResponse._tagged_fields")?;
+        n.total("TopicResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -458,30 +382,14 @@ impl Encode for TopicResponse<'_> {
 impl Encode for PartitionResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "PartitionResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "PartitionResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.active_producers.as_slice()),
-                ver,
-                "PartitionResponse.ActiveProducers",
-            )?,
-            "PartitionResponse.ActiveProducers",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResponse._tagged_fields")?,
-            "PartitionResponse._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "PartitionResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.active_producers, ver, "PartitionResponse.ActiveProducers")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResponse._tagged_fields")?;
+        n.total("PartitionResponse")
     }
 
     #[inline]
@@ -491,7 +399,7 @@ impl Encode for PartitionResponse<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), true);
-        encode::write_array(w, Some(self.active_producers.as_slice()), ver);
+        encode::write_array(w, &self.active_producers, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -499,13 +407,9 @@ impl Encode for PartitionResponse<'_> {
 impl Encode for ProducerState<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 36;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ProducerState._tagged_fields")?,
-            "ProducerState._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(36);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ProducerState._tagged_fields")?;
+        n.total("ProducerState")
     }
 
     #[inline]
@@ -567,8 +471,7 @@ impl<'a> DescribeProducersResponseView<'a> {
     /// See [`DescribeProducersResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -626,8 +529,7 @@ impl<'a> TopicResponseView<'a> {
     /// See [`TopicResponse::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -722,8 +624,7 @@ impl<'a> PartitionResponseView<'a> {
     /// See [`PartitionResponse::active_producers`].
     #[inline]
     pub fn active_producers(&self) -> ArrayView<'a, ProducerStateView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -18,8 +18,7 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumRequest<'a> {
     /// Topics whose quorum to describe; in practice the metadata log.
-    ///
-    /// Schema type `[]DescribeQuorumRequestTopicData`; versions 0+.
+    /// (`[]DescribeQuorumRequestTopicData`, versions 0+.)
     pub topics: List<'a, DescribeQuorumRequestTopicData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -29,13 +28,9 @@ pub struct DescribeQuorumRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumRequestTopicData<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Partitions whose quorum to describe.
-    ///
-    /// Schema type `[]DescribeQuorumRequestPartitionData`; versions 0+.
+    /// Partitions whose quorum to describe. (`[]DescribeQuorumRequestPartitionData`, versions 0+.)
     pub partitions: List<'a, DescribeQuorumRequestPartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -45,9 +40,7 @@ pub struct DescribeQuorumRequestTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumRequestPartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -76,26 +69,18 @@ impl DescribeQuorumRequest<'_> {
 impl Encode for DescribeQuorumRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DescribeQuorumRequest.Topics")?,
-            "DescribeQuorumRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeQuorumRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.topics, ver, "DescribeQuorumRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeQuorumRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeQuorumRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -103,36 +88,20 @@ impl Encode for DescribeQuorumRequest<'_> {
 impl Encode for DescribeQuorumRequestTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "DescribeQuorumRequestTopicData.TopicName")?,
-            "DescribeQuorumRequestTopicData.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "DescribeQuorumRequestTopicData.Partitions",
-            )?,
-            "DescribeQuorumRequestTopicData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeQuorumRequestTopicData._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic_name.len(), true, "DescribeQuorumRequestTopicData.TopicName")?;
+        n += encode::array_size(&self.partitions, ver, "DescribeQuorumRequestTopicData.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeQuorumRequestTopicData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeQuorumRequestTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -140,16 +109,12 @@ impl Encode for DescribeQuorumRequestTopicData<'_> {
 impl Encode for DescribeQuorumRequestPartitionData<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeQuorumRequestPartitionData._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeQuorumRequestPartitionData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeQuorumRequestPartitionData")
     }
 
     #[inline]
@@ -198,8 +163,7 @@ impl<'a> DescribeQuorumRequestView<'a> {
     /// See [`DescribeQuorumRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeQuorumRequestTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -253,8 +217,7 @@ impl<'a> DescribeQuorumRequestTopicDataView<'a> {
     /// See [`DescribeQuorumRequestTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeQuorumRequestPartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -382,21 +345,14 @@ impl fmt::Debug for DescribeQuorumRequestPartitionDataView<'_> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 2+; nullable in 2+; ignorable.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 2+;
+    /// nullable in 2+; ignorable.)
     pub error_message: Option<Str<'a>>,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]DescribeQuorumResponseTopicData`; versions 0+.
+    /// Results grouped by topic. (`[]DescribeQuorumResponseTopicData`, versions 0+.)
     pub topics: List<'a, DescribeQuorumResponseTopicData<'a>>,
-    /// Network endpoints of the quorum's nodes.
-    ///
-    /// Schema type `[]Node`; versions 2+.
+    /// Network endpoints of the quorum's nodes. (`[]Node`, versions 2+.)
     pub nodes: List<'a, Node<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -418,13 +374,10 @@ impl<'a> Default for DescribeQuorumResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumResponseTopicData<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// One result for each partition in the request.
-    ///
-    /// Schema type `[]DescribeQuorumResponsePartitionData`; versions 0+.
+    /// One result for each partition in the request. (`[]DescribeQuorumResponsePartitionData`,
+    /// versions 0+.)
     pub partitions: List<'a, DescribeQuorumResponsePartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -434,37 +387,24 @@ pub struct DescribeQuorumResponseTopicData<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumResponsePartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 2+; nullable in 2+; ignorable.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 2+; nullable in 2+; ignorable.)
     pub error_message: Option<Str<'a>>,
-    /// ID of the leader, or -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the leader, or -1 when unknown. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Latest known leader epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Latest known leader epoch. (`int32`, versions 0+.)
     pub leader_epoch: i32,
-    /// High watermark of the log: the offset up to which records are committed.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// High watermark of the log: the offset up to which records are committed. (`int64`, versions
+    /// 0+.)
     pub high_watermark: i64,
-    /// Replication state of each voter.
-    ///
-    /// Schema type `[]ReplicaState`; versions 0+.
+    /// Replication state of each voter. (`[]ReplicaState`, versions 0+.)
     pub current_voters: List<'a, ReplicaState<'a>>,
     /// Replication state of each observer, a replica that follows the log without voting.
-    ///
-    /// Schema type `[]ReplicaState`; versions 0+.
+    /// (`[]ReplicaState`, versions 0+.)
     pub observers: List<'a, ReplicaState<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -490,27 +430,19 @@ impl<'a> Default for DescribeQuorumResponsePartitionData<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReplicaState<'a> {
-    /// Replica ID.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Replica ID. (`int32`, versions 0+.)
     pub replica_id: i32,
-    /// ID of the replica's log directory.
-    ///
-    /// Schema type `uuid`; versions 2+.
+    /// ID of the replica's log directory. (`uuid`, versions 2+.)
     pub replica_directory_id: Uuid,
-    /// Last end offset of the replica's log the leader knows, or -1 when unknown.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Last end offset of the replica's log the leader knows, or -1 when unknown. (`int64`,
+    /// versions 0+.)
     pub log_end_offset: i64,
     /// Leader's wall-clock time of the replica's last fetch, in milliseconds; -1 for the leader
-    /// itself or when unknown.
-    ///
-    /// Schema type `int64`; versions 1+; default `-1`; ignorable.
+    /// itself or when unknown. (`int64`, versions 1+; default `-1`; ignorable.)
     pub last_fetch_timestamp: i64,
     /// Leader's wall-clock time, in milliseconds, at which the replica was last caught up; the
-    /// current time for the leader itself, -1 when unknown.
-    ///
-    /// Schema type `int64`; versions 1+; default `-1`; ignorable.
+    /// current time for the leader itself, -1 when unknown. (`int64`, versions 1+; default `-1`;
+    /// ignorable.)
     pub last_caught_up_timestamp: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -533,13 +465,9 @@ impl<'a> Default for ReplicaState<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Node<'a> {
-    /// ID of the node.
-    ///
-    /// Schema type `int32`; versions 2+; map key.
+    /// ID of the node. (`int32`, versions 2+; map key.)
     pub node_id: i32,
-    /// Listeners of this node.
-    ///
-    /// Schema type `[]Listener`; versions 2+.
+    /// Listeners of this node. (`[]Listener`, versions 2+.)
     pub listeners: List<'a, Listener<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -549,17 +477,11 @@ pub struct Node<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
-    /// Listener name.
-    ///
-    /// Schema type `string`; versions 2+; map key.
+    /// Listener name. (`string`, versions 2+; map key.)
     pub name: Str<'a>,
-    /// Host name on this listener.
-    ///
-    /// Schema type `string`; versions 2+.
+    /// Host name on this listener. (`string`, versions 2+.)
     pub host: Str<'a>,
-    /// Port on this listener.
-    ///
-    /// Schema type `uint16`; versions 2+.
+    /// Port on this listener. (`uint16`, versions 2+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -588,43 +510,27 @@ impl DescribeQuorumResponse<'_> {
 impl Encode for DescribeQuorumResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
+        let mut n = Size::new(2);
         if ver.version == 2 {
-            n = wire::add(
-                n,
-                match &self.error_message {
-                    Some(v) => wire::string_size(v.len(), true, "DescribeQuorumResponse.ErrorMessage")?,
-                    None => wire::null_size(true, false),
-                },
-                "DescribeQuorumResponse.ErrorMessage",
-            )?;
+            n += match &self.error_message {
+                Some(v) => wire::string_size(v.len(), true, "DescribeQuorumResponse.ErrorMessage")?,
+                None => wire::null_size(true, false),
+            };
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DescribeQuorumResponse.Topics")?,
-            "DescribeQuorumResponse.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "DescribeQuorumResponse.Topics")?;
         if ver.version == 2 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.nodes.as_slice()), ver, "DescribeQuorumResponse.Nodes")?,
-                "DescribeQuorumResponse.Nodes",
-            )?;
+            n += encode::array_size(&self.nodes, ver, "DescribeQuorumResponse.Nodes")?;
         } else if !self.nodes.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "DescribeQuorumResponse.Nodes",
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeQuorumResponse._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeQuorumResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeQuorumResponse")
     }
 
     #[inline]
@@ -633,9 +539,9 @@ impl Encode for DescribeQuorumResponse<'_> {
         if ver.version == 2 {
             w.nullable_str(self.error_message.as_deref(), true);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.version == 2 {
-            encode::write_array(w, Some(self.nodes.as_slice()), ver);
+            encode::write_array(w, &self.nodes, ver);
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -644,36 +550,20 @@ impl Encode for DescribeQuorumResponse<'_> {
 impl Encode for DescribeQuorumResponseTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "DescribeQuorumResponseTopicData.TopicName")?,
-            "DescribeQuorumResponseTopicData.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "DescribeQuorumResponseTopicData.Partitions",
-            )?,
-            "DescribeQuorumResponseTopicData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeQuorumResponseTopicData._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic_name.len(), true, "DescribeQuorumResponseTopicData.TopicName")?;
+        n += encode::array_size(&self.partitions, ver, "DescribeQuorumResponseTopicData.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeQuorumResponseTopicData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeQuorumResponseTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -681,46 +571,26 @@ impl Encode for DescribeQuorumResponseTopicData<'_> {
 impl Encode for DescribeQuorumResponsePartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 22;
+        let mut n = Size::new(22);
         if ver.version == 2 {
-            n = wire::add(
-                n,
-                match &self.error_message {
-                    Some(v) => {
-                        wire::string_size(v.len(), true, "DescribeQuorumResponsePartitionData.ErrorMessage")?
-                    }
-                    None => wire::null_size(true, false),
-                },
-                "DescribeQuorumResponsePartitionData.ErrorMessage",
-            )?;
+            n += match &self.error_message {
+                Some(v) => {
+                    wire::string_size(v.len(), true, "DescribeQuorumResponsePartitionData.ErrorMessage")?
+                }
+                None => wire::null_size(true, false),
+            };
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.current_voters.as_slice()),
-                ver,
-                "DescribeQuorumResponsePartitionData.CurrentVoters",
-            )?,
+        n += encode::array_size(
+            &self.current_voters,
+            ver,
             "DescribeQuorumResponsePartitionData.CurrentVoters",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.observers.as_slice()),
-                ver,
-                "DescribeQuorumResponsePartitionData.Observers",
-            )?,
-            "DescribeQuorumResponsePartitionData.Observers",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeQuorumResponsePartitionData._tagged_fields",
-            )?,
+        n += encode::array_size(&self.observers, ver, "DescribeQuorumResponsePartitionData.Observers")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeQuorumResponsePartitionData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeQuorumResponsePartitionData")
     }
 
     #[inline]
@@ -737,8 +607,8 @@ impl Encode for DescribeQuorumResponsePartitionData<'_> {
             b[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());
             b[8..16].copy_from_slice(&self.high_watermark.to_be_bytes());
         });
-        encode::write_array(w, Some(self.current_voters.as_slice()), ver);
-        encode::write_array(w, Some(self.observers.as_slice()), ver);
+        encode::write_array(w, &self.current_voters, ver);
+        encode::write_array(w, &self.observers, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -746,7 +616,7 @@ impl Encode for DescribeQuorumResponsePartitionData<'_> {
 impl Encode for ReplicaState<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
+        let mut n = Size::new(12);
         if ver.version == 2 {
             n += 16;
         } else if self.replica_directory_id != Uuid::ZERO {
@@ -761,12 +631,8 @@ impl Encode for ReplicaState<'_> {
         if ver.version >= 1 {
             n += 8;
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReplicaState._tagged_fields")?,
-            "ReplicaState._tagged_fields",
-        )?;
-        Ok(n)
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReplicaState._tagged_fields")?;
+        n.total("ReplicaState")
     }
 
     #[inline]
@@ -789,24 +655,16 @@ impl Encode for ReplicaState<'_> {
 impl Encode for Node<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.listeners.as_slice()), ver, "Node.Listeners")?,
-            "Node.Listeners",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Node._tagged_fields")?,
-            "Node._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.listeners, ver, "Node.Listeners")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Node._tagged_fields")?;
+        n.total("Node")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.node_id);
-        encode::write_array(w, Some(self.listeners.as_slice()), ver);
+        encode::write_array(w, &self.listeners, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -814,15 +672,11 @@ impl Encode for Node<'_> {
 impl Encode for Listener<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "Listener.Name")?, "Listener.Name")?;
-        n = wire::add(n, wire::string_size(self.host.len(), true, "Listener.Host")?, "Listener.Host")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?,
-            "Listener._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(2);
+        n += wire::string_size(self.name.len(), true, "Listener.Name")?;
+        n += wire::string_size(self.host.len(), true, "Listener.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?;
+        n.total("Listener")
     }
 
     #[inline]
@@ -879,25 +733,22 @@ impl<'a> DescribeQuorumResponseView<'a> {
     /// See [`DescribeQuorumResponse::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.nullable_str(2, true) } else { Some("") }
+        if self.ver.version == 2 { self.src.nullable_str(2, true) } else { Some("") }
     }
 
     /// See [`DescribeQuorumResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeQuorumResponseTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`DescribeQuorumResponse::nodes`].
     #[inline]
     pub fn nodes(&self) -> ArrayView<'a, NodeView<'a>> {
-        let ver = self.ver;
-        if ver.version == 2 {
-            ArrayView::at(self.src, self.at[1] as usize, ver)
+        if self.ver.version == 2 {
+            ArrayView::at(self.src, self.at[1] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -970,8 +821,7 @@ impl<'a> DescribeQuorumResponseTopicDataView<'a> {
     /// See [`DescribeQuorumResponseTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeQuorumResponsePartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1064,8 +914,7 @@ impl<'a> DescribeQuorumResponsePartitionDataView<'a> {
     /// See [`DescribeQuorumResponsePartitionData::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.nullable_str(6, true) } else { Some("") }
+        if self.ver.version == 2 { self.src.nullable_str(6, true) } else { Some("") }
     }
 
     /// See [`DescribeQuorumResponsePartitionData::leader_id`].
@@ -1089,15 +938,13 @@ impl<'a> DescribeQuorumResponsePartitionDataView<'a> {
     /// See [`DescribeQuorumResponsePartitionData::current_voters`].
     #[inline]
     pub fn current_voters(&self) -> ArrayView<'a, ReplicaStateView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 16, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 16, self.ver)
     }
 
     /// See [`DescribeQuorumResponsePartitionData::observers`].
     #[inline]
     pub fn observers(&self) -> ArrayView<'a, ReplicaStateView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1212,39 +1059,25 @@ impl<'a> ReplicaStateView<'a> {
     /// See [`ReplicaState::replica_directory_id`].
     #[inline]
     pub fn replica_directory_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.uuid(4) } else { Uuid::ZERO }
+        if self.ver.version == 2 { self.src.uuid(4) } else { Uuid::ZERO }
     }
 
     /// See [`ReplicaState::log_end_offset`].
     #[inline]
     pub fn log_end_offset(&self) -> i64 {
-        let ver = self.ver;
-        self.src.i64(if ver.version >= 2 { 20 } else { 4 })
+        self.src.i64(if self.ver.version >= 2 { 20 } else { 4 })
     }
 
     /// See [`ReplicaState::last_fetch_timestamp`].
     #[inline]
     pub fn last_fetch_timestamp(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i64(if ver.version >= 2 { 28 } else { 12 }) } else { -1 }
+        if self.ver.version >= 1 { self.src.i64(if self.ver.version >= 2 { 28 } else { 12 }) } else { -1 }
     }
 
     /// See [`ReplicaState::last_caught_up_timestamp`].
     #[inline]
     pub fn last_caught_up_timestamp(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 1 {
-            self.src.i64(if ver.version >= 2 {
-                36
-            } else if ver.version >= 1 {
-                20
-            } else {
-                12
-            })
-        } else {
-            -1
-        }
+        if self.ver.version >= 1 { self.src.i64(if self.ver.version >= 2 { 36 } else { 20 }) } else { -1 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1352,8 +1185,7 @@ impl<'a> NodeView<'a> {
     /// See [`Node::listeners`].
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

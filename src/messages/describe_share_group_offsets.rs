@@ -17,9 +17,7 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsRequest<'a> {
-    /// Groups to look up.
-    ///
-    /// Schema type `[]DescribeShareGroupOffsetsRequestGroup`; versions 0+.
+    /// Groups to look up. (`[]DescribeShareGroupOffsetsRequestGroup`, versions 0+.)
     pub groups: List<'a, DescribeShareGroupOffsetsRequestGroup<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -29,13 +27,10 @@ pub struct DescribeShareGroupOffsetsRequest<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsRequestGroup<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
     /// Topics to look up; null means every partition the group has state for.
-    ///
-    /// Schema type `[]DescribeShareGroupOffsetsRequestTopic`; versions 0+; nullable in 0+.
+    /// (`[]DescribeShareGroupOffsetsRequestTopic`, versions 0+; nullable in 0+.)
     pub topics: Option<List<'a, DescribeShareGroupOffsetsRequestTopic<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -55,13 +50,9 @@ impl<'a> Default for DescribeShareGroupOffsetsRequestGroup<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsRequestTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -90,26 +81,18 @@ impl DescribeShareGroupOffsetsRequest<'_> {
 impl Encode for DescribeShareGroupOffsetsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.groups.as_slice()), ver, "DescribeShareGroupOffsetsRequest.Groups")?,
-            "DescribeShareGroupOffsetsRequest.Groups",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeShareGroupOffsetsRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.groups, ver, "DescribeShareGroupOffsetsRequest.Groups")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeShareGroupOffsetsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeShareGroupOffsetsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.groups.as_slice()), ver);
+        encode::write_array(w, &self.groups, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -117,32 +100,24 @@ impl Encode for DescribeShareGroupOffsetsRequest<'_> {
 impl Encode for DescribeShareGroupOffsetsRequestGroup<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "DescribeShareGroupOffsetsRequestGroup.GroupId")?,
-            "DescribeShareGroupOffsetsRequestGroup.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(self.topics.as_deref(), ver, "DescribeShareGroupOffsetsRequestGroup.Topics")?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), true, "DescribeShareGroupOffsetsRequestGroup.GroupId")?;
+        n += encode::nullable_array_size(
+            self.topics.as_deref(),
+            ver,
             "DescribeShareGroupOffsetsRequestGroup.Topics",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeShareGroupOffsetsRequestGroup._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeShareGroupOffsetsRequestGroup._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeShareGroupOffsetsRequestGroup")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, self.topics.as_deref(), ver);
+        encode::write_nullable_array(w, self.topics.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -150,40 +125,24 @@ impl Encode for DescribeShareGroupOffsetsRequestGroup<'_> {
 impl Encode for DescribeShareGroupOffsetsRequestTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.topic_name.len(),
-                true,
-                "DescribeShareGroupOffsetsRequestTopic.TopicName",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.topic_name.len(),
+            true,
             "DescribeShareGroupOffsetsRequestTopic.TopicName",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "DescribeShareGroupOffsetsRequestTopic.Partitions",
-            )?,
-            "DescribeShareGroupOffsetsRequestTopic.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeShareGroupOffsetsRequestTopic._tagged_fields",
-            )?,
+        n += encode::array_size(&self.partitions, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeShareGroupOffsetsRequestTopic._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeShareGroupOffsetsRequestTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -228,8 +187,7 @@ impl<'a> DescribeShareGroupOffsetsRequestView<'a> {
     /// See [`DescribeShareGroupOffsetsRequest::groups`].
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribeShareGroupOffsetsRequestGroupView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -287,8 +245,7 @@ impl<'a> DescribeShareGroupOffsetsRequestGroupView<'a> {
     /// See [`DescribeShareGroupOffsetsRequestGroup::topics`].
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, DescribeShareGroupOffsetsRequestTopicView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[0] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -375,8 +332,7 @@ impl<'a> DescribeShareGroupOffsetsRequestTopicView<'a> {
     /// See [`DescribeShareGroupOffsetsRequestTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -437,13 +393,10 @@ impl fmt::Debug for DescribeShareGroupOffsetsRequestTopicView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each group in the request.
-    ///
-    /// Schema type `[]DescribeShareGroupOffsetsResponseGroup`; versions 0+.
+    /// One result for each group in the request. (`[]DescribeShareGroupOffsetsResponseGroup`,
+    /// versions 0+.)
     pub groups: List<'a, DescribeShareGroupOffsetsResponseGroup<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -453,21 +406,14 @@ pub struct DescribeShareGroupOffsetsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsResponseGroup<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]DescribeShareGroupOffsetsResponseTopic`; versions 0+.
+    /// Results grouped by topic. (`[]DescribeShareGroupOffsetsResponseTopic`, versions 0+.)
     pub topics: List<'a, DescribeShareGroupOffsetsResponseTopic<'a>>,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -477,17 +423,12 @@ pub struct DescribeShareGroupOffsetsResponseGroup<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsResponseTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]DescribeShareGroupOffsetsResponsePartition`; versions 0+.
+    /// One result for each partition. (`[]DescribeShareGroupOffsetsResponsePartition`, versions
+    /// 0+.)
     pub partitions: List<'a, DescribeShareGroupOffsetsResponsePartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -497,29 +438,19 @@ pub struct DescribeShareGroupOffsetsResponseTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsResponsePartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Offset from which the group delivers records.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset from which the group delivers records. (`int64`, versions 0+.)
     pub start_offset: i64,
-    /// Current leader epoch of this partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Current leader epoch of this partition. (`int32`, versions 0+.)
     pub leader_epoch: i32,
-    /// Number of records not yet fully delivered to the group; -1 when unknown.
-    ///
-    /// Schema type `int64`; versions 1+; default `-1`; ignorable.
+    /// Number of records not yet fully delivered to the group; -1 when unknown. (`int64`, versions
+    /// 1+; default `-1`; ignorable.)
     pub lag: i64,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -562,31 +493,19 @@ impl DescribeShareGroupOffsetsResponse<'_> {
 impl Encode for DescribeShareGroupOffsetsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.groups.as_slice()),
-                ver,
-                "DescribeShareGroupOffsetsResponse.Groups",
-            )?,
-            "DescribeShareGroupOffsetsResponse.Groups",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeShareGroupOffsetsResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.groups, ver, "DescribeShareGroupOffsetsResponse.Groups")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeShareGroupOffsetsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeShareGroupOffsetsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.groups.as_slice()), ver);
+        encode::write_array(w, &self.groups, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -594,46 +513,26 @@ impl Encode for DescribeShareGroupOffsetsResponse<'_> {
 impl Encode for DescribeShareGroupOffsetsResponseGroup<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "DescribeShareGroupOffsetsResponseGroup.GroupId")?,
-            "DescribeShareGroupOffsetsResponseGroup.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.topics.as_slice()),
-                ver,
-                "DescribeShareGroupOffsetsResponseGroup.Topics",
-            )?,
-            "DescribeShareGroupOffsetsResponseGroup.Topics",
-        )?;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?
-                }
-                None => wire::null_size(true, false),
-            },
-            "DescribeShareGroupOffsetsResponseGroup.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeShareGroupOffsetsResponseGroup._tagged_fields",
-            )?,
+        let mut n = Size::new(2);
+        n += wire::string_size(self.group_id.len(), true, "DescribeShareGroupOffsetsResponseGroup.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "DescribeShareGroupOffsetsResponseGroup.Topics")?;
+        n += match &self.error_message {
+            Some(v) => {
+                wire::string_size(v.len(), true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?
+            }
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeShareGroupOffsetsResponseGroup._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeShareGroupOffsetsResponseGroup")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), true);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -643,41 +542,25 @@ impl Encode for DescribeShareGroupOffsetsResponseGroup<'_> {
 impl Encode for DescribeShareGroupOffsetsResponseTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.topic_name.len(),
-                true,
-                "DescribeShareGroupOffsetsResponseTopic.TopicName",
-            )?,
+        let mut n = Size::new(16);
+        n += wire::string_size(
+            self.topic_name.len(),
+            true,
             "DescribeShareGroupOffsetsResponseTopic.TopicName",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "DescribeShareGroupOffsetsResponseTopic.Partitions",
-            )?,
-            "DescribeShareGroupOffsetsResponseTopic.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeShareGroupOffsetsResponseTopic._tagged_fields",
-            )?,
+        n += encode::array_size(&self.partitions, ver, "DescribeShareGroupOffsetsResponseTopic.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeShareGroupOffsetsResponseTopic._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeShareGroupOffsetsResponseTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, true);
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -685,31 +568,21 @@ impl Encode for DescribeShareGroupOffsetsResponseTopic<'_> {
 impl Encode for DescribeShareGroupOffsetsResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 18;
+        let mut n = Size::new(18);
         if ver.version == 1 {
             n += 8;
         }
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(
-                    v.len(),
-                    true,
-                    "DescribeShareGroupOffsetsResponsePartition.ErrorMessage",
-                )?,
-                None => wire::null_size(true, false),
-            },
-            "DescribeShareGroupOffsetsResponsePartition.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeShareGroupOffsetsResponsePartition._tagged_fields",
-            )?,
+        n += match &self.error_message {
+            Some(v) => {
+                wire::string_size(v.len(), true, "DescribeShareGroupOffsetsResponsePartition.ErrorMessage")?
+            }
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeShareGroupOffsetsResponsePartition._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeShareGroupOffsetsResponsePartition")
     }
 
     #[inline]
@@ -774,8 +647,7 @@ impl<'a> DescribeShareGroupOffsetsResponseView<'a> {
     /// See [`DescribeShareGroupOffsetsResponse::groups`].
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribeShareGroupOffsetsResponseGroupView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -837,8 +709,7 @@ impl<'a> DescribeShareGroupOffsetsResponseGroupView<'a> {
     /// See [`DescribeShareGroupOffsetsResponseGroup::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeShareGroupOffsetsResponseTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`DescribeShareGroupOffsetsResponseGroup::error_code`].
@@ -951,8 +822,7 @@ impl<'a> DescribeShareGroupOffsetsResponseTopicView<'a> {
     /// See [`DescribeShareGroupOffsetsResponseTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeShareGroupOffsetsResponsePartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 16, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1054,22 +924,19 @@ impl<'a> DescribeShareGroupOffsetsResponsePartitionView<'a> {
     /// See [`DescribeShareGroupOffsetsResponsePartition::lag`].
     #[inline]
     pub fn lag(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.i64(16) } else { -1 }
+        if self.ver.version == 1 { self.src.i64(16) } else { -1 }
     }
 
     /// See [`DescribeShareGroupOffsetsResponsePartition::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        self.src.i16(if ver.version >= 1 { 24 } else { 16 })
+        self.src.i16(if self.ver.version >= 1 { 24 } else { 16 })
     }
 
     /// See [`DescribeShareGroupOffsetsResponsePartition::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(if ver.version >= 1 { 26 } else { 18 }, true)
+        self.src.nullable_str(if self.ver.version >= 1 { 26 } else { 18 }, true)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -18,18 +18,14 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsRequest<'a> {
-    /// Topics to describe.
-    ///
-    /// Schema type `[]TopicRequest`; versions 0+.
+    /// Topics to describe. (`[]TopicRequest`, versions 0+.)
     pub topics: List<'a, TopicRequest<'a>>,
-    /// Largest number of partitions to return in one answer.
-    ///
-    /// Schema type `int32`; versions 0+; default `2000`.
+    /// Largest number of partitions to return in one answer. (`int32`, versions 0+; default
+    /// `2000`.)
     pub response_partition_limit: i32,
     /// Where to start: a topic and partition from an earlier answer's NextCursor; null starts at
-    /// the beginning.
-    ///
-    /// Schema type `DescribeTopicPartitionsRequestCursor`; versions 0+; nullable in 0+; default `null`.
+    /// the beginning. (`DescribeTopicPartitionsRequestCursor`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub cursor: Option<DescribeTopicPartitionsRequestCursor<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -50,9 +46,7 @@ impl<'a> Default for DescribeTopicPartitionsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicRequest<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -63,13 +57,9 @@ pub struct TopicRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsRequestCursor<'a> {
-    /// Name of the topic to start at.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic to start at. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Index of the partition to start at.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition to start at. (`int32`, versions 0+.)
     pub partition_index: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -98,34 +88,22 @@ impl DescribeTopicPartitionsRequest<'_> {
 impl Encode for DescribeTopicPartitionsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DescribeTopicPartitionsRequest.Topics")?,
-            "DescribeTopicPartitionsRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            match &self.cursor {
-                Some(v) => 1 + v.size(ver, "DescribeTopicPartitionsRequest.Cursor")?,
-                None => 1,
-            },
-            "DescribeTopicPartitionsRequest.Cursor",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeTopicPartitionsRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.topics, ver, "DescribeTopicPartitionsRequest.Topics")?;
+        n += match &self.cursor {
+            Some(v) => 1 + v.size(ver, "DescribeTopicPartitionsRequest.Cursor")?,
+            None => 1,
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeTopicPartitionsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeTopicPartitionsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.i32(self.response_partition_limit);
         match &self.cursor {
             Some(v) => {
@@ -141,18 +119,10 @@ impl Encode for DescribeTopicPartitionsRequest<'_> {
 impl Encode for TopicRequest<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "TopicRequest.Name")?,
-            "TopicRequest.Name",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicRequest._tagged_fields")?,
-            "TopicRequest._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "TopicRequest.Name")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicRequest._tagged_fields")?;
+        n.total("TopicRequest")
     }
 
     #[inline]
@@ -165,21 +135,14 @@ impl Encode for TopicRequest<'_> {
 impl Encode for DescribeTopicPartitionsRequestCursor<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "DescribeTopicPartitionsRequestCursor.TopicName")?,
-            "DescribeTopicPartitionsRequestCursor.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeTopicPartitionsRequestCursor._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n +=
+            wire::string_size(self.topic_name.len(), true, "DescribeTopicPartitionsRequestCursor.TopicName")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeTopicPartitionsRequestCursor._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeTopicPartitionsRequestCursor")
     }
 
     #[inline]
@@ -230,8 +193,7 @@ impl<'a> DescribeTopicPartitionsRequestView<'a> {
     /// See [`DescribeTopicPartitionsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicRequestView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`DescribeTopicPartitionsRequest::response_partition_limit`].
@@ -243,11 +205,13 @@ impl<'a> DescribeTopicPartitionsRequestView<'a> {
     /// See [`DescribeTopicPartitionsRequest::cursor`].
     #[inline]
     pub fn cursor(&self) -> Option<DescribeTopicPartitionsRequestCursorView<'a>> {
-        let ver = self.ver;
         if self.src.i8(self.at[0] as usize + 4) < 0 {
             None
         } else {
-            Some(DescribeTopicPartitionsRequestCursorView::at(self.src, self.at[0] as usize + 4 + 1, ver).0)
+            Some(
+                DescribeTopicPartitionsRequestCursorView::at(self.src, self.at[0] as usize + 4 + 1, self.ver)
+                    .0,
+            )
         }
     }
 
@@ -440,17 +404,12 @@ impl fmt::Debug for DescribeTopicPartitionsRequestCursorView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 0+; ignorable.)
     pub throttle_time_ms: i32,
-    /// One entry for each topic described.
-    ///
-    /// Schema type `[]DescribeTopicPartitionsResponseTopic`; versions 0+.
+    /// One entry for each topic described. (`[]DescribeTopicPartitionsResponseTopic`, versions 0+.)
     pub topics: List<'a, DescribeTopicPartitionsResponseTopic<'a>>,
     /// Where the next page starts; null when this is the last page.
-    ///
-    /// Schema type `DescribeTopicPartitionsResponseCursor`; versions 0+; nullable in 0+; default `null`.
+    /// (`DescribeTopicPartitionsResponseCursor`, versions 0+; nullable in 0+; default `null`.)
     pub next_cursor: Option<DescribeTopicPartitionsResponseCursor<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -460,30 +419,20 @@ pub struct DescribeTopicPartitionsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsResponseTopic<'a> {
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Name of the topic; may be null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; map key.
+    /// Name of the topic; may be null. (`string`, versions 0+; nullable in 0+; map key.)
     pub name: Option<Str<'a>>,
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+; ignorable.
+    /// Unique ID of the topic. (`uuid`, versions 0+; ignorable.)
     pub topic_id: Uuid,
-    /// True for an internal topic, such as __consumer_offsets.
-    ///
-    /// Schema type `bool`; versions 0+; default `false`; ignorable.
+    /// True for an internal topic, such as __consumer_offsets. (`bool`, versions 0+; default
+    /// `false`; ignorable.)
     pub is_internal: bool,
-    /// Partitions of this topic in this page.
-    ///
-    /// Schema type `[]DescribeTopicPartitionsResponsePartition`; versions 0+.
+    /// Partitions of this topic in this page. (`[]DescribeTopicPartitionsResponsePartition`,
+    /// versions 0+.)
     pub partitions: List<'a, DescribeTopicPartitionsResponsePartition<'a>>,
     /// Bit set of the operations the requester may perform on the topic; -2147483648 when not
-    /// requested.
-    ///
-    /// Schema type `int32`; versions 0+; default `-2147483648`.
+    /// requested. (`int32`, versions 0+; default `-2147483648`.)
     pub topic_authorized_operations: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -507,43 +456,26 @@ impl<'a> Default for DescribeTopicPartitionsResponseTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsResponsePartition<'a> {
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Broker ID of the partition's leader.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Broker ID of the partition's leader. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Leader epoch of the partition; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`; ignorable.
+    /// Leader epoch of the partition; -1 when unknown. (`int32`, versions 0+; default `-1`;
+    /// ignorable.)
     pub leader_epoch: i32,
-    /// IDs of all brokers that hold a replica.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// IDs of all brokers that hold a replica. (`[]int32`, versions 0+.)
     pub replica_nodes: List<'a, i32>,
-    /// IDs of the in-sync replicas.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// IDs of the in-sync replicas. (`[]int32`, versions 0+.)
     pub isr_nodes: List<'a, i32>,
     /// IDs of replicas outside the ISR that may still safely become leader (ELR); null when
-    /// unknown.
-    ///
-    /// Schema type `[]int32`; versions 0+; nullable in 0+; default `null`.
+    /// unknown. (`[]int32`, versions 0+; nullable in 0+; default `null`.)
     pub eligible_leader_replicas: Option<List<'a, i32>>,
     /// IDs of the last eligible leader replicas known before the set became empty; null when
-    /// unknown.
-    ///
-    /// Schema type `[]int32`; versions 0+; nullable in 0+; default `null`.
+    /// unknown. (`[]int32`, versions 0+; nullable in 0+; default `null`.)
     pub last_known_elr: Option<List<'a, i32>>,
-    /// IDs of replicas that are offline.
-    ///
-    /// Schema type `[]int32`; versions 0+; ignorable.
+    /// IDs of replicas that are offline. (`[]int32`, versions 0+; ignorable.)
     pub offline_replicas: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -570,13 +502,9 @@ impl<'a> Default for DescribeTopicPartitionsResponsePartition<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsResponseCursor<'a> {
-    /// Name of the topic the next page starts at.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic the next page starts at. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Index of the partition the next page starts at.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition the next page starts at. (`int32`, versions 0+.)
     pub partition_index: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -605,35 +533,23 @@ impl DescribeTopicPartitionsResponse<'_> {
 impl Encode for DescribeTopicPartitionsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "DescribeTopicPartitionsResponse.Topics")?,
-            "DescribeTopicPartitionsResponse.Topics",
-        )?;
-        n = wire::add(
-            n,
-            match &self.next_cursor {
-                Some(v) => 1 + v.size(ver, "DescribeTopicPartitionsResponse.NextCursor")?,
-                None => 1,
-            },
-            "DescribeTopicPartitionsResponse.NextCursor",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeTopicPartitionsResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.topics, ver, "DescribeTopicPartitionsResponse.Topics")?;
+        n += match &self.next_cursor {
+            Some(v) => 1 + v.size(ver, "DescribeTopicPartitionsResponse.NextCursor")?,
+            None => 1,
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeTopicPartitionsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeTopicPartitionsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         match &self.next_cursor {
             Some(v) => {
                 w.i8(1);
@@ -648,33 +564,17 @@ impl Encode for DescribeTopicPartitionsResponse<'_> {
 impl Encode for DescribeTopicPartitionsResponseTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 23;
-        n = wire::add(
-            n,
-            match &self.name {
-                Some(v) => wire::string_size(v.len(), true, "DescribeTopicPartitionsResponseTopic.Name")?,
-                None => wire::null_size(true, false),
-            },
-            "DescribeTopicPartitionsResponseTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "DescribeTopicPartitionsResponseTopic.Partitions",
-            )?,
-            "DescribeTopicPartitionsResponseTopic.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeTopicPartitionsResponseTopic._tagged_fields",
-            )?,
+        let mut n = Size::new(23);
+        n += match &self.name {
+            Some(v) => wire::string_size(v.len(), true, "DescribeTopicPartitionsResponseTopic.Name")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.partitions, ver, "DescribeTopicPartitionsResponseTopic.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeTopicPartitionsResponseTopic._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeTopicPartitionsResponseTopic")
     }
 
     #[inline]
@@ -685,7 +585,7 @@ impl Encode for DescribeTopicPartitionsResponseTopic<'_> {
             b[0..16].copy_from_slice(&self.topic_id.0);
             b[16..17].copy_from_slice(&[u8::from(self.is_internal)]);
         });
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.i32(self.topic_authorized_operations);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -694,61 +594,33 @@ impl Encode for DescribeTopicPartitionsResponseTopic<'_> {
 impl Encode for DescribeTopicPartitionsResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.replica_nodes.as_slice()),
-                ver,
-                "DescribeTopicPartitionsResponsePartition.ReplicaNodes",
-            )?,
+        let mut n = Size::new(14);
+        n += encode::array_size(
+            &self.replica_nodes,
+            ver,
             "DescribeTopicPartitionsResponsePartition.ReplicaNodes",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.isr_nodes.as_slice()),
-                ver,
-                "DescribeTopicPartitionsResponsePartition.IsrNodes",
-            )?,
-            "DescribeTopicPartitionsResponsePartition.IsrNodes",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.eligible_leader_replicas.as_deref(),
-                ver,
-                "DescribeTopicPartitionsResponsePartition.EligibleLeaderReplicas",
-            )?,
+        n += encode::array_size(&self.isr_nodes, ver, "DescribeTopicPartitionsResponsePartition.IsrNodes")?;
+        n += encode::nullable_array_size(
+            self.eligible_leader_replicas.as_deref(),
+            ver,
             "DescribeTopicPartitionsResponsePartition.EligibleLeaderReplicas",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.last_known_elr.as_deref(),
-                ver,
-                "DescribeTopicPartitionsResponsePartition.LastKnownElr",
-            )?,
+        n += encode::nullable_array_size(
+            self.last_known_elr.as_deref(),
+            ver,
             "DescribeTopicPartitionsResponsePartition.LastKnownElr",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.offline_replicas.as_slice()),
-                ver,
-                "DescribeTopicPartitionsResponsePartition.OfflineReplicas",
-            )?,
+        n += encode::array_size(
+            &self.offline_replicas,
+            ver,
             "DescribeTopicPartitionsResponsePartition.OfflineReplicas",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeTopicPartitionsResponsePartition._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeTopicPartitionsResponsePartition._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeTopicPartitionsResponsePartition")
     }
 
     #[inline]
@@ -759,11 +631,11 @@ impl Encode for DescribeTopicPartitionsResponsePartition<'_> {
             b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
             b[10..14].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        encode::write_array(w, Some(self.replica_nodes.as_slice()), ver);
-        encode::write_array(w, Some(self.isr_nodes.as_slice()), ver);
-        encode::write_array(w, self.eligible_leader_replicas.as_deref(), ver);
-        encode::write_array(w, self.last_known_elr.as_deref(), ver);
-        encode::write_array(w, Some(self.offline_replicas.as_slice()), ver);
+        encode::write_array(w, &self.replica_nodes, ver);
+        encode::write_array(w, &self.isr_nodes, ver);
+        encode::write_nullable_array(w, self.eligible_leader_replicas.as_deref(), ver);
+        encode::write_nullable_array(w, self.last_known_elr.as_deref(), ver);
+        encode::write_array(w, &self.offline_replicas, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -771,25 +643,17 @@ impl Encode for DescribeTopicPartitionsResponsePartition<'_> {
 impl Encode for DescribeTopicPartitionsResponseCursor<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.topic_name.len(),
-                true,
-                "DescribeTopicPartitionsResponseCursor.TopicName",
-            )?,
+        let mut n = Size::new(4);
+        n += wire::string_size(
+            self.topic_name.len(),
+            true,
             "DescribeTopicPartitionsResponseCursor.TopicName",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeTopicPartitionsResponseCursor._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeTopicPartitionsResponseCursor._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeTopicPartitionsResponseCursor")
     }
 
     #[inline]
@@ -846,18 +710,16 @@ impl<'a> DescribeTopicPartitionsResponseView<'a> {
     /// See [`DescribeTopicPartitionsResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeTopicPartitionsResponseTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// See [`DescribeTopicPartitionsResponse::next_cursor`].
     #[inline]
     pub fn next_cursor(&self) -> Option<DescribeTopicPartitionsResponseCursorView<'a>> {
-        let ver = self.ver;
         if self.src.i8(self.at[0] as usize) < 0 {
             None
         } else {
-            Some(DescribeTopicPartitionsResponseCursorView::at(self.src, self.at[0] as usize + 1, ver).0)
+            Some(DescribeTopicPartitionsResponseCursorView::at(self.src, self.at[0] as usize + 1, self.ver).0)
         }
     }
 
@@ -943,8 +805,7 @@ impl<'a> DescribeTopicPartitionsResponseTopicView<'a> {
     /// See [`DescribeTopicPartitionsResponseTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeTopicPartitionsResponsePartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 17, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 17, self.ver)
     }
 
     /// See [`DescribeTopicPartitionsResponseTopic::topic_authorized_operations`].
@@ -1070,36 +931,31 @@ impl<'a> DescribeTopicPartitionsResponsePartitionView<'a> {
     /// See [`DescribeTopicPartitionsResponsePartition::replica_nodes`].
     #[inline]
     pub fn replica_nodes(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 14, ver)
+        ArrayView::at(self.src, 14, self.ver)
     }
 
     /// See [`DescribeTopicPartitionsResponsePartition::isr_nodes`].
     #[inline]
     pub fn isr_nodes(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`DescribeTopicPartitionsResponsePartition::eligible_leader_replicas`].
     #[inline]
     pub fn eligible_leader_replicas(&self) -> Option<ArrayView<'a, i32>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[1] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// See [`DescribeTopicPartitionsResponsePartition::last_known_elr`].
     #[inline]
     pub fn last_known_elr(&self) -> Option<ArrayView<'a, i32>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[2] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[2] as usize, self.ver)
     }
 
     /// See [`DescribeTopicPartitionsResponsePartition::offline_replicas`].
     #[inline]
     pub fn offline_replicas(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

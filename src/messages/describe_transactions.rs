@@ -17,9 +17,7 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTransactionsRequest<'a> {
-    /// Transactional IDs to describe; an empty list returns nothing.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Transactional IDs to describe; an empty list returns nothing. (`[]string`, versions 0+.)
     pub transactional_ids: List<'a, Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -48,30 +46,19 @@ impl DescribeTransactionsRequest<'_> {
 impl Encode for DescribeTransactionsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.transactional_ids.as_slice()),
-                ver,
-                "DescribeTransactionsRequest.TransactionalIds",
-            )?,
-            "DescribeTransactionsRequest.TransactionalIds",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeTransactionsRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n +=
+            encode::array_size(&self.transactional_ids, ver, "DescribeTransactionsRequest.TransactionalIds")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeTransactionsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeTransactionsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.transactional_ids.as_slice()), ver);
+        encode::write_array(w, &self.transactional_ids, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -116,8 +103,7 @@ impl<'a> DescribeTransactionsRequestView<'a> {
     /// See [`DescribeTransactionsRequest::transactional_ids`].
     #[inline]
     pub fn transactional_ids(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -152,13 +138,9 @@ impl fmt::Debug for DescribeTransactionsRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTransactionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One entry for each transactional ID in the request.
-    ///
-    /// Schema type `[]TransactionState`; versions 0+.
+    /// One entry for each transactional ID in the request. (`[]TransactionState`, versions 0+.)
     pub transaction_states: List<'a, TransactionState<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -168,38 +150,23 @@ pub struct DescribeTransactionsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TransactionState<'a> {
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Transactional ID.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Transactional ID. (`string`, versions 0+.)
     pub transactional_id: Str<'a>,
-    /// State of the transaction, such as "Ongoing" or "CompleteCommit".
-    ///
-    /// Schema type `string`; versions 0+.
+    /// State of the transaction, such as "Ongoing" or "CompleteCommit". (`string`, versions 0+.)
     pub transaction_state: Str<'a>,
-    /// Transaction timeout in milliseconds.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Transaction timeout in milliseconds. (`int32`, versions 0+.)
     pub transaction_timeout_ms: i32,
-    /// When the open transaction started, in milliseconds since the Unix epoch.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// When the open transaction started, in milliseconds since the Unix epoch. (`int64`, versions
+    /// 0+.)
     pub transaction_start_time_ms: i64,
-    /// Producer ID bound to the transactional ID.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Producer ID bound to the transactional ID. (`int64`, versions 0+.)
     pub producer_id: i64,
-    /// Epoch of that producer ID.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Epoch of that producer ID. (`int16`, versions 0+.)
     pub producer_epoch: i16,
     /// Partitions in the open transaction; while it commits or aborts, only those still waiting for
-    /// a marker.
-    ///
-    /// Schema type `[]TopicData`; versions 0+.
+    /// a marker. (`[]TopicData`, versions 0+.)
     pub topics: List<'a, TopicData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -210,13 +177,9 @@ pub struct TransactionState<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicData<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub topic: Str<'a>,
-    /// Indexes of this topic's partitions in the transaction.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of this topic's partitions in the transaction. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -245,31 +208,23 @@ impl DescribeTransactionsResponse<'_> {
 impl Encode for DescribeTransactionsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.transaction_states.as_slice()),
-                ver,
-                "DescribeTransactionsResponse.TransactionStates",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(
+            &self.transaction_states,
+            ver,
             "DescribeTransactionsResponse.TransactionStates",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeTransactionsResponse._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeTransactionsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeTransactionsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.transaction_states.as_slice()), ver);
+        encode::write_array(w, &self.transaction_states, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -277,28 +232,12 @@ impl Encode for DescribeTransactionsResponse<'_> {
 impl Encode for TransactionState<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 24;
-        n = wire::add(
-            n,
-            wire::string_size(self.transactional_id.len(), true, "TransactionState.TransactionalId")?,
-            "TransactionState.TransactionalId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.transaction_state.len(), true, "TransactionState.TransactionState")?,
-            "TransactionState.TransactionState",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "TransactionState.Topics")?,
-            "TransactionState.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TransactionState._tagged_fields")?,
-            "TransactionState._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(24);
+        n += wire::string_size(self.transactional_id.len(), true, "TransactionState.TransactionalId")?;
+        n += wire::string_size(self.transaction_state.len(), true, "TransactionState.TransactionState")?;
+        n += encode::array_size(&self.topics, ver, "TransactionState.Topics")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TransactionState._tagged_fields")?;
+        n.total("TransactionState")
     }
 
     #[inline]
@@ -312,7 +251,7 @@ impl Encode for TransactionState<'_> {
             b[12..20].copy_from_slice(&self.producer_id.to_be_bytes());
             b[20..22].copy_from_slice(&self.producer_epoch.to_be_bytes());
         });
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -320,25 +259,17 @@ impl Encode for TransactionState<'_> {
 impl Encode for TopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(n, wire::string_size(self.topic.len(), true, "TopicData.Topic")?, "TopicData.Topic")?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "TopicData.Partitions")?,
-            "TopicData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicData._tagged_fields")?,
-            "TopicData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic.len(), true, "TopicData.Topic")?;
+        n += encode::array_size(&self.partitions, ver, "TopicData.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicData._tagged_fields")?;
+        n.total("TopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -389,8 +320,7 @@ impl<'a> DescribeTransactionsResponseView<'a> {
     /// See [`DescribeTransactionsResponse::transaction_states`].
     #[inline]
     pub fn transaction_states(&self) -> ArrayView<'a, TransactionStateView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -488,8 +418,7 @@ impl<'a> TransactionStateView<'a> {
     /// See [`TransactionState::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize + 22, ver)
+        ArrayView::at(self.src, self.at[1] as usize + 22, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -593,8 +522,7 @@ impl<'a> TopicDataView<'a> {
     /// See [`TopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

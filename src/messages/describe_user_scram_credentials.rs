@@ -17,9 +17,8 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeUserScramCredentialsRequest<'a> {
-    /// Users to describe; null or empty describes every user.
-    ///
-    /// Schema type `[]UserName`; versions 0+; nullable in 0+.
+    /// Users to describe; null or empty describes every user. (`[]UserName`, versions 0+; nullable
+    /// in 0+.)
     pub users: Option<List<'a, UserName<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -38,9 +37,7 @@ impl<'a> Default for DescribeUserScramCredentialsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UserName<'a> {
-    /// User name.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// User name. (`string`, versions 0+.)
     pub name: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -69,26 +66,22 @@ impl DescribeUserScramCredentialsRequest<'_> {
 impl Encode for DescribeUserScramCredentialsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(self.users.as_deref(), ver, "DescribeUserScramCredentialsRequest.Users")?,
+        let mut n = Size::new(0);
+        n += encode::nullable_array_size(
+            self.users.as_deref(),
+            ver,
             "DescribeUserScramCredentialsRequest.Users",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeUserScramCredentialsRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeUserScramCredentialsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeUserScramCredentialsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, self.users.as_deref(), ver);
+        encode::write_nullable_array(w, self.users.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -96,14 +89,10 @@ impl Encode for DescribeUserScramCredentialsRequest<'_> {
 impl Encode for UserName<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "UserName.Name")?, "UserName.Name")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "UserName._tagged_fields")?,
-            "UserName._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "UserName.Name")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "UserName._tagged_fields")?;
+        n.total("UserName")
     }
 
     #[inline]
@@ -153,8 +142,7 @@ impl<'a> DescribeUserScramCredentialsRequestView<'a> {
     /// See [`DescribeUserScramCredentialsRequest::users`].
     #[inline]
     pub fn users(&self) -> Option<ArrayView<'a, UserNameView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, 0, ver)
+        ArrayView::nullable_at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -256,22 +244,15 @@ impl fmt::Debug for UserNameView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeUserScramCredentialsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
     /// Error code for the request as a whole, set only for authorization or broker problems; 0
-    /// means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// One result for each user.
-    ///
-    /// Schema type `[]DescribeUserScramCredentialsResult`; versions 0+.
+    /// One result for each user. (`[]DescribeUserScramCredentialsResult`, versions 0+.)
     pub results: List<'a, DescribeUserScramCredentialsResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -293,21 +274,14 @@ impl<'a> Default for DescribeUserScramCredentialsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeUserScramCredentialsResult<'a> {
-    /// User name.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// User name. (`string`, versions 0+.)
     pub user: Str<'a>,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// The user's SCRAM credentials.
-    ///
-    /// Schema type `[]CredentialInfo`; versions 0+.
+    /// The user's SCRAM credentials. (`[]CredentialInfo`, versions 0+.)
     pub credential_infos: List<'a, CredentialInfo<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -329,13 +303,9 @@ impl<'a> Default for DescribeUserScramCredentialsResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CredentialInfo<'a> {
-    /// SCRAM mechanism: 1 for SCRAM-SHA-256, 2 for SCRAM-SHA-512.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// SCRAM mechanism: 1 for SCRAM-SHA-256, 2 for SCRAM-SHA-512. (`int8`, versions 0+.)
     pub mechanism: i8,
-    /// Hash iteration count of the credential.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Hash iteration count of the credential. (`int32`, versions 0+.)
     pub iterations: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -364,35 +334,17 @@ impl DescribeUserScramCredentialsResponse<'_> {
 impl Encode for DescribeUserScramCredentialsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), true, "DescribeUserScramCredentialsResponse.ErrorMessage")?
-                }
-                None => wire::null_size(true, false),
-            },
-            "DescribeUserScramCredentialsResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.results.as_slice()),
-                ver,
-                "DescribeUserScramCredentialsResponse.Results",
-            )?,
-            "DescribeUserScramCredentialsResponse.Results",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeUserScramCredentialsResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "DescribeUserScramCredentialsResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.results, ver, "DescribeUserScramCredentialsResponse.Results")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeUserScramCredentialsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeUserScramCredentialsResponse")
     }
 
     #[inline]
@@ -402,7 +354,7 @@ impl Encode for DescribeUserScramCredentialsResponse<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), true);
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -410,40 +362,22 @@ impl Encode for DescribeUserScramCredentialsResponse<'_> {
 impl Encode for DescribeUserScramCredentialsResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.user.len(), true, "DescribeUserScramCredentialsResult.User")?,
-            "DescribeUserScramCredentialsResult.User",
-        )?;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), true, "DescribeUserScramCredentialsResult.ErrorMessage")?
-                }
-                None => wire::null_size(true, false),
-            },
-            "DescribeUserScramCredentialsResult.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.credential_infos.as_slice()),
-                ver,
-                "DescribeUserScramCredentialsResult.CredentialInfos",
-            )?,
+        let mut n = Size::new(2);
+        n += wire::string_size(self.user.len(), true, "DescribeUserScramCredentialsResult.User")?;
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "DescribeUserScramCredentialsResult.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(
+            &self.credential_infos,
+            ver,
             "DescribeUserScramCredentialsResult.CredentialInfos",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeUserScramCredentialsResult._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "DescribeUserScramCredentialsResult._tagged_fields",
         )?;
-        Ok(n)
+        n.total("DescribeUserScramCredentialsResult")
     }
 
     #[inline]
@@ -451,7 +385,7 @@ impl Encode for DescribeUserScramCredentialsResult<'_> {
         w.str(&self.user, true);
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), true);
-        encode::write_array(w, Some(self.credential_infos.as_slice()), ver);
+        encode::write_array(w, &self.credential_infos, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -459,13 +393,9 @@ impl Encode for DescribeUserScramCredentialsResult<'_> {
 impl Encode for CredentialInfo<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 5;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "CredentialInfo._tagged_fields")?,
-            "CredentialInfo._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(5);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "CredentialInfo._tagged_fields")?;
+        n.total("CredentialInfo")
     }
 
     #[inline]
@@ -536,8 +466,7 @@ impl<'a> DescribeUserScramCredentialsResponseView<'a> {
     /// See [`DescribeUserScramCredentialsResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DescribeUserScramCredentialsResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -621,8 +550,7 @@ impl<'a> DescribeUserScramCredentialsResultView<'a> {
     /// See [`DescribeUserScramCredentialsResult::credential_infos`].
     #[inline]
     pub fn credential_infos(&self) -> ArrayView<'a, CredentialInfoView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

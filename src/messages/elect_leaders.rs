@@ -18,17 +18,12 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ElectLeadersRequest<'a> {
     /// Kind of election: 0 makes the preferred replica leader, 1 (unclean) picks any live replica
-    /// when no in-sync replica is left.
-    ///
-    /// Schema type `int8`; versions 1+.
+    /// when no in-sync replica is left. (`int8`, versions 1+.)
     pub election_type: i8,
-    /// Partitions to elect leaders for; null means every partition.
-    ///
-    /// Schema type `[]TopicPartitions`; versions 0+; nullable in 0+.
+    /// Partitions to elect leaders for; null means every partition. (`[]TopicPartitions`, versions
+    /// 0+; nullable in 0+.)
     pub topic_partitions: Option<List<'a, TopicPartitions<'a>>>,
-    /// Milliseconds to wait for the elections to finish.
-    ///
-    /// Schema type `int32`; versions 0+; default `60000`.
+    /// Milliseconds to wait for the elections to finish. (`int32`, versions 0+; default `60000`.)
     pub timeout_ms: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,13 +44,9 @@ impl<'a> Default for ElectLeadersRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicPartitions<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub topic: Str<'a>,
-    /// Indexes of this topic's partitions to elect leaders for.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of this topic's partitions to elect leaders for. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -84,7 +75,7 @@ impl ElectLeadersRequest<'_> {
 impl Encode for ElectLeadersRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
+        let mut n = Size::new(4);
         if ver.version >= 1 {
             n += 1;
         } else if self.election_type != 0 {
@@ -93,22 +84,18 @@ impl Encode for ElectLeadersRequest<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(self.topic_partitions.as_deref(), ver, "ElectLeadersRequest.TopicPartitions")?,
+        n += encode::nullable_array_size(
+            self.topic_partitions.as_deref(),
+            ver,
             "ElectLeadersRequest.TopicPartitions",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ElectLeadersRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ElectLeadersRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ElectLeadersRequest")
     }
 
     #[inline]
@@ -116,7 +103,7 @@ impl Encode for ElectLeadersRequest<'_> {
         if ver.version >= 1 {
             w.i8(self.election_type);
         }
-        encode::write_array(w, self.topic_partitions.as_deref(), ver);
+        encode::write_nullable_array(w, self.topic_partitions.as_deref(), ver);
         w.i32(self.timeout_ms);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -127,31 +114,19 @@ impl Encode for ElectLeadersRequest<'_> {
 impl Encode for TopicPartitions<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic.len(), ver.flexible, "TopicPartitions.Topic")?,
-            "TopicPartitions.Topic",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "TopicPartitions.Partitions")?,
-            "TopicPartitions.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic.len(), ver.flexible, "TopicPartitions.Topic")?;
+        n += encode::array_size(&self.partitions, ver, "TopicPartitions.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartitions._tagged_fields")?,
-                "TopicPartitions._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartitions._tagged_fields")?;
         }
-        Ok(n)
+        n.total("TopicPartitions")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -197,15 +172,13 @@ impl<'a> ElectLeadersRequestView<'a> {
     /// See [`ElectLeadersRequest::election_type`].
     #[inline]
     pub fn election_type(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i8(0) } else { 0 }
+        if self.ver.version >= 1 { self.src.i8(0) } else { 0 }
     }
 
     /// See [`ElectLeadersRequest::topic_partitions`].
     #[inline]
     pub fn topic_partitions(&self) -> Option<ArrayView<'a, TopicPartitionsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, if ver.version >= 1 { 1 } else { 0 }, ver)
+        ArrayView::nullable_at(self.src, if self.ver.version >= 1 { 1 } else { 0 }, self.ver)
     }
 
     /// See [`ElectLeadersRequest::timeout_ms`].
@@ -269,15 +242,13 @@ impl<'a> TopicPartitionsView<'a> {
     /// See [`TopicPartitions::topic`].
     #[inline]
     pub fn topic(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`TopicPartitions::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -342,18 +313,12 @@ impl fmt::Debug for TopicPartitionsView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ElectLeadersResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 1+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 1+.)
     pub error_code: i16,
     /// Results grouped by topic; empty when the requester asked for every partition but may not run
-    /// elections.
-    ///
-    /// Schema type `[]ReplicaElectionResult`; versions 0+.
+    /// elections. (`[]ReplicaElectionResult`, versions 0+.)
     pub replica_election_results: List<'a, ReplicaElectionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -364,13 +329,9 @@ pub struct ElectLeadersResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReplicaElectionResult<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic: Str<'a>,
-    /// One result for each partition of this topic.
-    ///
-    /// Schema type `[]PartitionResult`; versions 0+.
+    /// One result for each partition of this topic. (`[]PartitionResult`, versions 0+.)
     pub partition_result: List<'a, PartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -380,17 +341,12 @@ pub struct ReplicaElectionResult<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_id: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -430,7 +386,7 @@ impl ElectLeadersResponse<'_> {
 impl Encode for ElectLeadersResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
+        let mut n = Size::new(4);
         if ver.version >= 1 {
             n += 2;
         } else if self.error_code != 0 {
@@ -439,26 +395,18 @@ impl Encode for ElectLeadersResponse<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.replica_election_results.as_slice()),
-                ver,
-                "ElectLeadersResponse.ReplicaElectionResults",
-            )?,
+        n += encode::array_size(
+            &self.replica_election_results,
+            ver,
             "ElectLeadersResponse.ReplicaElectionResults",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ElectLeadersResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ElectLeadersResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ElectLeadersResponse")
     }
 
     #[inline]
@@ -467,7 +415,7 @@ impl Encode for ElectLeadersResponse<'_> {
         if ver.version >= 1 {
             w.i16(self.error_code);
         }
-        encode::write_array(w, Some(self.replica_election_results.as_slice()), ver);
+        encode::write_array(w, &self.replica_election_results, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -477,38 +425,22 @@ impl Encode for ElectLeadersResponse<'_> {
 impl Encode for ReplicaElectionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic.len(), ver.flexible, "ReplicaElectionResult.Topic")?,
-            "ReplicaElectionResult.Topic",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partition_result.as_slice()),
-                ver,
-                "ReplicaElectionResult.PartitionResult",
-            )?,
-            "ReplicaElectionResult.PartitionResult",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic.len(), ver.flexible, "ReplicaElectionResult.Topic")?;
+        n += encode::array_size(&self.partition_result, ver, "ReplicaElectionResult.PartitionResult")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ReplicaElectionResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ReplicaElectionResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ReplicaElectionResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
-        encode::write_array(w, Some(self.partition_result.as_slice()), ver);
+        encode::write_array(w, &self.partition_result, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -518,23 +450,15 @@ impl Encode for ReplicaElectionResult<'_> {
 impl Encode for PartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "PartitionResult.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "PartitionResult.ErrorMessage",
-        )?;
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "PartitionResult.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?,
-                "PartitionResult._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?;
         }
-        Ok(n)
+        n.total("PartitionResult")
     }
 
     #[inline]
@@ -595,15 +519,13 @@ impl<'a> ElectLeadersResponseView<'a> {
     /// See [`ElectLeadersResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i16(4) } else { 0 }
+        if self.ver.version >= 1 { self.src.i16(4) } else { 0 }
     }
 
     /// See [`ElectLeadersResponse::replica_election_results`].
     #[inline]
     pub fn replica_election_results(&self) -> ArrayView<'a, ReplicaElectionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 1 { 6 } else { 4 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 1 { 6 } else { 4 }, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -665,15 +587,13 @@ impl<'a> ReplicaElectionResultView<'a> {
     /// See [`ReplicaElectionResult::topic`].
     #[inline]
     pub fn topic(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`ReplicaElectionResult::partition_result`].
     #[inline]
     pub fn partition_result(&self) -> ArrayView<'a, PartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -766,8 +686,7 @@ impl<'a> PartitionResultView<'a> {
     /// See [`PartitionResult::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(6, ver.flexible)
+        self.src.nullable_str(6, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,17 +17,14 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochRequest<'a> {
-    /// ID of the cluster; null when not known.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// ID of the cluster; null when not known. (`string`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub cluster_id: Option<Str<'a>>,
     /// Topics whose quorum leader resigns; in practice the metadata log.
-    ///
-    /// Schema type `[]EndQuorumEpochRequestTopicData`; versions 0+.
+    /// (`[]EndQuorumEpochRequestTopicData`, versions 0+.)
     pub topics: List<'a, EndQuorumEpochRequestTopicData<'a>>,
-    /// Listeners on which the resigning leader can be reached.
-    ///
-    /// Schema type `[]LeaderEndpoint`; versions 1+; ignorable.
+    /// Listeners on which the resigning leader can be reached. (`[]LeaderEndpoint`, versions 1+;
+    /// ignorable.)
     pub leader_endpoints: List<'a, LeaderEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -37,13 +34,9 @@ pub struct EndQuorumEpochRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochRequestTopicData<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Partitions whose leader resigns.
-    ///
-    /// Schema type `[]EndQuorumEpochRequestPartitionData`; versions 0+.
+    /// Partitions whose leader resigns. (`[]EndQuorumEpochRequestPartitionData`, versions 0+.)
     pub partitions: List<'a, EndQuorumEpochRequestPartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -53,26 +46,17 @@ pub struct EndQuorumEpochRequestTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochRequestPartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// ID of the leader that is resigning.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the leader that is resigning. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Epoch of the leader that is resigning.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the leader that is resigning. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Replica IDs the leader would like to succeed it, best first; replaced by PreferredCandidates
-    /// in version 1.
-    ///
-    /// Schema type `[]int32`; versions 0; ignorable.
+    /// in version 1. (`[]int32`, versions 0; ignorable.)
     pub preferred_successors: List<'a, i32>,
-    /// Replicas the leader would like to succeed it, best first.
-    ///
-    /// Schema type `[]ReplicaInfo`; versions 1+; ignorable.
+    /// Replicas the leader would like to succeed it, best first. (`[]ReplicaInfo`, versions 1+;
+    /// ignorable.)
     pub preferred_candidates: List<'a, ReplicaInfo<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -82,13 +66,9 @@ pub struct EndQuorumEpochRequestPartitionData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReplicaInfo<'a> {
-    /// Replica ID of the candidate.
-    ///
-    /// Schema type `int32`; versions 1+.
+    /// Replica ID of the candidate. (`int32`, versions 1+.)
     pub candidate_id: i32,
-    /// ID of the candidate's log directory.
-    ///
-    /// Schema type `uuid`; versions 1+.
+    /// ID of the candidate's log directory. (`uuid`, versions 1+.)
     pub candidate_directory_id: Uuid,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -98,17 +78,11 @@ pub struct ReplicaInfo<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderEndpoint<'a> {
-    /// Listener name.
-    ///
-    /// Schema type `string`; versions 1+; map key.
+    /// Listener name. (`string`, versions 1+; map key.)
     pub name: Str<'a>,
-    /// Host name of the leader on this listener.
-    ///
-    /// Schema type `string`; versions 1+.
+    /// Host name of the leader on this listener. (`string`, versions 1+.)
     pub host: Str<'a>,
-    /// Port of the leader on this listener.
-    ///
-    /// Schema type `uint16`; versions 1+.
+    /// Port of the leader on this listener. (`uint16`, versions 1+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -137,50 +111,30 @@ impl EndQuorumEpochRequest<'_> {
 impl Encode for EndQuorumEpochRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            match &self.cluster_id {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "EndQuorumEpochRequest.ClusterId")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "EndQuorumEpochRequest.ClusterId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "EndQuorumEpochRequest.Topics")?,
-            "EndQuorumEpochRequest.Topics",
-        )?;
+        let mut n = Size::new(0);
+        n += match &self.cluster_id {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "EndQuorumEpochRequest.ClusterId")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += encode::array_size(&self.topics, ver, "EndQuorumEpochRequest.Topics")?;
         if ver.version == 1 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.leader_endpoints.as_slice()),
-                    ver,
-                    "EndQuorumEpochRequest.LeaderEndpoints",
-                )?,
-                "EndQuorumEpochRequest.LeaderEndpoints",
-            )?;
+            n += encode::array_size(&self.leader_endpoints, ver, "EndQuorumEpochRequest.LeaderEndpoints")?;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "EndQuorumEpochRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "EndQuorumEpochRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("EndQuorumEpochRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.nullable_str(self.cluster_id.as_deref(), ver.flexible);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.version == 1 {
-            encode::write_array(w, Some(self.leader_endpoints.as_slice()), ver);
+            encode::write_array(w, &self.leader_endpoints, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -191,42 +145,26 @@ impl Encode for EndQuorumEpochRequest<'_> {
 impl Encode for EndQuorumEpochRequestTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.topic_name.len(),
-                ver.flexible,
-                "EndQuorumEpochRequestTopicData.TopicName",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.topic_name.len(),
+            ver.flexible,
             "EndQuorumEpochRequestTopicData.TopicName",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "EndQuorumEpochRequestTopicData.Partitions",
-            )?,
-            "EndQuorumEpochRequestTopicData.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "EndQuorumEpochRequestTopicData.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "EndQuorumEpochRequestTopicData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "EndQuorumEpochRequestTopicData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("EndQuorumEpochRequestTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -236,40 +174,28 @@ impl Encode for EndQuorumEpochRequestTopicData<'_> {
 impl Encode for EndQuorumEpochRequestPartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
+        let mut n = Size::new(12);
         if ver.version == 0 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.preferred_successors.as_slice()),
-                    ver,
-                    "EndQuorumEpochRequestPartitionData.PreferredSuccessors",
-                )?,
+            n += encode::array_size(
+                &self.preferred_successors,
+                ver,
                 "EndQuorumEpochRequestPartitionData.PreferredSuccessors",
             )?;
         }
         if ver.version == 1 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.preferred_candidates.as_slice()),
-                    ver,
-                    "EndQuorumEpochRequestPartitionData.PreferredCandidates",
-                )?,
+            n += encode::array_size(
+                &self.preferred_candidates,
+                ver,
                 "EndQuorumEpochRequestPartitionData.PreferredCandidates",
             )?;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "EndQuorumEpochRequestPartitionData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "EndQuorumEpochRequestPartitionData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("EndQuorumEpochRequestPartitionData")
     }
 
     #[inline]
@@ -280,10 +206,10 @@ impl Encode for EndQuorumEpochRequestPartitionData<'_> {
             b[8..12].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
         if ver.version == 0 {
-            encode::write_array(w, Some(self.preferred_successors.as_slice()), ver);
+            encode::write_array(w, &self.preferred_successors, ver);
         }
         if ver.version == 1 {
-            encode::write_array(w, Some(self.preferred_candidates.as_slice()), ver);
+            encode::write_array(w, &self.preferred_candidates, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -294,13 +220,9 @@ impl Encode for EndQuorumEpochRequestPartitionData<'_> {
 impl Encode for ReplicaInfo<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 20;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReplicaInfo._tagged_fields")?,
-            "ReplicaInfo._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(20);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReplicaInfo._tagged_fields")?;
+        n.total("ReplicaInfo")
     }
 
     #[inline]
@@ -316,23 +238,11 @@ impl Encode for ReplicaInfo<'_> {
 impl Encode for LeaderEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "LeaderEndpoint.Name")?,
-            "LeaderEndpoint.Name",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "LeaderEndpoint.Host")?,
-            "LeaderEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderEndpoint._tagged_fields")?,
-            "LeaderEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(2);
+        n += wire::string_size(self.name.len(), true, "LeaderEndpoint.Name")?;
+        n += wire::string_size(self.host.len(), true, "LeaderEndpoint.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderEndpoint._tagged_fields")?;
+        n.total("LeaderEndpoint")
     }
 
     #[inline]
@@ -383,25 +293,22 @@ impl<'a> EndQuorumEpochRequestView<'a> {
     /// See [`EndQuorumEpochRequest::cluster_id`].
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(0, ver.flexible)
+        self.src.nullable_str(0, self.ver.flexible)
     }
 
     /// See [`EndQuorumEpochRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, EndQuorumEpochRequestTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`EndQuorumEpochRequest::leader_endpoints`].
     #[inline]
     pub fn leader_endpoints(&self) -> ArrayView<'a, LeaderEndpointView<'a>> {
-        let ver = self.ver;
-        if ver.version == 1 {
-            ArrayView::at(self.src, self.at[1] as usize, ver)
+        if self.ver.version == 1 {
+            ArrayView::at(self.src, self.at[1] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -462,15 +369,13 @@ impl<'a> EndQuorumEpochRequestTopicDataView<'a> {
     /// See [`EndQuorumEpochRequestTopicData::topic_name`].
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`EndQuorumEpochRequestTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, EndQuorumEpochRequestPartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -573,18 +478,16 @@ impl<'a> EndQuorumEpochRequestPartitionDataView<'a> {
     /// See [`EndQuorumEpochRequestPartitionData::preferred_successors`].
     #[inline]
     pub fn preferred_successors(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        if ver.version == 0 { ArrayView::at(self.src, 12, ver) } else { ArrayView::empty(ver) }
+        if self.ver.version == 0 { ArrayView::at(self.src, 12, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
     /// See [`EndQuorumEpochRequestPartitionData::preferred_candidates`].
     #[inline]
     pub fn preferred_candidates(&self) -> ArrayView<'a, ReplicaInfoView<'a>> {
-        let ver = self.ver;
-        if ver.version == 1 {
-            ArrayView::at(self.src, self.at[0] as usize, ver)
+        if self.ver.version == 1 {
+            ArrayView::at(self.src, self.at[0] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -834,17 +737,12 @@ impl fmt::Debug for LeaderEndpointView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]EndQuorumEpochResponseTopicData`; versions 0+.
+    /// Results grouped by topic. (`[]EndQuorumEpochResponseTopicData`, versions 0+.)
     pub topics: List<'a, EndQuorumEpochResponseTopicData<'a>>,
-    /// Network endpoints of the leaders named in the results.
-    ///
-    /// Schema type `[]NodeEndpoint`; versions 1+; tagged (tag 0) in 1+.
+    /// Network endpoints of the leaders named in the results. (`[]NodeEndpoint`, versions 1+;
+    /// tagged (tag 0) in 1+.)
     pub node_endpoints: List<'a, NodeEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -854,13 +752,10 @@ pub struct EndQuorumEpochResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochResponseTopicData<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// One result for each partition in the request.
-    ///
-    /// Schema type `[]EndQuorumEpochResponsePartitionData`; versions 0+.
+    /// One result for each partition in the request. (`[]EndQuorumEpochResponsePartitionData`,
+    /// versions 0+.)
     pub partitions: List<'a, EndQuorumEpochResponsePartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -870,21 +765,13 @@ pub struct EndQuorumEpochResponseTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochResponsePartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// ID of the leader the voter knows, or -1 when it knows none.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the leader the voter knows, or -1 when it knows none. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Latest leader epoch the voter knows.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Latest leader epoch the voter knows. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -894,17 +781,11 @@ pub struct EndQuorumEpochResponsePartitionData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
-    /// ID of the node.
-    ///
-    /// Schema type `int32`; versions 1+; map key.
+    /// ID of the node. (`int32`, versions 1+; map key.)
     pub node_id: i32,
-    /// Host name of the node.
-    ///
-    /// Schema type `string`; versions 1+.
+    /// Host name of the node. (`string`, versions 1+.)
     pub host: Str<'a>,
-    /// Port of the node.
-    ///
-    /// Schema type `uint16`; versions 1+.
+    /// Port of the node. (`uint16`, versions 1+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -933,12 +814,8 @@ impl EndQuorumEpochResponse<'_> {
 impl Encode for EndQuorumEpochResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "EndQuorumEpochResponse.Topics")?,
-            "EndQuorumEpochResponse.Topics",
-        )?;
+        let mut n = Size::new(2);
+        n += encode::array_size(&self.topics, ver, "EndQuorumEpochResponse.Topics")?;
         if ver.version == 0 && !self.node_endpoints.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "EndQuorumEpochResponse.NodeEndpoints",
@@ -950,27 +827,19 @@ impl Encode for EndQuorumEpochResponse<'_> {
             if ver.version == 1 && !self.node_endpoints.is_empty() {
                 tags.field(
                     0,
-                    encode::array_size(
-                        Some(self.node_endpoints.as_slice()),
-                        ver,
-                        "EndQuorumEpochResponse.NodeEndpoints",
-                    )?,
+                    encode::array_size(&self.node_endpoints, ver, "EndQuorumEpochResponse.NodeEndpoints")?,
                     "EndQuorumEpochResponse.NodeEndpoints",
                 )?;
             }
-            n = wire::add(
-                n,
-                tags.finish(&self.unknown_tagged_fields, &[0], "EndQuorumEpochResponse._tagged_fields")?,
-                "EndQuorumEpochResponse._tagged_fields",
-            )?;
+            n += tags.finish(&self.unknown_tagged_fields, &[0], "EndQuorumEpochResponse._tagged_fields")?;
         }
-        Ok(n)
+        n.total("EndQuorumEpochResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_node_endpoints = ver.version == 1 && !self.node_endpoints.is_empty();
@@ -980,14 +849,10 @@ impl Encode for EndQuorumEpochResponse<'_> {
                 w.raw_tags_below(unknown, &mut next, Some(0));
                 w.tag_header(
                     0,
-                    encode::array_size(
-                        Some(self.node_endpoints.as_slice()),
-                        ver,
-                        "EndQuorumEpochResponse.NodeEndpoints",
-                    )
-                    .unwrap_or(0),
+                    encode::array_size(&self.node_endpoints, ver, "EndQuorumEpochResponse.NodeEndpoints")
+                        .unwrap_or(0),
                 );
-                encode::write_array(w, Some(self.node_endpoints.as_slice()), ver);
+                encode::write_array(w, &self.node_endpoints, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);
         }
@@ -997,42 +862,26 @@ impl Encode for EndQuorumEpochResponse<'_> {
 impl Encode for EndQuorumEpochResponseTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.topic_name.len(),
-                ver.flexible,
-                "EndQuorumEpochResponseTopicData.TopicName",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.topic_name.len(),
+            ver.flexible,
             "EndQuorumEpochResponseTopicData.TopicName",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "EndQuorumEpochResponseTopicData.Partitions",
-            )?,
-            "EndQuorumEpochResponseTopicData.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "EndQuorumEpochResponseTopicData.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "EndQuorumEpochResponseTopicData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "EndQuorumEpochResponseTopicData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("EndQuorumEpochResponseTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -1042,18 +891,14 @@ impl Encode for EndQuorumEpochResponseTopicData<'_> {
 impl Encode for EndQuorumEpochResponsePartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
+        let mut n = Size::new(14);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "EndQuorumEpochResponsePartitionData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "EndQuorumEpochResponsePartitionData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("EndQuorumEpochResponsePartitionData")
     }
 
     #[inline]
@@ -1078,18 +923,10 @@ impl Encode for EndQuorumEpochResponsePartitionData<'_> {
 impl Encode for NodeEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?,
-            "NodeEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?,
-            "NodeEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?;
+        n.total("NodeEndpoint")
     }
 
     #[inline]
@@ -1146,18 +983,18 @@ impl<'a> EndQuorumEpochResponseView<'a> {
     /// See [`EndQuorumEpochResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, EndQuorumEpochResponseTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 2, ver)
+        ArrayView::at(self.src, 2, self.ver)
     }
 
     /// See [`EndQuorumEpochResponse::node_endpoints`].
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
-        let ver = self.ver;
-        if ver.version == 1 {
-            self.src.tag(self.at[0] as usize, 0).map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
+        if self.ver.version == 1 {
+            self.src
+                .tag(self.at[0] as usize, 0)
+                .map_or(ArrayView::empty(self.ver), |v| ArrayView::at(v, 0, self.ver))
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -1229,15 +1066,13 @@ impl<'a> EndQuorumEpochResponseTopicDataView<'a> {
     /// See [`EndQuorumEpochResponseTopicData::topic_name`].
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`EndQuorumEpochResponseTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, EndQuorumEpochResponsePartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

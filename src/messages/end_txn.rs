@@ -17,21 +17,13 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndTxnRequest<'a> {
-    /// Transactional ID of the transaction.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Transactional ID of the transaction. (`string`, versions 0+.)
     pub transactional_id: Str<'a>,
-    /// Producer ID of the transaction.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Producer ID of the transaction. (`int64`, versions 0+.)
     pub producer_id: i64,
-    /// Producer epoch of the transaction.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Producer epoch of the transaction. (`int16`, versions 0+.)
     pub producer_epoch: i16,
-    /// True to commit the transaction, false to abort it.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to commit the transaction, false to abort it. (`bool`, versions 0+.)
     pub committed: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -60,20 +52,12 @@ impl EndTxnRequest<'_> {
 impl Encode for EndTxnRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 11;
-        n = wire::add(
-            n,
-            wire::string_size(self.transactional_id.len(), ver.flexible, "EndTxnRequest.TransactionalId")?,
-            "EndTxnRequest.TransactionalId",
-        )?;
+        let mut n = Size::new(11);
+        n += wire::string_size(self.transactional_id.len(), ver.flexible, "EndTxnRequest.TransactionalId")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndTxnRequest._tagged_fields")?,
-                "EndTxnRequest._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndTxnRequest._tagged_fields")?;
         }
-        Ok(n)
+        n.total("EndTxnRequest")
     }
 
     #[inline]
@@ -129,8 +113,7 @@ impl<'a> EndTxnRequestView<'a> {
     /// See [`EndTxnRequest::transactional_id`].
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`EndTxnRequest::producer_id`].
@@ -196,21 +179,15 @@ impl fmt::Debug for EndTxnRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndTxnResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Producer ID to use from now on; -1 when not returned.
-    ///
-    /// Schema type `int64`; versions 5+; default `-1`; ignorable.
+    /// Producer ID to use from now on; -1 when not returned. (`int64`, versions 5+; default `-1`;
+    /// ignorable.)
     pub producer_id: i64,
-    /// Producer epoch to use from now on; -1 when not returned.
-    ///
-    /// Schema type `int16`; versions 5+; default `-1`; ignorable.
+    /// Producer epoch to use from now on; -1 when not returned. (`int16`, versions 5+; default
+    /// `-1`; ignorable.)
     pub producer_epoch: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -251,7 +228,7 @@ impl EndTxnResponse<'_> {
 impl Encode for EndTxnResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         if ver.version == 5 {
             n += 8;
         }
@@ -259,13 +236,9 @@ impl Encode for EndTxnResponse<'_> {
             n += 2;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndTxnResponse._tagged_fields")?,
-                "EndTxnResponse._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndTxnResponse._tagged_fields")?;
         }
-        Ok(n)
+        n.total("EndTxnResponse")
     }
 
     #[inline]
@@ -340,15 +313,13 @@ impl<'a> EndTxnResponseView<'a> {
     /// See [`EndTxnResponse::producer_id`].
     #[inline]
     pub fn producer_id(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version == 5 { self.src.i64(6) } else { -1 }
+        if self.ver.version == 5 { self.src.i64(6) } else { -1 }
     }
 
     /// See [`EndTxnResponse::producer_epoch`].
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version == 5 { self.src.i16(if ver.version >= 5 { 14 } else { 6 }) } else { -1 }
+        if self.ver.version == 5 { self.src.i16(14) } else { -1 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

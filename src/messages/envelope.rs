@@ -18,17 +18,12 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EnvelopeRequest<'a> {
-    /// The forwarded request: its header followed by its body.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// The forwarded request: its header followed by its body. (`bytes`, versions 0+.)
     pub request_data: Bytes<'a>,
     /// Serialized principal of the client that sent the original request; null when not known.
-    ///
-    /// Schema type `bytes`; versions 0+; nullable in 0+.
+    /// (`bytes`, versions 0+; nullable in 0+.)
     pub request_principal: Option<Bytes<'a>>,
-    /// IP address of the original client, as raw address bytes.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// IP address of the original client, as raw address bytes. (`bytes`, versions 0+.)
     pub client_host_address: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -68,31 +63,15 @@ impl EnvelopeRequest<'_> {
 impl Encode for EnvelopeRequest<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.request_data.len(), true, "EnvelopeRequest.RequestData")?,
-            "EnvelopeRequest.RequestData",
-        )?;
-        n = wire::add(
-            n,
-            match &self.request_principal {
-                Some(v) => wire::bytes_size(v.len(), true, "EnvelopeRequest.RequestPrincipal")?,
-                None => wire::null_size(true, true),
-            },
-            "EnvelopeRequest.RequestPrincipal",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.client_host_address.len(), true, "EnvelopeRequest.ClientHostAddress")?,
-            "EnvelopeRequest.ClientHostAddress",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EnvelopeRequest._tagged_fields")?,
-            "EnvelopeRequest._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::bytes_size(self.request_data.len(), true, "EnvelopeRequest.RequestData")?;
+        n += match &self.request_principal {
+            Some(v) => wire::bytes_size(v.len(), true, "EnvelopeRequest.RequestPrincipal")?,
+            None => wire::null_size(true, true),
+        };
+        n += wire::bytes_size(self.client_host_address.len(), true, "EnvelopeRequest.ClientHostAddress")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EnvelopeRequest._tagged_fields")?;
+        n.total("EnvelopeRequest")
     }
 
     #[inline]
@@ -195,12 +174,9 @@ impl fmt::Debug for EnvelopeRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EnvelopeResponse<'a> {
     /// The answer to the forwarded request: its header followed by its body; null on error.
-    ///
-    /// Schema type `bytes`; versions 0+; nullable in 0+; default `null`.
+    /// (`bytes`, versions 0+; nullable in 0+; default `null`.)
     pub response_data: Option<Bytes<'a>>,
-    /// Error code for the forwarding itself; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the forwarding itself; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -229,21 +205,13 @@ impl EnvelopeResponse<'_> {
 impl Encode for EnvelopeResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            match &self.response_data {
-                Some(v) => wire::bytes_size(v.len(), true, "EnvelopeResponse.ResponseData")?,
-                None => wire::null_size(true, true),
-            },
-            "EnvelopeResponse.ResponseData",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EnvelopeResponse._tagged_fields")?,
-            "EnvelopeResponse._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(2);
+        n += match &self.response_data {
+            Some(v) => wire::bytes_size(v.len(), true, "EnvelopeResponse.ResponseData")?,
+            None => wire::null_size(true, true),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EnvelopeResponse._tagged_fields")?;
+        n.total("EnvelopeResponse")
     }
 
     #[inline]

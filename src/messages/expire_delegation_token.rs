@@ -17,14 +17,10 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ExpireDelegationTokenRequest<'a> {
-    /// HMAC that identifies the token to expire.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// HMAC that identifies the token to expire. (`bytes`, versions 0+.)
     pub hmac: Bytes<'a>,
     /// Milliseconds from now after which the token expires; a negative value expires it
-    /// immediately.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// immediately. (`int64`, versions 0+.)
     pub expiry_time_period_ms: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -53,23 +49,15 @@ impl ExpireDelegationTokenRequest<'_> {
 impl Encode for ExpireDelegationTokenRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.hmac.len(), ver.flexible, "ExpireDelegationTokenRequest.Hmac")?,
-            "ExpireDelegationTokenRequest.Hmac",
-        )?;
+        let mut n = Size::new(8);
+        n += wire::bytes_size(self.hmac.len(), ver.flexible, "ExpireDelegationTokenRequest.Hmac")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ExpireDelegationTokenRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ExpireDelegationTokenRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ExpireDelegationTokenRequest")
     }
 
     #[inline]
@@ -122,8 +110,7 @@ impl<'a> ExpireDelegationTokenRequestView<'a> {
     /// See [`ExpireDelegationTokenRequest::hmac`].
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(0, ver.flexible)
+        self.src.bytes_at(0, self.ver.flexible)
     }
 
     /// See [`ExpireDelegationTokenRequest::expiry_time_period_ms`].
@@ -166,18 +153,13 @@ impl fmt::Debug for ExpireDelegationTokenRequestView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ExpireDelegationTokenResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Time at which the token now expires, in milliseconds since the Unix epoch.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Time at which the token now expires, in milliseconds since the Unix epoch. (`int64`,
+    /// versions 0+.)
     pub expiry_timestamp_ms: i64,
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -206,18 +188,14 @@ impl ExpireDelegationTokenResponse<'_> {
 impl Encode for ExpireDelegationTokenResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
+        let mut n = Size::new(14);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ExpireDelegationTokenResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ExpireDelegationTokenResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ExpireDelegationTokenResponse")
     }
 
     #[inline]

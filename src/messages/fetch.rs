@@ -19,58 +19,39 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchRequest<'a> {
     /// Cluster ID the sender expects the receiver to belong to, or null to skip the check.
-    ///
-    /// Schema type `string`; versions 12+; nullable in 12+; tagged (tag 0) in 12+; default `null`; ignorable.
+    /// (`string`, versions 12+; nullable in 12+; tagged (tag 0) in 12+; default `null`; ignorable.)
     pub cluster_id: Option<Str<'a>>,
     /// Broker ID of a follower that fetches, or -1 for a consumer (up to version 14; later versions
-    /// use ReplicaState).
-    ///
-    /// Schema type `int32`; versions 0-14; default `-1`.
+    /// use ReplicaState). (`int32`, versions 0-14; default `-1`.)
     pub replica_id: i32,
-    /// Identity of the fetching follower (from version 15).
-    ///
-    /// Schema type `ReplicaState`; versions 15+; tagged (tag 1) in 15+.
+    /// Identity of the fetching follower (from version 15). (`ReplicaState`, versions 15+; tagged
+    /// (tag 1) in 15+.)
     pub replica_state: ReplicaState<'a>,
     /// Longest time, in milliseconds, the broker may hold the request while waiting for MinBytes of
-    /// data.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// data. (`int32`, versions 0+.)
     pub max_wait_ms: i32,
-    /// Smallest amount of data, in bytes, worth answering with before MaxWaitMs runs out.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Smallest amount of data, in bytes, worth answering with before MaxWaitMs runs out. (`int32`,
+    /// versions 0+.)
     pub min_bytes: i32,
     /// Upper limit, in bytes, on the data in the whole response (a single large batch may still
-    /// exceed it).
-    ///
-    /// Schema type `int32`; versions 3+; default `0x7fffffff`; ignorable.
+    /// exceed it). (`int32`, versions 3+; default `0x7fffffff`; ignorable.)
     pub max_bytes: i32,
     /// Which records are visible: 0 (READ_UNCOMMITTED) returns everything, 1 (READ_COMMITTED) stops
-    /// at the last stable offset and marks aborted transactions.
-    ///
-    /// Schema type `int8`; versions 4+; default `0`; ignorable.
+    /// at the last stable offset and marks aborted transactions. (`int8`, versions 4+; default `0`;
+    /// ignorable.)
     pub isolation_level: i8,
-    /// ID of the incremental fetch session this request belongs to; 0 for none.
-    ///
-    /// Schema type `int32`; versions 7+; default `0`; ignorable.
+    /// ID of the incremental fetch session this request belongs to; 0 for none. (`int32`, versions
+    /// 7+; default `0`; ignorable.)
     pub session_id: i32,
     /// Sequence number of this request within the fetch session; 0 opens a new session, -1 closes
-    /// or avoids one.
-    ///
-    /// Schema type `int32`; versions 7+; default `-1`; ignorable.
+    /// or avoids one. (`int32`, versions 7+; default `-1`; ignorable.)
     pub session_epoch: i32,
-    /// Topics to fetch from (in a session, only the changes).
-    ///
-    /// Schema type `[]FetchTopic`; versions 0+.
+    /// Topics to fetch from (in a session, only the changes). (`[]FetchTopic`, versions 0+.)
     pub topics: List<'a, FetchTopic<'a>>,
-    /// Partitions to drop from the fetch session.
-    ///
-    /// Schema type `[]ForgottenTopic`; versions 7+.
+    /// Partitions to drop from the fetch session. (`[]ForgottenTopic`, versions 7+.)
     pub forgotten_topics_data: List<'a, ForgottenTopic<'a>>,
     /// Rack of the consumer, so the broker can point it to a replica in the same rack; empty when
-    /// unset.
-    ///
-    /// Schema type `string`; versions 11+; default ``; ignorable.
+    /// unset. (`string`, versions 11+; default ``; ignorable.)
     pub rack_id: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -100,13 +81,11 @@ impl<'a> Default for FetchRequest<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReplicaState<'a> {
-    /// Broker ID of the fetching follower, or -1 for a consumer.
-    ///
-    /// Schema type `int32`; versions 15+; default `-1`.
+    /// Broker ID of the fetching follower, or -1 for a consumer. (`int32`, versions 15+; default
+    /// `-1`.)
     pub replica_id: i32,
-    /// Broker epoch of the fetching follower, or -1 when not known.
-    ///
-    /// Schema type `int64`; versions 15+; default `-1`.
+    /// Broker epoch of the fetching follower, or -1 when not known. (`int64`, versions 15+; default
+    /// `-1`.)
     pub replica_epoch: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -122,17 +101,11 @@ impl<'a> Default for ReplicaState<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchTopic<'a> {
-    /// Name of the topic (up to version 12).
-    ///
-    /// Schema type `string`; versions 0-12; ignorable.
+    /// Name of the topic (up to version 12). (`string`, versions 0-12; ignorable.)
     pub topic: Str<'a>,
-    /// ID of the topic (from version 13).
-    ///
-    /// Schema type `uuid`; versions 13+; ignorable.
+    /// ID of the topic (from version 13). (`uuid`, versions 13+; ignorable.)
     pub topic_id: Uuid,
-    /// Partitions of this topic to fetch.
-    ///
-    /// Schema type `[]FetchPartition`; versions 0+.
+    /// Partitions of this topic to fetch. (`[]FetchPartition`, versions 0+.)
     pub partitions: List<'a, FetchPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -142,39 +115,26 @@ pub struct FetchTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchPartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
     /// Leader epoch the fetcher currently knows, so that a stale leader can be detected; -1 when
-    /// not set.
-    ///
-    /// Schema type `int32`; versions 9+; default `-1`; ignorable.
+    /// not set. (`int32`, versions 9+; default `-1`; ignorable.)
     pub current_leader_epoch: i32,
-    /// Offset to start reading from.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset to start reading from. (`int64`, versions 0+.)
     pub fetch_offset: i64,
     /// Epoch of the last record the follower fetched, used to detect a diverged log; -1 when not
-    /// set.
-    ///
-    /// Schema type `int32`; versions 12+; default `-1`.
+    /// set. (`int32`, versions 12+; default `-1`.)
     pub last_fetched_epoch: i32,
-    /// The follower's log start offset; -1 when a consumer sends the request.
-    ///
-    /// Schema type `int64`; versions 5+; default `-1`; ignorable.
+    /// The follower's log start offset; -1 when a consumer sends the request. (`int64`, versions
+    /// 5+; default `-1`; ignorable.)
     pub log_start_offset: i64,
-    /// Upper limit, in bytes, on the data returned for this partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Upper limit, in bytes, on the data returned for this partition. (`int32`, versions 0+.)
     pub partition_max_bytes: i32,
-    /// ID of the log directory that holds the follower's replica.
-    ///
-    /// Schema type `uuid`; versions 17+; tagged (tag 0) in 17+; ignorable.
+    /// ID of the log directory that holds the follower's replica. (`uuid`, versions 17+; tagged
+    /// (tag 0) in 17+; ignorable.)
     pub replica_directory_id: Uuid,
-    /// The follower's high watermark, or the largest int64 when it does not know one.
-    ///
-    /// Schema type `int64`; versions 18+; tagged (tag 1) in 18+; default `9223372036854775807`; ignorable.
+    /// The follower's high watermark, or the largest int64 when it does not know one. (`int64`,
+    /// versions 18+; tagged (tag 1) in 18+; default `9223372036854775807`; ignorable.)
     pub high_watermark: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -200,17 +160,11 @@ impl<'a> Default for FetchPartition<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ForgottenTopic<'a> {
-    /// Name of the topic (up to version 12).
-    ///
-    /// Schema type `string`; versions 7-12; ignorable.
+    /// Name of the topic (up to version 12). (`string`, versions 7-12; ignorable.)
     pub topic: Str<'a>,
-    /// ID of the topic (from version 13).
-    ///
-    /// Schema type `uuid`; versions 13+; ignorable.
+    /// ID of the topic (from version 13). (`uuid`, versions 13+; ignorable.)
     pub topic_id: Uuid,
-    /// Indexes of the partitions to drop.
-    ///
-    /// Schema type `[]int32`; versions 7+.
+    /// Indexes of the partitions to drop. (`[]int32`, versions 7+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -239,7 +193,7 @@ impl FetchRequest<'_> {
 impl Encode for FetchRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 13;
+        let mut n = Size::new(13);
         if ver.version <= 14 {
             n += 4;
         } else if self.replica_id != -1 {
@@ -260,21 +214,9 @@ impl Encode for FetchRequest<'_> {
         if ver.version >= 7 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "FetchRequest.Topics")?,
-            "FetchRequest.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "FetchRequest.Topics")?;
         if ver.version >= 7 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.forgotten_topics_data.as_slice()),
-                    ver,
-                    "FetchRequest.ForgottenTopicsData",
-                )?,
-                "FetchRequest.ForgottenTopicsData",
-            )?;
+            n += encode::array_size(&self.forgotten_topics_data, ver, "FetchRequest.ForgottenTopicsData")?;
         } else if !self.forgotten_topics_data.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "FetchRequest.ForgottenTopicsData",
@@ -282,11 +224,7 @@ impl Encode for FetchRequest<'_> {
             });
         }
         if ver.version >= 11 {
-            n = wire::add(
-                n,
-                wire::string_size(self.rack_id.len(), ver.flexible, "FetchRequest.RackId")?,
-                "FetchRequest.RackId",
-            )?;
+            n += wire::string_size(self.rack_id.len(), ver.flexible, "FetchRequest.RackId")?;
         }
         if ver.flexible {
             let mut tags = TaggedSize::new();
@@ -307,13 +245,9 @@ impl Encode for FetchRequest<'_> {
                     "FetchRequest.ReplicaState",
                 )?;
             }
-            n = wire::add(
-                n,
-                tags.finish(&self.unknown_tagged_fields, &[0, 1], "FetchRequest._tagged_fields")?,
-                "FetchRequest._tagged_fields",
-            )?;
+            n += tags.finish(&self.unknown_tagged_fields, &[0, 1], "FetchRequest._tagged_fields")?;
         }
-        Ok(n)
+        n.total("FetchRequest")
     }
 
     #[inline]
@@ -333,9 +267,9 @@ impl Encode for FetchRequest<'_> {
                 b[4..8].copy_from_slice(&self.session_epoch.to_be_bytes());
             });
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.version >= 7 {
-            encode::write_array(w, Some(self.forgotten_topics_data.as_slice()), ver);
+            encode::write_array(w, &self.forgotten_topics_data, ver);
         }
         if ver.version >= 11 {
             w.str(&self.rack_id, ver.flexible);
@@ -374,13 +308,9 @@ impl Encode for FetchRequest<'_> {
 impl Encode for ReplicaState<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReplicaState._tagged_fields")?,
-            "ReplicaState._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(12);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReplicaState._tagged_fields")?;
+        n.total("ReplicaState")
     }
 
     #[inline]
@@ -396,30 +326,18 @@ impl Encode for ReplicaState<'_> {
 impl Encode for FetchTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 12 {
-            n = wire::add(
-                n,
-                wire::string_size(self.topic.len(), ver.flexible, "FetchTopic.Topic")?,
-                "FetchTopic.Topic",
-            )?;
+            n += wire::string_size(self.topic.len(), ver.flexible, "FetchTopic.Topic")?;
         }
         if ver.version >= 13 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "FetchTopic.Partitions")?,
-            "FetchTopic.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "FetchTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FetchTopic._tagged_fields")?,
-                "FetchTopic._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FetchTopic._tagged_fields")?;
         }
-        Ok(n)
+        n.total("FetchTopic")
     }
 
     #[inline]
@@ -430,7 +348,7 @@ impl Encode for FetchTopic<'_> {
         if ver.version >= 13 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -440,7 +358,7 @@ impl Encode for FetchTopic<'_> {
 impl Encode for FetchPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
+        let mut n = Size::new(16);
         if ver.version >= 9 {
             n += 4;
         }
@@ -463,13 +381,9 @@ impl Encode for FetchPartition<'_> {
             if ver.version == 18 && self.high_watermark != i64::MAX {
                 tags.field(1, 8, "FetchPartition.HighWatermark")?;
             }
-            n = wire::add(
-                n,
-                tags.finish(&self.unknown_tagged_fields, &[0, 1], "FetchPartition._tagged_fields")?,
-                "FetchPartition._tagged_fields",
-            )?;
+            n += tags.finish(&self.unknown_tagged_fields, &[0, 1], "FetchPartition._tagged_fields")?;
         }
-        Ok(n)
+        n.total("FetchPartition")
     }
 
     #[inline]
@@ -513,30 +427,18 @@ impl Encode for FetchPartition<'_> {
 impl Encode for ForgottenTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 12 {
-            n = wire::add(
-                n,
-                wire::string_size(self.topic.len(), ver.flexible, "ForgottenTopic.Topic")?,
-                "ForgottenTopic.Topic",
-            )?;
+            n += wire::string_size(self.topic.len(), ver.flexible, "ForgottenTopic.Topic")?;
         }
         if ver.version >= 13 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "ForgottenTopic.Partitions")?,
-            "ForgottenTopic.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "ForgottenTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ForgottenTopic._tagged_fields")?,
-                "ForgottenTopic._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ForgottenTopic._tagged_fields")?;
         }
-        Ok(n)
+        n.total("ForgottenTopic")
     }
 
     #[inline]
@@ -547,7 +449,7 @@ impl Encode for ForgottenTopic<'_> {
         if ver.version >= 13 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -593,9 +495,8 @@ impl<'a> FetchRequestView<'a> {
     /// See [`FetchRequest::cluster_id`].
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 12 {
-            self.src.tag(self.at[2] as usize, 0).and_then(|v| v.nullable_str(0, ver.flexible))
+        if self.ver.version >= 12 {
+            self.src.tag(self.at[2] as usize, 0).and_then(|v| v.nullable_str(0, self.ver.flexible))
         } else {
             None
         }
@@ -604,16 +505,14 @@ impl<'a> FetchRequestView<'a> {
     /// See [`FetchRequest::replica_id`].
     #[inline]
     pub fn replica_id(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version <= 14 { self.src.i32(0) } else { -1 }
+        if self.ver.version <= 14 { self.src.i32(0) } else { -1 }
     }
 
     /// See [`FetchRequest::replica_state`].
     #[inline]
     pub fn replica_state(&self) -> Option<ReplicaStateView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 15 {
-            self.src.tag(self.at[2] as usize, 1).map(|v| ReplicaStateView::at(v, 0, ver).0)
+        if self.ver.version >= 15 {
+            self.src.tag(self.at[2] as usize, 1).map(|v| ReplicaStateView::at(v, 0, self.ver).0)
         } else {
             None
         }
@@ -622,88 +521,69 @@ impl<'a> FetchRequestView<'a> {
     /// See [`FetchRequest::max_wait_ms`].
     #[inline]
     pub fn max_wait_ms(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(if ver.version >= 15 { 0 } else { 4 })
+        self.src.i32(if self.ver.version >= 15 { 0 } else { 4 })
     }
 
     /// See [`FetchRequest::min_bytes`].
     #[inline]
     pub fn min_bytes(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(if ver.version >= 15 { 4 } else { 8 })
+        self.src.i32(if self.ver.version >= 15 { 4 } else { 8 })
     }
 
     /// See [`FetchRequest::max_bytes`].
     #[inline]
     pub fn max_bytes(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(if ver.version >= 15 { 8 } else { 12 })
+        self.src.i32(if self.ver.version >= 15 { 8 } else { 12 })
     }
 
     /// See [`FetchRequest::isolation_level`].
     #[inline]
     pub fn isolation_level(&self) -> i8 {
-        let ver = self.ver;
-        self.src.i8(if ver.version >= 15 { 12 } else { 16 })
+        self.src.i8(if self.ver.version >= 15 { 12 } else { 16 })
     }
 
     /// See [`FetchRequest::session_id`].
     #[inline]
     pub fn session_id(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 7 { self.src.i32(if ver.version >= 15 { 13 } else { 17 }) } else { 0 }
+        if self.ver.version >= 7 { self.src.i32(if self.ver.version >= 15 { 13 } else { 17 }) } else { 0 }
     }
 
     /// See [`FetchRequest::session_epoch`].
     #[inline]
     pub fn session_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 7 {
-            self.src.i32(if ver.version >= 15 {
-                17
-            } else if ver.version >= 7 {
-                21
-            } else {
-                17
-            })
-        } else {
-            -1
-        }
+        if self.ver.version >= 7 { self.src.i32(if self.ver.version >= 15 { 17 } else { 21 }) } else { -1 }
     }
 
     /// See [`FetchRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, FetchTopicView<'a>> {
-        let ver = self.ver;
         ArrayView::at(
             self.src,
-            if ver.version >= 15 {
+            if self.ver.version >= 15 {
                 21
-            } else if ver.version >= 7 {
+            } else if self.ver.version >= 7 {
                 25
             } else {
                 17
             },
-            ver,
+            self.ver,
         )
     }
 
     /// See [`FetchRequest::forgotten_topics_data`].
     #[inline]
     pub fn forgotten_topics_data(&self) -> ArrayView<'a, ForgottenTopicView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 7 {
-            ArrayView::at(self.src, self.at[0] as usize, ver)
+        if self.ver.version >= 7 {
+            ArrayView::at(self.src, self.at[0] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
     /// See [`FetchRequest::rack_id`].
     #[inline]
     pub fn rack_id(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version >= 11 { self.src.str(self.at[1] as usize, ver.flexible) } else { "" }
+        if self.ver.version >= 11 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -876,22 +756,19 @@ impl<'a> FetchTopicView<'a> {
     /// See [`FetchTopic::topic`].
     #[inline]
     pub fn topic(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 12 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`FetchTopic::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version >= 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version >= 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`FetchTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, FetchPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 13 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -985,32 +862,28 @@ impl<'a> FetchPartitionView<'a> {
     /// See [`FetchPartition::current_leader_epoch`].
     #[inline]
     pub fn current_leader_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 9 { self.src.i32(4) } else { -1 }
+        if self.ver.version >= 9 { self.src.i32(4) } else { -1 }
     }
 
     /// See [`FetchPartition::fetch_offset`].
     #[inline]
     pub fn fetch_offset(&self) -> i64 {
-        let ver = self.ver;
-        self.src.i64(if ver.version >= 9 { 8 } else { 4 })
+        self.src.i64(if self.ver.version >= 9 { 8 } else { 4 })
     }
 
     /// See [`FetchPartition::last_fetched_epoch`].
     #[inline]
     pub fn last_fetched_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 12 { self.src.i32(if ver.version >= 9 { 16 } else { 12 }) } else { -1 }
+        if self.ver.version >= 12 { self.src.i32(16) } else { -1 }
     }
 
     /// See [`FetchPartition::log_start_offset`].
     #[inline]
     pub fn log_start_offset(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 5 {
-            self.src.i64(if ver.version >= 12 {
+        if self.ver.version >= 5 {
+            self.src.i64(if self.ver.version >= 12 {
                 20
-            } else if ver.version >= 9 {
+            } else if self.ver.version >= 9 {
                 16
             } else {
                 12
@@ -1023,12 +896,11 @@ impl<'a> FetchPartitionView<'a> {
     /// See [`FetchPartition::partition_max_bytes`].
     #[inline]
     pub fn partition_max_bytes(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(if ver.version >= 12 {
+        self.src.i32(if self.ver.version >= 12 {
             28
-        } else if ver.version >= 9 {
+        } else if self.ver.version >= 9 {
             24
-        } else if ver.version >= 5 {
+        } else if self.ver.version >= 5 {
             20
         } else {
             12
@@ -1038,22 +910,8 @@ impl<'a> FetchPartitionView<'a> {
     /// See [`FetchPartition::replica_directory_id`].
     #[inline]
     pub fn replica_directory_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version >= 17 {
-            self.src
-                .tag(
-                    if ver.version >= 12 {
-                        32
-                    } else if ver.version >= 9 {
-                        28
-                    } else if ver.version >= 5 {
-                        24
-                    } else {
-                        16
-                    },
-                    0,
-                )
-                .map_or(Uuid::ZERO, |v| v.uuid(0))
+        if self.ver.version >= 17 {
+            self.src.tag(32, 0).map_or(Uuid::ZERO, |v| v.uuid(0))
         } else {
             Uuid::ZERO
         }
@@ -1062,45 +920,12 @@ impl<'a> FetchPartitionView<'a> {
     /// See [`FetchPartition::high_watermark`].
     #[inline]
     pub fn high_watermark(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version == 18 {
-            self.src
-                .tag(
-                    if ver.version >= 12 {
-                        32
-                    } else if ver.version >= 9 {
-                        28
-                    } else if ver.version >= 5 {
-                        24
-                    } else {
-                        16
-                    },
-                    1,
-                )
-                .map_or(i64::MAX, |v| v.i64(0))
-        } else {
-            i64::MAX
-        }
+        if self.ver.version == 18 { self.src.tag(32, 1).map_or(i64::MAX, |v| v.i64(0)) } else { i64::MAX }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(
-                if self.ver.version >= 12 {
-                    32
-                } else if self.ver.version >= 9 {
-                    28
-                } else if self.ver.version >= 5 {
-                    24
-                } else {
-                    16
-                },
-                &[0, 1],
-            )
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(32, &[0, 1]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -1218,22 +1043,19 @@ impl<'a> ForgottenTopicView<'a> {
     /// See [`ForgottenTopic::topic`].
     #[inline]
     pub fn topic(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 12 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`ForgottenTopic::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version >= 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version >= 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`ForgottenTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 13 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1308,25 +1130,17 @@ impl fmt::Debug for ForgottenTopicView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; ignorable.)
     pub throttle_time_ms: i32,
     /// Error code for the response as a whole (such as a fetch-session error); 0 means success.
-    ///
-    /// Schema type `int16`; versions 7+; ignorable.
+    /// (`int16`, versions 7+; ignorable.)
     pub error_code: i16,
-    /// ID of the fetch session; 0 when no session is in use.
-    ///
-    /// Schema type `int32`; versions 7+; default `0`.
+    /// ID of the fetch session; 0 when no session is in use. (`int32`, versions 7+; default `0`.)
     pub session_id: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]FetchableTopicResponse`; versions 0+.
+    /// Results grouped by topic. (`[]FetchableTopicResponse`, versions 0+.)
     pub responses: List<'a, FetchableTopicResponse<'a>>,
-    /// Addresses of the brokers named as new leaders in CurrentLeader.
-    ///
-    /// Schema type `[]NodeEndpoint`; versions 16+; tagged (tag 0) in 16+.
+    /// Addresses of the brokers named as new leaders in CurrentLeader. (`[]NodeEndpoint`, versions
+    /// 16+; tagged (tag 0) in 16+.)
     pub node_endpoints: List<'a, NodeEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1336,17 +1150,11 @@ pub struct FetchResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchableTopicResponse<'a> {
-    /// Name of the topic (up to version 12).
-    ///
-    /// Schema type `string`; versions 0-12; ignorable.
+    /// Name of the topic (up to version 12). (`string`, versions 0-12; ignorable.)
     pub topic: Str<'a>,
-    /// ID of the topic (from version 13).
-    ///
-    /// Schema type `uuid`; versions 13+; ignorable.
+    /// ID of the topic (from version 13). (`uuid`, versions 13+; ignorable.)
     pub topic_id: Uuid,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]PartitionData`; versions 0+.
+    /// Result for each partition of this topic. (`[]PartitionData`, versions 0+.)
     pub partitions: List<'a, PartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1356,53 +1164,34 @@ pub struct FetchableTopicResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Offset after the last record replicated to every in-sync replica.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset after the last record replicated to every in-sync replica. (`int64`, versions 0+.)
     pub high_watermark: i64,
-    /// Offset below which every transaction is decided; -1 when unknown.
-    ///
-    /// Schema type `int64`; versions 4+; default `-1`; ignorable.
+    /// Offset below which every transaction is decided; -1 when unknown. (`int64`, versions 4+;
+    /// default `-1`; ignorable.)
     pub last_stable_offset: i64,
-    /// First offset still present in the partition's log; -1 when unknown.
-    ///
-    /// Schema type `int64`; versions 5+; default `-1`; ignorable.
+    /// First offset still present in the partition's log; -1 when unknown. (`int64`, versions 5+;
+    /// default `-1`; ignorable.)
     pub log_start_offset: i64,
     /// Set when the follower's log has diverged from the leader's: the epoch and end offset to
-    /// truncate to.
-    ///
-    /// Schema type `EpochEndOffset`; versions 12+; tagged (tag 0) in 12+.
+    /// truncate to. (`EpochEndOffset`, versions 12+; tagged (tag 0) in 12+.)
     pub diverging_epoch: EpochEndOffset<'a>,
     /// The partition's current leader, sent when the request reached a broker that no longer leads
-    /// it.
-    ///
-    /// Schema type `LeaderIdAndEpoch`; versions 12+; tagged (tag 1) in 12+.
+    /// it. (`LeaderIdAndEpoch`, versions 12+; tagged (tag 1) in 12+.)
     pub current_leader: LeaderIdAndEpoch<'a>,
     /// Set when the fetcher must load a snapshot because the offset it asked for is no longer in
-    /// the log.
-    ///
-    /// Schema type `SnapshotId`; versions 12+; tagged (tag 2) in 12+.
+    /// the log. (`SnapshotId`, versions 12+; tagged (tag 2) in 12+.)
     pub snapshot_id: SnapshotId<'a>,
     /// Transactions aborted within the returned records (read-committed fetches only), or null.
-    ///
-    /// Schema type `[]AbortedTransaction`; versions 4+; nullable in 4+; ignorable.
+    /// (`[]AbortedTransaction`, versions 4+; nullable in 4+; ignorable.)
     pub aborted_transactions: Option<List<'a, AbortedTransaction<'a>>>,
     /// Broker ID of the replica the consumer should fetch from instead; -1 when it should stay on
-    /// this broker.
-    ///
-    /// Schema type `int32`; versions 11+; default `-1`.
+    /// this broker. (`int32`, versions 11+; default `-1`.)
     pub preferred_read_replica: i32,
-    /// Record batches read from the partition.
-    ///
-    /// Schema type `records`; versions 0+; nullable in 0+.
+    /// Record batches read from the partition. (`records`, versions 0+; nullable in 0+.)
     pub records: Option<Bytes<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1432,13 +1221,10 @@ impl<'a> Default for PartitionData<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EpochEndOffset<'a> {
-    /// Leader epoch of the divergence point; -1 when unset.
-    ///
-    /// Schema type `int32`; versions 12+; default `-1`.
+    /// Leader epoch of the divergence point; -1 when unset. (`int32`, versions 12+; default `-1`.)
     pub epoch: i32,
-    /// End offset of that epoch on the leader; -1 when unset.
-    ///
-    /// Schema type `int64`; versions 12+; default `-1`.
+    /// End offset of that epoch on the leader; -1 when unset. (`int64`, versions 12+; default
+    /// `-1`.)
     pub end_offset: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1455,13 +1241,9 @@ impl<'a> Default for EpochEndOffset<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
-    /// Broker ID of the current leader; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 12+; default `-1`.
+    /// Broker ID of the current leader; -1 when unknown. (`int32`, versions 12+; default `-1`.)
     pub leader_id: i32,
-    /// Current leader epoch; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 12+; default `-1`.
+    /// Current leader epoch; -1 when unknown. (`int32`, versions 12+; default `-1`.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1478,13 +1260,9 @@ impl<'a> Default for LeaderIdAndEpoch<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SnapshotId<'a> {
-    /// End offset of the snapshot; -1 when unset.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// End offset of the snapshot; -1 when unset. (`int64`, versions 0+; default `-1`.)
     pub end_offset: i64,
-    /// Epoch of the snapshot; -1 when unset.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`.
+    /// Epoch of the snapshot; -1 when unset. (`int32`, versions 0+; default `-1`.)
     pub epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1500,14 +1278,10 @@ impl<'a> Default for SnapshotId<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AbortedTransaction<'a> {
-    /// Producer ID that ran the aborted transaction.
-    ///
-    /// Schema type `int64`; versions 4+.
+    /// Producer ID that ran the aborted transaction. (`int64`, versions 4+.)
     pub producer_id: i64,
     /// Offset of the aborted transaction's first record in this partition; records of that producer
-    /// from here on, up to the abort marker, are to be skipped.
-    ///
-    /// Schema type `int64`; versions 4+.
+    /// from here on, up to the abort marker, are to be skipped. (`int64`, versions 4+.)
     pub first_offset: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1517,21 +1291,13 @@ pub struct AbortedTransaction<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
-    /// ID of the broker.
-    ///
-    /// Schema type `int32`; versions 16+; map key.
+    /// ID of the broker. (`int32`, versions 16+; map key.)
     pub node_id: i32,
-    /// Host name of the broker.
-    ///
-    /// Schema type `string`; versions 16+.
+    /// Host name of the broker. (`string`, versions 16+.)
     pub host: Str<'a>,
-    /// Port of the broker.
-    ///
-    /// Schema type `int32`; versions 16+.
+    /// Port of the broker. (`int32`, versions 16+.)
     pub port: i32,
-    /// Rack the broker is in, or null.
-    ///
-    /// Schema type `string`; versions 16+; nullable in 16+; default `null`.
+    /// Rack the broker is in, or null. (`string`, versions 16+; nullable in 16+; default `null`.)
     pub rack: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1560,7 +1326,7 @@ impl FetchResponse<'_> {
 impl Encode for FetchResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
+        let mut n = Size::new(4);
         if ver.version >= 7 {
             n += 2;
         }
@@ -1572,11 +1338,7 @@ impl Encode for FetchResponse<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.responses.as_slice()), ver, "FetchResponse.Responses")?,
-            "FetchResponse.Responses",
-        )?;
+        n += encode::array_size(&self.responses, ver, "FetchResponse.Responses")?;
         if ver.version <= 15 && !self.node_endpoints.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "FetchResponse.NodeEndpoints",
@@ -1588,21 +1350,13 @@ impl Encode for FetchResponse<'_> {
             if ver.version >= 16 && !self.node_endpoints.is_empty() {
                 tags.field(
                     0,
-                    encode::array_size(
-                        Some(self.node_endpoints.as_slice()),
-                        ver,
-                        "FetchResponse.NodeEndpoints",
-                    )?,
+                    encode::array_size(&self.node_endpoints, ver, "FetchResponse.NodeEndpoints")?,
                     "FetchResponse.NodeEndpoints",
                 )?;
             }
-            n = wire::add(
-                n,
-                tags.finish(&self.unknown_tagged_fields, &[0], "FetchResponse._tagged_fields")?,
-                "FetchResponse._tagged_fields",
-            )?;
+            n += tags.finish(&self.unknown_tagged_fields, &[0], "FetchResponse._tagged_fields")?;
         }
-        Ok(n)
+        n.total("FetchResponse")
     }
 
     #[inline]
@@ -1614,7 +1368,7 @@ impl Encode for FetchResponse<'_> {
                 b[2..6].copy_from_slice(&self.session_id.to_be_bytes());
             });
         }
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_node_endpoints = ver.version >= 16 && !self.node_endpoints.is_empty();
@@ -1624,14 +1378,9 @@ impl Encode for FetchResponse<'_> {
                 w.raw_tags_below(unknown, &mut next, Some(0));
                 w.tag_header(
                     0,
-                    encode::array_size(
-                        Some(self.node_endpoints.as_slice()),
-                        ver,
-                        "FetchResponse.NodeEndpoints",
-                    )
-                    .unwrap_or(0),
+                    encode::array_size(&self.node_endpoints, ver, "FetchResponse.NodeEndpoints").unwrap_or(0),
                 );
-                encode::write_array(w, Some(self.node_endpoints.as_slice()), ver);
+                encode::write_array(w, &self.node_endpoints, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);
         }
@@ -1641,33 +1390,21 @@ impl Encode for FetchResponse<'_> {
 impl Encode for FetchableTopicResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 12 {
-            n = wire::add(
-                n,
-                wire::string_size(self.topic.len(), ver.flexible, "FetchableTopicResponse.Topic")?,
-                "FetchableTopicResponse.Topic",
-            )?;
+            n += wire::string_size(self.topic.len(), ver.flexible, "FetchableTopicResponse.Topic")?;
         }
         if ver.version >= 13 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "FetchableTopicResponse.Partitions")?,
-            "FetchableTopicResponse.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "FetchableTopicResponse.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "FetchableTopicResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "FetchableTopicResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("FetchableTopicResponse")
     }
 
     #[inline]
@@ -1678,7 +1415,7 @@ impl Encode for FetchableTopicResponse<'_> {
         if ver.version >= 13 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -1688,7 +1425,7 @@ impl Encode for FetchableTopicResponse<'_> {
 impl Encode for PartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 22;
+        let mut n = Size::new(22);
         if ver.version >= 5 {
             n += 8;
         }
@@ -1710,13 +1447,9 @@ impl Encode for PartitionData<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.aborted_transactions.as_deref(),
-                ver,
-                "PartitionData.AbortedTransactions",
-            )?,
+        n += encode::nullable_array_size(
+            self.aborted_transactions.as_deref(),
+            ver,
             "PartitionData.AbortedTransactions",
         )?;
         if ver.version >= 11 {
@@ -1727,14 +1460,10 @@ impl Encode for PartitionData<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            match &self.records {
-                Some(v) => wire::bytes_size(v.len(), ver.flexible, "PartitionData.Records")?,
-                None => wire::null_size(ver.flexible, true),
-            },
-            "PartitionData.Records",
-        )?;
+        n += match &self.records {
+            Some(v) => wire::bytes_size(v.len(), ver.flexible, "PartitionData.Records")?,
+            None => wire::null_size(ver.flexible, true),
+        };
         if ver.flexible {
             let mut tags = TaggedSize::new();
             if ver.version >= 12 && self.diverging_epoch != EpochEndOffset::default() {
@@ -1758,13 +1487,9 @@ impl Encode for PartitionData<'_> {
                     "PartitionData.SnapshotId",
                 )?;
             }
-            n = wire::add(
-                n,
-                tags.finish(&self.unknown_tagged_fields, &[0, 1, 2], "PartitionData._tagged_fields")?,
-                "PartitionData._tagged_fields",
-            )?;
+            n += tags.finish(&self.unknown_tagged_fields, &[0, 1, 2], "PartitionData._tagged_fields")?;
         }
-        Ok(n)
+        n.total("PartitionData")
     }
 
     #[inline]
@@ -1778,7 +1503,7 @@ impl Encode for PartitionData<'_> {
         if ver.version >= 5 {
             w.i64(self.log_start_offset);
         }
-        encode::write_array(w, self.aborted_transactions.as_deref(), ver);
+        encode::write_nullable_array(w, self.aborted_transactions.as_deref(), ver);
         if ver.version >= 11 {
             w.i32(self.preferred_read_replica);
         }
@@ -1820,13 +1545,9 @@ impl Encode for PartitionData<'_> {
 impl Encode for EpochEndOffset<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EpochEndOffset._tagged_fields")?,
-            "EpochEndOffset._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(12);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EpochEndOffset._tagged_fields")?;
+        n.total("EpochEndOffset")
     }
 
     #[inline]
@@ -1842,13 +1563,9 @@ impl Encode for EpochEndOffset<'_> {
 impl Encode for LeaderIdAndEpoch<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?,
-            "LeaderIdAndEpoch._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?;
+        n.total("LeaderIdAndEpoch")
     }
 
     #[inline]
@@ -1864,13 +1581,9 @@ impl Encode for LeaderIdAndEpoch<'_> {
 impl Encode for SnapshotId<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "SnapshotId._tagged_fields")?,
-            "SnapshotId._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(12);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "SnapshotId._tagged_fields")?;
+        n.total("SnapshotId")
     }
 
     #[inline]
@@ -1886,18 +1599,14 @@ impl Encode for SnapshotId<'_> {
 impl Encode for AbortedTransaction<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
+        let mut n = Size::new(16);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AbortedTransaction._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AbortedTransaction._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AbortedTransaction")
     }
 
     #[inline]
@@ -1920,26 +1629,14 @@ impl Encode for AbortedTransaction<'_> {
 impl Encode for NodeEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?,
-            "NodeEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack {
-                Some(v) => wire::string_size(v.len(), true, "NodeEndpoint.Rack")?,
-                None => wire::null_size(true, false),
-            },
-            "NodeEndpoint.Rack",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?,
-            "NodeEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?;
+        n += match &self.rack {
+            Some(v) => wire::string_size(v.len(), true, "NodeEndpoint.Rack")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?;
+        n.total("NodeEndpoint")
     }
 
     #[inline]
@@ -1997,32 +1694,30 @@ impl<'a> FetchResponseView<'a> {
     /// See [`FetchResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version >= 7 { self.src.i16(4) } else { 0 }
+        if self.ver.version >= 7 { self.src.i16(4) } else { 0 }
     }
 
     /// See [`FetchResponse::session_id`].
     #[inline]
     pub fn session_id(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 7 { self.src.i32(if ver.version >= 7 { 6 } else { 4 }) } else { 0 }
+        if self.ver.version >= 7 { self.src.i32(6) } else { 0 }
     }
 
     /// See [`FetchResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, FetchableTopicResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 7 { 10 } else { 4 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 7 { 10 } else { 4 }, self.ver)
     }
 
     /// See [`FetchResponse::node_endpoints`].
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 16 {
-            self.src.tag(self.at[0] as usize, 0).map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
+        if self.ver.version >= 16 {
+            self.src
+                .tag(self.at[0] as usize, 0)
+                .map_or(ArrayView::empty(self.ver), |v| ArrayView::at(v, 0, self.ver))
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -2097,22 +1792,19 @@ impl<'a> FetchableTopicResponseView<'a> {
     /// See [`FetchableTopicResponse::topic`].
     #[inline]
     pub fn topic(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 12 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`FetchableTopicResponse::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version >= 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version >= 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`FetchableTopicResponse::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 13 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2226,16 +1918,14 @@ impl<'a> PartitionDataView<'a> {
     /// See [`PartitionData::log_start_offset`].
     #[inline]
     pub fn log_start_offset(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 5 { self.src.i64(22) } else { -1 }
+        if self.ver.version >= 5 { self.src.i64(22) } else { -1 }
     }
 
     /// See [`PartitionData::diverging_epoch`].
     #[inline]
     pub fn diverging_epoch(&self) -> Option<EpochEndOffsetView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 12 {
-            self.src.tag(self.at[1] as usize, 0).map(|v| EpochEndOffsetView::at(v, 0, ver).0)
+        if self.ver.version >= 12 {
+            self.src.tag(self.at[1] as usize, 0).map(|v| EpochEndOffsetView::at(v, 0, self.ver).0)
         } else {
             None
         }
@@ -2244,9 +1934,8 @@ impl<'a> PartitionDataView<'a> {
     /// See [`PartitionData::current_leader`].
     #[inline]
     pub fn current_leader(&self) -> Option<LeaderIdAndEpochView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 12 {
-            self.src.tag(self.at[1] as usize, 1).map(|v| LeaderIdAndEpochView::at(v, 0, ver).0)
+        if self.ver.version >= 12 {
+            self.src.tag(self.at[1] as usize, 1).map(|v| LeaderIdAndEpochView::at(v, 0, self.ver).0)
         } else {
             None
         }
@@ -2255,9 +1944,8 @@ impl<'a> PartitionDataView<'a> {
     /// See [`PartitionData::snapshot_id`].
     #[inline]
     pub fn snapshot_id(&self) -> Option<SnapshotIdView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 12 {
-            self.src.tag(self.at[1] as usize, 2).map(|v| SnapshotIdView::at(v, 0, ver).0)
+        if self.ver.version >= 12 {
+            self.src.tag(self.at[1] as usize, 2).map(|v| SnapshotIdView::at(v, 0, self.ver).0)
         } else {
             None
         }
@@ -2266,22 +1954,22 @@ impl<'a> PartitionDataView<'a> {
     /// See [`PartitionData::aborted_transactions`].
     #[inline]
     pub fn aborted_transactions(&self) -> Option<ArrayView<'a, AbortedTransactionView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, if ver.version >= 5 { 30 } else { 22 }, ver)
+        ArrayView::nullable_at(self.src, if self.ver.version >= 5 { 30 } else { 22 }, self.ver)
     }
 
     /// See [`PartitionData::preferred_read_replica`].
     #[inline]
     pub fn preferred_read_replica(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 11 { self.src.i32(self.at[0] as usize) } else { -1 }
+        if self.ver.version >= 11 { self.src.i32(self.at[0] as usize) } else { -1 }
     }
 
     /// See [`PartitionData::records`].
     #[inline]
     pub fn records(&self) -> Option<&'a [u8]> {
-        let ver = self.ver;
-        self.src.nullable_bytes(self.at[0] as usize + (if ver.version >= 11 { 4 } else { 0 }), ver.flexible)
+        self.src.nullable_bytes(
+            self.at[0] as usize + (if self.ver.version >= 11 { 4 } else { 0 }),
+            self.ver.flexible,
+        )
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

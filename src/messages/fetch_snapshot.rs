@@ -18,21 +18,14 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotRequest<'a> {
     /// ID of the cluster, if the sender knows it; lets the leader reject fetches from another
-    /// cluster.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; tagged (tag 0) in 0+; default `null`.
+    /// cluster. (`string`, versions 0+; nullable in 0+; tagged (tag 0) in 0+; default `null`.)
     pub cluster_id: Option<Str<'a>>,
-    /// Broker ID of the fetching follower; -1 when not set.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`.
+    /// Broker ID of the fetching follower; -1 when not set. (`int32`, versions 0+; default `-1`.)
     pub replica_id: i32,
-    /// Largest number of snapshot bytes to return, over all partitions.
-    ///
-    /// Schema type `int32`; versions 0+; default `0x7fffffff`.
+    /// Largest number of snapshot bytes to return, over all partitions. (`int32`, versions 0+;
+    /// default `0x7fffffff`.)
     pub max_bytes: i32,
-    /// Topics to fetch snapshots of.
-    ///
-    /// Schema type `[]FetchSnapshotRequestTopicSnapshot`; versions 0+.
+    /// Topics to fetch snapshots of. (`[]FetchSnapshotRequestTopicSnapshot`, versions 0+.)
     pub topics: List<'a, FetchSnapshotRequestTopicSnapshot<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -54,13 +47,9 @@ impl<'a> Default for FetchSnapshotRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotRequestTopicSnapshot<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Partitions to fetch snapshots of.
-    ///
-    /// Schema type `[]FetchSnapshotRequestPartitionSnapshot`; versions 0+.
+    /// Partitions to fetch snapshots of. (`[]FetchSnapshotRequestPartitionSnapshot`, versions 0+.)
     pub partitions: List<'a, FetchSnapshotRequestPartitionSnapshot<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -70,25 +59,16 @@ pub struct FetchSnapshotRequestTopicSnapshot<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotRequestPartitionSnapshot<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Leader epoch the follower knows, or -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Leader epoch the follower knows, or -1 when unknown. (`int32`, versions 0+.)
     pub current_leader_epoch: i32,
-    /// Which snapshot to fetch.
-    ///
-    /// Schema type `FetchSnapshotRequestSnapshotId`; versions 0+.
+    /// Which snapshot to fetch. (`FetchSnapshotRequestSnapshotId`, versions 0+.)
     pub snapshot_id: FetchSnapshotRequestSnapshotId<'a>,
-    /// Byte position in the snapshot at which to start.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Byte position in the snapshot at which to start. (`int64`, versions 0+.)
     pub position: i64,
-    /// Log directory ID of the fetching follower.
-    ///
-    /// Schema type `uuid`; versions 1+; tagged (tag 0) in 1+; ignorable.
+    /// Log directory ID of the fetching follower. (`uuid`, versions 1+; tagged (tag 0) in 1+;
+    /// ignorable.)
     pub replica_directory_id: Uuid,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -98,13 +78,9 @@ pub struct FetchSnapshotRequestPartitionSnapshot<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotRequestSnapshotId<'a> {
-    /// Offset at which the snapshot ends.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset at which the snapshot ends. (`int64`, versions 0+.)
     pub end_offset: i64,
-    /// Epoch of the snapshot.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the snapshot. (`int32`, versions 0+.)
     pub epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -133,12 +109,8 @@ impl FetchSnapshotRequest<'_> {
 impl Encode for FetchSnapshotRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "FetchSnapshotRequest.Topics")?,
-            "FetchSnapshotRequest.Topics",
-        )?;
+        let mut n = Size::new(8);
+        n += encode::array_size(&self.topics, ver, "FetchSnapshotRequest.Topics")?;
         let mut tags = TaggedSize::new();
         if self.cluster_id.is_some() {
             tags.field(
@@ -150,12 +122,8 @@ impl Encode for FetchSnapshotRequest<'_> {
                 "FetchSnapshotRequest.ClusterId",
             )?;
         }
-        n = wire::add(
-            n,
-            tags.finish(&self.unknown_tagged_fields, &[0], "FetchSnapshotRequest._tagged_fields")?,
-            "FetchSnapshotRequest._tagged_fields",
-        )?;
-        Ok(n)
+        n += tags.finish(&self.unknown_tagged_fields, &[0], "FetchSnapshotRequest._tagged_fields")?;
+        n.total("FetchSnapshotRequest")
     }
 
     #[inline]
@@ -164,7 +132,7 @@ impl Encode for FetchSnapshotRequest<'_> {
             b[0..4].copy_from_slice(&self.replica_id.to_be_bytes());
             b[4..8].copy_from_slice(&self.max_bytes.to_be_bytes());
         });
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_cluster_id = self.cluster_id.is_some();
         w.uvarint((unknown.len() + usize::from(write_cluster_id)) as u32);
@@ -189,36 +157,20 @@ impl Encode for FetchSnapshotRequest<'_> {
 impl Encode for FetchSnapshotRequestTopicSnapshot<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "FetchSnapshotRequestTopicSnapshot.Name")?,
-            "FetchSnapshotRequestTopicSnapshot.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "FetchSnapshotRequestTopicSnapshot.Partitions",
-            )?,
-            "FetchSnapshotRequestTopicSnapshot.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "FetchSnapshotRequestTopicSnapshot._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "FetchSnapshotRequestTopicSnapshot.Name")?;
+        n += encode::array_size(&self.partitions, ver, "FetchSnapshotRequestTopicSnapshot.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "FetchSnapshotRequestTopicSnapshot._tagged_fields",
         )?;
-        Ok(n)
+        n.total("FetchSnapshotRequestTopicSnapshot")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -226,26 +178,18 @@ impl Encode for FetchSnapshotRequestTopicSnapshot<'_> {
 impl Encode for FetchSnapshotRequestPartitionSnapshot<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            self.snapshot_id.size(ver, "FetchSnapshotRequestPartitionSnapshot.SnapshotId")?,
-            "FetchSnapshotRequestPartitionSnapshot.SnapshotId",
-        )?;
+        let mut n = Size::new(16);
+        n += self.snapshot_id.size(ver, "FetchSnapshotRequestPartitionSnapshot.SnapshotId")?;
         let mut tags = TaggedSize::new();
         if ver.version == 1 && self.replica_directory_id != Uuid::ZERO {
             tags.field(0, 16, "FetchSnapshotRequestPartitionSnapshot.ReplicaDirectoryId")?;
         }
-        n = wire::add(
-            n,
-            tags.finish(
-                &self.unknown_tagged_fields,
-                &[0],
-                "FetchSnapshotRequestPartitionSnapshot._tagged_fields",
-            )?,
+        n += tags.finish(
+            &self.unknown_tagged_fields,
+            &[0],
             "FetchSnapshotRequestPartitionSnapshot._tagged_fields",
         )?;
-        Ok(n)
+        n.total("FetchSnapshotRequestPartitionSnapshot")
     }
 
     #[inline]
@@ -272,16 +216,12 @@ impl Encode for FetchSnapshotRequestPartitionSnapshot<'_> {
 impl Encode for FetchSnapshotRequestSnapshotId<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "FetchSnapshotRequestSnapshotId._tagged_fields",
-            )?,
+        let mut n = Size::new(12);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "FetchSnapshotRequestSnapshotId._tagged_fields",
         )?;
-        Ok(n)
+        n.total("FetchSnapshotRequestSnapshotId")
     }
 
     #[inline]
@@ -351,8 +291,7 @@ impl<'a> FetchSnapshotRequestView<'a> {
     /// See [`FetchSnapshotRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, FetchSnapshotRequestTopicSnapshotView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 8, ver)
+        ArrayView::at(self.src, 8, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -424,8 +363,7 @@ impl<'a> FetchSnapshotRequestTopicSnapshotView<'a> {
     /// See [`FetchSnapshotRequestTopicSnapshot::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, FetchSnapshotRequestPartitionSnapshotView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -518,8 +456,7 @@ impl<'a> FetchSnapshotRequestPartitionSnapshotView<'a> {
     /// See [`FetchSnapshotRequestPartitionSnapshot::snapshot_id`].
     #[inline]
     pub fn snapshot_id(&self) -> FetchSnapshotRequestSnapshotIdView<'a> {
-        let ver = self.ver;
-        FetchSnapshotRequestSnapshotIdView::at(self.src, 8, ver).0
+        FetchSnapshotRequestSnapshotIdView::at(self.src, 8, self.ver).0
     }
 
     /// See [`FetchSnapshotRequestPartitionSnapshot::position`].
@@ -531,8 +468,7 @@ impl<'a> FetchSnapshotRequestPartitionSnapshotView<'a> {
     /// See [`FetchSnapshotRequestPartitionSnapshot::replica_directory_id`].
     #[inline]
     pub fn replica_directory_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 1 {
+        if self.ver.version == 1 {
             self.src.tag(self.at[0] as usize + 8, 0).map_or(Uuid::ZERO, |v| v.uuid(0))
         } else {
             Uuid::ZERO
@@ -692,21 +628,14 @@ impl fmt::Debug for FetchSnapshotRequestSnapshotIdView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 0+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]FetchSnapshotResponseTopicSnapshot`; versions 0+.
+    /// Results grouped by topic. (`[]FetchSnapshotResponseTopicSnapshot`, versions 0+.)
     pub topics: List<'a, FetchSnapshotResponseTopicSnapshot<'a>>,
-    /// Network endpoints of the leaders named in the results.
-    ///
-    /// Schema type `[]NodeEndpoint`; versions 1+; tagged (tag 0) in 1+.
+    /// Network endpoints of the leaders named in the results. (`[]NodeEndpoint`, versions 1+;
+    /// tagged (tag 0) in 1+.)
     pub node_endpoints: List<'a, NodeEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -716,13 +645,10 @@ pub struct FetchSnapshotResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotResponseTopicSnapshot<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// One result for each partition in the request.
-    ///
-    /// Schema type `[]FetchSnapshotResponsePartitionSnapshot`; versions 0+.
+    /// One result for each partition in the request. (`[]FetchSnapshotResponsePartitionSnapshot`,
+    /// versions 0+.)
     pub partitions: List<'a, FetchSnapshotResponsePartitionSnapshot<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -732,33 +658,21 @@ pub struct FetchSnapshotResponseTopicSnapshot<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotResponsePartitionSnapshot<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Which snapshot the bytes come from.
-    ///
-    /// Schema type `FetchSnapshotResponseSnapshotId`; versions 0+.
+    /// Which snapshot the bytes come from. (`FetchSnapshotResponseSnapshotId`, versions 0+.)
     pub snapshot_id: FetchSnapshotResponseSnapshotId<'a>,
-    /// Leader of the partition as the answering node knows it.
-    ///
-    /// Schema type `LeaderIdAndEpoch`; versions 0+; tagged (tag 0) in 0+.
+    /// Leader of the partition as the answering node knows it. (`LeaderIdAndEpoch`, versions 0+;
+    /// tagged (tag 0) in 0+.)
     pub current_leader: LeaderIdAndEpoch<'a>,
-    /// Snapshot size in bytes.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Snapshot size in bytes. (`int64`, versions 0+.)
     pub size: i64,
-    /// Byte position in the snapshot at which UnalignedRecords starts.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Byte position in the snapshot at which UnalignedRecords starts. (`int64`, versions 0+.)
     pub position: i64,
     /// Snapshot bytes in record-batch format; the piece need not start or end on a batch boundary.
-    ///
-    /// Schema type `records`; versions 0+.
+    /// (`records`, versions 0+.)
     pub unaligned_records: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -768,13 +682,9 @@ pub struct FetchSnapshotResponsePartitionSnapshot<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotResponseSnapshotId<'a> {
-    /// Offset at which the snapshot ends.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset at which the snapshot ends. (`int64`, versions 0+.)
     pub end_offset: i64,
-    /// Epoch of the snapshot.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the snapshot. (`int32`, versions 0+.)
     pub epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -784,13 +694,9 @@ pub struct FetchSnapshotResponseSnapshotId<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
-    /// ID of the leader, or -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the leader, or -1 when unknown. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Latest known leader epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Latest known leader epoch. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -800,17 +706,11 @@ pub struct LeaderIdAndEpoch<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
-    /// ID of the node.
-    ///
-    /// Schema type `int32`; versions 1+; map key.
+    /// ID of the node. (`int32`, versions 1+; map key.)
     pub node_id: i32,
-    /// Host name of the node.
-    ///
-    /// Schema type `string`; versions 1+.
+    /// Host name of the node. (`string`, versions 1+.)
     pub host: Str<'a>,
-    /// Port of the node.
-    ///
-    /// Schema type `uint16`; versions 1+.
+    /// Port of the node. (`uint16`, versions 1+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -839,12 +739,8 @@ impl FetchSnapshotResponse<'_> {
 impl Encode for FetchSnapshotResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "FetchSnapshotResponse.Topics")?,
-            "FetchSnapshotResponse.Topics",
-        )?;
+        let mut n = Size::new(6);
+        n += encode::array_size(&self.topics, ver, "FetchSnapshotResponse.Topics")?;
         if ver.version == 0 && !self.node_endpoints.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "FetchSnapshotResponse.NodeEndpoints",
@@ -855,20 +751,12 @@ impl Encode for FetchSnapshotResponse<'_> {
         if ver.version == 1 && !self.node_endpoints.is_empty() {
             tags.field(
                 0,
-                encode::array_size(
-                    Some(self.node_endpoints.as_slice()),
-                    ver,
-                    "FetchSnapshotResponse.NodeEndpoints",
-                )?,
+                encode::array_size(&self.node_endpoints, ver, "FetchSnapshotResponse.NodeEndpoints")?,
                 "FetchSnapshotResponse.NodeEndpoints",
             )?;
         }
-        n = wire::add(
-            n,
-            tags.finish(&self.unknown_tagged_fields, &[0], "FetchSnapshotResponse._tagged_fields")?,
-            "FetchSnapshotResponse._tagged_fields",
-        )?;
-        Ok(n)
+        n += tags.finish(&self.unknown_tagged_fields, &[0], "FetchSnapshotResponse._tagged_fields")?;
+        n.total("FetchSnapshotResponse")
     }
 
     #[inline]
@@ -877,7 +765,7 @@ impl Encode for FetchSnapshotResponse<'_> {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_node_endpoints = ver.version == 1 && !self.node_endpoints.is_empty();
         w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
@@ -886,14 +774,10 @@ impl Encode for FetchSnapshotResponse<'_> {
             w.raw_tags_below(unknown, &mut next, Some(0));
             w.tag_header(
                 0,
-                encode::array_size(
-                    Some(self.node_endpoints.as_slice()),
-                    ver,
-                    "FetchSnapshotResponse.NodeEndpoints",
-                )
-                .unwrap_or(0),
+                encode::array_size(&self.node_endpoints, ver, "FetchSnapshotResponse.NodeEndpoints")
+                    .unwrap_or(0),
             );
-            encode::write_array(w, Some(self.node_endpoints.as_slice()), ver);
+            encode::write_array(w, &self.node_endpoints, ver);
         }
         w.raw_tags_below(unknown, &mut next, None);
     }
@@ -902,36 +786,20 @@ impl Encode for FetchSnapshotResponse<'_> {
 impl Encode for FetchSnapshotResponseTopicSnapshot<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "FetchSnapshotResponseTopicSnapshot.Name")?,
-            "FetchSnapshotResponseTopicSnapshot.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "FetchSnapshotResponseTopicSnapshot.Partitions",
-            )?,
-            "FetchSnapshotResponseTopicSnapshot.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "FetchSnapshotResponseTopicSnapshot._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "FetchSnapshotResponseTopicSnapshot.Name")?;
+        n += encode::array_size(&self.partitions, ver, "FetchSnapshotResponseTopicSnapshot.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "FetchSnapshotResponseTopicSnapshot._tagged_fields",
         )?;
-        Ok(n)
+        n.total("FetchSnapshotResponseTopicSnapshot")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -939,19 +807,11 @@ impl Encode for FetchSnapshotResponseTopicSnapshot<'_> {
 impl Encode for FetchSnapshotResponsePartitionSnapshot<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 22;
-        n = wire::add(
-            n,
-            self.snapshot_id.size(ver, "FetchSnapshotResponsePartitionSnapshot.SnapshotId")?,
-            "FetchSnapshotResponsePartitionSnapshot.SnapshotId",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(
-                self.unaligned_records.len(),
-                true,
-                "FetchSnapshotResponsePartitionSnapshot.UnalignedRecords",
-            )?,
+        let mut n = Size::new(22);
+        n += self.snapshot_id.size(ver, "FetchSnapshotResponsePartitionSnapshot.SnapshotId")?;
+        n += wire::bytes_size(
+            self.unaligned_records.len(),
+            true,
             "FetchSnapshotResponsePartitionSnapshot.UnalignedRecords",
         )?;
         let mut tags = TaggedSize::new();
@@ -962,16 +822,12 @@ impl Encode for FetchSnapshotResponsePartitionSnapshot<'_> {
                 "FetchSnapshotResponsePartitionSnapshot.CurrentLeader",
             )?;
         }
-        n = wire::add(
-            n,
-            tags.finish(
-                &self.unknown_tagged_fields,
-                &[0],
-                "FetchSnapshotResponsePartitionSnapshot._tagged_fields",
-            )?,
+        n += tags.finish(
+            &self.unknown_tagged_fields,
+            &[0],
             "FetchSnapshotResponsePartitionSnapshot._tagged_fields",
         )?;
-        Ok(n)
+        n.total("FetchSnapshotResponsePartitionSnapshot")
     }
 
     #[inline]
@@ -1007,16 +863,12 @@ impl Encode for FetchSnapshotResponsePartitionSnapshot<'_> {
 impl Encode for FetchSnapshotResponseSnapshotId<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "FetchSnapshotResponseSnapshotId._tagged_fields",
-            )?,
+        let mut n = Size::new(12);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "FetchSnapshotResponseSnapshotId._tagged_fields",
         )?;
-        Ok(n)
+        n.total("FetchSnapshotResponseSnapshotId")
     }
 
     #[inline]
@@ -1032,13 +884,9 @@ impl Encode for FetchSnapshotResponseSnapshotId<'_> {
 impl Encode for LeaderIdAndEpoch<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?,
-            "LeaderIdAndEpoch._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?;
+        n.total("LeaderIdAndEpoch")
     }
 
     #[inline]
@@ -1054,18 +902,10 @@ impl Encode for LeaderIdAndEpoch<'_> {
 impl Encode for NodeEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?,
-            "NodeEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?,
-            "NodeEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?;
+        n.total("NodeEndpoint")
     }
 
     #[inline]
@@ -1128,18 +968,18 @@ impl<'a> FetchSnapshotResponseView<'a> {
     /// See [`FetchSnapshotResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, FetchSnapshotResponseTopicSnapshotView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 6, ver)
+        ArrayView::at(self.src, 6, self.ver)
     }
 
     /// See [`FetchSnapshotResponse::node_endpoints`].
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
-        let ver = self.ver;
-        if ver.version == 1 {
-            self.src.tag(self.at[0] as usize, 0).map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
+        if self.ver.version == 1 {
+            self.src
+                .tag(self.at[0] as usize, 0)
+                .map_or(ArrayView::empty(self.ver), |v| ArrayView::at(v, 0, self.ver))
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -1222,8 +1062,7 @@ impl<'a> FetchSnapshotResponseTopicSnapshotView<'a> {
     /// See [`FetchSnapshotResponseTopicSnapshot::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, FetchSnapshotResponsePartitionSnapshotView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1316,15 +1155,13 @@ impl<'a> FetchSnapshotResponsePartitionSnapshotView<'a> {
     /// See [`FetchSnapshotResponsePartitionSnapshot::snapshot_id`].
     #[inline]
     pub fn snapshot_id(&self) -> FetchSnapshotResponseSnapshotIdView<'a> {
-        let ver = self.ver;
-        FetchSnapshotResponseSnapshotIdView::at(self.src, 6, ver).0
+        FetchSnapshotResponseSnapshotIdView::at(self.src, 6, self.ver).0
     }
 
     /// See [`FetchSnapshotResponsePartitionSnapshot::current_leader`].
     #[inline]
     pub fn current_leader(&self) -> Option<LeaderIdAndEpochView<'a>> {
-        let ver = self.ver;
-        self.src.tag(self.at[1] as usize, 0).map(|v| LeaderIdAndEpochView::at(v, 0, ver).0)
+        self.src.tag(self.at[1] as usize, 0).map(|v| LeaderIdAndEpochView::at(v, 0, self.ver).0)
     }
 
     /// See [`FetchSnapshotResponsePartitionSnapshot::size`].

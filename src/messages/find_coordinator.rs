@@ -17,17 +17,13 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FindCoordinatorRequest<'a> {
-    /// The group ID or transactional ID to look up (up to version 3).
-    ///
-    /// Schema type `string`; versions 0-3.
+    /// The group ID or transactional ID to look up (up to version 3). (`string`, versions 0-3.)
     pub key: Str<'a>,
-    /// What the keys are: 0 for a group, 1 for a transaction, 2 for share-group state.
-    ///
-    /// Schema type `int8`; versions 1+; default `0`.
+    /// What the keys are: 0 for a group, 1 for a transaction, 2 for share-group state. (`int8`,
+    /// versions 1+; default `0`.)
     pub key_type: i8,
-    /// The keys to look up (from version 4, which can look up several at once).
-    ///
-    /// Schema type `[]string`; versions 4+.
+    /// The keys to look up (from version 4, which can look up several at once). (`[]string`,
+    /// versions 4+.)
     pub coordinator_keys: List<'a, Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -56,13 +52,9 @@ impl FindCoordinatorRequest<'_> {
 impl Encode for FindCoordinatorRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 3 {
-            n = wire::add(
-                n,
-                wire::string_size(self.key.len(), ver.flexible, "FindCoordinatorRequest.Key")?,
-                "FindCoordinatorRequest.Key",
-            )?;
+            n += wire::string_size(self.key.len(), ver.flexible, "FindCoordinatorRequest.Key")?;
         } else if self.key.as_str() != "" {
             return Err(EncodeError::FieldNotInVersion {
                 field: "FindCoordinatorRequest.Key",
@@ -78,15 +70,7 @@ impl Encode for FindCoordinatorRequest<'_> {
             });
         }
         if ver.version >= 4 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.coordinator_keys.as_slice()),
-                    ver,
-                    "FindCoordinatorRequest.CoordinatorKeys",
-                )?,
-                "FindCoordinatorRequest.CoordinatorKeys",
-            )?;
+            n += encode::array_size(&self.coordinator_keys, ver, "FindCoordinatorRequest.CoordinatorKeys")?;
         } else if !self.coordinator_keys.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "FindCoordinatorRequest.CoordinatorKeys",
@@ -94,16 +78,12 @@ impl Encode for FindCoordinatorRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "FindCoordinatorRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "FindCoordinatorRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("FindCoordinatorRequest")
     }
 
     #[inline]
@@ -115,7 +95,7 @@ impl Encode for FindCoordinatorRequest<'_> {
             w.i8(self.key_type);
         }
         if ver.version >= 4 {
-            encode::write_array(w, Some(self.coordinator_keys.as_slice()), ver);
+            encode::write_array(w, &self.coordinator_keys, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -162,25 +142,22 @@ impl<'a> FindCoordinatorRequestView<'a> {
     /// See [`FindCoordinatorRequest::key`].
     #[inline]
     pub fn key(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 3 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 3 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`FindCoordinatorRequest::key_type`].
     #[inline]
     pub fn key_type(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i8(self.at[0] as usize) } else { 0 }
+        if self.ver.version >= 1 { self.src.i8(self.at[0] as usize) } else { 0 }
     }
 
     /// See [`FindCoordinatorRequest::coordinator_keys`].
     #[inline]
     pub fn coordinator_keys(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        if ver.version >= 4 {
-            ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 1 { 1 } else { 0 }), ver)
+        if self.ver.version >= 4 {
+            ArrayView::at(self.src, self.at[0] as usize + 1, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -229,33 +206,19 @@ impl fmt::Debug for FindCoordinatorRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FindCoordinatorResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Error code for the lookup (up to version 3); 0 means success.
-    ///
-    /// Schema type `int16`; versions 0-3.
+    /// Error code for the lookup (up to version 3); 0 means success. (`int16`, versions 0-3.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 1-3; nullable in 1-3; ignorable.
+    /// Human-readable error message, or null. (`string`, versions 1-3; nullable in 1-3; ignorable.)
     pub error_message: Option<Str<'a>>,
-    /// Broker ID of the coordinator (up to version 3).
-    ///
-    /// Schema type `int32`; versions 0-3.
+    /// Broker ID of the coordinator (up to version 3). (`int32`, versions 0-3.)
     pub node_id: i32,
-    /// Host name of the coordinator (up to version 3).
-    ///
-    /// Schema type `string`; versions 0-3.
+    /// Host name of the coordinator (up to version 3). (`string`, versions 0-3.)
     pub host: Str<'a>,
-    /// Port of the coordinator (up to version 3).
-    ///
-    /// Schema type `int32`; versions 0-3.
+    /// Port of the coordinator (up to version 3). (`int32`, versions 0-3.)
     pub port: i32,
-    /// One result for each key looked up (from version 4).
-    ///
-    /// Schema type `[]Coordinator`; versions 4+.
+    /// One result for each key looked up (from version 4). (`[]Coordinator`, versions 4+.)
     pub coordinators: List<'a, Coordinator<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -280,29 +243,17 @@ impl<'a> Default for FindCoordinatorResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Coordinator<'a> {
-    /// The key that was looked up.
-    ///
-    /// Schema type `string`; versions 4+.
+    /// The key that was looked up. (`string`, versions 4+.)
     pub key: Str<'a>,
-    /// Broker ID of the coordinator.
-    ///
-    /// Schema type `int32`; versions 4+.
+    /// Broker ID of the coordinator. (`int32`, versions 4+.)
     pub node_id: i32,
-    /// Host name of the coordinator.
-    ///
-    /// Schema type `string`; versions 4+.
+    /// Host name of the coordinator. (`string`, versions 4+.)
     pub host: Str<'a>,
-    /// Port of the coordinator.
-    ///
-    /// Schema type `int32`; versions 4+.
+    /// Port of the coordinator. (`int32`, versions 4+.)
     pub port: i32,
-    /// Error code for this key; 0 means success.
-    ///
-    /// Schema type `int16`; versions 4+.
+    /// Error code for this key; 0 means success. (`int16`, versions 4+.)
     pub error_code: i16,
-    /// Human-readable error message, or null.
-    ///
-    /// Schema type `string`; versions 4+; nullable in 4+; ignorable.
+    /// Human-readable error message, or null. (`string`, versions 4+; nullable in 4+; ignorable.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -345,7 +296,7 @@ impl FindCoordinatorResponse<'_> {
 impl Encode for FindCoordinatorResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 1 {
             n += 4;
         }
@@ -358,16 +309,10 @@ impl Encode for FindCoordinatorResponse<'_> {
             });
         }
         if ver.version >= 1 && ver.version <= 3 {
-            n = wire::add(
-                n,
-                match &self.error_message {
-                    Some(v) => {
-                        wire::string_size(v.len(), ver.flexible, "FindCoordinatorResponse.ErrorMessage")?
-                    }
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "FindCoordinatorResponse.ErrorMessage",
-            )?;
+            n += match &self.error_message {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "FindCoordinatorResponse.ErrorMessage")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.version <= 3 {
             n += 4;
@@ -378,11 +323,7 @@ impl Encode for FindCoordinatorResponse<'_> {
             });
         }
         if ver.version <= 3 {
-            n = wire::add(
-                n,
-                wire::string_size(self.host.len(), ver.flexible, "FindCoordinatorResponse.Host")?,
-                "FindCoordinatorResponse.Host",
-            )?;
+            n += wire::string_size(self.host.len(), ver.flexible, "FindCoordinatorResponse.Host")?;
         } else if self.host.as_str() != "" {
             return Err(EncodeError::FieldNotInVersion {
                 field: "FindCoordinatorResponse.Host",
@@ -398,15 +339,7 @@ impl Encode for FindCoordinatorResponse<'_> {
             });
         }
         if ver.version >= 4 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.coordinators.as_slice()),
-                    ver,
-                    "FindCoordinatorResponse.Coordinators",
-                )?,
-                "FindCoordinatorResponse.Coordinators",
-            )?;
+            n += encode::array_size(&self.coordinators, ver, "FindCoordinatorResponse.Coordinators")?;
         } else if !self.coordinators.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "FindCoordinatorResponse.Coordinators",
@@ -414,16 +347,12 @@ impl Encode for FindCoordinatorResponse<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "FindCoordinatorResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "FindCoordinatorResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("FindCoordinatorResponse")
     }
 
     #[inline]
@@ -447,7 +376,7 @@ impl Encode for FindCoordinatorResponse<'_> {
             w.i32(self.port);
         }
         if ver.version >= 4 {
-            encode::write_array(w, Some(self.coordinators.as_slice()), ver);
+            encode::write_array(w, &self.coordinators, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -458,23 +387,15 @@ impl Encode for FindCoordinatorResponse<'_> {
 impl Encode for Coordinator<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 10;
-        n = wire::add(n, wire::string_size(self.key.len(), true, "Coordinator.Key")?, "Coordinator.Key")?;
-        n = wire::add(n, wire::string_size(self.host.len(), true, "Coordinator.Host")?, "Coordinator.Host")?;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "Coordinator.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "Coordinator.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Coordinator._tagged_fields")?,
-            "Coordinator._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(10);
+        n += wire::string_size(self.key.len(), true, "Coordinator.Key")?;
+        n += wire::string_size(self.host.len(), true, "Coordinator.Host")?;
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "Coordinator.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Coordinator._tagged_fields")?;
+        n.total("Coordinator")
     }
 
     #[inline]
@@ -530,32 +451,20 @@ impl<'a> FindCoordinatorResponseView<'a> {
     /// See [`FindCoordinatorResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`FindCoordinatorResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version <= 3 { self.src.i16(if ver.version >= 1 { 4 } else { 0 }) } else { 0 }
+        if self.ver.version <= 3 { self.src.i16(if self.ver.version >= 1 { 4 } else { 0 }) } else { 0 }
     }
 
     /// See [`FindCoordinatorResponse::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 1 && ver.version <= 3 {
-            self.src.nullable_str(
-                if ver.version >= 4 {
-                    4
-                } else if ver.version >= 1 {
-                    6
-                } else {
-                    2
-                },
-                ver.flexible,
-            )
+        if self.ver.version >= 1 && self.ver.version <= 3 {
+            self.src.nullable_str(6, self.ver.flexible)
         } else {
             Some("")
         }
@@ -564,36 +473,28 @@ impl<'a> FindCoordinatorResponseView<'a> {
     /// See [`FindCoordinatorResponse::node_id`].
     #[inline]
     pub fn node_id(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version <= 3 { self.src.i32(self.at[0] as usize) } else { 0 }
+        if self.ver.version <= 3 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
     /// See [`FindCoordinatorResponse::host`].
     #[inline]
     pub fn host(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 3 {
-            self.src.str(self.at[0] as usize + (if ver.version >= 4 { 0 } else { 4 }), ver.flexible)
-        } else {
-            ""
-        }
+        if self.ver.version <= 3 { self.src.str(self.at[0] as usize + 4, self.ver.flexible) } else { "" }
     }
 
     /// See [`FindCoordinatorResponse::port`].
     #[inline]
     pub fn port(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version <= 3 { self.src.i32(self.at[1] as usize) } else { 0 }
+        if self.ver.version <= 3 { self.src.i32(self.at[1] as usize) } else { 0 }
     }
 
     /// See [`FindCoordinatorResponse::coordinators`].
     #[inline]
     pub fn coordinators(&self) -> ArrayView<'a, CoordinatorView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 4 {
-            ArrayView::at(self.src, self.at[1] as usize + (if ver.version >= 4 { 0 } else { 4 }), ver)
+        if self.ver.version >= 4 {
+            ArrayView::at(self.src, self.at[1] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 

@@ -19,8 +19,7 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct GetTelemetrySubscriptionsRequest<'a> {
     /// Client instance ID from an earlier answer, or the all-zero UUID on the first request.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// (`uuid`, versions 0+.)
     pub client_instance_id: Uuid,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,16 +48,12 @@ impl GetTelemetrySubscriptionsRequest<'_> {
 impl Encode for GetTelemetrySubscriptionsRequest<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "GetTelemetrySubscriptionsRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "GetTelemetrySubscriptionsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("GetTelemetrySubscriptionsRequest")
     }
 
     #[inline]
@@ -137,42 +132,27 @@ impl fmt::Debug for GetTelemetrySubscriptionsRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct GetTelemetrySubscriptionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Instance ID the broker gave the client when the request carried the zero UUID; otherwise the
-    /// zero UUID.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// zero UUID. (`uuid`, versions 0+.)
     pub client_instance_id: Uuid,
-    /// ID of the current set of metric subscriptions for this client.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the current set of metric subscriptions for this client. (`int32`, versions 0+.)
     pub subscription_id: i32,
-    /// Compression codecs the broker accepts for pushed metrics.
-    ///
-    /// Schema type `[]int8`; versions 0+.
+    /// Compression codecs the broker accepts for pushed metrics. (`[]int8`, versions 0+.)
     pub accepted_compression_types: List<'a, i8>,
     /// Milliseconds between pushes; the shortest interval among the matching subscriptions.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub push_interval_ms: i32,
-    /// Largest amount of metric data, in bytes, the broker accepts in one push.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Largest amount of metric data, in bytes, the broker accepts in one push. (`int32`, versions
+    /// 0+.)
     pub telemetry_max_bytes: i32,
-    /// True to send counters as deltas, false to send cumulative values.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to send counters as deltas, false to send cumulative values. (`bool`, versions 0+.)
     pub delta_temporality: bool,
     /// Metric name prefixes to push; an empty list means none, a single empty string means all.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// (`[]string`, versions 0+.)
     pub requested_metrics: List<'a, Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -201,34 +181,22 @@ impl GetTelemetrySubscriptionsResponse<'_> {
 impl Encode for GetTelemetrySubscriptionsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 35;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.accepted_compression_types.as_slice()),
-                ver,
-                "GetTelemetrySubscriptionsResponse.AcceptedCompressionTypes",
-            )?,
+        let mut n = Size::new(35);
+        n += encode::array_size(
+            &self.accepted_compression_types,
+            ver,
             "GetTelemetrySubscriptionsResponse.AcceptedCompressionTypes",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.requested_metrics.as_slice()),
-                ver,
-                "GetTelemetrySubscriptionsResponse.RequestedMetrics",
-            )?,
+        n += encode::array_size(
+            &self.requested_metrics,
+            ver,
             "GetTelemetrySubscriptionsResponse.RequestedMetrics",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "GetTelemetrySubscriptionsResponse._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "GetTelemetrySubscriptionsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("GetTelemetrySubscriptionsResponse")
     }
 
     #[inline]
@@ -239,13 +207,13 @@ impl Encode for GetTelemetrySubscriptionsResponse<'_> {
             b[6..22].copy_from_slice(&self.client_instance_id.0);
             b[22..26].copy_from_slice(&self.subscription_id.to_be_bytes());
         });
-        encode::write_array(w, Some(self.accepted_compression_types.as_slice()), ver);
+        encode::write_array(w, &self.accepted_compression_types, ver);
         w.fixed(|b: &mut [u8; 9]| {
             b[0..4].copy_from_slice(&self.push_interval_ms.to_be_bytes());
             b[4..8].copy_from_slice(&self.telemetry_max_bytes.to_be_bytes());
             b[8..9].copy_from_slice(&[u8::from(self.delta_temporality)]);
         });
-        encode::write_array(w, Some(self.requested_metrics.as_slice()), ver);
+        encode::write_array(w, &self.requested_metrics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -314,8 +282,7 @@ impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
     /// See [`GetTelemetrySubscriptionsResponse::accepted_compression_types`].
     #[inline]
     pub fn accepted_compression_types(&self) -> ArrayView<'a, i8> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 26, ver)
+        ArrayView::at(self.src, 26, self.ver)
     }
 
     /// See [`GetTelemetrySubscriptionsResponse::push_interval_ms`].
@@ -339,8 +306,7 @@ impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
     /// See [`GetTelemetrySubscriptionsResponse::requested_metrics`].
     #[inline]
     pub fn requested_metrics(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 9, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 9, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,21 +17,14 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct HeartbeatRequest<'a> {
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Generation the member believes it belongs to.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Generation the member believes it belongs to. (`int32`, versions 0+.)
     pub generation_id: i32,
-    /// ID of the member.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the member. (`string`, versions 0+.)
     pub member_id: Str<'a>,
-    /// Static membership ID of the member, or null.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 3+; default `null`.
+    /// Static membership ID of the member, or null. (`string`, versions 3+; nullable in 3+; default
+    /// `null`.)
     pub group_instance_id: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -60,26 +53,14 @@ impl HeartbeatRequest<'_> {
 impl Encode for HeartbeatRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "HeartbeatRequest.GroupId")?,
-            "HeartbeatRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "HeartbeatRequest.MemberId")?,
-            "HeartbeatRequest.MemberId",
-        )?;
+        let mut n = Size::new(4);
+        n += wire::string_size(self.group_id.len(), ver.flexible, "HeartbeatRequest.GroupId")?;
+        n += wire::string_size(self.member_id.len(), ver.flexible, "HeartbeatRequest.MemberId")?;
         if ver.version >= 3 {
-            n = wire::add(
-                n,
-                match &self.group_instance_id {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "HeartbeatRequest.GroupInstanceId")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "HeartbeatRequest.GroupInstanceId",
-            )?;
+            n += match &self.group_instance_id {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "HeartbeatRequest.GroupInstanceId")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         } else if self.group_instance_id.is_some() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "HeartbeatRequest.GroupInstanceId",
@@ -87,13 +68,10 @@ impl Encode for HeartbeatRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "HeartbeatRequest._tagged_fields")?,
-                "HeartbeatRequest._tagged_fields",
-            )?;
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "HeartbeatRequest._tagged_fields")?;
         }
-        Ok(n)
+        n.total("HeartbeatRequest")
     }
 
     #[inline]
@@ -149,8 +127,7 @@ impl<'a> HeartbeatRequestView<'a> {
     /// See [`HeartbeatRequest::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`HeartbeatRequest::generation_id`].
@@ -162,15 +139,17 @@ impl<'a> HeartbeatRequestView<'a> {
     /// See [`HeartbeatRequest::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + 4, ver.flexible)
+        self.src.str(self.at[0] as usize + 4, self.ver.flexible)
     }
 
     /// See [`HeartbeatRequest::group_instance_id`].
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.nullable_str(self.at[1] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 3 {
+            self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -216,13 +195,9 @@ impl fmt::Debug for HeartbeatRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct HeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Error code for the heartbeat; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the heartbeat; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -251,21 +226,17 @@ impl HeartbeatResponse<'_> {
 impl Encode for HeartbeatResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
+        let mut n = Size::new(2);
         if ver.version >= 1 {
             n += 4;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "HeartbeatResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "HeartbeatResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("HeartbeatResponse")
     }
 
     #[inline]
@@ -328,24 +299,18 @@ impl<'a> HeartbeatResponseView<'a> {
     /// See [`HeartbeatResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`HeartbeatResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        self.src.i16(if ver.version >= 1 { 4 } else { 0 })
+        self.src.i16(if self.ver.version >= 1 { 4 } else { 0 })
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(if self.ver.version >= 1 { 6 } else { 2 }, &[])
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]

@@ -18,13 +18,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct IncrementalAlterConfigsRequest<'a> {
-    /// Resources whose configuration changes.
-    ///
-    /// Schema type `[]AlterConfigsResource`; versions 0+.
+    /// Resources whose configuration changes. (`[]AlterConfigsResource`, versions 0+.)
     pub resources: List<'a, AlterConfigsResource<'a>>,
-    /// True to only check the changes, without applying them.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to only check the changes, without applying them. (`bool`, versions 0+.)
     pub validate_only: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -34,17 +30,11 @@ pub struct IncrementalAlterConfigsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResource<'a> {
-    /// Kind of resource, e.g. 2 for a topic or 4 for a broker.
-    ///
-    /// Schema type `int8`; versions 0+; map key.
+    /// Kind of resource, e.g. 2 for a topic or 4 for a broker. (`int8`, versions 0+; map key.)
     pub resource_type: i8,
-    /// Name of the resource; for a broker, its ID.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the resource; for a broker, its ID. (`string`, versions 0+; map key.)
     pub resource_name: Str<'a>,
-    /// Changes to make to this resource's configuration.
-    ///
-    /// Schema type `[]AlterableConfig`; versions 0+.
+    /// Changes to make to this resource's configuration. (`[]AlterableConfig`, versions 0+.)
     pub configs: List<'a, AlterableConfig<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -54,17 +44,12 @@ pub struct AlterConfigsResource<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterableConfig<'a> {
-    /// Configuration key.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Configuration key. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// What to do: 0 set, 1 delete, 2 append to a list, 3 remove from a list.
-    ///
-    /// Schema type `int8`; versions 0+; map key.
+    /// What to do: 0 set, 1 delete, 2 append to a list, 3 remove from a list. (`int8`, versions 0+;
+    /// map key.)
     pub config_operation: i8,
-    /// Value the operation uses; null when it needs none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Value the operation uses; null when it needs none. (`string`, versions 0+; nullable in 0+.)
     pub value: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -104,32 +89,20 @@ impl IncrementalAlterConfigsRequest<'_> {
 impl Encode for IncrementalAlterConfigsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.resources.as_slice()),
-                ver,
-                "IncrementalAlterConfigsRequest.Resources",
-            )?,
-            "IncrementalAlterConfigsRequest.Resources",
-        )?;
+        let mut n = Size::new(1);
+        n += encode::array_size(&self.resources, ver, "IncrementalAlterConfigsRequest.Resources")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "IncrementalAlterConfigsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "IncrementalAlterConfigsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("IncrementalAlterConfigsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.resources.as_slice()), ver);
+        encode::write_array(w, &self.resources, ver);
         w.bool(self.validate_only);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -140,35 +113,23 @@ impl Encode for IncrementalAlterConfigsRequest<'_> {
 impl Encode for AlterConfigsResource<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(self.resource_name.len(), ver.flexible, "AlterConfigsResource.ResourceName")?,
-            "AlterConfigsResource.ResourceName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.configs.as_slice()), ver, "AlterConfigsResource.Configs")?,
-            "AlterConfigsResource.Configs",
-        )?;
+        let mut n = Size::new(1);
+        n += wire::string_size(self.resource_name.len(), ver.flexible, "AlterConfigsResource.ResourceName")?;
+        n += encode::array_size(&self.configs, ver, "AlterConfigsResource.Configs")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterConfigsResource._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterConfigsResource._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterConfigsResource")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
-        encode::write_array(w, Some(self.configs.as_slice()), ver);
+        encode::write_array(w, &self.configs, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -178,28 +139,16 @@ impl Encode for AlterConfigsResource<'_> {
 impl Encode for AlterableConfig<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "AlterableConfig.Name")?,
-            "AlterableConfig.Name",
-        )?;
-        n = wire::add(
-            n,
-            match &self.value {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "AlterableConfig.Value")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "AlterableConfig.Value",
-        )?;
+        let mut n = Size::new(1);
+        n += wire::string_size(self.name.len(), ver.flexible, "AlterableConfig.Name")?;
+        n += match &self.value {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "AlterableConfig.Value")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AlterableConfig._tagged_fields")?,
-                "AlterableConfig._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AlterableConfig._tagged_fields")?;
         }
-        Ok(n)
+        n.total("AlterableConfig")
     }
 
     #[inline]
@@ -253,8 +202,7 @@ impl<'a> IncrementalAlterConfigsRequestView<'a> {
     /// See [`IncrementalAlterConfigsRequest::resources`].
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, AlterConfigsResourceView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`IncrementalAlterConfigsRequest::validate_only`].
@@ -324,15 +272,13 @@ impl<'a> AlterConfigsResourceView<'a> {
     /// See [`AlterConfigsResource::resource_name`].
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(1, ver.flexible)
+        self.src.str(1, self.ver.flexible)
     }
 
     /// See [`AlterConfigsResource::configs`].
     #[inline]
     pub fn configs(&self) -> ArrayView<'a, AlterableConfigView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -415,8 +361,7 @@ impl<'a> AlterableConfigView<'a> {
     /// See [`AlterableConfig::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`AlterableConfig::config_operation`].
@@ -428,8 +373,7 @@ impl<'a> AlterableConfigView<'a> {
     /// See [`AlterableConfig::value`].
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize + 1, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -497,13 +441,10 @@ impl fmt::Debug for AlterableConfigView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct IncrementalAlterConfigsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One result for each resource in the request.
-    ///
-    /// Schema type `[]AlterConfigsResourceResponse`; versions 0+.
+    /// One result for each resource in the request. (`[]AlterConfigsResourceResponse`, versions
+    /// 0+.)
     pub responses: List<'a, AlterConfigsResourceResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -513,21 +454,14 @@ pub struct IncrementalAlterConfigsResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResourceResponse<'a> {
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Kind of resource.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Kind of resource. (`int8`, versions 0+.)
     pub resource_type: i8,
-    /// Name of the resource.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the resource. (`string`, versions 0+.)
     pub resource_name: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -568,33 +502,21 @@ impl IncrementalAlterConfigsResponse<'_> {
 impl Encode for IncrementalAlterConfigsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.responses.as_slice()),
-                ver,
-                "IncrementalAlterConfigsResponse.Responses",
-            )?,
-            "IncrementalAlterConfigsResponse.Responses",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.responses, ver, "IncrementalAlterConfigsResponse.Responses")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "IncrementalAlterConfigsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "IncrementalAlterConfigsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("IncrementalAlterConfigsResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -604,37 +526,23 @@ impl Encode for IncrementalAlterConfigsResponse<'_> {
 impl Encode for AlterConfigsResourceResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 3;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?
-                }
-                None => wire::null_size(ver.flexible, false),
-            },
-            "AlterConfigsResourceResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.resource_name.len(),
-                ver.flexible,
-                "AlterConfigsResourceResponse.ResourceName",
-            )?,
+        let mut n = Size::new(3);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += wire::string_size(
+            self.resource_name.len(),
+            ver.flexible,
             "AlterConfigsResourceResponse.ResourceName",
         )?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "AlterConfigsResourceResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "AlterConfigsResourceResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("AlterConfigsResourceResponse")
     }
 
     #[inline]
@@ -695,8 +603,7 @@ impl<'a> IncrementalAlterConfigsResponseView<'a> {
     /// See [`IncrementalAlterConfigsResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, AlterConfigsResourceResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -760,8 +667,7 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
     /// See [`AlterConfigsResourceResponse::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(2, ver.flexible)
+        self.src.nullable_str(2, self.ver.flexible)
     }
 
     /// See [`AlterConfigsResourceResponse::resource_type`].
@@ -773,8 +679,7 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
     /// See [`AlterConfigsResourceResponse::resource_name`].
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + 1, ver.flexible)
+        self.src.str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

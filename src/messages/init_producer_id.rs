@@ -19,30 +19,21 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitProducerIdRequest<'a> {
     /// Transactional ID of the producer, or null for an idempotent producer without transactions.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// (`string`, versions 0+; nullable in 0+.)
     pub transactional_id: Option<Str<'a>>,
     /// Longest time, in milliseconds, a transaction may stay open before the coordinator aborts it.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub transaction_timeout_ms: i32,
-    /// Producer ID the client already has, to bump its epoch; -1 when it has none.
-    ///
-    /// Schema type `int64`; versions 3+; default `-1`.
+    /// Producer ID the client already has, to bump its epoch; -1 when it has none. (`int64`,
+    /// versions 3+; default `-1`.)
     pub producer_id: i64,
-    /// Epoch of that producer ID; -1 when it has none.
-    ///
-    /// Schema type `int16`; versions 3+; default `-1`.
+    /// Epoch of that producer ID; -1 when it has none. (`int16`, versions 3+; default `-1`.)
     pub producer_epoch: i16,
     /// Whether the producer takes part in two-phase commit with an external coordinator (only in
-    /// version 6, which Kafka marks unstable).
-    ///
-    /// Schema type `bool`; versions 6+; default `false`.
+    /// version 6, which Kafka marks unstable). (`bool`, versions 6+; default `false`.)
     pub enable2_pc: bool,
     /// Whether to keep a transaction left prepared instead of aborting it (only in version 6, which
-    /// Kafka marks unstable).
-    ///
-    /// Schema type `bool`; versions 6+; default `false`.
+    /// Kafka marks unstable). (`bool`, versions 6+; default `false`.)
     pub keep_prepared_txn: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -85,15 +76,11 @@ impl InitProducerIdRequest<'_> {
 impl Encode for InitProducerIdRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            match &self.transactional_id {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "InitProducerIdRequest.TransactionalId")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "InitProducerIdRequest.TransactionalId",
-        )?;
+        let mut n = Size::new(4);
+        n += match &self.transactional_id {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "InitProducerIdRequest.TransactionalId")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.version >= 3 {
             n += 8;
         } else if self.producer_id != -1 {
@@ -123,16 +110,12 @@ impl Encode for InitProducerIdRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "InitProducerIdRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "InitProducerIdRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("InitProducerIdRequest")
     }
 
     #[inline]
@@ -190,8 +173,7 @@ impl<'a> InitProducerIdRequestView<'a> {
     /// See [`InitProducerIdRequest::transactional_id`].
     #[inline]
     pub fn transactional_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(0, ver.flexible)
+        self.src.nullable_str(0, self.ver.flexible)
     }
 
     /// See [`InitProducerIdRequest::transaction_timeout_ms`].
@@ -203,19 +185,13 @@ impl<'a> InitProducerIdRequestView<'a> {
     /// See [`InitProducerIdRequest::producer_id`].
     #[inline]
     pub fn producer_id(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i64(self.at[0] as usize + 4) } else { -1 }
+        if self.ver.version >= 3 { self.src.i64(self.at[0] as usize + 4) } else { -1 }
     }
 
     /// See [`InitProducerIdRequest::producer_epoch`].
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version >= 3 {
-            self.src.i16(self.at[0] as usize + (if ver.version >= 3 { 12 } else { 4 }))
-        } else {
-            -1
-        }
+        if self.ver.version >= 3 { self.src.i16(self.at[0] as usize + 12) } else { -1 }
     }
 
     /// See [`InitProducerIdRequest::enable2_pc`].
@@ -279,30 +255,19 @@ impl fmt::Debug for InitProducerIdRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitProducerIdResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 0+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Error code for the request; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// The producer ID to use; -1 on error.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// The producer ID to use; -1 on error. (`int64`, versions 0+; default `-1`.)
     pub producer_id: i64,
-    /// Epoch of that producer ID.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Epoch of that producer ID. (`int16`, versions 0+.)
     pub producer_epoch: i16,
     /// Producer ID of a transaction left prepared, or -1 (only in version 6, which Kafka marks
-    /// unstable).
-    ///
-    /// Schema type `int64`; versions 6+; default `-1`.
+    /// unstable). (`int64`, versions 6+; default `-1`.)
     pub ongoing_txn_producer_id: i64,
     /// Epoch of that prepared transaction, or -1 (only in version 6, which Kafka marks unstable).
-    ///
-    /// Schema type `int16`; versions 6+; default `-1`.
+    /// (`int16`, versions 6+; default `-1`.)
     pub ongoing_txn_producer_epoch: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -345,7 +310,7 @@ impl InitProducerIdResponse<'_> {
 impl Encode for InitProducerIdResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
+        let mut n = Size::new(16);
         if self.ongoing_txn_producer_id != -1 {
             return Err(EncodeError::FieldNotInVersion {
                 field: "InitProducerIdResponse.OngoingTxnProducerId",
@@ -359,16 +324,12 @@ impl Encode for InitProducerIdResponse<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "InitProducerIdResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "InitProducerIdResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("InitProducerIdResponse")
     }
 
     #[inline]

@@ -18,13 +18,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitializeShareGroupStateRequest<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Topics whose share-partition state to initialize.
-    ///
-    /// Schema type `[]InitializeStateData`; versions 0+.
+    /// Topics whose share-partition state to initialize. (`[]InitializeStateData`, versions 0+.)
     pub topics: List<'a, InitializeStateData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -34,13 +30,9 @@ pub struct InitializeShareGroupStateRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitializeStateData<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Partitions whose state to initialize.
-    ///
-    /// Schema type `[]PartitionData`; versions 0+.
+    /// Partitions whose state to initialize. (`[]PartitionData`, versions 0+.)
     pub partitions: List<'a, PartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -50,17 +42,12 @@ pub struct InitializeStateData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// New state epoch of the share-partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// New state epoch of the share-partition. (`int32`, versions 0+.)
     pub state_epoch: i32,
-    /// Offset from which the group starts delivering records, or -1 to leave it unset.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset from which the group starts delivering records, or -1 to leave it unset. (`int64`,
+    /// versions 0+.)
     pub start_offset: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -89,32 +76,20 @@ impl InitializeShareGroupStateRequest<'_> {
 impl Encode for InitializeShareGroupStateRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "InitializeShareGroupStateRequest.GroupId")?,
-            "InitializeShareGroupStateRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "InitializeShareGroupStateRequest.Topics")?,
-            "InitializeShareGroupStateRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "InitializeShareGroupStateRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), true, "InitializeShareGroupStateRequest.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "InitializeShareGroupStateRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "InitializeShareGroupStateRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("InitializeShareGroupStateRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -122,24 +97,16 @@ impl Encode for InitializeShareGroupStateRequest<'_> {
 impl Encode for InitializeStateData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "InitializeStateData.Partitions")?,
-            "InitializeStateData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "InitializeStateData._tagged_fields")?,
-            "InitializeStateData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "InitializeStateData.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "InitializeStateData._tagged_fields")?;
+        n.total("InitializeStateData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -147,13 +114,9 @@ impl Encode for InitializeStateData<'_> {
 impl Encode for PartitionData<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?,
-            "PartitionData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?;
+        n.total("PartitionData")
     }
 
     #[inline]
@@ -213,8 +176,7 @@ impl<'a> InitializeShareGroupStateRequestView<'a> {
     /// See [`InitializeShareGroupStateRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, InitializeStateDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -273,8 +235,7 @@ impl<'a> InitializeStateDataView<'a> {
     /// See [`InitializeStateData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -415,9 +376,7 @@ impl fmt::Debug for PartitionDataView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitializeShareGroupStateResponse<'a> {
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]InitializeStateResult`; versions 0+.
+    /// Results grouped by topic. (`[]InitializeStateResult`, versions 0+.)
     pub results: List<'a, InitializeStateResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -427,13 +386,9 @@ pub struct InitializeShareGroupStateResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitializeStateResult<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]PartitionResult`; versions 0+.
+    /// One result for each partition. (`[]PartitionResult`, versions 0+.)
     pub partitions: List<'a, PartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -443,17 +398,12 @@ pub struct InitializeStateResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -482,30 +432,18 @@ impl InitializeShareGroupStateResponse<'_> {
 impl Encode for InitializeShareGroupStateResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.results.as_slice()),
-                ver,
-                "InitializeShareGroupStateResponse.Results",
-            )?,
-            "InitializeShareGroupStateResponse.Results",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "InitializeShareGroupStateResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.results, ver, "InitializeShareGroupStateResponse.Results")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "InitializeShareGroupStateResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("InitializeShareGroupStateResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -513,27 +451,19 @@ impl Encode for InitializeShareGroupStateResponse<'_> {
 impl Encode for InitializeStateResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "InitializeStateResult.Partitions")?,
-            "InitializeStateResult.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "InitializeStateResult._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "InitializeStateResult.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "InitializeStateResult._tagged_fields",
         )?;
-        Ok(n)
+        n.total("InitializeStateResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -541,21 +471,13 @@ impl Encode for InitializeStateResult<'_> {
 impl Encode for PartitionResult<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "PartitionResult.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?,
-            "PartitionResult._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?;
+        n.total("PartitionResult")
     }
 
     #[inline]
@@ -609,8 +531,7 @@ impl<'a> InitializeShareGroupStateResponseView<'a> {
     /// See [`InitializeShareGroupStateResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, InitializeStateResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -668,8 +589,7 @@ impl<'a> InitializeStateResultView<'a> {
     /// See [`InitializeStateResult::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

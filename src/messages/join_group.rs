@@ -17,39 +17,27 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct JoinGroupRequest<'a> {
-    /// ID of the group to join.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group to join. (`string`, versions 0+.)
     pub group_id: Str<'a>,
     /// How long, in milliseconds, the coordinator waits without a heartbeat before removing the
-    /// member.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// member. (`int32`, versions 0+.)
     pub session_timeout_ms: i32,
     /// Time limit, in milliseconds, for every member to rejoin once a rebalance starts; -1 when not
-    /// set.
-    ///
-    /// Schema type `int32`; versions 1+; default `-1`; ignorable.
+    /// set. (`int32`, versions 1+; default `-1`; ignorable.)
     pub rebalance_timeout_ms: i32,
-    /// ID the coordinator gave this member earlier, or empty on the first join.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID the coordinator gave this member earlier, or empty on the first join. (`string`, versions
+    /// 0+.)
     pub member_id: Str<'a>,
-    /// Static membership ID set by the user, or null for a dynamic member.
-    ///
-    /// Schema type `string`; versions 5+; nullable in 5+; default `null`.
+    /// Static membership ID set by the user, or null for a dynamic member. (`string`, versions 5+;
+    /// nullable in 5+; default `null`.)
     pub group_instance_id: Option<Str<'a>>,
-    /// Kind of protocol the group uses, such as "consumer".
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Kind of protocol the group uses, such as "consumer". (`string`, versions 0+.)
     pub protocol_type: Str<'a>,
-    /// Protocols the member supports, in order of preference.
-    ///
-    /// Schema type `[]JoinGroupRequestProtocol`; versions 0+.
+    /// Protocols the member supports, in order of preference. (`[]JoinGroupRequestProtocol`,
+    /// versions 0+.)
     pub protocols: List<'a, JoinGroupRequestProtocol<'a>>,
-    /// Why the member is joining, for the broker's log; null when not given.
-    ///
-    /// Schema type `string`; versions 8+; nullable in 8+; default `null`; ignorable.
+    /// Why the member is joining, for the broker's log; null when not given. (`string`, versions
+    /// 8+; nullable in 8+; default `null`; ignorable.)
     pub reason: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -75,13 +63,9 @@ impl<'a> Default for JoinGroupRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct JoinGroupRequestProtocol<'a> {
-    /// Name of the protocol, e.g. an assignor name.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the protocol, e.g. an assignor name. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Protocol-specific metadata of the member.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// Protocol-specific metadata of the member. (`bytes`, versions 0+.)
     pub metadata: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -110,63 +94,36 @@ impl JoinGroupRequest<'_> {
 impl Encode for JoinGroupRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "JoinGroupRequest.GroupId")?,
-            "JoinGroupRequest.GroupId",
-        )?;
+        let mut n = Size::new(4);
+        n += wire::string_size(self.group_id.len(), ver.flexible, "JoinGroupRequest.GroupId")?;
         if ver.version >= 1 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "JoinGroupRequest.MemberId")?,
-            "JoinGroupRequest.MemberId",
-        )?;
+        n += wire::string_size(self.member_id.len(), ver.flexible, "JoinGroupRequest.MemberId")?;
         if ver.version >= 5 {
-            n = wire::add(
-                n,
-                match &self.group_instance_id {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupRequest.GroupInstanceId")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "JoinGroupRequest.GroupInstanceId",
-            )?;
+            n += match &self.group_instance_id {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupRequest.GroupInstanceId")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         } else if self.group_instance_id.is_some() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "JoinGroupRequest.GroupInstanceId",
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::string_size(self.protocol_type.len(), ver.flexible, "JoinGroupRequest.ProtocolType")?,
-            "JoinGroupRequest.ProtocolType",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.protocols.as_slice()), ver, "JoinGroupRequest.Protocols")?,
-            "JoinGroupRequest.Protocols",
-        )?;
+        n += wire::string_size(self.protocol_type.len(), ver.flexible, "JoinGroupRequest.ProtocolType")?;
+        n += encode::array_size(&self.protocols, ver, "JoinGroupRequest.Protocols")?;
         if ver.version >= 8 {
-            n = wire::add(
-                n,
-                match &self.reason {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupRequest.Reason")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "JoinGroupRequest.Reason",
-            )?;
+            n += match &self.reason {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupRequest.Reason")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "JoinGroupRequest._tagged_fields")?,
-                "JoinGroupRequest._tagged_fields",
-            )?;
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "JoinGroupRequest._tagged_fields")?;
         }
-        Ok(n)
+        n.total("JoinGroupRequest")
     }
 
     #[inline]
@@ -181,7 +138,7 @@ impl Encode for JoinGroupRequest<'_> {
             w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         }
         w.str(&self.protocol_type, ver.flexible);
-        encode::write_array(w, Some(self.protocols.as_slice()), ver);
+        encode::write_array(w, &self.protocols, ver);
         if ver.version >= 8 {
             w.nullable_str(self.reason.as_deref(), ver.flexible);
         }
@@ -194,28 +151,16 @@ impl Encode for JoinGroupRequest<'_> {
 impl Encode for JoinGroupRequestProtocol<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "JoinGroupRequestProtocol.Name")?,
-            "JoinGroupRequestProtocol.Name",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.metadata.len(), ver.flexible, "JoinGroupRequestProtocol.Metadata")?,
-            "JoinGroupRequestProtocol.Metadata",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "JoinGroupRequestProtocol.Name")?;
+        n += wire::bytes_size(self.metadata.len(), ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "JoinGroupRequestProtocol._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "JoinGroupRequestProtocol._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("JoinGroupRequestProtocol")
     }
 
     #[inline]
@@ -267,8 +212,7 @@ impl<'a> JoinGroupRequestView<'a> {
     /// See [`JoinGroupRequest::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`JoinGroupRequest::session_timeout_ms`].
@@ -280,43 +224,45 @@ impl<'a> JoinGroupRequestView<'a> {
     /// See [`JoinGroupRequest::rebalance_timeout_ms`].
     #[inline]
     pub fn rebalance_timeout_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(self.at[0] as usize + 4) } else { -1 }
+        if self.ver.version >= 1 { self.src.i32(self.at[0] as usize + 4) } else { -1 }
     }
 
     /// See [`JoinGroupRequest::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + (if ver.version >= 1 { 8 } else { 4 }), ver.flexible)
+        self.src.str(self.at[0] as usize + (if self.ver.version >= 1 { 8 } else { 4 }), self.ver.flexible)
     }
 
     /// See [`JoinGroupRequest::group_instance_id`].
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 5 { self.src.nullable_str(self.at[1] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 5 {
+            self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`JoinGroupRequest::protocol_type`].
     #[inline]
     pub fn protocol_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[2] as usize, ver.flexible)
+        self.src.str(self.at[2] as usize, self.ver.flexible)
     }
 
     /// See [`JoinGroupRequest::protocols`].
     #[inline]
     pub fn protocols(&self) -> ArrayView<'a, JoinGroupRequestProtocolView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// See [`JoinGroupRequest::reason`].
     #[inline]
     pub fn reason(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 8 { self.src.nullable_str(self.at[4] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 8 {
+            self.src.nullable_str(self.at[4] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -393,15 +339,13 @@ impl<'a> JoinGroupRequestProtocolView<'a> {
     /// See [`JoinGroupRequestProtocol::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`JoinGroupRequestProtocol::metadata`].
     #[inline]
     pub fn metadata(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(self.at[0] as usize, ver.flexible)
+        self.src.bytes_at(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -467,41 +411,28 @@ impl fmt::Debug for JoinGroupRequestProtocolView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct JoinGroupResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 2+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 2+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Error code for the join; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the join; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Generation of the group this member joined; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`.
+    /// Generation of the group this member joined; -1 when unknown. (`int32`, versions 0+; default
+    /// `-1`.)
     pub generation_id: i32,
-    /// Protocol type the group uses, or null.
-    ///
-    /// Schema type `string`; versions 7+; nullable in 7+; default `null`; ignorable.
+    /// Protocol type the group uses, or null. (`string`, versions 7+; nullable in 7+; default
+    /// `null`; ignorable.)
     pub protocol_type: Option<Str<'a>>,
-    /// Protocol chosen for the group (null allowed from version 7).
-    ///
-    /// Schema type `string`; versions 0+; nullable in 7+.
+    /// Protocol chosen for the group (null allowed from version 7). (`string`, versions 0+;
+    /// nullable in 7+.)
     pub protocol_name: Option<Str<'a>>,
-    /// Member ID of the group's leader.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Member ID of the group's leader. (`string`, versions 0+.)
     pub leader: Str<'a>,
     /// True when the leader must not compute an assignment because the coordinator does it.
-    ///
-    /// Schema type `bool`; versions 9+; default `false`.
+    /// (`bool`, versions 9+; default `false`.)
     pub skip_assignment: bool,
-    /// ID the coordinator gave this member.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID the coordinator gave this member. (`string`, versions 0+.)
     pub member_id: Str<'a>,
     /// Every member with its metadata; filled only in the leader's response.
-    ///
-    /// Schema type `[]JoinGroupResponseMember`; versions 0+.
+    /// (`[]JoinGroupResponseMember`, versions 0+.)
     pub members: List<'a, JoinGroupResponseMember<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -528,17 +459,12 @@ impl<'a> Default for JoinGroupResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct JoinGroupResponseMember<'a> {
-    /// ID of the member.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the member. (`string`, versions 0+.)
     pub member_id: Str<'a>,
-    /// Static membership ID of the member, or null.
-    ///
-    /// Schema type `string`; versions 5+; nullable in 5+; default `null`; ignorable.
+    /// Static membership ID of the member, or null. (`string`, versions 5+; nullable in 5+; default
+    /// `null`; ignorable.)
     pub group_instance_id: Option<Str<'a>>,
-    /// Protocol metadata the member sent when joining.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// Protocol metadata the member sent when joining. (`bytes`, versions 0+.)
     pub metadata: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -567,36 +493,24 @@ impl JoinGroupResponse<'_> {
 impl Encode for JoinGroupResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         if ver.version >= 2 {
             n += 4;
         }
         if ver.version >= 7 {
-            n = wire::add(
-                n,
-                match &self.protocol_type {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupResponse.ProtocolType")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "JoinGroupResponse.ProtocolType",
-            )?;
+            n += match &self.protocol_type {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupResponse.ProtocolType")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if self.protocol_name.is_none() && ver.version <= 6 {
             return Err(EncodeError::NullNotAllowed { field: "JoinGroupResponse.ProtocolName" });
         }
-        n = wire::add(
-            n,
-            match &self.protocol_name {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupResponse.ProtocolName")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "JoinGroupResponse.ProtocolName",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.leader.len(), ver.flexible, "JoinGroupResponse.Leader")?,
-            "JoinGroupResponse.Leader",
-        )?;
+        n += match &self.protocol_name {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupResponse.ProtocolName")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += wire::string_size(self.leader.len(), ver.flexible, "JoinGroupResponse.Leader")?;
         if ver.version == 9 {
             n += 1;
         } else if self.skip_assignment {
@@ -605,27 +519,15 @@ impl Encode for JoinGroupResponse<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "JoinGroupResponse.MemberId")?,
-            "JoinGroupResponse.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.members.as_slice()), ver, "JoinGroupResponse.Members")?,
-            "JoinGroupResponse.Members",
-        )?;
+        n += wire::string_size(self.member_id.len(), ver.flexible, "JoinGroupResponse.MemberId")?;
+        n += encode::array_size(&self.members, ver, "JoinGroupResponse.Members")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "JoinGroupResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "JoinGroupResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("JoinGroupResponse")
     }
 
     #[inline]
@@ -646,7 +548,7 @@ impl Encode for JoinGroupResponse<'_> {
             w.bool(self.skip_assignment);
         }
         w.str(&self.member_id, ver.flexible);
-        encode::write_array(w, Some(self.members.as_slice()), ver);
+        encode::write_array(w, &self.members, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -656,40 +558,24 @@ impl Encode for JoinGroupResponse<'_> {
 impl Encode for JoinGroupResponseMember<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "JoinGroupResponseMember.MemberId")?,
-            "JoinGroupResponseMember.MemberId",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.member_id.len(), ver.flexible, "JoinGroupResponseMember.MemberId")?;
         if ver.version >= 5 {
-            n = wire::add(
-                n,
-                match &self.group_instance_id {
-                    Some(v) => {
-                        wire::string_size(v.len(), ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?
-                    }
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "JoinGroupResponseMember.GroupInstanceId",
-            )?;
+            n += match &self.group_instance_id {
+                Some(v) => {
+                    wire::string_size(v.len(), ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?
+                }
+                None => wire::null_size(ver.flexible, false),
+            };
         }
-        n = wire::add(
-            n,
-            wire::bytes_size(self.metadata.len(), ver.flexible, "JoinGroupResponseMember.Metadata")?,
-            "JoinGroupResponseMember.Metadata",
-        )?;
+        n += wire::bytes_size(self.metadata.len(), ver.flexible, "JoinGroupResponseMember.Metadata")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "JoinGroupResponseMember._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "JoinGroupResponseMember._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("JoinGroupResponseMember")
     }
 
     #[inline]
@@ -744,68 +630,55 @@ impl<'a> JoinGroupResponseView<'a> {
     /// See [`JoinGroupResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 2 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 2 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`JoinGroupResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        self.src.i16(if ver.version >= 2 { 4 } else { 0 })
+        self.src.i16(if self.ver.version >= 2 { 4 } else { 0 })
     }
 
     /// See [`JoinGroupResponse::generation_id`].
     #[inline]
     pub fn generation_id(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(if ver.version >= 2 { 6 } else { 2 })
+        self.src.i32(if self.ver.version >= 2 { 6 } else { 2 })
     }
 
     /// See [`JoinGroupResponse::protocol_type`].
     #[inline]
     pub fn protocol_type(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 7 {
-            self.src.nullable_str(if ver.version >= 2 { 10 } else { 6 }, ver.flexible)
-        } else {
-            None
-        }
+        if self.ver.version >= 7 { self.src.nullable_str(10, self.ver.flexible) } else { None }
     }
 
     /// See [`JoinGroupResponse::protocol_name`].
     #[inline]
     pub fn protocol_name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`JoinGroupResponse::leader`].
     #[inline]
     pub fn leader(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[1] as usize, ver.flexible)
+        self.src.str(self.at[1] as usize, self.ver.flexible)
     }
 
     /// See [`JoinGroupResponse::skip_assignment`].
     #[inline]
     pub fn skip_assignment(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 9 { self.src.bool(self.at[2] as usize) } else { false }
+        if self.ver.version == 9 { self.src.bool(self.at[2] as usize) } else { false }
     }
 
     /// See [`JoinGroupResponse::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[2] as usize + (if ver.version >= 9 { 1 } else { 0 }), ver.flexible)
+        self.src.str(self.at[2] as usize + (if self.ver.version >= 9 { 1 } else { 0 }), self.ver.flexible)
     }
 
     /// See [`JoinGroupResponse::members`].
     #[inline]
     pub fn members(&self) -> ArrayView<'a, JoinGroupResponseMemberView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -886,22 +759,23 @@ impl<'a> JoinGroupResponseMemberView<'a> {
     /// See [`JoinGroupResponseMember::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`JoinGroupResponseMember::group_instance_id`].
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 5 { self.src.nullable_str(self.at[0] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 5 {
+            self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`JoinGroupResponseMember::metadata`].
     #[inline]
     pub fn metadata(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(self.at[1] as usize, ver.flexible)
+        self.src.bytes_at(self.at[1] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,17 +17,11 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaveGroupRequest<'a> {
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// ID of the member leaving (up to version 2).
-    ///
-    /// Schema type `string`; versions 0-2.
+    /// ID of the member leaving (up to version 2). (`string`, versions 0-2.)
     pub member_id: Str<'a>,
-    /// Members leaving the group (from version 3).
-    ///
-    /// Schema type `[]MemberIdentity`; versions 3+.
+    /// Members leaving the group (from version 3). (`[]MemberIdentity`, versions 3+.)
     pub members: List<'a, MemberIdentity<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -37,17 +31,13 @@ pub struct LeaveGroupRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MemberIdentity<'a> {
-    /// ID of the member.
-    ///
-    /// Schema type `string`; versions 3+.
+    /// ID of the member. (`string`, versions 3+.)
     pub member_id: Str<'a>,
-    /// Static membership ID of the member, or null.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 3+; default `null`.
+    /// Static membership ID of the member, or null. (`string`, versions 3+; nullable in 3+; default
+    /// `null`.)
     pub group_instance_id: Option<Str<'a>>,
-    /// Why the member is leaving, for the broker's log, or null.
-    ///
-    /// Schema type `string`; versions 5+; nullable in 5+; default `null`; ignorable.
+    /// Why the member is leaving, for the broker's log, or null. (`string`, versions 5+; nullable
+    /// in 5+; default `null`; ignorable.)
     pub reason: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -76,18 +66,10 @@ impl LeaveGroupRequest<'_> {
 impl Encode for LeaveGroupRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "LeaveGroupRequest.GroupId")?,
-            "LeaveGroupRequest.GroupId",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), ver.flexible, "LeaveGroupRequest.GroupId")?;
         if ver.version <= 2 {
-            n = wire::add(
-                n,
-                wire::string_size(self.member_id.len(), ver.flexible, "LeaveGroupRequest.MemberId")?,
-                "LeaveGroupRequest.MemberId",
-            )?;
+            n += wire::string_size(self.member_id.len(), ver.flexible, "LeaveGroupRequest.MemberId")?;
         } else if self.member_id.as_str() != "" {
             return Err(EncodeError::FieldNotInVersion {
                 field: "LeaveGroupRequest.MemberId",
@@ -95,11 +77,7 @@ impl Encode for LeaveGroupRequest<'_> {
             });
         }
         if ver.version >= 3 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.members.as_slice()), ver, "LeaveGroupRequest.Members")?,
-                "LeaveGroupRequest.Members",
-            )?;
+            n += encode::array_size(&self.members, ver, "LeaveGroupRequest.Members")?;
         } else if !self.members.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "LeaveGroupRequest.Members",
@@ -107,16 +85,12 @@ impl Encode for LeaveGroupRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "LeaveGroupRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "LeaveGroupRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("LeaveGroupRequest")
     }
 
     #[inline]
@@ -126,7 +100,7 @@ impl Encode for LeaveGroupRequest<'_> {
             w.str(&self.member_id, ver.flexible);
         }
         if ver.version >= 3 {
-            encode::write_array(w, Some(self.members.as_slice()), ver);
+            encode::write_array(w, &self.members, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -137,38 +111,22 @@ impl Encode for LeaveGroupRequest<'_> {
 impl Encode for MemberIdentity<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "MemberIdentity.MemberId")?,
-            "MemberIdentity.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.group_instance_id {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "MemberIdentity.GroupInstanceId")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "MemberIdentity.GroupInstanceId",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.member_id.len(), ver.flexible, "MemberIdentity.MemberId")?;
+        n += match &self.group_instance_id {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "MemberIdentity.GroupInstanceId")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.version == 5 {
-            n = wire::add(
-                n,
-                match &self.reason {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "MemberIdentity.Reason")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "MemberIdentity.Reason",
-            )?;
+            n += match &self.reason {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "MemberIdentity.Reason")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MemberIdentity._tagged_fields")?,
-                "MemberIdentity._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MemberIdentity._tagged_fields")?;
         }
-        Ok(n)
+        n.total("MemberIdentity")
     }
 
     #[inline]
@@ -223,25 +181,22 @@ impl<'a> LeaveGroupRequestView<'a> {
     /// See [`LeaveGroupRequest::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`LeaveGroupRequest::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 2 { self.src.str(self.at[0] as usize, ver.flexible) } else { "" }
+        if self.ver.version <= 2 { self.src.str(self.at[0] as usize, self.ver.flexible) } else { "" }
     }
 
     /// See [`LeaveGroupRequest::members`].
     #[inline]
     pub fn members(&self) -> ArrayView<'a, MemberIdentityView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 3 {
-            ArrayView::at(self.src, self.at[1] as usize, ver)
+        if self.ver.version >= 3 {
+            ArrayView::at(self.src, self.at[1] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -304,22 +259,23 @@ impl<'a> MemberIdentityView<'a> {
     /// See [`MemberIdentity::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`MemberIdentity::group_instance_id`].
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`MemberIdentity::reason`].
     #[inline]
     pub fn reason(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 5 { self.src.nullable_str(self.at[1] as usize, ver.flexible) } else { None }
+        if self.ver.version == 5 {
+            self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -393,17 +349,12 @@ impl fmt::Debug for MemberIdentityView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaveGroupResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Result for each member that was asked to leave (from version 3).
-    ///
-    /// Schema type `[]MemberResponse`; versions 3+.
+    /// Result for each member that was asked to leave (from version 3). (`[]MemberResponse`,
+    /// versions 3+.)
     pub members: List<'a, MemberResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -413,17 +364,11 @@ pub struct LeaveGroupResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MemberResponse<'a> {
-    /// ID of the member.
-    ///
-    /// Schema type `string`; versions 3+.
+    /// ID of the member. (`string`, versions 3+.)
     pub member_id: Str<'a>,
-    /// Static membership ID of the member, or null.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 3+.
+    /// Static membership ID of the member, or null. (`string`, versions 3+; nullable in 3+.)
     pub group_instance_id: Option<Str<'a>>,
-    /// Error code for this member; 0 means success.
-    ///
-    /// Schema type `int16`; versions 3+.
+    /// Error code for this member; 0 means success. (`int16`, versions 3+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -463,16 +408,12 @@ impl LeaveGroupResponse<'_> {
 impl Encode for LeaveGroupResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
+        let mut n = Size::new(2);
         if ver.version >= 1 {
             n += 4;
         }
         if ver.version >= 3 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.members.as_slice()), ver, "LeaveGroupResponse.Members")?,
-                "LeaveGroupResponse.Members",
-            )?;
+            n += encode::array_size(&self.members, ver, "LeaveGroupResponse.Members")?;
         } else if !self.members.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "LeaveGroupResponse.Members",
@@ -480,16 +421,12 @@ impl Encode for LeaveGroupResponse<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "LeaveGroupResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "LeaveGroupResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("LeaveGroupResponse")
     }
 
     #[inline]
@@ -499,7 +436,7 @@ impl Encode for LeaveGroupResponse<'_> {
         }
         w.i16(self.error_code);
         if ver.version >= 3 {
-            encode::write_array(w, Some(self.members.as_slice()), ver);
+            encode::write_array(w, &self.members, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -510,28 +447,16 @@ impl Encode for LeaveGroupResponse<'_> {
 impl Encode for MemberResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "MemberResponse.MemberId")?,
-            "MemberResponse.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.group_instance_id {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "MemberResponse.GroupInstanceId")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "MemberResponse.GroupInstanceId",
-        )?;
+        let mut n = Size::new(2);
+        n += wire::string_size(self.member_id.len(), ver.flexible, "MemberResponse.MemberId")?;
+        n += match &self.group_instance_id {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "MemberResponse.GroupInstanceId")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MemberResponse._tagged_fields")?,
-                "MemberResponse._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MemberResponse._tagged_fields")?;
         }
-        Ok(n)
+        n.total("MemberResponse")
     }
 
     #[inline]
@@ -584,26 +509,19 @@ impl<'a> LeaveGroupResponseView<'a> {
     /// See [`LeaveGroupResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`LeaveGroupResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        self.src.i16(if ver.version >= 1 { 4 } else { 0 })
+        self.src.i16(if self.ver.version >= 1 { 4 } else { 0 })
     }
 
     /// See [`LeaveGroupResponse::members`].
     #[inline]
     pub fn members(&self) -> ArrayView<'a, MemberResponseView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 3 {
-            ArrayView::at(self.src, if ver.version >= 1 { 6 } else { 2 }, ver)
-        } else {
-            ArrayView::empty(ver)
-        }
+        if self.ver.version >= 3 { ArrayView::at(self.src, 6, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -663,15 +581,13 @@ impl<'a> MemberResponseView<'a> {
     /// See [`MemberResponse::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`MemberResponse::group_instance_id`].
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(self.at[0] as usize, ver.flexible)
+        self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`MemberResponse::error_code`].

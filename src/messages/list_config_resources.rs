@@ -18,9 +18,8 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListConfigResourcesRequest<'a> {
-    /// Resource types to list; an empty list uses the broker's default set of types.
-    ///
-    /// Schema type `[]int8`; versions 1+.
+    /// Resource types to list; an empty list uses the broker's default set of types. (`[]int8`,
+    /// versions 1+.)
     pub resource_types: List<'a, i8>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,38 +48,26 @@ impl ListConfigResourcesRequest<'_> {
 impl Encode for ListConfigResourcesRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version == 1 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.resource_types.as_slice()),
-                    ver,
-                    "ListConfigResourcesRequest.ResourceTypes",
-                )?,
-                "ListConfigResourcesRequest.ResourceTypes",
-            )?;
+            n += encode::array_size(&self.resource_types, ver, "ListConfigResourcesRequest.ResourceTypes")?;
         } else if !self.resource_types.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "ListConfigResourcesRequest.ResourceTypes",
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListConfigResourcesRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ListConfigResourcesRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ListConfigResourcesRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version == 1 {
-            encode::write_array(w, Some(self.resource_types.as_slice()), ver);
+            encode::write_array(w, &self.resource_types, ver);
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -126,8 +113,7 @@ impl<'a> ListConfigResourcesRequestView<'a> {
     /// See [`ListConfigResourcesRequest::resource_types`].
     #[inline]
     pub fn resource_types(&self) -> ArrayView<'a, i8> {
-        let ver = self.ver;
-        if ver.version == 1 { ArrayView::at(self.src, 0, ver) } else { ArrayView::empty(ver) }
+        if self.ver.version == 1 { ArrayView::at(self.src, 0, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -163,17 +149,11 @@ impl fmt::Debug for ListConfigResourcesRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListConfigResourcesResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// One entry for each resource.
-    ///
-    /// Schema type `[]ConfigResource`; versions 0+.
+    /// One entry for each resource. (`[]ConfigResource`, versions 0+.)
     pub config_resources: List<'a, ConfigResource<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -183,13 +163,10 @@ pub struct ListConfigResourcesResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConfigResource<'a> {
-    /// Name of the resource.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the resource. (`string`, versions 0+.)
     pub resource_name: Str<'a>,
-    /// Kind of resource; 16 is a client metrics subscription.
-    ///
-    /// Schema type `int8`; versions 1+; default `16`; ignorable.
+    /// Kind of resource; 16 is a client metrics subscription. (`int8`, versions 1+; default `16`;
+    /// ignorable.)
     pub resource_type: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -228,25 +205,13 @@ impl ListConfigResourcesResponse<'_> {
 impl Encode for ListConfigResourcesResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.config_resources.as_slice()),
-                ver,
-                "ListConfigResourcesResponse.ConfigResources",
-            )?,
-            "ListConfigResourcesResponse.ConfigResources",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListConfigResourcesResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += encode::array_size(&self.config_resources, ver, "ListConfigResourcesResponse.ConfigResources")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ListConfigResourcesResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ListConfigResourcesResponse")
     }
 
     #[inline]
@@ -255,7 +220,7 @@ impl Encode for ListConfigResourcesResponse<'_> {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_array(w, Some(self.config_resources.as_slice()), ver);
+        encode::write_array(w, &self.config_resources, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -263,21 +228,13 @@ impl Encode for ListConfigResourcesResponse<'_> {
 impl Encode for ConfigResource<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.resource_name.len(), true, "ConfigResource.ResourceName")?,
-            "ConfigResource.ResourceName",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.resource_name.len(), true, "ConfigResource.ResourceName")?;
         if ver.version == 1 {
             n += 1;
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ConfigResource._tagged_fields")?,
-            "ConfigResource._tagged_fields",
-        )?;
-        Ok(n)
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ConfigResource._tagged_fields")?;
+        n.total("ConfigResource")
     }
 
     #[inline]
@@ -342,8 +299,7 @@ impl<'a> ListConfigResourcesResponseView<'a> {
     /// See [`ListConfigResourcesResponse::config_resources`].
     #[inline]
     pub fn config_resources(&self) -> ArrayView<'a, ConfigResourceView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 6, ver)
+        ArrayView::at(self.src, 6, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -408,8 +364,7 @@ impl<'a> ConfigResourceView<'a> {
     /// See [`ConfigResource::resource_type`].
     #[inline]
     pub fn resource_type(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.i8(self.at[0] as usize) } else { 16 }
+        if self.ver.version == 1 { self.src.i8(self.at[0] as usize) } else { 16 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -19,14 +19,10 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListGroupsRequest<'a> {
     /// Only list groups in one of these states; an empty list returns groups in every state, each
-    /// reported with its state.
-    ///
-    /// Schema type `[]string`; versions 4+.
+    /// reported with its state. (`[]string`, versions 4+.)
     pub states_filter: List<'a, Str<'a>>,
     /// Only list groups of one of these types; an empty list returns groups of every type, each
-    /// reported with its type.
-    ///
-    /// Schema type `[]string`; versions 5+.
+    /// reported with its type. (`[]string`, versions 5+.)
     pub types_filter: List<'a, Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -55,17 +51,9 @@ impl ListGroupsRequest<'_> {
 impl Encode for ListGroupsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 4 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.states_filter.as_slice()),
-                    ver,
-                    "ListGroupsRequest.StatesFilter",
-                )?,
-                "ListGroupsRequest.StatesFilter",
-            )?;
+            n += encode::array_size(&self.states_filter, ver, "ListGroupsRequest.StatesFilter")?;
         } else if !self.states_filter.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "ListGroupsRequest.StatesFilter",
@@ -73,11 +61,7 @@ impl Encode for ListGroupsRequest<'_> {
             });
         }
         if ver.version == 5 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.types_filter.as_slice()), ver, "ListGroupsRequest.TypesFilter")?,
-                "ListGroupsRequest.TypesFilter",
-            )?;
+            n += encode::array_size(&self.types_filter, ver, "ListGroupsRequest.TypesFilter")?;
         } else if !self.types_filter.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "ListGroupsRequest.TypesFilter",
@@ -85,25 +69,21 @@ impl Encode for ListGroupsRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ListGroupsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ListGroupsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ListGroupsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 4 {
-            encode::write_array(w, Some(self.states_filter.as_slice()), ver);
+            encode::write_array(w, &self.states_filter, ver);
         }
         if ver.version == 5 {
-            encode::write_array(w, Some(self.types_filter.as_slice()), ver);
+            encode::write_array(w, &self.types_filter, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -150,18 +130,16 @@ impl<'a> ListGroupsRequestView<'a> {
     /// See [`ListGroupsRequest::states_filter`].
     #[inline]
     pub fn states_filter(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        if ver.version >= 4 { ArrayView::at(self.src, 0, ver) } else { ArrayView::empty(ver) }
+        if self.ver.version >= 4 { ArrayView::at(self.src, 0, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
     /// See [`ListGroupsRequest::types_filter`].
     #[inline]
     pub fn types_filter(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        if ver.version == 5 {
-            ArrayView::at(self.src, self.at[0] as usize, ver)
+        if self.ver.version == 5 {
+            ArrayView::at(self.src, self.at[0] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -206,17 +184,11 @@ impl fmt::Debug for ListGroupsRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListGroupsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Error code for the response as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the response as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// One entry for each group listed.
-    ///
-    /// Schema type `[]ListedGroup`; versions 0+.
+    /// One entry for each group listed. (`[]ListedGroup`, versions 0+.)
     pub groups: List<'a, ListedGroup<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -226,21 +198,13 @@ pub struct ListGroupsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListedGroup<'a> {
-    /// Identifier of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Identifier of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Protocol type the group uses.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Protocol type the group uses. (`string`, versions 0+.)
     pub protocol_type: Str<'a>,
-    /// Name of the state the group is in.
-    ///
-    /// Schema type `string`; versions 4+; ignorable.
+    /// Name of the state the group is in. (`string`, versions 4+; ignorable.)
     pub group_state: Str<'a>,
-    /// Name of the group's type.
-    ///
-    /// Schema type `string`; versions 5+; ignorable.
+    /// Name of the group's type. (`string`, versions 5+; ignorable.)
     pub group_type: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -269,26 +233,18 @@ impl ListGroupsResponse<'_> {
 impl Encode for ListGroupsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
+        let mut n = Size::new(2);
         if ver.version >= 1 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.groups.as_slice()), ver, "ListGroupsResponse.Groups")?,
-            "ListGroupsResponse.Groups",
-        )?;
+        n += encode::array_size(&self.groups, ver, "ListGroupsResponse.Groups")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ListGroupsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ListGroupsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ListGroupsResponse")
     }
 
     #[inline]
@@ -297,7 +253,7 @@ impl Encode for ListGroupsResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         w.i16(self.error_code);
-        encode::write_array(w, Some(self.groups.as_slice()), ver);
+        encode::write_array(w, &self.groups, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -307,39 +263,19 @@ impl Encode for ListGroupsResponse<'_> {
 impl Encode for ListedGroup<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "ListedGroup.GroupId")?,
-            "ListedGroup.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.protocol_type.len(), ver.flexible, "ListedGroup.ProtocolType")?,
-            "ListedGroup.ProtocolType",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), ver.flexible, "ListedGroup.GroupId")?;
+        n += wire::string_size(self.protocol_type.len(), ver.flexible, "ListedGroup.ProtocolType")?;
         if ver.version >= 4 {
-            n = wire::add(
-                n,
-                wire::string_size(self.group_state.len(), ver.flexible, "ListedGroup.GroupState")?,
-                "ListedGroup.GroupState",
-            )?;
+            n += wire::string_size(self.group_state.len(), ver.flexible, "ListedGroup.GroupState")?;
         }
         if ver.version == 5 {
-            n = wire::add(
-                n,
-                wire::string_size(self.group_type.len(), ver.flexible, "ListedGroup.GroupType")?,
-                "ListedGroup.GroupType",
-            )?;
+            n += wire::string_size(self.group_type.len(), ver.flexible, "ListedGroup.GroupType")?;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListedGroup._tagged_fields")?,
-                "ListedGroup._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListedGroup._tagged_fields")?;
         }
-        Ok(n)
+        n.total("ListedGroup")
     }
 
     #[inline]
@@ -397,22 +333,19 @@ impl<'a> ListGroupsResponseView<'a> {
     /// See [`ListGroupsResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`ListGroupsResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        self.src.i16(if ver.version >= 1 { 4 } else { 0 })
+        self.src.i16(if self.ver.version >= 1 { 4 } else { 0 })
     }
 
     /// See [`ListGroupsResponse::groups`].
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, ListedGroupView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 1 { 6 } else { 2 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 1 { 6 } else { 2 }, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -470,29 +403,25 @@ impl<'a> ListedGroupView<'a> {
     /// See [`ListedGroup::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`ListedGroup::protocol_type`].
     #[inline]
     pub fn protocol_type(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize, ver.flexible)
+        self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`ListedGroup::group_state`].
     #[inline]
     pub fn group_state(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version >= 4 { self.src.str(self.at[1] as usize, ver.flexible) } else { "" }
+        if self.ver.version >= 4 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
     }
 
     /// See [`ListedGroup::group_type`].
     #[inline]
     pub fn group_type(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version == 5 { self.src.str(self.at[2] as usize, ver.flexible) } else { "" }
+        if self.ver.version == 5 { self.src.str(self.at[2] as usize, self.ver.flexible) } else { "" }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -19,24 +19,17 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsRequest<'a> {
     /// Broker ID of the sender when a broker makes the request, or -1 when an ordinary consumer
-    /// makes it.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// makes it. (`int32`, versions 0+.)
     pub replica_id: i32,
     /// Which transactional records count as visible. 0 (READ_UNCOMMITTED) treats every record as
     /// visible. 1 (READ_COMMITTED) treats only non-transactional and committed transactional
     /// records as visible, so results are limited to offsets below the last stable offset (LSO).
-    ///
-    /// Schema type `int8`; versions 2+.
+    /// (`int8`, versions 2+.)
     pub isolation_level: i8,
-    /// Topics whose offsets are being looked up.
-    ///
-    /// Schema type `[]ListOffsetsTopic`; versions 0+.
+    /// Topics whose offsets are being looked up. (`[]ListOffsetsTopic`, versions 0+.)
     pub topics: List<'a, ListOffsetsTopic<'a>>,
     /// How long, in milliseconds, to wait for an answer when serving the request needs a read from
-    /// remote (tiered) storage.
-    ///
-    /// Schema type `int32`; versions 10+; ignorable.
+    /// remote (tiered) storage. (`int32`, versions 10+; ignorable.)
     pub timeout_ms: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -46,13 +39,9 @@ pub struct ListOffsetsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Partitions of this topic to look up.
-    ///
-    /// Schema type `[]ListOffsetsPartition`; versions 0+.
+    /// Partitions of this topic to look up. (`[]ListOffsetsPartition`, versions 0+.)
     pub partitions: List<'a, ListOffsetsPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -62,18 +51,13 @@ pub struct ListOffsetsTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsPartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Leader epoch the requester currently knows for this partition; -1 when not set.
-    ///
-    /// Schema type `int32`; versions 4+; default `-1`; ignorable.
+    /// Leader epoch the requester currently knows for this partition; -1 when not set. (`int32`,
+    /// versions 4+; default `-1`; ignorable.)
     pub current_leader_epoch: i32,
     /// Timestamp to look up. Negative values name special positions, e.g. -1 for the latest offset
-    /// and -2 for the earliest.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// and -2 for the earliest. (`int64`, versions 0+.)
     pub timestamp: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -113,7 +97,7 @@ impl ListOffsetsRequest<'_> {
 impl Encode for ListOffsetsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
+        let mut n = Size::new(4);
         if ver.version >= 2 {
             n += 1;
         } else if self.isolation_level != 0 {
@@ -122,25 +106,17 @@ impl Encode for ListOffsetsRequest<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "ListOffsetsRequest.Topics")?,
-            "ListOffsetsRequest.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "ListOffsetsRequest.Topics")?;
         if ver.version == 10 {
             n += 4;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ListOffsetsRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ListOffsetsRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ListOffsetsRequest")
     }
 
     #[inline]
@@ -149,7 +125,7 @@ impl Encode for ListOffsetsRequest<'_> {
         if ver.version >= 2 {
             w.i8(self.isolation_level);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.version == 10 {
             w.i32(self.timeout_ms);
         }
@@ -162,31 +138,20 @@ impl Encode for ListOffsetsRequest<'_> {
 impl Encode for ListOffsetsTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "ListOffsetsTopic.Name")?,
-            "ListOffsetsTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "ListOffsetsTopic.Partitions")?,
-            "ListOffsetsTopic.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "ListOffsetsTopic.Name")?;
+        n += encode::array_size(&self.partitions, ver, "ListOffsetsTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsTopic._tagged_fields")?,
-                "ListOffsetsTopic._tagged_fields",
-            )?;
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsTopic._tagged_fields")?;
         }
-        Ok(n)
+        n.total("ListOffsetsTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -196,21 +161,17 @@ impl Encode for ListOffsetsTopic<'_> {
 impl Encode for ListOffsetsPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
+        let mut n = Size::new(12);
         if ver.version >= 4 {
             n += 4;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ListOffsetsPartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ListOffsetsPartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ListOffsetsPartition")
     }
 
     #[inline]
@@ -282,22 +243,19 @@ impl<'a> ListOffsetsRequestView<'a> {
     /// See [`ListOffsetsRequest::isolation_level`].
     #[inline]
     pub fn isolation_level(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version >= 2 { self.src.i8(4) } else { 0 }
+        if self.ver.version >= 2 { self.src.i8(4) } else { 0 }
     }
 
     /// See [`ListOffsetsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ListOffsetsTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 2 { 5 } else { 4 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 2 { 5 } else { 4 }, self.ver)
     }
 
     /// See [`ListOffsetsRequest::timeout_ms`].
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version == 10 { self.src.i32(self.at[0] as usize) } else { 0 }
+        if self.ver.version == 10 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -363,15 +321,13 @@ impl<'a> ListOffsetsTopicView<'a> {
     /// See [`ListOffsetsTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`ListOffsetsTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, ListOffsetsPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -456,24 +412,18 @@ impl<'a> ListOffsetsPartitionView<'a> {
     /// See [`ListOffsetsPartition::current_leader_epoch`].
     #[inline]
     pub fn current_leader_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 4 { self.src.i32(4) } else { -1 }
+        if self.ver.version >= 4 { self.src.i32(4) } else { -1 }
     }
 
     /// See [`ListOffsetsPartition::timestamp`].
     #[inline]
     pub fn timestamp(&self) -> i64 {
-        let ver = self.ver;
-        self.src.i64(if ver.version >= 4 { 8 } else { 4 })
+        self.src.i64(if self.ver.version >= 4 { 8 } else { 4 })
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(if self.ver.version >= 4 { 16 } else { 12 }, &[])
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -532,13 +482,9 @@ impl fmt::Debug for ListOffsetsPartitionView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 2+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 2+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]ListOffsetsTopicResponse`; versions 0+.
+    /// Results grouped by topic. (`[]ListOffsetsTopicResponse`, versions 0+.)
     pub topics: List<'a, ListOffsetsTopicResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -548,13 +494,9 @@ pub struct ListOffsetsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsTopicResponse<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Results for each partition of this topic.
-    ///
-    /// Schema type `[]ListOffsetsPartitionResponse`; versions 0+.
+    /// Results for each partition of this topic. (`[]ListOffsetsPartitionResponse`, versions 0+.)
     pub partitions: List<'a, ListOffsetsPartitionResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -564,25 +506,16 @@ pub struct ListOffsetsTopicResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsPartitionResponse<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Timestamp that belongs to the returned offset.
-    ///
-    /// Schema type `int64`; versions 1+; default `-1`.
+    /// Timestamp that belongs to the returned offset. (`int64`, versions 1+; default `-1`.)
     pub timestamp: i64,
-    /// The offset that was found.
-    ///
-    /// Schema type `int64`; versions 1+; default `-1`.
+    /// The offset that was found. (`int64`, versions 1+; default `-1`.)
     pub offset: i64,
-    /// Leader epoch the broker reports for the offset it returned.
-    ///
-    /// Schema type `int32`; versions 4+; default `-1`.
+    /// Leader epoch the broker reports for the offset it returned. (`int32`, versions 4+; default
+    /// `-1`.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -624,26 +557,18 @@ impl ListOffsetsResponse<'_> {
 impl Encode for ListOffsetsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 2 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "ListOffsetsResponse.Topics")?,
-            "ListOffsetsResponse.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "ListOffsetsResponse.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ListOffsetsResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ListOffsetsResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ListOffsetsResponse")
     }
 
     #[inline]
@@ -651,7 +576,7 @@ impl Encode for ListOffsetsResponse<'_> {
         if ver.version >= 2 {
             w.i32(self.throttle_time_ms);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -661,34 +586,22 @@ impl Encode for ListOffsetsResponse<'_> {
 impl Encode for ListOffsetsTopicResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "ListOffsetsTopicResponse.Name")?,
-            "ListOffsetsTopicResponse.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "ListOffsetsTopicResponse.Partitions")?,
-            "ListOffsetsTopicResponse.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "ListOffsetsTopicResponse.Name")?;
+        n += encode::array_size(&self.partitions, ver, "ListOffsetsTopicResponse.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ListOffsetsTopicResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ListOffsetsTopicResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ListOffsetsTopicResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -698,7 +611,7 @@ impl Encode for ListOffsetsTopicResponse<'_> {
 impl Encode for ListOffsetsPartitionResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 22;
+        let mut n = Size::new(22);
         if ver.version >= 4 {
             n += 4;
         } else if self.leader_epoch != -1 {
@@ -708,16 +621,12 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "ListOffsetsPartitionResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "ListOffsetsPartitionResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("ListOffsetsPartitionResponse")
     }
 
     #[inline]
@@ -787,15 +696,13 @@ impl<'a> ListOffsetsResponseView<'a> {
     /// See [`ListOffsetsResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 2 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 2 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`ListOffsetsResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ListOffsetsTopicResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 2 { 4 } else { 0 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 2 { 4 } else { 0 }, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -851,15 +758,13 @@ impl<'a> ListOffsetsTopicResponseView<'a> {
     /// See [`ListOffsetsTopicResponse::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`ListOffsetsTopicResponse::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, ListOffsetsPartitionResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -966,17 +871,12 @@ impl<'a> ListOffsetsPartitionResponseView<'a> {
     /// See [`ListOffsetsPartitionResponse::leader_epoch`].
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 4 { self.src.i32(22) } else { -1 }
+        if self.ver.version >= 4 { self.src.i32(22) } else { -1 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(if self.ver.version >= 4 { 26 } else { 22 }, &[])
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(26, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]

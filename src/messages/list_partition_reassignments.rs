@@ -17,13 +17,11 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListPartitionReassignmentsRequest<'a> {
-    /// How long to wait, in milliseconds, before answering.
-    ///
-    /// Schema type `int32`; versions 0+; default `60000`.
+    /// How long to wait, in milliseconds, before answering. (`int32`, versions 0+; default
+    /// `60000`.)
     pub timeout_ms: i32,
     /// Topics to look at; null lists every reassignment in progress.
-    ///
-    /// Schema type `[]ListPartitionReassignmentsTopics`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]ListPartitionReassignmentsTopics`, versions 0+; nullable in 0+; default `null`.)
     pub topics: Option<List<'a, ListPartitionReassignmentsTopics<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -43,13 +41,9 @@ impl<'a> Default for ListPartitionReassignmentsRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListPartitionReassignmentsTopics<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Indexes of this topic's partitions to look at.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of this topic's partitions to look at. (`[]int32`, versions 0+.)
     pub partition_indexes: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -78,27 +72,23 @@ impl ListPartitionReassignmentsRequest<'_> {
 impl Encode for ListPartitionReassignmentsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(self.topics.as_deref(), ver, "ListPartitionReassignmentsRequest.Topics")?,
+        let mut n = Size::new(4);
+        n += encode::nullable_array_size(
+            self.topics.as_deref(),
+            ver,
             "ListPartitionReassignmentsRequest.Topics",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListPartitionReassignmentsRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ListPartitionReassignmentsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ListPartitionReassignmentsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.timeout_ms);
-        encode::write_array(w, self.topics.as_deref(), ver);
+        encode::write_nullable_array(w, self.topics.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -106,36 +96,24 @@ impl Encode for ListPartitionReassignmentsRequest<'_> {
 impl Encode for ListPartitionReassignmentsTopics<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "ListPartitionReassignmentsTopics.Name")?,
-            "ListPartitionReassignmentsTopics.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partition_indexes.as_slice()),
-                ver,
-                "ListPartitionReassignmentsTopics.PartitionIndexes",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "ListPartitionReassignmentsTopics.Name")?;
+        n += encode::array_size(
+            &self.partition_indexes,
+            ver,
             "ListPartitionReassignmentsTopics.PartitionIndexes",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListPartitionReassignmentsTopics._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ListPartitionReassignmentsTopics._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ListPartitionReassignmentsTopics")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partition_indexes.as_slice()), ver);
+        encode::write_array(w, &self.partition_indexes, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -186,8 +164,7 @@ impl<'a> ListPartitionReassignmentsRequestView<'a> {
     /// See [`ListPartitionReassignmentsRequest::topics`].
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, ListPartitionReassignmentsTopicsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, 4, ver)
+        ArrayView::nullable_at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -249,8 +226,7 @@ impl<'a> ListPartitionReassignmentsTopicsView<'a> {
     /// See [`ListPartitionReassignmentsTopics::partition_indexes`].
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -312,21 +288,14 @@ impl fmt::Debug for ListPartitionReassignmentsTopicsView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListPartitionReassignmentsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Reassignments in progress, grouped by topic.
-    ///
-    /// Schema type `[]OngoingTopicReassignment`; versions 0+.
+    /// Reassignments in progress, grouped by topic. (`[]OngoingTopicReassignment`, versions 0+.)
     pub topics: List<'a, OngoingTopicReassignment<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -348,13 +317,10 @@ impl<'a> Default for ListPartitionReassignmentsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OngoingTopicReassignment<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
     /// One entry for each partition of this topic being reassigned.
-    ///
-    /// Schema type `[]OngoingPartitionReassignment`; versions 0+.
+    /// (`[]OngoingPartitionReassignment`, versions 0+.)
     pub partitions: List<'a, OngoingPartitionReassignment<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -364,21 +330,13 @@ pub struct OngoingTopicReassignment<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OngoingPartitionReassignment<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Brokers that currently hold replicas of the partition.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Brokers that currently hold replicas of the partition. (`[]int32`, versions 0+.)
     pub replicas: List<'a, i32>,
-    /// Brokers being added as replicas.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Brokers being added as replicas. (`[]int32`, versions 0+.)
     pub adding_replicas: List<'a, i32>,
-    /// Brokers being removed as replicas.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Brokers being removed as replicas. (`[]int32`, versions 0+.)
     pub removing_replicas: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -407,35 +365,17 @@ impl ListPartitionReassignmentsResponse<'_> {
 impl Encode for ListPartitionReassignmentsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => {
-                    wire::string_size(v.len(), true, "ListPartitionReassignmentsResponse.ErrorMessage")?
-                }
-                None => wire::null_size(true, false),
-            },
-            "ListPartitionReassignmentsResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.topics.as_slice()),
-                ver,
-                "ListPartitionReassignmentsResponse.Topics",
-            )?,
-            "ListPartitionReassignmentsResponse.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListPartitionReassignmentsResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "ListPartitionReassignmentsResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.topics, ver, "ListPartitionReassignmentsResponse.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ListPartitionReassignmentsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ListPartitionReassignmentsResponse")
     }
 
     #[inline]
@@ -445,7 +385,7 @@ impl Encode for ListPartitionReassignmentsResponse<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -453,32 +393,20 @@ impl Encode for ListPartitionReassignmentsResponse<'_> {
 impl Encode for OngoingTopicReassignment<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "OngoingTopicReassignment.Name")?,
-            "OngoingTopicReassignment.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "OngoingTopicReassignment.Partitions")?,
-            "OngoingTopicReassignment.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OngoingTopicReassignment._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "OngoingTopicReassignment.Name")?;
+        n += encode::array_size(&self.partitions, ver, "OngoingTopicReassignment.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "OngoingTopicReassignment._tagged_fields",
         )?;
-        Ok(n)
+        n.total("OngoingTopicReassignment")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -486,47 +414,27 @@ impl Encode for OngoingTopicReassignment<'_> {
 impl Encode for OngoingPartitionReassignment<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.replicas.as_slice()), ver, "OngoingPartitionReassignment.Replicas")?,
-            "OngoingPartitionReassignment.Replicas",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.adding_replicas.as_slice()),
-                ver,
-                "OngoingPartitionReassignment.AddingReplicas",
-            )?,
-            "OngoingPartitionReassignment.AddingReplicas",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.removing_replicas.as_slice()),
-                ver,
-                "OngoingPartitionReassignment.RemovingReplicas",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.replicas, ver, "OngoingPartitionReassignment.Replicas")?;
+        n += encode::array_size(&self.adding_replicas, ver, "OngoingPartitionReassignment.AddingReplicas")?;
+        n += encode::array_size(
+            &self.removing_replicas,
+            ver,
             "OngoingPartitionReassignment.RemovingReplicas",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OngoingPartitionReassignment._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "OngoingPartitionReassignment._tagged_fields",
         )?;
-        Ok(n)
+        n.total("OngoingPartitionReassignment")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.partition_index);
-        encode::write_array(w, Some(self.replicas.as_slice()), ver);
-        encode::write_array(w, Some(self.adding_replicas.as_slice()), ver);
-        encode::write_array(w, Some(self.removing_replicas.as_slice()), ver);
+        encode::write_array(w, &self.replicas, ver);
+        encode::write_array(w, &self.adding_replicas, ver);
+        encode::write_array(w, &self.removing_replicas, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -589,8 +497,7 @@ impl<'a> ListPartitionReassignmentsResponseView<'a> {
     /// See [`ListPartitionReassignmentsResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OngoingTopicReassignmentView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -662,8 +569,7 @@ impl<'a> OngoingTopicReassignmentView<'a> {
     /// See [`OngoingTopicReassignment::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OngoingPartitionReassignmentView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -750,22 +656,19 @@ impl<'a> OngoingPartitionReassignmentView<'a> {
     /// See [`OngoingPartitionReassignment::replicas`].
     #[inline]
     pub fn replicas(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// See [`OngoingPartitionReassignment::adding_replicas`].
     #[inline]
     pub fn adding_replicas(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`OngoingPartitionReassignment::removing_replicas`].
     #[inline]
     pub fn removing_replicas(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

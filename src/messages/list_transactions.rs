@@ -18,21 +18,15 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListTransactionsRequest<'a> {
-    /// Keep only transactions in one of these states; empty keeps all.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Keep only transactions in one of these states; empty keeps all. (`[]string`, versions 0+.)
     pub state_filters: List<'a, Str<'a>>,
-    /// Keep only transactions of these producer IDs; empty keeps all.
-    ///
-    /// Schema type `[]int64`; versions 0+.
+    /// Keep only transactions of these producer IDs; empty keeps all. (`[]int64`, versions 0+.)
     pub producer_id_filters: List<'a, i64>,
     /// Keep only transactions open longer than this many milliseconds; negative keeps all.
-    ///
-    /// Schema type `int64`; versions 1+; default `-1`.
+    /// (`int64`, versions 1+; default `-1`.)
     pub duration_filter: i64,
     /// Keep only transactional IDs matching this regular expression; null or empty keeps all.
-    ///
-    /// Schema type `string`; versions 2+; nullable in 2+; default `null`.
+    /// (`string`, versions 2+; nullable in 2+; default `null`.)
     pub transactional_id_pattern: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -73,25 +67,9 @@ impl ListTransactionsRequest<'_> {
 impl Encode for ListTransactionsRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.state_filters.as_slice()),
-                ver,
-                "ListTransactionsRequest.StateFilters",
-            )?,
-            "ListTransactionsRequest.StateFilters",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.producer_id_filters.as_slice()),
-                ver,
-                "ListTransactionsRequest.ProducerIdFilters",
-            )?,
-            "ListTransactionsRequest.ProducerIdFilters",
-        )?;
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.state_filters, ver, "ListTransactionsRequest.StateFilters")?;
+        n += encode::array_size(&self.producer_id_filters, ver, "ListTransactionsRequest.ProducerIdFilters")?;
         if ver.version >= 1 {
             n += 8;
         } else if self.duration_filter != -1 {
@@ -101,37 +79,29 @@ impl Encode for ListTransactionsRequest<'_> {
             });
         }
         if ver.version == 2 {
-            n = wire::add(
-                n,
-                match &self.transactional_id_pattern {
-                    Some(v) => {
-                        wire::string_size(v.len(), true, "ListTransactionsRequest.TransactionalIdPattern")?
-                    }
-                    None => wire::null_size(true, false),
-                },
-                "ListTransactionsRequest.TransactionalIdPattern",
-            )?;
+            n += match &self.transactional_id_pattern {
+                Some(v) => {
+                    wire::string_size(v.len(), true, "ListTransactionsRequest.TransactionalIdPattern")?
+                }
+                None => wire::null_size(true, false),
+            };
         } else if self.transactional_id_pattern.is_some() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "ListTransactionsRequest.TransactionalIdPattern",
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListTransactionsRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ListTransactionsRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ListTransactionsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.state_filters.as_slice()), ver);
-        encode::write_array(w, Some(self.producer_id_filters.as_slice()), ver);
+        encode::write_array(w, &self.state_filters, ver);
+        encode::write_array(w, &self.producer_id_filters, ver);
         if ver.version >= 1 {
             w.i64(self.duration_filter);
         }
@@ -181,33 +151,25 @@ impl<'a> ListTransactionsRequestView<'a> {
     /// See [`ListTransactionsRequest::state_filters`].
     #[inline]
     pub fn state_filters(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`ListTransactionsRequest::producer_id_filters`].
     #[inline]
     pub fn producer_id_filters(&self) -> ArrayView<'a, i64> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`ListTransactionsRequest::duration_filter`].
     #[inline]
     pub fn duration_filter(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i64(self.at[1] as usize) } else { -1 }
+        if self.ver.version >= 1 { self.src.i64(self.at[1] as usize) } else { -1 }
     }
 
     /// See [`ListTransactionsRequest::transactional_id_pattern`].
     #[inline]
     pub fn transactional_id_pattern(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 2 {
-            self.src.nullable_str(self.at[1] as usize + (if ver.version >= 1 { 8 } else { 0 }), true)
-        } else {
-            None
-        }
+        if self.ver.version == 2 { self.src.nullable_str(self.at[1] as usize + 8, true) } else { None }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -253,21 +215,14 @@ impl fmt::Debug for ListTransactionsRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListTransactionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// State filters from the request that the coordinator does not know.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// State filters from the request that the coordinator does not know. (`[]string`, versions
+    /// 0+.)
     pub unknown_state_filters: List<'a, Str<'a>>,
-    /// One entry for each transaction listed.
-    ///
-    /// Schema type `[]TransactionState`; versions 0+.
+    /// One entry for each transaction listed. (`[]TransactionState`, versions 0+.)
     pub transaction_states: List<'a, TransactionState<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -277,17 +232,11 @@ pub struct ListTransactionsResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TransactionState<'a> {
-    /// Transactional ID.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Transactional ID. (`string`, versions 0+.)
     pub transactional_id: Str<'a>,
-    /// Producer ID bound to the transactional ID.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Producer ID bound to the transactional ID. (`int64`, versions 0+.)
     pub producer_id: i64,
-    /// State of the transaction.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// State of the transaction. (`string`, versions 0+.)
     pub transaction_state: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -316,34 +265,18 @@ impl ListTransactionsResponse<'_> {
 impl Encode for ListTransactionsResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.unknown_state_filters.as_slice()),
-                ver,
-                "ListTransactionsResponse.UnknownStateFilters",
-            )?,
+        let mut n = Size::new(6);
+        n += encode::array_size(
+            &self.unknown_state_filters,
+            ver,
             "ListTransactionsResponse.UnknownStateFilters",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.transaction_states.as_slice()),
-                ver,
-                "ListTransactionsResponse.TransactionStates",
-            )?,
-            "ListTransactionsResponse.TransactionStates",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListTransactionsResponse._tagged_fields",
-            )?,
+        n += encode::array_size(&self.transaction_states, ver, "ListTransactionsResponse.TransactionStates")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ListTransactionsResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ListTransactionsResponse")
     }
 
     #[inline]
@@ -352,8 +285,8 @@ impl Encode for ListTransactionsResponse<'_> {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_array(w, Some(self.unknown_state_filters.as_slice()), ver);
-        encode::write_array(w, Some(self.transaction_states.as_slice()), ver);
+        encode::write_array(w, &self.unknown_state_filters, ver);
+        encode::write_array(w, &self.transaction_states, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -361,23 +294,11 @@ impl Encode for ListTransactionsResponse<'_> {
 impl Encode for TransactionState<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::string_size(self.transactional_id.len(), true, "TransactionState.TransactionalId")?,
-            "TransactionState.TransactionalId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.transaction_state.len(), true, "TransactionState.TransactionState")?,
-            "TransactionState.TransactionState",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TransactionState._tagged_fields")?,
-            "TransactionState._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::string_size(self.transactional_id.len(), true, "TransactionState.TransactionalId")?;
+        n += wire::string_size(self.transaction_state.len(), true, "TransactionState.TransactionState")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TransactionState._tagged_fields")?;
+        n.total("TransactionState")
     }
 
     #[inline]
@@ -440,15 +361,13 @@ impl<'a> ListTransactionsResponseView<'a> {
     /// See [`ListTransactionsResponse::unknown_state_filters`].
     #[inline]
     pub fn unknown_state_filters(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 6, ver)
+        ArrayView::at(self.src, 6, self.ver)
     }
 
     /// See [`ListTransactionsResponse::transaction_states`].
     #[inline]
     pub fn transaction_states(&self) -> ArrayView<'a, TransactionStateView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -19,23 +19,17 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataRequest<'a> {
     /// Topics to describe. In version 0 an empty list means every topic; from version 1 an empty
-    /// list means none and null means every topic.
-    ///
-    /// Schema type `[]MetadataRequestTopic`; versions 0+; nullable in 1+.
+    /// list means none and null means every topic. (`[]MetadataRequestTopic`, versions 0+; nullable
+    /// in 1+.)
     pub topics: Option<List<'a, MetadataRequestTopic<'a>>>,
     /// Whether the broker may create requested topics that do not exist, if its configuration
-    /// allows that.
-    ///
-    /// Schema type `bool`; versions 4+; default `true`.
+    /// allows that. (`bool`, versions 4+; default `true`.)
     pub allow_auto_topic_creation: bool,
     /// Whether the response should carry the operations the caller may perform on the cluster.
-    ///
-    /// Schema type `bool`; versions 8-10.
+    /// (`bool`, versions 8-10.)
     pub include_cluster_authorized_operations: bool,
     /// Whether the response should carry, for each topic, the operations the caller may perform on
-    /// it.
-    ///
-    /// Schema type `bool`; versions 8+.
+    /// it. (`bool`, versions 8+.)
     pub include_topic_authorized_operations: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -58,13 +52,11 @@ impl<'a> Default for MetadataRequest<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataRequestTopic<'a> {
-    /// Topic ID to look up; the all-zero UUID when the topic is named instead.
-    ///
-    /// Schema type `uuid`; versions 10+; ignorable.
+    /// Topic ID to look up; the all-zero UUID when the topic is named instead. (`uuid`, versions
+    /// 10+; ignorable.)
     pub topic_id: Uuid,
-    /// Name of the topic; null when it is looked up by ID.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 10+.
+    /// Name of the topic; null when it is looked up by ID. (`string`, versions 0+; nullable in
+    /// 10+.)
     pub name: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -103,15 +95,11 @@ impl MetadataRequest<'_> {
 impl Encode for MetadataRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if self.topics.is_none() && ver.version == 0 {
             return Err(EncodeError::NullNotAllowed { field: "MetadataRequest.Topics" });
         }
-        n = wire::add(
-            n,
-            encode::array_size(self.topics.as_deref(), ver, "MetadataRequest.Topics")?,
-            "MetadataRequest.Topics",
-        )?;
+        n += encode::nullable_array_size(self.topics.as_deref(), ver, "MetadataRequest.Topics")?;
         if ver.version >= 4 {
             n += 1;
         } else if !self.allow_auto_topic_creation {
@@ -137,18 +125,14 @@ impl Encode for MetadataRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataRequest._tagged_fields")?,
-                "MetadataRequest._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataRequest._tagged_fields")?;
         }
-        Ok(n)
+        n.total("MetadataRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, self.topics.as_deref(), ver);
+        encode::write_nullable_array(w, self.topics.as_deref(), ver);
         if ver.version >= 4 {
             w.bool(self.allow_auto_topic_creation);
         }
@@ -167,32 +151,24 @@ impl Encode for MetadataRequest<'_> {
 impl Encode for MetadataRequestTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 10 {
             n += 16;
         }
         if self.name.is_none() && ver.version <= 9 {
             return Err(EncodeError::NullNotAllowed { field: "MetadataRequestTopic.Name" });
         }
-        n = wire::add(
-            n,
-            match &self.name {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataRequestTopic.Name")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "MetadataRequestTopic.Name",
-        )?;
+        n += match &self.name {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataRequestTopic.Name")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "MetadataRequestTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "MetadataRequestTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("MetadataRequestTopic")
     }
 
     #[inline]
@@ -246,23 +222,20 @@ impl<'a> MetadataRequestView<'a> {
     /// See [`MetadataRequest::topics`].
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, MetadataRequestTopicView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, 0, ver)
+        ArrayView::nullable_at(self.src, 0, self.ver)
     }
 
     /// See [`MetadataRequest::allow_auto_topic_creation`].
     #[inline]
     pub fn allow_auto_topic_creation(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 4 { self.src.bool(self.at[0] as usize) } else { true }
+        if self.ver.version >= 4 { self.src.bool(self.at[0] as usize) } else { true }
     }
 
     /// See [`MetadataRequest::include_cluster_authorized_operations`].
     #[inline]
     pub fn include_cluster_authorized_operations(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 8 && ver.version <= 10 {
-            self.src.bool(self.at[0] as usize + (if ver.version >= 4 { 1 } else { 0 }))
+        if self.ver.version >= 8 && self.ver.version <= 10 {
+            self.src.bool(self.at[0] as usize + 1)
         } else {
             false
         }
@@ -271,20 +244,8 @@ impl<'a> MetadataRequestView<'a> {
     /// See [`MetadataRequest::include_topic_authorized_operations`].
     #[inline]
     pub fn include_topic_authorized_operations(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 8 {
-            self.src.bool(
-                self.at[0] as usize
-                    + (if ver.version >= 11 {
-                        1
-                    } else if ver.version >= 8 {
-                        2
-                    } else if ver.version >= 4 {
-                        1
-                    } else {
-                        0
-                    }),
-            )
+        if self.ver.version >= 8 {
+            self.src.bool(self.at[0] as usize + (if self.ver.version >= 11 { 1 } else { 2 }))
         } else {
             false
         }
@@ -293,19 +254,7 @@ impl<'a> MetadataRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible {
-            self.src.tagged(
-                self.at[0] as usize
-                    + (if self.ver.version >= 11 {
-                        2
-                    } else if self.ver.version >= 8 {
-                        3
-                    } else if self.ver.version >= 4 {
-                        1
-                    } else {
-                        0
-                    }),
-                &[],
-            )
+            self.src.tagged(self.at[0] as usize + (if self.ver.version >= 11 { 2 } else { 3 }), &[])
         } else {
             TaggedIter::EMPTY
         }
@@ -371,15 +320,13 @@ impl<'a> MetadataRequestTopicView<'a> {
     /// See [`MetadataRequestTopic::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version >= 10 { self.src.uuid(0) } else { Uuid::ZERO }
+        if self.ver.version >= 10 { self.src.uuid(0) } else { Uuid::ZERO }
     }
 
     /// See [`MetadataRequestTopic::name`].
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(if ver.version >= 10 { 16 } else { 0 }, ver.flexible)
+        self.src.nullable_str(if self.ver.version >= 10 { 16 } else { 0 }, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -448,34 +395,22 @@ impl fmt::Debug for MetadataRequestTopicView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 3+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 3+; ignorable.)
     pub throttle_time_ms: i32,
-    /// The brokers of the cluster.
-    ///
-    /// Schema type `[]MetadataResponseBroker`; versions 0+.
+    /// The brokers of the cluster. (`[]MetadataResponseBroker`, versions 0+.)
     pub brokers: List<'a, MetadataResponseBroker<'a>>,
-    /// ID of the cluster the answering broker belongs to.
-    ///
-    /// Schema type `string`; versions 2+; nullable in 2+; default `null`; ignorable.
+    /// ID of the cluster the answering broker belongs to. (`string`, versions 2+; nullable in 2+;
+    /// default `null`; ignorable.)
     pub cluster_id: Option<Str<'a>>,
-    /// ID of the broker acting as controller; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 1+; default `-1`; ignorable.
+    /// ID of the broker acting as controller; -1 when unknown. (`int32`, versions 1+; default `-1`;
+    /// ignorable.)
     pub controller_id: i32,
-    /// One entry for each topic described.
-    ///
-    /// Schema type `[]MetadataResponseTopic`; versions 0+.
+    /// One entry for each topic described. (`[]MetadataResponseTopic`, versions 0+.)
     pub topics: List<'a, MetadataResponseTopic<'a>>,
     /// Bit field of the operations the caller may perform on the cluster; the minimum int32 when
-    /// not requested.
-    ///
-    /// Schema type `int32`; versions 8-10; default `-2147483648`.
+    /// not requested. (`int32`, versions 8-10; default `-2147483648`.)
     pub cluster_authorized_operations: i32,
-    /// Error code for the response as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 13+; ignorable.
+    /// Error code for the response as a whole; 0 means success. (`int16`, versions 13+; ignorable.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -500,21 +435,14 @@ impl<'a> Default for MetadataResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataResponseBroker<'a> {
-    /// ID of the broker.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// ID of the broker. (`int32`, versions 0+; map key.)
     pub node_id: i32,
-    /// Host name clients should connect to.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name clients should connect to. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port clients should connect to.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Port clients should connect to. (`int32`, versions 0+.)
     pub port: i32,
-    /// Rack the broker is in; null when it has none.
-    ///
-    /// Schema type `string`; versions 1+; nullable in 1+; default `null`; ignorable.
+    /// Rack the broker is in; null when it has none. (`string`, versions 1+; nullable in 1+;
+    /// default `null`; ignorable.)
     pub rack: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -524,30 +452,21 @@ pub struct MetadataResponseBroker<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataResponseTopic<'a> {
-    /// Error code for this topic; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this topic; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Name of the topic; null only for a topic asked for by an ID that does not exist.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 12+; map key.
+    /// Name of the topic; null only for a topic asked for by an ID that does not exist. (`string`,
+    /// versions 0+; nullable in 12+; map key.)
     pub name: Option<Str<'a>>,
-    /// ID of the topic; all zeros for a topic asked for by a name that does not exist.
-    ///
-    /// Schema type `uuid`; versions 10+; ignorable.
+    /// ID of the topic; all zeros for a topic asked for by a name that does not exist. (`uuid`,
+    /// versions 10+; ignorable.)
     pub topic_id: Uuid,
-    /// Whether the topic is internal to Kafka, such as the offsets topic.
-    ///
-    /// Schema type `bool`; versions 1+; default `false`; ignorable.
+    /// Whether the topic is internal to Kafka, such as the offsets topic. (`bool`, versions 1+;
+    /// default `false`; ignorable.)
     pub is_internal: bool,
-    /// The partitions of the topic.
-    ///
-    /// Schema type `[]MetadataResponsePartition`; versions 0+.
+    /// The partitions of the topic. (`[]MetadataResponsePartition`, versions 0+.)
     pub partitions: List<'a, MetadataResponsePartition<'a>>,
     /// Bit field of the operations the caller may perform on this topic; the minimum int32 when not
-    /// requested.
-    ///
-    /// Schema type `int32`; versions 8+; default `-2147483648`.
+    /// requested. (`int32`, versions 8+; default `-2147483648`.)
     pub topic_authorized_operations: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -571,33 +490,19 @@ impl<'a> Default for MetadataResponseTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataResponsePartition<'a> {
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// ID of the broker leading the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the broker leading the partition. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Current leader epoch of the partition.
-    ///
-    /// Schema type `int32`; versions 7+; default `-1`; ignorable.
+    /// Current leader epoch of the partition. (`int32`, versions 7+; default `-1`; ignorable.)
     pub leader_epoch: i32,
-    /// IDs of every broker holding a replica of the partition.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// IDs of every broker holding a replica of the partition. (`[]int32`, versions 0+.)
     pub replica_nodes: List<'a, i32>,
-    /// IDs of the replicas that are in sync with the leader.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// IDs of the replicas that are in sync with the leader. (`[]int32`, versions 0+.)
     pub isr_nodes: List<'a, i32>,
-    /// IDs of the replicas that are offline.
-    ///
-    /// Schema type `[]int32`; versions 5+; ignorable.
+    /// IDs of the replicas that are offline. (`[]int32`, versions 5+; ignorable.)
     pub offline_replicas: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -641,33 +546,21 @@ impl MetadataResponse<'_> {
 impl Encode for MetadataResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 3 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.brokers.as_slice()), ver, "MetadataResponse.Brokers")?,
-            "MetadataResponse.Brokers",
-        )?;
+        n += encode::array_size(&self.brokers, ver, "MetadataResponse.Brokers")?;
         if ver.version >= 2 {
-            n = wire::add(
-                n,
-                match &self.cluster_id {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataResponse.ClusterId")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "MetadataResponse.ClusterId",
-            )?;
+            n += match &self.cluster_id {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataResponse.ClusterId")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.version >= 1 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "MetadataResponse.Topics")?,
-            "MetadataResponse.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "MetadataResponse.Topics")?;
         if ver.version >= 8 && ver.version <= 10 {
             n += 4;
         } else if self.cluster_authorized_operations != i32::MIN {
@@ -680,13 +573,10 @@ impl Encode for MetadataResponse<'_> {
             n += 2;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataResponse._tagged_fields")?,
-                "MetadataResponse._tagged_fields",
-            )?;
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataResponse._tagged_fields")?;
         }
-        Ok(n)
+        n.total("MetadataResponse")
     }
 
     #[inline]
@@ -694,14 +584,14 @@ impl Encode for MetadataResponse<'_> {
         if ver.version >= 3 {
             w.i32(self.throttle_time_ms);
         }
-        encode::write_array(w, Some(self.brokers.as_slice()), ver);
+        encode::write_array(w, &self.brokers, ver);
         if ver.version >= 2 {
             w.nullable_str(self.cluster_id.as_deref(), ver.flexible);
         }
         if ver.version >= 1 {
             w.i32(self.controller_id);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.version >= 8 && ver.version <= 10 {
             w.i32(self.cluster_authorized_operations);
         }
@@ -717,33 +607,21 @@ impl Encode for MetadataResponse<'_> {
 impl Encode for MetadataResponseBroker<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), ver.flexible, "MetadataResponseBroker.Host")?,
-            "MetadataResponseBroker.Host",
-        )?;
+        let mut n = Size::new(8);
+        n += wire::string_size(self.host.len(), ver.flexible, "MetadataResponseBroker.Host")?;
         if ver.version >= 1 {
-            n = wire::add(
-                n,
-                match &self.rack {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataResponseBroker.Rack")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "MetadataResponseBroker.Rack",
-            )?;
+            n += match &self.rack {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataResponseBroker.Rack")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "MetadataResponseBroker._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "MetadataResponseBroker._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("MetadataResponseBroker")
     }
 
     #[inline]
@@ -763,29 +641,21 @@ impl Encode for MetadataResponseBroker<'_> {
 impl Encode for MetadataResponseTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
+        let mut n = Size::new(2);
         if self.name.is_none() && ver.version <= 11 {
             return Err(EncodeError::NullNotAllowed { field: "MetadataResponseTopic.Name" });
         }
-        n = wire::add(
-            n,
-            match &self.name {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataResponseTopic.Name")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "MetadataResponseTopic.Name",
-        )?;
+        n += match &self.name {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataResponseTopic.Name")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.version >= 10 {
             n += 16;
         }
         if ver.version >= 1 {
             n += 1;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "MetadataResponseTopic.Partitions")?,
-            "MetadataResponseTopic.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "MetadataResponseTopic.Partitions")?;
         if ver.version >= 8 {
             n += 4;
         } else if self.topic_authorized_operations != i32::MIN {
@@ -795,16 +665,12 @@ impl Encode for MetadataResponseTopic<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "MetadataResponseTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "MetadataResponseTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("MetadataResponseTopic")
     }
 
     #[inline]
@@ -817,7 +683,7 @@ impl Encode for MetadataResponseTopic<'_> {
         if ver.version >= 1 {
             w.bool(self.is_internal);
         }
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.version >= 8 {
             w.i32(self.topic_authorized_operations);
         }
@@ -830,46 +696,23 @@ impl Encode for MetadataResponseTopic<'_> {
 impl Encode for MetadataResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 10;
+        let mut n = Size::new(10);
         if ver.version >= 7 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.replica_nodes.as_slice()),
-                ver,
-                "MetadataResponsePartition.ReplicaNodes",
-            )?,
-            "MetadataResponsePartition.ReplicaNodes",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.isr_nodes.as_slice()), ver, "MetadataResponsePartition.IsrNodes")?,
-            "MetadataResponsePartition.IsrNodes",
-        )?;
+        n += encode::array_size(&self.replica_nodes, ver, "MetadataResponsePartition.ReplicaNodes")?;
+        n += encode::array_size(&self.isr_nodes, ver, "MetadataResponsePartition.IsrNodes")?;
         if ver.version >= 5 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.offline_replicas.as_slice()),
-                    ver,
-                    "MetadataResponsePartition.OfflineReplicas",
-                )?,
-                "MetadataResponsePartition.OfflineReplicas",
-            )?;
+            n +=
+                encode::array_size(&self.offline_replicas, ver, "MetadataResponsePartition.OfflineReplicas")?;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "MetadataResponsePartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "MetadataResponsePartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("MetadataResponsePartition")
     }
 
     #[inline]
@@ -882,10 +725,10 @@ impl Encode for MetadataResponsePartition<'_> {
         if ver.version >= 7 {
             w.i32(self.leader_epoch);
         }
-        encode::write_array(w, Some(self.replica_nodes.as_slice()), ver);
-        encode::write_array(w, Some(self.isr_nodes.as_slice()), ver);
+        encode::write_array(w, &self.replica_nodes, ver);
+        encode::write_array(w, &self.isr_nodes, ver);
         if ver.version >= 5 {
-            encode::write_array(w, Some(self.offline_replicas.as_slice()), ver);
+            encode::write_array(w, &self.offline_replicas, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -932,63 +775,51 @@ impl<'a> MetadataResponseView<'a> {
     /// See [`MetadataResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 3 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`MetadataResponse::brokers`].
     #[inline]
     pub fn brokers(&self) -> ArrayView<'a, MetadataResponseBrokerView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 3 { 4 } else { 0 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 3 { 4 } else { 0 }, self.ver)
     }
 
     /// See [`MetadataResponse::cluster_id`].
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 2 { self.src.nullable_str(self.at[0] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 2 {
+            self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`MetadataResponse::controller_id`].
     #[inline]
     pub fn controller_id(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(self.at[1] as usize) } else { -1 }
+        if self.ver.version >= 1 { self.src.i32(self.at[1] as usize) } else { -1 }
     }
 
     /// See [`MetadataResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, MetadataResponseTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize + (if ver.version >= 1 { 4 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[1] as usize + (if self.ver.version >= 1 { 4 } else { 0 }), self.ver)
     }
 
     /// See [`MetadataResponse::cluster_authorized_operations`].
     #[inline]
     pub fn cluster_authorized_operations(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 8 && ver.version <= 10 { self.src.i32(self.at[2] as usize) } else { i32::MIN }
+        if self.ver.version >= 8 && self.ver.version <= 10 {
+            self.src.i32(self.at[2] as usize)
+        } else {
+            i32::MIN
+        }
     }
 
     /// See [`MetadataResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version == 13 {
-            self.src.i16(
-                self.at[2] as usize
-                    + (if ver.version >= 11 {
-                        0
-                    } else if ver.version >= 8 {
-                        4
-                    } else {
-                        0
-                    }),
-            )
-        } else {
-            0
-        }
+        if self.ver.version == 13 { self.src.i16(self.at[2] as usize) } else { 0 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1000,10 +831,8 @@ impl<'a> MetadataResponseView<'a> {
                         2
                     } else if self.ver.version >= 11 {
                         0
-                    } else if self.ver.version >= 8 {
-                        4
                     } else {
-                        0
+                        4
                     }),
                 &[],
             )
@@ -1086,8 +915,7 @@ impl<'a> MetadataResponseBrokerView<'a> {
     /// See [`MetadataResponseBroker::host`].
     #[inline]
     pub fn host(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(4, ver.flexible)
+        self.src.str(4, self.ver.flexible)
     }
 
     /// See [`MetadataResponseBroker::port`].
@@ -1099,8 +927,11 @@ impl<'a> MetadataResponseBrokerView<'a> {
     /// See [`MetadataResponseBroker::rack`].
     #[inline]
     pub fn rack(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.nullable_str(self.at[0] as usize + 4, ver.flexible) } else { None }
+        if self.ver.version >= 1 {
+            self.src.nullable_str(self.at[0] as usize + 4, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1196,23 +1027,20 @@ impl<'a> MetadataResponseTopicView<'a> {
     /// See [`MetadataResponseTopic::name`].
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(2, ver.flexible)
+        self.src.nullable_str(2, self.ver.flexible)
     }
 
     /// See [`MetadataResponseTopic::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version >= 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version >= 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`MetadataResponseTopic::is_internal`].
     #[inline]
     pub fn is_internal(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 1 {
-            self.src.bool(self.at[0] as usize + (if ver.version >= 10 { 16 } else { 0 }))
+        if self.ver.version >= 1 {
+            self.src.bool(self.at[0] as usize + (if self.ver.version >= 10 { 16 } else { 0 }))
         } else {
             false
         }
@@ -1221,35 +1049,29 @@ impl<'a> MetadataResponseTopicView<'a> {
     /// See [`MetadataResponseTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, MetadataResponsePartitionView<'a>> {
-        let ver = self.ver;
         ArrayView::at(
             self.src,
             self.at[0] as usize
-                + (if ver.version >= 10 {
+                + (if self.ver.version >= 10 {
                     17
-                } else if ver.version >= 1 {
+                } else if self.ver.version >= 1 {
                     1
                 } else {
                     0
                 }),
-            ver,
+            self.ver,
         )
     }
 
     /// See [`MetadataResponseTopic::topic_authorized_operations`].
     #[inline]
     pub fn topic_authorized_operations(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 8 { self.src.i32(self.at[1] as usize) } else { i32::MIN }
+        if self.ver.version >= 8 { self.src.i32(self.at[1] as usize) } else { i32::MIN }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(self.at[1] as usize + (if self.ver.version >= 8 { 4 } else { 0 }), &[])
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(self.at[1] as usize + 4, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -1369,32 +1191,28 @@ impl<'a> MetadataResponsePartitionView<'a> {
     /// See [`MetadataResponsePartition::leader_epoch`].
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 7 { self.src.i32(10) } else { -1 }
+        if self.ver.version >= 7 { self.src.i32(10) } else { -1 }
     }
 
     /// See [`MetadataResponsePartition::replica_nodes`].
     #[inline]
     pub fn replica_nodes(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 7 { 14 } else { 10 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 7 { 14 } else { 10 }, self.ver)
     }
 
     /// See [`MetadataResponsePartition::isr_nodes`].
     #[inline]
     pub fn isr_nodes(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`MetadataResponsePartition::offline_replicas`].
     #[inline]
     pub fn offline_replicas(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        if ver.version >= 5 {
-            ArrayView::at(self.src, self.at[1] as usize, ver)
+        if self.ver.version >= 5 {
+            ArrayView::at(self.src, self.at[1] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 

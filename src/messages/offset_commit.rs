@@ -17,32 +17,21 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitRequest<'a> {
-    /// ID of the group the offsets belong to.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group the offsets belong to. (`string`, versions 0+.)
     pub group_id: Str<'a>,
     /// For a classic group the generation ID, for a consumer-protocol group the member epoch; -1
-    /// when committing outside group management.
-    ///
-    /// Schema type `int32`; versions 1+; default `-1`; ignorable.
+    /// when committing outside group management. (`int32`, versions 1+; default `-1`; ignorable.)
     pub generation_id_or_member_epoch: i32,
     /// ID the coordinator gave the committing member; empty when committing outside group
-    /// management.
-    ///
-    /// Schema type `string`; versions 1+; ignorable.
+    /// management. (`string`, versions 1+; ignorable.)
     pub member_id: Str<'a>,
-    /// Static membership ID of the committing member, or null for a dynamic member.
-    ///
-    /// Schema type `string`; versions 7+; nullable in 7+; default `null`.
+    /// Static membership ID of the committing member, or null for a dynamic member. (`string`,
+    /// versions 7+; nullable in 7+; default `null`.)
     pub group_instance_id: Option<Str<'a>>,
     /// How long, in milliseconds, to keep the offsets; -1 for the broker's default (versions 2 to 4
-    /// only).
-    ///
-    /// Schema type `int64`; versions 2-4; default `-1`; ignorable.
+    /// only). (`int64`, versions 2-4; default `-1`; ignorable.)
     pub retention_time_ms: i64,
-    /// Offsets to store, grouped by topic.
-    ///
-    /// Schema type `[]OffsetCommitRequestTopic`; versions 0+.
+    /// Offsets to store, grouped by topic. (`[]OffsetCommitRequestTopic`, versions 0+.)
     pub topics: List<'a, OffsetCommitRequestTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -66,17 +55,11 @@ impl<'a> Default for OffsetCommitRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitRequestTopic<'a> {
-    /// Name of the topic (up to version 9).
-    ///
-    /// Schema type `string`; versions 0-9; ignorable.
+    /// Name of the topic (up to version 9). (`string`, versions 0-9; ignorable.)
     pub name: Str<'a>,
-    /// ID of the topic (from version 10).
-    ///
-    /// Schema type `uuid`; versions 10+; ignorable.
+    /// ID of the topic (from version 10). (`uuid`, versions 10+; ignorable.)
     pub topic_id: Uuid,
-    /// Offsets for each partition of this topic.
-    ///
-    /// Schema type `[]OffsetCommitRequestPartition`; versions 0+.
+    /// Offsets for each partition of this topic. (`[]OffsetCommitRequestPartition`, versions 0+.)
     pub partitions: List<'a, OffsetCommitRequestPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -86,21 +69,15 @@ pub struct OffsetCommitRequestTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitRequestPartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Offset to store: the position of the next record to consume.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset to store: the position of the next record to consume. (`int64`, versions 0+.)
     pub committed_offset: i64,
-    /// Leader epoch of the record just before the committed offset; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 6+; default `-1`; ignorable.
+    /// Leader epoch of the record just before the committed offset; -1 when unknown. (`int32`,
+    /// versions 6+; default `-1`; ignorable.)
     pub committed_leader_epoch: i32,
-    /// Opaque text the client stores with the offset, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Opaque text the client stores with the offset, or null. (`string`, versions 0+; nullable in
+    /// 0+.)
     pub committed_metadata: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -141,28 +118,14 @@ impl OffsetCommitRequest<'_> {
 impl Encode for OffsetCommitRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "OffsetCommitRequest.GroupId")?,
-            "OffsetCommitRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "OffsetCommitRequest.MemberId")?,
-            "OffsetCommitRequest.MemberId",
-        )?;
+        let mut n = Size::new(4);
+        n += wire::string_size(self.group_id.len(), ver.flexible, "OffsetCommitRequest.GroupId")?;
+        n += wire::string_size(self.member_id.len(), ver.flexible, "OffsetCommitRequest.MemberId")?;
         if ver.version >= 7 {
-            n = wire::add(
-                n,
-                match &self.group_instance_id {
-                    Some(v) => {
-                        wire::string_size(v.len(), ver.flexible, "OffsetCommitRequest.GroupInstanceId")?
-                    }
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "OffsetCommitRequest.GroupInstanceId",
-            )?;
+            n += match &self.group_instance_id {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "OffsetCommitRequest.GroupInstanceId")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         } else if self.group_instance_id.is_some() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "OffsetCommitRequest.GroupInstanceId",
@@ -172,22 +135,14 @@ impl Encode for OffsetCommitRequest<'_> {
         if ver.version <= 4 {
             n += 8;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "OffsetCommitRequest.Topics")?,
-            "OffsetCommitRequest.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "OffsetCommitRequest.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetCommitRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetCommitRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetCommitRequest")
     }
 
     #[inline]
@@ -201,7 +156,7 @@ impl Encode for OffsetCommitRequest<'_> {
         if ver.version <= 4 {
             w.i64(self.retention_time_ms);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -211,33 +166,21 @@ impl Encode for OffsetCommitRequest<'_> {
 impl Encode for OffsetCommitRequestTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 9 {
-            n = wire::add(
-                n,
-                wire::string_size(self.name.len(), ver.flexible, "OffsetCommitRequestTopic.Name")?,
-                "OffsetCommitRequestTopic.Name",
-            )?;
+            n += wire::string_size(self.name.len(), ver.flexible, "OffsetCommitRequestTopic.Name")?;
         }
         if ver.version == 10 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "OffsetCommitRequestTopic.Partitions")?,
-            "OffsetCommitRequestTopic.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "OffsetCommitRequestTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetCommitRequestTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetCommitRequestTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetCommitRequestTopic")
     }
 
     #[inline]
@@ -248,7 +191,7 @@ impl Encode for OffsetCommitRequestTopic<'_> {
         if ver.version == 10 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -258,33 +201,23 @@ impl Encode for OffsetCommitRequestTopic<'_> {
 impl Encode for OffsetCommitRequestPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
+        let mut n = Size::new(12);
         if ver.version >= 6 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            match &self.committed_metadata {
-                Some(v) => wire::string_size(
-                    v.len(),
-                    ver.flexible,
-                    "OffsetCommitRequestPartition.CommittedMetadata",
-                )?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "OffsetCommitRequestPartition.CommittedMetadata",
-        )?;
+        n += match &self.committed_metadata {
+            Some(v) => {
+                wire::string_size(v.len(), ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?
+            }
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetCommitRequestPartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetCommitRequestPartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetCommitRequestPartition")
     }
 
     #[inline]
@@ -342,8 +275,7 @@ impl<'a> OffsetCommitRequestView<'a> {
     /// See [`OffsetCommitRequest::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`OffsetCommitRequest::generation_id_or_member_epoch`].
@@ -355,29 +287,29 @@ impl<'a> OffsetCommitRequestView<'a> {
     /// See [`OffsetCommitRequest::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + 4, ver.flexible)
+        self.src.str(self.at[0] as usize + 4, self.ver.flexible)
     }
 
     /// See [`OffsetCommitRequest::group_instance_id`].
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 7 { self.src.nullable_str(self.at[1] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 7 {
+            self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`OffsetCommitRequest::retention_time_ms`].
     #[inline]
     pub fn retention_time_ms(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version <= 4 { self.src.i64(self.at[2] as usize) } else { -1 }
+        if self.ver.version <= 4 { self.src.i64(self.at[2] as usize) } else { -1 }
     }
 
     /// See [`OffsetCommitRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetCommitRequestTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[2] as usize + (if ver.version >= 5 { 0 } else { 8 }), ver)
+        ArrayView::at(self.src, self.at[2] as usize + (if self.ver.version >= 5 { 0 } else { 8 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -446,22 +378,19 @@ impl<'a> OffsetCommitRequestTopicView<'a> {
     /// See [`OffsetCommitRequestTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 9 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 9 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`OffsetCommitRequestTopic::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`OffsetCommitRequestTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetCommitRequestPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 10 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 10 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -567,15 +496,13 @@ impl<'a> OffsetCommitRequestPartitionView<'a> {
     /// See [`OffsetCommitRequestPartition::committed_leader_epoch`].
     #[inline]
     pub fn committed_leader_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 6 { self.src.i32(12) } else { -1 }
+        if self.ver.version >= 6 { self.src.i32(12) } else { -1 }
     }
 
     /// See [`OffsetCommitRequestPartition::committed_metadata`].
     #[inline]
     pub fn committed_metadata(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(if ver.version >= 6 { 16 } else { 12 }, ver.flexible)
+        self.src.nullable_str(if self.ver.version >= 6 { 16 } else { 12 }, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -648,13 +575,9 @@ impl fmt::Debug for OffsetCommitRequestPartitionView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 3+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 3+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]OffsetCommitResponseTopic`; versions 0+.
+    /// Results grouped by topic. (`[]OffsetCommitResponseTopic`, versions 0+.)
     pub topics: List<'a, OffsetCommitResponseTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -664,17 +587,11 @@ pub struct OffsetCommitResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitResponseTopic<'a> {
-    /// Name of the topic (up to version 9).
-    ///
-    /// Schema type `string`; versions 0-9; ignorable.
+    /// Name of the topic (up to version 9). (`string`, versions 0-9; ignorable.)
     pub name: Str<'a>,
-    /// ID of the topic (from version 10).
-    ///
-    /// Schema type `uuid`; versions 10+; ignorable.
+    /// ID of the topic (from version 10). (`uuid`, versions 10+; ignorable.)
     pub topic_id: Uuid,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]OffsetCommitResponsePartition`; versions 0+.
+    /// Result for each partition of this topic. (`[]OffsetCommitResponsePartition`, versions 0+.)
     pub partitions: List<'a, OffsetCommitResponsePartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -684,13 +601,9 @@ pub struct OffsetCommitResponseTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitResponsePartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -719,26 +632,18 @@ impl OffsetCommitResponse<'_> {
 impl Encode for OffsetCommitResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 3 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "OffsetCommitResponse.Topics")?,
-            "OffsetCommitResponse.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "OffsetCommitResponse.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetCommitResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetCommitResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetCommitResponse")
     }
 
     #[inline]
@@ -746,7 +651,7 @@ impl Encode for OffsetCommitResponse<'_> {
         if ver.version >= 3 {
             w.i32(self.throttle_time_ms);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -756,37 +661,21 @@ impl Encode for OffsetCommitResponse<'_> {
 impl Encode for OffsetCommitResponseTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 9 {
-            n = wire::add(
-                n,
-                wire::string_size(self.name.len(), ver.flexible, "OffsetCommitResponseTopic.Name")?,
-                "OffsetCommitResponseTopic.Name",
-            )?;
+            n += wire::string_size(self.name.len(), ver.flexible, "OffsetCommitResponseTopic.Name")?;
         }
         if ver.version == 10 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "OffsetCommitResponseTopic.Partitions",
-            )?,
-            "OffsetCommitResponseTopic.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "OffsetCommitResponseTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetCommitResponseTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetCommitResponseTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetCommitResponseTopic")
     }
 
     #[inline]
@@ -797,7 +686,7 @@ impl Encode for OffsetCommitResponseTopic<'_> {
         if ver.version == 10 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -807,18 +696,14 @@ impl Encode for OffsetCommitResponseTopic<'_> {
 impl Encode for OffsetCommitResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetCommitResponsePartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetCommitResponsePartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetCommitResponsePartition")
     }
 
     #[inline]
@@ -877,15 +762,13 @@ impl<'a> OffsetCommitResponseView<'a> {
     /// See [`OffsetCommitResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 3 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`OffsetCommitResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetCommitResponseTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 3 { 4 } else { 0 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 3 { 4 } else { 0 }, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -941,22 +824,19 @@ impl<'a> OffsetCommitResponseTopicView<'a> {
     /// See [`OffsetCommitResponseTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 9 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 9 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`OffsetCommitResponseTopic::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`OffsetCommitResponseTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetCommitResponsePartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 10 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 10 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,13 +17,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteRequest<'a> {
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Topics whose committed offsets to delete.
-    ///
-    /// Schema type `[]OffsetDeleteRequestTopic`; versions 0+.
+    /// Topics whose committed offsets to delete. (`[]OffsetDeleteRequestTopic`, versions 0+.)
     pub topics: List<'a, OffsetDeleteRequestTopic<'a>>,
 }
 
@@ -31,13 +27,10 @@ pub struct OffsetDeleteRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteRequestTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
     /// Partitions of this topic whose committed offsets to delete.
-    ///
-    /// Schema type `[]OffsetDeleteRequestPartition`; versions 0+.
+    /// (`[]OffsetDeleteRequestPartition`, versions 0+.)
     pub partitions: List<'a, OffsetDeleteRequestPartition>,
 }
 
@@ -45,9 +38,7 @@ pub struct OffsetDeleteRequestTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteRequestPartition {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
 }
 
@@ -74,56 +65,39 @@ impl OffsetDeleteRequest<'_> {
 impl Encode for OffsetDeleteRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), false, "OffsetDeleteRequest.GroupId")?,
-            "OffsetDeleteRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "OffsetDeleteRequest.Topics")?,
-            "OffsetDeleteRequest.Topics",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), false, "OffsetDeleteRequest.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "OffsetDeleteRequest.Topics")?;
+        n.total("OffsetDeleteRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, false);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
     }
 }
 
 impl Encode for OffsetDeleteRequestTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), false, "OffsetDeleteRequestTopic.Name")?,
-            "OffsetDeleteRequestTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "OffsetDeleteRequestTopic.Partitions")?,
-            "OffsetDeleteRequestTopic.Partitions",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), false, "OffsetDeleteRequestTopic.Name")?;
+        n += encode::array_size(&self.partitions, ver, "OffsetDeleteRequestTopic.Partitions")?;
+        n.total("OffsetDeleteRequestTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, false);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
     }
 }
 
 impl Encode for OffsetDeleteRequestPartition {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let n = 4;
-        Ok(n)
+        Ok(4)
     }
 
     #[inline]
@@ -182,8 +156,7 @@ impl<'a> OffsetDeleteRequestView<'a> {
     /// See [`OffsetDeleteRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetDeleteRequestTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     #[inline]
@@ -235,8 +208,7 @@ impl<'a> OffsetDeleteRequestTopicView<'a> {
     /// See [`OffsetDeleteRequestTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetDeleteRequestPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     #[inline]
@@ -348,18 +320,12 @@ impl fmt::Debug for OffsetDeleteRequestPartitionView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 0+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]OffsetDeleteResponseTopic`; versions 0+.
+    /// Results grouped by topic. (`[]OffsetDeleteResponseTopic`, versions 0+.)
     pub topics: List<'a, OffsetDeleteResponseTopic<'a>>,
 }
 
@@ -367,13 +333,10 @@ pub struct OffsetDeleteResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteResponseTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// One result for each partition of this topic.
-    ///
-    /// Schema type `[]OffsetDeleteResponsePartition`; versions 0+.
+    /// One result for each partition of this topic. (`[]OffsetDeleteResponsePartition`, versions
+    /// 0+.)
     pub partitions: List<'a, OffsetDeleteResponsePartition>,
 }
 
@@ -381,13 +344,9 @@ pub struct OffsetDeleteResponseTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteResponsePartition {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// Index of the partition. (`int32`, versions 0+; map key.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
 }
 
@@ -414,13 +373,9 @@ impl OffsetDeleteResponse<'_> {
 impl Encode for OffsetDeleteResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "OffsetDeleteResponse.Topics")?,
-            "OffsetDeleteResponse.Topics",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += encode::array_size(&self.topics, ver, "OffsetDeleteResponse.Topics")?;
+        n.total("OffsetDeleteResponse")
     }
 
     #[inline]
@@ -429,43 +384,30 @@ impl Encode for OffsetDeleteResponse<'_> {
             b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
             b[2..6].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
         });
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
     }
 }
 
 impl Encode for OffsetDeleteResponseTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), false, "OffsetDeleteResponseTopic.Name")?,
-            "OffsetDeleteResponseTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "OffsetDeleteResponseTopic.Partitions",
-            )?,
-            "OffsetDeleteResponseTopic.Partitions",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), false, "OffsetDeleteResponseTopic.Name")?;
+        n += encode::array_size(&self.partitions, ver, "OffsetDeleteResponseTopic.Partitions")?;
+        n.total("OffsetDeleteResponseTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, false);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
     }
 }
 
 impl Encode for OffsetDeleteResponsePartition {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let n = 6;
-        Ok(n)
+        Ok(6)
     }
 
     #[inline]
@@ -531,8 +473,7 @@ impl<'a> OffsetDeleteResponseView<'a> {
     /// See [`OffsetDeleteResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetDeleteResponseTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 6, ver)
+        ArrayView::at(self.src, 6, self.ver)
     }
 
     #[inline]
@@ -582,8 +523,7 @@ impl<'a> OffsetDeleteResponseTopicView<'a> {
     /// See [`OffsetDeleteResponseTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetDeleteResponsePartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     #[inline]

@@ -18,23 +18,17 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchRequest<'a> {
-    /// ID of the group whose offsets are read (up to version 7).
-    ///
-    /// Schema type `string`; versions 0-7.
+    /// ID of the group whose offsets are read (up to version 7). (`string`, versions 0-7.)
     pub group_id: Str<'a>,
     /// Partitions to read offsets for, grouped by topic; null (from version 2) means every
-    /// partition with a committed offset.
-    ///
-    /// Schema type `[]OffsetFetchRequestTopic`; versions 0-7; nullable in 2-7.
+    /// partition with a committed offset. (`[]OffsetFetchRequestTopic`, versions 0-7; nullable in
+    /// 2-7.)
     pub topics: Option<List<'a, OffsetFetchRequestTopic<'a>>>,
-    /// Groups whose offsets are read (from version 8).
-    ///
-    /// Schema type `[]OffsetFetchRequestGroup`; versions 8+.
+    /// Groups whose offsets are read (from version 8). (`[]OffsetFetchRequestGroup`, versions 8+.)
     pub groups: List<'a, OffsetFetchRequestGroup<'a>>,
     /// Whether the broker should fail partitions that have offsets from a transaction not yet
-    /// decided, instead of returning the last decided offset.
-    ///
-    /// Schema type `bool`; versions 7+; default `false`.
+    /// decided, instead of returning the last decided offset. (`bool`, versions 7+; default
+    /// `false`.)
     pub require_stable: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -57,13 +51,9 @@ impl<'a> Default for OffsetFetchRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchRequestTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0-7.
+    /// Name of the topic. (`string`, versions 0-7.)
     pub name: Str<'a>,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0-7.
+    /// Indexes of the partitions. (`[]int32`, versions 0-7.)
     pub partition_indexes: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -73,23 +63,16 @@ pub struct OffsetFetchRequestTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchRequestGroup<'a> {
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 8+.
+    /// ID of the group. (`string`, versions 8+.)
     pub group_id: Str<'a>,
     /// ID of the member asking, when it asks as a member of a consumer-protocol group; null
-    /// otherwise.
-    ///
-    /// Schema type `string`; versions 9+; nullable in 9+; default `null`; ignorable.
+    /// otherwise. (`string`, versions 9+; nullable in 9+; default `null`; ignorable.)
     pub member_id: Option<Str<'a>>,
-    /// Member epoch of the member asking; -1 when it does not ask as a member.
-    ///
-    /// Schema type `int32`; versions 9+; default `-1`; ignorable.
+    /// Member epoch of the member asking; -1 when it does not ask as a member. (`int32`, versions
+    /// 9+; default `-1`; ignorable.)
     pub member_epoch: i32,
     /// Partitions to read offsets for, grouped by topic; null means every partition with a
-    /// committed offset.
-    ///
-    /// Schema type `[]OffsetFetchRequestTopics`; versions 8+; nullable in 8+.
+    /// committed offset. (`[]OffsetFetchRequestTopics`, versions 8+; nullable in 8+.)
     pub topics: Option<List<'a, OffsetFetchRequestTopics<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -112,17 +95,11 @@ impl<'a> Default for OffsetFetchRequestGroup<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchRequestTopics<'a> {
-    /// Name of the topic (versions 8 and 9).
-    ///
-    /// Schema type `string`; versions 8-9; ignorable.
+    /// Name of the topic (versions 8 and 9). (`string`, versions 8-9; ignorable.)
     pub name: Str<'a>,
-    /// ID of the topic (from version 10).
-    ///
-    /// Schema type `uuid`; versions 10+; ignorable.
+    /// ID of the topic (from version 10). (`uuid`, versions 10+; ignorable.)
     pub topic_id: Uuid,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 8+.
+    /// Indexes of the partitions. (`[]int32`, versions 8+.)
     pub partition_indexes: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -151,13 +128,9 @@ impl OffsetFetchRequest<'_> {
 impl Encode for OffsetFetchRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 7 {
-            n = wire::add(
-                n,
-                wire::string_size(self.group_id.len(), ver.flexible, "OffsetFetchRequest.GroupId")?,
-                "OffsetFetchRequest.GroupId",
-            )?;
+            n += wire::string_size(self.group_id.len(), ver.flexible, "OffsetFetchRequest.GroupId")?;
         } else if self.group_id.as_str() != "" {
             return Err(EncodeError::FieldNotInVersion {
                 field: "OffsetFetchRequest.GroupId",
@@ -168,11 +141,7 @@ impl Encode for OffsetFetchRequest<'_> {
             if self.topics.is_none() && ver.version == 1 {
                 return Err(EncodeError::NullNotAllowed { field: "OffsetFetchRequest.Topics" });
             }
-            n = wire::add(
-                n,
-                encode::array_size(self.topics.as_deref(), ver, "OffsetFetchRequest.Topics")?,
-                "OffsetFetchRequest.Topics",
-            )?;
+            n += encode::nullable_array_size(self.topics.as_deref(), ver, "OffsetFetchRequest.Topics")?;
         } else if !self.topics.as_ref().is_some_and(|v| v.is_empty()) {
             return Err(EncodeError::FieldNotInVersion {
                 field: "OffsetFetchRequest.Topics",
@@ -180,11 +149,7 @@ impl Encode for OffsetFetchRequest<'_> {
             });
         }
         if ver.version >= 8 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.groups.as_slice()), ver, "OffsetFetchRequest.Groups")?,
-                "OffsetFetchRequest.Groups",
-            )?;
+            n += encode::array_size(&self.groups, ver, "OffsetFetchRequest.Groups")?;
         } else if !self.groups.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "OffsetFetchRequest.Groups",
@@ -200,16 +165,12 @@ impl Encode for OffsetFetchRequest<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetFetchRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetFetchRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetFetchRequest")
     }
 
     #[inline]
@@ -218,10 +179,10 @@ impl Encode for OffsetFetchRequest<'_> {
             w.str(&self.group_id, ver.flexible);
         }
         if ver.version <= 7 {
-            encode::write_array(w, self.topics.as_deref(), ver);
+            encode::write_nullable_array(w, self.topics.as_deref(), ver);
         }
         if ver.version >= 8 {
-            encode::write_array(w, Some(self.groups.as_slice()), ver);
+            encode::write_array(w, &self.groups, ver);
         }
         if ver.version >= 7 {
             w.bool(self.require_stable);
@@ -235,38 +196,22 @@ impl Encode for OffsetFetchRequest<'_> {
 impl Encode for OffsetFetchRequestTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "OffsetFetchRequestTopic.Name")?,
-            "OffsetFetchRequestTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partition_indexes.as_slice()),
-                ver,
-                "OffsetFetchRequestTopic.PartitionIndexes",
-            )?,
-            "OffsetFetchRequestTopic.PartitionIndexes",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "OffsetFetchRequestTopic.Name")?;
+        n += encode::array_size(&self.partition_indexes, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetFetchRequestTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetFetchRequestTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetFetchRequestTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.partition_indexes.as_slice()), ver);
+        encode::write_array(w, &self.partition_indexes, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -276,39 +221,23 @@ impl Encode for OffsetFetchRequestTopic<'_> {
 impl Encode for OffsetFetchRequestGroup<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "OffsetFetchRequestGroup.GroupId")?,
-            "OffsetFetchRequestGroup.GroupId",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), true, "OffsetFetchRequestGroup.GroupId")?;
         if ver.version >= 9 {
-            n = wire::add(
-                n,
-                match &self.member_id {
-                    Some(v) => wire::string_size(v.len(), true, "OffsetFetchRequestGroup.MemberId")?,
-                    None => wire::null_size(true, false),
-                },
-                "OffsetFetchRequestGroup.MemberId",
-            )?;
+            n += match &self.member_id {
+                Some(v) => wire::string_size(v.len(), true, "OffsetFetchRequestGroup.MemberId")?,
+                None => wire::null_size(true, false),
+            };
         }
         if ver.version >= 9 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(self.topics.as_deref(), ver, "OffsetFetchRequestGroup.Topics")?,
-            "OffsetFetchRequestGroup.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchRequestGroup._tagged_fields",
-            )?,
+        n += encode::nullable_array_size(self.topics.as_deref(), ver, "OffsetFetchRequestGroup.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "OffsetFetchRequestGroup._tagged_fields",
         )?;
-        Ok(n)
+        n.total("OffsetFetchRequestGroup")
     }
 
     #[inline]
@@ -320,7 +249,7 @@ impl Encode for OffsetFetchRequestGroup<'_> {
         if ver.version >= 9 {
             w.i32(self.member_epoch);
         }
-        encode::write_array(w, self.topics.as_deref(), ver);
+        encode::write_nullable_array(w, self.topics.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -328,35 +257,19 @@ impl Encode for OffsetFetchRequestGroup<'_> {
 impl Encode for OffsetFetchRequestTopics<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 9 {
-            n = wire::add(
-                n,
-                wire::string_size(self.name.len(), true, "OffsetFetchRequestTopics.Name")?,
-                "OffsetFetchRequestTopics.Name",
-            )?;
+            n += wire::string_size(self.name.len(), true, "OffsetFetchRequestTopics.Name")?;
         }
         if ver.version == 10 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partition_indexes.as_slice()),
-                ver,
-                "OffsetFetchRequestTopics.PartitionIndexes",
-            )?,
-            "OffsetFetchRequestTopics.PartitionIndexes",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchRequestTopics._tagged_fields",
-            )?,
+        n += encode::array_size(&self.partition_indexes, ver, "OffsetFetchRequestTopics.PartitionIndexes")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "OffsetFetchRequestTopics._tagged_fields",
         )?;
-        Ok(n)
+        n.total("OffsetFetchRequestTopics")
     }
 
     #[inline]
@@ -367,7 +280,7 @@ impl Encode for OffsetFetchRequestTopics<'_> {
         if ver.version == 10 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partition_indexes.as_slice()), ver);
+        encode::write_array(w, &self.partition_indexes, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -411,37 +324,33 @@ impl<'a> OffsetFetchRequestView<'a> {
     /// See [`OffsetFetchRequest::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 7 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 7 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`OffsetFetchRequest::topics`].
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, OffsetFetchRequestTopicView<'a>>> {
-        let ver = self.ver;
-        if ver.version <= 7 {
-            ArrayView::nullable_at(self.src, self.at[0] as usize, ver)
+        if self.ver.version <= 7 {
+            ArrayView::nullable_at(self.src, self.at[0] as usize, self.ver)
         } else {
-            Some(ArrayView::empty(ver))
+            Some(ArrayView::empty(self.ver))
         }
     }
 
     /// See [`OffsetFetchRequest::groups`].
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, OffsetFetchRequestGroupView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 8 {
-            ArrayView::at(self.src, self.at[1] as usize, ver)
+        if self.ver.version >= 8 {
+            ArrayView::at(self.src, self.at[1] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
     /// See [`OffsetFetchRequest::require_stable`].
     #[inline]
     pub fn require_stable(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 7 { self.src.bool(self.at[2] as usize) } else { false }
+        if self.ver.version >= 7 { self.src.bool(self.at[2] as usize) } else { false }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -521,15 +430,13 @@ impl<'a> OffsetFetchRequestTopicView<'a> {
     /// See [`OffsetFetchRequestTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`OffsetFetchRequestTopic::partition_indexes`].
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -616,22 +523,23 @@ impl<'a> OffsetFetchRequestGroupView<'a> {
     /// See [`OffsetFetchRequestGroup::member_id`].
     #[inline]
     pub fn member_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 9 { self.src.nullable_str(self.at[0] as usize, true) } else { None }
+        if self.ver.version >= 9 { self.src.nullable_str(self.at[0] as usize, true) } else { None }
     }
 
     /// See [`OffsetFetchRequestGroup::member_epoch`].
     #[inline]
     pub fn member_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 9 { self.src.i32(self.at[1] as usize) } else { -1 }
+        if self.ver.version >= 9 { self.src.i32(self.at[1] as usize) } else { -1 }
     }
 
     /// See [`OffsetFetchRequestGroup::topics`].
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, OffsetFetchRequestTopicsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[1] as usize + (if ver.version >= 9 { 4 } else { 0 }), ver)
+        ArrayView::nullable_at(
+            self.src,
+            self.at[1] as usize + (if self.ver.version >= 9 { 4 } else { 0 }),
+            self.ver,
+        )
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -726,22 +634,19 @@ impl<'a> OffsetFetchRequestTopicsView<'a> {
     /// See [`OffsetFetchRequestTopics::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 9 { self.src.str(0, true) } else { "" }
+        if self.ver.version <= 9 { self.src.str(0, true) } else { "" }
     }
 
     /// See [`OffsetFetchRequestTopics::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`OffsetFetchRequestTopics::partition_indexes`].
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 10 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 10 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -812,21 +717,15 @@ impl fmt::Debug for OffsetFetchRequestTopicsView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 3+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 3+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Results grouped by topic (up to version 7).
-    ///
-    /// Schema type `[]OffsetFetchResponseTopic`; versions 0-7.
+    /// Results grouped by topic (up to version 7). (`[]OffsetFetchResponseTopic`, versions 0-7.)
     pub topics: List<'a, OffsetFetchResponseTopic<'a>>,
-    /// Error code for the whole request (versions 2 to 7); 0 means success.
-    ///
-    /// Schema type `int16`; versions 2-7; default `0`; ignorable.
+    /// Error code for the whole request (versions 2 to 7); 0 means success. (`int16`, versions 2-7;
+    /// default `0`; ignorable.)
     pub error_code: i16,
-    /// Results for each requested group (from version 8).
-    ///
-    /// Schema type `[]OffsetFetchResponseGroup`; versions 8+.
+    /// Results for each requested group (from version 8). (`[]OffsetFetchResponseGroup`, versions
+    /// 8+.)
     pub groups: List<'a, OffsetFetchResponseGroup<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -836,13 +735,9 @@ pub struct OffsetFetchResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponseTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0-7.
+    /// Name of the topic. (`string`, versions 0-7.)
     pub name: Str<'a>,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]OffsetFetchResponsePartition`; versions 0-7.
+    /// Result for each partition of this topic. (`[]OffsetFetchResponsePartition`, versions 0-7.)
     pub partitions: List<'a, OffsetFetchResponsePartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -852,25 +747,16 @@ pub struct OffsetFetchResponseTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponsePartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0-7.
+    /// Index of the partition. (`int32`, versions 0-7.)
     pub partition_index: i32,
-    /// Committed offset, or -1 when the partition has none.
-    ///
-    /// Schema type `int64`; versions 0-7.
+    /// Committed offset, or -1 when the partition has none. (`int64`, versions 0-7.)
     pub committed_offset: i64,
-    /// Leader epoch stored with the offset; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 5-7; default `-1`; ignorable.
+    /// Leader epoch stored with the offset; -1 when unknown. (`int32`, versions 5-7; default `-1`;
+    /// ignorable.)
     pub committed_leader_epoch: i32,
-    /// Text stored with the offset, or null.
-    ///
-    /// Schema type `string`; versions 0-7; nullable in 0-7.
+    /// Text stored with the offset, or null. (`string`, versions 0-7; nullable in 0-7.)
     pub metadata: Option<Str<'a>>,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0-7.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0-7.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -893,17 +779,11 @@ impl<'a> Default for OffsetFetchResponsePartition<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponseGroup<'a> {
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 8+.
+    /// ID of the group. (`string`, versions 8+.)
     pub group_id: Str<'a>,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]OffsetFetchResponseTopics`; versions 8+.
+    /// Results grouped by topic. (`[]OffsetFetchResponseTopics`, versions 8+.)
     pub topics: List<'a, OffsetFetchResponseTopics<'a>>,
-    /// Error code for this group; 0 means success.
-    ///
-    /// Schema type `int16`; versions 8+; default `0`.
+    /// Error code for this group; 0 means success. (`int16`, versions 8+; default `0`.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -913,17 +793,11 @@ pub struct OffsetFetchResponseGroup<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponseTopics<'a> {
-    /// Name of the topic (versions 8 and 9).
-    ///
-    /// Schema type `string`; versions 8-9; ignorable.
+    /// Name of the topic (versions 8 and 9). (`string`, versions 8-9; ignorable.)
     pub name: Str<'a>,
-    /// ID of the topic (from version 10).
-    ///
-    /// Schema type `uuid`; versions 10+; ignorable.
+    /// ID of the topic (from version 10). (`uuid`, versions 10+; ignorable.)
     pub topic_id: Uuid,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]OffsetFetchResponsePartitions`; versions 8+.
+    /// Result for each partition of this topic. (`[]OffsetFetchResponsePartitions`, versions 8+.)
     pub partitions: List<'a, OffsetFetchResponsePartitions<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -933,25 +807,16 @@ pub struct OffsetFetchResponseTopics<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponsePartitions<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 8+.
+    /// Index of the partition. (`int32`, versions 8+.)
     pub partition_index: i32,
-    /// Committed offset, or -1 when the partition has none.
-    ///
-    /// Schema type `int64`; versions 8+.
+    /// Committed offset, or -1 when the partition has none. (`int64`, versions 8+.)
     pub committed_offset: i64,
-    /// Leader epoch stored with the offset; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 8+; default `-1`; ignorable.
+    /// Leader epoch stored with the offset; -1 when unknown. (`int32`, versions 8+; default `-1`;
+    /// ignorable.)
     pub committed_leader_epoch: i32,
-    /// Text stored with the offset, or null.
-    ///
-    /// Schema type `string`; versions 8+; nullable in 8+.
+    /// Text stored with the offset, or null. (`string`, versions 8+; nullable in 8+.)
     pub metadata: Option<Str<'a>>,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 8+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 8+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -993,16 +858,12 @@ impl OffsetFetchResponse<'_> {
 impl Encode for OffsetFetchResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 3 {
             n += 4;
         }
         if ver.version <= 7 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.topics.as_slice()), ver, "OffsetFetchResponse.Topics")?,
-                "OffsetFetchResponse.Topics",
-            )?;
+            n += encode::array_size(&self.topics, ver, "OffsetFetchResponse.Topics")?;
         } else if !self.topics.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "OffsetFetchResponse.Topics",
@@ -1013,11 +874,7 @@ impl Encode for OffsetFetchResponse<'_> {
             n += 2;
         }
         if ver.version >= 8 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.groups.as_slice()), ver, "OffsetFetchResponse.Groups")?,
-                "OffsetFetchResponse.Groups",
-            )?;
+            n += encode::array_size(&self.groups, ver, "OffsetFetchResponse.Groups")?;
         } else if !self.groups.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "OffsetFetchResponse.Groups",
@@ -1025,16 +882,12 @@ impl Encode for OffsetFetchResponse<'_> {
             });
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetFetchResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetFetchResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetFetchResponse")
     }
 
     #[inline]
@@ -1043,13 +896,13 @@ impl Encode for OffsetFetchResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         if ver.version <= 7 {
-            encode::write_array(w, Some(self.topics.as_slice()), ver);
+            encode::write_array(w, &self.topics, ver);
         }
         if ver.version >= 2 && ver.version <= 7 {
             w.i16(self.error_code);
         }
         if ver.version >= 8 {
-            encode::write_array(w, Some(self.groups.as_slice()), ver);
+            encode::write_array(w, &self.groups, ver);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -1060,34 +913,22 @@ impl Encode for OffsetFetchResponse<'_> {
 impl Encode for OffsetFetchResponseTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), ver.flexible, "OffsetFetchResponseTopic.Name")?,
-            "OffsetFetchResponseTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "OffsetFetchResponseTopic.Partitions")?,
-            "OffsetFetchResponseTopic.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), ver.flexible, "OffsetFetchResponseTopic.Name")?;
+        n += encode::array_size(&self.partitions, ver, "OffsetFetchResponseTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetFetchResponseTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetFetchResponseTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetFetchResponseTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -1097,29 +938,21 @@ impl Encode for OffsetFetchResponseTopic<'_> {
 impl Encode for OffsetFetchResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
+        let mut n = Size::new(14);
         if ver.version >= 5 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            match &self.metadata {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "OffsetFetchResponsePartition.Metadata")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "OffsetFetchResponsePartition.Metadata",
-        )?;
+        n += match &self.metadata {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "OffsetFetchResponsePartition.Metadata")?,
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetFetchResponsePartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetFetchResponsePartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetFetchResponsePartition")
     }
 
     #[inline]
@@ -1142,32 +975,20 @@ impl Encode for OffsetFetchResponsePartition<'_> {
 impl Encode for OffsetFetchResponseGroup<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "OffsetFetchResponseGroup.GroupId")?,
-            "OffsetFetchResponseGroup.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "OffsetFetchResponseGroup.Topics")?,
-            "OffsetFetchResponseGroup.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchResponseGroup._tagged_fields",
-            )?,
+        let mut n = Size::new(2);
+        n += wire::string_size(self.group_id.len(), true, "OffsetFetchResponseGroup.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "OffsetFetchResponseGroup.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "OffsetFetchResponseGroup._tagged_fields",
         )?;
-        Ok(n)
+        n.total("OffsetFetchResponseGroup")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.i16(self.error_code);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -1176,35 +997,19 @@ impl Encode for OffsetFetchResponseGroup<'_> {
 impl Encode for OffsetFetchResponseTopics<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 9 {
-            n = wire::add(
-                n,
-                wire::string_size(self.name.len(), true, "OffsetFetchResponseTopics.Name")?,
-                "OffsetFetchResponseTopics.Name",
-            )?;
+            n += wire::string_size(self.name.len(), true, "OffsetFetchResponseTopics.Name")?;
         }
         if ver.version == 10 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "OffsetFetchResponseTopics.Partitions",
-            )?,
-            "OffsetFetchResponseTopics.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchResponseTopics._tagged_fields",
-            )?,
+        n += encode::array_size(&self.partitions, ver, "OffsetFetchResponseTopics.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "OffsetFetchResponseTopics._tagged_fields",
         )?;
-        Ok(n)
+        n.total("OffsetFetchResponseTopics")
     }
 
     #[inline]
@@ -1215,7 +1020,7 @@ impl Encode for OffsetFetchResponseTopics<'_> {
         if ver.version == 10 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -1223,24 +1028,16 @@ impl Encode for OffsetFetchResponseTopics<'_> {
 impl Encode for OffsetFetchResponsePartitions<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 18;
-        n = wire::add(
-            n,
-            match &self.metadata {
-                Some(v) => wire::string_size(v.len(), true, "OffsetFetchResponsePartitions.Metadata")?,
-                None => wire::null_size(true, false),
-            },
-            "OffsetFetchResponsePartitions.Metadata",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchResponsePartitions._tagged_fields",
-            )?,
+        let mut n = Size::new(18);
+        n += match &self.metadata {
+            Some(v) => wire::string_size(v.len(), true, "OffsetFetchResponsePartitions.Metadata")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "OffsetFetchResponsePartitions._tagged_fields",
         )?;
-        Ok(n)
+        n.total("OffsetFetchResponsePartitions")
     }
 
     #[inline]
@@ -1295,47 +1092,32 @@ impl<'a> OffsetFetchResponseView<'a> {
     /// See [`OffsetFetchResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 3 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`OffsetFetchResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetFetchResponseTopicView<'a>> {
-        let ver = self.ver;
-        if ver.version <= 7 {
-            ArrayView::at(self.src, if ver.version >= 3 { 4 } else { 0 }, ver)
+        if self.ver.version <= 7 {
+            ArrayView::at(self.src, if self.ver.version >= 3 { 4 } else { 0 }, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
     /// See [`OffsetFetchResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        if ver.version >= 2 && ver.version <= 7 { self.src.i16(self.at[0] as usize) } else { 0 }
+        if self.ver.version >= 2 && self.ver.version <= 7 { self.src.i16(self.at[0] as usize) } else { 0 }
     }
 
     /// See [`OffsetFetchResponse::groups`].
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, OffsetFetchResponseGroupView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 8 {
-            ArrayView::at(
-                self.src,
-                self.at[0] as usize
-                    + (if ver.version >= 8 {
-                        0
-                    } else if ver.version >= 2 {
-                        2
-                    } else {
-                        0
-                    }),
-                ver,
-            )
+        if self.ver.version >= 8 {
+            ArrayView::at(self.src, self.at[0] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -1403,15 +1185,13 @@ impl<'a> OffsetFetchResponseTopicView<'a> {
     /// See [`OffsetFetchResponseTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`OffsetFetchResponseTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetFetchResponsePartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1508,15 +1288,13 @@ impl<'a> OffsetFetchResponsePartitionView<'a> {
     /// See [`OffsetFetchResponsePartition::committed_leader_epoch`].
     #[inline]
     pub fn committed_leader_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 5 { self.src.i32(12) } else { -1 }
+        if self.ver.version >= 5 { self.src.i32(12) } else { -1 }
     }
 
     /// See [`OffsetFetchResponsePartition::metadata`].
     #[inline]
     pub fn metadata(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(if ver.version >= 5 { 16 } else { 12 }, ver.flexible)
+        self.src.nullable_str(if self.ver.version >= 5 { 16 } else { 12 }, self.ver.flexible)
     }
 
     /// See [`OffsetFetchResponsePartition::error_code`].
@@ -1620,8 +1398,7 @@ impl<'a> OffsetFetchResponseGroupView<'a> {
     /// See [`OffsetFetchResponseGroup::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetFetchResponseTopicsView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`OffsetFetchResponseGroup::error_code`].
@@ -1707,22 +1484,19 @@ impl<'a> OffsetFetchResponseTopicsView<'a> {
     /// See [`OffsetFetchResponseTopics::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 9 { self.src.str(0, true) } else { "" }
+        if self.ver.version <= 9 { self.src.str(0, true) } else { "" }
     }
 
     /// See [`OffsetFetchResponseTopics::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`OffsetFetchResponseTopics::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetFetchResponsePartitionsView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 10 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 10 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -19,13 +19,9 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderEpochRequest<'a> {
     /// Broker ID of the follower asking, -1 for a consumer, or -2 for a debugging tool that may ask
-    /// any replica.
-    ///
-    /// Schema type `int32`; versions 3+; default `-2`; ignorable.
+    /// any replica. (`int32`, versions 3+; default `-2`; ignorable.)
     pub replica_id: i32,
-    /// Partitions to look up, grouped by topic.
-    ///
-    /// Schema type `[]OffsetForLeaderTopic`; versions 0+.
+    /// Partitions to look up, grouped by topic. (`[]OffsetForLeaderTopic`, versions 0+.)
     pub topics: List<'a, OffsetForLeaderTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -45,13 +41,9 @@ impl<'a> Default for OffsetForLeaderEpochRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub topic: Str<'a>,
-    /// Partitions of this topic to look up.
-    ///
-    /// Schema type `[]OffsetForLeaderPartition`; versions 0+.
+    /// Partitions of this topic to look up. (`[]OffsetForLeaderPartition`, versions 0+.)
     pub partitions: List<'a, OffsetForLeaderPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -61,18 +53,12 @@ pub struct OffsetForLeaderTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderPartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
     /// Leader epoch the requester currently knows, so that a stale leader can be detected; -1 when
-    /// not set.
-    ///
-    /// Schema type `int32`; versions 2+; default `-1`; ignorable.
+    /// not set. (`int32`, versions 2+; default `-1`; ignorable.)
     pub current_leader_epoch: i32,
-    /// Epoch whose end offset is wanted.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch whose end offset is wanted. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -112,26 +98,18 @@ impl OffsetForLeaderEpochRequest<'_> {
 impl Encode for OffsetForLeaderEpochRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version >= 3 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "OffsetForLeaderEpochRequest.Topics")?,
-            "OffsetForLeaderEpochRequest.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "OffsetForLeaderEpochRequest.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetForLeaderEpochRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetForLeaderEpochRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetForLeaderEpochRequest")
     }
 
     #[inline]
@@ -139,7 +117,7 @@ impl Encode for OffsetForLeaderEpochRequest<'_> {
         if ver.version >= 3 {
             w.i32(self.replica_id);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -149,34 +127,22 @@ impl Encode for OffsetForLeaderEpochRequest<'_> {
 impl Encode for OffsetForLeaderTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic.len(), ver.flexible, "OffsetForLeaderTopic.Topic")?,
-            "OffsetForLeaderTopic.Topic",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "OffsetForLeaderTopic.Partitions")?,
-            "OffsetForLeaderTopic.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic.len(), ver.flexible, "OffsetForLeaderTopic.Topic")?;
+        n += encode::array_size(&self.partitions, ver, "OffsetForLeaderTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetForLeaderTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetForLeaderTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetForLeaderTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -186,18 +152,14 @@ impl Encode for OffsetForLeaderTopic<'_> {
 impl Encode for OffsetForLeaderPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
+        let mut n = Size::new(12);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetForLeaderPartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetForLeaderPartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetForLeaderPartition")
     }
 
     #[inline]
@@ -258,15 +220,13 @@ impl<'a> OffsetForLeaderEpochRequestView<'a> {
     /// See [`OffsetForLeaderEpochRequest::replica_id`].
     #[inline]
     pub fn replica_id(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i32(0) } else { -2 }
+        if self.ver.version >= 3 { self.src.i32(0) } else { -2 }
     }
 
     /// See [`OffsetForLeaderEpochRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetForLeaderTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 3 { 4 } else { 0 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 3 { 4 } else { 0 }, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -322,15 +282,13 @@ impl<'a> OffsetForLeaderTopicView<'a> {
     /// See [`OffsetForLeaderTopic::topic`].
     #[inline]
     pub fn topic(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`OffsetForLeaderTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetForLeaderPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -482,13 +440,9 @@ impl fmt::Debug for OffsetForLeaderPartitionView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderEpochResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 2+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 2+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]OffsetForLeaderTopicResult`; versions 0+.
+    /// Results grouped by topic. (`[]OffsetForLeaderTopicResult`, versions 0+.)
     pub topics: List<'a, OffsetForLeaderTopicResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -498,13 +452,9 @@ pub struct OffsetForLeaderEpochResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderTopicResult<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Name of the topic. (`string`, versions 0+; map key.)
     pub topic: Str<'a>,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]EpochEndOffset`; versions 0+.
+    /// Result for each partition of this topic. (`[]EpochEndOffset`, versions 0+.)
     pub partitions: List<'a, EpochEndOffset<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -514,21 +464,14 @@ pub struct OffsetForLeaderTopicResult<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EpochEndOffset<'a> {
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Largest leader epoch that is not above the requested one; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 1+; default `-1`; ignorable.
+    /// Largest leader epoch that is not above the requested one; -1 when unknown. (`int32`,
+    /// versions 1+; default `-1`; ignorable.)
     pub leader_epoch: i32,
-    /// Offset at which that epoch ends; -1 when unknown.
-    ///
-    /// Schema type `int64`; versions 0+; default `-1`.
+    /// Offset at which that epoch ends; -1 when unknown. (`int64`, versions 0+; default `-1`.)
     pub end_offset: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -569,29 +512,21 @@ impl OffsetForLeaderEpochResponse<'_> {
 impl Encode for OffsetForLeaderEpochResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "OffsetForLeaderEpochResponse.Topics")?,
-            "OffsetForLeaderEpochResponse.Topics",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.topics, ver, "OffsetForLeaderEpochResponse.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetForLeaderEpochResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetForLeaderEpochResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetForLeaderEpochResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -601,38 +536,22 @@ impl Encode for OffsetForLeaderEpochResponse<'_> {
 impl Encode for OffsetForLeaderTopicResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic.len(), ver.flexible, "OffsetForLeaderTopicResult.Topic")?,
-            "OffsetForLeaderTopicResult.Topic",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "OffsetForLeaderTopicResult.Partitions",
-            )?,
-            "OffsetForLeaderTopicResult.Partitions",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic.len(), ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
+        n += encode::array_size(&self.partitions, ver, "OffsetForLeaderTopicResult.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "OffsetForLeaderTopicResult._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "OffsetForLeaderTopicResult._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("OffsetForLeaderTopicResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -642,15 +561,11 @@ impl Encode for OffsetForLeaderTopicResult<'_> {
 impl Encode for EpochEndOffset<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 18;
+        let mut n = Size::new(18);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EpochEndOffset._tagged_fields")?,
-                "EpochEndOffset._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EpochEndOffset._tagged_fields")?;
         }
-        Ok(n)
+        n.total("EpochEndOffset")
     }
 
     #[inline]
@@ -718,8 +633,7 @@ impl<'a> OffsetForLeaderEpochResponseView<'a> {
     /// See [`OffsetForLeaderEpochResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetForLeaderTopicResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -777,15 +691,13 @@ impl<'a> OffsetForLeaderTopicResultView<'a> {
     /// See [`OffsetForLeaderTopicResult::topic`].
     #[inline]
     pub fn topic(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`OffsetForLeaderTopicResult::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, EpochEndOffsetView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -18,21 +18,15 @@ use crate::prelude::*;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ProduceRequest<'a> {
     /// Transactional ID of the producer, or null when the records are not part of a transaction.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 3+; default `null`.
+    /// (`string`, versions 3+; nullable in 3+; default `null`.)
     pub transactional_id: Option<Str<'a>>,
     /// How many replicas must have the records before the broker answers: 0 for none (no response
-    /// is sent), 1 for the leader only, -1 for every in-sync replica.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// is sent), 1 for the leader only, -1 for every in-sync replica. (`int16`, versions 0+.)
     pub acks: i16,
-    /// How long, in milliseconds, the broker may wait for the required acknowledgements.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// How long, in milliseconds, the broker may wait for the required acknowledgements. (`int32`,
+    /// versions 0+.)
     pub timeout_ms: i32,
-    /// Records to append, grouped by topic.
-    ///
-    /// Schema type `[]TopicProduceData`; versions 0+.
+    /// Records to append, grouped by topic. (`[]TopicProduceData`, versions 0+.)
     pub topic_data: List<'a, TopicProduceData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -42,17 +36,12 @@ pub struct ProduceRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicProduceData<'a> {
-    /// Name of the topic (up to version 12).
-    ///
-    /// Schema type `string`; versions 0-12; ignorable; map key.
+    /// Name of the topic (up to version 12). (`string`, versions 0-12; ignorable; map key.)
     pub name: Str<'a>,
-    /// ID of the topic (from version 13, which names topics by ID only).
-    ///
-    /// Schema type `uuid`; versions 13+; ignorable; map key.
+    /// ID of the topic (from version 13, which names topics by ID only). (`uuid`, versions 13+;
+    /// ignorable; map key.)
     pub topic_id: Uuid,
-    /// Records for each partition of this topic.
-    ///
-    /// Schema type `[]PartitionProduceData`; versions 0+.
+    /// Records for each partition of this topic. (`[]PartitionProduceData`, versions 0+.)
     pub partition_data: List<'a, PartitionProduceData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -62,13 +51,9 @@ pub struct TopicProduceData<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionProduceData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub index: i32,
-    /// Record batches to append to the partition.
-    ///
-    /// Schema type `records`; versions 0+; nullable in 0+.
+    /// Record batches to append to the partition. (`records`, versions 0+; nullable in 0+.)
     pub records: Option<Bytes<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -107,28 +92,16 @@ impl ProduceRequest<'_> {
 impl Encode for ProduceRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.transactional_id {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "ProduceRequest.TransactionalId")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "ProduceRequest.TransactionalId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topic_data.as_slice()), ver, "ProduceRequest.TopicData")?,
-            "ProduceRequest.TopicData",
-        )?;
+        let mut n = Size::new(6);
+        n += match &self.transactional_id {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "ProduceRequest.TransactionalId")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += encode::array_size(&self.topic_data, ver, "ProduceRequest.TopicData")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ProduceRequest._tagged_fields")?,
-                "ProduceRequest._tagged_fields",
-            )?;
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ProduceRequest._tagged_fields")?;
         }
-        Ok(n)
+        n.total("ProduceRequest")
     }
 
     #[inline]
@@ -138,7 +111,7 @@ impl Encode for ProduceRequest<'_> {
             b[0..2].copy_from_slice(&self.acks.to_be_bytes());
             b[2..6].copy_from_slice(&self.timeout_ms.to_be_bytes());
         });
-        encode::write_array(w, Some(self.topic_data.as_slice()), ver);
+        encode::write_array(w, &self.topic_data, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -148,30 +121,19 @@ impl Encode for ProduceRequest<'_> {
 impl Encode for TopicProduceData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 12 {
-            n = wire::add(
-                n,
-                wire::string_size(self.name.len(), ver.flexible, "TopicProduceData.Name")?,
-                "TopicProduceData.Name",
-            )?;
+            n += wire::string_size(self.name.len(), ver.flexible, "TopicProduceData.Name")?;
         }
         if ver.version == 13 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partition_data.as_slice()), ver, "TopicProduceData.PartitionData")?,
-            "TopicProduceData.PartitionData",
-        )?;
+        n += encode::array_size(&self.partition_data, ver, "TopicProduceData.PartitionData")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicProduceData._tagged_fields")?,
-                "TopicProduceData._tagged_fields",
-            )?;
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicProduceData._tagged_fields")?;
         }
-        Ok(n)
+        n.total("TopicProduceData")
     }
 
     #[inline]
@@ -182,7 +144,7 @@ impl Encode for TopicProduceData<'_> {
         if ver.version == 13 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partition_data.as_slice()), ver);
+        encode::write_array(w, &self.partition_data, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -192,26 +154,18 @@ impl Encode for TopicProduceData<'_> {
 impl Encode for PartitionProduceData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            match &self.records {
-                Some(v) => wire::bytes_size(v.len(), ver.flexible, "PartitionProduceData.Records")?,
-                None => wire::null_size(ver.flexible, true),
-            },
-            "PartitionProduceData.Records",
-        )?;
+        let mut n = Size::new(4);
+        n += match &self.records {
+            Some(v) => wire::bytes_size(v.len(), ver.flexible, "PartitionProduceData.Records")?,
+            None => wire::null_size(ver.flexible, true),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "PartitionProduceData._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "PartitionProduceData._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("PartitionProduceData")
     }
 
     #[inline]
@@ -263,8 +217,7 @@ impl<'a> ProduceRequestView<'a> {
     /// See [`ProduceRequest::transactional_id`].
     #[inline]
     pub fn transactional_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(0, ver.flexible)
+        self.src.nullable_str(0, self.ver.flexible)
     }
 
     /// See [`ProduceRequest::acks`].
@@ -282,8 +235,7 @@ impl<'a> ProduceRequestView<'a> {
     /// See [`ProduceRequest::topic_data`].
     #[inline]
     pub fn topic_data(&self) -> ArrayView<'a, TopicProduceDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 6, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 6, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -341,22 +293,19 @@ impl<'a> TopicProduceDataView<'a> {
     /// See [`TopicProduceData::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 12 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`TopicProduceData::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`TopicProduceData::partition_data`].
     #[inline]
     pub fn partition_data(&self) -> ArrayView<'a, PartitionProduceDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 13 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -452,8 +401,7 @@ impl<'a> PartitionProduceDataView<'a> {
     /// See [`PartitionProduceData::records`].
     #[inline]
     pub fn records(&self) -> Option<&'a [u8]> {
-        let ver = self.ver;
-        self.src.nullable_bytes(4, ver.flexible)
+        self.src.nullable_bytes(4, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -514,19 +462,13 @@ impl fmt::Debug for PartitionProduceDataView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ProduceResponse<'a> {
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]TopicProduceResponse`; versions 0+.
+    /// Results grouped by topic. (`[]TopicProduceResponse`, versions 0+.)
     pub responses: List<'a, TopicProduceResponse<'a>>,
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; default `0`; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; default `0`; ignorable.)
     pub throttle_time_ms: i32,
     /// Addresses of the brokers named as new leaders in CurrentLeader, so the client can reach them
-    /// without a metadata request.
-    ///
-    /// Schema type `[]NodeEndpoint`; versions 10+; tagged (tag 0) in 10+.
+    /// without a metadata request. (`[]NodeEndpoint`, versions 10+; tagged (tag 0) in 10+.)
     pub node_endpoints: List<'a, NodeEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -536,17 +478,11 @@ pub struct ProduceResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicProduceResponse<'a> {
-    /// Name of the topic (up to version 12).
-    ///
-    /// Schema type `string`; versions 0-12; ignorable; map key.
+    /// Name of the topic (up to version 12). (`string`, versions 0-12; ignorable; map key.)
     pub name: Str<'a>,
-    /// ID of the topic (from version 13).
-    ///
-    /// Schema type `uuid`; versions 13+; ignorable; map key.
+    /// ID of the topic (from version 13). (`uuid`, versions 13+; ignorable; map key.)
     pub topic_id: Uuid,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]PartitionProduceResponse`; versions 0+.
+    /// Result for each partition of this topic. (`[]PartitionProduceResponse`, versions 0+.)
     pub partition_responses: List<'a, PartitionProduceResponse<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -556,40 +492,26 @@ pub struct TopicProduceResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionProduceResponse<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub index: i32,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Offset given to the first record appended.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset given to the first record appended. (`int64`, versions 0+.)
     pub base_offset: i64,
     /// Timestamp the broker gave the records when the topic uses log-append time; -1 when the topic
-    /// uses create time.
-    ///
-    /// Schema type `int64`; versions 2+; default `-1`; ignorable.
+    /// uses create time. (`int64`, versions 2+; default `-1`; ignorable.)
     pub log_append_time_ms: i64,
-    /// First offset still present in the partition's log.
-    ///
-    /// Schema type `int64`; versions 5+; default `-1`; ignorable.
+    /// First offset still present in the partition's log. (`int64`, versions 5+; default `-1`;
+    /// ignorable.)
     pub log_start_offset: i64,
     /// Batch-relative indexes of the records that caused the batch to be rejected, with their
-    /// errors.
-    ///
-    /// Schema type `[]BatchIndexAndErrorMessage`; versions 8+; ignorable.
+    /// errors. (`[]BatchIndexAndErrorMessage`, versions 8+; ignorable.)
     pub record_errors: List<'a, BatchIndexAndErrorMessage<'a>>,
-    /// Human-readable summary of the partition's error, or null.
-    ///
-    /// Schema type `string`; versions 8+; nullable in 8+; default `null`; ignorable.
+    /// Human-readable summary of the partition's error, or null. (`string`, versions 8+; nullable
+    /// in 8+; default `null`; ignorable.)
     pub error_message: Option<Str<'a>>,
     /// The partition's current leader, sent when the request reached a broker that no longer leads
-    /// it.
-    ///
-    /// Schema type `LeaderIdAndEpoch`; versions 10+; tagged (tag 0) in 10+.
+    /// it. (`LeaderIdAndEpoch`, versions 10+; tagged (tag 0) in 10+.)
     pub current_leader: LeaderIdAndEpoch<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -616,13 +538,10 @@ impl<'a> Default for PartitionProduceResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BatchIndexAndErrorMessage<'a> {
-    /// Position of the failing record within its batch.
-    ///
-    /// Schema type `int32`; versions 8+.
+    /// Position of the failing record within its batch. (`int32`, versions 8+.)
     pub batch_index: i32,
-    /// Why that record was rejected, or null.
-    ///
-    /// Schema type `string`; versions 8+; nullable in 8+; default `null`.
+    /// Why that record was rejected, or null. (`string`, versions 8+; nullable in 8+; default
+    /// `null`.)
     pub batch_index_error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -633,13 +552,9 @@ pub struct BatchIndexAndErrorMessage<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
-    /// Broker ID of the current leader; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 10+; default `-1`.
+    /// Broker ID of the current leader; -1 when unknown. (`int32`, versions 10+; default `-1`.)
     pub leader_id: i32,
-    /// Current leader epoch; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 10+; default `-1`.
+    /// Current leader epoch; -1 when unknown. (`int32`, versions 10+; default `-1`.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -656,21 +571,13 @@ impl<'a> Default for LeaderIdAndEpoch<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
-    /// ID of the broker.
-    ///
-    /// Schema type `int32`; versions 10+; map key.
+    /// ID of the broker. (`int32`, versions 10+; map key.)
     pub node_id: i32,
-    /// Host name of the broker.
-    ///
-    /// Schema type `string`; versions 10+.
+    /// Host name of the broker. (`string`, versions 10+.)
     pub host: Str<'a>,
-    /// Port of the broker.
-    ///
-    /// Schema type `int32`; versions 10+.
+    /// Port of the broker. (`int32`, versions 10+.)
     pub port: i32,
-    /// Rack the broker is in, or null.
-    ///
-    /// Schema type `string`; versions 10+; nullable in 10+; default `null`.
+    /// Rack the broker is in, or null. (`string`, versions 10+; nullable in 10+; default `null`.)
     pub rack: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -699,12 +606,8 @@ impl ProduceResponse<'_> {
 impl Encode for ProduceResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.responses.as_slice()), ver, "ProduceResponse.Responses")?,
-            "ProduceResponse.Responses",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.responses, ver, "ProduceResponse.Responses")?;
         if ver.version <= 9 && !self.node_endpoints.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "ProduceResponse.NodeEndpoints",
@@ -716,26 +619,18 @@ impl Encode for ProduceResponse<'_> {
             if ver.version >= 10 && !self.node_endpoints.is_empty() {
                 tags.field(
                     0,
-                    encode::array_size(
-                        Some(self.node_endpoints.as_slice()),
-                        ver,
-                        "ProduceResponse.NodeEndpoints",
-                    )?,
+                    encode::array_size(&self.node_endpoints, ver, "ProduceResponse.NodeEndpoints")?,
                     "ProduceResponse.NodeEndpoints",
                 )?;
             }
-            n = wire::add(
-                n,
-                tags.finish(&self.unknown_tagged_fields, &[0], "ProduceResponse._tagged_fields")?,
-                "ProduceResponse._tagged_fields",
-            )?;
+            n += tags.finish(&self.unknown_tagged_fields, &[0], "ProduceResponse._tagged_fields")?;
         }
-        Ok(n)
+        n.total("ProduceResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
         w.i32(self.throttle_time_ms);
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
@@ -746,14 +641,10 @@ impl Encode for ProduceResponse<'_> {
                 w.raw_tags_below(unknown, &mut next, Some(0));
                 w.tag_header(
                     0,
-                    encode::array_size(
-                        Some(self.node_endpoints.as_slice()),
-                        ver,
-                        "ProduceResponse.NodeEndpoints",
-                    )
-                    .unwrap_or(0),
+                    encode::array_size(&self.node_endpoints, ver, "ProduceResponse.NodeEndpoints")
+                        .unwrap_or(0),
                 );
-                encode::write_array(w, Some(self.node_endpoints.as_slice()), ver);
+                encode::write_array(w, &self.node_endpoints, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);
         }
@@ -763,37 +654,21 @@ impl Encode for ProduceResponse<'_> {
 impl Encode for TopicProduceResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 12 {
-            n = wire::add(
-                n,
-                wire::string_size(self.name.len(), ver.flexible, "TopicProduceResponse.Name")?,
-                "TopicProduceResponse.Name",
-            )?;
+            n += wire::string_size(self.name.len(), ver.flexible, "TopicProduceResponse.Name")?;
         }
         if ver.version == 13 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partition_responses.as_slice()),
-                ver,
-                "TopicProduceResponse.PartitionResponses",
-            )?,
-            "TopicProduceResponse.PartitionResponses",
-        )?;
+        n += encode::array_size(&self.partition_responses, ver, "TopicProduceResponse.PartitionResponses")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "TopicProduceResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "TopicProduceResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("TopicProduceResponse")
     }
 
     #[inline]
@@ -804,7 +679,7 @@ impl Encode for TopicProduceResponse<'_> {
         if ver.version == 13 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partition_responses.as_slice()), ver);
+        encode::write_array(w, &self.partition_responses, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -814,32 +689,18 @@ impl Encode for TopicProduceResponse<'_> {
 impl Encode for PartitionProduceResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 22;
+        let mut n = Size::new(22);
         if ver.version >= 5 {
             n += 8;
         }
         if ver.version >= 8 {
-            n = wire::add(
-                n,
-                encode::array_size(
-                    Some(self.record_errors.as_slice()),
-                    ver,
-                    "PartitionProduceResponse.RecordErrors",
-                )?,
-                "PartitionProduceResponse.RecordErrors",
-            )?;
+            n += encode::array_size(&self.record_errors, ver, "PartitionProduceResponse.RecordErrors")?;
         }
         if ver.version >= 8 {
-            n = wire::add(
-                n,
-                match &self.error_message {
-                    Some(v) => {
-                        wire::string_size(v.len(), ver.flexible, "PartitionProduceResponse.ErrorMessage")?
-                    }
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "PartitionProduceResponse.ErrorMessage",
-            )?;
+            n += match &self.error_message {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "PartitionProduceResponse.ErrorMessage")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.version <= 9 && self.current_leader != LeaderIdAndEpoch::default() {
             return Err(EncodeError::FieldNotInVersion {
@@ -856,13 +717,9 @@ impl Encode for PartitionProduceResponse<'_> {
                     "PartitionProduceResponse.CurrentLeader",
                 )?;
             }
-            n = wire::add(
-                n,
-                tags.finish(&self.unknown_tagged_fields, &[0], "PartitionProduceResponse._tagged_fields")?,
-                "PartitionProduceResponse._tagged_fields",
-            )?;
+            n += tags.finish(&self.unknown_tagged_fields, &[0], "PartitionProduceResponse._tagged_fields")?;
         }
-        Ok(n)
+        n.total("PartitionProduceResponse")
     }
 
     #[inline]
@@ -877,7 +734,7 @@ impl Encode for PartitionProduceResponse<'_> {
             w.i64(self.log_start_offset);
         }
         if ver.version >= 8 {
-            encode::write_array(w, Some(self.record_errors.as_slice()), ver);
+            encode::write_array(w, &self.record_errors, ver);
         }
         if ver.version >= 8 {
             w.nullable_str(self.error_message.as_deref(), ver.flexible);
@@ -904,30 +761,20 @@ impl Encode for PartitionProduceResponse<'_> {
 impl Encode for BatchIndexAndErrorMessage<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            match &self.batch_index_error_message {
-                Some(v) => wire::string_size(
-                    v.len(),
-                    ver.flexible,
-                    "BatchIndexAndErrorMessage.BatchIndexErrorMessage",
-                )?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "BatchIndexAndErrorMessage.BatchIndexErrorMessage",
-        )?;
+        let mut n = Size::new(4);
+        n += match &self.batch_index_error_message {
+            Some(v) => {
+                wire::string_size(v.len(), ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?
+            }
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "BatchIndexAndErrorMessage._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "BatchIndexAndErrorMessage._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("BatchIndexAndErrorMessage")
     }
 
     #[inline]
@@ -943,13 +790,9 @@ impl Encode for BatchIndexAndErrorMessage<'_> {
 impl Encode for LeaderIdAndEpoch<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?,
-            "LeaderIdAndEpoch._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?;
+        n.total("LeaderIdAndEpoch")
     }
 
     #[inline]
@@ -965,26 +808,14 @@ impl Encode for LeaderIdAndEpoch<'_> {
 impl Encode for NodeEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?,
-            "NodeEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack {
-                Some(v) => wire::string_size(v.len(), true, "NodeEndpoint.Rack")?,
-                None => wire::null_size(true, false),
-            },
-            "NodeEndpoint.Rack",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?,
-            "NodeEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?;
+        n += match &self.rack {
+            Some(v) => wire::string_size(v.len(), true, "NodeEndpoint.Rack")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?;
+        n.total("NodeEndpoint")
     }
 
     #[inline]
@@ -1036,8 +867,7 @@ impl<'a> ProduceResponseView<'a> {
     /// See [`ProduceResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, TopicProduceResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`ProduceResponse::throttle_time_ms`].
@@ -1049,13 +879,12 @@ impl<'a> ProduceResponseView<'a> {
     /// See [`ProduceResponse::node_endpoints`].
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 10 {
+        if self.ver.version >= 10 {
             self.src
                 .tag(self.at[0] as usize + 4, 0)
-                .map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
+                .map_or(ArrayView::empty(self.ver), |v| ArrayView::at(v, 0, self.ver))
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -1129,22 +958,19 @@ impl<'a> TopicProduceResponseView<'a> {
     /// See [`TopicProduceResponse::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 12 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`TopicProduceResponse::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`TopicProduceResponse::partition_responses`].
     #[inline]
     pub fn partition_responses(&self) -> ArrayView<'a, PartitionProduceResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 13 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1262,34 +1088,30 @@ impl<'a> PartitionProduceResponseView<'a> {
     /// See [`PartitionProduceResponse::log_start_offset`].
     #[inline]
     pub fn log_start_offset(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 5 { self.src.i64(22) } else { -1 }
+        if self.ver.version >= 5 { self.src.i64(22) } else { -1 }
     }
 
     /// See [`PartitionProduceResponse::record_errors`].
     #[inline]
     pub fn record_errors(&self) -> ArrayView<'a, BatchIndexAndErrorMessageView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 8 {
-            ArrayView::at(self.src, if ver.version >= 5 { 30 } else { 22 }, ver)
-        } else {
-            ArrayView::empty(ver)
-        }
+        if self.ver.version >= 8 { ArrayView::at(self.src, 30, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
     /// See [`PartitionProduceResponse::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 8 { self.src.nullable_str(self.at[0] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 8 {
+            self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`PartitionProduceResponse::current_leader`].
     #[inline]
     pub fn current_leader(&self) -> Option<LeaderIdAndEpochView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 10 {
-            self.src.tag(self.at[1] as usize, 0).map(|v| LeaderIdAndEpochView::at(v, 0, ver).0)
+        if self.ver.version >= 10 {
+            self.src.tag(self.at[1] as usize, 0).map(|v| LeaderIdAndEpochView::at(v, 0, self.ver).0)
         } else {
             None
         }
@@ -1429,8 +1251,7 @@ impl<'a> BatchIndexAndErrorMessageView<'a> {
     /// See [`BatchIndexAndErrorMessage::batch_index_error_message`].
     #[inline]
     pub fn batch_index_error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(4, ver.flexible)
+        self.src.nullable_str(4, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

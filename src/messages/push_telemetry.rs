@@ -17,25 +17,15 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PushTelemetryRequest<'a> {
-    /// Client instance ID given by the broker.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Client instance ID given by the broker. (`uuid`, versions 0+.)
     pub client_instance_id: Uuid,
-    /// ID of the subscription set the metrics were collected for.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the subscription set the metrics were collected for. (`int32`, versions 0+.)
     pub subscription_id: i32,
-    /// True when this is the client's last push before it closes.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True when this is the client's last push before it closes. (`bool`, versions 0+.)
     pub terminating: bool,
-    /// Compression codec applied to Metrics.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Compression codec applied to Metrics. (`int8`, versions 0+.)
     pub compression_type: i8,
-    /// The metrics, as an OpenTelemetry MetricsData v1 protobuf message.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// The metrics, as an OpenTelemetry MetricsData v1 protobuf message. (`bytes`, versions 0+.)
     pub metrics: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -64,18 +54,11 @@ impl PushTelemetryRequest<'_> {
 impl Encode for PushTelemetryRequest<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 22;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.metrics.len(), true, "PushTelemetryRequest.Metrics")?,
-            "PushTelemetryRequest.Metrics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PushTelemetryRequest._tagged_fields")?,
-            "PushTelemetryRequest._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(22);
+        n += wire::bytes_size(self.metrics.len(), true, "PushTelemetryRequest.Metrics")?;
+        n +=
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PushTelemetryRequest._tagged_fields")?;
+        n.total("PushTelemetryRequest")
     }
 
     #[inline]
@@ -201,13 +184,9 @@ impl fmt::Debug for PushTelemetryRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PushTelemetryResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -236,16 +215,12 @@ impl PushTelemetryResponse<'_> {
 impl Encode for PushTelemetryResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "PushTelemetryResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "PushTelemetryResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("PushTelemetryResponse")
     }
 
     #[inline]

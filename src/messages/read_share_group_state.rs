@@ -18,13 +18,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadShareGroupStateRequest<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Topics whose share-partition state to read.
-    ///
-    /// Schema type `[]ReadStateData`; versions 0+.
+    /// Topics whose share-partition state to read. (`[]ReadStateData`, versions 0+.)
     pub topics: List<'a, ReadStateData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -34,13 +30,9 @@ pub struct ReadShareGroupStateRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadStateData<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Partitions whose state to read.
-    ///
-    /// Schema type `[]PartitionData`; versions 0+.
+    /// Partitions whose state to read. (`[]PartitionData`, versions 0+.)
     pub partitions: List<'a, PartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -50,13 +42,9 @@ pub struct ReadStateData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Leader epoch of the partition, as the reading leader has it.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Leader epoch of the partition, as the reading leader has it. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -85,32 +73,20 @@ impl ReadShareGroupStateRequest<'_> {
 impl Encode for ReadShareGroupStateRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "ReadShareGroupStateRequest.GroupId")?,
-            "ReadShareGroupStateRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "ReadShareGroupStateRequest.Topics")?,
-            "ReadShareGroupStateRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ReadShareGroupStateRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), true, "ReadShareGroupStateRequest.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "ReadShareGroupStateRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ReadShareGroupStateRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ReadShareGroupStateRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -118,24 +94,16 @@ impl Encode for ReadShareGroupStateRequest<'_> {
 impl Encode for ReadStateData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "ReadStateData.Partitions")?,
-            "ReadStateData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReadStateData._tagged_fields")?,
-            "ReadStateData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "ReadStateData.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReadStateData._tagged_fields")?;
+        n.total("ReadStateData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -143,13 +111,9 @@ impl Encode for ReadStateData<'_> {
 impl Encode for PartitionData<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?,
-            "PartitionData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?;
+        n.total("PartitionData")
     }
 
     #[inline]
@@ -208,8 +172,7 @@ impl<'a> ReadShareGroupStateRequestView<'a> {
     /// See [`ReadShareGroupStateRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ReadStateDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -268,8 +231,7 @@ impl<'a> ReadStateDataView<'a> {
     /// See [`ReadStateData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -397,9 +359,7 @@ impl fmt::Debug for PartitionDataView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadShareGroupStateResponse<'a> {
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]ReadStateResult`; versions 0+.
+    /// Results grouped by topic. (`[]ReadStateResult`, versions 0+.)
     pub results: List<'a, ReadStateResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -409,13 +369,9 @@ pub struct ReadShareGroupStateResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadStateResult<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]PartitionResult`; versions 0+.
+    /// One result for each partition. (`[]PartitionResult`, versions 0+.)
     pub partitions: List<'a, PartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -425,29 +381,20 @@ pub struct ReadStateResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Epoch of the stored share-partition state, raised each time the state is initialized again.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub state_epoch: i32,
-    /// Offset from which the group delivers records, or -1 when not yet initialized.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset from which the group delivers records, or -1 when not yet initialized. (`int64`,
+    /// versions 0+.)
     pub start_offset: i64,
-    /// Delivery state of ranges of offsets.
-    ///
-    /// Schema type `[]StateBatch`; versions 0+.
+    /// Delivery state of ranges of offsets. (`[]StateBatch`, versions 0+.)
     pub state_batches: List<'a, StateBatch<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -457,21 +404,13 @@ pub struct PartitionResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StateBatch<'a> {
-    /// First offset of the range.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// First offset of the range. (`int64`, versions 0+.)
     pub first_offset: i64,
-    /// Last offset of the range, inclusive.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Last offset of the range, inclusive. (`int64`, versions 0+.)
     pub last_offset: i64,
-    /// Delivery state of the range: 0 available, 2 acknowledged, 4 archived.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Delivery state of the range: 0 available, 2 acknowledged, 4 archived. (`int8`, versions 0+.)
     pub delivery_state: i8,
-    /// How many times the records have been delivered.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// How many times the records have been delivered. (`int16`, versions 0+.)
     pub delivery_count: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -500,26 +439,18 @@ impl ReadShareGroupStateResponse<'_> {
 impl Encode for ReadShareGroupStateResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.results.as_slice()), ver, "ReadShareGroupStateResponse.Results")?,
-            "ReadShareGroupStateResponse.Results",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ReadShareGroupStateResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.results, ver, "ReadShareGroupStateResponse.Results")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ReadShareGroupStateResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ReadShareGroupStateResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -527,24 +458,16 @@ impl Encode for ReadShareGroupStateResponse<'_> {
 impl Encode for ReadStateResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "ReadStateResult.Partitions")?,
-            "ReadStateResult.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReadStateResult._tagged_fields")?,
-            "ReadStateResult._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "ReadStateResult.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReadStateResult._tagged_fields")?;
+        n.total("ReadStateResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -552,26 +475,14 @@ impl Encode for ReadStateResult<'_> {
 impl Encode for PartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 18;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "PartitionResult.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.state_batches.as_slice()), ver, "PartitionResult.StateBatches")?,
-            "PartitionResult.StateBatches",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?,
-            "PartitionResult._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(18);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.state_batches, ver, "PartitionResult.StateBatches")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?;
+        n.total("PartitionResult")
     }
 
     #[inline]
@@ -585,7 +496,7 @@ impl Encode for PartitionResult<'_> {
             b[0..4].copy_from_slice(&self.state_epoch.to_be_bytes());
             b[4..12].copy_from_slice(&self.start_offset.to_be_bytes());
         });
-        encode::write_array(w, Some(self.state_batches.as_slice()), ver);
+        encode::write_array(w, &self.state_batches, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -593,13 +504,9 @@ impl Encode for PartitionResult<'_> {
 impl Encode for StateBatch<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 19;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "StateBatch._tagged_fields")?,
-            "StateBatch._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(19);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "StateBatch._tagged_fields")?;
+        n.total("StateBatch")
     }
 
     #[inline]
@@ -654,8 +561,7 @@ impl<'a> ReadShareGroupStateResponseView<'a> {
     /// See [`ReadShareGroupStateResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, ReadStateResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -709,8 +615,7 @@ impl<'a> ReadStateResultView<'a> {
     /// See [`ReadStateResult::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -814,8 +719,7 @@ impl<'a> PartitionResultView<'a> {
     /// See [`PartitionResult::state_batches`].
     #[inline]
     pub fn state_batches(&self) -> ArrayView<'a, StateBatchView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 12, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 12, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

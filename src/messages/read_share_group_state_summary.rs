@@ -18,13 +18,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadShareGroupStateSummaryRequest<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Topics whose share-partition state to summarise.
-    ///
-    /// Schema type `[]ReadStateSummaryData`; versions 0+.
+    /// Topics whose share-partition state to summarise. (`[]ReadStateSummaryData`, versions 0+.)
     pub topics: List<'a, ReadStateSummaryData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -34,13 +30,9 @@ pub struct ReadShareGroupStateSummaryRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadStateSummaryData<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Partitions whose state to summarise.
-    ///
-    /// Schema type `[]PartitionData`; versions 0+.
+    /// Partitions whose state to summarise. (`[]PartitionData`, versions 0+.)
     pub partitions: List<'a, PartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -50,13 +42,9 @@ pub struct ReadStateSummaryData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Leader epoch of the partition, as the requester has it.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Leader epoch of the partition, as the requester has it. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -85,36 +73,20 @@ impl ReadShareGroupStateSummaryRequest<'_> {
 impl Encode for ReadShareGroupStateSummaryRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "ReadShareGroupStateSummaryRequest.GroupId")?,
-            "ReadShareGroupStateSummaryRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.topics.as_slice()),
-                ver,
-                "ReadShareGroupStateSummaryRequest.Topics",
-            )?,
-            "ReadShareGroupStateSummaryRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ReadShareGroupStateSummaryRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), true, "ReadShareGroupStateSummaryRequest.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "ReadShareGroupStateSummaryRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ReadShareGroupStateSummaryRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ReadShareGroupStateSummaryRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -122,24 +94,17 @@ impl Encode for ReadShareGroupStateSummaryRequest<'_> {
 impl Encode for ReadStateSummaryData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "ReadStateSummaryData.Partitions")?,
-            "ReadStateSummaryData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReadStateSummaryData._tagged_fields")?,
-            "ReadStateSummaryData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "ReadStateSummaryData.Partitions")?;
+        n +=
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ReadStateSummaryData._tagged_fields")?;
+        n.total("ReadStateSummaryData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -147,13 +112,9 @@ impl Encode for ReadStateSummaryData<'_> {
 impl Encode for PartitionData<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?,
-            "PartitionData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?;
+        n.total("PartitionData")
     }
 
     #[inline]
@@ -212,8 +173,7 @@ impl<'a> ReadShareGroupStateSummaryRequestView<'a> {
     /// See [`ReadShareGroupStateSummaryRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ReadStateSummaryDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -276,8 +236,7 @@ impl<'a> ReadStateSummaryDataView<'a> {
     /// See [`ReadStateSummaryData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -404,9 +363,7 @@ impl fmt::Debug for PartitionDataView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadShareGroupStateSummaryResponse<'a> {
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]ReadStateSummaryResult`; versions 0+.
+    /// Results grouped by topic. (`[]ReadStateSummaryResult`, versions 0+.)
     pub results: List<'a, ReadStateSummaryResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -416,13 +373,9 @@ pub struct ReadShareGroupStateSummaryResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadStateSummaryResult<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]PartitionResult`; versions 0+.
+    /// One result for each partition. (`[]PartitionResult`, versions 0+.)
     pub partitions: List<'a, PartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -432,33 +385,22 @@ pub struct ReadStateSummaryResult<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Epoch of the stored share-partition state, raised each time the state is initialized again.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub state_epoch: i32,
-    /// Leader epoch recorded with the share-partition state.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Leader epoch recorded with the share-partition state. (`int32`, versions 0+.)
     pub leader_epoch: i32,
-    /// Offset from which the group delivers records.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset from which the group delivers records. (`int64`, versions 0+.)
     pub start_offset: i64,
     /// Number of offsets at or above the start offset whose delivery is complete; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 1+; default `-1`; ignorable.
+    /// (`int32`, versions 1+; default `-1`; ignorable.)
     pub delivery_complete_count: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -502,30 +444,18 @@ impl ReadShareGroupStateSummaryResponse<'_> {
 impl Encode for ReadShareGroupStateSummaryResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.results.as_slice()),
-                ver,
-                "ReadShareGroupStateSummaryResponse.Results",
-            )?,
-            "ReadShareGroupStateSummaryResponse.Results",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ReadShareGroupStateSummaryResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.results, ver, "ReadShareGroupStateSummaryResponse.Results")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ReadShareGroupStateSummaryResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ReadShareGroupStateSummaryResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -533,27 +463,19 @@ impl Encode for ReadShareGroupStateSummaryResponse<'_> {
 impl Encode for ReadStateSummaryResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "ReadStateSummaryResult.Partitions")?,
-            "ReadStateSummaryResult.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ReadStateSummaryResult._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "ReadStateSummaryResult.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ReadStateSummaryResult._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ReadStateSummaryResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -561,24 +483,16 @@ impl Encode for ReadStateSummaryResult<'_> {
 impl Encode for PartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 22;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "PartitionResult.ErrorMessage",
-        )?;
+        let mut n = Size::new(22);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
         if ver.version == 1 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?,
-            "PartitionResult._tagged_fields",
-        )?;
-        Ok(n)
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?;
+        n.total("PartitionResult")
     }
 
     #[inline]
@@ -640,8 +554,7 @@ impl<'a> ReadShareGroupStateSummaryResponseView<'a> {
     /// See [`ReadShareGroupStateSummaryResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, ReadStateSummaryResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -699,8 +612,7 @@ impl<'a> ReadStateSummaryResultView<'a> {
     /// See [`ReadStateSummaryResult::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -810,8 +722,7 @@ impl<'a> PartitionResultView<'a> {
     /// See [`PartitionResult::delivery_complete_count`].
     #[inline]
     pub fn delivery_complete_count(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.i32(self.at[0] as usize + 16) } else { -1 }
+        if self.ver.version == 1 { self.src.i32(self.at[0] as usize + 16) } else { -1 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

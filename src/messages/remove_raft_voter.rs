@@ -17,17 +17,11 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RemoveRaftVoterRequest<'a> {
-    /// ID of the cluster; may be null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// ID of the cluster; may be null. (`string`, versions 0+; nullable in 0+.)
     pub cluster_id: Option<Str<'a>>,
-    /// Replica ID of the voter to remove.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Replica ID of the voter to remove. (`int32`, versions 0+.)
     pub voter_id: i32,
-    /// Log directory ID of the voter to remove.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Log directory ID of the voter to remove. (`uuid`, versions 0+.)
     pub voter_directory_id: Uuid,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -67,24 +61,16 @@ impl RemoveRaftVoterRequest<'_> {
 impl Encode for RemoveRaftVoterRequest<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 20;
-        n = wire::add(
-            n,
-            match &self.cluster_id {
-                Some(v) => wire::string_size(v.len(), true, "RemoveRaftVoterRequest.ClusterId")?,
-                None => wire::null_size(true, false),
-            },
-            "RemoveRaftVoterRequest.ClusterId",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "RemoveRaftVoterRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(20);
+        n += match &self.cluster_id {
+            Some(v) => wire::string_size(v.len(), true, "RemoveRaftVoterRequest.ClusterId")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "RemoveRaftVoterRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("RemoveRaftVoterRequest")
     }
 
     #[inline]
@@ -186,17 +172,12 @@ impl fmt::Debug for RemoveRaftVoterRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RemoveRaftVoterResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; ignorable.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; ignorable.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -236,24 +217,16 @@ impl RemoveRaftVoterResponse<'_> {
 impl Encode for RemoveRaftVoterResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "RemoveRaftVoterResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "RemoveRaftVoterResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "RemoveRaftVoterResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "RemoveRaftVoterResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "RemoveRaftVoterResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("RemoveRaftVoterResponse")
     }
 
     #[inline]

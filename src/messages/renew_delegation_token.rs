@@ -17,13 +17,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RenewDelegationTokenRequest<'a> {
-    /// HMAC that identifies the token to renew.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// HMAC that identifies the token to renew. (`bytes`, versions 0+.)
     pub hmac: Bytes<'a>,
-    /// Milliseconds by which to push back the token's expiry.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Milliseconds by which to push back the token's expiry. (`int64`, versions 0+.)
     pub renew_period_ms: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -52,23 +48,15 @@ impl RenewDelegationTokenRequest<'_> {
 impl Encode for RenewDelegationTokenRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.hmac.len(), ver.flexible, "RenewDelegationTokenRequest.Hmac")?,
-            "RenewDelegationTokenRequest.Hmac",
-        )?;
+        let mut n = Size::new(8);
+        n += wire::bytes_size(self.hmac.len(), ver.flexible, "RenewDelegationTokenRequest.Hmac")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "RenewDelegationTokenRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "RenewDelegationTokenRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("RenewDelegationTokenRequest")
     }
 
     #[inline]
@@ -121,8 +109,7 @@ impl<'a> RenewDelegationTokenRequestView<'a> {
     /// See [`RenewDelegationTokenRequest::hmac`].
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(0, ver.flexible)
+        self.src.bytes_at(0, self.ver.flexible)
     }
 
     /// See [`RenewDelegationTokenRequest::renew_period_ms`].
@@ -165,18 +152,12 @@ impl fmt::Debug for RenewDelegationTokenRequestView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RenewDelegationTokenResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// New expiry time of the token, in milliseconds since the Unix epoch.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// New expiry time of the token, in milliseconds since the Unix epoch. (`int64`, versions 0+.)
     pub expiry_timestamp_ms: i64,
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -205,18 +186,14 @@ impl RenewDelegationTokenResponse<'_> {
 impl Encode for RenewDelegationTokenResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
+        let mut n = Size::new(14);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "RenewDelegationTokenResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "RenewDelegationTokenResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("RenewDelegationTokenResponse")
     }
 
     #[inline]

@@ -17,9 +17,8 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SaslAuthenticateRequest<'a> {
-    /// Opaque SASL token from the client; its form depends on the mechanism.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// Opaque SASL token from the client; its form depends on the mechanism. (`bytes`, versions
+    /// 0+.)
     pub auth_bytes: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -48,23 +47,15 @@ impl SaslAuthenticateRequest<'_> {
 impl Encode for SaslAuthenticateRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.auth_bytes.len(), ver.flexible, "SaslAuthenticateRequest.AuthBytes")?,
-            "SaslAuthenticateRequest.AuthBytes",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::bytes_size(self.auth_bytes.len(), ver.flexible, "SaslAuthenticateRequest.AuthBytes")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "SaslAuthenticateRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "SaslAuthenticateRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("SaslAuthenticateRequest")
     }
 
     #[inline]
@@ -115,8 +106,7 @@ impl<'a> SaslAuthenticateRequestView<'a> {
     /// See [`SaslAuthenticateRequest::auth_bytes`].
     #[inline]
     pub fn auth_bytes(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(0, ver.flexible)
+        self.src.bytes_at(0, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -149,22 +139,16 @@ impl fmt::Debug for SaslAuthenticateRequestView<'_> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SaslAuthenticateResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub error_message: Option<Str<'a>>,
-    /// Opaque SASL token from the broker; its form depends on the mechanism.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// Opaque SASL token from the broker; its form depends on the mechanism. (`bytes`, versions
+    /// 0+.)
     pub auth_bytes: Bytes<'a>,
     /// Milliseconds the authenticated session stays valid before the client must re-authenticate on
-    /// this connection; 0 means no limit.
-    ///
-    /// Schema type `int64`; versions 1+; default `0`; ignorable.
+    /// this connection; 0 means no limit. (`int64`, versions 1+; default `0`; ignorable.)
     pub session_lifetime_ms: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -205,34 +189,22 @@ impl SaslAuthenticateResponse<'_> {
 impl Encode for SaslAuthenticateResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "SaslAuthenticateResponse.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "SaslAuthenticateResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.auth_bytes.len(), ver.flexible, "SaslAuthenticateResponse.AuthBytes")?,
-            "SaslAuthenticateResponse.AuthBytes",
-        )?;
+        let mut n = Size::new(2);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), ver.flexible, "SaslAuthenticateResponse.ErrorMessage")?,
+            None => wire::null_size(ver.flexible, false),
+        };
+        n += wire::bytes_size(self.auth_bytes.len(), ver.flexible, "SaslAuthenticateResponse.AuthBytes")?;
         if ver.version >= 1 {
             n += 8;
         }
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "SaslAuthenticateResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "SaslAuthenticateResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("SaslAuthenticateResponse")
     }
 
     #[inline]
@@ -294,31 +266,24 @@ impl<'a> SaslAuthenticateResponseView<'a> {
     /// See [`SaslAuthenticateResponse::error_message`].
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(2, ver.flexible)
+        self.src.nullable_str(2, self.ver.flexible)
     }
 
     /// See [`SaslAuthenticateResponse::auth_bytes`].
     #[inline]
     pub fn auth_bytes(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(self.at[0] as usize, ver.flexible)
+        self.src.bytes_at(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`SaslAuthenticateResponse::session_lifetime_ms`].
     #[inline]
     pub fn session_lifetime_ms(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i64(self.at[1] as usize) } else { 0 }
+        if self.ver.version >= 1 { self.src.i64(self.at[1] as usize) } else { 0 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
-            self.src.tagged(self.at[1] as usize + (if self.ver.version >= 1 { 8 } else { 0 }), &[])
-        } else {
-            TaggedIter::EMPTY
-        }
+        if self.ver.flexible { self.src.tagged(self.at[1] as usize + 8, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]

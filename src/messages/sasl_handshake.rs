@@ -17,9 +17,7 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SaslHandshakeRequest<'a> {
-    /// Name of the SASL mechanism, e.g. PLAIN or SCRAM-SHA-256.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the SASL mechanism, e.g. PLAIN or SCRAM-SHA-256. (`string`, versions 0+.)
     pub mechanism: Str<'a>,
 }
 
@@ -46,13 +44,9 @@ impl SaslHandshakeRequest<'_> {
 impl Encode for SaslHandshakeRequest<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.mechanism.len(), false, "SaslHandshakeRequest.Mechanism")?,
-            "SaslHandshakeRequest.Mechanism",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.mechanism.len(), false, "SaslHandshakeRequest.Mechanism")?;
+        n.total("SaslHandshakeRequest")
     }
 
     #[inline]
@@ -120,13 +114,9 @@ impl fmt::Debug for SaslHandshakeRequestView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SaslHandshakeResponse<'a> {
-    /// Error code for the handshake; 0 means the mechanism is accepted.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the handshake; 0 means the mechanism is accepted. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// SASL mechanisms the broker has enabled.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// SASL mechanisms the broker has enabled. (`[]string`, versions 0+.)
     pub mechanisms: List<'a, Str<'a>>,
 }
 
@@ -153,19 +143,15 @@ impl SaslHandshakeResponse<'_> {
 impl Encode for SaslHandshakeResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.mechanisms.as_slice()), ver, "SaslHandshakeResponse.Mechanisms")?,
-            "SaslHandshakeResponse.Mechanisms",
-        )?;
-        Ok(n)
+        let mut n = Size::new(2);
+        n += encode::array_size(&self.mechanisms, ver, "SaslHandshakeResponse.Mechanisms")?;
+        n.total("SaslHandshakeResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
-        encode::write_array(w, Some(self.mechanisms.as_slice()), ver);
+        encode::write_array(w, &self.mechanisms, ver);
     }
 }
 
@@ -212,8 +198,7 @@ impl<'a> SaslHandshakeResponseView<'a> {
     /// See [`SaslHandshakeResponse::mechanisms`].
     #[inline]
     pub fn mechanisms(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 2, ver)
+        ArrayView::at(self.src, 2, self.ver)
     }
 
     #[inline]

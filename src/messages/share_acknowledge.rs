@@ -17,26 +17,17 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareAcknowledgeRequest<'a> {
-    /// ID of the share group; may be null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// ID of the share group; may be null. (`string`, versions 0+; nullable in 0+; default `null`.)
     pub group_id: Option<Str<'a>>,
-    /// ID of the member; may be null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// ID of the member; may be null. (`string`, versions 0+; nullable in 0+.)
     pub member_id: Option<Str<'a>>,
     /// Epoch of the share session: 0 opens a session, -1 closes it, and each further request adds
-    /// one.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// one. (`int32`, versions 0+.)
     pub share_session_epoch: i32,
-    /// True when the acknowledgements include renewals (type 4).
-    ///
-    /// Schema type `bool`; versions 2+; default `false`.
+    /// True when the acknowledgements include renewals (type 4). (`bool`, versions 2+; default
+    /// `false`.)
     pub is_renew_ack: bool,
-    /// Topics with records to acknowledge.
-    ///
-    /// Schema type `[]AcknowledgeTopic`; versions 0+.
+    /// Topics with records to acknowledge. (`[]AcknowledgeTopic`, versions 0+.)
     pub topics: List<'a, AcknowledgeTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -59,13 +50,9 @@ impl<'a> Default for ShareAcknowledgeRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcknowledgeTopic<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+; map key.
+    /// Unique ID of the topic. (`uuid`, versions 0+; map key.)
     pub topic_id: Uuid,
-    /// Partitions of this topic.
-    ///
-    /// Schema type `[]AcknowledgePartition`; versions 0+.
+    /// Partitions of this topic. (`[]AcknowledgePartition`, versions 0+.)
     pub partitions: List<'a, AcknowledgePartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -75,13 +62,9 @@ pub struct AcknowledgeTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcknowledgePartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// Index of the partition. (`int32`, versions 0+; map key.)
     pub partition_index: i32,
-    /// Ranges of offsets being acknowledged.
-    ///
-    /// Schema type `[]AcknowledgementBatch`; versions 0+.
+    /// Ranges of offsets being acknowledged. (`[]AcknowledgementBatch`, versions 0+.)
     pub acknowledgement_batches: List<'a, AcknowledgementBatch<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -91,18 +74,12 @@ pub struct AcknowledgePartition<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcknowledgementBatch<'a> {
-    /// First offset of the range.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// First offset of the range. (`int64`, versions 0+.)
     pub first_offset: i64,
-    /// Last offset of the range, inclusive.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Last offset of the range, inclusive. (`int64`, versions 0+.)
     pub last_offset: i64,
     /// How the records were handled: 0 gap, 1 accept, 2 release, 3 reject, 4 renew; one value for
-    /// the whole range or one for each offset.
-    ///
-    /// Schema type `[]int8`; versions 0+.
+    /// the whole range or one for each offset. (`[]int8`, versions 0+.)
     pub acknowledge_types: List<'a, i8>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -131,23 +108,15 @@ impl ShareAcknowledgeRequest<'_> {
 impl Encode for ShareAcknowledgeRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            match &self.group_id {
-                Some(v) => wire::string_size(v.len(), true, "ShareAcknowledgeRequest.GroupId")?,
-                None => wire::null_size(true, false),
-            },
-            "ShareAcknowledgeRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.member_id {
-                Some(v) => wire::string_size(v.len(), true, "ShareAcknowledgeRequest.MemberId")?,
-                None => wire::null_size(true, false),
-            },
-            "ShareAcknowledgeRequest.MemberId",
-        )?;
+        let mut n = Size::new(4);
+        n += match &self.group_id {
+            Some(v) => wire::string_size(v.len(), true, "ShareAcknowledgeRequest.GroupId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.member_id {
+            Some(v) => wire::string_size(v.len(), true, "ShareAcknowledgeRequest.MemberId")?,
+            None => wire::null_size(true, false),
+        };
         if ver.version == 2 {
             n += 1;
         } else if self.is_renew_ack {
@@ -156,20 +125,12 @@ impl Encode for ShareAcknowledgeRequest<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "ShareAcknowledgeRequest.Topics")?,
-            "ShareAcknowledgeRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ShareAcknowledgeRequest._tagged_fields",
-            )?,
+        n += encode::array_size(&self.topics, ver, "ShareAcknowledgeRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ShareAcknowledgeRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ShareAcknowledgeRequest")
     }
 
     #[inline]
@@ -180,7 +141,7 @@ impl Encode for ShareAcknowledgeRequest<'_> {
         if ver.version == 2 {
             w.bool(self.is_renew_ack);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -188,24 +149,16 @@ impl Encode for ShareAcknowledgeRequest<'_> {
 impl Encode for AcknowledgeTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "AcknowledgeTopic.Partitions")?,
-            "AcknowledgeTopic.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcknowledgeTopic._tagged_fields")?,
-            "AcknowledgeTopic._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "AcknowledgeTopic.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcknowledgeTopic._tagged_fields")?;
+        n.total("AcknowledgeTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -213,28 +166,21 @@ impl Encode for AcknowledgeTopic<'_> {
 impl Encode for AcknowledgePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.acknowledgement_batches.as_slice()),
-                ver,
-                "AcknowledgePartition.AcknowledgementBatches",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(
+            &self.acknowledgement_batches,
+            ver,
             "AcknowledgePartition.AcknowledgementBatches",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcknowledgePartition._tagged_fields")?,
-            "AcknowledgePartition._tagged_fields",
-        )?;
-        Ok(n)
+        n +=
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcknowledgePartition._tagged_fields")?;
+        n.total("AcknowledgePartition")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.partition_index);
-        encode::write_array(w, Some(self.acknowledgement_batches.as_slice()), ver);
+        encode::write_array(w, &self.acknowledgement_batches, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -242,22 +188,11 @@ impl Encode for AcknowledgePartition<'_> {
 impl Encode for AcknowledgementBatch<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.acknowledge_types.as_slice()),
-                ver,
-                "AcknowledgementBatch.AcknowledgeTypes",
-            )?,
-            "AcknowledgementBatch.AcknowledgeTypes",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcknowledgementBatch._tagged_fields")?,
-            "AcknowledgementBatch._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.acknowledge_types, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
+        n +=
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcknowledgementBatch._tagged_fields")?;
+        n.total("AcknowledgementBatch")
     }
 
     #[inline]
@@ -266,7 +201,7 @@ impl Encode for AcknowledgementBatch<'_> {
             b[0..8].copy_from_slice(&self.first_offset.to_be_bytes());
             b[8..16].copy_from_slice(&self.last_offset.to_be_bytes());
         });
-        encode::write_array(w, Some(self.acknowledge_types.as_slice()), ver);
+        encode::write_array(w, &self.acknowledge_types, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -328,15 +263,13 @@ impl<'a> ShareAcknowledgeRequestView<'a> {
     /// See [`ShareAcknowledgeRequest::is_renew_ack`].
     #[inline]
     pub fn is_renew_ack(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.bool(self.at[1] as usize + 4) } else { false }
+        if self.ver.version == 2 { self.src.bool(self.at[1] as usize + 4) } else { false }
     }
 
     /// See [`ShareAcknowledgeRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AcknowledgeTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize + (if ver.version >= 2 { 5 } else { 4 }), ver)
+        ArrayView::at(self.src, self.at[1] as usize + (if self.ver.version >= 2 { 5 } else { 4 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -404,8 +337,7 @@ impl<'a> AcknowledgeTopicView<'a> {
     /// See [`AcknowledgeTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AcknowledgePartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -485,8 +417,7 @@ impl<'a> AcknowledgePartitionView<'a> {
     /// See [`AcknowledgePartition::acknowledgement_batches`].
     #[inline]
     pub fn acknowledgement_batches(&self) -> ArrayView<'a, AcknowledgementBatchView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -576,8 +507,7 @@ impl<'a> AcknowledgementBatchView<'a> {
     /// See [`AcknowledgementBatch::acknowledge_types`].
     #[inline]
     pub fn acknowledge_types(&self) -> ArrayView<'a, i8> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -636,29 +566,20 @@ impl fmt::Debug for AcknowledgementBatchView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareAcknowledgeResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// Milliseconds for which acquired records stay locked to this member.
-    ///
-    /// Schema type `int32`; versions 2+; ignorable.
+    /// Milliseconds for which acquired records stay locked to this member. (`int32`, versions 2+;
+    /// ignorable.)
     pub acquisition_lock_timeout_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]ShareAcknowledgeTopicResponse`; versions 0+.
+    /// Results grouped by topic. (`[]ShareAcknowledgeTopicResponse`, versions 0+.)
     pub responses: List<'a, ShareAcknowledgeTopicResponse<'a>>,
     /// Network endpoints of the new leaders of partitions that answered NOT_LEADER_OR_FOLLOWER.
-    ///
-    /// Schema type `[]NodeEndpoint`; versions 0+.
+    /// (`[]NodeEndpoint`, versions 0+.)
     pub node_endpoints: List<'a, NodeEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -668,13 +589,9 @@ pub struct ShareAcknowledgeResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareAcknowledgeTopicResponse<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+; map key.
+    /// Unique ID of the topic. (`uuid`, versions 0+; map key.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]PartitionData`; versions 0+.
+    /// One result for each partition. (`[]PartitionData`, versions 0+.)
     pub partitions: List<'a, PartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -684,21 +601,14 @@ pub struct ShareAcknowledgeTopicResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// Leader of the partition as the answering broker knows it.
-    ///
-    /// Schema type `LeaderIdAndEpoch`; versions 0+.
+    /// Leader of the partition as the answering broker knows it. (`LeaderIdAndEpoch`, versions 0+.)
     pub current_leader: LeaderIdAndEpoch<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -708,13 +618,9 @@ pub struct PartitionData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
-    /// ID of the leader, or -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the leader, or -1 when unknown. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Latest known leader epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Latest known leader epoch. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -724,21 +630,14 @@ pub struct LeaderIdAndEpoch<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
-    /// ID of the node.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// ID of the node. (`int32`, versions 0+; map key.)
     pub node_id: i32,
-    /// Host name of the node.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name of the node. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port of the node.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Port of the node. (`int32`, versions 0+.)
     pub port: i32,
-    /// Rack the node is in; null when it has none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Rack the node is in; null when it has none. (`string`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub rack: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -767,41 +666,21 @@ impl ShareAcknowledgeResponse<'_> {
 impl Encode for ShareAcknowledgeResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "ShareAcknowledgeResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "ShareAcknowledgeResponse.ErrorMessage",
-        )?;
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "ShareAcknowledgeResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
         if ver.version == 2 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.responses.as_slice()), ver, "ShareAcknowledgeResponse.Responses")?,
-            "ShareAcknowledgeResponse.Responses",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.node_endpoints.as_slice()),
-                ver,
-                "ShareAcknowledgeResponse.NodeEndpoints",
-            )?,
-            "ShareAcknowledgeResponse.NodeEndpoints",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ShareAcknowledgeResponse._tagged_fields",
-            )?,
+        n += encode::array_size(&self.responses, ver, "ShareAcknowledgeResponse.Responses")?;
+        n += encode::array_size(&self.node_endpoints, ver, "ShareAcknowledgeResponse.NodeEndpoints")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ShareAcknowledgeResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ShareAcknowledgeResponse")
     }
 
     #[inline]
@@ -814,8 +693,8 @@ impl Encode for ShareAcknowledgeResponse<'_> {
         if ver.version == 2 {
             w.i32(self.acquisition_lock_timeout_ms);
         }
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
-        encode::write_array(w, Some(self.node_endpoints.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
+        encode::write_array(w, &self.node_endpoints, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -823,31 +702,19 @@ impl Encode for ShareAcknowledgeResponse<'_> {
 impl Encode for ShareAcknowledgeTopicResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "ShareAcknowledgeTopicResponse.Partitions",
-            )?,
-            "ShareAcknowledgeTopicResponse.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ShareAcknowledgeTopicResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "ShareAcknowledgeTopicResponse.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ShareAcknowledgeTopicResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ShareAcknowledgeTopicResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -855,26 +722,14 @@ impl Encode for ShareAcknowledgeTopicResponse<'_> {
 impl Encode for PartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "PartitionData.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "PartitionData.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            self.current_leader.size(ver, "PartitionData.CurrentLeader")?,
-            "PartitionData.CurrentLeader",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?,
-            "PartitionData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "PartitionData.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += self.current_leader.size(ver, "PartitionData.CurrentLeader")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?;
+        n.total("PartitionData")
     }
 
     #[inline]
@@ -892,13 +747,9 @@ impl Encode for PartitionData<'_> {
 impl Encode for LeaderIdAndEpoch<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?,
-            "LeaderIdAndEpoch._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?;
+        n.total("LeaderIdAndEpoch")
     }
 
     #[inline]
@@ -914,26 +765,14 @@ impl Encode for LeaderIdAndEpoch<'_> {
 impl Encode for NodeEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?,
-            "NodeEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack {
-                Some(v) => wire::string_size(v.len(), true, "NodeEndpoint.Rack")?,
-                None => wire::null_size(true, false),
-            },
-            "NodeEndpoint.Rack",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?,
-            "NodeEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?;
+        n += match &self.rack {
+            Some(v) => wire::string_size(v.len(), true, "NodeEndpoint.Rack")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?;
+        n.total("NodeEndpoint")
     }
 
     #[inline]
@@ -1003,22 +842,19 @@ impl<'a> ShareAcknowledgeResponseView<'a> {
     /// See [`ShareAcknowledgeResponse::acquisition_lock_timeout_ms`].
     #[inline]
     pub fn acquisition_lock_timeout_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.i32(self.at[0] as usize) } else { 0 }
+        if self.ver.version == 2 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
     /// See [`ShareAcknowledgeResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, ShareAcknowledgeTopicResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 2 { 4 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 2 { 4 } else { 0 }), self.ver)
     }
 
     /// See [`ShareAcknowledgeResponse::node_endpoints`].
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1094,8 +930,7 @@ impl<'a> ShareAcknowledgeTopicResponseView<'a> {
     /// See [`ShareAcknowledgeTopicResponse::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1187,8 +1022,7 @@ impl<'a> PartitionDataView<'a> {
     /// See [`PartitionData::current_leader`].
     #[inline]
     pub fn current_leader(&self) -> LeaderIdAndEpochView<'a> {
-        let ver = self.ver;
-        LeaderIdAndEpochView::at(self.src, self.at[0] as usize, ver).0
+        LeaderIdAndEpochView::at(self.src, self.at[0] as usize, self.ver).0
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

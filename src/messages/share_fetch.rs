@@ -18,55 +18,36 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareFetchRequest<'a> {
-    /// ID of the share group; may be null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// ID of the share group; may be null. (`string`, versions 0+; nullable in 0+; default `null`.)
     pub group_id: Option<Str<'a>>,
-    /// ID of the member; may be null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// ID of the member; may be null. (`string`, versions 0+; nullable in 0+.)
     pub member_id: Option<Str<'a>>,
     /// Epoch of the share session: 0 opens a session, -1 closes it, and each further request adds
-    /// one.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// one. (`int32`, versions 0+.)
     pub share_session_epoch: i32,
-    /// Longest time, in milliseconds, to wait for records before answering.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Longest time, in milliseconds, to wait for records before answering. (`int32`, versions 0+.)
     pub max_wait_ms: i32,
     /// Smallest amount of record data, in bytes, worth answering with before MaxWaitMs has passed.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub min_bytes: i32,
     /// Largest number of record bytes to return; the first batch may exceed it so that progress is
-    /// made.
-    ///
-    /// Schema type `int32`; versions 0+; default `0x7fffffff`.
+    /// made. (`int32`, versions 0+; default `0x7fffffff`.)
     pub max_bytes: i32,
-    /// Largest number of records to acquire; may be exceeded so that batches stay whole.
-    ///
-    /// Schema type `int32`; versions 1+.
+    /// Largest number of records to acquire; may be exceeded so that batches stay whole. (`int32`,
+    /// versions 1+.)
     pub max_records: i32,
     /// Number of records the client would like in each batch it acquires and acknowledges.
-    ///
-    /// Schema type `int32`; versions 1+.
+    /// (`int32`, versions 1+.)
     pub batch_size: i32,
     /// How records are acquired: 0 optimises for whole batches, 1 keeps strictly to MaxRecords.
-    ///
-    /// Schema type `int8`; versions 2+; default `0`; ignorable.
+    /// (`int8`, versions 2+; default `0`; ignorable.)
     pub share_acquire_mode: i8,
-    /// True when the acknowledgements include renewals (type 4).
-    ///
-    /// Schema type `bool`; versions 2+; default `false`.
+    /// True when the acknowledgements include renewals (type 4). (`bool`, versions 2+; default
+    /// `false`.)
     pub is_renew_ack: bool,
-    /// Topics to fetch from or acknowledge on.
-    ///
-    /// Schema type `[]FetchTopic`; versions 0+.
+    /// Topics to fetch from or acknowledge on. (`[]FetchTopic`, versions 0+.)
     pub topics: List<'a, FetchTopic<'a>>,
-    /// Partitions to drop from the share session.
-    ///
-    /// Schema type `[]ForgottenTopic`; versions 0+.
+    /// Partitions to drop from the share session. (`[]ForgottenTopic`, versions 0+.)
     pub forgotten_topics_data: List<'a, ForgottenTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -96,13 +77,9 @@ impl<'a> Default for ShareFetchRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchTopic<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+; map key.
+    /// Unique ID of the topic. (`uuid`, versions 0+; map key.)
     pub topic_id: Uuid,
-    /// Partitions of this topic.
-    ///
-    /// Schema type `[]FetchPartition`; versions 0+.
+    /// Partitions of this topic. (`[]FetchPartition`, versions 0+.)
     pub partitions: List<'a, FetchPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -112,18 +89,12 @@ pub struct FetchTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchPartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// Index of the partition. (`int32`, versions 0+; map key.)
     pub partition_index: i32,
     /// Largest number of bytes to return for this partition, 0 to only acknowledge; only in version
-    /// 0, which is no longer valid.
-    ///
-    /// Schema type `int32`; versions 0.
+    /// 0, which is no longer valid. (`int32`, versions 0.)
     pub partition_max_bytes: i32,
-    /// Ranges of offsets being acknowledged.
-    ///
-    /// Schema type `[]AcknowledgementBatch`; versions 0+.
+    /// Ranges of offsets being acknowledged. (`[]AcknowledgementBatch`, versions 0+.)
     pub acknowledgement_batches: List<'a, AcknowledgementBatch<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -133,18 +104,12 @@ pub struct FetchPartition<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcknowledgementBatch<'a> {
-    /// First offset of the range.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// First offset of the range. (`int64`, versions 0+.)
     pub first_offset: i64,
-    /// Last offset of the range, inclusive.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Last offset of the range, inclusive. (`int64`, versions 0+.)
     pub last_offset: i64,
     /// How the records were handled: 0 gap, 1 accept, 2 release, 3 reject, 4 renew; one value for
-    /// the whole range or one for each offset.
-    ///
-    /// Schema type `[]int8`; versions 0+.
+    /// the whole range or one for each offset. (`[]int8`, versions 0+.)
     pub acknowledge_types: List<'a, i8>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -154,13 +119,9 @@ pub struct AcknowledgementBatch<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ForgottenTopic<'a> {
-    /// ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Indexes of the partitions to drop.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions to drop. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -189,23 +150,15 @@ impl ShareFetchRequest<'_> {
 impl Encode for ShareFetchRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 24;
-        n = wire::add(
-            n,
-            match &self.group_id {
-                Some(v) => wire::string_size(v.len(), true, "ShareFetchRequest.GroupId")?,
-                None => wire::null_size(true, false),
-            },
-            "ShareFetchRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.member_id {
-                Some(v) => wire::string_size(v.len(), true, "ShareFetchRequest.MemberId")?,
-                None => wire::null_size(true, false),
-            },
-            "ShareFetchRequest.MemberId",
-        )?;
+        let mut n = Size::new(24);
+        n += match &self.group_id {
+            Some(v) => wire::string_size(v.len(), true, "ShareFetchRequest.GroupId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.member_id {
+            Some(v) => wire::string_size(v.len(), true, "ShareFetchRequest.MemberId")?,
+            None => wire::null_size(true, false),
+        };
         if ver.version == 2 {
             n += 1;
         }
@@ -217,26 +170,10 @@ impl Encode for ShareFetchRequest<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "ShareFetchRequest.Topics")?,
-            "ShareFetchRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.forgotten_topics_data.as_slice()),
-                ver,
-                "ShareFetchRequest.ForgottenTopicsData",
-            )?,
-            "ShareFetchRequest.ForgottenTopicsData",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ShareFetchRequest._tagged_fields")?,
-            "ShareFetchRequest._tagged_fields",
-        )?;
-        Ok(n)
+        n += encode::array_size(&self.topics, ver, "ShareFetchRequest.Topics")?;
+        n += encode::array_size(&self.forgotten_topics_data, ver, "ShareFetchRequest.ForgottenTopicsData")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ShareFetchRequest._tagged_fields")?;
+        n.total("ShareFetchRequest")
     }
 
     #[inline]
@@ -257,8 +194,8 @@ impl Encode for ShareFetchRequest<'_> {
                 b[1..2].copy_from_slice(&[u8::from(self.is_renew_ack)]);
             });
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
-        encode::write_array(w, Some(self.forgotten_topics_data.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
+        encode::write_array(w, &self.forgotten_topics_data, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -266,24 +203,16 @@ impl Encode for ShareFetchRequest<'_> {
 impl Encode for FetchTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "FetchTopic.Partitions")?,
-            "FetchTopic.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FetchTopic._tagged_fields")?,
-            "FetchTopic._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "FetchTopic.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FetchTopic._tagged_fields")?;
+        n.total("FetchTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -291,34 +220,22 @@ impl Encode for FetchTopic<'_> {
 impl Encode for FetchPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
+        let mut n = Size::new(4);
         if self.partition_max_bytes != 0 {
             return Err(EncodeError::FieldNotInVersion {
                 field: "FetchPartition.PartitionMaxBytes",
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.acknowledgement_batches.as_slice()),
-                ver,
-                "FetchPartition.AcknowledgementBatches",
-            )?,
-            "FetchPartition.AcknowledgementBatches",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FetchPartition._tagged_fields")?,
-            "FetchPartition._tagged_fields",
-        )?;
-        Ok(n)
+        n += encode::array_size(&self.acknowledgement_batches, ver, "FetchPartition.AcknowledgementBatches")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FetchPartition._tagged_fields")?;
+        n.total("FetchPartition")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.partition_index);
-        encode::write_array(w, Some(self.acknowledgement_batches.as_slice()), ver);
+        encode::write_array(w, &self.acknowledgement_batches, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -326,22 +243,11 @@ impl Encode for FetchPartition<'_> {
 impl Encode for AcknowledgementBatch<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.acknowledge_types.as_slice()),
-                ver,
-                "AcknowledgementBatch.AcknowledgeTypes",
-            )?,
-            "AcknowledgementBatch.AcknowledgeTypes",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcknowledgementBatch._tagged_fields")?,
-            "AcknowledgementBatch._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.acknowledge_types, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
+        n +=
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcknowledgementBatch._tagged_fields")?;
+        n.total("AcknowledgementBatch")
     }
 
     #[inline]
@@ -350,7 +256,7 @@ impl Encode for AcknowledgementBatch<'_> {
             b[0..8].copy_from_slice(&self.first_offset.to_be_bytes());
             b[8..16].copy_from_slice(&self.last_offset.to_be_bytes());
         });
-        encode::write_array(w, Some(self.acknowledge_types.as_slice()), ver);
+        encode::write_array(w, &self.acknowledge_types, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -358,24 +264,16 @@ impl Encode for AcknowledgementBatch<'_> {
 impl Encode for ForgottenTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "ForgottenTopic.Partitions")?,
-            "ForgottenTopic.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ForgottenTopic._tagged_fields")?,
-            "ForgottenTopic._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "ForgottenTopic.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ForgottenTopic._tagged_fields")?;
+        n.total("ForgottenTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -467,33 +365,25 @@ impl<'a> ShareFetchRequestView<'a> {
     /// See [`ShareFetchRequest::share_acquire_mode`].
     #[inline]
     pub fn share_acquire_mode(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.i8(self.at[1] as usize + 24) } else { 0 }
+        if self.ver.version == 2 { self.src.i8(self.at[1] as usize + 24) } else { 0 }
     }
 
     /// See [`ShareFetchRequest::is_renew_ack`].
     #[inline]
     pub fn is_renew_ack(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 2 {
-            self.src.bool(self.at[1] as usize + (if ver.version >= 2 { 25 } else { 24 }))
-        } else {
-            false
-        }
+        if self.ver.version == 2 { self.src.bool(self.at[1] as usize + 25) } else { false }
     }
 
     /// See [`ShareFetchRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, FetchTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize + (if ver.version >= 2 { 26 } else { 24 }), ver)
+        ArrayView::at(self.src, self.at[1] as usize + (if self.ver.version >= 2 { 26 } else { 24 }), self.ver)
     }
 
     /// See [`ShareFetchRequest::forgotten_topics_data`].
     #[inline]
     pub fn forgotten_topics_data(&self) -> ArrayView<'a, ForgottenTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[2] as usize, ver)
+        ArrayView::at(self.src, self.at[2] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -580,8 +470,7 @@ impl<'a> FetchTopicView<'a> {
     /// See [`FetchTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, FetchPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -667,8 +556,7 @@ impl<'a> FetchPartitionView<'a> {
     /// See [`FetchPartition::acknowledgement_batches`].
     #[inline]
     pub fn acknowledgement_batches(&self) -> ArrayView<'a, AcknowledgementBatchView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -755,8 +643,7 @@ impl<'a> AcknowledgementBatchView<'a> {
     /// See [`AcknowledgementBatch::acknowledge_types`].
     #[inline]
     pub fn acknowledge_types(&self) -> ArrayView<'a, i8> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -837,8 +724,7 @@ impl<'a> ForgottenTopicView<'a> {
     /// See [`ForgottenTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -897,29 +783,19 @@ impl fmt::Debug for ForgottenTopicView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareFetchResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// Milliseconds for which acquired records stay locked to this member.
-    ///
-    /// Schema type `int32`; versions 1+.
+    /// Milliseconds for which acquired records stay locked to this member. (`int32`, versions 1+.)
     pub acquisition_lock_timeout_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]ShareFetchableTopicResponse`; versions 0+.
+    /// Results grouped by topic. (`[]ShareFetchableTopicResponse`, versions 0+.)
     pub responses: List<'a, ShareFetchableTopicResponse<'a>>,
     /// Network endpoints of the new leaders of partitions that answered NOT_LEADER_OR_FOLLOWER.
-    ///
-    /// Schema type `[]NodeEndpoint`; versions 0+.
+    /// (`[]NodeEndpoint`, versions 0+.)
     pub node_endpoints: List<'a, NodeEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -929,13 +805,9 @@ pub struct ShareFetchResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareFetchableTopicResponse<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+; map key.
+    /// Unique ID of the topic. (`uuid`, versions 0+; map key.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]PartitionData`; versions 0+.
+    /// One result for each partition. (`[]PartitionData`, versions 0+.)
     pub partitions: List<'a, PartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -945,37 +817,25 @@ pub struct ShareFetchableTopicResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// Error code for the acknowledgements on this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the acknowledgements on this partition; 0 means success. (`int16`, versions
+    /// 0+.)
     pub acknowledge_error_code: i16,
     /// Human-readable detail about the acknowledgement error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// (`string`, versions 0+; nullable in 0+; default `null`.)
     pub acknowledge_error_message: Option<Str<'a>>,
-    /// Leader of the partition as the answering broker knows it.
-    ///
-    /// Schema type `LeaderIdAndEpoch`; versions 0+.
+    /// Leader of the partition as the answering broker knows it. (`LeaderIdAndEpoch`, versions 0+.)
     pub current_leader: LeaderIdAndEpoch<'a>,
-    /// Record batches fetched.
-    ///
-    /// Schema type `records`; versions 0+; nullable in 0.
+    /// Record batches fetched. (`records`, versions 0+; nullable in 0.)
     pub records: Bytes<'a>,
-    /// Ranges of the returned records that this member has acquired.
-    ///
-    /// Schema type `[]AcquiredRecords`; versions 0+.
+    /// Ranges of the returned records that this member has acquired. (`[]AcquiredRecords`, versions
+    /// 0+.)
     pub acquired_records: List<'a, AcquiredRecords<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -985,13 +845,9 @@ pub struct PartitionData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
-    /// ID of the leader, or -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the leader, or -1 when unknown. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Latest known leader epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Latest known leader epoch. (`int32`, versions 0+.)
     pub leader_epoch: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1001,17 +857,11 @@ pub struct LeaderIdAndEpoch<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcquiredRecords<'a> {
-    /// First offset of the range.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// First offset of the range. (`int64`, versions 0+.)
     pub first_offset: i64,
-    /// Last offset of the range, inclusive.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Last offset of the range, inclusive. (`int64`, versions 0+.)
     pub last_offset: i64,
-    /// How many times these records have been delivered.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// How many times these records have been delivered. (`int16`, versions 0+.)
     pub delivery_count: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1021,21 +871,14 @@ pub struct AcquiredRecords<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
-    /// ID of the node.
-    ///
-    /// Schema type `int32`; versions 0+; map key.
+    /// ID of the node. (`int32`, versions 0+; map key.)
     pub node_id: i32,
-    /// Host name of the node.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name of the node. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port of the node.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Port of the node. (`int32`, versions 0+.)
     pub port: i32,
-    /// Rack the node is in; null when it has none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Rack the node is in; null when it has none. (`string`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub rack: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1064,35 +907,15 @@ impl ShareFetchResponse<'_> {
 impl Encode for ShareFetchResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 10;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "ShareFetchResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "ShareFetchResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.responses.as_slice()), ver, "ShareFetchResponse.Responses")?,
-            "ShareFetchResponse.Responses",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.node_endpoints.as_slice()),
-                ver,
-                "ShareFetchResponse.NodeEndpoints",
-            )?,
-            "ShareFetchResponse.NodeEndpoints",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ShareFetchResponse._tagged_fields")?,
-            "ShareFetchResponse._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(10);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "ShareFetchResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.responses, ver, "ShareFetchResponse.Responses")?;
+        n += encode::array_size(&self.node_endpoints, ver, "ShareFetchResponse.NodeEndpoints")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ShareFetchResponse._tagged_fields")?;
+        n.total("ShareFetchResponse")
     }
 
     #[inline]
@@ -1103,8 +926,8 @@ impl Encode for ShareFetchResponse<'_> {
         });
         w.nullable_str(self.error_message.as_deref(), true);
         w.i32(self.acquisition_lock_timeout_ms);
-        encode::write_array(w, Some(self.responses.as_slice()), ver);
-        encode::write_array(w, Some(self.node_endpoints.as_slice()), ver);
+        encode::write_array(w, &self.responses, ver);
+        encode::write_array(w, &self.node_endpoints, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -1112,31 +935,19 @@ impl Encode for ShareFetchResponse<'_> {
 impl Encode for ShareFetchableTopicResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "ShareFetchableTopicResponse.Partitions",
-            )?,
-            "ShareFetchableTopicResponse.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ShareFetchableTopicResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "ShareFetchableTopicResponse.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ShareFetchableTopicResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ShareFetchableTopicResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -1144,44 +955,20 @@ impl Encode for ShareFetchableTopicResponse<'_> {
 impl Encode for PartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "PartitionData.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "PartitionData.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            match &self.acknowledge_error_message {
-                Some(v) => wire::string_size(v.len(), true, "PartitionData.AcknowledgeErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "PartitionData.AcknowledgeErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            self.current_leader.size(ver, "PartitionData.CurrentLeader")?,
-            "PartitionData.CurrentLeader",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.records.len(), true, "PartitionData.Records")?,
-            "PartitionData.Records",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.acquired_records.as_slice()), ver, "PartitionData.AcquiredRecords")?,
-            "PartitionData.AcquiredRecords",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?,
-            "PartitionData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "PartitionData.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.acknowledge_error_message {
+            Some(v) => wire::string_size(v.len(), true, "PartitionData.AcknowledgeErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += self.current_leader.size(ver, "PartitionData.CurrentLeader")?;
+        n += wire::bytes_size(self.records.len(), true, "PartitionData.Records")?;
+        n += encode::array_size(&self.acquired_records, ver, "PartitionData.AcquiredRecords")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?;
+        n.total("PartitionData")
     }
 
     #[inline]
@@ -1195,7 +982,7 @@ impl Encode for PartitionData<'_> {
         w.nullable_str(self.acknowledge_error_message.as_deref(), true);
         self.current_leader.write(w, ver);
         w.bytes(&self.records, true);
-        encode::write_array(w, Some(self.acquired_records.as_slice()), ver);
+        encode::write_array(w, &self.acquired_records, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -1203,13 +990,9 @@ impl Encode for PartitionData<'_> {
 impl Encode for LeaderIdAndEpoch<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?,
-            "LeaderIdAndEpoch._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "LeaderIdAndEpoch._tagged_fields")?;
+        n.total("LeaderIdAndEpoch")
     }
 
     #[inline]
@@ -1225,13 +1008,9 @@ impl Encode for LeaderIdAndEpoch<'_> {
 impl Encode for AcquiredRecords<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 18;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcquiredRecords._tagged_fields")?,
-            "AcquiredRecords._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(18);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AcquiredRecords._tagged_fields")?;
+        n.total("AcquiredRecords")
     }
 
     #[inline]
@@ -1248,26 +1027,14 @@ impl Encode for AcquiredRecords<'_> {
 impl Encode for NodeEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?,
-            "NodeEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack {
-                Some(v) => wire::string_size(v.len(), true, "NodeEndpoint.Rack")?,
-                None => wire::null_size(true, false),
-            },
-            "NodeEndpoint.Rack",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?,
-            "NodeEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(8);
+        n += wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?;
+        n += match &self.rack {
+            Some(v) => wire::string_size(v.len(), true, "NodeEndpoint.Rack")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?;
+        n.total("NodeEndpoint")
     }
 
     #[inline]
@@ -1343,15 +1110,13 @@ impl<'a> ShareFetchResponseView<'a> {
     /// See [`ShareFetchResponse::responses`].
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, ShareFetchableTopicResponseView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 4, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 4, self.ver)
     }
 
     /// See [`ShareFetchResponse::node_endpoints`].
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1418,8 +1183,7 @@ impl<'a> ShareFetchableTopicResponseView<'a> {
     /// See [`ShareFetchableTopicResponse::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1523,8 +1287,7 @@ impl<'a> PartitionDataView<'a> {
     /// See [`PartitionData::current_leader`].
     #[inline]
     pub fn current_leader(&self) -> LeaderIdAndEpochView<'a> {
-        let ver = self.ver;
-        LeaderIdAndEpochView::at(self.src, self.at[1] as usize, ver).0
+        LeaderIdAndEpochView::at(self.src, self.at[1] as usize, self.ver).0
     }
 
     /// See [`PartitionData::records`].
@@ -1536,8 +1299,7 @@ impl<'a> PartitionDataView<'a> {
     /// See [`PartitionData::acquired_records`].
     #[inline]
     pub fn acquired_records(&self) -> ArrayView<'a, AcquiredRecordsView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

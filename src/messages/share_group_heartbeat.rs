@@ -18,25 +18,18 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareGroupHeartbeatRequest<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// ID of the member; chosen by the consumer and kept for the life of its process.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the member; chosen by the consumer and kept for the life of its process. (`string`,
+    /// versions 0+.)
     pub member_id: Str<'a>,
-    /// Member's current epoch; 0 to join, -1 to leave.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Member's current epoch; 0 to join, -1 to leave. (`int32`, versions 0+.)
     pub member_epoch: i32,
-    /// Rack of the member; null when not set or unchanged since the last heartbeat.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Rack of the member; null when not set or unchanged since the last heartbeat. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub rack_id: Option<Str<'a>>,
     /// Names of the topics the member subscribes to; null when unchanged since the last heartbeat.
-    ///
-    /// Schema type `[]string`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]string`, versions 0+; nullable in 0+; default `null`.)
     pub subscribed_topic_names: Option<List<'a, Str<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -65,43 +58,23 @@ impl ShareGroupHeartbeatRequest<'_> {
 impl Encode for ShareGroupHeartbeatRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "ShareGroupHeartbeatRequest.GroupId")?,
-            "ShareGroupHeartbeatRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), true, "ShareGroupHeartbeatRequest.MemberId")?,
-            "ShareGroupHeartbeatRequest.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack_id {
-                Some(v) => wire::string_size(v.len(), true, "ShareGroupHeartbeatRequest.RackId")?,
-                None => wire::null_size(true, false),
-            },
-            "ShareGroupHeartbeatRequest.RackId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.subscribed_topic_names.as_deref(),
-                ver,
-                "ShareGroupHeartbeatRequest.SubscribedTopicNames",
-            )?,
+        let mut n = Size::new(4);
+        n += wire::string_size(self.group_id.len(), true, "ShareGroupHeartbeatRequest.GroupId")?;
+        n += wire::string_size(self.member_id.len(), true, "ShareGroupHeartbeatRequest.MemberId")?;
+        n += match &self.rack_id {
+            Some(v) => wire::string_size(v.len(), true, "ShareGroupHeartbeatRequest.RackId")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::nullable_array_size(
+            self.subscribed_topic_names.as_deref(),
+            ver,
             "ShareGroupHeartbeatRequest.SubscribedTopicNames",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ShareGroupHeartbeatRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ShareGroupHeartbeatRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ShareGroupHeartbeatRequest")
     }
 
     #[inline]
@@ -110,7 +83,7 @@ impl Encode for ShareGroupHeartbeatRequest<'_> {
         w.str(&self.member_id, true);
         w.i32(self.member_epoch);
         w.nullable_str(self.rack_id.as_deref(), true);
-        encode::write_array(w, self.subscribed_topic_names.as_deref(), ver);
+        encode::write_nullable_array(w, self.subscribed_topic_names.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -179,8 +152,7 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
     /// See [`ShareGroupHeartbeatRequest::subscribed_topic_names`].
     #[inline]
     pub fn subscribed_topic_names(&self) -> Option<ArrayView<'a, &'a str>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[2] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[2] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -226,33 +198,22 @@ impl fmt::Debug for ShareGroupHeartbeatRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareGroupHeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// ID of the member, as the consumer chose it; null when not set.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// ID of the member, as the consumer chose it; null when not set. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub member_id: Option<Str<'a>>,
-    /// Member's new epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Member's new epoch. (`int32`, versions 0+.)
     pub member_epoch: i32,
-    /// Milliseconds the member should wait between heartbeats.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Milliseconds the member should wait between heartbeats. (`int32`, versions 0+.)
     pub heartbeat_interval_ms: i32,
-    /// Partitions assigned to the member; null when unchanged.
-    ///
-    /// Schema type `Assignment`; versions 0+; nullable in 0+; default `null`.
+    /// Partitions assigned to the member; null when unchanged. (`Assignment`, versions 0+; nullable
+    /// in 0+; default `null`.)
     pub assignment: Option<Assignment<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -262,9 +223,7 @@ pub struct ShareGroupHeartbeatResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Assignment<'a> {
-    /// The assigned partitions, grouped by topic.
-    ///
-    /// Schema type `[]TopicPartitions`; versions 0+.
+    /// The assigned partitions, grouped by topic. (`[]TopicPartitions`, versions 0+.)
     pub topic_partitions: List<'a, TopicPartitions<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -274,13 +233,9 @@ pub struct Assignment<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicPartitions<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -309,40 +264,24 @@ impl ShareGroupHeartbeatResponse<'_> {
 impl Encode for ShareGroupHeartbeatResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "ShareGroupHeartbeatResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "ShareGroupHeartbeatResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            match &self.member_id {
-                Some(v) => wire::string_size(v.len(), true, "ShareGroupHeartbeatResponse.MemberId")?,
-                None => wire::null_size(true, false),
-            },
-            "ShareGroupHeartbeatResponse.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.assignment {
-                Some(v) => 1 + v.size(ver, "ShareGroupHeartbeatResponse.Assignment")?,
-                None => 1,
-            },
-            "ShareGroupHeartbeatResponse.Assignment",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ShareGroupHeartbeatResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(14);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "ShareGroupHeartbeatResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.member_id {
+            Some(v) => wire::string_size(v.len(), true, "ShareGroupHeartbeatResponse.MemberId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.assignment {
+            Some(v) => 1 + v.size(ver, "ShareGroupHeartbeatResponse.Assignment")?,
+            None => 1,
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "ShareGroupHeartbeatResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("ShareGroupHeartbeatResponse")
     }
 
     #[inline]
@@ -371,23 +310,15 @@ impl Encode for ShareGroupHeartbeatResponse<'_> {
 impl Encode for Assignment<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topic_partitions.as_slice()), ver, "Assignment.TopicPartitions")?,
-            "Assignment.TopicPartitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Assignment._tagged_fields")?,
-            "Assignment._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.topic_partitions, ver, "Assignment.TopicPartitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Assignment._tagged_fields")?;
+        n.total("Assignment")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.topic_partitions.as_slice()), ver);
+        encode::write_array(w, &self.topic_partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -395,24 +326,16 @@ impl Encode for Assignment<'_> {
 impl Encode for TopicPartitions<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "TopicPartitions.Partitions")?,
-            "TopicPartitions.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartitions._tagged_fields")?,
-            "TopicPartitions._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "TopicPartitions.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartitions._tagged_fields")?;
+        n.total("TopicPartitions")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -493,11 +416,10 @@ impl<'a> ShareGroupHeartbeatResponseView<'a> {
     /// See [`ShareGroupHeartbeatResponse::assignment`].
     #[inline]
     pub fn assignment(&self) -> Option<AssignmentView<'a>> {
-        let ver = self.ver;
         if self.src.i8(self.at[1] as usize + 8) < 0 {
             None
         } else {
-            Some(AssignmentView::at(self.src, self.at[1] as usize + 8 + 1, ver).0)
+            Some(AssignmentView::at(self.src, self.at[1] as usize + 8 + 1, self.ver).0)
         }
     }
 
@@ -574,8 +496,7 @@ impl<'a> AssignmentView<'a> {
     /// See [`Assignment::topic_partitions`].
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, TopicPartitionsView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -651,8 +572,7 @@ impl<'a> TopicPartitionsView<'a> {
     /// See [`TopicPartitions::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

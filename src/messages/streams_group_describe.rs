@@ -17,17 +17,13 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupDescribeRequest<'a> {
-    /// Groups to describe, by ID.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Groups to describe, by ID. (`[]string`, versions 0+.)
     pub group_ids: List<'a, Str<'a>>,
-    /// True to also return which operations the requester may perform on each group.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True to also return which operations the requester may perform on each group. (`bool`,
+    /// versions 0+.)
     pub include_authorized_operations: bool,
-    /// True to also return the full topology description stored for the group.
-    ///
-    /// Schema type `bool`; versions 1+; default `false`.
+    /// True to also return the full topology description stored for the group. (`bool`, versions
+    /// 1+; default `false`.)
     pub include_topology_description: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -56,12 +52,8 @@ impl StreamsGroupDescribeRequest<'_> {
 impl Encode for StreamsGroupDescribeRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.group_ids.as_slice()), ver, "StreamsGroupDescribeRequest.GroupIds")?,
-            "StreamsGroupDescribeRequest.GroupIds",
-        )?;
+        let mut n = Size::new(1);
+        n += encode::array_size(&self.group_ids, ver, "StreamsGroupDescribeRequest.GroupIds")?;
         if ver.version == 1 {
             n += 1;
         } else if self.include_topology_description {
@@ -70,20 +62,16 @@ impl Encode for StreamsGroupDescribeRequest<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupDescribeRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupDescribeRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupDescribeRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.group_ids.as_slice()), ver);
+        encode::write_array(w, &self.group_ids, ver);
         w.bool(self.include_authorized_operations);
         if ver.version == 1 {
             w.bool(self.include_topology_description);
@@ -132,8 +120,7 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
     /// See [`StreamsGroupDescribeRequest::group_ids`].
     #[inline]
     pub fn group_ids(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`StreamsGroupDescribeRequest::include_authorized_operations`].
@@ -145,8 +132,7 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
     /// See [`StreamsGroupDescribeRequest::include_topology_description`].
     #[inline]
     pub fn include_topology_description(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.bool(self.at[0] as usize + 1) } else { false }
+        if self.ver.version == 1 { self.src.bool(self.at[0] as usize + 1) } else { false }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -187,13 +173,9 @@ impl fmt::Debug for StreamsGroupDescribeRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupDescribeResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// One entry for each group in the request.
-    ///
-    /// Schema type `[]DescribedGroup`; versions 0+.
+    /// One entry for each group in the request. (`[]DescribedGroup`, versions 0+.)
     pub groups: List<'a, DescribedGroup<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -203,57 +185,37 @@ pub struct StreamsGroupDescribeResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedGroup<'a> {
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// State of the group, or an empty string.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// State of the group, or an empty string. (`string`, versions 0+.)
     pub group_state: Str<'a>,
-    /// Epoch of the group, raised whenever its membership or topology changes.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the group, raised whenever its membership or topology changes. (`int32`, versions
+    /// 0+.)
     pub group_epoch: i32,
-    /// Group epoch for which the current target assignment was computed.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Group epoch for which the current target assignment was computed. (`int32`, versions 0+.)
     pub assignment_epoch: i32,
-    /// Topology the group was set up with; null on a describe error.
-    ///
-    /// Schema type `Topology`; versions 0+; nullable in 0+; default `null`.
+    /// Topology the group was set up with; null on a describe error. (`Topology`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub topology: Option<Topology<'a>>,
-    /// The group's members.
-    ///
-    /// Schema type `[]Member`; versions 0+.
+    /// The group's members. (`[]Member`, versions 0+.)
     pub members: List<'a, Member<'a>>,
     /// Bit set of the operations the requester may perform on the group; -2147483648 when not
-    /// requested.
-    ///
-    /// Schema type `int32`; versions 0+; default `-2147483648`.
+    /// requested. (`int32`, versions 0+; default `-2147483648`.)
     pub authorized_operations: i32,
     /// Full description of the group's topology; present exactly when TopologyDescriptionStatus is
-    /// 3, otherwise null.
-    ///
-    /// Schema type `TopologyDescription`; versions 1+; nullable in 1+; default `null`.
+    /// 3, otherwise null. (`TopologyDescription`, versions 1+; nullable in 1+; default `null`.)
     pub topology_description: Option<TopologyDescription<'a>>,
     /// Why TopologyDescription is or is not set: 0 not asked for, 1 none stored, 2 the broker
-    /// failed to read it, 3 present.
-    ///
-    /// Schema type `int8`; versions 1+; default `0`.
+    /// failed to read it, 3 present. (`int8`, versions 1+; default `0`.)
     pub topology_description_status: i8,
     /// Task assignor the coordinator will use next time it computes an assignment, which may differ
-    /// from the one that made the current assignment; null on a describe error.
-    ///
-    /// Schema type `string`; versions 1+; nullable in 1+; default `null`; ignorable.
+    /// from the one that made the current assignment; null on a describe error. (`string`, versions
+    /// 1+; nullable in 1+; default `null`; ignorable.)
     pub assignor_name: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -283,15 +245,11 @@ impl<'a> Default for DescribedGroup<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Topology<'a> {
-    /// Epoch of that topology.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of that topology. (`int32`, versions 0+.)
     pub epoch: i32,
     /// Sub-topologies as configured, with partition counts set and regular expressions resolved to
     /// topics; null while the group is not set up or its source topics are missing or wrongly
-    /// partitioned.
-    ///
-    /// Schema type `[]Subtopology`; versions 0+; nullable in 0+; default `null`.
+    /// partitioned. (`[]Subtopology`, versions 0+; nullable in 0+; default `null`.)
     pub subtopologies: Option<List<'a, Subtopology<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -303,25 +261,15 @@ pub struct Topology<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Subtopology<'a> {
-    /// ID of the sub-topology.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the sub-topology. (`string`, versions 0+.)
     pub subtopology_id: Str<'a>,
-    /// Names of the topics the sub-topology reads.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Names of the topics the sub-topology reads. (`[]string`, versions 0+.)
     pub source_topics: List<'a, Str<'a>>,
-    /// Names of the repartition topics the sub-topology writes.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Names of the repartition topics the sub-topology writes. (`[]string`, versions 0+.)
     pub repartition_sink_topics: List<'a, Str<'a>>,
-    /// Changelog topics of the sub-topology's state stores.
-    ///
-    /// Schema type `[]TopicInfo`; versions 0+.
+    /// Changelog topics of the sub-topology's state stores. (`[]TopicInfo`, versions 0+.)
     pub state_changelog_topics: List<'a, TopicInfo<'a>>,
-    /// Repartition topics the sub-topology reads.
-    ///
-    /// Schema type `[]TopicInfo`; versions 0+.
+    /// Repartition topics the sub-topology reads. (`[]TopicInfo`, versions 0+.)
     pub repartition_source_topics: List<'a, TopicInfo<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -331,21 +279,14 @@ pub struct Subtopology<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicInfo<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
     /// Number of partitions required; 0 when any number will do (always 0 for changelogs).
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub partitions: i32,
-    /// Replication factor required; 0 for the broker's default.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Replication factor required; 0 for the broker's default. (`int16`, versions 0+.)
     pub replication_factor: i16,
-    /// Topic configuration entries to create the topic with.
-    ///
-    /// Schema type `[]KeyValue`; versions 0+.
+    /// Topic configuration entries to create the topic with. (`[]KeyValue`, versions 0+.)
     pub topic_configs: List<'a, KeyValue<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -355,13 +296,9 @@ pub struct TopicInfo<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct KeyValue<'a> {
-    /// The key.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// The key. (`string`, versions 0+.)
     pub key: Str<'a>,
-    /// The value.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// The value. (`string`, versions 0+.)
     pub value: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -371,65 +308,38 @@ pub struct KeyValue<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Member<'a> {
-    /// ID of the member.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the member. (`string`, versions 0+.)
     pub member_id: Str<'a>,
-    /// Member's current epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Member's current epoch. (`int32`, versions 0+.)
     pub member_epoch: i32,
-    /// Static instance ID of the member, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Static instance ID of the member, or null. (`string`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub instance_id: Option<Str<'a>>,
-    /// Rack of the member, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Rack of the member, or null. (`string`, versions 0+; nullable in 0+; default `null`.)
     pub rack_id: Option<Str<'a>>,
-    /// Client ID the member connected with.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Client ID the member connected with. (`string`, versions 0+.)
     pub client_id: Str<'a>,
-    /// Host the member connected from.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host the member connected from. (`string`, versions 0+.)
     pub client_host: Str<'a>,
-    /// Epoch of the topology the member runs.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the topology the member runs. (`int32`, versions 0+.)
     pub topology_epoch: i32,
     /// ID of the Streams process the member belongs to; a process may run several members.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// (`string`, versions 0+.)
     pub process_id: Str<'a>,
     /// Host and port the member serves interactive queries on, or null when it has none.
-    ///
-    /// Schema type `Endpoint`; versions 0+; nullable in 0+; default `null`.
+    /// (`Endpoint`, versions 0+; nullable in 0+; default `null`.)
     pub user_endpoint: Option<Endpoint<'a>>,
-    /// Tags of the client, used for rack-aware task placement.
-    ///
-    /// Schema type `[]KeyValue`; versions 0+.
+    /// Tags of the client, used for rack-aware task placement. (`[]KeyValue`, versions 0+.)
     pub client_tags: List<'a, KeyValue<'a>>,
-    /// Changelog offsets the member's tasks have reached.
-    ///
-    /// Schema type `[]TaskOffset`; versions 0+.
+    /// Changelog offsets the member's tasks have reached. (`[]TaskOffset`, versions 0+.)
     pub task_offsets: List<'a, TaskOffset<'a>>,
-    /// End offsets of the changelogs of the member's tasks.
-    ///
-    /// Schema type `[]TaskOffset`; versions 0+.
+    /// End offsets of the changelogs of the member's tasks. (`[]TaskOffset`, versions 0+.)
     pub task_end_offsets: List<'a, TaskOffset<'a>>,
-    /// Tasks the member owns now.
-    ///
-    /// Schema type `Assignment`; versions 0+.
+    /// Tasks the member owns now. (`Assignment`, versions 0+.)
     pub assignment: Assignment<'a>,
-    /// Tasks the member is meant to own once the rebalance completes.
-    ///
-    /// Schema type `Assignment`; versions 0+.
+    /// Tasks the member is meant to own once the rebalance completes. (`Assignment`, versions 0+.)
     pub target_assignment: Assignment<'a>,
-    /// True for a member still on the classic protocol.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True for a member still on the classic protocol. (`bool`, versions 0+.)
     pub is_classic: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -439,13 +349,9 @@ pub struct Member<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Endpoint<'a> {
-    /// Host name.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port.
-    ///
-    /// Schema type `uint16`; versions 0+.
+    /// Port. (`uint16`, versions 0+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -455,17 +361,11 @@ pub struct Endpoint<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TaskOffset<'a> {
-    /// ID of the task's sub-topology.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the task's sub-topology. (`string`, versions 0+.)
     pub subtopology_id: Str<'a>,
-    /// Partition, which with the sub-topology names the task.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Partition, which with the sub-topology names the task. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Offset the task has reached on this partition.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset the task has reached on this partition. (`int64`, versions 0+.)
     pub offset: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -475,17 +375,11 @@ pub struct TaskOffset<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Assignment<'a> {
-    /// Active tasks.
-    ///
-    /// Schema type `[]TaskIds`; versions 0+.
+    /// Active tasks. (`[]TaskIds`, versions 0+.)
     pub active_tasks: List<'a, TaskIds<'a>>,
-    /// Standby tasks.
-    ///
-    /// Schema type `[]TaskIds`; versions 0+.
+    /// Standby tasks. (`[]TaskIds`, versions 0+.)
     pub standby_tasks: List<'a, TaskIds<'a>>,
-    /// Warm-up tasks.
-    ///
-    /// Schema type `[]TaskIds`; versions 0+.
+    /// Warm-up tasks. (`[]TaskIds`, versions 0+.)
     pub warmup_tasks: List<'a, TaskIds<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -495,13 +389,9 @@ pub struct Assignment<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TaskIds<'a> {
-    /// ID of the sub-topology.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the sub-topology. (`string`, versions 0+.)
     pub subtopology_id: Str<'a>,
-    /// Partition numbers of the tasks, one task for each partition.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Partition numbers of the tasks, one task for each partition. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -512,13 +402,9 @@ pub struct TaskIds<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescription<'a> {
-    /// The topology's sub-topologies.
-    ///
-    /// Schema type `[]TopologyDescriptionSubtopology`; versions 1+.
+    /// The topology's sub-topologies. (`[]TopologyDescriptionSubtopology`, versions 1+.)
     pub subtopologies: List<'a, TopologyDescriptionSubtopology<'a>>,
-    /// Global state stores of the topology.
-    ///
-    /// Schema type `[]TopologyDescriptionGlobalStore`; versions 1+.
+    /// Global state stores of the topology. (`[]TopologyDescriptionGlobalStore`, versions 1+.)
     pub global_stores: List<'a, TopologyDescriptionGlobalStore<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -528,13 +414,9 @@ pub struct TopologyDescription<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionSubtopology<'a> {
-    /// ID of the sub-topology, unique within the topology.
-    ///
-    /// Schema type `string`; versions 1+.
+    /// ID of the sub-topology, unique within the topology. (`string`, versions 1+.)
     pub subtopology_id: Str<'a>,
-    /// Processing nodes of the sub-topology.
-    ///
-    /// Schema type `[]TopologyDescriptionNode`; versions 1+.
+    /// Processing nodes of the sub-topology. (`[]TopologyDescriptionNode`, versions 1+.)
     pub nodes: List<'a, TopologyDescriptionNode<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -544,30 +426,19 @@ pub struct TopologyDescriptionSubtopology<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionNode<'a> {
-    /// Name of the node, such as KSTREAM-SOURCE-0000000000.
-    ///
-    /// Schema type `string`; versions 1+.
+    /// Name of the node, such as KSTREAM-SOURCE-0000000000. (`string`, versions 1+.)
     pub name: Str<'a>,
-    /// Kind of node: 1 source, 2 processor, 3 sink.
-    ///
-    /// Schema type `int8`; versions 1+.
+    /// Kind of node: 1 source, 2 processor, 3 sink. (`int8`, versions 1+.)
     pub node_type: i8,
     /// Topics a source node reads; empty for other nodes, or when the topics are chosen at run
-    /// time.
-    ///
-    /// Schema type `[]string`; versions 1+.
+    /// time. (`[]string`, versions 1+.)
     pub source_topics: List<'a, Str<'a>>,
     /// Topic a sink node writes; null for other nodes, or when the topic is chosen at run time.
-    ///
-    /// Schema type `string`; versions 1+; nullable in 1+; default `null`.
+    /// (`string`, versions 1+; nullable in 1+; default `null`.)
     pub sink_topic: Option<Str<'a>>,
-    /// Names of the state stores a processor node uses.
-    ///
-    /// Schema type `[]string`; versions 1+.
+    /// Names of the state stores a processor node uses. (`[]string`, versions 1+.)
     pub stores: List<'a, Str<'a>>,
-    /// Names of the nodes that follow this one in the graph.
-    ///
-    /// Schema type `[]string`; versions 1+.
+    /// Names of the nodes that follow this one in the graph. (`[]string`, versions 1+.)
     pub successors: List<'a, Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -577,13 +448,9 @@ pub struct TopologyDescriptionNode<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionGlobalStore<'a> {
-    /// Source node that feeds the store.
-    ///
-    /// Schema type `TopologyDescriptionNode`; versions 1+.
+    /// Source node that feeds the store. (`TopologyDescriptionNode`, versions 1+.)
     pub source: TopologyDescriptionNode<'a>,
-    /// Processor node that writes into the store.
-    ///
-    /// Schema type `TopologyDescriptionNode`; versions 1+.
+    /// Processor node that writes into the store. (`TopologyDescriptionNode`, versions 1+.)
     pub processor: TopologyDescriptionNode<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -612,27 +479,19 @@ impl StreamsGroupDescribeResponse<'_> {
 impl Encode for StreamsGroupDescribeResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.groups.as_slice()), ver, "StreamsGroupDescribeResponse.Groups")?,
-            "StreamsGroupDescribeResponse.Groups",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupDescribeResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.groups, ver, "StreamsGroupDescribeResponse.Groups")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupDescribeResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupDescribeResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.groups.as_slice()), ver);
+        encode::write_array(w, &self.groups, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -640,47 +499,23 @@ impl Encode for StreamsGroupDescribeResponse<'_> {
 impl Encode for DescribedGroup<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 14;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "DescribedGroup.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "DescribedGroup.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "DescribedGroup.GroupId")?,
-            "DescribedGroup.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_state.len(), true, "DescribedGroup.GroupState")?,
-            "DescribedGroup.GroupState",
-        )?;
-        n = wire::add(
-            n,
-            match &self.topology {
-                Some(v) => 1 + v.size(ver, "DescribedGroup.Topology")?,
-                None => 1,
-            },
-            "DescribedGroup.Topology",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.members.as_slice()), ver, "DescribedGroup.Members")?,
-            "DescribedGroup.Members",
-        )?;
+        let mut n = Size::new(14);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "DescribedGroup.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::string_size(self.group_id.len(), true, "DescribedGroup.GroupId")?;
+        n += wire::string_size(self.group_state.len(), true, "DescribedGroup.GroupState")?;
+        n += match &self.topology {
+            Some(v) => 1 + v.size(ver, "DescribedGroup.Topology")?,
+            None => 1,
+        };
+        n += encode::array_size(&self.members, ver, "DescribedGroup.Members")?;
         if ver.version == 1 {
-            n = wire::add(
-                n,
-                match &self.topology_description {
-                    Some(v) => 1 + v.size(ver, "DescribedGroup.TopologyDescription")?,
-                    None => 1,
-                },
-                "DescribedGroup.TopologyDescription",
-            )?;
+            n += match &self.topology_description {
+                Some(v) => 1 + v.size(ver, "DescribedGroup.TopologyDescription")?,
+                None => 1,
+            };
         } else if self.topology_description.is_some() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "DescribedGroup.TopologyDescription",
@@ -696,21 +531,13 @@ impl Encode for DescribedGroup<'_> {
             });
         }
         if ver.version == 1 {
-            n = wire::add(
-                n,
-                match &self.assignor_name {
-                    Some(v) => wire::string_size(v.len(), true, "DescribedGroup.AssignorName")?,
-                    None => wire::null_size(true, false),
-                },
-                "DescribedGroup.AssignorName",
-            )?;
+            n += match &self.assignor_name {
+                Some(v) => wire::string_size(v.len(), true, "DescribedGroup.AssignorName")?,
+                None => wire::null_size(true, false),
+            };
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DescribedGroup._tagged_fields")?,
-            "DescribedGroup._tagged_fields",
-        )?;
-        Ok(n)
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DescribedGroup._tagged_fields")?;
+        n.total("DescribedGroup")
     }
 
     #[inline]
@@ -730,7 +557,7 @@ impl Encode for DescribedGroup<'_> {
             }
             None => w.i8(-1),
         }
-        encode::write_array(w, Some(self.members.as_slice()), ver);
+        encode::write_array(w, &self.members, ver);
         w.i32(self.authorized_operations);
         if ver.version == 1 {
             match &self.topology_description {
@@ -754,24 +581,16 @@ impl Encode for DescribedGroup<'_> {
 impl Encode for Topology<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(self.subtopologies.as_deref(), ver, "Topology.Subtopologies")?,
-            "Topology.Subtopologies",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Topology._tagged_fields")?,
-            "Topology._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += encode::nullable_array_size(self.subtopologies.as_deref(), ver, "Topology.Subtopologies")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Topology._tagged_fields")?;
+        n.total("Topology")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.epoch);
-        encode::write_array(w, self.subtopologies.as_deref(), ver);
+        encode::write_nullable_array(w, self.subtopologies.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -779,59 +598,23 @@ impl Encode for Topology<'_> {
 impl Encode for Subtopology<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.subtopology_id.len(), true, "Subtopology.SubtopologyId")?,
-            "Subtopology.SubtopologyId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.source_topics.as_slice()), ver, "Subtopology.SourceTopics")?,
-            "Subtopology.SourceTopics",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.repartition_sink_topics.as_slice()),
-                ver,
-                "Subtopology.RepartitionSinkTopics",
-            )?,
-            "Subtopology.RepartitionSinkTopics",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.state_changelog_topics.as_slice()),
-                ver,
-                "Subtopology.StateChangelogTopics",
-            )?,
-            "Subtopology.StateChangelogTopics",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.repartition_source_topics.as_slice()),
-                ver,
-                "Subtopology.RepartitionSourceTopics",
-            )?,
-            "Subtopology.RepartitionSourceTopics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Subtopology._tagged_fields")?,
-            "Subtopology._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.subtopology_id.len(), true, "Subtopology.SubtopologyId")?;
+        n += encode::array_size(&self.source_topics, ver, "Subtopology.SourceTopics")?;
+        n += encode::array_size(&self.repartition_sink_topics, ver, "Subtopology.RepartitionSinkTopics")?;
+        n += encode::array_size(&self.state_changelog_topics, ver, "Subtopology.StateChangelogTopics")?;
+        n += encode::array_size(&self.repartition_source_topics, ver, "Subtopology.RepartitionSourceTopics")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Subtopology._tagged_fields")?;
+        n.total("Subtopology")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.subtopology_id, true);
-        encode::write_array(w, Some(self.source_topics.as_slice()), ver);
-        encode::write_array(w, Some(self.repartition_sink_topics.as_slice()), ver);
-        encode::write_array(w, Some(self.state_changelog_topics.as_slice()), ver);
-        encode::write_array(w, Some(self.repartition_source_topics.as_slice()), ver);
+        encode::write_array(w, &self.source_topics, ver);
+        encode::write_array(w, &self.repartition_sink_topics, ver);
+        encode::write_array(w, &self.state_changelog_topics, ver);
+        encode::write_array(w, &self.repartition_source_topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -839,19 +622,11 @@ impl Encode for Subtopology<'_> {
 impl Encode for TopicInfo<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "TopicInfo.Name")?, "TopicInfo.Name")?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topic_configs.as_slice()), ver, "TopicInfo.TopicConfigs")?,
-            "TopicInfo.TopicConfigs",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicInfo._tagged_fields")?,
-            "TopicInfo._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += wire::string_size(self.name.len(), true, "TopicInfo.Name")?;
+        n += encode::array_size(&self.topic_configs, ver, "TopicInfo.TopicConfigs")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicInfo._tagged_fields")?;
+        n.total("TopicInfo")
     }
 
     #[inline]
@@ -861,7 +636,7 @@ impl Encode for TopicInfo<'_> {
             b[0..4].copy_from_slice(&self.partitions.to_be_bytes());
             b[4..6].copy_from_slice(&self.replication_factor.to_be_bytes());
         });
-        encode::write_array(w, Some(self.topic_configs.as_slice()), ver);
+        encode::write_array(w, &self.topic_configs, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -869,15 +644,11 @@ impl Encode for TopicInfo<'_> {
 impl Encode for KeyValue<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(n, wire::string_size(self.key.len(), true, "KeyValue.Key")?, "KeyValue.Key")?;
-        n = wire::add(n, wire::string_size(self.value.len(), true, "KeyValue.Value")?, "KeyValue.Value")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "KeyValue._tagged_fields")?,
-            "KeyValue._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.key.len(), true, "KeyValue.Key")?;
+        n += wire::string_size(self.value.len(), true, "KeyValue.Value")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "KeyValue._tagged_fields")?;
+        n.total("KeyValue")
     }
 
     #[inline]
@@ -891,78 +662,30 @@ impl Encode for KeyValue<'_> {
 impl Encode for Member<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 9;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), true, "Member.MemberId")?,
-            "Member.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.instance_id {
-                Some(v) => wire::string_size(v.len(), true, "Member.InstanceId")?,
-                None => wire::null_size(true, false),
-            },
-            "Member.InstanceId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack_id {
-                Some(v) => wire::string_size(v.len(), true, "Member.RackId")?,
-                None => wire::null_size(true, false),
-            },
-            "Member.RackId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.client_id.len(), true, "Member.ClientId")?,
-            "Member.ClientId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.client_host.len(), true, "Member.ClientHost")?,
-            "Member.ClientHost",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.process_id.len(), true, "Member.ProcessId")?,
-            "Member.ProcessId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.user_endpoint {
-                Some(v) => 1 + v.size(ver, "Member.UserEndpoint")?,
-                None => 1,
-            },
-            "Member.UserEndpoint",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.client_tags.as_slice()), ver, "Member.ClientTags")?,
-            "Member.ClientTags",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.task_offsets.as_slice()), ver, "Member.TaskOffsets")?,
-            "Member.TaskOffsets",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.task_end_offsets.as_slice()), ver, "Member.TaskEndOffsets")?,
-            "Member.TaskEndOffsets",
-        )?;
-        n = wire::add(n, self.assignment.size(ver, "Member.Assignment")?, "Member.Assignment")?;
-        n = wire::add(
-            n,
-            self.target_assignment.size(ver, "Member.TargetAssignment")?,
-            "Member.TargetAssignment",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Member._tagged_fields")?,
-            "Member._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(9);
+        n += wire::string_size(self.member_id.len(), true, "Member.MemberId")?;
+        n += match &self.instance_id {
+            Some(v) => wire::string_size(v.len(), true, "Member.InstanceId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.rack_id {
+            Some(v) => wire::string_size(v.len(), true, "Member.RackId")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::string_size(self.client_id.len(), true, "Member.ClientId")?;
+        n += wire::string_size(self.client_host.len(), true, "Member.ClientHost")?;
+        n += wire::string_size(self.process_id.len(), true, "Member.ProcessId")?;
+        n += match &self.user_endpoint {
+            Some(v) => 1 + v.size(ver, "Member.UserEndpoint")?,
+            None => 1,
+        };
+        n += encode::array_size(&self.client_tags, ver, "Member.ClientTags")?;
+        n += encode::array_size(&self.task_offsets, ver, "Member.TaskOffsets")?;
+        n += encode::array_size(&self.task_end_offsets, ver, "Member.TaskEndOffsets")?;
+        n += self.assignment.size(ver, "Member.Assignment")?;
+        n += self.target_assignment.size(ver, "Member.TargetAssignment")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Member._tagged_fields")?;
+        n.total("Member")
     }
 
     #[inline]
@@ -982,9 +705,9 @@ impl Encode for Member<'_> {
             }
             None => w.i8(-1),
         }
-        encode::write_array(w, Some(self.client_tags.as_slice()), ver);
-        encode::write_array(w, Some(self.task_offsets.as_slice()), ver);
-        encode::write_array(w, Some(self.task_end_offsets.as_slice()), ver);
+        encode::write_array(w, &self.client_tags, ver);
+        encode::write_array(w, &self.task_offsets, ver);
+        encode::write_array(w, &self.task_end_offsets, ver);
         self.assignment.write(w, ver);
         self.target_assignment.write(w, ver);
         w.bool(self.is_classic);
@@ -995,14 +718,10 @@ impl Encode for Member<'_> {
 impl Encode for Endpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(n, wire::string_size(self.host.len(), true, "Endpoint.Host")?, "Endpoint.Host")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Endpoint._tagged_fields")?,
-            "Endpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(2);
+        n += wire::string_size(self.host.len(), true, "Endpoint.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Endpoint._tagged_fields")?;
+        n.total("Endpoint")
     }
 
     #[inline]
@@ -1016,18 +735,10 @@ impl Encode for Endpoint<'_> {
 impl Encode for TaskOffset<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::string_size(self.subtopology_id.len(), true, "TaskOffset.SubtopologyId")?,
-            "TaskOffset.SubtopologyId",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TaskOffset._tagged_fields")?,
-            "TaskOffset._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(12);
+        n += wire::string_size(self.subtopology_id.len(), true, "TaskOffset.SubtopologyId")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TaskOffset._tagged_fields")?;
+        n.total("TaskOffset")
     }
 
     #[inline]
@@ -1044,35 +755,19 @@ impl Encode for TaskOffset<'_> {
 impl Encode for Assignment<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.active_tasks.as_slice()), ver, "Assignment.ActiveTasks")?,
-            "Assignment.ActiveTasks",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.standby_tasks.as_slice()), ver, "Assignment.StandbyTasks")?,
-            "Assignment.StandbyTasks",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.warmup_tasks.as_slice()), ver, "Assignment.WarmupTasks")?,
-            "Assignment.WarmupTasks",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Assignment._tagged_fields")?,
-            "Assignment._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.active_tasks, ver, "Assignment.ActiveTasks")?;
+        n += encode::array_size(&self.standby_tasks, ver, "Assignment.StandbyTasks")?;
+        n += encode::array_size(&self.warmup_tasks, ver, "Assignment.WarmupTasks")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Assignment._tagged_fields")?;
+        n.total("Assignment")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.active_tasks.as_slice()), ver);
-        encode::write_array(w, Some(self.standby_tasks.as_slice()), ver);
-        encode::write_array(w, Some(self.warmup_tasks.as_slice()), ver);
+        encode::write_array(w, &self.active_tasks, ver);
+        encode::write_array(w, &self.standby_tasks, ver);
+        encode::write_array(w, &self.warmup_tasks, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -1080,29 +775,17 @@ impl Encode for Assignment<'_> {
 impl Encode for TaskIds<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.subtopology_id.len(), true, "TaskIds.SubtopologyId")?,
-            "TaskIds.SubtopologyId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "TaskIds.Partitions")?,
-            "TaskIds.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TaskIds._tagged_fields")?,
-            "TaskIds._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.subtopology_id.len(), true, "TaskIds.SubtopologyId")?;
+        n += encode::array_size(&self.partitions, ver, "TaskIds.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TaskIds._tagged_fields")?;
+        n.total("TaskIds")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.subtopology_id, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -1110,33 +793,17 @@ impl Encode for TaskIds<'_> {
 impl Encode for TopologyDescription<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.subtopologies.as_slice()),
-                ver,
-                "TopologyDescription.Subtopologies",
-            )?,
-            "TopologyDescription.Subtopologies",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.global_stores.as_slice()), ver, "TopologyDescription.GlobalStores")?,
-            "TopologyDescription.GlobalStores",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopologyDescription._tagged_fields")?,
-            "TopologyDescription._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.subtopologies, ver, "TopologyDescription.Subtopologies")?;
+        n += encode::array_size(&self.global_stores, ver, "TopologyDescription.GlobalStores")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopologyDescription._tagged_fields")?;
+        n.total("TopologyDescription")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.subtopologies.as_slice()), ver);
-        encode::write_array(w, Some(self.global_stores.as_slice()), ver);
+        encode::write_array(w, &self.subtopologies, ver);
+        encode::write_array(w, &self.global_stores, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -1144,36 +811,24 @@ impl Encode for TopologyDescription<'_> {
 impl Encode for TopologyDescriptionSubtopology<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.subtopology_id.len(),
-                true,
-                "TopologyDescriptionSubtopology.SubtopologyId",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.subtopology_id.len(),
+            true,
             "TopologyDescriptionSubtopology.SubtopologyId",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.nodes.as_slice()), ver, "TopologyDescriptionSubtopology.Nodes")?,
-            "TopologyDescriptionSubtopology.Nodes",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TopologyDescriptionSubtopology._tagged_fields",
-            )?,
+        n += encode::array_size(&self.nodes, ver, "TopologyDescriptionSubtopology.Nodes")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "TopologyDescriptionSubtopology._tagged_fields",
         )?;
-        Ok(n)
+        n.total("TopologyDescriptionSubtopology")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.subtopology_id, true);
-        encode::write_array(w, Some(self.nodes.as_slice()), ver);
+        encode::write_array(w, &self.nodes, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -1181,58 +836,30 @@ impl Encode for TopologyDescriptionSubtopology<'_> {
 impl Encode for TopologyDescriptionNode<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "TopologyDescriptionNode.Name")?,
-            "TopologyDescriptionNode.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.source_topics.as_slice()),
-                ver,
-                "TopologyDescriptionNode.SourceTopics",
-            )?,
-            "TopologyDescriptionNode.SourceTopics",
-        )?;
-        n = wire::add(
-            n,
-            match &self.sink_topic {
-                Some(v) => wire::string_size(v.len(), true, "TopologyDescriptionNode.SinkTopic")?,
-                None => wire::null_size(true, false),
-            },
-            "TopologyDescriptionNode.SinkTopic",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.stores.as_slice()), ver, "TopologyDescriptionNode.Stores")?,
-            "TopologyDescriptionNode.Stores",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.successors.as_slice()), ver, "TopologyDescriptionNode.Successors")?,
-            "TopologyDescriptionNode.Successors",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TopologyDescriptionNode._tagged_fields",
-            )?,
+        let mut n = Size::new(1);
+        n += wire::string_size(self.name.len(), true, "TopologyDescriptionNode.Name")?;
+        n += encode::array_size(&self.source_topics, ver, "TopologyDescriptionNode.SourceTopics")?;
+        n += match &self.sink_topic {
+            Some(v) => wire::string_size(v.len(), true, "TopologyDescriptionNode.SinkTopic")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.stores, ver, "TopologyDescriptionNode.Stores")?;
+        n += encode::array_size(&self.successors, ver, "TopologyDescriptionNode.Successors")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "TopologyDescriptionNode._tagged_fields",
         )?;
-        Ok(n)
+        n.total("TopologyDescriptionNode")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
         w.i8(self.node_type);
-        encode::write_array(w, Some(self.source_topics.as_slice()), ver);
+        encode::write_array(w, &self.source_topics, ver);
         w.nullable_str(self.sink_topic.as_deref(), true);
-        encode::write_array(w, Some(self.stores.as_slice()), ver);
-        encode::write_array(w, Some(self.successors.as_slice()), ver);
+        encode::write_array(w, &self.stores, ver);
+        encode::write_array(w, &self.successors, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -1240,26 +867,14 @@ impl Encode for TopologyDescriptionNode<'_> {
 impl Encode for TopologyDescriptionGlobalStore<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            self.source.size(ver, "TopologyDescriptionGlobalStore.Source")?,
-            "TopologyDescriptionGlobalStore.Source",
-        )?;
-        n = wire::add(
-            n,
-            self.processor.size(ver, "TopologyDescriptionGlobalStore.Processor")?,
-            "TopologyDescriptionGlobalStore.Processor",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TopologyDescriptionGlobalStore._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += self.source.size(ver, "TopologyDescriptionGlobalStore.Source")?;
+        n += self.processor.size(ver, "TopologyDescriptionGlobalStore.Processor")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "TopologyDescriptionGlobalStore._tagged_fields",
         )?;
-        Ok(n)
+        n.total("TopologyDescriptionGlobalStore")
     }
 
     #[inline]
@@ -1316,8 +931,7 @@ impl<'a> StreamsGroupDescribeResponseView<'a> {
     /// See [`StreamsGroupDescribeResponse::groups`].
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribedGroupView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1405,19 +1019,17 @@ impl<'a> DescribedGroupView<'a> {
     /// See [`DescribedGroup::topology`].
     #[inline]
     pub fn topology(&self) -> Option<TopologyView<'a>> {
-        let ver = self.ver;
         if self.src.i8(self.at[2] as usize + 8) < 0 {
             None
         } else {
-            Some(TopologyView::at(self.src, self.at[2] as usize + 8 + 1, ver).0)
+            Some(TopologyView::at(self.src, self.at[2] as usize + 8 + 1, self.ver).0)
         }
     }
 
     /// See [`DescribedGroup::members`].
     #[inline]
     pub fn members(&self) -> ArrayView<'a, MemberView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// See [`DescribedGroup::authorized_operations`].
@@ -1429,12 +1041,11 @@ impl<'a> DescribedGroupView<'a> {
     /// See [`DescribedGroup::topology_description`].
     #[inline]
     pub fn topology_description(&self) -> Option<TopologyDescriptionView<'a>> {
-        let ver = self.ver;
-        if ver.version == 1 {
+        if self.ver.version == 1 {
             if self.src.i8(self.at[4] as usize + 4) < 0 {
                 None
             } else {
-                Some(TopologyDescriptionView::at(self.src, self.at[4] as usize + 4 + 1, ver).0)
+                Some(TopologyDescriptionView::at(self.src, self.at[4] as usize + 4 + 1, self.ver).0)
             }
         } else {
             None
@@ -1444,19 +1055,13 @@ impl<'a> DescribedGroupView<'a> {
     /// See [`DescribedGroup::topology_description_status`].
     #[inline]
     pub fn topology_description_status(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.i8(self.at[5] as usize) } else { 0 }
+        if self.ver.version == 1 { self.src.i8(self.at[5] as usize) } else { 0 }
     }
 
     /// See [`DescribedGroup::assignor_name`].
     #[inline]
     pub fn assignor_name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 1 {
-            self.src.nullable_str(self.at[5] as usize + (if ver.version >= 1 { 1 } else { 0 }), true)
-        } else {
-            None
-        }
+        if self.ver.version == 1 { self.src.nullable_str(self.at[5] as usize + 1, true) } else { None }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1588,8 +1193,7 @@ impl<'a> TopologyView<'a> {
     /// See [`Topology::subtopologies`].
     #[inline]
     pub fn subtopologies(&self) -> Option<ArrayView<'a, SubtopologyView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, 4, ver)
+        ArrayView::nullable_at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1669,29 +1273,25 @@ impl<'a> SubtopologyView<'a> {
     /// See [`Subtopology::source_topics`].
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`Subtopology::repartition_sink_topics`].
     #[inline]
     pub fn repartition_sink_topics(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// See [`Subtopology::state_changelog_topics`].
     #[inline]
     pub fn state_changelog_topics(&self) -> ArrayView<'a, TopicInfoView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[2] as usize, ver)
+        ArrayView::at(self.src, self.at[2] as usize, self.ver)
     }
 
     /// See [`Subtopology::repartition_source_topics`].
     #[inline]
     pub fn repartition_source_topics(&self) -> ArrayView<'a, TopicInfoView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1801,8 +1401,7 @@ impl<'a> TopicInfoView<'a> {
     /// See [`TopicInfo::topic_configs`].
     #[inline]
     pub fn topic_configs(&self) -> ArrayView<'a, KeyValueView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 6, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 6, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2011,47 +1610,41 @@ impl<'a> MemberView<'a> {
     /// See [`Member::user_endpoint`].
     #[inline]
     pub fn user_endpoint(&self) -> Option<EndpointView<'a>> {
-        let ver = self.ver;
         if self.src.i8(self.at[5] as usize) < 0 {
             None
         } else {
-            Some(EndpointView::at(self.src, self.at[5] as usize + 1, ver).0)
+            Some(EndpointView::at(self.src, self.at[5] as usize + 1, self.ver).0)
         }
     }
 
     /// See [`Member::client_tags`].
     #[inline]
     pub fn client_tags(&self) -> ArrayView<'a, KeyValueView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[6] as usize, ver)
+        ArrayView::at(self.src, self.at[6] as usize, self.ver)
     }
 
     /// See [`Member::task_offsets`].
     #[inline]
     pub fn task_offsets(&self) -> ArrayView<'a, TaskOffsetView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[7] as usize, ver)
+        ArrayView::at(self.src, self.at[7] as usize, self.ver)
     }
 
     /// See [`Member::task_end_offsets`].
     #[inline]
     pub fn task_end_offsets(&self) -> ArrayView<'a, TaskOffsetView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[8] as usize, ver)
+        ArrayView::at(self.src, self.at[8] as usize, self.ver)
     }
 
     /// See [`Member::assignment`].
     #[inline]
     pub fn assignment(&self) -> AssignmentView<'a> {
-        let ver = self.ver;
-        AssignmentView::at(self.src, self.at[9] as usize, ver).0
+        AssignmentView::at(self.src, self.at[9] as usize, self.ver).0
     }
 
     /// See [`Member::target_assignment`].
     #[inline]
     pub fn target_assignment(&self) -> AssignmentView<'a> {
-        let ver = self.ver;
-        AssignmentView::at(self.src, self.at[10] as usize, ver).0
+        AssignmentView::at(self.src, self.at[10] as usize, self.ver).0
     }
 
     /// See [`Member::is_classic`].
@@ -2361,22 +1954,19 @@ impl<'a> AssignmentView<'a> {
     /// See [`Assignment::active_tasks`].
     #[inline]
     pub fn active_tasks(&self) -> ArrayView<'a, TaskIdsView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`Assignment::standby_tasks`].
     #[inline]
     pub fn standby_tasks(&self) -> ArrayView<'a, TaskIdsView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`Assignment::warmup_tasks`].
     #[inline]
     pub fn warmup_tasks(&self) -> ArrayView<'a, TaskIdsView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2464,8 +2054,7 @@ impl<'a> TaskIdsView<'a> {
     /// See [`TaskIds::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2542,15 +2131,13 @@ impl<'a> TopologyDescriptionView<'a> {
     /// See [`TopologyDescription::subtopologies`].
     #[inline]
     pub fn subtopologies(&self) -> ArrayView<'a, TopologyDescriptionSubtopologyView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`TopologyDescription::global_stores`].
     #[inline]
     pub fn global_stores(&self) -> ArrayView<'a, TopologyDescriptionGlobalStoreView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2641,8 +2228,7 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
     /// See [`TopologyDescriptionSubtopology::nodes`].
     #[inline]
     pub fn nodes(&self) -> ArrayView<'a, TopologyDescriptionNodeView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2731,8 +2317,7 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     /// See [`TopologyDescriptionNode::source_topics`].
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 1, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 1, self.ver)
     }
 
     /// See [`TopologyDescriptionNode::sink_topic`].
@@ -2744,15 +2329,13 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     /// See [`TopologyDescriptionNode::stores`].
     #[inline]
     pub fn stores(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[2] as usize, ver)
+        ArrayView::at(self.src, self.at[2] as usize, self.ver)
     }
 
     /// See [`TopologyDescriptionNode::successors`].
     #[inline]
     pub fn successors(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2847,15 +2430,13 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
     /// See [`TopologyDescriptionGlobalStore::source`].
     #[inline]
     pub fn source(&self) -> TopologyDescriptionNodeView<'a> {
-        let ver = self.ver;
-        TopologyDescriptionNodeView::at(self.src, 0, ver).0
+        TopologyDescriptionNodeView::at(self.src, 0, self.ver).0
     }
 
     /// See [`TopologyDescriptionGlobalStore::processor`].
     #[inline]
     pub fn processor(&self) -> TopologyDescriptionNodeView<'a> {
-        let ver = self.ver;
-        TopologyDescriptionNodeView::at(self.src, self.at[0] as usize, ver).0
+        TopologyDescriptionNodeView::at(self.src, self.at[0] as usize, self.ver).0
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -18,79 +18,55 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatRequest<'a> {
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
     /// ID of the member; chosen by the Streams client and kept for the life of its process.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// (`string`, versions 0+.)
     pub member_id: Str<'a>,
     /// Member's current epoch; 0 to join, -1 to leave, -2 for a static member that will come back.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub member_epoch: i32,
-    /// Latest epoch of the endpoint-to-partition information this member has received.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Latest epoch of the endpoint-to-partition information this member has received. (`int32`,
+    /// versions 0+.)
     pub endpoint_information_epoch: i32,
     /// Static instance ID of the member; null when not used or unchanged since the last heartbeat.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// (`string`, versions 0+; nullable in 0+; default `null`.)
     pub instance_id: Option<Str<'a>>,
-    /// Rack of the member; null when not set or unchanged since the last heartbeat.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Rack of the member; null when not set or unchanged since the last heartbeat. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub rack_id: Option<Str<'a>>,
     /// Milliseconds the coordinator waits for the member to give up tasks; -1 when unchanged since
-    /// the last heartbeat.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`.
+    /// the last heartbeat. (`int32`, versions 0+; default `-1`.)
     pub rebalance_timeout_ms: i32,
     /// Topology of the Streams application; sent only when joining (epoch 0), otherwise null.
-    ///
-    /// Schema type `Topology`; versions 0+; nullable in 0+; default `null`.
+    /// (`Topology`, versions 0+; nullable in 0+; default `null`.)
     pub topology: Option<Topology<'a>>,
     /// Active tasks the member owns; null when unchanged since the last heartbeat.
-    ///
-    /// Schema type `[]StreamsGroupHeartbeatRequestTaskIds`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]StreamsGroupHeartbeatRequestTaskIds`, versions 0+; nullable in 0+; default `null`.)
     pub active_tasks: Option<List<'a, StreamsGroupHeartbeatRequestTaskIds<'a>>>,
     /// Standby tasks the member owns; null when unchanged since the last heartbeat.
-    ///
-    /// Schema type `[]StreamsGroupHeartbeatRequestTaskIds`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]StreamsGroupHeartbeatRequestTaskIds`, versions 0+; nullable in 0+; default `null`.)
     pub standby_tasks: Option<List<'a, StreamsGroupHeartbeatRequestTaskIds<'a>>>,
     /// Warm-up tasks the member owns; null when unchanged since the last heartbeat.
-    ///
-    /// Schema type `[]StreamsGroupHeartbeatRequestTaskIds`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]StreamsGroupHeartbeatRequestTaskIds`, versions 0+; nullable in 0+; default `null`.)
     pub warmup_tasks: Option<List<'a, StreamsGroupHeartbeatRequestTaskIds<'a>>>,
     /// ID of the Streams process, which may run several members; null when unchanged since the last
-    /// heartbeat.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// heartbeat. (`string`, versions 0+; nullable in 0+; default `null`.)
     pub process_id: Option<Str<'a>>,
     /// Host and port the application serves interactive queries on; null when unchanged or not
-    /// configured.
-    ///
-    /// Schema type `StreamsGroupHeartbeatRequestEndpoint`; versions 0+; nullable in 0+; default `null`.
+    /// configured. (`StreamsGroupHeartbeatRequestEndpoint`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub user_endpoint: Option<StreamsGroupHeartbeatRequestEndpoint<'a>>,
     /// Tags of the client, used for rack-aware task placement; null when unchanged since the last
-    /// heartbeat.
-    ///
-    /// Schema type `[]KeyValue`; versions 0+; nullable in 0+; default `null`.
+    /// heartbeat. (`[]KeyValue`, versions 0+; nullable in 0+; default `null`.)
     pub client_tags: Option<List<'a, KeyValue<'a>>>,
     /// Changelog offsets the member's tasks have reached; null when unchanged since the last
-    /// heartbeat.
-    ///
-    /// Schema type `[]TaskOffset`; versions 0+; nullable in 0+; default `null`.
+    /// heartbeat. (`[]TaskOffset`, versions 0+; nullable in 0+; default `null`.)
     pub task_offsets: Option<List<'a, TaskOffset<'a>>>,
     /// End offsets of the changelogs of the member's tasks; null when unchanged since the last
-    /// heartbeat.
-    ///
-    /// Schema type `[]TaskOffset`; versions 0+; nullable in 0+; default `null`.
+    /// heartbeat. (`[]TaskOffset`, versions 0+; nullable in 0+; default `null`.)
     pub task_end_offsets: Option<List<'a, TaskOffset<'a>>>,
-    /// True to ask every member of the group to shut down.
-    ///
-    /// Schema type `bool`; versions 0+; default `false`.
+    /// True to ask every member of the group to shut down. (`bool`, versions 0+; default `false`.)
     pub shutdown_application: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -125,13 +101,10 @@ impl<'a> Default for StreamsGroupHeartbeatRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Topology<'a> {
-    /// Epoch of the topology, used to tell whether it matches the one the group has.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the topology, used to tell whether it matches the one the group has. (`int32`,
+    /// versions 0+.)
     pub epoch: i32,
-    /// The topology's sub-topologies.
-    ///
-    /// Schema type `[]Subtopology`; versions 0+.
+    /// The topology's sub-topologies. (`[]Subtopology`, versions 0+.)
     pub subtopologies: List<'a, Subtopology<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -141,33 +114,23 @@ pub struct Topology<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Subtopology<'a> {
-    /// ID of the sub-topology, derived from the topology so that it is stable.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the sub-topology, derived from the topology so that it is stable. (`string`, versions
+    /// 0+.)
     pub subtopology_id: Str<'a>,
-    /// Names of the topics the sub-topology reads.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Names of the topics the sub-topology reads. (`[]string`, versions 0+.)
     pub source_topics: List<'a, Str<'a>>,
-    /// Regular expressions for further topics the sub-topology reads.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Regular expressions for further topics the sub-topology reads. (`[]string`, versions 0+.)
     pub source_topic_regex: List<'a, Str<'a>>,
-    /// Changelog topics of the sub-topology's state stores; created by the broker.
-    ///
-    /// Schema type `[]TopicInfo`; versions 0+.
+    /// Changelog topics of the sub-topology's state stores; created by the broker. (`[]TopicInfo`,
+    /// versions 0+.)
     pub state_changelog_topics: List<'a, TopicInfo<'a>>,
-    /// Names of the repartition topics the sub-topology writes.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Names of the repartition topics the sub-topology writes. (`[]string`, versions 0+.)
     pub repartition_sink_topics: List<'a, Str<'a>>,
-    /// Repartition topics the sub-topology reads; created by the broker.
-    ///
-    /// Schema type `[]TopicInfo`; versions 0+.
+    /// Repartition topics the sub-topology reads; created by the broker. (`[]TopicInfo`, versions
+    /// 0+.)
     pub repartition_source_topics: List<'a, TopicInfo<'a>>,
-    /// Sets of source topics that must have the same number of partitions.
-    ///
-    /// Schema type `[]CopartitionGroup`; versions 0+.
+    /// Sets of source topics that must have the same number of partitions. (`[]CopartitionGroup`,
+    /// versions 0+.)
     pub copartition_groups: List<'a, CopartitionGroup<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -177,21 +140,14 @@ pub struct Subtopology<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicInfo<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
     /// Number of partitions required; 0 when any number will do (always 0 for changelogs).
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub partitions: i32,
-    /// Replication factor required; 0 for the broker's default.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Replication factor required; 0 for the broker's default. (`int16`, versions 0+.)
     pub replication_factor: i16,
-    /// Topic configuration entries to create the topic with.
-    ///
-    /// Schema type `[]KeyValue`; versions 0+.
+    /// Topic configuration entries to create the topic with. (`[]KeyValue`, versions 0+.)
     pub topic_configs: List<'a, KeyValue<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -201,13 +157,9 @@ pub struct TopicInfo<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct KeyValue<'a> {
-    /// The key.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// The key. (`string`, versions 0+.)
     pub key: Str<'a>,
-    /// The value.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// The value. (`string`, versions 0+.)
     pub value: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -217,17 +169,11 @@ pub struct KeyValue<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CopartitionGroup<'a> {
-    /// Positions in the sub-topology's SourceTopics list.
-    ///
-    /// Schema type `[]int16`; versions 0+.
+    /// Positions in the sub-topology's SourceTopics list. (`[]int16`, versions 0+.)
     pub source_topics: List<'a, i16>,
-    /// Positions in the sub-topology's SourceTopicRegex list.
-    ///
-    /// Schema type `[]int16`; versions 0+.
+    /// Positions in the sub-topology's SourceTopicRegex list. (`[]int16`, versions 0+.)
     pub source_topic_regex: List<'a, i16>,
-    /// Positions in the sub-topology's RepartitionSourceTopics list.
-    ///
-    /// Schema type `[]int16`; versions 0+.
+    /// Positions in the sub-topology's RepartitionSourceTopics list. (`[]int16`, versions 0+.)
     pub repartition_source_topics: List<'a, i16>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -237,13 +183,9 @@ pub struct CopartitionGroup<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatRequestTaskIds<'a> {
-    /// ID of the sub-topology.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the sub-topology. (`string`, versions 0+.)
     pub subtopology_id: Str<'a>,
-    /// Partition numbers of the tasks, one task for each partition.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Partition numbers of the tasks, one task for each partition. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -254,13 +196,9 @@ pub struct StreamsGroupHeartbeatRequestTaskIds<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatRequestEndpoint<'a> {
-    /// Host name.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port.
-    ///
-    /// Schema type `uint16`; versions 0+.
+    /// Port. (`uint16`, versions 0+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -271,17 +209,11 @@ pub struct StreamsGroupHeartbeatRequestEndpoint<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TaskOffset<'a> {
-    /// ID of the task's sub-topology.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the task's sub-topology. (`string`, versions 0+.)
     pub subtopology_id: Str<'a>,
-    /// Partition, which with the sub-topology names the task.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Partition, which with the sub-topology names the task. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Offset the task has reached on this partition.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset the task has reached on this partition. (`int64`, versions 0+.)
     pub offset: i64,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -310,116 +242,64 @@ impl StreamsGroupHeartbeatRequest<'_> {
 impl Encode for StreamsGroupHeartbeatRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 13;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "StreamsGroupHeartbeatRequest.GroupId")?,
-            "StreamsGroupHeartbeatRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), true, "StreamsGroupHeartbeatRequest.MemberId")?,
-            "StreamsGroupHeartbeatRequest.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.instance_id {
-                Some(v) => wire::string_size(v.len(), true, "StreamsGroupHeartbeatRequest.InstanceId")?,
-                None => wire::null_size(true, false),
-            },
-            "StreamsGroupHeartbeatRequest.InstanceId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.rack_id {
-                Some(v) => wire::string_size(v.len(), true, "StreamsGroupHeartbeatRequest.RackId")?,
-                None => wire::null_size(true, false),
-            },
-            "StreamsGroupHeartbeatRequest.RackId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.topology {
-                Some(v) => 1 + v.size(ver, "StreamsGroupHeartbeatRequest.Topology")?,
-                None => 1,
-            },
-            "StreamsGroupHeartbeatRequest.Topology",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.active_tasks.as_deref(),
-                ver,
-                "StreamsGroupHeartbeatRequest.ActiveTasks",
-            )?,
+        let mut n = Size::new(13);
+        n += wire::string_size(self.group_id.len(), true, "StreamsGroupHeartbeatRequest.GroupId")?;
+        n += wire::string_size(self.member_id.len(), true, "StreamsGroupHeartbeatRequest.MemberId")?;
+        n += match &self.instance_id {
+            Some(v) => wire::string_size(v.len(), true, "StreamsGroupHeartbeatRequest.InstanceId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.rack_id {
+            Some(v) => wire::string_size(v.len(), true, "StreamsGroupHeartbeatRequest.RackId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.topology {
+            Some(v) => 1 + v.size(ver, "StreamsGroupHeartbeatRequest.Topology")?,
+            None => 1,
+        };
+        n += encode::nullable_array_size(
+            self.active_tasks.as_deref(),
+            ver,
             "StreamsGroupHeartbeatRequest.ActiveTasks",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.standby_tasks.as_deref(),
-                ver,
-                "StreamsGroupHeartbeatRequest.StandbyTasks",
-            )?,
+        n += encode::nullable_array_size(
+            self.standby_tasks.as_deref(),
+            ver,
             "StreamsGroupHeartbeatRequest.StandbyTasks",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.warmup_tasks.as_deref(),
-                ver,
-                "StreamsGroupHeartbeatRequest.WarmupTasks",
-            )?,
+        n += encode::nullable_array_size(
+            self.warmup_tasks.as_deref(),
+            ver,
             "StreamsGroupHeartbeatRequest.WarmupTasks",
         )?;
-        n = wire::add(
-            n,
-            match &self.process_id {
-                Some(v) => wire::string_size(v.len(), true, "StreamsGroupHeartbeatRequest.ProcessId")?,
-                None => wire::null_size(true, false),
-            },
-            "StreamsGroupHeartbeatRequest.ProcessId",
-        )?;
-        n = wire::add(
-            n,
-            match &self.user_endpoint {
-                Some(v) => 1 + v.size(ver, "StreamsGroupHeartbeatRequest.UserEndpoint")?,
-                None => 1,
-            },
-            "StreamsGroupHeartbeatRequest.UserEndpoint",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(self.client_tags.as_deref(), ver, "StreamsGroupHeartbeatRequest.ClientTags")?,
+        n += match &self.process_id {
+            Some(v) => wire::string_size(v.len(), true, "StreamsGroupHeartbeatRequest.ProcessId")?,
+            None => wire::null_size(true, false),
+        };
+        n += match &self.user_endpoint {
+            Some(v) => 1 + v.size(ver, "StreamsGroupHeartbeatRequest.UserEndpoint")?,
+            None => 1,
+        };
+        n += encode::nullable_array_size(
+            self.client_tags.as_deref(),
+            ver,
             "StreamsGroupHeartbeatRequest.ClientTags",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.task_offsets.as_deref(),
-                ver,
-                "StreamsGroupHeartbeatRequest.TaskOffsets",
-            )?,
+        n += encode::nullable_array_size(
+            self.task_offsets.as_deref(),
+            ver,
             "StreamsGroupHeartbeatRequest.TaskOffsets",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.task_end_offsets.as_deref(),
-                ver,
-                "StreamsGroupHeartbeatRequest.TaskEndOffsets",
-            )?,
+        n += encode::nullable_array_size(
+            self.task_end_offsets.as_deref(),
+            ver,
             "StreamsGroupHeartbeatRequest.TaskEndOffsets",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupHeartbeatRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupHeartbeatRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupHeartbeatRequest")
     }
 
     #[inline]
@@ -440,9 +320,9 @@ impl Encode for StreamsGroupHeartbeatRequest<'_> {
             }
             None => w.i8(-1),
         }
-        encode::write_array(w, self.active_tasks.as_deref(), ver);
-        encode::write_array(w, self.standby_tasks.as_deref(), ver);
-        encode::write_array(w, self.warmup_tasks.as_deref(), ver);
+        encode::write_nullable_array(w, self.active_tasks.as_deref(), ver);
+        encode::write_nullable_array(w, self.standby_tasks.as_deref(), ver);
+        encode::write_nullable_array(w, self.warmup_tasks.as_deref(), ver);
         w.nullable_str(self.process_id.as_deref(), true);
         match &self.user_endpoint {
             Some(v) => {
@@ -451,9 +331,9 @@ impl Encode for StreamsGroupHeartbeatRequest<'_> {
             }
             None => w.i8(-1),
         }
-        encode::write_array(w, self.client_tags.as_deref(), ver);
-        encode::write_array(w, self.task_offsets.as_deref(), ver);
-        encode::write_array(w, self.task_end_offsets.as_deref(), ver);
+        encode::write_nullable_array(w, self.client_tags.as_deref(), ver);
+        encode::write_nullable_array(w, self.task_offsets.as_deref(), ver);
+        encode::write_nullable_array(w, self.task_end_offsets.as_deref(), ver);
         w.bool(self.shutdown_application);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -462,24 +342,16 @@ impl Encode for StreamsGroupHeartbeatRequest<'_> {
 impl Encode for Topology<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.subtopologies.as_slice()), ver, "Topology.Subtopologies")?,
-            "Topology.Subtopologies",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Topology._tagged_fields")?,
-            "Topology._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.subtopologies, ver, "Topology.Subtopologies")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Topology._tagged_fields")?;
+        n.total("Topology")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.epoch);
-        encode::write_array(w, Some(self.subtopologies.as_slice()), ver);
+        encode::write_array(w, &self.subtopologies, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -487,79 +359,27 @@ impl Encode for Topology<'_> {
 impl Encode for Subtopology<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.subtopology_id.len(), true, "Subtopology.SubtopologyId")?,
-            "Subtopology.SubtopologyId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.source_topics.as_slice()), ver, "Subtopology.SourceTopics")?,
-            "Subtopology.SourceTopics",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.source_topic_regex.as_slice()),
-                ver,
-                "Subtopology.SourceTopicRegex",
-            )?,
-            "Subtopology.SourceTopicRegex",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.state_changelog_topics.as_slice()),
-                ver,
-                "Subtopology.StateChangelogTopics",
-            )?,
-            "Subtopology.StateChangelogTopics",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.repartition_sink_topics.as_slice()),
-                ver,
-                "Subtopology.RepartitionSinkTopics",
-            )?,
-            "Subtopology.RepartitionSinkTopics",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.repartition_source_topics.as_slice()),
-                ver,
-                "Subtopology.RepartitionSourceTopics",
-            )?,
-            "Subtopology.RepartitionSourceTopics",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.copartition_groups.as_slice()),
-                ver,
-                "Subtopology.CopartitionGroups",
-            )?,
-            "Subtopology.CopartitionGroups",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Subtopology._tagged_fields")?,
-            "Subtopology._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.subtopology_id.len(), true, "Subtopology.SubtopologyId")?;
+        n += encode::array_size(&self.source_topics, ver, "Subtopology.SourceTopics")?;
+        n += encode::array_size(&self.source_topic_regex, ver, "Subtopology.SourceTopicRegex")?;
+        n += encode::array_size(&self.state_changelog_topics, ver, "Subtopology.StateChangelogTopics")?;
+        n += encode::array_size(&self.repartition_sink_topics, ver, "Subtopology.RepartitionSinkTopics")?;
+        n += encode::array_size(&self.repartition_source_topics, ver, "Subtopology.RepartitionSourceTopics")?;
+        n += encode::array_size(&self.copartition_groups, ver, "Subtopology.CopartitionGroups")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Subtopology._tagged_fields")?;
+        n.total("Subtopology")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.subtopology_id, true);
-        encode::write_array(w, Some(self.source_topics.as_slice()), ver);
-        encode::write_array(w, Some(self.source_topic_regex.as_slice()), ver);
-        encode::write_array(w, Some(self.state_changelog_topics.as_slice()), ver);
-        encode::write_array(w, Some(self.repartition_sink_topics.as_slice()), ver);
-        encode::write_array(w, Some(self.repartition_source_topics.as_slice()), ver);
-        encode::write_array(w, Some(self.copartition_groups.as_slice()), ver);
+        encode::write_array(w, &self.source_topics, ver);
+        encode::write_array(w, &self.source_topic_regex, ver);
+        encode::write_array(w, &self.state_changelog_topics, ver);
+        encode::write_array(w, &self.repartition_sink_topics, ver);
+        encode::write_array(w, &self.repartition_source_topics, ver);
+        encode::write_array(w, &self.copartition_groups, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -567,19 +387,11 @@ impl Encode for Subtopology<'_> {
 impl Encode for TopicInfo<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "TopicInfo.Name")?, "TopicInfo.Name")?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topic_configs.as_slice()), ver, "TopicInfo.TopicConfigs")?,
-            "TopicInfo.TopicConfigs",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicInfo._tagged_fields")?,
-            "TopicInfo._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += wire::string_size(self.name.len(), true, "TopicInfo.Name")?;
+        n += encode::array_size(&self.topic_configs, ver, "TopicInfo.TopicConfigs")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicInfo._tagged_fields")?;
+        n.total("TopicInfo")
     }
 
     #[inline]
@@ -589,7 +401,7 @@ impl Encode for TopicInfo<'_> {
             b[0..4].copy_from_slice(&self.partitions.to_be_bytes());
             b[4..6].copy_from_slice(&self.replication_factor.to_be_bytes());
         });
-        encode::write_array(w, Some(self.topic_configs.as_slice()), ver);
+        encode::write_array(w, &self.topic_configs, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -597,15 +409,11 @@ impl Encode for TopicInfo<'_> {
 impl Encode for KeyValue<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(n, wire::string_size(self.key.len(), true, "KeyValue.Key")?, "KeyValue.Key")?;
-        n = wire::add(n, wire::string_size(self.value.len(), true, "KeyValue.Value")?, "KeyValue.Value")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "KeyValue._tagged_fields")?,
-            "KeyValue._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.key.len(), true, "KeyValue.Key")?;
+        n += wire::string_size(self.value.len(), true, "KeyValue.Value")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "KeyValue._tagged_fields")?;
+        n.total("KeyValue")
     }
 
     #[inline]
@@ -619,43 +427,23 @@ impl Encode for KeyValue<'_> {
 impl Encode for CopartitionGroup<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.source_topics.as_slice()), ver, "CopartitionGroup.SourceTopics")?,
-            "CopartitionGroup.SourceTopics",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.source_topic_regex.as_slice()),
-                ver,
-                "CopartitionGroup.SourceTopicRegex",
-            )?,
-            "CopartitionGroup.SourceTopicRegex",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.repartition_source_topics.as_slice()),
-                ver,
-                "CopartitionGroup.RepartitionSourceTopics",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.source_topics, ver, "CopartitionGroup.SourceTopics")?;
+        n += encode::array_size(&self.source_topic_regex, ver, "CopartitionGroup.SourceTopicRegex")?;
+        n += encode::array_size(
+            &self.repartition_source_topics,
+            ver,
             "CopartitionGroup.RepartitionSourceTopics",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "CopartitionGroup._tagged_fields")?,
-            "CopartitionGroup._tagged_fields",
-        )?;
-        Ok(n)
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "CopartitionGroup._tagged_fields")?;
+        n.total("CopartitionGroup")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.source_topics.as_slice()), ver);
-        encode::write_array(w, Some(self.source_topic_regex.as_slice()), ver);
-        encode::write_array(w, Some(self.repartition_source_topics.as_slice()), ver);
+        encode::write_array(w, &self.source_topics, ver);
+        encode::write_array(w, &self.source_topic_regex, ver);
+        encode::write_array(w, &self.repartition_source_topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -663,40 +451,24 @@ impl Encode for CopartitionGroup<'_> {
 impl Encode for StreamsGroupHeartbeatRequestTaskIds<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.subtopology_id.len(),
-                true,
-                "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.subtopology_id.len(),
+            true,
             "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "StreamsGroupHeartbeatRequestTaskIds.Partitions",
-            )?,
-            "StreamsGroupHeartbeatRequestTaskIds.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupHeartbeatRequestTaskIds._tagged_fields",
-            )?,
+        n += encode::array_size(&self.partitions, ver, "StreamsGroupHeartbeatRequestTaskIds.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupHeartbeatRequestTaskIds._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupHeartbeatRequestTaskIds")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.subtopology_id, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -704,21 +476,13 @@ impl Encode for StreamsGroupHeartbeatRequestTaskIds<'_> {
 impl Encode for StreamsGroupHeartbeatRequestEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "StreamsGroupHeartbeatRequestEndpoint.Host")?,
-            "StreamsGroupHeartbeatRequestEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupHeartbeatRequestEndpoint._tagged_fields",
-            )?,
+        let mut n = Size::new(2);
+        n += wire::string_size(self.host.len(), true, "StreamsGroupHeartbeatRequestEndpoint.Host")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupHeartbeatRequestEndpoint._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupHeartbeatRequestEndpoint")
     }
 
     #[inline]
@@ -732,18 +496,10 @@ impl Encode for StreamsGroupHeartbeatRequestEndpoint<'_> {
 impl Encode for TaskOffset<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::string_size(self.subtopology_id.len(), true, "TaskOffset.SubtopologyId")?,
-            "TaskOffset.SubtopologyId",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TaskOffset._tagged_fields")?,
-            "TaskOffset._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(12);
+        n += wire::string_size(self.subtopology_id.len(), true, "TaskOffset.SubtopologyId")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TaskOffset._tagged_fields")?;
+        n.total("TaskOffset")
     }
 
     #[inline]
@@ -839,33 +595,29 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
     /// See [`StreamsGroupHeartbeatRequest::topology`].
     #[inline]
     pub fn topology(&self) -> Option<TopologyView<'a>> {
-        let ver = self.ver;
         if self.src.i8(self.at[3] as usize + 4) < 0 {
             None
         } else {
-            Some(TopologyView::at(self.src, self.at[3] as usize + 4 + 1, ver).0)
+            Some(TopologyView::at(self.src, self.at[3] as usize + 4 + 1, self.ver).0)
         }
     }
 
     /// See [`StreamsGroupHeartbeatRequest::active_tasks`].
     #[inline]
     pub fn active_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatRequestTaskIdsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[4] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[4] as usize, self.ver)
     }
 
     /// See [`StreamsGroupHeartbeatRequest::standby_tasks`].
     #[inline]
     pub fn standby_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatRequestTaskIdsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[5] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[5] as usize, self.ver)
     }
 
     /// See [`StreamsGroupHeartbeatRequest::warmup_tasks`].
     #[inline]
     pub fn warmup_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatRequestTaskIdsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[6] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[6] as usize, self.ver)
     }
 
     /// See [`StreamsGroupHeartbeatRequest::process_id`].
@@ -877,33 +629,29 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
     /// See [`StreamsGroupHeartbeatRequest::user_endpoint`].
     #[inline]
     pub fn user_endpoint(&self) -> Option<StreamsGroupHeartbeatRequestEndpointView<'a>> {
-        let ver = self.ver;
         if self.src.i8(self.at[8] as usize) < 0 {
             None
         } else {
-            Some(StreamsGroupHeartbeatRequestEndpointView::at(self.src, self.at[8] as usize + 1, ver).0)
+            Some(StreamsGroupHeartbeatRequestEndpointView::at(self.src, self.at[8] as usize + 1, self.ver).0)
         }
     }
 
     /// See [`StreamsGroupHeartbeatRequest::client_tags`].
     #[inline]
     pub fn client_tags(&self) -> Option<ArrayView<'a, KeyValueView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[9] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[9] as usize, self.ver)
     }
 
     /// See [`StreamsGroupHeartbeatRequest::task_offsets`].
     #[inline]
     pub fn task_offsets(&self) -> Option<ArrayView<'a, TaskOffsetView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[10] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[10] as usize, self.ver)
     }
 
     /// See [`StreamsGroupHeartbeatRequest::task_end_offsets`].
     #[inline]
     pub fn task_end_offsets(&self) -> Option<ArrayView<'a, TaskOffsetView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[11] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[11] as usize, self.ver)
     }
 
     /// See [`StreamsGroupHeartbeatRequest::shutdown_application`].
@@ -1034,8 +782,7 @@ impl<'a> TopologyView<'a> {
     /// See [`Topology::subtopologies`].
     #[inline]
     pub fn subtopologies(&self) -> ArrayView<'a, SubtopologyView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1115,43 +862,37 @@ impl<'a> SubtopologyView<'a> {
     /// See [`Subtopology::source_topics`].
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`Subtopology::source_topic_regex`].
     #[inline]
     pub fn source_topic_regex(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// See [`Subtopology::state_changelog_topics`].
     #[inline]
     pub fn state_changelog_topics(&self) -> ArrayView<'a, TopicInfoView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[2] as usize, ver)
+        ArrayView::at(self.src, self.at[2] as usize, self.ver)
     }
 
     /// See [`Subtopology::repartition_sink_topics`].
     #[inline]
     pub fn repartition_sink_topics(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// See [`Subtopology::repartition_source_topics`].
     #[inline]
     pub fn repartition_source_topics(&self) -> ArrayView<'a, TopicInfoView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[4] as usize, ver)
+        ArrayView::at(self.src, self.at[4] as usize, self.ver)
     }
 
     /// See [`Subtopology::copartition_groups`].
     #[inline]
     pub fn copartition_groups(&self) -> ArrayView<'a, CopartitionGroupView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[5] as usize, ver)
+        ArrayView::at(self.src, self.at[5] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1271,8 +1012,7 @@ impl<'a> TopicInfoView<'a> {
     /// See [`TopicInfo::topic_configs`].
     #[inline]
     pub fn topic_configs(&self) -> ArrayView<'a, KeyValueView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 6, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 6, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1433,22 +1173,19 @@ impl<'a> CopartitionGroupView<'a> {
     /// See [`CopartitionGroup::source_topics`].
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, i16> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`CopartitionGroup::source_topic_regex`].
     #[inline]
     pub fn source_topic_regex(&self) -> ArrayView<'a, i16> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`CopartitionGroup::repartition_source_topics`].
     #[inline]
     pub fn repartition_source_topics(&self) -> ArrayView<'a, i16> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1536,8 +1273,7 @@ impl<'a> StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     /// See [`StreamsGroupHeartbeatRequestTaskIds::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1768,74 +1504,49 @@ impl fmt::Debug for TaskOffsetView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
-    /// ID of the member, as the Streams client chose it.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the member, as the Streams client chose it. (`string`, versions 0+.)
     pub member_id: Str<'a>,
-    /// Member's new epoch.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Member's new epoch. (`int32`, versions 0+.)
     pub member_epoch: i32,
-    /// Milliseconds the member should wait between heartbeats.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Milliseconds the member should wait between heartbeats. (`int32`, versions 0+.)
     pub heartbeat_interval_ms: i32,
     /// Largest lag, in offsets, at which a client still counts as caught up enough for an active
-    /// task; only in version 0, replaced by AcceptableRecoveryLag.
-    ///
-    /// Schema type `int32`; versions 0.
+    /// task; only in version 0, replaced by AcceptableRecoveryLag. (`int32`, versions 0.)
     pub acceptable_recovery_lag_legacy: i32,
-    /// Milliseconds between the member's reports of task changelog offsets.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Milliseconds between the member's reports of task changelog offsets. (`int32`, versions 0+.)
     pub task_offset_interval_ms: i32,
     /// Largest lag, in offsets, at which a client still counts as caught up enough for an active
-    /// task; -1 when the broker does not support the setting.
-    ///
-    /// Schema type `int64`; versions 1+; default `-1`; ignorable.
+    /// task; -1 when the broker does not support the setting. (`int64`, versions 1+; default `-1`;
+    /// ignorable.)
     pub acceptable_recovery_lag: i64,
-    /// Statuses currently set for the group; may be null.
-    ///
-    /// Schema type `[]Status`; versions 0+; nullable in 0+.
+    /// Statuses currently set for the group; may be null. (`[]Status`, versions 0+; nullable in
+    /// 0+.)
     pub status: Option<List<'a, Status<'a>>>,
     /// Active tasks assigned to the member; null when unchanged since the last heartbeat.
-    ///
-    /// Schema type `[]StreamsGroupHeartbeatResponseTaskIds`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]StreamsGroupHeartbeatResponseTaskIds`, versions 0+; nullable in 0+; default `null`.)
     pub active_tasks: Option<List<'a, StreamsGroupHeartbeatResponseTaskIds<'a>>>,
     /// Standby tasks assigned to the member; null when unchanged since the last heartbeat.
-    ///
-    /// Schema type `[]StreamsGroupHeartbeatResponseTaskIds`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]StreamsGroupHeartbeatResponseTaskIds`, versions 0+; nullable in 0+; default `null`.)
     pub standby_tasks: Option<List<'a, StreamsGroupHeartbeatResponseTaskIds<'a>>>,
     /// Warm-up tasks assigned to the member; null when unchanged since the last heartbeat.
-    ///
-    /// Schema type `[]StreamsGroupHeartbeatResponseTaskIds`; versions 0+; nullable in 0+; default `null`.
+    /// (`[]StreamsGroupHeartbeatResponseTaskIds`, versions 0+; nullable in 0+; default `null`.)
     pub warmup_tasks: Option<List<'a, StreamsGroupHeartbeatResponseTaskIds<'a>>>,
     /// True when the broker lacks a current topology description for the group and wants the client
-    /// to send one with StreamsGroupTopologyDescriptionUpdate.
-    ///
-    /// Schema type `bool`; versions 1+; default `false`.
+    /// to send one with StreamsGroupTopologyDescriptionUpdate. (`bool`, versions 1+; default
+    /// `false`.)
     pub topology_description_required: bool,
-    /// Epoch of the endpoint-to-partition information in this response.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the endpoint-to-partition information in this response. (`int32`, versions 0+.)
     pub endpoint_information_epoch: i32,
     /// For interactive queries: which partitions each member's endpoint serves, one entry per
     /// member (entries for the same endpoint must be merged); null when unchanged since the last
-    /// heartbeat.
-    ///
-    /// Schema type `[]EndpointToPartitions`; versions 0+; nullable in 0+; default `null`.
+    /// heartbeat. (`[]EndpointToPartitions`, versions 0+; nullable in 0+; default `null`.)
     pub partitions_by_user_endpoint: Option<List<'a, EndpointToPartitions<'a>>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1869,13 +1580,9 @@ impl<'a> Default for StreamsGroupHeartbeatResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Status<'a> {
-    /// Code of the status condition.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Code of the status condition. (`int8`, versions 0+.)
     pub status_code: i8,
-    /// Human-readable explanation of the status.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Human-readable explanation of the status. (`string`, versions 0+.)
     pub status_detail: Str<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1885,13 +1592,9 @@ pub struct Status<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatResponseTaskIds<'a> {
-    /// ID of the sub-topology.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the sub-topology. (`string`, versions 0+.)
     pub subtopology_id: Str<'a>,
-    /// Partition numbers of the tasks, one task for each partition.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Partition numbers of the tasks, one task for each partition. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1903,17 +1606,14 @@ pub struct StreamsGroupHeartbeatResponseTaskIds<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndpointToPartitions<'a> {
-    /// Host and port the member serves queries on.
-    ///
-    /// Schema type `StreamsGroupHeartbeatResponseEndpoint`; versions 0+.
+    /// Host and port the member serves queries on. (`StreamsGroupHeartbeatResponseEndpoint`,
+    /// versions 0+.)
     pub user_endpoint: StreamsGroupHeartbeatResponseEndpoint<'a>,
     /// Source partitions, repartition topics included, of the member's active tasks.
-    ///
-    /// Schema type `[]TopicPartition`; versions 0+.
+    /// (`[]TopicPartition`, versions 0+.)
     pub active_partitions: List<'a, TopicPartition<'a>>,
     /// Source partitions, repartition topics included, of the member's standby and warm-up tasks.
-    ///
-    /// Schema type `[]TopicPartition`; versions 0+.
+    /// (`[]TopicPartition`, versions 0+.)
     pub standby_partitions: List<'a, TopicPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1923,13 +1623,9 @@ pub struct EndpointToPartitions<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatResponseEndpoint<'a> {
-    /// Host name.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port.
-    ///
-    /// Schema type `uint16`; versions 0+.
+    /// Port. (`uint16`, versions 0+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1939,13 +1635,9 @@ pub struct StreamsGroupHeartbeatResponseEndpoint<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicPartition<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic: Str<'a>,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions. (`[]int32`, versions 0+.)
     pub partitions: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -1974,20 +1666,12 @@ impl StreamsGroupHeartbeatResponse<'_> {
 impl Encode for StreamsGroupHeartbeatResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 22;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "StreamsGroupHeartbeatResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "StreamsGroupHeartbeatResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), true, "StreamsGroupHeartbeatResponse.MemberId")?,
-            "StreamsGroupHeartbeatResponse.MemberId",
-        )?;
+        let mut n = Size::new(22);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "StreamsGroupHeartbeatResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::string_size(self.member_id.len(), true, "StreamsGroupHeartbeatResponse.MemberId")?;
         if ver.version == 0 {
             n += 4;
         } else if self.acceptable_recovery_lag_legacy != 0 {
@@ -1999,36 +1683,21 @@ impl Encode for StreamsGroupHeartbeatResponse<'_> {
         if ver.version == 1 {
             n += 8;
         }
-        n = wire::add(
-            n,
-            encode::array_size(self.status.as_deref(), ver, "StreamsGroupHeartbeatResponse.Status")?,
-            "StreamsGroupHeartbeatResponse.Status",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.active_tasks.as_deref(),
-                ver,
-                "StreamsGroupHeartbeatResponse.ActiveTasks",
-            )?,
+        n +=
+            encode::nullable_array_size(self.status.as_deref(), ver, "StreamsGroupHeartbeatResponse.Status")?;
+        n += encode::nullable_array_size(
+            self.active_tasks.as_deref(),
+            ver,
             "StreamsGroupHeartbeatResponse.ActiveTasks",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.standby_tasks.as_deref(),
-                ver,
-                "StreamsGroupHeartbeatResponse.StandbyTasks",
-            )?,
+        n += encode::nullable_array_size(
+            self.standby_tasks.as_deref(),
+            ver,
             "StreamsGroupHeartbeatResponse.StandbyTasks",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.warmup_tasks.as_deref(),
-                ver,
-                "StreamsGroupHeartbeatResponse.WarmupTasks",
-            )?,
+        n += encode::nullable_array_size(
+            self.warmup_tasks.as_deref(),
+            ver,
             "StreamsGroupHeartbeatResponse.WarmupTasks",
         )?;
         if ver.version == 1 {
@@ -2039,24 +1708,16 @@ impl Encode for StreamsGroupHeartbeatResponse<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                self.partitions_by_user_endpoint.as_deref(),
-                ver,
-                "StreamsGroupHeartbeatResponse.PartitionsByUserEndpoint",
-            )?,
+        n += encode::nullable_array_size(
+            self.partitions_by_user_endpoint.as_deref(),
+            ver,
             "StreamsGroupHeartbeatResponse.PartitionsByUserEndpoint",
         )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupHeartbeatResponse._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupHeartbeatResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupHeartbeatResponse")
     }
 
     #[inline]
@@ -2078,15 +1739,15 @@ impl Encode for StreamsGroupHeartbeatResponse<'_> {
         if ver.version == 1 {
             w.i64(self.acceptable_recovery_lag);
         }
-        encode::write_array(w, self.status.as_deref(), ver);
-        encode::write_array(w, self.active_tasks.as_deref(), ver);
-        encode::write_array(w, self.standby_tasks.as_deref(), ver);
-        encode::write_array(w, self.warmup_tasks.as_deref(), ver);
+        encode::write_nullable_array(w, self.status.as_deref(), ver);
+        encode::write_nullable_array(w, self.active_tasks.as_deref(), ver);
+        encode::write_nullable_array(w, self.standby_tasks.as_deref(), ver);
+        encode::write_nullable_array(w, self.warmup_tasks.as_deref(), ver);
         if ver.version == 1 {
             w.bool(self.topology_description_required);
         }
         w.i32(self.endpoint_information_epoch);
-        encode::write_array(w, self.partitions_by_user_endpoint.as_deref(), ver);
+        encode::write_nullable_array(w, self.partitions_by_user_endpoint.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -2094,18 +1755,10 @@ impl Encode for StreamsGroupHeartbeatResponse<'_> {
 impl Encode for Status<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(self.status_detail.len(), true, "Status.StatusDetail")?,
-            "Status.StatusDetail",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Status._tagged_fields")?,
-            "Status._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(1);
+        n += wire::string_size(self.status_detail.len(), true, "Status.StatusDetail")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Status._tagged_fields")?;
+        n.total("Status")
     }
 
     #[inline]
@@ -2119,40 +1772,24 @@ impl Encode for Status<'_> {
 impl Encode for StreamsGroupHeartbeatResponseTaskIds<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.subtopology_id.len(),
-                true,
-                "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.subtopology_id.len(),
+            true,
             "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "StreamsGroupHeartbeatResponseTaskIds.Partitions",
-            )?,
-            "StreamsGroupHeartbeatResponseTaskIds.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupHeartbeatResponseTaskIds._tagged_fields",
-            )?,
+        n += encode::array_size(&self.partitions, ver, "StreamsGroupHeartbeatResponseTaskIds.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupHeartbeatResponseTaskIds._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupHeartbeatResponseTaskIds")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.subtopology_id, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -2160,43 +1797,20 @@ impl Encode for StreamsGroupHeartbeatResponseTaskIds<'_> {
 impl Encode for EndpointToPartitions<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            self.user_endpoint.size(ver, "EndpointToPartitions.UserEndpoint")?,
-            "EndpointToPartitions.UserEndpoint",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.active_partitions.as_slice()),
-                ver,
-                "EndpointToPartitions.ActivePartitions",
-            )?,
-            "EndpointToPartitions.ActivePartitions",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.standby_partitions.as_slice()),
-                ver,
-                "EndpointToPartitions.StandbyPartitions",
-            )?,
-            "EndpointToPartitions.StandbyPartitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndpointToPartitions._tagged_fields")?,
-            "EndpointToPartitions._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += self.user_endpoint.size(ver, "EndpointToPartitions.UserEndpoint")?;
+        n += encode::array_size(&self.active_partitions, ver, "EndpointToPartitions.ActivePartitions")?;
+        n += encode::array_size(&self.standby_partitions, ver, "EndpointToPartitions.StandbyPartitions")?;
+        n +=
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndpointToPartitions._tagged_fields")?;
+        n.total("EndpointToPartitions")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         self.user_endpoint.write(w, ver);
-        encode::write_array(w, Some(self.active_partitions.as_slice()), ver);
-        encode::write_array(w, Some(self.standby_partitions.as_slice()), ver);
+        encode::write_array(w, &self.active_partitions, ver);
+        encode::write_array(w, &self.standby_partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -2204,21 +1818,13 @@ impl Encode for EndpointToPartitions<'_> {
 impl Encode for StreamsGroupHeartbeatResponseEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "StreamsGroupHeartbeatResponseEndpoint.Host")?,
-            "StreamsGroupHeartbeatResponseEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupHeartbeatResponseEndpoint._tagged_fields",
-            )?,
+        let mut n = Size::new(2);
+        n += wire::string_size(self.host.len(), true, "StreamsGroupHeartbeatResponseEndpoint.Host")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupHeartbeatResponseEndpoint._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupHeartbeatResponseEndpoint")
     }
 
     #[inline]
@@ -2232,29 +1838,17 @@ impl Encode for StreamsGroupHeartbeatResponseEndpoint<'_> {
 impl Encode for TopicPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic.len(), true, "TopicPartition.Topic")?,
-            "TopicPartition.Topic",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "TopicPartition.Partitions")?,
-            "TopicPartition.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartition._tagged_fields")?,
-            "TopicPartition._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic.len(), true, "TopicPartition.Topic")?;
+        n += encode::array_size(&self.partitions, ver, "TopicPartition.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartition._tagged_fields")?;
+        n.total("TopicPartition")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -2335,75 +1929,69 @@ impl<'a> StreamsGroupHeartbeatResponseView<'a> {
     /// See [`StreamsGroupHeartbeatResponse::acceptable_recovery_lag_legacy`].
     #[inline]
     pub fn acceptable_recovery_lag_legacy(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version == 0 { self.src.i32(self.at[1] as usize + 8) } else { 0 }
+        if self.ver.version == 0 { self.src.i32(self.at[1] as usize + 8) } else { 0 }
     }
 
     /// See [`StreamsGroupHeartbeatResponse::task_offset_interval_ms`].
     #[inline]
     pub fn task_offset_interval_ms(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(self.at[1] as usize + (if ver.version >= 1 { 8 } else { 12 }))
+        self.src.i32(self.at[1] as usize + (if self.ver.version >= 1 { 8 } else { 12 }))
     }
 
     /// See [`StreamsGroupHeartbeatResponse::acceptable_recovery_lag`].
     #[inline]
     pub fn acceptable_recovery_lag(&self) -> i64 {
-        let ver = self.ver;
-        if ver.version == 1 {
-            self.src.i64(self.at[1] as usize + (if ver.version >= 1 { 12 } else { 16 }))
-        } else {
-            -1
-        }
+        if self.ver.version == 1 { self.src.i64(self.at[1] as usize + 12) } else { -1 }
     }
 
     /// See [`StreamsGroupHeartbeatResponse::status`].
     #[inline]
     pub fn status(&self) -> Option<ArrayView<'a, StatusView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[1] as usize + (if ver.version >= 1 { 20 } else { 16 }), ver)
+        ArrayView::nullable_at(
+            self.src,
+            self.at[1] as usize + (if self.ver.version >= 1 { 20 } else { 16 }),
+            self.ver,
+        )
     }
 
     /// See [`StreamsGroupHeartbeatResponse::active_tasks`].
     #[inline]
     pub fn active_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatResponseTaskIdsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[2] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[2] as usize, self.ver)
     }
 
     /// See [`StreamsGroupHeartbeatResponse::standby_tasks`].
     #[inline]
     pub fn standby_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatResponseTaskIdsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[3] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// See [`StreamsGroupHeartbeatResponse::warmup_tasks`].
     #[inline]
     pub fn warmup_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatResponseTaskIdsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[4] as usize, ver)
+        ArrayView::nullable_at(self.src, self.at[4] as usize, self.ver)
     }
 
     /// See [`StreamsGroupHeartbeatResponse::topology_description_required`].
     #[inline]
     pub fn topology_description_required(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.bool(self.at[5] as usize) } else { false }
+        if self.ver.version == 1 { self.src.bool(self.at[5] as usize) } else { false }
     }
 
     /// See [`StreamsGroupHeartbeatResponse::endpoint_information_epoch`].
     #[inline]
     pub fn endpoint_information_epoch(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(self.at[5] as usize + (if ver.version >= 1 { 1 } else { 0 }))
+        self.src.i32(self.at[5] as usize + (if self.ver.version >= 1 { 1 } else { 0 }))
     }
 
     /// See [`StreamsGroupHeartbeatResponse::partitions_by_user_endpoint`].
     #[inline]
     pub fn partitions_by_user_endpoint(&self) -> Option<ArrayView<'a, EndpointToPartitionsView<'a>>> {
-        let ver = self.ver;
-        ArrayView::nullable_at(self.src, self.at[5] as usize + (if ver.version >= 1 { 5 } else { 4 }), ver)
+        ArrayView::nullable_at(
+            self.src,
+            self.at[5] as usize + (if self.ver.version >= 1 { 5 } else { 4 }),
+            self.ver,
+        )
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2607,8 +2195,7 @@ impl<'a> StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     /// See [`StreamsGroupHeartbeatResponseTaskIds::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2685,22 +2272,19 @@ impl<'a> EndpointToPartitionsView<'a> {
     /// See [`EndpointToPartitions::user_endpoint`].
     #[inline]
     pub fn user_endpoint(&self) -> StreamsGroupHeartbeatResponseEndpointView<'a> {
-        let ver = self.ver;
-        StreamsGroupHeartbeatResponseEndpointView::at(self.src, 0, ver).0
+        StreamsGroupHeartbeatResponseEndpointView::at(self.src, 0, self.ver).0
     }
 
     /// See [`EndpointToPartitions::active_partitions`].
     #[inline]
     pub fn active_partitions(&self) -> ArrayView<'a, TopicPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// See [`EndpointToPartitions::standby_partitions`].
     #[inline]
     pub fn standby_partitions(&self) -> ArrayView<'a, TopicPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[1] as usize, ver)
+        ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -2869,8 +2453,7 @@ impl<'a> TopicPartitionView<'a> {
     /// See [`TopicPartition::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -18,22 +18,14 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupTopologyDescriptionUpdateRequest<'a> {
-    /// ID of the Streams group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the Streams group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
     /// ID of the member sending the description; a member no longer in the group gets
-    /// UNKNOWN_MEMBER_ID and must rejoin.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// UNKNOWN_MEMBER_ID and must rejoin. (`string`, versions 0+.)
     pub member_id: Str<'a>,
-    /// Epoch of the topology described.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the topology described. (`int32`, versions 0+.)
     pub topology_epoch: i32,
-    /// The description.
-    ///
-    /// Schema type `TopologyDescription`; versions 0+.
+    /// The description. (`TopologyDescription`, versions 0+.)
     pub topology_description: TopologyDescription<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -43,13 +35,9 @@ pub struct StreamsGroupTopologyDescriptionUpdateRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescription<'a> {
-    /// The topology's sub-topologies.
-    ///
-    /// Schema type `[]TopologyDescriptionSubtopology`; versions 0+.
+    /// The topology's sub-topologies. (`[]TopologyDescriptionSubtopology`, versions 0+.)
     pub subtopologies: List<'a, TopologyDescriptionSubtopology<'a>>,
-    /// Global state stores of the topology.
-    ///
-    /// Schema type `[]TopologyDescriptionGlobalStore`; versions 0+.
+    /// Global state stores of the topology. (`[]TopologyDescriptionGlobalStore`, versions 0+.)
     pub global_stores: List<'a, TopologyDescriptionGlobalStore<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -59,13 +47,9 @@ pub struct TopologyDescription<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionSubtopology<'a> {
-    /// ID of the sub-topology, unique within the topology.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the sub-topology, unique within the topology. (`string`, versions 0+.)
     pub subtopology_id: Str<'a>,
-    /// Processing nodes of the sub-topology.
-    ///
-    /// Schema type `[]TopologyDescriptionNode`; versions 0+.
+    /// Processing nodes of the sub-topology. (`[]TopologyDescriptionNode`, versions 0+.)
     pub nodes: List<'a, TopologyDescriptionNode<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -75,30 +59,19 @@ pub struct TopologyDescriptionSubtopology<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionNode<'a> {
-    /// Name of the node, such as KSTREAM-SOURCE-0000000000.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the node, such as KSTREAM-SOURCE-0000000000. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Kind of node: 1 source, 2 processor, 3 sink.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Kind of node: 1 source, 2 processor, 3 sink. (`int8`, versions 0+.)
     pub node_type: i8,
     /// Topics a source node reads; empty for other nodes, or when the topics are chosen at run
-    /// time.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// time. (`[]string`, versions 0+.)
     pub source_topics: List<'a, Str<'a>>,
     /// Topic a sink node writes; null for other nodes, or when the topic is chosen at run time.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// (`string`, versions 0+; nullable in 0+; default `null`.)
     pub sink_topic: Option<Str<'a>>,
-    /// Names of the state stores a processor node uses.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Names of the state stores a processor node uses. (`[]string`, versions 0+.)
     pub stores: List<'a, Str<'a>>,
-    /// Names of the nodes that follow this one in the graph.
-    ///
-    /// Schema type `[]string`; versions 0+.
+    /// Names of the nodes that follow this one in the graph. (`[]string`, versions 0+.)
     pub successors: List<'a, Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -108,13 +81,9 @@ pub struct TopologyDescriptionNode<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionGlobalStore<'a> {
-    /// Source node that feeds the store.
-    ///
-    /// Schema type `TopologyDescriptionNode`; versions 0+.
+    /// Source node that feeds the store. (`TopologyDescriptionNode`, versions 0+.)
     pub source: TopologyDescriptionNode<'a>,
-    /// Processor node that writes into the store.
-    ///
-    /// Schema type `TopologyDescriptionNode`; versions 0+.
+    /// Processor node that writes into the store. (`TopologyDescriptionNode`, versions 0+.)
     pub processor: TopologyDescriptionNode<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -143,40 +112,25 @@ impl StreamsGroupTopologyDescriptionUpdateRequest<'_> {
 impl Encode for StreamsGroupTopologyDescriptionUpdateRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.group_id.len(),
-                true,
-                "StreamsGroupTopologyDescriptionUpdateRequest.GroupId",
-            )?,
+        let mut n = Size::new(4);
+        n += wire::string_size(
+            self.group_id.len(),
+            true,
             "StreamsGroupTopologyDescriptionUpdateRequest.GroupId",
         )?;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.member_id.len(),
-                true,
-                "StreamsGroupTopologyDescriptionUpdateRequest.MemberId",
-            )?,
+        n += wire::string_size(
+            self.member_id.len(),
+            true,
             "StreamsGroupTopologyDescriptionUpdateRequest.MemberId",
         )?;
-        n = wire::add(
-            n,
-            self.topology_description
-                .size(ver, "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription")?,
-            "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields",
-            )?,
+        n += self
+            .topology_description
+            .size(ver, "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupTopologyDescriptionUpdateRequest")
     }
 
     #[inline]
@@ -192,33 +146,17 @@ impl Encode for StreamsGroupTopologyDescriptionUpdateRequest<'_> {
 impl Encode for TopologyDescription<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.subtopologies.as_slice()),
-                ver,
-                "TopologyDescription.Subtopologies",
-            )?,
-            "TopologyDescription.Subtopologies",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.global_stores.as_slice()), ver, "TopologyDescription.GlobalStores")?,
-            "TopologyDescription.GlobalStores",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopologyDescription._tagged_fields")?,
-            "TopologyDescription._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.subtopologies, ver, "TopologyDescription.Subtopologies")?;
+        n += encode::array_size(&self.global_stores, ver, "TopologyDescription.GlobalStores")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopologyDescription._tagged_fields")?;
+        n.total("TopologyDescription")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.subtopologies.as_slice()), ver);
-        encode::write_array(w, Some(self.global_stores.as_slice()), ver);
+        encode::write_array(w, &self.subtopologies, ver);
+        encode::write_array(w, &self.global_stores, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -226,36 +164,24 @@ impl Encode for TopologyDescription<'_> {
 impl Encode for TopologyDescriptionSubtopology<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.subtopology_id.len(),
-                true,
-                "TopologyDescriptionSubtopology.SubtopologyId",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(
+            self.subtopology_id.len(),
+            true,
             "TopologyDescriptionSubtopology.SubtopologyId",
         )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.nodes.as_slice()), ver, "TopologyDescriptionSubtopology.Nodes")?,
-            "TopologyDescriptionSubtopology.Nodes",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TopologyDescriptionSubtopology._tagged_fields",
-            )?,
+        n += encode::array_size(&self.nodes, ver, "TopologyDescriptionSubtopology.Nodes")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "TopologyDescriptionSubtopology._tagged_fields",
         )?;
-        Ok(n)
+        n.total("TopologyDescriptionSubtopology")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.subtopology_id, true);
-        encode::write_array(w, Some(self.nodes.as_slice()), ver);
+        encode::write_array(w, &self.nodes, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -263,58 +189,30 @@ impl Encode for TopologyDescriptionSubtopology<'_> {
 impl Encode for TopologyDescriptionNode<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 1;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "TopologyDescriptionNode.Name")?,
-            "TopologyDescriptionNode.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.source_topics.as_slice()),
-                ver,
-                "TopologyDescriptionNode.SourceTopics",
-            )?,
-            "TopologyDescriptionNode.SourceTopics",
-        )?;
-        n = wire::add(
-            n,
-            match &self.sink_topic {
-                Some(v) => wire::string_size(v.len(), true, "TopologyDescriptionNode.SinkTopic")?,
-                None => wire::null_size(true, false),
-            },
-            "TopologyDescriptionNode.SinkTopic",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.stores.as_slice()), ver, "TopologyDescriptionNode.Stores")?,
-            "TopologyDescriptionNode.Stores",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.successors.as_slice()), ver, "TopologyDescriptionNode.Successors")?,
-            "TopologyDescriptionNode.Successors",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TopologyDescriptionNode._tagged_fields",
-            )?,
+        let mut n = Size::new(1);
+        n += wire::string_size(self.name.len(), true, "TopologyDescriptionNode.Name")?;
+        n += encode::array_size(&self.source_topics, ver, "TopologyDescriptionNode.SourceTopics")?;
+        n += match &self.sink_topic {
+            Some(v) => wire::string_size(v.len(), true, "TopologyDescriptionNode.SinkTopic")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.stores, ver, "TopologyDescriptionNode.Stores")?;
+        n += encode::array_size(&self.successors, ver, "TopologyDescriptionNode.Successors")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "TopologyDescriptionNode._tagged_fields",
         )?;
-        Ok(n)
+        n.total("TopologyDescriptionNode")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
         w.i8(self.node_type);
-        encode::write_array(w, Some(self.source_topics.as_slice()), ver);
+        encode::write_array(w, &self.source_topics, ver);
         w.nullable_str(self.sink_topic.as_deref(), true);
-        encode::write_array(w, Some(self.stores.as_slice()), ver);
-        encode::write_array(w, Some(self.successors.as_slice()), ver);
+        encode::write_array(w, &self.stores, ver);
+        encode::write_array(w, &self.successors, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -322,26 +220,14 @@ impl Encode for TopologyDescriptionNode<'_> {
 impl Encode for TopologyDescriptionGlobalStore<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            self.source.size(ver, "TopologyDescriptionGlobalStore.Source")?,
-            "TopologyDescriptionGlobalStore.Source",
-        )?;
-        n = wire::add(
-            n,
-            self.processor.size(ver, "TopologyDescriptionGlobalStore.Processor")?,
-            "TopologyDescriptionGlobalStore.Processor",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TopologyDescriptionGlobalStore._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += self.source.size(ver, "TopologyDescriptionGlobalStore.Source")?;
+        n += self.processor.size(ver, "TopologyDescriptionGlobalStore.Processor")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "TopologyDescriptionGlobalStore._tagged_fields",
         )?;
-        Ok(n)
+        n.total("TopologyDescriptionGlobalStore")
     }
 
     #[inline]
@@ -413,8 +299,7 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateRequestView<'a> {
     /// See [`StreamsGroupTopologyDescriptionUpdateRequest::topology_description`].
     #[inline]
     pub fn topology_description(&self) -> TopologyDescriptionView<'a> {
-        let ver = self.ver;
-        TopologyDescriptionView::at(self.src, self.at[1] as usize + 4, ver).0
+        TopologyDescriptionView::at(self.src, self.at[1] as usize + 4, self.ver).0
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -472,15 +357,13 @@ impl<'a> TopologyDescriptionView<'a> {
     /// See [`TopologyDescription::subtopologies`].
     #[inline]
     pub fn subtopologies(&self) -> ArrayView<'a, TopologyDescriptionSubtopologyView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// See [`TopologyDescription::global_stores`].
     #[inline]
     pub fn global_stores(&self) -> ArrayView<'a, TopologyDescriptionGlobalStoreView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -571,8 +454,7 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
     /// See [`TopologyDescriptionSubtopology::nodes`].
     #[inline]
     pub fn nodes(&self) -> ArrayView<'a, TopologyDescriptionNodeView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -661,8 +543,7 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     /// See [`TopologyDescriptionNode::source_topics`].
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 1, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 1, self.ver)
     }
 
     /// See [`TopologyDescriptionNode::sink_topic`].
@@ -674,15 +555,13 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     /// See [`TopologyDescriptionNode::stores`].
     #[inline]
     pub fn stores(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[2] as usize, ver)
+        ArrayView::at(self.src, self.at[2] as usize, self.ver)
     }
 
     /// See [`TopologyDescriptionNode::successors`].
     #[inline]
     pub fn successors(&self) -> ArrayView<'a, &'a str> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -777,15 +656,13 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
     /// See [`TopologyDescriptionGlobalStore::source`].
     #[inline]
     pub fn source(&self) -> TopologyDescriptionNodeView<'a> {
-        let ver = self.ver;
-        TopologyDescriptionNodeView::at(self.src, 0, ver).0
+        TopologyDescriptionNodeView::at(self.src, 0, self.ver).0
     }
 
     /// See [`TopologyDescriptionGlobalStore::processor`].
     #[inline]
     pub fn processor(&self) -> TopologyDescriptionNodeView<'a> {
-        let ver = self.ver;
-        TopologyDescriptionNodeView::at(self.src, self.at[0] as usize, ver).0
+        TopologyDescriptionNodeView::at(self.src, self.at[0] as usize, self.ver).0
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -846,17 +723,12 @@ impl fmt::Debug for TopologyDescriptionGlobalStoreView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupTopologyDescriptionUpdateResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -885,28 +757,20 @@ impl StreamsGroupTopologyDescriptionUpdateResponse<'_> {
 impl Encode for StreamsGroupTopologyDescriptionUpdateResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(
-                    v.len(),
-                    true,
-                    "StreamsGroupTopologyDescriptionUpdateResponse.ErrorMessage",
-                )?,
-                None => wire::null_size(true, false),
-            },
-            "StreamsGroupTopologyDescriptionUpdateResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields",
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(
+                v.len(),
+                true,
+                "StreamsGroupTopologyDescriptionUpdateResponse.ErrorMessage",
             )?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("StreamsGroupTopologyDescriptionUpdateResponse")
     }
 
     #[inline]

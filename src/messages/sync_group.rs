@@ -18,33 +18,23 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SyncGroupRequest<'a> {
-    /// ID of the group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Generation of the group the member joined.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Generation of the group the member joined. (`int32`, versions 0+.)
     pub generation_id: i32,
-    /// ID of the member.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the member. (`string`, versions 0+.)
     pub member_id: Str<'a>,
-    /// Static membership ID of the member, or null.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 3+; default `null`.
+    /// Static membership ID of the member, or null. (`string`, versions 3+; nullable in 3+; default
+    /// `null`.)
     pub group_instance_id: Option<Str<'a>>,
-    /// Protocol type the member expects, or null.
-    ///
-    /// Schema type `string`; versions 5+; nullable in 5+; default `null`; ignorable.
+    /// Protocol type the member expects, or null. (`string`, versions 5+; nullable in 5+; default
+    /// `null`; ignorable.)
     pub protocol_type: Option<Str<'a>>,
-    /// Protocol name the member expects, or null.
-    ///
-    /// Schema type `string`; versions 5+; nullable in 5+; default `null`; ignorable.
+    /// Protocol name the member expects, or null. (`string`, versions 5+; nullable in 5+; default
+    /// `null`; ignorable.)
     pub protocol_name: Option<Str<'a>>,
     /// Assignment of each member; sent only by the leader, empty otherwise.
-    ///
-    /// Schema type `[]SyncGroupRequestAssignment`; versions 0+.
+    /// (`[]SyncGroupRequestAssignment`, versions 0+.)
     pub assignments: List<'a, SyncGroupRequestAssignment<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -54,13 +44,9 @@ pub struct SyncGroupRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SyncGroupRequestAssignment<'a> {
-    /// ID of the member the assignment is for.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the member the assignment is for. (`string`, versions 0+.)
     pub member_id: Str<'a>,
-    /// The member's protocol-specific assignment.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// The member's protocol-specific assignment. (`bytes`, versions 0+.)
     pub assignment: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -89,26 +75,14 @@ impl SyncGroupRequest<'_> {
 impl Encode for SyncGroupRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "SyncGroupRequest.GroupId")?,
-            "SyncGroupRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "SyncGroupRequest.MemberId")?,
-            "SyncGroupRequest.MemberId",
-        )?;
+        let mut n = Size::new(4);
+        n += wire::string_size(self.group_id.len(), ver.flexible, "SyncGroupRequest.GroupId")?;
+        n += wire::string_size(self.member_id.len(), ver.flexible, "SyncGroupRequest.MemberId")?;
         if ver.version >= 3 {
-            n = wire::add(
-                n,
-                match &self.group_instance_id {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupRequest.GroupInstanceId")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "SyncGroupRequest.GroupInstanceId",
-            )?;
+            n += match &self.group_instance_id {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupRequest.GroupInstanceId")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         } else if self.group_instance_id.is_some() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "SyncGroupRequest.GroupInstanceId",
@@ -116,38 +90,23 @@ impl Encode for SyncGroupRequest<'_> {
             });
         }
         if ver.version == 5 {
-            n = wire::add(
-                n,
-                match &self.protocol_type {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupRequest.ProtocolType")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "SyncGroupRequest.ProtocolType",
-            )?;
+            n += match &self.protocol_type {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupRequest.ProtocolType")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.version == 5 {
-            n = wire::add(
-                n,
-                match &self.protocol_name {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupRequest.ProtocolName")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "SyncGroupRequest.ProtocolName",
-            )?;
+            n += match &self.protocol_name {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupRequest.ProtocolName")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.assignments.as_slice()), ver, "SyncGroupRequest.Assignments")?,
-            "SyncGroupRequest.Assignments",
-        )?;
+        n += encode::array_size(&self.assignments, ver, "SyncGroupRequest.Assignments")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "SyncGroupRequest._tagged_fields")?,
-                "SyncGroupRequest._tagged_fields",
-            )?;
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "SyncGroupRequest._tagged_fields")?;
         }
-        Ok(n)
+        n.total("SyncGroupRequest")
     }
 
     #[inline]
@@ -164,7 +123,7 @@ impl Encode for SyncGroupRequest<'_> {
         if ver.version == 5 {
             w.nullable_str(self.protocol_name.as_deref(), ver.flexible);
         }
-        encode::write_array(w, Some(self.assignments.as_slice()), ver);
+        encode::write_array(w, &self.assignments, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -174,28 +133,16 @@ impl Encode for SyncGroupRequest<'_> {
 impl Encode for SyncGroupRequestAssignment<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.member_id.len(), ver.flexible, "SyncGroupRequestAssignment.MemberId")?,
-            "SyncGroupRequestAssignment.MemberId",
-        )?;
-        n = wire::add(
-            n,
-            wire::bytes_size(self.assignment.len(), ver.flexible, "SyncGroupRequestAssignment.Assignment")?,
-            "SyncGroupRequestAssignment.Assignment",
-        )?;
+        let mut n = Size::new(0);
+        n += wire::string_size(self.member_id.len(), ver.flexible, "SyncGroupRequestAssignment.MemberId")?;
+        n += wire::bytes_size(self.assignment.len(), ver.flexible, "SyncGroupRequestAssignment.Assignment")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "SyncGroupRequestAssignment._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "SyncGroupRequestAssignment._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("SyncGroupRequestAssignment")
     }
 
     #[inline]
@@ -247,8 +194,7 @@ impl<'a> SyncGroupRequestView<'a> {
     /// See [`SyncGroupRequest::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`SyncGroupRequest::generation_id`].
@@ -260,36 +206,43 @@ impl<'a> SyncGroupRequestView<'a> {
     /// See [`SyncGroupRequest::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize + 4, ver.flexible)
+        self.src.str(self.at[0] as usize + 4, self.ver.flexible)
     }
 
     /// See [`SyncGroupRequest::group_instance_id`].
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.nullable_str(self.at[1] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 3 {
+            self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`SyncGroupRequest::protocol_type`].
     #[inline]
     pub fn protocol_type(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 5 { self.src.nullable_str(self.at[2] as usize, ver.flexible) } else { None }
+        if self.ver.version == 5 {
+            self.src.nullable_str(self.at[2] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`SyncGroupRequest::protocol_name`].
     #[inline]
     pub fn protocol_name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 5 { self.src.nullable_str(self.at[3] as usize, ver.flexible) } else { None }
+        if self.ver.version == 5 {
+            self.src.nullable_str(self.at[3] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`SyncGroupRequest::assignments`].
     #[inline]
     pub fn assignments(&self) -> ArrayView<'a, SyncGroupRequestAssignmentView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[4] as usize, ver)
+        ArrayView::at(self.src, self.at[4] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -364,15 +317,13 @@ impl<'a> SyncGroupRequestAssignmentView<'a> {
     /// See [`SyncGroupRequestAssignment::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`SyncGroupRequestAssignment::assignment`].
     #[inline]
     pub fn assignment(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(self.at[0] as usize, ver.flexible)
+        self.src.bytes_at(self.at[0] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -437,25 +388,17 @@ impl fmt::Debug for SyncGroupRequestAssignmentView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SyncGroupResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 1+; ignorable.
+    /// no quota was exceeded. (`int32`, versions 1+; ignorable.)
     pub throttle_time_ms: i32,
-    /// Error code for the request; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Protocol type of the group, or null.
-    ///
-    /// Schema type `string`; versions 5+; nullable in 5+; default `null`; ignorable.
+    /// Protocol type of the group, or null. (`string`, versions 5+; nullable in 5+; default `null`;
+    /// ignorable.)
     pub protocol_type: Option<Str<'a>>,
-    /// Protocol name of the group, or null.
-    ///
-    /// Schema type `string`; versions 5+; nullable in 5+; default `null`; ignorable.
+    /// Protocol name of the group, or null. (`string`, versions 5+; nullable in 5+; default `null`;
+    /// ignorable.)
     pub protocol_name: Option<Str<'a>>,
-    /// The member's protocol-specific assignment.
-    ///
-    /// Schema type `bytes`; versions 0+.
+    /// The member's protocol-specific assignment. (`bytes`, versions 0+.)
     pub assignment: Bytes<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -484,46 +427,30 @@ impl SyncGroupResponse<'_> {
 impl Encode for SyncGroupResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
+        let mut n = Size::new(2);
         if ver.version >= 1 {
             n += 4;
         }
         if ver.version == 5 {
-            n = wire::add(
-                n,
-                match &self.protocol_type {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupResponse.ProtocolType")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "SyncGroupResponse.ProtocolType",
-            )?;
+            n += match &self.protocol_type {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupResponse.ProtocolType")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
         if ver.version == 5 {
-            n = wire::add(
-                n,
-                match &self.protocol_name {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupResponse.ProtocolName")?,
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "SyncGroupResponse.ProtocolName",
-            )?;
+            n += match &self.protocol_name {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupResponse.ProtocolName")?,
+                None => wire::null_size(ver.flexible, false),
+            };
         }
-        n = wire::add(
-            n,
-            wire::bytes_size(self.assignment.len(), ver.flexible, "SyncGroupResponse.Assignment")?,
-            "SyncGroupResponse.Assignment",
-        )?;
+        n += wire::bytes_size(self.assignment.len(), ver.flexible, "SyncGroupResponse.Assignment")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "SyncGroupResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "SyncGroupResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("SyncGroupResponse")
     }
 
     #[inline]
@@ -584,40 +511,35 @@ impl<'a> SyncGroupResponseView<'a> {
     /// See [`SyncGroupResponse::throttle_time_ms`].
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(0) } else { 0 }
+        if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
     /// See [`SyncGroupResponse::error_code`].
     #[inline]
     pub fn error_code(&self) -> i16 {
-        let ver = self.ver;
-        self.src.i16(if ver.version >= 1 { 4 } else { 0 })
+        self.src.i16(if self.ver.version >= 1 { 4 } else { 0 })
     }
 
     /// See [`SyncGroupResponse::protocol_type`].
     #[inline]
     pub fn protocol_type(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 5 {
-            self.src.nullable_str(if ver.version >= 1 { 6 } else { 2 }, ver.flexible)
-        } else {
-            None
-        }
+        if self.ver.version == 5 { self.src.nullable_str(6, self.ver.flexible) } else { None }
     }
 
     /// See [`SyncGroupResponse::protocol_name`].
     #[inline]
     pub fn protocol_name(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version == 5 { self.src.nullable_str(self.at[0] as usize, ver.flexible) } else { None }
+        if self.ver.version == 5 {
+            self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`SyncGroupResponse::assignment`].
     #[inline]
     pub fn assignment(&self) -> &'a [u8] {
-        let ver = self.ver;
-        self.src.bytes_at(self.at[1] as usize, ver.flexible)
+        self.src.bytes_at(self.at[1] as usize, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

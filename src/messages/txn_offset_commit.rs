@@ -18,38 +18,24 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitRequest<'a> {
-    /// Transactional ID of the transaction.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Transactional ID of the transaction. (`string`, versions 0+.)
     pub transactional_id: Str<'a>,
-    /// ID of the group the offsets belong to.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the group the offsets belong to. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Producer ID of the transaction.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Producer ID of the transaction. (`int64`, versions 0+.)
     pub producer_id: i64,
-    /// Producer epoch of the transaction.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Producer epoch of the transaction. (`int16`, versions 0+.)
     pub producer_epoch: i16,
     /// For a classic group the generation ID, for a consumer-protocol group the member epoch; -1
-    /// when unknown.
-    ///
-    /// Schema type `int32`; versions 3+; default `-1`.
+    /// when unknown. (`int32`, versions 3+; default `-1`.)
     pub generation_id_or_member_epoch: i32,
-    /// ID of the group member the producer works for; empty when unknown.
-    ///
-    /// Schema type `string`; versions 3+; default ``.
+    /// ID of the group member the producer works for; empty when unknown. (`string`, versions 3+;
+    /// default ``.)
     pub member_id: Str<'a>,
-    /// Static membership ID of that member, or null.
-    ///
-    /// Schema type `string`; versions 3+; nullable in 3+; default `null`.
+    /// Static membership ID of that member, or null. (`string`, versions 3+; nullable in 3+;
+    /// default `null`.)
     pub group_instance_id: Option<Str<'a>>,
-    /// Offsets to commit, grouped by topic.
-    ///
-    /// Schema type `[]TxnOffsetCommitRequestTopic`; versions 0+.
+    /// Offsets to commit, grouped by topic. (`[]TxnOffsetCommitRequestTopic`, versions 0+.)
     pub topics: List<'a, TxnOffsetCommitRequestTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -75,17 +61,12 @@ impl<'a> Default for TxnOffsetCommitRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitRequestTopic<'a> {
-    /// Name of the topic (up to version 5).
-    ///
-    /// Schema type `string`; versions 0-5; ignorable.
+    /// Name of the topic (up to version 5). (`string`, versions 0-5; ignorable.)
     pub name: Str<'a>,
-    /// ID of the topic (from version 6).
-    ///
-    /// Schema type `uuid`; versions 6+; ignorable.
+    /// ID of the topic (from version 6). (`uuid`, versions 6+; ignorable.)
     pub topic_id: Uuid,
-    /// Offsets for each partition of this topic.
-    ///
-    /// Schema type `[]TxnOffsetCommitRequestPartition`; versions 0+.
+    /// Offsets for each partition of this topic. (`[]TxnOffsetCommitRequestPartition`, versions
+    /// 0+.)
     pub partitions: List<'a, TxnOffsetCommitRequestPartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -95,21 +76,14 @@ pub struct TxnOffsetCommitRequestTopic<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitRequestPartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Offset to commit: the position of the next record to consume.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset to commit: the position of the next record to consume. (`int64`, versions 0+.)
     pub committed_offset: i64,
-    /// Leader epoch of the record just before the committed offset; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 2+; default `-1`; ignorable.
+    /// Leader epoch of the record just before the committed offset; -1 when unknown. (`int32`,
+    /// versions 2+; default `-1`; ignorable.)
     pub committed_leader_epoch: i32,
-    /// Opaque text stored with the offset, or null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Opaque text stored with the offset, or null. (`string`, versions 0+; nullable in 0+.)
     pub committed_metadata: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -150,21 +124,13 @@ impl TxnOffsetCommitRequest<'_> {
 impl Encode for TxnOffsetCommitRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 10;
-        n = wire::add(
-            n,
-            wire::string_size(
-                self.transactional_id.len(),
-                ver.flexible,
-                "TxnOffsetCommitRequest.TransactionalId",
-            )?,
+        let mut n = Size::new(10);
+        n += wire::string_size(
+            self.transactional_id.len(),
+            ver.flexible,
             "TxnOffsetCommitRequest.TransactionalId",
         )?;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), ver.flexible, "TxnOffsetCommitRequest.GroupId")?,
-            "TxnOffsetCommitRequest.GroupId",
-        )?;
+        n += wire::string_size(self.group_id.len(), ver.flexible, "TxnOffsetCommitRequest.GroupId")?;
         if ver.version >= 3 {
             n += 4;
         } else if self.generation_id_or_member_epoch != -1 {
@@ -174,11 +140,7 @@ impl Encode for TxnOffsetCommitRequest<'_> {
             });
         }
         if ver.version >= 3 {
-            n = wire::add(
-                n,
-                wire::string_size(self.member_id.len(), ver.flexible, "TxnOffsetCommitRequest.MemberId")?,
-                "TxnOffsetCommitRequest.MemberId",
-            )?;
+            n += wire::string_size(self.member_id.len(), ver.flexible, "TxnOffsetCommitRequest.MemberId")?;
         } else if self.member_id.as_str() != "" {
             return Err(EncodeError::FieldNotInVersion {
                 field: "TxnOffsetCommitRequest.MemberId",
@@ -186,38 +148,26 @@ impl Encode for TxnOffsetCommitRequest<'_> {
             });
         }
         if ver.version >= 3 {
-            n = wire::add(
-                n,
-                match &self.group_instance_id {
-                    Some(v) => {
-                        wire::string_size(v.len(), ver.flexible, "TxnOffsetCommitRequest.GroupInstanceId")?
-                    }
-                    None => wire::null_size(ver.flexible, false),
-                },
-                "TxnOffsetCommitRequest.GroupInstanceId",
-            )?;
+            n += match &self.group_instance_id {
+                Some(v) => {
+                    wire::string_size(v.len(), ver.flexible, "TxnOffsetCommitRequest.GroupInstanceId")?
+                }
+                None => wire::null_size(ver.flexible, false),
+            };
         } else if self.group_instance_id.is_some() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "TxnOffsetCommitRequest.GroupInstanceId",
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "TxnOffsetCommitRequest.Topics")?,
-            "TxnOffsetCommitRequest.Topics",
-        )?;
+        n += encode::array_size(&self.topics, ver, "TxnOffsetCommitRequest.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "TxnOffsetCommitRequest._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "TxnOffsetCommitRequest._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("TxnOffsetCommitRequest")
     }
 
     #[inline]
@@ -237,7 +187,7 @@ impl Encode for TxnOffsetCommitRequest<'_> {
         if ver.version >= 3 {
             w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -247,37 +197,21 @@ impl Encode for TxnOffsetCommitRequest<'_> {
 impl Encode for TxnOffsetCommitRequestTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 5 {
-            n = wire::add(
-                n,
-                wire::string_size(self.name.len(), ver.flexible, "TxnOffsetCommitRequestTopic.Name")?,
-                "TxnOffsetCommitRequestTopic.Name",
-            )?;
+            n += wire::string_size(self.name.len(), ver.flexible, "TxnOffsetCommitRequestTopic.Name")?;
         }
         if ver.version == 6 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "TxnOffsetCommitRequestTopic.Partitions",
-            )?,
-            "TxnOffsetCommitRequestTopic.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "TxnOffsetCommitRequestTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "TxnOffsetCommitRequestTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "TxnOffsetCommitRequestTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("TxnOffsetCommitRequestTopic")
     }
 
     #[inline]
@@ -288,7 +222,7 @@ impl Encode for TxnOffsetCommitRequestTopic<'_> {
         if ver.version == 6 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -298,33 +232,23 @@ impl Encode for TxnOffsetCommitRequestTopic<'_> {
 impl Encode for TxnOffsetCommitRequestPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
+        let mut n = Size::new(12);
         if ver.version >= 2 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            match &self.committed_metadata {
-                Some(v) => wire::string_size(
-                    v.len(),
-                    ver.flexible,
-                    "TxnOffsetCommitRequestPartition.CommittedMetadata",
-                )?,
-                None => wire::null_size(ver.flexible, false),
-            },
-            "TxnOffsetCommitRequestPartition.CommittedMetadata",
-        )?;
+        n += match &self.committed_metadata {
+            Some(v) => {
+                wire::string_size(v.len(), ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?
+            }
+            None => wire::null_size(ver.flexible, false),
+        };
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "TxnOffsetCommitRequestPartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "TxnOffsetCommitRequestPartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("TxnOffsetCommitRequestPartition")
     }
 
     #[inline]
@@ -382,15 +306,13 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
     /// See [`TxnOffsetCommitRequest::transactional_id`].
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(0, ver.flexible)
+        self.src.str(0, self.ver.flexible)
     }
 
     /// See [`TxnOffsetCommitRequest::group_id`].
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        let ver = self.ver;
-        self.src.str(self.at[0] as usize, ver.flexible)
+        self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
     /// See [`TxnOffsetCommitRequest::producer_id`].
@@ -408,33 +330,29 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
     /// See [`TxnOffsetCommitRequest::generation_id_or_member_epoch`].
     #[inline]
     pub fn generation_id_or_member_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.i32(self.at[1] as usize + 10) } else { -1 }
+        if self.ver.version >= 3 { self.src.i32(self.at[1] as usize + 10) } else { -1 }
     }
 
     /// See [`TxnOffsetCommitRequest::member_id`].
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version >= 3 {
-            self.src.str(self.at[1] as usize + (if ver.version >= 3 { 14 } else { 10 }), ver.flexible)
-        } else {
-            ""
-        }
+        if self.ver.version >= 3 { self.src.str(self.at[1] as usize + 14, self.ver.flexible) } else { "" }
     }
 
     /// See [`TxnOffsetCommitRequest::group_instance_id`].
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        if ver.version >= 3 { self.src.nullable_str(self.at[2] as usize, ver.flexible) } else { None }
+        if self.ver.version >= 3 {
+            self.src.nullable_str(self.at[2] as usize, self.ver.flexible)
+        } else {
+            None
+        }
     }
 
     /// See [`TxnOffsetCommitRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TxnOffsetCommitRequestTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[3] as usize, ver)
+        ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -509,22 +427,19 @@ impl<'a> TxnOffsetCommitRequestTopicView<'a> {
     /// See [`TxnOffsetCommitRequestTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 5 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 5 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`TxnOffsetCommitRequestTopic::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 6 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 6 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`TxnOffsetCommitRequestTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, TxnOffsetCommitRequestPartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 6 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 6 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -630,15 +545,13 @@ impl<'a> TxnOffsetCommitRequestPartitionView<'a> {
     /// See [`TxnOffsetCommitRequestPartition::committed_leader_epoch`].
     #[inline]
     pub fn committed_leader_epoch(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 2 { self.src.i32(12) } else { -1 }
+        if self.ver.version >= 2 { self.src.i32(12) } else { -1 }
     }
 
     /// See [`TxnOffsetCommitRequestPartition::committed_metadata`].
     #[inline]
     pub fn committed_metadata(&self) -> Option<&'a str> {
-        let ver = self.ver;
-        self.src.nullable_str(if ver.version >= 2 { 16 } else { 12 }, ver.flexible)
+        self.src.nullable_str(if self.ver.version >= 2 { 16 } else { 12 }, self.ver.flexible)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -711,13 +624,9 @@ impl fmt::Debug for TxnOffsetCommitRequestPartitionView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]TxnOffsetCommitResponseTopic`; versions 0+.
+    /// Results grouped by topic. (`[]TxnOffsetCommitResponseTopic`, versions 0+.)
     pub topics: List<'a, TxnOffsetCommitResponseTopic<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -727,17 +636,12 @@ pub struct TxnOffsetCommitResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitResponseTopic<'a> {
-    /// Name of the topic (up to version 5).
-    ///
-    /// Schema type `string`; versions 0-5; ignorable.
+    /// Name of the topic (up to version 5). (`string`, versions 0-5; ignorable.)
     pub name: Str<'a>,
-    /// ID of the topic (from version 6).
-    ///
-    /// Schema type `uuid`; versions 6+; ignorable.
+    /// ID of the topic (from version 6). (`uuid`, versions 6+; ignorable.)
     pub topic_id: Uuid,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]TxnOffsetCommitResponsePartition`; versions 0+.
+    /// Result for each partition of this topic. (`[]TxnOffsetCommitResponsePartition`, versions
+    /// 0+.)
     pub partitions: List<'a, TxnOffsetCommitResponsePartition<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -747,13 +651,9 @@ pub struct TxnOffsetCommitResponseTopic<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitResponsePartition<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -782,29 +682,21 @@ impl TxnOffsetCommitResponse<'_> {
 impl Encode for TxnOffsetCommitResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "TxnOffsetCommitResponse.Topics")?,
-            "TxnOffsetCommitResponse.Topics",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.topics, ver, "TxnOffsetCommitResponse.Topics")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "TxnOffsetCommitResponse._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "TxnOffsetCommitResponse._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("TxnOffsetCommitResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -814,37 +706,21 @@ impl Encode for TxnOffsetCommitResponse<'_> {
 impl Encode for TxnOffsetCommitResponseTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
+        let mut n = Size::new(0);
         if ver.version <= 5 {
-            n = wire::add(
-                n,
-                wire::string_size(self.name.len(), ver.flexible, "TxnOffsetCommitResponseTopic.Name")?,
-                "TxnOffsetCommitResponseTopic.Name",
-            )?;
+            n += wire::string_size(self.name.len(), ver.flexible, "TxnOffsetCommitResponseTopic.Name")?;
         }
         if ver.version == 6 {
             n += 16;
         }
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "TxnOffsetCommitResponseTopic.Partitions",
-            )?,
-            "TxnOffsetCommitResponseTopic.Partitions",
-        )?;
+        n += encode::array_size(&self.partitions, ver, "TxnOffsetCommitResponseTopic.Partitions")?;
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "TxnOffsetCommitResponseTopic._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "TxnOffsetCommitResponseTopic._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("TxnOffsetCommitResponseTopic")
     }
 
     #[inline]
@@ -855,7 +731,7 @@ impl Encode for TxnOffsetCommitResponseTopic<'_> {
         if ver.version == 6 {
             w.uuid(self.topic_id);
         }
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -865,18 +741,14 @@ impl Encode for TxnOffsetCommitResponseTopic<'_> {
 impl Encode for TxnOffsetCommitResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         if ver.flexible {
-            n = wire::add(
-                n,
-                wire::raw_tagged_fields_size(
-                    &self.unknown_tagged_fields,
-                    "TxnOffsetCommitResponsePartition._tagged_fields",
-                )?,
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
                 "TxnOffsetCommitResponsePartition._tagged_fields",
             )?;
         }
-        Ok(n)
+        n.total("TxnOffsetCommitResponsePartition")
     }
 
     #[inline]
@@ -941,8 +813,7 @@ impl<'a> TxnOffsetCommitResponseView<'a> {
     /// See [`TxnOffsetCommitResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TxnOffsetCommitResponseTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -996,22 +867,19 @@ impl<'a> TxnOffsetCommitResponseTopicView<'a> {
     /// See [`TxnOffsetCommitResponseTopic::name`].
     #[inline]
     pub fn name(&self) -> &'a str {
-        let ver = self.ver;
-        if ver.version <= 5 { self.src.str(0, ver.flexible) } else { "" }
+        if self.ver.version <= 5 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
     /// See [`TxnOffsetCommitResponseTopic::topic_id`].
     #[inline]
     pub fn topic_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version == 6 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
+        if self.ver.version == 6 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
     /// See [`TxnOffsetCommitResponseTopic::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, TxnOffsetCommitResponsePartitionView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 6 { 16 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 6 { 16 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,9 +17,7 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UnregisterBrokerRequest<'a> {
-    /// ID of the broker to unregister.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the broker to unregister. (`int32`, versions 0+.)
     pub broker_id: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -48,16 +46,12 @@ impl UnregisterBrokerRequest<'_> {
 impl Encode for UnregisterBrokerRequest<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "UnregisterBrokerRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(4);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "UnregisterBrokerRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("UnregisterBrokerRequest")
     }
 
     #[inline]
@@ -133,17 +127,12 @@ impl fmt::Debug for UnregisterBrokerRequestView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UnregisterBrokerResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -183,24 +172,16 @@ impl UnregisterBrokerResponse<'_> {
 impl Encode for UnregisterBrokerResponse<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "UnregisterBrokerResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "UnregisterBrokerResponse.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "UnregisterBrokerResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "UnregisterBrokerResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "UnregisterBrokerResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("UnregisterBrokerResponse")
     }
 
     #[inline]

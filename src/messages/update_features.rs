@@ -18,17 +18,13 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdateFeaturesRequest<'a> {
-    /// Milliseconds to wait for the update before giving up.
-    ///
-    /// Schema type `int32`; versions 0+; default `60000`.
+    /// Milliseconds to wait for the update before giving up. (`int32`, versions 0+; default
+    /// `60000`.)
     pub timeout_ms: i32,
-    /// One change for each feature.
-    ///
-    /// Schema type `[]FeatureUpdateKey`; versions 0+.
+    /// One change for each feature. (`[]FeatureUpdateKey`, versions 0+.)
     pub feature_updates: List<'a, FeatureUpdateKey<'a>>,
-    /// True to only check the changes, without applying them.
-    ///
-    /// Schema type `bool`; versions 1+; default `false`.
+    /// True to only check the changes, without applying them. (`bool`, versions 1+; default
+    /// `false`.)
     pub validate_only: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,22 +45,16 @@ impl<'a> Default for UpdateFeaturesRequest<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FeatureUpdateKey<'a> {
-    /// Feature name.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Feature name. (`string`, versions 0+; map key.)
     pub feature: Str<'a>,
-    /// New finalized level for the feature; a value below 1 removes the feature.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// New finalized level for the feature; a value below 1 removes the feature. (`int16`, versions
+    /// 0+.)
     pub max_version_level: i16,
-    /// True to allow lowering or removing the level; replaced by UpgradeType in version 1.
-    ///
-    /// Schema type `bool`; versions 0.
+    /// True to allow lowering or removing the level; replaced by UpgradeType in version 1. (`bool`,
+    /// versions 0.)
     pub allow_downgrade: bool,
     /// Kind of change allowed: 1 upgrade only, 2 safe (lossless) downgrade, 3 unsafe (lossy)
-    /// downgrade.
-    ///
-    /// Schema type `int8`; versions 1+; default `1`.
+    /// downgrade. (`int8`, versions 1+; default `1`.)
     pub upgrade_type: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -105,16 +95,8 @@ impl UpdateFeaturesRequest<'_> {
 impl Encode for UpdateFeaturesRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.feature_updates.as_slice()),
-                ver,
-                "UpdateFeaturesRequest.FeatureUpdates",
-            )?,
-            "UpdateFeaturesRequest.FeatureUpdates",
-        )?;
+        let mut n = Size::new(4);
+        n += encode::array_size(&self.feature_updates, ver, "UpdateFeaturesRequest.FeatureUpdates")?;
         if ver.version >= 1 {
             n += 1;
         } else if self.validate_only {
@@ -123,21 +105,17 @@ impl Encode for UpdateFeaturesRequest<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "UpdateFeaturesRequest._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "UpdateFeaturesRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("UpdateFeaturesRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.timeout_ms);
-        encode::write_array(w, Some(self.feature_updates.as_slice()), ver);
+        encode::write_array(w, &self.feature_updates, ver);
         if ver.version >= 1 {
             w.bool(self.validate_only);
         }
@@ -148,12 +126,8 @@ impl Encode for UpdateFeaturesRequest<'_> {
 impl Encode for FeatureUpdateKey<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.feature.len(), true, "FeatureUpdateKey.Feature")?,
-            "FeatureUpdateKey.Feature",
-        )?;
+        let mut n = Size::new(2);
+        n += wire::string_size(self.feature.len(), true, "FeatureUpdateKey.Feature")?;
         if ver.version == 0 {
             n += 1;
         } else if self.allow_downgrade {
@@ -170,12 +144,8 @@ impl Encode for FeatureUpdateKey<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FeatureUpdateKey._tagged_fields")?,
-            "FeatureUpdateKey._tagged_fields",
-        )?;
-        Ok(n)
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FeatureUpdateKey._tagged_fields")?;
+        n.total("FeatureUpdateKey")
     }
 
     #[inline]
@@ -237,15 +207,13 @@ impl<'a> UpdateFeaturesRequestView<'a> {
     /// See [`UpdateFeaturesRequest::feature_updates`].
     #[inline]
     pub fn feature_updates(&self) -> ArrayView<'a, FeatureUpdateKeyView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 4, ver)
+        ArrayView::at(self.src, 4, self.ver)
     }
 
     /// See [`UpdateFeaturesRequest::validate_only`].
     #[inline]
     pub fn validate_only(&self) -> bool {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.bool(self.at[0] as usize) } else { false }
+        if self.ver.version >= 1 { self.src.bool(self.at[0] as usize) } else { false }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -313,19 +281,13 @@ impl<'a> FeatureUpdateKeyView<'a> {
     /// See [`FeatureUpdateKey::allow_downgrade`].
     #[inline]
     pub fn allow_downgrade(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 0 { self.src.bool(self.at[0] as usize + 2) } else { false }
+        if self.ver.version == 0 { self.src.bool(self.at[0] as usize + 2) } else { false }
     }
 
     /// See [`FeatureUpdateKey::upgrade_type`].
     #[inline]
     pub fn upgrade_type(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version >= 1 {
-            self.src.i8(self.at[0] as usize + (if ver.version >= 1 { 2 } else { 3 }))
-        } else {
-            1
-        }
+        if self.ver.version >= 1 { self.src.i8(self.at[0] as usize + 2) } else { 1 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -392,22 +354,15 @@ impl fmt::Debug for FeatureUpdateKeyView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdateFeaturesResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about the error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about the error, or null when there is none. (`string`, versions 0+;
+    /// nullable in 0+.)
     pub error_message: Option<Str<'a>>,
     /// One result for each feature; dropped in version 2, where the top-level error covers every
-    /// feature.
-    ///
-    /// Schema type `[]UpdatableFeatureResult`; versions 0-1; ignorable.
+    /// feature. (`[]UpdatableFeatureResult`, versions 0-1; ignorable.)
     pub results: List<'a, UpdatableFeatureResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -430,17 +385,12 @@ impl<'a> Default for UpdateFeaturesResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdatableFeatureResult<'a> {
-    /// Feature name.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Feature name. (`string`, versions 0+; map key.)
     pub feature: Str<'a>,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -480,31 +430,19 @@ impl UpdateFeaturesResponse<'_> {
 impl Encode for UpdateFeaturesResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "UpdateFeaturesResponse.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "UpdateFeaturesResponse.ErrorMessage",
-        )?;
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "UpdateFeaturesResponse.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
         if ver.version <= 1 {
-            n = wire::add(
-                n,
-                encode::array_size(Some(self.results.as_slice()), ver, "UpdateFeaturesResponse.Results")?,
-                "UpdateFeaturesResponse.Results",
-            )?;
+            n += encode::array_size(&self.results, ver, "UpdateFeaturesResponse.Results")?;
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "UpdateFeaturesResponse._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "UpdateFeaturesResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("UpdateFeaturesResponse")
     }
 
     #[inline]
@@ -515,7 +453,7 @@ impl Encode for UpdateFeaturesResponse<'_> {
         });
         w.nullable_str(self.error_message.as_deref(), true);
         if ver.version <= 1 {
-            encode::write_array(w, Some(self.results.as_slice()), ver);
+            encode::write_array(w, &self.results, ver);
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -524,29 +462,17 @@ impl Encode for UpdateFeaturesResponse<'_> {
 impl Encode for UpdatableFeatureResult<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            wire::string_size(self.feature.len(), true, "UpdatableFeatureResult.Feature")?,
-            "UpdatableFeatureResult.Feature",
-        )?;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "UpdatableFeatureResult.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "UpdatableFeatureResult.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "UpdatableFeatureResult._tagged_fields",
-            )?,
+        let mut n = Size::new(2);
+        n += wire::string_size(self.feature.len(), true, "UpdatableFeatureResult.Feature")?;
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "UpdatableFeatureResult.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "UpdatableFeatureResult._tagged_fields",
         )?;
-        Ok(n)
+        n.total("UpdatableFeatureResult")
     }
 
     #[inline]
@@ -615,11 +541,10 @@ impl<'a> UpdateFeaturesResponseView<'a> {
     /// See [`UpdateFeaturesResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, UpdatableFeatureResultView<'a>> {
-        let ver = self.ver;
-        if ver.version <= 1 {
-            ArrayView::at(self.src, self.at[0] as usize, ver)
+        if self.ver.version <= 1 {
+            ArrayView::at(self.src, self.at[0] as usize, self.ver)
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 

@@ -17,29 +17,17 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdateRaftVoterRequest<'a> {
-    /// ID of the cluster; may be null.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+.
+    /// ID of the cluster; may be null. (`string`, versions 0+; nullable in 0+.)
     pub cluster_id: Option<Str<'a>>,
-    /// Leader epoch the voter knows, or -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Leader epoch the voter knows, or -1 when unknown. (`int32`, versions 0+.)
     pub current_leader_epoch: i32,
-    /// Replica ID of the voter.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Replica ID of the voter. (`int32`, versions 0+.)
     pub voter_id: i32,
-    /// Log directory ID of the voter.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Log directory ID of the voter. (`uuid`, versions 0+.)
     pub voter_directory_id: Uuid,
-    /// Listeners on which the voter can be reached.
-    ///
-    /// Schema type `[]Listener`; versions 0+.
+    /// Listeners on which the voter can be reached. (`[]Listener`, versions 0+.)
     pub listeners: List<'a, Listener<'a>>,
-    /// Range of kraft.version levels the voter supports.
-    ///
-    /// Schema type `KRaftVersionFeature`; versions 0+.
+    /// Range of kraft.version levels the voter supports. (`KRaftVersionFeature`, versions 0+.)
     pub k_raft_version_feature: KRaftVersionFeature<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -63,17 +51,11 @@ impl<'a> Default for UpdateRaftVoterRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
-    /// Listener name.
-    ///
-    /// Schema type `string`; versions 0+; map key.
+    /// Listener name. (`string`, versions 0+; map key.)
     pub name: Str<'a>,
-    /// Host name on this listener.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name on this listener. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port on this listener.
-    ///
-    /// Schema type `uint16`; versions 0+.
+    /// Port on this listener. (`uint16`, versions 0+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -83,13 +65,9 @@ pub struct Listener<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct KRaftVersionFeature<'a> {
-    /// Lowest kraft.version level supported.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Lowest kraft.version level supported. (`int16`, versions 0+.)
     pub min_supported_version: i16,
-    /// Highest kraft.version level supported.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Highest kraft.version level supported. (`int16`, versions 0+.)
     pub max_supported_version: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -118,34 +96,18 @@ impl UpdateRaftVoterRequest<'_> {
 impl Encode for UpdateRaftVoterRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 24;
-        n = wire::add(
-            n,
-            match &self.cluster_id {
-                Some(v) => wire::string_size(v.len(), true, "UpdateRaftVoterRequest.ClusterId")?,
-                None => wire::null_size(true, false),
-            },
-            "UpdateRaftVoterRequest.ClusterId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.listeners.as_slice()), ver, "UpdateRaftVoterRequest.Listeners")?,
-            "UpdateRaftVoterRequest.Listeners",
-        )?;
-        n = wire::add(
-            n,
-            self.k_raft_version_feature.size(ver, "UpdateRaftVoterRequest.KRaftVersionFeature")?,
-            "UpdateRaftVoterRequest.KRaftVersionFeature",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "UpdateRaftVoterRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(24);
+        n += match &self.cluster_id {
+            Some(v) => wire::string_size(v.len(), true, "UpdateRaftVoterRequest.ClusterId")?,
+            None => wire::null_size(true, false),
+        };
+        n += encode::array_size(&self.listeners, ver, "UpdateRaftVoterRequest.Listeners")?;
+        n += self.k_raft_version_feature.size(ver, "UpdateRaftVoterRequest.KRaftVersionFeature")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "UpdateRaftVoterRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("UpdateRaftVoterRequest")
     }
 
     #[inline]
@@ -156,7 +118,7 @@ impl Encode for UpdateRaftVoterRequest<'_> {
             b[4..8].copy_from_slice(&self.voter_id.to_be_bytes());
             b[8..24].copy_from_slice(&self.voter_directory_id.0);
         });
-        encode::write_array(w, Some(self.listeners.as_slice()), ver);
+        encode::write_array(w, &self.listeners, ver);
         self.k_raft_version_feature.write(w, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -165,15 +127,11 @@ impl Encode for UpdateRaftVoterRequest<'_> {
 impl Encode for Listener<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(n, wire::string_size(self.name.len(), true, "Listener.Name")?, "Listener.Name")?;
-        n = wire::add(n, wire::string_size(self.host.len(), true, "Listener.Host")?, "Listener.Host")?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?,
-            "Listener._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(2);
+        n += wire::string_size(self.name.len(), true, "Listener.Name")?;
+        n += wire::string_size(self.host.len(), true, "Listener.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "Listener._tagged_fields")?;
+        n.total("Listener")
     }
 
     #[inline]
@@ -188,13 +146,9 @@ impl Encode for Listener<'_> {
 impl Encode for KRaftVersionFeature<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 4;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "KRaftVersionFeature._tagged_fields")?,
-            "KRaftVersionFeature._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(4);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "KRaftVersionFeature._tagged_fields")?;
+        n.total("KRaftVersionFeature")
     }
 
     #[inline]
@@ -270,15 +224,13 @@ impl<'a> UpdateRaftVoterRequestView<'a> {
     /// See [`UpdateRaftVoterRequest::listeners`].
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + 24, ver)
+        ArrayView::at(self.src, self.at[0] as usize + 24, self.ver)
     }
 
     /// See [`UpdateRaftVoterRequest::k_raft_version_feature`].
     #[inline]
     pub fn k_raft_version_feature(&self) -> KRaftVersionFeatureView<'a> {
-        let ver = self.ver;
-        KRaftVersionFeatureView::at(self.src, self.at[1] as usize, ver).0
+        KRaftVersionFeatureView::at(self.src, self.at[1] as usize, self.ver).0
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -494,17 +446,12 @@ impl fmt::Debug for KRaftVersionFeatureView<'_> {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdateRaftVoterResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
-    /// no quota was exceeded.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// no quota was exceeded. (`int32`, versions 0+.)
     pub throttle_time_ms: i32,
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Leader of the quorum as the answering node knows it.
-    ///
-    /// Schema type `CurrentLeader`; versions 0+; tagged (tag 0) in 0+.
+    /// Leader of the quorum as the answering node knows it. (`CurrentLeader`, versions 0+; tagged
+    /// (tag 0) in 0+.)
     pub current_leader: CurrentLeader<'a>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -514,21 +461,13 @@ pub struct UpdateRaftVoterResponse<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CurrentLeader<'a> {
-    /// Replica ID of the leader, or -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`.
+    /// Replica ID of the leader, or -1 when unknown. (`int32`, versions 0+; default `-1`.)
     pub leader_id: i32,
-    /// Latest known leader epoch, or -1.
-    ///
-    /// Schema type `int32`; versions 0+; default `-1`.
+    /// Latest known leader epoch, or -1. (`int32`, versions 0+; default `-1`.)
     pub leader_epoch: i32,
-    /// Host name of the leader.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Host name of the leader. (`string`, versions 0+.)
     pub host: Str<'a>,
-    /// Port of the leader.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Port of the leader. (`int32`, versions 0+.)
     pub port: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -569,7 +508,7 @@ impl UpdateRaftVoterResponse<'_> {
 impl Encode for UpdateRaftVoterResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
+        let mut n = Size::new(6);
         let mut tags = TaggedSize::new();
         if self.current_leader != CurrentLeader::default() {
             tags.field(
@@ -578,12 +517,8 @@ impl Encode for UpdateRaftVoterResponse<'_> {
                 "UpdateRaftVoterResponse.CurrentLeader",
             )?;
         }
-        n = wire::add(
-            n,
-            tags.finish(&self.unknown_tagged_fields, &[0], "UpdateRaftVoterResponse._tagged_fields")?,
-            "UpdateRaftVoterResponse._tagged_fields",
-        )?;
-        Ok(n)
+        n += tags.finish(&self.unknown_tagged_fields, &[0], "UpdateRaftVoterResponse._tagged_fields")?;
+        n.total("UpdateRaftVoterResponse")
     }
 
     #[inline]
@@ -611,18 +546,10 @@ impl Encode for UpdateRaftVoterResponse<'_> {
 impl Encode for CurrentLeader<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 12;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "CurrentLeader.Host")?,
-            "CurrentLeader.Host",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "CurrentLeader._tagged_fields")?,
-            "CurrentLeader._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(12);
+        n += wire::string_size(self.host.len(), true, "CurrentLeader.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "CurrentLeader._tagged_fields")?;
+        n.total("CurrentLeader")
     }
 
     #[inline]
@@ -686,8 +613,7 @@ impl<'a> UpdateRaftVoterResponseView<'a> {
     /// See [`UpdateRaftVoterResponse::current_leader`].
     #[inline]
     pub fn current_leader(&self) -> Option<CurrentLeaderView<'a>> {
-        let ver = self.ver;
-        self.src.tag(6, 0).map(|v| CurrentLeaderView::at(v, 0, ver).0)
+        self.src.tag(6, 0).map(|v| CurrentLeaderView::at(v, 0, self.ver).0)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,17 +17,14 @@ use crate::prelude::*;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteRequest<'a> {
-    /// ID of the cluster; null when not known.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// ID of the cluster; null when not known. (`string`, versions 0+; nullable in 0+; default
+    /// `null`.)
     pub cluster_id: Option<Str<'a>>,
-    /// Replica ID of the voter this request is sent to; -1 when not set.
-    ///
-    /// Schema type `int32`; versions 1+; default `-1`; ignorable.
+    /// Replica ID of the voter this request is sent to; -1 when not set. (`int32`, versions 1+;
+    /// default `-1`; ignorable.)
     pub voter_id: i32,
     /// Topics whose quorum the election is for; in practice the metadata log.
-    ///
-    /// Schema type `[]VoteRequestTopicData`; versions 0+.
+    /// (`[]VoteRequestTopicData`, versions 0+.)
     pub topics: List<'a, VoteRequestTopicData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -48,13 +45,9 @@ impl<'a> Default for VoteRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteRequestTopicData<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// Partitions whose election this is.
-    ///
-    /// Schema type `[]VoteRequestPartitionData`; versions 0+.
+    /// Partitions whose election this is. (`[]VoteRequestPartitionData`, versions 0+.)
     pub partitions: List<'a, VoteRequestPartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -64,37 +57,22 @@ pub struct VoteRequestTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteRequestPartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Epoch the candidate is standing in.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch the candidate is standing in. (`int32`, versions 0+.)
     pub replica_epoch: i32,
-    /// Replica ID of the candidate.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Replica ID of the candidate. (`int32`, versions 0+.)
     pub replica_id: i32,
-    /// Log directory ID of the candidate.
-    ///
-    /// Schema type `uuid`; versions 1+; ignorable.
+    /// Log directory ID of the candidate. (`uuid`, versions 1+; ignorable.)
     pub replica_directory_id: Uuid,
-    /// Log directory ID of the voter this request is sent to.
-    ///
-    /// Schema type `uuid`; versions 1+; ignorable.
+    /// Log directory ID of the voter this request is sent to. (`uuid`, versions 1+; ignorable.)
     pub voter_directory_id: Uuid,
-    /// Epoch of the last record in the candidate's log.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the last record in the candidate's log. (`int32`, versions 0+.)
     pub last_offset_epoch: i32,
-    /// End offset of the candidate's log.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// End offset of the candidate's log. (`int64`, versions 0+.)
     pub last_offset: i64,
     /// True for a pre-vote, which asks whether the voter would vote without changing any state.
-    ///
-    /// Schema type `bool`; versions 2+.
+    /// (`bool`, versions 2+.)
     pub pre_vote: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -123,29 +101,17 @@ impl VoteRequest<'_> {
 impl Encode for VoteRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            match &self.cluster_id {
-                Some(v) => wire::string_size(v.len(), true, "VoteRequest.ClusterId")?,
-                None => wire::null_size(true, false),
-            },
-            "VoteRequest.ClusterId",
-        )?;
+        let mut n = Size::new(0);
+        n += match &self.cluster_id {
+            Some(v) => wire::string_size(v.len(), true, "VoteRequest.ClusterId")?,
+            None => wire::null_size(true, false),
+        };
         if ver.version >= 1 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "VoteRequest.Topics")?,
-            "VoteRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "VoteRequest._tagged_fields")?,
-            "VoteRequest._tagged_fields",
-        )?;
-        Ok(n)
+        n += encode::array_size(&self.topics, ver, "VoteRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "VoteRequest._tagged_fields")?;
+        n.total("VoteRequest")
     }
 
     #[inline]
@@ -154,7 +120,7 @@ impl Encode for VoteRequest<'_> {
         if ver.version >= 1 {
             w.i32(self.voter_id);
         }
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -162,29 +128,18 @@ impl Encode for VoteRequest<'_> {
 impl Encode for VoteRequestTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "VoteRequestTopicData.TopicName")?,
-            "VoteRequestTopicData.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "VoteRequestTopicData.Partitions")?,
-            "VoteRequestTopicData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "VoteRequestTopicData._tagged_fields")?,
-            "VoteRequestTopicData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic_name.len(), true, "VoteRequestTopicData.TopicName")?;
+        n += encode::array_size(&self.partitions, ver, "VoteRequestTopicData.Partitions")?;
+        n +=
+            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "VoteRequestTopicData._tagged_fields")?;
+        n.total("VoteRequestTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -192,7 +147,7 @@ impl Encode for VoteRequestTopicData<'_> {
 impl Encode for VoteRequestPartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 24;
+        let mut n = Size::new(24);
         if ver.version >= 1 {
             n += 16;
         }
@@ -207,15 +162,11 @@ impl Encode for VoteRequestPartitionData<'_> {
                 version: ver.version,
             });
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "VoteRequestPartitionData._tagged_fields",
-            )?,
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "VoteRequestPartitionData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("VoteRequestPartitionData")
     }
 
     #[inline]
@@ -287,15 +238,13 @@ impl<'a> VoteRequestView<'a> {
     /// See [`VoteRequest::voter_id`].
     #[inline]
     pub fn voter_id(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.i32(self.at[0] as usize) } else { -1 }
+        if self.ver.version >= 1 { self.src.i32(self.at[0] as usize) } else { -1 }
     }
 
     /// See [`VoteRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, VoteRequestTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize + (if ver.version >= 1 { 4 } else { 0 }), ver)
+        ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 1 { 4 } else { 0 }), self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -358,8 +307,7 @@ impl<'a> VoteRequestTopicDataView<'a> {
     /// See [`VoteRequestTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, VoteRequestPartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -452,36 +400,31 @@ impl<'a> VoteRequestPartitionDataView<'a> {
     /// See [`VoteRequestPartitionData::replica_directory_id`].
     #[inline]
     pub fn replica_directory_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.uuid(12) } else { Uuid::ZERO }
+        if self.ver.version >= 1 { self.src.uuid(12) } else { Uuid::ZERO }
     }
 
     /// See [`VoteRequestPartitionData::voter_directory_id`].
     #[inline]
     pub fn voter_directory_id(&self) -> Uuid {
-        let ver = self.ver;
-        if ver.version >= 1 { self.src.uuid(if ver.version >= 1 { 28 } else { 12 }) } else { Uuid::ZERO }
+        if self.ver.version >= 1 { self.src.uuid(28) } else { Uuid::ZERO }
     }
 
     /// See [`VoteRequestPartitionData::last_offset_epoch`].
     #[inline]
     pub fn last_offset_epoch(&self) -> i32 {
-        let ver = self.ver;
-        self.src.i32(if ver.version >= 1 { 44 } else { 12 })
+        self.src.i32(if self.ver.version >= 1 { 44 } else { 12 })
     }
 
     /// See [`VoteRequestPartitionData::last_offset`].
     #[inline]
     pub fn last_offset(&self) -> i64 {
-        let ver = self.ver;
-        self.src.i64(if ver.version >= 1 { 48 } else { 16 })
+        self.src.i64(if self.ver.version >= 1 { 48 } else { 16 })
     }
 
     /// See [`VoteRequestPartitionData::pre_vote`].
     #[inline]
     pub fn pre_vote(&self) -> bool {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.bool(if ver.version >= 1 { 56 } else { 24 }) } else { false }
+        if self.ver.version == 2 { self.src.bool(56) } else { false }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -586,17 +529,12 @@ impl fmt::Debug for VoteRequestPartitionDataView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteResponse<'a> {
-    /// Error code for the request as a whole; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]VoteResponseTopicData`; versions 0+.
+    /// Results grouped by topic. (`[]VoteResponseTopicData`, versions 0+.)
     pub topics: List<'a, VoteResponseTopicData<'a>>,
-    /// Network endpoints of the leaders named in the results.
-    ///
-    /// Schema type `[]NodeEndpoint`; versions 1+; tagged (tag 0) in 1+.
+    /// Network endpoints of the leaders named in the results. (`[]NodeEndpoint`, versions 1+;
+    /// tagged (tag 0) in 1+.)
     pub node_endpoints: List<'a, NodeEndpoint<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -606,13 +544,9 @@ pub struct VoteResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteResponseTopicData<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub topic_name: Str<'a>,
-    /// One result for each partition in the request.
-    ///
-    /// Schema type `[]VoteResponsePartitionData`; versions 0+.
+    /// One result for each partition in the request. (`[]VoteResponsePartitionData`, versions 0+.)
     pub partitions: List<'a, VoteResponsePartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -622,25 +556,15 @@ pub struct VoteResponseTopicData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteResponsePartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// ID of the leader the voter knows, or -1 when it knows none.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// ID of the leader the voter knows, or -1 when it knows none. (`int32`, versions 0+.)
     pub leader_id: i32,
-    /// Latest leader epoch the voter knows.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Latest leader epoch the voter knows. (`int32`, versions 0+.)
     pub leader_epoch: i32,
-    /// True when the voter gives the candidate its vote.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True when the voter gives the candidate its vote. (`bool`, versions 0+.)
     pub vote_granted: bool,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -650,17 +574,11 @@ pub struct VoteResponsePartitionData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
-    /// ID of the node.
-    ///
-    /// Schema type `int32`; versions 1+; map key.
+    /// ID of the node. (`int32`, versions 1+; map key.)
     pub node_id: i32,
-    /// Host name of the node.
-    ///
-    /// Schema type `string`; versions 1+.
+    /// Host name of the node. (`string`, versions 1+.)
     pub host: Str<'a>,
-    /// Port of the node.
-    ///
-    /// Schema type `uint16`; versions 1+.
+    /// Port of the node. (`uint16`, versions 1+.)
     pub port: u16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -689,12 +607,8 @@ impl VoteResponse<'_> {
 impl Encode for VoteResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 2;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "VoteResponse.Topics")?,
-            "VoteResponse.Topics",
-        )?;
+        let mut n = Size::new(2);
+        n += encode::array_size(&self.topics, ver, "VoteResponse.Topics")?;
         if ver.version == 0 && !self.node_endpoints.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
                 field: "VoteResponse.NodeEndpoints",
@@ -705,22 +619,18 @@ impl Encode for VoteResponse<'_> {
         if ver.version >= 1 && !self.node_endpoints.is_empty() {
             tags.field(
                 0,
-                encode::array_size(Some(self.node_endpoints.as_slice()), ver, "VoteResponse.NodeEndpoints")?,
+                encode::array_size(&self.node_endpoints, ver, "VoteResponse.NodeEndpoints")?,
                 "VoteResponse.NodeEndpoints",
             )?;
         }
-        n = wire::add(
-            n,
-            tags.finish(&self.unknown_tagged_fields, &[0], "VoteResponse._tagged_fields")?,
-            "VoteResponse._tagged_fields",
-        )?;
-        Ok(n)
+        n += tags.finish(&self.unknown_tagged_fields, &[0], "VoteResponse._tagged_fields")?;
+        n.total("VoteResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_node_endpoints = ver.version >= 1 && !self.node_endpoints.is_empty();
         w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
@@ -729,10 +639,9 @@ impl Encode for VoteResponse<'_> {
             w.raw_tags_below(unknown, &mut next, Some(0));
             w.tag_header(
                 0,
-                encode::array_size(Some(self.node_endpoints.as_slice()), ver, "VoteResponse.NodeEndpoints")
-                    .unwrap_or(0),
+                encode::array_size(&self.node_endpoints, ver, "VoteResponse.NodeEndpoints").unwrap_or(0),
             );
-            encode::write_array(w, Some(self.node_endpoints.as_slice()), ver);
+            encode::write_array(w, &self.node_endpoints, ver);
         }
         w.raw_tags_below(unknown, &mut next, None);
     }
@@ -741,32 +650,20 @@ impl Encode for VoteResponse<'_> {
 impl Encode for VoteResponseTopicData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.topic_name.len(), true, "VoteResponseTopicData.TopicName")?,
-            "VoteResponseTopicData.TopicName",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "VoteResponseTopicData.Partitions")?,
-            "VoteResponseTopicData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "VoteResponseTopicData._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.topic_name.len(), true, "VoteResponseTopicData.TopicName")?;
+        n += encode::array_size(&self.partitions, ver, "VoteResponseTopicData.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "VoteResponseTopicData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("VoteResponseTopicData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -774,16 +671,12 @@ impl Encode for VoteResponseTopicData<'_> {
 impl Encode for VoteResponsePartitionData<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 15;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "VoteResponsePartitionData._tagged_fields",
-            )?,
+        let mut n = Size::new(15);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "VoteResponsePartitionData._tagged_fields",
         )?;
-        Ok(n)
+        n.total("VoteResponsePartitionData")
     }
 
     #[inline]
@@ -802,18 +695,10 @@ impl Encode for VoteResponsePartitionData<'_> {
 impl Encode for NodeEndpoint<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?,
-            "NodeEndpoint.Host",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?,
-            "NodeEndpoint._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += wire::string_size(self.host.len(), true, "NodeEndpoint.Host")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "NodeEndpoint._tagged_fields")?;
+        n.total("NodeEndpoint")
     }
 
     #[inline]
@@ -870,18 +755,18 @@ impl<'a> VoteResponseView<'a> {
     /// See [`VoteResponse::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, VoteResponseTopicDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 2, ver)
+        ArrayView::at(self.src, 2, self.ver)
     }
 
     /// See [`VoteResponse::node_endpoints`].
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
-        let ver = self.ver;
-        if ver.version >= 1 {
-            self.src.tag(self.at[0] as usize, 0).map_or(ArrayView::empty(ver), |v| ArrayView::at(v, 0, ver))
+        if self.ver.version >= 1 {
+            self.src
+                .tag(self.at[0] as usize, 0)
+                .map_or(ArrayView::empty(self.ver), |v| ArrayView::at(v, 0, self.ver))
         } else {
-            ArrayView::empty(ver)
+            ArrayView::empty(self.ver)
         }
     }
 
@@ -953,8 +838,7 @@ impl<'a> VoteResponseTopicDataView<'a> {
     /// See [`VoteResponseTopicData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, VoteResponsePartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -17,13 +17,9 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteShareGroupStateRequest<'a> {
-    /// ID of the share group.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// ID of the share group. (`string`, versions 0+.)
     pub group_id: Str<'a>,
-    /// Topics whose share-partition state to write.
-    ///
-    /// Schema type `[]WriteStateData`; versions 0+.
+    /// Topics whose share-partition state to write. (`[]WriteStateData`, versions 0+.)
     pub topics: List<'a, WriteStateData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -33,13 +29,9 @@ pub struct WriteShareGroupStateRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteStateData<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// Partitions whose state to write.
-    ///
-    /// Schema type `[]PartitionData`; versions 0+.
+    /// Partitions whose state to write. (`[]PartitionData`, versions 0+.)
     pub partitions: List<'a, PartitionData<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -49,29 +41,20 @@ pub struct WriteStateData<'a> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
     /// Epoch of the stored share-partition state, raised each time the state is initialized again.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// (`int32`, versions 0+.)
     pub state_epoch: i32,
-    /// Leader epoch of the partition, as the writing leader has it.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Leader epoch of the partition, as the writing leader has it. (`int32`, versions 0+.)
     pub leader_epoch: i32,
-    /// Offset from which the group delivers records, or -1 to leave it unchanged.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Offset from which the group delivers records, or -1 to leave it unchanged. (`int64`,
+    /// versions 0+.)
     pub start_offset: i64,
     /// Number of offsets at or above the start offset whose delivery is complete; -1 when unknown.
-    ///
-    /// Schema type `int32`; versions 1+; default `-1`; ignorable.
+    /// (`int32`, versions 1+; default `-1`; ignorable.)
     pub delivery_complete_count: i32,
-    /// Delivery state of ranges of offsets.
-    ///
-    /// Schema type `[]StateBatch`; versions 0+.
+    /// Delivery state of ranges of offsets. (`[]StateBatch`, versions 0+.)
     pub state_batches: List<'a, StateBatch<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -95,21 +78,13 @@ impl<'a> Default for PartitionData<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StateBatch<'a> {
-    /// First offset of the range.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// First offset of the range. (`int64`, versions 0+.)
     pub first_offset: i64,
-    /// Last offset of the range, inclusive.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Last offset of the range, inclusive. (`int64`, versions 0+.)
     pub last_offset: i64,
-    /// Delivery state of the range: 0 available, 2 acknowledged, 4 archived.
-    ///
-    /// Schema type `int8`; versions 0+.
+    /// Delivery state of the range: 0 available, 2 acknowledged, 4 archived. (`int8`, versions 0+.)
     pub delivery_state: i8,
-    /// How many times the records have been delivered.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// How many times the records have been delivered. (`int16`, versions 0+.)
     pub delivery_count: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -138,32 +113,20 @@ impl WriteShareGroupStateRequest<'_> {
 impl Encode for WriteShareGroupStateRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.group_id.len(), true, "WriteShareGroupStateRequest.GroupId")?,
-            "WriteShareGroupStateRequest.GroupId",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "WriteShareGroupStateRequest.Topics")?,
-            "WriteShareGroupStateRequest.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "WriteShareGroupStateRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.group_id.len(), true, "WriteShareGroupStateRequest.GroupId")?;
+        n += encode::array_size(&self.topics, ver, "WriteShareGroupStateRequest.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "WriteShareGroupStateRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("WriteShareGroupStateRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, true);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -171,24 +134,16 @@ impl Encode for WriteShareGroupStateRequest<'_> {
 impl Encode for WriteStateData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "WriteStateData.Partitions")?,
-            "WriteStateData.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "WriteStateData._tagged_fields")?,
-            "WriteStateData._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "WriteStateData.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "WriteStateData._tagged_fields")?;
+        n.total("WriteStateData")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -196,21 +151,13 @@ impl Encode for WriteStateData<'_> {
 impl Encode for PartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 20;
+        let mut n = Size::new(20);
         if ver.version == 1 {
             n += 4;
         }
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.state_batches.as_slice()), ver, "PartitionData.StateBatches")?,
-            "PartitionData.StateBatches",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?,
-            "PartitionData._tagged_fields",
-        )?;
-        Ok(n)
+        n += encode::array_size(&self.state_batches, ver, "PartitionData.StateBatches")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionData._tagged_fields")?;
+        n.total("PartitionData")
     }
 
     #[inline]
@@ -224,7 +171,7 @@ impl Encode for PartitionData<'_> {
         if ver.version == 1 {
             w.i32(self.delivery_complete_count);
         }
-        encode::write_array(w, Some(self.state_batches.as_slice()), ver);
+        encode::write_array(w, &self.state_batches, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -232,13 +179,9 @@ impl Encode for PartitionData<'_> {
 impl Encode for StateBatch<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 19;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "StateBatch._tagged_fields")?,
-            "StateBatch._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(19);
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "StateBatch._tagged_fields")?;
+        n.total("StateBatch")
     }
 
     #[inline]
@@ -299,8 +242,7 @@ impl<'a> WriteShareGroupStateRequestView<'a> {
     /// See [`WriteShareGroupStateRequest::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, WriteStateDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -359,8 +301,7 @@ impl<'a> WriteStateDataView<'a> {
     /// See [`WriteStateData::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -458,15 +399,13 @@ impl<'a> PartitionDataView<'a> {
     /// See [`PartitionData::delivery_complete_count`].
     #[inline]
     pub fn delivery_complete_count(&self) -> i32 {
-        let ver = self.ver;
-        if ver.version == 1 { self.src.i32(20) } else { -1 }
+        if self.ver.version == 1 { self.src.i32(20) } else { -1 }
     }
 
     /// See [`PartitionData::state_batches`].
     #[inline]
     pub fn state_batches(&self) -> ArrayView<'a, StateBatchView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, if ver.version >= 1 { 24 } else { 20 }, ver)
+        ArrayView::at(self.src, if self.ver.version >= 1 { 24 } else { 20 }, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -630,9 +569,7 @@ impl fmt::Debug for StateBatchView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteShareGroupStateResponse<'a> {
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]WriteStateResult`; versions 0+.
+    /// Results grouped by topic. (`[]WriteStateResult`, versions 0+.)
     pub results: List<'a, WriteStateResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -642,13 +579,9 @@ pub struct WriteShareGroupStateResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteStateResult<'a> {
-    /// Unique ID of the topic.
-    ///
-    /// Schema type `uuid`; versions 0+.
+    /// Unique ID of the topic. (`uuid`, versions 0+.)
     pub topic_id: Uuid,
-    /// One result for each partition.
-    ///
-    /// Schema type `[]PartitionResult`; versions 0+.
+    /// One result for each partition. (`[]PartitionResult`, versions 0+.)
     pub partitions: List<'a, PartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -658,17 +591,12 @@ pub struct WriteStateResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition: i32,
-    /// Error code for this entry; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
-    /// Human-readable detail about this entry's error, or null when there is none.
-    ///
-    /// Schema type `string`; versions 0+; nullable in 0+; default `null`.
+    /// Human-readable detail about this entry's error, or null when there is none. (`string`,
+    /// versions 0+; nullable in 0+; default `null`.)
     pub error_message: Option<Str<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -697,26 +625,18 @@ impl WriteShareGroupStateResponse<'_> {
 impl Encode for WriteShareGroupStateResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.results.as_slice()), ver, "WriteShareGroupStateResponse.Results")?,
-            "WriteShareGroupStateResponse.Results",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "WriteShareGroupStateResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.results, ver, "WriteShareGroupStateResponse.Results")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "WriteShareGroupStateResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("WriteShareGroupStateResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.results.as_slice()), ver);
+        encode::write_array(w, &self.results, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -724,24 +644,16 @@ impl Encode for WriteShareGroupStateResponse<'_> {
 impl Encode for WriteStateResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 16;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.partitions.as_slice()), ver, "WriteStateResult.Partitions")?,
-            "WriteStateResult.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "WriteStateResult._tagged_fields")?,
-            "WriteStateResult._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(16);
+        n += encode::array_size(&self.partitions, ver, "WriteStateResult.Partitions")?;
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "WriteStateResult._tagged_fields")?;
+        n.total("WriteStateResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.uuid(self.topic_id);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -749,21 +661,13 @@ impl Encode for WriteStateResult<'_> {
 impl Encode for PartitionResult<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            match &self.error_message {
-                Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
-                None => wire::null_size(true, false),
-            },
-            "PartitionResult.ErrorMessage",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?,
-            "PartitionResult._tagged_fields",
-        )?;
-        Ok(n)
+        let mut n = Size::new(6);
+        n += match &self.error_message {
+            Some(v) => wire::string_size(v.len(), true, "PartitionResult.ErrorMessage")?,
+            None => wire::null_size(true, false),
+        };
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?;
+        n.total("PartitionResult")
     }
 
     #[inline]
@@ -817,8 +721,7 @@ impl<'a> WriteShareGroupStateResponseView<'a> {
     /// See [`WriteShareGroupStateResponse::results`].
     #[inline]
     pub fn results(&self) -> ArrayView<'a, WriteStateResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -872,8 +775,7 @@ impl<'a> WriteStateResultView<'a> {
     /// See [`WriteStateResult::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 16, ver)
+        ArrayView::at(self.src, 16, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -18,9 +18,7 @@ use crate::prelude::*;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteTxnMarkersRequest<'a> {
-    /// Markers to write, one per transaction.
-    ///
-    /// Schema type `[]WritableTxnMarker`; versions 0+.
+    /// Markers to write, one per transaction. (`[]WritableTxnMarker`, versions 0+.)
     pub markers: List<'a, WritableTxnMarker<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -30,29 +28,19 @@ pub struct WriteTxnMarkersRequest<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarker<'a> {
-    /// Producer ID of the transaction.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Producer ID of the transaction. (`int64`, versions 0+.)
     pub producer_id: i64,
-    /// Producer epoch of the transaction.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Producer epoch of the transaction. (`int16`, versions 0+.)
     pub producer_epoch: i16,
-    /// True for a commit marker, false for an abort marker.
-    ///
-    /// Schema type `bool`; versions 0+.
+    /// True for a commit marker, false for an abort marker. (`bool`, versions 0+.)
     pub transaction_result: bool,
-    /// Partitions to write the marker to, grouped by topic.
-    ///
-    /// Schema type `[]WritableTxnMarkerTopic`; versions 0+.
+    /// Partitions to write the marker to, grouped by topic. (`[]WritableTxnMarkerTopic`, versions
+    /// 0+.)
     pub topics: List<'a, WritableTxnMarkerTopic<'a>>,
-    /// Epoch of the transaction coordinator that sends the markers.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Epoch of the transaction coordinator that sends the markers. (`int32`, versions 0+.)
     pub coordinator_epoch: i32,
-    /// Transaction protocol version of the transaction; 0 when not given.
-    ///
-    /// Schema type `int8`; versions 2+; default `0`; ignorable.
+    /// Transaction protocol version of the transaction; 0 when not given. (`int8`, versions 2+;
+    /// default `0`; ignorable.)
     pub transaction_version: i8,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -62,13 +50,9 @@ pub struct WritableTxnMarker<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarkerTopic<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Indexes of the partitions.
-    ///
-    /// Schema type `[]int32`; versions 0+.
+    /// Indexes of the partitions. (`[]int32`, versions 0+.)
     pub partition_indexes: List<'a, i32>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -97,26 +81,18 @@ impl WriteTxnMarkersRequest<'_> {
 impl Encode for WriteTxnMarkersRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.markers.as_slice()), ver, "WriteTxnMarkersRequest.Markers")?,
-            "WriteTxnMarkersRequest.Markers",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "WriteTxnMarkersRequest._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.markers, ver, "WriteTxnMarkersRequest.Markers")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "WriteTxnMarkersRequest._tagged_fields",
         )?;
-        Ok(n)
+        n.total("WriteTxnMarkersRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.markers.as_slice()), ver);
+        encode::write_array(w, &self.markers, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -124,21 +100,13 @@ impl Encode for WriteTxnMarkersRequest<'_> {
 impl Encode for WritableTxnMarker<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 15;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "WritableTxnMarker.Topics")?,
-            "WritableTxnMarker.Topics",
-        )?;
+        let mut n = Size::new(15);
+        n += encode::array_size(&self.topics, ver, "WritableTxnMarker.Topics")?;
         if ver.version == 2 {
             n += 1;
         }
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "WritableTxnMarker._tagged_fields")?,
-            "WritableTxnMarker._tagged_fields",
-        )?;
-        Ok(n)
+        n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "WritableTxnMarker._tagged_fields")?;
+        n.total("WritableTxnMarker")
     }
 
     #[inline]
@@ -148,7 +116,7 @@ impl Encode for WritableTxnMarker<'_> {
             b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
             b[10..11].copy_from_slice(&[u8::from(self.transaction_result)]);
         });
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.i32(self.coordinator_epoch);
         if ver.version == 2 {
             w.i8(self.transaction_version);
@@ -160,36 +128,20 @@ impl Encode for WritableTxnMarker<'_> {
 impl Encode for WritableTxnMarkerTopic<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "WritableTxnMarkerTopic.Name")?,
-            "WritableTxnMarkerTopic.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partition_indexes.as_slice()),
-                ver,
-                "WritableTxnMarkerTopic.PartitionIndexes",
-            )?,
-            "WritableTxnMarkerTopic.PartitionIndexes",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "WritableTxnMarkerTopic._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "WritableTxnMarkerTopic.Name")?;
+        n += encode::array_size(&self.partition_indexes, ver, "WritableTxnMarkerTopic.PartitionIndexes")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "WritableTxnMarkerTopic._tagged_fields",
         )?;
-        Ok(n)
+        n.total("WritableTxnMarkerTopic")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partition_indexes.as_slice()), ver);
+        encode::write_array(w, &self.partition_indexes, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -233,8 +185,7 @@ impl<'a> WriteTxnMarkersRequestView<'a> {
     /// See [`WriteTxnMarkersRequest::markers`].
     #[inline]
     pub fn markers(&self) -> ArrayView<'a, WritableTxnMarkerView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -300,8 +251,7 @@ impl<'a> WritableTxnMarkerView<'a> {
     /// See [`WritableTxnMarker::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, WritableTxnMarkerTopicView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 11, ver)
+        ArrayView::at(self.src, 11, self.ver)
     }
 
     /// See [`WritableTxnMarker::coordinator_epoch`].
@@ -313,8 +263,7 @@ impl<'a> WritableTxnMarkerView<'a> {
     /// See [`WritableTxnMarker::transaction_version`].
     #[inline]
     pub fn transaction_version(&self) -> i8 {
-        let ver = self.ver;
-        if ver.version == 2 { self.src.i8(self.at[0] as usize + 4) } else { 0 }
+        if self.ver.version == 2 { self.src.i8(self.at[0] as usize + 4) } else { 0 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -410,8 +359,7 @@ impl<'a> WritableTxnMarkerTopicView<'a> {
     /// See [`WritableTxnMarkerTopic::partition_indexes`].
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -471,9 +419,7 @@ impl fmt::Debug for WritableTxnMarkerTopicView<'_> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteTxnMarkersResponse<'a> {
-    /// Results for each transaction.
-    ///
-    /// Schema type `[]WritableTxnMarkerResult`; versions 0+.
+    /// Results for each transaction. (`[]WritableTxnMarkerResult`, versions 0+.)
     pub markers: List<'a, WritableTxnMarkerResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -483,13 +429,9 @@ pub struct WriteTxnMarkersResponse<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarkerResult<'a> {
-    /// Producer ID of the transaction.
-    ///
-    /// Schema type `int64`; versions 0+.
+    /// Producer ID of the transaction. (`int64`, versions 0+.)
     pub producer_id: i64,
-    /// Results grouped by topic.
-    ///
-    /// Schema type `[]WritableTxnMarkerTopicResult`; versions 0+.
+    /// Results grouped by topic. (`[]WritableTxnMarkerTopicResult`, versions 0+.)
     pub topics: List<'a, WritableTxnMarkerTopicResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -499,13 +441,10 @@ pub struct WritableTxnMarkerResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarkerTopicResult<'a> {
-    /// Name of the topic.
-    ///
-    /// Schema type `string`; versions 0+.
+    /// Name of the topic. (`string`, versions 0+.)
     pub name: Str<'a>,
-    /// Result for each partition of this topic.
-    ///
-    /// Schema type `[]WritableTxnMarkerPartitionResult`; versions 0+.
+    /// Result for each partition of this topic. (`[]WritableTxnMarkerPartitionResult`, versions
+    /// 0+.)
     pub partitions: List<'a, WritableTxnMarkerPartitionResult<'a>>,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -515,13 +454,9 @@ pub struct WritableTxnMarkerTopicResult<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarkerPartitionResult<'a> {
-    /// Index of the partition.
-    ///
-    /// Schema type `int32`; versions 0+.
+    /// Index of the partition. (`int32`, versions 0+.)
     pub partition_index: i32,
-    /// Error code for this partition; 0 means success.
-    ///
-    /// Schema type `int16`; versions 0+.
+    /// Error code for this partition; 0 means success. (`int16`, versions 0+.)
     pub error_code: i16,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
@@ -550,26 +485,18 @@ impl WriteTxnMarkersResponse<'_> {
 impl Encode for WriteTxnMarkersResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.markers.as_slice()), ver, "WriteTxnMarkersResponse.Markers")?,
-            "WriteTxnMarkersResponse.Markers",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "WriteTxnMarkersResponse._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += encode::array_size(&self.markers, ver, "WriteTxnMarkersResponse.Markers")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "WriteTxnMarkersResponse._tagged_fields",
         )?;
-        Ok(n)
+        n.total("WriteTxnMarkersResponse")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        encode::write_array(w, Some(self.markers.as_slice()), ver);
+        encode::write_array(w, &self.markers, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -577,27 +504,19 @@ impl Encode for WriteTxnMarkersResponse<'_> {
 impl Encode for WritableTxnMarkerResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 8;
-        n = wire::add(
-            n,
-            encode::array_size(Some(self.topics.as_slice()), ver, "WritableTxnMarkerResult.Topics")?,
-            "WritableTxnMarkerResult.Topics",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "WritableTxnMarkerResult._tagged_fields",
-            )?,
+        let mut n = Size::new(8);
+        n += encode::array_size(&self.topics, ver, "WritableTxnMarkerResult.Topics")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "WritableTxnMarkerResult._tagged_fields",
         )?;
-        Ok(n)
+        n.total("WritableTxnMarkerResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i64(self.producer_id);
-        encode::write_array(w, Some(self.topics.as_slice()), ver);
+        encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -605,36 +524,20 @@ impl Encode for WritableTxnMarkerResult<'_> {
 impl Encode for WritableTxnMarkerTopicResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        n = wire::add(
-            n,
-            wire::string_size(self.name.len(), true, "WritableTxnMarkerTopicResult.Name")?,
-            "WritableTxnMarkerTopicResult.Name",
-        )?;
-        n = wire::add(
-            n,
-            encode::array_size(
-                Some(self.partitions.as_slice()),
-                ver,
-                "WritableTxnMarkerTopicResult.Partitions",
-            )?,
-            "WritableTxnMarkerTopicResult.Partitions",
-        )?;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "WritableTxnMarkerTopicResult._tagged_fields",
-            )?,
+        let mut n = Size::new(0);
+        n += wire::string_size(self.name.len(), true, "WritableTxnMarkerTopicResult.Name")?;
+        n += encode::array_size(&self.partitions, ver, "WritableTxnMarkerTopicResult.Partitions")?;
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "WritableTxnMarkerTopicResult._tagged_fields",
         )?;
-        Ok(n)
+        n.total("WritableTxnMarkerTopicResult")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, true);
-        encode::write_array(w, Some(self.partitions.as_slice()), ver);
+        encode::write_array(w, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -642,16 +545,12 @@ impl Encode for WritableTxnMarkerTopicResult<'_> {
 impl Encode for WritableTxnMarkerPartitionResult<'_> {
     #[inline]
     fn size(&self, _: Ver, _: &'static str) -> Result<usize, EncodeError> {
-        let mut n = 6;
-        n = wire::add(
-            n,
-            wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "WritableTxnMarkerPartitionResult._tagged_fields",
-            )?,
+        let mut n = Size::new(6);
+        n += wire::raw_tagged_fields_size(
+            &self.unknown_tagged_fields,
             "WritableTxnMarkerPartitionResult._tagged_fields",
         )?;
-        Ok(n)
+        n.total("WritableTxnMarkerPartitionResult")
     }
 
     #[inline]
@@ -703,8 +602,7 @@ impl<'a> WriteTxnMarkersResponseView<'a> {
     /// See [`WriteTxnMarkersResponse::markers`].
     #[inline]
     pub fn markers(&self) -> ArrayView<'a, WritableTxnMarkerResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 0, ver)
+        ArrayView::at(self.src, 0, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -758,8 +656,7 @@ impl<'a> WritableTxnMarkerResultView<'a> {
     /// See [`WritableTxnMarkerResult::topics`].
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, WritableTxnMarkerTopicResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, 8, ver)
+        ArrayView::at(self.src, 8, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -839,8 +736,7 @@ impl<'a> WritableTxnMarkerTopicResultView<'a> {
     /// See [`WritableTxnMarkerTopicResult::partitions`].
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, WritableTxnMarkerPartitionResultView<'a>> {
-        let ver = self.ver;
-        ArrayView::at(self.src, self.at[0] as usize, ver)
+        ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

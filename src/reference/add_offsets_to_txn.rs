@@ -49,17 +49,11 @@ impl<'a> FromView<AddOffsetsToTxnRequestView<'a>> for AddOffsetsToTxnRequest<'a>
 
 impl AsVersion for AddOffsetsToTxnRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddOffsetsToTxnRequest {
-            transactional_id: self.transactional_id.as_version(ver),
-            producer_id: self.producer_id.as_version(ver),
-            producer_epoch: self.producer_epoch.as_version(ver),
-            group_id: self.group_id.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -110,15 +104,11 @@ impl<'a> FromView<AddOffsetsToTxnResponseView<'a>> for AddOffsetsToTxnResponse<'
 
 impl AsVersion for AddOffsetsToTxnResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddOffsetsToTxnResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 

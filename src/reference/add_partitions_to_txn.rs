@@ -63,38 +63,24 @@ impl<'a> FromView<AddPartitionsToTxnRequestView<'a>> for AddPartitionsToTxnReque
 
 impl AsVersion for AddPartitionsToTxnRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddPartitionsToTxnRequest {
-            transactions: if ver.version >= 4 {
-                self.transactions.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            v3_and_below_transactional_id: if ver.version <= 3 {
-                self.v3_and_below_transactional_id.as_version(ver)
-            } else {
-                Str::Borrowed("")
-            },
-            v3_and_below_producer_id: if ver.version <= 3 {
-                self.v3_and_below_producer_id.as_version(ver)
-            } else {
-                0
-            },
-            v3_and_below_producer_epoch: if ver.version <= 3 {
-                self.v3_and_below_producer_epoch.as_version(ver)
-            } else {
-                0
-            },
-            v3_and_below_topics: if ver.version <= 3 {
-                self.v3_and_below_topics.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.transactions =
+            if ver.version <= 3 { List::Borrowed(&[]) } else { self.transactions.as_version(ver) };
+        if ver.version >= 4 {
+            v.v3_and_below_transactional_id = Str::Borrowed("");
         }
+        if ver.version >= 4 {
+            v.v3_and_below_producer_id = 0;
+        }
+        if ver.version >= 4 {
+            v.v3_and_below_producer_epoch = 0;
+        }
+        v.v3_and_below_topics =
+            if ver.version >= 4 { List::Borrowed(&[]) } else { self.v3_and_below_topics.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -149,14 +135,9 @@ impl<'a> FromView<AddPartitionsToTxnTransactionView<'a>> for AddPartitionsToTxnT
 
 impl AsVersion for AddPartitionsToTxnTransaction<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddPartitionsToTxnTransaction {
-            transactional_id: self.transactional_id.as_version(ver),
-            producer_id: self.producer_id.as_version(ver),
-            producer_epoch: self.producer_epoch.as_version(ver),
-            verify_only: self.verify_only.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -192,15 +173,11 @@ impl<'a> FromView<AddPartitionsToTxnTopicView<'a>> for AddPartitionsToTxnTopic<'
 
 impl AsVersion for AddPartitionsToTxnTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddPartitionsToTxnTopic {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -248,25 +225,21 @@ impl<'a> FromView<AddPartitionsToTxnResponseView<'a>> for AddPartitionsToTxnResp
 
 impl AsVersion for AddPartitionsToTxnResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddPartitionsToTxnResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: if ver.version >= 4 { self.error_code.as_version(ver) } else { 0 },
-            results_by_transaction: if ver.version >= 4 {
-                self.results_by_transaction.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            results_by_topic_v3_and_below: if ver.version <= 3 {
-                self.results_by_topic_v3_and_below.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 3 {
+            v.error_code = 0;
         }
+        v.results_by_transaction =
+            if ver.version <= 3 { List::Borrowed(&[]) } else { self.results_by_transaction.as_version(ver) };
+        v.results_by_topic_v3_and_below = if ver.version >= 4 {
+            List::Borrowed(&[])
+        } else {
+            self.results_by_topic_v3_and_below.as_version(ver)
+        };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -315,11 +288,9 @@ impl<'a> FromView<AddPartitionsToTxnResultView<'a>> for AddPartitionsToTxnResult
 
 impl AsVersion for AddPartitionsToTxnResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddPartitionsToTxnResult {
-            transactional_id: self.transactional_id.as_version(ver),
-            topic_results: self.topic_results.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topic_results = self.topic_results.as_version(ver);
+        v
     }
 }
 
@@ -356,15 +327,12 @@ impl<'a> FromView<AddPartitionsToTxnTopicResultView<'a>> for AddPartitionsToTxnT
 
 impl AsVersion for AddPartitionsToTxnTopicResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddPartitionsToTxnTopicResult {
-            name: self.name.as_version(ver),
-            results_by_partition: self.results_by_partition.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.results_by_partition = self.results_by_partition.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -400,14 +368,10 @@ impl<'a> FromView<AddPartitionsToTxnPartitionResultView<'a>> for AddPartitionsTo
 
 impl AsVersion for AddPartitionsToTxnPartitionResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddPartitionsToTxnPartitionResult {
-            partition_index: self.partition_index.as_version(ver),
-            partition_error_code: self.partition_error_code.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

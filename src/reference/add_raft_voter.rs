@@ -53,15 +53,12 @@ impl<'a> FromView<AddRaftVoterRequestView<'a>> for AddRaftVoterRequest<'a> {
 
 impl AsVersion for AddRaftVoterRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AddRaftVoterRequest {
-            cluster_id: self.cluster_id.as_version(ver),
-            timeout_ms: self.timeout_ms.as_version(ver),
-            voter_id: self.voter_id.as_version(ver),
-            voter_directory_id: self.voter_directory_id.as_version(ver),
-            listeners: self.listeners.as_version(ver),
-            ack_when_committed: if ver.version == 1 { self.ack_when_committed.as_version(ver) } else { true },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        v.listeners = self.listeners.as_version(ver);
+        if ver.version == 0 {
+            v.ack_when_committed = true;
         }
+        v
     }
 }
 
@@ -111,13 +108,8 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
 }
 
 impl AsVersion for Listener<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Listener {
-            name: self.name.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -152,13 +144,8 @@ impl<'a> FromView<AddRaftVoterResponseView<'a>> for AddRaftVoterResponse<'a> {
 }
 
 impl AsVersion for AddRaftVoterResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AddRaftVoterResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

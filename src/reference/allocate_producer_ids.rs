@@ -42,12 +42,8 @@ impl<'a> FromView<AllocateProducerIdsRequestView<'a>> for AllocateProducerIdsReq
 }
 
 impl AsVersion for AllocateProducerIdsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AllocateProducerIdsRequest {
-            broker_id: self.broker_id.as_version(ver),
-            broker_epoch: self.broker_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -99,14 +95,8 @@ impl<'a> FromView<AllocateProducerIdsResponseView<'a>> for AllocateProducerIdsRe
 }
 
 impl AsVersion for AllocateProducerIdsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AllocateProducerIdsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            producer_id_start: self.producer_id_start.as_version(ver),
-            producer_id_len: self.producer_id_len.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

@@ -45,15 +45,12 @@ impl<'a> FromView<AlterClientQuotasRequestView<'a>> for AlterClientQuotasRequest
 
 impl AsVersion for AlterClientQuotasRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterClientQuotasRequest {
-            entries: self.entries.as_version(ver),
-            validate_only: self.validate_only.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.entries = self.entries.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -104,15 +101,13 @@ impl<'a> FromView<AlterClientQuotasRequestEntryDataView<'a>> for AlterClientQuot
 
 impl AsVersion for AlterClientQuotasRequestEntryData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterClientQuotasRequestEntryData {
-            entity: self.entity.as_version(ver),
-            ops: self.ops.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.entity = self.entity.as_version(ver);
+        v.ops = self.ops.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -149,15 +144,11 @@ impl<'a> FromView<AlterClientQuotasRequestEntityDataView<'a>> for AlterClientQuo
 
 impl AsVersion for AlterClientQuotasRequestEntityData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterClientQuotasRequestEntityData {
-            entity_type: self.entity_type.as_version(ver),
-            entity_name: self.entity_name.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -195,16 +186,11 @@ impl<'a> FromView<OpDataView<'a>> for OpData<'a> {
 
 impl AsVersion for OpData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OpData {
-            key: self.key.as_version(ver),
-            value: self.value.as_version(ver),
-            remove: self.remove.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -240,15 +226,12 @@ impl<'a> FromView<AlterClientQuotasResponseView<'a>> for AlterClientQuotasRespon
 
 impl AsVersion for AlterClientQuotasResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterClientQuotasResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            entries: self.entries.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.entries = self.entries.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -302,16 +285,12 @@ impl<'a> FromView<AlterClientQuotasResponseEntryDataView<'a>> for AlterClientQuo
 
 impl AsVersion for AlterClientQuotasResponseEntryData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterClientQuotasResponseEntryData {
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            entity: self.entity.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.entity = self.entity.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -348,14 +327,10 @@ impl<'a> FromView<AlterClientQuotasResponseEntityDataView<'a>> for AlterClientQu
 
 impl AsVersion for AlterClientQuotasResponseEntityData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterClientQuotasResponseEntityData {
-            entity_type: self.entity_type.as_version(ver),
-            entity_name: self.entity_name.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

@@ -45,15 +45,12 @@ impl<'a> FromView<AlterConfigsRequestView<'a>> for AlterConfigsRequest<'a> {
 
 impl AsVersion for AlterConfigsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterConfigsRequest {
-            resources: self.resources.as_version(ver),
-            validate_only: self.validate_only.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.resources = self.resources.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -106,16 +103,12 @@ impl<'a> FromView<AlterConfigsResourceView<'a>> for AlterConfigsResource<'a> {
 
 impl AsVersion for AlterConfigsResource<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterConfigsResource {
-            resource_type: self.resource_type.as_version(ver),
-            resource_name: self.resource_name.as_version(ver),
-            configs: self.configs.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.configs = self.configs.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -151,15 +144,11 @@ impl<'a> FromView<AlterableConfigView<'a>> for AlterableConfig<'a> {
 
 impl AsVersion for AlterableConfig<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterableConfig {
-            name: self.name.as_version(ver),
-            value: self.value.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -195,15 +184,12 @@ impl<'a> FromView<AlterConfigsResponseView<'a>> for AlterConfigsResponse<'a> {
 
 impl AsVersion for AlterConfigsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterConfigsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            responses: self.responses.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.responses = self.responses.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -259,16 +245,10 @@ impl<'a> FromView<AlterConfigsResourceResponseView<'a>> for AlterConfigsResource
 
 impl AsVersion for AlterConfigsResourceResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterConfigsResourceResponse {
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            resource_type: self.resource_type.as_version(ver),
-            resource_name: self.resource_name.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

@@ -45,12 +45,9 @@ impl<'a> FromView<AlterPartitionRequestView<'a>> for AlterPartitionRequest<'a> {
 
 impl AsVersion for AlterPartitionRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterPartitionRequest {
-            broker_id: self.broker_id.as_version(ver),
-            broker_epoch: self.broker_epoch.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -99,11 +96,9 @@ impl<'a> FromView<AlterPartitionRequestTopicDataView<'a>> for AlterPartitionRequ
 
 impl AsVersion for AlterPartitionRequestTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterPartitionRequestTopicData {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -150,19 +145,13 @@ impl<'a> FromView<AlterPartitionRequestPartitionDataView<'a>> for AlterPartition
 
 impl AsVersion for AlterPartitionRequestPartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterPartitionRequestPartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            new_isr: if ver.version == 2 { self.new_isr.as_version(ver) } else { List::Borrowed(&[]) },
-            new_isr_with_epochs: if ver.version == 3 {
-                self.new_isr_with_epochs.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            leader_recovery_state: self.leader_recovery_state.as_version(ver),
-            partition_epoch: self.partition_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 3 {
+            v.new_isr = List::Borrowed(&[]);
         }
+        v.new_isr_with_epochs =
+            if ver.version == 2 { List::Borrowed(&[]) } else { self.new_isr_with_epochs.as_version(ver) };
+        v
     }
 }
 
@@ -195,12 +184,8 @@ impl<'a> FromView<BrokerStateView<'a>> for BrokerState<'a> {
 }
 
 impl AsVersion for BrokerState<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        BrokerState {
-            broker_id: self.broker_id.as_version(ver),
-            broker_epoch: self.broker_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -236,12 +221,9 @@ impl<'a> FromView<AlterPartitionResponseView<'a>> for AlterPartitionResponse<'a>
 
 impl AsVersion for AlterPartitionResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterPartitionResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -290,11 +272,9 @@ impl<'a> FromView<AlterPartitionResponseTopicDataView<'a>> for AlterPartitionRes
 
 impl AsVersion for AlterPartitionResponseTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterPartitionResponseTopicData {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -337,16 +317,7 @@ impl<'a> FromView<AlterPartitionResponsePartitionDataView<'a>> for AlterPartitio
 }
 
 impl AsVersion for AlterPartitionResponsePartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AlterPartitionResponsePartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            isr: self.isr.as_version(ver),
-            leader_recovery_state: self.leader_recovery_state.as_version(ver),
-            partition_epoch: self.partition_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -48,16 +48,12 @@ impl<'a> FromView<AlterPartitionReassignmentsRequestView<'a>> for AlterPartition
 
 impl AsVersion for AlterPartitionReassignmentsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterPartitionReassignmentsRequest {
-            timeout_ms: self.timeout_ms.as_version(ver),
-            allow_replication_factor_change: if ver.version == 1 {
-                self.allow_replication_factor_change.as_version(ver)
-            } else {
-                true
-            },
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.allow_replication_factor_change = true;
         }
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -106,11 +102,9 @@ impl<'a> FromView<ReassignableTopicView<'a>> for ReassignableTopic<'a> {
 
 impl AsVersion for ReassignableTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReassignableTopic {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -143,12 +137,8 @@ impl<'a> FromView<ReassignablePartitionView<'a>> for ReassignablePartition<'a> {
 }
 
 impl AsVersion for ReassignablePartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ReassignablePartition {
-            partition_index: self.partition_index.as_version(ver),
-            replicas: self.replicas.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -192,18 +182,12 @@ impl<'a> FromView<AlterPartitionReassignmentsResponseView<'a>> for AlterPartitio
 
 impl AsVersion for AlterPartitionReassignmentsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterPartitionReassignmentsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            allow_replication_factor_change: if ver.version == 1 {
-                self.allow_replication_factor_change.as_version(ver)
-            } else {
-                true
-            },
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            responses: self.responses.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.allow_replication_factor_change = true;
         }
+        v.responses = self.responses.as_version(ver);
+        v
     }
 }
 
@@ -252,11 +236,9 @@ impl<'a> FromView<ReassignableTopicResponseView<'a>> for ReassignableTopicRespon
 
 impl AsVersion for ReassignableTopicResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReassignableTopicResponse {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -292,12 +274,7 @@ impl<'a> FromView<ReassignablePartitionResponseView<'a>> for ReassignablePartiti
 }
 
 impl AsVersion for ReassignablePartitionResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ReassignablePartitionResponse {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

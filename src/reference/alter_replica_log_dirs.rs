@@ -43,14 +43,12 @@ impl<'a> FromView<AlterReplicaLogDirsRequestView<'a>> for AlterReplicaLogDirsReq
 
 impl AsVersion for AlterReplicaLogDirsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterReplicaLogDirsRequest {
-            dirs: self.dirs.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.dirs = self.dirs.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -101,15 +99,12 @@ impl<'a> FromView<AlterReplicaLogDirView<'a>> for AlterReplicaLogDir<'a> {
 
 impl AsVersion for AlterReplicaLogDir<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterReplicaLogDir {
-            path: self.path.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -145,15 +140,11 @@ impl<'a> FromView<AlterReplicaLogDirTopicView<'a>> for AlterReplicaLogDirTopic<'
 
 impl AsVersion for AlterReplicaLogDirTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterReplicaLogDirTopic {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -189,15 +180,12 @@ impl<'a> FromView<AlterReplicaLogDirsResponseView<'a>> for AlterReplicaLogDirsRe
 
 impl AsVersion for AlterReplicaLogDirsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterReplicaLogDirsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -248,15 +236,12 @@ impl<'a> FromView<AlterReplicaLogDirTopicResultView<'a>> for AlterReplicaLogDirT
 
 impl AsVersion for AlterReplicaLogDirTopicResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterReplicaLogDirTopicResult {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -292,14 +277,10 @@ impl<'a> FromView<AlterReplicaLogDirPartitionResultView<'a>> for AlterReplicaLog
 
 impl AsVersion for AlterReplicaLogDirPartitionResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterReplicaLogDirPartitionResult {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

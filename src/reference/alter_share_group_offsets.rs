@@ -43,11 +43,9 @@ impl<'a> FromView<AlterShareGroupOffsetsRequestView<'a>> for AlterShareGroupOffs
 
 impl AsVersion for AlterShareGroupOffsetsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterShareGroupOffsetsRequest {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -96,11 +94,9 @@ impl<'a> FromView<AlterShareGroupOffsetsRequestTopicView<'a>> for AlterShareGrou
 
 impl AsVersion for AlterShareGroupOffsetsRequestTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterShareGroupOffsetsRequestTopic {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -135,12 +131,8 @@ impl<'a> FromView<AlterShareGroupOffsetsRequestPartitionView<'a>>
 }
 
 impl AsVersion for AlterShareGroupOffsetsRequestPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AlterShareGroupOffsetsRequestPartition {
-            partition_index: self.partition_index.as_version(ver),
-            start_offset: self.start_offset.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -179,13 +171,9 @@ impl<'a> FromView<AlterShareGroupOffsetsResponseView<'a>> for AlterShareGroupOff
 
 impl AsVersion for AlterShareGroupOffsetsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterShareGroupOffsetsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            responses: self.responses.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.responses = self.responses.as_version(ver);
+        v
     }
 }
 
@@ -236,12 +224,9 @@ impl<'a> FromView<AlterShareGroupOffsetsResponseTopicView<'a>> for AlterShareGro
 
 impl AsVersion for AlterShareGroupOffsetsResponseTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterShareGroupOffsetsResponseTopic {
-            topic_name: self.topic_name.as_version(ver),
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -279,12 +264,7 @@ impl<'a> FromView<AlterShareGroupOffsetsResponsePartitionView<'a>>
 }
 
 impl AsVersion for AlterShareGroupOffsetsResponsePartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AlterShareGroupOffsetsResponsePartition {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

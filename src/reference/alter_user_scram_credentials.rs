@@ -43,11 +43,10 @@ impl<'a> FromView<AlterUserScramCredentialsRequestView<'a>> for AlterUserScramCr
 
 impl AsVersion for AlterUserScramCredentialsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterUserScramCredentialsRequest {
-            deletions: self.deletions.as_version(ver),
-            upsertions: self.upsertions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.deletions = self.deletions.as_version(ver);
+        v.upsertions = self.upsertions.as_version(ver);
+        v
     }
 }
 
@@ -95,12 +94,8 @@ impl<'a> FromView<ScramCredentialDeletionView<'a>> for ScramCredentialDeletion<'
 }
 
 impl AsVersion for ScramCredentialDeletion<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ScramCredentialDeletion {
-            name: self.name.as_version(ver),
-            mechanism: self.mechanism.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -139,15 +134,8 @@ impl<'a> FromView<ScramCredentialUpsertionView<'a>> for ScramCredentialUpsertion
 }
 
 impl AsVersion for ScramCredentialUpsertion<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ScramCredentialUpsertion {
-            name: self.name.as_version(ver),
-            mechanism: self.mechanism.as_version(ver),
-            iterations: self.iterations.as_version(ver),
-            salt: self.salt.as_version(ver),
-            salted_password: self.salted_password.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -181,11 +169,9 @@ impl<'a> FromView<AlterUserScramCredentialsResponseView<'a>> for AlterUserScramC
 
 impl AsVersion for AlterUserScramCredentialsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AlterUserScramCredentialsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        v
     }
 }
 
@@ -236,12 +222,7 @@ impl<'a> FromView<AlterUserScramCredentialsResultView<'a>> for AlterUserScramCre
 }
 
 impl AsVersion for AlterUserScramCredentialsResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AlterUserScramCredentialsResult {
-            user: self.user.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -51,23 +51,17 @@ impl<'a> FromView<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
 
 impl AsVersion for ApiVersionsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ApiVersionsRequest {
-            client_software_name: if ver.version >= 3 {
-                self.client_software_name.as_version(ver)
-            } else {
-                Str::Borrowed("")
-            },
-            client_software_version: if ver.version >= 3 {
-                self.client_software_version.as_version(ver)
-            } else {
-                Str::Borrowed("")
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.client_software_name = Str::Borrowed("");
         }
+        if ver.version <= 2 {
+            v.client_software_version = Str::Borrowed("");
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -144,36 +138,25 @@ impl<'a> FromView<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
 
 impl AsVersion for ApiVersionsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ApiVersionsResponse {
-            error_code: self.error_code.as_version(ver),
-            api_keys: self.api_keys.as_version(ver),
-            throttle_time_ms: if ver.version >= 1 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            supported_features: if ver.version >= 3 {
-                self.supported_features.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            finalized_features_epoch: if ver.version >= 3 {
-                self.finalized_features_epoch.as_version(ver)
-            } else {
-                -1
-            },
-            finalized_features: if ver.version >= 3 {
-                self.finalized_features.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            zk_migration_ready: if ver.version >= 3 {
-                self.zk_migration_ready.as_version(ver)
-            } else {
-                false
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.api_keys = self.api_keys.as_version(ver);
+        if ver.version == 0 {
+            v.throttle_time_ms = 0;
         }
+        v.supported_features =
+            if ver.version <= 2 { List::Borrowed(&[]) } else { self.supported_features.as_version(ver) };
+        if ver.version <= 2 {
+            v.finalized_features_epoch = -1;
+        }
+        v.finalized_features =
+            if ver.version <= 2 { List::Borrowed(&[]) } else { self.finalized_features.as_version(ver) };
+        if ver.version <= 2 {
+            v.zk_migration_ready = false;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -226,16 +209,11 @@ impl<'a> FromView<ApiVersionView<'a>> for ApiVersion<'a> {
 
 impl AsVersion for ApiVersion<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ApiVersion {
-            api_key: self.api_key.as_version(ver),
-            min_version: self.min_version.as_version(ver),
-            max_version: self.max_version.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -270,13 +248,8 @@ impl<'a> FromView<SupportedFeatureKeyView<'a>> for SupportedFeatureKey<'a> {
 }
 
 impl AsVersion for SupportedFeatureKey<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        SupportedFeatureKey {
-            name: self.name.as_version(ver),
-            min_version: self.min_version.as_version(ver),
-            max_version: self.max_version.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -311,12 +284,7 @@ impl<'a> FromView<FinalizedFeatureKeyView<'a>> for FinalizedFeatureKey<'a> {
 }
 
 impl AsVersion for FinalizedFeatureKey<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        FinalizedFeatureKey {
-            name: self.name.as_version(ver),
-            max_version_level: self.max_version_level.as_version(ver),
-            min_version_level: self.min_version_level.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -45,12 +45,9 @@ impl<'a> FromView<AssignReplicasToDirsRequestView<'a>> for AssignReplicasToDirsR
 
 impl AsVersion for AssignReplicasToDirsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AssignReplicasToDirsRequest {
-            broker_id: self.broker_id.as_version(ver),
-            broker_epoch: self.broker_epoch.as_version(ver),
-            directories: self.directories.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.directories = self.directories.as_version(ver);
+        v
     }
 }
 
@@ -101,11 +98,9 @@ impl<'a> FromView<AssignReplicasToDirsRequestDirectoryDataView<'a>>
 
 impl AsVersion for AssignReplicasToDirsRequestDirectoryData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AssignReplicasToDirsRequestDirectoryData {
-            id: self.id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -139,11 +134,9 @@ impl<'a> FromView<AssignReplicasToDirsRequestTopicDataView<'a>> for AssignReplic
 
 impl AsVersion for AssignReplicasToDirsRequestTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AssignReplicasToDirsRequestTopicData {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -176,11 +169,8 @@ impl<'a> FromView<AssignReplicasToDirsRequestPartitionDataView<'a>>
 }
 
 impl AsVersion for AssignReplicasToDirsRequestPartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AssignReplicasToDirsRequestPartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -216,12 +206,9 @@ impl<'a> FromView<AssignReplicasToDirsResponseView<'a>> for AssignReplicasToDirs
 
 impl AsVersion for AssignReplicasToDirsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AssignReplicasToDirsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            directories: self.directories.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.directories = self.directories.as_version(ver);
+        v
     }
 }
 
@@ -272,11 +259,9 @@ impl<'a> FromView<AssignReplicasToDirsResponseDirectoryDataView<'a>>
 
 impl AsVersion for AssignReplicasToDirsResponseDirectoryData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AssignReplicasToDirsResponseDirectoryData {
-            id: self.id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -312,11 +297,9 @@ impl<'a> FromView<AssignReplicasToDirsResponseTopicDataView<'a>>
 
 impl AsVersion for AssignReplicasToDirsResponseTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AssignReplicasToDirsResponseTopicData {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -351,11 +334,7 @@ impl<'a> FromView<AssignReplicasToDirsResponsePartitionDataView<'a>>
 }
 
 impl AsVersion for AssignReplicasToDirsResponsePartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AssignReplicasToDirsResponsePartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -54,21 +54,17 @@ impl<'a> FromView<BeginQuorumEpochRequestView<'a>> for BeginQuorumEpochRequest<'
 
 impl AsVersion for BeginQuorumEpochRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        BeginQuorumEpochRequest {
-            cluster_id: self.cluster_id.as_version(ver),
-            voter_id: if ver.version == 1 { self.voter_id.as_version(ver) } else { -1 },
-            topics: self.topics.as_version(ver),
-            leader_endpoints: if ver.version == 1 {
-                self.leader_endpoints.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.voter_id = -1;
         }
+        v.topics = self.topics.as_version(ver);
+        v.leader_endpoints =
+            if ver.version == 0 { List::Borrowed(&[]) } else { self.leader_endpoints.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -119,15 +115,12 @@ impl<'a> FromView<BeginQuorumEpochRequestTopicDataView<'a>> for BeginQuorumEpoch
 
 impl AsVersion for BeginQuorumEpochRequestTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        BeginQuorumEpochRequestTopicData {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -169,21 +162,14 @@ impl<'a> FromView<BeginQuorumEpochRequestPartitionDataView<'a>> for BeginQuorumE
 
 impl AsVersion for BeginQuorumEpochRequestPartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        BeginQuorumEpochRequestPartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            voter_directory_id: if ver.version == 1 {
-                self.voter_directory_id.as_version(ver)
-            } else {
-                Uuid::ZERO
-            },
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.voter_directory_id = Uuid::ZERO;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -218,13 +204,8 @@ impl<'a> FromView<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
 }
 
 impl AsVersion for LeaderEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        LeaderEndpoint {
-            name: self.name.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -270,20 +251,14 @@ impl<'a> FromView<BeginQuorumEpochResponseView<'a>> for BeginQuorumEpochResponse
 
 impl AsVersion for BeginQuorumEpochResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        BeginQuorumEpochResponse {
-            error_code: self.error_code.as_version(ver),
-            topics: self.topics.as_version(ver),
-            node_endpoints: if ver.version == 1 {
-                self.node_endpoints.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v.node_endpoints =
+            if ver.version == 0 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -334,15 +309,12 @@ impl<'a> FromView<BeginQuorumEpochResponseTopicDataView<'a>> for BeginQuorumEpoc
 
 impl AsVersion for BeginQuorumEpochResponseTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        BeginQuorumEpochResponseTopicData {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -384,17 +356,11 @@ impl<'a> FromView<BeginQuorumEpochResponsePartitionDataView<'a>>
 
 impl AsVersion for BeginQuorumEpochResponsePartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        BeginQuorumEpochResponsePartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -429,12 +395,7 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
 }
 
 impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        NodeEndpoint {
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -70,20 +70,14 @@ impl<'a> FromView<BrokerHeartbeatRequestView<'a>> for BrokerHeartbeatRequest<'a>
 
 impl AsVersion for BrokerHeartbeatRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        BrokerHeartbeatRequest {
-            broker_id: self.broker_id.as_version(ver),
-            broker_epoch: self.broker_epoch.as_version(ver),
-            current_metadata_offset: self.current_metadata_offset.as_version(ver),
-            want_fence: self.want_fence.as_version(ver),
-            want_shut_down: self.want_shut_down.as_version(ver),
-            offline_log_dirs: if ver.version >= 1 {
-                self.offline_log_dirs.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            cordoned_log_dirs: if ver.version == 2 { self.cordoned_log_dirs.as_version(ver) } else { None },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.offline_log_dirs = List::Borrowed(&[]);
         }
+        if ver.version <= 1 {
+            v.cordoned_log_dirs = None;
+        }
+        v
     }
 }
 
@@ -137,15 +131,8 @@ impl<'a> FromView<BrokerHeartbeatResponseView<'a>> for BrokerHeartbeatResponse<'
 }
 
 impl AsVersion for BrokerHeartbeatResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        BrokerHeartbeatResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            is_caught_up: self.is_caught_up.as_version(ver),
-            is_fenced: self.is_fenced.as_version(ver),
-            should_shut_down: self.should_shut_down.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

@@ -63,26 +63,19 @@ impl<'a> FromView<BrokerRegistrationRequestView<'a>> for BrokerRegistrationReque
 
 impl AsVersion for BrokerRegistrationRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        BrokerRegistrationRequest {
-            broker_id: self.broker_id.as_version(ver),
-            cluster_id: self.cluster_id.as_version(ver),
-            incarnation_id: self.incarnation_id.as_version(ver),
-            listeners: self.listeners.as_version(ver),
-            features: self.features.as_version(ver),
-            rack: self.rack.as_version(ver),
-            is_migrating_zk_broker: if ver.version >= 1 {
-                self.is_migrating_zk_broker.as_version(ver)
-            } else {
-                false
-            },
-            log_dirs: if ver.version >= 2 { self.log_dirs.as_version(ver) } else { List::Borrowed(&[]) },
-            previous_broker_epoch: if ver.version >= 3 {
-                self.previous_broker_epoch.as_version(ver)
-            } else {
-                -1
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        v.listeners = self.listeners.as_version(ver);
+        v.features = self.features.as_version(ver);
+        if ver.version == 0 {
+            v.is_migrating_zk_broker = false;
         }
+        if ver.version <= 1 {
+            v.log_dirs = List::Borrowed(&[]);
+        }
+        if ver.version <= 2 {
+            v.previous_broker_epoch = -1;
+        }
+        v
     }
 }
 
@@ -134,14 +127,8 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
 }
 
 impl AsVersion for Listener<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Listener {
-            name: self.name.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            security_protocol: self.security_protocol.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -176,13 +163,8 @@ impl<'a> FromView<FeatureView<'a>> for Feature<'a> {
 }
 
 impl AsVersion for Feature<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Feature {
-            name: self.name.as_version(ver),
-            min_supported_version: self.min_supported_version.as_version(ver),
-            max_supported_version: self.max_supported_version.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -217,13 +199,8 @@ impl<'a> FromView<BrokerRegistrationResponseView<'a>> for BrokerRegistrationResp
 }
 
 impl AsVersion for BrokerRegistrationResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        BrokerRegistrationResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            broker_epoch: self.broker_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

@@ -66,23 +66,12 @@ impl<'a> FromView<ConsumerGroupHeartbeatRequestView<'a>> for ConsumerGroupHeartb
 
 impl AsVersion for ConsumerGroupHeartbeatRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ConsumerGroupHeartbeatRequest {
-            group_id: self.group_id.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            member_epoch: self.member_epoch.as_version(ver),
-            instance_id: self.instance_id.as_version(ver),
-            rack_id: self.rack_id.as_version(ver),
-            rebalance_timeout_ms: self.rebalance_timeout_ms.as_version(ver),
-            subscribed_topic_names: self.subscribed_topic_names.as_version(ver),
-            subscribed_topic_regex: if ver.version == 1 {
-                self.subscribed_topic_regex.as_version(ver)
-            } else {
-                None
-            },
-            server_assignor: self.server_assignor.as_version(ver),
-            topic_partitions: self.topic_partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.subscribed_topic_regex = None;
         }
+        v.topic_partitions = self.topic_partitions.as_version(ver);
+        v
     }
 }
 
@@ -133,12 +122,8 @@ impl<'a> FromView<ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>>
 }
 
 impl AsVersion for ConsumerGroupHeartbeatRequestTopicPartitions<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ConsumerGroupHeartbeatRequestTopicPartitions {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -187,16 +172,9 @@ impl<'a> FromView<ConsumerGroupHeartbeatResponseView<'a>> for ConsumerGroupHeart
 
 impl AsVersion for ConsumerGroupHeartbeatResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ConsumerGroupHeartbeatResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            member_epoch: self.member_epoch.as_version(ver),
-            heartbeat_interval_ms: self.heartbeat_interval_ms.as_version(ver),
-            assignment: self.assignment.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.assignment = self.assignment.as_version(ver);
+        v
     }
 }
 
@@ -243,10 +221,9 @@ impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
 
 impl AsVersion for Assignment<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Assignment {
-            topic_partitions: self.topic_partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topic_partitions = self.topic_partitions.as_version(ver);
+        v
     }
 }
 
@@ -282,11 +259,7 @@ impl<'a> FromView<ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>>
 }
 
 impl AsVersion for ConsumerGroupHeartbeatResponseTopicPartitions<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ConsumerGroupHeartbeatResponseTopicPartitions {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -49,14 +49,10 @@ impl<'a> FromView<ControllerRegistrationRequestView<'a>> for ControllerRegistrat
 
 impl AsVersion for ControllerRegistrationRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ControllerRegistrationRequest {
-            controller_id: self.controller_id.as_version(ver),
-            incarnation_id: self.incarnation_id.as_version(ver),
-            zk_migration_ready: self.zk_migration_ready.as_version(ver),
-            listeners: self.listeners.as_version(ver),
-            features: self.features.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.listeners = self.listeners.as_version(ver);
+        v.features = self.features.as_version(ver);
+        v
     }
 }
 
@@ -108,14 +104,8 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
 }
 
 impl AsVersion for Listener<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Listener {
-            name: self.name.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            security_protocol: self.security_protocol.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -150,13 +140,8 @@ impl<'a> FromView<FeatureView<'a>> for Feature<'a> {
 }
 
 impl AsVersion for Feature<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Feature {
-            name: self.name.as_version(ver),
-            min_supported_version: self.min_supported_version.as_version(ver),
-            max_supported_version: self.max_supported_version.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -192,13 +177,8 @@ impl<'a> FromView<ControllerRegistrationResponseView<'a>> for ControllerRegistra
 }
 
 impl AsVersion for ControllerRegistrationResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ControllerRegistrationResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

@@ -43,14 +43,12 @@ impl<'a> FromView<CreateAclsRequestView<'a>> for CreateAclsRequest<'a> {
 
 impl AsVersion for CreateAclsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreateAclsRequest {
-            creations: self.creations.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.creations = self.creations.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -111,20 +109,11 @@ impl<'a> FromView<AclCreationView<'a>> for AclCreation<'a> {
 
 impl AsVersion for AclCreation<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AclCreation {
-            resource_type: self.resource_type.as_version(ver),
-            resource_name: self.resource_name.as_version(ver),
-            resource_pattern_type: self.resource_pattern_type.as_version(ver),
-            principal: self.principal.as_version(ver),
-            host: self.host.as_version(ver),
-            operation: self.operation.as_version(ver),
-            permission_type: self.permission_type.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -160,15 +149,12 @@ impl<'a> FromView<CreateAclsResponseView<'a>> for CreateAclsResponse<'a> {
 
 impl AsVersion for CreateAclsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreateAclsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -219,14 +205,10 @@ impl<'a> FromView<AclCreationResultView<'a>> for AclCreationResult<'a> {
 
 impl AsVersion for AclCreationResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AclCreationResult {
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

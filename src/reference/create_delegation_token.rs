@@ -57,25 +57,18 @@ impl<'a> FromView<CreateDelegationTokenRequestView<'a>> for CreateDelegationToke
 
 impl AsVersion for CreateDelegationTokenRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreateDelegationTokenRequest {
-            owner_principal_type: if ver.version == 3 {
-                self.owner_principal_type.as_version(ver)
-            } else {
-                Some(Str::Borrowed(""))
-            },
-            owner_principal_name: if ver.version == 3 {
-                self.owner_principal_name.as_version(ver)
-            } else {
-                Some(Str::Borrowed(""))
-            },
-            renewers: self.renewers.as_version(ver),
-            max_lifetime_ms: self.max_lifetime_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.owner_principal_type = Some(Str::Borrowed(""));
         }
+        if ver.version <= 2 {
+            v.owner_principal_name = Some(Str::Borrowed(""));
+        }
+        v.renewers = self.renewers.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -126,15 +119,11 @@ impl<'a> FromView<CreatableRenewersView<'a>> for CreatableRenewers<'a> {
 
 impl AsVersion for CreatableRenewers<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatableRenewers {
-            principal_type: self.principal_type.as_version(ver),
-            principal_name: self.principal_name.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -194,32 +183,17 @@ impl<'a> FromView<CreateDelegationTokenResponseView<'a>> for CreateDelegationTok
 
 impl AsVersion for CreateDelegationTokenResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreateDelegationTokenResponse {
-            error_code: self.error_code.as_version(ver),
-            principal_type: self.principal_type.as_version(ver),
-            principal_name: self.principal_name.as_version(ver),
-            token_requester_principal_type: if ver.version == 3 {
-                self.token_requester_principal_type.as_version(ver)
-            } else {
-                Str::Borrowed("")
-            },
-            token_requester_principal_name: if ver.version == 3 {
-                self.token_requester_principal_name.as_version(ver)
-            } else {
-                Str::Borrowed("")
-            },
-            issue_timestamp_ms: self.issue_timestamp_ms.as_version(ver),
-            expiry_timestamp_ms: self.expiry_timestamp_ms.as_version(ver),
-            max_timestamp_ms: self.max_timestamp_ms.as_version(ver),
-            token_id: self.token_id.as_version(ver),
-            hmac: self.hmac.as_version(ver),
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.token_requester_principal_type = Str::Borrowed("");
         }
+        if ver.version <= 2 {
+            v.token_requester_principal_name = Str::Borrowed("");
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 

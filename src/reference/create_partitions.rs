@@ -47,16 +47,12 @@ impl<'a> FromView<CreatePartitionsRequestView<'a>> for CreatePartitionsRequest<'
 
 impl AsVersion for CreatePartitionsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatePartitionsRequest {
-            topics: self.topics.as_version(ver),
-            timeout_ms: self.timeout_ms.as_version(ver),
-            validate_only: self.validate_only.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -109,16 +105,12 @@ impl<'a> FromView<CreatePartitionsTopicView<'a>> for CreatePartitionsTopic<'a> {
 
 impl AsVersion for CreatePartitionsTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatePartitionsTopic {
-            name: self.name.as_version(ver),
-            count: self.count.as_version(ver),
-            assignments: self.assignments.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.assignments = self.assignments.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -152,14 +144,11 @@ impl<'a> FromView<CreatePartitionsAssignmentView<'a>> for CreatePartitionsAssign
 
 impl AsVersion for CreatePartitionsAssignment<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatePartitionsAssignment {
-            broker_ids: self.broker_ids.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -195,15 +184,12 @@ impl<'a> FromView<CreatePartitionsResponseView<'a>> for CreatePartitionsResponse
 
 impl AsVersion for CreatePartitionsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatePartitionsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -257,15 +243,10 @@ impl<'a> FromView<CreatePartitionsTopicResultView<'a>> for CreatePartitionsTopic
 
 impl AsVersion for CreatePartitionsTopicResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatePartitionsTopicResult {
-            name: self.name.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

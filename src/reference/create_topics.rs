@@ -47,16 +47,12 @@ impl<'a> FromView<CreateTopicsRequestView<'a>> for CreateTopicsRequest<'a> {
 
 impl AsVersion for CreateTopicsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreateTopicsRequest {
-            topics: self.topics.as_version(ver),
-            timeout_ms: self.timeout_ms.as_version(ver),
-            validate_only: self.validate_only.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -113,18 +109,13 @@ impl<'a> FromView<CreatableTopicView<'a>> for CreatableTopic<'a> {
 
 impl AsVersion for CreatableTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatableTopic {
-            name: self.name.as_version(ver),
-            num_partitions: self.num_partitions.as_version(ver),
-            replication_factor: self.replication_factor.as_version(ver),
-            assignments: self.assignments.as_version(ver),
-            configs: self.configs.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.assignments = self.assignments.as_version(ver);
+        v.configs = self.configs.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -160,15 +151,11 @@ impl<'a> FromView<CreatableReplicaAssignmentView<'a>> for CreatableReplicaAssign
 
 impl AsVersion for CreatableReplicaAssignment<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatableReplicaAssignment {
-            partition_index: self.partition_index.as_version(ver),
-            broker_ids: self.broker_ids.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -204,15 +191,11 @@ impl<'a> FromView<CreatableTopicConfigView<'a>> for CreatableTopicConfig<'a> {
 
 impl AsVersion for CreatableTopicConfig<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatableTopicConfig {
-            name: self.name.as_version(ver),
-            value: self.value.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -248,15 +231,12 @@ impl<'a> FromView<CreateTopicsResponseView<'a>> for CreateTopicsResponse<'a> {
 
 impl AsVersion for CreateTopicsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreateTopicsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -336,25 +316,24 @@ impl<'a> FromView<CreatableTopicResultView<'a>> for CreatableTopicResult<'a> {
 
 impl AsVersion for CreatableTopicResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        CreatableTopicResult {
-            name: self.name.as_version(ver),
-            topic_id: if ver.version == 7 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            topic_config_error_code: if ver.version >= 5 {
-                self.topic_config_error_code.as_version(ver)
-            } else {
-                0
-            },
-            num_partitions: if ver.version >= 5 { self.num_partitions.as_version(ver) } else { -1 },
-            replication_factor: if ver.version >= 5 { self.replication_factor.as_version(ver) } else { -1 },
-            configs: if ver.version >= 5 { self.configs.as_version(ver) } else { Some(List::Borrowed(&[])) },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 6 {
+            v.topic_id = Uuid::ZERO;
         }
+        if ver.version <= 4 {
+            v.topic_config_error_code = 0;
+        }
+        if ver.version <= 4 {
+            v.num_partitions = -1;
+        }
+        if ver.version <= 4 {
+            v.replication_factor = -1;
+        }
+        v.configs = if ver.version <= 4 { Some(List::Borrowed(&[])) } else { self.configs.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -393,14 +372,7 @@ impl<'a> FromView<CreatableTopicConfigsView<'a>> for CreatableTopicConfigs<'a> {
 }
 
 impl AsVersion for CreatableTopicConfigs<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        CreatableTopicConfigs {
-            name: self.name.as_version(ver),
-            value: self.value.as_version(ver),
-            read_only: self.read_only.as_version(ver),
-            config_source: self.config_source.as_version(ver),
-            is_sensitive: self.is_sensitive.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

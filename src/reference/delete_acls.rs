@@ -43,14 +43,12 @@ impl<'a> FromView<DeleteAclsRequestView<'a>> for DeleteAclsRequest<'a> {
 
 impl AsVersion for DeleteAclsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteAclsRequest {
-            filters: self.filters.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.filters = self.filters.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -113,20 +111,11 @@ impl<'a> FromView<DeleteAclsFilterView<'a>> for DeleteAclsFilter<'a> {
 
 impl AsVersion for DeleteAclsFilter<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteAclsFilter {
-            resource_type_filter: self.resource_type_filter.as_version(ver),
-            resource_name_filter: self.resource_name_filter.as_version(ver),
-            pattern_type_filter: self.pattern_type_filter.as_version(ver),
-            principal_filter: self.principal_filter.as_version(ver),
-            host_filter: self.host_filter.as_version(ver),
-            operation: self.operation.as_version(ver),
-            permission_type: self.permission_type.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -162,15 +151,12 @@ impl<'a> FromView<DeleteAclsResponseView<'a>> for DeleteAclsResponse<'a> {
 
 impl AsVersion for DeleteAclsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteAclsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            filter_results: self.filter_results.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.filter_results = self.filter_results.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -224,16 +210,12 @@ impl<'a> FromView<DeleteAclsFilterResultView<'a>> for DeleteAclsFilterResult<'a>
 
 impl AsVersion for DeleteAclsFilterResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteAclsFilterResult {
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            matching_acls: self.matching_acls.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.matching_acls = self.matching_acls.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -284,21 +266,10 @@ impl<'a> FromView<DeleteAclsMatchingAclView<'a>> for DeleteAclsMatchingAcl<'a> {
 
 impl AsVersion for DeleteAclsMatchingAcl<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteAclsMatchingAcl {
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            resource_type: self.resource_type.as_version(ver),
-            resource_name: self.resource_name.as_version(ver),
-            pattern_type: self.pattern_type.as_version(ver),
-            principal: self.principal.as_version(ver),
-            host: self.host.as_version(ver),
-            operation: self.operation.as_version(ver),
-            permission_type: self.permission_type.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

@@ -43,14 +43,11 @@ impl<'a> FromView<DeleteGroupsRequestView<'a>> for DeleteGroupsRequest<'a> {
 
 impl AsVersion for DeleteGroupsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteGroupsRequest {
-            groups_names: self.groups_names.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -101,15 +98,12 @@ impl<'a> FromView<DeleteGroupsResponseView<'a>> for DeleteGroupsResponse<'a> {
 
 impl AsVersion for DeleteGroupsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteGroupsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -165,15 +159,13 @@ impl<'a> FromView<DeletableGroupResultView<'a>> for DeletableGroupResult<'a> {
 
 impl AsVersion for DeletableGroupResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeletableGroupResult {
-            group_id: self.group_id.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: if ver.version == 3 { self.error_message.as_version(ver) } else { None },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.error_message = None;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }

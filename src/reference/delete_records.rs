@@ -45,15 +45,12 @@ impl<'a> FromView<DeleteRecordsRequestView<'a>> for DeleteRecordsRequest<'a> {
 
 impl AsVersion for DeleteRecordsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteRecordsRequest {
-            topics: self.topics.as_version(ver),
-            timeout_ms: self.timeout_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -104,15 +101,12 @@ impl<'a> FromView<DeleteRecordsTopicView<'a>> for DeleteRecordsTopic<'a> {
 
 impl AsVersion for DeleteRecordsTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteRecordsTopic {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -148,15 +142,11 @@ impl<'a> FromView<DeleteRecordsPartitionView<'a>> for DeleteRecordsPartition<'a>
 
 impl AsVersion for DeleteRecordsPartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteRecordsPartition {
-            partition_index: self.partition_index.as_version(ver),
-            offset: self.offset.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -192,15 +182,12 @@ impl<'a> FromView<DeleteRecordsResponseView<'a>> for DeleteRecordsResponse<'a> {
 
 impl AsVersion for DeleteRecordsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteRecordsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -251,15 +238,12 @@ impl<'a> FromView<DeleteRecordsTopicResultView<'a>> for DeleteRecordsTopicResult
 
 impl AsVersion for DeleteRecordsTopicResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteRecordsTopicResult {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -297,15 +281,10 @@ impl<'a> FromView<DeleteRecordsPartitionResultView<'a>> for DeleteRecordsPartiti
 
 impl AsVersion for DeleteRecordsPartitionResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteRecordsPartitionResult {
-            partition_index: self.partition_index.as_version(ver),
-            low_watermark: self.low_watermark.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

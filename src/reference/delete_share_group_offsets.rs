@@ -43,11 +43,9 @@ impl<'a> FromView<DeleteShareGroupOffsetsRequestView<'a>> for DeleteShareGroupOf
 
 impl AsVersion for DeleteShareGroupOffsetsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteShareGroupOffsetsRequest {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -93,11 +91,8 @@ impl<'a> FromView<DeleteShareGroupOffsetsRequestTopicView<'a>> for DeleteShareGr
 }
 
 impl AsVersion for DeleteShareGroupOffsetsRequestTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        DeleteShareGroupOffsetsRequestTopic {
-            topic_name: self.topic_name.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -136,13 +131,9 @@ impl<'a> FromView<DeleteShareGroupOffsetsResponseView<'a>> for DeleteShareGroupO
 
 impl AsVersion for DeleteShareGroupOffsetsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteShareGroupOffsetsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            responses: self.responses.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.responses = self.responses.as_version(ver);
+        v
     }
 }
 
@@ -195,13 +186,7 @@ impl<'a> FromView<DeleteShareGroupOffsetsResponseTopicView<'a>> for DeleteShareG
 }
 
 impl AsVersion for DeleteShareGroupOffsetsResponseTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        DeleteShareGroupOffsetsResponseTopic {
-            topic_name: self.topic_name.as_version(ver),
-            topic_id: self.topic_id.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -43,11 +43,9 @@ impl<'a> FromView<DeleteShareGroupStateRequestView<'a>> for DeleteShareGroupStat
 
 impl AsVersion for DeleteShareGroupStateRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteShareGroupStateRequest {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -96,11 +94,9 @@ impl<'a> FromView<DeleteStateDataView<'a>> for DeleteStateData<'a> {
 
 impl AsVersion for DeleteStateData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteStateData {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -131,11 +127,8 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
 }
 
 impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        PartitionData {
-            partition: self.partition.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -167,10 +160,9 @@ impl<'a> FromView<DeleteShareGroupStateResponseView<'a>> for DeleteShareGroupSta
 
 impl AsVersion for DeleteShareGroupStateResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteShareGroupStateResponse {
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        v
     }
 }
 
@@ -219,11 +211,9 @@ impl<'a> FromView<DeleteStateResultView<'a>> for DeleteStateResult<'a> {
 
 impl AsVersion for DeleteStateResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteStateResult {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -258,12 +248,7 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
 }
 
 impl AsVersion for PartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        PartitionResult {
-            partition: self.partition.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

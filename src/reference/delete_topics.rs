@@ -51,20 +51,15 @@ impl<'a> FromView<DeleteTopicsRequestView<'a>> for DeleteTopicsRequest<'a> {
 
 impl AsVersion for DeleteTopicsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteTopicsRequest {
-            topics: if ver.version == 6 { self.topics.as_version(ver) } else { List::Borrowed(&[]) },
-            topic_names: if ver.version <= 5 {
-                self.topic_names.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            timeout_ms: self.timeout_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = if ver.version <= 5 { List::Borrowed(&[]) } else { self.topics.as_version(ver) };
+        if ver.version == 6 {
+            v.topic_names = List::Borrowed(&[]);
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -112,12 +107,8 @@ impl<'a> FromView<DeleteTopicStateView<'a>> for DeleteTopicState<'a> {
 }
 
 impl AsVersion for DeleteTopicState<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        DeleteTopicState {
-            name: self.name.as_version(ver),
-            topic_id: self.topic_id.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -153,15 +144,12 @@ impl<'a> FromView<DeleteTopicsResponseView<'a>> for DeleteTopicsResponse<'a> {
 
 impl AsVersion for DeleteTopicsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeleteTopicsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            responses: self.responses.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.responses = self.responses.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -225,16 +213,16 @@ impl<'a> FromView<DeletableTopicResultView<'a>> for DeletableTopicResult<'a> {
 
 impl AsVersion for DeletableTopicResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DeletableTopicResult {
-            name: self.name.as_version(ver),
-            topic_id: if ver.version == 6 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            error_code: self.error_code.as_version(ver),
-            error_message: if ver.version >= 5 { self.error_message.as_version(ver) } else { None },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 5 {
+            v.topic_id = Uuid::ZERO;
         }
+        if ver.version <= 4 {
+            v.error_message = None;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }

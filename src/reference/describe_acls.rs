@@ -57,20 +57,11 @@ impl<'a> FromView<DescribeAclsRequestView<'a>> for DescribeAclsRequest<'a> {
 
 impl AsVersion for DescribeAclsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeAclsRequest {
-            resource_type_filter: self.resource_type_filter.as_version(ver),
-            resource_name_filter: self.resource_name_filter.as_version(ver),
-            pattern_type_filter: self.pattern_type_filter.as_version(ver),
-            principal_filter: self.principal_filter.as_version(ver),
-            host_filter: self.host_filter.as_version(ver),
-            operation: self.operation.as_version(ver),
-            permission_type: self.permission_type.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -126,17 +117,12 @@ impl<'a> FromView<DescribeAclsResponseView<'a>> for DescribeAclsResponse<'a> {
 
 impl AsVersion for DescribeAclsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeAclsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            resources: self.resources.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.resources = self.resources.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -191,17 +177,12 @@ impl<'a> FromView<DescribeAclsResourceView<'a>> for DescribeAclsResource<'a> {
 
 impl AsVersion for DescribeAclsResource<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeAclsResource {
-            resource_type: self.resource_type.as_version(ver),
-            resource_name: self.resource_name.as_version(ver),
-            pattern_type: self.pattern_type.as_version(ver),
-            acls: self.acls.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.acls = self.acls.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -241,16 +222,10 @@ impl<'a> FromView<AclDescriptionView<'a>> for AclDescription<'a> {
 
 impl AsVersion for AclDescription<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AclDescription {
-            principal: self.principal.as_version(ver),
-            host: self.host.as_version(ver),
-            operation: self.operation.as_version(ver),
-            permission_type: self.permission_type.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

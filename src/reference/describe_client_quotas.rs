@@ -45,15 +45,12 @@ impl<'a> FromView<DescribeClientQuotasRequestView<'a>> for DescribeClientQuotasR
 
 impl AsVersion for DescribeClientQuotasRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeClientQuotasRequest {
-            components: self.components.as_version(ver),
-            strict: self.strict.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.components = self.components.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -106,16 +103,11 @@ impl<'a> FromView<ComponentDataView<'a>> for ComponentData<'a> {
 
 impl AsVersion for ComponentData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ComponentData {
-            entity_type: self.entity_type.as_version(ver),
-            match_type: self.match_type.as_version(ver),
-            r#match: self.r#match.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -156,17 +148,12 @@ impl<'a> FromView<DescribeClientQuotasResponseView<'a>> for DescribeClientQuotas
 
 impl AsVersion for DescribeClientQuotasResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeClientQuotasResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            entries: self.entries.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.entries = self.entries.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -217,15 +204,13 @@ impl<'a> FromView<EntryDataView<'a>> for EntryData<'a> {
 
 impl AsVersion for EntryData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EntryData {
-            entity: self.entity.as_version(ver),
-            values: self.values.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.entity = self.entity.as_version(ver);
+        v.values = self.values.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -261,15 +246,11 @@ impl<'a> FromView<EntityDataView<'a>> for EntityData<'a> {
 
 impl AsVersion for EntityData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EntityData {
-            entity_type: self.entity_type.as_version(ver),
-            entity_name: self.entity_name.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -305,14 +286,10 @@ impl<'a> FromView<ValueDataView<'a>> for ValueData<'a> {
 
 impl AsVersion for ValueData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ValueData {
-            key: self.key.as_version(ver),
-            value: self.value.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

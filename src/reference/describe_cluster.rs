@@ -50,16 +50,14 @@ impl<'a> FromView<DescribeClusterRequestView<'a>> for DescribeClusterRequest<'a>
 
 impl AsVersion for DescribeClusterRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeClusterRequest {
-            include_cluster_authorized_operations: self.include_cluster_authorized_operations.as_version(ver),
-            endpoint_type: if ver.version >= 1 { self.endpoint_type.as_version(ver) } else { 1 },
-            include_fenced_brokers: if ver.version == 2 {
-                self.include_fenced_brokers.as_version(ver)
-            } else {
-                false
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.endpoint_type = 1;
         }
+        if ver.version <= 1 {
+            v.include_fenced_brokers = false;
+        }
+        v
     }
 }
 
@@ -122,17 +120,12 @@ impl<'a> FromView<DescribeClusterResponseView<'a>> for DescribeClusterResponse<'
 
 impl AsVersion for DescribeClusterResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeClusterResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            endpoint_type: if ver.version >= 1 { self.endpoint_type.as_version(ver) } else { 1 },
-            cluster_id: self.cluster_id.as_version(ver),
-            controller_id: self.controller_id.as_version(ver),
-            brokers: self.brokers.as_version(ver),
-            cluster_authorized_operations: self.cluster_authorized_operations.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.endpoint_type = 1;
         }
+        v.brokers = self.brokers.as_version(ver);
+        v
     }
 }
 
@@ -189,13 +182,10 @@ impl<'a> FromView<DescribeClusterBrokerView<'a>> for DescribeClusterBroker<'a> {
 
 impl AsVersion for DescribeClusterBroker<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeClusterBroker {
-            broker_id: self.broker_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            rack: self.rack.as_version(ver),
-            is_fenced: if ver.version == 2 { self.is_fenced.as_version(ver) } else { false },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version <= 1 {
+            v.is_fenced = false;
         }
+        v
     }
 }

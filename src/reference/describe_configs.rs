@@ -49,20 +49,15 @@ impl<'a> FromView<DescribeConfigsRequestView<'a>> for DescribeConfigsRequest<'a>
 
 impl AsVersion for DescribeConfigsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeConfigsRequest {
-            resources: self.resources.as_version(ver),
-            include_synonyms: self.include_synonyms.as_version(ver),
-            include_documentation: if ver.version >= 3 {
-                self.include_documentation.as_version(ver)
-            } else {
-                false
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.resources = self.resources.as_version(ver);
+        if ver.version <= 2 {
+            v.include_documentation = false;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -116,16 +111,11 @@ impl<'a> FromView<DescribeConfigsResourceView<'a>> for DescribeConfigsResource<'
 
 impl AsVersion for DescribeConfigsResource<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeConfigsResource {
-            resource_type: self.resource_type.as_version(ver),
-            resource_name: self.resource_name.as_version(ver),
-            configuration_keys: self.configuration_keys.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -161,15 +151,12 @@ impl<'a> FromView<DescribeConfigsResponseView<'a>> for DescribeConfigsResponse<'
 
 impl AsVersion for DescribeConfigsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeConfigsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -227,18 +214,12 @@ impl<'a> FromView<DescribeConfigsResultView<'a>> for DescribeConfigsResult<'a> {
 
 impl AsVersion for DescribeConfigsResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeConfigsResult {
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            resource_type: self.resource_type.as_version(ver),
-            resource_name: self.resource_name.as_version(ver),
-            configs: self.configs.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.configs = self.configs.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -291,25 +272,18 @@ impl<'a> FromView<DescribeConfigsResourceResultView<'a>> for DescribeConfigsReso
 
 impl AsVersion for DescribeConfigsResourceResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeConfigsResourceResult {
-            name: self.name.as_version(ver),
-            value: self.value.as_version(ver),
-            read_only: self.read_only.as_version(ver),
-            config_source: self.config_source.as_version(ver),
-            is_sensitive: self.is_sensitive.as_version(ver),
-            synonyms: self.synonyms.as_version(ver),
-            config_type: if ver.version >= 3 { self.config_type.as_version(ver) } else { 0 },
-            documentation: if ver.version >= 3 {
-                self.documentation.as_version(ver)
-            } else {
-                Some(Str::Borrowed(""))
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.synonyms = self.synonyms.as_version(ver);
+        if ver.version <= 2 {
+            v.config_type = 0;
         }
+        if ver.version <= 2 {
+            v.documentation = Some(Str::Borrowed(""));
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -347,15 +321,10 @@ impl<'a> FromView<DescribeConfigsSynonymView<'a>> for DescribeConfigsSynonym<'a>
 
 impl AsVersion for DescribeConfigsSynonym<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeConfigsSynonym {
-            name: self.name.as_version(ver),
-            value: self.value.as_version(ver),
-            source: self.source.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

@@ -43,14 +43,12 @@ impl<'a> FromView<DescribeDelegationTokenRequestView<'a>> for DescribeDelegation
 
 impl AsVersion for DescribeDelegationTokenRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeDelegationTokenRequest {
-            owners: self.owners.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.owners = self.owners.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -101,15 +99,11 @@ impl<'a> FromView<DescribeDelegationTokenOwnerView<'a>> for DescribeDelegationTo
 
 impl AsVersion for DescribeDelegationTokenOwner<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeDelegationTokenOwner {
-            principal_type: self.principal_type.as_version(ver),
-            principal_name: self.principal_name.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -147,16 +141,12 @@ impl<'a> FromView<DescribeDelegationTokenResponseView<'a>> for DescribeDelegatio
 
 impl AsVersion for DescribeDelegationTokenResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeDelegationTokenResponse {
-            error_code: self.error_code.as_version(ver),
-            tokens: self.tokens.as_version(ver),
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.tokens = self.tokens.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -229,31 +219,18 @@ impl<'a> FromView<DescribedDelegationTokenView<'a>> for DescribedDelegationToken
 
 impl AsVersion for DescribedDelegationToken<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribedDelegationToken {
-            principal_type: self.principal_type.as_version(ver),
-            principal_name: self.principal_name.as_version(ver),
-            token_requester_principal_type: if ver.version == 3 {
-                self.token_requester_principal_type.as_version(ver)
-            } else {
-                Str::Borrowed("")
-            },
-            token_requester_principal_name: if ver.version == 3 {
-                self.token_requester_principal_name.as_version(ver)
-            } else {
-                Str::Borrowed("")
-            },
-            issue_timestamp: self.issue_timestamp.as_version(ver),
-            expiry_timestamp: self.expiry_timestamp.as_version(ver),
-            max_timestamp: self.max_timestamp.as_version(ver),
-            token_id: self.token_id.as_version(ver),
-            hmac: self.hmac.as_version(ver),
-            renewers: self.renewers.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.token_requester_principal_type = Str::Borrowed("");
         }
+        if ver.version <= 2 {
+            v.token_requester_principal_name = Str::Borrowed("");
+        }
+        v.renewers = self.renewers.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -291,14 +268,10 @@ impl<'a> FromView<DescribedDelegationTokenRenewerView<'a>> for DescribedDelegati
 
 impl AsVersion for DescribedDelegationTokenRenewer<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribedDelegationTokenRenewer {
-            principal_type: self.principal_type.as_version(ver),
-            principal_name: self.principal_name.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

@@ -48,19 +48,14 @@ impl<'a> FromView<DescribeGroupsRequestView<'a>> for DescribeGroupsRequest<'a> {
 
 impl AsVersion for DescribeGroupsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeGroupsRequest {
-            groups: self.groups.as_version(ver),
-            include_authorized_operations: if ver.version >= 3 {
-                self.include_authorized_operations.as_version(ver)
-            } else {
-                false
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.include_authorized_operations = false;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -113,15 +108,15 @@ impl<'a> FromView<DescribeGroupsResponseView<'a>> for DescribeGroupsResponse<'a>
 
 impl AsVersion for DescribeGroupsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeGroupsResponse {
-            throttle_time_ms: if ver.version >= 1 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            groups: self.groups.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.throttle_time_ms = 0;
         }
+        v.groups = self.groups.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -188,25 +183,18 @@ impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
 
 impl AsVersion for DescribedGroup<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribedGroup {
-            error_code: self.error_code.as_version(ver),
-            error_message: if ver.version == 6 { self.error_message.as_version(ver) } else { None },
-            group_id: self.group_id.as_version(ver),
-            group_state: self.group_state.as_version(ver),
-            protocol_type: self.protocol_type.as_version(ver),
-            protocol_data: self.protocol_data.as_version(ver),
-            members: self.members.as_version(ver),
-            authorized_operations: if ver.version >= 3 {
-                self.authorized_operations.as_version(ver)
-            } else {
-                i32::MIN
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 5 {
+            v.error_message = None;
         }
+        v.members = self.members.as_version(ver);
+        if ver.version <= 2 {
+            v.authorized_operations = i32::MIN;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -253,18 +241,13 @@ impl<'a> FromView<DescribedGroupMemberView<'a>> for DescribedGroupMember<'a> {
 
 impl AsVersion for DescribedGroupMember<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribedGroupMember {
-            member_id: self.member_id.as_version(ver),
-            group_instance_id: if ver.version >= 4 { self.group_instance_id.as_version(ver) } else { None },
-            client_id: self.client_id.as_version(ver),
-            client_host: self.client_host.as_version(ver),
-            member_metadata: self.member_metadata.as_version(ver),
-            member_assignment: self.member_assignment.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 3 {
+            v.group_instance_id = None;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }

@@ -43,14 +43,12 @@ impl<'a> FromView<DescribeLogDirsRequestView<'a>> for DescribeLogDirsRequest<'a>
 
 impl AsVersion for DescribeLogDirsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeLogDirsRequest {
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -101,15 +99,11 @@ impl<'a> FromView<DescribableLogDirTopicView<'a>> for DescribableLogDirTopic<'a>
 
 impl AsVersion for DescribableLogDirTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribableLogDirTopic {
-            topic: self.topic.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -149,16 +143,15 @@ impl<'a> FromView<DescribeLogDirsResponseView<'a>> for DescribeLogDirsResponse<'
 
 impl AsVersion for DescribeLogDirsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeLogDirsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: if ver.version >= 3 { self.error_code.as_version(ver) } else { 0 },
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.error_code = 0;
         }
+        v.results = self.results.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -223,19 +216,21 @@ impl<'a> FromView<DescribeLogDirsResultView<'a>> for DescribeLogDirsResult<'a> {
 
 impl AsVersion for DescribeLogDirsResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeLogDirsResult {
-            error_code: self.error_code.as_version(ver),
-            log_dir: self.log_dir.as_version(ver),
-            topics: self.topics.as_version(ver),
-            total_bytes: if ver.version >= 4 { self.total_bytes.as_version(ver) } else { -1 },
-            usable_bytes: if ver.version >= 4 { self.usable_bytes.as_version(ver) } else { -1 },
-            is_cordoned: if ver.version == 5 { self.is_cordoned.as_version(ver) } else { false },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if ver.version <= 3 {
+            v.total_bytes = -1;
         }
+        if ver.version <= 3 {
+            v.usable_bytes = -1;
+        }
+        if ver.version <= 4 {
+            v.is_cordoned = false;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -271,15 +266,12 @@ impl<'a> FromView<DescribeLogDirsTopicView<'a>> for DescribeLogDirsTopic<'a> {
 
 impl AsVersion for DescribeLogDirsTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeLogDirsTopic {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -319,16 +311,10 @@ impl<'a> FromView<DescribeLogDirsPartitionView<'a>> for DescribeLogDirsPartition
 
 impl AsVersion for DescribeLogDirsPartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeLogDirsPartition {
-            partition_index: self.partition_index.as_version(ver),
-            partition_size: self.partition_size.as_version(ver),
-            offset_lag: self.offset_lag.as_version(ver),
-            is_future_key: self.is_future_key.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

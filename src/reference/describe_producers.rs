@@ -41,10 +41,9 @@ impl<'a> FromView<DescribeProducersRequestView<'a>> for DescribeProducersRequest
 
 impl AsVersion for DescribeProducersRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeProducersRequest {
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -92,12 +91,8 @@ impl<'a> FromView<TopicRequestView<'a>> for TopicRequest<'a> {
 }
 
 impl AsVersion for TopicRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TopicRequest {
-            name: self.name.as_version(ver),
-            partition_indexes: self.partition_indexes.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -131,11 +126,9 @@ impl<'a> FromView<DescribeProducersResponseView<'a>> for DescribeProducersRespon
 
 impl AsVersion for DescribeProducersResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeProducersResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -184,11 +177,9 @@ impl<'a> FromView<TopicResponseView<'a>> for TopicResponse<'a> {
 
 impl AsVersion for TopicResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopicResponse {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -226,13 +217,9 @@ impl<'a> FromView<PartitionResponseView<'a>> for PartitionResponse<'a> {
 
 impl AsVersion for PartitionResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionResponse {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            active_producers: self.active_producers.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.active_producers = self.active_producers.as_version(ver);
+        v
     }
 }
 
@@ -273,15 +260,7 @@ impl<'a> FromView<ProducerStateView<'a>> for ProducerState<'a> {
 }
 
 impl AsVersion for ProducerState<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ProducerState {
-            producer_id: self.producer_id.as_version(ver),
-            producer_epoch: self.producer_epoch.as_version(ver),
-            last_sequence: self.last_sequence.as_version(ver),
-            last_timestamp: self.last_timestamp.as_version(ver),
-            coordinator_epoch: self.coordinator_epoch.as_version(ver),
-            current_txn_start_offset: self.current_txn_start_offset.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -41,10 +41,9 @@ impl<'a> FromView<DescribeQuorumRequestView<'a>> for DescribeQuorumRequest<'a> {
 
 impl AsVersion for DescribeQuorumRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeQuorumRequest {
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -93,11 +92,9 @@ impl<'a> FromView<DescribeQuorumRequestTopicDataView<'a>> for DescribeQuorumRequ
 
 impl AsVersion for DescribeQuorumRequestTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeQuorumRequestTopicData {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -128,11 +125,8 @@ impl<'a> FromView<DescribeQuorumRequestPartitionDataView<'a>> for DescribeQuorum
 }
 
 impl AsVersion for DescribeQuorumRequestPartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        DescribeQuorumRequestPartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -174,17 +168,13 @@ impl<'a> FromView<DescribeQuorumResponseView<'a>> for DescribeQuorumResponse<'a>
 
 impl AsVersion for DescribeQuorumResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeQuorumResponse {
-            error_code: self.error_code.as_version(ver),
-            error_message: if ver.version == 2 {
-                self.error_message.as_version(ver)
-            } else {
-                Some(Str::Borrowed(""))
-            },
-            topics: self.topics.as_version(ver),
-            nodes: if ver.version == 2 { self.nodes.as_version(ver) } else { List::Borrowed(&[]) },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version <= 1 {
+            v.error_message = Some(Str::Borrowed(""));
         }
+        v.topics = self.topics.as_version(ver);
+        v.nodes = if ver.version <= 1 { List::Borrowed(&[]) } else { self.nodes.as_version(ver) };
+        v
     }
 }
 
@@ -233,11 +223,9 @@ impl<'a> FromView<DescribeQuorumResponseTopicDataView<'a>> for DescribeQuorumRes
 
 impl AsVersion for DescribeQuorumResponseTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeQuorumResponseTopicData {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -287,21 +275,13 @@ impl<'a> FromView<DescribeQuorumResponsePartitionDataView<'a>> for DescribeQuoru
 
 impl AsVersion for DescribeQuorumResponsePartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeQuorumResponsePartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: if ver.version == 2 {
-                self.error_message.as_version(ver)
-            } else {
-                Some(Str::Borrowed(""))
-            },
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            high_watermark: self.high_watermark.as_version(ver),
-            current_voters: self.current_voters.as_version(ver),
-            observers: self.observers.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version <= 1 {
+            v.error_message = Some(Str::Borrowed(""));
         }
+        v.current_voters = self.current_voters.as_version(ver);
+        v.observers = self.observers.as_version(ver);
+        v
     }
 }
 
@@ -347,26 +327,17 @@ impl<'a> FromView<ReplicaStateView<'a>> for ReplicaState<'a> {
 
 impl AsVersion for ReplicaState<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReplicaState {
-            replica_id: self.replica_id.as_version(ver),
-            replica_directory_id: if ver.version == 2 {
-                self.replica_directory_id.as_version(ver)
-            } else {
-                Uuid::ZERO
-            },
-            log_end_offset: self.log_end_offset.as_version(ver),
-            last_fetch_timestamp: if ver.version >= 1 {
-                self.last_fetch_timestamp.as_version(ver)
-            } else {
-                -1
-            },
-            last_caught_up_timestamp: if ver.version >= 1 {
-                self.last_caught_up_timestamp.as_version(ver)
-            } else {
-                -1
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version <= 1 {
+            v.replica_directory_id = Uuid::ZERO;
         }
+        if ver.version == 0 {
+            v.last_fetch_timestamp = -1;
+        }
+        if ver.version == 0 {
+            v.last_caught_up_timestamp = -1;
+        }
+        v
     }
 }
 
@@ -400,11 +371,9 @@ impl<'a> FromView<NodeView<'a>> for Node<'a> {
 
 impl AsVersion for Node<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Node {
-            node_id: self.node_id.as_version(ver),
-            listeners: self.listeners.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.listeners = self.listeners.as_version(ver);
+        v
     }
 }
 
@@ -439,12 +408,7 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
 }
 
 impl AsVersion for Listener<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Listener {
-            name: self.name.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

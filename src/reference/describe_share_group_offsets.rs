@@ -41,10 +41,9 @@ impl<'a> FromView<DescribeShareGroupOffsetsRequestView<'a>> for DescribeShareGro
 
 impl AsVersion for DescribeShareGroupOffsetsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeShareGroupOffsetsRequest {
-            groups: self.groups.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.groups = self.groups.as_version(ver);
+        v
     }
 }
 
@@ -96,11 +95,9 @@ impl<'a> FromView<DescribeShareGroupOffsetsRequestGroupView<'a>>
 
 impl AsVersion for DescribeShareGroupOffsetsRequestGroup<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeShareGroupOffsetsRequestGroup {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -135,12 +132,8 @@ impl<'a> FromView<DescribeShareGroupOffsetsRequestTopicView<'a>>
 }
 
 impl AsVersion for DescribeShareGroupOffsetsRequestTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        DescribeShareGroupOffsetsRequestTopic {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -174,11 +167,9 @@ impl<'a> FromView<DescribeShareGroupOffsetsResponseView<'a>> for DescribeShareGr
 
 impl AsVersion for DescribeShareGroupOffsetsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeShareGroupOffsetsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            groups: self.groups.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.groups = self.groups.as_version(ver);
+        v
     }
 }
 
@@ -234,13 +225,9 @@ impl<'a> FromView<DescribeShareGroupOffsetsResponseGroupView<'a>>
 
 impl AsVersion for DescribeShareGroupOffsetsResponseGroup<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeShareGroupOffsetsResponseGroup {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -279,12 +266,9 @@ impl<'a> FromView<DescribeShareGroupOffsetsResponseTopicView<'a>>
 
 impl AsVersion for DescribeShareGroupOffsetsResponseTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeShareGroupOffsetsResponseTopic {
-            topic_name: self.topic_name.as_version(ver),
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -331,14 +315,10 @@ impl<'a> FromView<DescribeShareGroupOffsetsResponsePartitionView<'a>>
 
 impl AsVersion for DescribeShareGroupOffsetsResponsePartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeShareGroupOffsetsResponsePartition {
-            partition_index: self.partition_index.as_version(ver),
-            start_offset: self.start_offset.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            lag: if ver.version == 1 { self.lag.as_version(ver) } else { -1 },
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.lag = -1;
         }
+        v
     }
 }

@@ -53,12 +53,10 @@ impl<'a> FromView<DescribeTopicPartitionsRequestView<'a>> for DescribeTopicParti
 
 impl AsVersion for DescribeTopicPartitionsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeTopicPartitionsRequest {
-            topics: self.topics.as_version(ver),
-            response_partition_limit: self.response_partition_limit.as_version(ver),
-            cursor: self.cursor.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v.cursor = self.cursor.as_version(ver);
+        v
     }
 }
 
@@ -104,11 +102,8 @@ impl<'a> FromView<TopicRequestView<'a>> for TopicRequest<'a> {
 }
 
 impl AsVersion for TopicRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TopicRequest {
-            name: self.name.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -141,12 +136,8 @@ impl<'a> FromView<DescribeTopicPartitionsRequestCursorView<'a>> for DescribeTopi
 }
 
 impl AsVersion for DescribeTopicPartitionsRequestCursor<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        DescribeTopicPartitionsRequestCursor {
-            topic_name: self.topic_name.as_version(ver),
-            partition_index: self.partition_index.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -190,12 +181,10 @@ impl<'a> FromView<DescribeTopicPartitionsResponseView<'a>> for DescribeTopicPart
 
 impl AsVersion for DescribeTopicPartitionsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeTopicPartitionsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            topics: self.topics.as_version(ver),
-            next_cursor: self.next_cursor.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v.next_cursor = self.next_cursor.as_version(ver);
+        v
     }
 }
 
@@ -253,15 +242,9 @@ impl<'a> FromView<DescribeTopicPartitionsResponseTopicView<'a>> for DescribeTopi
 
 impl AsVersion for DescribeTopicPartitionsResponseTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeTopicPartitionsResponseTopic {
-            error_code: self.error_code.as_version(ver),
-            name: self.name.as_version(ver),
-            topic_id: self.topic_id.as_version(ver),
-            is_internal: self.is_internal.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            topic_authorized_operations: self.topic_authorized_operations.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -316,19 +299,8 @@ impl<'a> FromView<DescribeTopicPartitionsResponsePartitionView<'a>>
 }
 
 impl AsVersion for DescribeTopicPartitionsResponsePartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        DescribeTopicPartitionsResponsePartition {
-            error_code: self.error_code.as_version(ver),
-            partition_index: self.partition_index.as_version(ver),
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            replica_nodes: self.replica_nodes.as_version(ver),
-            isr_nodes: self.isr_nodes.as_version(ver),
-            eligible_leader_replicas: self.eligible_leader_replicas.as_version(ver),
-            last_known_elr: self.last_known_elr.as_version(ver),
-            offline_replicas: self.offline_replicas.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -363,11 +335,7 @@ impl<'a> FromView<DescribeTopicPartitionsResponseCursorView<'a>>
 }
 
 impl AsVersion for DescribeTopicPartitionsResponseCursor<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        DescribeTopicPartitionsResponseCursor {
-            topic_name: self.topic_name.as_version(ver),
-            partition_index: self.partition_index.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -41,11 +41,8 @@ impl<'a> FromView<DescribeTransactionsRequestView<'a>> for DescribeTransactionsR
 }
 
 impl AsVersion for DescribeTransactionsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        DescribeTransactionsRequest {
-            transactional_ids: self.transactional_ids.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -95,11 +92,9 @@ impl<'a> FromView<DescribeTransactionsResponseView<'a>> for DescribeTransactions
 
 impl AsVersion for DescribeTransactionsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeTransactionsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            transaction_states: self.transaction_states.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.transaction_states = self.transaction_states.as_version(ver);
+        v
     }
 }
 
@@ -160,17 +155,9 @@ impl<'a> FromView<TransactionStateView<'a>> for TransactionState<'a> {
 
 impl AsVersion for TransactionState<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TransactionState {
-            error_code: self.error_code.as_version(ver),
-            transactional_id: self.transactional_id.as_version(ver),
-            transaction_state: self.transaction_state.as_version(ver),
-            transaction_timeout_ms: self.transaction_timeout_ms.as_version(ver),
-            transaction_start_time_ms: self.transaction_start_time_ms.as_version(ver),
-            producer_id: self.producer_id.as_version(ver),
-            producer_epoch: self.producer_epoch.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -203,11 +190,7 @@ impl<'a> FromView<TopicDataView<'a>> for TopicData<'a> {
 }
 
 impl AsVersion for TopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TopicData {
-            topic: self.topic.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -42,10 +42,9 @@ impl<'a> FromView<DescribeUserScramCredentialsRequestView<'a>> for DescribeUserS
 
 impl AsVersion for DescribeUserScramCredentialsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeUserScramCredentialsRequest {
-            users: self.users.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.users = self.users.as_version(ver);
+        v
     }
 }
 
@@ -91,11 +90,8 @@ impl<'a> FromView<UserNameView<'a>> for UserName<'a> {
 }
 
 impl AsVersion for UserName<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        UserName {
-            name: self.name.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -134,13 +130,9 @@ impl<'a> FromView<DescribeUserScramCredentialsResponseView<'a>> for DescribeUser
 
 impl AsVersion for DescribeUserScramCredentialsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeUserScramCredentialsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        v
     }
 }
 
@@ -195,13 +187,9 @@ impl<'a> FromView<DescribeUserScramCredentialsResultView<'a>> for DescribeUserSc
 
 impl AsVersion for DescribeUserScramCredentialsResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribeUserScramCredentialsResult {
-            user: self.user.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            credential_infos: self.credential_infos.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.credential_infos = self.credential_infos.as_version(ver);
+        v
     }
 }
 
@@ -234,11 +222,7 @@ impl<'a> FromView<CredentialInfoView<'a>> for CredentialInfo<'a> {
 }
 
 impl AsVersion for CredentialInfo<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        CredentialInfo {
-            mechanism: self.mechanism.as_version(ver),
-            iterations: self.iterations.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

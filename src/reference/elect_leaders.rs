@@ -50,16 +50,15 @@ impl<'a> FromView<ElectLeadersRequestView<'a>> for ElectLeadersRequest<'a> {
 
 impl AsVersion for ElectLeadersRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ElectLeadersRequest {
-            election_type: if ver.version >= 1 { self.election_type.as_version(ver) } else { 0 },
-            topic_partitions: self.topic_partitions.as_version(ver),
-            timeout_ms: self.timeout_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.election_type = 0;
         }
+        v.topic_partitions = self.topic_partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -110,15 +109,11 @@ impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
 
 impl AsVersion for TopicPartitions<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopicPartitions {
-            topic: self.topic.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -159,16 +154,15 @@ impl<'a> FromView<ElectLeadersResponseView<'a>> for ElectLeadersResponse<'a> {
 
 impl AsVersion for ElectLeadersResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ElectLeadersResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: if ver.version >= 1 { self.error_code.as_version(ver) } else { 0 },
-            replica_election_results: self.replica_election_results.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.error_code = 0;
         }
+        v.replica_election_results = self.replica_election_results.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -219,15 +213,12 @@ impl<'a> FromView<ReplicaElectionResultView<'a>> for ReplicaElectionResult<'a> {
 
 impl AsVersion for ReplicaElectionResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReplicaElectionResult {
-            topic: self.topic.as_version(ver),
-            partition_result: self.partition_result.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partition_result = self.partition_result.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -265,15 +256,10 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
 
 impl AsVersion for PartitionResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionResult {
-            partition_id: self.partition_id.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

@@ -49,20 +49,14 @@ impl<'a> FromView<EndQuorumEpochRequestView<'a>> for EndQuorumEpochRequest<'a> {
 
 impl AsVersion for EndQuorumEpochRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EndQuorumEpochRequest {
-            cluster_id: self.cluster_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            leader_endpoints: if ver.version == 1 {
-                self.leader_endpoints.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v.leader_endpoints =
+            if ver.version == 0 { List::Borrowed(&[]) } else { self.leader_endpoints.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -113,15 +107,12 @@ impl<'a> FromView<EndQuorumEpochRequestTopicDataView<'a>> for EndQuorumEpochRequ
 
 impl AsVersion for EndQuorumEpochRequestTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EndQuorumEpochRequestTopicData {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -169,26 +160,16 @@ impl<'a> FromView<EndQuorumEpochRequestPartitionDataView<'a>> for EndQuorumEpoch
 
 impl AsVersion for EndQuorumEpochRequestPartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EndQuorumEpochRequestPartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            preferred_successors: if ver.version == 0 {
-                self.preferred_successors.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            preferred_candidates: if ver.version == 1 {
-                self.preferred_candidates.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 1 {
+            v.preferred_successors = List::Borrowed(&[]);
         }
+        v.preferred_candidates =
+            if ver.version == 0 { List::Borrowed(&[]) } else { self.preferred_candidates.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -221,12 +202,8 @@ impl<'a> FromView<ReplicaInfoView<'a>> for ReplicaInfo<'a> {
 }
 
 impl AsVersion for ReplicaInfo<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ReplicaInfo {
-            candidate_id: self.candidate_id.as_version(ver),
-            candidate_directory_id: self.candidate_directory_id.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -261,13 +238,8 @@ impl<'a> FromView<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
 }
 
 impl AsVersion for LeaderEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        LeaderEndpoint {
-            name: self.name.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -313,20 +285,14 @@ impl<'a> FromView<EndQuorumEpochResponseView<'a>> for EndQuorumEpochResponse<'a>
 
 impl AsVersion for EndQuorumEpochResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EndQuorumEpochResponse {
-            error_code: self.error_code.as_version(ver),
-            topics: self.topics.as_version(ver),
-            node_endpoints: if ver.version == 1 {
-                self.node_endpoints.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v.node_endpoints =
+            if ver.version == 0 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -377,15 +343,12 @@ impl<'a> FromView<EndQuorumEpochResponseTopicDataView<'a>> for EndQuorumEpochRes
 
 impl AsVersion for EndQuorumEpochResponseTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EndQuorumEpochResponseTopicData {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -425,17 +388,11 @@ impl<'a> FromView<EndQuorumEpochResponsePartitionDataView<'a>> for EndQuorumEpoc
 
 impl AsVersion for EndQuorumEpochResponsePartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EndQuorumEpochResponsePartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -470,12 +427,7 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
 }
 
 impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        NodeEndpoint {
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

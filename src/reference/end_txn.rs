@@ -49,17 +49,11 @@ impl<'a> FromView<EndTxnRequestView<'a>> for EndTxnRequest<'a> {
 
 impl AsVersion for EndTxnRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EndTxnRequest {
-            transactional_id: self.transactional_id.as_version(ver),
-            producer_id: self.producer_id.as_version(ver),
-            producer_epoch: self.producer_epoch.as_version(ver),
-            committed: self.committed.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -118,17 +112,17 @@ impl<'a> FromView<EndTxnResponseView<'a>> for EndTxnResponse<'a> {
 
 impl AsVersion for EndTxnResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EndTxnResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            producer_id: if ver.version == 5 { self.producer_id.as_version(ver) } else { -1 },
-            producer_epoch: if ver.version == 5 { self.producer_epoch.as_version(ver) } else { -1 },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 4 {
+            v.producer_id = -1;
         }
+        if ver.version <= 4 {
+            v.producer_epoch = -1;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 

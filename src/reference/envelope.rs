@@ -44,13 +44,8 @@ impl<'a> FromView<EnvelopeRequestView<'a>> for EnvelopeRequest<'a> {
 }
 
 impl AsVersion for EnvelopeRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        EnvelopeRequest {
-            request_data: self.request_data.as_version(ver),
-            request_principal: self.request_principal.as_version(ver),
-            client_host_address: self.client_host_address.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -98,12 +93,8 @@ impl<'a> FromView<EnvelopeResponseView<'a>> for EnvelopeResponse<'a> {
 }
 
 impl AsVersion for EnvelopeResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        EnvelopeResponse {
-            response_data: self.response_data.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

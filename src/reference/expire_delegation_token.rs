@@ -45,15 +45,11 @@ impl<'a> FromView<ExpireDelegationTokenRequestView<'a>> for ExpireDelegationToke
 
 impl AsVersion for ExpireDelegationTokenRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ExpireDelegationTokenRequest {
-            hmac: self.hmac.as_version(ver),
-            expiry_time_period_ms: self.expiry_time_period_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -106,16 +102,11 @@ impl<'a> FromView<ExpireDelegationTokenResponseView<'a>> for ExpireDelegationTok
 
 impl AsVersion for ExpireDelegationTokenResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ExpireDelegationTokenResponse {
-            error_code: self.error_code.as_version(ver),
-            expiry_timestamp_ms: self.expiry_timestamp_ms.as_version(ver),
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 

@@ -91,33 +91,31 @@ impl<'a> FromView<FetchRequestView<'a>> for FetchRequest<'a> {
 
 impl AsVersion for FetchRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchRequest {
-            cluster_id: if ver.version >= 12 { self.cluster_id.as_version(ver) } else { None },
-            replica_id: if ver.version <= 14 { self.replica_id.as_version(ver) } else { -1 },
-            replica_state: if ver.version >= 15 {
-                self.replica_state.as_version(ver)
-            } else {
-                ReplicaState::default()
-            },
-            max_wait_ms: self.max_wait_ms.as_version(ver),
-            min_bytes: self.min_bytes.as_version(ver),
-            max_bytes: self.max_bytes.as_version(ver),
-            isolation_level: self.isolation_level.as_version(ver),
-            session_id: if ver.version >= 7 { self.session_id.as_version(ver) } else { 0 },
-            session_epoch: if ver.version >= 7 { self.session_epoch.as_version(ver) } else { -1 },
-            topics: self.topics.as_version(ver),
-            forgotten_topics_data: if ver.version >= 7 {
-                self.forgotten_topics_data.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            rack_id: if ver.version >= 11 { self.rack_id.as_version(ver) } else { Str::Borrowed("") },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 11 {
+            v.cluster_id = None;
         }
+        if ver.version >= 15 {
+            v.replica_id = -1;
+        }
+        v.replica_state =
+            if ver.version <= 14 { ReplicaState::default() } else { self.replica_state.as_version(ver) };
+        if ver.version <= 6 {
+            v.session_id = 0;
+        }
+        if ver.version <= 6 {
+            v.session_epoch = -1;
+        }
+        v.topics = self.topics.as_version(ver);
+        v.forgotten_topics_data =
+            if ver.version <= 6 { List::Borrowed(&[]) } else { self.forgotten_topics_data.as_version(ver) };
+        if ver.version <= 10 {
+            v.rack_id = Str::Borrowed("");
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -165,12 +163,8 @@ impl<'a> FromView<ReplicaStateView<'a>> for ReplicaState<'a> {
 }
 
 impl AsVersion for ReplicaState<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ReplicaState {
-            replica_id: self.replica_id.as_version(ver),
-            replica_epoch: self.replica_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -212,16 +206,18 @@ impl<'a> FromView<FetchTopicView<'a>> for FetchTopic<'a> {
 
 impl AsVersion for FetchTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchTopic {
-            topic: if ver.version <= 12 { self.topic.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version >= 13 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version >= 13 {
+            v.topic = Str::Borrowed("");
         }
+        if ver.version <= 12 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -290,29 +286,26 @@ impl<'a> FromView<FetchPartitionView<'a>> for FetchPartition<'a> {
 
 impl AsVersion for FetchPartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchPartition {
-            partition: self.partition.as_version(ver),
-            current_leader_epoch: if ver.version >= 9 {
-                self.current_leader_epoch.as_version(ver)
-            } else {
-                -1
-            },
-            fetch_offset: self.fetch_offset.as_version(ver),
-            last_fetched_epoch: if ver.version >= 12 { self.last_fetched_epoch.as_version(ver) } else { -1 },
-            log_start_offset: if ver.version >= 5 { self.log_start_offset.as_version(ver) } else { -1 },
-            partition_max_bytes: self.partition_max_bytes.as_version(ver),
-            replica_directory_id: if ver.version >= 17 {
-                self.replica_directory_id.as_version(ver)
-            } else {
-                Uuid::ZERO
-            },
-            high_watermark: if ver.version == 18 { self.high_watermark.as_version(ver) } else { i64::MAX },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 8 {
+            v.current_leader_epoch = -1;
         }
+        if ver.version <= 11 {
+            v.last_fetched_epoch = -1;
+        }
+        if ver.version == 4 {
+            v.log_start_offset = -1;
+        }
+        if ver.version <= 16 {
+            v.replica_directory_id = Uuid::ZERO;
+        }
+        if ver.version <= 17 {
+            v.high_watermark = i64::MAX;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -354,16 +347,17 @@ impl<'a> FromView<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
 
 impl AsVersion for ForgottenTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ForgottenTopic {
-            topic: if ver.version <= 12 { self.topic.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version >= 13 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version >= 13 {
+            v.topic = Str::Borrowed("");
         }
+        if ver.version <= 12 {
+            v.topic_id = Uuid::ZERO;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -423,22 +417,20 @@ impl<'a> FromView<FetchResponseView<'a>> for FetchResponse<'a> {
 
 impl AsVersion for FetchResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: if ver.version >= 7 { self.error_code.as_version(ver) } else { 0 },
-            session_id: if ver.version >= 7 { self.session_id.as_version(ver) } else { 0 },
-            responses: self.responses.as_version(ver),
-            node_endpoints: if ver.version >= 16 {
-                self.node_endpoints.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 6 {
+            v.error_code = 0;
         }
+        if ver.version <= 6 {
+            v.session_id = 0;
+        }
+        v.responses = self.responses.as_version(ver);
+        v.node_endpoints =
+            if ver.version <= 15 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -495,16 +487,18 @@ impl<'a> FromView<FetchableTopicResponseView<'a>> for FetchableTopicResponse<'a>
 
 impl AsVersion for FetchableTopicResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchableTopicResponse {
-            topic: if ver.version <= 12 { self.topic.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version >= 13 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version >= 13 {
+            v.topic = Str::Borrowed("");
         }
+        if ver.version <= 12 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -574,40 +568,24 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
 
 impl AsVersion for PartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            high_watermark: self.high_watermark.as_version(ver),
-            last_stable_offset: self.last_stable_offset.as_version(ver),
-            log_start_offset: if ver.version >= 5 { self.log_start_offset.as_version(ver) } else { -1 },
-            diverging_epoch: if ver.version >= 12 {
-                self.diverging_epoch.as_version(ver)
-            } else {
-                EpochEndOffset::default()
-            },
-            current_leader: if ver.version >= 12 {
-                self.current_leader.as_version(ver)
-            } else {
-                LeaderIdAndEpoch::default()
-            },
-            snapshot_id: if ver.version >= 12 {
-                self.snapshot_id.as_version(ver)
-            } else {
-                SnapshotId::default()
-            },
-            aborted_transactions: self.aborted_transactions.as_version(ver),
-            preferred_read_replica: if ver.version >= 11 {
-                self.preferred_read_replica.as_version(ver)
-            } else {
-                -1
-            },
-            records: self.records.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 4 {
+            v.log_start_offset = -1;
         }
+        v.diverging_epoch =
+            if ver.version <= 11 { EpochEndOffset::default() } else { self.diverging_epoch.as_version(ver) };
+        v.current_leader =
+            if ver.version <= 11 { LeaderIdAndEpoch::default() } else { self.current_leader.as_version(ver) };
+        v.snapshot_id =
+            if ver.version <= 11 { SnapshotId::default() } else { self.snapshot_id.as_version(ver) };
+        v.aborted_transactions = self.aborted_transactions.as_version(ver);
+        if ver.version <= 10 {
+            v.preferred_read_replica = -1;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -640,12 +618,8 @@ impl<'a> FromView<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
 }
 
 impl AsVersion for EpochEndOffset<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        EpochEndOffset {
-            epoch: self.epoch.as_version(ver),
-            end_offset: self.end_offset.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -678,12 +652,8 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 }
 
 impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        LeaderIdAndEpoch {
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -716,12 +686,8 @@ impl<'a> FromView<SnapshotIdView<'a>> for SnapshotId<'a> {
 }
 
 impl AsVersion for SnapshotId<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        SnapshotId {
-            end_offset: self.end_offset.as_version(ver),
-            epoch: self.epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -757,15 +723,11 @@ impl<'a> FromView<AbortedTransactionView<'a>> for AbortedTransaction<'a> {
 
 impl AsVersion for AbortedTransaction<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AbortedTransaction {
-            producer_id: self.producer_id.as_version(ver),
-            first_offset: self.first_offset.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -802,13 +764,7 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
 }
 
 impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        NodeEndpoint {
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            rack: self.rack.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -52,13 +52,9 @@ impl<'a> FromView<FetchSnapshotRequestView<'a>> for FetchSnapshotRequest<'a> {
 
 impl AsVersion for FetchSnapshotRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchSnapshotRequest {
-            cluster_id: self.cluster_id.as_version(ver),
-            replica_id: self.replica_id.as_version(ver),
-            max_bytes: self.max_bytes.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -107,11 +103,9 @@ impl<'a> FromView<FetchSnapshotRequestTopicSnapshotView<'a>> for FetchSnapshotRe
 
 impl AsVersion for FetchSnapshotRequestTopicSnapshot<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchSnapshotRequestTopicSnapshot {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -171,18 +165,12 @@ impl<'a> FromView<FetchSnapshotRequestPartitionSnapshotView<'a>>
 
 impl AsVersion for FetchSnapshotRequestPartitionSnapshot<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchSnapshotRequestPartitionSnapshot {
-            partition: self.partition.as_version(ver),
-            current_leader_epoch: self.current_leader_epoch.as_version(ver),
-            snapshot_id: self.snapshot_id.as_version(ver),
-            position: self.position.as_version(ver),
-            replica_directory_id: if ver.version == 1 {
-                self.replica_directory_id.as_version(ver)
-            } else {
-                Uuid::ZERO
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        v.snapshot_id = self.snapshot_id.as_version(ver);
+        if ver.version == 0 {
+            v.replica_directory_id = Uuid::ZERO;
         }
+        v
     }
 }
 
@@ -215,12 +203,8 @@ impl<'a> FromView<FetchSnapshotRequestSnapshotIdView<'a>> for FetchSnapshotReque
 }
 
 impl AsVersion for FetchSnapshotRequestSnapshotId<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        FetchSnapshotRequestSnapshotId {
-            end_offset: self.end_offset.as_version(ver),
-            epoch: self.epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -272,17 +256,11 @@ impl<'a> FromView<FetchSnapshotResponseView<'a>> for FetchSnapshotResponse<'a> {
 
 impl AsVersion for FetchSnapshotResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchSnapshotResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            topics: self.topics.as_version(ver),
-            node_endpoints: if ver.version == 1 {
-                self.node_endpoints.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v.node_endpoints =
+            if ver.version == 0 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
+        v
     }
 }
 
@@ -331,11 +309,9 @@ impl<'a> FromView<FetchSnapshotResponseTopicSnapshotView<'a>> for FetchSnapshotR
 
 impl AsVersion for FetchSnapshotResponseTopicSnapshot<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchSnapshotResponseTopicSnapshot {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -397,16 +373,10 @@ impl<'a> FromView<FetchSnapshotResponsePartitionSnapshotView<'a>>
 
 impl AsVersion for FetchSnapshotResponsePartitionSnapshot<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchSnapshotResponsePartitionSnapshot {
-            index: self.index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            snapshot_id: self.snapshot_id.as_version(ver),
-            current_leader: self.current_leader.as_version(ver),
-            size: self.size.as_version(ver),
-            position: self.position.as_version(ver),
-            unaligned_records: self.unaligned_records.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.snapshot_id = self.snapshot_id.as_version(ver);
+        v.current_leader = self.current_leader.as_version(ver);
+        v
     }
 }
 
@@ -439,12 +409,8 @@ impl<'a> FromView<FetchSnapshotResponseSnapshotIdView<'a>> for FetchSnapshotResp
 }
 
 impl AsVersion for FetchSnapshotResponseSnapshotId<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        FetchSnapshotResponseSnapshotId {
-            end_offset: self.end_offset.as_version(ver),
-            epoch: self.epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -477,12 +443,8 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 }
 
 impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        LeaderIdAndEpoch {
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -517,12 +479,7 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
 }
 
 impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        NodeEndpoint {
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -53,20 +53,20 @@ impl<'a> FromView<FindCoordinatorRequestView<'a>> for FindCoordinatorRequest<'a>
 
 impl AsVersion for FindCoordinatorRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FindCoordinatorRequest {
-            key: if ver.version <= 3 { self.key.as_version(ver) } else { Str::Borrowed("") },
-            key_type: if ver.version >= 1 { self.key_type.as_version(ver) } else { 0 },
-            coordinator_keys: if ver.version >= 4 {
-                self.coordinator_keys.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version >= 4 {
+            v.key = Str::Borrowed("");
         }
+        if ver.version == 0 {
+            v.key_type = 0;
+        }
+        if ver.version <= 3 {
+            v.coordinator_keys = List::Borrowed(&[]);
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -142,28 +142,31 @@ impl<'a> FromView<FindCoordinatorResponseView<'a>> for FindCoordinatorResponse<'
 
 impl AsVersion for FindCoordinatorResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FindCoordinatorResponse {
-            throttle_time_ms: if ver.version >= 1 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            error_code: if ver.version <= 3 { self.error_code.as_version(ver) } else { 0 },
-            error_message: if ver.version >= 1 && ver.version <= 3 {
-                self.error_message.as_version(ver)
-            } else {
-                Some(Str::Borrowed(""))
-            },
-            node_id: if ver.version <= 3 { self.node_id.as_version(ver) } else { 0 },
-            host: if ver.version <= 3 { self.host.as_version(ver) } else { Str::Borrowed("") },
-            port: if ver.version <= 3 { self.port.as_version(ver) } else { 0 },
-            coordinators: if ver.version >= 4 {
-                self.coordinators.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.throttle_time_ms = 0;
         }
+        if ver.version >= 4 {
+            v.error_code = 0;
+        }
+        if !(ver.version >= 1 && ver.version <= 3) {
+            v.error_message = Some(Str::Borrowed(""));
+        }
+        if ver.version >= 4 {
+            v.node_id = 0;
+        }
+        if ver.version >= 4 {
+            v.host = Str::Borrowed("");
+        }
+        if ver.version >= 4 {
+            v.port = 0;
+        }
+        v.coordinators =
+            if ver.version <= 3 { List::Borrowed(&[]) } else { self.coordinators.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -219,15 +222,7 @@ impl<'a> FromView<CoordinatorView<'a>> for Coordinator<'a> {
 }
 
 impl AsVersion for Coordinator<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Coordinator {
-            key: self.key.as_version(ver),
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

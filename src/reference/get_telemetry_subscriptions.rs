@@ -40,11 +40,8 @@ impl<'a> FromView<GetTelemetrySubscriptionsRequestView<'a>> for GetTelemetrySubs
 }
 
 impl AsVersion for GetTelemetrySubscriptionsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        GetTelemetrySubscriptionsRequest {
-            client_instance_id: self.client_instance_id.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -108,19 +105,8 @@ impl<'a> FromView<GetTelemetrySubscriptionsResponseView<'a>> for GetTelemetrySub
 }
 
 impl AsVersion for GetTelemetrySubscriptionsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        GetTelemetrySubscriptionsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            client_instance_id: self.client_instance_id.as_version(ver),
-            subscription_id: self.subscription_id.as_version(ver),
-            accepted_compression_types: self.accepted_compression_types.as_version(ver),
-            push_interval_ms: self.push_interval_ms.as_version(ver),
-            telemetry_max_bytes: self.telemetry_max_bytes.as_version(ver),
-            delta_temporality: self.delta_temporality.as_version(ver),
-            requested_metrics: self.requested_metrics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

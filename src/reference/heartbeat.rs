@@ -52,17 +52,14 @@ impl<'a> FromView<HeartbeatRequestView<'a>> for HeartbeatRequest<'a> {
 
 impl AsVersion for HeartbeatRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        HeartbeatRequest {
-            group_id: self.group_id.as_version(ver),
-            generation_id: self.generation_id.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            group_instance_id: if ver.version >= 3 { self.group_instance_id.as_version(ver) } else { None },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.group_instance_id = None;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -115,15 +112,14 @@ impl<'a> FromView<HeartbeatResponseView<'a>> for HeartbeatResponse<'a> {
 
 impl AsVersion for HeartbeatResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        HeartbeatResponse {
-            throttle_time_ms: if ver.version >= 1 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.throttle_time_ms = 0;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 

@@ -56,19 +56,19 @@ impl<'a> FromView<InitProducerIdRequestView<'a>> for InitProducerIdRequest<'a> {
 
 impl AsVersion for InitProducerIdRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        InitProducerIdRequest {
-            transactional_id: self.transactional_id.as_version(ver),
-            transaction_timeout_ms: self.transaction_timeout_ms.as_version(ver),
-            producer_id: if ver.version >= 3 { self.producer_id.as_version(ver) } else { -1 },
-            producer_epoch: if ver.version >= 3 { self.producer_epoch.as_version(ver) } else { -1 },
-            enable2_pc: false,
-            keep_prepared_txn: false,
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.producer_id = -1;
         }
+        if ver.version <= 2 {
+            v.producer_epoch = -1;
+        }
+        v.enable2_pc = false;
+        v.keep_prepared_txn = false;
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -125,19 +125,13 @@ impl<'a> FromView<InitProducerIdResponseView<'a>> for InitProducerIdResponse<'a>
 
 impl AsVersion for InitProducerIdResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        InitProducerIdResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            producer_id: self.producer_id.as_version(ver),
-            producer_epoch: self.producer_epoch.as_version(ver),
-            ongoing_txn_producer_id: -1,
-            ongoing_txn_producer_epoch: -1,
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.ongoing_txn_producer_id = -1;
+        v.ongoing_txn_producer_epoch = -1;
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 

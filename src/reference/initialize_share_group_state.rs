@@ -43,11 +43,9 @@ impl<'a> FromView<InitializeShareGroupStateRequestView<'a>> for InitializeShareG
 
 impl AsVersion for InitializeShareGroupStateRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        InitializeShareGroupStateRequest {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -96,11 +94,9 @@ impl<'a> FromView<InitializeStateDataView<'a>> for InitializeStateData<'a> {
 
 impl AsVersion for InitializeStateData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        InitializeStateData {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -135,13 +131,8 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
 }
 
 impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        PartitionData {
-            partition: self.partition.as_version(ver),
-            state_epoch: self.state_epoch.as_version(ver),
-            start_offset: self.start_offset.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -173,10 +164,9 @@ impl<'a> FromView<InitializeShareGroupStateResponseView<'a>> for InitializeShare
 
 impl AsVersion for InitializeShareGroupStateResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        InitializeShareGroupStateResponse {
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        v
     }
 }
 
@@ -225,11 +215,9 @@ impl<'a> FromView<InitializeStateResultView<'a>> for InitializeStateResult<'a> {
 
 impl AsVersion for InitializeStateResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        InitializeStateResult {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -264,12 +252,7 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
 }
 
 impl AsVersion for PartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        PartitionResult {
-            partition: self.partition.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

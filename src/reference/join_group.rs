@@ -64,25 +64,21 @@ impl<'a> FromView<JoinGroupRequestView<'a>> for JoinGroupRequest<'a> {
 
 impl AsVersion for JoinGroupRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        JoinGroupRequest {
-            group_id: self.group_id.as_version(ver),
-            session_timeout_ms: self.session_timeout_ms.as_version(ver),
-            rebalance_timeout_ms: if ver.version >= 1 {
-                self.rebalance_timeout_ms.as_version(ver)
-            } else {
-                -1
-            },
-            member_id: self.member_id.as_version(ver),
-            group_instance_id: if ver.version >= 5 { self.group_instance_id.as_version(ver) } else { None },
-            protocol_type: self.protocol_type.as_version(ver),
-            protocols: self.protocols.as_version(ver),
-            reason: if ver.version >= 8 { self.reason.as_version(ver) } else { None },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.rebalance_timeout_ms = -1;
         }
+        if ver.version <= 4 {
+            v.group_instance_id = None;
+        }
+        v.protocols = self.protocols.as_version(ver);
+        if ver.version <= 7 {
+            v.reason = None;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -133,15 +129,11 @@ impl<'a> FromView<JoinGroupRequestProtocolView<'a>> for JoinGroupRequestProtocol
 
 impl AsVersion for JoinGroupRequestProtocol<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        JoinGroupRequestProtocol {
-            name: self.name.as_version(ver),
-            metadata: self.metadata.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -202,22 +194,21 @@ impl<'a> FromView<JoinGroupResponseView<'a>> for JoinGroupResponse<'a> {
 
 impl AsVersion for JoinGroupResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        JoinGroupResponse {
-            throttle_time_ms: if ver.version >= 2 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            error_code: self.error_code.as_version(ver),
-            generation_id: self.generation_id.as_version(ver),
-            protocol_type: if ver.version >= 7 { self.protocol_type.as_version(ver) } else { None },
-            protocol_name: self.protocol_name.as_version(ver),
-            leader: self.leader.as_version(ver),
-            skip_assignment: if ver.version == 9 { self.skip_assignment.as_version(ver) } else { false },
-            member_id: self.member_id.as_version(ver),
-            members: self.members.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 1 {
+            v.throttle_time_ms = 0;
         }
+        if ver.version <= 6 {
+            v.protocol_type = None;
+        }
+        if ver.version <= 8 {
+            v.skip_assignment = false;
+        }
+        v.members = self.members.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -273,15 +264,13 @@ impl<'a> FromView<JoinGroupResponseMemberView<'a>> for JoinGroupResponseMember<'
 
 impl AsVersion for JoinGroupResponseMember<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        JoinGroupResponseMember {
-            member_id: self.member_id.as_version(ver),
-            group_instance_id: if ver.version >= 5 { self.group_instance_id.as_version(ver) } else { None },
-            metadata: self.metadata.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 4 {
+            v.group_instance_id = None;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }

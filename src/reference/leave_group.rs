@@ -51,16 +51,15 @@ impl<'a> FromView<LeaveGroupRequestView<'a>> for LeaveGroupRequest<'a> {
 
 impl AsVersion for LeaveGroupRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        LeaveGroupRequest {
-            group_id: self.group_id.as_version(ver),
-            member_id: if ver.version <= 2 { self.member_id.as_version(ver) } else { Str::Borrowed("") },
-            members: if ver.version >= 3 { self.members.as_version(ver) } else { List::Borrowed(&[]) },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version >= 3 {
+            v.member_id = Str::Borrowed("");
         }
+        v.members = if ver.version <= 2 { List::Borrowed(&[]) } else { self.members.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -116,16 +115,14 @@ impl<'a> FromView<MemberIdentityView<'a>> for MemberIdentity<'a> {
 
 impl AsVersion for MemberIdentity<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        MemberIdentity {
-            member_id: self.member_id.as_version(ver),
-            group_instance_id: self.group_instance_id.as_version(ver),
-            reason: if ver.version == 5 { self.reason.as_version(ver) } else { None },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 4 {
+            v.reason = None;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -167,16 +164,15 @@ impl<'a> FromView<LeaveGroupResponseView<'a>> for LeaveGroupResponse<'a> {
 
 impl AsVersion for LeaveGroupResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        LeaveGroupResponse {
-            throttle_time_ms: if ver.version >= 1 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            error_code: self.error_code.as_version(ver),
-            members: if ver.version >= 3 { self.members.as_version(ver) } else { List::Borrowed(&[]) },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.throttle_time_ms = 0;
         }
+        v.members = if ver.version <= 2 { List::Borrowed(&[]) } else { self.members.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -230,15 +226,10 @@ impl<'a> FromView<MemberResponseView<'a>> for MemberResponse<'a> {
 
 impl AsVersion for MemberResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        MemberResponse {
-            member_id: self.member_id.as_version(ver),
-            group_instance_id: self.group_instance_id.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

@@ -43,14 +43,11 @@ impl<'a> FromView<ListConfigResourcesRequestView<'a>> for ListConfigResourcesReq
 
 impl AsVersion for ListConfigResourcesRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListConfigResourcesRequest {
-            resource_types: if ver.version == 1 {
-                self.resource_types.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.resource_types = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -102,12 +99,9 @@ impl<'a> FromView<ListConfigResourcesResponseView<'a>> for ListConfigResourcesRe
 
 impl AsVersion for ListConfigResourcesResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListConfigResourcesResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            config_resources: self.config_resources.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.config_resources = self.config_resources.as_version(ver);
+        v
     }
 }
 
@@ -158,10 +152,10 @@ impl<'a> FromView<ConfigResourceView<'a>> for ConfigResource<'a> {
 
 impl AsVersion for ConfigResource<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ConfigResource {
-            resource_name: self.resource_name.as_version(ver),
-            resource_type: if ver.version == 1 { self.resource_type.as_version(ver) } else { 16 },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.resource_type = 16;
         }
+        v
     }
 }

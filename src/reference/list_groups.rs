@@ -49,23 +49,17 @@ impl<'a> FromView<ListGroupsRequestView<'a>> for ListGroupsRequest<'a> {
 
 impl AsVersion for ListGroupsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListGroupsRequest {
-            states_filter: if ver.version >= 4 {
-                self.states_filter.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            types_filter: if ver.version == 5 {
-                self.types_filter.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 3 {
+            v.states_filter = List::Borrowed(&[]);
         }
+        if ver.version <= 4 {
+            v.types_filter = List::Borrowed(&[]);
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -120,16 +114,15 @@ impl<'a> FromView<ListGroupsResponseView<'a>> for ListGroupsResponse<'a> {
 
 impl AsVersion for ListGroupsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListGroupsResponse {
-            throttle_time_ms: if ver.version >= 1 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            error_code: self.error_code.as_version(ver),
-            groups: self.groups.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.throttle_time_ms = 0;
         }
+        v.groups = self.groups.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -188,16 +181,16 @@ impl<'a> FromView<ListedGroupView<'a>> for ListedGroup<'a> {
 
 impl AsVersion for ListedGroup<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListedGroup {
-            group_id: self.group_id.as_version(ver),
-            protocol_type: self.protocol_type.as_version(ver),
-            group_state: if ver.version >= 4 { self.group_state.as_version(ver) } else { Str::Borrowed("") },
-            group_type: if ver.version == 5 { self.group_type.as_version(ver) } else { Str::Borrowed("") },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 3 {
+            v.group_state = Str::Borrowed("");
         }
+        if ver.version <= 4 {
+            v.group_type = Str::Borrowed("");
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }

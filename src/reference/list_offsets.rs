@@ -53,17 +53,18 @@ impl<'a> FromView<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
 
 impl AsVersion for ListOffsetsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListOffsetsRequest {
-            replica_id: self.replica_id.as_version(ver),
-            isolation_level: if ver.version >= 2 { self.isolation_level.as_version(ver) } else { 0 },
-            topics: self.topics.as_version(ver),
-            timeout_ms: if ver.version == 10 { self.timeout_ms.as_version(ver) } else { 0 },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 1 {
+            v.isolation_level = 0;
         }
+        v.topics = self.topics.as_version(ver);
+        if ver.version <= 9 {
+            v.timeout_ms = 0;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -114,15 +115,12 @@ impl<'a> FromView<ListOffsetsTopicView<'a>> for ListOffsetsTopic<'a> {
 
 impl AsVersion for ListOffsetsTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListOffsetsTopic {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -162,20 +160,14 @@ impl<'a> FromView<ListOffsetsPartitionView<'a>> for ListOffsetsPartition<'a> {
 
 impl AsVersion for ListOffsetsPartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListOffsetsPartition {
-            partition_index: self.partition_index.as_version(ver),
-            current_leader_epoch: if ver.version >= 4 {
-                self.current_leader_epoch.as_version(ver)
-            } else {
-                -1
-            },
-            timestamp: self.timestamp.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 3 {
+            v.current_leader_epoch = -1;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -213,15 +205,15 @@ impl<'a> FromView<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
 
 impl AsVersion for ListOffsetsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListOffsetsResponse {
-            throttle_time_ms: if ver.version >= 2 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 1 {
+            v.throttle_time_ms = 0;
         }
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -272,15 +264,12 @@ impl<'a> FromView<ListOffsetsTopicResponseView<'a>> for ListOffsetsTopicResponse
 
 impl AsVersion for ListOffsetsTopicResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListOffsetsTopicResponse {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -324,17 +313,13 @@ impl<'a> FromView<ListOffsetsPartitionResponseView<'a>> for ListOffsetsPartition
 
 impl AsVersion for ListOffsetsPartitionResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListOffsetsPartitionResponse {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            timestamp: self.timestamp.as_version(ver),
-            offset: self.offset.as_version(ver),
-            leader_epoch: if ver.version >= 4 { self.leader_epoch.as_version(ver) } else { -1 },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 3 {
+            v.leader_epoch = -1;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }

@@ -44,11 +44,9 @@ impl<'a> FromView<ListPartitionReassignmentsRequestView<'a>> for ListPartitionRe
 
 impl AsVersion for ListPartitionReassignmentsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListPartitionReassignmentsRequest {
-            timeout_ms: self.timeout_ms.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -97,12 +95,8 @@ impl<'a> FromView<ListPartitionReassignmentsTopicsView<'a>> for ListPartitionRea
 }
 
 impl AsVersion for ListPartitionReassignmentsTopics<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ListPartitionReassignmentsTopics {
-            name: self.name.as_version(ver),
-            partition_indexes: self.partition_indexes.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -141,13 +135,9 @@ impl<'a> FromView<ListPartitionReassignmentsResponseView<'a>> for ListPartitionR
 
 impl AsVersion for ListPartitionReassignmentsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListPartitionReassignmentsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -196,11 +186,9 @@ impl<'a> FromView<OngoingTopicReassignmentView<'a>> for OngoingTopicReassignment
 
 impl AsVersion for OngoingTopicReassignment<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OngoingTopicReassignment {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -238,13 +226,7 @@ impl<'a> FromView<OngoingPartitionReassignmentView<'a>> for OngoingPartitionReas
 }
 
 impl AsVersion for OngoingPartitionReassignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        OngoingPartitionReassignment {
-            partition_index: self.partition_index.as_version(ver),
-            replicas: self.replicas.as_version(ver),
-            adding_replicas: self.adding_replicas.as_version(ver),
-            removing_replicas: self.removing_replicas.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

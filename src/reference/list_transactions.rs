@@ -53,17 +53,14 @@ impl<'a> FromView<ListTransactionsRequestView<'a>> for ListTransactionsRequest<'
 
 impl AsVersion for ListTransactionsRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListTransactionsRequest {
-            state_filters: self.state_filters.as_version(ver),
-            producer_id_filters: self.producer_id_filters.as_version(ver),
-            duration_filter: if ver.version >= 1 { self.duration_filter.as_version(ver) } else { -1 },
-            transactional_id_pattern: if ver.version == 2 {
-                self.transactional_id_pattern.as_version(ver)
-            } else {
-                None
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.duration_filter = -1;
         }
+        if ver.version <= 1 {
+            v.transactional_id_pattern = None;
+        }
+        v
     }
 }
 
@@ -118,13 +115,9 @@ impl<'a> FromView<ListTransactionsResponseView<'a>> for ListTransactionsResponse
 
 impl AsVersion for ListTransactionsResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ListTransactionsResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_state_filters: self.unknown_state_filters.as_version(ver),
-            transaction_states: self.transaction_states.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.transaction_states = self.transaction_states.as_version(ver);
+        v
     }
 }
 
@@ -174,12 +167,7 @@ impl<'a> FromView<TransactionStateView<'a>> for TransactionState<'a> {
 }
 
 impl AsVersion for TransactionState<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TransactionState {
-            transactional_id: self.transactional_id.as_version(ver),
-            producer_id: self.producer_id.as_version(ver),
-            transaction_state: self.transaction_state.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

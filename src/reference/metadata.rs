@@ -61,29 +61,21 @@ impl<'a> FromView<MetadataRequestView<'a>> for MetadataRequest<'a> {
 
 impl AsVersion for MetadataRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        MetadataRequest {
-            topics: self.topics.as_version(ver),
-            allow_auto_topic_creation: if ver.version >= 4 {
-                self.allow_auto_topic_creation.as_version(ver)
-            } else {
-                true
-            },
-            include_cluster_authorized_operations: if ver.version >= 8 && ver.version <= 10 {
-                self.include_cluster_authorized_operations.as_version(ver)
-            } else {
-                false
-            },
-            include_topic_authorized_operations: if ver.version >= 8 {
-                self.include_topic_authorized_operations.as_version(ver)
-            } else {
-                false
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if ver.version <= 3 {
+            v.allow_auto_topic_creation = true;
         }
+        if !(ver.version >= 8 && ver.version <= 10) {
+            v.include_cluster_authorized_operations = false;
+        }
+        if ver.version <= 7 {
+            v.include_topic_authorized_operations = false;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -140,15 +132,14 @@ impl<'a> FromView<MetadataRequestTopicView<'a>> for MetadataRequestTopic<'a> {
 
 impl AsVersion for MetadataRequestTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        MetadataRequestTopic {
-            topic_id: if ver.version >= 10 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            name: self.name.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 9 {
+            v.topic_id = Uuid::ZERO;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -204,24 +195,28 @@ impl<'a> FromView<MetadataResponseView<'a>> for MetadataResponse<'a> {
 
 impl AsVersion for MetadataResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        MetadataResponse {
-            throttle_time_ms: if ver.version >= 3 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            brokers: self.brokers.as_version(ver),
-            cluster_id: if ver.version >= 2 { self.cluster_id.as_version(ver) } else { None },
-            controller_id: if ver.version >= 1 { self.controller_id.as_version(ver) } else { -1 },
-            topics: self.topics.as_version(ver),
-            cluster_authorized_operations: if ver.version >= 8 && ver.version <= 10 {
-                self.cluster_authorized_operations.as_version(ver)
-            } else {
-                i32::MIN
-            },
-            error_code: if ver.version == 13 { self.error_code.as_version(ver) } else { 0 },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.throttle_time_ms = 0;
         }
+        v.brokers = self.brokers.as_version(ver);
+        if ver.version <= 1 {
+            v.cluster_id = None;
+        }
+        if ver.version == 0 {
+            v.controller_id = -1;
+        }
+        v.topics = self.topics.as_version(ver);
+        if !(ver.version >= 8 && ver.version <= 10) {
+            v.cluster_authorized_operations = i32::MIN;
+        }
+        if ver.version <= 12 {
+            v.error_code = 0;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -278,17 +273,14 @@ impl<'a> FromView<MetadataResponseBrokerView<'a>> for MetadataResponseBroker<'a>
 
 impl AsVersion for MetadataResponseBroker<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        MetadataResponseBroker {
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            rack: if ver.version >= 1 { self.rack.as_version(ver) } else { None },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.rack = None;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -342,23 +334,21 @@ impl<'a> FromView<MetadataResponseTopicView<'a>> for MetadataResponseTopic<'a> {
 
 impl AsVersion for MetadataResponseTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        MetadataResponseTopic {
-            error_code: self.error_code.as_version(ver),
-            name: self.name.as_version(ver),
-            topic_id: if ver.version >= 10 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            is_internal: if ver.version >= 1 { self.is_internal.as_version(ver) } else { false },
-            partitions: self.partitions.as_version(ver),
-            topic_authorized_operations: if ver.version >= 8 {
-                self.topic_authorized_operations.as_version(ver)
-            } else {
-                i32::MIN
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 9 {
+            v.topic_id = Uuid::ZERO;
         }
+        if ver.version == 0 {
+            v.is_internal = false;
+        }
+        v.partitions = self.partitions.as_version(ver);
+        if ver.version <= 7 {
+            v.topic_authorized_operations = i32::MIN;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -409,23 +399,16 @@ impl<'a> FromView<MetadataResponsePartitionView<'a>> for MetadataResponsePartiti
 
 impl AsVersion for MetadataResponsePartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        MetadataResponsePartition {
-            error_code: self.error_code.as_version(ver),
-            partition_index: self.partition_index.as_version(ver),
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: if ver.version >= 7 { self.leader_epoch.as_version(ver) } else { -1 },
-            replica_nodes: self.replica_nodes.as_version(ver),
-            isr_nodes: self.isr_nodes.as_version(ver),
-            offline_replicas: if ver.version >= 5 {
-                self.offline_replicas.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 6 {
+            v.leader_epoch = -1;
         }
+        if ver.version <= 4 {
+            v.offline_replicas = List::Borrowed(&[]);
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }

@@ -58,19 +58,18 @@ impl<'a> FromView<OffsetCommitRequestView<'a>> for OffsetCommitRequest<'a> {
 
 impl AsVersion for OffsetCommitRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetCommitRequest {
-            group_id: self.group_id.as_version(ver),
-            generation_id_or_member_epoch: self.generation_id_or_member_epoch.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            group_instance_id: if ver.version >= 7 { self.group_instance_id.as_version(ver) } else { None },
-            retention_time_ms: if ver.version <= 4 { self.retention_time_ms.as_version(ver) } else { -1 },
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 6 {
+            v.group_instance_id = None;
         }
+        if ver.version >= 5 {
+            v.retention_time_ms = -1;
+        }
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -127,16 +126,18 @@ impl<'a> FromView<OffsetCommitRequestTopicView<'a>> for OffsetCommitRequestTopic
 
 impl AsVersion for OffsetCommitRequestTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetCommitRequestTopic {
-            name: if ver.version <= 9 { self.name.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version == 10 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 10 {
+            v.name = Str::Borrowed("");
         }
+        if ver.version <= 9 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -179,21 +180,14 @@ impl<'a> FromView<OffsetCommitRequestPartitionView<'a>> for OffsetCommitRequestP
 
 impl AsVersion for OffsetCommitRequestPartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetCommitRequestPartition {
-            partition_index: self.partition_index.as_version(ver),
-            committed_offset: self.committed_offset.as_version(ver),
-            committed_leader_epoch: if ver.version >= 6 {
-                self.committed_leader_epoch.as_version(ver)
-            } else {
-                -1
-            },
-            committed_metadata: self.committed_metadata.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 5 {
+            v.committed_leader_epoch = -1;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -231,15 +225,15 @@ impl<'a> FromView<OffsetCommitResponseView<'a>> for OffsetCommitResponse<'a> {
 
 impl AsVersion for OffsetCommitResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetCommitResponse {
-            throttle_time_ms: if ver.version >= 3 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 2 {
+            v.throttle_time_ms = 0;
         }
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -296,16 +290,18 @@ impl<'a> FromView<OffsetCommitResponseTopicView<'a>> for OffsetCommitResponseTop
 
 impl AsVersion for OffsetCommitResponseTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetCommitResponseTopic {
-            name: if ver.version <= 9 { self.name.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version == 10 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 10 {
+            v.name = Str::Borrowed("");
         }
+        if ver.version <= 9 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -341,14 +337,10 @@ impl<'a> FromView<OffsetCommitResponsePartitionView<'a>> for OffsetCommitRespons
 
 impl AsVersion for OffsetCommitResponsePartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetCommitResponsePartition {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

@@ -33,7 +33,9 @@ impl<'a> FromView<OffsetDeleteRequestView<'a>> for OffsetDeleteRequest<'a> {
 
 impl AsVersion for OffsetDeleteRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetDeleteRequest { group_id: self.group_id.as_version(ver), topics: self.topics.as_version(ver) }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -72,10 +74,9 @@ impl<'a> FromView<OffsetDeleteRequestTopicView<'a>> for OffsetDeleteRequestTopic
 
 impl AsVersion for OffsetDeleteRequestTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetDeleteRequestTopic {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -94,8 +95,8 @@ impl<'a> FromView<OffsetDeleteRequestPartitionView<'a>> for OffsetDeleteRequestP
 }
 
 impl AsVersion for OffsetDeleteRequestPartition {
-    fn as_version(&self, ver: Ver) -> Self {
-        OffsetDeleteRequestPartition { partition_index: self.partition_index.as_version(ver) }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -121,11 +122,9 @@ impl<'a> FromView<OffsetDeleteResponseView<'a>> for OffsetDeleteResponse<'a> {
 
 impl AsVersion for OffsetDeleteResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetDeleteResponse {
-            error_code: self.error_code.as_version(ver),
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            topics: self.topics.as_version(ver),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -164,10 +163,9 @@ impl<'a> FromView<OffsetDeleteResponseTopicView<'a>> for OffsetDeleteResponseTop
 
 impl AsVersion for OffsetDeleteResponseTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetDeleteResponseTopic {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -190,10 +188,7 @@ impl<'a> FromView<OffsetDeleteResponsePartitionView<'a>> for OffsetDeleteRespons
 }
 
 impl AsVersion for OffsetDeleteResponsePartition {
-    fn as_version(&self, ver: Ver) -> Self {
-        OffsetDeleteResponsePartition {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -61,17 +61,19 @@ impl<'a> FromView<OffsetFetchRequestView<'a>> for OffsetFetchRequest<'a> {
 
 impl AsVersion for OffsetFetchRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchRequest {
-            group_id: if ver.version <= 7 { self.group_id.as_version(ver) } else { Str::Borrowed("") },
-            topics: if ver.version <= 7 { self.topics.as_version(ver) } else { Some(List::Borrowed(&[])) },
-            groups: if ver.version >= 8 { self.groups.as_version(ver) } else { List::Borrowed(&[]) },
-            require_stable: if ver.version >= 7 { self.require_stable.as_version(ver) } else { false },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version >= 8 {
+            v.group_id = Str::Borrowed("");
         }
+        v.topics = if ver.version >= 8 { Some(List::Borrowed(&[])) } else { self.topics.as_version(ver) };
+        v.groups = if ver.version <= 7 { List::Borrowed(&[]) } else { self.groups.as_version(ver) };
+        if ver.version <= 6 {
+            v.require_stable = false;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -122,15 +124,11 @@ impl<'a> FromView<OffsetFetchRequestTopicView<'a>> for OffsetFetchRequestTopic<'
 
 impl AsVersion for OffsetFetchRequestTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchRequestTopic {
-            name: self.name.as_version(ver),
-            partition_indexes: self.partition_indexes.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -172,13 +170,15 @@ impl<'a> FromView<OffsetFetchRequestGroupView<'a>> for OffsetFetchRequestGroup<'
 
 impl AsVersion for OffsetFetchRequestGroup<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchRequestGroup {
-            group_id: self.group_id.as_version(ver),
-            member_id: if ver.version >= 9 { self.member_id.as_version(ver) } else { None },
-            member_epoch: if ver.version >= 9 { self.member_epoch.as_version(ver) } else { -1 },
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 8 {
+            v.member_id = None;
         }
+        if ver.version == 8 {
+            v.member_epoch = -1;
+        }
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -218,12 +218,14 @@ impl<'a> FromView<OffsetFetchRequestTopicsView<'a>> for OffsetFetchRequestTopics
 
 impl AsVersion for OffsetFetchRequestTopics<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchRequestTopics {
-            name: if ver.version <= 9 { self.name.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version == 10 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partition_indexes: self.partition_indexes.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 10 {
+            v.name = Str::Borrowed("");
         }
+        if ver.version <= 9 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v
     }
 }
 
@@ -271,21 +273,19 @@ impl<'a> FromView<OffsetFetchResponseView<'a>> for OffsetFetchResponse<'a> {
 
 impl AsVersion for OffsetFetchResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchResponse {
-            throttle_time_ms: if ver.version >= 3 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            topics: if ver.version <= 7 { self.topics.as_version(ver) } else { List::Borrowed(&[]) },
-            error_code: if ver.version >= 2 && ver.version <= 7 {
-                self.error_code.as_version(ver)
-            } else {
-                0
-            },
-            groups: if ver.version >= 8 { self.groups.as_version(ver) } else { List::Borrowed(&[]) },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.throttle_time_ms = 0;
         }
+        v.topics = if ver.version >= 8 { List::Borrowed(&[]) } else { self.topics.as_version(ver) };
+        if !(ver.version >= 2 && ver.version <= 7) {
+            v.error_code = 0;
+        }
+        v.groups = if ver.version <= 7 { List::Borrowed(&[]) } else { self.groups.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -336,15 +336,12 @@ impl<'a> FromView<OffsetFetchResponseTopicView<'a>> for OffsetFetchResponseTopic
 
 impl AsVersion for OffsetFetchResponseTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchResponseTopic {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -388,22 +385,14 @@ impl<'a> FromView<OffsetFetchResponsePartitionView<'a>> for OffsetFetchResponseP
 
 impl AsVersion for OffsetFetchResponsePartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchResponsePartition {
-            partition_index: self.partition_index.as_version(ver),
-            committed_offset: self.committed_offset.as_version(ver),
-            committed_leader_epoch: if ver.version >= 5 {
-                self.committed_leader_epoch.as_version(ver)
-            } else {
-                -1
-            },
-            metadata: self.metadata.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 4 {
+            v.committed_leader_epoch = -1;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -439,12 +428,9 @@ impl<'a> FromView<OffsetFetchResponseGroupView<'a>> for OffsetFetchResponseGroup
 
 impl AsVersion for OffsetFetchResponseGroup<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchResponseGroup {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -484,12 +470,15 @@ impl<'a> FromView<OffsetFetchResponseTopicsView<'a>> for OffsetFetchResponseTopi
 
 impl AsVersion for OffsetFetchResponseTopics<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchResponseTopics {
-            name: if ver.version <= 9 { self.name.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version == 10 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 10 {
+            v.name = Str::Borrowed("");
         }
+        if ver.version <= 9 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -528,14 +517,7 @@ impl<'a> FromView<OffsetFetchResponsePartitionsView<'a>> for OffsetFetchResponse
 }
 
 impl AsVersion for OffsetFetchResponsePartitions<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        OffsetFetchResponsePartitions {
-            partition_index: self.partition_index.as_version(ver),
-            committed_offset: self.committed_offset.as_version(ver),
-            committed_leader_epoch: self.committed_leader_epoch.as_version(ver),
-            metadata: self.metadata.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

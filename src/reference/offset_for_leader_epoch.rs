@@ -47,15 +47,15 @@ impl<'a> FromView<OffsetForLeaderEpochRequestView<'a>> for OffsetForLeaderEpochR
 
 impl AsVersion for OffsetForLeaderEpochRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetForLeaderEpochRequest {
-            replica_id: if ver.version >= 3 { self.replica_id.as_version(ver) } else { -2 },
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 2 {
+            v.replica_id = -2;
         }
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -106,15 +106,12 @@ impl<'a> FromView<OffsetForLeaderTopicView<'a>> for OffsetForLeaderTopic<'a> {
 
 impl AsVersion for OffsetForLeaderTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetForLeaderTopic {
-            topic: self.topic.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -152,16 +149,11 @@ impl<'a> FromView<OffsetForLeaderPartitionView<'a>> for OffsetForLeaderPartition
 
 impl AsVersion for OffsetForLeaderPartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetForLeaderPartition {
-            partition: self.partition.as_version(ver),
-            current_leader_epoch: self.current_leader_epoch.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -197,15 +189,12 @@ impl<'a> FromView<OffsetForLeaderEpochResponseView<'a>> for OffsetForLeaderEpoch
 
 impl AsVersion for OffsetForLeaderEpochResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetForLeaderEpochResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -256,15 +245,12 @@ impl<'a> FromView<OffsetForLeaderTopicResultView<'a>> for OffsetForLeaderTopicRe
 
 impl AsVersion for OffsetForLeaderTopicResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        OffsetForLeaderTopicResult {
-            topic: self.topic.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -304,16 +290,10 @@ impl<'a> FromView<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
 
 impl AsVersion for EpochEndOffset<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EpochEndOffset {
-            error_code: self.error_code.as_version(ver),
-            partition: self.partition.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            end_offset: self.end_offset.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

@@ -50,17 +50,12 @@ impl<'a> FromView<ProduceRequestView<'a>> for ProduceRequest<'a> {
 
 impl AsVersion for ProduceRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ProduceRequest {
-            transactional_id: self.transactional_id.as_version(ver),
-            acks: self.acks.as_version(ver),
-            timeout_ms: self.timeout_ms.as_version(ver),
-            topic_data: self.topic_data.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topic_data = self.topic_data.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -117,16 +112,18 @@ impl<'a> FromView<TopicProduceDataView<'a>> for TopicProduceData<'a> {
 
 impl AsVersion for TopicProduceData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopicProduceData {
-            name: if ver.version <= 12 { self.name.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version == 13 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partition_data: self.partition_data.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 13 {
+            v.name = Str::Borrowed("");
         }
+        if ver.version <= 12 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v.partition_data = self.partition_data.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -162,15 +159,11 @@ impl<'a> FromView<PartitionProduceDataView<'a>> for PartitionProduceData<'a> {
 
 impl AsVersion for PartitionProduceData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionProduceData {
-            index: self.index.as_version(ver),
-            records: self.records.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -222,20 +215,14 @@ impl<'a> FromView<ProduceResponseView<'a>> for ProduceResponse<'a> {
 
 impl AsVersion for ProduceResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ProduceResponse {
-            responses: self.responses.as_version(ver),
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            node_endpoints: if ver.version >= 10 {
-                self.node_endpoints.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.responses = self.responses.as_version(ver);
+        v.node_endpoints =
+            if ver.version <= 9 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -292,16 +279,18 @@ impl<'a> FromView<TopicProduceResponseView<'a>> for TopicProduceResponse<'a> {
 
 impl AsVersion for TopicProduceResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopicProduceResponse {
-            name: if ver.version <= 12 { self.name.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version == 13 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partition_responses: self.partition_responses.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 13 {
+            v.name = Str::Borrowed("");
         }
+        if ver.version <= 12 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v.partition_responses = self.partition_responses.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -373,29 +362,21 @@ impl<'a> FromView<PartitionProduceResponseView<'a>> for PartitionProduceResponse
 
 impl AsVersion for PartitionProduceResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionProduceResponse {
-            index: self.index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            base_offset: self.base_offset.as_version(ver),
-            log_append_time_ms: self.log_append_time_ms.as_version(ver),
-            log_start_offset: if ver.version >= 5 { self.log_start_offset.as_version(ver) } else { -1 },
-            record_errors: if ver.version >= 8 {
-                self.record_errors.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            error_message: if ver.version >= 8 { self.error_message.as_version(ver) } else { None },
-            current_leader: if ver.version >= 10 {
-                self.current_leader.as_version(ver)
-            } else {
-                LeaderIdAndEpoch::default()
-            },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 4 {
+            v.log_start_offset = -1;
         }
+        v.record_errors =
+            if ver.version <= 7 { List::Borrowed(&[]) } else { self.record_errors.as_version(ver) };
+        if ver.version <= 7 {
+            v.error_message = None;
+        }
+        v.current_leader =
+            if ver.version <= 9 { LeaderIdAndEpoch::default() } else { self.current_leader.as_version(ver) };
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -432,15 +413,11 @@ impl<'a> FromView<BatchIndexAndErrorMessageView<'a>> for BatchIndexAndErrorMessa
 
 impl AsVersion for BatchIndexAndErrorMessage<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        BatchIndexAndErrorMessage {
-            batch_index: self.batch_index.as_version(ver),
-            batch_index_error_message: self.batch_index_error_message.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -473,12 +450,8 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 }
 
 impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        LeaderIdAndEpoch {
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -515,13 +488,7 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
 }
 
 impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        NodeEndpoint {
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            rack: self.rack.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

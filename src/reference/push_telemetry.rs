@@ -48,15 +48,8 @@ impl<'a> FromView<PushTelemetryRequestView<'a>> for PushTelemetryRequest<'a> {
 }
 
 impl AsVersion for PushTelemetryRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        PushTelemetryRequest {
-            client_instance_id: self.client_instance_id.as_version(ver),
-            subscription_id: self.subscription_id.as_version(ver),
-            terminating: self.terminating.as_version(ver),
-            compression_type: self.compression_type.as_version(ver),
-            metrics: self.metrics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -104,12 +97,8 @@ impl<'a> FromView<PushTelemetryResponseView<'a>> for PushTelemetryResponse<'a> {
 }
 
 impl AsVersion for PushTelemetryResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        PushTelemetryResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

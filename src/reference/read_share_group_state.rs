@@ -43,11 +43,9 @@ impl<'a> FromView<ReadShareGroupStateRequestView<'a>> for ReadShareGroupStateReq
 
 impl AsVersion for ReadShareGroupStateRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReadShareGroupStateRequest {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -96,11 +94,9 @@ impl<'a> FromView<ReadStateDataView<'a>> for ReadStateData<'a> {
 
 impl AsVersion for ReadStateData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReadStateData {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -133,12 +129,8 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
 }
 
 impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        PartitionData {
-            partition: self.partition.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -170,10 +162,9 @@ impl<'a> FromView<ReadShareGroupStateResponseView<'a>> for ReadShareGroupStateRe
 
 impl AsVersion for ReadShareGroupStateResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReadShareGroupStateResponse {
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        v
     }
 }
 
@@ -222,11 +213,9 @@ impl<'a> FromView<ReadStateResultView<'a>> for ReadStateResult<'a> {
 
 impl AsVersion for ReadStateResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReadStateResult {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -268,15 +257,9 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
 
 impl AsVersion for PartitionResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionResult {
-            partition: self.partition.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            state_epoch: self.state_epoch.as_version(ver),
-            start_offset: self.start_offset.as_version(ver),
-            state_batches: self.state_batches.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.state_batches = self.state_batches.as_version(ver);
+        v
     }
 }
 
@@ -313,13 +296,7 @@ impl<'a> FromView<StateBatchView<'a>> for StateBatch<'a> {
 }
 
 impl AsVersion for StateBatch<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        StateBatch {
-            first_offset: self.first_offset.as_version(ver),
-            last_offset: self.last_offset.as_version(ver),
-            delivery_state: self.delivery_state.as_version(ver),
-            delivery_count: self.delivery_count.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -43,11 +43,9 @@ impl<'a> FromView<ReadShareGroupStateSummaryRequestView<'a>> for ReadShareGroupS
 
 impl AsVersion for ReadShareGroupStateSummaryRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReadShareGroupStateSummaryRequest {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -96,11 +94,9 @@ impl<'a> FromView<ReadStateSummaryDataView<'a>> for ReadStateSummaryData<'a> {
 
 impl AsVersion for ReadStateSummaryData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReadStateSummaryData {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -133,12 +129,8 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
 }
 
 impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        PartitionData {
-            partition: self.partition.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -170,10 +162,9 @@ impl<'a> FromView<ReadShareGroupStateSummaryResponseView<'a>> for ReadShareGroup
 
 impl AsVersion for ReadShareGroupStateSummaryResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReadShareGroupStateSummaryResponse {
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        v
     }
 }
 
@@ -222,11 +213,9 @@ impl<'a> FromView<ReadStateSummaryResultView<'a>> for ReadStateSummaryResult<'a>
 
 impl AsVersion for ReadStateSummaryResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ReadStateSummaryResult {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -272,19 +261,10 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
 
 impl AsVersion for PartitionResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionResult {
-            partition: self.partition.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            state_epoch: self.state_epoch.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            start_offset: self.start_offset.as_version(ver),
-            delivery_complete_count: if ver.version == 1 {
-                self.delivery_complete_count.as_version(ver)
-            } else {
-                -1
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.delivery_complete_count = -1;
         }
+        v
     }
 }

@@ -44,13 +44,8 @@ impl<'a> FromView<RemoveRaftVoterRequestView<'a>> for RemoveRaftVoterRequest<'a>
 }
 
 impl AsVersion for RemoveRaftVoterRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        RemoveRaftVoterRequest {
-            cluster_id: self.cluster_id.as_version(ver),
-            voter_id: self.voter_id.as_version(ver),
-            voter_directory_id: self.voter_directory_id.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -100,13 +95,8 @@ impl<'a> FromView<RemoveRaftVoterResponseView<'a>> for RemoveRaftVoterResponse<'
 }
 
 impl AsVersion for RemoveRaftVoterResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        RemoveRaftVoterResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

@@ -45,15 +45,11 @@ impl<'a> FromView<RenewDelegationTokenRequestView<'a>> for RenewDelegationTokenR
 
 impl AsVersion for RenewDelegationTokenRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        RenewDelegationTokenRequest {
-            hmac: self.hmac.as_version(ver),
-            renew_period_ms: self.renew_period_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -106,16 +102,11 @@ impl<'a> FromView<RenewDelegationTokenResponseView<'a>> for RenewDelegationToken
 
 impl AsVersion for RenewDelegationTokenResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        RenewDelegationTokenResponse {
-            error_code: self.error_code.as_version(ver),
-            expiry_timestamp_ms: self.expiry_timestamp_ms.as_version(ver),
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 

@@ -43,14 +43,11 @@ impl<'a> FromView<SaslAuthenticateRequestView<'a>> for SaslAuthenticateRequest<'
 
 impl AsVersion for SaslAuthenticateRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        SaslAuthenticateRequest {
-            auth_bytes: self.auth_bytes.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -108,17 +105,14 @@ impl<'a> FromView<SaslAuthenticateResponseView<'a>> for SaslAuthenticateResponse
 
 impl AsVersion for SaslAuthenticateResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        SaslAuthenticateResponse {
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            auth_bytes: self.auth_bytes.as_version(ver),
-            session_lifetime_ms: if ver.version >= 1 { self.session_lifetime_ms.as_version(ver) } else { 0 },
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.session_lifetime_ms = 0;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 

@@ -28,8 +28,8 @@ impl<'a> FromView<SaslHandshakeRequestView<'a>> for SaslHandshakeRequest<'a> {
 }
 
 impl AsVersion for SaslHandshakeRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        SaslHandshakeRequest { mechanism: self.mechanism.as_version(ver) }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -64,11 +64,8 @@ impl<'a> FromView<SaslHandshakeResponseView<'a>> for SaslHandshakeResponse<'a> {
 }
 
 impl AsVersion for SaslHandshakeResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        SaslHandshakeResponse {
-            error_code: self.error_code.as_version(ver),
-            mechanisms: self.mechanisms.as_version(ver),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

@@ -51,14 +51,12 @@ impl<'a> FromView<ShareAcknowledgeRequestView<'a>> for ShareAcknowledgeRequest<'
 
 impl AsVersion for ShareAcknowledgeRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ShareAcknowledgeRequest {
-            group_id: self.group_id.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            share_session_epoch: self.share_session_epoch.as_version(ver),
-            is_renew_ack: if ver.version == 2 { self.is_renew_ack.as_version(ver) } else { false },
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 1 {
+            v.is_renew_ack = false;
         }
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -107,11 +105,9 @@ impl<'a> FromView<AcknowledgeTopicView<'a>> for AcknowledgeTopic<'a> {
 
 impl AsVersion for AcknowledgeTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AcknowledgeTopic {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -146,11 +142,9 @@ impl<'a> FromView<AcknowledgePartitionView<'a>> for AcknowledgePartition<'a> {
 
 impl AsVersion for AcknowledgePartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        AcknowledgePartition {
-            partition_index: self.partition_index.as_version(ver),
-            acknowledgement_batches: self.acknowledgement_batches.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.acknowledgement_batches = self.acknowledgement_batches.as_version(ver);
+        v
     }
 }
 
@@ -185,13 +179,8 @@ impl<'a> FromView<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
 }
 
 impl AsVersion for AcknowledgementBatch<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AcknowledgementBatch {
-            first_offset: self.first_offset.as_version(ver),
-            last_offset: self.last_offset.as_version(ver),
-            acknowledge_types: self.acknowledge_types.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -235,19 +224,13 @@ impl<'a> FromView<ShareAcknowledgeResponseView<'a>> for ShareAcknowledgeResponse
 
 impl AsVersion for ShareAcknowledgeResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ShareAcknowledgeResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            acquisition_lock_timeout_ms: if ver.version == 2 {
-                self.acquisition_lock_timeout_ms.as_version(ver)
-            } else {
-                0
-            },
-            responses: self.responses.as_version(ver),
-            node_endpoints: self.node_endpoints.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 1 {
+            v.acquisition_lock_timeout_ms = 0;
         }
+        v.responses = self.responses.as_version(ver);
+        v.node_endpoints = self.node_endpoints.as_version(ver);
+        v
     }
 }
 
@@ -296,11 +279,9 @@ impl<'a> FromView<ShareAcknowledgeTopicResponseView<'a>> for ShareAcknowledgeTop
 
 impl AsVersion for ShareAcknowledgeTopicResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ShareAcknowledgeTopicResponse {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -338,13 +319,9 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
 
 impl AsVersion for PartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            current_leader: self.current_leader.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.current_leader = self.current_leader.as_version(ver);
+        v
     }
 }
 
@@ -377,12 +354,8 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 }
 
 impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        LeaderIdAndEpoch {
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -419,13 +392,7 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
 }
 
 impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        NodeEndpoint {
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            rack: self.rack.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

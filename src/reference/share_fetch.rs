@@ -67,21 +67,16 @@ impl<'a> FromView<ShareFetchRequestView<'a>> for ShareFetchRequest<'a> {
 
 impl AsVersion for ShareFetchRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ShareFetchRequest {
-            group_id: self.group_id.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            share_session_epoch: self.share_session_epoch.as_version(ver),
-            max_wait_ms: self.max_wait_ms.as_version(ver),
-            min_bytes: self.min_bytes.as_version(ver),
-            max_bytes: self.max_bytes.as_version(ver),
-            max_records: self.max_records.as_version(ver),
-            batch_size: self.batch_size.as_version(ver),
-            share_acquire_mode: if ver.version == 2 { self.share_acquire_mode.as_version(ver) } else { 0 },
-            is_renew_ack: if ver.version == 2 { self.is_renew_ack.as_version(ver) } else { false },
-            topics: self.topics.as_version(ver),
-            forgotten_topics_data: self.forgotten_topics_data.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 1 {
+            v.share_acquire_mode = 0;
         }
+        if ver.version == 1 {
+            v.is_renew_ack = false;
+        }
+        v.topics = self.topics.as_version(ver);
+        v.forgotten_topics_data = self.forgotten_topics_data.as_version(ver);
+        v
     }
 }
 
@@ -130,11 +125,9 @@ impl<'a> FromView<FetchTopicView<'a>> for FetchTopic<'a> {
 
 impl AsVersion for FetchTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchTopic {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -170,12 +163,10 @@ impl<'a> FromView<FetchPartitionView<'a>> for FetchPartition<'a> {
 
 impl AsVersion for FetchPartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FetchPartition {
-            partition_index: self.partition_index.as_version(ver),
-            partition_max_bytes: 0,
-            acknowledgement_batches: self.acknowledgement_batches.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partition_max_bytes = 0;
+        v.acknowledgement_batches = self.acknowledgement_batches.as_version(ver);
+        v
     }
 }
 
@@ -210,13 +201,8 @@ impl<'a> FromView<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
 }
 
 impl AsVersion for AcknowledgementBatch<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AcknowledgementBatch {
-            first_offset: self.first_offset.as_version(ver),
-            last_offset: self.last_offset.as_version(ver),
-            acknowledge_types: self.acknowledge_types.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -249,12 +235,8 @@ impl<'a> FromView<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
 }
 
 impl AsVersion for ForgottenTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ForgottenTopic {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -296,15 +278,10 @@ impl<'a> FromView<ShareFetchResponseView<'a>> for ShareFetchResponse<'a> {
 
 impl AsVersion for ShareFetchResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ShareFetchResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            acquisition_lock_timeout_ms: self.acquisition_lock_timeout_ms.as_version(ver),
-            responses: self.responses.as_version(ver),
-            node_endpoints: self.node_endpoints.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.responses = self.responses.as_version(ver);
+        v.node_endpoints = self.node_endpoints.as_version(ver);
+        v
     }
 }
 
@@ -353,11 +330,9 @@ impl<'a> FromView<ShareFetchableTopicResponseView<'a>> for ShareFetchableTopicRe
 
 impl AsVersion for ShareFetchableTopicResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ShareFetchableTopicResponse {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -404,17 +379,10 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
 
 impl AsVersion for PartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            acknowledge_error_code: self.acknowledge_error_code.as_version(ver),
-            acknowledge_error_message: self.acknowledge_error_message.as_version(ver),
-            current_leader: self.current_leader.as_version(ver),
-            records: self.records.as_version(ver),
-            acquired_records: self.acquired_records.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.current_leader = self.current_leader.as_version(ver);
+        v.acquired_records = self.acquired_records.as_version(ver);
+        v
     }
 }
 
@@ -447,12 +415,8 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 }
 
 impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        LeaderIdAndEpoch {
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -487,13 +451,8 @@ impl<'a> FromView<AcquiredRecordsView<'a>> for AcquiredRecords<'a> {
 }
 
 impl AsVersion for AcquiredRecords<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        AcquiredRecords {
-            first_offset: self.first_offset.as_version(ver),
-            last_offset: self.last_offset.as_version(ver),
-            delivery_count: self.delivery_count.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -530,13 +489,7 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
 }
 
 impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        NodeEndpoint {
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            rack: self.rack.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

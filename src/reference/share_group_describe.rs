@@ -43,12 +43,8 @@ impl<'a> FromView<ShareGroupDescribeRequestView<'a>> for ShareGroupDescribeReque
 }
 
 impl AsVersion for ShareGroupDescribeRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ShareGroupDescribeRequest {
-            group_ids: self.group_ids.as_version(ver),
-            include_authorized_operations: self.include_authorized_operations.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -97,11 +93,9 @@ impl<'a> FromView<ShareGroupDescribeResponseView<'a>> for ShareGroupDescribeResp
 
 impl AsVersion for ShareGroupDescribeResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ShareGroupDescribeResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            groups: self.groups.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.groups = self.groups.as_version(ver);
+        v
     }
 }
 
@@ -164,18 +158,9 @@ impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
 
 impl AsVersion for DescribedGroup<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribedGroup {
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            group_id: self.group_id.as_version(ver),
-            group_state: self.group_state.as_version(ver),
-            group_epoch: self.group_epoch.as_version(ver),
-            assignment_epoch: self.assignment_epoch.as_version(ver),
-            assignor_name: self.assignor_name.as_version(ver),
-            members: self.members.as_version(ver),
-            authorized_operations: self.authorized_operations.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.members = self.members.as_version(ver);
+        v
     }
 }
 
@@ -219,16 +204,9 @@ impl<'a> FromView<MemberView<'a>> for Member<'a> {
 
 impl AsVersion for Member<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Member {
-            member_id: self.member_id.as_version(ver),
-            rack_id: self.rack_id.as_version(ver),
-            member_epoch: self.member_epoch.as_version(ver),
-            client_id: self.client_id.as_version(ver),
-            client_host: self.client_host.as_version(ver),
-            subscribed_topic_names: self.subscribed_topic_names.as_version(ver),
-            assignment: self.assignment.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.assignment = self.assignment.as_version(ver);
+        v
     }
 }
 
@@ -260,10 +238,9 @@ impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
 
 impl AsVersion for Assignment<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Assignment {
-            topic_partitions: self.topic_partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topic_partitions = self.topic_partitions.as_version(ver);
+        v
     }
 }
 
@@ -298,12 +275,7 @@ impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
 }
 
 impl AsVersion for TopicPartitions<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TopicPartitions {
-            topic_id: self.topic_id.as_version(ver),
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -49,15 +49,8 @@ impl<'a> FromView<ShareGroupHeartbeatRequestView<'a>> for ShareGroupHeartbeatReq
 }
 
 impl AsVersion for ShareGroupHeartbeatRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        ShareGroupHeartbeatRequest {
-            group_id: self.group_id.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            member_epoch: self.member_epoch.as_version(ver),
-            rack_id: self.rack_id.as_version(ver),
-            subscribed_topic_names: self.subscribed_topic_names.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -120,16 +113,9 @@ impl<'a> FromView<ShareGroupHeartbeatResponseView<'a>> for ShareGroupHeartbeatRe
 
 impl AsVersion for ShareGroupHeartbeatResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        ShareGroupHeartbeatResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            member_epoch: self.member_epoch.as_version(ver),
-            heartbeat_interval_ms: self.heartbeat_interval_ms.as_version(ver),
-            assignment: self.assignment.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.assignment = self.assignment.as_version(ver);
+        v
     }
 }
 
@@ -176,10 +162,9 @@ impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
 
 impl AsVersion for Assignment<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Assignment {
-            topic_partitions: self.topic_partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topic_partitions = self.topic_partitions.as_version(ver);
+        v
     }
 }
 
@@ -212,11 +197,7 @@ impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
 }
 
 impl AsVersion for TopicPartitions<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TopicPartitions {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -49,16 +49,11 @@ impl<'a> FromView<StreamsGroupDescribeRequestView<'a>> for StreamsGroupDescribeR
 
 impl AsVersion for StreamsGroupDescribeRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupDescribeRequest {
-            group_ids: self.group_ids.as_version(ver),
-            include_authorized_operations: self.include_authorized_operations.as_version(ver),
-            include_topology_description: if ver.version == 1 {
-                self.include_topology_description.as_version(ver)
-            } else {
-                false
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.include_topology_description = false;
         }
+        v
     }
 }
 
@@ -107,11 +102,9 @@ impl<'a> FromView<StreamsGroupDescribeResponseView<'a>> for StreamsGroupDescribe
 
 impl AsVersion for StreamsGroupDescribeResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupDescribeResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            groups: self.groups.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.groups = self.groups.as_version(ver);
+        v
     }
 }
 
@@ -194,29 +187,18 @@ impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
 
 impl AsVersion for DescribedGroup<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        DescribedGroup {
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            group_id: self.group_id.as_version(ver),
-            group_state: self.group_state.as_version(ver),
-            group_epoch: self.group_epoch.as_version(ver),
-            assignment_epoch: self.assignment_epoch.as_version(ver),
-            topology: self.topology.as_version(ver),
-            members: self.members.as_version(ver),
-            authorized_operations: self.authorized_operations.as_version(ver),
-            topology_description: if ver.version == 1 {
-                self.topology_description.as_version(ver)
-            } else {
-                None
-            },
-            topology_description_status: if ver.version == 1 {
-                self.topology_description_status.as_version(ver)
-            } else {
-                0
-            },
-            assignor_name: if ver.version == 1 { self.assignor_name.as_version(ver) } else { None },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        v.topology = self.topology.as_version(ver);
+        v.members = self.members.as_version(ver);
+        v.topology_description =
+            if ver.version == 0 { None } else { self.topology_description.as_version(ver) };
+        if ver.version == 0 {
+            v.topology_description_status = 0;
         }
+        if ver.version == 0 {
+            v.assignor_name = None;
+        }
+        v
     }
 }
 
@@ -250,11 +232,9 @@ impl<'a> FromView<TopologyView<'a>> for Topology<'a> {
 
 impl AsVersion for Topology<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Topology {
-            epoch: self.epoch.as_version(ver),
-            subtopologies: self.subtopologies.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.subtopologies = self.subtopologies.as_version(ver);
+        v
     }
 }
 
@@ -295,14 +275,10 @@ impl<'a> FromView<SubtopologyView<'a>> for Subtopology<'a> {
 
 impl AsVersion for Subtopology<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Subtopology {
-            subtopology_id: self.subtopology_id.as_version(ver),
-            source_topics: self.source_topics.as_version(ver),
-            repartition_sink_topics: self.repartition_sink_topics.as_version(ver),
-            state_changelog_topics: self.state_changelog_topics.as_version(ver),
-            repartition_source_topics: self.repartition_source_topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.state_changelog_topics = self.state_changelog_topics.as_version(ver);
+        v.repartition_source_topics = self.repartition_source_topics.as_version(ver);
+        v
     }
 }
 
@@ -340,13 +316,9 @@ impl<'a> FromView<TopicInfoView<'a>> for TopicInfo<'a> {
 
 impl AsVersion for TopicInfo<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopicInfo {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            replication_factor: self.replication_factor.as_version(ver),
-            topic_configs: self.topic_configs.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topic_configs = self.topic_configs.as_version(ver);
+        v
     }
 }
 
@@ -379,12 +351,8 @@ impl<'a> FromView<KeyValueView<'a>> for KeyValue<'a> {
 }
 
 impl AsVersion for KeyValue<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        KeyValue {
-            key: self.key.as_version(ver),
-            value: self.value.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -448,24 +416,14 @@ impl<'a> FromView<MemberView<'a>> for Member<'a> {
 
 impl AsVersion for Member<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Member {
-            member_id: self.member_id.as_version(ver),
-            member_epoch: self.member_epoch.as_version(ver),
-            instance_id: self.instance_id.as_version(ver),
-            rack_id: self.rack_id.as_version(ver),
-            client_id: self.client_id.as_version(ver),
-            client_host: self.client_host.as_version(ver),
-            topology_epoch: self.topology_epoch.as_version(ver),
-            process_id: self.process_id.as_version(ver),
-            user_endpoint: self.user_endpoint.as_version(ver),
-            client_tags: self.client_tags.as_version(ver),
-            task_offsets: self.task_offsets.as_version(ver),
-            task_end_offsets: self.task_end_offsets.as_version(ver),
-            assignment: self.assignment.as_version(ver),
-            target_assignment: self.target_assignment.as_version(ver),
-            is_classic: self.is_classic.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.user_endpoint = self.user_endpoint.as_version(ver);
+        v.client_tags = self.client_tags.as_version(ver);
+        v.task_offsets = self.task_offsets.as_version(ver);
+        v.task_end_offsets = self.task_end_offsets.as_version(ver);
+        v.assignment = self.assignment.as_version(ver);
+        v.target_assignment = self.target_assignment.as_version(ver);
+        v
     }
 }
 
@@ -498,12 +456,8 @@ impl<'a> FromView<EndpointView<'a>> for Endpoint<'a> {
 }
 
 impl AsVersion for Endpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Endpoint {
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -538,13 +492,8 @@ impl<'a> FromView<TaskOffsetView<'a>> for TaskOffset<'a> {
 }
 
 impl AsVersion for TaskOffset<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TaskOffset {
-            subtopology_id: self.subtopology_id.as_version(ver),
-            partition: self.partition.as_version(ver),
-            offset: self.offset.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -580,12 +529,11 @@ impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
 
 impl AsVersion for Assignment<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Assignment {
-            active_tasks: self.active_tasks.as_version(ver),
-            standby_tasks: self.standby_tasks.as_version(ver),
-            warmup_tasks: self.warmup_tasks.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.active_tasks = self.active_tasks.as_version(ver);
+        v.standby_tasks = self.standby_tasks.as_version(ver);
+        v.warmup_tasks = self.warmup_tasks.as_version(ver);
+        v
     }
 }
 
@@ -618,12 +566,8 @@ impl<'a> FromView<TaskIdsView<'a>> for TaskIds<'a> {
 }
 
 impl AsVersion for TaskIds<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TaskIds {
-            subtopology_id: self.subtopology_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -657,11 +601,10 @@ impl<'a> FromView<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
 
 impl AsVersion for TopologyDescription<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopologyDescription {
-            subtopologies: self.subtopologies.as_version(ver),
-            global_stores: self.global_stores.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.subtopologies = self.subtopologies.as_version(ver);
+        v.global_stores = self.global_stores.as_version(ver);
+        v
     }
 }
 
@@ -695,11 +638,9 @@ impl<'a> FromView<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptio
 
 impl AsVersion for TopologyDescriptionSubtopology<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopologyDescriptionSubtopology {
-            subtopology_id: self.subtopology_id.as_version(ver),
-            nodes: self.nodes.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.nodes = self.nodes.as_version(ver);
+        v
     }
 }
 
@@ -740,16 +681,8 @@ impl<'a> FromView<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'
 }
 
 impl AsVersion for TopologyDescriptionNode<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TopologyDescriptionNode {
-            name: self.name.as_version(ver),
-            node_type: self.node_type.as_version(ver),
-            source_topics: self.source_topics.as_version(ver),
-            sink_topic: self.sink_topic.as_version(ver),
-            stores: self.stores.as_version(ver),
-            successors: self.successors.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -784,10 +717,9 @@ impl<'a> FromView<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptio
 
 impl AsVersion for TopologyDescriptionGlobalStore<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopologyDescriptionGlobalStore {
-            source: self.source.as_version(ver),
-            processor: self.processor.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.source = self.source.as_version(ver);
+        v.processor = self.processor.as_version(ver);
+        v
     }
 }

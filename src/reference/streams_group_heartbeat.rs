@@ -91,26 +91,16 @@ impl<'a> FromView<StreamsGroupHeartbeatRequestView<'a>> for StreamsGroupHeartbea
 
 impl AsVersion for StreamsGroupHeartbeatRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupHeartbeatRequest {
-            group_id: self.group_id.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            member_epoch: self.member_epoch.as_version(ver),
-            endpoint_information_epoch: self.endpoint_information_epoch.as_version(ver),
-            instance_id: self.instance_id.as_version(ver),
-            rack_id: self.rack_id.as_version(ver),
-            rebalance_timeout_ms: self.rebalance_timeout_ms.as_version(ver),
-            topology: self.topology.as_version(ver),
-            active_tasks: self.active_tasks.as_version(ver),
-            standby_tasks: self.standby_tasks.as_version(ver),
-            warmup_tasks: self.warmup_tasks.as_version(ver),
-            process_id: self.process_id.as_version(ver),
-            user_endpoint: self.user_endpoint.as_version(ver),
-            client_tags: self.client_tags.as_version(ver),
-            task_offsets: self.task_offsets.as_version(ver),
-            task_end_offsets: self.task_end_offsets.as_version(ver),
-            shutdown_application: self.shutdown_application.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topology = self.topology.as_version(ver);
+        v.active_tasks = self.active_tasks.as_version(ver);
+        v.standby_tasks = self.standby_tasks.as_version(ver);
+        v.warmup_tasks = self.warmup_tasks.as_version(ver);
+        v.user_endpoint = self.user_endpoint.as_version(ver);
+        v.client_tags = self.client_tags.as_version(ver);
+        v.task_offsets = self.task_offsets.as_version(ver);
+        v.task_end_offsets = self.task_end_offsets.as_version(ver);
+        v
     }
 }
 
@@ -159,11 +149,9 @@ impl<'a> FromView<TopologyView<'a>> for Topology<'a> {
 
 impl AsVersion for Topology<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Topology {
-            epoch: self.epoch.as_version(ver),
-            subtopologies: self.subtopologies.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.subtopologies = self.subtopologies.as_version(ver);
+        v
     }
 }
 
@@ -208,16 +196,11 @@ impl<'a> FromView<SubtopologyView<'a>> for Subtopology<'a> {
 
 impl AsVersion for Subtopology<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        Subtopology {
-            subtopology_id: self.subtopology_id.as_version(ver),
-            source_topics: self.source_topics.as_version(ver),
-            source_topic_regex: self.source_topic_regex.as_version(ver),
-            state_changelog_topics: self.state_changelog_topics.as_version(ver),
-            repartition_sink_topics: self.repartition_sink_topics.as_version(ver),
-            repartition_source_topics: self.repartition_source_topics.as_version(ver),
-            copartition_groups: self.copartition_groups.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.state_changelog_topics = self.state_changelog_topics.as_version(ver);
+        v.repartition_source_topics = self.repartition_source_topics.as_version(ver);
+        v.copartition_groups = self.copartition_groups.as_version(ver);
+        v
     }
 }
 
@@ -255,13 +238,9 @@ impl<'a> FromView<TopicInfoView<'a>> for TopicInfo<'a> {
 
 impl AsVersion for TopicInfo<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopicInfo {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            replication_factor: self.replication_factor.as_version(ver),
-            topic_configs: self.topic_configs.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topic_configs = self.topic_configs.as_version(ver);
+        v
     }
 }
 
@@ -294,12 +273,8 @@ impl<'a> FromView<KeyValueView<'a>> for KeyValue<'a> {
 }
 
 impl AsVersion for KeyValue<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        KeyValue {
-            key: self.key.as_version(ver),
-            value: self.value.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -335,13 +310,8 @@ impl<'a> FromView<CopartitionGroupView<'a>> for CopartitionGroup<'a> {
 }
 
 impl AsVersion for CopartitionGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        CopartitionGroup {
-            source_topics: self.source_topics.as_version(ver),
-            source_topic_regex: self.source_topic_regex.as_version(ver),
-            repartition_source_topics: self.repartition_source_topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -374,12 +344,8 @@ impl<'a> FromView<StreamsGroupHeartbeatRequestTaskIdsView<'a>> for StreamsGroupH
 }
 
 impl AsVersion for StreamsGroupHeartbeatRequestTaskIds<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupHeartbeatRequestTaskIds {
-            subtopology_id: self.subtopology_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -412,12 +378,8 @@ impl<'a> FromView<StreamsGroupHeartbeatRequestEndpointView<'a>> for StreamsGroup
 }
 
 impl AsVersion for StreamsGroupHeartbeatRequestEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupHeartbeatRequestEndpoint {
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -452,13 +414,8 @@ impl<'a> FromView<TaskOffsetView<'a>> for TaskOffset<'a> {
 }
 
 impl AsVersion for TaskOffset<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TaskOffset {
-            subtopology_id: self.subtopology_id.as_version(ver),
-            partition: self.partition.as_version(ver),
-            offset: self.offset.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -534,37 +491,22 @@ impl<'a> FromView<StreamsGroupHeartbeatResponseView<'a>> for StreamsGroupHeartbe
 
 impl AsVersion for StreamsGroupHeartbeatResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupHeartbeatResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            member_epoch: self.member_epoch.as_version(ver),
-            heartbeat_interval_ms: self.heartbeat_interval_ms.as_version(ver),
-            acceptable_recovery_lag_legacy: if ver.version == 0 {
-                self.acceptable_recovery_lag_legacy.as_version(ver)
-            } else {
-                0
-            },
-            task_offset_interval_ms: self.task_offset_interval_ms.as_version(ver),
-            acceptable_recovery_lag: if ver.version == 1 {
-                self.acceptable_recovery_lag.as_version(ver)
-            } else {
-                -1
-            },
-            status: self.status.as_version(ver),
-            active_tasks: self.active_tasks.as_version(ver),
-            standby_tasks: self.standby_tasks.as_version(ver),
-            warmup_tasks: self.warmup_tasks.as_version(ver),
-            topology_description_required: if ver.version == 1 {
-                self.topology_description_required.as_version(ver)
-            } else {
-                false
-            },
-            endpoint_information_epoch: self.endpoint_information_epoch.as_version(ver),
-            partitions_by_user_endpoint: self.partitions_by_user_endpoint.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 1 {
+            v.acceptable_recovery_lag_legacy = 0;
         }
+        if ver.version == 0 {
+            v.acceptable_recovery_lag = -1;
+        }
+        v.status = self.status.as_version(ver);
+        v.active_tasks = self.active_tasks.as_version(ver);
+        v.standby_tasks = self.standby_tasks.as_version(ver);
+        v.warmup_tasks = self.warmup_tasks.as_version(ver);
+        if ver.version == 0 {
+            v.topology_description_required = false;
+        }
+        v.partitions_by_user_endpoint = self.partitions_by_user_endpoint.as_version(ver);
+        v
     }
 }
 
@@ -612,12 +554,8 @@ impl<'a> FromView<StatusView<'a>> for Status<'a> {
 }
 
 impl AsVersion for Status<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Status {
-            status_code: self.status_code.as_version(ver),
-            status_detail: self.status_detail.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -650,12 +588,8 @@ impl<'a> FromView<StreamsGroupHeartbeatResponseTaskIdsView<'a>> for StreamsGroup
 }
 
 impl AsVersion for StreamsGroupHeartbeatResponseTaskIds<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupHeartbeatResponseTaskIds {
-            subtopology_id: self.subtopology_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -692,12 +626,11 @@ impl<'a> FromView<EndpointToPartitionsView<'a>> for EndpointToPartitions<'a> {
 
 impl AsVersion for EndpointToPartitions<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        EndpointToPartitions {
-            user_endpoint: self.user_endpoint.as_version(ver),
-            active_partitions: self.active_partitions.as_version(ver),
-            standby_partitions: self.standby_partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.user_endpoint = self.user_endpoint.as_version(ver);
+        v.active_partitions = self.active_partitions.as_version(ver);
+        v.standby_partitions = self.standby_partitions.as_version(ver);
+        v
     }
 }
 
@@ -732,12 +665,8 @@ impl<'a> FromView<StreamsGroupHeartbeatResponseEndpointView<'a>>
 }
 
 impl AsVersion for StreamsGroupHeartbeatResponseEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupHeartbeatResponseEndpoint {
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -770,11 +699,7 @@ impl<'a> FromView<TopicPartitionView<'a>> for TopicPartition<'a> {
 }
 
 impl AsVersion for TopicPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TopicPartition {
-            topic: self.topic.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

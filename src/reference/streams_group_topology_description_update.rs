@@ -53,13 +53,9 @@ impl<'a> FromView<StreamsGroupTopologyDescriptionUpdateRequestView<'a>>
 
 impl AsVersion for StreamsGroupTopologyDescriptionUpdateRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupTopologyDescriptionUpdateRequest {
-            group_id: self.group_id.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            topology_epoch: self.topology_epoch.as_version(ver),
-            topology_description: self.topology_description.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topology_description = self.topology_description.as_version(ver);
+        v
     }
 }
 
@@ -110,11 +106,10 @@ impl<'a> FromView<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
 
 impl AsVersion for TopologyDescription<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopologyDescription {
-            subtopologies: self.subtopologies.as_version(ver),
-            global_stores: self.global_stores.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.subtopologies = self.subtopologies.as_version(ver);
+        v.global_stores = self.global_stores.as_version(ver);
+        v
     }
 }
 
@@ -148,11 +143,9 @@ impl<'a> FromView<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptio
 
 impl AsVersion for TopologyDescriptionSubtopology<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopologyDescriptionSubtopology {
-            subtopology_id: self.subtopology_id.as_version(ver),
-            nodes: self.nodes.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.nodes = self.nodes.as_version(ver);
+        v
     }
 }
 
@@ -193,16 +186,8 @@ impl<'a> FromView<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'
 }
 
 impl AsVersion for TopologyDescriptionNode<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        TopologyDescriptionNode {
-            name: self.name.as_version(ver),
-            node_type: self.node_type.as_version(ver),
-            source_topics: self.source_topics.as_version(ver),
-            sink_topic: self.sink_topic.as_version(ver),
-            stores: self.stores.as_version(ver),
-            successors: self.successors.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -237,11 +222,10 @@ impl<'a> FromView<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptio
 
 impl AsVersion for TopologyDescriptionGlobalStore<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TopologyDescriptionGlobalStore {
-            source: self.source.as_version(ver),
-            processor: self.processor.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.source = self.source.as_version(ver);
+        v.processor = self.processor.as_version(ver);
+        v
     }
 }
 
@@ -280,13 +264,8 @@ impl<'a> FromView<StreamsGroupTopologyDescriptionUpdateResponseView<'a>>
 }
 
 impl AsVersion for StreamsGroupTopologyDescriptionUpdateResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        StreamsGroupTopologyDescriptionUpdateResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

@@ -64,20 +64,21 @@ impl<'a> FromView<SyncGroupRequestView<'a>> for SyncGroupRequest<'a> {
 
 impl AsVersion for SyncGroupRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        SyncGroupRequest {
-            group_id: self.group_id.as_version(ver),
-            generation_id: self.generation_id.as_version(ver),
-            member_id: self.member_id.as_version(ver),
-            group_instance_id: if ver.version >= 3 { self.group_instance_id.as_version(ver) } else { None },
-            protocol_type: if ver.version == 5 { self.protocol_type.as_version(ver) } else { None },
-            protocol_name: if ver.version == 5 { self.protocol_name.as_version(ver) } else { None },
-            assignments: self.assignments.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.group_instance_id = None;
         }
+        if ver.version <= 4 {
+            v.protocol_type = None;
+        }
+        if ver.version <= 4 {
+            v.protocol_name = None;
+        }
+        v.assignments = self.assignments.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -128,15 +129,11 @@ impl<'a> FromView<SyncGroupRequestAssignmentView<'a>> for SyncGroupRequestAssign
 
 impl AsVersion for SyncGroupRequestAssignment<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        SyncGroupRequestAssignment {
-            member_id: self.member_id.as_version(ver),
-            assignment: self.assignment.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -186,18 +183,20 @@ impl<'a> FromView<SyncGroupResponseView<'a>> for SyncGroupResponse<'a> {
 
 impl AsVersion for SyncGroupResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        SyncGroupResponse {
-            throttle_time_ms: if ver.version >= 1 { self.throttle_time_ms.as_version(ver) } else { 0 },
-            error_code: self.error_code.as_version(ver),
-            protocol_type: if ver.version == 5 { self.protocol_type.as_version(ver) } else { None },
-            protocol_name: if ver.version == 5 { self.protocol_name.as_version(ver) } else { None },
-            assignment: self.assignment.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.throttle_time_ms = 0;
         }
+        if ver.version <= 4 {
+            v.protocol_type = None;
+        }
+        if ver.version <= 4 {
+            v.protocol_name = None;
+        }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 

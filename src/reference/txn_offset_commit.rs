@@ -64,25 +64,21 @@ impl<'a> FromView<TxnOffsetCommitRequestView<'a>> for TxnOffsetCommitRequest<'a>
 
 impl AsVersion for TxnOffsetCommitRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TxnOffsetCommitRequest {
-            transactional_id: self.transactional_id.as_version(ver),
-            group_id: self.group_id.as_version(ver),
-            producer_id: self.producer_id.as_version(ver),
-            producer_epoch: self.producer_epoch.as_version(ver),
-            generation_id_or_member_epoch: if ver.version >= 3 {
-                self.generation_id_or_member_epoch.as_version(ver)
-            } else {
-                -1
-            },
-            member_id: if ver.version >= 3 { self.member_id.as_version(ver) } else { Str::Borrowed("") },
-            group_instance_id: if ver.version >= 3 { self.group_instance_id.as_version(ver) } else { None },
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 2 {
+            v.generation_id_or_member_epoch = -1;
         }
+        if ver.version <= 2 {
+            v.member_id = Str::Borrowed("");
+        }
+        if ver.version <= 2 {
+            v.group_instance_id = None;
+        }
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -139,16 +135,18 @@ impl<'a> FromView<TxnOffsetCommitRequestTopicView<'a>> for TxnOffsetCommitReques
 
 impl AsVersion for TxnOffsetCommitRequestTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TxnOffsetCommitRequestTopic {
-            name: if ver.version <= 5 { self.name.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version == 6 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 6 {
+            v.name = Str::Borrowed("");
         }
+        if ver.version <= 5 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -191,21 +189,14 @@ impl<'a> FromView<TxnOffsetCommitRequestPartitionView<'a>> for TxnOffsetCommitRe
 
 impl AsVersion for TxnOffsetCommitRequestPartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TxnOffsetCommitRequestPartition {
-            partition_index: self.partition_index.as_version(ver),
-            committed_offset: self.committed_offset.as_version(ver),
-            committed_leader_epoch: if ver.version >= 2 {
-                self.committed_leader_epoch.as_version(ver)
-            } else {
-                -1
-            },
-            committed_metadata: self.committed_metadata.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version <= 1 {
+            v.committed_leader_epoch = -1;
         }
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -241,15 +232,12 @@ impl<'a> FromView<TxnOffsetCommitResponseView<'a>> for TxnOffsetCommitResponse<'
 
 impl AsVersion for TxnOffsetCommitResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TxnOffsetCommitResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }
 
@@ -306,16 +294,18 @@ impl<'a> FromView<TxnOffsetCommitResponseTopicView<'a>> for TxnOffsetCommitRespo
 
 impl AsVersion for TxnOffsetCommitResponseTopic<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TxnOffsetCommitResponseTopic {
-            name: if ver.version <= 5 { self.name.as_version(ver) } else { Str::Borrowed("") },
-            topic_id: if ver.version == 6 { self.topic_id.as_version(ver) } else { Uuid::ZERO },
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if ver.version == 6 {
+            v.name = Str::Borrowed("");
         }
+        if ver.version <= 5 {
+            v.topic_id = Uuid::ZERO;
+        }
+        v.partitions = self.partitions.as_version(ver);
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
+        }
+        v
     }
 }
 
@@ -351,14 +341,10 @@ impl<'a> FromView<TxnOffsetCommitResponsePartitionView<'a>> for TxnOffsetCommitR
 
 impl AsVersion for TxnOffsetCommitResponsePartition<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        TxnOffsetCommitResponsePartition {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: if ver.flexible {
-                self.unknown_tagged_fields.clone()
-            } else {
-                List::Borrowed(&[])
-            },
+        let mut v = self.clone();
+        if !ver.flexible {
+            v.unknown_tagged_fields = List::Borrowed(&[]);
         }
+        v
     }
 }

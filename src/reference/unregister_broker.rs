@@ -40,11 +40,8 @@ impl<'a> FromView<UnregisterBrokerRequestView<'a>> for UnregisterBrokerRequest<'
 }
 
 impl AsVersion for UnregisterBrokerRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        UnregisterBrokerRequest {
-            broker_id: self.broker_id.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -94,13 +91,8 @@ impl<'a> FromView<UnregisterBrokerResponseView<'a>> for UnregisterBrokerResponse
 }
 
 impl AsVersion for UnregisterBrokerResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        UnregisterBrokerResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

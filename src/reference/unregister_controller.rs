@@ -40,11 +40,8 @@ impl<'a> FromView<UnregisterControllerRequestView<'a>> for UnregisterControllerR
 }
 
 impl AsVersion for UnregisterControllerRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        UnregisterControllerRequest {
-            controller_id: self.controller_id.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -95,13 +92,8 @@ impl<'a> FromView<UnregisterControllerResponseView<'a>> for UnregisterController
 }
 
 impl AsVersion for UnregisterControllerResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        UnregisterControllerResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 

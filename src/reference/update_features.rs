@@ -47,12 +47,12 @@ impl<'a> FromView<UpdateFeaturesRequestView<'a>> for UpdateFeaturesRequest<'a> {
 
 impl AsVersion for UpdateFeaturesRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        UpdateFeaturesRequest {
-            timeout_ms: self.timeout_ms.as_version(ver),
-            feature_updates: self.feature_updates.as_version(ver),
-            validate_only: if ver.version >= 1 { self.validate_only.as_version(ver) } else { false },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        v.feature_updates = self.feature_updates.as_version(ver);
+        if ver.version == 0 {
+            v.validate_only = false;
         }
+        v
     }
 }
 
@@ -109,13 +109,14 @@ impl<'a> FromView<FeatureUpdateKeyView<'a>> for FeatureUpdateKey<'a> {
 
 impl AsVersion for FeatureUpdateKey<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        FeatureUpdateKey {
-            feature: self.feature.as_version(ver),
-            max_version_level: self.max_version_level.as_version(ver),
-            allow_downgrade: if ver.version == 0 { self.allow_downgrade.as_version(ver) } else { false },
-            upgrade_type: if ver.version >= 1 { self.upgrade_type.as_version(ver) } else { 1 },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version >= 1 {
+            v.allow_downgrade = false;
         }
+        if ver.version == 0 {
+            v.upgrade_type = 1;
+        }
+        v
     }
 }
 
@@ -155,13 +156,9 @@ impl<'a> FromView<UpdateFeaturesResponseView<'a>> for UpdateFeaturesResponse<'a>
 
 impl AsVersion for UpdateFeaturesResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        UpdateFeaturesResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            results: if ver.version <= 1 { self.results.as_version(ver) } else { List::Borrowed(&[]) },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.results = if ver.version == 2 { List::Borrowed(&[]) } else { self.results.as_version(ver) };
+        v
     }
 }
 
@@ -211,12 +208,7 @@ impl<'a> FromView<UpdatableFeatureResultView<'a>> for UpdatableFeatureResult<'a>
 }
 
 impl AsVersion for UpdatableFeatureResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        UpdatableFeatureResult {
-            feature: self.feature.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -52,15 +52,10 @@ impl<'a> FromView<UpdateRaftVoterRequestView<'a>> for UpdateRaftVoterRequest<'a>
 
 impl AsVersion for UpdateRaftVoterRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        UpdateRaftVoterRequest {
-            cluster_id: self.cluster_id.as_version(ver),
-            current_leader_epoch: self.current_leader_epoch.as_version(ver),
-            voter_id: self.voter_id.as_version(ver),
-            voter_directory_id: self.voter_directory_id.as_version(ver),
-            listeners: self.listeners.as_version(ver),
-            k_raft_version_feature: self.k_raft_version_feature.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.listeners = self.listeners.as_version(ver);
+        v.k_raft_version_feature = self.k_raft_version_feature.as_version(ver);
+        v
     }
 }
 
@@ -110,13 +105,8 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
 }
 
 impl AsVersion for Listener<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        Listener {
-            name: self.name.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -149,12 +139,8 @@ impl<'a> FromView<KRaftVersionFeatureView<'a>> for KRaftVersionFeature<'a> {
 }
 
 impl AsVersion for KRaftVersionFeature<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        KRaftVersionFeature {
-            min_supported_version: self.min_supported_version.as_version(ver),
-            max_supported_version: self.max_supported_version.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -198,12 +184,9 @@ impl<'a> FromView<UpdateRaftVoterResponseView<'a>> for UpdateRaftVoterResponse<'
 
 impl AsVersion for UpdateRaftVoterResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        UpdateRaftVoterResponse {
-            throttle_time_ms: self.throttle_time_ms.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            current_leader: self.current_leader.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.current_leader = self.current_leader.as_version(ver);
+        v
     }
 }
 
@@ -255,13 +238,7 @@ impl<'a> FromView<CurrentLeaderView<'a>> for CurrentLeader<'a> {
 }
 
 impl AsVersion for CurrentLeader<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        CurrentLeader {
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

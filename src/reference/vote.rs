@@ -47,12 +47,12 @@ impl<'a> FromView<VoteRequestView<'a>> for VoteRequest<'a> {
 
 impl AsVersion for VoteRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        VoteRequest {
-            cluster_id: self.cluster_id.as_version(ver),
-            voter_id: if ver.version >= 1 { self.voter_id.as_version(ver) } else { -1 },
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.voter_id = -1;
         }
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -101,11 +101,9 @@ impl<'a> FromView<VoteRequestTopicDataView<'a>> for VoteRequestTopicData<'a> {
 
 impl AsVersion for VoteRequestTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        VoteRequestTopicData {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -157,25 +155,17 @@ impl<'a> FromView<VoteRequestPartitionDataView<'a>> for VoteRequestPartitionData
 
 impl AsVersion for VoteRequestPartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        VoteRequestPartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            replica_epoch: self.replica_epoch.as_version(ver),
-            replica_id: self.replica_id.as_version(ver),
-            replica_directory_id: if ver.version >= 1 {
-                self.replica_directory_id.as_version(ver)
-            } else {
-                Uuid::ZERO
-            },
-            voter_directory_id: if ver.version >= 1 {
-                self.voter_directory_id.as_version(ver)
-            } else {
-                Uuid::ZERO
-            },
-            last_offset_epoch: self.last_offset_epoch.as_version(ver),
-            last_offset: self.last_offset.as_version(ver),
-            pre_vote: if ver.version == 2 { self.pre_vote.as_version(ver) } else { false },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.replica_directory_id = Uuid::ZERO;
         }
+        if ver.version == 0 {
+            v.voter_directory_id = Uuid::ZERO;
+        }
+        if ver.version <= 1 {
+            v.pre_vote = false;
+        }
+        v
     }
 }
 
@@ -222,16 +212,11 @@ impl<'a> FromView<VoteResponseView<'a>> for VoteResponse<'a> {
 
 impl AsVersion for VoteResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        VoteResponse {
-            error_code: self.error_code.as_version(ver),
-            topics: self.topics.as_version(ver),
-            node_endpoints: if ver.version >= 1 {
-                self.node_endpoints.as_version(ver)
-            } else {
-                List::Borrowed(&[])
-            },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v.node_endpoints =
+            if ver.version == 0 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
+        v
     }
 }
 
@@ -280,11 +265,9 @@ impl<'a> FromView<VoteResponseTopicDataView<'a>> for VoteResponseTopicData<'a> {
 
 impl AsVersion for VoteResponseTopicData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        VoteResponseTopicData {
-            topic_name: self.topic_name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -323,15 +306,8 @@ impl<'a> FromView<VoteResponsePartitionDataView<'a>> for VoteResponsePartitionDa
 }
 
 impl AsVersion for VoteResponsePartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        VoteResponsePartitionData {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            leader_id: self.leader_id.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            vote_granted: self.vote_granted.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -366,12 +342,7 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
 }
 
 impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        NodeEndpoint {
-            node_id: self.node_id.as_version(ver),
-            host: self.host.as_version(ver),
-            port: self.port.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

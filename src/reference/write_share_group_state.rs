@@ -43,11 +43,9 @@ impl<'a> FromView<WriteShareGroupStateRequestView<'a>> for WriteShareGroupStateR
 
 impl AsVersion for WriteShareGroupStateRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        WriteShareGroupStateRequest {
-            group_id: self.group_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -96,11 +94,9 @@ impl<'a> FromView<WriteStateDataView<'a>> for WriteStateData<'a> {
 
 impl AsVersion for WriteStateData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        WriteStateData {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -144,19 +140,12 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
 
 impl AsVersion for PartitionData<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        PartitionData {
-            partition: self.partition.as_version(ver),
-            state_epoch: self.state_epoch.as_version(ver),
-            leader_epoch: self.leader_epoch.as_version(ver),
-            start_offset: self.start_offset.as_version(ver),
-            delivery_complete_count: if ver.version == 1 {
-                self.delivery_complete_count.as_version(ver)
-            } else {
-                -1
-            },
-            state_batches: self.state_batches.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        if ver.version == 0 {
+            v.delivery_complete_count = -1;
         }
+        v.state_batches = self.state_batches.as_version(ver);
+        v
     }
 }
 
@@ -193,14 +182,8 @@ impl<'a> FromView<StateBatchView<'a>> for StateBatch<'a> {
 }
 
 impl AsVersion for StateBatch<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        StateBatch {
-            first_offset: self.first_offset.as_version(ver),
-            last_offset: self.last_offset.as_version(ver),
-            delivery_state: self.delivery_state.as_version(ver),
-            delivery_count: self.delivery_count.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -232,10 +215,9 @@ impl<'a> FromView<WriteShareGroupStateResponseView<'a>> for WriteShareGroupState
 
 impl AsVersion for WriteShareGroupStateResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        WriteShareGroupStateResponse {
-            results: self.results.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.results = self.results.as_version(ver);
+        v
     }
 }
 
@@ -284,11 +266,9 @@ impl<'a> FromView<WriteStateResultView<'a>> for WriteStateResult<'a> {
 
 impl AsVersion for WriteStateResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        WriteStateResult {
-            topic_id: self.topic_id.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -323,12 +303,7 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
 }
 
 impl AsVersion for PartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        PartitionResult {
-            partition: self.partition.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            error_message: self.error_message.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

@@ -41,10 +41,9 @@ impl<'a> FromView<WriteTxnMarkersRequestView<'a>> for WriteTxnMarkersRequest<'a>
 
 impl AsVersion for WriteTxnMarkersRequest<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        WriteTxnMarkersRequest {
-            markers: self.markers.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.markers = self.markers.as_version(ver);
+        v
     }
 }
 
@@ -103,15 +102,12 @@ impl<'a> FromView<WritableTxnMarkerView<'a>> for WritableTxnMarker<'a> {
 
 impl AsVersion for WritableTxnMarker<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        WritableTxnMarker {
-            producer_id: self.producer_id.as_version(ver),
-            producer_epoch: self.producer_epoch.as_version(ver),
-            transaction_result: self.transaction_result.as_version(ver),
-            topics: self.topics.as_version(ver),
-            coordinator_epoch: self.coordinator_epoch.as_version(ver),
-            transaction_version: if ver.version == 2 { self.transaction_version.as_version(ver) } else { 0 },
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        if ver.version == 1 {
+            v.transaction_version = 0;
         }
+        v
     }
 }
 
@@ -144,12 +140,8 @@ impl<'a> FromView<WritableTxnMarkerTopicView<'a>> for WritableTxnMarkerTopic<'a>
 }
 
 impl AsVersion for WritableTxnMarkerTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        WritableTxnMarkerTopic {
-            name: self.name.as_version(ver),
-            partition_indexes: self.partition_indexes.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }
 
@@ -181,10 +173,9 @@ impl<'a> FromView<WriteTxnMarkersResponseView<'a>> for WriteTxnMarkersResponse<'
 
 impl AsVersion for WriteTxnMarkersResponse<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        WriteTxnMarkersResponse {
-            markers: self.markers.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.markers = self.markers.as_version(ver);
+        v
     }
 }
 
@@ -233,11 +224,9 @@ impl<'a> FromView<WritableTxnMarkerResultView<'a>> for WritableTxnMarkerResult<'
 
 impl AsVersion for WritableTxnMarkerResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        WritableTxnMarkerResult {
-            producer_id: self.producer_id.as_version(ver),
-            topics: self.topics.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.topics = self.topics.as_version(ver);
+        v
     }
 }
 
@@ -271,11 +260,9 @@ impl<'a> FromView<WritableTxnMarkerTopicResultView<'a>> for WritableTxnMarkerTop
 
 impl AsVersion for WritableTxnMarkerTopicResult<'_> {
     fn as_version(&self, ver: Ver) -> Self {
-        WritableTxnMarkerTopicResult {
-            name: self.name.as_version(ver),
-            partitions: self.partitions.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+        let mut v = self.clone();
+        v.partitions = self.partitions.as_version(ver);
+        v
     }
 }
 
@@ -308,11 +295,7 @@ impl<'a> FromView<WritableTxnMarkerPartitionResultView<'a>> for WritableTxnMarke
 }
 
 impl AsVersion for WritableTxnMarkerPartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        WritableTxnMarkerPartitionResult {
-            partition_index: self.partition_index.as_version(ver),
-            error_code: self.error_code.as_version(ver),
-            unknown_tagged_fields: self.unknown_tagged_fields.clone(),
-        }
+    fn as_version(&self, _: Ver) -> Self {
+        self.clone()
     }
 }

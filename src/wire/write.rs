@@ -74,6 +74,34 @@ pub fn array_prefix_size(count: usize, flexible: bool, field: &'static str) -> R
     Ok(if flexible { uvarint_len(count as u32 + 1) } else { 4 })
 }
 
+/// A size being added up: it saturates instead of overflowing, and [`Size::total`] reports
+/// a saturated sum as a value too long to encode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size(usize);
+
+impl Size {
+    /// A sum starting at `n`.
+    pub const fn new(n: usize) -> Self {
+        Size(n)
+    }
+
+    /// The sum, or [`EncodeError::TooLong`] naming `field` if it does not fit in `usize`.
+    #[inline]
+    pub const fn total(self, field: &'static str) -> Result<usize, EncodeError> {
+        match self.0 {
+            usize::MAX => Err(EncodeError::TooLong { field }),
+            n => Ok(n),
+        }
+    }
+}
+
+impl core::ops::AddAssign<usize> for Size {
+    #[inline]
+    fn add_assign(&mut self, n: usize) {
+        self.0 = self.0.saturating_add(n);
+    }
+}
+
 /// Adds sizes, failing instead of overflowing.
 #[inline]
 pub fn add(a: usize, b: usize, field: &'static str) -> Result<usize, EncodeError> {

@@ -24,7 +24,20 @@ test -s "$jar" || { echo "fetch.sh: $jar was not fetched" >&2; exit 1; }
 if [ "$(cat "$messages/.version" 2>/dev/null)" != "$KAFKA_VERSION" ]; then
     rm -rf "$messages" "$messages.tmp"
     mkdir -p "$messages.tmp"
-    unzip -q -j "$jar" 'common/message/*.json' -d "$messages.tmp"
+    # unzip if the machine has it, else Python's zipfile.
+    if command -v unzip >/dev/null 2>&1; then
+        unzip -q -j "$jar" 'common/message/*.json' -d "$messages.tmp"
+    else
+        python3 - "$jar" "$messages.tmp" <<'PY'
+import os, sys, zipfile
+jar, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(jar) as z:
+    for name in z.namelist():
+        if name.startswith("common/message/") and name.endswith(".json"):
+            with open(os.path.join(out, os.path.basename(name)), "wb") as f:
+                f.write(z.read(name))
+PY
+    fi
     echo "$KAFKA_VERSION" > "$messages.tmp/.version"
     mv "$messages.tmp" "$messages"
 fi

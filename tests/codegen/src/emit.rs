@@ -262,8 +262,8 @@ impl Gen<'_> {
         self.line(format!("pub struct {name} {{"));
         for f in &s.fields {
             let f = F::new(s, f);
-            self.doc(&f.f.about, "    ");
-            self.line(format!("    ///\n    /// {}", field_facts(&f)));
+            // The description, then the schema's facts, in one paragraph.
+            self.doc(&format!("{} {}", f.f.about, field_facts(&f)), "    ");
             let ty = self.data_ty(&f);
             self.line(format!("    pub {}: {ty},", f.ident));
         }
@@ -309,7 +309,7 @@ impl Gen<'_> {
             match &f.f.ty {
                 Type::String => format!("wire::string_size({inner}.len(), {flex}, {p}){t}"),
                 Type::Bytes | Type::Records => format!("wire::bytes_size({inner}.len(), {flex}, {p}){t}"),
-                Type::Array(_) => format!("encode::array_size(Some({inner}.as_slice()), ver, {p}){t}"),
+                Type::Array(_) => format!("encode::array_size(&{inner}, ver, {p}){t}"),
                 Type::Struct(_) => format!("{inner}.size(ver, {p}){t}"),
                 ty => ty.fixed_width().unwrap().to_string(),
             }
@@ -318,7 +318,7 @@ impl Gen<'_> {
             return plain(x);
         }
         match &f.f.ty {
-            Type::Array(_) => format!("encode::array_size({x}.as_deref(), ver, {p}){t}"),
+            Type::Array(_) => format!("encode::nullable_array_size({x}.as_deref(), ver, {p}){t}"),
             Type::Struct(_) => format!("match &{x} {{ Some(v) => 1 + {}, None => 1 }}", plain("v")),
             Type::String => {
                 format!("match &{x} {{ Some(v) => {}, None => wire::null_size({flex}, false) }}", plain("v"))
@@ -334,8 +334,8 @@ impl Gen<'_> {
             (Type::String, true) => format!("w.nullable_str({x}.as_deref(), {flex});"),
             (Type::Bytes | Type::Records, false) => format!("w.bytes(&{x}, {flex});"),
             (Type::Bytes | Type::Records, true) => format!("w.nullable_bytes({x}.as_deref(), {flex});"),
-            (Type::Array(_), false) => format!("encode::write_array(w, Some({x}.as_slice()), ver);"),
-            (Type::Array(_), true) => format!("encode::write_array(w, {x}.as_deref(), ver);"),
+            (Type::Array(_), false) => format!("encode::write_array(w, &{x}, ver);"),
+            (Type::Array(_), true) => format!("encode::write_nullable_array(w, {x}.as_deref(), ver);"),
             (Type::Struct(_), false) => format!("{x}.write(w, ver);"),
             (Type::Struct(_), true) => {
                 format!("match &{x} {{ Some(v) => {{ w.i8(1); v.write(w, ver); }} None => w.i8(-1), }}")
@@ -399,7 +399,7 @@ impl Gen<'_> {
             let add = if is_fixed {
                 format!("n += {size};")
             } else {
-                format!("n = wire::add(n, {size}, {})?;", q(&f.path))
+                format!("n += {size};")
             };
             present.push(add);
             let absent = match cond_not(f.tagged, s.versions, V) {
@@ -438,8 +438,7 @@ impl Gen<'_> {
         if self.has_tags(s) && tagged.is_empty() {
             writeln!(
                 tag_body,
-                "n = wire::add(n, wire::raw_tagged_fields_size(&self.unknown_tagged_fields, {})?, {})?;",
-                q(&format!("{}._tagged_fields", s.name)),
+                "n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, {})?;",
                 q(&format!("{}._tagged_fields", s.name))
             )
             .unwrap();
@@ -463,17 +462,21 @@ impl Gen<'_> {
             }
             writeln!(
                 tag_body,
-                "n = wire::add(n, tags.finish(&self.unknown_tagged_fields, &[{known}], {})?, {})?;",
-                q(&format!("{}._tagged_fields", s.name)),
+                "n += tags.finish(&self.unknown_tagged_fields, &[{known}], {})?;",
                 q(&format!("{}._tagged_fields", s.name))
             )
             .unwrap();
         }
-        let mut_kw = if body.is_empty() && tag_body.is_empty() { "" } else { "mut " };
-        self.line(format!("        let {mut_kw}n = {fixed};"));
-        self.out.push_str(&body);
-        self.emit_if_flex(s, &tag_body, "        ");
-        self.line("        Ok(n)\n    }\n");
+        let adds = body.contains("n += ") || (tag_body.contains("n += ") && self.flex(s) != Some(false));
+        if adds {
+            self.line(format!("        let mut n = Size::new({fixed});"));
+            self.out.push_str(&body);
+            self.emit_if_flex(s, &tag_body, "        ");
+            self.line(format!("        n.total({})\n    }}\n", q(&s.name)));
+        } else {
+            self.out.push_str(&body);
+            self.line(format!("        Ok({fixed})\n    }}\n"));
+        }
         self.name_ver_param(fn_start);
 
         // write
@@ -656,9 +659,12 @@ impl Gen<'_> {
     }
 
     /// The offset expression of `place`, over `ver` (the caller renames it), from `at`.
-    fn place_expr(&self, s: &Struct, place: &Place, anchors: &str) -> String {
+    /// `possible` narrows the versions to those in which the offset is used (a field read
+    /// only where it exists), so that fewer of them need telling apart.
+    fn place_expr(&self, s: &Struct, place: &Place, anchors: &str, possible: Versions) -> String {
+        let possible = if possible.is_empty() { s.versions } else { possible };
         let sum = by_version(
-            s.versions,
+            possible,
             V,
             |v| place.fixed.iter().filter(|(vs, _)| vs.contains(v)).map(|(_, w)| w).sum::<usize>(),
             |n| n.to_string(),
@@ -846,17 +852,16 @@ impl Gen<'_> {
         self.line("    /// The bytes this view covers.\n    pub const fn as_bytes(&self) -> &'a [u8] {\n        self.src.bytes()\n    }\n");
         self.line("    /// The version the bytes were decoded as.\n    pub const fn version(&self) -> i16 {\n        self.ver.version\n    }\n");
         let tagged = self.tagged_fields(s);
-        let tag_off = self.place_expr(s, &lay.tags, "self.at");
+        let flexible = s.versions.intersect(self.msg.flexible);
+        let tag_off = self.place_expr(s, &lay.tags, "self.at", flexible);
         for (i, field) in s.fields.iter().enumerate() {
             let f = F::new(s, field);
             let ty = self.view_ty(&f);
             let ident = &f.ident;
-            let ty_name = self.data_name(&s.name);
-            let _ = ty_name;
             self.line(format!("    /// See [`{}::{}`].", s.name, ident.trim_start_matches("r#")));
             let present_inline = cond(f.inline, s.versions, V);
             let inline_read = {
-                let off = self.place_expr(s, &lay.places[i], "self.at");
+                let off = self.place_expr(s, &lay.places[i], "self.at", f.inline.intersect(s.versions));
                 let nullable_now = cond(f.f.nullable, f.inline.intersect(s.versions), V);
                 self.view_read(&f, "self.src", &off, &nullable_now)
             };
@@ -864,6 +869,7 @@ impl Gen<'_> {
                 let nullable_now = cond(f.f.nullable, f.tagged.intersect(s.versions), V);
                 let read = self.view_read(&f, "v", "0", &nullable_now);
                 let default = self.view_default(&f);
+                let tag_off = self.place_expr(s, &lay.tags, "self.at", f.tagged.intersect(flexible));
                 let tag = format!("self.src.tag({tag_off}, {})", f.f.tag.unwrap());
                 match read.strip_prefix("Some(").and_then(|r| r.strip_suffix(')')) {
                     Some(inner) if default == "None" && !inner.contains("Some(") => {
@@ -886,7 +892,7 @@ impl Gen<'_> {
                 (Cond::If(c), None) => format!("if {c} {{ {inline_read} }} else {{ {default} }}"),
                 (Cond::If(c), Some(t)) => format!("if {c} {{ {inline_read} }} else {{ {t} }}"),
             };
-            let body = if uses_ver(&body) { format!("let ver = self.ver;\n {body}") } else { body };
+            let body = self_ver(&body);
             self.line(format!(
                 "    #[inline]\n    pub fn {ident}(&self) -> {ty} {{\n        {body}\n    }}\n"
             ));
@@ -1266,28 +1272,37 @@ impl Gen<'_> {
         self.line(format!("impl AsVersion for {n}{anon} {{"));
         let fn_start = self.out.len();
         self.line("    fn as_version(&self, VER: Ver) -> Self {");
-        self.line(format!("        {n} {{"));
+        // Only fields that a version can drop, and those holding structs, differ from a clone.
+        let mut changes = Vec::new();
         for f in &s.fields {
             let f = F::new(s, f);
-            let present =
-                Versions::new(f.f.versions.lo.max(s.versions.lo), f.f.versions.hi.min(s.versions.hi));
-            let keep = format!("self.{}.as_version(ver)", f.ident);
-            let expr = match cond(present, s.versions, V) {
-                Cond::Always => keep,
-                Cond::Never => self.data_default(&f),
-                Cond::If(c) => format!("if {c} {{ {keep} }} else {{ {} }}", self.data_default(&f)),
-            };
-            self.line(format!("            {}: {expr},", f.ident));
+            let present = Versions::new(f.f.versions.lo.max(s.versions.lo), f.f.versions.hi.min(s.versions.hi));
+            let nested = matches!(f.elem(), Type::Struct(_));
+            match cond_not(present, s.versions, V) {
+                Cond::Always => changes.push(format!("v.{} = {};", f.ident, self.data_default(&f))),
+                Cond::If(c) if nested => changes.push(format!(
+                    "v.{} = if {c} {{ {} }} else {{ self.{}.as_version(ver) }};",
+                    f.ident,
+                    self.data_default(&f),
+                    f.ident
+                )),
+                Cond::If(c) => changes.push(format!("if {c} {{ v.{} = {}; }}", f.ident, self.data_default(&f))),
+                Cond::Never if nested => changes.push(format!("v.{} = self.{}.as_version(ver);", f.ident, f.ident)),
+                Cond::Never => {}
+            }
         }
-        if self.has_tags(s) {
-            let expr = match self.flex(s) {
-                Some(true) => "self.unknown_tagged_fields.clone()".to_string(),
-                _ => "if ver.flexible { self.unknown_tagged_fields.clone() } else { List::Borrowed(&[]) }"
-                    .to_string(),
-            };
-            self.line(format!("            unknown_tagged_fields: {expr},"));
+        if self.has_tags(s) && self.flex(s) != Some(true) {
+            changes.push("if !ver.flexible { v.unknown_tagged_fields = List::Borrowed(&[]); }".to_string());
         }
-        self.line("        }\n    }");
+        if changes.is_empty() {
+            self.line("        self.clone()\n    }");
+        } else {
+            self.line("        let mut v = self.clone();");
+            for c in changes {
+                self.line(format!("        {c}"));
+            }
+            self.line("        v\n    }");
+        }
         self.name_ver_param(fn_start);
         self.line("}\n");
 
@@ -1357,6 +1372,24 @@ fn lay_anchor_after(lay: &StructLayout, i: usize, anchor: usize) -> bool {
 fn self_init(k: usize, src: &str) -> String {
     let src = if src == "src" { "src".to_string() } else { format!("src: {src}") };
     if k > 0 { format!("Self {{ {src}, ver, at }}") } else { format!("Self {{ {src}, ver }}") }
+}
+
+/// `body` with the variable `ver` read from the view (`self.ver`).
+fn self_ver(body: &str) -> String {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some(i) = rest.find("ver") {
+        let (before, after) = rest.split_at(i);
+        out.push_str(before);
+        let prev = out.chars().next_back();
+        let next = after[3..].chars().next();
+        let word = !ident(prev) && !next.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        out.push_str(if word { "self.ver" } else { "ver" });
+        rest = &after[3..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether generated code uses the variable `ver`.
@@ -1441,7 +1474,7 @@ fn known_tags(tagged: &[F]) -> String {
 }
 
 fn field_facts(f: &F) -> String {
-    let mut s = format!("Schema type `{}`; versions {}", f.f.ty.schema_name(), f.f.versions);
+    let mut s = format!("(`{}`, versions {}", f.f.ty.schema_name(), f.f.versions);
     if !f.f.nullable.is_empty() {
         write!(s, "; nullable in {}", f.f.nullable).unwrap();
     }
@@ -1457,7 +1490,7 @@ fn field_facts(f: &F) -> String {
     if f.f.map_key {
         s.push_str("; map key");
     }
-    s.push('.');
+    s.push_str(".)");
     s
 }
 
