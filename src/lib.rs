@@ -2,7 +2,42 @@
 //!
 //! The Apache Kafka wire protocol: zero-copy views for decoding, exact-size encoders that
 //! write into the caller's buffer, and a reference decoder, for every version of every
-//! supported message, in a `#![no_std]
+//! supported message, in a `#![no_std]` crate.
+//!
+//! - **Views** ([`messages::ListOffsetsRequestView`] and friends) borrow the input and are
+//!   checked whole when built; after that accessors and iterators cannot fail. Strings come
+//!   back as `&'a str`, arrays as [`ArrayView`]s whose iterators yield element views.
+//!   Nothing on a view's path allocates.
+//! - **Encoding** works on values ([`messages::ListOffsetsRequest`]) whose strings and
+//!   lists may be borrowed ([`Str`], [`List`]), so it works without `alloc`:
+//!   `encoded_len(version)` is exact and does every check; `encode(version, buf)` then
+//!   fails only if `buf` is too short.
+//! - **The reference decoder** (feature `alloc`): `Message::decode(bytes, version)` builds
+//!   owned values by a separate, straightforward path; `From<View>` converts views.
+//! - **Frames** ([`frame`]): size-prefixed framing and headers; [`dispatch`] puts frames,
+//!   headers and typed body views together and encodes whole frames.
+//! - **Record batches** ([`records`]): zero-copy views of the batches in `records` fields,
+//!   checked lazily, as they are iterated.
+//!
+//! ```
+//! use kwire::messages::{ListGroupsRequest, ListGroupsRequestView};
+//! use kwire::Str;
+//!
+//! // Encode a ListGroups v5 request body into a buffer on the stack.
+//! let states = [Str::Borrowed("Stable")];
+//! let request = ListGroupsRequest { states_filter: (&states).into(), ..Default::default() };
+//! let mut buf = [0u8; 64];
+//! let n = request.encode(5, &mut buf)?;
+//! assert_eq!(n, request.encoded_len(5)?);
+//!
+//! // Decode it again without allocating.
+//! let view = ListGroupsRequestView::new(&buf[..n], 5)?;
+//! let first = view.states_filter().iter().next().unwrap();
+//! assert_eq!(first, "Stable");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![no_std]
 #![deny(missing_docs)]
 // `unsafe` is denied everywhere but in `wire::utf8` (see there).
 #![deny(unsafe_code)]
@@ -20,6 +55,7 @@ pub mod types;
 pub mod wire;
 
 pub mod encode;
+pub mod records;
 pub mod view;
 
 pub mod messages;
@@ -53,6 +89,7 @@ struct ReadmeDoctests;
 mod prelude {
     pub(crate) use crate::encode::{self, Body, Encode};
     pub(crate) use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
+    pub(crate) use crate::records::RecordBatches;
     #[cfg(feature = "alloc")]
     pub(crate) use crate::reference::{
         FromView, ReadOwned, list_from_view, owned_bytes, owned_str, raw_tagged_field, read_list,

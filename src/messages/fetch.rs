@@ -1965,11 +1965,13 @@ impl<'a> PartitionDataView<'a> {
 
     /// See [`PartitionData::records`].
     #[inline]
-    pub fn records(&self) -> Option<&'a [u8]> {
-        self.src.nullable_bytes(
-            self.at[0] as usize + (if self.ver.version >= 11 { 4 } else { 0 }),
-            self.ver.flexible,
-        )
+    pub fn records(&self) -> Option<RecordBatches<'a>> {
+        self.src
+            .nullable_bytes(
+                self.at[0] as usize + (if self.ver.version >= 11 { 4 } else { 0 }),
+                self.ver.flexible,
+            )
+            .map(RecordBatches::new)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -1178,8 +1178,8 @@ impl<'a> FetchSnapshotResponsePartitionSnapshotView<'a> {
 
     /// See [`FetchSnapshotResponsePartitionSnapshot::unaligned_records`].
     #[inline]
-    pub fn unaligned_records(&self) -> &'a [u8] {
-        self.src.bytes_at(self.at[0] as usize + 16, true)
+    pub fn unaligned_records(&self) -> RecordBatches<'a> {
+        RecordBatches::new(self.src.bytes_at(self.at[0] as usize + 16, true))
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

@@ -400,8 +400,8 @@ impl<'a> PartitionProduceDataView<'a> {
 
     /// See [`PartitionProduceData::records`].
     #[inline]
-    pub fn records(&self) -> Option<&'a [u8]> {
-        self.src.nullable_bytes(4, self.ver.flexible)
+    pub fn records(&self) -> Option<RecordBatches<'a>> {
+        self.src.nullable_bytes(4, self.ver.flexible).map(RecordBatches::new)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.

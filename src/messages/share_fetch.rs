@@ -1292,8 +1292,8 @@ impl<'a> PartitionDataView<'a> {
 
     /// See [`PartitionData::records`].
     #[inline]
-    pub fn records(&self) -> &'a [u8] {
-        self.src.bytes_at(self.at[2] as usize, true)
+    pub fn records(&self) -> RecordBatches<'a> {
+        RecordBatches::new(self.src.bytes_at(self.at[2] as usize, true))
     }
 
     /// See [`PartitionData::acquired_records`].

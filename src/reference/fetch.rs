@@ -557,7 +557,7 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
             snapshot_id: view.snapshot_id().map(FromView::from_view).unwrap_or_default(),
             aborted_transactions: view.aborted_transactions().map(list_from_view),
             preferred_read_replica: view.preferred_read_replica(),
-            records: view.records().map(List::Borrowed),
+            records: view.records().map(|r| List::Borrowed(r.bytes())),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })

@@ -362,7 +362,7 @@ impl<'a> FromView<FetchSnapshotResponsePartitionSnapshotView<'a>>
             current_leader: view.current_leader().map(FromView::from_view).unwrap_or_default(),
             size: view.size(),
             position: view.position(),
-            unaligned_records: List::Borrowed(view.unaligned_records()),
+            unaligned_records: List::Borrowed(view.unaligned_records().bytes()),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })

@@ -148,7 +148,7 @@ impl<'a> FromView<PartitionProduceDataView<'a>> for PartitionProduceData<'a> {
     fn from_view(view: PartitionProduceDataView<'a>) -> Self {
         PartitionProduceData {
             index: view.index(),
-            records: view.records().map(List::Borrowed),
+            records: view.records().map(|r| List::Borrowed(r.bytes())),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })

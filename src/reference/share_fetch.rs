@@ -367,7 +367,7 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
             acknowledge_error_code: view.acknowledge_error_code(),
             acknowledge_error_message: view.acknowledge_error_message().map(Str::Borrowed),
             current_leader: FromView::from_view(view.current_leader()),
-            records: List::Borrowed(view.records()),
+            records: List::Borrowed(view.records().bytes()),
             acquired_records: list_from_view(view.acquired_records()),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()

@@ -45,7 +45,10 @@ fn is_ascii(bytes: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    extern crate alloc;
+
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn ascii_of_every_length_and_position() {

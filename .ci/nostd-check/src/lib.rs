@@ -4,6 +4,7 @@
 
 #![no_std]
 
+use kwire::dispatch;
 use kwire::frame::{self, FrameStatus};
 use kwire::messages::{ListOffsetsRequest, RequestBodyView, list_offsets};
 
@@ -36,11 +37,10 @@ mod heap {
 #[unsafe(no_mangle)]
 pub extern "C" fn kwire_count_partitions(buf: &[u8; 64]) -> i32 {
     let Ok(FrameStatus::Complete { frame, .. }) = frame::split_frame(buf, 1 << 20) else { return -1 };
-    let Ok(req) = frame::parse_request(frame) else { return -1 };
+    let Ok(req) = dispatch::parse_request(frame) else { return -1 };
     let RequestBodyView::ListOffsets(body) = req.body else { return -1 };
     let mut n = 0;
     for topic in body.topics() {
-        let Ok(topic) = topic else { return -1 };
         n += topic.partitions().len() as i32;
     }
     n
@@ -57,7 +57,7 @@ pub extern "C" fn kwire_encode(out: &mut [u8; 128]) -> i32 {
         ..Default::default()
     }];
     let body = ListOffsetsRequest { replica_id: -1, topics: (&topics).into(), ..Default::default() };
-    match frame::encode_request(&body, 10, 1, Some("embedded"), out) {
+    match dispatch::encode_request(&body, 10, 1, Some("embedded"), out) {
         Ok(n) => n as i32,
         Err(_) => -1,
     }

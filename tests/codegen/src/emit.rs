@@ -160,7 +160,8 @@ impl Gen<'_> {
     fn view_elem_ty(&self, ty: &Type) -> String {
         match ty {
             Type::String => "&'a str".into(),
-            Type::Bytes | Type::Records => "&'a [u8]".into(),
+            Type::Bytes => "&'a [u8]".into(),
+            Type::Records => "RecordBatches<'a>".into(),
             Type::Struct(n) => format!("{n}View<'a>"),
             Type::Array(t) => format!("ArrayView<'a, {}>", self.view_elem_ty(t)),
             t => self.data_elem_ty(t),
@@ -205,7 +206,8 @@ impl Gen<'_> {
         }
         let v = match &f.f.ty {
             Type::String => q(d.unwrap_or("")),
-            Type::Bytes | Type::Records => "&[]".into(),
+            Type::Bytes => "&[]".into(),
+            Type::Records => "RecordBatches::new(&[])".into(),
             Type::Array(_) => "ArrayView::empty(ver)".to_string(),
             Type::Struct(_) => "None".to_string(),
             _ => self.data_default(f),
@@ -715,9 +717,13 @@ impl Gen<'_> {
             Type::String => {
                 pick(format!("{src}.str({off}, {flex})"), format!("{src}.nullable_str({off}, {flex})"))
             }
-            Type::Bytes | Type::Records => {
+            Type::Bytes => {
                 pick(format!("{src}.bytes_at({off}, {flex})"), format!("{src}.nullable_bytes({off}, {flex})"))
             }
+            Type::Records => pick(
+                format!("RecordBatches::new({src}.bytes_at({off}, {flex}))"),
+                format!("{src}.nullable_bytes({off}, {flex}).map(RecordBatches::new)"),
+            ),
             Type::Array(_) => pick(
                 format!("ArrayView::at({src}, {off}, ver)"),
                 format!("ArrayView::nullable_at({src}, {off}, ver)"),
@@ -1250,8 +1256,10 @@ impl Gen<'_> {
             let conv = match (&f.f.ty, f.nullable) {
                 (Type::String, false) => format!("Str::Borrowed({x})"),
                 (Type::String, true) => format!("{x}.map(Str::Borrowed)"),
-                (Type::Bytes | Type::Records, false) => format!("List::Borrowed({x})"),
-                (Type::Bytes | Type::Records, true) => format!("{x}.map(List::Borrowed)"),
+                (Type::Bytes, false) => format!("List::Borrowed({x})"),
+                (Type::Bytes, true) => format!("{x}.map(List::Borrowed)"),
+                (Type::Records, false) => format!("List::Borrowed({x}.bytes())"),
+                (Type::Records, true) => format!("{x}.map(|r| List::Borrowed(r.bytes()))"),
                 (Type::Array(_), false) => format!("list_from_view({x})"),
                 (Type::Array(_), true) => format!("{x}.map(list_from_view)"),
                 (Type::Struct(_), false) if self.optional_struct(&f) => {

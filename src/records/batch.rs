@@ -1,0 +1,499 @@
+//! RecordBatch v2: the header, typed attributes, and iteration over a `records` field.
+
+use zerocopy::byteorder::big_endian::{I16, I32, I64, U32};
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+
+use super::error::{Error, ErrorKind, sat32};
+use super::record::{BatchContext, Records};
+use super::{BATCH_HEADER_LEN, LOG_OVERHEAD, MIN_RECORD_LEN, compression, crc};
+
+/// Offset of the `magic` byte in every batch or legacy message.
+pub(crate) const MAGIC_OFFSET: usize = 16;
+/// Offset of the first byte the v2 CRC covers (the attributes).
+pub(crate) const CRC_START: usize = 21;
+/// The smallest legacy (magic 0) message after its 12-byte log overhead; Kafka rejects
+/// any entry shorter than this before it reads the magic byte.
+const MIN_ENTRY_LEN: i32 = 14;
+
+/// The 61-byte RecordBatch v2 header, as it lies on the wire: unaligned big-endian
+/// fields, read in place (`RecordBatch::header` borrows it from the input).
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned, Debug)]
+#[repr(C)]
+pub struct BatchHeader {
+    /// Offset of the first record.
+    pub base_offset: I64,
+    /// Bytes after this field (the whole batch less 12).
+    pub batch_length: I32,
+    /// Leader epoch of the partition when the batch was appended.
+    pub partition_leader_epoch: I32,
+    /// 2.
+    pub magic: i8,
+    /// CRC-32C of the bytes from `attributes` to the end of the batch.
+    pub crc: U32,
+    /// Codec, timestamp type and flags; see [`Attributes`].
+    pub attributes: I16,
+    /// Offset of the last record less `base_offset`.
+    pub last_offset_delta: I32,
+    /// Timestamp of the first record (or the delete horizon, see
+    /// [`Attributes::has_delete_horizon`]).
+    pub base_timestamp: I64,
+    /// Largest timestamp in the batch.
+    pub max_timestamp: I64,
+    /// Idempotent or transactional producer id, or -1.
+    pub producer_id: I64,
+    /// The producer's epoch, or -1.
+    pub producer_epoch: I16,
+    /// Sequence number of the first record, or -1.
+    pub base_sequence: I32,
+    /// Number of records.
+    pub records_count: I32,
+}
+
+const _: () = assert!(core::mem::size_of::<BatchHeader>() == BATCH_HEADER_LEN);
+
+/// A batch's compression codec (attribute bits 0-2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Compression {
+    /// 0: not compressed.
+    None,
+    /// 1: gzip.
+    Gzip,
+    /// 2: snappy (xerial framing or raw).
+    Snappy,
+    /// 3: LZ4 frame.
+    Lz4,
+    /// 4: zstd.
+    Zstd,
+}
+
+impl Compression {
+    /// The codec with attribute value `id` (0-4).
+    pub const fn from_id(id: u8) -> Result<Self, ErrorKind> {
+        Ok(match id {
+            0 => Compression::None,
+            1 => Compression::Gzip,
+            2 => Compression::Snappy,
+            3 => Compression::Lz4,
+            4 => Compression::Zstd,
+            other => return Err(ErrorKind::UnknownCompression(other)),
+        })
+    }
+
+    /// The attribute value of this codec.
+    pub const fn id(self) -> u8 {
+        self as u8
+    }
+}
+
+/// How a batch's timestamps were set (attribute bit 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimestampType {
+    /// Set by the producer.
+    CreateTime,
+    /// Set by the broker when it appended the batch: every record's timestamp is the
+    /// batch's `max_timestamp`.
+    LogAppendTime,
+}
+
+/// A batch's attributes field, typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Attributes(pub i16);
+
+impl Attributes {
+    /// Bits 0-2: the compression codec id.
+    pub const CODEC_MASK: i16 = 0x07;
+    /// Bit 3: log-append time.
+    pub const TIMESTAMP_TYPE: i16 = 0x08;
+    /// Bit 4: part of a transaction.
+    pub const TRANSACTIONAL: i16 = 0x10;
+    /// Bit 5: a control batch.
+    pub const CONTROL: i16 = 0x20;
+    /// Bit 6: `base_timestamp` holds the delete horizon (compacted tombstones).
+    pub const DELETE_HORIZON: i16 = 0x40;
+
+    /// The compression codec (an error for ids 5-7).
+    pub const fn compression(self) -> Result<Compression, ErrorKind> {
+        Compression::from_id((self.0 & Self::CODEC_MASK) as u8)
+    }
+
+    /// The timestamp type.
+    pub const fn timestamp_type(self) -> TimestampType {
+        if self.0 & Self::TIMESTAMP_TYPE != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+
+    /// Whether the batch is part of a transaction.
+    pub const fn is_transactional(self) -> bool {
+        self.0 & Self::TRANSACTIONAL != 0
+    }
+
+    /// Whether the batch holds control records (transaction markers, KRaft records).
+    pub const fn is_control(self) -> bool {
+        self.0 & Self::CONTROL != 0
+    }
+
+    /// Whether `base_timestamp` is the delete horizon.
+    pub const fn has_delete_horizon(self) -> bool {
+        self.0 & Self::DELETE_HORIZON != 0
+    }
+
+    /// Attributes for `compression`, `timestamp_type` and the three flags.
+    pub const fn new(
+        compression: Compression,
+        timestamp_type: TimestampType,
+        transactional: bool,
+        control: bool,
+    ) -> Self {
+        let mut v = compression as i16;
+        if matches!(timestamp_type, TimestampType::LogAppendTime) {
+            v |= Self::TIMESTAMP_TYPE;
+        }
+        if transactional {
+            v |= Self::TRANSACTIONAL;
+        }
+        if control {
+            v |= Self::CONTROL;
+        }
+        Attributes(v)
+    }
+}
+
+/// The RecordBatch v2 batches of a `records` field, in order.
+///
+/// Each step reads the batch length and magic byte only; the batch's CRC and records are
+/// checked when they are asked for. A last batch cut short ends the iteration without an
+/// error, and [`RecordBatches::partial`] then returns true (Fetch responses may end in
+/// the middle of a batch). Any other problem is an error, after which the iterator ends.
+#[derive(Clone, Debug)]
+pub struct RecordBatches<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    partial: bool,
+    failed: bool,
+}
+
+impl<'a> RecordBatches<'a> {
+    /// Batches over the bytes of a `records` field.
+    pub const fn new(bytes: &'a [u8]) -> Self {
+        RecordBatches { bytes, pos: 0, partial: false, failed: false }
+    }
+
+    /// The bytes of the whole field.
+    pub const fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Whether the iteration ended at an incomplete last batch.
+    pub const fn partial(&self) -> bool {
+        self.partial
+    }
+
+    /// The bytes not yet iterated (after the end: the partial batch, if any).
+    pub fn remaining(&self) -> &'a [u8] {
+        self.bytes.get(self.pos..).unwrap_or_default()
+    }
+}
+
+/// Reads the framing of the entry at the start of `rest`: `Ok(None)` for an incomplete
+/// entry, else its total length (with the 12-byte log overhead) and its magic byte.
+pub(crate) fn entry_frame(rest: &[u8]) -> Result<Option<(usize, i8)>, ErrorKind> {
+    if rest.len() < LOG_OVERHEAD {
+        return Ok(None);
+    }
+    let len = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
+    if len < MIN_ENTRY_LEN {
+        return Err(ErrorKind::BatchTooShort(len));
+    }
+    let Some(&magic) = rest.get(MAGIC_OFFSET) else { return Ok(None) };
+    let magic = magic as i8;
+    if !(0..=2).contains(&magic) {
+        return Err(ErrorKind::UnsupportedMagic(magic));
+    }
+    let total = LOG_OVERHEAD + len as usize;
+    if rest.len() < total {
+        return Ok(None);
+    }
+    Ok(Some((total, magic)))
+}
+
+impl<'a> Iterator for RecordBatches<'a> {
+    type Item = Result<RecordBatch<'a>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        if rest.is_empty() {
+            return None;
+        }
+        let at = self.pos;
+        let fail = |s: &mut Self, kind| {
+            s.failed = true;
+            Some(Err(Error::new(kind, at)))
+        };
+        let (total, magic) = match entry_frame(rest) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => {
+                self.partial = true;
+                return None;
+            }
+            Err(kind) => return fail(self, kind),
+        };
+        if magic != 2 {
+            return fail(self, ErrorKind::UnsupportedMagic(magic));
+        }
+        match RecordBatch::parse(&rest[..total], at) {
+            Ok(batch) => {
+                self.pos += total;
+                Some(Ok(batch))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl core::iter::FusedIterator for RecordBatches<'_> {}
+
+/// A view of one RecordBatch v2.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordBatch<'a> {
+    header: &'a BatchHeader,
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl<'a> RecordBatch<'a> {
+    /// A view of one whole batch (`bytes` is exactly the batch, from its base offset to its
+    /// last byte). Checks the length field and the magic byte, not the CRC or records.
+    pub fn new(bytes: &'a [u8]) -> Result<Self, Error> {
+        match entry_frame(bytes) {
+            Err(kind) => Err(Error::new(kind, 0)),
+            Ok(None) => {
+                let needed = match bytes.get(8..12) {
+                    Some(&[a, b, c, d]) => LOG_OVERHEAD + i32::from_be_bytes([a, b, c, d]).max(0) as usize,
+                    _ => LOG_OVERHEAD,
+                };
+                Err(Error::new(
+                    ErrorKind::Truncated { needed: sat32(needed), available: sat32(bytes.len()) },
+                    0,
+                ))
+            }
+            Ok(Some((total, 2))) if total == bytes.len() => Self::parse(bytes, 0),
+            Ok(Some((total, 2))) => {
+                Err(Error::new(ErrorKind::TrailingBytes(sat32(bytes.len() - total)), total))
+            }
+            Ok(Some((_, magic))) => Err(Error::new(ErrorKind::UnsupportedMagic(magic), MAGIC_OFFSET)),
+        }
+    }
+
+    /// `bytes` is a whole magic-2 entry; `offset` its position in the field.
+    fn parse(bytes: &'a [u8], offset: usize) -> Result<Self, Error> {
+        match BatchHeader::ref_from_prefix(bytes) {
+            Ok((header, _)) => Ok(RecordBatch { header, bytes, offset }),
+            Err(_) => {
+                Err(Error::new(ErrorKind::BatchTooShort(sat32(bytes.len() - LOG_OVERHEAD) as i32), offset))
+            }
+        }
+    }
+
+    /// The header, in place.
+    pub const fn header(&self) -> &'a BatchHeader {
+        self.header
+    }
+
+    /// The whole batch, header included.
+    pub const fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Where the batch starts in the `records` field it was read from.
+    pub const fn offset_in_field(&self) -> usize {
+        self.offset
+    }
+
+    /// The records section: the bytes after the 61-byte header (compressed or not).
+    pub fn payload(&self) -> &'a [u8] {
+        self.bytes.get(BATCH_HEADER_LEN..).unwrap_or_default()
+    }
+
+    /// Offset of the first record.
+    pub fn base_offset(&self) -> i64 {
+        self.header.base_offset.get()
+    }
+    /// The batch length field (the batch's size less 12).
+    pub fn batch_length(&self) -> i32 {
+        self.header.batch_length.get()
+    }
+    /// Partition leader epoch.
+    pub fn partition_leader_epoch(&self) -> i32 {
+        self.header.partition_leader_epoch.get()
+    }
+    /// The magic byte (2).
+    pub fn magic(&self) -> i8 {
+        self.header.magic
+    }
+    /// The stored CRC-32C.
+    pub fn crc(&self) -> u32 {
+        self.header.crc.get()
+    }
+    /// The attributes.
+    pub fn attributes(&self) -> Attributes {
+        Attributes(self.header.attributes.get())
+    }
+    /// The compression codec (an error for ids 5-7).
+    pub fn compression(&self) -> Result<Compression, Error> {
+        self.attributes().compression().map_err(|k| Error::new(k, self.offset + CRC_START))
+    }
+    /// Whether the batch is transactional.
+    pub fn is_transactional(&self) -> bool {
+        self.attributes().is_transactional()
+    }
+    /// Whether the batch is a control batch.
+    pub fn is_control(&self) -> bool {
+        self.attributes().is_control()
+    }
+    /// The timestamp type.
+    pub fn timestamp_type(&self) -> TimestampType {
+        self.attributes().timestamp_type()
+    }
+    /// The delete horizon (the base timestamp field) if the attributes flag one.
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        self.attributes().has_delete_horizon().then(|| self.base_timestamp())
+    }
+    /// Last offset delta.
+    pub fn last_offset_delta(&self) -> i32 {
+        self.header.last_offset_delta.get()
+    }
+    /// Offset of the last record (base offset + last offset delta).
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset().wrapping_add(i64::from(self.last_offset_delta()))
+    }
+    /// The offset after the batch.
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset().wrapping_add(1)
+    }
+    /// Base timestamp.
+    pub fn base_timestamp(&self) -> i64 {
+        self.header.base_timestamp.get()
+    }
+    /// Max timestamp.
+    pub fn max_timestamp(&self) -> i64 {
+        self.header.max_timestamp.get()
+    }
+    /// Producer id.
+    pub fn producer_id(&self) -> i64 {
+        self.header.producer_id.get()
+    }
+    /// Producer epoch.
+    pub fn producer_epoch(&self) -> i16 {
+        self.header.producer_epoch.get()
+    }
+    /// Base sequence.
+    pub fn base_sequence(&self) -> i32 {
+        self.header.base_sequence.get()
+    }
+    /// The declared record count (not checked until the records are read).
+    pub fn records_count(&self) -> i32 {
+        self.header.records_count.get()
+    }
+
+    /// CRC-32C of the bytes the CRC covers (attributes to the end).
+    pub fn computed_crc(&self) -> u32 {
+        crc::crc32c(self.bytes.get(CRC_START..).unwrap_or_default())
+    }
+
+    /// Checks the stored CRC against the bytes.
+    pub fn verify_crc(&self) -> Result<(), Error> {
+        let computed = self.computed_crc();
+        if computed == self.crc() {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::CrcMismatch { stored: self.crc(), computed }, self.offset + 17))
+        }
+    }
+
+    pub(crate) fn context(&self) -> BatchContext {
+        BatchContext {
+            base_offset: self.base_offset(),
+            base_timestamp: self.base_timestamp(),
+            max_timestamp: self.max_timestamp(),
+            log_append_time: self.timestamp_type() == TimestampType::LogAppendTime,
+            control: self.is_control(),
+        }
+    }
+
+    /// The records of an uncompressed batch, after checking the CRC and the record count.
+    /// A compressed batch is an [`ErrorKind::Compressed`] error: see
+    /// [`RecordBatch::records_in`].
+    pub fn records(&self) -> Result<Records<'a>, Error> {
+        self.verify_crc()?;
+        self.records_unverified()
+    }
+
+    /// Like [`RecordBatch::records`] without the CRC check.
+    pub fn records_unverified(&self) -> Result<Records<'a>, Error> {
+        match self.compression()? {
+            Compression::None => Records::new(self.payload(), self.records_count(), self.context()),
+            other => Err(Error::new(ErrorKind::Compressed(other), self.offset + CRC_START)),
+        }
+    }
+
+    /// The records, after checking the CRC; a compressed batch is decompressed into `buf`,
+    /// and fails if it would not fit (`buf.len()` is the size limit). An uncompressed batch
+    /// does not touch `buf`.
+    pub fn records_in<'b>(&self, buf: &'b mut [u8]) -> Result<Records<'b>, Error>
+    where
+        'a: 'b,
+    {
+        self.verify_crc()?;
+        let codec = self.compression()?;
+        if codec == Compression::None {
+            return self.records_unverified();
+        }
+        self.check_count_fits(buf.len())?;
+        let n = compression::decompress_into(codec, self.payload(), buf)?;
+        Records::new(&buf[..n], self.records_count(), self.context())
+    }
+
+    /// The records, after checking the CRC; a compressed batch is decompressed into `vec`
+    /// (cleared first, its capacity reused), stopping at `limit` bytes.
+    #[cfg(feature = "alloc")]
+    pub fn records_in_vec<'b>(
+        &self,
+        vec: &'b mut alloc::vec::Vec<u8>,
+        limit: usize,
+    ) -> Result<Records<'b>, Error>
+    where
+        'a: 'b,
+    {
+        self.verify_crc()?;
+        let codec = self.compression()?;
+        if codec == Compression::None {
+            return self.records_unverified();
+        }
+        self.check_count_fits(limit)?;
+        compression::decompress_to_vec(codec, self.payload(), vec, limit)?;
+        Records::new(vec, self.records_count(), self.context())
+    }
+
+    /// Rejects a record count that could not fit in `limit` decompressed bytes, before
+    /// decompressing anything.
+    fn check_count_fits(&self, limit: usize) -> Result<(), Error> {
+        let count = self.records_count();
+        if count < 0 {
+            return Err(Error::new(ErrorKind::InvalidRecordCount(count), 0));
+        }
+        let max = limit / MIN_RECORD_LEN;
+        if count as usize > max {
+            return Err(Error::new(ErrorKind::RecordCountTooLarge { count, max: sat32(max) }, 0));
+        }
+        Ok(())
+    }
+}
