@@ -293,7 +293,7 @@ pub fn run(args: Args) -> Result<(), String> {
 
 /// The JSON document of one frame: `{"header": ..., "body": ...}`, with `apiKey` and
 /// `apiVersion` first for responses (which do not say what they answer).
-fn frame_json(walked: &Walked, kind: Kind) -> J {
+pub fn frame_json(walked: &Walked, kind: Kind) -> J {
     let mut top = Vec::new();
     if let (Kind::Response(..), Some((key, version))) = (kind, walked.api) {
         top.push(("apiKey".to_string(), J::Int(i64::from(key.key()))));

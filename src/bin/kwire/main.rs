@@ -8,6 +8,7 @@ mod encode;
 mod hexdump;
 mod input;
 mod json;
+mod proxy;
 mod serve;
 mod tree;
 mod value;
@@ -22,6 +23,7 @@ Examples:
   kwire decode --format json frame.hex | kwire encode   # round trip to the same hex
   kwire decode --request req.hex resp.hex     # a response, with the request it answers
   kwire versions                              # the APIs and versions kwire knows
+  kwire proxy --listen 127.0.0.1:19092 --upstream 127.0.0.1:9092   # decode live traffic
 
 Run `kwire help <command>` for each command's options and examples.";
 
@@ -39,6 +41,7 @@ enum Command {
     Encode(encode::Args),
     Versions(versions::Args),
     Serve(serve::Args),
+    Proxy(proxy::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -53,6 +56,7 @@ fn main() {
         Command::Encode(args) => encode::run(args),
         Command::Versions(args) => versions::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Proxy(args) => proxy::run(args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "kwire", &mut std::io::stdout());
             Ok(())

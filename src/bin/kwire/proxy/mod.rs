@@ -1,0 +1,426 @@
+//! `kwire proxy`: forwards Kafka traffic between clients and a cluster, unchanged, and
+//! decodes every frame on the way.
+//!
+//! Architecture: two threads per client connection, one per direction, each with blocking
+//! reads and writes and one buffer. A thread reads what the socket has, splits off the
+//! whole frames, forwards them in one write from that same buffer, then decodes them.
+//! Nothing is queued between the directions but the requests awaiting their responses, so
+//! back-pressure is TCP's own: a client that does not read stops the proxy reading the
+//! broker, and the broker stops reading that client. Memory per connection is bounded by
+//! two buffers of at most one frame (`--max-frame-bytes`) each.
+//!
+//! Threads rather than an async runtime: with 2 cores and a few hundred connections at most,
+//! a blocking read and write per batch of frames is the fewest system calls and wake-ups a
+//! frame can cost, with no dependency (see docs/proxy.md for the figures).
+//!
+//! Every call into the kwire library is in `decode.rs` (and `scan.rs`, which reads kwire's
+//! schema tables).
+
+mod conn;
+pub mod decode;
+mod names;
+mod scan;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const AFTER_HELP: &str = "\
+Examples:
+  # Clients connect to 127.0.0.1:19092 instead of the broker at 127.0.0.1:9092
+  kwire proxy --listen 127.0.0.1:19092 --upstream 127.0.0.1:9092
+
+  # Every frame decoded, as JSON lines; frames saved as hex test vectors
+  kwire proxy --listen 127.0.0.1:19092 --upstream 127.0.0.1:9092 --format json --record captured/
+
+Each broker named in a Metadata (FindCoordinator, DescribeCluster, ...) response gets a
+listener of its own on the --listen address, and the response names that listener
+instead, so that clients keep talking through the proxy.
+
+Log (text): one line per request when its response arrives:
+  TIME conn=N CLIENT_ID API vVERSION req=BYTES resp=BYTES LATENCY [errors=NAME,...]
+and a line for each frame kwire could not decode, each framing violation (the connection
+is closed) and each connection opened or closed.";
+
+/// How to log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One line per request, when its response arrives.
+    Text,
+    /// One JSON object per frame, with the whole decoded frame.
+    Json,
+}
+
+/// Forward Kafka traffic to a broker, decoding every frame on the way.
+#[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Address to listen on for clients (the bootstrap address); port 0 picks a free port.
+    #[arg(long)]
+    listen: String,
+    /// The broker (bootstrap server) to forward to, HOST:PORT.
+    #[arg(long)]
+    upstream: String,
+    /// The host written into rewritten broker addresses (default: the --listen IP).
+    #[arg(long)]
+    advertise: Option<String>,
+    /// Log format.
+    #[arg(long, short, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Save frames as hex test vectors in DIR/requests and DIR/responses (named
+    /// CLIENT_API_vVERSION_N.hex), and frames kwire cannot decode in DIR/undecoded with
+    /// the reason beside them.
+    #[arg(long, value_name = "DIR")]
+    record: Option<PathBuf>,
+    /// Save at most this many request/response pairs per client, API and version.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    record_limit: usize,
+    /// Decode each frame into kwire's owned values, encode it again and compare with the
+    /// frame (reported per frame; a mismatch is logged).
+    #[arg(long)]
+    verify: bool,
+    /// Close a connection that announces a frame larger than this many bytes (checked from
+    /// the size prefix, before the frame is read).
+    #[arg(long, default_value_t = decode::DEFAULT_MAX_FRAME, value_name = "BYTES")]
+    max_frame_bytes: usize,
+    /// Log only connections and problems, not every request (text format).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Everything connections share.
+pub struct Shared {
+    format: Format,
+    quiet: bool,
+    verify: bool,
+    max_frame: usize,
+    bind_ip: IpAddr,
+    advertise: String,
+    log: Logger,
+    recorder: Option<Recorder>,
+    /// Upstream `(host, port)` to the local port that forwards to it.
+    routes: Mutex<HashMap<(String, i32), u16>>,
+    stats: Stats,
+    next_conn: AtomicU64,
+}
+
+/// Counters for the summary printed at exit.
+#[derive(Default)]
+struct Stats {
+    connections: AtomicU64,
+    requests: AtomicU64,
+    responses: AtomicU64,
+    rewritten: AtomicU64,
+    violations: AtomicU64,
+    mismatches: AtomicU64,
+    /// `(direction, api, why)` to count, for frames kwire did not decode.
+    undecoded: Mutex<BTreeMap<(String, String, &'static str), u64>>,
+}
+
+impl Shared {
+    /// Counts a frame kwire did not decode; returns how many were counted before.
+    fn count_undecoded(&self, direction: &str, api: &str, what: &'static str) -> u64 {
+        let mut map = self.stats.undecoded.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.entry((direction.to_string(), api.to_string(), what)).or_insert(0);
+        *n += 1;
+        *n - 1
+    }
+
+    /// The local address clients should use for upstream broker `(host, port)`: an
+    /// existing listener, or a new one.
+    fn route(self: &Arc<Self>, host: &str, port: i32) -> Option<(String, i32)> {
+        // No broker there (a FindCoordinator error answers host "" and port -1).
+        if host.is_empty() || !(1..=65535).contains(&port) {
+            return None;
+        }
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(local) = routes.get(&(host.to_string(), port)) {
+            return Some((self.advertise.clone(), i32::from(*local)));
+        }
+        let listener = match TcpListener::bind(SocketAddr::new(self.bind_ip, 0)) {
+            Ok(l) => l,
+            Err(e) => {
+                self.log.line(format!("{} cannot open a listener for broker {host}:{port}: {e}", now()));
+                return None;
+            }
+        };
+        let local = listener.local_addr().ok()?.port();
+        routes.insert((host.to_string(), port), local);
+        drop(routes);
+        self.log.line(format!("{} listening on {}:{local} for broker {host}:{port}", now(), self.bind_ip));
+        let upstream = format!("{host}:{port}");
+        let shared = self.clone();
+        std::thread::spawn(move || accept_loop(listener, upstream, shared));
+        Some((self.advertise.clone(), i32::from(local)))
+    }
+}
+
+/// A logger thread: connection threads hand it lines and never wait on the terminal. When
+/// it falls behind by more than its queue, lines are dropped and counted.
+struct Logger {
+    tx: SyncSender<String>,
+    dropped: AtomicU64,
+}
+
+impl Logger {
+    fn start() -> (Logger, std::thread::JoinHandle<()>) {
+        let (tx, rx) = sync_channel::<String>(1 << 16);
+        let handle = std::thread::spawn(move || log_loop(rx));
+        (Logger { tx, dropped: AtomicU64::new(0) }, handle)
+    }
+
+    fn line(&self, line: String) {
+        match self.tx.try_send(line) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+}
+
+fn log_loop(rx: Receiver<String>) {
+    let mut batch = String::new();
+    while let Ok(line) = rx.recv() {
+        batch.clear();
+        batch.push_str(&line);
+        batch.push('\n');
+        while batch.len() < 1 << 16
+            && let Ok(line) = rx.try_recv()
+        {
+            batch.push_str(&line);
+            batch.push('\n');
+        }
+        // Stdout is locked per batch only: other threads print too.
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(batch.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+/// Saves frames as hex vectors.
+struct Recorder {
+    dir: PathBuf,
+    limit: usize,
+    counts: Mutex<HashMap<String, usize>>,
+    undecoded: AtomicU64,
+}
+
+/// Lowercase letters, digits and `-` only, for file names.
+fn file_part(s: &str) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c.to_ascii_lowercase() } else { '-' })
+        .collect();
+    if s.is_empty() { "none".into() } else { s }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2 + 1);
+    for b in bytes {
+        s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    s.push('\n');
+    s
+}
+
+impl Recorder {
+    /// The name for the next pair of `client`, `api`, `version`, or `None` past the limit.
+    fn name(&self, client: Option<&str>, api: &str, version: i16) -> Option<String> {
+        let stem = format!("{}_{}_v{version}", file_part(client.unwrap_or("")), file_part(api));
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let n = counts.entry(stem.clone()).or_insert(0);
+        if *n >= self.limit {
+            return None;
+        }
+        *n += 1;
+        Some(format!("{stem}_{n}"))
+    }
+
+    fn save(&self, sub: &str, name: &str, frame_with_prefix: &[u8]) -> std::io::Result<()> {
+        let dir = self.dir.join(sub);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join(format!("{name}.hex")), hex(frame_with_prefix))
+    }
+
+    /// Saves a frame kwire could not decode, with the reason beside it; at most 1000.
+    fn save_undecoded(&self, what: &str, frame_with_prefix: &[u8], reason: &str) -> std::io::Result<()> {
+        let n = self.undecoded.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > 1000 {
+            return Ok(());
+        }
+        let dir = self.dir.join("undecoded");
+        std::fs::create_dir_all(&dir)?;
+        let name = format!("{n:04}_{}", file_part(what));
+        std::fs::write(dir.join(format!("{name}.hex")), hex(frame_with_prefix))?;
+        std::fs::write(dir.join(format!("{name}.txt")), format!("{what}\n{reason}\n"))
+    }
+}
+
+/// UTC time with milliseconds, `2026-11-30T08:51:02.123Z`.
+fn now() -> String {
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = t.as_secs();
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        t.subsec_millis()
+    )
+}
+
+fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                let id = shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
+                shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+                let shared = shared.clone();
+                let upstream = upstream.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("conn-{id}"))
+                    .spawn(move || conn::run(stream, peer, &upstream, id, &shared));
+                if let Err(e) = spawned {
+                    eprintln!("kwire proxy: cannot start a thread for a connection: {e}");
+                }
+            }
+            Err(e) => {
+                // Out of file descriptors, for example: wait, do not spin.
+                eprintln!("kwire proxy: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+fn parse_upstream(s: &str) -> Result<(String, i32), String> {
+    let (host, port) = s.rsplit_once(':').ok_or(format!("--upstream {s}: expected HOST:PORT"))?;
+    let port: u16 = port.parse().map_err(|_| format!("--upstream {s}: bad port"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok((host.to_string(), i32::from(port)))
+}
+
+/// Runs `kwire proxy`.
+pub fn run(args: Args) -> Result<(), String> {
+    let (up_host, up_port) = parse_upstream(&args.upstream)?;
+    if args.upstream.to_socket_addrs().map(|mut a| a.next().is_none()).unwrap_or(true) {
+        return Err(format!("--upstream {}: cannot resolve the address", args.upstream));
+    }
+    if args.record_limit == 0 && args.record.is_some() {
+        return Err("--record-limit must be at least 1".into());
+    }
+    let listener =
+        TcpListener::bind(&args.listen).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let advertise = match &args.advertise {
+        Some(h) => h.clone(),
+        None if local.ip().is_unspecified() => "127.0.0.1".to_string(),
+        None => local.ip().to_string(),
+    };
+    if let Some(dir) = &args.record {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?;
+    }
+    let (log, log_thread) = Logger::start();
+    let shared = Arc::new(Shared {
+        format: args.format,
+        quiet: args.quiet,
+        verify: args.verify,
+        max_frame: args.max_frame_bytes,
+        bind_ip: local.ip(),
+        advertise,
+        log,
+        recorder: args.record.map(|dir| Recorder {
+            dir,
+            limit: args.record_limit,
+            counts: Mutex::new(HashMap::new()),
+            undecoded: AtomicU64::new(0),
+        }),
+        routes: Mutex::new(HashMap::from([((up_host, up_port), local.port())])),
+        stats: Stats::default(),
+        next_conn: AtomicU64::new(0),
+    });
+    let (stop_tx, stop_rx) = sync_channel::<()>(1);
+    ctrlc::set_handler(move || {
+        let _ = stop_tx.try_send(());
+    })
+    .map_err(|e| e.to_string())?;
+    // The first line says where to connect; tests read it.
+    println!("kwire proxy: listening on {local}, forwarding to {}", args.upstream);
+    let _ = std::io::stdout().flush();
+    let accept_shared = shared.clone();
+    let upstream = args.upstream.clone();
+    std::thread::spawn(move || accept_loop(listener, upstream, accept_shared));
+    let _ = stop_rx.recv();
+    summary(&shared);
+    drop(log_thread);
+    Ok(())
+}
+
+/// Prints the counters (stderr), at exit.
+fn summary(shared: &Shared) {
+    let s = &shared.stats;
+    let mut out = format!(
+        "kwire proxy: {} connections, {} requests, {} responses, {} rewritten, {} framing violations, {} \
+         re-encoding mismatches, {} log lines dropped",
+        s.connections.load(Ordering::Relaxed),
+        s.requests.load(Ordering::Relaxed),
+        s.responses.load(Ordering::Relaxed),
+        s.rewritten.load(Ordering::Relaxed),
+        s.violations.load(Ordering::Relaxed),
+        s.mismatches.load(Ordering::Relaxed),
+        shared.log.dropped.load(Ordering::Relaxed),
+    );
+    let undecoded = s.undecoded.lock().unwrap_or_else(|e| e.into_inner());
+    for ((direction, api, what), n) in undecoded.iter() {
+        out.push_str(&format!("\n  {n} {direction}s of {api} not decoded ({what})"));
+    }
+    // Give the logger a moment to drain what it has.
+    std::thread::sleep(Duration::from_millis(100));
+    eprintln!("{out}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_tame() {
+        assert_eq!(file_part("kafka-python-3.0.12"), "kafka-python-3.0.12");
+        assert_eq!(file_part("rdkafka/Producer#1"), "rdkafka-producer-1");
+        assert_eq!(file_part(""), "none");
+    }
+
+    #[test]
+    fn time_is_utc_iso() {
+        let t = now();
+        assert_eq!(t.len(), 24, "{t}");
+        assert!(t.starts_with("20") && t.ends_with('Z'), "{t}");
+    }
+
+    #[test]
+    fn upstream_parses() {
+        assert_eq!(parse_upstream("127.0.0.1:9092").unwrap(), ("127.0.0.1".into(), 9092));
+        assert_eq!(parse_upstream("[::1]:9092").unwrap(), ("::1".into(), 9092));
+        assert!(parse_upstream("nohost").is_err());
+        assert!(parse_upstream("h:99999").is_err());
+    }
+}

@@ -1,0 +1,158 @@
+package main
+
+// The load of the proxy benchmark (benches/proxy.sh): producers sending 1 KB records and a
+// consumer fetching them, for a fixed time, with every request's latency (from writing the
+// request to reading the whole response, franz-go's BrokerE2E hook).
+//
+// Usage: go-client bench BOOTSTRAP TOPIC SECONDS PRODUCERS RATE
+//
+// RATE is records per second per producer; 0 sends as fast as the client can (throughput),
+// a low rate measures latency without queueing.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type latencies struct {
+	mu sync.Mutex
+	us map[string][]int64
+}
+
+// OnBrokerE2E records one request's time on the wire, by API.
+func (l *latencies) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if e2e.WriteErr != nil || e2e.ReadErr != nil {
+		return
+	}
+	name := map[int16]string{0: "produce", 1: "fetch"}[key]
+	if name == "" {
+		return
+	}
+	l.mu.Lock()
+	l.us[name] = append(l.us[name], (e2e.TimeToWrite + e2e.ReadWait + e2e.TimeToRead).Microseconds())
+	l.mu.Unlock()
+}
+
+var _ kgo.HookBrokerE2E = (*latencies)(nil)
+
+func percentile(sorted []int64, p float64) int64 {
+	if len(sorted) == 0 {
+		return -1
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+func bench(args []string) {
+	bootstrap, topic := args[0], args[1]
+	seconds, _ := strconv.Atoi(args[2])
+	producers, _ := strconv.Atoi(args[3])
+	rate, _ := strconv.Atoi(args[4])
+	ctx := context.Background()
+	lat := &latencies{us: map[string][]int64{}}
+	admin, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	must(err)
+	adm := kadm.NewClient(admin)
+	_, err = adm.CreateTopic(ctx, int32(producers), 1, nil, topic)
+	must(err)
+	time.Sleep(500 * time.Millisecond)
+	admin.Close()
+
+	value := make([]byte, 1024)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	var produced, consumed, consumedBytes atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		opts := []kgo.Opt{}
+		if os.Getenv("KWIRE_BENCH_DEBUG") != "" {
+			opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
+		}
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(bootstrap), kgo.WithHooks(lat),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond),
+			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(2000))...)
+		must(err)
+		wg.Add(1)
+		go func(p int, cl *kgo.Client) {
+			defer wg.Done()
+			defer cl.Close()
+			for {
+				select {
+				case <-stop:
+					fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+					_ = cl.Flush(fctx)
+					cancel()
+					return
+				default:
+				}
+				if rate > 0 {
+					time.Sleep(time.Second / time.Duration(rate))
+				}
+				cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(p), Value: value}, func(_ *kgo.Record, err error) {
+					if err == nil {
+						produced.Add(1)
+					}
+				})
+			}
+		}(p, cl)
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.WithHooks(lat), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	must(err)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			fs := cons.PollFetches(pctx)
+			cancel()
+			fs.EachRecord(func(r *kgo.Record) {
+				consumed.Add(1)
+				consumedBytes.Add(int64(len(r.Value)))
+			})
+		}
+	}()
+	start := time.Now()
+	time.Sleep(time.Duration(seconds) * time.Second)
+	close(stop)
+	elapsed := time.Since(start).Seconds()
+	wg.Wait()
+	cons.Close()
+
+	out := map[string]any{
+		"seconds":               elapsed,
+		"produced_records":      produced.Load(),
+		"consumed_records":      consumed.Load(),
+		"produce_mb_per_s":      float64(produced.Load()) * 1024 / 1e6 / elapsed,
+		"consume_mb_per_s":      float64(consumedBytes.Load()) / 1e6 / elapsed,
+		"produce_records_per_s": float64(produced.Load()) / elapsed,
+	}
+	requests := 0
+	for name, us := range lat.us {
+		sort.Slice(us, func(i, j int) bool { return us[i] < us[j] })
+		out[name+"_requests"] = len(us)
+		out[name+"_p50_us"] = percentile(us, 0.50)
+		out[name+"_p99_us"] = percentile(us, 0.99)
+		requests += len(us)
+	}
+	out["requests"] = requests
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+}

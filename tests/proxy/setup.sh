@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what the proxy interop tests (tests/proxy.rs) need, into target/ of this
+# checkout, on top of tests/interop/setup.sh (kafka-python, confluent-kafka, kafkajs):
+#   - the compression codecs kafka-python and kafkajs need for snappy, lz4 and zstd;
+#   - Apache Kafka 4.4.0's broker jars (tests/kafka/broker.sh fetch);
+#   - the Java kafka-clients program (tests/interop/java, Maven) in target/java-client/;
+#   - the franz-go program (tests/interop/go) in target/go-client/, when Go is installed.
+# Idempotent; writes target/proxy-clients/ready last, which the tests look for.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+dir=$root/target/proxy-clients
+say() { echo "proxy setup: $*"; }
+mkdir -p "$dir"
+rm -f "$dir/ready"
+
+[ -f "$root/target/interop/ready" ] || bash "$root/tests/interop/setup.sh"
+
+venv=$root/target/interop/venv
+if ! "$venv/bin/python" -c 'import lz4, snappy, zstandard' 2>/dev/null; then
+  say "python codecs (lz4, python-snappy, zstandard)"
+  timeout 600 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    lz4==4.4.5 python-snappy==0.7.3 zstandard==0.25.0
+fi
+
+node_dir=$root/target/interop/node
+if ! NODE_PATH=$node_dir/node_modules node -e 'require("kafkajs-snappy"); require("kafkajs-lz4")' 2>/dev/null; then
+  say "kafkajs codecs (kafkajs-snappy, kafkajs-lz4)"
+  timeout 600 npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error --save-exact \
+    kafkajs-snappy@1.1.0 kafkajs-lz4@1.2.1
+fi
+
+say "Apache Kafka 4.4.0 broker jars"
+bash "$root/tests/kafka/broker.sh" fetch
+
+java_dir=$root/target/java-client
+if [ ! -f "$java_dir/proxy-java-client-0.jar" ] || [ -n "$(find "$root/tests/interop/java" -newer "$java_dir/proxy-java-client-0.jar" -type f)" ]; then
+  say "Java kafka-clients program"
+  timeout 900 mvn -q -B -f "$root/tests/interop/java/pom.xml" package dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$java_dir/lib" >"$dir/java-build.log" 2>&1 \
+    || { tail -30 "$dir/java-build.log"; exit 1; }
+fi
+
+go_bin=$root/target/go-client/go-client
+if command -v go >/dev/null; then
+  if [ ! -x "$go_bin" ] || [ -n "$(find "$root/tests/interop/go" -newer "$go_bin" -type f)" ]; then
+    say "franz-go program"
+    (cd "$root/tests/interop/go" && timeout 900 go build -o "$go_bin" .)
+  fi
+else
+  say "Go is not installed: the franz-go test will fail"
+fi
+
+{
+  cat "$root/target/interop/versions.txt"
+  echo "kafka-clients 4.4.0 (Java $(java -version 2>&1 | sed -n 1p))"
+  command -v go >/dev/null && echo "franz-go $(sed -n 's/^\s*github.com\/twmb\/franz-go \(v[^ ]*\)$/\1/p' "$root/tests/interop/go/go.mod")"
+  echo "Apache Kafka 4.4.0 broker"
+} >"$dir/versions.txt"
+cp "$dir/versions.txt" "$dir/ready"
+say "ready:"
+sed 's/^/  /' "$dir/ready"
