@@ -429,9 +429,9 @@ fn versions_lists_every_api() {
     assert_eq!(rows.len(), kwire::ApiKey::ALL.len() + 1, "{table}");
     assert!(rows[0].starts_with("API"));
     assert!(
-        rows.iter().any(|r| r.starts_with("ListOffsets") && r.contains("1-10") && r.contains("v2: 6-10"))
+        rows.iter().any(|r| r.starts_with("ListOffsets") && r.contains("1-11") && r.contains("v2: 6-11"))
     );
-    assert!(rows.iter().any(|r| r.starts_with("ApiVersions") && r.contains("v0: 0-4")));
+    assert!(rows.iter().any(|r| r.starts_with("ApiVersions") && r.contains("v0: 0-5")));
 }
 
 #[test]

@@ -161,7 +161,7 @@ struct Limits {
 }
 
 /// kwire's own maxima: no `--max-version`.
-const FULL: Limits = Limits { name: "full", api_versions: 4, metadata: 13, list_groups: 5, list_offsets: 10 };
+const FULL: Limits = Limits { name: "full", api_versions: 5, metadata: 13, list_groups: 5, list_offsets: 11 };
 /// Older versions that still carry every answer: ApiVersions 2 (clients that open with 3
 /// or 4 are refused and retry), Metadata 8 (not flexible, no topic ids), ListOffsets 7
 /// (the first with max-timestamp).

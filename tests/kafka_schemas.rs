@@ -35,8 +35,7 @@ use serde_json::{Map, Value};
 /// Differences from Kafka that are intended: (file stem, path, reason). A path is `/` for
 /// the message, or the field names from the message down (`#Struct` for a common struct),
 /// then `:` and the attribute.
-const ALLOWED: &[(&str, &str, &str)] = &[
-];
+const ALLOWED: &[(&str, &str, &str)] = &[];
 
 /// Kafka APIs that have no schema files here: (Kafka's file stem, reason).
 const EXCLUDED: &[(&str, &str)] = &[

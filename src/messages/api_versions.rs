@@ -5,8 +5,8 @@
 
 //! ApiVersions (API key 18): the request and response bodies.
 //!
-//! - `ApiVersionsRequest`: versions 0-4, flexible from 3.
-//! - `ApiVersionsResponse`: versions 0-4, flexible from 3.
+//! - `ApiVersionsRequest`: versions 0-5, flexible from 3.
+//! - `ApiVersionsResponse`: versions 0-5, flexible from 3.
 
 #[allow(unused_imports)]
 use crate::prelude::*;
@@ -14,8 +14,8 @@ use crate::prelude::*;
 /// Asks a broker which API keys it accepts and which version range it supports for each;
 /// clients normally send it first on a new connection.
 ///
-/// Versions 0-4; flexible from version 3. Decode it without allocating with [`ApiVersionsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Versions 0-5; flexible from version 3. Decode it without allocating with [`ApiVersionsRequestView`].
+#[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersionsRequest<'a> {
     /// Name of the client software that sent the request. (`string`, versions 3+; ignorable.)
@@ -23,15 +23,34 @@ pub struct ApiVersionsRequest<'a> {
     /// Version string of the client software that sent the request. (`string`, versions 3+;
     /// ignorable.)
     pub client_software_version: Str<'a>,
+    /// The cluster the client believes it is talking to, or null when it does not know; lets a
+    /// broker spot a client pointed at the wrong cluster. (`string`, versions 5+; nullable in 5+;
+    /// default `null`; ignorable.)
+    pub cluster_id: Option<Str<'a>>,
+    /// The broker the client meant to reach, or -1 when it does not say. (`int32`, versions 5+;
+    /// default `-1`; ignorable.)
+    pub node_id: i32,
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
+}
+
+impl<'a> Default for ApiVersionsRequest<'a> {
+    fn default() -> Self {
+        ApiVersionsRequest {
+            client_software_name: Str::Borrowed(""),
+            client_software_version: Str::Borrowed(""),
+            cluster_id: None,
+            node_id: -1,
+            unknown_tagged_fields: List::Borrowed(&[]),
+        }
+    }
 }
 
 impl Body for ApiVersionsRequest<'_> {
     const NAME: &'static str = "ApiVersionsRequest";
     const API_KEY: i16 = 18;
     const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 4);
+    const VERSIONS: Versions = Versions::new(0, 5);
     const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
 }
 
@@ -65,6 +84,15 @@ impl Encode for ApiVersionsRequest<'_> {
                 "ApiVersionsRequest.ClientSoftwareVersion",
             )?;
         }
+        if ver.version == 5 {
+            n += match &self.cluster_id {
+                Some(v) => wire::string_size(v.len(), ver.flexible, "ApiVersionsRequest.ClusterId")?,
+                None => wire::null_size(ver.flexible, false),
+            };
+        }
+        if ver.version == 5 {
+            n += 4;
+        }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
                 &self.unknown_tagged_fields,
@@ -81,6 +109,12 @@ impl Encode for ApiVersionsRequest<'_> {
         }
         if ver.version >= 3 {
             w.str(&self.client_software_version, ver.flexible);
+        }
+        if ver.version == 5 {
+            w.nullable_str(self.cluster_id.as_deref(), ver.flexible);
+        }
+        if ver.version == 5 {
+            w.i32(self.node_id);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -101,7 +135,7 @@ pub struct ApiVersionsRequestView<'a> {
     src: Src<'a>,
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
-    at: [u32; 2],
+    at: [u32; 3],
 }
 
 impl<'a> ApiVersionsRequestView<'a> {
@@ -115,7 +149,7 @@ impl<'a> ApiVersionsRequestView<'a> {
     /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
     /// ignores them); the view covers the body only.
     pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ApiVersionsRequest, 2>(bytes, version, Self::checked)?;
+        let (src, ver, at) = view::check_body::<ApiVersionsRequest, 3>(bytes, version, Self::checked)?;
         Ok(Self { src, ver, at })
     }
 
@@ -141,15 +175,35 @@ impl<'a> ApiVersionsRequestView<'a> {
         if self.ver.version >= 3 { self.src.str(self.at[0] as usize, self.ver.flexible) } else { "" }
     }
 
+    /// See [`ApiVersionsRequest::cluster_id`].
+    #[inline]
+    pub fn cluster_id(&self) -> Option<&'a str> {
+        if self.ver.version == 5 {
+            self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
+        } else {
+            None
+        }
+    }
+
+    /// See [`ApiVersionsRequest::node_id`].
+    #[inline]
+    pub fn node_id(&self) -> i32 {
+        if self.ver.version == 5 { self.src.i32(self.at[2] as usize) } else { -1 }
+    }
+
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible {
+            self.src.tagged(self.at[2] as usize + (if self.ver.version >= 5 { 4 } else { 0 }), &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
+    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
         let start = r.pos();
-        let mut at = [0; 2];
+        let mut at = [0; 3];
         if ver.version >= 3 {
             r.check_str(ver.flexible, "ApiVersionsRequest.ClientSoftwareName")?;
         }
@@ -158,6 +212,13 @@ impl<'a> ApiVersionsRequestView<'a> {
             r.check_str(ver.flexible, "ApiVersionsRequest.ClientSoftwareVersion")?;
         }
         at[1] = (r.pos() - start) as u32;
+        if ver.version == 5 {
+            r.check_nullable_str(ver.flexible, "ApiVersionsRequest.ClusterId")?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.version == 5 {
+            r.take(4, "ApiVersionsRequest.NodeId")?;
+        }
         if ver.flexible {
             r.tagged_fields("ApiVersionsRequest._tagged_fields", |_, _| Ok(false))?;
         }
@@ -170,6 +231,8 @@ impl fmt::Debug for ApiVersionsRequestView<'_> {
         f.debug_struct("ApiVersionsRequestView")
             .field("client_software_name", &self.client_software_name())
             .field("client_software_version", &self.client_software_version())
+            .field("cluster_id", &self.cluster_id())
+            .field("node_id", &self.node_id())
             .finish()
     }
 }
@@ -177,7 +240,7 @@ impl fmt::Debug for ApiVersionsRequestView<'_> {
 /// Lists every API the broker accepts with its minimum and maximum supported version; from
 /// version 3 it can also carry supported and finalized feature information in tagged fields.
 ///
-/// Versions 0-4; flexible from version 3. Decode it without allocating with [`ApiVersionsResponseView`].
+/// Versions 0-5; flexible from version 3. Decode it without allocating with [`ApiVersionsResponseView`].
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersionsResponse<'a> {
@@ -270,7 +333,7 @@ impl Body for ApiVersionsResponse<'_> {
     const NAME: &'static str = "ApiVersionsResponse";
     const API_KEY: i16 = 18;
     const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 4);
+    const VERSIONS: Versions = Versions::new(0, 5);
     const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
 }
 

@@ -5,8 +5,8 @@
 
 //! ListOffsets (API key 2): the request and response bodies.
 //!
-//! - `ListOffsetsRequest`: versions 1-10, flexible from 6.
-//! - `ListOffsetsResponse`: versions 1-10, flexible from 6.
+//! - `ListOffsetsRequest`: versions 1-11, flexible from 6.
+//! - `ListOffsetsResponse`: versions 1-11, flexible from 6.
 
 #[allow(unused_imports)]
 use crate::prelude::*;
@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Asks partition leaders for the offset that corresponds to a given timestamp, or to a special
 /// position such as the earliest or latest offset, in each listed partition.
 ///
-/// Versions 1-10; flexible from version 6. Decode it without allocating with [`ListOffsetsRequestView`].
+/// Versions 1-11; flexible from version 6. Decode it without allocating with [`ListOffsetsRequestView`].
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsRequest<'a> {
@@ -78,7 +78,7 @@ impl Body for ListOffsetsRequest<'_> {
     const NAME: &'static str = "ListOffsetsRequest";
     const API_KEY: i16 = 2;
     const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 10);
+    const VERSIONS: Versions = Versions::new(1, 11);
     const FLEXIBLE_VERSIONS: Versions = Versions::new(6, i16::MAX);
 }
 
@@ -107,7 +107,7 @@ impl Encode for ListOffsetsRequest<'_> {
             });
         }
         n += encode::array_size(&self.topics, ver, "ListOffsetsRequest.Topics")?;
-        if ver.version == 10 {
+        if ver.version >= 10 {
             n += 4;
         }
         if ver.flexible {
@@ -126,7 +126,7 @@ impl Encode for ListOffsetsRequest<'_> {
             w.i8(self.isolation_level);
         }
         encode::write_array(w, &self.topics, ver);
-        if ver.version == 10 {
+        if ver.version >= 10 {
             w.i32(self.timeout_ms);
         }
         if ver.flexible {
@@ -255,7 +255,7 @@ impl<'a> ListOffsetsRequestView<'a> {
     /// See [`ListOffsetsRequest::timeout_ms`].
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
-        if self.ver.version == 10 { self.src.i32(self.at[0] as usize) } else { 0 }
+        if self.ver.version >= 10 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -277,7 +277,7 @@ impl<'a> ListOffsetsRequestView<'a> {
         }
         view::check_array::<ListOffsetsTopicView<'a>>(r, ver, "ListOffsetsRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.version == 10 {
+        if ver.version >= 10 {
             r.take(4, "ListOffsetsRequest.TimeoutMs")?;
         }
         if ver.flexible {
@@ -477,7 +477,7 @@ impl fmt::Debug for ListOffsetsPartitionView<'_> {
 /// Returns, for each requested partition, either an error code or the offset found together
 /// with its timestamp and leader epoch.
 ///
-/// Versions 1-10; flexible from version 6. Decode it without allocating with [`ListOffsetsResponseView`].
+/// Versions 1-11; flexible from version 6. Decode it without allocating with [`ListOffsetsResponseView`].
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsResponse<'a> {
@@ -538,7 +538,7 @@ impl Body for ListOffsetsResponse<'_> {
     const NAME: &'static str = "ListOffsetsResponse";
     const API_KEY: i16 = 2;
     const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 10);
+    const VERSIONS: Versions = Versions::new(1, 11);
     const FLEXIBLE_VERSIONS: Versions = Versions::new(6, i16::MAX);
 }
 

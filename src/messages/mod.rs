@@ -7,7 +7,7 @@
 //! |---|---:|---|---|---|
 //! | [Produce](produce) | 0 | 3-13 | 3-13 | 9 |
 //! | [Fetch](fetch) | 1 | 4-18 | 4-18 | 12 |
-//! | [ListOffsets](list_offsets) | 2 | 1-10 | 1-10 | 6 |
+//! | [ListOffsets](list_offsets) | 2 | 1-11 | 1-11 | 6 |
 //! | [Metadata](metadata) | 3 | 0-13 | 0-13 | 9 |
 //! | [OffsetCommit](offset_commit) | 8 | 2-10 | 2-10 | 8 |
 //! | [OffsetFetch](offset_fetch) | 9 | 1-10 | 1-10 | 6 |
@@ -19,7 +19,7 @@
 //! | [DescribeGroups](describe_groups) | 15 | 0-6 | 0-6 | 5 |
 //! | [ListGroups](list_groups) | 16 | 0-5 | 0-5 | 3 |
 //! | [SaslHandshake](sasl_handshake) | 17 | 0-1 | 0-1 | 1 |
-//! | [ApiVersions](api_versions) | 18 | 0-4 | 0-4 | 3 |
+//! | [ApiVersions](api_versions) | 18 | 0-5 | 0-5 | 3 |
 //! | [CreateTopics](create_topics) | 19 | 2-7 | 2-7 | 5 |
 //! | [DeleteTopics](delete_topics) | 20 | 1-6 | 1-6 | 4 |
 //! | [DeleteRecords](delete_records) | 21 | 0-2 | 0-2 | 2 |
@@ -1253,7 +1253,7 @@ impl ApiKey {
         match self {
             ApiKey::Produce => Versions::new(3, 13),
             ApiKey::Fetch => Versions::new(4, 18),
-            ApiKey::ListOffsets => Versions::new(1, 10),
+            ApiKey::ListOffsets => Versions::new(1, 11),
             ApiKey::Metadata => Versions::new(0, 13),
             ApiKey::OffsetCommit => Versions::new(2, 10),
             ApiKey::OffsetFetch => Versions::new(1, 10),
@@ -1265,7 +1265,7 @@ impl ApiKey {
             ApiKey::DescribeGroups => Versions::new(0, 6),
             ApiKey::ListGroups => Versions::new(0, 5),
             ApiKey::SaslHandshake => Versions::new(0, 1),
-            ApiKey::ApiVersions => Versions::new(0, 4),
+            ApiKey::ApiVersions => Versions::new(0, 5),
             ApiKey::CreateTopics => Versions::new(2, 7),
             ApiKey::DeleteTopics => Versions::new(1, 6),
             ApiKey::DeleteRecords => Versions::new(0, 2),
@@ -1350,7 +1350,7 @@ impl ApiKey {
         match self {
             ApiKey::Produce => Versions::new(3, 13),
             ApiKey::Fetch => Versions::new(4, 18),
-            ApiKey::ListOffsets => Versions::new(1, 10),
+            ApiKey::ListOffsets => Versions::new(1, 11),
             ApiKey::Metadata => Versions::new(0, 13),
             ApiKey::OffsetCommit => Versions::new(2, 10),
             ApiKey::OffsetFetch => Versions::new(1, 10),
@@ -1362,7 +1362,7 @@ impl ApiKey {
             ApiKey::DescribeGroups => Versions::new(0, 6),
             ApiKey::ListGroups => Versions::new(0, 5),
             ApiKey::SaslHandshake => Versions::new(0, 1),
-            ApiKey::ApiVersions => Versions::new(0, 4),
+            ApiKey::ApiVersions => Versions::new(0, 5),
             ApiKey::CreateTopics => Versions::new(2, 7),
             ApiKey::DeleteTopics => Versions::new(1, 6),
             ApiKey::DeleteRecords => Versions::new(0, 2),

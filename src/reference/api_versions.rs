@@ -24,6 +24,12 @@ impl ReadOwned for ApiVersionsRequest<'static> {
             this.client_software_version =
                 owned_str(r.str(ver.flexible, "ApiVersionsRequest.ClientSoftwareVersion")?);
         }
+        if ver.version == 5 {
+            this.cluster_id = r.nullable_str(ver.flexible, "ApiVersionsRequest.ClusterId")?.map(owned_str);
+        }
+        if ver.version == 5 {
+            this.node_id = r.i32("ApiVersionsRequest.NodeId")?;
+        }
         if ver.flexible {
             let mut unknown = Vec::new();
             r.tagged_fields("ApiVersionsRequest._tagged_fields", |tag, value| {
@@ -41,6 +47,8 @@ impl<'a> FromView<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
         ApiVersionsRequest {
             client_software_name: Str::Borrowed(view.client_software_name()),
             client_software_version: Str::Borrowed(view.client_software_version()),
+            cluster_id: view.cluster_id().map(Str::Borrowed),
+            node_id: view.node_id(),
             unknown_tagged_fields: view
                 .unknown_tagged_fields()
                 .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
@@ -57,6 +65,12 @@ impl AsVersion for ApiVersionsRequest<'_> {
         }
         if ver.version <= 2 {
             v.client_software_version = Str::Borrowed("");
+        }
+        if ver.version <= 4 {
+            v.cluster_id = None;
+        }
+        if ver.version <= 4 {
+            v.node_id = -1;
         }
         if !ver.flexible {
             v.unknown_tagged_fields = List::Borrowed(&[]);

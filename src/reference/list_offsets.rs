@@ -21,7 +21,7 @@ impl ReadOwned for ListOffsetsRequest<'static> {
             this.isolation_level = r.i8("ListOffsetsRequest.IsolationLevel")?;
         }
         this.topics = List::Owned(read_list(r, ver, "ListOffsetsRequest.Topics")?);
-        if ver.version == 10 {
+        if ver.version >= 10 {
             this.timeout_ms = r.i32("ListOffsetsRequest.TimeoutMs")?;
         }
         if ver.flexible {

@@ -649,7 +649,7 @@ mod tests {
         };
         let keys: Vec<(i16, i16, i16)> =
             body.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
-        assert_eq!(keys, [(2, 1, 10), (3, 0, 13), (16, 0, 5), (18, 0, 2)]);
+        assert_eq!(keys, [(2, 1, 11), (3, 0, 13), (16, 0, 5), (18, 0, 2)]);
     }
 
     #[test]
