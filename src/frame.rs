@@ -233,7 +233,7 @@ impl<'a> ResponseHeaderView<'a> {
     }
 }
 
-/// Request header fields for [`encode_request_with`].
+/// Request header fields for [`crate::dispatch::encode_request_with`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestHeader<'a> {
     /// The correlation id.

@@ -119,25 +119,25 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AddOffsetsToTxnRequest::transactional_id`].
+    /// See [`AddOffsetsToTxnRequest::transactional_id`](AddOffsetsToTxnRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AddOffsetsToTxnRequest::producer_id`].
+    /// See [`AddOffsetsToTxnRequest::producer_id`](AddOffsetsToTxnRequest#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(self.at[0] as usize)
     }
 
-    /// See [`AddOffsetsToTxnRequest::producer_epoch`].
+    /// See [`AddOffsetsToTxnRequest::producer_epoch`](AddOffsetsToTxnRequest#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 8)
     }
 
-    /// See [`AddOffsetsToTxnRequest::group_id`].
+    /// See [`AddOffsetsToTxnRequest::group_id`](AddOffsetsToTxnRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 10, self.ver.flexible)
@@ -274,13 +274,13 @@ impl<'a> AddOffsetsToTxnResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AddOffsetsToTxnResponse::throttle_time_ms`].
+    /// See [`AddOffsetsToTxnResponse::throttle_time_ms`](AddOffsetsToTxnResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AddOffsetsToTxnResponse::error_code`].
+    /// See [`AddOffsetsToTxnResponse::error_code`](AddOffsetsToTxnResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)

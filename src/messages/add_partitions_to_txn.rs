@@ -260,31 +260,31 @@ impl<'a> AddPartitionsToTxnRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AddPartitionsToTxnRequest::transactions`].
+    /// See [`AddPartitionsToTxnRequest::transactions`](AddPartitionsToTxnRequest#structfield.transactions).
     #[inline]
     pub fn transactions(&self) -> ArrayView<'a, AddPartitionsToTxnTransactionView<'a>> {
         if self.ver.version >= 4 { ArrayView::at(self.src, 0, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
-    /// See [`AddPartitionsToTxnRequest::v3_and_below_transactional_id`].
+    /// See [`AddPartitionsToTxnRequest::v3_and_below_transactional_id`](AddPartitionsToTxnRequest#structfield.v3_and_below_transactional_id).
     #[inline]
     pub fn v3_and_below_transactional_id(&self) -> &'a str {
         if self.ver.version <= 3 { self.src.str(self.at[0] as usize, self.ver.flexible) } else { "" }
     }
 
-    /// See [`AddPartitionsToTxnRequest::v3_and_below_producer_id`].
+    /// See [`AddPartitionsToTxnRequest::v3_and_below_producer_id`](AddPartitionsToTxnRequest#structfield.v3_and_below_producer_id).
     #[inline]
     pub fn v3_and_below_producer_id(&self) -> i64 {
         if self.ver.version <= 3 { self.src.i64(self.at[1] as usize) } else { 0 }
     }
 
-    /// See [`AddPartitionsToTxnRequest::v3_and_below_producer_epoch`].
+    /// See [`AddPartitionsToTxnRequest::v3_and_below_producer_epoch`](AddPartitionsToTxnRequest#structfield.v3_and_below_producer_epoch).
     #[inline]
     pub fn v3_and_below_producer_epoch(&self) -> i16 {
         if self.ver.version <= 3 { self.src.i16(self.at[1] as usize + 8) } else { 0 }
     }
 
-    /// See [`AddPartitionsToTxnRequest::v3_and_below_topics`].
+    /// See [`AddPartitionsToTxnRequest::v3_and_below_topics`](AddPartitionsToTxnRequest#structfield.v3_and_below_topics).
     #[inline]
     pub fn v3_and_below_topics(&self) -> ArrayView<'a, AddPartitionsToTxnTopicView<'a>> {
         if self.ver.version <= 3 {
@@ -371,31 +371,31 @@ impl<'a> AddPartitionsToTxnTransactionView<'a> {
         self.ver.version
     }
 
-    /// See [`AddPartitionsToTxnTransaction::transactional_id`].
+    /// See [`AddPartitionsToTxnTransaction::transactional_id`](AddPartitionsToTxnTransaction#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`AddPartitionsToTxnTransaction::producer_id`].
+    /// See [`AddPartitionsToTxnTransaction::producer_id`](AddPartitionsToTxnTransaction#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(self.at[0] as usize)
     }
 
-    /// See [`AddPartitionsToTxnTransaction::producer_epoch`].
+    /// See [`AddPartitionsToTxnTransaction::producer_epoch`](AddPartitionsToTxnTransaction#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 8)
     }
 
-    /// See [`AddPartitionsToTxnTransaction::verify_only`].
+    /// See [`AddPartitionsToTxnTransaction::verify_only`](AddPartitionsToTxnTransaction#structfield.verify_only).
     #[inline]
     pub fn verify_only(&self) -> bool {
         self.src.bool(self.at[0] as usize + 10)
     }
 
-    /// See [`AddPartitionsToTxnTransaction::topics`].
+    /// See [`AddPartitionsToTxnTransaction::topics`](AddPartitionsToTxnTransaction#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AddPartitionsToTxnTopicView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 11, self.ver)
@@ -484,13 +484,13 @@ impl<'a> AddPartitionsToTxnTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`AddPartitionsToTxnTopic::name`].
+    /// See [`AddPartitionsToTxnTopic::name`](AddPartitionsToTxnTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AddPartitionsToTxnTopic::partitions`].
+    /// See [`AddPartitionsToTxnTopic::partitions`](AddPartitionsToTxnTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -806,25 +806,25 @@ impl<'a> AddPartitionsToTxnResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AddPartitionsToTxnResponse::throttle_time_ms`].
+    /// See [`AddPartitionsToTxnResponse::throttle_time_ms`](AddPartitionsToTxnResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AddPartitionsToTxnResponse::error_code`].
+    /// See [`AddPartitionsToTxnResponse::error_code`](AddPartitionsToTxnResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         if self.ver.version >= 4 { self.src.i16(4) } else { 0 }
     }
 
-    /// See [`AddPartitionsToTxnResponse::results_by_transaction`].
+    /// See [`AddPartitionsToTxnResponse::results_by_transaction`](AddPartitionsToTxnResponse#structfield.results_by_transaction).
     #[inline]
     pub fn results_by_transaction(&self) -> ArrayView<'a, AddPartitionsToTxnResultView<'a>> {
         if self.ver.version >= 4 { ArrayView::at(self.src, 6, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
-    /// See [`AddPartitionsToTxnResponse::results_by_topic_v3_and_below`].
+    /// See [`AddPartitionsToTxnResponse::results_by_topic_v3_and_below`](AddPartitionsToTxnResponse#structfield.results_by_topic_v3_and_below).
     #[inline]
     pub fn results_by_topic_v3_and_below(&self) -> ArrayView<'a, AddPartitionsToTxnTopicResultView<'a>> {
         if self.ver.version <= 3 {
@@ -901,13 +901,13 @@ impl<'a> AddPartitionsToTxnResultView<'a> {
         self.ver.version
     }
 
-    /// See [`AddPartitionsToTxnResult::transactional_id`].
+    /// See [`AddPartitionsToTxnResult::transactional_id`](AddPartitionsToTxnResult#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`AddPartitionsToTxnResult::topic_results`].
+    /// See [`AddPartitionsToTxnResult::topic_results`](AddPartitionsToTxnResult#structfield.topic_results).
     #[inline]
     pub fn topic_results(&self) -> ArrayView<'a, AddPartitionsToTxnTopicResultView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -988,13 +988,13 @@ impl<'a> AddPartitionsToTxnTopicResultView<'a> {
         self.ver.version
     }
 
-    /// See [`AddPartitionsToTxnTopicResult::name`].
+    /// See [`AddPartitionsToTxnTopicResult::name`](AddPartitionsToTxnTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AddPartitionsToTxnTopicResult::results_by_partition`].
+    /// See [`AddPartitionsToTxnTopicResult::results_by_partition`](AddPartitionsToTxnTopicResult#structfield.results_by_partition).
     #[inline]
     pub fn results_by_partition(&self) -> ArrayView<'a, AddPartitionsToTxnPartitionResultView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -1077,13 +1077,13 @@ impl<'a> AddPartitionsToTxnPartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`AddPartitionsToTxnPartitionResult::partition_index`].
+    /// See [`AddPartitionsToTxnPartitionResult::partition_index`](AddPartitionsToTxnPartitionResult#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AddPartitionsToTxnPartitionResult::partition_error_code`].
+    /// See [`AddPartitionsToTxnPartitionResult::partition_error_code`](AddPartitionsToTxnPartitionResult#structfield.partition_error_code).
     #[inline]
     pub fn partition_error_code(&self) -> i16 {
         self.src.i16(4)

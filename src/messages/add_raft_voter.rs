@@ -175,37 +175,37 @@ impl<'a> AddRaftVoterRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AddRaftVoterRequest::cluster_id`].
+    /// See [`AddRaftVoterRequest::cluster_id`](AddRaftVoterRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, true)
     }
 
-    /// See [`AddRaftVoterRequest::timeout_ms`].
+    /// See [`AddRaftVoterRequest::timeout_ms`](AddRaftVoterRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`AddRaftVoterRequest::voter_id`].
+    /// See [`AddRaftVoterRequest::voter_id`](AddRaftVoterRequest#structfield.voter_id).
     #[inline]
     pub fn voter_id(&self) -> i32 {
         self.src.i32(self.at[0] as usize + 4)
     }
 
-    /// See [`AddRaftVoterRequest::voter_directory_id`].
+    /// See [`AddRaftVoterRequest::voter_directory_id`](AddRaftVoterRequest#structfield.voter_directory_id).
     #[inline]
     pub fn voter_directory_id(&self) -> Uuid {
         self.src.uuid(self.at[0] as usize + 8)
     }
 
-    /// See [`AddRaftVoterRequest::listeners`].
+    /// See [`AddRaftVoterRequest::listeners`](AddRaftVoterRequest#structfield.listeners).
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 24, self.ver)
     }
 
-    /// See [`AddRaftVoterRequest::ack_when_committed`].
+    /// See [`AddRaftVoterRequest::ack_when_committed`](AddRaftVoterRequest#structfield.ack_when_committed).
     #[inline]
     pub fn ack_when_committed(&self) -> bool {
         if self.ver.version == 1 { self.src.bool(self.at[1] as usize) } else { true }
@@ -273,19 +273,19 @@ impl<'a> ListenerView<'a> {
         self.ver.version
     }
 
-    /// See [`Listener::name`].
+    /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Listener::host`].
+    /// See [`Listener::host`](Listener#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`Listener::port`].
+    /// See [`Listener::port`](Listener#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[1] as usize)
@@ -454,19 +454,19 @@ impl<'a> AddRaftVoterResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AddRaftVoterResponse::throttle_time_ms`].
+    /// See [`AddRaftVoterResponse::throttle_time_ms`](AddRaftVoterResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AddRaftVoterResponse::error_code`].
+    /// See [`AddRaftVoterResponse::error_code`](AddRaftVoterResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`AddRaftVoterResponse::error_message`].
+    /// See [`AddRaftVoterResponse::error_message`](AddRaftVoterResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

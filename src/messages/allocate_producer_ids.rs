@@ -111,13 +111,13 @@ impl<'a> AllocateProducerIdsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AllocateProducerIdsRequest::broker_id`].
+    /// See [`AllocateProducerIdsRequest::broker_id`](AllocateProducerIdsRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AllocateProducerIdsRequest::broker_epoch`].
+    /// See [`AllocateProducerIdsRequest::broker_epoch`](AllocateProducerIdsRequest#structfield.broker_epoch).
     #[inline]
     pub fn broker_epoch(&self) -> i64 {
         self.src.i64(4)
@@ -245,25 +245,25 @@ impl<'a> AllocateProducerIdsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AllocateProducerIdsResponse::throttle_time_ms`].
+    /// See [`AllocateProducerIdsResponse::throttle_time_ms`](AllocateProducerIdsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AllocateProducerIdsResponse::error_code`].
+    /// See [`AllocateProducerIdsResponse::error_code`](AllocateProducerIdsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`AllocateProducerIdsResponse::producer_id_start`].
+    /// See [`AllocateProducerIdsResponse::producer_id_start`](AllocateProducerIdsResponse#structfield.producer_id_start).
     #[inline]
     pub fn producer_id_start(&self) -> i64 {
         self.src.i64(6)
     }
 
-    /// See [`AllocateProducerIdsResponse::producer_id_len`].
+    /// See [`AllocateProducerIdsResponse::producer_id_len`](AllocateProducerIdsResponse#structfield.producer_id_len).
     #[inline]
     pub fn producer_id_len(&self) -> i32 {
         self.src.i32(14)

@@ -239,13 +239,13 @@ impl<'a> AlterClientQuotasRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterClientQuotasRequest::entries`].
+    /// See [`AlterClientQuotasRequest::entries`](AlterClientQuotasRequest#structfield.entries).
     #[inline]
     pub fn entries(&self) -> ArrayView<'a, AlterClientQuotasRequestEntryDataView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`AlterClientQuotasRequest::validate_only`].
+    /// See [`AlterClientQuotasRequest::validate_only`](AlterClientQuotasRequest#structfield.validate_only).
     #[inline]
     pub fn validate_only(&self) -> bool {
         self.src.bool(self.at[0] as usize)
@@ -303,13 +303,13 @@ impl<'a> AlterClientQuotasRequestEntryDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterClientQuotasRequestEntryData::entity`].
+    /// See [`AlterClientQuotasRequestEntryData::entity`](AlterClientQuotasRequestEntryData#structfield.entity).
     #[inline]
     pub fn entity(&self) -> ArrayView<'a, AlterClientQuotasRequestEntityDataView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`AlterClientQuotasRequestEntryData::ops`].
+    /// See [`AlterClientQuotasRequestEntryData::ops`](AlterClientQuotasRequestEntryData#structfield.ops).
     #[inline]
     pub fn ops(&self) -> ArrayView<'a, OpDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -394,13 +394,13 @@ impl<'a> AlterClientQuotasRequestEntityDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterClientQuotasRequestEntityData::entity_type`].
+    /// See [`AlterClientQuotasRequestEntityData::entity_type`](AlterClientQuotasRequestEntityData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AlterClientQuotasRequestEntityData::entity_name`].
+    /// See [`AlterClientQuotasRequestEntityData::entity_name`](AlterClientQuotasRequestEntityData#structfield.entity_name).
     #[inline]
     pub fn entity_name(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
@@ -481,19 +481,19 @@ impl<'a> OpDataView<'a> {
         self.ver.version
     }
 
-    /// See [`OpData::key`].
+    /// See [`OpData::key`](OpData#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`OpData::value`].
+    /// See [`OpData::value`](OpData#structfield.value).
     #[inline]
     pub fn value(&self) -> f64 {
         self.src.f64(self.at[0] as usize)
     }
 
-    /// See [`OpData::remove`].
+    /// See [`OpData::remove`](OpData#structfield.remove).
     #[inline]
     pub fn remove(&self) -> bool {
         self.src.bool(self.at[0] as usize + 8)
@@ -763,13 +763,13 @@ impl<'a> AlterClientQuotasResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterClientQuotasResponse::throttle_time_ms`].
+    /// See [`AlterClientQuotasResponse::throttle_time_ms`](AlterClientQuotasResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterClientQuotasResponse::entries`].
+    /// See [`AlterClientQuotasResponse::entries`](AlterClientQuotasResponse#structfield.entries).
     #[inline]
     pub fn entries(&self) -> ArrayView<'a, AlterClientQuotasResponseEntryDataView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -827,19 +827,19 @@ impl<'a> AlterClientQuotasResponseEntryDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterClientQuotasResponseEntryData::error_code`].
+    /// See [`AlterClientQuotasResponseEntryData::error_code`](AlterClientQuotasResponseEntryData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`AlterClientQuotasResponseEntryData::error_message`].
+    /// See [`AlterClientQuotasResponseEntryData::error_message`](AlterClientQuotasResponseEntryData#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, self.ver.flexible)
     }
 
-    /// See [`AlterClientQuotasResponseEntryData::entity`].
+    /// See [`AlterClientQuotasResponseEntryData::entity`](AlterClientQuotasResponseEntryData#structfield.entity).
     #[inline]
     pub fn entity(&self) -> ArrayView<'a, AlterClientQuotasResponseEntityDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -926,13 +926,13 @@ impl<'a> AlterClientQuotasResponseEntityDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterClientQuotasResponseEntityData::entity_type`].
+    /// See [`AlterClientQuotasResponseEntityData::entity_type`](AlterClientQuotasResponseEntityData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AlterClientQuotasResponseEntityData::entity_name`].
+    /// See [`AlterClientQuotasResponseEntityData::entity_name`](AlterClientQuotasResponseEntityData#structfield.entity_name).
     #[inline]
     pub fn entity_name(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)

@@ -192,13 +192,13 @@ impl<'a> AlterConfigsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterConfigsRequest::resources`].
+    /// See [`AlterConfigsRequest::resources`](AlterConfigsRequest#structfield.resources).
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, AlterConfigsResourceView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`AlterConfigsRequest::validate_only`].
+    /// See [`AlterConfigsRequest::validate_only`](AlterConfigsRequest#structfield.validate_only).
     #[inline]
     pub fn validate_only(&self) -> bool {
         self.src.bool(self.at[0] as usize)
@@ -252,19 +252,19 @@ impl<'a> AlterConfigsResourceView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterConfigsResource::resource_type`].
+    /// See [`AlterConfigsResource::resource_type`](AlterConfigsResource#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         self.src.i8(0)
     }
 
-    /// See [`AlterConfigsResource::resource_name`].
+    /// See [`AlterConfigsResource::resource_name`](AlterConfigsResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(1, self.ver.flexible)
     }
 
-    /// See [`AlterConfigsResource::configs`].
+    /// See [`AlterConfigsResource::configs`](AlterConfigsResource#structfield.configs).
     #[inline]
     pub fn configs(&self) -> ArrayView<'a, AlterableConfigView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -347,13 +347,13 @@ impl<'a> AlterableConfigView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterableConfig::name`].
+    /// See [`AlterableConfig::name`](AlterableConfig#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AlterableConfig::value`].
+    /// See [`AlterableConfig::value`](AlterableConfig#structfield.value).
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
@@ -571,13 +571,13 @@ impl<'a> AlterConfigsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterConfigsResponse::throttle_time_ms`].
+    /// See [`AlterConfigsResponse::throttle_time_ms`](AlterConfigsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterConfigsResponse::responses`].
+    /// See [`AlterConfigsResponse::responses`](AlterConfigsResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, AlterConfigsResourceResponseView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -631,25 +631,25 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterConfigsResourceResponse::error_code`].
+    /// See [`AlterConfigsResourceResponse::error_code`](AlterConfigsResourceResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`AlterConfigsResourceResponse::error_message`].
+    /// See [`AlterConfigsResourceResponse::error_message`](AlterConfigsResourceResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, self.ver.flexible)
     }
 
-    /// See [`AlterConfigsResourceResponse::resource_type`].
+    /// See [`AlterConfigsResourceResponse::resource_type`](AlterConfigsResourceResponse#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`AlterConfigsResourceResponse::resource_name`].
+    /// See [`AlterConfigsResourceResponse::resource_name`](AlterConfigsResourceResponse#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 1, self.ver.flexible)

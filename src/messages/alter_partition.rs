@@ -264,19 +264,19 @@ impl<'a> AlterPartitionRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterPartitionRequest::broker_id`].
+    /// See [`AlterPartitionRequest::broker_id`](AlterPartitionRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterPartitionRequest::broker_epoch`].
+    /// See [`AlterPartitionRequest::broker_epoch`](AlterPartitionRequest#structfield.broker_epoch).
     #[inline]
     pub fn broker_epoch(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`AlterPartitionRequest::topics`].
+    /// See [`AlterPartitionRequest::topics`](AlterPartitionRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AlterPartitionRequestTopicDataView<'a>> {
         ArrayView::at(self.src, 12, self.ver)
@@ -329,13 +329,13 @@ impl<'a> AlterPartitionRequestTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterPartitionRequestTopicData::topic_id`].
+    /// See [`AlterPartitionRequestTopicData::topic_id`](AlterPartitionRequestTopicData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`AlterPartitionRequestTopicData::partitions`].
+    /// See [`AlterPartitionRequestTopicData::partitions`](AlterPartitionRequestTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterPartitionRequestPartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -413,25 +413,25 @@ impl<'a> AlterPartitionRequestPartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterPartitionRequestPartitionData::partition_index`].
+    /// See [`AlterPartitionRequestPartitionData::partition_index`](AlterPartitionRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterPartitionRequestPartitionData::leader_epoch`].
+    /// See [`AlterPartitionRequestPartitionData::leader_epoch`](AlterPartitionRequestPartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(4)
     }
 
-    /// See [`AlterPartitionRequestPartitionData::new_isr`].
+    /// See [`AlterPartitionRequestPartitionData::new_isr`](AlterPartitionRequestPartitionData#structfield.new_isr).
     #[inline]
     pub fn new_isr(&self) -> ArrayView<'a, i32> {
         if self.ver.version == 2 { ArrayView::at(self.src, 8, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
-    /// See [`AlterPartitionRequestPartitionData::new_isr_with_epochs`].
+    /// See [`AlterPartitionRequestPartitionData::new_isr_with_epochs`](AlterPartitionRequestPartitionData#structfield.new_isr_with_epochs).
     #[inline]
     pub fn new_isr_with_epochs(&self) -> ArrayView<'a, BrokerStateView<'a>> {
         if self.ver.version == 3 {
@@ -441,13 +441,13 @@ impl<'a> AlterPartitionRequestPartitionDataView<'a> {
         }
     }
 
-    /// See [`AlterPartitionRequestPartitionData::leader_recovery_state`].
+    /// See [`AlterPartitionRequestPartitionData::leader_recovery_state`](AlterPartitionRequestPartitionData#structfield.leader_recovery_state).
     #[inline]
     pub fn leader_recovery_state(&self) -> i8 {
         self.src.i8(self.at[1] as usize)
     }
 
-    /// See [`AlterPartitionRequestPartitionData::partition_epoch`].
+    /// See [`AlterPartitionRequestPartitionData::partition_epoch`](AlterPartitionRequestPartitionData#structfield.partition_epoch).
     #[inline]
     pub fn partition_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 1)
@@ -553,13 +553,13 @@ impl<'a> BrokerStateView<'a> {
         self.ver.version
     }
 
-    /// See [`BrokerState::broker_id`].
+    /// See [`BrokerState::broker_id`](BrokerState#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`BrokerState::broker_epoch`].
+    /// See [`BrokerState::broker_epoch`](BrokerState#structfield.broker_epoch).
     #[inline]
     pub fn broker_epoch(&self) -> i64 {
         self.src.i64(4)
@@ -786,19 +786,19 @@ impl<'a> AlterPartitionResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterPartitionResponse::throttle_time_ms`].
+    /// See [`AlterPartitionResponse::throttle_time_ms`](AlterPartitionResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterPartitionResponse::error_code`].
+    /// See [`AlterPartitionResponse::error_code`](AlterPartitionResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`AlterPartitionResponse::topics`].
+    /// See [`AlterPartitionResponse::topics`](AlterPartitionResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AlterPartitionResponseTopicDataView<'a>> {
         ArrayView::at(self.src, 6, self.ver)
@@ -855,13 +855,13 @@ impl<'a> AlterPartitionResponseTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterPartitionResponseTopicData::topic_id`].
+    /// See [`AlterPartitionResponseTopicData::topic_id`](AlterPartitionResponseTopicData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`AlterPartitionResponseTopicData::partitions`].
+    /// See [`AlterPartitionResponseTopicData::partitions`](AlterPartitionResponseTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterPartitionResponsePartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -939,43 +939,43 @@ impl<'a> AlterPartitionResponsePartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterPartitionResponsePartitionData::partition_index`].
+    /// See [`AlterPartitionResponsePartitionData::partition_index`](AlterPartitionResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterPartitionResponsePartitionData::error_code`].
+    /// See [`AlterPartitionResponsePartitionData::error_code`](AlterPartitionResponsePartitionData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`AlterPartitionResponsePartitionData::leader_id`].
+    /// See [`AlterPartitionResponsePartitionData::leader_id`](AlterPartitionResponsePartitionData#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(6)
     }
 
-    /// See [`AlterPartitionResponsePartitionData::leader_epoch`].
+    /// See [`AlterPartitionResponsePartitionData::leader_epoch`](AlterPartitionResponsePartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(10)
     }
 
-    /// See [`AlterPartitionResponsePartitionData::isr`].
+    /// See [`AlterPartitionResponsePartitionData::isr`](AlterPartitionResponsePartitionData#structfield.isr).
     #[inline]
     pub fn isr(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, 14, self.ver)
     }
 
-    /// See [`AlterPartitionResponsePartitionData::leader_recovery_state`].
+    /// See [`AlterPartitionResponsePartitionData::leader_recovery_state`](AlterPartitionResponsePartitionData#structfield.leader_recovery_state).
     #[inline]
     pub fn leader_recovery_state(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`AlterPartitionResponsePartitionData::partition_epoch`].
+    /// See [`AlterPartitionResponsePartitionData::partition_epoch`](AlterPartitionResponsePartitionData#structfield.partition_epoch).
     #[inline]
     pub fn partition_epoch(&self) -> i32 {
         self.src.i32(self.at[0] as usize + 1)

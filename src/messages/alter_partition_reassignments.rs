@@ -191,19 +191,19 @@ impl<'a> AlterPartitionReassignmentsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterPartitionReassignmentsRequest::timeout_ms`].
+    /// See [`AlterPartitionReassignmentsRequest::timeout_ms`](AlterPartitionReassignmentsRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterPartitionReassignmentsRequest::allow_replication_factor_change`].
+    /// See [`AlterPartitionReassignmentsRequest::allow_replication_factor_change`](AlterPartitionReassignmentsRequest#structfield.allow_replication_factor_change).
     #[inline]
     pub fn allow_replication_factor_change(&self) -> bool {
         if self.ver.version == 1 { self.src.bool(4) } else { true }
     }
 
-    /// See [`AlterPartitionReassignmentsRequest::topics`].
+    /// See [`AlterPartitionReassignmentsRequest::topics`](AlterPartitionReassignmentsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ReassignableTopicView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 1 { 5 } else { 4 }, self.ver)
@@ -259,13 +259,13 @@ impl<'a> ReassignableTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`ReassignableTopic::name`].
+    /// See [`ReassignableTopic::name`](ReassignableTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ReassignableTopic::partitions`].
+    /// See [`ReassignableTopic::partitions`](ReassignableTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, ReassignablePartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -342,13 +342,13 @@ impl<'a> ReassignablePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`ReassignablePartition::partition_index`].
+    /// See [`ReassignablePartition::partition_index`](ReassignablePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ReassignablePartition::replicas`].
+    /// See [`ReassignablePartition::replicas`](ReassignablePartition#structfield.replicas).
     #[inline]
     pub fn replicas(&self) -> Option<ArrayView<'a, i32>> {
         ArrayView::nullable_at(self.src, 4, self.ver)
@@ -613,31 +613,31 @@ impl<'a> AlterPartitionReassignmentsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterPartitionReassignmentsResponse::throttle_time_ms`].
+    /// See [`AlterPartitionReassignmentsResponse::throttle_time_ms`](AlterPartitionReassignmentsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterPartitionReassignmentsResponse::allow_replication_factor_change`].
+    /// See [`AlterPartitionReassignmentsResponse::allow_replication_factor_change`](AlterPartitionReassignmentsResponse#structfield.allow_replication_factor_change).
     #[inline]
     pub fn allow_replication_factor_change(&self) -> bool {
         if self.ver.version == 1 { self.src.bool(4) } else { true }
     }
 
-    /// See [`AlterPartitionReassignmentsResponse::error_code`].
+    /// See [`AlterPartitionReassignmentsResponse::error_code`](AlterPartitionReassignmentsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(if self.ver.version >= 1 { 5 } else { 4 })
     }
 
-    /// See [`AlterPartitionReassignmentsResponse::error_message`].
+    /// See [`AlterPartitionReassignmentsResponse::error_message`](AlterPartitionReassignmentsResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(if self.ver.version >= 1 { 7 } else { 6 }, true)
     }
 
-    /// See [`AlterPartitionReassignmentsResponse::responses`].
+    /// See [`AlterPartitionReassignmentsResponse::responses`](AlterPartitionReassignmentsResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, ReassignableTopicResponseView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -702,13 +702,13 @@ impl<'a> ReassignableTopicResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ReassignableTopicResponse::name`].
+    /// See [`ReassignableTopicResponse::name`](ReassignableTopicResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ReassignableTopicResponse::partitions`].
+    /// See [`ReassignableTopicResponse::partitions`](ReassignableTopicResponse#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, ReassignablePartitionResponseView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -789,19 +789,19 @@ impl<'a> ReassignablePartitionResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ReassignablePartitionResponse::partition_index`].
+    /// See [`ReassignablePartitionResponse::partition_index`](ReassignablePartitionResponse#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ReassignablePartitionResponse::error_code`].
+    /// See [`ReassignablePartitionResponse::error_code`](ReassignablePartitionResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ReassignablePartitionResponse::error_message`].
+    /// See [`ReassignablePartitionResponse::error_message`](ReassignablePartitionResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

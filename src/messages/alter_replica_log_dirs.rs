@@ -178,7 +178,7 @@ impl<'a> AlterReplicaLogDirsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterReplicaLogDirsRequest::dirs`].
+    /// See [`AlterReplicaLogDirsRequest::dirs`](AlterReplicaLogDirsRequest#structfield.dirs).
     #[inline]
     pub fn dirs(&self) -> ArrayView<'a, AlterReplicaLogDirView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -228,13 +228,13 @@ impl<'a> AlterReplicaLogDirView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterReplicaLogDir::path`].
+    /// See [`AlterReplicaLogDir::path`](AlterReplicaLogDir#structfield.path).
     #[inline]
     pub fn path(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AlterReplicaLogDir::topics`].
+    /// See [`AlterReplicaLogDir::topics`](AlterReplicaLogDir#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AlterReplicaLogDirTopicView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -315,13 +315,13 @@ impl<'a> AlterReplicaLogDirTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterReplicaLogDirTopic::name`].
+    /// See [`AlterReplicaLogDirTopic::name`](AlterReplicaLogDirTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AlterReplicaLogDirTopic::partitions`].
+    /// See [`AlterReplicaLogDirTopic::partitions`](AlterReplicaLogDirTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -562,13 +562,13 @@ impl<'a> AlterReplicaLogDirsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterReplicaLogDirsResponse::throttle_time_ms`].
+    /// See [`AlterReplicaLogDirsResponse::throttle_time_ms`](AlterReplicaLogDirsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterReplicaLogDirsResponse::results`].
+    /// See [`AlterReplicaLogDirsResponse::results`](AlterReplicaLogDirsResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, AlterReplicaLogDirTopicResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -626,13 +626,13 @@ impl<'a> AlterReplicaLogDirTopicResultView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterReplicaLogDirTopicResult::topic_name`].
+    /// See [`AlterReplicaLogDirTopicResult::topic_name`](AlterReplicaLogDirTopicResult#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AlterReplicaLogDirTopicResult::partitions`].
+    /// See [`AlterReplicaLogDirTopicResult::partitions`](AlterReplicaLogDirTopicResult#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterReplicaLogDirPartitionResultView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -715,13 +715,13 @@ impl<'a> AlterReplicaLogDirPartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterReplicaLogDirPartitionResult::partition_index`].
+    /// See [`AlterReplicaLogDirPartitionResult::partition_index`](AlterReplicaLogDirPartitionResult#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterReplicaLogDirPartitionResult::error_code`].
+    /// See [`AlterReplicaLogDirPartitionResult::error_code`](AlterReplicaLogDirPartitionResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)

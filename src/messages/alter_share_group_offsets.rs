@@ -170,13 +170,13 @@ impl<'a> AlterShareGroupOffsetsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterShareGroupOffsetsRequest::group_id`].
+    /// See [`AlterShareGroupOffsetsRequest::group_id`](AlterShareGroupOffsetsRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`AlterShareGroupOffsetsRequest::topics`].
+    /// See [`AlterShareGroupOffsetsRequest::topics`](AlterShareGroupOffsetsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AlterShareGroupOffsetsRequestTopicView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -233,13 +233,13 @@ impl<'a> AlterShareGroupOffsetsRequestTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterShareGroupOffsetsRequestTopic::topic_name`].
+    /// See [`AlterShareGroupOffsetsRequestTopic::topic_name`](AlterShareGroupOffsetsRequestTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`AlterShareGroupOffsetsRequestTopic::partitions`].
+    /// See [`AlterShareGroupOffsetsRequestTopic::partitions`](AlterShareGroupOffsetsRequestTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterShareGroupOffsetsRequestPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -318,13 +318,13 @@ impl<'a> AlterShareGroupOffsetsRequestPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterShareGroupOffsetsRequestPartition::partition_index`].
+    /// See [`AlterShareGroupOffsetsRequestPartition::partition_index`](AlterShareGroupOffsetsRequestPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterShareGroupOffsetsRequestPartition::start_offset`].
+    /// See [`AlterShareGroupOffsetsRequestPartition::start_offset`](AlterShareGroupOffsetsRequestPartition#structfield.start_offset).
     #[inline]
     pub fn start_offset(&self) -> i64 {
         self.src.i64(4)
@@ -562,25 +562,25 @@ impl<'a> AlterShareGroupOffsetsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterShareGroupOffsetsResponse::throttle_time_ms`].
+    /// See [`AlterShareGroupOffsetsResponse::throttle_time_ms`](AlterShareGroupOffsetsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterShareGroupOffsetsResponse::error_code`].
+    /// See [`AlterShareGroupOffsetsResponse::error_code`](AlterShareGroupOffsetsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`AlterShareGroupOffsetsResponse::error_message`].
+    /// See [`AlterShareGroupOffsetsResponse::error_message`](AlterShareGroupOffsetsResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`AlterShareGroupOffsetsResponse::responses`].
+    /// See [`AlterShareGroupOffsetsResponse::responses`](AlterShareGroupOffsetsResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, AlterShareGroupOffsetsResponseTopicView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -646,19 +646,19 @@ impl<'a> AlterShareGroupOffsetsResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterShareGroupOffsetsResponseTopic::topic_name`].
+    /// See [`AlterShareGroupOffsetsResponseTopic::topic_name`](AlterShareGroupOffsetsResponseTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`AlterShareGroupOffsetsResponseTopic::topic_id`].
+    /// See [`AlterShareGroupOffsetsResponseTopic::topic_id`](AlterShareGroupOffsetsResponseTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(self.at[0] as usize)
     }
 
-    /// See [`AlterShareGroupOffsetsResponseTopic::partitions`].
+    /// See [`AlterShareGroupOffsetsResponseTopic::partitions`](AlterShareGroupOffsetsResponseTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AlterShareGroupOffsetsResponsePartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 16, self.ver)
@@ -742,19 +742,19 @@ impl<'a> AlterShareGroupOffsetsResponsePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterShareGroupOffsetsResponsePartition::partition_index`].
+    /// See [`AlterShareGroupOffsetsResponsePartition::partition_index`](AlterShareGroupOffsetsResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterShareGroupOffsetsResponsePartition::error_code`].
+    /// See [`AlterShareGroupOffsetsResponsePartition::error_code`](AlterShareGroupOffsetsResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`AlterShareGroupOffsetsResponsePartition::error_message`].
+    /// See [`AlterShareGroupOffsetsResponsePartition::error_message`](AlterShareGroupOffsetsResponsePartition#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

@@ -180,13 +180,13 @@ impl<'a> AlterUserScramCredentialsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterUserScramCredentialsRequest::deletions`].
+    /// See [`AlterUserScramCredentialsRequest::deletions`](AlterUserScramCredentialsRequest#structfield.deletions).
     #[inline]
     pub fn deletions(&self) -> ArrayView<'a, ScramCredentialDeletionView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`AlterUserScramCredentialsRequest::upsertions`].
+    /// See [`AlterUserScramCredentialsRequest::upsertions`](AlterUserScramCredentialsRequest#structfield.upsertions).
     #[inline]
     pub fn upsertions(&self) -> ArrayView<'a, ScramCredentialUpsertionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -247,13 +247,13 @@ impl<'a> ScramCredentialDeletionView<'a> {
         self.ver.version
     }
 
-    /// See [`ScramCredentialDeletion::name`].
+    /// See [`ScramCredentialDeletion::name`](ScramCredentialDeletion#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ScramCredentialDeletion::mechanism`].
+    /// See [`ScramCredentialDeletion::mechanism`](ScramCredentialDeletion#structfield.mechanism).
     #[inline]
     pub fn mechanism(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
@@ -328,31 +328,31 @@ impl<'a> ScramCredentialUpsertionView<'a> {
         self.ver.version
     }
 
-    /// See [`ScramCredentialUpsertion::name`].
+    /// See [`ScramCredentialUpsertion::name`](ScramCredentialUpsertion#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ScramCredentialUpsertion::mechanism`].
+    /// See [`ScramCredentialUpsertion::mechanism`](ScramCredentialUpsertion#structfield.mechanism).
     #[inline]
     pub fn mechanism(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`ScramCredentialUpsertion::iterations`].
+    /// See [`ScramCredentialUpsertion::iterations`](ScramCredentialUpsertion#structfield.iterations).
     #[inline]
     pub fn iterations(&self) -> i32 {
         self.src.i32(self.at[0] as usize + 1)
     }
 
-    /// See [`ScramCredentialUpsertion::salt`].
+    /// See [`ScramCredentialUpsertion::salt`](ScramCredentialUpsertion#structfield.salt).
     #[inline]
     pub fn salt(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[0] as usize + 5, true)
     }
 
-    /// See [`ScramCredentialUpsertion::salted_password`].
+    /// See [`ScramCredentialUpsertion::salted_password`](ScramCredentialUpsertion#structfield.salted_password).
     #[inline]
     pub fn salted_password(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[1] as usize, true)
@@ -562,13 +562,13 @@ impl<'a> AlterUserScramCredentialsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterUserScramCredentialsResponse::throttle_time_ms`].
+    /// See [`AlterUserScramCredentialsResponse::throttle_time_ms`](AlterUserScramCredentialsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AlterUserScramCredentialsResponse::results`].
+    /// See [`AlterUserScramCredentialsResponse::results`](AlterUserScramCredentialsResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, AlterUserScramCredentialsResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -624,19 +624,19 @@ impl<'a> AlterUserScramCredentialsResultView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterUserScramCredentialsResult::user`].
+    /// See [`AlterUserScramCredentialsResult::user`](AlterUserScramCredentialsResult#structfield.user).
     #[inline]
     pub fn user(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`AlterUserScramCredentialsResult::error_code`].
+    /// See [`AlterUserScramCredentialsResult::error_code`](AlterUserScramCredentialsResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`AlterUserScramCredentialsResult::error_message`].
+    /// See [`AlterUserScramCredentialsResult::error_message`](AlterUserScramCredentialsResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 2, true)

@@ -163,19 +163,19 @@ impl<'a> ApiVersionsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ApiVersionsRequest::client_software_name`].
+    /// See [`ApiVersionsRequest::client_software_name`](ApiVersionsRequest#structfield.client_software_name).
     #[inline]
     pub fn client_software_name(&self) -> &'a str {
         if self.ver.version >= 3 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`ApiVersionsRequest::client_software_version`].
+    /// See [`ApiVersionsRequest::client_software_version`](ApiVersionsRequest#structfield.client_software_version).
     #[inline]
     pub fn client_software_version(&self) -> &'a str {
         if self.ver.version >= 3 { self.src.str(self.at[0] as usize, self.ver.flexible) } else { "" }
     }
 
-    /// See [`ApiVersionsRequest::cluster_id`].
+    /// See [`ApiVersionsRequest::cluster_id`](ApiVersionsRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         if self.ver.version == 5 {
@@ -185,7 +185,7 @@ impl<'a> ApiVersionsRequestView<'a> {
         }
     }
 
-    /// See [`ApiVersionsRequest::node_id`].
+    /// See [`ApiVersionsRequest::node_id`](ApiVersionsRequest#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         if self.ver.version == 5 { self.src.i32(self.at[2] as usize) } else { -1 }
@@ -562,25 +562,25 @@ impl<'a> ApiVersionsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ApiVersionsResponse::error_code`].
+    /// See [`ApiVersionsResponse::error_code`](ApiVersionsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`ApiVersionsResponse::api_keys`].
+    /// See [`ApiVersionsResponse::api_keys`](ApiVersionsResponse#structfield.api_keys).
     #[inline]
     pub fn api_keys(&self) -> ArrayView<'a, ApiVersionView<'a>> {
         ArrayView::at(self.src, 2, self.ver)
     }
 
-    /// See [`ApiVersionsResponse::throttle_time_ms`].
+    /// See [`ApiVersionsResponse::throttle_time_ms`](ApiVersionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
-    /// See [`ApiVersionsResponse::supported_features`].
+    /// See [`ApiVersionsResponse::supported_features`](ApiVersionsResponse#structfield.supported_features).
     #[inline]
     pub fn supported_features(&self) -> ArrayView<'a, SupportedFeatureKeyView<'a>> {
         if self.ver.version >= 3 {
@@ -592,7 +592,7 @@ impl<'a> ApiVersionsResponseView<'a> {
         }
     }
 
-    /// See [`ApiVersionsResponse::finalized_features_epoch`].
+    /// See [`ApiVersionsResponse::finalized_features_epoch`](ApiVersionsResponse#structfield.finalized_features_epoch).
     #[inline]
     pub fn finalized_features_epoch(&self) -> i64 {
         if self.ver.version >= 3 {
@@ -602,7 +602,7 @@ impl<'a> ApiVersionsResponseView<'a> {
         }
     }
 
-    /// See [`ApiVersionsResponse::finalized_features`].
+    /// See [`ApiVersionsResponse::finalized_features`](ApiVersionsResponse#structfield.finalized_features).
     #[inline]
     pub fn finalized_features(&self) -> ArrayView<'a, FinalizedFeatureKeyView<'a>> {
         if self.ver.version >= 3 {
@@ -614,7 +614,7 @@ impl<'a> ApiVersionsResponseView<'a> {
         }
     }
 
-    /// See [`ApiVersionsResponse::zk_migration_ready`].
+    /// See [`ApiVersionsResponse::zk_migration_ready`](ApiVersionsResponse#structfield.zk_migration_ready).
     #[inline]
     pub fn zk_migration_ready(&self) -> bool {
         if self.ver.version >= 3 {
@@ -707,19 +707,19 @@ impl<'a> ApiVersionView<'a> {
         self.ver.version
     }
 
-    /// See [`ApiVersion::api_key`].
+    /// See [`ApiVersion::api_key`](ApiVersion#structfield.api_key).
     #[inline]
     pub fn api_key(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`ApiVersion::min_version`].
+    /// See [`ApiVersion::min_version`](ApiVersion#structfield.min_version).
     #[inline]
     pub fn min_version(&self) -> i16 {
         self.src.i16(2)
     }
 
-    /// See [`ApiVersion::max_version`].
+    /// See [`ApiVersion::max_version`](ApiVersion#structfield.max_version).
     #[inline]
     pub fn max_version(&self) -> i16 {
         self.src.i16(4)
@@ -788,19 +788,19 @@ impl<'a> SupportedFeatureKeyView<'a> {
         self.ver.version
     }
 
-    /// See [`SupportedFeatureKey::name`].
+    /// See [`SupportedFeatureKey::name`](SupportedFeatureKey#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`SupportedFeatureKey::min_version`].
+    /// See [`SupportedFeatureKey::min_version`](SupportedFeatureKey#structfield.min_version).
     #[inline]
     pub fn min_version(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`SupportedFeatureKey::max_version`].
+    /// See [`SupportedFeatureKey::max_version`](SupportedFeatureKey#structfield.max_version).
     #[inline]
     pub fn max_version(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 2)
@@ -876,19 +876,19 @@ impl<'a> FinalizedFeatureKeyView<'a> {
         self.ver.version
     }
 
-    /// See [`FinalizedFeatureKey::name`].
+    /// See [`FinalizedFeatureKey::name`](FinalizedFeatureKey#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`FinalizedFeatureKey::max_version_level`].
+    /// See [`FinalizedFeatureKey::max_version_level`](FinalizedFeatureKey#structfield.max_version_level).
     #[inline]
     pub fn max_version_level(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`FinalizedFeatureKey::min_version_level`].
+    /// See [`FinalizedFeatureKey::min_version_level`](FinalizedFeatureKey#structfield.min_version_level).
     #[inline]
     pub fn min_version_level(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 2)

@@ -215,19 +215,19 @@ impl<'a> AssignReplicasToDirsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`AssignReplicasToDirsRequest::broker_id`].
+    /// See [`AssignReplicasToDirsRequest::broker_id`](AssignReplicasToDirsRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AssignReplicasToDirsRequest::broker_epoch`].
+    /// See [`AssignReplicasToDirsRequest::broker_epoch`](AssignReplicasToDirsRequest#structfield.broker_epoch).
     #[inline]
     pub fn broker_epoch(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`AssignReplicasToDirsRequest::directories`].
+    /// See [`AssignReplicasToDirsRequest::directories`](AssignReplicasToDirsRequest#structfield.directories).
     #[inline]
     pub fn directories(&self) -> ArrayView<'a, AssignReplicasToDirsRequestDirectoryDataView<'a>> {
         ArrayView::at(self.src, 12, self.ver)
@@ -287,13 +287,13 @@ impl<'a> AssignReplicasToDirsRequestDirectoryDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AssignReplicasToDirsRequestDirectoryData::id`].
+    /// See [`AssignReplicasToDirsRequestDirectoryData::id`](AssignReplicasToDirsRequestDirectoryData#structfield.id).
     #[inline]
     pub fn id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`AssignReplicasToDirsRequestDirectoryData::topics`].
+    /// See [`AssignReplicasToDirsRequestDirectoryData::topics`](AssignReplicasToDirsRequestDirectoryData#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AssignReplicasToDirsRequestTopicDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -371,13 +371,13 @@ impl<'a> AssignReplicasToDirsRequestTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AssignReplicasToDirsRequestTopicData::topic_id`].
+    /// See [`AssignReplicasToDirsRequestTopicData::topic_id`](AssignReplicasToDirsRequestTopicData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`AssignReplicasToDirsRequestTopicData::partitions`].
+    /// See [`AssignReplicasToDirsRequestTopicData::partitions`](AssignReplicasToDirsRequestTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AssignReplicasToDirsRequestPartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -453,7 +453,7 @@ impl<'a> AssignReplicasToDirsRequestPartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AssignReplicasToDirsRequestPartitionData::partition_index`].
+    /// See [`AssignReplicasToDirsRequestPartitionData::partition_index`](AssignReplicasToDirsRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
@@ -695,19 +695,19 @@ impl<'a> AssignReplicasToDirsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AssignReplicasToDirsResponse::throttle_time_ms`].
+    /// See [`AssignReplicasToDirsResponse::throttle_time_ms`](AssignReplicasToDirsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AssignReplicasToDirsResponse::error_code`].
+    /// See [`AssignReplicasToDirsResponse::error_code`](AssignReplicasToDirsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`AssignReplicasToDirsResponse::directories`].
+    /// See [`AssignReplicasToDirsResponse::directories`](AssignReplicasToDirsResponse#structfield.directories).
     #[inline]
     pub fn directories(&self) -> ArrayView<'a, AssignReplicasToDirsResponseDirectoryDataView<'a>> {
         ArrayView::at(self.src, 6, self.ver)
@@ -770,13 +770,13 @@ impl<'a> AssignReplicasToDirsResponseDirectoryDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AssignReplicasToDirsResponseDirectoryData::id`].
+    /// See [`AssignReplicasToDirsResponseDirectoryData::id`](AssignReplicasToDirsResponseDirectoryData#structfield.id).
     #[inline]
     pub fn id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`AssignReplicasToDirsResponseDirectoryData::topics`].
+    /// See [`AssignReplicasToDirsResponseDirectoryData::topics`](AssignReplicasToDirsResponseDirectoryData#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AssignReplicasToDirsResponseTopicDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -854,13 +854,13 @@ impl<'a> AssignReplicasToDirsResponseTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AssignReplicasToDirsResponseTopicData::topic_id`].
+    /// See [`AssignReplicasToDirsResponseTopicData::topic_id`](AssignReplicasToDirsResponseTopicData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`AssignReplicasToDirsResponseTopicData::partitions`].
+    /// See [`AssignReplicasToDirsResponseTopicData::partitions`](AssignReplicasToDirsResponseTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AssignReplicasToDirsResponsePartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -936,13 +936,13 @@ impl<'a> AssignReplicasToDirsResponsePartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`AssignReplicasToDirsResponsePartitionData::partition_index`].
+    /// See [`AssignReplicasToDirsResponsePartitionData::partition_index`](AssignReplicasToDirsResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AssignReplicasToDirsResponsePartitionData::error_code`].
+    /// See [`AssignReplicasToDirsResponsePartitionData::error_code`](AssignReplicasToDirsResponsePartitionData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)

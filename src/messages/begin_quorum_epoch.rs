@@ -269,25 +269,25 @@ impl<'a> BeginQuorumEpochRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`BeginQuorumEpochRequest::cluster_id`].
+    /// See [`BeginQuorumEpochRequest::cluster_id`](BeginQuorumEpochRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, self.ver.flexible)
     }
 
-    /// See [`BeginQuorumEpochRequest::voter_id`].
+    /// See [`BeginQuorumEpochRequest::voter_id`](BeginQuorumEpochRequest#structfield.voter_id).
     #[inline]
     pub fn voter_id(&self) -> i32 {
         if self.ver.version == 1 { self.src.i32(self.at[0] as usize) } else { -1 }
     }
 
-    /// See [`BeginQuorumEpochRequest::topics`].
+    /// See [`BeginQuorumEpochRequest::topics`](BeginQuorumEpochRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, BeginQuorumEpochRequestTopicDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 1 { 4 } else { 0 }), self.ver)
     }
 
-    /// See [`BeginQuorumEpochRequest::leader_endpoints`].
+    /// See [`BeginQuorumEpochRequest::leader_endpoints`](BeginQuorumEpochRequest#structfield.leader_endpoints).
     #[inline]
     pub fn leader_endpoints(&self) -> ArrayView<'a, LeaderEndpointView<'a>> {
         if self.ver.version == 1 {
@@ -359,13 +359,13 @@ impl<'a> BeginQuorumEpochRequestTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`BeginQuorumEpochRequestTopicData::topic_name`].
+    /// See [`BeginQuorumEpochRequestTopicData::topic_name`](BeginQuorumEpochRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`BeginQuorumEpochRequestTopicData::partitions`].
+    /// See [`BeginQuorumEpochRequestTopicData::partitions`](BeginQuorumEpochRequestTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, BeginQuorumEpochRequestPartitionDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -448,25 +448,25 @@ impl<'a> BeginQuorumEpochRequestPartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`BeginQuorumEpochRequestPartitionData::partition_index`].
+    /// See [`BeginQuorumEpochRequestPartitionData::partition_index`](BeginQuorumEpochRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`BeginQuorumEpochRequestPartitionData::voter_directory_id`].
+    /// See [`BeginQuorumEpochRequestPartitionData::voter_directory_id`](BeginQuorumEpochRequestPartitionData#structfield.voter_directory_id).
     #[inline]
     pub fn voter_directory_id(&self) -> Uuid {
         if self.ver.version == 1 { self.src.uuid(4) } else { Uuid::ZERO }
     }
 
-    /// See [`BeginQuorumEpochRequestPartitionData::leader_id`].
+    /// See [`BeginQuorumEpochRequestPartitionData::leader_id`](BeginQuorumEpochRequestPartitionData#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(if self.ver.version >= 1 { 20 } else { 4 })
     }
 
-    /// See [`BeginQuorumEpochRequestPartitionData::leader_epoch`].
+    /// See [`BeginQuorumEpochRequestPartitionData::leader_epoch`](BeginQuorumEpochRequestPartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(if self.ver.version >= 1 { 24 } else { 8 })
@@ -548,19 +548,19 @@ impl<'a> LeaderEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`LeaderEndpoint::name`].
+    /// See [`LeaderEndpoint::name`](LeaderEndpoint#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`LeaderEndpoint::host`].
+    /// See [`LeaderEndpoint::host`](LeaderEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`LeaderEndpoint::port`].
+    /// See [`LeaderEndpoint::port`](LeaderEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[1] as usize)
@@ -863,19 +863,19 @@ impl<'a> BeginQuorumEpochResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`BeginQuorumEpochResponse::error_code`].
+    /// See [`BeginQuorumEpochResponse::error_code`](BeginQuorumEpochResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`BeginQuorumEpochResponse::topics`].
+    /// See [`BeginQuorumEpochResponse::topics`](BeginQuorumEpochResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, BeginQuorumEpochResponseTopicDataView<'a>> {
         ArrayView::at(self.src, 2, self.ver)
     }
 
-    /// See [`BeginQuorumEpochResponse::node_endpoints`].
+    /// See [`BeginQuorumEpochResponse::node_endpoints`](BeginQuorumEpochResponse#structfield.node_endpoints).
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
         if self.ver.version == 1 {
@@ -952,13 +952,13 @@ impl<'a> BeginQuorumEpochResponseTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`BeginQuorumEpochResponseTopicData::topic_name`].
+    /// See [`BeginQuorumEpochResponseTopicData::topic_name`](BeginQuorumEpochResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`BeginQuorumEpochResponseTopicData::partitions`].
+    /// See [`BeginQuorumEpochResponseTopicData::partitions`](BeginQuorumEpochResponseTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, BeginQuorumEpochResponsePartitionDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -1041,25 +1041,25 @@ impl<'a> BeginQuorumEpochResponsePartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`BeginQuorumEpochResponsePartitionData::partition_index`].
+    /// See [`BeginQuorumEpochResponsePartitionData::partition_index`](BeginQuorumEpochResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`BeginQuorumEpochResponsePartitionData::error_code`].
+    /// See [`BeginQuorumEpochResponsePartitionData::error_code`](BeginQuorumEpochResponsePartitionData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`BeginQuorumEpochResponsePartitionData::leader_id`].
+    /// See [`BeginQuorumEpochResponsePartitionData::leader_id`](BeginQuorumEpochResponsePartitionData#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(6)
     }
 
-    /// See [`BeginQuorumEpochResponsePartitionData::leader_epoch`].
+    /// See [`BeginQuorumEpochResponsePartitionData::leader_epoch`](BeginQuorumEpochResponsePartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(10)
@@ -1139,19 +1139,19 @@ impl<'a> NodeEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`NodeEndpoint::node_id`].
+    /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`NodeEndpoint::host`].
+    /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`NodeEndpoint::port`].
+    /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[0] as usize)

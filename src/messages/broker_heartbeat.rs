@@ -188,37 +188,37 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`BrokerHeartbeatRequest::broker_id`].
+    /// See [`BrokerHeartbeatRequest::broker_id`](BrokerHeartbeatRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`BrokerHeartbeatRequest::broker_epoch`].
+    /// See [`BrokerHeartbeatRequest::broker_epoch`](BrokerHeartbeatRequest#structfield.broker_epoch).
     #[inline]
     pub fn broker_epoch(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`BrokerHeartbeatRequest::current_metadata_offset`].
+    /// See [`BrokerHeartbeatRequest::current_metadata_offset`](BrokerHeartbeatRequest#structfield.current_metadata_offset).
     #[inline]
     pub fn current_metadata_offset(&self) -> i64 {
         self.src.i64(12)
     }
 
-    /// See [`BrokerHeartbeatRequest::want_fence`].
+    /// See [`BrokerHeartbeatRequest::want_fence`](BrokerHeartbeatRequest#structfield.want_fence).
     #[inline]
     pub fn want_fence(&self) -> bool {
         self.src.bool(20)
     }
 
-    /// See [`BrokerHeartbeatRequest::want_shut_down`].
+    /// See [`BrokerHeartbeatRequest::want_shut_down`](BrokerHeartbeatRequest#structfield.want_shut_down).
     #[inline]
     pub fn want_shut_down(&self) -> bool {
         self.src.bool(21)
     }
 
-    /// See [`BrokerHeartbeatRequest::offline_log_dirs`].
+    /// See [`BrokerHeartbeatRequest::offline_log_dirs`](BrokerHeartbeatRequest#structfield.offline_log_dirs).
     #[inline]
     pub fn offline_log_dirs(&self) -> ArrayView<'a, Uuid> {
         if self.ver.version >= 1 {
@@ -228,7 +228,7 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
         }
     }
 
-    /// See [`BrokerHeartbeatRequest::cordoned_log_dirs`].
+    /// See [`BrokerHeartbeatRequest::cordoned_log_dirs`](BrokerHeartbeatRequest#structfield.cordoned_log_dirs).
     #[inline]
     pub fn cordoned_log_dirs(&self) -> Option<ArrayView<'a, Uuid>> {
         if self.ver.version == 2 {
@@ -405,31 +405,31 @@ impl<'a> BrokerHeartbeatResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`BrokerHeartbeatResponse::throttle_time_ms`].
+    /// See [`BrokerHeartbeatResponse::throttle_time_ms`](BrokerHeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`BrokerHeartbeatResponse::error_code`].
+    /// See [`BrokerHeartbeatResponse::error_code`](BrokerHeartbeatResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`BrokerHeartbeatResponse::is_caught_up`].
+    /// See [`BrokerHeartbeatResponse::is_caught_up`](BrokerHeartbeatResponse#structfield.is_caught_up).
     #[inline]
     pub fn is_caught_up(&self) -> bool {
         self.src.bool(6)
     }
 
-    /// See [`BrokerHeartbeatResponse::is_fenced`].
+    /// See [`BrokerHeartbeatResponse::is_fenced`](BrokerHeartbeatResponse#structfield.is_fenced).
     #[inline]
     pub fn is_fenced(&self) -> bool {
         self.src.bool(7)
     }
 
-    /// See [`BrokerHeartbeatResponse::should_shut_down`].
+    /// See [`BrokerHeartbeatResponse::should_shut_down`](BrokerHeartbeatResponse#structfield.should_shut_down).
     #[inline]
     pub fn should_shut_down(&self) -> bool {
         self.src.bool(8)

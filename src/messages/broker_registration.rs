@@ -243,49 +243,49 @@ impl<'a> BrokerRegistrationRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`BrokerRegistrationRequest::broker_id`].
+    /// See [`BrokerRegistrationRequest::broker_id`](BrokerRegistrationRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`BrokerRegistrationRequest::cluster_id`].
+    /// See [`BrokerRegistrationRequest::cluster_id`](BrokerRegistrationRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`BrokerRegistrationRequest::incarnation_id`].
+    /// See [`BrokerRegistrationRequest::incarnation_id`](BrokerRegistrationRequest#structfield.incarnation_id).
     #[inline]
     pub fn incarnation_id(&self) -> Uuid {
         self.src.uuid(self.at[0] as usize)
     }
 
-    /// See [`BrokerRegistrationRequest::listeners`].
+    /// See [`BrokerRegistrationRequest::listeners`](BrokerRegistrationRequest#structfield.listeners).
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 16, self.ver)
     }
 
-    /// See [`BrokerRegistrationRequest::features`].
+    /// See [`BrokerRegistrationRequest::features`](BrokerRegistrationRequest#structfield.features).
     #[inline]
     pub fn features(&self) -> ArrayView<'a, FeatureView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
-    /// See [`BrokerRegistrationRequest::rack`].
+    /// See [`BrokerRegistrationRequest::rack`](BrokerRegistrationRequest#structfield.rack).
     #[inline]
     pub fn rack(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[2] as usize, true)
     }
 
-    /// See [`BrokerRegistrationRequest::is_migrating_zk_broker`].
+    /// See [`BrokerRegistrationRequest::is_migrating_zk_broker`](BrokerRegistrationRequest#structfield.is_migrating_zk_broker).
     #[inline]
     pub fn is_migrating_zk_broker(&self) -> bool {
         if self.ver.version >= 1 { self.src.bool(self.at[3] as usize) } else { false }
     }
 
-    /// See [`BrokerRegistrationRequest::log_dirs`].
+    /// See [`BrokerRegistrationRequest::log_dirs`](BrokerRegistrationRequest#structfield.log_dirs).
     #[inline]
     pub fn log_dirs(&self) -> ArrayView<'a, Uuid> {
         if self.ver.version >= 2 {
@@ -295,7 +295,7 @@ impl<'a> BrokerRegistrationRequestView<'a> {
         }
     }
 
-    /// See [`BrokerRegistrationRequest::previous_broker_epoch`].
+    /// See [`BrokerRegistrationRequest::previous_broker_epoch`](BrokerRegistrationRequest#structfield.previous_broker_epoch).
     #[inline]
     pub fn previous_broker_epoch(&self) -> i64 {
         if self.ver.version >= 3 { self.src.i64(self.at[4] as usize) } else { -1 }
@@ -371,25 +371,25 @@ impl<'a> ListenerView<'a> {
         self.ver.version
     }
 
-    /// See [`Listener::name`].
+    /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Listener::host`].
+    /// See [`Listener::host`](Listener#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`Listener::port`].
+    /// See [`Listener::port`](Listener#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[1] as usize)
     }
 
-    /// See [`Listener::security_protocol`].
+    /// See [`Listener::security_protocol`](Listener#structfield.security_protocol).
     #[inline]
     pub fn security_protocol(&self) -> i16 {
         self.src.i16(self.at[1] as usize + 2)
@@ -470,19 +470,19 @@ impl<'a> FeatureView<'a> {
         self.ver.version
     }
 
-    /// See [`Feature::name`].
+    /// See [`Feature::name`](Feature#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Feature::min_supported_version`].
+    /// See [`Feature::min_supported_version`](Feature#structfield.min_supported_version).
     #[inline]
     pub fn min_supported_version(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`Feature::max_supported_version`].
+    /// See [`Feature::max_supported_version`](Feature#structfield.max_supported_version).
     #[inline]
     pub fn max_supported_version(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 2)
@@ -643,19 +643,19 @@ impl<'a> BrokerRegistrationResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`BrokerRegistrationResponse::throttle_time_ms`].
+    /// See [`BrokerRegistrationResponse::throttle_time_ms`](BrokerRegistrationResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`BrokerRegistrationResponse::error_code`].
+    /// See [`BrokerRegistrationResponse::error_code`](BrokerRegistrationResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`BrokerRegistrationResponse::broker_epoch`].
+    /// See [`BrokerRegistrationResponse::broker_epoch`](BrokerRegistrationResponse#structfield.broker_epoch).
     #[inline]
     pub fn broker_epoch(&self) -> i64 {
         self.src.i64(6)

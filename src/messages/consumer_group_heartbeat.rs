@@ -229,61 +229,61 @@ impl<'a> ConsumerGroupHeartbeatRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::group_id`].
+    /// See [`ConsumerGroupHeartbeatRequest::group_id`](ConsumerGroupHeartbeatRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::member_id`].
+    /// See [`ConsumerGroupHeartbeatRequest::member_id`](ConsumerGroupHeartbeatRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::member_epoch`].
+    /// See [`ConsumerGroupHeartbeatRequest::member_epoch`](ConsumerGroupHeartbeatRequest#structfield.member_epoch).
     #[inline]
     pub fn member_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::instance_id`].
+    /// See [`ConsumerGroupHeartbeatRequest::instance_id`](ConsumerGroupHeartbeatRequest#structfield.instance_id).
     #[inline]
     pub fn instance_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize + 4, true)
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::rack_id`].
+    /// See [`ConsumerGroupHeartbeatRequest::rack_id`](ConsumerGroupHeartbeatRequest#structfield.rack_id).
     #[inline]
     pub fn rack_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[2] as usize, true)
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::rebalance_timeout_ms`].
+    /// See [`ConsumerGroupHeartbeatRequest::rebalance_timeout_ms`](ConsumerGroupHeartbeatRequest#structfield.rebalance_timeout_ms).
     #[inline]
     pub fn rebalance_timeout_ms(&self) -> i32 {
         self.src.i32(self.at[3] as usize)
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::subscribed_topic_names`].
+    /// See [`ConsumerGroupHeartbeatRequest::subscribed_topic_names`](ConsumerGroupHeartbeatRequest#structfield.subscribed_topic_names).
     #[inline]
     pub fn subscribed_topic_names(&self) -> Option<ArrayView<'a, &'a str>> {
         ArrayView::nullable_at(self.src, self.at[3] as usize + 4, self.ver)
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::subscribed_topic_regex`].
+    /// See [`ConsumerGroupHeartbeatRequest::subscribed_topic_regex`](ConsumerGroupHeartbeatRequest#structfield.subscribed_topic_regex).
     #[inline]
     pub fn subscribed_topic_regex(&self) -> Option<&'a str> {
         if self.ver.version == 1 { self.src.nullable_str(self.at[4] as usize, true) } else { None }
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::server_assignor`].
+    /// See [`ConsumerGroupHeartbeatRequest::server_assignor`](ConsumerGroupHeartbeatRequest#structfield.server_assignor).
     #[inline]
     pub fn server_assignor(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[5] as usize, true)
     }
 
-    /// See [`ConsumerGroupHeartbeatRequest::topic_partitions`].
+    /// See [`ConsumerGroupHeartbeatRequest::topic_partitions`](ConsumerGroupHeartbeatRequest#structfield.topic_partitions).
     #[inline]
     pub fn topic_partitions(
         &self,
@@ -366,13 +366,13 @@ impl<'a> ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
         self.ver.version
     }
 
-    /// See [`ConsumerGroupHeartbeatRequestTopicPartitions::topic_id`].
+    /// See [`ConsumerGroupHeartbeatRequestTopicPartitions::topic_id`](ConsumerGroupHeartbeatRequestTopicPartitions#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`ConsumerGroupHeartbeatRequestTopicPartitions::partitions`].
+    /// See [`ConsumerGroupHeartbeatRequestTopicPartitions::partitions`](ConsumerGroupHeartbeatRequestTopicPartitions#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, 16, self.ver)
@@ -621,43 +621,43 @@ impl<'a> ConsumerGroupHeartbeatResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ConsumerGroupHeartbeatResponse::throttle_time_ms`].
+    /// See [`ConsumerGroupHeartbeatResponse::throttle_time_ms`](ConsumerGroupHeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ConsumerGroupHeartbeatResponse::error_code`].
+    /// See [`ConsumerGroupHeartbeatResponse::error_code`](ConsumerGroupHeartbeatResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ConsumerGroupHeartbeatResponse::error_message`].
+    /// See [`ConsumerGroupHeartbeatResponse::error_message`](ConsumerGroupHeartbeatResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`ConsumerGroupHeartbeatResponse::member_id`].
+    /// See [`ConsumerGroupHeartbeatResponse::member_id`](ConsumerGroupHeartbeatResponse#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, true)
     }
 
-    /// See [`ConsumerGroupHeartbeatResponse::member_epoch`].
+    /// See [`ConsumerGroupHeartbeatResponse::member_epoch`](ConsumerGroupHeartbeatResponse#structfield.member_epoch).
     #[inline]
     pub fn member_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`ConsumerGroupHeartbeatResponse::heartbeat_interval_ms`].
+    /// See [`ConsumerGroupHeartbeatResponse::heartbeat_interval_ms`](ConsumerGroupHeartbeatResponse#structfield.heartbeat_interval_ms).
     #[inline]
     pub fn heartbeat_interval_ms(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 4)
     }
 
-    /// See [`ConsumerGroupHeartbeatResponse::assignment`].
+    /// See [`ConsumerGroupHeartbeatResponse::assignment`](ConsumerGroupHeartbeatResponse#structfield.assignment).
     #[inline]
     pub fn assignment(&self) -> Option<AssignmentView<'a>> {
         if self.src.i8(self.at[1] as usize + 8) < 0 {
@@ -737,7 +737,7 @@ impl<'a> AssignmentView<'a> {
         self.ver.version
     }
 
-    /// See [`Assignment::topic_partitions`].
+    /// See [`Assignment::topic_partitions`](Assignment#structfield.topic_partitions).
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -811,13 +811,13 @@ impl<'a> ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
         self.ver.version
     }
 
-    /// See [`ConsumerGroupHeartbeatResponseTopicPartitions::topic_id`].
+    /// See [`ConsumerGroupHeartbeatResponseTopicPartitions::topic_id`](ConsumerGroupHeartbeatResponseTopicPartitions#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`ConsumerGroupHeartbeatResponseTopicPartitions::partitions`].
+    /// See [`ConsumerGroupHeartbeatResponseTopicPartitions::partitions`](ConsumerGroupHeartbeatResponseTopicPartitions#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, 16, self.ver)

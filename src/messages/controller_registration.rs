@@ -189,31 +189,31 @@ impl<'a> ControllerRegistrationRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ControllerRegistrationRequest::controller_id`].
+    /// See [`ControllerRegistrationRequest::controller_id`](ControllerRegistrationRequest#structfield.controller_id).
     #[inline]
     pub fn controller_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ControllerRegistrationRequest::incarnation_id`].
+    /// See [`ControllerRegistrationRequest::incarnation_id`](ControllerRegistrationRequest#structfield.incarnation_id).
     #[inline]
     pub fn incarnation_id(&self) -> Uuid {
         self.src.uuid(4)
     }
 
-    /// See [`ControllerRegistrationRequest::zk_migration_ready`].
+    /// See [`ControllerRegistrationRequest::zk_migration_ready`](ControllerRegistrationRequest#structfield.zk_migration_ready).
     #[inline]
     pub fn zk_migration_ready(&self) -> bool {
         self.src.bool(20)
     }
 
-    /// See [`ControllerRegistrationRequest::listeners`].
+    /// See [`ControllerRegistrationRequest::listeners`](ControllerRegistrationRequest#structfield.listeners).
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
         ArrayView::at(self.src, 21, self.ver)
     }
 
-    /// See [`ControllerRegistrationRequest::features`].
+    /// See [`ControllerRegistrationRequest::features`](ControllerRegistrationRequest#structfield.features).
     #[inline]
     pub fn features(&self) -> ArrayView<'a, FeatureView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -277,25 +277,25 @@ impl<'a> ListenerView<'a> {
         self.ver.version
     }
 
-    /// See [`Listener::name`].
+    /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Listener::host`].
+    /// See [`Listener::host`](Listener#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`Listener::port`].
+    /// See [`Listener::port`](Listener#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[1] as usize)
     }
 
-    /// See [`Listener::security_protocol`].
+    /// See [`Listener::security_protocol`](Listener#structfield.security_protocol).
     #[inline]
     pub fn security_protocol(&self) -> i16 {
         self.src.i16(self.at[1] as usize + 2)
@@ -376,19 +376,19 @@ impl<'a> FeatureView<'a> {
         self.ver.version
     }
 
-    /// See [`Feature::name`].
+    /// See [`Feature::name`](Feature#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Feature::min_supported_version`].
+    /// See [`Feature::min_supported_version`](Feature#structfield.min_supported_version).
     #[inline]
     pub fn min_supported_version(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`Feature::max_supported_version`].
+    /// See [`Feature::max_supported_version`](Feature#structfield.max_supported_version).
     #[inline]
     pub fn max_supported_version(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 2)
@@ -556,19 +556,19 @@ impl<'a> ControllerRegistrationResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ControllerRegistrationResponse::throttle_time_ms`].
+    /// See [`ControllerRegistrationResponse::throttle_time_ms`](ControllerRegistrationResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ControllerRegistrationResponse::error_code`].
+    /// See [`ControllerRegistrationResponse::error_code`](ControllerRegistrationResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ControllerRegistrationResponse::error_message`].
+    /// See [`ControllerRegistrationResponse::error_message`](ControllerRegistrationResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

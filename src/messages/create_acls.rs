@@ -169,7 +169,7 @@ impl<'a> CreateAclsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`CreateAclsRequest::creations`].
+    /// See [`CreateAclsRequest::creations`](CreateAclsRequest#structfield.creations).
     #[inline]
     pub fn creations(&self) -> ArrayView<'a, AclCreationView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -219,43 +219,43 @@ impl<'a> AclCreationView<'a> {
         self.ver.version
     }
 
-    /// See [`AclCreation::resource_type`].
+    /// See [`AclCreation::resource_type`](AclCreation#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         self.src.i8(0)
     }
 
-    /// See [`AclCreation::resource_name`].
+    /// See [`AclCreation::resource_name`](AclCreation#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(1, self.ver.flexible)
     }
 
-    /// See [`AclCreation::resource_pattern_type`].
+    /// See [`AclCreation::resource_pattern_type`](AclCreation#structfield.resource_pattern_type).
     #[inline]
     pub fn resource_pattern_type(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`AclCreation::principal`].
+    /// See [`AclCreation::principal`](AclCreation#structfield.principal).
     #[inline]
     pub fn principal(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
-    /// See [`AclCreation::host`].
+    /// See [`AclCreation::host`](AclCreation#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[1] as usize, self.ver.flexible)
     }
 
-    /// See [`AclCreation::operation`].
+    /// See [`AclCreation::operation`](AclCreation#structfield.operation).
     #[inline]
     pub fn operation(&self) -> i8 {
         self.src.i8(self.at[2] as usize)
     }
 
-    /// See [`AclCreation::permission_type`].
+    /// See [`AclCreation::permission_type`](AclCreation#structfield.permission_type).
     #[inline]
     pub fn permission_type(&self) -> i8 {
         self.src.i8(self.at[2] as usize + 1)
@@ -475,13 +475,13 @@ impl<'a> CreateAclsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`CreateAclsResponse::throttle_time_ms`].
+    /// See [`CreateAclsResponse::throttle_time_ms`](CreateAclsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`CreateAclsResponse::results`].
+    /// See [`CreateAclsResponse::results`](CreateAclsResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, AclCreationResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -535,13 +535,13 @@ impl<'a> AclCreationResultView<'a> {
         self.ver.version
     }
 
-    /// See [`AclCreationResult::error_code`].
+    /// See [`AclCreationResult::error_code`](AclCreationResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`AclCreationResult::error_message`].
+    /// See [`AclCreationResult::error_message`](AclCreationResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, self.ver.flexible)

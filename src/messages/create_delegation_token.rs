@@ -200,13 +200,13 @@ impl<'a> CreateDelegationTokenRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`CreateDelegationTokenRequest::owner_principal_type`].
+    /// See [`CreateDelegationTokenRequest::owner_principal_type`](CreateDelegationTokenRequest#structfield.owner_principal_type).
     #[inline]
     pub fn owner_principal_type(&self) -> Option<&'a str> {
         if self.ver.version == 3 { self.src.nullable_str(0, self.ver.flexible) } else { Some("") }
     }
 
-    /// See [`CreateDelegationTokenRequest::owner_principal_name`].
+    /// See [`CreateDelegationTokenRequest::owner_principal_name`](CreateDelegationTokenRequest#structfield.owner_principal_name).
     #[inline]
     pub fn owner_principal_name(&self) -> Option<&'a str> {
         if self.ver.version == 3 {
@@ -216,13 +216,13 @@ impl<'a> CreateDelegationTokenRequestView<'a> {
         }
     }
 
-    /// See [`CreateDelegationTokenRequest::renewers`].
+    /// See [`CreateDelegationTokenRequest::renewers`](CreateDelegationTokenRequest#structfield.renewers).
     #[inline]
     pub fn renewers(&self) -> ArrayView<'a, CreatableRenewersView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
-    /// See [`CreateDelegationTokenRequest::max_lifetime_ms`].
+    /// See [`CreateDelegationTokenRequest::max_lifetime_ms`](CreateDelegationTokenRequest#structfield.max_lifetime_ms).
     #[inline]
     pub fn max_lifetime_ms(&self) -> i64 {
         self.src.i64(self.at[2] as usize)
@@ -286,13 +286,13 @@ impl<'a> CreatableRenewersView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatableRenewers::principal_type`].
+    /// See [`CreatableRenewers::principal_type`](CreatableRenewers#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`CreatableRenewers::principal_name`].
+    /// See [`CreatableRenewers::principal_name`](CreatableRenewers#structfield.principal_name).
     #[inline]
     pub fn principal_name(&self) -> &'a str {
         self.src.str(self.at[0] as usize, self.ver.flexible)
@@ -520,67 +520,67 @@ impl<'a> CreateDelegationTokenResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`CreateDelegationTokenResponse::error_code`].
+    /// See [`CreateDelegationTokenResponse::error_code`](CreateDelegationTokenResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`CreateDelegationTokenResponse::principal_type`].
+    /// See [`CreateDelegationTokenResponse::principal_type`](CreateDelegationTokenResponse#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
         self.src.str(2, self.ver.flexible)
     }
 
-    /// See [`CreateDelegationTokenResponse::principal_name`].
+    /// See [`CreateDelegationTokenResponse::principal_name`](CreateDelegationTokenResponse#structfield.principal_name).
     #[inline]
     pub fn principal_name(&self) -> &'a str {
         self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`CreateDelegationTokenResponse::token_requester_principal_type`].
+    /// See [`CreateDelegationTokenResponse::token_requester_principal_type`](CreateDelegationTokenResponse#structfield.token_requester_principal_type).
     #[inline]
     pub fn token_requester_principal_type(&self) -> &'a str {
         if self.ver.version == 3 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
     }
 
-    /// See [`CreateDelegationTokenResponse::token_requester_principal_name`].
+    /// See [`CreateDelegationTokenResponse::token_requester_principal_name`](CreateDelegationTokenResponse#structfield.token_requester_principal_name).
     #[inline]
     pub fn token_requester_principal_name(&self) -> &'a str {
         if self.ver.version == 3 { self.src.str(self.at[2] as usize, self.ver.flexible) } else { "" }
     }
 
-    /// See [`CreateDelegationTokenResponse::issue_timestamp_ms`].
+    /// See [`CreateDelegationTokenResponse::issue_timestamp_ms`](CreateDelegationTokenResponse#structfield.issue_timestamp_ms).
     #[inline]
     pub fn issue_timestamp_ms(&self) -> i64 {
         self.src.i64(self.at[3] as usize)
     }
 
-    /// See [`CreateDelegationTokenResponse::expiry_timestamp_ms`].
+    /// See [`CreateDelegationTokenResponse::expiry_timestamp_ms`](CreateDelegationTokenResponse#structfield.expiry_timestamp_ms).
     #[inline]
     pub fn expiry_timestamp_ms(&self) -> i64 {
         self.src.i64(self.at[3] as usize + 8)
     }
 
-    /// See [`CreateDelegationTokenResponse::max_timestamp_ms`].
+    /// See [`CreateDelegationTokenResponse::max_timestamp_ms`](CreateDelegationTokenResponse#structfield.max_timestamp_ms).
     #[inline]
     pub fn max_timestamp_ms(&self) -> i64 {
         self.src.i64(self.at[3] as usize + 16)
     }
 
-    /// See [`CreateDelegationTokenResponse::token_id`].
+    /// See [`CreateDelegationTokenResponse::token_id`](CreateDelegationTokenResponse#structfield.token_id).
     #[inline]
     pub fn token_id(&self) -> &'a str {
         self.src.str(self.at[3] as usize + 24, self.ver.flexible)
     }
 
-    /// See [`CreateDelegationTokenResponse::hmac`].
+    /// See [`CreateDelegationTokenResponse::hmac`](CreateDelegationTokenResponse#structfield.hmac).
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[4] as usize, self.ver.flexible)
     }
 
-    /// See [`CreateDelegationTokenResponse::throttle_time_ms`].
+    /// See [`CreateDelegationTokenResponse::throttle_time_ms`](CreateDelegationTokenResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(self.at[5] as usize)

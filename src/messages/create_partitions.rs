@@ -200,19 +200,19 @@ impl<'a> CreatePartitionsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatePartitionsRequest::topics`].
+    /// See [`CreatePartitionsRequest::topics`](CreatePartitionsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, CreatePartitionsTopicView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`CreatePartitionsRequest::timeout_ms`].
+    /// See [`CreatePartitionsRequest::timeout_ms`](CreatePartitionsRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`CreatePartitionsRequest::validate_only`].
+    /// See [`CreatePartitionsRequest::validate_only`](CreatePartitionsRequest#structfield.validate_only).
     #[inline]
     pub fn validate_only(&self) -> bool {
         self.src.bool(self.at[0] as usize + 4)
@@ -267,19 +267,19 @@ impl<'a> CreatePartitionsTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatePartitionsTopic::name`].
+    /// See [`CreatePartitionsTopic::name`](CreatePartitionsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`CreatePartitionsTopic::count`].
+    /// See [`CreatePartitionsTopic::count`](CreatePartitionsTopic#structfield.count).
     #[inline]
     pub fn count(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`CreatePartitionsTopic::assignments`].
+    /// See [`CreatePartitionsTopic::assignments`](CreatePartitionsTopic#structfield.assignments).
     #[inline]
     pub fn assignments(&self) -> Option<ArrayView<'a, CreatePartitionsAssignmentView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[0] as usize + 4, self.ver)
@@ -367,7 +367,7 @@ impl<'a> CreatePartitionsAssignmentView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatePartitionsAssignment::broker_ids`].
+    /// See [`CreatePartitionsAssignment::broker_ids`](CreatePartitionsAssignment#structfield.broker_ids).
     #[inline]
     pub fn broker_ids(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, 0, self.ver)
@@ -560,13 +560,13 @@ impl<'a> CreatePartitionsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatePartitionsResponse::throttle_time_ms`].
+    /// See [`CreatePartitionsResponse::throttle_time_ms`](CreatePartitionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`CreatePartitionsResponse::results`].
+    /// See [`CreatePartitionsResponse::results`](CreatePartitionsResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, CreatePartitionsTopicResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -620,19 +620,19 @@ impl<'a> CreatePartitionsTopicResultView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatePartitionsTopicResult::name`].
+    /// See [`CreatePartitionsTopicResult::name`](CreatePartitionsTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`CreatePartitionsTopicResult::error_code`].
+    /// See [`CreatePartitionsTopicResult::error_code`](CreatePartitionsTopicResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`CreatePartitionsTopicResult::error_message`].
+    /// See [`CreatePartitionsTopicResult::error_message`](CreatePartitionsTopicResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 2, self.ver.flexible)

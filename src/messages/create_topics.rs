@@ -260,19 +260,19 @@ impl<'a> CreateTopicsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`CreateTopicsRequest::topics`].
+    /// See [`CreateTopicsRequest::topics`](CreateTopicsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, CreatableTopicView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`CreateTopicsRequest::timeout_ms`].
+    /// See [`CreateTopicsRequest::timeout_ms`](CreateTopicsRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`CreateTopicsRequest::validate_only`].
+    /// See [`CreateTopicsRequest::validate_only`](CreateTopicsRequest#structfield.validate_only).
     #[inline]
     pub fn validate_only(&self) -> bool {
         self.src.bool(self.at[0] as usize + 4)
@@ -327,31 +327,31 @@ impl<'a> CreatableTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatableTopic::name`].
+    /// See [`CreatableTopic::name`](CreatableTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`CreatableTopic::num_partitions`].
+    /// See [`CreatableTopic::num_partitions`](CreatableTopic#structfield.num_partitions).
     #[inline]
     pub fn num_partitions(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`CreatableTopic::replication_factor`].
+    /// See [`CreatableTopic::replication_factor`](CreatableTopic#structfield.replication_factor).
     #[inline]
     pub fn replication_factor(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 4)
     }
 
-    /// See [`CreatableTopic::assignments`].
+    /// See [`CreatableTopic::assignments`](CreatableTopic#structfield.assignments).
     #[inline]
     pub fn assignments(&self) -> ArrayView<'a, CreatableReplicaAssignmentView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 6, self.ver)
     }
 
-    /// See [`CreatableTopic::configs`].
+    /// See [`CreatableTopic::configs`](CreatableTopic#structfield.configs).
     #[inline]
     pub fn configs(&self) -> ArrayView<'a, CreatableTopicConfigView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
@@ -441,13 +441,13 @@ impl<'a> CreatableReplicaAssignmentView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatableReplicaAssignment::partition_index`].
+    /// See [`CreatableReplicaAssignment::partition_index`](CreatableReplicaAssignment#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`CreatableReplicaAssignment::broker_ids`].
+    /// See [`CreatableReplicaAssignment::broker_ids`](CreatableReplicaAssignment#structfield.broker_ids).
     #[inline]
     pub fn broker_ids(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, 4, self.ver)
@@ -525,13 +525,13 @@ impl<'a> CreatableTopicConfigView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatableTopicConfig::name`].
+    /// See [`CreatableTopicConfig::name`](CreatableTopicConfig#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`CreatableTopicConfig::value`].
+    /// See [`CreatableTopicConfig::value`](CreatableTopicConfig#structfield.value).
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
@@ -857,13 +857,13 @@ impl<'a> CreateTopicsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`CreateTopicsResponse::throttle_time_ms`].
+    /// See [`CreateTopicsResponse::throttle_time_ms`](CreateTopicsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`CreateTopicsResponse::topics`].
+    /// See [`CreateTopicsResponse::topics`](CreateTopicsResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, CreatableTopicResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -917,25 +917,25 @@ impl<'a> CreatableTopicResultView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatableTopicResult::name`].
+    /// See [`CreatableTopicResult::name`](CreatableTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`CreatableTopicResult::topic_id`].
+    /// See [`CreatableTopicResult::topic_id`](CreatableTopicResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 7 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`CreatableTopicResult::error_code`].
+    /// See [`CreatableTopicResult::error_code`](CreatableTopicResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize + (if self.ver.version >= 7 { 16 } else { 0 }))
     }
 
-    /// See [`CreatableTopicResult::error_message`].
+    /// See [`CreatableTopicResult::error_message`](CreatableTopicResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(
@@ -944,25 +944,25 @@ impl<'a> CreatableTopicResultView<'a> {
         )
     }
 
-    /// See [`CreatableTopicResult::topic_config_error_code`].
+    /// See [`CreatableTopicResult::topic_config_error_code`](CreatableTopicResult#structfield.topic_config_error_code).
     #[inline]
     pub fn topic_config_error_code(&self) -> i16 {
         if self.ver.version >= 5 { self.src.tag(self.at[2] as usize, 0).map_or(0, |v| v.i16(0)) } else { 0 }
     }
 
-    /// See [`CreatableTopicResult::num_partitions`].
+    /// See [`CreatableTopicResult::num_partitions`](CreatableTopicResult#structfield.num_partitions).
     #[inline]
     pub fn num_partitions(&self) -> i32 {
         if self.ver.version >= 5 { self.src.i32(self.at[1] as usize) } else { -1 }
     }
 
-    /// See [`CreatableTopicResult::replication_factor`].
+    /// See [`CreatableTopicResult::replication_factor`](CreatableTopicResult#structfield.replication_factor).
     #[inline]
     pub fn replication_factor(&self) -> i16 {
         if self.ver.version >= 5 { self.src.i16(self.at[1] as usize + 4) } else { -1 }
     }
 
-    /// See [`CreatableTopicResult::configs`].
+    /// See [`CreatableTopicResult::configs`](CreatableTopicResult#structfield.configs).
     #[inline]
     pub fn configs(&self) -> Option<ArrayView<'a, CreatableTopicConfigsView<'a>>> {
         if self.ver.version >= 5 {
@@ -1085,31 +1085,31 @@ impl<'a> CreatableTopicConfigsView<'a> {
         self.ver.version
     }
 
-    /// See [`CreatableTopicConfigs::name`].
+    /// See [`CreatableTopicConfigs::name`](CreatableTopicConfigs#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`CreatableTopicConfigs::value`].
+    /// See [`CreatableTopicConfigs::value`](CreatableTopicConfigs#structfield.value).
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, true)
     }
 
-    /// See [`CreatableTopicConfigs::read_only`].
+    /// See [`CreatableTopicConfigs::read_only`](CreatableTopicConfigs#structfield.read_only).
     #[inline]
     pub fn read_only(&self) -> bool {
         self.src.bool(self.at[1] as usize)
     }
 
-    /// See [`CreatableTopicConfigs::config_source`].
+    /// See [`CreatableTopicConfigs::config_source`](CreatableTopicConfigs#structfield.config_source).
     #[inline]
     pub fn config_source(&self) -> i8 {
         self.src.i8(self.at[1] as usize + 1)
     }
 
-    /// See [`CreatableTopicConfigs::is_sensitive`].
+    /// See [`CreatableTopicConfigs::is_sensitive`](CreatableTopicConfigs#structfield.is_sensitive).
     #[inline]
     pub fn is_sensitive(&self) -> bool {
         self.src.bool(self.at[1] as usize + 2)

@@ -182,7 +182,7 @@ impl<'a> DeleteAclsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteAclsRequest::filters`].
+    /// See [`DeleteAclsRequest::filters`](DeleteAclsRequest#structfield.filters).
     #[inline]
     pub fn filters(&self) -> ArrayView<'a, DeleteAclsFilterView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -232,43 +232,43 @@ impl<'a> DeleteAclsFilterView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteAclsFilter::resource_type_filter`].
+    /// See [`DeleteAclsFilter::resource_type_filter`](DeleteAclsFilter#structfield.resource_type_filter).
     #[inline]
     pub fn resource_type_filter(&self) -> i8 {
         self.src.i8(0)
     }
 
-    /// See [`DeleteAclsFilter::resource_name_filter`].
+    /// See [`DeleteAclsFilter::resource_name_filter`](DeleteAclsFilter#structfield.resource_name_filter).
     #[inline]
     pub fn resource_name_filter(&self) -> Option<&'a str> {
         self.src.nullable_str(1, self.ver.flexible)
     }
 
-    /// See [`DeleteAclsFilter::pattern_type_filter`].
+    /// See [`DeleteAclsFilter::pattern_type_filter`](DeleteAclsFilter#structfield.pattern_type_filter).
     #[inline]
     pub fn pattern_type_filter(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`DeleteAclsFilter::principal_filter`].
+    /// See [`DeleteAclsFilter::principal_filter`](DeleteAclsFilter#structfield.principal_filter).
     #[inline]
     pub fn principal_filter(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
-    /// See [`DeleteAclsFilter::host_filter`].
+    /// See [`DeleteAclsFilter::host_filter`](DeleteAclsFilter#structfield.host_filter).
     #[inline]
     pub fn host_filter(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
     }
 
-    /// See [`DeleteAclsFilter::operation`].
+    /// See [`DeleteAclsFilter::operation`](DeleteAclsFilter#structfield.operation).
     #[inline]
     pub fn operation(&self) -> i8 {
         self.src.i8(self.at[2] as usize)
     }
 
-    /// See [`DeleteAclsFilter::permission_type`].
+    /// See [`DeleteAclsFilter::permission_type`](DeleteAclsFilter#structfield.permission_type).
     #[inline]
     pub fn permission_type(&self) -> i8 {
         self.src.i8(self.at[2] as usize + 1)
@@ -574,13 +574,13 @@ impl<'a> DeleteAclsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteAclsResponse::throttle_time_ms`].
+    /// See [`DeleteAclsResponse::throttle_time_ms`](DeleteAclsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DeleteAclsResponse::filter_results`].
+    /// See [`DeleteAclsResponse::filter_results`](DeleteAclsResponse#structfield.filter_results).
     #[inline]
     pub fn filter_results(&self) -> ArrayView<'a, DeleteAclsFilterResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -634,19 +634,19 @@ impl<'a> DeleteAclsFilterResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteAclsFilterResult::error_code`].
+    /// See [`DeleteAclsFilterResult::error_code`](DeleteAclsFilterResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DeleteAclsFilterResult::error_message`].
+    /// See [`DeleteAclsFilterResult::error_message`](DeleteAclsFilterResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, self.ver.flexible)
     }
 
-    /// See [`DeleteAclsFilterResult::matching_acls`].
+    /// See [`DeleteAclsFilterResult::matching_acls`](DeleteAclsFilterResult#structfield.matching_acls).
     #[inline]
     pub fn matching_acls(&self) -> ArrayView<'a, DeleteAclsMatchingAclView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -729,55 +729,55 @@ impl<'a> DeleteAclsMatchingAclView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteAclsMatchingAcl::error_code`].
+    /// See [`DeleteAclsMatchingAcl::error_code`](DeleteAclsMatchingAcl#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DeleteAclsMatchingAcl::error_message`].
+    /// See [`DeleteAclsMatchingAcl::error_message`](DeleteAclsMatchingAcl#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, self.ver.flexible)
     }
 
-    /// See [`DeleteAclsMatchingAcl::resource_type`].
+    /// See [`DeleteAclsMatchingAcl::resource_type`](DeleteAclsMatchingAcl#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`DeleteAclsMatchingAcl::resource_name`].
+    /// See [`DeleteAclsMatchingAcl::resource_name`](DeleteAclsMatchingAcl#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
-    /// See [`DeleteAclsMatchingAcl::pattern_type`].
+    /// See [`DeleteAclsMatchingAcl::pattern_type`](DeleteAclsMatchingAcl#structfield.pattern_type).
     #[inline]
     pub fn pattern_type(&self) -> i8 {
         self.src.i8(self.at[1] as usize)
     }
 
-    /// See [`DeleteAclsMatchingAcl::principal`].
+    /// See [`DeleteAclsMatchingAcl::principal`](DeleteAclsMatchingAcl#structfield.principal).
     #[inline]
     pub fn principal(&self) -> &'a str {
         self.src.str(self.at[1] as usize + 1, self.ver.flexible)
     }
 
-    /// See [`DeleteAclsMatchingAcl::host`].
+    /// See [`DeleteAclsMatchingAcl::host`](DeleteAclsMatchingAcl#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[2] as usize, self.ver.flexible)
     }
 
-    /// See [`DeleteAclsMatchingAcl::operation`].
+    /// See [`DeleteAclsMatchingAcl::operation`](DeleteAclsMatchingAcl#structfield.operation).
     #[inline]
     pub fn operation(&self) -> i8 {
         self.src.i8(self.at[3] as usize)
     }
 
-    /// See [`DeleteAclsMatchingAcl::permission_type`].
+    /// See [`DeleteAclsMatchingAcl::permission_type`](DeleteAclsMatchingAcl#structfield.permission_type).
     #[inline]
     pub fn permission_type(&self) -> i8 {
         self.src.i8(self.at[3] as usize + 1)

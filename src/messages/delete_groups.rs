@@ -102,7 +102,7 @@ impl<'a> DeleteGroupsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteGroupsRequest::groups_names`].
+    /// See [`DeleteGroupsRequest::groups_names`](DeleteGroupsRequest#structfield.groups_names).
     #[inline]
     pub fn groups_names(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, 0, self.ver)
@@ -275,13 +275,13 @@ impl<'a> DeleteGroupsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteGroupsResponse::throttle_time_ms`].
+    /// See [`DeleteGroupsResponse::throttle_time_ms`](DeleteGroupsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DeleteGroupsResponse::results`].
+    /// See [`DeleteGroupsResponse::results`](DeleteGroupsResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DeletableGroupResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -335,19 +335,19 @@ impl<'a> DeletableGroupResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DeletableGroupResult::group_id`].
+    /// See [`DeletableGroupResult::group_id`](DeletableGroupResult#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DeletableGroupResult::error_code`].
+    /// See [`DeletableGroupResult::error_code`](DeletableGroupResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`DeletableGroupResult::error_message`].
+    /// See [`DeletableGroupResult::error_message`](DeletableGroupResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         if self.ver.version == 3 {

@@ -186,13 +186,13 @@ impl<'a> DeleteRecordsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteRecordsRequest::topics`].
+    /// See [`DeleteRecordsRequest::topics`](DeleteRecordsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteRecordsTopicView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`DeleteRecordsRequest::timeout_ms`].
+    /// See [`DeleteRecordsRequest::timeout_ms`](DeleteRecordsRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
@@ -246,13 +246,13 @@ impl<'a> DeleteRecordsTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteRecordsTopic::name`].
+    /// See [`DeleteRecordsTopic::name`](DeleteRecordsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DeleteRecordsTopic::partitions`].
+    /// See [`DeleteRecordsTopic::partitions`](DeleteRecordsTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DeleteRecordsPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -331,13 +331,13 @@ impl<'a> DeleteRecordsPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteRecordsPartition::partition_index`].
+    /// See [`DeleteRecordsPartition::partition_index`](DeleteRecordsPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DeleteRecordsPartition::offset`].
+    /// See [`DeleteRecordsPartition::offset`](DeleteRecordsPartition#structfield.offset).
     #[inline]
     pub fn offset(&self) -> i64 {
         self.src.i64(4)
@@ -563,13 +563,13 @@ impl<'a> DeleteRecordsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteRecordsResponse::throttle_time_ms`].
+    /// See [`DeleteRecordsResponse::throttle_time_ms`](DeleteRecordsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DeleteRecordsResponse::topics`].
+    /// See [`DeleteRecordsResponse::topics`](DeleteRecordsResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteRecordsTopicResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -623,13 +623,13 @@ impl<'a> DeleteRecordsTopicResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteRecordsTopicResult::name`].
+    /// See [`DeleteRecordsTopicResult::name`](DeleteRecordsTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DeleteRecordsTopicResult::partitions`].
+    /// See [`DeleteRecordsTopicResult::partitions`](DeleteRecordsTopicResult#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DeleteRecordsPartitionResultView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -712,19 +712,19 @@ impl<'a> DeleteRecordsPartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteRecordsPartitionResult::partition_index`].
+    /// See [`DeleteRecordsPartitionResult::partition_index`](DeleteRecordsPartitionResult#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DeleteRecordsPartitionResult::low_watermark`].
+    /// See [`DeleteRecordsPartitionResult::low_watermark`](DeleteRecordsPartitionResult#structfield.low_watermark).
     #[inline]
     pub fn low_watermark(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`DeleteRecordsPartitionResult::error_code`].
+    /// See [`DeleteRecordsPartitionResult::error_code`](DeleteRecordsPartitionResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(12)

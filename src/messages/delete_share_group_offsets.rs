@@ -133,13 +133,13 @@ impl<'a> DeleteShareGroupOffsetsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteShareGroupOffsetsRequest::group_id`].
+    /// See [`DeleteShareGroupOffsetsRequest::group_id`](DeleteShareGroupOffsetsRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DeleteShareGroupOffsetsRequest::topics`].
+    /// See [`DeleteShareGroupOffsetsRequest::topics`](DeleteShareGroupOffsetsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteShareGroupOffsetsRequestTopicView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -196,7 +196,7 @@ impl<'a> DeleteShareGroupOffsetsRequestTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteShareGroupOffsetsRequestTopic::topic_name`].
+    /// See [`DeleteShareGroupOffsetsRequestTopic::topic_name`](DeleteShareGroupOffsetsRequestTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
@@ -400,25 +400,25 @@ impl<'a> DeleteShareGroupOffsetsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteShareGroupOffsetsResponse::throttle_time_ms`].
+    /// See [`DeleteShareGroupOffsetsResponse::throttle_time_ms`](DeleteShareGroupOffsetsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DeleteShareGroupOffsetsResponse::error_code`].
+    /// See [`DeleteShareGroupOffsetsResponse::error_code`](DeleteShareGroupOffsetsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`DeleteShareGroupOffsetsResponse::error_message`].
+    /// See [`DeleteShareGroupOffsetsResponse::error_message`](DeleteShareGroupOffsetsResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`DeleteShareGroupOffsetsResponse::responses`].
+    /// See [`DeleteShareGroupOffsetsResponse::responses`](DeleteShareGroupOffsetsResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, DeleteShareGroupOffsetsResponseTopicView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -484,25 +484,25 @@ impl<'a> DeleteShareGroupOffsetsResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteShareGroupOffsetsResponseTopic::topic_name`].
+    /// See [`DeleteShareGroupOffsetsResponseTopic::topic_name`](DeleteShareGroupOffsetsResponseTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DeleteShareGroupOffsetsResponseTopic::topic_id`].
+    /// See [`DeleteShareGroupOffsetsResponseTopic::topic_id`](DeleteShareGroupOffsetsResponseTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(self.at[0] as usize)
     }
 
-    /// See [`DeleteShareGroupOffsetsResponseTopic::error_code`].
+    /// See [`DeleteShareGroupOffsetsResponseTopic::error_code`](DeleteShareGroupOffsetsResponseTopic#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 16)
     }
 
-    /// See [`DeleteShareGroupOffsetsResponseTopic::error_message`].
+    /// See [`DeleteShareGroupOffsetsResponseTopic::error_message`](DeleteShareGroupOffsetsResponseTopic#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 18, true)

@@ -157,13 +157,13 @@ impl<'a> DeleteShareGroupStateRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteShareGroupStateRequest::group_id`].
+    /// See [`DeleteShareGroupStateRequest::group_id`](DeleteShareGroupStateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DeleteShareGroupStateRequest::topics`].
+    /// See [`DeleteShareGroupStateRequest::topics`](DeleteShareGroupStateRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteStateDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -216,13 +216,13 @@ impl<'a> DeleteStateDataView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteStateData::topic_id`].
+    /// See [`DeleteStateData::topic_id`](DeleteStateData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`DeleteStateData::partitions`].
+    /// See [`DeleteStateData::partitions`](DeleteStateData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -294,7 +294,7 @@ impl<'a> PartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionData::partition`].
+    /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
@@ -492,7 +492,7 @@ impl<'a> DeleteShareGroupStateResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteShareGroupStateResponse::results`].
+    /// See [`DeleteShareGroupStateResponse::results`](DeleteShareGroupStateResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DeleteStateResultView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -540,13 +540,13 @@ impl<'a> DeleteStateResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteStateResult::topic_id`].
+    /// See [`DeleteStateResult::topic_id`](DeleteStateResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`DeleteStateResult::partitions`].
+    /// See [`DeleteStateResult::partitions`](DeleteStateResult#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -620,19 +620,19 @@ impl<'a> PartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionResult::partition`].
+    /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionResult::error_code`].
+    /// See [`PartitionResult::error_code`](PartitionResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionResult::error_message`].
+    /// See [`PartitionResult::error_message`](PartitionResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

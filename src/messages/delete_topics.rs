@@ -157,13 +157,13 @@ impl<'a> DeleteTopicsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteTopicsRequest::topics`].
+    /// See [`DeleteTopicsRequest::topics`](DeleteTopicsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteTopicStateView<'a>> {
         if self.ver.version == 6 { ArrayView::at(self.src, 0, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
-    /// See [`DeleteTopicsRequest::topic_names`].
+    /// See [`DeleteTopicsRequest::topic_names`](DeleteTopicsRequest#structfield.topic_names).
     #[inline]
     pub fn topic_names(&self) -> ArrayView<'a, &'a str> {
         if self.ver.version <= 5 {
@@ -173,7 +173,7 @@ impl<'a> DeleteTopicsRequestView<'a> {
         }
     }
 
-    /// See [`DeleteTopicsRequest::timeout_ms`].
+    /// See [`DeleteTopicsRequest::timeout_ms`](DeleteTopicsRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
@@ -234,13 +234,13 @@ impl<'a> DeleteTopicStateView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteTopicState::name`].
+    /// See [`DeleteTopicState::name`](DeleteTopicState#structfield.name).
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
         self.src.nullable_str(0, true)
     }
 
-    /// See [`DeleteTopicState::topic_id`].
+    /// See [`DeleteTopicState::topic_id`](DeleteTopicState#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(self.at[0] as usize)
@@ -465,13 +465,13 @@ impl<'a> DeleteTopicsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DeleteTopicsResponse::throttle_time_ms`].
+    /// See [`DeleteTopicsResponse::throttle_time_ms`](DeleteTopicsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DeleteTopicsResponse::responses`].
+    /// See [`DeleteTopicsResponse::responses`](DeleteTopicsResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, DeletableTopicResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -525,25 +525,25 @@ impl<'a> DeletableTopicResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DeletableTopicResult::name`].
+    /// See [`DeletableTopicResult::name`](DeletableTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
         self.src.nullable_str(0, self.ver.flexible)
     }
 
-    /// See [`DeletableTopicResult::topic_id`].
+    /// See [`DeletableTopicResult::topic_id`](DeletableTopicResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 6 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`DeletableTopicResult::error_code`].
+    /// See [`DeletableTopicResult::error_code`](DeletableTopicResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize + (if self.ver.version >= 6 { 16 } else { 0 }))
     }
 
-    /// See [`DeletableTopicResult::error_message`].
+    /// See [`DeletableTopicResult::error_message`](DeletableTopicResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         if self.ver.version >= 5 {

@@ -151,43 +151,43 @@ impl<'a> DescribeAclsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeAclsRequest::resource_type_filter`].
+    /// See [`DescribeAclsRequest::resource_type_filter`](DescribeAclsRequest#structfield.resource_type_filter).
     #[inline]
     pub fn resource_type_filter(&self) -> i8 {
         self.src.i8(0)
     }
 
-    /// See [`DescribeAclsRequest::resource_name_filter`].
+    /// See [`DescribeAclsRequest::resource_name_filter`](DescribeAclsRequest#structfield.resource_name_filter).
     #[inline]
     pub fn resource_name_filter(&self) -> Option<&'a str> {
         self.src.nullable_str(1, self.ver.flexible)
     }
 
-    /// See [`DescribeAclsRequest::pattern_type_filter`].
+    /// See [`DescribeAclsRequest::pattern_type_filter`](DescribeAclsRequest#structfield.pattern_type_filter).
     #[inline]
     pub fn pattern_type_filter(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`DescribeAclsRequest::principal_filter`].
+    /// See [`DescribeAclsRequest::principal_filter`](DescribeAclsRequest#structfield.principal_filter).
     #[inline]
     pub fn principal_filter(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
-    /// See [`DescribeAclsRequest::host_filter`].
+    /// See [`DescribeAclsRequest::host_filter`](DescribeAclsRequest#structfield.host_filter).
     #[inline]
     pub fn host_filter(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribeAclsRequest::operation`].
+    /// See [`DescribeAclsRequest::operation`](DescribeAclsRequest#structfield.operation).
     #[inline]
     pub fn operation(&self) -> i8 {
         self.src.i8(self.at[2] as usize)
     }
 
-    /// See [`DescribeAclsRequest::permission_type`].
+    /// See [`DescribeAclsRequest::permission_type`](DescribeAclsRequest#structfield.permission_type).
     #[inline]
     pub fn permission_type(&self) -> i8 {
         self.src.i8(self.at[2] as usize + 1)
@@ -448,25 +448,25 @@ impl<'a> DescribeAclsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeAclsResponse::throttle_time_ms`].
+    /// See [`DescribeAclsResponse::throttle_time_ms`](DescribeAclsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeAclsResponse::error_code`].
+    /// See [`DescribeAclsResponse::error_code`](DescribeAclsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`DescribeAclsResponse::error_message`].
+    /// See [`DescribeAclsResponse::error_message`](DescribeAclsResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, self.ver.flexible)
     }
 
-    /// See [`DescribeAclsResponse::resources`].
+    /// See [`DescribeAclsResponse::resources`](DescribeAclsResponse#structfield.resources).
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, DescribeAclsResourceView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -524,25 +524,25 @@ impl<'a> DescribeAclsResourceView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeAclsResource::resource_type`].
+    /// See [`DescribeAclsResource::resource_type`](DescribeAclsResource#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         self.src.i8(0)
     }
 
-    /// See [`DescribeAclsResource::resource_name`].
+    /// See [`DescribeAclsResource::resource_name`](DescribeAclsResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(1, self.ver.flexible)
     }
 
-    /// See [`DescribeAclsResource::pattern_type`].
+    /// See [`DescribeAclsResource::pattern_type`](DescribeAclsResource#structfield.pattern_type).
     #[inline]
     pub fn pattern_type(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`DescribeAclsResource::acls`].
+    /// See [`DescribeAclsResource::acls`](DescribeAclsResource#structfield.acls).
     #[inline]
     pub fn acls(&self) -> ArrayView<'a, AclDescriptionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 1, self.ver)
@@ -628,25 +628,25 @@ impl<'a> AclDescriptionView<'a> {
         self.ver.version
     }
 
-    /// See [`AclDescription::principal`].
+    /// See [`AclDescription::principal`](AclDescription#structfield.principal).
     #[inline]
     pub fn principal(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AclDescription::host`].
+    /// See [`AclDescription::host`](AclDescription#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`AclDescription::operation`].
+    /// See [`AclDescription::operation`](AclDescription#structfield.operation).
     #[inline]
     pub fn operation(&self) -> i8 {
         self.src.i8(self.at[1] as usize)
     }
 
-    /// See [`AclDescription::permission_type`].
+    /// See [`AclDescription::permission_type`](AclDescription#structfield.permission_type).
     #[inline]
     pub fn permission_type(&self) -> i8 {
         self.src.i8(self.at[1] as usize + 1)

@@ -162,13 +162,13 @@ impl<'a> DescribeClientQuotasRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeClientQuotasRequest::components`].
+    /// See [`DescribeClientQuotasRequest::components`](DescribeClientQuotasRequest#structfield.components).
     #[inline]
     pub fn components(&self) -> ArrayView<'a, ComponentDataView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`DescribeClientQuotasRequest::strict`].
+    /// See [`DescribeClientQuotasRequest::strict`](DescribeClientQuotasRequest#structfield.strict).
     #[inline]
     pub fn strict(&self) -> bool {
         self.src.bool(self.at[0] as usize)
@@ -222,19 +222,19 @@ impl<'a> ComponentDataView<'a> {
         self.ver.version
     }
 
-    /// See [`ComponentData::entity_type`].
+    /// See [`ComponentData::entity_type`](ComponentData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`ComponentData::match_type`].
+    /// See [`ComponentData::match_type`](ComponentData#structfield.match_type).
     #[inline]
     pub fn match_type(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`ComponentData::match`].
+    /// See [`ComponentData::match`](ComponentData#structfield.match).
     #[inline]
     pub fn r#match(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 1, self.ver.flexible)
@@ -540,25 +540,25 @@ impl<'a> DescribeClientQuotasResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeClientQuotasResponse::throttle_time_ms`].
+    /// See [`DescribeClientQuotasResponse::throttle_time_ms`](DescribeClientQuotasResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeClientQuotasResponse::error_code`].
+    /// See [`DescribeClientQuotasResponse::error_code`](DescribeClientQuotasResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`DescribeClientQuotasResponse::error_message`].
+    /// See [`DescribeClientQuotasResponse::error_message`](DescribeClientQuotasResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, self.ver.flexible)
     }
 
-    /// See [`DescribeClientQuotasResponse::entries`].
+    /// See [`DescribeClientQuotasResponse::entries`](DescribeClientQuotasResponse#structfield.entries).
     #[inline]
     pub fn entries(&self) -> Option<ArrayView<'a, EntryDataView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[0] as usize, self.ver)
@@ -622,13 +622,13 @@ impl<'a> EntryDataView<'a> {
         self.ver.version
     }
 
-    /// See [`EntryData::entity`].
+    /// See [`EntryData::entity`](EntryData#structfield.entity).
     #[inline]
     pub fn entity(&self) -> ArrayView<'a, EntityDataView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`EntryData::values`].
+    /// See [`EntryData::values`](EntryData#structfield.values).
     #[inline]
     pub fn values(&self) -> ArrayView<'a, ValueDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -709,13 +709,13 @@ impl<'a> EntityDataView<'a> {
         self.ver.version
     }
 
-    /// See [`EntityData::entity_type`].
+    /// See [`EntityData::entity_type`](EntityData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`EntityData::entity_name`].
+    /// See [`EntityData::entity_name`](EntityData#structfield.entity_name).
     #[inline]
     pub fn entity_name(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
@@ -796,13 +796,13 @@ impl<'a> ValueDataView<'a> {
         self.ver.version
     }
 
-    /// See [`ValueData::key`].
+    /// See [`ValueData::key`](ValueData#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`ValueData::value`].
+    /// See [`ValueData::value`](ValueData#structfield.value).
     #[inline]
     pub fn value(&self) -> f64 {
         self.src.f64(self.at[0] as usize)

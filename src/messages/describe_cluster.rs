@@ -133,19 +133,19 @@ impl<'a> DescribeClusterRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeClusterRequest::include_cluster_authorized_operations`].
+    /// See [`DescribeClusterRequest::include_cluster_authorized_operations`](DescribeClusterRequest#structfield.include_cluster_authorized_operations).
     #[inline]
     pub fn include_cluster_authorized_operations(&self) -> bool {
         self.src.bool(0)
     }
 
-    /// See [`DescribeClusterRequest::endpoint_type`].
+    /// See [`DescribeClusterRequest::endpoint_type`](DescribeClusterRequest#structfield.endpoint_type).
     #[inline]
     pub fn endpoint_type(&self) -> i8 {
         if self.ver.version >= 1 { self.src.i8(1) } else { 1 }
     }
 
-    /// See [`DescribeClusterRequest::include_fenced_brokers`].
+    /// See [`DescribeClusterRequest::include_fenced_brokers`](DescribeClusterRequest#structfield.include_fenced_brokers).
     #[inline]
     pub fn include_fenced_brokers(&self) -> bool {
         if self.ver.version == 2 { self.src.bool(2) } else { false }
@@ -390,49 +390,49 @@ impl<'a> DescribeClusterResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeClusterResponse::throttle_time_ms`].
+    /// See [`DescribeClusterResponse::throttle_time_ms`](DescribeClusterResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeClusterResponse::error_code`].
+    /// See [`DescribeClusterResponse::error_code`](DescribeClusterResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`DescribeClusterResponse::error_message`].
+    /// See [`DescribeClusterResponse::error_message`](DescribeClusterResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`DescribeClusterResponse::endpoint_type`].
+    /// See [`DescribeClusterResponse::endpoint_type`](DescribeClusterResponse#structfield.endpoint_type).
     #[inline]
     pub fn endpoint_type(&self) -> i8 {
         if self.ver.version >= 1 { self.src.i8(self.at[0] as usize) } else { 1 }
     }
 
-    /// See [`DescribeClusterResponse::cluster_id`].
+    /// See [`DescribeClusterResponse::cluster_id`](DescribeClusterResponse#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize + (if self.ver.version >= 1 { 1 } else { 0 }), true)
     }
 
-    /// See [`DescribeClusterResponse::controller_id`].
+    /// See [`DescribeClusterResponse::controller_id`](DescribeClusterResponse#structfield.controller_id).
     #[inline]
     pub fn controller_id(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`DescribeClusterResponse::brokers`].
+    /// See [`DescribeClusterResponse::brokers`](DescribeClusterResponse#structfield.brokers).
     #[inline]
     pub fn brokers(&self) -> ArrayView<'a, DescribeClusterBrokerView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize + 4, self.ver)
     }
 
-    /// See [`DescribeClusterResponse::cluster_authorized_operations`].
+    /// See [`DescribeClusterResponse::cluster_authorized_operations`](DescribeClusterResponse#structfield.cluster_authorized_operations).
     #[inline]
     pub fn cluster_authorized_operations(&self) -> i32 {
         self.src.i32(self.at[2] as usize)
@@ -499,31 +499,31 @@ impl<'a> DescribeClusterBrokerView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeClusterBroker::broker_id`].
+    /// See [`DescribeClusterBroker::broker_id`](DescribeClusterBroker#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeClusterBroker::host`].
+    /// See [`DescribeClusterBroker::host`](DescribeClusterBroker#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`DescribeClusterBroker::port`].
+    /// See [`DescribeClusterBroker::port`](DescribeClusterBroker#structfield.port).
     #[inline]
     pub fn port(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`DescribeClusterBroker::rack`].
+    /// See [`DescribeClusterBroker::rack`](DescribeClusterBroker#structfield.rack).
     #[inline]
     pub fn rack(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 4, true)
     }
 
-    /// See [`DescribeClusterBroker::is_fenced`].
+    /// See [`DescribeClusterBroker::is_fenced`](DescribeClusterBroker#structfield.is_fenced).
     #[inline]
     pub fn is_fenced(&self) -> bool {
         if self.ver.version == 2 { self.src.bool(self.at[1] as usize) } else { false }

@@ -180,19 +180,19 @@ impl<'a> DescribeConfigsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeConfigsRequest::resources`].
+    /// See [`DescribeConfigsRequest::resources`](DescribeConfigsRequest#structfield.resources).
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, DescribeConfigsResourceView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`DescribeConfigsRequest::include_synonyms`].
+    /// See [`DescribeConfigsRequest::include_synonyms`](DescribeConfigsRequest#structfield.include_synonyms).
     #[inline]
     pub fn include_synonyms(&self) -> bool {
         self.src.bool(self.at[0] as usize)
     }
 
-    /// See [`DescribeConfigsRequest::include_documentation`].
+    /// See [`DescribeConfigsRequest::include_documentation`](DescribeConfigsRequest#structfield.include_documentation).
     #[inline]
     pub fn include_documentation(&self) -> bool {
         if self.ver.version >= 3 { self.src.bool(self.at[0] as usize + 1) } else { false }
@@ -250,19 +250,19 @@ impl<'a> DescribeConfigsResourceView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeConfigsResource::resource_type`].
+    /// See [`DescribeConfigsResource::resource_type`](DescribeConfigsResource#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         self.src.i8(0)
     }
 
-    /// See [`DescribeConfigsResource::resource_name`].
+    /// See [`DescribeConfigsResource::resource_name`](DescribeConfigsResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(1, self.ver.flexible)
     }
 
-    /// See [`DescribeConfigsResource::configuration_keys`].
+    /// See [`DescribeConfigsResource::configuration_keys`](DescribeConfigsResource#structfield.configuration_keys).
     #[inline]
     pub fn configuration_keys(&self) -> Option<ArrayView<'a, &'a str>> {
         ArrayView::nullable_at(self.src, self.at[0] as usize, self.ver)
@@ -634,13 +634,13 @@ impl<'a> DescribeConfigsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeConfigsResponse::throttle_time_ms`].
+    /// See [`DescribeConfigsResponse::throttle_time_ms`](DescribeConfigsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeConfigsResponse::results`].
+    /// See [`DescribeConfigsResponse::results`](DescribeConfigsResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DescribeConfigsResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -694,31 +694,31 @@ impl<'a> DescribeConfigsResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeConfigsResult::error_code`].
+    /// See [`DescribeConfigsResult::error_code`](DescribeConfigsResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DescribeConfigsResult::error_message`].
+    /// See [`DescribeConfigsResult::error_message`](DescribeConfigsResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, self.ver.flexible)
     }
 
-    /// See [`DescribeConfigsResult::resource_type`].
+    /// See [`DescribeConfigsResult::resource_type`](DescribeConfigsResult#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`DescribeConfigsResult::resource_name`].
+    /// See [`DescribeConfigsResult::resource_name`](DescribeConfigsResult#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 1, self.ver.flexible)
     }
 
-    /// See [`DescribeConfigsResult::configs`].
+    /// See [`DescribeConfigsResult::configs`](DescribeConfigsResult#structfield.configs).
     #[inline]
     pub fn configs(&self) -> ArrayView<'a, DescribeConfigsResourceResultView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
@@ -809,49 +809,49 @@ impl<'a> DescribeConfigsResourceResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeConfigsResourceResult::name`].
+    /// See [`DescribeConfigsResourceResult::name`](DescribeConfigsResourceResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DescribeConfigsResourceResult::value`].
+    /// See [`DescribeConfigsResourceResult::value`](DescribeConfigsResourceResult#structfield.value).
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribeConfigsResourceResult::read_only`].
+    /// See [`DescribeConfigsResourceResult::read_only`](DescribeConfigsResourceResult#structfield.read_only).
     #[inline]
     pub fn read_only(&self) -> bool {
         self.src.bool(self.at[1] as usize)
     }
 
-    /// See [`DescribeConfigsResourceResult::config_source`].
+    /// See [`DescribeConfigsResourceResult::config_source`](DescribeConfigsResourceResult#structfield.config_source).
     #[inline]
     pub fn config_source(&self) -> i8 {
         self.src.i8(self.at[1] as usize + 1)
     }
 
-    /// See [`DescribeConfigsResourceResult::is_sensitive`].
+    /// See [`DescribeConfigsResourceResult::is_sensitive`](DescribeConfigsResourceResult#structfield.is_sensitive).
     #[inline]
     pub fn is_sensitive(&self) -> bool {
         self.src.bool(self.at[1] as usize + 2)
     }
 
-    /// See [`DescribeConfigsResourceResult::synonyms`].
+    /// See [`DescribeConfigsResourceResult::synonyms`](DescribeConfigsResourceResult#structfield.synonyms).
     #[inline]
     pub fn synonyms(&self) -> ArrayView<'a, DescribeConfigsSynonymView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize + 3, self.ver)
     }
 
-    /// See [`DescribeConfigsResourceResult::config_type`].
+    /// See [`DescribeConfigsResourceResult::config_type`](DescribeConfigsResourceResult#structfield.config_type).
     #[inline]
     pub fn config_type(&self) -> i8 {
         if self.ver.version >= 3 { self.src.i8(self.at[2] as usize) } else { 0 }
     }
 
-    /// See [`DescribeConfigsResourceResult::documentation`].
+    /// See [`DescribeConfigsResourceResult::documentation`](DescribeConfigsResourceResult#structfield.documentation).
     #[inline]
     pub fn documentation(&self) -> Option<&'a str> {
         if self.ver.version >= 3 {
@@ -971,19 +971,19 @@ impl<'a> DescribeConfigsSynonymView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeConfigsSynonym::name`].
+    /// See [`DescribeConfigsSynonym::name`](DescribeConfigsSynonym#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DescribeConfigsSynonym::value`].
+    /// See [`DescribeConfigsSynonym::value`](DescribeConfigsSynonym#structfield.value).
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribeConfigsSynonym::source`].
+    /// See [`DescribeConfigsSynonym::source`](DescribeConfigsSynonym#structfield.source).
     #[inline]
     pub fn source(&self) -> i8 {
         self.src.i8(self.at[1] as usize)

@@ -162,7 +162,7 @@ impl<'a> DescribeDelegationTokenRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeDelegationTokenRequest::owners`].
+    /// See [`DescribeDelegationTokenRequest::owners`](DescribeDelegationTokenRequest#structfield.owners).
     #[inline]
     pub fn owners(&self) -> Option<ArrayView<'a, DescribeDelegationTokenOwnerView<'a>>> {
         ArrayView::nullable_at(self.src, 0, self.ver)
@@ -216,13 +216,13 @@ impl<'a> DescribeDelegationTokenOwnerView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeDelegationTokenOwner::principal_type`].
+    /// See [`DescribeDelegationTokenOwner::principal_type`](DescribeDelegationTokenOwner#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DescribeDelegationTokenOwner::principal_name`].
+    /// See [`DescribeDelegationTokenOwner::principal_name`](DescribeDelegationTokenOwner#structfield.principal_name).
     #[inline]
     pub fn principal_name(&self) -> &'a str {
         self.src.str(self.at[0] as usize, self.ver.flexible)
@@ -531,19 +531,19 @@ impl<'a> DescribeDelegationTokenResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeDelegationTokenResponse::error_code`].
+    /// See [`DescribeDelegationTokenResponse::error_code`](DescribeDelegationTokenResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DescribeDelegationTokenResponse::tokens`].
+    /// See [`DescribeDelegationTokenResponse::tokens`](DescribeDelegationTokenResponse#structfield.tokens).
     #[inline]
     pub fn tokens(&self) -> ArrayView<'a, DescribedDelegationTokenView<'a>> {
         ArrayView::at(self.src, 2, self.ver)
     }
 
-    /// See [`DescribeDelegationTokenResponse::throttle_time_ms`].
+    /// See [`DescribeDelegationTokenResponse::throttle_time_ms`](DescribeDelegationTokenResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
@@ -603,61 +603,61 @@ impl<'a> DescribedDelegationTokenView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribedDelegationToken::principal_type`].
+    /// See [`DescribedDelegationToken::principal_type`](DescribedDelegationToken#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DescribedDelegationToken::principal_name`].
+    /// See [`DescribedDelegationToken::principal_name`](DescribedDelegationToken#structfield.principal_name).
     #[inline]
     pub fn principal_name(&self) -> &'a str {
         self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribedDelegationToken::token_requester_principal_type`].
+    /// See [`DescribedDelegationToken::token_requester_principal_type`](DescribedDelegationToken#structfield.token_requester_principal_type).
     #[inline]
     pub fn token_requester_principal_type(&self) -> &'a str {
         if self.ver.version == 3 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
     }
 
-    /// See [`DescribedDelegationToken::token_requester_principal_name`].
+    /// See [`DescribedDelegationToken::token_requester_principal_name`](DescribedDelegationToken#structfield.token_requester_principal_name).
     #[inline]
     pub fn token_requester_principal_name(&self) -> &'a str {
         if self.ver.version == 3 { self.src.str(self.at[2] as usize, self.ver.flexible) } else { "" }
     }
 
-    /// See [`DescribedDelegationToken::issue_timestamp`].
+    /// See [`DescribedDelegationToken::issue_timestamp`](DescribedDelegationToken#structfield.issue_timestamp).
     #[inline]
     pub fn issue_timestamp(&self) -> i64 {
         self.src.i64(self.at[3] as usize)
     }
 
-    /// See [`DescribedDelegationToken::expiry_timestamp`].
+    /// See [`DescribedDelegationToken::expiry_timestamp`](DescribedDelegationToken#structfield.expiry_timestamp).
     #[inline]
     pub fn expiry_timestamp(&self) -> i64 {
         self.src.i64(self.at[3] as usize + 8)
     }
 
-    /// See [`DescribedDelegationToken::max_timestamp`].
+    /// See [`DescribedDelegationToken::max_timestamp`](DescribedDelegationToken#structfield.max_timestamp).
     #[inline]
     pub fn max_timestamp(&self) -> i64 {
         self.src.i64(self.at[3] as usize + 16)
     }
 
-    /// See [`DescribedDelegationToken::token_id`].
+    /// See [`DescribedDelegationToken::token_id`](DescribedDelegationToken#structfield.token_id).
     #[inline]
     pub fn token_id(&self) -> &'a str {
         self.src.str(self.at[3] as usize + 24, self.ver.flexible)
     }
 
-    /// See [`DescribedDelegationToken::hmac`].
+    /// See [`DescribedDelegationToken::hmac`](DescribedDelegationToken#structfield.hmac).
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[4] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribedDelegationToken::renewers`].
+    /// See [`DescribedDelegationToken::renewers`](DescribedDelegationToken#structfield.renewers).
     #[inline]
     pub fn renewers(&self) -> ArrayView<'a, DescribedDelegationTokenRenewerView<'a>> {
         ArrayView::at(self.src, self.at[5] as usize, self.ver)
@@ -787,13 +787,13 @@ impl<'a> DescribedDelegationTokenRenewerView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribedDelegationTokenRenewer::principal_type`].
+    /// See [`DescribedDelegationTokenRenewer::principal_type`](DescribedDelegationTokenRenewer#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DescribedDelegationTokenRenewer::principal_name`].
+    /// See [`DescribedDelegationTokenRenewer::principal_name`](DescribedDelegationTokenRenewer#structfield.principal_name).
     #[inline]
     pub fn principal_name(&self) -> &'a str {
         self.src.str(self.at[0] as usize, self.ver.flexible)

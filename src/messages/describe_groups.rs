@@ -116,13 +116,13 @@ impl<'a> DescribeGroupsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeGroupsRequest::groups`].
+    /// See [`DescribeGroupsRequest::groups`](DescribeGroupsRequest#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`DescribeGroupsRequest::include_authorized_operations`].
+    /// See [`DescribeGroupsRequest::include_authorized_operations`](DescribeGroupsRequest#structfield.include_authorized_operations).
     #[inline]
     pub fn include_authorized_operations(&self) -> bool {
         if self.ver.version >= 3 { self.src.bool(self.at[0] as usize) } else { false }
@@ -425,13 +425,13 @@ impl<'a> DescribeGroupsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeGroupsResponse::throttle_time_ms`].
+    /// See [`DescribeGroupsResponse::throttle_time_ms`](DescribeGroupsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`DescribeGroupsResponse::groups`].
+    /// See [`DescribeGroupsResponse::groups`](DescribeGroupsResponse#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribedGroupView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 1 { 4 } else { 0 }, self.ver)
@@ -487,49 +487,49 @@ impl<'a> DescribedGroupView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribedGroup::error_code`].
+    /// See [`DescribedGroup::error_code`](DescribedGroup#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DescribedGroup::error_message`].
+    /// See [`DescribedGroup::error_message`](DescribedGroup#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         if self.ver.version == 6 { self.src.nullable_str(2, self.ver.flexible) } else { None }
     }
 
-    /// See [`DescribedGroup::group_id`].
+    /// See [`DescribedGroup::group_id`](DescribedGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribedGroup::group_state`].
+    /// See [`DescribedGroup::group_state`](DescribedGroup#structfield.group_state).
     #[inline]
     pub fn group_state(&self) -> &'a str {
         self.src.str(self.at[1] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribedGroup::protocol_type`].
+    /// See [`DescribedGroup::protocol_type`](DescribedGroup#structfield.protocol_type).
     #[inline]
     pub fn protocol_type(&self) -> &'a str {
         self.src.str(self.at[2] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribedGroup::protocol_data`].
+    /// See [`DescribedGroup::protocol_data`](DescribedGroup#structfield.protocol_data).
     #[inline]
     pub fn protocol_data(&self) -> &'a str {
         self.src.str(self.at[3] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribedGroup::members`].
+    /// See [`DescribedGroup::members`](DescribedGroup#structfield.members).
     #[inline]
     pub fn members(&self) -> ArrayView<'a, DescribedGroupMemberView<'a>> {
         ArrayView::at(self.src, self.at[4] as usize, self.ver)
     }
 
-    /// See [`DescribedGroup::authorized_operations`].
+    /// See [`DescribedGroup::authorized_operations`](DescribedGroup#structfield.authorized_operations).
     #[inline]
     pub fn authorized_operations(&self) -> i32 {
         if self.ver.version >= 3 { self.src.i32(self.at[5] as usize) } else { i32::MIN }
@@ -641,13 +641,13 @@ impl<'a> DescribedGroupMemberView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribedGroupMember::member_id`].
+    /// See [`DescribedGroupMember::member_id`](DescribedGroupMember#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DescribedGroupMember::group_instance_id`].
+    /// See [`DescribedGroupMember::group_instance_id`](DescribedGroupMember#structfield.group_instance_id).
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
         if self.ver.version >= 4 {
@@ -657,25 +657,25 @@ impl<'a> DescribedGroupMemberView<'a> {
         }
     }
 
-    /// See [`DescribedGroupMember::client_id`].
+    /// See [`DescribedGroupMember::client_id`](DescribedGroupMember#structfield.client_id).
     #[inline]
     pub fn client_id(&self) -> &'a str {
         self.src.str(self.at[1] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribedGroupMember::client_host`].
+    /// See [`DescribedGroupMember::client_host`](DescribedGroupMember#structfield.client_host).
     #[inline]
     pub fn client_host(&self) -> &'a str {
         self.src.str(self.at[2] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribedGroupMember::member_metadata`].
+    /// See [`DescribedGroupMember::member_metadata`](DescribedGroupMember#structfield.member_metadata).
     #[inline]
     pub fn member_metadata(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[3] as usize, self.ver.flexible)
     }
 
-    /// See [`DescribedGroupMember::member_assignment`].
+    /// See [`DescribedGroupMember::member_assignment`](DescribedGroupMember#structfield.member_assignment).
     #[inline]
     pub fn member_assignment(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[4] as usize, self.ver.flexible)

@@ -150,7 +150,7 @@ impl<'a> DescribeLogDirsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeLogDirsRequest::topics`].
+    /// See [`DescribeLogDirsRequest::topics`](DescribeLogDirsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, DescribableLogDirTopicView<'a>>> {
         ArrayView::nullable_at(self.src, 0, self.ver)
@@ -204,13 +204,13 @@ impl<'a> DescribableLogDirTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribableLogDirTopic::topic`].
+    /// See [`DescribableLogDirTopic::topic`](DescribableLogDirTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DescribableLogDirTopic::partitions`].
+    /// See [`DescribableLogDirTopic::partitions`](DescribableLogDirTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -544,19 +544,19 @@ impl<'a> DescribeLogDirsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeLogDirsResponse::throttle_time_ms`].
+    /// See [`DescribeLogDirsResponse::throttle_time_ms`](DescribeLogDirsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeLogDirsResponse::error_code`].
+    /// See [`DescribeLogDirsResponse::error_code`](DescribeLogDirsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         if self.ver.version >= 3 { self.src.i16(4) } else { 0 }
     }
 
-    /// See [`DescribeLogDirsResponse::results`].
+    /// See [`DescribeLogDirsResponse::results`](DescribeLogDirsResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DescribeLogDirsResultView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 3 { 6 } else { 4 }, self.ver)
@@ -614,37 +614,37 @@ impl<'a> DescribeLogDirsResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeLogDirsResult::error_code`].
+    /// See [`DescribeLogDirsResult::error_code`](DescribeLogDirsResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DescribeLogDirsResult::log_dir`].
+    /// See [`DescribeLogDirsResult::log_dir`](DescribeLogDirsResult#structfield.log_dir).
     #[inline]
     pub fn log_dir(&self) -> &'a str {
         self.src.str(2, self.ver.flexible)
     }
 
-    /// See [`DescribeLogDirsResult::topics`].
+    /// See [`DescribeLogDirsResult::topics`](DescribeLogDirsResult#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeLogDirsTopicView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`DescribeLogDirsResult::total_bytes`].
+    /// See [`DescribeLogDirsResult::total_bytes`](DescribeLogDirsResult#structfield.total_bytes).
     #[inline]
     pub fn total_bytes(&self) -> i64 {
         if self.ver.version >= 4 { self.src.i64(self.at[1] as usize) } else { -1 }
     }
 
-    /// See [`DescribeLogDirsResult::usable_bytes`].
+    /// See [`DescribeLogDirsResult::usable_bytes`](DescribeLogDirsResult#structfield.usable_bytes).
     #[inline]
     pub fn usable_bytes(&self) -> i64 {
         if self.ver.version >= 4 { self.src.i64(self.at[1] as usize + 8) } else { -1 }
     }
 
-    /// See [`DescribeLogDirsResult::is_cordoned`].
+    /// See [`DescribeLogDirsResult::is_cordoned`](DescribeLogDirsResult#structfield.is_cordoned).
     #[inline]
     pub fn is_cordoned(&self) -> bool {
         if self.ver.version == 5 { self.src.bool(self.at[1] as usize + 16) } else { false }
@@ -757,13 +757,13 @@ impl<'a> DescribeLogDirsTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeLogDirsTopic::name`].
+    /// See [`DescribeLogDirsTopic::name`](DescribeLogDirsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`DescribeLogDirsTopic::partitions`].
+    /// See [`DescribeLogDirsTopic::partitions`](DescribeLogDirsTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeLogDirsPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -842,25 +842,25 @@ impl<'a> DescribeLogDirsPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeLogDirsPartition::partition_index`].
+    /// See [`DescribeLogDirsPartition::partition_index`](DescribeLogDirsPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeLogDirsPartition::partition_size`].
+    /// See [`DescribeLogDirsPartition::partition_size`](DescribeLogDirsPartition#structfield.partition_size).
     #[inline]
     pub fn partition_size(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`DescribeLogDirsPartition::offset_lag`].
+    /// See [`DescribeLogDirsPartition::offset_lag`](DescribeLogDirsPartition#structfield.offset_lag).
     #[inline]
     pub fn offset_lag(&self) -> i64 {
         self.src.i64(12)
     }
 
-    /// See [`DescribeLogDirsPartition::is_future_key`].
+    /// See [`DescribeLogDirsPartition::is_future_key`](DescribeLogDirsPartition#structfield.is_future_key).
     #[inline]
     pub fn is_future_key(&self) -> bool {
         self.src.bool(20)

@@ -128,7 +128,7 @@ impl<'a> DescribeProducersRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeProducersRequest::topics`].
+    /// See [`DescribeProducersRequest::topics`](DescribeProducersRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicRequestView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -176,13 +176,13 @@ impl<'a> TopicRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicRequest::name`].
+    /// See [`TopicRequest::name`](TopicRequest#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopicRequest::partition_indexes`].
+    /// See [`TopicRequest::partition_indexes`](TopicRequest#structfield.partition_indexes).
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -462,13 +462,13 @@ impl<'a> DescribeProducersResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeProducersResponse::throttle_time_ms`].
+    /// See [`DescribeProducersResponse::throttle_time_ms`](DescribeProducersResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeProducersResponse::topics`].
+    /// See [`DescribeProducersResponse::topics`](DescribeProducersResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicResponseView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -520,13 +520,13 @@ impl<'a> TopicResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicResponse::name`].
+    /// See [`TopicResponse::name`](TopicResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopicResponse::partitions`].
+    /// See [`TopicResponse::partitions`](TopicResponse#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResponseView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -603,25 +603,25 @@ impl<'a> PartitionResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionResponse::partition_index`].
+    /// See [`PartitionResponse::partition_index`](PartitionResponse#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionResponse::error_code`].
+    /// See [`PartitionResponse::error_code`](PartitionResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionResponse::error_message`].
+    /// See [`PartitionResponse::error_message`](PartitionResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`PartitionResponse::active_producers`].
+    /// See [`PartitionResponse::active_producers`](PartitionResponse#structfield.active_producers).
     #[inline]
     pub fn active_producers(&self) -> ArrayView<'a, ProducerStateView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -699,37 +699,37 @@ impl<'a> ProducerStateView<'a> {
         self.ver.version
     }
 
-    /// See [`ProducerState::producer_id`].
+    /// See [`ProducerState::producer_id`](ProducerState#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`ProducerState::producer_epoch`].
+    /// See [`ProducerState::producer_epoch`](ProducerState#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i32 {
         self.src.i32(8)
     }
 
-    /// See [`ProducerState::last_sequence`].
+    /// See [`ProducerState::last_sequence`](ProducerState#structfield.last_sequence).
     #[inline]
     pub fn last_sequence(&self) -> i32 {
         self.src.i32(12)
     }
 
-    /// See [`ProducerState::last_timestamp`].
+    /// See [`ProducerState::last_timestamp`](ProducerState#structfield.last_timestamp).
     #[inline]
     pub fn last_timestamp(&self) -> i64 {
         self.src.i64(16)
     }
 
-    /// See [`ProducerState::coordinator_epoch`].
+    /// See [`ProducerState::coordinator_epoch`](ProducerState#structfield.coordinator_epoch).
     #[inline]
     pub fn coordinator_epoch(&self) -> i32 {
         self.src.i32(24)
     }
 
-    /// See [`ProducerState::current_txn_start_offset`].
+    /// See [`ProducerState::current_txn_start_offset`](ProducerState#structfield.current_txn_start_offset).
     #[inline]
     pub fn current_txn_start_offset(&self) -> i64 {
         self.src.i64(28)

@@ -160,7 +160,7 @@ impl<'a> DescribeQuorumRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeQuorumRequest::topics`].
+    /// See [`DescribeQuorumRequest::topics`](DescribeQuorumRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeQuorumRequestTopicDataView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -208,13 +208,13 @@ impl<'a> DescribeQuorumRequestTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeQuorumRequestTopicData::topic_name`].
+    /// See [`DescribeQuorumRequestTopicData::topic_name`](DescribeQuorumRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DescribeQuorumRequestTopicData::partitions`].
+    /// See [`DescribeQuorumRequestTopicData::partitions`](DescribeQuorumRequestTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeQuorumRequestPartitionDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -293,7 +293,7 @@ impl<'a> DescribeQuorumRequestPartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeQuorumRequestPartitionData::partition_index`].
+    /// See [`DescribeQuorumRequestPartitionData::partition_index`](DescribeQuorumRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
@@ -724,25 +724,25 @@ impl<'a> DescribeQuorumResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeQuorumResponse::error_code`].
+    /// See [`DescribeQuorumResponse::error_code`](DescribeQuorumResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DescribeQuorumResponse::error_message`].
+    /// See [`DescribeQuorumResponse::error_message`](DescribeQuorumResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         if self.ver.version == 2 { self.src.nullable_str(2, true) } else { Some("") }
     }
 
-    /// See [`DescribeQuorumResponse::topics`].
+    /// See [`DescribeQuorumResponse::topics`](DescribeQuorumResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeQuorumResponseTopicDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`DescribeQuorumResponse::nodes`].
+    /// See [`DescribeQuorumResponse::nodes`](DescribeQuorumResponse#structfield.nodes).
     #[inline]
     pub fn nodes(&self) -> ArrayView<'a, NodeView<'a>> {
         if self.ver.version == 2 {
@@ -812,13 +812,13 @@ impl<'a> DescribeQuorumResponseTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeQuorumResponseTopicData::topic_name`].
+    /// See [`DescribeQuorumResponseTopicData::topic_name`](DescribeQuorumResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DescribeQuorumResponseTopicData::partitions`].
+    /// See [`DescribeQuorumResponseTopicData::partitions`](DescribeQuorumResponseTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeQuorumResponsePartitionDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -899,49 +899,49 @@ impl<'a> DescribeQuorumResponsePartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeQuorumResponsePartitionData::partition_index`].
+    /// See [`DescribeQuorumResponsePartitionData::partition_index`](DescribeQuorumResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeQuorumResponsePartitionData::error_code`].
+    /// See [`DescribeQuorumResponsePartitionData::error_code`](DescribeQuorumResponsePartitionData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`DescribeQuorumResponsePartitionData::error_message`].
+    /// See [`DescribeQuorumResponsePartitionData::error_message`](DescribeQuorumResponsePartitionData#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         if self.ver.version == 2 { self.src.nullable_str(6, true) } else { Some("") }
     }
 
-    /// See [`DescribeQuorumResponsePartitionData::leader_id`].
+    /// See [`DescribeQuorumResponsePartitionData::leader_id`](DescribeQuorumResponsePartitionData#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`DescribeQuorumResponsePartitionData::leader_epoch`].
+    /// See [`DescribeQuorumResponsePartitionData::leader_epoch`](DescribeQuorumResponsePartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(self.at[0] as usize + 4)
     }
 
-    /// See [`DescribeQuorumResponsePartitionData::high_watermark`].
+    /// See [`DescribeQuorumResponsePartitionData::high_watermark`](DescribeQuorumResponsePartitionData#structfield.high_watermark).
     #[inline]
     pub fn high_watermark(&self) -> i64 {
         self.src.i64(self.at[0] as usize + 8)
     }
 
-    /// See [`DescribeQuorumResponsePartitionData::current_voters`].
+    /// See [`DescribeQuorumResponsePartitionData::current_voters`](DescribeQuorumResponsePartitionData#structfield.current_voters).
     #[inline]
     pub fn current_voters(&self) -> ArrayView<'a, ReplicaStateView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 16, self.ver)
     }
 
-    /// See [`DescribeQuorumResponsePartitionData::observers`].
+    /// See [`DescribeQuorumResponsePartitionData::observers`](DescribeQuorumResponsePartitionData#structfield.observers).
     #[inline]
     pub fn observers(&self) -> ArrayView<'a, ReplicaStateView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
@@ -1050,31 +1050,31 @@ impl<'a> ReplicaStateView<'a> {
         self.ver.version
     }
 
-    /// See [`ReplicaState::replica_id`].
+    /// See [`ReplicaState::replica_id`](ReplicaState#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ReplicaState::replica_directory_id`].
+    /// See [`ReplicaState::replica_directory_id`](ReplicaState#structfield.replica_directory_id).
     #[inline]
     pub fn replica_directory_id(&self) -> Uuid {
         if self.ver.version == 2 { self.src.uuid(4) } else { Uuid::ZERO }
     }
 
-    /// See [`ReplicaState::log_end_offset`].
+    /// See [`ReplicaState::log_end_offset`](ReplicaState#structfield.log_end_offset).
     #[inline]
     pub fn log_end_offset(&self) -> i64 {
         self.src.i64(if self.ver.version >= 2 { 20 } else { 4 })
     }
 
-    /// See [`ReplicaState::last_fetch_timestamp`].
+    /// See [`ReplicaState::last_fetch_timestamp`](ReplicaState#structfield.last_fetch_timestamp).
     #[inline]
     pub fn last_fetch_timestamp(&self) -> i64 {
         if self.ver.version >= 1 { self.src.i64(if self.ver.version >= 2 { 28 } else { 12 }) } else { -1 }
     }
 
-    /// See [`ReplicaState::last_caught_up_timestamp`].
+    /// See [`ReplicaState::last_caught_up_timestamp`](ReplicaState#structfield.last_caught_up_timestamp).
     #[inline]
     pub fn last_caught_up_timestamp(&self) -> i64 {
         if self.ver.version >= 1 { self.src.i64(if self.ver.version >= 2 { 36 } else { 20 }) } else { -1 }
@@ -1176,13 +1176,13 @@ impl<'a> NodeView<'a> {
         self.ver.version
     }
 
-    /// See [`Node::node_id`].
+    /// See [`Node::node_id`](Node#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`Node::listeners`].
+    /// See [`Node::listeners`](Node#structfield.listeners).
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -1256,19 +1256,19 @@ impl<'a> ListenerView<'a> {
         self.ver.version
     }
 
-    /// See [`Listener::name`].
+    /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Listener::host`].
+    /// See [`Listener::host`](Listener#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`Listener::port`].
+    /// See [`Listener::port`](Listener#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[1] as usize)

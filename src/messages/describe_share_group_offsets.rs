@@ -184,7 +184,7 @@ impl<'a> DescribeShareGroupOffsetsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeShareGroupOffsetsRequest::groups`].
+    /// See [`DescribeShareGroupOffsetsRequest::groups`](DescribeShareGroupOffsetsRequest#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribeShareGroupOffsetsRequestGroupView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -236,13 +236,13 @@ impl<'a> DescribeShareGroupOffsetsRequestGroupView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeShareGroupOffsetsRequestGroup::group_id`].
+    /// See [`DescribeShareGroupOffsetsRequestGroup::group_id`](DescribeShareGroupOffsetsRequestGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DescribeShareGroupOffsetsRequestGroup::topics`].
+    /// See [`DescribeShareGroupOffsetsRequestGroup::topics`](DescribeShareGroupOffsetsRequestGroup#structfield.topics).
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, DescribeShareGroupOffsetsRequestTopicView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[0] as usize, self.ver)
@@ -323,13 +323,13 @@ impl<'a> DescribeShareGroupOffsetsRequestTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeShareGroupOffsetsRequestTopic::topic_name`].
+    /// See [`DescribeShareGroupOffsetsRequestTopic::topic_name`](DescribeShareGroupOffsetsRequestTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DescribeShareGroupOffsetsRequestTopic::partitions`].
+    /// See [`DescribeShareGroupOffsetsRequestTopic::partitions`](DescribeShareGroupOffsetsRequestTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -638,13 +638,13 @@ impl<'a> DescribeShareGroupOffsetsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeShareGroupOffsetsResponse::throttle_time_ms`].
+    /// See [`DescribeShareGroupOffsetsResponse::throttle_time_ms`](DescribeShareGroupOffsetsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeShareGroupOffsetsResponse::groups`].
+    /// See [`DescribeShareGroupOffsetsResponse::groups`](DescribeShareGroupOffsetsResponse#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribeShareGroupOffsetsResponseGroupView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -700,25 +700,25 @@ impl<'a> DescribeShareGroupOffsetsResponseGroupView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeShareGroupOffsetsResponseGroup::group_id`].
+    /// See [`DescribeShareGroupOffsetsResponseGroup::group_id`](DescribeShareGroupOffsetsResponseGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DescribeShareGroupOffsetsResponseGroup::topics`].
+    /// See [`DescribeShareGroupOffsetsResponseGroup::topics`](DescribeShareGroupOffsetsResponseGroup#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeShareGroupOffsetsResponseTopicView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`DescribeShareGroupOffsetsResponseGroup::error_code`].
+    /// See [`DescribeShareGroupOffsetsResponseGroup::error_code`](DescribeShareGroupOffsetsResponseGroup#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[1] as usize)
     }
 
-    /// See [`DescribeShareGroupOffsetsResponseGroup::error_message`].
+    /// See [`DescribeShareGroupOffsetsResponseGroup::error_message`](DescribeShareGroupOffsetsResponseGroup#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize + 2, true)
@@ -807,19 +807,19 @@ impl<'a> DescribeShareGroupOffsetsResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeShareGroupOffsetsResponseTopic::topic_name`].
+    /// See [`DescribeShareGroupOffsetsResponseTopic::topic_name`](DescribeShareGroupOffsetsResponseTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DescribeShareGroupOffsetsResponseTopic::topic_id`].
+    /// See [`DescribeShareGroupOffsetsResponseTopic::topic_id`](DescribeShareGroupOffsetsResponseTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(self.at[0] as usize)
     }
 
-    /// See [`DescribeShareGroupOffsetsResponseTopic::partitions`].
+    /// See [`DescribeShareGroupOffsetsResponseTopic::partitions`](DescribeShareGroupOffsetsResponseTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeShareGroupOffsetsResponsePartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 16, self.ver)
@@ -903,37 +903,37 @@ impl<'a> DescribeShareGroupOffsetsResponsePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeShareGroupOffsetsResponsePartition::partition_index`].
+    /// See [`DescribeShareGroupOffsetsResponsePartition::partition_index`](DescribeShareGroupOffsetsResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeShareGroupOffsetsResponsePartition::start_offset`].
+    /// See [`DescribeShareGroupOffsetsResponsePartition::start_offset`](DescribeShareGroupOffsetsResponsePartition#structfield.start_offset).
     #[inline]
     pub fn start_offset(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`DescribeShareGroupOffsetsResponsePartition::leader_epoch`].
+    /// See [`DescribeShareGroupOffsetsResponsePartition::leader_epoch`](DescribeShareGroupOffsetsResponsePartition#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(12)
     }
 
-    /// See [`DescribeShareGroupOffsetsResponsePartition::lag`].
+    /// See [`DescribeShareGroupOffsetsResponsePartition::lag`](DescribeShareGroupOffsetsResponsePartition#structfield.lag).
     #[inline]
     pub fn lag(&self) -> i64 {
         if self.ver.version == 1 { self.src.i64(16) } else { -1 }
     }
 
-    /// See [`DescribeShareGroupOffsetsResponsePartition::error_code`].
+    /// See [`DescribeShareGroupOffsetsResponsePartition::error_code`](DescribeShareGroupOffsetsResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(if self.ver.version >= 1 { 24 } else { 16 })
     }
 
-    /// See [`DescribeShareGroupOffsetsResponsePartition::error_message`].
+    /// See [`DescribeShareGroupOffsetsResponsePartition::error_message`](DescribeShareGroupOffsetsResponsePartition#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(if self.ver.version >= 1 { 26 } else { 18 }, true)

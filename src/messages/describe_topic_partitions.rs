@@ -190,19 +190,19 @@ impl<'a> DescribeTopicPartitionsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeTopicPartitionsRequest::topics`].
+    /// See [`DescribeTopicPartitionsRequest::topics`](DescribeTopicPartitionsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicRequestView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`DescribeTopicPartitionsRequest::response_partition_limit`].
+    /// See [`DescribeTopicPartitionsRequest::response_partition_limit`](DescribeTopicPartitionsRequest#structfield.response_partition_limit).
     #[inline]
     pub fn response_partition_limit(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`DescribeTopicPartitionsRequest::cursor`].
+    /// See [`DescribeTopicPartitionsRequest::cursor`](DescribeTopicPartitionsRequest#structfield.cursor).
     #[inline]
     pub fn cursor(&self) -> Option<DescribeTopicPartitionsRequestCursorView<'a>> {
         if self.src.i8(self.at[0] as usize + 4) < 0 {
@@ -266,7 +266,7 @@ impl<'a> TopicRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicRequest::name`].
+    /// See [`TopicRequest::name`](TopicRequest#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
@@ -336,13 +336,13 @@ impl<'a> DescribeTopicPartitionsRequestCursorView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeTopicPartitionsRequestCursor::topic_name`].
+    /// See [`DescribeTopicPartitionsRequestCursor::topic_name`](DescribeTopicPartitionsRequestCursor#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DescribeTopicPartitionsRequestCursor::partition_index`].
+    /// See [`DescribeTopicPartitionsRequestCursor::partition_index`](DescribeTopicPartitionsRequestCursor#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
@@ -701,19 +701,19 @@ impl<'a> DescribeTopicPartitionsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeTopicPartitionsResponse::throttle_time_ms`].
+    /// See [`DescribeTopicPartitionsResponse::throttle_time_ms`](DescribeTopicPartitionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeTopicPartitionsResponse::topics`].
+    /// See [`DescribeTopicPartitionsResponse::topics`](DescribeTopicPartitionsResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeTopicPartitionsResponseTopicView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
     }
 
-    /// See [`DescribeTopicPartitionsResponse::next_cursor`].
+    /// See [`DescribeTopicPartitionsResponse::next_cursor`](DescribeTopicPartitionsResponse#structfield.next_cursor).
     #[inline]
     pub fn next_cursor(&self) -> Option<DescribeTopicPartitionsResponseCursorView<'a>> {
         if self.src.i8(self.at[0] as usize) < 0 {
@@ -778,37 +778,37 @@ impl<'a> DescribeTopicPartitionsResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeTopicPartitionsResponseTopic::error_code`].
+    /// See [`DescribeTopicPartitionsResponseTopic::error_code`](DescribeTopicPartitionsResponseTopic#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DescribeTopicPartitionsResponseTopic::name`].
+    /// See [`DescribeTopicPartitionsResponseTopic::name`](DescribeTopicPartitionsResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
         self.src.nullable_str(2, true)
     }
 
-    /// See [`DescribeTopicPartitionsResponseTopic::topic_id`].
+    /// See [`DescribeTopicPartitionsResponseTopic::topic_id`](DescribeTopicPartitionsResponseTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(self.at[0] as usize)
     }
 
-    /// See [`DescribeTopicPartitionsResponseTopic::is_internal`].
+    /// See [`DescribeTopicPartitionsResponseTopic::is_internal`](DescribeTopicPartitionsResponseTopic#structfield.is_internal).
     #[inline]
     pub fn is_internal(&self) -> bool {
         self.src.bool(self.at[0] as usize + 16)
     }
 
-    /// See [`DescribeTopicPartitionsResponseTopic::partitions`].
+    /// See [`DescribeTopicPartitionsResponseTopic::partitions`](DescribeTopicPartitionsResponseTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, DescribeTopicPartitionsResponsePartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 17, self.ver)
     }
 
-    /// See [`DescribeTopicPartitionsResponseTopic::topic_authorized_operations`].
+    /// See [`DescribeTopicPartitionsResponseTopic::topic_authorized_operations`](DescribeTopicPartitionsResponseTopic#structfield.topic_authorized_operations).
     #[inline]
     pub fn topic_authorized_operations(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
@@ -904,55 +904,55 @@ impl<'a> DescribeTopicPartitionsResponsePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeTopicPartitionsResponsePartition::error_code`].
+    /// See [`DescribeTopicPartitionsResponsePartition::error_code`](DescribeTopicPartitionsResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DescribeTopicPartitionsResponsePartition::partition_index`].
+    /// See [`DescribeTopicPartitionsResponsePartition::partition_index`](DescribeTopicPartitionsResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(2)
     }
 
-    /// See [`DescribeTopicPartitionsResponsePartition::leader_id`].
+    /// See [`DescribeTopicPartitionsResponsePartition::leader_id`](DescribeTopicPartitionsResponsePartition#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(6)
     }
 
-    /// See [`DescribeTopicPartitionsResponsePartition::leader_epoch`].
+    /// See [`DescribeTopicPartitionsResponsePartition::leader_epoch`](DescribeTopicPartitionsResponsePartition#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(10)
     }
 
-    /// See [`DescribeTopicPartitionsResponsePartition::replica_nodes`].
+    /// See [`DescribeTopicPartitionsResponsePartition::replica_nodes`](DescribeTopicPartitionsResponsePartition#structfield.replica_nodes).
     #[inline]
     pub fn replica_nodes(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, 14, self.ver)
     }
 
-    /// See [`DescribeTopicPartitionsResponsePartition::isr_nodes`].
+    /// See [`DescribeTopicPartitionsResponsePartition::isr_nodes`](DescribeTopicPartitionsResponsePartition#structfield.isr_nodes).
     #[inline]
     pub fn isr_nodes(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`DescribeTopicPartitionsResponsePartition::eligible_leader_replicas`].
+    /// See [`DescribeTopicPartitionsResponsePartition::eligible_leader_replicas`](DescribeTopicPartitionsResponsePartition#structfield.eligible_leader_replicas).
     #[inline]
     pub fn eligible_leader_replicas(&self) -> Option<ArrayView<'a, i32>> {
         ArrayView::nullable_at(self.src, self.at[1] as usize, self.ver)
     }
 
-    /// See [`DescribeTopicPartitionsResponsePartition::last_known_elr`].
+    /// See [`DescribeTopicPartitionsResponsePartition::last_known_elr`](DescribeTopicPartitionsResponsePartition#structfield.last_known_elr).
     #[inline]
     pub fn last_known_elr(&self) -> Option<ArrayView<'a, i32>> {
         ArrayView::nullable_at(self.src, self.at[2] as usize, self.ver)
     }
 
-    /// See [`DescribeTopicPartitionsResponsePartition::offline_replicas`].
+    /// See [`DescribeTopicPartitionsResponsePartition::offline_replicas`](DescribeTopicPartitionsResponsePartition#structfield.offline_replicas).
     #[inline]
     pub fn offline_replicas(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
@@ -1061,13 +1061,13 @@ impl<'a> DescribeTopicPartitionsResponseCursorView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeTopicPartitionsResponseCursor::topic_name`].
+    /// See [`DescribeTopicPartitionsResponseCursor::topic_name`](DescribeTopicPartitionsResponseCursor#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DescribeTopicPartitionsResponseCursor::partition_index`].
+    /// See [`DescribeTopicPartitionsResponseCursor::partition_index`](DescribeTopicPartitionsResponseCursor#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(self.at[0] as usize)

@@ -100,7 +100,7 @@ impl<'a> DescribeTransactionsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeTransactionsRequest::transactional_ids`].
+    /// See [`DescribeTransactionsRequest::transactional_ids`](DescribeTransactionsRequest#structfield.transactional_ids).
     #[inline]
     pub fn transactional_ids(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, 0, self.ver)
@@ -311,13 +311,13 @@ impl<'a> DescribeTransactionsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeTransactionsResponse::throttle_time_ms`].
+    /// See [`DescribeTransactionsResponse::throttle_time_ms`](DescribeTransactionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeTransactionsResponse::transaction_states`].
+    /// See [`DescribeTransactionsResponse::transaction_states`](DescribeTransactionsResponse#structfield.transaction_states).
     #[inline]
     pub fn transaction_states(&self) -> ArrayView<'a, TransactionStateView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -373,49 +373,49 @@ impl<'a> TransactionStateView<'a> {
         self.ver.version
     }
 
-    /// See [`TransactionState::error_code`].
+    /// See [`TransactionState::error_code`](TransactionState#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`TransactionState::transactional_id`].
+    /// See [`TransactionState::transactional_id`](TransactionState#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
         self.src.str(2, true)
     }
 
-    /// See [`TransactionState::transaction_state`].
+    /// See [`TransactionState::transaction_state`](TransactionState#structfield.transaction_state).
     #[inline]
     pub fn transaction_state(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`TransactionState::transaction_timeout_ms`].
+    /// See [`TransactionState::transaction_timeout_ms`](TransactionState#structfield.transaction_timeout_ms).
     #[inline]
     pub fn transaction_timeout_ms(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`TransactionState::transaction_start_time_ms`].
+    /// See [`TransactionState::transaction_start_time_ms`](TransactionState#structfield.transaction_start_time_ms).
     #[inline]
     pub fn transaction_start_time_ms(&self) -> i64 {
         self.src.i64(self.at[1] as usize + 4)
     }
 
-    /// See [`TransactionState::producer_id`].
+    /// See [`TransactionState::producer_id`](TransactionState#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(self.at[1] as usize + 12)
     }
 
-    /// See [`TransactionState::producer_epoch`].
+    /// See [`TransactionState::producer_epoch`](TransactionState#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
         self.src.i16(self.at[1] as usize + 20)
     }
 
-    /// See [`TransactionState::topics`].
+    /// See [`TransactionState::topics`](TransactionState#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicDataView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize + 22, self.ver)
@@ -513,13 +513,13 @@ impl<'a> TopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicData::topic`].
+    /// See [`TopicData::topic`](TopicData#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopicData::partitions`].
+    /// See [`TopicData::partitions`](TopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)

@@ -139,7 +139,7 @@ impl<'a> DescribeUserScramCredentialsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeUserScramCredentialsRequest::users`].
+    /// See [`DescribeUserScramCredentialsRequest::users`](DescribeUserScramCredentialsRequest#structfield.users).
     #[inline]
     pub fn users(&self) -> Option<ArrayView<'a, UserNameView<'a>>> {
         ArrayView::nullable_at(self.src, 0, self.ver)
@@ -187,7 +187,7 @@ impl<'a> UserNameView<'a> {
         self.ver.version
     }
 
-    /// See [`UserName::name`].
+    /// See [`UserName::name`](UserName#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
@@ -445,25 +445,25 @@ impl<'a> DescribeUserScramCredentialsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeUserScramCredentialsResponse::throttle_time_ms`].
+    /// See [`DescribeUserScramCredentialsResponse::throttle_time_ms`](DescribeUserScramCredentialsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`DescribeUserScramCredentialsResponse::error_code`].
+    /// See [`DescribeUserScramCredentialsResponse::error_code`](DescribeUserScramCredentialsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`DescribeUserScramCredentialsResponse::error_message`].
+    /// See [`DescribeUserScramCredentialsResponse::error_message`](DescribeUserScramCredentialsResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`DescribeUserScramCredentialsResponse::results`].
+    /// See [`DescribeUserScramCredentialsResponse::results`](DescribeUserScramCredentialsResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DescribeUserScramCredentialsResultView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -529,25 +529,25 @@ impl<'a> DescribeUserScramCredentialsResultView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribeUserScramCredentialsResult::user`].
+    /// See [`DescribeUserScramCredentialsResult::user`](DescribeUserScramCredentialsResult#structfield.user).
     #[inline]
     pub fn user(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`DescribeUserScramCredentialsResult::error_code`].
+    /// See [`DescribeUserScramCredentialsResult::error_code`](DescribeUserScramCredentialsResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`DescribeUserScramCredentialsResult::error_message`].
+    /// See [`DescribeUserScramCredentialsResult::error_message`](DescribeUserScramCredentialsResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 2, true)
     }
 
-    /// See [`DescribeUserScramCredentialsResult::credential_infos`].
+    /// See [`DescribeUserScramCredentialsResult::credential_infos`](DescribeUserScramCredentialsResult#structfield.credential_infos).
     #[inline]
     pub fn credential_infos(&self) -> ArrayView<'a, CredentialInfoView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
@@ -634,13 +634,13 @@ impl<'a> CredentialInfoView<'a> {
         self.ver.version
     }
 
-    /// See [`CredentialInfo::mechanism`].
+    /// See [`CredentialInfo::mechanism`](CredentialInfo#structfield.mechanism).
     #[inline]
     pub fn mechanism(&self) -> i8 {
         self.src.i8(0)
     }
 
-    /// See [`CredentialInfo::iterations`].
+    /// See [`CredentialInfo::iterations`](CredentialInfo#structfield.iterations).
     #[inline]
     pub fn iterations(&self) -> i32 {
         self.src.i32(1)

@@ -169,19 +169,19 @@ impl<'a> ElectLeadersRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ElectLeadersRequest::election_type`].
+    /// See [`ElectLeadersRequest::election_type`](ElectLeadersRequest#structfield.election_type).
     #[inline]
     pub fn election_type(&self) -> i8 {
         if self.ver.version >= 1 { self.src.i8(0) } else { 0 }
     }
 
-    /// See [`ElectLeadersRequest::topic_partitions`].
+    /// See [`ElectLeadersRequest::topic_partitions`](ElectLeadersRequest#structfield.topic_partitions).
     #[inline]
     pub fn topic_partitions(&self) -> Option<ArrayView<'a, TopicPartitionsView<'a>>> {
         ArrayView::nullable_at(self.src, if self.ver.version >= 1 { 1 } else { 0 }, self.ver)
     }
 
-    /// See [`ElectLeadersRequest::timeout_ms`].
+    /// See [`ElectLeadersRequest::timeout_ms`](ElectLeadersRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
@@ -239,13 +239,13 @@ impl<'a> TopicPartitionsView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicPartitions::topic`].
+    /// See [`TopicPartitions::topic`](TopicPartitions#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`TopicPartitions::partitions`].
+    /// See [`TopicPartitions::partitions`](TopicPartitions#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -510,19 +510,19 @@ impl<'a> ElectLeadersResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ElectLeadersResponse::throttle_time_ms`].
+    /// See [`ElectLeadersResponse::throttle_time_ms`](ElectLeadersResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ElectLeadersResponse::error_code`].
+    /// See [`ElectLeadersResponse::error_code`](ElectLeadersResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         if self.ver.version >= 1 { self.src.i16(4) } else { 0 }
     }
 
-    /// See [`ElectLeadersResponse::replica_election_results`].
+    /// See [`ElectLeadersResponse::replica_election_results`](ElectLeadersResponse#structfield.replica_election_results).
     #[inline]
     pub fn replica_election_results(&self) -> ArrayView<'a, ReplicaElectionResultView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 1 { 6 } else { 4 }, self.ver)
@@ -584,13 +584,13 @@ impl<'a> ReplicaElectionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`ReplicaElectionResult::topic`].
+    /// See [`ReplicaElectionResult::topic`](ReplicaElectionResult#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`ReplicaElectionResult::partition_result`].
+    /// See [`ReplicaElectionResult::partition_result`](ReplicaElectionResult#structfield.partition_result).
     #[inline]
     pub fn partition_result(&self) -> ArrayView<'a, PartitionResultView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -671,19 +671,19 @@ impl<'a> PartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionResult::partition_id`].
+    /// See [`PartitionResult::partition_id`](PartitionResult#structfield.partition_id).
     #[inline]
     pub fn partition_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionResult::error_code`].
+    /// See [`PartitionResult::error_code`](PartitionResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionResult::error_message`].
+    /// See [`PartitionResult::error_message`](PartitionResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, self.ver.flexible)

@@ -290,19 +290,19 @@ impl<'a> EndQuorumEpochRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`EndQuorumEpochRequest::cluster_id`].
+    /// See [`EndQuorumEpochRequest::cluster_id`](EndQuorumEpochRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, self.ver.flexible)
     }
 
-    /// See [`EndQuorumEpochRequest::topics`].
+    /// See [`EndQuorumEpochRequest::topics`](EndQuorumEpochRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, EndQuorumEpochRequestTopicDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`EndQuorumEpochRequest::leader_endpoints`].
+    /// See [`EndQuorumEpochRequest::leader_endpoints`](EndQuorumEpochRequest#structfield.leader_endpoints).
     #[inline]
     pub fn leader_endpoints(&self) -> ArrayView<'a, LeaderEndpointView<'a>> {
         if self.ver.version == 1 {
@@ -366,13 +366,13 @@ impl<'a> EndQuorumEpochRequestTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`EndQuorumEpochRequestTopicData::topic_name`].
+    /// See [`EndQuorumEpochRequestTopicData::topic_name`](EndQuorumEpochRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`EndQuorumEpochRequestTopicData::partitions`].
+    /// See [`EndQuorumEpochRequestTopicData::partitions`](EndQuorumEpochRequestTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, EndQuorumEpochRequestPartitionDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -457,31 +457,31 @@ impl<'a> EndQuorumEpochRequestPartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`EndQuorumEpochRequestPartitionData::partition_index`].
+    /// See [`EndQuorumEpochRequestPartitionData::partition_index`](EndQuorumEpochRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`EndQuorumEpochRequestPartitionData::leader_id`].
+    /// See [`EndQuorumEpochRequestPartitionData::leader_id`](EndQuorumEpochRequestPartitionData#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(4)
     }
 
-    /// See [`EndQuorumEpochRequestPartitionData::leader_epoch`].
+    /// See [`EndQuorumEpochRequestPartitionData::leader_epoch`](EndQuorumEpochRequestPartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(8)
     }
 
-    /// See [`EndQuorumEpochRequestPartitionData::preferred_successors`].
+    /// See [`EndQuorumEpochRequestPartitionData::preferred_successors`](EndQuorumEpochRequestPartitionData#structfield.preferred_successors).
     #[inline]
     pub fn preferred_successors(&self) -> ArrayView<'a, i32> {
         if self.ver.version == 0 { ArrayView::at(self.src, 12, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
-    /// See [`EndQuorumEpochRequestPartitionData::preferred_candidates`].
+    /// See [`EndQuorumEpochRequestPartitionData::preferred_candidates`](EndQuorumEpochRequestPartitionData#structfield.preferred_candidates).
     #[inline]
     pub fn preferred_candidates(&self) -> ArrayView<'a, ReplicaInfoView<'a>> {
         if self.ver.version == 1 {
@@ -587,13 +587,13 @@ impl<'a> ReplicaInfoView<'a> {
         self.ver.version
     }
 
-    /// See [`ReplicaInfo::candidate_id`].
+    /// See [`ReplicaInfo::candidate_id`](ReplicaInfo#structfield.candidate_id).
     #[inline]
     pub fn candidate_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ReplicaInfo::candidate_directory_id`].
+    /// See [`ReplicaInfo::candidate_directory_id`](ReplicaInfo#structfield.candidate_directory_id).
     #[inline]
     pub fn candidate_directory_id(&self) -> Uuid {
         self.src.uuid(4)
@@ -659,19 +659,19 @@ impl<'a> LeaderEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`LeaderEndpoint::name`].
+    /// See [`LeaderEndpoint::name`](LeaderEndpoint#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`LeaderEndpoint::host`].
+    /// See [`LeaderEndpoint::host`](LeaderEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`LeaderEndpoint::port`].
+    /// See [`LeaderEndpoint::port`](LeaderEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[1] as usize)
@@ -974,19 +974,19 @@ impl<'a> EndQuorumEpochResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`EndQuorumEpochResponse::error_code`].
+    /// See [`EndQuorumEpochResponse::error_code`](EndQuorumEpochResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`EndQuorumEpochResponse::topics`].
+    /// See [`EndQuorumEpochResponse::topics`](EndQuorumEpochResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, EndQuorumEpochResponseTopicDataView<'a>> {
         ArrayView::at(self.src, 2, self.ver)
     }
 
-    /// See [`EndQuorumEpochResponse::node_endpoints`].
+    /// See [`EndQuorumEpochResponse::node_endpoints`](EndQuorumEpochResponse#structfield.node_endpoints).
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
         if self.ver.version == 1 {
@@ -1063,13 +1063,13 @@ impl<'a> EndQuorumEpochResponseTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`EndQuorumEpochResponseTopicData::topic_name`].
+    /// See [`EndQuorumEpochResponseTopicData::topic_name`](EndQuorumEpochResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`EndQuorumEpochResponseTopicData::partitions`].
+    /// See [`EndQuorumEpochResponseTopicData::partitions`](EndQuorumEpochResponseTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, EndQuorumEpochResponsePartitionDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -1152,25 +1152,25 @@ impl<'a> EndQuorumEpochResponsePartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`EndQuorumEpochResponsePartitionData::partition_index`].
+    /// See [`EndQuorumEpochResponsePartitionData::partition_index`](EndQuorumEpochResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`EndQuorumEpochResponsePartitionData::error_code`].
+    /// See [`EndQuorumEpochResponsePartitionData::error_code`](EndQuorumEpochResponsePartitionData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`EndQuorumEpochResponsePartitionData::leader_id`].
+    /// See [`EndQuorumEpochResponsePartitionData::leader_id`](EndQuorumEpochResponsePartitionData#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(6)
     }
 
-    /// See [`EndQuorumEpochResponsePartitionData::leader_epoch`].
+    /// See [`EndQuorumEpochResponsePartitionData::leader_epoch`](EndQuorumEpochResponsePartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(10)
@@ -1250,19 +1250,19 @@ impl<'a> NodeEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`NodeEndpoint::node_id`].
+    /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`NodeEndpoint::host`].
+    /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`NodeEndpoint::port`].
+    /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[0] as usize)

@@ -110,25 +110,25 @@ impl<'a> EndTxnRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`EndTxnRequest::transactional_id`].
+    /// See [`EndTxnRequest::transactional_id`](EndTxnRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`EndTxnRequest::producer_id`].
+    /// See [`EndTxnRequest::producer_id`](EndTxnRequest#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(self.at[0] as usize)
     }
 
-    /// See [`EndTxnRequest::producer_epoch`].
+    /// See [`EndTxnRequest::producer_epoch`](EndTxnRequest#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 8)
     }
 
-    /// See [`EndTxnRequest::committed`].
+    /// See [`EndTxnRequest::committed`](EndTxnRequest#structfield.committed).
     #[inline]
     pub fn committed(&self) -> bool {
         self.src.bool(self.at[0] as usize + 10)
@@ -298,25 +298,25 @@ impl<'a> EndTxnResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`EndTxnResponse::throttle_time_ms`].
+    /// See [`EndTxnResponse::throttle_time_ms`](EndTxnResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`EndTxnResponse::error_code`].
+    /// See [`EndTxnResponse::error_code`](EndTxnResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`EndTxnResponse::producer_id`].
+    /// See [`EndTxnResponse::producer_id`](EndTxnResponse#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         if self.ver.version == 5 { self.src.i64(6) } else { -1 }
     }
 
-    /// See [`EndTxnResponse::producer_epoch`].
+    /// See [`EndTxnResponse::producer_epoch`](EndTxnResponse#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
         if self.ver.version == 5 { self.src.i16(14) } else { -1 }

@@ -119,19 +119,19 @@ impl<'a> EnvelopeRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`EnvelopeRequest::request_data`].
+    /// See [`EnvelopeRequest::request_data`](EnvelopeRequest#structfield.request_data).
     #[inline]
     pub fn request_data(&self) -> &'a [u8] {
         self.src.bytes_at(0, true)
     }
 
-    /// See [`EnvelopeRequest::request_principal`].
+    /// See [`EnvelopeRequest::request_principal`](EnvelopeRequest#structfield.request_principal).
     #[inline]
     pub fn request_principal(&self) -> Option<&'a [u8]> {
         self.src.nullable_bytes(self.at[0] as usize, true)
     }
 
-    /// See [`EnvelopeRequest::client_host_address`].
+    /// See [`EnvelopeRequest::client_host_address`](EnvelopeRequest#structfield.client_host_address).
     #[inline]
     pub fn client_host_address(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[1] as usize, true)
@@ -258,13 +258,13 @@ impl<'a> EnvelopeResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`EnvelopeResponse::response_data`].
+    /// See [`EnvelopeResponse::response_data`](EnvelopeResponse#structfield.response_data).
     #[inline]
     pub fn response_data(&self) -> Option<&'a [u8]> {
         self.src.nullable_bytes(0, true)
     }
 
-    /// See [`EnvelopeResponse::error_code`].
+    /// See [`EnvelopeResponse::error_code`](EnvelopeResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize)

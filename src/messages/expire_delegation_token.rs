@@ -107,13 +107,13 @@ impl<'a> ExpireDelegationTokenRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ExpireDelegationTokenRequest::hmac`].
+    /// See [`ExpireDelegationTokenRequest::hmac`](ExpireDelegationTokenRequest#structfield.hmac).
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
         self.src.bytes_at(0, self.ver.flexible)
     }
 
-    /// See [`ExpireDelegationTokenRequest::expiry_time_period_ms`].
+    /// See [`ExpireDelegationTokenRequest::expiry_time_period_ms`](ExpireDelegationTokenRequest#structfield.expiry_time_period_ms).
     #[inline]
     pub fn expiry_time_period_ms(&self) -> i64 {
         self.src.i64(self.at[0] as usize)
@@ -251,19 +251,19 @@ impl<'a> ExpireDelegationTokenResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ExpireDelegationTokenResponse::error_code`].
+    /// See [`ExpireDelegationTokenResponse::error_code`](ExpireDelegationTokenResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`ExpireDelegationTokenResponse::expiry_timestamp_ms`].
+    /// See [`ExpireDelegationTokenResponse::expiry_timestamp_ms`](ExpireDelegationTokenResponse#structfield.expiry_timestamp_ms).
     #[inline]
     pub fn expiry_timestamp_ms(&self) -> i64 {
         self.src.i64(2)
     }
 
-    /// See [`ExpireDelegationTokenResponse::throttle_time_ms`].
+    /// See [`ExpireDelegationTokenResponse::throttle_time_ms`](ExpireDelegationTokenResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(10)

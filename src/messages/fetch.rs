@@ -492,7 +492,7 @@ impl<'a> FetchRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchRequest::cluster_id`].
+    /// See [`FetchRequest::cluster_id`](FetchRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         if self.ver.version >= 12 {
@@ -502,13 +502,13 @@ impl<'a> FetchRequestView<'a> {
         }
     }
 
-    /// See [`FetchRequest::replica_id`].
+    /// See [`FetchRequest::replica_id`](FetchRequest#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
         if self.ver.version <= 14 { self.src.i32(0) } else { -1 }
     }
 
-    /// See [`FetchRequest::replica_state`].
+    /// See [`FetchRequest::replica_state`](FetchRequest#structfield.replica_state).
     #[inline]
     pub fn replica_state(&self) -> Option<ReplicaStateView<'a>> {
         if self.ver.version >= 15 {
@@ -518,43 +518,43 @@ impl<'a> FetchRequestView<'a> {
         }
     }
 
-    /// See [`FetchRequest::max_wait_ms`].
+    /// See [`FetchRequest::max_wait_ms`](FetchRequest#structfield.max_wait_ms).
     #[inline]
     pub fn max_wait_ms(&self) -> i32 {
         self.src.i32(if self.ver.version >= 15 { 0 } else { 4 })
     }
 
-    /// See [`FetchRequest::min_bytes`].
+    /// See [`FetchRequest::min_bytes`](FetchRequest#structfield.min_bytes).
     #[inline]
     pub fn min_bytes(&self) -> i32 {
         self.src.i32(if self.ver.version >= 15 { 4 } else { 8 })
     }
 
-    /// See [`FetchRequest::max_bytes`].
+    /// See [`FetchRequest::max_bytes`](FetchRequest#structfield.max_bytes).
     #[inline]
     pub fn max_bytes(&self) -> i32 {
         self.src.i32(if self.ver.version >= 15 { 8 } else { 12 })
     }
 
-    /// See [`FetchRequest::isolation_level`].
+    /// See [`FetchRequest::isolation_level`](FetchRequest#structfield.isolation_level).
     #[inline]
     pub fn isolation_level(&self) -> i8 {
         self.src.i8(if self.ver.version >= 15 { 12 } else { 16 })
     }
 
-    /// See [`FetchRequest::session_id`].
+    /// See [`FetchRequest::session_id`](FetchRequest#structfield.session_id).
     #[inline]
     pub fn session_id(&self) -> i32 {
         if self.ver.version >= 7 { self.src.i32(if self.ver.version >= 15 { 13 } else { 17 }) } else { 0 }
     }
 
-    /// See [`FetchRequest::session_epoch`].
+    /// See [`FetchRequest::session_epoch`](FetchRequest#structfield.session_epoch).
     #[inline]
     pub fn session_epoch(&self) -> i32 {
         if self.ver.version >= 7 { self.src.i32(if self.ver.version >= 15 { 17 } else { 21 }) } else { -1 }
     }
 
-    /// See [`FetchRequest::topics`].
+    /// See [`FetchRequest::topics`](FetchRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, FetchTopicView<'a>> {
         ArrayView::at(
@@ -570,7 +570,7 @@ impl<'a> FetchRequestView<'a> {
         )
     }
 
-    /// See [`FetchRequest::forgotten_topics_data`].
+    /// See [`FetchRequest::forgotten_topics_data`](FetchRequest#structfield.forgotten_topics_data).
     #[inline]
     pub fn forgotten_topics_data(&self) -> ArrayView<'a, ForgottenTopicView<'a>> {
         if self.ver.version >= 7 {
@@ -580,7 +580,7 @@ impl<'a> FetchRequestView<'a> {
         }
     }
 
-    /// See [`FetchRequest::rack_id`].
+    /// See [`FetchRequest::rack_id`](FetchRequest#structfield.rack_id).
     #[inline]
     pub fn rack_id(&self) -> &'a str {
         if self.ver.version >= 11 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
@@ -681,13 +681,13 @@ impl<'a> ReplicaStateView<'a> {
         self.ver.version
     }
 
-    /// See [`ReplicaState::replica_id`].
+    /// See [`ReplicaState::replica_id`](ReplicaState#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ReplicaState::replica_epoch`].
+    /// See [`ReplicaState::replica_epoch`](ReplicaState#structfield.replica_epoch).
     #[inline]
     pub fn replica_epoch(&self) -> i64 {
         self.src.i64(4)
@@ -753,19 +753,19 @@ impl<'a> FetchTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchTopic::topic`].
+    /// See [`FetchTopic::topic`](FetchTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`FetchTopic::topic_id`].
+    /// See [`FetchTopic::topic_id`](FetchTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version >= 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`FetchTopic::partitions`].
+    /// See [`FetchTopic::partitions`](FetchTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, FetchPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
@@ -853,31 +853,31 @@ impl<'a> FetchPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchPartition::partition`].
+    /// See [`FetchPartition::partition`](FetchPartition#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`FetchPartition::current_leader_epoch`].
+    /// See [`FetchPartition::current_leader_epoch`](FetchPartition#structfield.current_leader_epoch).
     #[inline]
     pub fn current_leader_epoch(&self) -> i32 {
         if self.ver.version >= 9 { self.src.i32(4) } else { -1 }
     }
 
-    /// See [`FetchPartition::fetch_offset`].
+    /// See [`FetchPartition::fetch_offset`](FetchPartition#structfield.fetch_offset).
     #[inline]
     pub fn fetch_offset(&self) -> i64 {
         self.src.i64(if self.ver.version >= 9 { 8 } else { 4 })
     }
 
-    /// See [`FetchPartition::last_fetched_epoch`].
+    /// See [`FetchPartition::last_fetched_epoch`](FetchPartition#structfield.last_fetched_epoch).
     #[inline]
     pub fn last_fetched_epoch(&self) -> i32 {
         if self.ver.version >= 12 { self.src.i32(16) } else { -1 }
     }
 
-    /// See [`FetchPartition::log_start_offset`].
+    /// See [`FetchPartition::log_start_offset`](FetchPartition#structfield.log_start_offset).
     #[inline]
     pub fn log_start_offset(&self) -> i64 {
         if self.ver.version >= 5 {
@@ -893,7 +893,7 @@ impl<'a> FetchPartitionView<'a> {
         }
     }
 
-    /// See [`FetchPartition::partition_max_bytes`].
+    /// See [`FetchPartition::partition_max_bytes`](FetchPartition#structfield.partition_max_bytes).
     #[inline]
     pub fn partition_max_bytes(&self) -> i32 {
         self.src.i32(if self.ver.version >= 12 {
@@ -907,7 +907,7 @@ impl<'a> FetchPartitionView<'a> {
         })
     }
 
-    /// See [`FetchPartition::replica_directory_id`].
+    /// See [`FetchPartition::replica_directory_id`](FetchPartition#structfield.replica_directory_id).
     #[inline]
     pub fn replica_directory_id(&self) -> Uuid {
         if self.ver.version >= 17 {
@@ -917,7 +917,7 @@ impl<'a> FetchPartitionView<'a> {
         }
     }
 
-    /// See [`FetchPartition::high_watermark`].
+    /// See [`FetchPartition::high_watermark`](FetchPartition#structfield.high_watermark).
     #[inline]
     pub fn high_watermark(&self) -> i64 {
         if self.ver.version == 18 { self.src.tag(32, 1).map_or(i64::MAX, |v| v.i64(0)) } else { i64::MAX }
@@ -1040,19 +1040,19 @@ impl<'a> ForgottenTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`ForgottenTopic::topic`].
+    /// See [`ForgottenTopic::topic`](ForgottenTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`ForgottenTopic::topic_id`].
+    /// See [`ForgottenTopic::topic_id`](ForgottenTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version >= 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`ForgottenTopic::partitions`].
+    /// See [`ForgottenTopic::partitions`](ForgottenTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
@@ -1685,31 +1685,31 @@ impl<'a> FetchResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchResponse::throttle_time_ms`].
+    /// See [`FetchResponse::throttle_time_ms`](FetchResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`FetchResponse::error_code`].
+    /// See [`FetchResponse::error_code`](FetchResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         if self.ver.version >= 7 { self.src.i16(4) } else { 0 }
     }
 
-    /// See [`FetchResponse::session_id`].
+    /// See [`FetchResponse::session_id`](FetchResponse#structfield.session_id).
     #[inline]
     pub fn session_id(&self) -> i32 {
         if self.ver.version >= 7 { self.src.i32(6) } else { 0 }
     }
 
-    /// See [`FetchResponse::responses`].
+    /// See [`FetchResponse::responses`](FetchResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, FetchableTopicResponseView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 7 { 10 } else { 4 }, self.ver)
     }
 
-    /// See [`FetchResponse::node_endpoints`].
+    /// See [`FetchResponse::node_endpoints`](FetchResponse#structfield.node_endpoints).
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
         if self.ver.version >= 16 {
@@ -1789,19 +1789,19 @@ impl<'a> FetchableTopicResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchableTopicResponse::topic`].
+    /// See [`FetchableTopicResponse::topic`](FetchableTopicResponse#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`FetchableTopicResponse::topic_id`].
+    /// See [`FetchableTopicResponse::topic_id`](FetchableTopicResponse#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version >= 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`FetchableTopicResponse::partitions`].
+    /// See [`FetchableTopicResponse::partitions`](FetchableTopicResponse#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
@@ -1891,37 +1891,37 @@ impl<'a> PartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionData::partition_index`].
+    /// See [`PartitionData::partition_index`](PartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionData::error_code`].
+    /// See [`PartitionData::error_code`](PartitionData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionData::high_watermark`].
+    /// See [`PartitionData::high_watermark`](PartitionData#structfield.high_watermark).
     #[inline]
     pub fn high_watermark(&self) -> i64 {
         self.src.i64(6)
     }
 
-    /// See [`PartitionData::last_stable_offset`].
+    /// See [`PartitionData::last_stable_offset`](PartitionData#structfield.last_stable_offset).
     #[inline]
     pub fn last_stable_offset(&self) -> i64 {
         self.src.i64(14)
     }
 
-    /// See [`PartitionData::log_start_offset`].
+    /// See [`PartitionData::log_start_offset`](PartitionData#structfield.log_start_offset).
     #[inline]
     pub fn log_start_offset(&self) -> i64 {
         if self.ver.version >= 5 { self.src.i64(22) } else { -1 }
     }
 
-    /// See [`PartitionData::diverging_epoch`].
+    /// See [`PartitionData::diverging_epoch`](PartitionData#structfield.diverging_epoch).
     #[inline]
     pub fn diverging_epoch(&self) -> Option<EpochEndOffsetView<'a>> {
         if self.ver.version >= 12 {
@@ -1931,7 +1931,7 @@ impl<'a> PartitionDataView<'a> {
         }
     }
 
-    /// See [`PartitionData::current_leader`].
+    /// See [`PartitionData::current_leader`](PartitionData#structfield.current_leader).
     #[inline]
     pub fn current_leader(&self) -> Option<LeaderIdAndEpochView<'a>> {
         if self.ver.version >= 12 {
@@ -1941,7 +1941,7 @@ impl<'a> PartitionDataView<'a> {
         }
     }
 
-    /// See [`PartitionData::snapshot_id`].
+    /// See [`PartitionData::snapshot_id`](PartitionData#structfield.snapshot_id).
     #[inline]
     pub fn snapshot_id(&self) -> Option<SnapshotIdView<'a>> {
         if self.ver.version >= 12 {
@@ -1951,19 +1951,19 @@ impl<'a> PartitionDataView<'a> {
         }
     }
 
-    /// See [`PartitionData::aborted_transactions`].
+    /// See [`PartitionData::aborted_transactions`](PartitionData#structfield.aborted_transactions).
     #[inline]
     pub fn aborted_transactions(&self) -> Option<ArrayView<'a, AbortedTransactionView<'a>>> {
         ArrayView::nullable_at(self.src, if self.ver.version >= 5 { 30 } else { 22 }, self.ver)
     }
 
-    /// See [`PartitionData::preferred_read_replica`].
+    /// See [`PartitionData::preferred_read_replica`](PartitionData#structfield.preferred_read_replica).
     #[inline]
     pub fn preferred_read_replica(&self) -> i32 {
         if self.ver.version >= 11 { self.src.i32(self.at[0] as usize) } else { -1 }
     }
 
-    /// See [`PartitionData::records`].
+    /// See [`PartitionData::records`](PartitionData#structfield.records).
     #[inline]
     pub fn records(&self) -> Option<RecordBatches<'a>> {
         self.src
@@ -2090,13 +2090,13 @@ impl<'a> EpochEndOffsetView<'a> {
         self.ver.version
     }
 
-    /// See [`EpochEndOffset::epoch`].
+    /// See [`EpochEndOffset::epoch`](EpochEndOffset#structfield.epoch).
     #[inline]
     pub fn epoch(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`EpochEndOffset::end_offset`].
+    /// See [`EpochEndOffset::end_offset`](EpochEndOffset#structfield.end_offset).
     #[inline]
     pub fn end_offset(&self) -> i64 {
         self.src.i64(4)
@@ -2160,13 +2160,13 @@ impl<'a> LeaderIdAndEpochView<'a> {
         self.ver.version
     }
 
-    /// See [`LeaderIdAndEpoch::leader_id`].
+    /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`LeaderIdAndEpoch::leader_epoch`].
+    /// See [`LeaderIdAndEpoch::leader_epoch`](LeaderIdAndEpoch#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(4)
@@ -2230,13 +2230,13 @@ impl<'a> SnapshotIdView<'a> {
         self.ver.version
     }
 
-    /// See [`SnapshotId::end_offset`].
+    /// See [`SnapshotId::end_offset`](SnapshotId#structfield.end_offset).
     #[inline]
     pub fn end_offset(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`SnapshotId::epoch`].
+    /// See [`SnapshotId::epoch`](SnapshotId#structfield.epoch).
     #[inline]
     pub fn epoch(&self) -> i32 {
         self.src.i32(8)
@@ -2300,13 +2300,13 @@ impl<'a> AbortedTransactionView<'a> {
         self.ver.version
     }
 
-    /// See [`AbortedTransaction::producer_id`].
+    /// See [`AbortedTransaction::producer_id`](AbortedTransaction#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`AbortedTransaction::first_offset`].
+    /// See [`AbortedTransaction::first_offset`](AbortedTransaction#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
         self.src.i64(8)
@@ -2374,25 +2374,25 @@ impl<'a> NodeEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`NodeEndpoint::node_id`].
+    /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`NodeEndpoint::host`].
+    /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`NodeEndpoint::port`].
+    /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`NodeEndpoint::rack`].
+    /// See [`NodeEndpoint::rack`](NodeEndpoint#structfield.rack).
     #[inline]
     pub fn rack(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 4, true)

@@ -270,25 +270,25 @@ impl<'a> FetchSnapshotRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchSnapshotRequest::cluster_id`].
+    /// See [`FetchSnapshotRequest::cluster_id`](FetchSnapshotRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         self.src.tag(self.at[0] as usize, 0).and_then(|v| v.nullable_str(0, true))
     }
 
-    /// See [`FetchSnapshotRequest::replica_id`].
+    /// See [`FetchSnapshotRequest::replica_id`](FetchSnapshotRequest#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`FetchSnapshotRequest::max_bytes`].
+    /// See [`FetchSnapshotRequest::max_bytes`](FetchSnapshotRequest#structfield.max_bytes).
     #[inline]
     pub fn max_bytes(&self) -> i32 {
         self.src.i32(4)
     }
 
-    /// See [`FetchSnapshotRequest::topics`].
+    /// See [`FetchSnapshotRequest::topics`](FetchSnapshotRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, FetchSnapshotRequestTopicSnapshotView<'a>> {
         ArrayView::at(self.src, 8, self.ver)
@@ -354,13 +354,13 @@ impl<'a> FetchSnapshotRequestTopicSnapshotView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchSnapshotRequestTopicSnapshot::name`].
+    /// See [`FetchSnapshotRequestTopicSnapshot::name`](FetchSnapshotRequestTopicSnapshot#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`FetchSnapshotRequestTopicSnapshot::partitions`].
+    /// See [`FetchSnapshotRequestTopicSnapshot::partitions`](FetchSnapshotRequestTopicSnapshot#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, FetchSnapshotRequestPartitionSnapshotView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -441,31 +441,31 @@ impl<'a> FetchSnapshotRequestPartitionSnapshotView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchSnapshotRequestPartitionSnapshot::partition`].
+    /// See [`FetchSnapshotRequestPartitionSnapshot::partition`](FetchSnapshotRequestPartitionSnapshot#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`FetchSnapshotRequestPartitionSnapshot::current_leader_epoch`].
+    /// See [`FetchSnapshotRequestPartitionSnapshot::current_leader_epoch`](FetchSnapshotRequestPartitionSnapshot#structfield.current_leader_epoch).
     #[inline]
     pub fn current_leader_epoch(&self) -> i32 {
         self.src.i32(4)
     }
 
-    /// See [`FetchSnapshotRequestPartitionSnapshot::snapshot_id`].
+    /// See [`FetchSnapshotRequestPartitionSnapshot::snapshot_id`](FetchSnapshotRequestPartitionSnapshot#structfield.snapshot_id).
     #[inline]
     pub fn snapshot_id(&self) -> FetchSnapshotRequestSnapshotIdView<'a> {
         FetchSnapshotRequestSnapshotIdView::at(self.src, 8, self.ver).0
     }
 
-    /// See [`FetchSnapshotRequestPartitionSnapshot::position`].
+    /// See [`FetchSnapshotRequestPartitionSnapshot::position`](FetchSnapshotRequestPartitionSnapshot#structfield.position).
     #[inline]
     pub fn position(&self) -> i64 {
         self.src.i64(self.at[0] as usize)
     }
 
-    /// See [`FetchSnapshotRequestPartitionSnapshot::replica_directory_id`].
+    /// See [`FetchSnapshotRequestPartitionSnapshot::replica_directory_id`](FetchSnapshotRequestPartitionSnapshot#structfield.replica_directory_id).
     #[inline]
     pub fn replica_directory_id(&self) -> Uuid {
         if self.ver.version == 1 {
@@ -566,13 +566,13 @@ impl<'a> FetchSnapshotRequestSnapshotIdView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchSnapshotRequestSnapshotId::end_offset`].
+    /// See [`FetchSnapshotRequestSnapshotId::end_offset`](FetchSnapshotRequestSnapshotId#structfield.end_offset).
     #[inline]
     pub fn end_offset(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`FetchSnapshotRequestSnapshotId::epoch`].
+    /// See [`FetchSnapshotRequestSnapshotId::epoch`](FetchSnapshotRequestSnapshotId#structfield.epoch).
     #[inline]
     pub fn epoch(&self) -> i32 {
         self.src.i32(8)
@@ -953,25 +953,25 @@ impl<'a> FetchSnapshotResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchSnapshotResponse::throttle_time_ms`].
+    /// See [`FetchSnapshotResponse::throttle_time_ms`](FetchSnapshotResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`FetchSnapshotResponse::error_code`].
+    /// See [`FetchSnapshotResponse::error_code`](FetchSnapshotResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`FetchSnapshotResponse::topics`].
+    /// See [`FetchSnapshotResponse::topics`](FetchSnapshotResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, FetchSnapshotResponseTopicSnapshotView<'a>> {
         ArrayView::at(self.src, 6, self.ver)
     }
 
-    /// See [`FetchSnapshotResponse::node_endpoints`].
+    /// See [`FetchSnapshotResponse::node_endpoints`](FetchSnapshotResponse#structfield.node_endpoints).
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
         if self.ver.version == 1 {
@@ -1053,13 +1053,13 @@ impl<'a> FetchSnapshotResponseTopicSnapshotView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchSnapshotResponseTopicSnapshot::name`].
+    /// See [`FetchSnapshotResponseTopicSnapshot::name`](FetchSnapshotResponseTopicSnapshot#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`FetchSnapshotResponseTopicSnapshot::partitions`].
+    /// See [`FetchSnapshotResponseTopicSnapshot::partitions`](FetchSnapshotResponseTopicSnapshot#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, FetchSnapshotResponsePartitionSnapshotView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -1140,43 +1140,43 @@ impl<'a> FetchSnapshotResponsePartitionSnapshotView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchSnapshotResponsePartitionSnapshot::index`].
+    /// See [`FetchSnapshotResponsePartitionSnapshot::index`](FetchSnapshotResponsePartitionSnapshot#structfield.index).
     #[inline]
     pub fn index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`FetchSnapshotResponsePartitionSnapshot::error_code`].
+    /// See [`FetchSnapshotResponsePartitionSnapshot::error_code`](FetchSnapshotResponsePartitionSnapshot#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`FetchSnapshotResponsePartitionSnapshot::snapshot_id`].
+    /// See [`FetchSnapshotResponsePartitionSnapshot::snapshot_id`](FetchSnapshotResponsePartitionSnapshot#structfield.snapshot_id).
     #[inline]
     pub fn snapshot_id(&self) -> FetchSnapshotResponseSnapshotIdView<'a> {
         FetchSnapshotResponseSnapshotIdView::at(self.src, 6, self.ver).0
     }
 
-    /// See [`FetchSnapshotResponsePartitionSnapshot::current_leader`].
+    /// See [`FetchSnapshotResponsePartitionSnapshot::current_leader`](FetchSnapshotResponsePartitionSnapshot#structfield.current_leader).
     #[inline]
     pub fn current_leader(&self) -> Option<LeaderIdAndEpochView<'a>> {
         self.src.tag(self.at[1] as usize, 0).map(|v| LeaderIdAndEpochView::at(v, 0, self.ver).0)
     }
 
-    /// See [`FetchSnapshotResponsePartitionSnapshot::size`].
+    /// See [`FetchSnapshotResponsePartitionSnapshot::size`](FetchSnapshotResponsePartitionSnapshot#structfield.size).
     #[inline]
     pub fn size(&self) -> i64 {
         self.src.i64(self.at[0] as usize)
     }
 
-    /// See [`FetchSnapshotResponsePartitionSnapshot::position`].
+    /// See [`FetchSnapshotResponsePartitionSnapshot::position`](FetchSnapshotResponsePartitionSnapshot#structfield.position).
     #[inline]
     pub fn position(&self) -> i64 {
         self.src.i64(self.at[0] as usize + 8)
     }
 
-    /// See [`FetchSnapshotResponsePartitionSnapshot::unaligned_records`].
+    /// See [`FetchSnapshotResponsePartitionSnapshot::unaligned_records`](FetchSnapshotResponsePartitionSnapshot#structfield.unaligned_records).
     #[inline]
     pub fn unaligned_records(&self) -> RecordBatches<'a> {
         RecordBatches::new(self.src.bytes_at(self.at[0] as usize + 16, true))
@@ -1279,13 +1279,13 @@ impl<'a> FetchSnapshotResponseSnapshotIdView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchSnapshotResponseSnapshotId::end_offset`].
+    /// See [`FetchSnapshotResponseSnapshotId::end_offset`](FetchSnapshotResponseSnapshotId#structfield.end_offset).
     #[inline]
     pub fn end_offset(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`FetchSnapshotResponseSnapshotId::epoch`].
+    /// See [`FetchSnapshotResponseSnapshotId::epoch`](FetchSnapshotResponseSnapshotId#structfield.epoch).
     #[inline]
     pub fn epoch(&self) -> i32 {
         self.src.i32(8)
@@ -1352,13 +1352,13 @@ impl<'a> LeaderIdAndEpochView<'a> {
         self.ver.version
     }
 
-    /// See [`LeaderIdAndEpoch::leader_id`].
+    /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`LeaderIdAndEpoch::leader_epoch`].
+    /// See [`LeaderIdAndEpoch::leader_epoch`](LeaderIdAndEpoch#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(4)
@@ -1424,19 +1424,19 @@ impl<'a> NodeEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`NodeEndpoint::node_id`].
+    /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`NodeEndpoint::host`].
+    /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`NodeEndpoint::port`].
+    /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[0] as usize)

@@ -139,19 +139,19 @@ impl<'a> FindCoordinatorRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`FindCoordinatorRequest::key`].
+    /// See [`FindCoordinatorRequest::key`](FindCoordinatorRequest#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
         if self.ver.version <= 3 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`FindCoordinatorRequest::key_type`].
+    /// See [`FindCoordinatorRequest::key_type`](FindCoordinatorRequest#structfield.key_type).
     #[inline]
     pub fn key_type(&self) -> i8 {
         if self.ver.version >= 1 { self.src.i8(self.at[0] as usize) } else { 0 }
     }
 
-    /// See [`FindCoordinatorRequest::coordinator_keys`].
+    /// See [`FindCoordinatorRequest::coordinator_keys`](FindCoordinatorRequest#structfield.coordinator_keys).
     #[inline]
     pub fn coordinator_keys(&self) -> ArrayView<'a, &'a str> {
         if self.ver.version >= 4 {
@@ -448,19 +448,19 @@ impl<'a> FindCoordinatorResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`FindCoordinatorResponse::throttle_time_ms`].
+    /// See [`FindCoordinatorResponse::throttle_time_ms`](FindCoordinatorResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`FindCoordinatorResponse::error_code`].
+    /// See [`FindCoordinatorResponse::error_code`](FindCoordinatorResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         if self.ver.version <= 3 { self.src.i16(if self.ver.version >= 1 { 4 } else { 0 }) } else { 0 }
     }
 
-    /// See [`FindCoordinatorResponse::error_message`].
+    /// See [`FindCoordinatorResponse::error_message`](FindCoordinatorResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         if self.ver.version >= 1 && self.ver.version <= 3 {
@@ -470,25 +470,25 @@ impl<'a> FindCoordinatorResponseView<'a> {
         }
     }
 
-    /// See [`FindCoordinatorResponse::node_id`].
+    /// See [`FindCoordinatorResponse::node_id`](FindCoordinatorResponse#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         if self.ver.version <= 3 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
-    /// See [`FindCoordinatorResponse::host`].
+    /// See [`FindCoordinatorResponse::host`](FindCoordinatorResponse#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         if self.ver.version <= 3 { self.src.str(self.at[0] as usize + 4, self.ver.flexible) } else { "" }
     }
 
-    /// See [`FindCoordinatorResponse::port`].
+    /// See [`FindCoordinatorResponse::port`](FindCoordinatorResponse#structfield.port).
     #[inline]
     pub fn port(&self) -> i32 {
         if self.ver.version <= 3 { self.src.i32(self.at[1] as usize) } else { 0 }
     }
 
-    /// See [`FindCoordinatorResponse::coordinators`].
+    /// See [`FindCoordinatorResponse::coordinators`](FindCoordinatorResponse#structfield.coordinators).
     #[inline]
     pub fn coordinators(&self) -> ArrayView<'a, CoordinatorView<'a>> {
         if self.ver.version >= 4 {
@@ -572,37 +572,37 @@ impl<'a> CoordinatorView<'a> {
         self.ver.version
     }
 
-    /// See [`Coordinator::key`].
+    /// See [`Coordinator::key`](Coordinator#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Coordinator::node_id`].
+    /// See [`Coordinator::node_id`](Coordinator#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`Coordinator::host`].
+    /// See [`Coordinator::host`](Coordinator#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 4, true)
     }
 
-    /// See [`Coordinator::port`].
+    /// See [`Coordinator::port`](Coordinator#structfield.port).
     #[inline]
     pub fn port(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`Coordinator::error_code`].
+    /// See [`Coordinator::error_code`](Coordinator#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[1] as usize + 4)
     }
 
-    /// See [`Coordinator::error_message`].
+    /// See [`Coordinator::error_message`](Coordinator#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize + 6, true)

@@ -98,7 +98,7 @@ impl<'a> GetTelemetrySubscriptionsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`GetTelemetrySubscriptionsRequest::client_instance_id`].
+    /// See [`GetTelemetrySubscriptionsRequest::client_instance_id`](GetTelemetrySubscriptionsRequest#structfield.client_instance_id).
     #[inline]
     pub fn client_instance_id(&self) -> Uuid {
         self.src.uuid(0)
@@ -255,55 +255,55 @@ impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`GetTelemetrySubscriptionsResponse::throttle_time_ms`].
+    /// See [`GetTelemetrySubscriptionsResponse::throttle_time_ms`](GetTelemetrySubscriptionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`GetTelemetrySubscriptionsResponse::error_code`].
+    /// See [`GetTelemetrySubscriptionsResponse::error_code`](GetTelemetrySubscriptionsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`GetTelemetrySubscriptionsResponse::client_instance_id`].
+    /// See [`GetTelemetrySubscriptionsResponse::client_instance_id`](GetTelemetrySubscriptionsResponse#structfield.client_instance_id).
     #[inline]
     pub fn client_instance_id(&self) -> Uuid {
         self.src.uuid(6)
     }
 
-    /// See [`GetTelemetrySubscriptionsResponse::subscription_id`].
+    /// See [`GetTelemetrySubscriptionsResponse::subscription_id`](GetTelemetrySubscriptionsResponse#structfield.subscription_id).
     #[inline]
     pub fn subscription_id(&self) -> i32 {
         self.src.i32(22)
     }
 
-    /// See [`GetTelemetrySubscriptionsResponse::accepted_compression_types`].
+    /// See [`GetTelemetrySubscriptionsResponse::accepted_compression_types`](GetTelemetrySubscriptionsResponse#structfield.accepted_compression_types).
     #[inline]
     pub fn accepted_compression_types(&self) -> ArrayView<'a, i8> {
         ArrayView::at(self.src, 26, self.ver)
     }
 
-    /// See [`GetTelemetrySubscriptionsResponse::push_interval_ms`].
+    /// See [`GetTelemetrySubscriptionsResponse::push_interval_ms`](GetTelemetrySubscriptionsResponse#structfield.push_interval_ms).
     #[inline]
     pub fn push_interval_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`GetTelemetrySubscriptionsResponse::telemetry_max_bytes`].
+    /// See [`GetTelemetrySubscriptionsResponse::telemetry_max_bytes`](GetTelemetrySubscriptionsResponse#structfield.telemetry_max_bytes).
     #[inline]
     pub fn telemetry_max_bytes(&self) -> i32 {
         self.src.i32(self.at[0] as usize + 4)
     }
 
-    /// See [`GetTelemetrySubscriptionsResponse::delta_temporality`].
+    /// See [`GetTelemetrySubscriptionsResponse::delta_temporality`](GetTelemetrySubscriptionsResponse#structfield.delta_temporality).
     #[inline]
     pub fn delta_temporality(&self) -> bool {
         self.src.bool(self.at[0] as usize + 8)
     }
 
-    /// See [`GetTelemetrySubscriptionsResponse::requested_metrics`].
+    /// See [`GetTelemetrySubscriptionsResponse::requested_metrics`](GetTelemetrySubscriptionsResponse#structfield.requested_metrics).
     #[inline]
     pub fn requested_metrics(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[0] as usize + 9, self.ver)

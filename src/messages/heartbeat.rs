@@ -124,25 +124,25 @@ impl<'a> HeartbeatRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`HeartbeatRequest::group_id`].
+    /// See [`HeartbeatRequest::group_id`](HeartbeatRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`HeartbeatRequest::generation_id`].
+    /// See [`HeartbeatRequest::generation_id`](HeartbeatRequest#structfield.generation_id).
     #[inline]
     pub fn generation_id(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`HeartbeatRequest::member_id`].
+    /// See [`HeartbeatRequest::member_id`](HeartbeatRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 4, self.ver.flexible)
     }
 
-    /// See [`HeartbeatRequest::group_instance_id`].
+    /// See [`HeartbeatRequest::group_instance_id`](HeartbeatRequest#structfield.group_instance_id).
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
         if self.ver.version >= 3 {
@@ -296,13 +296,13 @@ impl<'a> HeartbeatResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`HeartbeatResponse::throttle_time_ms`].
+    /// See [`HeartbeatResponse::throttle_time_ms`](HeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`HeartbeatResponse::error_code`].
+    /// See [`HeartbeatResponse::error_code`](HeartbeatResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(if self.ver.version >= 1 { 4 } else { 0 })

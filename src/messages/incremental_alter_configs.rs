@@ -199,13 +199,13 @@ impl<'a> IncrementalAlterConfigsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`IncrementalAlterConfigsRequest::resources`].
+    /// See [`IncrementalAlterConfigsRequest::resources`](IncrementalAlterConfigsRequest#structfield.resources).
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, AlterConfigsResourceView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`IncrementalAlterConfigsRequest::validate_only`].
+    /// See [`IncrementalAlterConfigsRequest::validate_only`](IncrementalAlterConfigsRequest#structfield.validate_only).
     #[inline]
     pub fn validate_only(&self) -> bool {
         self.src.bool(self.at[0] as usize)
@@ -263,19 +263,19 @@ impl<'a> AlterConfigsResourceView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterConfigsResource::resource_type`].
+    /// See [`AlterConfigsResource::resource_type`](AlterConfigsResource#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         self.src.i8(0)
     }
 
-    /// See [`AlterConfigsResource::resource_name`].
+    /// See [`AlterConfigsResource::resource_name`](AlterConfigsResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(1, self.ver.flexible)
     }
 
-    /// See [`AlterConfigsResource::configs`].
+    /// See [`AlterConfigsResource::configs`](AlterConfigsResource#structfield.configs).
     #[inline]
     pub fn configs(&self) -> ArrayView<'a, AlterableConfigView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -358,19 +358,19 @@ impl<'a> AlterableConfigView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterableConfig::name`].
+    /// See [`AlterableConfig::name`](AlterableConfig#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`AlterableConfig::config_operation`].
+    /// See [`AlterableConfig::config_operation`](AlterableConfig#structfield.config_operation).
     #[inline]
     pub fn config_operation(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`AlterableConfig::value`].
+    /// See [`AlterableConfig::value`](AlterableConfig#structfield.value).
     #[inline]
     pub fn value(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 1, self.ver.flexible)
@@ -594,13 +594,13 @@ impl<'a> IncrementalAlterConfigsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`IncrementalAlterConfigsResponse::throttle_time_ms`].
+    /// See [`IncrementalAlterConfigsResponse::throttle_time_ms`](IncrementalAlterConfigsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`IncrementalAlterConfigsResponse::responses`].
+    /// See [`IncrementalAlterConfigsResponse::responses`](IncrementalAlterConfigsResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, AlterConfigsResourceResponseView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -658,25 +658,25 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`AlterConfigsResourceResponse::error_code`].
+    /// See [`AlterConfigsResourceResponse::error_code`](AlterConfigsResourceResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`AlterConfigsResourceResponse::error_message`].
+    /// See [`AlterConfigsResourceResponse::error_message`](AlterConfigsResourceResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, self.ver.flexible)
     }
 
-    /// See [`AlterConfigsResourceResponse::resource_type`].
+    /// See [`AlterConfigsResourceResponse::resource_type`](AlterConfigsResourceResponse#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`AlterConfigsResourceResponse::resource_name`].
+    /// See [`AlterConfigsResourceResponse::resource_name`](AlterConfigsResourceResponse#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 1, self.ver.flexible)

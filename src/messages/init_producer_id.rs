@@ -170,37 +170,37 @@ impl<'a> InitProducerIdRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`InitProducerIdRequest::transactional_id`].
+    /// See [`InitProducerIdRequest::transactional_id`](InitProducerIdRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, self.ver.flexible)
     }
 
-    /// See [`InitProducerIdRequest::transaction_timeout_ms`].
+    /// See [`InitProducerIdRequest::transaction_timeout_ms`](InitProducerIdRequest#structfield.transaction_timeout_ms).
     #[inline]
     pub fn transaction_timeout_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`InitProducerIdRequest::producer_id`].
+    /// See [`InitProducerIdRequest::producer_id`](InitProducerIdRequest#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         if self.ver.version >= 3 { self.src.i64(self.at[0] as usize + 4) } else { -1 }
     }
 
-    /// See [`InitProducerIdRequest::producer_epoch`].
+    /// See [`InitProducerIdRequest::producer_epoch`](InitProducerIdRequest#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
         if self.ver.version >= 3 { self.src.i16(self.at[0] as usize + 12) } else { -1 }
     }
 
-    /// See [`InitProducerIdRequest::enable2_pc`].
+    /// See [`InitProducerIdRequest::enable2_pc`](InitProducerIdRequest#structfield.enable2_pc).
     #[inline]
     pub fn enable2_pc(&self) -> bool {
         false
     }
 
-    /// See [`InitProducerIdRequest::keep_prepared_txn`].
+    /// See [`InitProducerIdRequest::keep_prepared_txn`](InitProducerIdRequest#structfield.keep_prepared_txn).
     #[inline]
     pub fn keep_prepared_txn(&self) -> bool {
         false
@@ -380,37 +380,37 @@ impl<'a> InitProducerIdResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`InitProducerIdResponse::throttle_time_ms`].
+    /// See [`InitProducerIdResponse::throttle_time_ms`](InitProducerIdResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`InitProducerIdResponse::error_code`].
+    /// See [`InitProducerIdResponse::error_code`](InitProducerIdResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`InitProducerIdResponse::producer_id`].
+    /// See [`InitProducerIdResponse::producer_id`](InitProducerIdResponse#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(6)
     }
 
-    /// See [`InitProducerIdResponse::producer_epoch`].
+    /// See [`InitProducerIdResponse::producer_epoch`](InitProducerIdResponse#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
         self.src.i16(14)
     }
 
-    /// See [`InitProducerIdResponse::ongoing_txn_producer_id`].
+    /// See [`InitProducerIdResponse::ongoing_txn_producer_id`](InitProducerIdResponse#structfield.ongoing_txn_producer_id).
     #[inline]
     pub fn ongoing_txn_producer_id(&self) -> i64 {
         -1
     }
 
-    /// See [`InitProducerIdResponse::ongoing_txn_producer_epoch`].
+    /// See [`InitProducerIdResponse::ongoing_txn_producer_epoch`](InitProducerIdResponse#structfield.ongoing_txn_producer_epoch).
     #[inline]
     pub fn ongoing_txn_producer_epoch(&self) -> i16 {
         -1

@@ -167,13 +167,13 @@ impl<'a> InitializeShareGroupStateRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`InitializeShareGroupStateRequest::group_id`].
+    /// See [`InitializeShareGroupStateRequest::group_id`](InitializeShareGroupStateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`InitializeShareGroupStateRequest::topics`].
+    /// See [`InitializeShareGroupStateRequest::topics`](InitializeShareGroupStateRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, InitializeStateDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -226,13 +226,13 @@ impl<'a> InitializeStateDataView<'a> {
         self.ver.version
     }
 
-    /// See [`InitializeStateData::topic_id`].
+    /// See [`InitializeStateData::topic_id`](InitializeStateData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`InitializeStateData::partitions`].
+    /// See [`InitializeStateData::partitions`](InitializeStateData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -304,19 +304,19 @@ impl<'a> PartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionData::partition`].
+    /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionData::state_epoch`].
+    /// See [`PartitionData::state_epoch`](PartitionData#structfield.state_epoch).
     #[inline]
     pub fn state_epoch(&self) -> i32 {
         self.src.i32(4)
     }
 
-    /// See [`PartitionData::start_offset`].
+    /// See [`PartitionData::start_offset`](PartitionData#structfield.start_offset).
     #[inline]
     pub fn start_offset(&self) -> i64 {
         self.src.i64(8)
@@ -528,7 +528,7 @@ impl<'a> InitializeShareGroupStateResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`InitializeShareGroupStateResponse::results`].
+    /// See [`InitializeShareGroupStateResponse::results`](InitializeShareGroupStateResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, InitializeStateResultView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -580,13 +580,13 @@ impl<'a> InitializeStateResultView<'a> {
         self.ver.version
     }
 
-    /// See [`InitializeStateResult::topic_id`].
+    /// See [`InitializeStateResult::topic_id`](InitializeStateResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`InitializeStateResult::partitions`].
+    /// See [`InitializeStateResult::partitions`](InitializeStateResult#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -660,19 +660,19 @@ impl<'a> PartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionResult::partition`].
+    /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionResult::error_code`].
+    /// See [`PartitionResult::error_code`](PartitionResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionResult::error_message`].
+    /// See [`PartitionResult::error_message`](PartitionResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

@@ -209,31 +209,31 @@ impl<'a> JoinGroupRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`JoinGroupRequest::group_id`].
+    /// See [`JoinGroupRequest::group_id`](JoinGroupRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`JoinGroupRequest::session_timeout_ms`].
+    /// See [`JoinGroupRequest::session_timeout_ms`](JoinGroupRequest#structfield.session_timeout_ms).
     #[inline]
     pub fn session_timeout_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`JoinGroupRequest::rebalance_timeout_ms`].
+    /// See [`JoinGroupRequest::rebalance_timeout_ms`](JoinGroupRequest#structfield.rebalance_timeout_ms).
     #[inline]
     pub fn rebalance_timeout_ms(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(self.at[0] as usize + 4) } else { -1 }
     }
 
-    /// See [`JoinGroupRequest::member_id`].
+    /// See [`JoinGroupRequest::member_id`](JoinGroupRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize + (if self.ver.version >= 1 { 8 } else { 4 }), self.ver.flexible)
     }
 
-    /// See [`JoinGroupRequest::group_instance_id`].
+    /// See [`JoinGroupRequest::group_instance_id`](JoinGroupRequest#structfield.group_instance_id).
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
         if self.ver.version >= 5 {
@@ -243,19 +243,19 @@ impl<'a> JoinGroupRequestView<'a> {
         }
     }
 
-    /// See [`JoinGroupRequest::protocol_type`].
+    /// See [`JoinGroupRequest::protocol_type`](JoinGroupRequest#structfield.protocol_type).
     #[inline]
     pub fn protocol_type(&self) -> &'a str {
         self.src.str(self.at[2] as usize, self.ver.flexible)
     }
 
-    /// See [`JoinGroupRequest::protocols`].
+    /// See [`JoinGroupRequest::protocols`](JoinGroupRequest#structfield.protocols).
     #[inline]
     pub fn protocols(&self) -> ArrayView<'a, JoinGroupRequestProtocolView<'a>> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
-    /// See [`JoinGroupRequest::reason`].
+    /// See [`JoinGroupRequest::reason`](JoinGroupRequest#structfield.reason).
     #[inline]
     pub fn reason(&self) -> Option<&'a str> {
         if self.ver.version >= 8 {
@@ -336,13 +336,13 @@ impl<'a> JoinGroupRequestProtocolView<'a> {
         self.ver.version
     }
 
-    /// See [`JoinGroupRequestProtocol::name`].
+    /// See [`JoinGroupRequestProtocol::name`](JoinGroupRequestProtocol#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`JoinGroupRequestProtocol::metadata`].
+    /// See [`JoinGroupRequestProtocol::metadata`](JoinGroupRequestProtocol#structfield.metadata).
     #[inline]
     pub fn metadata(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[0] as usize, self.ver.flexible)
@@ -627,55 +627,55 @@ impl<'a> JoinGroupResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`JoinGroupResponse::throttle_time_ms`].
+    /// See [`JoinGroupResponse::throttle_time_ms`](JoinGroupResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 2 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`JoinGroupResponse::error_code`].
+    /// See [`JoinGroupResponse::error_code`](JoinGroupResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(if self.ver.version >= 2 { 4 } else { 0 })
     }
 
-    /// See [`JoinGroupResponse::generation_id`].
+    /// See [`JoinGroupResponse::generation_id`](JoinGroupResponse#structfield.generation_id).
     #[inline]
     pub fn generation_id(&self) -> i32 {
         self.src.i32(if self.ver.version >= 2 { 6 } else { 2 })
     }
 
-    /// See [`JoinGroupResponse::protocol_type`].
+    /// See [`JoinGroupResponse::protocol_type`](JoinGroupResponse#structfield.protocol_type).
     #[inline]
     pub fn protocol_type(&self) -> Option<&'a str> {
         if self.ver.version >= 7 { self.src.nullable_str(10, self.ver.flexible) } else { None }
     }
 
-    /// See [`JoinGroupResponse::protocol_name`].
+    /// See [`JoinGroupResponse::protocol_name`](JoinGroupResponse#structfield.protocol_name).
     #[inline]
     pub fn protocol_name(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`JoinGroupResponse::leader`].
+    /// See [`JoinGroupResponse::leader`](JoinGroupResponse#structfield.leader).
     #[inline]
     pub fn leader(&self) -> &'a str {
         self.src.str(self.at[1] as usize, self.ver.flexible)
     }
 
-    /// See [`JoinGroupResponse::skip_assignment`].
+    /// See [`JoinGroupResponse::skip_assignment`](JoinGroupResponse#structfield.skip_assignment).
     #[inline]
     pub fn skip_assignment(&self) -> bool {
         if self.ver.version == 9 { self.src.bool(self.at[2] as usize) } else { false }
     }
 
-    /// See [`JoinGroupResponse::member_id`].
+    /// See [`JoinGroupResponse::member_id`](JoinGroupResponse#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[2] as usize + (if self.ver.version >= 9 { 1 } else { 0 }), self.ver.flexible)
     }
 
-    /// See [`JoinGroupResponse::members`].
+    /// See [`JoinGroupResponse::members`](JoinGroupResponse#structfield.members).
     #[inline]
     pub fn members(&self) -> ArrayView<'a, JoinGroupResponseMemberView<'a>> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
@@ -756,13 +756,13 @@ impl<'a> JoinGroupResponseMemberView<'a> {
         self.ver.version
     }
 
-    /// See [`JoinGroupResponseMember::member_id`].
+    /// See [`JoinGroupResponseMember::member_id`](JoinGroupResponseMember#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`JoinGroupResponseMember::group_instance_id`].
+    /// See [`JoinGroupResponseMember::group_instance_id`](JoinGroupResponseMember#structfield.group_instance_id).
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
         if self.ver.version >= 5 {
@@ -772,7 +772,7 @@ impl<'a> JoinGroupResponseMemberView<'a> {
         }
     }
 
-    /// See [`JoinGroupResponseMember::metadata`].
+    /// See [`JoinGroupResponseMember::metadata`](JoinGroupResponseMember#structfield.metadata).
     #[inline]
     pub fn metadata(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[1] as usize, self.ver.flexible)

@@ -178,19 +178,19 @@ impl<'a> LeaveGroupRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`LeaveGroupRequest::group_id`].
+    /// See [`LeaveGroupRequest::group_id`](LeaveGroupRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`LeaveGroupRequest::member_id`].
+    /// See [`LeaveGroupRequest::member_id`](LeaveGroupRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         if self.ver.version <= 2 { self.src.str(self.at[0] as usize, self.ver.flexible) } else { "" }
     }
 
-    /// See [`LeaveGroupRequest::members`].
+    /// See [`LeaveGroupRequest::members`](LeaveGroupRequest#structfield.members).
     #[inline]
     pub fn members(&self) -> ArrayView<'a, MemberIdentityView<'a>> {
         if self.ver.version >= 3 {
@@ -256,19 +256,19 @@ impl<'a> MemberIdentityView<'a> {
         self.ver.version
     }
 
-    /// See [`MemberIdentity::member_id`].
+    /// See [`MemberIdentity::member_id`](MemberIdentity#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`MemberIdentity::group_instance_id`].
+    /// See [`MemberIdentity::group_instance_id`](MemberIdentity#structfield.group_instance_id).
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`MemberIdentity::reason`].
+    /// See [`MemberIdentity::reason`](MemberIdentity#structfield.reason).
     #[inline]
     pub fn reason(&self) -> Option<&'a str> {
         if self.ver.version == 5 {
@@ -506,19 +506,19 @@ impl<'a> LeaveGroupResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`LeaveGroupResponse::throttle_time_ms`].
+    /// See [`LeaveGroupResponse::throttle_time_ms`](LeaveGroupResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`LeaveGroupResponse::error_code`].
+    /// See [`LeaveGroupResponse::error_code`](LeaveGroupResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(if self.ver.version >= 1 { 4 } else { 0 })
     }
 
-    /// See [`LeaveGroupResponse::members`].
+    /// See [`LeaveGroupResponse::members`](LeaveGroupResponse#structfield.members).
     #[inline]
     pub fn members(&self) -> ArrayView<'a, MemberResponseView<'a>> {
         if self.ver.version >= 3 { ArrayView::at(self.src, 6, self.ver) } else { ArrayView::empty(self.ver) }
@@ -578,19 +578,19 @@ impl<'a> MemberResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`MemberResponse::member_id`].
+    /// See [`MemberResponse::member_id`](MemberResponse#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`MemberResponse::group_instance_id`].
+    /// See [`MemberResponse::group_instance_id`](MemberResponse#structfield.group_instance_id).
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`MemberResponse::error_code`].
+    /// See [`MemberResponse::error_code`](MemberResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[1] as usize)

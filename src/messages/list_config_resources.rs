@@ -110,7 +110,7 @@ impl<'a> ListConfigResourcesRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ListConfigResourcesRequest::resource_types`].
+    /// See [`ListConfigResourcesRequest::resource_types`](ListConfigResourcesRequest#structfield.resource_types).
     #[inline]
     pub fn resource_types(&self) -> ArrayView<'a, i8> {
         if self.ver.version == 1 { ArrayView::at(self.src, 0, self.ver) } else { ArrayView::empty(self.ver) }
@@ -284,19 +284,19 @@ impl<'a> ListConfigResourcesResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ListConfigResourcesResponse::throttle_time_ms`].
+    /// See [`ListConfigResourcesResponse::throttle_time_ms`](ListConfigResourcesResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ListConfigResourcesResponse::error_code`].
+    /// See [`ListConfigResourcesResponse::error_code`](ListConfigResourcesResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ListConfigResourcesResponse::config_resources`].
+    /// See [`ListConfigResourcesResponse::config_resources`](ListConfigResourcesResponse#structfield.config_resources).
     #[inline]
     pub fn config_resources(&self) -> ArrayView<'a, ConfigResourceView<'a>> {
         ArrayView::at(self.src, 6, self.ver)
@@ -355,13 +355,13 @@ impl<'a> ConfigResourceView<'a> {
         self.ver.version
     }
 
-    /// See [`ConfigResource::resource_name`].
+    /// See [`ConfigResource::resource_name`](ConfigResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ConfigResource::resource_type`].
+    /// See [`ConfigResource::resource_type`](ConfigResource#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
         if self.ver.version == 1 { self.src.i8(self.at[0] as usize) } else { 16 }

@@ -127,13 +127,13 @@ impl<'a> ListGroupsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ListGroupsRequest::states_filter`].
+    /// See [`ListGroupsRequest::states_filter`](ListGroupsRequest#structfield.states_filter).
     #[inline]
     pub fn states_filter(&self) -> ArrayView<'a, &'a str> {
         if self.ver.version >= 4 { ArrayView::at(self.src, 0, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
-    /// See [`ListGroupsRequest::types_filter`].
+    /// See [`ListGroupsRequest::types_filter`](ListGroupsRequest#structfield.types_filter).
     #[inline]
     pub fn types_filter(&self) -> ArrayView<'a, &'a str> {
         if self.ver.version == 5 {
@@ -330,19 +330,19 @@ impl<'a> ListGroupsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ListGroupsResponse::throttle_time_ms`].
+    /// See [`ListGroupsResponse::throttle_time_ms`](ListGroupsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`ListGroupsResponse::error_code`].
+    /// See [`ListGroupsResponse::error_code`](ListGroupsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(if self.ver.version >= 1 { 4 } else { 0 })
     }
 
-    /// See [`ListGroupsResponse::groups`].
+    /// See [`ListGroupsResponse::groups`](ListGroupsResponse#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, ListedGroupView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 1 { 6 } else { 2 }, self.ver)
@@ -400,25 +400,25 @@ impl<'a> ListedGroupView<'a> {
         self.ver.version
     }
 
-    /// See [`ListedGroup::group_id`].
+    /// See [`ListedGroup::group_id`](ListedGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`ListedGroup::protocol_type`].
+    /// See [`ListedGroup::protocol_type`](ListedGroup#structfield.protocol_type).
     #[inline]
     pub fn protocol_type(&self) -> &'a str {
         self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`ListedGroup::group_state`].
+    /// See [`ListedGroup::group_state`](ListedGroup#structfield.group_state).
     #[inline]
     pub fn group_state(&self) -> &'a str {
         if self.ver.version >= 4 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
     }
 
-    /// See [`ListedGroup::group_type`].
+    /// See [`ListedGroup::group_type`](ListedGroup#structfield.group_type).
     #[inline]
     pub fn group_type(&self) -> &'a str {
         if self.ver.version == 5 { self.src.str(self.at[2] as usize, self.ver.flexible) } else { "" }

@@ -234,25 +234,25 @@ impl<'a> ListOffsetsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ListOffsetsRequest::replica_id`].
+    /// See [`ListOffsetsRequest::replica_id`](ListOffsetsRequest#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ListOffsetsRequest::isolation_level`].
+    /// See [`ListOffsetsRequest::isolation_level`](ListOffsetsRequest#structfield.isolation_level).
     #[inline]
     pub fn isolation_level(&self) -> i8 {
         if self.ver.version >= 2 { self.src.i8(4) } else { 0 }
     }
 
-    /// See [`ListOffsetsRequest::topics`].
+    /// See [`ListOffsetsRequest::topics`](ListOffsetsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ListOffsetsTopicView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 2 { 5 } else { 4 }, self.ver)
     }
 
-    /// See [`ListOffsetsRequest::timeout_ms`].
+    /// See [`ListOffsetsRequest::timeout_ms`](ListOffsetsRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         if self.ver.version >= 10 { self.src.i32(self.at[0] as usize) } else { 0 }
@@ -318,13 +318,13 @@ impl<'a> ListOffsetsTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`ListOffsetsTopic::name`].
+    /// See [`ListOffsetsTopic::name`](ListOffsetsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`ListOffsetsTopic::partitions`].
+    /// See [`ListOffsetsTopic::partitions`](ListOffsetsTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, ListOffsetsPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -403,19 +403,19 @@ impl<'a> ListOffsetsPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`ListOffsetsPartition::partition_index`].
+    /// See [`ListOffsetsPartition::partition_index`](ListOffsetsPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ListOffsetsPartition::current_leader_epoch`].
+    /// See [`ListOffsetsPartition::current_leader_epoch`](ListOffsetsPartition#structfield.current_leader_epoch).
     #[inline]
     pub fn current_leader_epoch(&self) -> i32 {
         if self.ver.version >= 4 { self.src.i32(4) } else { -1 }
     }
 
-    /// See [`ListOffsetsPartition::timestamp`].
+    /// See [`ListOffsetsPartition::timestamp`](ListOffsetsPartition#structfield.timestamp).
     #[inline]
     pub fn timestamp(&self) -> i64 {
         self.src.i64(if self.ver.version >= 4 { 8 } else { 4 })
@@ -693,13 +693,13 @@ impl<'a> ListOffsetsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ListOffsetsResponse::throttle_time_ms`].
+    /// See [`ListOffsetsResponse::throttle_time_ms`](ListOffsetsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 2 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`ListOffsetsResponse::topics`].
+    /// See [`ListOffsetsResponse::topics`](ListOffsetsResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ListOffsetsTopicResponseView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 2 { 4 } else { 0 }, self.ver)
@@ -755,13 +755,13 @@ impl<'a> ListOffsetsTopicResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ListOffsetsTopicResponse::name`].
+    /// See [`ListOffsetsTopicResponse::name`](ListOffsetsTopicResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`ListOffsetsTopicResponse::partitions`].
+    /// See [`ListOffsetsTopicResponse::partitions`](ListOffsetsTopicResponse#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, ListOffsetsPartitionResponseView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -844,31 +844,31 @@ impl<'a> ListOffsetsPartitionResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ListOffsetsPartitionResponse::partition_index`].
+    /// See [`ListOffsetsPartitionResponse::partition_index`](ListOffsetsPartitionResponse#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ListOffsetsPartitionResponse::error_code`].
+    /// See [`ListOffsetsPartitionResponse::error_code`](ListOffsetsPartitionResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ListOffsetsPartitionResponse::timestamp`].
+    /// See [`ListOffsetsPartitionResponse::timestamp`](ListOffsetsPartitionResponse#structfield.timestamp).
     #[inline]
     pub fn timestamp(&self) -> i64 {
         self.src.i64(6)
     }
 
-    /// See [`ListOffsetsPartitionResponse::offset`].
+    /// See [`ListOffsetsPartitionResponse::offset`](ListOffsetsPartitionResponse#structfield.offset).
     #[inline]
     pub fn offset(&self) -> i64 {
         self.src.i64(14)
     }
 
-    /// See [`ListOffsetsPartitionResponse::leader_epoch`].
+    /// See [`ListOffsetsPartitionResponse::leader_epoch`](ListOffsetsPartitionResponse#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         if self.ver.version >= 4 { self.src.i32(22) } else { -1 }

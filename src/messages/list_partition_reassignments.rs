@@ -155,13 +155,13 @@ impl<'a> ListPartitionReassignmentsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ListPartitionReassignmentsRequest::timeout_ms`].
+    /// See [`ListPartitionReassignmentsRequest::timeout_ms`](ListPartitionReassignmentsRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ListPartitionReassignmentsRequest::topics`].
+    /// See [`ListPartitionReassignmentsRequest::topics`](ListPartitionReassignmentsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, ListPartitionReassignmentsTopicsView<'a>>> {
         ArrayView::nullable_at(self.src, 4, self.ver)
@@ -217,13 +217,13 @@ impl<'a> ListPartitionReassignmentsTopicsView<'a> {
         self.ver.version
     }
 
-    /// See [`ListPartitionReassignmentsTopics::name`].
+    /// See [`ListPartitionReassignmentsTopics::name`](ListPartitionReassignmentsTopics#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ListPartitionReassignmentsTopics::partition_indexes`].
+    /// See [`ListPartitionReassignmentsTopics::partition_indexes`](ListPartitionReassignmentsTopics#structfield.partition_indexes).
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -476,25 +476,25 @@ impl<'a> ListPartitionReassignmentsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ListPartitionReassignmentsResponse::throttle_time_ms`].
+    /// See [`ListPartitionReassignmentsResponse::throttle_time_ms`](ListPartitionReassignmentsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ListPartitionReassignmentsResponse::error_code`].
+    /// See [`ListPartitionReassignmentsResponse::error_code`](ListPartitionReassignmentsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ListPartitionReassignmentsResponse::error_message`].
+    /// See [`ListPartitionReassignmentsResponse::error_message`](ListPartitionReassignmentsResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`ListPartitionReassignmentsResponse::topics`].
+    /// See [`ListPartitionReassignmentsResponse::topics`](ListPartitionReassignmentsResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OngoingTopicReassignmentView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -560,13 +560,13 @@ impl<'a> OngoingTopicReassignmentView<'a> {
         self.ver.version
     }
 
-    /// See [`OngoingTopicReassignment::name`].
+    /// See [`OngoingTopicReassignment::name`](OngoingTopicReassignment#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`OngoingTopicReassignment::partitions`].
+    /// See [`OngoingTopicReassignment::partitions`](OngoingTopicReassignment#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OngoingPartitionReassignmentView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -647,25 +647,25 @@ impl<'a> OngoingPartitionReassignmentView<'a> {
         self.ver.version
     }
 
-    /// See [`OngoingPartitionReassignment::partition_index`].
+    /// See [`OngoingPartitionReassignment::partition_index`](OngoingPartitionReassignment#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`OngoingPartitionReassignment::replicas`].
+    /// See [`OngoingPartitionReassignment::replicas`](OngoingPartitionReassignment#structfield.replicas).
     #[inline]
     pub fn replicas(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, 4, self.ver)
     }
 
-    /// See [`OngoingPartitionReassignment::adding_replicas`].
+    /// See [`OngoingPartitionReassignment::adding_replicas`](OngoingPartitionReassignment#structfield.adding_replicas).
     #[inline]
     pub fn adding_replicas(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`OngoingPartitionReassignment::removing_replicas`].
+    /// See [`OngoingPartitionReassignment::removing_replicas`](OngoingPartitionReassignment#structfield.removing_replicas).
     #[inline]
     pub fn removing_replicas(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)

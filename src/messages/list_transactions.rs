@@ -148,25 +148,25 @@ impl<'a> ListTransactionsRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ListTransactionsRequest::state_filters`].
+    /// See [`ListTransactionsRequest::state_filters`](ListTransactionsRequest#structfield.state_filters).
     #[inline]
     pub fn state_filters(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`ListTransactionsRequest::producer_id_filters`].
+    /// See [`ListTransactionsRequest::producer_id_filters`](ListTransactionsRequest#structfield.producer_id_filters).
     #[inline]
     pub fn producer_id_filters(&self) -> ArrayView<'a, i64> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`ListTransactionsRequest::duration_filter`].
+    /// See [`ListTransactionsRequest::duration_filter`](ListTransactionsRequest#structfield.duration_filter).
     #[inline]
     pub fn duration_filter(&self) -> i64 {
         if self.ver.version >= 1 { self.src.i64(self.at[1] as usize) } else { -1 }
     }
 
-    /// See [`ListTransactionsRequest::transactional_id_pattern`].
+    /// See [`ListTransactionsRequest::transactional_id_pattern`](ListTransactionsRequest#structfield.transactional_id_pattern).
     #[inline]
     pub fn transactional_id_pattern(&self) -> Option<&'a str> {
         if self.ver.version == 2 { self.src.nullable_str(self.at[1] as usize + 8, true) } else { None }
@@ -346,25 +346,25 @@ impl<'a> ListTransactionsResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ListTransactionsResponse::throttle_time_ms`].
+    /// See [`ListTransactionsResponse::throttle_time_ms`](ListTransactionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ListTransactionsResponse::error_code`].
+    /// See [`ListTransactionsResponse::error_code`](ListTransactionsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ListTransactionsResponse::unknown_state_filters`].
+    /// See [`ListTransactionsResponse::unknown_state_filters`](ListTransactionsResponse#structfield.unknown_state_filters).
     #[inline]
     pub fn unknown_state_filters(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, 6, self.ver)
     }
 
-    /// See [`ListTransactionsResponse::transaction_states`].
+    /// See [`ListTransactionsResponse::transaction_states`](ListTransactionsResponse#structfield.transaction_states).
     #[inline]
     pub fn transaction_states(&self) -> ArrayView<'a, TransactionStateView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -423,19 +423,19 @@ impl<'a> TransactionStateView<'a> {
         self.ver.version
     }
 
-    /// See [`TransactionState::transactional_id`].
+    /// See [`TransactionState::transactional_id`](TransactionState#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TransactionState::producer_id`].
+    /// See [`TransactionState::producer_id`](TransactionState#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(self.at[0] as usize)
     }
 
-    /// See [`TransactionState::transaction_state`].
+    /// See [`TransactionState::transaction_state`](TransactionState#structfield.transaction_state).
     #[inline]
     pub fn transaction_state(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 8, true)

@@ -219,19 +219,19 @@ impl<'a> MetadataRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`MetadataRequest::topics`].
+    /// See [`MetadataRequest::topics`](MetadataRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, MetadataRequestTopicView<'a>>> {
         ArrayView::nullable_at(self.src, 0, self.ver)
     }
 
-    /// See [`MetadataRequest::allow_auto_topic_creation`].
+    /// See [`MetadataRequest::allow_auto_topic_creation`](MetadataRequest#structfield.allow_auto_topic_creation).
     #[inline]
     pub fn allow_auto_topic_creation(&self) -> bool {
         if self.ver.version >= 4 { self.src.bool(self.at[0] as usize) } else { true }
     }
 
-    /// See [`MetadataRequest::include_cluster_authorized_operations`].
+    /// See [`MetadataRequest::include_cluster_authorized_operations`](MetadataRequest#structfield.include_cluster_authorized_operations).
     #[inline]
     pub fn include_cluster_authorized_operations(&self) -> bool {
         if self.ver.version >= 8 && self.ver.version <= 10 {
@@ -241,7 +241,7 @@ impl<'a> MetadataRequestView<'a> {
         }
     }
 
-    /// See [`MetadataRequest::include_topic_authorized_operations`].
+    /// See [`MetadataRequest::include_topic_authorized_operations`](MetadataRequest#structfield.include_topic_authorized_operations).
     #[inline]
     pub fn include_topic_authorized_operations(&self) -> bool {
         if self.ver.version >= 8 {
@@ -317,13 +317,13 @@ impl<'a> MetadataRequestTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`MetadataRequestTopic::topic_id`].
+    /// See [`MetadataRequestTopic::topic_id`](MetadataRequestTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version >= 10 { self.src.uuid(0) } else { Uuid::ZERO }
     }
 
-    /// See [`MetadataRequestTopic::name`].
+    /// See [`MetadataRequestTopic::name`](MetadataRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
         self.src.nullable_str(if self.ver.version >= 10 { 16 } else { 0 }, self.ver.flexible)
@@ -772,19 +772,19 @@ impl<'a> MetadataResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`MetadataResponse::throttle_time_ms`].
+    /// See [`MetadataResponse::throttle_time_ms`](MetadataResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 3 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`MetadataResponse::brokers`].
+    /// See [`MetadataResponse::brokers`](MetadataResponse#structfield.brokers).
     #[inline]
     pub fn brokers(&self) -> ArrayView<'a, MetadataResponseBrokerView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 3 { 4 } else { 0 }, self.ver)
     }
 
-    /// See [`MetadataResponse::cluster_id`].
+    /// See [`MetadataResponse::cluster_id`](MetadataResponse#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         if self.ver.version >= 2 {
@@ -794,19 +794,19 @@ impl<'a> MetadataResponseView<'a> {
         }
     }
 
-    /// See [`MetadataResponse::controller_id`].
+    /// See [`MetadataResponse::controller_id`](MetadataResponse#structfield.controller_id).
     #[inline]
     pub fn controller_id(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(self.at[1] as usize) } else { -1 }
     }
 
-    /// See [`MetadataResponse::topics`].
+    /// See [`MetadataResponse::topics`](MetadataResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, MetadataResponseTopicView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize + (if self.ver.version >= 1 { 4 } else { 0 }), self.ver)
     }
 
-    /// See [`MetadataResponse::cluster_authorized_operations`].
+    /// See [`MetadataResponse::cluster_authorized_operations`](MetadataResponse#structfield.cluster_authorized_operations).
     #[inline]
     pub fn cluster_authorized_operations(&self) -> i32 {
         if self.ver.version >= 8 && self.ver.version <= 10 {
@@ -816,7 +816,7 @@ impl<'a> MetadataResponseView<'a> {
         }
     }
 
-    /// See [`MetadataResponse::error_code`].
+    /// See [`MetadataResponse::error_code`](MetadataResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         if self.ver.version == 13 { self.src.i16(self.at[2] as usize) } else { 0 }
@@ -906,25 +906,25 @@ impl<'a> MetadataResponseBrokerView<'a> {
         self.ver.version
     }
 
-    /// See [`MetadataResponseBroker::node_id`].
+    /// See [`MetadataResponseBroker::node_id`](MetadataResponseBroker#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`MetadataResponseBroker::host`].
+    /// See [`MetadataResponseBroker::host`](MetadataResponseBroker#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, self.ver.flexible)
     }
 
-    /// See [`MetadataResponseBroker::port`].
+    /// See [`MetadataResponseBroker::port`](MetadataResponseBroker#structfield.port).
     #[inline]
     pub fn port(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`MetadataResponseBroker::rack`].
+    /// See [`MetadataResponseBroker::rack`](MetadataResponseBroker#structfield.rack).
     #[inline]
     pub fn rack(&self) -> Option<&'a str> {
         if self.ver.version >= 1 {
@@ -1018,25 +1018,25 @@ impl<'a> MetadataResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`MetadataResponseTopic::error_code`].
+    /// See [`MetadataResponseTopic::error_code`](MetadataResponseTopic#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`MetadataResponseTopic::name`].
+    /// See [`MetadataResponseTopic::name`](MetadataResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
         self.src.nullable_str(2, self.ver.flexible)
     }
 
-    /// See [`MetadataResponseTopic::topic_id`].
+    /// See [`MetadataResponseTopic::topic_id`](MetadataResponseTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version >= 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`MetadataResponseTopic::is_internal`].
+    /// See [`MetadataResponseTopic::is_internal`](MetadataResponseTopic#structfield.is_internal).
     #[inline]
     pub fn is_internal(&self) -> bool {
         if self.ver.version >= 1 {
@@ -1046,7 +1046,7 @@ impl<'a> MetadataResponseTopicView<'a> {
         }
     }
 
-    /// See [`MetadataResponseTopic::partitions`].
+    /// See [`MetadataResponseTopic::partitions`](MetadataResponseTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, MetadataResponsePartitionView<'a>> {
         ArrayView::at(
@@ -1063,7 +1063,7 @@ impl<'a> MetadataResponseTopicView<'a> {
         )
     }
 
-    /// See [`MetadataResponseTopic::topic_authorized_operations`].
+    /// See [`MetadataResponseTopic::topic_authorized_operations`](MetadataResponseTopic#structfield.topic_authorized_operations).
     #[inline]
     pub fn topic_authorized_operations(&self) -> i32 {
         if self.ver.version >= 8 { self.src.i32(self.at[1] as usize) } else { i32::MIN }
@@ -1170,43 +1170,43 @@ impl<'a> MetadataResponsePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`MetadataResponsePartition::error_code`].
+    /// See [`MetadataResponsePartition::error_code`](MetadataResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`MetadataResponsePartition::partition_index`].
+    /// See [`MetadataResponsePartition::partition_index`](MetadataResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(2)
     }
 
-    /// See [`MetadataResponsePartition::leader_id`].
+    /// See [`MetadataResponsePartition::leader_id`](MetadataResponsePartition#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(6)
     }
 
-    /// See [`MetadataResponsePartition::leader_epoch`].
+    /// See [`MetadataResponsePartition::leader_epoch`](MetadataResponsePartition#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         if self.ver.version >= 7 { self.src.i32(10) } else { -1 }
     }
 
-    /// See [`MetadataResponsePartition::replica_nodes`].
+    /// See [`MetadataResponsePartition::replica_nodes`](MetadataResponsePartition#structfield.replica_nodes).
     #[inline]
     pub fn replica_nodes(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, if self.ver.version >= 7 { 14 } else { 10 }, self.ver)
     }
 
-    /// See [`MetadataResponsePartition::isr_nodes`].
+    /// See [`MetadataResponsePartition::isr_nodes`](MetadataResponsePartition#structfield.isr_nodes).
     #[inline]
     pub fn isr_nodes(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`MetadataResponsePartition::offline_replicas`].
+    /// See [`MetadataResponsePartition::offline_replicas`](MetadataResponsePartition#structfield.offline_replicas).
     #[inline]
     pub fn offline_replicas(&self) -> ArrayView<'a, i32> {
         if self.ver.version >= 5 {

@@ -272,25 +272,25 @@ impl<'a> OffsetCommitRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetCommitRequest::group_id`].
+    /// See [`OffsetCommitRequest::group_id`](OffsetCommitRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`OffsetCommitRequest::generation_id_or_member_epoch`].
+    /// See [`OffsetCommitRequest::generation_id_or_member_epoch`](OffsetCommitRequest#structfield.generation_id_or_member_epoch).
     #[inline]
     pub fn generation_id_or_member_epoch(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`OffsetCommitRequest::member_id`].
+    /// See [`OffsetCommitRequest::member_id`](OffsetCommitRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 4, self.ver.flexible)
     }
 
-    /// See [`OffsetCommitRequest::group_instance_id`].
+    /// See [`OffsetCommitRequest::group_instance_id`](OffsetCommitRequest#structfield.group_instance_id).
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
         if self.ver.version >= 7 {
@@ -300,13 +300,13 @@ impl<'a> OffsetCommitRequestView<'a> {
         }
     }
 
-    /// See [`OffsetCommitRequest::retention_time_ms`].
+    /// See [`OffsetCommitRequest::retention_time_ms`](OffsetCommitRequest#structfield.retention_time_ms).
     #[inline]
     pub fn retention_time_ms(&self) -> i64 {
         if self.ver.version <= 4 { self.src.i64(self.at[2] as usize) } else { -1 }
     }
 
-    /// See [`OffsetCommitRequest::topics`].
+    /// See [`OffsetCommitRequest::topics`](OffsetCommitRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetCommitRequestTopicView<'a>> {
         ArrayView::at(self.src, self.at[2] as usize + (if self.ver.version >= 5 { 0 } else { 8 }), self.ver)
@@ -375,19 +375,19 @@ impl<'a> OffsetCommitRequestTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetCommitRequestTopic::name`].
+    /// See [`OffsetCommitRequestTopic::name`](OffsetCommitRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         if self.ver.version <= 9 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`OffsetCommitRequestTopic::topic_id`].
+    /// See [`OffsetCommitRequestTopic::topic_id`](OffsetCommitRequestTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`OffsetCommitRequestTopic::partitions`].
+    /// See [`OffsetCommitRequestTopic::partitions`](OffsetCommitRequestTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetCommitRequestPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 10 { 16 } else { 0 }), self.ver)
@@ -481,25 +481,25 @@ impl<'a> OffsetCommitRequestPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetCommitRequestPartition::partition_index`].
+    /// See [`OffsetCommitRequestPartition::partition_index`](OffsetCommitRequestPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`OffsetCommitRequestPartition::committed_offset`].
+    /// See [`OffsetCommitRequestPartition::committed_offset`](OffsetCommitRequestPartition#structfield.committed_offset).
     #[inline]
     pub fn committed_offset(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`OffsetCommitRequestPartition::committed_leader_epoch`].
+    /// See [`OffsetCommitRequestPartition::committed_leader_epoch`](OffsetCommitRequestPartition#structfield.committed_leader_epoch).
     #[inline]
     pub fn committed_leader_epoch(&self) -> i32 {
         if self.ver.version >= 6 { self.src.i32(12) } else { -1 }
     }
 
-    /// See [`OffsetCommitRequestPartition::committed_metadata`].
+    /// See [`OffsetCommitRequestPartition::committed_metadata`](OffsetCommitRequestPartition#structfield.committed_metadata).
     #[inline]
     pub fn committed_metadata(&self) -> Option<&'a str> {
         self.src.nullable_str(if self.ver.version >= 6 { 16 } else { 12 }, self.ver.flexible)
@@ -759,13 +759,13 @@ impl<'a> OffsetCommitResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetCommitResponse::throttle_time_ms`].
+    /// See [`OffsetCommitResponse::throttle_time_ms`](OffsetCommitResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 3 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`OffsetCommitResponse::topics`].
+    /// See [`OffsetCommitResponse::topics`](OffsetCommitResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetCommitResponseTopicView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 3 { 4 } else { 0 }, self.ver)
@@ -821,19 +821,19 @@ impl<'a> OffsetCommitResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetCommitResponseTopic::name`].
+    /// See [`OffsetCommitResponseTopic::name`](OffsetCommitResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         if self.ver.version <= 9 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`OffsetCommitResponseTopic::topic_id`].
+    /// See [`OffsetCommitResponseTopic::topic_id`](OffsetCommitResponseTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`OffsetCommitResponseTopic::partitions`].
+    /// See [`OffsetCommitResponseTopic::partitions`](OffsetCommitResponseTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetCommitResponsePartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 10 { 16 } else { 0 }), self.ver)
@@ -925,13 +925,13 @@ impl<'a> OffsetCommitResponsePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetCommitResponsePartition::partition_index`].
+    /// See [`OffsetCommitResponsePartition::partition_index`](OffsetCommitResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`OffsetCommitResponsePartition::error_code`].
+    /// See [`OffsetCommitResponsePartition::error_code`](OffsetCommitResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)

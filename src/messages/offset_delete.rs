@@ -147,13 +147,13 @@ impl<'a> OffsetDeleteRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetDeleteRequest::group_id`].
+    /// See [`OffsetDeleteRequest::group_id`](OffsetDeleteRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, false)
     }
 
-    /// See [`OffsetDeleteRequest::topics`].
+    /// See [`OffsetDeleteRequest::topics`](OffsetDeleteRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetDeleteRequestTopicView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -199,13 +199,13 @@ impl<'a> OffsetDeleteRequestTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetDeleteRequestTopic::name`].
+    /// See [`OffsetDeleteRequestTopic::name`](OffsetDeleteRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, false)
     }
 
-    /// See [`OffsetDeleteRequestTopic::partitions`].
+    /// See [`OffsetDeleteRequestTopic::partitions`](OffsetDeleteRequestTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetDeleteRequestPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -275,7 +275,7 @@ impl<'a> OffsetDeleteRequestPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetDeleteRequestPartition::partition_index`].
+    /// See [`OffsetDeleteRequestPartition::partition_index`](OffsetDeleteRequestPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
@@ -458,19 +458,19 @@ impl<'a> OffsetDeleteResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetDeleteResponse::error_code`].
+    /// See [`OffsetDeleteResponse::error_code`](OffsetDeleteResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`OffsetDeleteResponse::throttle_time_ms`].
+    /// See [`OffsetDeleteResponse::throttle_time_ms`](OffsetDeleteResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(2)
     }
 
-    /// See [`OffsetDeleteResponse::topics`].
+    /// See [`OffsetDeleteResponse::topics`](OffsetDeleteResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetDeleteResponseTopicView<'a>> {
         ArrayView::at(self.src, 6, self.ver)
@@ -514,13 +514,13 @@ impl<'a> OffsetDeleteResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetDeleteResponseTopic::name`].
+    /// See [`OffsetDeleteResponseTopic::name`](OffsetDeleteResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, false)
     }
 
-    /// See [`OffsetDeleteResponseTopic::partitions`].
+    /// See [`OffsetDeleteResponseTopic::partitions`](OffsetDeleteResponseTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetDeleteResponsePartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -590,13 +590,13 @@ impl<'a> OffsetDeleteResponsePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetDeleteResponsePartition::partition_index`].
+    /// See [`OffsetDeleteResponsePartition::partition_index`](OffsetDeleteResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`OffsetDeleteResponsePartition::error_code`].
+    /// See [`OffsetDeleteResponsePartition::error_code`](OffsetDeleteResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)

@@ -321,13 +321,13 @@ impl<'a> OffsetFetchRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchRequest::group_id`].
+    /// See [`OffsetFetchRequest::group_id`](OffsetFetchRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         if self.ver.version <= 7 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`OffsetFetchRequest::topics`].
+    /// See [`OffsetFetchRequest::topics`](OffsetFetchRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, OffsetFetchRequestTopicView<'a>>> {
         if self.ver.version <= 7 {
@@ -337,7 +337,7 @@ impl<'a> OffsetFetchRequestView<'a> {
         }
     }
 
-    /// See [`OffsetFetchRequest::groups`].
+    /// See [`OffsetFetchRequest::groups`](OffsetFetchRequest#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, OffsetFetchRequestGroupView<'a>> {
         if self.ver.version >= 8 {
@@ -347,7 +347,7 @@ impl<'a> OffsetFetchRequestView<'a> {
         }
     }
 
-    /// See [`OffsetFetchRequest::require_stable`].
+    /// See [`OffsetFetchRequest::require_stable`](OffsetFetchRequest#structfield.require_stable).
     #[inline]
     pub fn require_stable(&self) -> bool {
         if self.ver.version >= 7 { self.src.bool(self.at[2] as usize) } else { false }
@@ -427,13 +427,13 @@ impl<'a> OffsetFetchRequestTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchRequestTopic::name`].
+    /// See [`OffsetFetchRequestTopic::name`](OffsetFetchRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`OffsetFetchRequestTopic::partition_indexes`].
+    /// See [`OffsetFetchRequestTopic::partition_indexes`](OffsetFetchRequestTopic#structfield.partition_indexes).
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -514,25 +514,25 @@ impl<'a> OffsetFetchRequestGroupView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchRequestGroup::group_id`].
+    /// See [`OffsetFetchRequestGroup::group_id`](OffsetFetchRequestGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`OffsetFetchRequestGroup::member_id`].
+    /// See [`OffsetFetchRequestGroup::member_id`](OffsetFetchRequestGroup#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> Option<&'a str> {
         if self.ver.version >= 9 { self.src.nullable_str(self.at[0] as usize, true) } else { None }
     }
 
-    /// See [`OffsetFetchRequestGroup::member_epoch`].
+    /// See [`OffsetFetchRequestGroup::member_epoch`](OffsetFetchRequestGroup#structfield.member_epoch).
     #[inline]
     pub fn member_epoch(&self) -> i32 {
         if self.ver.version >= 9 { self.src.i32(self.at[1] as usize) } else { -1 }
     }
 
-    /// See [`OffsetFetchRequestGroup::topics`].
+    /// See [`OffsetFetchRequestGroup::topics`](OffsetFetchRequestGroup#structfield.topics).
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, OffsetFetchRequestTopicsView<'a>>> {
         ArrayView::nullable_at(
@@ -631,19 +631,19 @@ impl<'a> OffsetFetchRequestTopicsView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchRequestTopics::name`].
+    /// See [`OffsetFetchRequestTopics::name`](OffsetFetchRequestTopics#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         if self.ver.version <= 9 { self.src.str(0, true) } else { "" }
     }
 
-    /// See [`OffsetFetchRequestTopics::topic_id`].
+    /// See [`OffsetFetchRequestTopics::topic_id`](OffsetFetchRequestTopics#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`OffsetFetchRequestTopics::partition_indexes`].
+    /// See [`OffsetFetchRequestTopics::partition_indexes`](OffsetFetchRequestTopics#structfield.partition_indexes).
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 10 { 16 } else { 0 }), self.ver)
@@ -1089,13 +1089,13 @@ impl<'a> OffsetFetchResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchResponse::throttle_time_ms`].
+    /// See [`OffsetFetchResponse::throttle_time_ms`](OffsetFetchResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 3 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`OffsetFetchResponse::topics`].
+    /// See [`OffsetFetchResponse::topics`](OffsetFetchResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetFetchResponseTopicView<'a>> {
         if self.ver.version <= 7 {
@@ -1105,13 +1105,13 @@ impl<'a> OffsetFetchResponseView<'a> {
         }
     }
 
-    /// See [`OffsetFetchResponse::error_code`].
+    /// See [`OffsetFetchResponse::error_code`](OffsetFetchResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         if self.ver.version >= 2 && self.ver.version <= 7 { self.src.i16(self.at[0] as usize) } else { 0 }
     }
 
-    /// See [`OffsetFetchResponse::groups`].
+    /// See [`OffsetFetchResponse::groups`](OffsetFetchResponse#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, OffsetFetchResponseGroupView<'a>> {
         if self.ver.version >= 8 {
@@ -1182,13 +1182,13 @@ impl<'a> OffsetFetchResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchResponseTopic::name`].
+    /// See [`OffsetFetchResponseTopic::name`](OffsetFetchResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`OffsetFetchResponseTopic::partitions`].
+    /// See [`OffsetFetchResponseTopic::partitions`](OffsetFetchResponseTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetFetchResponsePartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -1273,31 +1273,31 @@ impl<'a> OffsetFetchResponsePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchResponsePartition::partition_index`].
+    /// See [`OffsetFetchResponsePartition::partition_index`](OffsetFetchResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`OffsetFetchResponsePartition::committed_offset`].
+    /// See [`OffsetFetchResponsePartition::committed_offset`](OffsetFetchResponsePartition#structfield.committed_offset).
     #[inline]
     pub fn committed_offset(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`OffsetFetchResponsePartition::committed_leader_epoch`].
+    /// See [`OffsetFetchResponsePartition::committed_leader_epoch`](OffsetFetchResponsePartition#structfield.committed_leader_epoch).
     #[inline]
     pub fn committed_leader_epoch(&self) -> i32 {
         if self.ver.version >= 5 { self.src.i32(12) } else { -1 }
     }
 
-    /// See [`OffsetFetchResponsePartition::metadata`].
+    /// See [`OffsetFetchResponsePartition::metadata`](OffsetFetchResponsePartition#structfield.metadata).
     #[inline]
     pub fn metadata(&self) -> Option<&'a str> {
         self.src.nullable_str(if self.ver.version >= 5 { 16 } else { 12 }, self.ver.flexible)
     }
 
-    /// See [`OffsetFetchResponsePartition::error_code`].
+    /// See [`OffsetFetchResponsePartition::error_code`](OffsetFetchResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
@@ -1389,19 +1389,19 @@ impl<'a> OffsetFetchResponseGroupView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchResponseGroup::group_id`].
+    /// See [`OffsetFetchResponseGroup::group_id`](OffsetFetchResponseGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`OffsetFetchResponseGroup::topics`].
+    /// See [`OffsetFetchResponseGroup::topics`](OffsetFetchResponseGroup#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetFetchResponseTopicsView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`OffsetFetchResponseGroup::error_code`].
+    /// See [`OffsetFetchResponseGroup::error_code`](OffsetFetchResponseGroup#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[1] as usize)
@@ -1481,19 +1481,19 @@ impl<'a> OffsetFetchResponseTopicsView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchResponseTopics::name`].
+    /// See [`OffsetFetchResponseTopics::name`](OffsetFetchResponseTopics#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         if self.ver.version <= 9 { self.src.str(0, true) } else { "" }
     }
 
-    /// See [`OffsetFetchResponseTopics::topic_id`].
+    /// See [`OffsetFetchResponseTopics::topic_id`](OffsetFetchResponseTopics#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 10 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`OffsetFetchResponseTopics::partitions`].
+    /// See [`OffsetFetchResponseTopics::partitions`](OffsetFetchResponseTopics#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetFetchResponsePartitionsView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 10 { 16 } else { 0 }), self.ver)
@@ -1583,31 +1583,31 @@ impl<'a> OffsetFetchResponsePartitionsView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetFetchResponsePartitions::partition_index`].
+    /// See [`OffsetFetchResponsePartitions::partition_index`](OffsetFetchResponsePartitions#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`OffsetFetchResponsePartitions::committed_offset`].
+    /// See [`OffsetFetchResponsePartitions::committed_offset`](OffsetFetchResponsePartitions#structfield.committed_offset).
     #[inline]
     pub fn committed_offset(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`OffsetFetchResponsePartitions::committed_leader_epoch`].
+    /// See [`OffsetFetchResponsePartitions::committed_leader_epoch`](OffsetFetchResponsePartitions#structfield.committed_leader_epoch).
     #[inline]
     pub fn committed_leader_epoch(&self) -> i32 {
         self.src.i32(12)
     }
 
-    /// See [`OffsetFetchResponsePartitions::metadata`].
+    /// See [`OffsetFetchResponsePartitions::metadata`](OffsetFetchResponsePartitions#structfield.metadata).
     #[inline]
     pub fn metadata(&self) -> Option<&'a str> {
         self.src.nullable_str(16, true)
     }
 
-    /// See [`OffsetFetchResponsePartitions::error_code`].
+    /// See [`OffsetFetchResponsePartitions::error_code`](OffsetFetchResponsePartitions#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize)

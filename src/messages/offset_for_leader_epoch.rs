@@ -217,13 +217,13 @@ impl<'a> OffsetForLeaderEpochRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetForLeaderEpochRequest::replica_id`].
+    /// See [`OffsetForLeaderEpochRequest::replica_id`](OffsetForLeaderEpochRequest#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
         if self.ver.version >= 3 { self.src.i32(0) } else { -2 }
     }
 
-    /// See [`OffsetForLeaderEpochRequest::topics`].
+    /// See [`OffsetForLeaderEpochRequest::topics`](OffsetForLeaderEpochRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetForLeaderTopicView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 3 { 4 } else { 0 }, self.ver)
@@ -279,13 +279,13 @@ impl<'a> OffsetForLeaderTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetForLeaderTopic::topic`].
+    /// See [`OffsetForLeaderTopic::topic`](OffsetForLeaderTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`OffsetForLeaderTopic::partitions`].
+    /// See [`OffsetForLeaderTopic::partitions`](OffsetForLeaderTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, OffsetForLeaderPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -364,19 +364,19 @@ impl<'a> OffsetForLeaderPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetForLeaderPartition::partition`].
+    /// See [`OffsetForLeaderPartition::partition`](OffsetForLeaderPartition#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`OffsetForLeaderPartition::current_leader_epoch`].
+    /// See [`OffsetForLeaderPartition::current_leader_epoch`](OffsetForLeaderPartition#structfield.current_leader_epoch).
     #[inline]
     pub fn current_leader_epoch(&self) -> i32 {
         self.src.i32(4)
     }
 
-    /// See [`OffsetForLeaderPartition::leader_epoch`].
+    /// See [`OffsetForLeaderPartition::leader_epoch`](OffsetForLeaderPartition#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(8)
@@ -624,13 +624,13 @@ impl<'a> OffsetForLeaderEpochResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetForLeaderEpochResponse::throttle_time_ms`].
+    /// See [`OffsetForLeaderEpochResponse::throttle_time_ms`](OffsetForLeaderEpochResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`OffsetForLeaderEpochResponse::topics`].
+    /// See [`OffsetForLeaderEpochResponse::topics`](OffsetForLeaderEpochResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, OffsetForLeaderTopicResultView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -688,13 +688,13 @@ impl<'a> OffsetForLeaderTopicResultView<'a> {
         self.ver.version
     }
 
-    /// See [`OffsetForLeaderTopicResult::topic`].
+    /// See [`OffsetForLeaderTopicResult::topic`](OffsetForLeaderTopicResult#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`OffsetForLeaderTopicResult::partitions`].
+    /// See [`OffsetForLeaderTopicResult::partitions`](OffsetForLeaderTopicResult#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, EpochEndOffsetView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -773,25 +773,25 @@ impl<'a> EpochEndOffsetView<'a> {
         self.ver.version
     }
 
-    /// See [`EpochEndOffset::error_code`].
+    /// See [`EpochEndOffset::error_code`](EpochEndOffset#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`EpochEndOffset::partition`].
+    /// See [`EpochEndOffset::partition`](EpochEndOffset#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(2)
     }
 
-    /// See [`EpochEndOffset::leader_epoch`].
+    /// See [`EpochEndOffset::leader_epoch`](EpochEndOffset#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(6)
     }
 
-    /// See [`EpochEndOffset::end_offset`].
+    /// See [`EpochEndOffset::end_offset`](EpochEndOffset#structfield.end_offset).
     #[inline]
     pub fn end_offset(&self) -> i64 {
         self.src.i64(10)

@@ -214,25 +214,25 @@ impl<'a> ProduceRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ProduceRequest::transactional_id`].
+    /// See [`ProduceRequest::transactional_id`](ProduceRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, self.ver.flexible)
     }
 
-    /// See [`ProduceRequest::acks`].
+    /// See [`ProduceRequest::acks`](ProduceRequest#structfield.acks).
     #[inline]
     pub fn acks(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`ProduceRequest::timeout_ms`].
+    /// See [`ProduceRequest::timeout_ms`](ProduceRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize + 2)
     }
 
-    /// See [`ProduceRequest::topic_data`].
+    /// See [`ProduceRequest::topic_data`](ProduceRequest#structfield.topic_data).
     #[inline]
     pub fn topic_data(&self) -> ArrayView<'a, TopicProduceDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 6, self.ver)
@@ -290,19 +290,19 @@ impl<'a> TopicProduceDataView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicProduceData::name`].
+    /// See [`TopicProduceData::name`](TopicProduceData#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`TopicProduceData::topic_id`].
+    /// See [`TopicProduceData::topic_id`](TopicProduceData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`TopicProduceData::partition_data`].
+    /// See [`TopicProduceData::partition_data`](TopicProduceData#structfield.partition_data).
     #[inline]
     pub fn partition_data(&self) -> ArrayView<'a, PartitionProduceDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
@@ -392,13 +392,13 @@ impl<'a> PartitionProduceDataView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionProduceData::index`].
+    /// See [`PartitionProduceData::index`](PartitionProduceData#structfield.index).
     #[inline]
     pub fn index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionProduceData::records`].
+    /// See [`PartitionProduceData::records`](PartitionProduceData#structfield.records).
     #[inline]
     pub fn records(&self) -> Option<RecordBatches<'a>> {
         self.src.nullable_bytes(4, self.ver.flexible).map(RecordBatches::new)
@@ -864,19 +864,19 @@ impl<'a> ProduceResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ProduceResponse::responses`].
+    /// See [`ProduceResponse::responses`](ProduceResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, TopicProduceResponseView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`ProduceResponse::throttle_time_ms`].
+    /// See [`ProduceResponse::throttle_time_ms`](ProduceResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`ProduceResponse::node_endpoints`].
+    /// See [`ProduceResponse::node_endpoints`](ProduceResponse#structfield.node_endpoints).
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
         if self.ver.version >= 10 {
@@ -955,19 +955,19 @@ impl<'a> TopicProduceResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicProduceResponse::name`].
+    /// See [`TopicProduceResponse::name`](TopicProduceResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`TopicProduceResponse::topic_id`].
+    /// See [`TopicProduceResponse::topic_id`](TopicProduceResponse#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 13 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`TopicProduceResponse::partition_responses`].
+    /// See [`TopicProduceResponse::partition_responses`](TopicProduceResponse#structfield.partition_responses).
     #[inline]
     pub fn partition_responses(&self) -> ArrayView<'a, PartitionProduceResponseView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 13 { 16 } else { 0 }), self.ver)
@@ -1061,43 +1061,43 @@ impl<'a> PartitionProduceResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionProduceResponse::index`].
+    /// See [`PartitionProduceResponse::index`](PartitionProduceResponse#structfield.index).
     #[inline]
     pub fn index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionProduceResponse::error_code`].
+    /// See [`PartitionProduceResponse::error_code`](PartitionProduceResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionProduceResponse::base_offset`].
+    /// See [`PartitionProduceResponse::base_offset`](PartitionProduceResponse#structfield.base_offset).
     #[inline]
     pub fn base_offset(&self) -> i64 {
         self.src.i64(6)
     }
 
-    /// See [`PartitionProduceResponse::log_append_time_ms`].
+    /// See [`PartitionProduceResponse::log_append_time_ms`](PartitionProduceResponse#structfield.log_append_time_ms).
     #[inline]
     pub fn log_append_time_ms(&self) -> i64 {
         self.src.i64(14)
     }
 
-    /// See [`PartitionProduceResponse::log_start_offset`].
+    /// See [`PartitionProduceResponse::log_start_offset`](PartitionProduceResponse#structfield.log_start_offset).
     #[inline]
     pub fn log_start_offset(&self) -> i64 {
         if self.ver.version >= 5 { self.src.i64(22) } else { -1 }
     }
 
-    /// See [`PartitionProduceResponse::record_errors`].
+    /// See [`PartitionProduceResponse::record_errors`](PartitionProduceResponse#structfield.record_errors).
     #[inline]
     pub fn record_errors(&self) -> ArrayView<'a, BatchIndexAndErrorMessageView<'a>> {
         if self.ver.version >= 8 { ArrayView::at(self.src, 30, self.ver) } else { ArrayView::empty(self.ver) }
     }
 
-    /// See [`PartitionProduceResponse::error_message`].
+    /// See [`PartitionProduceResponse::error_message`](PartitionProduceResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         if self.ver.version >= 8 {
@@ -1107,7 +1107,7 @@ impl<'a> PartitionProduceResponseView<'a> {
         }
     }
 
-    /// See [`PartitionProduceResponse::current_leader`].
+    /// See [`PartitionProduceResponse::current_leader`](PartitionProduceResponse#structfield.current_leader).
     #[inline]
     pub fn current_leader(&self) -> Option<LeaderIdAndEpochView<'a>> {
         if self.ver.version >= 10 {
@@ -1242,13 +1242,13 @@ impl<'a> BatchIndexAndErrorMessageView<'a> {
         self.ver.version
     }
 
-    /// See [`BatchIndexAndErrorMessage::batch_index`].
+    /// See [`BatchIndexAndErrorMessage::batch_index`](BatchIndexAndErrorMessage#structfield.batch_index).
     #[inline]
     pub fn batch_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`BatchIndexAndErrorMessage::batch_index_error_message`].
+    /// See [`BatchIndexAndErrorMessage::batch_index_error_message`](BatchIndexAndErrorMessage#structfield.batch_index_error_message).
     #[inline]
     pub fn batch_index_error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(4, self.ver.flexible)
@@ -1324,13 +1324,13 @@ impl<'a> LeaderIdAndEpochView<'a> {
         self.ver.version
     }
 
-    /// See [`LeaderIdAndEpoch::leader_id`].
+    /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`LeaderIdAndEpoch::leader_epoch`].
+    /// See [`LeaderIdAndEpoch::leader_epoch`](LeaderIdAndEpoch#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(4)
@@ -1396,25 +1396,25 @@ impl<'a> NodeEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`NodeEndpoint::node_id`].
+    /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`NodeEndpoint::host`].
+    /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`NodeEndpoint::port`].
+    /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`NodeEndpoint::rack`].
+    /// See [`NodeEndpoint::rack`](NodeEndpoint#structfield.rack).
     #[inline]
     pub fn rack(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 4, true)

@@ -110,31 +110,31 @@ impl<'a> PushTelemetryRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`PushTelemetryRequest::client_instance_id`].
+    /// See [`PushTelemetryRequest::client_instance_id`](PushTelemetryRequest#structfield.client_instance_id).
     #[inline]
     pub fn client_instance_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`PushTelemetryRequest::subscription_id`].
+    /// See [`PushTelemetryRequest::subscription_id`](PushTelemetryRequest#structfield.subscription_id).
     #[inline]
     pub fn subscription_id(&self) -> i32 {
         self.src.i32(16)
     }
 
-    /// See [`PushTelemetryRequest::terminating`].
+    /// See [`PushTelemetryRequest::terminating`](PushTelemetryRequest#structfield.terminating).
     #[inline]
     pub fn terminating(&self) -> bool {
         self.src.bool(20)
     }
 
-    /// See [`PushTelemetryRequest::compression_type`].
+    /// See [`PushTelemetryRequest::compression_type`](PushTelemetryRequest#structfield.compression_type).
     #[inline]
     pub fn compression_type(&self) -> i8 {
         self.src.i8(21)
     }
 
-    /// See [`PushTelemetryRequest::metrics`].
+    /// See [`PushTelemetryRequest::metrics`](PushTelemetryRequest#structfield.metrics).
     #[inline]
     pub fn metrics(&self) -> &'a [u8] {
         self.src.bytes_at(22, true)
@@ -267,13 +267,13 @@ impl<'a> PushTelemetryResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`PushTelemetryResponse::throttle_time_ms`].
+    /// See [`PushTelemetryResponse::throttle_time_ms`](PushTelemetryResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PushTelemetryResponse::error_code`].
+    /// See [`PushTelemetryResponse::error_code`](PushTelemetryResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)

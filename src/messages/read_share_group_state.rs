@@ -163,13 +163,13 @@ impl<'a> ReadShareGroupStateRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ReadShareGroupStateRequest::group_id`].
+    /// See [`ReadShareGroupStateRequest::group_id`](ReadShareGroupStateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ReadShareGroupStateRequest::topics`].
+    /// See [`ReadShareGroupStateRequest::topics`](ReadShareGroupStateRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ReadStateDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -222,13 +222,13 @@ impl<'a> ReadStateDataView<'a> {
         self.ver.version
     }
 
-    /// See [`ReadStateData::topic_id`].
+    /// See [`ReadStateData::topic_id`](ReadStateData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`ReadStateData::partitions`].
+    /// See [`ReadStateData::partitions`](ReadStateData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -300,13 +300,13 @@ impl<'a> PartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionData::partition`].
+    /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionData::leader_epoch`].
+    /// See [`PartitionData::leader_epoch`](PartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(4)
@@ -558,7 +558,7 @@ impl<'a> ReadShareGroupStateResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ReadShareGroupStateResponse::results`].
+    /// See [`ReadShareGroupStateResponse::results`](ReadShareGroupStateResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, ReadStateResultView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -606,13 +606,13 @@ impl<'a> ReadStateResultView<'a> {
         self.ver.version
     }
 
-    /// See [`ReadStateResult::topic_id`].
+    /// See [`ReadStateResult::topic_id`](ReadStateResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`ReadStateResult::partitions`].
+    /// See [`ReadStateResult::partitions`](ReadStateResult#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -686,37 +686,37 @@ impl<'a> PartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionResult::partition`].
+    /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionResult::error_code`].
+    /// See [`PartitionResult::error_code`](PartitionResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionResult::error_message`].
+    /// See [`PartitionResult::error_message`](PartitionResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`PartitionResult::state_epoch`].
+    /// See [`PartitionResult::state_epoch`](PartitionResult#structfield.state_epoch).
     #[inline]
     pub fn state_epoch(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`PartitionResult::start_offset`].
+    /// See [`PartitionResult::start_offset`](PartitionResult#structfield.start_offset).
     #[inline]
     pub fn start_offset(&self) -> i64 {
         self.src.i64(self.at[0] as usize + 4)
     }
 
-    /// See [`PartitionResult::state_batches`].
+    /// See [`PartitionResult::state_batches`](PartitionResult#structfield.state_batches).
     #[inline]
     pub fn state_batches(&self) -> ArrayView<'a, StateBatchView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 12, self.ver)
@@ -798,25 +798,25 @@ impl<'a> StateBatchView<'a> {
         self.ver.version
     }
 
-    /// See [`StateBatch::first_offset`].
+    /// See [`StateBatch::first_offset`](StateBatch#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`StateBatch::last_offset`].
+    /// See [`StateBatch::last_offset`](StateBatch#structfield.last_offset).
     #[inline]
     pub fn last_offset(&self) -> i64 {
         self.src.i64(8)
     }
 
-    /// See [`StateBatch::delivery_state`].
+    /// See [`StateBatch::delivery_state`](StateBatch#structfield.delivery_state).
     #[inline]
     pub fn delivery_state(&self) -> i8 {
         self.src.i8(16)
     }
 
-    /// See [`StateBatch::delivery_count`].
+    /// See [`StateBatch::delivery_count`](StateBatch#structfield.delivery_count).
     #[inline]
     pub fn delivery_count(&self) -> i16 {
         self.src.i16(17)

@@ -164,13 +164,13 @@ impl<'a> ReadShareGroupStateSummaryRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ReadShareGroupStateSummaryRequest::group_id`].
+    /// See [`ReadShareGroupStateSummaryRequest::group_id`](ReadShareGroupStateSummaryRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ReadShareGroupStateSummaryRequest::topics`].
+    /// See [`ReadShareGroupStateSummaryRequest::topics`](ReadShareGroupStateSummaryRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, ReadStateSummaryDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -227,13 +227,13 @@ impl<'a> ReadStateSummaryDataView<'a> {
         self.ver.version
     }
 
-    /// See [`ReadStateSummaryData::topic_id`].
+    /// See [`ReadStateSummaryData::topic_id`](ReadStateSummaryData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`ReadStateSummaryData::partitions`].
+    /// See [`ReadStateSummaryData::partitions`](ReadStateSummaryData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -305,13 +305,13 @@ impl<'a> PartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionData::partition`].
+    /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionData::leader_epoch`].
+    /// See [`PartitionData::leader_epoch`](PartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(4)
@@ -551,7 +551,7 @@ impl<'a> ReadShareGroupStateSummaryResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ReadShareGroupStateSummaryResponse::results`].
+    /// See [`ReadShareGroupStateSummaryResponse::results`](ReadShareGroupStateSummaryResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, ReadStateSummaryResultView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -603,13 +603,13 @@ impl<'a> ReadStateSummaryResultView<'a> {
         self.ver.version
     }
 
-    /// See [`ReadStateSummaryResult::topic_id`].
+    /// See [`ReadStateSummaryResult::topic_id`](ReadStateSummaryResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`ReadStateSummaryResult::partitions`].
+    /// See [`ReadStateSummaryResult::partitions`](ReadStateSummaryResult#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -683,43 +683,43 @@ impl<'a> PartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionResult::partition`].
+    /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionResult::error_code`].
+    /// See [`PartitionResult::error_code`](PartitionResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionResult::error_message`].
+    /// See [`PartitionResult::error_message`](PartitionResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`PartitionResult::state_epoch`].
+    /// See [`PartitionResult::state_epoch`](PartitionResult#structfield.state_epoch).
     #[inline]
     pub fn state_epoch(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`PartitionResult::leader_epoch`].
+    /// See [`PartitionResult::leader_epoch`](PartitionResult#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(self.at[0] as usize + 4)
     }
 
-    /// See [`PartitionResult::start_offset`].
+    /// See [`PartitionResult::start_offset`](PartitionResult#structfield.start_offset).
     #[inline]
     pub fn start_offset(&self) -> i64 {
         self.src.i64(self.at[0] as usize + 8)
     }
 
-    /// See [`PartitionResult::delivery_complete_count`].
+    /// See [`PartitionResult::delivery_complete_count`](PartitionResult#structfield.delivery_complete_count).
     #[inline]
     pub fn delivery_complete_count(&self) -> i32 {
         if self.ver.version == 1 { self.src.i32(self.at[0] as usize + 16) } else { -1 }

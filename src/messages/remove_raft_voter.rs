@@ -120,19 +120,19 @@ impl<'a> RemoveRaftVoterRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`RemoveRaftVoterRequest::cluster_id`].
+    /// See [`RemoveRaftVoterRequest::cluster_id`](RemoveRaftVoterRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, true)
     }
 
-    /// See [`RemoveRaftVoterRequest::voter_id`].
+    /// See [`RemoveRaftVoterRequest::voter_id`](RemoveRaftVoterRequest#structfield.voter_id).
     #[inline]
     pub fn voter_id(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`RemoveRaftVoterRequest::voter_directory_id`].
+    /// See [`RemoveRaftVoterRequest::voter_directory_id`](RemoveRaftVoterRequest#structfield.voter_directory_id).
     #[inline]
     pub fn voter_directory_id(&self) -> Uuid {
         self.src.uuid(self.at[0] as usize + 4)
@@ -276,19 +276,19 @@ impl<'a> RemoveRaftVoterResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`RemoveRaftVoterResponse::throttle_time_ms`].
+    /// See [`RemoveRaftVoterResponse::throttle_time_ms`](RemoveRaftVoterResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`RemoveRaftVoterResponse::error_code`].
+    /// See [`RemoveRaftVoterResponse::error_code`](RemoveRaftVoterResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`RemoveRaftVoterResponse::error_message`].
+    /// See [`RemoveRaftVoterResponse::error_message`](RemoveRaftVoterResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

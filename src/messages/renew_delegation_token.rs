@@ -106,13 +106,13 @@ impl<'a> RenewDelegationTokenRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`RenewDelegationTokenRequest::hmac`].
+    /// See [`RenewDelegationTokenRequest::hmac`](RenewDelegationTokenRequest#structfield.hmac).
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
         self.src.bytes_at(0, self.ver.flexible)
     }
 
-    /// See [`RenewDelegationTokenRequest::renew_period_ms`].
+    /// See [`RenewDelegationTokenRequest::renew_period_ms`](RenewDelegationTokenRequest#structfield.renew_period_ms).
     #[inline]
     pub fn renew_period_ms(&self) -> i64 {
         self.src.i64(self.at[0] as usize)
@@ -249,19 +249,19 @@ impl<'a> RenewDelegationTokenResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`RenewDelegationTokenResponse::error_code`].
+    /// See [`RenewDelegationTokenResponse::error_code`](RenewDelegationTokenResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`RenewDelegationTokenResponse::expiry_timestamp_ms`].
+    /// See [`RenewDelegationTokenResponse::expiry_timestamp_ms`](RenewDelegationTokenResponse#structfield.expiry_timestamp_ms).
     #[inline]
     pub fn expiry_timestamp_ms(&self) -> i64 {
         self.src.i64(2)
     }
 
-    /// See [`RenewDelegationTokenResponse::throttle_time_ms`].
+    /// See [`RenewDelegationTokenResponse::throttle_time_ms`](RenewDelegationTokenResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(10)

@@ -103,7 +103,7 @@ impl<'a> SaslAuthenticateRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`SaslAuthenticateRequest::auth_bytes`].
+    /// See [`SaslAuthenticateRequest::auth_bytes`](SaslAuthenticateRequest#structfield.auth_bytes).
     #[inline]
     pub fn auth_bytes(&self) -> &'a [u8] {
         self.src.bytes_at(0, self.ver.flexible)
@@ -257,25 +257,25 @@ impl<'a> SaslAuthenticateResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`SaslAuthenticateResponse::error_code`].
+    /// See [`SaslAuthenticateResponse::error_code`](SaslAuthenticateResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`SaslAuthenticateResponse::error_message`].
+    /// See [`SaslAuthenticateResponse::error_message`](SaslAuthenticateResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, self.ver.flexible)
     }
 
-    /// See [`SaslAuthenticateResponse::auth_bytes`].
+    /// See [`SaslAuthenticateResponse::auth_bytes`](SaslAuthenticateResponse#structfield.auth_bytes).
     #[inline]
     pub fn auth_bytes(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`SaslAuthenticateResponse::session_lifetime_ms`].
+    /// See [`SaslAuthenticateResponse::session_lifetime_ms`](SaslAuthenticateResponse#structfield.session_lifetime_ms).
     #[inline]
     pub fn session_lifetime_ms(&self) -> i64 {
         if self.ver.version >= 1 { self.src.i64(self.at[1] as usize) } else { 0 }

@@ -89,7 +89,7 @@ impl<'a> SaslHandshakeRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`SaslHandshakeRequest::mechanism`].
+    /// See [`SaslHandshakeRequest::mechanism`](SaslHandshakeRequest#structfield.mechanism).
     #[inline]
     pub fn mechanism(&self) -> &'a str {
         self.src.str(0, false)
@@ -189,13 +189,13 @@ impl<'a> SaslHandshakeResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`SaslHandshakeResponse::error_code`].
+    /// See [`SaslHandshakeResponse::error_code`](SaslHandshakeResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`SaslHandshakeResponse::mechanisms`].
+    /// See [`SaslHandshakeResponse::mechanisms`](SaslHandshakeResponse#structfield.mechanisms).
     #[inline]
     pub fn mechanisms(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, 2, self.ver)

@@ -242,31 +242,31 @@ impl<'a> ShareAcknowledgeRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareAcknowledgeRequest::group_id`].
+    /// See [`ShareAcknowledgeRequest::group_id`](ShareAcknowledgeRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, true)
     }
 
-    /// See [`ShareAcknowledgeRequest::member_id`].
+    /// See [`ShareAcknowledgeRequest::member_id`](ShareAcknowledgeRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, true)
     }
 
-    /// See [`ShareAcknowledgeRequest::share_session_epoch`].
+    /// See [`ShareAcknowledgeRequest::share_session_epoch`](ShareAcknowledgeRequest#structfield.share_session_epoch).
     #[inline]
     pub fn share_session_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`ShareAcknowledgeRequest::is_renew_ack`].
+    /// See [`ShareAcknowledgeRequest::is_renew_ack`](ShareAcknowledgeRequest#structfield.is_renew_ack).
     #[inline]
     pub fn is_renew_ack(&self) -> bool {
         if self.ver.version == 2 { self.src.bool(self.at[1] as usize + 4) } else { false }
     }
 
-    /// See [`ShareAcknowledgeRequest::topics`].
+    /// See [`ShareAcknowledgeRequest::topics`](ShareAcknowledgeRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, AcknowledgeTopicView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize + (if self.ver.version >= 2 { 5 } else { 4 }), self.ver)
@@ -328,13 +328,13 @@ impl<'a> AcknowledgeTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`AcknowledgeTopic::topic_id`].
+    /// See [`AcknowledgeTopic::topic_id`](AcknowledgeTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`AcknowledgeTopic::partitions`].
+    /// See [`AcknowledgeTopic::partitions`](AcknowledgeTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, AcknowledgePartitionView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -408,13 +408,13 @@ impl<'a> AcknowledgePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`AcknowledgePartition::partition_index`].
+    /// See [`AcknowledgePartition::partition_index`](AcknowledgePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`AcknowledgePartition::acknowledgement_batches`].
+    /// See [`AcknowledgePartition::acknowledgement_batches`](AcknowledgePartition#structfield.acknowledgement_batches).
     #[inline]
     pub fn acknowledgement_batches(&self) -> ArrayView<'a, AcknowledgementBatchView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -492,19 +492,19 @@ impl<'a> AcknowledgementBatchView<'a> {
         self.ver.version
     }
 
-    /// See [`AcknowledgementBatch::first_offset`].
+    /// See [`AcknowledgementBatch::first_offset`](AcknowledgementBatch#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`AcknowledgementBatch::last_offset`].
+    /// See [`AcknowledgementBatch::last_offset`](AcknowledgementBatch#structfield.last_offset).
     #[inline]
     pub fn last_offset(&self) -> i64 {
         self.src.i64(8)
     }
 
-    /// See [`AcknowledgementBatch::acknowledge_types`].
+    /// See [`AcknowledgementBatch::acknowledge_types`](AcknowledgementBatch#structfield.acknowledge_types).
     #[inline]
     pub fn acknowledge_types(&self) -> ArrayView<'a, i8> {
         ArrayView::at(self.src, 16, self.ver)
@@ -821,37 +821,37 @@ impl<'a> ShareAcknowledgeResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareAcknowledgeResponse::throttle_time_ms`].
+    /// See [`ShareAcknowledgeResponse::throttle_time_ms`](ShareAcknowledgeResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ShareAcknowledgeResponse::error_code`].
+    /// See [`ShareAcknowledgeResponse::error_code`](ShareAcknowledgeResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ShareAcknowledgeResponse::error_message`].
+    /// See [`ShareAcknowledgeResponse::error_message`](ShareAcknowledgeResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`ShareAcknowledgeResponse::acquisition_lock_timeout_ms`].
+    /// See [`ShareAcknowledgeResponse::acquisition_lock_timeout_ms`](ShareAcknowledgeResponse#structfield.acquisition_lock_timeout_ms).
     #[inline]
     pub fn acquisition_lock_timeout_ms(&self) -> i32 {
         if self.ver.version == 2 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
-    /// See [`ShareAcknowledgeResponse::responses`].
+    /// See [`ShareAcknowledgeResponse::responses`](ShareAcknowledgeResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, ShareAcknowledgeTopicResponseView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 2 { 4 } else { 0 }), self.ver)
     }
 
-    /// See [`ShareAcknowledgeResponse::node_endpoints`].
+    /// See [`ShareAcknowledgeResponse::node_endpoints`](ShareAcknowledgeResponse#structfield.node_endpoints).
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
@@ -921,13 +921,13 @@ impl<'a> ShareAcknowledgeTopicResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareAcknowledgeTopicResponse::topic_id`].
+    /// See [`ShareAcknowledgeTopicResponse::topic_id`](ShareAcknowledgeTopicResponse#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`ShareAcknowledgeTopicResponse::partitions`].
+    /// See [`ShareAcknowledgeTopicResponse::partitions`](ShareAcknowledgeTopicResponse#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -1001,25 +1001,25 @@ impl<'a> PartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionData::partition_index`].
+    /// See [`PartitionData::partition_index`](PartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionData::error_code`].
+    /// See [`PartitionData::error_code`](PartitionData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionData::error_message`].
+    /// See [`PartitionData::error_message`](PartitionData#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`PartitionData::current_leader`].
+    /// See [`PartitionData::current_leader`](PartitionData#structfield.current_leader).
     #[inline]
     pub fn current_leader(&self) -> LeaderIdAndEpochView<'a> {
         LeaderIdAndEpochView::at(self.src, self.at[0] as usize, self.ver).0
@@ -1097,13 +1097,13 @@ impl<'a> LeaderIdAndEpochView<'a> {
         self.ver.version
     }
 
-    /// See [`LeaderIdAndEpoch::leader_id`].
+    /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`LeaderIdAndEpoch::leader_epoch`].
+    /// See [`LeaderIdAndEpoch::leader_epoch`](LeaderIdAndEpoch#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(4)
@@ -1169,25 +1169,25 @@ impl<'a> NodeEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`NodeEndpoint::node_id`].
+    /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`NodeEndpoint::host`].
+    /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`NodeEndpoint::port`].
+    /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`NodeEndpoint::rack`].
+    /// See [`NodeEndpoint::rack`](NodeEndpoint#structfield.rack).
     #[inline]
     pub fn rack(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 4, true)

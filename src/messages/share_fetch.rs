@@ -314,73 +314,73 @@ impl<'a> ShareFetchRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareFetchRequest::group_id`].
+    /// See [`ShareFetchRequest::group_id`](ShareFetchRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, true)
     }
 
-    /// See [`ShareFetchRequest::member_id`].
+    /// See [`ShareFetchRequest::member_id`](ShareFetchRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, true)
     }
 
-    /// See [`ShareFetchRequest::share_session_epoch`].
+    /// See [`ShareFetchRequest::share_session_epoch`](ShareFetchRequest#structfield.share_session_epoch).
     #[inline]
     pub fn share_session_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`ShareFetchRequest::max_wait_ms`].
+    /// See [`ShareFetchRequest::max_wait_ms`](ShareFetchRequest#structfield.max_wait_ms).
     #[inline]
     pub fn max_wait_ms(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 4)
     }
 
-    /// See [`ShareFetchRequest::min_bytes`].
+    /// See [`ShareFetchRequest::min_bytes`](ShareFetchRequest#structfield.min_bytes).
     #[inline]
     pub fn min_bytes(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 8)
     }
 
-    /// See [`ShareFetchRequest::max_bytes`].
+    /// See [`ShareFetchRequest::max_bytes`](ShareFetchRequest#structfield.max_bytes).
     #[inline]
     pub fn max_bytes(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 12)
     }
 
-    /// See [`ShareFetchRequest::max_records`].
+    /// See [`ShareFetchRequest::max_records`](ShareFetchRequest#structfield.max_records).
     #[inline]
     pub fn max_records(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 16)
     }
 
-    /// See [`ShareFetchRequest::batch_size`].
+    /// See [`ShareFetchRequest::batch_size`](ShareFetchRequest#structfield.batch_size).
     #[inline]
     pub fn batch_size(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 20)
     }
 
-    /// See [`ShareFetchRequest::share_acquire_mode`].
+    /// See [`ShareFetchRequest::share_acquire_mode`](ShareFetchRequest#structfield.share_acquire_mode).
     #[inline]
     pub fn share_acquire_mode(&self) -> i8 {
         if self.ver.version == 2 { self.src.i8(self.at[1] as usize + 24) } else { 0 }
     }
 
-    /// See [`ShareFetchRequest::is_renew_ack`].
+    /// See [`ShareFetchRequest::is_renew_ack`](ShareFetchRequest#structfield.is_renew_ack).
     #[inline]
     pub fn is_renew_ack(&self) -> bool {
         if self.ver.version == 2 { self.src.bool(self.at[1] as usize + 25) } else { false }
     }
 
-    /// See [`ShareFetchRequest::topics`].
+    /// See [`ShareFetchRequest::topics`](ShareFetchRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, FetchTopicView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize + (if self.ver.version >= 2 { 26 } else { 24 }), self.ver)
     }
 
-    /// See [`ShareFetchRequest::forgotten_topics_data`].
+    /// See [`ShareFetchRequest::forgotten_topics_data`](ShareFetchRequest#structfield.forgotten_topics_data).
     #[inline]
     pub fn forgotten_topics_data(&self) -> ArrayView<'a, ForgottenTopicView<'a>> {
         ArrayView::at(self.src, self.at[2] as usize, self.ver)
@@ -461,13 +461,13 @@ impl<'a> FetchTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchTopic::topic_id`].
+    /// See [`FetchTopic::topic_id`](FetchTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`FetchTopic::partitions`].
+    /// See [`FetchTopic::partitions`](FetchTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, FetchPartitionView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -541,19 +541,19 @@ impl<'a> FetchPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`FetchPartition::partition_index`].
+    /// See [`FetchPartition::partition_index`](FetchPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`FetchPartition::partition_max_bytes`].
+    /// See [`FetchPartition::partition_max_bytes`](FetchPartition#structfield.partition_max_bytes).
     #[inline]
     pub fn partition_max_bytes(&self) -> i32 {
         0
     }
 
-    /// See [`FetchPartition::acknowledgement_batches`].
+    /// See [`FetchPartition::acknowledgement_batches`](FetchPartition#structfield.acknowledgement_batches).
     #[inline]
     pub fn acknowledgement_batches(&self) -> ArrayView<'a, AcknowledgementBatchView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -628,19 +628,19 @@ impl<'a> AcknowledgementBatchView<'a> {
         self.ver.version
     }
 
-    /// See [`AcknowledgementBatch::first_offset`].
+    /// See [`AcknowledgementBatch::first_offset`](AcknowledgementBatch#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`AcknowledgementBatch::last_offset`].
+    /// See [`AcknowledgementBatch::last_offset`](AcknowledgementBatch#structfield.last_offset).
     #[inline]
     pub fn last_offset(&self) -> i64 {
         self.src.i64(8)
     }
 
-    /// See [`AcknowledgementBatch::acknowledge_types`].
+    /// See [`AcknowledgementBatch::acknowledge_types`](AcknowledgementBatch#structfield.acknowledge_types).
     #[inline]
     pub fn acknowledge_types(&self) -> ArrayView<'a, i8> {
         ArrayView::at(self.src, 16, self.ver)
@@ -715,13 +715,13 @@ impl<'a> ForgottenTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`ForgottenTopic::topic_id`].
+    /// See [`ForgottenTopic::topic_id`](ForgottenTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`ForgottenTopic::partitions`].
+    /// See [`ForgottenTopic::partitions`](ForgottenTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, 16, self.ver)
@@ -1083,37 +1083,37 @@ impl<'a> ShareFetchResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareFetchResponse::throttle_time_ms`].
+    /// See [`ShareFetchResponse::throttle_time_ms`](ShareFetchResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ShareFetchResponse::error_code`].
+    /// See [`ShareFetchResponse::error_code`](ShareFetchResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ShareFetchResponse::error_message`].
+    /// See [`ShareFetchResponse::error_message`](ShareFetchResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`ShareFetchResponse::acquisition_lock_timeout_ms`].
+    /// See [`ShareFetchResponse::acquisition_lock_timeout_ms`](ShareFetchResponse#structfield.acquisition_lock_timeout_ms).
     #[inline]
     pub fn acquisition_lock_timeout_ms(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`ShareFetchResponse::responses`].
+    /// See [`ShareFetchResponse::responses`](ShareFetchResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, ShareFetchableTopicResponseView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 4, self.ver)
     }
 
-    /// See [`ShareFetchResponse::node_endpoints`].
+    /// See [`ShareFetchResponse::node_endpoints`](ShareFetchResponse#structfield.node_endpoints).
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
@@ -1174,13 +1174,13 @@ impl<'a> ShareFetchableTopicResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareFetchableTopicResponse::topic_id`].
+    /// See [`ShareFetchableTopicResponse::topic_id`](ShareFetchableTopicResponse#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`ShareFetchableTopicResponse::partitions`].
+    /// See [`ShareFetchableTopicResponse::partitions`](ShareFetchableTopicResponse#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -1254,49 +1254,49 @@ impl<'a> PartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionData::partition_index`].
+    /// See [`PartitionData::partition_index`](PartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionData::error_code`].
+    /// See [`PartitionData::error_code`](PartitionData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionData::error_message`].
+    /// See [`PartitionData::error_message`](PartitionData#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`PartitionData::acknowledge_error_code`].
+    /// See [`PartitionData::acknowledge_error_code`](PartitionData#structfield.acknowledge_error_code).
     #[inline]
     pub fn acknowledge_error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`PartitionData::acknowledge_error_message`].
+    /// See [`PartitionData::acknowledge_error_message`](PartitionData#structfield.acknowledge_error_message).
     #[inline]
     pub fn acknowledge_error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 2, true)
     }
 
-    /// See [`PartitionData::current_leader`].
+    /// See [`PartitionData::current_leader`](PartitionData#structfield.current_leader).
     #[inline]
     pub fn current_leader(&self) -> LeaderIdAndEpochView<'a> {
         LeaderIdAndEpochView::at(self.src, self.at[1] as usize, self.ver).0
     }
 
-    /// See [`PartitionData::records`].
+    /// See [`PartitionData::records`](PartitionData#structfield.records).
     #[inline]
     pub fn records(&self) -> RecordBatches<'a> {
         RecordBatches::new(self.src.bytes_at(self.at[2] as usize, true))
     }
 
-    /// See [`PartitionData::acquired_records`].
+    /// See [`PartitionData::acquired_records`](PartitionData#structfield.acquired_records).
     #[inline]
     pub fn acquired_records(&self) -> ArrayView<'a, AcquiredRecordsView<'a>> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
@@ -1392,13 +1392,13 @@ impl<'a> LeaderIdAndEpochView<'a> {
         self.ver.version
     }
 
-    /// See [`LeaderIdAndEpoch::leader_id`].
+    /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`LeaderIdAndEpoch::leader_epoch`].
+    /// See [`LeaderIdAndEpoch::leader_epoch`](LeaderIdAndEpoch#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(4)
@@ -1462,19 +1462,19 @@ impl<'a> AcquiredRecordsView<'a> {
         self.ver.version
     }
 
-    /// See [`AcquiredRecords::first_offset`].
+    /// See [`AcquiredRecords::first_offset`](AcquiredRecords#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`AcquiredRecords::last_offset`].
+    /// See [`AcquiredRecords::last_offset`](AcquiredRecords#structfield.last_offset).
     #[inline]
     pub fn last_offset(&self) -> i64 {
         self.src.i64(8)
     }
 
-    /// See [`AcquiredRecords::delivery_count`].
+    /// See [`AcquiredRecords::delivery_count`](AcquiredRecords#structfield.delivery_count).
     #[inline]
     pub fn delivery_count(&self) -> i16 {
         self.src.i16(16)
@@ -1548,25 +1548,25 @@ impl<'a> NodeEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`NodeEndpoint::node_id`].
+    /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`NodeEndpoint::host`].
+    /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`NodeEndpoint::port`].
+    /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`NodeEndpoint::rack`].
+    /// See [`NodeEndpoint::rack`](NodeEndpoint#structfield.rack).
     #[inline]
     pub fn rack(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 4, true)

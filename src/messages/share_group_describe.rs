@@ -102,13 +102,13 @@ impl<'a> ShareGroupDescribeRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareGroupDescribeRequest::group_ids`].
+    /// See [`ShareGroupDescribeRequest::group_ids`](ShareGroupDescribeRequest#structfield.group_ids).
     #[inline]
     pub fn group_ids(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`ShareGroupDescribeRequest::include_authorized_operations`].
+    /// See [`ShareGroupDescribeRequest::include_authorized_operations`](ShareGroupDescribeRequest#structfield.include_authorized_operations).
     #[inline]
     pub fn include_authorized_operations(&self) -> bool {
         self.src.bool(self.at[0] as usize)
@@ -422,13 +422,13 @@ impl<'a> ShareGroupDescribeResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareGroupDescribeResponse::throttle_time_ms`].
+    /// See [`ShareGroupDescribeResponse::throttle_time_ms`](ShareGroupDescribeResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ShareGroupDescribeResponse::groups`].
+    /// See [`ShareGroupDescribeResponse::groups`](ShareGroupDescribeResponse#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribedGroupView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -480,55 +480,55 @@ impl<'a> DescribedGroupView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribedGroup::error_code`].
+    /// See [`DescribedGroup::error_code`](DescribedGroup#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DescribedGroup::error_message`].
+    /// See [`DescribedGroup::error_message`](DescribedGroup#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, true)
     }
 
-    /// See [`DescribedGroup::group_id`].
+    /// See [`DescribedGroup::group_id`](DescribedGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`DescribedGroup::group_state`].
+    /// See [`DescribedGroup::group_state`](DescribedGroup#structfield.group_state).
     #[inline]
     pub fn group_state(&self) -> &'a str {
         self.src.str(self.at[1] as usize, true)
     }
 
-    /// See [`DescribedGroup::group_epoch`].
+    /// See [`DescribedGroup::group_epoch`](DescribedGroup#structfield.group_epoch).
     #[inline]
     pub fn group_epoch(&self) -> i32 {
         self.src.i32(self.at[2] as usize)
     }
 
-    /// See [`DescribedGroup::assignment_epoch`].
+    /// See [`DescribedGroup::assignment_epoch`](DescribedGroup#structfield.assignment_epoch).
     #[inline]
     pub fn assignment_epoch(&self) -> i32 {
         self.src.i32(self.at[2] as usize + 4)
     }
 
-    /// See [`DescribedGroup::assignor_name`].
+    /// See [`DescribedGroup::assignor_name`](DescribedGroup#structfield.assignor_name).
     #[inline]
     pub fn assignor_name(&self) -> &'a str {
         self.src.str(self.at[2] as usize + 8, true)
     }
 
-    /// See [`DescribedGroup::members`].
+    /// See [`DescribedGroup::members`](DescribedGroup#structfield.members).
     #[inline]
     pub fn members(&self) -> ArrayView<'a, MemberView<'a>> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
-    /// See [`DescribedGroup::authorized_operations`].
+    /// See [`DescribedGroup::authorized_operations`](DescribedGroup#structfield.authorized_operations).
     #[inline]
     pub fn authorized_operations(&self) -> i32 {
         self.src.i32(self.at[4] as usize)
@@ -629,43 +629,43 @@ impl<'a> MemberView<'a> {
         self.ver.version
     }
 
-    /// See [`Member::member_id`].
+    /// See [`Member::member_id`](Member#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Member::rack_id`].
+    /// See [`Member::rack_id`](Member#structfield.rack_id).
     #[inline]
     pub fn rack_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, true)
     }
 
-    /// See [`Member::member_epoch`].
+    /// See [`Member::member_epoch`](Member#structfield.member_epoch).
     #[inline]
     pub fn member_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`Member::client_id`].
+    /// See [`Member::client_id`](Member#structfield.client_id).
     #[inline]
     pub fn client_id(&self) -> &'a str {
         self.src.str(self.at[1] as usize + 4, true)
     }
 
-    /// See [`Member::client_host`].
+    /// See [`Member::client_host`](Member#structfield.client_host).
     #[inline]
     pub fn client_host(&self) -> &'a str {
         self.src.str(self.at[2] as usize, true)
     }
 
-    /// See [`Member::subscribed_topic_names`].
+    /// See [`Member::subscribed_topic_names`](Member#structfield.subscribed_topic_names).
     #[inline]
     pub fn subscribed_topic_names(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
-    /// See [`Member::assignment`].
+    /// See [`Member::assignment`](Member#structfield.assignment).
     #[inline]
     pub fn assignment(&self) -> AssignmentView<'a> {
         AssignmentView::at(self.src, self.at[4] as usize, self.ver).0
@@ -765,7 +765,7 @@ impl<'a> AssignmentView<'a> {
         self.ver.version
     }
 
-    /// See [`Assignment::topic_partitions`].
+    /// See [`Assignment::topic_partitions`](Assignment#structfield.topic_partitions).
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, TopicPartitionsView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -835,19 +835,19 @@ impl<'a> TopicPartitionsView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicPartitions::topic_id`].
+    /// See [`TopicPartitions::topic_id`](TopicPartitions#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`TopicPartitions::topic_name`].
+    /// See [`TopicPartitions::topic_name`](TopicPartitions#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(16, true)
     }
 
-    /// See [`TopicPartitions::partitions`].
+    /// See [`TopicPartitions::partitions`](TopicPartitions#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)

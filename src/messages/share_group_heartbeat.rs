@@ -125,31 +125,31 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareGroupHeartbeatRequest::group_id`].
+    /// See [`ShareGroupHeartbeatRequest::group_id`](ShareGroupHeartbeatRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`ShareGroupHeartbeatRequest::member_id`].
+    /// See [`ShareGroupHeartbeatRequest::member_id`](ShareGroupHeartbeatRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`ShareGroupHeartbeatRequest::member_epoch`].
+    /// See [`ShareGroupHeartbeatRequest::member_epoch`](ShareGroupHeartbeatRequest#structfield.member_epoch).
     #[inline]
     pub fn member_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`ShareGroupHeartbeatRequest::rack_id`].
+    /// See [`ShareGroupHeartbeatRequest::rack_id`](ShareGroupHeartbeatRequest#structfield.rack_id).
     #[inline]
     pub fn rack_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize + 4, true)
     }
 
-    /// See [`ShareGroupHeartbeatRequest::subscribed_topic_names`].
+    /// See [`ShareGroupHeartbeatRequest::subscribed_topic_names`](ShareGroupHeartbeatRequest#structfield.subscribed_topic_names).
     #[inline]
     pub fn subscribed_topic_names(&self) -> Option<ArrayView<'a, &'a str>> {
         ArrayView::nullable_at(self.src, self.at[2] as usize, self.ver)
@@ -377,43 +377,43 @@ impl<'a> ShareGroupHeartbeatResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`ShareGroupHeartbeatResponse::throttle_time_ms`].
+    /// See [`ShareGroupHeartbeatResponse::throttle_time_ms`](ShareGroupHeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`ShareGroupHeartbeatResponse::error_code`].
+    /// See [`ShareGroupHeartbeatResponse::error_code`](ShareGroupHeartbeatResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`ShareGroupHeartbeatResponse::error_message`].
+    /// See [`ShareGroupHeartbeatResponse::error_message`](ShareGroupHeartbeatResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`ShareGroupHeartbeatResponse::member_id`].
+    /// See [`ShareGroupHeartbeatResponse::member_id`](ShareGroupHeartbeatResponse#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize, true)
     }
 
-    /// See [`ShareGroupHeartbeatResponse::member_epoch`].
+    /// See [`ShareGroupHeartbeatResponse::member_epoch`](ShareGroupHeartbeatResponse#structfield.member_epoch).
     #[inline]
     pub fn member_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`ShareGroupHeartbeatResponse::heartbeat_interval_ms`].
+    /// See [`ShareGroupHeartbeatResponse::heartbeat_interval_ms`](ShareGroupHeartbeatResponse#structfield.heartbeat_interval_ms).
     #[inline]
     pub fn heartbeat_interval_ms(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 4)
     }
 
-    /// See [`ShareGroupHeartbeatResponse::assignment`].
+    /// See [`ShareGroupHeartbeatResponse::assignment`](ShareGroupHeartbeatResponse#structfield.assignment).
     #[inline]
     pub fn assignment(&self) -> Option<AssignmentView<'a>> {
         if self.src.i8(self.at[1] as usize + 8) < 0 {
@@ -493,7 +493,7 @@ impl<'a> AssignmentView<'a> {
         self.ver.version
     }
 
-    /// See [`Assignment::topic_partitions`].
+    /// See [`Assignment::topic_partitions`](Assignment#structfield.topic_partitions).
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, TopicPartitionsView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -563,13 +563,13 @@ impl<'a> TopicPartitionsView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicPartitions::topic_id`].
+    /// See [`TopicPartitions::topic_id`](TopicPartitions#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`TopicPartitions::partitions`].
+    /// See [`TopicPartitions::partitions`](TopicPartitions#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, 16, self.ver)

@@ -117,19 +117,19 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupDescribeRequest::group_ids`].
+    /// See [`StreamsGroupDescribeRequest::group_ids`](StreamsGroupDescribeRequest#structfield.group_ids).
     #[inline]
     pub fn group_ids(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`StreamsGroupDescribeRequest::include_authorized_operations`].
+    /// See [`StreamsGroupDescribeRequest::include_authorized_operations`](StreamsGroupDescribeRequest#structfield.include_authorized_operations).
     #[inline]
     pub fn include_authorized_operations(&self) -> bool {
         self.src.bool(self.at[0] as usize)
     }
 
-    /// See [`StreamsGroupDescribeRequest::include_topology_description`].
+    /// See [`StreamsGroupDescribeRequest::include_topology_description`](StreamsGroupDescribeRequest#structfield.include_topology_description).
     #[inline]
     pub fn include_topology_description(&self) -> bool {
         if self.ver.version == 1 { self.src.bool(self.at[0] as usize + 1) } else { false }
@@ -922,13 +922,13 @@ impl<'a> StreamsGroupDescribeResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupDescribeResponse::throttle_time_ms`].
+    /// See [`StreamsGroupDescribeResponse::throttle_time_ms`](StreamsGroupDescribeResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`StreamsGroupDescribeResponse::groups`].
+    /// See [`StreamsGroupDescribeResponse::groups`](StreamsGroupDescribeResponse#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribedGroupView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -980,43 +980,43 @@ impl<'a> DescribedGroupView<'a> {
         self.ver.version
     }
 
-    /// See [`DescribedGroup::error_code`].
+    /// See [`DescribedGroup::error_code`](DescribedGroup#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`DescribedGroup::error_message`].
+    /// See [`DescribedGroup::error_message`](DescribedGroup#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(2, true)
     }
 
-    /// See [`DescribedGroup::group_id`].
+    /// See [`DescribedGroup::group_id`](DescribedGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`DescribedGroup::group_state`].
+    /// See [`DescribedGroup::group_state`](DescribedGroup#structfield.group_state).
     #[inline]
     pub fn group_state(&self) -> &'a str {
         self.src.str(self.at[1] as usize, true)
     }
 
-    /// See [`DescribedGroup::group_epoch`].
+    /// See [`DescribedGroup::group_epoch`](DescribedGroup#structfield.group_epoch).
     #[inline]
     pub fn group_epoch(&self) -> i32 {
         self.src.i32(self.at[2] as usize)
     }
 
-    /// See [`DescribedGroup::assignment_epoch`].
+    /// See [`DescribedGroup::assignment_epoch`](DescribedGroup#structfield.assignment_epoch).
     #[inline]
     pub fn assignment_epoch(&self) -> i32 {
         self.src.i32(self.at[2] as usize + 4)
     }
 
-    /// See [`DescribedGroup::topology`].
+    /// See [`DescribedGroup::topology`](DescribedGroup#structfield.topology).
     #[inline]
     pub fn topology(&self) -> Option<TopologyView<'a>> {
         if self.src.i8(self.at[2] as usize + 8) < 0 {
@@ -1026,19 +1026,19 @@ impl<'a> DescribedGroupView<'a> {
         }
     }
 
-    /// See [`DescribedGroup::members`].
+    /// See [`DescribedGroup::members`](DescribedGroup#structfield.members).
     #[inline]
     pub fn members(&self) -> ArrayView<'a, MemberView<'a>> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
-    /// See [`DescribedGroup::authorized_operations`].
+    /// See [`DescribedGroup::authorized_operations`](DescribedGroup#structfield.authorized_operations).
     #[inline]
     pub fn authorized_operations(&self) -> i32 {
         self.src.i32(self.at[4] as usize)
     }
 
-    /// See [`DescribedGroup::topology_description`].
+    /// See [`DescribedGroup::topology_description`](DescribedGroup#structfield.topology_description).
     #[inline]
     pub fn topology_description(&self) -> Option<TopologyDescriptionView<'a>> {
         if self.ver.version == 1 {
@@ -1052,13 +1052,13 @@ impl<'a> DescribedGroupView<'a> {
         }
     }
 
-    /// See [`DescribedGroup::topology_description_status`].
+    /// See [`DescribedGroup::topology_description_status`](DescribedGroup#structfield.topology_description_status).
     #[inline]
     pub fn topology_description_status(&self) -> i8 {
         if self.ver.version == 1 { self.src.i8(self.at[5] as usize) } else { 0 }
     }
 
-    /// See [`DescribedGroup::assignor_name`].
+    /// See [`DescribedGroup::assignor_name`](DescribedGroup#structfield.assignor_name).
     #[inline]
     pub fn assignor_name(&self) -> Option<&'a str> {
         if self.ver.version == 1 { self.src.nullable_str(self.at[5] as usize + 1, true) } else { None }
@@ -1184,13 +1184,13 @@ impl<'a> TopologyView<'a> {
         self.ver.version
     }
 
-    /// See [`Topology::epoch`].
+    /// See [`Topology::epoch`](Topology#structfield.epoch).
     #[inline]
     pub fn epoch(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`Topology::subtopologies`].
+    /// See [`Topology::subtopologies`](Topology#structfield.subtopologies).
     #[inline]
     pub fn subtopologies(&self) -> Option<ArrayView<'a, SubtopologyView<'a>>> {
         ArrayView::nullable_at(self.src, 4, self.ver)
@@ -1264,31 +1264,31 @@ impl<'a> SubtopologyView<'a> {
         self.ver.version
     }
 
-    /// See [`Subtopology::subtopology_id`].
+    /// See [`Subtopology::subtopology_id`](Subtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Subtopology::source_topics`].
+    /// See [`Subtopology::source_topics`](Subtopology#structfield.source_topics).
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`Subtopology::repartition_sink_topics`].
+    /// See [`Subtopology::repartition_sink_topics`](Subtopology#structfield.repartition_sink_topics).
     #[inline]
     pub fn repartition_sink_topics(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
-    /// See [`Subtopology::state_changelog_topics`].
+    /// See [`Subtopology::state_changelog_topics`](Subtopology#structfield.state_changelog_topics).
     #[inline]
     pub fn state_changelog_topics(&self) -> ArrayView<'a, TopicInfoView<'a>> {
         ArrayView::at(self.src, self.at[2] as usize, self.ver)
     }
 
-    /// See [`Subtopology::repartition_source_topics`].
+    /// See [`Subtopology::repartition_source_topics`](Subtopology#structfield.repartition_source_topics).
     #[inline]
     pub fn repartition_source_topics(&self) -> ArrayView<'a, TopicInfoView<'a>> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
@@ -1380,25 +1380,25 @@ impl<'a> TopicInfoView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicInfo::name`].
+    /// See [`TopicInfo::name`](TopicInfo#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopicInfo::partitions`].
+    /// See [`TopicInfo::partitions`](TopicInfo#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`TopicInfo::replication_factor`].
+    /// See [`TopicInfo::replication_factor`](TopicInfo#structfield.replication_factor).
     #[inline]
     pub fn replication_factor(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 4)
     }
 
-    /// See [`TopicInfo::topic_configs`].
+    /// See [`TopicInfo::topic_configs`](TopicInfo#structfield.topic_configs).
     #[inline]
     pub fn topic_configs(&self) -> ArrayView<'a, KeyValueView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 6, self.ver)
@@ -1479,13 +1479,13 @@ impl<'a> KeyValueView<'a> {
         self.ver.version
     }
 
-    /// See [`KeyValue::key`].
+    /// See [`KeyValue::key`](KeyValue#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`KeyValue::value`].
+    /// See [`KeyValue::value`](KeyValue#structfield.value).
     #[inline]
     pub fn value(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
@@ -1559,55 +1559,55 @@ impl<'a> MemberView<'a> {
         self.ver.version
     }
 
-    /// See [`Member::member_id`].
+    /// See [`Member::member_id`](Member#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Member::member_epoch`].
+    /// See [`Member::member_epoch`](Member#structfield.member_epoch).
     #[inline]
     pub fn member_epoch(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`Member::instance_id`].
+    /// See [`Member::instance_id`](Member#structfield.instance_id).
     #[inline]
     pub fn instance_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 4, true)
     }
 
-    /// See [`Member::rack_id`].
+    /// See [`Member::rack_id`](Member#structfield.rack_id).
     #[inline]
     pub fn rack_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize, true)
     }
 
-    /// See [`Member::client_id`].
+    /// See [`Member::client_id`](Member#structfield.client_id).
     #[inline]
     pub fn client_id(&self) -> &'a str {
         self.src.str(self.at[2] as usize, true)
     }
 
-    /// See [`Member::client_host`].
+    /// See [`Member::client_host`](Member#structfield.client_host).
     #[inline]
     pub fn client_host(&self) -> &'a str {
         self.src.str(self.at[3] as usize, true)
     }
 
-    /// See [`Member::topology_epoch`].
+    /// See [`Member::topology_epoch`](Member#structfield.topology_epoch).
     #[inline]
     pub fn topology_epoch(&self) -> i32 {
         self.src.i32(self.at[4] as usize)
     }
 
-    /// See [`Member::process_id`].
+    /// See [`Member::process_id`](Member#structfield.process_id).
     #[inline]
     pub fn process_id(&self) -> &'a str {
         self.src.str(self.at[4] as usize + 4, true)
     }
 
-    /// See [`Member::user_endpoint`].
+    /// See [`Member::user_endpoint`](Member#structfield.user_endpoint).
     #[inline]
     pub fn user_endpoint(&self) -> Option<EndpointView<'a>> {
         if self.src.i8(self.at[5] as usize) < 0 {
@@ -1617,37 +1617,37 @@ impl<'a> MemberView<'a> {
         }
     }
 
-    /// See [`Member::client_tags`].
+    /// See [`Member::client_tags`](Member#structfield.client_tags).
     #[inline]
     pub fn client_tags(&self) -> ArrayView<'a, KeyValueView<'a>> {
         ArrayView::at(self.src, self.at[6] as usize, self.ver)
     }
 
-    /// See [`Member::task_offsets`].
+    /// See [`Member::task_offsets`](Member#structfield.task_offsets).
     #[inline]
     pub fn task_offsets(&self) -> ArrayView<'a, TaskOffsetView<'a>> {
         ArrayView::at(self.src, self.at[7] as usize, self.ver)
     }
 
-    /// See [`Member::task_end_offsets`].
+    /// See [`Member::task_end_offsets`](Member#structfield.task_end_offsets).
     #[inline]
     pub fn task_end_offsets(&self) -> ArrayView<'a, TaskOffsetView<'a>> {
         ArrayView::at(self.src, self.at[8] as usize, self.ver)
     }
 
-    /// See [`Member::assignment`].
+    /// See [`Member::assignment`](Member#structfield.assignment).
     #[inline]
     pub fn assignment(&self) -> AssignmentView<'a> {
         AssignmentView::at(self.src, self.at[9] as usize, self.ver).0
     }
 
-    /// See [`Member::target_assignment`].
+    /// See [`Member::target_assignment`](Member#structfield.target_assignment).
     #[inline]
     pub fn target_assignment(&self) -> AssignmentView<'a> {
         AssignmentView::at(self.src, self.at[10] as usize, self.ver).0
     }
 
-    /// See [`Member::is_classic`].
+    /// See [`Member::is_classic`](Member#structfield.is_classic).
     #[inline]
     pub fn is_classic(&self) -> bool {
         self.src.bool(self.at[11] as usize)
@@ -1785,13 +1785,13 @@ impl<'a> EndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`Endpoint::host`].
+    /// See [`Endpoint::host`](Endpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Endpoint::port`].
+    /// See [`Endpoint::port`](Endpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[0] as usize)
@@ -1863,19 +1863,19 @@ impl<'a> TaskOffsetView<'a> {
         self.ver.version
     }
 
-    /// See [`TaskOffset::subtopology_id`].
+    /// See [`TaskOffset::subtopology_id`](TaskOffset#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TaskOffset::partition`].
+    /// See [`TaskOffset::partition`](TaskOffset#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`TaskOffset::offset`].
+    /// See [`TaskOffset::offset`](TaskOffset#structfield.offset).
     #[inline]
     pub fn offset(&self) -> i64 {
         self.src.i64(self.at[0] as usize + 4)
@@ -1951,19 +1951,19 @@ impl<'a> AssignmentView<'a> {
         self.ver.version
     }
 
-    /// See [`Assignment::active_tasks`].
+    /// See [`Assignment::active_tasks`](Assignment#structfield.active_tasks).
     #[inline]
     pub fn active_tasks(&self) -> ArrayView<'a, TaskIdsView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`Assignment::standby_tasks`].
+    /// See [`Assignment::standby_tasks`](Assignment#structfield.standby_tasks).
     #[inline]
     pub fn standby_tasks(&self) -> ArrayView<'a, TaskIdsView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`Assignment::warmup_tasks`].
+    /// See [`Assignment::warmup_tasks`](Assignment#structfield.warmup_tasks).
     #[inline]
     pub fn warmup_tasks(&self) -> ArrayView<'a, TaskIdsView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
@@ -2045,13 +2045,13 @@ impl<'a> TaskIdsView<'a> {
         self.ver.version
     }
 
-    /// See [`TaskIds::subtopology_id`].
+    /// See [`TaskIds::subtopology_id`](TaskIds#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TaskIds::partitions`].
+    /// See [`TaskIds::partitions`](TaskIds#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -2128,13 +2128,13 @@ impl<'a> TopologyDescriptionView<'a> {
         self.ver.version
     }
 
-    /// See [`TopologyDescription::subtopologies`].
+    /// See [`TopologyDescription::subtopologies`](TopologyDescription#structfield.subtopologies).
     #[inline]
     pub fn subtopologies(&self) -> ArrayView<'a, TopologyDescriptionSubtopologyView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`TopologyDescription::global_stores`].
+    /// See [`TopologyDescription::global_stores`](TopologyDescription#structfield.global_stores).
     #[inline]
     pub fn global_stores(&self) -> ArrayView<'a, TopologyDescriptionGlobalStoreView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -2219,13 +2219,13 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
         self.ver.version
     }
 
-    /// See [`TopologyDescriptionSubtopology::subtopology_id`].
+    /// See [`TopologyDescriptionSubtopology::subtopology_id`](TopologyDescriptionSubtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopologyDescriptionSubtopology::nodes`].
+    /// See [`TopologyDescriptionSubtopology::nodes`](TopologyDescriptionSubtopology#structfield.nodes).
     #[inline]
     pub fn nodes(&self) -> ArrayView<'a, TopologyDescriptionNodeView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -2302,37 +2302,37 @@ impl<'a> TopologyDescriptionNodeView<'a> {
         self.ver.version
     }
 
-    /// See [`TopologyDescriptionNode::name`].
+    /// See [`TopologyDescriptionNode::name`](TopologyDescriptionNode#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopologyDescriptionNode::node_type`].
+    /// See [`TopologyDescriptionNode::node_type`](TopologyDescriptionNode#structfield.node_type).
     #[inline]
     pub fn node_type(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`TopologyDescriptionNode::source_topics`].
+    /// See [`TopologyDescriptionNode::source_topics`](TopologyDescriptionNode#structfield.source_topics).
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[0] as usize + 1, self.ver)
     }
 
-    /// See [`TopologyDescriptionNode::sink_topic`].
+    /// See [`TopologyDescriptionNode::sink_topic`](TopologyDescriptionNode#structfield.sink_topic).
     #[inline]
     pub fn sink_topic(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize, true)
     }
 
-    /// See [`TopologyDescriptionNode::stores`].
+    /// See [`TopologyDescriptionNode::stores`](TopologyDescriptionNode#structfield.stores).
     #[inline]
     pub fn stores(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[2] as usize, self.ver)
     }
 
-    /// See [`TopologyDescriptionNode::successors`].
+    /// See [`TopologyDescriptionNode::successors`](TopologyDescriptionNode#structfield.successors).
     #[inline]
     pub fn successors(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
@@ -2427,13 +2427,13 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
         self.ver.version
     }
 
-    /// See [`TopologyDescriptionGlobalStore::source`].
+    /// See [`TopologyDescriptionGlobalStore::source`](TopologyDescriptionGlobalStore#structfield.source).
     #[inline]
     pub fn source(&self) -> TopologyDescriptionNodeView<'a> {
         TopologyDescriptionNodeView::at(self.src, 0, self.ver).0
     }
 
-    /// See [`TopologyDescriptionGlobalStore::processor`].
+    /// See [`TopologyDescriptionGlobalStore::processor`](TopologyDescriptionGlobalStore#structfield.processor).
     #[inline]
     pub fn processor(&self) -> TopologyDescriptionNodeView<'a> {
         TopologyDescriptionNodeView::at(self.src, self.at[0] as usize, self.ver).0

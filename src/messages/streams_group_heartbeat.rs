@@ -550,49 +550,49 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::group_id`].
+    /// See [`StreamsGroupHeartbeatRequest::group_id`](StreamsGroupHeartbeatRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::member_id`].
+    /// See [`StreamsGroupHeartbeatRequest::member_id`](StreamsGroupHeartbeatRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::member_epoch`].
+    /// See [`StreamsGroupHeartbeatRequest::member_epoch`](StreamsGroupHeartbeatRequest#structfield.member_epoch).
     #[inline]
     pub fn member_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::endpoint_information_epoch`].
+    /// See [`StreamsGroupHeartbeatRequest::endpoint_information_epoch`](StreamsGroupHeartbeatRequest#structfield.endpoint_information_epoch).
     #[inline]
     pub fn endpoint_information_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 4)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::instance_id`].
+    /// See [`StreamsGroupHeartbeatRequest::instance_id`](StreamsGroupHeartbeatRequest#structfield.instance_id).
     #[inline]
     pub fn instance_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize + 8, true)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::rack_id`].
+    /// See [`StreamsGroupHeartbeatRequest::rack_id`](StreamsGroupHeartbeatRequest#structfield.rack_id).
     #[inline]
     pub fn rack_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[2] as usize, true)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::rebalance_timeout_ms`].
+    /// See [`StreamsGroupHeartbeatRequest::rebalance_timeout_ms`](StreamsGroupHeartbeatRequest#structfield.rebalance_timeout_ms).
     #[inline]
     pub fn rebalance_timeout_ms(&self) -> i32 {
         self.src.i32(self.at[3] as usize)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::topology`].
+    /// See [`StreamsGroupHeartbeatRequest::topology`](StreamsGroupHeartbeatRequest#structfield.topology).
     #[inline]
     pub fn topology(&self) -> Option<TopologyView<'a>> {
         if self.src.i8(self.at[3] as usize + 4) < 0 {
@@ -602,31 +602,31 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
         }
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::active_tasks`].
+    /// See [`StreamsGroupHeartbeatRequest::active_tasks`](StreamsGroupHeartbeatRequest#structfield.active_tasks).
     #[inline]
     pub fn active_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatRequestTaskIdsView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[4] as usize, self.ver)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::standby_tasks`].
+    /// See [`StreamsGroupHeartbeatRequest::standby_tasks`](StreamsGroupHeartbeatRequest#structfield.standby_tasks).
     #[inline]
     pub fn standby_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatRequestTaskIdsView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[5] as usize, self.ver)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::warmup_tasks`].
+    /// See [`StreamsGroupHeartbeatRequest::warmup_tasks`](StreamsGroupHeartbeatRequest#structfield.warmup_tasks).
     #[inline]
     pub fn warmup_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatRequestTaskIdsView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[6] as usize, self.ver)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::process_id`].
+    /// See [`StreamsGroupHeartbeatRequest::process_id`](StreamsGroupHeartbeatRequest#structfield.process_id).
     #[inline]
     pub fn process_id(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[7] as usize, true)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::user_endpoint`].
+    /// See [`StreamsGroupHeartbeatRequest::user_endpoint`](StreamsGroupHeartbeatRequest#structfield.user_endpoint).
     #[inline]
     pub fn user_endpoint(&self) -> Option<StreamsGroupHeartbeatRequestEndpointView<'a>> {
         if self.src.i8(self.at[8] as usize) < 0 {
@@ -636,25 +636,25 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
         }
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::client_tags`].
+    /// See [`StreamsGroupHeartbeatRequest::client_tags`](StreamsGroupHeartbeatRequest#structfield.client_tags).
     #[inline]
     pub fn client_tags(&self) -> Option<ArrayView<'a, KeyValueView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[9] as usize, self.ver)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::task_offsets`].
+    /// See [`StreamsGroupHeartbeatRequest::task_offsets`](StreamsGroupHeartbeatRequest#structfield.task_offsets).
     #[inline]
     pub fn task_offsets(&self) -> Option<ArrayView<'a, TaskOffsetView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[10] as usize, self.ver)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::task_end_offsets`].
+    /// See [`StreamsGroupHeartbeatRequest::task_end_offsets`](StreamsGroupHeartbeatRequest#structfield.task_end_offsets).
     #[inline]
     pub fn task_end_offsets(&self) -> Option<ArrayView<'a, TaskOffsetView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[11] as usize, self.ver)
     }
 
-    /// See [`StreamsGroupHeartbeatRequest::shutdown_application`].
+    /// See [`StreamsGroupHeartbeatRequest::shutdown_application`](StreamsGroupHeartbeatRequest#structfield.shutdown_application).
     #[inline]
     pub fn shutdown_application(&self) -> bool {
         self.src.bool(self.at[12] as usize)
@@ -773,13 +773,13 @@ impl<'a> TopologyView<'a> {
         self.ver.version
     }
 
-    /// See [`Topology::epoch`].
+    /// See [`Topology::epoch`](Topology#structfield.epoch).
     #[inline]
     pub fn epoch(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`Topology::subtopologies`].
+    /// See [`Topology::subtopologies`](Topology#structfield.subtopologies).
     #[inline]
     pub fn subtopologies(&self) -> ArrayView<'a, SubtopologyView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -853,43 +853,43 @@ impl<'a> SubtopologyView<'a> {
         self.ver.version
     }
 
-    /// See [`Subtopology::subtopology_id`].
+    /// See [`Subtopology::subtopology_id`](Subtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Subtopology::source_topics`].
+    /// See [`Subtopology::source_topics`](Subtopology#structfield.source_topics).
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`Subtopology::source_topic_regex`].
+    /// See [`Subtopology::source_topic_regex`](Subtopology#structfield.source_topic_regex).
     #[inline]
     pub fn source_topic_regex(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
     }
 
-    /// See [`Subtopology::state_changelog_topics`].
+    /// See [`Subtopology::state_changelog_topics`](Subtopology#structfield.state_changelog_topics).
     #[inline]
     pub fn state_changelog_topics(&self) -> ArrayView<'a, TopicInfoView<'a>> {
         ArrayView::at(self.src, self.at[2] as usize, self.ver)
     }
 
-    /// See [`Subtopology::repartition_sink_topics`].
+    /// See [`Subtopology::repartition_sink_topics`](Subtopology#structfield.repartition_sink_topics).
     #[inline]
     pub fn repartition_sink_topics(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
     }
 
-    /// See [`Subtopology::repartition_source_topics`].
+    /// See [`Subtopology::repartition_source_topics`](Subtopology#structfield.repartition_source_topics).
     #[inline]
     pub fn repartition_source_topics(&self) -> ArrayView<'a, TopicInfoView<'a>> {
         ArrayView::at(self.src, self.at[4] as usize, self.ver)
     }
 
-    /// See [`Subtopology::copartition_groups`].
+    /// See [`Subtopology::copartition_groups`](Subtopology#structfield.copartition_groups).
     #[inline]
     pub fn copartition_groups(&self) -> ArrayView<'a, CopartitionGroupView<'a>> {
         ArrayView::at(self.src, self.at[5] as usize, self.ver)
@@ -991,25 +991,25 @@ impl<'a> TopicInfoView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicInfo::name`].
+    /// See [`TopicInfo::name`](TopicInfo#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopicInfo::partitions`].
+    /// See [`TopicInfo::partitions`](TopicInfo#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`TopicInfo::replication_factor`].
+    /// See [`TopicInfo::replication_factor`](TopicInfo#structfield.replication_factor).
     #[inline]
     pub fn replication_factor(&self) -> i16 {
         self.src.i16(self.at[0] as usize + 4)
     }
 
-    /// See [`TopicInfo::topic_configs`].
+    /// See [`TopicInfo::topic_configs`](TopicInfo#structfield.topic_configs).
     #[inline]
     pub fn topic_configs(&self) -> ArrayView<'a, KeyValueView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 6, self.ver)
@@ -1090,13 +1090,13 @@ impl<'a> KeyValueView<'a> {
         self.ver.version
     }
 
-    /// See [`KeyValue::key`].
+    /// See [`KeyValue::key`](KeyValue#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`KeyValue::value`].
+    /// See [`KeyValue::value`](KeyValue#structfield.value).
     #[inline]
     pub fn value(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
@@ -1170,19 +1170,19 @@ impl<'a> CopartitionGroupView<'a> {
         self.ver.version
     }
 
-    /// See [`CopartitionGroup::source_topics`].
+    /// See [`CopartitionGroup::source_topics`](CopartitionGroup#structfield.source_topics).
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, i16> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`CopartitionGroup::source_topic_regex`].
+    /// See [`CopartitionGroup::source_topic_regex`](CopartitionGroup#structfield.source_topic_regex).
     #[inline]
     pub fn source_topic_regex(&self) -> ArrayView<'a, i16> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`CopartitionGroup::repartition_source_topics`].
+    /// See [`CopartitionGroup::repartition_source_topics`](CopartitionGroup#structfield.repartition_source_topics).
     #[inline]
     pub fn repartition_source_topics(&self) -> ArrayView<'a, i16> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
@@ -1264,13 +1264,13 @@ impl<'a> StreamsGroupHeartbeatRequestTaskIdsView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupHeartbeatRequestTaskIds::subtopology_id`].
+    /// See [`StreamsGroupHeartbeatRequestTaskIds::subtopology_id`](StreamsGroupHeartbeatRequestTaskIds#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`StreamsGroupHeartbeatRequestTaskIds::partitions`].
+    /// See [`StreamsGroupHeartbeatRequestTaskIds::partitions`](StreamsGroupHeartbeatRequestTaskIds#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -1347,13 +1347,13 @@ impl<'a> StreamsGroupHeartbeatRequestEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupHeartbeatRequestEndpoint::host`].
+    /// See [`StreamsGroupHeartbeatRequestEndpoint::host`](StreamsGroupHeartbeatRequestEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`StreamsGroupHeartbeatRequestEndpoint::port`].
+    /// See [`StreamsGroupHeartbeatRequestEndpoint::port`](StreamsGroupHeartbeatRequestEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[0] as usize)
@@ -1428,19 +1428,19 @@ impl<'a> TaskOffsetView<'a> {
         self.ver.version
     }
 
-    /// See [`TaskOffset::subtopology_id`].
+    /// See [`TaskOffset::subtopology_id`](TaskOffset#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TaskOffset::partition`].
+    /// See [`TaskOffset::partition`](TaskOffset#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`TaskOffset::offset`].
+    /// See [`TaskOffset::offset`](TaskOffset#structfield.offset).
     #[inline]
     pub fn offset(&self) -> i64 {
         self.src.i64(self.at[0] as usize + 4)
@@ -1890,61 +1890,61 @@ impl<'a> StreamsGroupHeartbeatResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::throttle_time_ms`].
+    /// See [`StreamsGroupHeartbeatResponse::throttle_time_ms`](StreamsGroupHeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::error_code`].
+    /// See [`StreamsGroupHeartbeatResponse::error_code`](StreamsGroupHeartbeatResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::error_message`].
+    /// See [`StreamsGroupHeartbeatResponse::error_message`](StreamsGroupHeartbeatResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::member_id`].
+    /// See [`StreamsGroupHeartbeatResponse::member_id`](StreamsGroupHeartbeatResponse#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::member_epoch`].
+    /// See [`StreamsGroupHeartbeatResponse::member_epoch`](StreamsGroupHeartbeatResponse#structfield.member_epoch).
     #[inline]
     pub fn member_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::heartbeat_interval_ms`].
+    /// See [`StreamsGroupHeartbeatResponse::heartbeat_interval_ms`](StreamsGroupHeartbeatResponse#structfield.heartbeat_interval_ms).
     #[inline]
     pub fn heartbeat_interval_ms(&self) -> i32 {
         self.src.i32(self.at[1] as usize + 4)
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::acceptable_recovery_lag_legacy`].
+    /// See [`StreamsGroupHeartbeatResponse::acceptable_recovery_lag_legacy`](StreamsGroupHeartbeatResponse#structfield.acceptable_recovery_lag_legacy).
     #[inline]
     pub fn acceptable_recovery_lag_legacy(&self) -> i32 {
         if self.ver.version == 0 { self.src.i32(self.at[1] as usize + 8) } else { 0 }
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::task_offset_interval_ms`].
+    /// See [`StreamsGroupHeartbeatResponse::task_offset_interval_ms`](StreamsGroupHeartbeatResponse#structfield.task_offset_interval_ms).
     #[inline]
     pub fn task_offset_interval_ms(&self) -> i32 {
         self.src.i32(self.at[1] as usize + (if self.ver.version >= 1 { 8 } else { 12 }))
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::acceptable_recovery_lag`].
+    /// See [`StreamsGroupHeartbeatResponse::acceptable_recovery_lag`](StreamsGroupHeartbeatResponse#structfield.acceptable_recovery_lag).
     #[inline]
     pub fn acceptable_recovery_lag(&self) -> i64 {
         if self.ver.version == 1 { self.src.i64(self.at[1] as usize + 12) } else { -1 }
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::status`].
+    /// See [`StreamsGroupHeartbeatResponse::status`](StreamsGroupHeartbeatResponse#structfield.status).
     #[inline]
     pub fn status(&self) -> Option<ArrayView<'a, StatusView<'a>>> {
         ArrayView::nullable_at(
@@ -1954,37 +1954,37 @@ impl<'a> StreamsGroupHeartbeatResponseView<'a> {
         )
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::active_tasks`].
+    /// See [`StreamsGroupHeartbeatResponse::active_tasks`](StreamsGroupHeartbeatResponse#structfield.active_tasks).
     #[inline]
     pub fn active_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatResponseTaskIdsView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[2] as usize, self.ver)
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::standby_tasks`].
+    /// See [`StreamsGroupHeartbeatResponse::standby_tasks`](StreamsGroupHeartbeatResponse#structfield.standby_tasks).
     #[inline]
     pub fn standby_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatResponseTaskIdsView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[3] as usize, self.ver)
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::warmup_tasks`].
+    /// See [`StreamsGroupHeartbeatResponse::warmup_tasks`](StreamsGroupHeartbeatResponse#structfield.warmup_tasks).
     #[inline]
     pub fn warmup_tasks(&self) -> Option<ArrayView<'a, StreamsGroupHeartbeatResponseTaskIdsView<'a>>> {
         ArrayView::nullable_at(self.src, self.at[4] as usize, self.ver)
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::topology_description_required`].
+    /// See [`StreamsGroupHeartbeatResponse::topology_description_required`](StreamsGroupHeartbeatResponse#structfield.topology_description_required).
     #[inline]
     pub fn topology_description_required(&self) -> bool {
         if self.ver.version == 1 { self.src.bool(self.at[5] as usize) } else { false }
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::endpoint_information_epoch`].
+    /// See [`StreamsGroupHeartbeatResponse::endpoint_information_epoch`](StreamsGroupHeartbeatResponse#structfield.endpoint_information_epoch).
     #[inline]
     pub fn endpoint_information_epoch(&self) -> i32 {
         self.src.i32(self.at[5] as usize + (if self.ver.version >= 1 { 1 } else { 0 }))
     }
 
-    /// See [`StreamsGroupHeartbeatResponse::partitions_by_user_endpoint`].
+    /// See [`StreamsGroupHeartbeatResponse::partitions_by_user_endpoint`](StreamsGroupHeartbeatResponse#structfield.partitions_by_user_endpoint).
     #[inline]
     pub fn partitions_by_user_endpoint(&self) -> Option<ArrayView<'a, EndpointToPartitionsView<'a>>> {
         ArrayView::nullable_at(
@@ -2106,13 +2106,13 @@ impl<'a> StatusView<'a> {
         self.ver.version
     }
 
-    /// See [`Status::status_code`].
+    /// See [`Status::status_code`](Status#structfield.status_code).
     #[inline]
     pub fn status_code(&self) -> i8 {
         self.src.i8(0)
     }
 
-    /// See [`Status::status_detail`].
+    /// See [`Status::status_detail`](Status#structfield.status_detail).
     #[inline]
     pub fn status_detail(&self) -> &'a str {
         self.src.str(1, true)
@@ -2186,13 +2186,13 @@ impl<'a> StreamsGroupHeartbeatResponseTaskIdsView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupHeartbeatResponseTaskIds::subtopology_id`].
+    /// See [`StreamsGroupHeartbeatResponseTaskIds::subtopology_id`](StreamsGroupHeartbeatResponseTaskIds#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`StreamsGroupHeartbeatResponseTaskIds::partitions`].
+    /// See [`StreamsGroupHeartbeatResponseTaskIds::partitions`](StreamsGroupHeartbeatResponseTaskIds#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -2269,19 +2269,19 @@ impl<'a> EndpointToPartitionsView<'a> {
         self.ver.version
     }
 
-    /// See [`EndpointToPartitions::user_endpoint`].
+    /// See [`EndpointToPartitions::user_endpoint`](EndpointToPartitions#structfield.user_endpoint).
     #[inline]
     pub fn user_endpoint(&self) -> StreamsGroupHeartbeatResponseEndpointView<'a> {
         StreamsGroupHeartbeatResponseEndpointView::at(self.src, 0, self.ver).0
     }
 
-    /// See [`EndpointToPartitions::active_partitions`].
+    /// See [`EndpointToPartitions::active_partitions`](EndpointToPartitions#structfield.active_partitions).
     #[inline]
     pub fn active_partitions(&self) -> ArrayView<'a, TopicPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
 
-    /// See [`EndpointToPartitions::standby_partitions`].
+    /// See [`EndpointToPartitions::standby_partitions`](EndpointToPartitions#structfield.standby_partitions).
     #[inline]
     pub fn standby_partitions(&self) -> ArrayView<'a, TopicPartitionView<'a>> {
         ArrayView::at(self.src, self.at[1] as usize, self.ver)
@@ -2363,13 +2363,13 @@ impl<'a> StreamsGroupHeartbeatResponseEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupHeartbeatResponseEndpoint::host`].
+    /// See [`StreamsGroupHeartbeatResponseEndpoint::host`](StreamsGroupHeartbeatResponseEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`StreamsGroupHeartbeatResponseEndpoint::port`].
+    /// See [`StreamsGroupHeartbeatResponseEndpoint::port`](StreamsGroupHeartbeatResponseEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[0] as usize)
@@ -2444,13 +2444,13 @@ impl<'a> TopicPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`TopicPartition::topic`].
+    /// See [`TopicPartition::topic`](TopicPartition#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopicPartition::partitions`].
+    /// See [`TopicPartition::partitions`](TopicPartition#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)

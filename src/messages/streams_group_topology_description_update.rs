@@ -278,25 +278,25 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupTopologyDescriptionUpdateRequest::group_id`].
+    /// See [`StreamsGroupTopologyDescriptionUpdateRequest::group_id`](StreamsGroupTopologyDescriptionUpdateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`StreamsGroupTopologyDescriptionUpdateRequest::member_id`].
+    /// See [`StreamsGroupTopologyDescriptionUpdateRequest::member_id`](StreamsGroupTopologyDescriptionUpdateRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`StreamsGroupTopologyDescriptionUpdateRequest::topology_epoch`].
+    /// See [`StreamsGroupTopologyDescriptionUpdateRequest::topology_epoch`](StreamsGroupTopologyDescriptionUpdateRequest#structfield.topology_epoch).
     #[inline]
     pub fn topology_epoch(&self) -> i32 {
         self.src.i32(self.at[1] as usize)
     }
 
-    /// See [`StreamsGroupTopologyDescriptionUpdateRequest::topology_description`].
+    /// See [`StreamsGroupTopologyDescriptionUpdateRequest::topology_description`](StreamsGroupTopologyDescriptionUpdateRequest#structfield.topology_description).
     #[inline]
     pub fn topology_description(&self) -> TopologyDescriptionView<'a> {
         TopologyDescriptionView::at(self.src, self.at[1] as usize + 4, self.ver).0
@@ -354,13 +354,13 @@ impl<'a> TopologyDescriptionView<'a> {
         self.ver.version
     }
 
-    /// See [`TopologyDescription::subtopologies`].
+    /// See [`TopologyDescription::subtopologies`](TopologyDescription#structfield.subtopologies).
     #[inline]
     pub fn subtopologies(&self) -> ArrayView<'a, TopologyDescriptionSubtopologyView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
     }
 
-    /// See [`TopologyDescription::global_stores`].
+    /// See [`TopologyDescription::global_stores`](TopologyDescription#structfield.global_stores).
     #[inline]
     pub fn global_stores(&self) -> ArrayView<'a, TopologyDescriptionGlobalStoreView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -445,13 +445,13 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
         self.ver.version
     }
 
-    /// See [`TopologyDescriptionSubtopology::subtopology_id`].
+    /// See [`TopologyDescriptionSubtopology::subtopology_id`](TopologyDescriptionSubtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopologyDescriptionSubtopology::nodes`].
+    /// See [`TopologyDescriptionSubtopology::nodes`](TopologyDescriptionSubtopology#structfield.nodes).
     #[inline]
     pub fn nodes(&self) -> ArrayView<'a, TopologyDescriptionNodeView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -528,37 +528,37 @@ impl<'a> TopologyDescriptionNodeView<'a> {
         self.ver.version
     }
 
-    /// See [`TopologyDescriptionNode::name`].
+    /// See [`TopologyDescriptionNode::name`](TopologyDescriptionNode#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`TopologyDescriptionNode::node_type`].
+    /// See [`TopologyDescriptionNode::node_type`](TopologyDescriptionNode#structfield.node_type).
     #[inline]
     pub fn node_type(&self) -> i8 {
         self.src.i8(self.at[0] as usize)
     }
 
-    /// See [`TopologyDescriptionNode::source_topics`].
+    /// See [`TopologyDescriptionNode::source_topics`](TopologyDescriptionNode#structfield.source_topics).
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[0] as usize + 1, self.ver)
     }
 
-    /// See [`TopologyDescriptionNode::sink_topic`].
+    /// See [`TopologyDescriptionNode::sink_topic`](TopologyDescriptionNode#structfield.sink_topic).
     #[inline]
     pub fn sink_topic(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[1] as usize, true)
     }
 
-    /// See [`TopologyDescriptionNode::stores`].
+    /// See [`TopologyDescriptionNode::stores`](TopologyDescriptionNode#structfield.stores).
     #[inline]
     pub fn stores(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[2] as usize, self.ver)
     }
 
-    /// See [`TopologyDescriptionNode::successors`].
+    /// See [`TopologyDescriptionNode::successors`](TopologyDescriptionNode#structfield.successors).
     #[inline]
     pub fn successors(&self) -> ArrayView<'a, &'a str> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
@@ -653,13 +653,13 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
         self.ver.version
     }
 
-    /// See [`TopologyDescriptionGlobalStore::source`].
+    /// See [`TopologyDescriptionGlobalStore::source`](TopologyDescriptionGlobalStore#structfield.source).
     #[inline]
     pub fn source(&self) -> TopologyDescriptionNodeView<'a> {
         TopologyDescriptionNodeView::at(self.src, 0, self.ver).0
     }
 
-    /// See [`TopologyDescriptionGlobalStore::processor`].
+    /// See [`TopologyDescriptionGlobalStore::processor`](TopologyDescriptionGlobalStore#structfield.processor).
     #[inline]
     pub fn processor(&self) -> TopologyDescriptionNodeView<'a> {
         TopologyDescriptionNodeView::at(self.src, self.at[0] as usize, self.ver).0
@@ -824,19 +824,19 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`StreamsGroupTopologyDescriptionUpdateResponse::throttle_time_ms`].
+    /// See [`StreamsGroupTopologyDescriptionUpdateResponse::throttle_time_ms`](StreamsGroupTopologyDescriptionUpdateResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`StreamsGroupTopologyDescriptionUpdateResponse::error_code`].
+    /// See [`StreamsGroupTopologyDescriptionUpdateResponse::error_code`](StreamsGroupTopologyDescriptionUpdateResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`StreamsGroupTopologyDescriptionUpdateResponse::error_message`].
+    /// See [`StreamsGroupTopologyDescriptionUpdateResponse::error_message`](StreamsGroupTopologyDescriptionUpdateResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

@@ -191,25 +191,25 @@ impl<'a> SyncGroupRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`SyncGroupRequest::group_id`].
+    /// See [`SyncGroupRequest::group_id`](SyncGroupRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`SyncGroupRequest::generation_id`].
+    /// See [`SyncGroupRequest::generation_id`](SyncGroupRequest#structfield.generation_id).
     #[inline]
     pub fn generation_id(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`SyncGroupRequest::member_id`].
+    /// See [`SyncGroupRequest::member_id`](SyncGroupRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize + 4, self.ver.flexible)
     }
 
-    /// See [`SyncGroupRequest::group_instance_id`].
+    /// See [`SyncGroupRequest::group_instance_id`](SyncGroupRequest#structfield.group_instance_id).
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
         if self.ver.version >= 3 {
@@ -219,7 +219,7 @@ impl<'a> SyncGroupRequestView<'a> {
         }
     }
 
-    /// See [`SyncGroupRequest::protocol_type`].
+    /// See [`SyncGroupRequest::protocol_type`](SyncGroupRequest#structfield.protocol_type).
     #[inline]
     pub fn protocol_type(&self) -> Option<&'a str> {
         if self.ver.version == 5 {
@@ -229,7 +229,7 @@ impl<'a> SyncGroupRequestView<'a> {
         }
     }
 
-    /// See [`SyncGroupRequest::protocol_name`].
+    /// See [`SyncGroupRequest::protocol_name`](SyncGroupRequest#structfield.protocol_name).
     #[inline]
     pub fn protocol_name(&self) -> Option<&'a str> {
         if self.ver.version == 5 {
@@ -239,7 +239,7 @@ impl<'a> SyncGroupRequestView<'a> {
         }
     }
 
-    /// See [`SyncGroupRequest::assignments`].
+    /// See [`SyncGroupRequest::assignments`](SyncGroupRequest#structfield.assignments).
     #[inline]
     pub fn assignments(&self) -> ArrayView<'a, SyncGroupRequestAssignmentView<'a>> {
         ArrayView::at(self.src, self.at[4] as usize, self.ver)
@@ -314,13 +314,13 @@ impl<'a> SyncGroupRequestAssignmentView<'a> {
         self.ver.version
     }
 
-    /// See [`SyncGroupRequestAssignment::member_id`].
+    /// See [`SyncGroupRequestAssignment::member_id`](SyncGroupRequestAssignment#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`SyncGroupRequestAssignment::assignment`].
+    /// See [`SyncGroupRequestAssignment::assignment`](SyncGroupRequestAssignment#structfield.assignment).
     #[inline]
     pub fn assignment(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[0] as usize, self.ver.flexible)
@@ -508,25 +508,25 @@ impl<'a> SyncGroupResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`SyncGroupResponse::throttle_time_ms`].
+    /// See [`SyncGroupResponse::throttle_time_ms`](SyncGroupResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(0) } else { 0 }
     }
 
-    /// See [`SyncGroupResponse::error_code`].
+    /// See [`SyncGroupResponse::error_code`](SyncGroupResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(if self.ver.version >= 1 { 4 } else { 0 })
     }
 
-    /// See [`SyncGroupResponse::protocol_type`].
+    /// See [`SyncGroupResponse::protocol_type`](SyncGroupResponse#structfield.protocol_type).
     #[inline]
     pub fn protocol_type(&self) -> Option<&'a str> {
         if self.ver.version == 5 { self.src.nullable_str(6, self.ver.flexible) } else { None }
     }
 
-    /// See [`SyncGroupResponse::protocol_name`].
+    /// See [`SyncGroupResponse::protocol_name`](SyncGroupResponse#structfield.protocol_name).
     #[inline]
     pub fn protocol_name(&self) -> Option<&'a str> {
         if self.ver.version == 5 {
@@ -536,7 +536,7 @@ impl<'a> SyncGroupResponseView<'a> {
         }
     }
 
-    /// See [`SyncGroupResponse::assignment`].
+    /// See [`SyncGroupResponse::assignment`](SyncGroupResponse#structfield.assignment).
     #[inline]
     pub fn assignment(&self) -> &'a [u8] {
         self.src.bytes_at(self.at[1] as usize, self.ver.flexible)

@@ -303,43 +303,43 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`TxnOffsetCommitRequest::transactional_id`].
+    /// See [`TxnOffsetCommitRequest::transactional_id`](TxnOffsetCommitRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
         self.src.str(0, self.ver.flexible)
     }
 
-    /// See [`TxnOffsetCommitRequest::group_id`].
+    /// See [`TxnOffsetCommitRequest::group_id`](TxnOffsetCommitRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(self.at[0] as usize, self.ver.flexible)
     }
 
-    /// See [`TxnOffsetCommitRequest::producer_id`].
+    /// See [`TxnOffsetCommitRequest::producer_id`](TxnOffsetCommitRequest#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(self.at[1] as usize)
     }
 
-    /// See [`TxnOffsetCommitRequest::producer_epoch`].
+    /// See [`TxnOffsetCommitRequest::producer_epoch`](TxnOffsetCommitRequest#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
         self.src.i16(self.at[1] as usize + 8)
     }
 
-    /// See [`TxnOffsetCommitRequest::generation_id_or_member_epoch`].
+    /// See [`TxnOffsetCommitRequest::generation_id_or_member_epoch`](TxnOffsetCommitRequest#structfield.generation_id_or_member_epoch).
     #[inline]
     pub fn generation_id_or_member_epoch(&self) -> i32 {
         if self.ver.version >= 3 { self.src.i32(self.at[1] as usize + 10) } else { -1 }
     }
 
-    /// See [`TxnOffsetCommitRequest::member_id`].
+    /// See [`TxnOffsetCommitRequest::member_id`](TxnOffsetCommitRequest#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
         if self.ver.version >= 3 { self.src.str(self.at[1] as usize + 14, self.ver.flexible) } else { "" }
     }
 
-    /// See [`TxnOffsetCommitRequest::group_instance_id`].
+    /// See [`TxnOffsetCommitRequest::group_instance_id`](TxnOffsetCommitRequest#structfield.group_instance_id).
     #[inline]
     pub fn group_instance_id(&self) -> Option<&'a str> {
         if self.ver.version >= 3 {
@@ -349,7 +349,7 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
         }
     }
 
-    /// See [`TxnOffsetCommitRequest::topics`].
+    /// See [`TxnOffsetCommitRequest::topics`](TxnOffsetCommitRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TxnOffsetCommitRequestTopicView<'a>> {
         ArrayView::at(self.src, self.at[3] as usize, self.ver)
@@ -424,19 +424,19 @@ impl<'a> TxnOffsetCommitRequestTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`TxnOffsetCommitRequestTopic::name`].
+    /// See [`TxnOffsetCommitRequestTopic::name`](TxnOffsetCommitRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         if self.ver.version <= 5 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`TxnOffsetCommitRequestTopic::topic_id`].
+    /// See [`TxnOffsetCommitRequestTopic::topic_id`](TxnOffsetCommitRequestTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 6 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`TxnOffsetCommitRequestTopic::partitions`].
+    /// See [`TxnOffsetCommitRequestTopic::partitions`](TxnOffsetCommitRequestTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, TxnOffsetCommitRequestPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 6 { 16 } else { 0 }), self.ver)
@@ -530,25 +530,25 @@ impl<'a> TxnOffsetCommitRequestPartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`TxnOffsetCommitRequestPartition::partition_index`].
+    /// See [`TxnOffsetCommitRequestPartition::partition_index`](TxnOffsetCommitRequestPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`TxnOffsetCommitRequestPartition::committed_offset`].
+    /// See [`TxnOffsetCommitRequestPartition::committed_offset`](TxnOffsetCommitRequestPartition#structfield.committed_offset).
     #[inline]
     pub fn committed_offset(&self) -> i64 {
         self.src.i64(4)
     }
 
-    /// See [`TxnOffsetCommitRequestPartition::committed_leader_epoch`].
+    /// See [`TxnOffsetCommitRequestPartition::committed_leader_epoch`](TxnOffsetCommitRequestPartition#structfield.committed_leader_epoch).
     #[inline]
     pub fn committed_leader_epoch(&self) -> i32 {
         if self.ver.version >= 2 { self.src.i32(12) } else { -1 }
     }
 
-    /// See [`TxnOffsetCommitRequestPartition::committed_metadata`].
+    /// See [`TxnOffsetCommitRequestPartition::committed_metadata`](TxnOffsetCommitRequestPartition#structfield.committed_metadata).
     #[inline]
     pub fn committed_metadata(&self) -> Option<&'a str> {
         self.src.nullable_str(if self.ver.version >= 2 { 16 } else { 12 }, self.ver.flexible)
@@ -804,13 +804,13 @@ impl<'a> TxnOffsetCommitResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`TxnOffsetCommitResponse::throttle_time_ms`].
+    /// See [`TxnOffsetCommitResponse::throttle_time_ms`](TxnOffsetCommitResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`TxnOffsetCommitResponse::topics`].
+    /// See [`TxnOffsetCommitResponse::topics`](TxnOffsetCommitResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TxnOffsetCommitResponseTopicView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
@@ -864,19 +864,19 @@ impl<'a> TxnOffsetCommitResponseTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`TxnOffsetCommitResponseTopic::name`].
+    /// See [`TxnOffsetCommitResponseTopic::name`](TxnOffsetCommitResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         if self.ver.version <= 5 { self.src.str(0, self.ver.flexible) } else { "" }
     }
 
-    /// See [`TxnOffsetCommitResponseTopic::topic_id`].
+    /// See [`TxnOffsetCommitResponseTopic::topic_id`](TxnOffsetCommitResponseTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         if self.ver.version == 6 { self.src.uuid(self.at[0] as usize) } else { Uuid::ZERO }
     }
 
-    /// See [`TxnOffsetCommitResponseTopic::partitions`].
+    /// See [`TxnOffsetCommitResponseTopic::partitions`](TxnOffsetCommitResponseTopic#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, TxnOffsetCommitResponsePartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 6 { 16 } else { 0 }), self.ver)
@@ -968,13 +968,13 @@ impl<'a> TxnOffsetCommitResponsePartitionView<'a> {
         self.ver.version
     }
 
-    /// See [`TxnOffsetCommitResponsePartition::partition_index`].
+    /// See [`TxnOffsetCommitResponsePartition::partition_index`](TxnOffsetCommitResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`TxnOffsetCommitResponsePartition::error_code`].
+    /// See [`TxnOffsetCommitResponsePartition::error_code`](TxnOffsetCommitResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)

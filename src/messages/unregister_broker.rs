@@ -95,7 +95,7 @@ impl<'a> UnregisterBrokerRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`UnregisterBrokerRequest::broker_id`].
+    /// See [`UnregisterBrokerRequest::broker_id`](UnregisterBrokerRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
         self.src.i32(0)
@@ -231,19 +231,19 @@ impl<'a> UnregisterBrokerResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`UnregisterBrokerResponse::throttle_time_ms`].
+    /// See [`UnregisterBrokerResponse::throttle_time_ms`](UnregisterBrokerResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`UnregisterBrokerResponse::error_code`].
+    /// See [`UnregisterBrokerResponse::error_code`](UnregisterBrokerResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`UnregisterBrokerResponse::error_message`].
+    /// See [`UnregisterBrokerResponse::error_message`](UnregisterBrokerResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

@@ -96,7 +96,7 @@ impl<'a> UnregisterControllerRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`UnregisterControllerRequest::controller_id`].
+    /// See [`UnregisterControllerRequest::controller_id`](UnregisterControllerRequest#structfield.controller_id).
     #[inline]
     pub fn controller_id(&self) -> i32 {
         self.src.i32(0)
@@ -235,19 +235,19 @@ impl<'a> UnregisterControllerResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`UnregisterControllerResponse::throttle_time_ms`].
+    /// See [`UnregisterControllerResponse::throttle_time_ms`](UnregisterControllerResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`UnregisterControllerResponse::error_code`].
+    /// See [`UnregisterControllerResponse::error_code`](UnregisterControllerResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`UnregisterControllerResponse::error_message`].
+    /// See [`UnregisterControllerResponse::error_message`](UnregisterControllerResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

@@ -198,19 +198,19 @@ impl<'a> UpdateFeaturesRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`UpdateFeaturesRequest::timeout_ms`].
+    /// See [`UpdateFeaturesRequest::timeout_ms`](UpdateFeaturesRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`UpdateFeaturesRequest::feature_updates`].
+    /// See [`UpdateFeaturesRequest::feature_updates`](UpdateFeaturesRequest#structfield.feature_updates).
     #[inline]
     pub fn feature_updates(&self) -> ArrayView<'a, FeatureUpdateKeyView<'a>> {
         ArrayView::at(self.src, 4, self.ver)
     }
 
-    /// See [`UpdateFeaturesRequest::validate_only`].
+    /// See [`UpdateFeaturesRequest::validate_only`](UpdateFeaturesRequest#structfield.validate_only).
     #[inline]
     pub fn validate_only(&self) -> bool {
         if self.ver.version >= 1 { self.src.bool(self.at[0] as usize) } else { false }
@@ -266,25 +266,25 @@ impl<'a> FeatureUpdateKeyView<'a> {
         self.ver.version
     }
 
-    /// See [`FeatureUpdateKey::feature`].
+    /// See [`FeatureUpdateKey::feature`](FeatureUpdateKey#structfield.feature).
     #[inline]
     pub fn feature(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`FeatureUpdateKey::max_version_level`].
+    /// See [`FeatureUpdateKey::max_version_level`](FeatureUpdateKey#structfield.max_version_level).
     #[inline]
     pub fn max_version_level(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`FeatureUpdateKey::allow_downgrade`].
+    /// See [`FeatureUpdateKey::allow_downgrade`](FeatureUpdateKey#structfield.allow_downgrade).
     #[inline]
     pub fn allow_downgrade(&self) -> bool {
         if self.ver.version == 0 { self.src.bool(self.at[0] as usize + 2) } else { false }
     }
 
-    /// See [`FeatureUpdateKey::upgrade_type`].
+    /// See [`FeatureUpdateKey::upgrade_type`](FeatureUpdateKey#structfield.upgrade_type).
     #[inline]
     pub fn upgrade_type(&self) -> i8 {
         if self.ver.version >= 1 { self.src.i8(self.at[0] as usize + 2) } else { 1 }
@@ -520,25 +520,25 @@ impl<'a> UpdateFeaturesResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`UpdateFeaturesResponse::throttle_time_ms`].
+    /// See [`UpdateFeaturesResponse::throttle_time_ms`](UpdateFeaturesResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`UpdateFeaturesResponse::error_code`].
+    /// See [`UpdateFeaturesResponse::error_code`](UpdateFeaturesResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`UpdateFeaturesResponse::error_message`].
+    /// See [`UpdateFeaturesResponse::error_message`](UpdateFeaturesResponse#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)
     }
 
-    /// See [`UpdateFeaturesResponse::results`].
+    /// See [`UpdateFeaturesResponse::results`](UpdateFeaturesResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, UpdatableFeatureResultView<'a>> {
         if self.ver.version <= 1 {
@@ -600,19 +600,19 @@ impl<'a> UpdatableFeatureResultView<'a> {
         self.ver.version
     }
 
-    /// See [`UpdatableFeatureResult::feature`].
+    /// See [`UpdatableFeatureResult::feature`](UpdatableFeatureResult#structfield.feature).
     #[inline]
     pub fn feature(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`UpdatableFeatureResult::error_code`].
+    /// See [`UpdatableFeatureResult::error_code`](UpdatableFeatureResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(self.at[0] as usize)
     }
 
-    /// See [`UpdatableFeatureResult::error_message`].
+    /// See [`UpdatableFeatureResult::error_message`](UpdatableFeatureResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(self.at[0] as usize + 2, true)

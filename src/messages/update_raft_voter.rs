@@ -197,37 +197,37 @@ impl<'a> UpdateRaftVoterRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`UpdateRaftVoterRequest::cluster_id`].
+    /// See [`UpdateRaftVoterRequest::cluster_id`](UpdateRaftVoterRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, true)
     }
 
-    /// See [`UpdateRaftVoterRequest::current_leader_epoch`].
+    /// See [`UpdateRaftVoterRequest::current_leader_epoch`](UpdateRaftVoterRequest#structfield.current_leader_epoch).
     #[inline]
     pub fn current_leader_epoch(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`UpdateRaftVoterRequest::voter_id`].
+    /// See [`UpdateRaftVoterRequest::voter_id`](UpdateRaftVoterRequest#structfield.voter_id).
     #[inline]
     pub fn voter_id(&self) -> i32 {
         self.src.i32(self.at[0] as usize + 4)
     }
 
-    /// See [`UpdateRaftVoterRequest::voter_directory_id`].
+    /// See [`UpdateRaftVoterRequest::voter_directory_id`](UpdateRaftVoterRequest#structfield.voter_directory_id).
     #[inline]
     pub fn voter_directory_id(&self) -> Uuid {
         self.src.uuid(self.at[0] as usize + 8)
     }
 
-    /// See [`UpdateRaftVoterRequest::listeners`].
+    /// See [`UpdateRaftVoterRequest::listeners`](UpdateRaftVoterRequest#structfield.listeners).
     #[inline]
     pub fn listeners(&self) -> ArrayView<'a, ListenerView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + 24, self.ver)
     }
 
-    /// See [`UpdateRaftVoterRequest::k_raft_version_feature`].
+    /// See [`UpdateRaftVoterRequest::k_raft_version_feature`](UpdateRaftVoterRequest#structfield.k_raft_version_feature).
     #[inline]
     pub fn k_raft_version_feature(&self) -> KRaftVersionFeatureView<'a> {
         KRaftVersionFeatureView::at(self.src, self.at[1] as usize, self.ver).0
@@ -294,19 +294,19 @@ impl<'a> ListenerView<'a> {
         self.ver.version
     }
 
-    /// See [`Listener::name`].
+    /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`Listener::host`].
+    /// See [`Listener::host`](Listener#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(self.at[0] as usize, true)
     }
 
-    /// See [`Listener::port`].
+    /// See [`Listener::port`](Listener#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[1] as usize)
@@ -384,13 +384,13 @@ impl<'a> KRaftVersionFeatureView<'a> {
         self.ver.version
     }
 
-    /// See [`KRaftVersionFeature::min_supported_version`].
+    /// See [`KRaftVersionFeature::min_supported_version`](KRaftVersionFeature#structfield.min_supported_version).
     #[inline]
     pub fn min_supported_version(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`KRaftVersionFeature::max_supported_version`].
+    /// See [`KRaftVersionFeature::max_supported_version`](KRaftVersionFeature#structfield.max_supported_version).
     #[inline]
     pub fn max_supported_version(&self) -> i16 {
         self.src.i16(2)
@@ -598,19 +598,19 @@ impl<'a> UpdateRaftVoterResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`UpdateRaftVoterResponse::throttle_time_ms`].
+    /// See [`UpdateRaftVoterResponse::throttle_time_ms`](UpdateRaftVoterResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`UpdateRaftVoterResponse::error_code`].
+    /// See [`UpdateRaftVoterResponse::error_code`](UpdateRaftVoterResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`UpdateRaftVoterResponse::current_leader`].
+    /// See [`UpdateRaftVoterResponse::current_leader`](UpdateRaftVoterResponse#structfield.current_leader).
     #[inline]
     pub fn current_leader(&self) -> Option<CurrentLeaderView<'a>> {
         self.src.tag(6, 0).map(|v| CurrentLeaderView::at(v, 0, self.ver).0)
@@ -667,25 +667,25 @@ impl<'a> CurrentLeaderView<'a> {
         self.ver.version
     }
 
-    /// See [`CurrentLeader::leader_id`].
+    /// See [`CurrentLeader::leader_id`](CurrentLeader#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`CurrentLeader::leader_epoch`].
+    /// See [`CurrentLeader::leader_epoch`](CurrentLeader#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(4)
     }
 
-    /// See [`CurrentLeader::host`].
+    /// See [`CurrentLeader::host`](CurrentLeader#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(8, true)
     }
 
-    /// See [`CurrentLeader::port`].
+    /// See [`CurrentLeader::port`](CurrentLeader#structfield.port).
     #[inline]
     pub fn port(&self) -> i32 {
         self.src.i32(self.at[0] as usize)

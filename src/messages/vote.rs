@@ -229,19 +229,19 @@ impl<'a> VoteRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`VoteRequest::cluster_id`].
+    /// See [`VoteRequest::cluster_id`](VoteRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
         self.src.nullable_str(0, true)
     }
 
-    /// See [`VoteRequest::voter_id`].
+    /// See [`VoteRequest::voter_id`](VoteRequest#structfield.voter_id).
     #[inline]
     pub fn voter_id(&self) -> i32 {
         if self.ver.version >= 1 { self.src.i32(self.at[0] as usize) } else { -1 }
     }
 
-    /// See [`VoteRequest::topics`].
+    /// See [`VoteRequest::topics`](VoteRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, VoteRequestTopicDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize + (if self.ver.version >= 1 { 4 } else { 0 }), self.ver)
@@ -298,13 +298,13 @@ impl<'a> VoteRequestTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`VoteRequestTopicData::topic_name`].
+    /// See [`VoteRequestTopicData::topic_name`](VoteRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`VoteRequestTopicData::partitions`].
+    /// See [`VoteRequestTopicData::partitions`](VoteRequestTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, VoteRequestPartitionDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -379,49 +379,49 @@ impl<'a> VoteRequestPartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`VoteRequestPartitionData::partition_index`].
+    /// See [`VoteRequestPartitionData::partition_index`](VoteRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`VoteRequestPartitionData::replica_epoch`].
+    /// See [`VoteRequestPartitionData::replica_epoch`](VoteRequestPartitionData#structfield.replica_epoch).
     #[inline]
     pub fn replica_epoch(&self) -> i32 {
         self.src.i32(4)
     }
 
-    /// See [`VoteRequestPartitionData::replica_id`].
+    /// See [`VoteRequestPartitionData::replica_id`](VoteRequestPartitionData#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
         self.src.i32(8)
     }
 
-    /// See [`VoteRequestPartitionData::replica_directory_id`].
+    /// See [`VoteRequestPartitionData::replica_directory_id`](VoteRequestPartitionData#structfield.replica_directory_id).
     #[inline]
     pub fn replica_directory_id(&self) -> Uuid {
         if self.ver.version >= 1 { self.src.uuid(12) } else { Uuid::ZERO }
     }
 
-    /// See [`VoteRequestPartitionData::voter_directory_id`].
+    /// See [`VoteRequestPartitionData::voter_directory_id`](VoteRequestPartitionData#structfield.voter_directory_id).
     #[inline]
     pub fn voter_directory_id(&self) -> Uuid {
         if self.ver.version >= 1 { self.src.uuid(28) } else { Uuid::ZERO }
     }
 
-    /// See [`VoteRequestPartitionData::last_offset_epoch`].
+    /// See [`VoteRequestPartitionData::last_offset_epoch`](VoteRequestPartitionData#structfield.last_offset_epoch).
     #[inline]
     pub fn last_offset_epoch(&self) -> i32 {
         self.src.i32(if self.ver.version >= 1 { 44 } else { 12 })
     }
 
-    /// See [`VoteRequestPartitionData::last_offset`].
+    /// See [`VoteRequestPartitionData::last_offset`](VoteRequestPartitionData#structfield.last_offset).
     #[inline]
     pub fn last_offset(&self) -> i64 {
         self.src.i64(if self.ver.version >= 1 { 48 } else { 16 })
     }
 
-    /// See [`VoteRequestPartitionData::pre_vote`].
+    /// See [`VoteRequestPartitionData::pre_vote`](VoteRequestPartitionData#structfield.pre_vote).
     #[inline]
     pub fn pre_vote(&self) -> bool {
         if self.ver.version == 2 { self.src.bool(56) } else { false }
@@ -746,19 +746,19 @@ impl<'a> VoteResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`VoteResponse::error_code`].
+    /// See [`VoteResponse::error_code`](VoteResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(0)
     }
 
-    /// See [`VoteResponse::topics`].
+    /// See [`VoteResponse::topics`](VoteResponse#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, VoteResponseTopicDataView<'a>> {
         ArrayView::at(self.src, 2, self.ver)
     }
 
-    /// See [`VoteResponse::node_endpoints`].
+    /// See [`VoteResponse::node_endpoints`](VoteResponse#structfield.node_endpoints).
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {
         if self.ver.version >= 1 {
@@ -829,13 +829,13 @@ impl<'a> VoteResponseTopicDataView<'a> {
         self.ver.version
     }
 
-    /// See [`VoteResponseTopicData::topic_name`].
+    /// See [`VoteResponseTopicData::topic_name`](VoteResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`VoteResponseTopicData::partitions`].
+    /// See [`VoteResponseTopicData::partitions`](VoteResponseTopicData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, VoteResponsePartitionDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -910,31 +910,31 @@ impl<'a> VoteResponsePartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`VoteResponsePartitionData::partition_index`].
+    /// See [`VoteResponsePartitionData::partition_index`](VoteResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`VoteResponsePartitionData::error_code`].
+    /// See [`VoteResponsePartitionData::error_code`](VoteResponsePartitionData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`VoteResponsePartitionData::leader_id`].
+    /// See [`VoteResponsePartitionData::leader_id`](VoteResponsePartitionData#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
         self.src.i32(6)
     }
 
-    /// See [`VoteResponsePartitionData::leader_epoch`].
+    /// See [`VoteResponsePartitionData::leader_epoch`](VoteResponsePartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(10)
     }
 
-    /// See [`VoteResponsePartitionData::vote_granted`].
+    /// See [`VoteResponsePartitionData::vote_granted`](VoteResponsePartitionData#structfield.vote_granted).
     #[inline]
     pub fn vote_granted(&self) -> bool {
         self.src.bool(14)
@@ -1012,19 +1012,19 @@ impl<'a> NodeEndpointView<'a> {
         self.ver.version
     }
 
-    /// See [`NodeEndpoint::node_id`].
+    /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`NodeEndpoint::host`].
+    /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
         self.src.str(4, true)
     }
 
-    /// See [`NodeEndpoint::port`].
+    /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
     #[inline]
     pub fn port(&self) -> u16 {
         self.src.u16(self.at[0] as usize)

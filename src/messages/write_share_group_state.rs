@@ -233,13 +233,13 @@ impl<'a> WriteShareGroupStateRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`WriteShareGroupStateRequest::group_id`].
+    /// See [`WriteShareGroupStateRequest::group_id`](WriteShareGroupStateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`WriteShareGroupStateRequest::topics`].
+    /// See [`WriteShareGroupStateRequest::topics`](WriteShareGroupStateRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, WriteStateDataView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -292,13 +292,13 @@ impl<'a> WriteStateDataView<'a> {
         self.ver.version
     }
 
-    /// See [`WriteStateData::topic_id`].
+    /// See [`WriteStateData::topic_id`](WriteStateData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`WriteStateData::partitions`].
+    /// See [`WriteStateData::partitions`](WriteStateData#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionDataView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -372,37 +372,37 @@ impl<'a> PartitionDataView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionData::partition`].
+    /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionData::state_epoch`].
+    /// See [`PartitionData::state_epoch`](PartitionData#structfield.state_epoch).
     #[inline]
     pub fn state_epoch(&self) -> i32 {
         self.src.i32(4)
     }
 
-    /// See [`PartitionData::leader_epoch`].
+    /// See [`PartitionData::leader_epoch`](PartitionData#structfield.leader_epoch).
     #[inline]
     pub fn leader_epoch(&self) -> i32 {
         self.src.i32(8)
     }
 
-    /// See [`PartitionData::start_offset`].
+    /// See [`PartitionData::start_offset`](PartitionData#structfield.start_offset).
     #[inline]
     pub fn start_offset(&self) -> i64 {
         self.src.i64(12)
     }
 
-    /// See [`PartitionData::delivery_complete_count`].
+    /// See [`PartitionData::delivery_complete_count`](PartitionData#structfield.delivery_complete_count).
     #[inline]
     pub fn delivery_complete_count(&self) -> i32 {
         if self.ver.version == 1 { self.src.i32(20) } else { -1 }
     }
 
-    /// See [`PartitionData::state_batches`].
+    /// See [`PartitionData::state_batches`](PartitionData#structfield.state_batches).
     #[inline]
     pub fn state_batches(&self) -> ArrayView<'a, StateBatchView<'a>> {
         ArrayView::at(self.src, if self.ver.version >= 1 { 24 } else { 20 }, self.ver)
@@ -489,25 +489,25 @@ impl<'a> StateBatchView<'a> {
         self.ver.version
     }
 
-    /// See [`StateBatch::first_offset`].
+    /// See [`StateBatch::first_offset`](StateBatch#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`StateBatch::last_offset`].
+    /// See [`StateBatch::last_offset`](StateBatch#structfield.last_offset).
     #[inline]
     pub fn last_offset(&self) -> i64 {
         self.src.i64(8)
     }
 
-    /// See [`StateBatch::delivery_state`].
+    /// See [`StateBatch::delivery_state`](StateBatch#structfield.delivery_state).
     #[inline]
     pub fn delivery_state(&self) -> i8 {
         self.src.i8(16)
     }
 
-    /// See [`StateBatch::delivery_count`].
+    /// See [`StateBatch::delivery_count`](StateBatch#structfield.delivery_count).
     #[inline]
     pub fn delivery_count(&self) -> i16 {
         self.src.i16(17)
@@ -718,7 +718,7 @@ impl<'a> WriteShareGroupStateResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`WriteShareGroupStateResponse::results`].
+    /// See [`WriteShareGroupStateResponse::results`](WriteShareGroupStateResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, WriteStateResultView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -766,13 +766,13 @@ impl<'a> WriteStateResultView<'a> {
         self.ver.version
     }
 
-    /// See [`WriteStateResult::topic_id`].
+    /// See [`WriteStateResult::topic_id`](WriteStateResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
         self.src.uuid(0)
     }
 
-    /// See [`WriteStateResult::partitions`].
+    /// See [`WriteStateResult::partitions`](WriteStateResult#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, PartitionResultView<'a>> {
         ArrayView::at(self.src, 16, self.ver)
@@ -846,19 +846,19 @@ impl<'a> PartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`PartitionResult::partition`].
+    /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`PartitionResult::error_code`].
+    /// See [`PartitionResult::error_code`](PartitionResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
 
-    /// See [`PartitionResult::error_message`].
+    /// See [`PartitionResult::error_message`](PartitionResult#structfield.error_message).
     #[inline]
     pub fn error_message(&self) -> Option<&'a str> {
         self.src.nullable_str(6, true)

@@ -182,7 +182,7 @@ impl<'a> WriteTxnMarkersRequestView<'a> {
         self.ver.version
     }
 
-    /// See [`WriteTxnMarkersRequest::markers`].
+    /// See [`WriteTxnMarkersRequest::markers`](WriteTxnMarkersRequest#structfield.markers).
     #[inline]
     pub fn markers(&self) -> ArrayView<'a, WritableTxnMarkerView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -230,37 +230,37 @@ impl<'a> WritableTxnMarkerView<'a> {
         self.ver.version
     }
 
-    /// See [`WritableTxnMarker::producer_id`].
+    /// See [`WritableTxnMarker::producer_id`](WritableTxnMarker#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`WritableTxnMarker::producer_epoch`].
+    /// See [`WritableTxnMarker::producer_epoch`](WritableTxnMarker#structfield.producer_epoch).
     #[inline]
     pub fn producer_epoch(&self) -> i16 {
         self.src.i16(8)
     }
 
-    /// See [`WritableTxnMarker::transaction_result`].
+    /// See [`WritableTxnMarker::transaction_result`](WritableTxnMarker#structfield.transaction_result).
     #[inline]
     pub fn transaction_result(&self) -> bool {
         self.src.bool(10)
     }
 
-    /// See [`WritableTxnMarker::topics`].
+    /// See [`WritableTxnMarker::topics`](WritableTxnMarker#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, WritableTxnMarkerTopicView<'a>> {
         ArrayView::at(self.src, 11, self.ver)
     }
 
-    /// See [`WritableTxnMarker::coordinator_epoch`].
+    /// See [`WritableTxnMarker::coordinator_epoch`](WritableTxnMarker#structfield.coordinator_epoch).
     #[inline]
     pub fn coordinator_epoch(&self) -> i32 {
         self.src.i32(self.at[0] as usize)
     }
 
-    /// See [`WritableTxnMarker::transaction_version`].
+    /// See [`WritableTxnMarker::transaction_version`](WritableTxnMarker#structfield.transaction_version).
     #[inline]
     pub fn transaction_version(&self) -> i8 {
         if self.ver.version == 2 { self.src.i8(self.at[0] as usize + 4) } else { 0 }
@@ -350,13 +350,13 @@ impl<'a> WritableTxnMarkerTopicView<'a> {
         self.ver.version
     }
 
-    /// See [`WritableTxnMarkerTopic::name`].
+    /// See [`WritableTxnMarkerTopic::name`](WritableTxnMarkerTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`WritableTxnMarkerTopic::partition_indexes`].
+    /// See [`WritableTxnMarkerTopic::partition_indexes`](WritableTxnMarkerTopic#structfield.partition_indexes).
     #[inline]
     pub fn partition_indexes(&self) -> ArrayView<'a, i32> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -599,7 +599,7 @@ impl<'a> WriteTxnMarkersResponseView<'a> {
         self.ver.version
     }
 
-    /// See [`WriteTxnMarkersResponse::markers`].
+    /// See [`WriteTxnMarkersResponse::markers`](WriteTxnMarkersResponse#structfield.markers).
     #[inline]
     pub fn markers(&self) -> ArrayView<'a, WritableTxnMarkerResultView<'a>> {
         ArrayView::at(self.src, 0, self.ver)
@@ -647,13 +647,13 @@ impl<'a> WritableTxnMarkerResultView<'a> {
         self.ver.version
     }
 
-    /// See [`WritableTxnMarkerResult::producer_id`].
+    /// See [`WritableTxnMarkerResult::producer_id`](WritableTxnMarkerResult#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
         self.src.i64(0)
     }
 
-    /// See [`WritableTxnMarkerResult::topics`].
+    /// See [`WritableTxnMarkerResult::topics`](WritableTxnMarkerResult#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, WritableTxnMarkerTopicResultView<'a>> {
         ArrayView::at(self.src, 8, self.ver)
@@ -727,13 +727,13 @@ impl<'a> WritableTxnMarkerTopicResultView<'a> {
         self.ver.version
     }
 
-    /// See [`WritableTxnMarkerTopicResult::name`].
+    /// See [`WritableTxnMarkerTopicResult::name`](WritableTxnMarkerTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.src.str(0, true)
     }
 
-    /// See [`WritableTxnMarkerTopicResult::partitions`].
+    /// See [`WritableTxnMarkerTopicResult::partitions`](WritableTxnMarkerTopicResult#structfield.partitions).
     #[inline]
     pub fn partitions(&self) -> ArrayView<'a, WritableTxnMarkerPartitionResultView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
@@ -812,13 +812,13 @@ impl<'a> WritableTxnMarkerPartitionResultView<'a> {
         self.ver.version
     }
 
-    /// See [`WritableTxnMarkerPartitionResult::partition_index`].
+    /// See [`WritableTxnMarkerPartitionResult::partition_index`](WritableTxnMarkerPartitionResult#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
     }
 
-    /// See [`WritableTxnMarkerPartitionResult::error_code`].
+    /// See [`WritableTxnMarkerPartitionResult::error_code`](WritableTxnMarkerPartitionResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)

@@ -398,11 +398,7 @@ impl Gen<'_> {
             if let Some(c) = self.null_check(&f, &x) {
                 present.push(c);
             }
-            let add = if is_fixed {
-                format!("n += {size};")
-            } else {
-                format!("n += {size};")
-            };
+            let add = format!("n += {size};");
             present.push(add);
             let absent = match cond_not(f.tagged, s.versions, V) {
                 Cond::Never => None,
@@ -864,7 +860,8 @@ impl Gen<'_> {
             let f = F::new(s, field);
             let ty = self.view_ty(&f);
             let ident = &f.ident;
-            self.line(format!("    /// See [`{}::{}`].", s.name, ident.trim_start_matches("r#")));
+            let field = ident.trim_start_matches("r#");
+            self.line(format!("    /// See [`{n}::{field}`]({n}#structfield.{field}).", n = s.name));
             let present_inline = cond(f.inline, s.versions, V);
             let inline_read = {
                 let off = self.place_expr(s, &lay.places[i], "self.at", f.inline.intersect(s.versions));
@@ -1284,7 +1281,8 @@ impl Gen<'_> {
         let mut changes = Vec::new();
         for f in &s.fields {
             let f = F::new(s, f);
-            let present = Versions::new(f.f.versions.lo.max(s.versions.lo), f.f.versions.hi.min(s.versions.hi));
+            let present =
+                Versions::new(f.f.versions.lo.max(s.versions.lo), f.f.versions.hi.min(s.versions.hi));
             let nested = matches!(f.elem(), Type::Struct(_));
             match cond_not(present, s.versions, V) {
                 Cond::Always => changes.push(format!("v.{} = {};", f.ident, self.data_default(&f))),
@@ -1294,8 +1292,12 @@ impl Gen<'_> {
                     self.data_default(&f),
                     f.ident
                 )),
-                Cond::If(c) => changes.push(format!("if {c} {{ v.{} = {}; }}", f.ident, self.data_default(&f))),
-                Cond::Never if nested => changes.push(format!("v.{} = self.{}.as_version(ver);", f.ident, f.ident)),
+                Cond::If(c) => {
+                    changes.push(format!("if {c} {{ v.{} = {}; }}", f.ident, self.data_default(&f)))
+                }
+                Cond::Never if nested => {
+                    changes.push(format!("v.{} = self.{}.as_version(ver);", f.ident, f.ident))
+                }
                 Cond::Never => {}
             }
         }
