@@ -141,7 +141,7 @@ fn trailing_bytes() {
 #[test]
 fn version_outside_valid_range() {
     let body = seed_body("listoffsets_v10_request", 11);
-    for v in [0, 11, -1] {
+    for v in [0, 12, -1] {
         let expected = err(K::UnsupportedVersion(v), 0, "ListOffsetsRequest");
         assert_eq!(ListOffsetsRequestView::new(&body, v).map(drop), Err(expected));
         assert_eq!(ListOffsetsRequest::decode(&body, v).map(drop), Err(expected));
@@ -294,20 +294,20 @@ fn frame_size_limits() {
 #[test]
 fn unsupported_request_version_and_key() {
     let mut f = unframe(&vector("seed/apiversions_v4_request.hex")).to_vec();
-    f[3] = 5; // ApiVersions v5
+    f[3] = 6; // ApiVersions v6
     f[4..8].copy_from_slice(&77i32.to_be_bytes());
     assert_eq!(
         dispatch::parse_request(&f).map(drop),
         Err(frame::FrameError::UnsupportedVersion {
             api_key: ApiKey::ApiVersions.key(),
-            api_version: 5,
+            api_version: 6,
             correlation_id: 77
         })
     );
     f[1] = 99;
     assert_eq!(
         dispatch::parse_request(&f).map(drop),
-        Err(frame::FrameError::UnsupportedApiKey { api_key: 99, api_version: 5, correlation_id: 77 })
+        Err(frame::FrameError::UnsupportedApiKey { api_key: 99, api_version: 6, correlation_id: 77 })
     );
 }
 
