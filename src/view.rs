@@ -101,21 +101,26 @@ impl<'a> Src<'a> {
     /// The unsigned varint at `at` and the offset after it.
     #[inline]
     pub fn uvarint(self, at: usize) -> (u32, usize) {
-        let b = self.bytes();
-        match b.get(at) {
+        match self.bytes().get(at) {
             Some(&v) if v < 0x80 => (u32::from(v), at + 1),
-            _ => {
-                let mut value = 0u32;
-                for i in 0..5 {
-                    let Some(&v) = b.get(at + i) else { break };
-                    value |= u32::from(v & 0x7f) << (7 * i);
-                    if v & 0x80 == 0 {
-                        return (value, at + i + 1);
-                    }
-                }
-                (value, b.len())
+            _ => self.long_uvarint(at),
+        }
+    }
+
+    /// [`Self::uvarint`] for a varint of more than one byte, out of the inlined path.
+    #[cold]
+    #[inline(never)]
+    fn long_uvarint(self, at: usize) -> (u32, usize) {
+        let b = self.bytes();
+        let mut value = 0u32;
+        for i in 0..5 {
+            let Some(&v) = b.get(at + i) else { break };
+            value |= u32::from(v & 0x7f) << (7 * i);
+            if v & 0x80 == 0 {
+                return (value, at + i + 1);
             }
         }
+        (value, b.len())
     }
 
     /// The length prefix at `at` (`None` for null) and the offset after it: compact when
@@ -133,7 +138,7 @@ impl<'a> Src<'a> {
     }
 
     /// The text of `self[from..to]`, checked as UTF-8 when the view was built.
-    #[inline]
+    #[inline(always)]
     pub fn text(self, from: usize, to: usize) -> &'a str {
         self.0.get(from..to).and_then(crate::wire::str_from).unwrap_or_default()
     }
@@ -181,6 +186,15 @@ impl<'a> Src<'a> {
     /// The offset after the tagged-field section at `at`.
     #[inline]
     pub fn skip_tagged(self, at: usize) -> usize {
+        match self.bytes().get(at) {
+            Some(0) => at + 1,
+            _ => self.skip_tagged_fields(at),
+        }
+    }
+
+    /// [`Self::skip_tagged`] for a section that has fields, out of the inlined path.
+    #[inline(never)]
+    fn skip_tagged_fields(self, at: usize) -> usize {
         let (count, mut p) = self.uvarint(at);
         for _ in 0..count {
             let (_, next) = self.uvarint(p);

@@ -21,8 +21,15 @@ pub fn str_from(bytes: &[u8]) -> Option<&str> {
         // sequence of bytes below 0x80 is valid UTF-8 (each byte is a one-byte character).
         Some(unsafe { core::str::from_utf8_unchecked(bytes) })
     } else {
-        core::str::from_utf8(bytes).ok()
+        not_ascii(bytes)
     }
+}
+
+/// [`str_from`] for bytes that are not all ASCII, out of the inlined path.
+#[cold]
+#[inline(never)]
+fn not_ascii(bytes: &[u8]) -> Option<&str> {
+    core::str::from_utf8(bytes).ok()
 }
 
 /// Whether every byte is below 0x80, reading up to sixteen bytes in two overlapping
