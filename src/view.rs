@@ -326,6 +326,15 @@ pub(crate) fn check_elements<'a, T: Element<'a>>(
         // The count is at most the bytes left, so this cannot overflow.
         Layout::Fixed(n) => r.take(n * count, field).map(drop),
         Layout::Tagged(n) => {
+            // The common case, every element's tagged section empty, in one pass over the
+            // run of elements; anything else is checked element by element.
+            let stride = n + 1;
+            if let Some(run) = count.checked_mul(stride).filter(|&run| run <= r.remaining())
+                && r.rest(run).chunks_exact(stride).all(|e| e.last() == Some(&0))
+            {
+                r.advance(run);
+                return Ok(());
+            }
             for _ in 0..count {
                 if r.peek(n) == Some(0) {
                     r.advance(n + 1);

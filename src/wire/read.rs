@@ -46,6 +46,13 @@ impl<'a> Reader<'a> {
         self.buf.get(self.pos.wrapping_add(ahead)).copied()
     }
 
+    /// The next `n` bytes (fewer if fewer are left), without moving past them.
+    #[inline]
+    pub(crate) fn rest(&self, n: usize) -> &'a [u8] {
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        rest.get(..n).unwrap_or(rest)
+    }
+
     /// Moves past `n` bytes the caller has already seen to be there.
     #[inline]
     pub(crate) fn advance(&mut self, n: usize) {
