@@ -34,7 +34,8 @@ use std::time::Instant;
 use common::XorShift;
 use kwire::records::legacy::{Entries, Entry, LegacyMessage, LegacyMessages};
 use kwire::records::{
-    BatchBuilder, Compression, ControlRecordType, NewHeader, NewRecord, RecordBatch, RecordBatches, TimestampType,
+    BatchBuilder, Compression, ControlRecordType, NewHeader, NewRecord, RecordBatch, RecordBatches,
+    TimestampType,
 };
 use serde_json::{Value, json};
 
@@ -148,7 +149,8 @@ fn control_records(rng: &mut XorShift, base_ts: i64, unknown: bool) -> Vec<Rec> 
     let n = 1 + rng.next() % 3;
     (0..n)
         .map(|_| {
-            let kinds: &[i16] = if unknown { &[0, 1, 0, 1, 2, 3, 4, 5, 6, 17] } else { &[0, 1, 0, 1, 2, 3, 4, 5, 6] };
+            let kinds: &[i16] =
+                if unknown { &[0, 1, 0, 1, 2, 3, 4, 5, 6, 17] } else { &[0, 1, 0, 1, 2, 3, 4, 5, 6] };
             let kind = kinds[rng.next() as usize % kinds.len()];
             let mut key = 0i16.to_be_bytes().to_vec();
             key.extend_from_slice(&kind.to_be_bytes());
@@ -458,13 +460,17 @@ fn kwire_field(rng: &mut XorShift, i: usize, t: &mut Tally) -> Field {
         let recs = if control { control_records(rng, base_ts, true) } else { records(rng, 8, true, base_ts) };
         let hdrs: Vec<Vec<NewHeader<'_>>> = recs
             .iter()
-            .map(|r| r.headers.iter().map(|(k, v)| NewHeader { key: k.as_bytes(), value: v.as_deref() }).collect())
+            .map(|r| {
+                r.headers.iter().map(|(k, v)| NewHeader { key: k.as_bytes(), value: v.as_deref() }).collect()
+            })
             .collect();
         let new: Vec<NewRecord<'_>> = recs
             .iter()
             .zip(&hdrs)
             .map(|(r, h)| {
-                NewRecord::new(r.key.as_deref(), r.value.as_deref()).with_headers(h).with_timestamp(r.timestamp)
+                NewRecord::new(r.key.as_deref(), r.value.as_deref())
+                    .with_headers(h)
+                    .with_timestamp(r.timestamp)
             })
             .collect();
         let mut b = BatchBuilder::new(offset, base_ts, &new);
@@ -532,7 +538,11 @@ fn kafka_spec(rng: &mut XorShift, i: usize, t: &mut Tally) -> Field {
         let codec = CODECS[rng.next() as usize % if magic == 2 { 5 } else { 4 }];
         let base_ts = 1_600_000_000_000 + (rng.next() % 100_000_000_000) as i64;
         let control = magic == 2 && rng.next().is_multiple_of(8);
-        let mut recs = if control { control_records(rng, base_ts, false) } else { records(rng, 10, magic == 2, base_ts) };
+        let mut recs = if control {
+            control_records(rng, base_ts, false)
+        } else {
+            records(rng, 10, magic == 2, base_ts)
+        };
         if magic < 2 && rng.next().is_multiple_of(8) {
             // Kafka's "no timestamp" (-1) is allowed in legacy messages.
             for r in &mut recs {
@@ -544,8 +554,7 @@ fn kafka_spec(rng: &mut XorShift, i: usize, t: &mut Tally) -> Field {
             (1 | 2, 0) => ("LOG_APPEND_TIME", 1_700_000_000_000 + (rng.next() % 1_000_000) as i64),
             _ => ("CREATE_TIME", -1),
         };
-        let (transactional, pid, epoch, seq) =
-            if magic == 2 { producer(rng) } else { (false, -1, -1, -1) };
+        let (transactional, pid, epoch, seq) = if magic == 2 { producer(rng) } else { (false, -1, -1, -1) };
         let transactional = transactional || (control && pid >= 0);
         let ple = if magic == 2 && rng.next().is_multiple_of(2) { (rng.next() % 1000) as i32 } else { -1 };
         let mut rs = Vec::new();
@@ -682,9 +691,9 @@ fn kwire_and_kafka_read_each_others_records() {
     let mut failures = Vec::new();
     let mut bytes = [0usize; 2];
     for (f, answer) in fields.iter_mut().zip(&answers) {
-        let (side, kafka_view) = if f.spec.is_some() {
+        let (side, kafka_view) = if let Some(spec) = &f.spec {
             if let Some(e) = answer.get("error") {
-                failures.push(format!("{}: Kafka could not build the spec: {e}\n  spec: {}", f.label, f.spec.as_ref().unwrap()));
+                failures.push(format!("{}: Kafka could not build the spec: {e}\n  spec: {spec}", f.label));
                 continue;
             }
             f.bytes = common::hex(answer["hex"].as_str().expect("the built field's hex"));
