@@ -1,6 +1,7 @@
-//! The reference decoder: owned batches and records, built by a separate, straightforward
-//! path (a plain byte reader, eager decoding into `Vec`s), so fuzzing can hold the views
-//! against it. It shares only the decompressors and the CRC with the views.
+//! The reference decoder: owned batches and records ([`decode`]) and owned legacy messages
+//! ([`decode_legacy`]), built by a separate, straightforward path (a plain byte reader,
+//! eager decoding into `Vec`s), so fuzzing can hold the views (and [`super::legacy`])
+//! against it. It shares only the decompressors and the CRCs with the views.
 //!
 //! It checks what the views check, in the same order, and reports the same
 //! [`ErrorKind`]s (offsets may differ). Allocation stays bounded: a record count is checked
