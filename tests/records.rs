@@ -938,6 +938,192 @@ fn views_agree_with_the_reference_on_mutations() {
 }
 
 // ---------------------------------------------------------------------------------------
+// The reference decoder for legacy message sets, against the views.
+
+/// A legacy field: two uncompressed v0 messages, a v1 gzip wrapper with relative inner offsets
+/// (gaps included), a v1 log-append-time LZ4 wrapper, a v0 snappy wrapper (absolute inner
+/// offsets), then an uncompressed v1 message.
+fn legacy_reference_field() -> Vec<u8> {
+    let inner = |magic: i8, offsets: &[i64]| -> Vec<u8> {
+        let mut set = Vec::new();
+        for (i, &o) in offsets.iter().enumerate() {
+            let key = (i % 2 == 0).then_some(format!("k{o}").into_bytes());
+            set.extend(legacy(
+                o,
+                magic,
+                0,
+                2_000 + i as i64,
+                key.as_deref(),
+                Some(format!("v{o}").as_bytes()),
+            ));
+        }
+        set
+    };
+    let compressed = |codec: Compression, set: &[u8]| {
+        let mut out = Vec::new();
+        kwire::records::compression::compress(codec, set, &mut out).unwrap();
+        out
+    };
+    let mut field = legacy(10, 0, 0, 0, Some(b"a"), None);
+    field.extend(legacy(11, 0, 0, 0, None, Some(b"")));
+    field.extend(legacy(
+        17,
+        1,
+        1,
+        3_000,
+        None,
+        Some(&compressed(Compression::Gzip, &inner(1, &[0, 1, 4, 6]))),
+    ));
+    field.extend(legacy(
+        20,
+        1,
+        3 | 0x08,
+        9_000,
+        None,
+        Some(&compressed(Compression::Lz4, &inner(1, &[0, 2]))),
+    ));
+    field.extend(legacy(0, 0, 2, 0, None, Some(&compressed(Compression::Snappy, &inner(0, &[21, 22, 23])))));
+    field.extend(legacy(24, 1, 0, 4_000, Some(b"last"), Some(b"x")));
+    field
+}
+
+#[test]
+fn legacy_reference_reads_wrappers_as_the_views_do() {
+    use kwire::records::reference::decode_legacy;
+    let field = legacy_reference_field();
+    let owned = decode_legacy(&field, 1 << 16).unwrap();
+    assert!(!owned.partial);
+    assert_eq!(owned.messages.len(), 6);
+    assert!(owned.messages.iter().all(|m| m.crc_valid));
+    assert_eq!(owned.messages[0].inner, None);
+    assert_eq!(
+        (owned.messages[1].key.as_deref(), owned.messages[1].value.as_deref()),
+        (None, Some(&b""[..]))
+    );
+    let inner = |i: usize| -> Vec<(i64, Option<i64>, i8)> {
+        owned.messages[i]
+            .inner
+            .clone()
+            .unwrap()
+            .unwrap()
+            .iter()
+            .map(|m| (m.offset, m.timestamp, m.attributes))
+            .collect()
+    };
+    // Magic 1: wrapper offset 17 less the last relative offset 6, plus each relative offset.
+    assert_eq!(
+        inner(2),
+        [(11, Some(2_000), 0), (12, Some(2_001), 0), (15, Some(2_002), 0), (17, Some(2_003), 0)]
+    );
+    // Log-append time: the wrapper's timestamp, and the attribute bit.
+    assert_eq!(inner(3), [(18, Some(9_000), 8), (20, Some(9_000), 8)]);
+    // Magic 0: absolute inner offsets, no timestamps.
+    assert_eq!(inner(4), [(21, None, 0), (22, None, 0), (23, None, 0)]);
+    assert_eq!(owned.messages[5].inner, None);
+    assert_eq!(records_check::legacy_through_views(&field, 1 << 16), Ok(owned.clone()));
+
+    // Every cut: a partial end (never an error), as the views.
+    for cut in 0..field.len() {
+        let r = decode_legacy(&field[..cut], 1 << 16).unwrap();
+        assert_eq!(records_check::legacy_through_views(&field[..cut], 1 << 16), Ok(r.clone()), "cut {cut}");
+        assert_eq!(r.messages[..], owned.messages[..r.messages.len()]);
+    }
+    // A limit below a wrapper's inner set: that wrapper's error, the set goes on.
+    let small = decode_legacy(&field, 64).unwrap();
+    assert!(matches!(small.messages[2].inner, Some(Err(ErrorKind::DecompressedTooLarge { .. }))));
+    assert_eq!(small.messages[5], owned.messages[5]);
+    assert_eq!(records_check::legacy_through_views(&field, 64), Ok(small));
+}
+
+#[test]
+fn legacy_reference_errors_match_the_views() {
+    use kwire::records::reference::decode_legacy;
+    let check = |field: &[u8]| {
+        let reference = decode_legacy(field, 4096);
+        let views = records_check::legacy_through_views(field, 4096);
+        match (&reference, &views) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b),
+            (Err(a), Err(b)) => assert_eq!(a.kind(), b.kind()),
+            _ => panic!("reference {reference:?}, views {views:?}"),
+        }
+        reference
+    };
+    let gz = |set: &[u8]| {
+        let mut out = Vec::new();
+        kwire::records::compression::compress(Compression::Gzip, set, &mut out).unwrap();
+        out
+    };
+    let inner_err = |field: &[u8]| check(field).unwrap().messages[0].inner.clone().unwrap().unwrap_err();
+    let one = legacy(0, 1, 0, 5, Some(b"k"), Some(b"v"));
+
+    // Framing: a magic-2 entry, a length below 14, an unknown magic, a negative length.
+    let mut v2 = one.clone();
+    v2[16] = 2;
+    assert_eq!(check(&v2).unwrap_err().kind(), ErrorKind::UnsupportedMagic(2));
+    let mut short = one.clone();
+    short[8..12].copy_from_slice(&13i32.to_be_bytes());
+    assert_eq!(check(&short).unwrap_err().kind(), ErrorKind::BatchTooShort(13));
+    let mut magic = one.clone();
+    magic[16] = 7;
+    assert_eq!(check(&magic).unwrap_err().kind(), ErrorKind::UnsupportedMagic(7));
+    let mut neg = one.clone();
+    neg[26..30].copy_from_slice(&(-2i32).to_be_bytes());
+    assert_eq!(check(&neg).unwrap_err().kind(), ErrorKind::InvalidLength(-2));
+    // A length longer than the fields: trailing bytes.
+    let mut trailing = one.clone();
+    trailing.push(0);
+    trailing[8..12].copy_from_slice(&(i32::from_be_bytes(one[8..12].try_into().unwrap()) + 1).to_be_bytes());
+    assert_eq!(check(&trailing).unwrap_err().kind(), ErrorKind::TrailingBytes(1));
+
+    // Wrappers: a bad CRC, zstd and ids 5-7, an inner message of the other magic, a
+    // compressed inner message, an inner set cut short, a nonsense compressed value.
+    let mut bad_crc = legacy(5, 1, 1, 0, None, Some(&gz(&one)));
+    bad_crc[13] ^= 0x40;
+    assert!(matches!(inner_err(&bad_crc), ErrorKind::CrcMismatch { .. }));
+    assert!(!check(&bad_crc).unwrap().messages[0].crc_valid);
+    assert_eq!(inner_err(&legacy(5, 1, 4, 0, None, Some(b"x"))), ErrorKind::UnknownCompression(4));
+    assert_eq!(inner_err(&legacy(5, 0, 6, 0, None, Some(b"x"))), ErrorKind::UnknownCompression(6));
+    assert_eq!(inner_err(&legacy(5, 0, 1, 0, None, Some(&gz(&one)))), ErrorKind::UnsupportedMagic(1));
+    let nested = legacy(0, 1, 1, 0, None, Some(&gz(&one)));
+    assert_eq!(
+        inner_err(&legacy(5, 1, 1, 0, None, Some(&gz(&nested)))),
+        ErrorKind::Decompress("compressed inner message")
+    );
+    assert_eq!(
+        inner_err(&legacy(5, 1, 1, 0, None, Some(&gz(&one[..20])))),
+        ErrorKind::Truncated { needed: 26, available: 20 }
+    );
+    assert_eq!(inner_err(&legacy(5, 1, 1, 0, None, Some(&gz(&v2)))), ErrorKind::UnsupportedMagic(2));
+    assert!(matches!(inner_err(&legacy(5, 1, 1, 0, None, Some(b"not gzip"))), ErrorKind::Decompress(_)));
+    // A null wrapper value decompresses as empty bytes (gzip: an error; both agree).
+    let _ = check(&legacy(5, 1, 1, 0, None, None));
+}
+
+#[test]
+fn legacy_reference_agrees_on_mutations() {
+    // The legacy field and single-byte mutations of it, alone and as the inner set of a valid
+    // wrapper (every codec, both magics, log-append time), through the fuzz property.
+    let field = legacy_reference_field();
+    let mut rng = common::XorShift(0x1e9a);
+    for sel in 0u8..=255 {
+        if sel & 4 == 0 {
+            continue;
+        }
+        let mut data = vec![sel];
+        data.extend_from_slice(&field);
+        records_check::records(&data);
+        for _ in 0..12 {
+            let mut m = data.clone();
+            let i = 1 + (rng.next() as usize) % field.len();
+            m[i] ^= 1 << (rng.next() % 8);
+            records_check::records(&m);
+            let cut = 1 + (rng.next() as usize) % field.len();
+            records_check::records(&m[..cut]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Zero allocations on the view and encode paths.
 
 mod counting {

@@ -1,6 +1,7 @@
-//! The reference decoder: owned batches and records, built by a separate, straightforward
-//! path (a plain byte reader, eager decoding into `Vec`s), so fuzzing can hold the views
-//! against it. It shares only the decompressors and the CRC with the views.
+//! The reference decoder: owned batches and records ([`decode`]) and owned legacy messages
+//! ([`decode_legacy`]), built by a separate, straightforward path (a plain byte reader,
+//! eager decoding into `Vec`s), so fuzzing can hold the views (and [`super::legacy`])
+//! against it. It shares only the decompressors and the CRCs with the views.
 //!
 //! It checks what the views check, in the same order, and reports the same
 //! [`ErrorKind`]s (offsets may differ). Allocation stays bounded: a record count is checked
@@ -351,4 +352,241 @@ fn decode_record(r: &mut Rd<'_>) -> Result<OwnedRecord, ErrorKind> {
         }
         k => k,
     })
+}
+
+// ---------------------------------------------------------------------------------------
+// Legacy message sets (magic 0 and 1)
+
+/// An owned legacy message (magic 0 or 1), read by [`decode_legacy`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OwnedLegacyMessage {
+    /// The offset (absolute for inner messages).
+    pub offset: i64,
+    /// The stored CRC-32.
+    pub crc: u32,
+    /// Whether the stored CRC is the CRC-32 of the message (magic to the end).
+    pub crc_valid: bool,
+    /// 0 or 1.
+    pub magic: i8,
+    /// The attributes byte (inner messages of a log-append-time wrapper get bit 3 set).
+    pub attributes: i8,
+    /// The timestamp (magic 1; a log-append-time wrapper's own for its inner messages).
+    pub timestamp: Option<i64>,
+    /// The key; `None` is null.
+    pub key: Option<Vec<u8>>,
+    /// The value; `None` is null (for a wrapper, the compressed inner set).
+    pub value: Option<Vec<u8>>,
+    /// For a message whose codec bits are not 0: its inner messages (CRC checked, value
+    /// decompressed, offsets made absolute), or the kind of error that stopped them. `None`
+    /// for an uncompressed message and for inner messages.
+    pub inner: Option<Result<Vec<OwnedLegacyMessage>, ErrorKind>>,
+}
+
+impl OwnedLegacyMessage {
+    /// An owned copy of a legacy message view, without its inner messages.
+    pub fn from_view(m: &super::legacy::LegacyMessage<'_>) -> Self {
+        OwnedLegacyMessage {
+            offset: m.offset(),
+            crc: m.crc(),
+            crc_valid: m.verify_crc().is_ok(),
+            magic: m.magic(),
+            attributes: m.attributes(),
+            timestamp: m.timestamp(),
+            key: m.key().map(<[u8]>::to_vec),
+            value: m.value().map(<[u8]>::to_vec),
+            inner: None,
+        }
+    }
+}
+
+/// The messages of a legacy message set, and whether it ended in a partial entry.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct OwnedLegacyMessages {
+    /// The complete messages.
+    pub messages: Vec<OwnedLegacyMessage>,
+    /// Whether a cut-short entry followed them.
+    pub partial: bool,
+}
+
+/// Reads every message of a legacy message set, and the inner messages of each compressed
+/// wrapper (decompressed into owned memory of at most `limit` bytes each). As
+/// [`super::legacy::LegacyMessages`]: a cut-short last entry ends the set (`partial`); a
+/// magic-2 entry is `UnsupportedMagic`. A wrapper's problems (its CRC, its codec, its
+/// compressed bytes, its inner messages) are kept in its `inner` and do not stop the set.
+pub fn decode_legacy(field: &[u8], limit: usize) -> Result<OwnedLegacyMessages, Error> {
+    let mut out = OwnedLegacyMessages::default();
+    let mut pos = 0;
+    while pos < field.len() {
+        let rest = &field[pos..];
+        let Some(total) = legacy_frame(rest).map_err(at(pos))? else {
+            out.partial = true;
+            break;
+        };
+        let mut m = legacy_message(&rest[..total]).map_err(|e| e.shifted(pos))?;
+        if m.attributes & 0x07 != 0 {
+            m.inner = Some(legacy_inner(&m, limit));
+        }
+        out.messages.push(m);
+        pos += total;
+    }
+    Ok(out)
+}
+
+/// The length of the legacy entry at the start of `rest`, `None` when it is cut short.
+/// As for batches: a length below 14 and a magic outside 0..=2 are errors (checked as soon
+/// as their bytes are there), and so is magic 2 here.
+fn legacy_frame(rest: &[u8]) -> Result<Option<usize>, ErrorKind> {
+    if rest.len() < 12 {
+        return Ok(None);
+    }
+    let length = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
+    if length < 14 {
+        return Err(ErrorKind::BatchTooShort(length));
+    }
+    if rest.len() < 17 {
+        return Ok(None);
+    }
+    let magic = rest[16] as i8;
+    if !(0..=2).contains(&magic) {
+        return Err(ErrorKind::UnsupportedMagic(magic));
+    }
+    let total = 12 + length as usize;
+    if rest.len() < total {
+        return Ok(None);
+    }
+    if magic == 2 {
+        return Err(ErrorKind::UnsupportedMagic(2));
+    }
+    Ok(Some(total))
+}
+
+/// One whole legacy entry: offset, size, CRC, magic, attributes, [timestamp], key, value.
+fn legacy_message(entry: &[u8]) -> Result<OwnedLegacyMessage, Error> {
+    let mut r = Rd { b: entry, p: 0 };
+    let e = at(0);
+    let offset = i64::from_be_bytes(r.be().map_err(&e)?);
+    let _size = r.be::<4>().map_err(&e)?;
+    let crc = u32::from_be_bytes(r.be().map_err(&e)?);
+    let magic = r.be::<1>().map_err(&e)?[0] as i8;
+    let attributes = r.be::<1>().map_err(&e)?[0] as i8;
+    let timestamp = if magic == 1 {
+        let ts = r.be::<8>().map_err(|_| Error::new(ErrorKind::BatchTooShort(entry.len() as i32 - 12), 8))?;
+        Some(i64::from_be_bytes(ts))
+    } else {
+        None
+    };
+    let key = legacy_bytes(&mut r)?;
+    let value = legacy_bytes(&mut r)?;
+    if r.left() != 0 {
+        return Err(Error::new(ErrorKind::TrailingBytes(r.left() as u32), r.p));
+    }
+    Ok(OwnedLegacyMessage {
+        offset,
+        crc,
+        crc_valid: crc::crc32(&entry[16..]) == crc,
+        magic,
+        attributes,
+        timestamp,
+        key,
+        value,
+        inner: None,
+    })
+}
+
+/// An int32-length nullable byte string.
+fn legacy_bytes(r: &mut Rd<'_>) -> Result<Option<Vec<u8>>, Error> {
+    let p = r.p;
+    match i32::from_be_bytes(r.be().map_err(at(p))?) {
+        -1 => Ok(None),
+        n if n < 0 => Err(Error::new(ErrorKind::InvalidLength(n), p)),
+        n => {
+            let p = r.p;
+            Ok(Some(r.bytes(n as usize).map_err(at(p))?.to_vec()))
+        }
+    }
+}
+
+/// A wrapper's inner messages: CRC, codec (zstd and ids 5-7 are unknown in legacy
+/// messages), decompression under `limit`, then each inner message, which must be complete,
+/// of the wrapper's magic and uncompressed.
+fn legacy_inner(w: &OwnedLegacyMessage, limit: usize) -> Result<Vec<OwnedLegacyMessage>, ErrorKind> {
+    if !w.crc_valid {
+        let mut bytes = Vec::new();
+        legacy_body(w, &mut bytes);
+        return Err(ErrorKind::CrcMismatch { stored: w.crc, computed: crc::crc32(&bytes) });
+    }
+    let codec = match w.attributes & 0x07 {
+        id @ 1..=3 => Compression::from_id(id as u8)?,
+        id => return Err(ErrorKind::UnknownCompression(id as u8)),
+    };
+    let mut set = Vec::new();
+    let mut sink = compression::Sink::Vec(&mut set, limit);
+    let n =
+        compression::decompress_sink(codec, w.value.as_deref().unwrap_or_default(), &mut sink, w.magic == 0)
+            .map_err(|e| e.kind())?;
+    set.truncate(n);
+
+    // Magic 1: inner offsets are relative, the wrapper holds the last one's absolute offset.
+    // The last relative offset is that of the last entry whose framing is whole.
+    let mut base = 0i64;
+    if w.magic == 1 {
+        let mut last = 0i64;
+        let mut p = 0;
+        while let Some(rest) = set.get(p..).filter(|r| r.len() >= 17) {
+            let length = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
+            if length < 14 || !(0..=2).contains(&(rest[16] as i8)) || rest.len() < 12 + length as usize {
+                break;
+            }
+            last = i64::from_be_bytes(rest[..8].try_into().unwrap_or([0; 8]));
+            p += 12 + length as usize;
+        }
+        base = w.offset.wrapping_sub(last);
+    }
+    let log_append = w.magic == 1 && w.attributes & 0x08 != 0;
+
+    let mut inner = Vec::new();
+    let mut p = 0;
+    while p < set.len() {
+        let rest = &set[p..];
+        let total = match legacy_frame(rest) {
+            Ok(Some(total)) => total,
+            Ok(None) => {
+                return Err(ErrorKind::Truncated { needed: 26, available: rest.len() as u32 });
+            }
+            Err(k) => return Err(k),
+        };
+        let mut m = legacy_message(&rest[..total]).map_err(|e| e.kind())?;
+        if m.magic != w.magic {
+            return Err(ErrorKind::UnsupportedMagic(m.magic));
+        }
+        if m.attributes & 0x07 != 0 {
+            return Err(ErrorKind::Decompress("compressed inner message"));
+        }
+        m.offset = m.offset.wrapping_add(base);
+        if log_append && let Some(ts) = w.timestamp {
+            m.timestamp = Some(ts);
+            m.attributes |= 0x08;
+        }
+        inner.push(m);
+        p += total;
+    }
+    Ok(inner)
+}
+
+/// The bytes a legacy message's CRC covers, written again from its fields.
+fn legacy_body(m: &OwnedLegacyMessage, out: &mut Vec<u8>) {
+    out.push(m.magic as u8);
+    out.push(m.attributes as u8);
+    if let Some(ts) = m.timestamp {
+        out.extend_from_slice(&ts.to_be_bytes());
+    }
+    for b in [&m.key, &m.value] {
+        match b {
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(b) => {
+                out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+    }
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Java harness of tests/kafka_codec.rs (tests/java/harness) against Apache Kafka's
-# kafka-clients jar, fetched by Maven from Maven Central into the local Maven repository.
+# Builds the Java harness of tests/kafka_codec.rs and tests/kafka_records.rs (tests/java/harness)
+# against Apache Kafka's kafka-clients jar, fetched by Maven from Maven Central into the local
+# Maven repository.
 #
 # Output, in target/java/:
 #   harness/classes        the compiled harness

@@ -39,6 +39,9 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  * encoding of the header and body it read, or {@code "writeError"} when Kafka cannot write back
  * what it read; on failure {@code {"error": "..."}}, naming the exception Kafka threw while
  * reading or converting, or the bytes it left unread.
+ *
+ * <p>Lines starting {@code records-read} or {@code records-build} are the records mode of
+ * tests/kafka_records.rs, answered by {@link RecordsMode}.
  */
 public final class Harness {
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -76,6 +79,10 @@ public final class Harness {
     }
 
     private static JsonNode handle(String line) throws Exception {
+        JsonNode records = RecordsMode.handle(line, Harness::unhex, Harness::hex);
+        if (records != null) {
+            return records;
+        }
         String[] parts = line.split(" ", -1);
         if (parts.length != 4) {
             throw new IllegalArgumentException("expected `<request|response> <apiKey> <apiVersion> <hex>`");
