@@ -350,7 +350,10 @@ fn record_node(r: &Record<'_>, i: usize, section: &[u8], pos: usize, p: Place) -
         "varlong",
         at,
         n,
-        format!("{} (timestamp {})", r.timestamp_delta(), timestamp_text(r.timestamp())),
+        match utc(r.timestamp()) {
+            Some(t) => format!("{} (timestamp {}, {t})", r.timestamp_delta(), r.timestamp()),
+            None => format!("{} (timestamp {})", r.timestamp_delta(), r.timestamp()),
+        },
         "added to the batch's base timestamp (log-append time: the batch's max timestamp)",
     ));
     let n = varint_len(section, c);
