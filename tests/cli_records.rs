@@ -88,7 +88,9 @@ fn b64(data: &[u8]) -> String {
 fn expected_b64(v: &Value) -> Value {
     match v {
         Value::Null => Value::Null,
-        Value::Object(m) if m.contains_key("utf8") => Value::String(b64(m["utf8"].as_str().unwrap().as_bytes())),
+        Value::Object(m) if m.contains_key("utf8") => {
+            Value::String(b64(m["utf8"].as_str().unwrap().as_bytes()))
+        }
         Value::Object(m) if m.contains_key("hex") => Value::String(b64(&hex(m["hex"].as_str().unwrap()))),
         other => panic!("unexpected value {other}"),
     }
@@ -113,7 +115,11 @@ fn records_format_gives_every_vector_record() {
         let mut base: HashMap<(String, i64, i64), i64> = HashMap::new();
         for lay in facts["layout"].as_array().unwrap() {
             for (bi, b) in lay["batches"].as_array().unwrap().iter().enumerate() {
-                let key = (lay["topic"].as_str().unwrap().to_string(), lay["partition"].as_i64().unwrap(), bi as i64);
+                let key = (
+                    lay["topic"].as_str().unwrap().to_string(),
+                    lay["partition"].as_i64().unwrap(),
+                    bi as i64,
+                );
                 base.insert(key, b["base_offset"].as_i64().unwrap());
             }
         }
@@ -124,17 +130,27 @@ fn records_format_gives_every_vector_record() {
             let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
             let mut sorted = keys.clone();
             sorted.sort_unstable();
-            assert_eq!(sorted, ["headers", "key", "offset", "partition", "timestamp", "topic", "value"], "{at}");
+            assert_eq!(
+                sorted,
+                ["headers", "key", "offset", "partition", "timestamp", "topic", "value"],
+                "{at}"
+            );
             assert_eq!(g["topic"], w["topic"], "{at}");
             assert_eq!(g["partition"], w["partition"], "{at}");
-            let batch = (w["topic"].as_str().unwrap().to_string(), w["partition"].as_i64().unwrap(), w["batch"].as_i64().unwrap());
+            let batch = (
+                w["topic"].as_str().unwrap().to_string(),
+                w["partition"].as_i64().unwrap(),
+                w["batch"].as_i64().unwrap(),
+            );
             let n = seen.entry(batch.clone()).or_insert(0);
             assert_eq!(g["offset"].as_i64(), Some(base[&batch] + *n), "{at}: offset");
             *n += 1;
             match w["timestamp"].as_i64() {
                 Some(ts) => assert_eq!(g["timestamp"].as_i64(), Some(ts), "{at}: timestamp"),
                 // The client's clock: any time after the capture tool was written.
-                None => assert!(g["timestamp"].as_i64().is_some_and(|t| t > 1_700_000_000_000), "{at}: timestamp"),
+                None => {
+                    assert!(g["timestamp"].as_i64().is_some_and(|t| t > 1_700_000_000_000), "{at}: timestamp")
+                }
             }
             assert_eq!(g["key"], expected_b64(&w["key"]), "{at}: key");
             assert_eq!(g["value"], expected_b64(&w["value"]), "{at}: value");
@@ -150,7 +166,14 @@ fn records_format_gives_every_vector_record() {
         // The broker's answer has no records: nothing is printed.
         let response = vectors().join(facts["response"].as_str().unwrap());
         let none = ok(
-            &["decode", "--format", "records", "--request", request.to_str().unwrap(), response.to_str().unwrap()],
+            &[
+                "decode",
+                "--format",
+                "records",
+                "--request",
+                request.to_str().unwrap(),
+                response.to_str().unwrap(),
+            ],
             b"",
         );
         assert_eq!(none, "", "{name}: response");
@@ -200,7 +223,7 @@ fn tree_shows_uncompressed_batches_and_records() {
     // Record 3 of the set (partition 0, second record): 10,240 bytes, cut.
     has_row_starting(
         &tree,
-        "value bytes = \"0123456789abcdef0123456789abcdef0123456789abcdef\"... (10240 bytes) (varint len=10240) [0x",
+        "value bytes = \"0123456789abcdef0123456789abcdef0123456789abcdef\"... (varint len=10240) [0x",
     );
     // Record 2: 100 binary bytes, in hex.
     has_row_starting(&tree, "value bytes = 100 bytes: 000102030405060708090a0b0c0d0e0f... (varint len=100)");
@@ -262,7 +285,14 @@ fn produce_v3(records: &[u8]) -> String {
 
 /// One legacy entry (magic 0 or 1): offset, size, CRC-32, magic, attributes, timestamp
 /// (magic 1), key, value.
-fn legacy(offset: i64, magic: u8, attributes: u8, ts: i64, key: Option<&[u8]>, value: Option<&[u8]>) -> Vec<u8> {
+fn legacy(
+    offset: i64,
+    magic: u8,
+    attributes: u8,
+    ts: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> Vec<u8> {
     let mut m = vec![magic, attributes];
     if magic == 1 {
         m.extend(ts.to_be_bytes());
@@ -343,7 +373,8 @@ fn scratch(name: &str, contents: &[u8]) -> PathBuf {
 
 #[test]
 fn records_format_fields() {
-    let headers = [NewHeader { key: b"trace", value: Some(&[0xff, 0x00]) }, NewHeader { key: b"n", value: None }];
+    let headers =
+        [NewHeader { key: b"trace", value: Some(&[0xff, 0x00]) }, NewHeader { key: b"n", value: None }];
     let records = [
         NewRecord::new(Some(b"a"), Some(b"hello")).with_timestamp(1_700_000_000_500).with_headers(&headers),
         NewRecord::new(None, None).with_timestamp(1_700_000_000_000),
@@ -447,4 +478,94 @@ fn corrupted_and_cut_short_batches() {
             assert!(out.status.code().is_some_and(|c| c <= 1), "flip {i}");
         }
     }
+}
+
+/// A Fetch response of `version` (built with `kwire encode` from JSON) whose one partition
+/// holds `records`; `topic` is the JSON of the topic's name or id field.
+fn fetch_response(version: i16, topic: (&str, &str), records: &[u8]) -> PathBuf {
+    let doc = serde_json::json!({
+        "apiKey": 1, "apiVersion": version, "header": {"correlationId": 9},
+        "body": {"throttleTimeMs": 0, "errorCode": 0, "sessionId": 0, "responses": [{
+            topic.0: topic.1,
+            "partitions": [{"partitionIndex": 2, "errorCode": 0, "highWatermark": 10, "lastStableOffset": 10,
+                "logStartOffset": 0, "abortedTransactions": null, "preferredReadReplica": -1,
+                "records": b64(records)}]}]}
+    });
+    let hex = ok(&["encode"], doc.to_string().as_bytes());
+    scratch(&format!("fetch_v{version}.hex"), hex.as_bytes())
+}
+
+#[test]
+fn fetch_responses_by_topic_name_and_id() {
+    // A log-append-time batch: every record takes the batch's max timestamp, as Kafka
+    // reads it; then a transaction's COMMIT marker (a control batch), which is left out.
+    let records = [
+        NewRecord::new(Some(b"x"), Some(b"1")).with_timestamp(1_700_000_000_000),
+        NewRecord::new(Some(b"y"), Some(b"2")).with_timestamp(1_700_000_000_100),
+    ];
+    let mut b = BatchBuilder::new(100, 1_700_000_000_000, &records);
+    b.timestamp_type = kwire::records::TimestampType::LogAppendTime;
+    b.max_timestamp = Some(1_700_000_009_999);
+    b.compression = Compression::Lz4;
+    let mut field = Vec::new();
+    b.encode_to_vec(&mut field).unwrap();
+    let marker_key = [0u8, 0, 0, 1]; // version 0, type 1 (COMMIT)
+    let marker_value = [0u8, 0, 0, 0, 0, 5]; // version 0, coordinator epoch 5
+    let marker = [NewRecord::new(Some(&marker_key), Some(&marker_value))];
+    let mut c = BatchBuilder::new(102, 1_700_000_010_000, &marker);
+    c.control = true;
+    c.transactional = true;
+    c.encode_to_vec(&mut field).unwrap();
+
+    let want = |topic: &str| {
+        format!(
+            "{{\"topic\":\"{topic}\",\"partition\":2,\"offset\":100,\"timestamp\":1700000009999,\"key\":\"eA==\",\"value\":\"MQ==\",\"headers\":[]}}\n\
+             {{\"topic\":\"{topic}\",\"partition\":2,\"offset\":101,\"timestamp\":1700000009999,\"key\":\"eQ==\",\"value\":\"Mg==\",\"headers\":[]}}\n"
+        )
+    };
+    let args = |path: &Path, version: &str| {
+        let p = path.to_str().unwrap().to_string();
+        vec![
+            "decode".to_string(),
+            "--api-key".into(),
+            "Fetch".into(),
+            "--api-version".into(),
+            version.into(),
+            p,
+        ]
+    };
+    let run = |a: Vec<String>, extra: &[&str]| {
+        let mut a: Vec<&str> = a.iter().map(String::as_str).collect::<Vec<_>>();
+        a.extend_from_slice(extra);
+        ok(&a, b"")
+    };
+    // v12 names the topic, v13 gives only its id (Kafka's string form of the UUID).
+    let v12 = fetch_response(12, ("topic", "orders"), &field);
+    assert_eq!(run(args(&v12, "12"), &["--format", "records"]), want("orders"));
+    let v13 = fetch_response(13, ("topicId", "AAAAAAAAAAAAAAAAAAAAAQ"), &field);
+    assert_eq!(run(args(&v13, "13"), &["--format", "records"]), want("AAAAAAAAAAAAAAAAAAAAAQ"));
+
+    // Produce v13 also carries only the topic id.
+    let doc = serde_json::json!({
+        "header": {"requestApiKey": 0, "requestApiVersion": 13, "correlationId": 1, "clientId": "t"},
+        "body": {"transactionalId": null, "acks": -1, "timeoutMs": 1000, "topicData": [{
+            "topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "partitionData": [{"index": 2, "records": b64(&field)}]}]}
+    });
+    let produce = scratch("produce_v13.hex", ok(&["encode"], doc.to_string().as_bytes()).as_bytes());
+    assert_eq!(
+        ok(&["decode", "--format", "records", produce.to_str().unwrap()], b""),
+        want("AAAAAAAAAAAAAAAAAAAAAQ")
+    );
+
+    let tree = run(args(&v13, "13"), &[]);
+    has_row_starting(&tree, "RecordBatch[0] v2 = 2 records, offsets 100..101, lz4 [0x");
+    has_row_starting(&tree, "timestampType bit 3 = LogAppendTime");
+    has_row_starting(
+        &tree,
+        "timestampDelta varlong = 100 (timestamp 1700000009999, 2023-11-14T22:13:29.999Z)",
+    );
+    has_row_starting(&tree, "RecordBatch[1] v2 = 1 record, offsets 102..102, none, control [0x");
+    has_row_starting(&tree, "isControl bit 5 = true");
+    has_row_starting(&tree, "Record[0] = offset 102, control [0x");
+    has_row_starting(&tree, "control = COMMIT (coordinator epoch 5) [0x");
 }

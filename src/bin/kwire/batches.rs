@@ -134,7 +134,8 @@ fn batch_node(b: &RecordBatch<'_>, i: usize, pos: usize, place: Place) -> Node {
         b.last_offset(),
         if b.is_control() { ", control" } else { "" }
     );
-    let mut node = p.node(format!("RecordBatch[{i}]"), "v2", 0, len).value(summary).about("a record batch (magic 2)");
+    let mut node =
+        p.node(format!("RecordBatch[{i}]"), "v2", 0, len).value(summary).about("a record batch (magic 2)");
     let crc = if b.computed_crc() == b.crc() {
         format!("0x{:08x} (ok)", b.crc())
     } else {
@@ -155,7 +156,15 @@ fn batch_node(b: &RecordBatch<'_>, i: usize, pos: usize, place: Place) -> Node {
     );
     attributes.children = vec![
         field(p, "compression", "bits 0-2", 21, 2, codec.clone(), "how the records are compressed"),
-        field(p, "timestampType", "bit 3", 21, 2, ts_type.into(), "who set the timestamps: producer or broker"),
+        field(
+            p,
+            "timestampType",
+            "bit 3",
+            21,
+            2,
+            ts_type.into(),
+            "who set the timestamps: producer or broker",
+        ),
         field(
             p,
             "isTransactional",
@@ -269,7 +278,8 @@ fn records_node(b: &RecordBatch<'_>, p: Place) -> Node {
                 payload.len(),
                 section.len()
             );
-            node.about = "the compressed records; positions below (+0x...) count in the decompressed bytes".into();
+            node.about =
+                "the compressed records; positions below (+0x...) count in the decompressed bytes".into();
             Place { base: 0, inner: true, ..p }
         }
     };
@@ -310,7 +320,7 @@ pub fn show_bytes(b: Option<&[u8]>) -> String {
         Ok(s) if !s.chars().any(char::is_control) => {
             if s.chars().count() > SHOWN_CHARS {
                 let cut: String = s.chars().take(SHOWN_CHARS).collect();
-                format!("{cut:?}... ({} bytes)", b.len())
+                format!("{cut:?}...")
             } else {
                 format!("{s:?}")
             }
@@ -339,7 +349,15 @@ fn record_node(r: &Record<'_>, i: usize, section: &[u8], pos: usize, p: Place) -
     let mut node = p.node(format!("Record[{i}]"), "", pos, total).value(summary);
     let mut c = pos;
     let at = take(&mut c, len_bytes);
-    node.children.push(field(p, "length", "varint", at, len_bytes, body_len.to_string(), "bytes of the record that follow"));
+    node.children.push(field(
+        p,
+        "length",
+        "varint",
+        at,
+        len_bytes,
+        body_len.to_string(),
+        "bytes of the record that follow",
+    ));
     let at = take(&mut c, 1);
     node.children.push(field(p, "attributes", "int8", at, 1, r.attributes().to_string(), "unused (0)"));
     let n = varint_len(section, c);
@@ -367,7 +385,9 @@ fn record_node(r: &Record<'_>, i: usize, section: &[u8], pos: usize, p: Place) -
         format!("{} (offset {})", r.offset_delta(), r.offset()),
         "added to the batch's base offset",
     ));
-    for (name, value, about) in [("key", r.key(), "the record's key"), ("value", r.value(), "the record's value")] {
+    for (name, value, about) in
+        [("key", r.key(), "the record's key"), ("value", r.value(), "the record's value")]
+    {
         let n = varint_len(section, c) + value.map_or(0, <[u8]>::len);
         let at = take(&mut c, n);
         node.children.push(field(
@@ -509,7 +529,15 @@ fn legacy_node(m: &LegacyMessage<'_>, name: &str, pos: usize, place: Place) -> N
     ];
     let mut c = 18;
     if let Some(ts) = m.timestamp() {
-        node.children.push(field(p, "timestamp", "int64", 18, 8, timestamp_text(ts), "the message's timestamp"));
+        node.children.push(field(
+            p,
+            "timestamp",
+            "int64",
+            18,
+            8,
+            timestamp_text(ts),
+            "the message's timestamp",
+        ));
         c = 26;
     }
     for (name, value) in [("key", m.key()), ("value", m.value())] {
@@ -532,7 +560,8 @@ fn legacy_node(m: &LegacyMessage<'_>, name: &str, pos: usize, place: Place) -> N
         match m.inner_in_vec(&mut scratch, DECOMPRESS_LIMIT) {
             Ok(messages) => {
                 inner.value = format!("{} bytes decompressed", scratch_len(&messages));
-                inner.about = "the wrapper's messages; positions below (+0x...) count in the decompressed bytes".into();
+                inner.about =
+                    "the wrapper's messages; positions below (+0x...) count in the decompressed bytes".into();
                 let ip = Place { base: 0, inner: true, ..p };
                 inner.children = legacy_inner_nodes(messages, ip);
             }
@@ -713,13 +742,15 @@ fn field_records(bytes: &[u8], topic: &J, partition: &J, out: &mut Vec<Line>) ->
                     if r.is_control() {
                         continue;
                     }
-                    let headers = r.headers().map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect();
+                    let headers =
+                        r.headers().map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect();
                     out.push(line(r.offset(), Some(r.timestamp()), r.key(), r.value(), headers));
                 }
                 pos += b.bytes().len();
             }
             Entry::Legacy(m) => {
-                m.verify_crc().map_err(|e| format!("legacy message at byte {pos} of the field: {}", e.kind()))?;
+                m.verify_crc()
+                    .map_err(|e| format!("legacy message at byte {pos} of the field: {}", e.kind()))?;
                 if legacy_codec(&m).is_some() {
                     let inner = m
                         .inner_in_vec(&mut scratch, DECOMPRESS_LIMIT)
@@ -729,7 +760,10 @@ fn field_records(bytes: &[u8], topic: &J, partition: &J, out: &mut Vec<Line>) ->
                             format!("legacy message at byte {pos} of the field, inner message {i}: {e}")
                         })?;
                         im.verify_crc().map_err(|e| {
-                            format!("legacy message at byte {pos} of the field, inner message {i}: {}", e.kind())
+                            format!(
+                                "legacy message at byte {pos} of the field, inner message {i}: {}",
+                                e.kind()
+                            )
                         })?;
                         out.push(line(im.offset(), im.timestamp(), im.key(), im.value(), Vec::new()));
                     }
@@ -794,6 +828,6 @@ mod tests {
         assert_eq!(show_bytes(Some(b"")), "\"\"");
         assert_eq!(show_bytes(Some(&[0, 1, 2])), "3 bytes: 000102");
         let long = "x".repeat(100);
-        assert_eq!(show_bytes(Some(long.as_bytes())), format!("{:?}... (100 bytes)", "x".repeat(48)));
+        assert_eq!(show_bytes(Some(long.as_bytes())), format!("{:?}...", "x".repeat(48)));
     }
 }

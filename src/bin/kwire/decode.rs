@@ -292,7 +292,11 @@ pub fn run(args: Args) -> Result<(), String> {
                 if let Some(e) = error {
                     out.write_all(text.as_bytes()).map_err(|e| format!("cannot write the output: {e}"))?;
                     let _ = out.flush();
-                    let place = if many { format!("frame {n} (input offset {})", f.start) } else { "the frame".into() };
+                    let place = if many {
+                        format!("frame {n} (input offset {})", f.start)
+                    } else {
+                        "the frame".into()
+                    };
                     return Err(format!("cannot read the records of {place}: {e}"));
                 }
             }
