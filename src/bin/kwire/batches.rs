@@ -701,14 +701,14 @@ fn whereabouts(ancestors: &[&Node]) -> (J, J) {
     let partition = ancestors
         .iter()
         .rev()
-        .find_map(|n| leaf(*n, &["partitionIndex", "index", "partition"]))
+        .find_map(|n| leaf(n, &["partitionIndex", "index", "partition"]))
         .map_or(J::Null, |s| s.to_json());
     let topic = ancestors
         .iter()
         .rev()
-        .find_map(|n| match leaf(*n, &["topic", "name", "topicName"]) {
+        .find_map(|n| match leaf(n, &["topic", "name", "topicName"]) {
             Some(Scalar::Str(Some(s))) => Some(J::Str(s)),
-            _ => match leaf(*n, &["topicId"]) {
+            _ => match leaf(n, &["topicId"]) {
                 Some(Scalar::Uuid(u)) => Some(J::Str(uuid_string(&u))),
                 _ => None,
             },
