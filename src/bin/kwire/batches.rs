@@ -279,7 +279,7 @@ fn records_node(b: &RecordBatch<'_>, p: Place) -> Node {
                 section.len()
             );
             node.about =
-                "the compressed records; positions below (+0x...) count in the decompressed bytes".into();
+                "compressed; the positions below (+0x...) are in the decompressed bytes".into();
             Place { base: 0, inner: true, ..p }
         }
     };
@@ -372,7 +372,7 @@ fn record_node(r: &Record<'_>, i: usize, section: &[u8], pos: usize, p: Place) -
             Some(t) => format!("{} (timestamp {}, {t})", r.timestamp_delta(), r.timestamp()),
             None => format!("{} (timestamp {})", r.timestamp_delta(), r.timestamp()),
         },
-        "added to the batch's base timestamp (log-append time: the batch's max timestamp)",
+        "added to the base timestamp (log-append time: the max timestamp instead)",
     ));
     let n = varint_len(section, c);
     let at = take(&mut c, n);
@@ -561,7 +561,7 @@ fn legacy_node(m: &LegacyMessage<'_>, name: &str, pos: usize, place: Place) -> N
             Ok(messages) => {
                 inner.value = format!("{} bytes decompressed", scratch_len(&messages));
                 inner.about =
-                    "the wrapper's messages; positions below (+0x...) count in the decompressed bytes".into();
+                    "the wrapper's messages; positions (+0x...) are in the decompressed bytes".into();
                 let ip = Place { base: 0, inner: true, ..p };
                 inner.children = legacy_inner_nodes(messages, ip);
             }
