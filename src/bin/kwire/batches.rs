@@ -278,8 +278,7 @@ fn records_node(b: &RecordBatch<'_>, p: Place) -> Node {
                 payload.len(),
                 section.len()
             );
-            node.about =
-                "compressed; the positions below (+0x...) are in the decompressed bytes".into();
+            node.about = "compressed; the positions below (+0x...) are in the decompressed bytes".into();
             Place { base: 0, inner: true, ..p }
         }
     };
