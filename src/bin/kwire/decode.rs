@@ -12,7 +12,7 @@ use kwire::{ApiKey, DecodeErrorKind};
 use crate::input::{self, parse_api_key};
 use crate::json::{self, J};
 use crate::walk::{self, Kind, WalkError, Walked};
-use crate::{hexdump, tree};
+use crate::{batches, hexdump, tree};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -29,6 +29,9 @@ Examples:
 
   # Raw bytes, annotated hex dump
   kwire decode --binary --format hex capture.bin
+
+  # The records of a Produce request (or Fetch response), one JSON line each
+  kwire decode --format records tests/vectors/records/requests/kafkajs_gzip_1.hex
 
 Input: hex digits with any whitespace, 0x prefixes, offset columns (`0000:`) and the
 character columns of xxd and hexdump -C; or raw bytes (detected, or forced with
@@ -47,6 +50,9 @@ pub enum Format {
     Json,
     /// An annotated hex dump, 16 bytes per row.
     Hex,
+    /// One JSON object per record (Produce requests, Fetch and ShareFetch responses,
+    /// FetchSnapshot): topic, partition, offset, timestamp, key, value, headers.
+    Records,
 }
 
 /// When to colour the hex dump.
@@ -265,14 +271,35 @@ pub fn run(args: Args) -> Result<(), String> {
         if let Some(note) = &decoded.note {
             eprintln!("kwire: note: frame {n}: {note}");
         }
-        if many && args.format != Format::Json {
+        if many && !matches!(args.format, Format::Json | Format::Records) {
             if i > 0 {
                 text.push('\n');
             }
             text.push_str(&format!("# frame {n}, input bytes {}..{}\n", f.start, f.start + f.bytes.len()));
         }
         match args.format {
-            Format::Tree => text.push_str(&tree::render(&decoded.walked.root)),
+            Format::Tree => {
+                let mut root = decoded.walked.root.clone();
+                batches::annotate(&mut root);
+                text.push_str(&tree::render(&root));
+            }
+            Format::Records => {
+                let (lines, error) = batches::records(&decoded.walked);
+                for line in lines {
+                    text.push_str(&line.to_json().to_text(false));
+                    text.push('\n');
+                }
+                if let Some(e) = error {
+                    out.write_all(text.as_bytes()).map_err(|e| format!("cannot write the output: {e}"))?;
+                    let _ = out.flush();
+                    let place = if many {
+                        format!("frame {n} (input offset {})", f.start)
+                    } else {
+                        "the frame".into()
+                    };
+                    return Err(format!("cannot read the records of {place}: {e}"));
+                }
+            }
             Format::Hex => text.push_str(&hexdump::render(&decoded.walked.root, f.bytes, colour)),
             Format::Json => {
                 text.push_str(&frame_json(&decoded.walked, kind).to_text(!args.compact));

@@ -1,6 +1,7 @@
 //! `kwire`: inspect, explain and build Kafka frames, and serve a small Kafka-speaking
 //! broker front end for development and tests.
 
+mod batches;
 mod broker;
 mod catalog;
 mod decode;

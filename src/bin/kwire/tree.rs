@@ -20,7 +20,7 @@ fn collect(node: &Node, lead: &str, child_lead: &str, out: &mut Vec<Line>) {
         name: format!("{lead}{}", node.name),
         ty: node.ty.clone(),
         value: if node.value.is_empty() { String::new() } else { format!("= {}", node.value) },
-        range: format!("[0x{:04x}, {}B]", node.offset, node.size),
+        range: format!("[{}0x{:04x}, {}B]", if node.inner { "+" } else { "" }, node.offset, node.size),
         about: shorten(&node.about),
     });
     let n = node.children.len();

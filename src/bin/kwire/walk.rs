@@ -79,10 +79,13 @@ pub struct Node {
     pub json_default: bool,
     /// Its children, in wire order.
     pub children: Vec<Node>,
+    /// Its offset counts from the start of a decompressed payload, not from the frame
+    /// (records of compressed batches, in the tree).
+    pub inner: bool,
 }
 
 impl Node {
-    fn new(name: impl Into<String>, ty: impl Into<String>, offset: usize, region: Region) -> Node {
+    pub fn new(name: impl Into<String>, ty: impl Into<String>, offset: usize, region: Region) -> Node {
         Node {
             name: name.into(),
             ty: ty.into(),
@@ -96,20 +99,21 @@ impl Node {
             element: false,
             json_default: false,
             children: Vec::new(),
+            inner: false,
         }
     }
 
-    fn value(mut self, value: impl Into<String>) -> Node {
+    pub fn value(mut self, value: impl Into<String>) -> Node {
         self.value = value.into();
         self
     }
 
-    fn about(mut self, about: impl Into<String>) -> Node {
+    pub fn about(mut self, about: impl Into<String>) -> Node {
         self.about = about.into();
         self
     }
 
-    fn role(mut self, role: Role) -> Node {
+    pub fn role(mut self, role: Role) -> Node {
         self.role = role;
         self
     }
@@ -119,7 +123,7 @@ impl Node {
         self
     }
 
-    fn end(mut self, end: usize) -> Node {
+    pub fn end(mut self, end: usize) -> Node {
         self.size = end.saturating_sub(self.offset);
         self
     }
