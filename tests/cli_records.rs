@@ -354,7 +354,7 @@ fn legacy_sets_in_the_tree_and_as_records() {
             "key": key, "value": b64(value.as_bytes()), "headers": []})
     };
     let want = vec![
-        rec(10, Value::Null, b64(b"k0").into(), "v0"),
+        rec(10, (-1i64).into(), b64(b"k0").into(), "v0"),
         rec(11, 1_600_000_000_000i64.into(), Value::Null, "v1"),
         rec(12, 1_650_000_000_000i64.into(), b64(b"ik0").into(), "iv"),
         rec(13, 1_650_000_000_001i64.into(), b64(b"ik1").into(), "iv"),

@@ -597,6 +597,9 @@ fn legacy_inner_nodes(messages: LegacyMessages<'_>, p: Place) -> Vec<Node> {
 // ---------------------------------------------------------------------------------------
 // `--format records`.
 
+/// What Kafka reports as the timestamp of a record that has none (magic 0).
+const NO_TIMESTAMP: i64 = -1;
+
 /// One record of `--format records`.
 pub struct Line {
     /// The topic: its name, or its id where the version carries only an id.
@@ -605,7 +608,7 @@ pub struct Line {
     pub partition: J,
     /// Absolute offset.
     pub offset: i64,
-    /// Absolute timestamp (none for magic-0 messages).
+    /// Absolute timestamp (none for magic-0 messages, printed as Kafka's `NO_TIMESTAMP`, -1).
     pub timestamp: Option<i64>,
     /// The key.
     pub key: Option<Vec<u8>>,
@@ -623,7 +626,7 @@ impl Line {
             ("topic".into(), self.topic.clone()),
             ("partition".into(), self.partition.clone()),
             ("offset".into(), J::Int(self.offset)),
-            ("timestamp".into(), self.timestamp.map_or(J::Null, J::Int)),
+            ("timestamp".into(), J::Int(self.timestamp.unwrap_or(NO_TIMESTAMP))),
             ("key".into(), bytes(&self.key)),
             ("value".into(), bytes(&self.value)),
             (
