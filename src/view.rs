@@ -231,6 +231,20 @@ pub(crate) fn check_body<'a, B: crate::encode::Body, A>(
     Ok((src.sub(0, r.pos()), Ver { uniform: r.uniform(), ..ver }, at))
 }
 
+/// Checks the tagged section of a struct that knows no tagged fields: there is one in
+/// flexible versions only.
+#[inline]
+pub(crate) fn check_unknown_tagged(
+    r: &mut Reader<'_>,
+    ver: Ver,
+    field: &'static str,
+) -> Result<(), DecodeError> {
+    if ver.flexible {
+        r.tagged_fields(field, |_, _| Ok(false))?;
+    }
+    Ok(())
+}
+
 /// Fails with [`crate::DecodeErrorKind::TrailingBytes`] unless a body of `used` bytes
 /// took all of `bytes`.
 #[inline]
@@ -261,8 +275,12 @@ pub(crate) mod private {
 
     /// What the crate knows about an element type; not for implementing outside it.
     pub trait ElementImpl<'a>: Sized {
-        /// The layout of elements in `ver`.
-        fn layout(ver: Ver) -> Layout;
+        /// The layout of elements in `ver`; variable-length unless the type says otherwise.
+        #[inline]
+        fn layout(ver: Ver) -> Layout {
+            let _ = ver;
+            Layout::Var
+        }
         /// Checks one element and moves past it.
         fn check(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<(), DecodeError>;
         /// The element at `pos` of checked bytes, and the offset after it.

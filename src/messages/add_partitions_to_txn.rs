@@ -104,12 +104,11 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
         } else if !self.v3_and_below_topics.is_empty() {
             return Err(encode::not_in_version("AddPartitionsToTxnRequest.V3AndBelowTopics", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AddPartitionsToTxnRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AddPartitionsToTxnRequest._tagged_fields",
+        )?;
         n.total("AddPartitionsToTxnRequest")
     }
 
@@ -130,9 +129,7 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
         if ver.version <= 3 {
             encode::write_array(w, &self.v3_and_below_topics, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -172,12 +169,11 @@ impl Encode for AddPartitionsToTxnTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "AddPartitionsToTxnTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "AddPartitionsToTxnTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AddPartitionsToTxnTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AddPartitionsToTxnTopic._tagged_fields",
+        )?;
         n.total("AddPartitionsToTxnTopic")
     }
 
@@ -185,9 +181,7 @@ impl Encode for AddPartitionsToTxnTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -284,9 +278,7 @@ impl<'a> AddPartitionsToTxnRequestView<'a> {
             )?;
         }
         at[2] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AddPartitionsToTxnRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AddPartitionsToTxnRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -346,11 +338,6 @@ impl<'a> AddPartitionsToTxnTransactionView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AddPartitionsToTxnTransactionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "AddPartitionsToTxnTransaction.TransactionalId")?;
@@ -413,17 +400,10 @@ impl<'a> AddPartitionsToTxnTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AddPartitionsToTxnTopic.Name")?;
         view::check_array::<i32>(r, ver, "AddPartitionsToTxnTopic.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("AddPartitionsToTxnTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AddPartitionsToTxnTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -528,12 +508,11 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
         } else if !self.results_by_topic_v3_and_below.is_empty() {
             return Err(encode::not_in_version("AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AddPartitionsToTxnResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AddPartitionsToTxnResponse._tagged_fields",
+        )?;
         n.total("AddPartitionsToTxnResponse")
     }
 
@@ -549,9 +528,7 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
         if ver.version <= 3 {
             encode::write_array(w, &self.results_by_topic_v3_and_below, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -587,12 +564,11 @@ impl Encode for AddPartitionsToTxnTopicResult<'_> {
             ver,
             "AddPartitionsToTxnTopicResult.ResultsByPartition",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AddPartitionsToTxnTopicResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AddPartitionsToTxnTopicResult._tagged_fields",
+        )?;
         n.total("AddPartitionsToTxnTopicResult")
     }
 
@@ -600,9 +576,7 @@ impl Encode for AddPartitionsToTxnTopicResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.results_by_partition, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -610,12 +584,11 @@ impl Encode for AddPartitionsToTxnPartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AddPartitionsToTxnPartitionResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AddPartitionsToTxnPartitionResult._tagged_fields",
+        )?;
         n.total("AddPartitionsToTxnPartitionResult")
     }
 
@@ -625,9 +598,7 @@ impl Encode for AddPartitionsToTxnPartitionResult<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..6].copy_from_slice(&self.partition_error_code.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -713,9 +684,7 @@ impl<'a> AddPartitionsToTxnResponseView<'a> {
             )?;
         }
         at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AddPartitionsToTxnResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AddPartitionsToTxnResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -751,11 +720,6 @@ impl<'a> AddPartitionsToTxnResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AddPartitionsToTxnResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "AddPartitionsToTxnResult.TransactionalId")?;
@@ -813,11 +777,6 @@ impl<'a> AddPartitionsToTxnTopicResultView<'a> {
 
 impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AddPartitionsToTxnTopicResult.Name")?;
         view::check_array::<AddPartitionsToTxnPartitionResultView<'a>>(
@@ -825,9 +784,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
             ver,
             "AddPartitionsToTxnTopicResult.ResultsByPartition",
         )?;
-        if ver.flexible {
-            r.tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AddPartitionsToTxnTopicResult._tagged_fields")?;
         Ok(())
     }
 

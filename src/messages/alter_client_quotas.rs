@@ -83,12 +83,11 @@ impl Encode for AlterClientQuotasRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(1);
         n += encode::array_size(&self.entries, ver, "AlterClientQuotasRequest.Entries")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterClientQuotasRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterClientQuotasRequest._tagged_fields",
+        )?;
         n.total("AlterClientQuotasRequest")
     }
 
@@ -96,9 +95,7 @@ impl Encode for AlterClientQuotasRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.entries, ver);
         w.bool(self.validate_only);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -108,12 +105,11 @@ impl Encode for AlterClientQuotasRequestEntryData<'_> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.entity, ver, "AlterClientQuotasRequestEntryData.Entity")?;
         n += encode::array_size(&self.ops, ver, "AlterClientQuotasRequestEntryData.Ops")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterClientQuotasRequestEntryData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterClientQuotasRequestEntryData._tagged_fields",
+        )?;
         n.total("AlterClientQuotasRequestEntryData")
     }
 
@@ -121,9 +117,7 @@ impl Encode for AlterClientQuotasRequestEntryData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.entity, ver);
         encode::write_array(w, &self.ops, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -142,12 +136,11 @@ impl Encode for AlterClientQuotasRequestEntityData<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterClientQuotasRequestEntityData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterClientQuotasRequestEntityData._tagged_fields",
+        )?;
         n.total("AlterClientQuotasRequestEntityData")
     }
 
@@ -155,9 +148,7 @@ impl Encode for AlterClientQuotasRequestEntityData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.entity_type, ver.flexible);
         w.nullable_str(self.entity_name.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -166,9 +157,7 @@ impl Encode for OpData<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(9);
         n += wire::string_size(self.key.len(), ver.flexible, "OpData.Key")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "OpData._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "OpData._tagged_fields")?;
         n.total("OpData")
     }
 
@@ -179,9 +168,7 @@ impl Encode for OpData<'_> {
             b[0..8].copy_from_slice(&self.value.to_be_bytes());
             b[8..9].copy_from_slice(&[u8::from(self.remove)]);
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -228,9 +215,7 @@ impl<'a> AlterClientQuotasRequestView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "AlterClientQuotasRequest.ValidateOnly")?;
-        if ver.flexible {
-            r.tagged_fields("AlterClientQuotasRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterClientQuotasRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -267,11 +252,6 @@ impl<'a> AlterClientQuotasRequestEntryDataView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntryDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<AlterClientQuotasRequestEntityDataView<'a>>(
             r,
@@ -279,9 +259,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntryDataView<'a> {
             "AlterClientQuotasRequestEntryData.Entity",
         )?;
         view::check_array::<OpDataView<'a>>(r, ver, "AlterClientQuotasRequestEntryData.Ops")?;
-        if ver.flexible {
-            r.tagged_fields("AlterClientQuotasRequestEntryData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterClientQuotasRequestEntryData._tagged_fields")?;
         Ok(())
     }
 
@@ -332,17 +310,10 @@ impl<'a> AlterClientQuotasRequestEntityDataView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntityDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?;
-        if ver.flexible {
-            r.tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterClientQuotasRequestEntityData._tagged_fields")?;
         Ok(())
     }
 
@@ -399,17 +370,10 @@ impl<'a> OpDataView<'a> {
 
 impl<'a> ElementImpl<'a> for OpDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OpData.Key")?;
         r.run(9, &[("OpData.Value", 8), ("OpData.Remove", 1)])?;
-        if ver.flexible {
-            r.tagged_fields("OpData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OpData._tagged_fields")?;
         Ok(())
     }
 
@@ -499,12 +463,11 @@ impl Encode for AlterClientQuotasResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.entries, ver, "AlterClientQuotasResponse.Entries")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterClientQuotasResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterClientQuotasResponse._tagged_fields",
+        )?;
         n.total("AlterClientQuotasResponse")
     }
 
@@ -512,9 +475,7 @@ impl Encode for AlterClientQuotasResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.entries, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -529,12 +490,11 @@ impl Encode for AlterClientQuotasResponseEntryData<'_> {
             None => wire::null_size(ver.flexible, false),
         };
         n += encode::array_size(&self.entity, ver, "AlterClientQuotasResponseEntryData.Entity")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterClientQuotasResponseEntryData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterClientQuotasResponseEntryData._tagged_fields",
+        )?;
         n.total("AlterClientQuotasResponseEntryData")
     }
 
@@ -543,9 +503,7 @@ impl Encode for AlterClientQuotasResponseEntryData<'_> {
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         encode::write_array(w, &self.entity, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -564,12 +522,11 @@ impl Encode for AlterClientQuotasResponseEntityData<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterClientQuotasResponseEntityData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterClientQuotasResponseEntityData._tagged_fields",
+        )?;
         n.total("AlterClientQuotasResponseEntityData")
     }
 
@@ -577,9 +534,7 @@ impl Encode for AlterClientQuotasResponseEntityData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.entity_type, ver.flexible);
         w.nullable_str(self.entity_name.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -626,9 +581,7 @@ impl<'a> AlterClientQuotasResponseView<'a> {
             "AlterClientQuotasResponse.Entries",
         )?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterClientQuotasResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterClientQuotasResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -671,11 +624,6 @@ impl<'a> AlterClientQuotasResponseEntryDataView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntryDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "AlterClientQuotasResponseEntryData.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasResponseEntryData.ErrorMessage")?;
@@ -684,9 +632,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntryDataView<'a> {
             ver,
             "AlterClientQuotasResponseEntryData.Entity",
         )?;
-        if ver.flexible {
-            r.tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterClientQuotasResponseEntryData._tagged_fields")?;
         Ok(())
     }
 
@@ -737,17 +683,10 @@ impl<'a> AlterClientQuotasResponseEntityDataView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?;
-        if ver.flexible {
-            r.tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterClientQuotasResponseEntityData._tagged_fields")?;
         Ok(())
     }
 

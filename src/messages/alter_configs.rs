@@ -68,12 +68,11 @@ impl Encode for AlterConfigsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(1);
         n += encode::array_size(&self.resources, ver, "AlterConfigsRequest.Resources")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterConfigsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterConfigsRequest._tagged_fields",
+        )?;
         n.total("AlterConfigsRequest")
     }
 
@@ -81,9 +80,7 @@ impl Encode for AlterConfigsRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.resources, ver);
         w.bool(self.validate_only);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -93,12 +90,11 @@ impl Encode for AlterConfigsResource<'_> {
         let mut n = Size::new(1);
         n += wire::string_size(self.resource_name.len(), ver.flexible, "AlterConfigsResource.ResourceName")?;
         n += encode::array_size(&self.configs, ver, "AlterConfigsResource.Configs")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterConfigsResource._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterConfigsResource._tagged_fields",
+        )?;
         n.total("AlterConfigsResource")
     }
 
@@ -107,9 +103,7 @@ impl Encode for AlterConfigsResource<'_> {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
         encode::write_array(w, &self.configs, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -122,9 +116,7 @@ impl Encode for AlterableConfig<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "AlterableConfig.Value")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AlterableConfig._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "AlterableConfig._tagged_fields")?;
         n.total("AlterableConfig")
     }
 
@@ -132,9 +124,7 @@ impl Encode for AlterableConfig<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         w.nullable_str(self.value.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -177,9 +167,7 @@ impl<'a> AlterConfigsRequestView<'a> {
         view::check_array::<AlterConfigsResourceView<'a>>(r, ver, "AlterConfigsRequest.Resources")?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "AlterConfigsRequest.ValidateOnly")?;
-        if ver.flexible {
-            r.tagged_fields("AlterConfigsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterConfigsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -222,18 +210,11 @@ impl<'a> AlterConfigsResourceView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(1, "AlterConfigsResource.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
         view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
-        if ver.flexible {
-            r.tagged_fields("AlterConfigsResource._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterConfigsResource._tagged_fields")?;
         Ok(())
     }
 
@@ -284,17 +265,10 @@ impl<'a> AlterableConfigView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterableConfig.Name")?;
         r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
-        if ver.flexible {
-            r.tagged_fields("AlterableConfig._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterableConfig._tagged_fields")?;
         Ok(())
     }
 
@@ -363,12 +337,11 @@ impl Encode for AlterConfigsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.responses, ver, "AlterConfigsResponse.Responses")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterConfigsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterConfigsResponse._tagged_fields",
+        )?;
         n.total("AlterConfigsResponse")
     }
 
@@ -376,9 +349,7 @@ impl Encode for AlterConfigsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.responses, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -395,12 +366,11 @@ impl Encode for AlterConfigsResourceResponse<'_> {
             ver.flexible,
             "AlterConfigsResourceResponse.ResourceName",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterConfigsResourceResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterConfigsResourceResponse._tagged_fields",
+        )?;
         n.total("AlterConfigsResourceResponse")
     }
 
@@ -410,9 +380,7 @@ impl Encode for AlterConfigsResourceResponse<'_> {
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -455,9 +423,7 @@ impl<'a> AlterConfigsResponseView<'a> {
         r.take(4, "AlterConfigsResponse.ThrottleTimeMs")?;
         view::check_array::<AlterConfigsResourceResponseView<'a>>(r, ver, "AlterConfigsResponse.Responses")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterConfigsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterConfigsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -506,19 +472,12 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "AlterConfigsResourceResponse.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?;
         r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
-        if ver.flexible {
-            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterConfigsResourceResponse._tagged_fields")?;
         Ok(())
     }
 

@@ -286,11 +286,6 @@ impl<'a> AlterPartitionRequestTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterPartitionRequestTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AlterPartitionRequestTopicData.TopicId")?;
         view::check_array::<AlterPartitionRequestPartitionDataView<'a>>(
@@ -379,11 +374,6 @@ impl<'a> AlterPartitionRequestPartitionDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AlterPartitionRequestPartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
@@ -693,11 +683,6 @@ impl<'a> AlterPartitionResponseTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterPartitionResponseTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AlterPartitionResponseTopicData.TopicId")?;
         view::check_array::<AlterPartitionResponsePartitionDataView<'a>>(
@@ -789,11 +774,6 @@ impl<'a> AlterPartitionResponsePartitionDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(

@@ -226,11 +226,6 @@ impl<'a> ReassignableTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for ReassignableTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ReassignableTopic.Name")?;
         view::check_array::<ReassignablePartitionView<'a>>(r, ver, "ReassignableTopic.Partitions")?;
@@ -282,11 +277,6 @@ impl<'a> ReassignablePartitionView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "ReassignablePartition.PartitionIndex")?;
@@ -577,11 +567,6 @@ impl<'a> ReassignableTopicResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for ReassignableTopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ReassignableTopicResponse.Name")?;
         view::check_array::<ReassignablePartitionResponseView<'a>>(
@@ -643,11 +628,6 @@ impl<'a> ReassignablePartitionResponseView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(

@@ -55,21 +55,18 @@ impl Encode for AlterReplicaLogDirsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.dirs, ver, "AlterReplicaLogDirsRequest.Dirs")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterReplicaLogDirsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterReplicaLogDirsRequest._tagged_fields",
+        )?;
         n.total("AlterReplicaLogDirsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.dirs, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -79,12 +76,11 @@ impl Encode for AlterReplicaLogDir<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.path.len(), ver.flexible, "AlterReplicaLogDir.Path")?;
         n += encode::array_size(&self.topics, ver, "AlterReplicaLogDir.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterReplicaLogDir._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterReplicaLogDir._tagged_fields",
+        )?;
         n.total("AlterReplicaLogDir")
     }
 
@@ -92,9 +88,7 @@ impl Encode for AlterReplicaLogDir<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.path, ver.flexible);
         encode::write_array(w, &self.topics, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -104,12 +98,11 @@ impl Encode for AlterReplicaLogDirTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "AlterReplicaLogDirTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "AlterReplicaLogDirTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterReplicaLogDirTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterReplicaLogDirTopic._tagged_fields",
+        )?;
         n.total("AlterReplicaLogDirTopic")
     }
 
@@ -117,9 +110,7 @@ impl Encode for AlterReplicaLogDirTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -155,9 +146,7 @@ impl<'a> AlterReplicaLogDirsRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<AlterReplicaLogDirView<'a>>(r, ver, "AlterReplicaLogDirsRequest.Dirs")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDirsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterReplicaLogDirsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -194,17 +183,10 @@ impl<'a> AlterReplicaLogDirView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterReplicaLogDirView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterReplicaLogDir.Path")?;
         view::check_array::<AlterReplicaLogDirTopicView<'a>>(r, ver, "AlterReplicaLogDir.Topics")?;
-        if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDir._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterReplicaLogDir._tagged_fields")?;
         Ok(())
     }
 
@@ -255,17 +237,10 @@ impl<'a> AlterReplicaLogDirTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterReplicaLogDirTopic.Name")?;
         view::check_array::<i32>(r, ver, "AlterReplicaLogDirTopic.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDirTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterReplicaLogDirTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -336,12 +311,11 @@ impl Encode for AlterReplicaLogDirsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.results, ver, "AlterReplicaLogDirsResponse.Results")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterReplicaLogDirsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterReplicaLogDirsResponse._tagged_fields",
+        )?;
         n.total("AlterReplicaLogDirsResponse")
     }
 
@@ -349,9 +323,7 @@ impl Encode for AlterReplicaLogDirsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.results, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -365,12 +337,11 @@ impl Encode for AlterReplicaLogDirTopicResult<'_> {
             "AlterReplicaLogDirTopicResult.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "AlterReplicaLogDirTopicResult.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterReplicaLogDirTopicResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterReplicaLogDirTopicResult._tagged_fields",
+        )?;
         n.total("AlterReplicaLogDirTopicResult")
     }
 
@@ -378,9 +349,7 @@ impl Encode for AlterReplicaLogDirTopicResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -388,12 +357,11 @@ impl Encode for AlterReplicaLogDirPartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterReplicaLogDirPartitionResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterReplicaLogDirPartitionResult._tagged_fields",
+        )?;
         n.total("AlterReplicaLogDirPartitionResult")
     }
 
@@ -403,9 +371,7 @@ impl Encode for AlterReplicaLogDirPartitionResult<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -457,9 +423,7 @@ impl<'a> AlterReplicaLogDirsResponseView<'a> {
             "AlterReplicaLogDirsResponse.Results",
         )?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDirsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterReplicaLogDirsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -496,11 +460,6 @@ impl<'a> AlterReplicaLogDirTopicResultView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterReplicaLogDirTopicResult.TopicName")?;
         view::check_array::<AlterReplicaLogDirPartitionResultView<'a>>(
@@ -508,9 +467,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
             ver,
             "AlterReplicaLogDirTopicResult.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterReplicaLogDirTopicResult._tagged_fields")?;
         Ok(())
     }
 

@@ -201,11 +201,6 @@ impl<'a> AlterShareGroupOffsetsRequestTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "AlterShareGroupOffsetsRequestTopic.TopicName")?;
         view::check_array::<AlterShareGroupOffsetsRequestPartitionView<'a>>(
@@ -526,11 +521,6 @@ impl<'a> AlterShareGroupOffsetsResponseTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponseTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "AlterShareGroupOffsetsResponseTopic.TopicName")?;
         r.take(16, "AlterShareGroupOffsetsResponseTopic.TopicId")?;
@@ -594,11 +584,6 @@ impl<'a> AlterShareGroupOffsetsResponsePartitionView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponsePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(

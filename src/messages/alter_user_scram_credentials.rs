@@ -215,11 +215,6 @@ impl<'a> ScramCredentialDeletionView<'a> {
 
 impl<'a> ElementImpl<'a> for ScramCredentialDeletionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ScramCredentialDeletion.Name")?;
         r.take(1, "ScramCredentialDeletion.Mechanism")?;
@@ -288,11 +283,6 @@ impl<'a> ScramCredentialUpsertionView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for ScramCredentialUpsertionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ScramCredentialUpsertion.Name")?;
@@ -498,11 +488,6 @@ impl<'a> AlterUserScramCredentialsResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AlterUserScramCredentialsResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "AlterUserScramCredentialsResult.User")?;

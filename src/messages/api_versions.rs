@@ -75,12 +75,11 @@ impl Encode for ApiVersionsRequest<'_> {
         if ver.version == 5 {
             n += 4;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ApiVersionsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ApiVersionsRequest._tagged_fields",
+        )?;
         n.total("ApiVersionsRequest")
     }
 
@@ -98,9 +97,7 @@ impl Encode for ApiVersionsRequest<'_> {
         if ver.version == 5 {
             w.i32(self.node_id);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -180,9 +177,7 @@ impl<'a> ApiVersionsRequestView<'a> {
         if ver.version == 5 {
             r.take(4, "ApiVersionsRequest.NodeId")?;
         }
-        if ver.flexible {
-            r.tagged_fields("ApiVersionsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ApiVersionsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -394,9 +389,7 @@ impl Encode for ApiVersion<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ApiVersion._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ApiVersion._tagged_fields")?;
         n.total("ApiVersion")
     }
 
@@ -407,9 +400,7 @@ impl Encode for ApiVersion<'_> {
             b[2..4].copy_from_slice(&self.min_version.to_be_bytes());
             b[4..6].copy_from_slice(&self.max_version.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -688,11 +679,6 @@ impl<'a> SupportedFeatureKeyView<'a> {
 
 impl<'a> ElementImpl<'a> for SupportedFeatureKeyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "SupportedFeatureKey.Name")?;
         r.run(4, &[("SupportedFeatureKey.MinVersion", 2), ("SupportedFeatureKey.MaxVersion", 2)])?;
@@ -749,11 +735,6 @@ impl<'a> FinalizedFeatureKeyView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for FinalizedFeatureKeyView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "FinalizedFeatureKey.Name")?;

@@ -249,11 +249,6 @@ impl<'a> AssignReplicasToDirsRequestDirectoryDataView<'a> {
 
 impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestDirectoryDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AssignReplicasToDirsRequestDirectoryData.Id")?;
         view::check_array::<AssignReplicasToDirsRequestTopicDataView<'a>>(
@@ -307,11 +302,6 @@ impl<'a> AssignReplicasToDirsRequestTopicDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AssignReplicasToDirsRequestTopicData.TopicId")?;
@@ -616,11 +606,6 @@ impl<'a> AssignReplicasToDirsResponseDirectoryDataView<'a> {
 
 impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseDirectoryDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AssignReplicasToDirsResponseDirectoryData.Id")?;
         view::check_array::<AssignReplicasToDirsResponseTopicDataView<'a>>(
@@ -674,11 +659,6 @@ impl<'a> AssignReplicasToDirsResponseTopicDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AssignReplicasToDirsResponseTopicData.TopicId")?;

@@ -105,12 +105,11 @@ impl Encode for BeginQuorumEpochRequest<'_> {
         if ver.version == 1 {
             n += encode::array_size(&self.leader_endpoints, ver, "BeginQuorumEpochRequest.LeaderEndpoints")?;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "BeginQuorumEpochRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "BeginQuorumEpochRequest._tagged_fields",
+        )?;
         n.total("BeginQuorumEpochRequest")
     }
 
@@ -124,9 +123,7 @@ impl Encode for BeginQuorumEpochRequest<'_> {
         if ver.version == 1 {
             encode::write_array(w, &self.leader_endpoints, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -140,12 +137,11 @@ impl Encode for BeginQuorumEpochRequestTopicData<'_> {
             "BeginQuorumEpochRequestTopicData.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "BeginQuorumEpochRequestTopicData.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "BeginQuorumEpochRequestTopicData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "BeginQuorumEpochRequestTopicData._tagged_fields",
+        )?;
         n.total("BeginQuorumEpochRequestTopicData")
     }
 
@@ -153,9 +149,7 @@ impl Encode for BeginQuorumEpochRequestTopicData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -166,12 +160,11 @@ impl Encode for BeginQuorumEpochRequestPartitionData<'_> {
         if ver.version == 1 {
             n += 16;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "BeginQuorumEpochRequestPartitionData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "BeginQuorumEpochRequestPartitionData._tagged_fields",
+        )?;
         n.total("BeginQuorumEpochRequestPartitionData")
     }
 
@@ -185,9 +178,7 @@ impl Encode for BeginQuorumEpochRequestPartitionData<'_> {
             b[0..4].copy_from_slice(&self.leader_id.to_be_bytes());
             b[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -282,9 +273,7 @@ impl<'a> BeginQuorumEpochRequestView<'a> {
             view::check_array::<LeaderEndpointView<'a>>(r, ver, "BeginQuorumEpochRequest.LeaderEndpoints")?;
         }
         at[2] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("BeginQuorumEpochRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "BeginQuorumEpochRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -321,11 +310,6 @@ impl<'a> BeginQuorumEpochRequestTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "BeginQuorumEpochRequestTopicData.TopicName")?;
         view::check_array::<BeginQuorumEpochRequestPartitionDataView<'a>>(
@@ -333,9 +317,7 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
             ver,
             "BeginQuorumEpochRequestTopicData.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "BeginQuorumEpochRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -470,11 +452,6 @@ impl<'a> LeaderEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "LeaderEndpoint.Name")?;
@@ -615,12 +592,11 @@ impl Encode for BeginQuorumEpochResponseTopicData<'_> {
             "BeginQuorumEpochResponseTopicData.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "BeginQuorumEpochResponseTopicData.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "BeginQuorumEpochResponseTopicData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "BeginQuorumEpochResponseTopicData._tagged_fields",
+        )?;
         n.total("BeginQuorumEpochResponseTopicData")
     }
 
@@ -628,9 +604,7 @@ impl Encode for BeginQuorumEpochResponseTopicData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -638,12 +612,11 @@ impl Encode for BeginQuorumEpochResponsePartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "BeginQuorumEpochResponsePartitionData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "BeginQuorumEpochResponsePartitionData._tagged_fields",
+        )?;
         n.total("BeginQuorumEpochResponsePartitionData")
     }
 
@@ -655,9 +628,7 @@ impl Encode for BeginQuorumEpochResponsePartitionData<'_> {
             b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
             b[10..14].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -790,11 +761,6 @@ impl<'a> BeginQuorumEpochResponseTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "BeginQuorumEpochResponseTopicData.TopicName")?;
         view::check_array::<BeginQuorumEpochResponsePartitionDataView<'a>>(
@@ -802,9 +768,7 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
             ver,
             "BeginQuorumEpochResponseTopicData.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "BeginQuorumEpochResponseTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -937,11 +901,6 @@ impl<'a> NodeEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "NodeEndpoint.NodeId")?;

@@ -347,11 +347,6 @@ impl<'a> ListenerView<'a> {
 
 impl<'a> ElementImpl<'a> for ListenerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
@@ -411,11 +406,6 @@ impl<'a> FeatureView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for FeatureView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Feature.Name")?;

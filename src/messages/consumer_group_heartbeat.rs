@@ -334,11 +334,6 @@ impl<'a> ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
 
 impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ConsumerGroupHeartbeatRequestTopicPartitions.TopicId")?;
         view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions")?;
@@ -633,11 +628,6 @@ impl<'a> AssignmentView<'a> {
 
 impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>>(
             r,
@@ -690,11 +680,6 @@ impl<'a> ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ConsumerGroupHeartbeatResponseTopicPartitions.TopicId")?;

@@ -94,12 +94,11 @@ impl Encode for CreateDelegationTokenRequest<'_> {
             return Err(encode::not_in_version("CreateDelegationTokenRequest.OwnerPrincipalName", ver));
         }
         n += encode::array_size(&self.renewers, ver, "CreateDelegationTokenRequest.Renewers")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "CreateDelegationTokenRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "CreateDelegationTokenRequest._tagged_fields",
+        )?;
         n.total("CreateDelegationTokenRequest")
     }
 
@@ -113,9 +112,7 @@ impl Encode for CreateDelegationTokenRequest<'_> {
         }
         encode::write_array(w, &self.renewers, ver);
         w.i64(self.max_lifetime_ms);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -125,12 +122,11 @@ impl Encode for CreatableRenewers<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.principal_type.len(), ver.flexible, "CreatableRenewers.PrincipalType")?;
         n += wire::string_size(self.principal_name.len(), ver.flexible, "CreatableRenewers.PrincipalName")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "CreatableRenewers._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "CreatableRenewers._tagged_fields",
+        )?;
         n.total("CreatableRenewers")
     }
 
@@ -138,9 +134,7 @@ impl Encode for CreatableRenewers<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -212,9 +206,7 @@ impl<'a> CreateDelegationTokenRequestView<'a> {
         view::check_array::<CreatableRenewersView<'a>>(r, ver, "CreateDelegationTokenRequest.Renewers")?;
         at[2] = (r.pos() - start) as u32;
         r.take(8, "CreateDelegationTokenRequest.MaxLifetimeMs")?;
-        if ver.flexible {
-            r.tagged_fields("CreateDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "CreateDelegationTokenRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -251,17 +243,10 @@ impl<'a> CreatableRenewersView<'a> {
 
 impl<'a> ElementImpl<'a> for CreatableRenewersView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "CreatableRenewers.PrincipalType")?;
         r.check_str(ver.flexible, "CreatableRenewers.PrincipalName")?;
-        if ver.flexible {
-            r.tagged_fields("CreatableRenewers._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "CreatableRenewers._tagged_fields")?;
         Ok(())
     }
 
@@ -363,12 +348,11 @@ impl Encode for CreateDelegationTokenResponse<'_> {
         }
         n += wire::string_size(self.token_id.len(), ver.flexible, "CreateDelegationTokenResponse.TokenId")?;
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "CreateDelegationTokenResponse.Hmac")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "CreateDelegationTokenResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "CreateDelegationTokenResponse._tagged_fields",
+        )?;
         n.total("CreateDelegationTokenResponse")
     }
 
@@ -391,9 +375,7 @@ impl Encode for CreateDelegationTokenResponse<'_> {
         w.str(&self.token_id, ver.flexible);
         w.bytes(&self.hmac, ver.flexible);
         w.i32(self.throttle_time_ms);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -525,9 +507,7 @@ impl<'a> CreateDelegationTokenResponseView<'a> {
         r.bytes(ver.flexible, "CreateDelegationTokenResponse.Hmac")?;
         at[5] = (r.pos() - start) as u32;
         r.take(4, "CreateDelegationTokenResponse.ThrottleTimeMs")?;
-        if ver.flexible {
-            r.tagged_fields("CreateDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "CreateDelegationTokenResponse._tagged_fields")?;
         Ok(at)
     }
 }

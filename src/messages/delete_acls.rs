@@ -70,21 +70,18 @@ impl Encode for DeleteAclsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.filters, ver, "DeleteAclsRequest.Filters")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteAclsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteAclsRequest._tagged_fields",
+        )?;
         n.total("DeleteAclsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.filters, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -104,10 +101,8 @@ impl Encode for DeleteAclsFilter<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilter.HostFilter")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n +=
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteAclsFilter._tagged_fields")?;
-        }
+        n +=
+            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "DeleteAclsFilter._tagged_fields")?;
         n.total("DeleteAclsFilter")
     }
 
@@ -122,9 +117,7 @@ impl Encode for DeleteAclsFilter<'_> {
             b[0..1].copy_from_slice(&self.operation.to_be_bytes());
             b[1..2].copy_from_slice(&self.permission_type.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -160,9 +153,7 @@ impl<'a> DeleteAclsRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<DeleteAclsFilterView<'a>>(r, ver, "DeleteAclsRequest.Filters")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DeleteAclsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteAclsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -237,11 +228,6 @@ impl<'a> DeleteAclsFilterView<'a> {
 
 impl<'a> ElementImpl<'a> for DeleteAclsFilterView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(1, "DeleteAclsFilter.ResourceTypeFilter")?;
         r.check_nullable_str(ver.flexible, "DeleteAclsFilter.ResourceNameFilter")?;
@@ -249,9 +235,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterView<'a> {
         r.check_nullable_str(ver.flexible, "DeleteAclsFilter.PrincipalFilter")?;
         r.check_nullable_str(ver.flexible, "DeleteAclsFilter.HostFilter")?;
         r.run(2, &[("DeleteAclsFilter.Operation", 1), ("DeleteAclsFilter.PermissionType", 1)])?;
-        if ver.flexible {
-            r.tagged_fields("DeleteAclsFilter._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteAclsFilter._tagged_fields")?;
         Ok(())
     }
 
@@ -364,12 +348,11 @@ impl Encode for DeleteAclsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.filter_results, ver, "DeleteAclsResponse.FilterResults")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteAclsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteAclsResponse._tagged_fields",
+        )?;
         n.total("DeleteAclsResponse")
     }
 
@@ -377,9 +360,7 @@ impl Encode for DeleteAclsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.filter_results, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -392,12 +373,11 @@ impl Encode for DeleteAclsFilterResult<'_> {
             None => wire::null_size(ver.flexible, false),
         };
         n += encode::array_size(&self.matching_acls, ver, "DeleteAclsFilterResult.MatchingAcls")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteAclsFilterResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteAclsFilterResult._tagged_fields",
+        )?;
         n.total("DeleteAclsFilterResult")
     }
 
@@ -406,9 +386,7 @@ impl Encode for DeleteAclsFilterResult<'_> {
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         encode::write_array(w, &self.matching_acls, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -423,12 +401,11 @@ impl Encode for DeleteAclsMatchingAcl<'_> {
         n += wire::string_size(self.resource_name.len(), ver.flexible, "DeleteAclsMatchingAcl.ResourceName")?;
         n += wire::string_size(self.principal.len(), ver.flexible, "DeleteAclsMatchingAcl.Principal")?;
         n += wire::string_size(self.host.len(), ver.flexible, "DeleteAclsMatchingAcl.Host")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteAclsMatchingAcl._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteAclsMatchingAcl._tagged_fields",
+        )?;
         n.total("DeleteAclsMatchingAcl")
     }
 
@@ -445,9 +422,7 @@ impl Encode for DeleteAclsMatchingAcl<'_> {
             b[0..1].copy_from_slice(&self.operation.to_be_bytes());
             b[1..2].copy_from_slice(&self.permission_type.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -490,9 +465,7 @@ impl<'a> DeleteAclsResponseView<'a> {
         r.take(4, "DeleteAclsResponse.ThrottleTimeMs")?;
         view::check_array::<DeleteAclsFilterResultView<'a>>(r, ver, "DeleteAclsResponse.FilterResults")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DeleteAclsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteAclsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -535,18 +508,11 @@ impl<'a> DeleteAclsFilterResultView<'a> {
 
 impl<'a> ElementImpl<'a> for DeleteAclsFilterResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DeleteAclsFilterResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?;
         view::check_array::<DeleteAclsMatchingAclView<'a>>(r, ver, "DeleteAclsFilterResult.MatchingAcls")?;
-        if ver.flexible {
-            r.tagged_fields("DeleteAclsFilterResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteAclsFilterResult._tagged_fields")?;
         Ok(())
     }
 
@@ -649,11 +615,6 @@ impl<'a> DeleteAclsMatchingAclView<'a> {
 
 impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DeleteAclsMatchingAcl.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "DeleteAclsMatchingAcl.ErrorMessage")?;
@@ -663,9 +624,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
         r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Principal")?;
         r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Host")?;
         r.run(2, &[("DeleteAclsMatchingAcl.Operation", 1), ("DeleteAclsMatchingAcl.PermissionType", 1)])?;
-        if ver.flexible {
-            r.tagged_fields("DeleteAclsMatchingAcl._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteAclsMatchingAcl._tagged_fields")?;
         Ok(())
     }
 

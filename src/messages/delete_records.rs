@@ -58,12 +58,11 @@ impl Encode for DeleteRecordsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.topics, ver, "DeleteRecordsRequest.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteRecordsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteRecordsRequest._tagged_fields",
+        )?;
         n.total("DeleteRecordsRequest")
     }
 
@@ -71,9 +70,7 @@ impl Encode for DeleteRecordsRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.topics, ver);
         w.i32(self.timeout_ms);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -83,12 +80,11 @@ impl Encode for DeleteRecordsTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "DeleteRecordsTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "DeleteRecordsTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteRecordsTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteRecordsTopic._tagged_fields",
+        )?;
         n.total("DeleteRecordsTopic")
     }
 
@@ -96,9 +92,7 @@ impl Encode for DeleteRecordsTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -106,12 +100,11 @@ impl Encode for DeleteRecordsPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(12);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteRecordsPartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteRecordsPartition._tagged_fields",
+        )?;
         n.total("DeleteRecordsPartition")
     }
 
@@ -121,9 +114,7 @@ impl Encode for DeleteRecordsPartition<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..12].copy_from_slice(&self.offset.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -171,9 +162,7 @@ impl<'a> DeleteRecordsRequestView<'a> {
         view::check_array::<DeleteRecordsTopicView<'a>>(r, ver, "DeleteRecordsRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
         r.take(4, "DeleteRecordsRequest.TimeoutMs")?;
-        if ver.flexible {
-            r.tagged_fields("DeleteRecordsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteRecordsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -210,17 +199,10 @@ impl<'a> DeleteRecordsTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for DeleteRecordsTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DeleteRecordsTopic.Name")?;
         view::check_array::<DeleteRecordsPartitionView<'a>>(r, ver, "DeleteRecordsTopic.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("DeleteRecordsTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteRecordsTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -338,12 +320,11 @@ impl Encode for DeleteRecordsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.topics, ver, "DeleteRecordsResponse.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteRecordsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteRecordsResponse._tagged_fields",
+        )?;
         n.total("DeleteRecordsResponse")
     }
 
@@ -351,9 +332,7 @@ impl Encode for DeleteRecordsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.topics, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -363,12 +342,11 @@ impl Encode for DeleteRecordsTopicResult<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "DeleteRecordsTopicResult.Name")?;
         n += encode::array_size(&self.partitions, ver, "DeleteRecordsTopicResult.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteRecordsTopicResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteRecordsTopicResult._tagged_fields",
+        )?;
         n.total("DeleteRecordsTopicResult")
     }
 
@@ -376,9 +354,7 @@ impl Encode for DeleteRecordsTopicResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -386,12 +362,11 @@ impl Encode for DeleteRecordsPartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteRecordsPartitionResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteRecordsPartitionResult._tagged_fields",
+        )?;
         n.total("DeleteRecordsPartitionResult")
     }
 
@@ -402,9 +377,7 @@ impl Encode for DeleteRecordsPartitionResult<'_> {
             b[4..12].copy_from_slice(&self.low_watermark.to_be_bytes());
             b[12..14].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -452,9 +425,7 @@ impl<'a> DeleteRecordsResponseView<'a> {
         r.take(4, "DeleteRecordsResponse.ThrottleTimeMs")?;
         view::check_array::<DeleteRecordsTopicResultView<'a>>(r, ver, "DeleteRecordsResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DeleteRecordsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteRecordsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -491,11 +462,6 @@ impl<'a> DeleteRecordsTopicResultView<'a> {
 
 impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DeleteRecordsTopicResult.Name")?;
         view::check_array::<DeleteRecordsPartitionResultView<'a>>(
@@ -503,9 +469,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
             ver,
             "DeleteRecordsTopicResult.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("DeleteRecordsTopicResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteRecordsTopicResult._tagged_fields")?;
         Ok(())
     }
 

@@ -158,11 +158,6 @@ impl<'a> DeleteShareGroupOffsetsRequestTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?;
         r.tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields", |_, _| Ok(false))?;
@@ -393,11 +388,6 @@ impl<'a> DeleteShareGroupOffsetsResponseTopicView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DeleteShareGroupOffsetsResponseTopic.TopicName")?;

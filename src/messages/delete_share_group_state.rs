@@ -184,11 +184,6 @@ impl<'a> DeleteStateDataView<'a> {
 
 impl<'a> ElementImpl<'a> for DeleteStateDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "DeleteStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "DeleteStateData.Partitions")?;
@@ -423,11 +418,6 @@ impl<'a> DeleteStateResultView<'a> {
 
 impl<'a> ElementImpl<'a> for DeleteStateResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "DeleteStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "DeleteStateResult.Partitions")?;
@@ -483,11 +473,6 @@ impl<'a> PartitionResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;

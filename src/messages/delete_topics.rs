@@ -56,12 +56,11 @@ impl Encode for DeleteTopicsRequest<'_> {
         if ver.version <= 5 {
             n += encode::array_size(&self.topic_names, ver, "DeleteTopicsRequest.TopicNames")?;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteTopicsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteTopicsRequest._tagged_fields",
+        )?;
         n.total("DeleteTopicsRequest")
     }
 
@@ -74,9 +73,7 @@ impl Encode for DeleteTopicsRequest<'_> {
             encode::write_array(w, &self.topic_names, ver);
         }
         w.i32(self.timeout_ms);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -155,9 +152,7 @@ impl<'a> DeleteTopicsRequestView<'a> {
         }
         at[1] = (r.pos() - start) as u32;
         r.take(4, "DeleteTopicsRequest.TimeoutMs")?;
-        if ver.flexible {
-            r.tagged_fields("DeleteTopicsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteTopicsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -193,11 +188,6 @@ impl<'a> DeleteTopicStateView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for DeleteTopicStateView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_nullable_str(true, "DeleteTopicState.Name")?;
@@ -270,12 +260,11 @@ impl Encode for DeleteTopicsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.responses, ver, "DeleteTopicsResponse.Responses")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeleteTopicsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeleteTopicsResponse._tagged_fields",
+        )?;
         n.total("DeleteTopicsResponse")
     }
 
@@ -283,9 +272,7 @@ impl Encode for DeleteTopicsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.responses, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -309,12 +296,11 @@ impl Encode for DeletableTopicResult<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DeletableTopicResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DeletableTopicResult._tagged_fields",
+        )?;
         n.total("DeletableTopicResult")
     }
 
@@ -328,9 +314,7 @@ impl Encode for DeletableTopicResult<'_> {
         if ver.version >= 5 {
             w.nullable_str(self.error_message.as_deref(), ver.flexible);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -373,9 +357,7 @@ impl<'a> DeleteTopicsResponseView<'a> {
         r.take(4, "DeleteTopicsResponse.ThrottleTimeMs")?;
         view::check_array::<DeletableTopicResultView<'a>>(r, ver, "DeleteTopicsResponse.Responses")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DeleteTopicsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeleteTopicsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -431,11 +413,6 @@ impl<'a> DeletableTopicResultView<'a> {
 
 impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version == 6 {
             r.check_nullable_str(ver.flexible, "DeletableTopicResult.Name")?;
@@ -449,9 +426,7 @@ impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
         if ver.version >= 5 {
             r.check_nullable_str(ver.flexible, "DeletableTopicResult.ErrorMessage")?;
         }
-        if ver.flexible {
-            r.tagged_fields("DeletableTopicResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DeletableTopicResult._tagged_fields")?;
         Ok(())
     }
 

@@ -62,12 +62,11 @@ impl Encode for DescribeClientQuotasRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(1);
         n += encode::array_size(&self.components, ver, "DescribeClientQuotasRequest.Components")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeClientQuotasRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeClientQuotasRequest._tagged_fields",
+        )?;
         n.total("DescribeClientQuotasRequest")
     }
 
@@ -75,9 +74,7 @@ impl Encode for DescribeClientQuotasRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.components, ver);
         w.bool(self.strict);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -90,9 +87,7 @@ impl Encode for ComponentData<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "ComponentData.Match")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ComponentData._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ComponentData._tagged_fields")?;
         n.total("ComponentData")
     }
 
@@ -101,9 +96,7 @@ impl Encode for ComponentData<'_> {
         w.str(&self.entity_type, ver.flexible);
         w.i8(self.match_type);
         w.nullable_str(self.r#match.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -146,9 +139,7 @@ impl<'a> DescribeClientQuotasRequestView<'a> {
         view::check_array::<ComponentDataView<'a>>(r, ver, "DescribeClientQuotasRequest.Components")?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "DescribeClientQuotasRequest.Strict")?;
-        if ver.flexible {
-            r.tagged_fields("DescribeClientQuotasRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeClientQuotasRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -191,18 +182,11 @@ impl<'a> ComponentDataView<'a> {
 
 impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ComponentData.EntityType")?;
         r.take(1, "ComponentData.MatchType")?;
         r.check_nullable_str(ver.flexible, "ComponentData.Match")?;
-        if ver.flexible {
-            r.tagged_fields("ComponentData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ComponentData._tagged_fields")?;
         Ok(())
     }
 
@@ -323,12 +307,11 @@ impl Encode for DescribeClientQuotasResponse<'_> {
             ver,
             "DescribeClientQuotasResponse.Entries",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeClientQuotasResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeClientQuotasResponse._tagged_fields",
+        )?;
         n.total("DescribeClientQuotasResponse")
     }
 
@@ -340,9 +323,7 @@ impl Encode for DescribeClientQuotasResponse<'_> {
         });
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         encode::write_nullable_array(w, self.entries.as_deref(), ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -352,9 +333,7 @@ impl Encode for EntryData<'_> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.entity, ver, "EntryData.Entity")?;
         n += encode::array_size(&self.values, ver, "EntryData.Values")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EntryData._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EntryData._tagged_fields")?;
         n.total("EntryData")
     }
 
@@ -362,9 +341,7 @@ impl Encode for EntryData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.entity, ver);
         encode::write_array(w, &self.values, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -377,9 +354,7 @@ impl Encode for EntityData<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "EntityData.EntityName")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EntityData._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EntityData._tagged_fields")?;
         n.total("EntityData")
     }
 
@@ -387,9 +362,7 @@ impl Encode for EntityData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.entity_type, ver.flexible);
         w.nullable_str(self.entity_name.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -398,9 +371,7 @@ impl Encode for ValueData<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(8);
         n += wire::string_size(self.key.len(), ver.flexible, "ValueData.Key")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ValueData._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ValueData._tagged_fields")?;
         n.total("ValueData")
     }
 
@@ -408,9 +379,7 @@ impl Encode for ValueData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.key, ver.flexible);
         w.f64(self.value);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -473,9 +442,7 @@ impl<'a> DescribeClientQuotasResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_nullable_array::<EntryDataView<'a>>(r, ver, "DescribeClientQuotasResponse.Entries")?;
         at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeClientQuotasResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeClientQuotasResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -512,17 +479,10 @@ impl<'a> EntryDataView<'a> {
 
 impl<'a> ElementImpl<'a> for EntryDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<EntityDataView<'a>>(r, ver, "EntryData.Entity")?;
         view::check_array::<ValueDataView<'a>>(r, ver, "EntryData.Values")?;
-        if ver.flexible {
-            r.tagged_fields("EntryData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "EntryData._tagged_fields")?;
         Ok(())
     }
 
@@ -573,17 +533,10 @@ impl<'a> EntityDataView<'a> {
 
 impl<'a> ElementImpl<'a> for EntityDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "EntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "EntityData.EntityName")?;
-        if ver.flexible {
-            r.tagged_fields("EntityData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "EntityData._tagged_fields")?;
         Ok(())
     }
 
@@ -634,17 +587,10 @@ impl<'a> ValueDataView<'a> {
 
 impl<'a> ElementImpl<'a> for ValueDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ValueData.Key")?;
         r.take(8, "ValueData.Value")?;
-        if ver.flexible {
-            r.tagged_fields("ValueData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ValueData._tagged_fields")?;
         Ok(())
     }
 

@@ -427,11 +427,6 @@ impl<'a> DescribeClusterBrokerView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeClusterBrokerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "DescribeClusterBroker.BrokerId")?;
         r.check_str(true, "DescribeClusterBroker.Host")?;

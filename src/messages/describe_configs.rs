@@ -67,12 +67,11 @@ impl Encode for DescribeConfigsRequest<'_> {
         } else if self.include_documentation {
             return Err(encode::not_in_version("DescribeConfigsRequest.IncludeDocumentation", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeConfigsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeConfigsRequest._tagged_fields",
+        )?;
         n.total("DescribeConfigsRequest")
     }
 
@@ -83,9 +82,7 @@ impl Encode for DescribeConfigsRequest<'_> {
         if ver.version >= 3 {
             w.bool(self.include_documentation);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -103,12 +100,11 @@ impl Encode for DescribeConfigsResource<'_> {
             ver,
             "DescribeConfigsResource.ConfigurationKeys",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeConfigsResource._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeConfigsResource._tagged_fields",
+        )?;
         n.total("DescribeConfigsResource")
     }
 
@@ -117,9 +113,7 @@ impl Encode for DescribeConfigsResource<'_> {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
         encode::write_nullable_array(w, self.configuration_keys.as_deref(), ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -171,9 +165,7 @@ impl<'a> DescribeConfigsRequestView<'a> {
         if ver.version >= 3 {
             r.take(1, "DescribeConfigsRequest.IncludeDocumentation")?;
         }
-        if ver.flexible {
-            r.tagged_fields("DescribeConfigsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeConfigsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -216,18 +208,11 @@ impl<'a> DescribeConfigsResourceView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeConfigsResourceView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(1, "DescribeConfigsResource.ResourceType")?;
         r.check_str(ver.flexible, "DescribeConfigsResource.ResourceName")?;
         view::check_nullable_array::<&'a str>(r, ver, "DescribeConfigsResource.ConfigurationKeys")?;
-        if ver.flexible {
-            r.tagged_fields("DescribeConfigsResource._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeConfigsResource._tagged_fields")?;
         Ok(())
     }
 
@@ -369,12 +354,11 @@ impl Encode for DescribeConfigsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.results, ver, "DescribeConfigsResponse.Results")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeConfigsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeConfigsResponse._tagged_fields",
+        )?;
         n.total("DescribeConfigsResponse")
     }
 
@@ -382,9 +366,7 @@ impl Encode for DescribeConfigsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.results, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -398,12 +380,11 @@ impl Encode for DescribeConfigsResult<'_> {
         };
         n += wire::string_size(self.resource_name.len(), ver.flexible, "DescribeConfigsResult.ResourceName")?;
         n += encode::array_size(&self.configs, ver, "DescribeConfigsResult.Configs")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeConfigsResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeConfigsResult._tagged_fields",
+        )?;
         n.total("DescribeConfigsResult")
     }
 
@@ -414,9 +395,7 @@ impl Encode for DescribeConfigsResult<'_> {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
         encode::write_array(w, &self.configs, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -441,12 +420,11 @@ impl Encode for DescribeConfigsResourceResult<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeConfigsResourceResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeConfigsResourceResult._tagged_fields",
+        )?;
         n.total("DescribeConfigsResourceResult")
     }
 
@@ -466,9 +444,7 @@ impl Encode for DescribeConfigsResourceResult<'_> {
         if ver.version >= 3 {
             w.nullable_str(self.documentation.as_deref(), ver.flexible);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -481,12 +457,11 @@ impl Encode for DescribeConfigsSynonym<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeConfigsSynonym.Value")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeConfigsSynonym._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeConfigsSynonym._tagged_fields",
+        )?;
         n.total("DescribeConfigsSynonym")
     }
 
@@ -495,9 +470,7 @@ impl Encode for DescribeConfigsSynonym<'_> {
         w.str(&self.name, ver.flexible);
         w.nullable_str(self.value.as_deref(), ver.flexible);
         w.i8(self.source);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -540,9 +513,7 @@ impl<'a> DescribeConfigsResponseView<'a> {
         r.take(4, "DescribeConfigsResponse.ThrottleTimeMs")?;
         view::check_array::<DescribeConfigsResultView<'a>>(r, ver, "DescribeConfigsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeConfigsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeConfigsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -597,20 +568,13 @@ impl<'a> DescribeConfigsResultView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeConfigsResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribeConfigsResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "DescribeConfigsResult.ErrorMessage")?;
         r.take(1, "DescribeConfigsResult.ResourceType")?;
         r.check_str(ver.flexible, "DescribeConfigsResult.ResourceName")?;
         view::check_array::<DescribeConfigsResourceResultView<'a>>(r, ver, "DescribeConfigsResult.Configs")?;
-        if ver.flexible {
-            r.tagged_fields("DescribeConfigsResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeConfigsResult._tagged_fields")?;
         Ok(())
     }
 
@@ -713,11 +677,6 @@ impl<'a> DescribeConfigsResourceResultView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribeConfigsResourceResult.Name")?;
         r.check_nullable_str(ver.flexible, "DescribeConfigsResourceResult.Value")?;
@@ -740,9 +699,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
         if ver.version >= 3 {
             r.check_nullable_str(ver.flexible, "DescribeConfigsResourceResult.Documentation")?;
         }
-        if ver.flexible {
-            r.tagged_fields("DescribeConfigsResourceResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeConfigsResourceResult._tagged_fields")?;
         Ok(())
     }
 
@@ -807,18 +764,11 @@ impl<'a> DescribeConfigsSynonymView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribeConfigsSynonym.Name")?;
         r.check_nullable_str(ver.flexible, "DescribeConfigsSynonym.Value")?;
         r.take(1, "DescribeConfigsSynonym.Source")?;
-        if ver.flexible {
-            r.tagged_fields("DescribeConfigsSynonym._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeConfigsSynonym._tagged_fields")?;
         Ok(())
     }
 

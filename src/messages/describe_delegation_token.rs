@@ -61,21 +61,18 @@ impl Encode for DescribeDelegationTokenRequest<'_> {
             ver,
             "DescribeDelegationTokenRequest.Owners",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeDelegationTokenRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeDelegationTokenRequest._tagged_fields",
+        )?;
         n.total("DescribeDelegationTokenRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_nullable_array(w, self.owners.as_deref(), ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -93,12 +90,11 @@ impl Encode for DescribeDelegationTokenOwner<'_> {
             ver.flexible,
             "DescribeDelegationTokenOwner.PrincipalName",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeDelegationTokenOwner._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeDelegationTokenOwner._tagged_fields",
+        )?;
         n.total("DescribeDelegationTokenOwner")
     }
 
@@ -106,9 +102,7 @@ impl Encode for DescribeDelegationTokenOwner<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -148,9 +142,7 @@ impl<'a> DescribeDelegationTokenRequestView<'a> {
             "DescribeDelegationTokenRequest.Owners",
         )?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeDelegationTokenRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -187,17 +179,10 @@ impl<'a> DescribeDelegationTokenOwnerView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeDelegationTokenOwnerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?;
         r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?;
-        if ver.flexible {
-            r.tagged_fields("DescribeDelegationTokenOwner._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeDelegationTokenOwner._tagged_fields")?;
         Ok(())
     }
 
@@ -287,12 +272,11 @@ impl Encode for DescribeDelegationTokenResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
         n += encode::array_size(&self.tokens, ver, "DescribeDelegationTokenResponse.Tokens")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeDelegationTokenResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeDelegationTokenResponse._tagged_fields",
+        )?;
         n.total("DescribeDelegationTokenResponse")
     }
 
@@ -301,9 +285,7 @@ impl Encode for DescribeDelegationTokenResponse<'_> {
         w.i16(self.error_code);
         encode::write_array(w, &self.tokens, ver);
         w.i32(self.throttle_time_ms);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -342,12 +324,11 @@ impl Encode for DescribedDelegationToken<'_> {
         n += wire::string_size(self.token_id.len(), ver.flexible, "DescribedDelegationToken.TokenId")?;
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "DescribedDelegationToken.Hmac")?;
         n += encode::array_size(&self.renewers, ver, "DescribedDelegationToken.Renewers")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribedDelegationToken._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribedDelegationToken._tagged_fields",
+        )?;
         n.total("DescribedDelegationToken")
     }
 
@@ -369,9 +350,7 @@ impl Encode for DescribedDelegationToken<'_> {
         w.str(&self.token_id, ver.flexible);
         w.bytes(&self.hmac, ver.flexible);
         encode::write_array(w, &self.renewers, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -389,12 +368,11 @@ impl Encode for DescribedDelegationTokenRenewer<'_> {
             ver.flexible,
             "DescribedDelegationTokenRenewer.PrincipalName",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribedDelegationTokenRenewer._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribedDelegationTokenRenewer._tagged_fields",
+        )?;
         n.total("DescribedDelegationTokenRenewer")
     }
 
@@ -402,9 +380,7 @@ impl Encode for DescribedDelegationTokenRenewer<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -458,9 +434,7 @@ impl<'a> DescribeDelegationTokenResponseView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         r.take(4, "DescribeDelegationTokenResponse.ThrottleTimeMs")?;
-        if ver.flexible {
-            r.tagged_fields("DescribeDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeDelegationTokenResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -556,11 +530,6 @@ impl<'a> DescribedDelegationTokenView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribedDelegationToken.PrincipalType")?;
         r.check_str(ver.flexible, "DescribedDelegationToken.PrincipalName")?;
@@ -585,9 +554,7 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
             ver,
             "DescribedDelegationToken.Renewers",
         )?;
-        if ver.flexible {
-            r.tagged_fields("DescribedDelegationToken._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribedDelegationToken._tagged_fields")?;
         Ok(())
     }
 
@@ -653,17 +620,10 @@ impl<'a> DescribedDelegationTokenRenewerView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribedDelegationTokenRenewerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?;
         r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?;
-        if ver.flexible {
-            r.tagged_fields("DescribedDelegationTokenRenewer._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribedDelegationTokenRenewer._tagged_fields")?;
         Ok(())
     }
 

@@ -38,12 +38,11 @@ impl Encode for DescribeGroupsRequest<'_> {
         } else if self.include_authorized_operations {
             return Err(encode::not_in_version("DescribeGroupsRequest.IncludeAuthorizedOperations", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeGroupsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeGroupsRequest._tagged_fields",
+        )?;
         n.total("DescribeGroupsRequest")
     }
 
@@ -53,9 +52,7 @@ impl Encode for DescribeGroupsRequest<'_> {
         if ver.version >= 3 {
             w.bool(self.include_authorized_operations);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -100,9 +97,7 @@ impl<'a> DescribeGroupsRequestView<'a> {
         if ver.version >= 3 {
             r.take(1, "DescribeGroupsRequest.IncludeAuthorizedOperations")?;
         }
-        if ver.flexible {
-            r.tagged_fields("DescribeGroupsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeGroupsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -197,12 +192,11 @@ impl Encode for DescribeGroupsResponse<'_> {
             n += 4;
         }
         n += encode::array_size(&self.groups, ver, "DescribeGroupsResponse.Groups")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeGroupsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeGroupsResponse._tagged_fields",
+        )?;
         n.total("DescribeGroupsResponse")
     }
 
@@ -212,9 +206,7 @@ impl Encode for DescribeGroupsResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         encode::write_array(w, &self.groups, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -240,9 +232,7 @@ impl Encode for DescribedGroup<'_> {
         } else if self.authorized_operations != i32::MIN {
             return Err(encode::not_in_version("DescribedGroup.AuthorizedOperations", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DescribedGroup._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "DescribedGroup._tagged_fields")?;
         n.total("DescribedGroup")
     }
 
@@ -260,9 +250,7 @@ impl Encode for DescribedGroup<'_> {
         if ver.version >= 3 {
             w.i32(self.authorized_operations);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -289,12 +277,11 @@ impl Encode for DescribedGroupMember<'_> {
             ver.flexible,
             "DescribedGroupMember.MemberAssignment",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribedGroupMember._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribedGroupMember._tagged_fields",
+        )?;
         n.total("DescribedGroupMember")
     }
 
@@ -308,9 +295,7 @@ impl Encode for DescribedGroupMember<'_> {
         w.str(&self.client_host, ver.flexible);
         w.bytes(&self.member_metadata, ver.flexible);
         w.bytes(&self.member_assignment, ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -355,9 +340,7 @@ impl<'a> DescribeGroupsResponseView<'a> {
         }
         view::check_array::<DescribedGroupView<'a>>(r, ver, "DescribeGroupsResponse.Groups")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeGroupsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeGroupsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -439,11 +422,6 @@ impl<'a> DescribedGroupView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribedGroup.ErrorCode")?;
         if ver.version == 6 {
@@ -457,9 +435,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         if ver.version >= 3 {
             r.take(4, "DescribedGroup.AuthorizedOperations")?;
         }
-        if ver.flexible {
-            r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribedGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -556,11 +532,6 @@ impl<'a> DescribedGroupMemberView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribedGroupMember.MemberId")?;
         if ver.version >= 4 {
@@ -570,9 +541,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
         r.check_str(ver.flexible, "DescribedGroupMember.ClientHost")?;
         r.bytes(ver.flexible, "DescribedGroupMember.MemberMetadata")?;
         r.bytes(ver.flexible, "DescribedGroupMember.MemberAssignment")?;
-        if ver.flexible {
-            r.tagged_fields("DescribedGroupMember._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribedGroupMember._tagged_fields")?;
         Ok(())
     }
 

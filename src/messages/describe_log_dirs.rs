@@ -53,21 +53,18 @@ impl Encode for DescribeLogDirsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += encode::nullable_array_size(self.topics.as_deref(), ver, "DescribeLogDirsRequest.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeLogDirsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeLogDirsRequest._tagged_fields",
+        )?;
         n.total("DescribeLogDirsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_nullable_array(w, self.topics.as_deref(), ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -77,12 +74,11 @@ impl Encode for DescribableLogDirTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "DescribableLogDirTopic.Topic")?;
         n += encode::array_size(&self.partitions, ver, "DescribableLogDirTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribableLogDirTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribableLogDirTopic._tagged_fields",
+        )?;
         n.total("DescribableLogDirTopic")
     }
 
@@ -90,9 +86,7 @@ impl Encode for DescribableLogDirTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -132,9 +126,7 @@ impl<'a> DescribeLogDirsRequestView<'a> {
             "DescribeLogDirsRequest.Topics",
         )?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeLogDirsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeLogDirsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -171,17 +163,10 @@ impl<'a> DescribableLogDirTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribableLogDirTopic.Topic")?;
         view::check_array::<i32>(r, ver, "DescribableLogDirTopic.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("DescribableLogDirTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribableLogDirTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -296,12 +281,11 @@ impl Encode for DescribeLogDirsResponse<'_> {
             n += 2;
         }
         n += encode::array_size(&self.results, ver, "DescribeLogDirsResponse.Results")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeLogDirsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeLogDirsResponse._tagged_fields",
+        )?;
         n.total("DescribeLogDirsResponse")
     }
 
@@ -312,9 +296,7 @@ impl Encode for DescribeLogDirsResponse<'_> {
             w.i16(self.error_code);
         }
         encode::write_array(w, &self.results, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -333,12 +315,11 @@ impl Encode for DescribeLogDirsResult<'_> {
         if ver.version == 5 {
             n += 1;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeLogDirsResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeLogDirsResult._tagged_fields",
+        )?;
         n.total("DescribeLogDirsResult")
     }
 
@@ -356,9 +337,7 @@ impl Encode for DescribeLogDirsResult<'_> {
         if ver.version == 5 {
             w.bool(self.is_cordoned);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -368,12 +347,11 @@ impl Encode for DescribeLogDirsTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "DescribeLogDirsTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "DescribeLogDirsTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeLogDirsTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeLogDirsTopic._tagged_fields",
+        )?;
         n.total("DescribeLogDirsTopic")
     }
 
@@ -381,9 +359,7 @@ impl Encode for DescribeLogDirsTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -391,12 +367,11 @@ impl Encode for DescribeLogDirsPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(21);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "DescribeLogDirsPartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "DescribeLogDirsPartition._tagged_fields",
+        )?;
         n.total("DescribeLogDirsPartition")
     }
 
@@ -408,9 +383,7 @@ impl Encode for DescribeLogDirsPartition<'_> {
             b[12..20].copy_from_slice(&self.offset_lag.to_be_bytes());
             b[20..21].copy_from_slice(&[u8::from(self.is_future_key)]);
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -467,9 +440,7 @@ impl<'a> DescribeLogDirsResponseView<'a> {
         }
         view::check_array::<DescribeLogDirsResultView<'a>>(r, ver, "DescribeLogDirsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeLogDirsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeLogDirsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -551,11 +522,6 @@ impl<'a> DescribeLogDirsResultView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribeLogDirsResult.ErrorCode")?;
         r.check_str(ver.flexible, "DescribeLogDirsResult.LogDir")?;
@@ -566,9 +532,7 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
         if ver.version == 5 {
             r.take(1, "DescribeLogDirsResult.IsCordoned")?;
         }
-        if ver.flexible {
-            r.tagged_fields("DescribeLogDirsResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeLogDirsResult._tagged_fields")?;
         Ok(())
     }
 
@@ -626,17 +590,10 @@ impl<'a> DescribeLogDirsTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeLogDirsTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribeLogDirsTopic.Name")?;
         view::check_array::<DescribeLogDirsPartitionView<'a>>(r, ver, "DescribeLogDirsTopic.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("DescribeLogDirsTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "DescribeLogDirsTopic._tagged_fields")?;
         Ok(())
     }
 

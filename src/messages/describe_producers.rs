@@ -143,11 +143,6 @@ impl<'a> TopicRequestView<'a> {
 
 impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicRequest.Name")?;
         view::check_array::<i32>(r, ver, "TopicRequest.PartitionIndexes")?;
@@ -413,11 +408,6 @@ impl<'a> TopicResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for TopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicResponse.Name")?;
         view::check_array::<PartitionResponseView<'a>>(r, ver, "TopicResponse.Partitions")?;
@@ -481,11 +471,6 @@ impl<'a> PartitionResponseView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionResponseView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResponse.PartitionIndex", 4), ("PartitionResponse.ErrorCode", 2)])?;

@@ -175,11 +175,6 @@ impl<'a> DescribeQuorumRequestTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeQuorumRequestTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeQuorumRequestTopicData.TopicName")?;
         view::check_array::<DescribeQuorumRequestPartitionDataView<'a>>(
@@ -676,11 +671,6 @@ impl<'a> DescribeQuorumResponseTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeQuorumResponseTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeQuorumResponseTopicData.TopicName")?;
         view::check_array::<DescribeQuorumResponsePartitionDataView<'a>>(
@@ -781,11 +771,6 @@ impl<'a> DescribeQuorumResponsePartitionDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for DescribeQuorumResponsePartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
@@ -971,11 +956,6 @@ impl<'a> NodeView<'a> {
 
 impl<'a> ElementImpl<'a> for NodeView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "Node.NodeId")?;
         view::check_array::<ListenerView<'a>>(r, ver, "Node.Listeners")?;
@@ -1031,11 +1011,6 @@ impl<'a> ListenerView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for ListenerView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Listener.Name")?;

@@ -207,11 +207,6 @@ impl<'a> DescribeShareGroupOffsetsRequestGroupView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeShareGroupOffsetsRequestGroup.GroupId")?;
         view::check_nullable_array::<DescribeShareGroupOffsetsRequestTopicView<'a>>(
@@ -267,11 +262,6 @@ impl<'a> DescribeShareGroupOffsetsRequestTopicView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeShareGroupOffsetsRequestTopic.TopicName")?;
@@ -587,11 +577,6 @@ impl<'a> DescribeShareGroupOffsetsResponseGroupView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeShareGroupOffsetsResponseGroup.GroupId")?;
         view::check_array::<DescribeShareGroupOffsetsResponseTopicView<'a>>(
@@ -658,11 +643,6 @@ impl<'a> DescribeShareGroupOffsetsResponseTopicView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeShareGroupOffsetsResponseTopic.TopicName")?;
@@ -752,11 +732,6 @@ impl<'a> DescribeShareGroupOffsetsResponsePartitionView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponsePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(

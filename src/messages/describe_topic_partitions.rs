@@ -227,11 +227,6 @@ impl<'a> TopicRequestView<'a> {
 
 impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicRequest.Name")?;
         r.tagged_fields("TopicRequest._tagged_fields", |_, _| Ok(false))?;
@@ -280,11 +275,6 @@ impl<'a> DescribeTopicPartitionsRequestCursorView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for DescribeTopicPartitionsRequestCursorView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeTopicPartitionsRequestCursor.TopicName")?;
@@ -688,11 +678,6 @@ impl<'a> DescribeTopicPartitionsResponseTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribeTopicPartitionsResponseTopic.ErrorCode")?;
         r.check_nullable_str(true, "DescribeTopicPartitionsResponseTopic.Name")?;
@@ -812,11 +797,6 @@ impl<'a> DescribeTopicPartitionsResponsePartitionView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             14,
@@ -890,11 +870,6 @@ impl<'a> DescribeTopicPartitionsResponseCursorView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseCursorView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeTopicPartitionsResponseCursor.TopicName")?;

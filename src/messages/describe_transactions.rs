@@ -338,11 +338,6 @@ impl<'a> TransactionStateView<'a> {
 
 impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "TransactionState.ErrorCode")?;
         r.check_str(true, "TransactionState.TransactionalId")?;
@@ -408,11 +403,6 @@ impl<'a> TopicDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicData.Topic")?;

@@ -152,11 +152,6 @@ impl<'a> UserNameView<'a> {
 
 impl<'a> ElementImpl<'a> for UserNameView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "UserName.Name")?;
         r.tagged_fields("UserName._tagged_fields", |_, _| Ok(false))?;
@@ -448,11 +443,6 @@ impl<'a> DescribeUserScramCredentialsResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for DescribeUserScramCredentialsResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeUserScramCredentialsResult.User")?;

@@ -68,12 +68,11 @@ impl Encode for ElectLeadersRequest<'_> {
             ver,
             "ElectLeadersRequest.TopicPartitions",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ElectLeadersRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ElectLeadersRequest._tagged_fields",
+        )?;
         n.total("ElectLeadersRequest")
     }
 
@@ -84,9 +83,7 @@ impl Encode for ElectLeadersRequest<'_> {
         }
         encode::write_nullable_array(w, self.topic_partitions.as_deref(), ver);
         w.i32(self.timeout_ms);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -96,9 +93,7 @@ impl Encode for TopicPartitions<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "TopicPartitions.Topic")?;
         n += encode::array_size(&self.partitions, ver, "TopicPartitions.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartitions._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "TopicPartitions._tagged_fields")?;
         n.total("TopicPartitions")
     }
 
@@ -106,9 +101,7 @@ impl Encode for TopicPartitions<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -160,9 +153,7 @@ impl<'a> ElectLeadersRequestView<'a> {
         view::check_nullable_array::<TopicPartitionsView<'a>>(r, ver, "ElectLeadersRequest.TopicPartitions")?;
         at[0] = (r.pos() - start) as u32;
         r.take(4, "ElectLeadersRequest.TimeoutMs")?;
-        if ver.flexible {
-            r.tagged_fields("ElectLeadersRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ElectLeadersRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -199,17 +190,10 @@ impl<'a> TopicPartitionsView<'a> {
 
 impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "TopicPartitions.Topic")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "TopicPartitions._tagged_fields")?;
         Ok(())
     }
 
@@ -301,12 +285,11 @@ impl Encode for ElectLeadersResponse<'_> {
             ver,
             "ElectLeadersResponse.ReplicaElectionResults",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ElectLeadersResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ElectLeadersResponse._tagged_fields",
+        )?;
         n.total("ElectLeadersResponse")
     }
 
@@ -317,9 +300,7 @@ impl Encode for ElectLeadersResponse<'_> {
             w.i16(self.error_code);
         }
         encode::write_array(w, &self.replica_election_results, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -329,12 +310,11 @@ impl Encode for ReplicaElectionResult<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "ReplicaElectionResult.Topic")?;
         n += encode::array_size(&self.partition_result, ver, "ReplicaElectionResult.PartitionResult")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ReplicaElectionResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ReplicaElectionResult._tagged_fields",
+        )?;
         n.total("ReplicaElectionResult")
     }
 
@@ -342,9 +322,7 @@ impl Encode for ReplicaElectionResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partition_result, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -356,9 +334,7 @@ impl Encode for PartitionResult<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "PartitionResult.ErrorMessage")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "PartitionResult._tagged_fields")?;
         n.total("PartitionResult")
     }
 
@@ -369,9 +345,7 @@ impl Encode for PartitionResult<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -427,9 +401,7 @@ impl<'a> ElectLeadersResponseView<'a> {
             "ElectLeadersResponse.ReplicaElectionResults",
         )?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ElectLeadersResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ElectLeadersResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -466,17 +438,10 @@ impl<'a> ReplicaElectionResultView<'a> {
 
 impl<'a> ElementImpl<'a> for ReplicaElectionResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ReplicaElectionResult.Topic")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReplicaElectionResult.PartitionResult")?;
-        if ver.flexible {
-            r.tagged_fields("ReplicaElectionResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ReplicaElectionResult._tagged_fields")?;
         Ok(())
     }
 
@@ -533,17 +498,10 @@ impl<'a> PartitionResultView<'a> {
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.PartitionId", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(ver.flexible, "PartitionResult.ErrorMessage")?;
-        if ver.flexible {
-            r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "PartitionResult._tagged_fields")?;
         Ok(())
     }
 

@@ -102,12 +102,11 @@ impl Encode for EndQuorumEpochRequest<'_> {
         if ver.version == 1 {
             n += encode::array_size(&self.leader_endpoints, ver, "EndQuorumEpochRequest.LeaderEndpoints")?;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "EndQuorumEpochRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "EndQuorumEpochRequest._tagged_fields",
+        )?;
         n.total("EndQuorumEpochRequest")
     }
 
@@ -118,9 +117,7 @@ impl Encode for EndQuorumEpochRequest<'_> {
         if ver.version == 1 {
             encode::write_array(w, &self.leader_endpoints, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -134,12 +131,11 @@ impl Encode for EndQuorumEpochRequestTopicData<'_> {
             "EndQuorumEpochRequestTopicData.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "EndQuorumEpochRequestTopicData.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "EndQuorumEpochRequestTopicData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "EndQuorumEpochRequestTopicData._tagged_fields",
+        )?;
         n.total("EndQuorumEpochRequestTopicData")
     }
 
@@ -147,9 +143,7 @@ impl Encode for EndQuorumEpochRequestTopicData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -171,12 +165,11 @@ impl Encode for EndQuorumEpochRequestPartitionData<'_> {
                 "EndQuorumEpochRequestPartitionData.PreferredCandidates",
             )?;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "EndQuorumEpochRequestPartitionData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "EndQuorumEpochRequestPartitionData._tagged_fields",
+        )?;
         n.total("EndQuorumEpochRequestPartitionData")
     }
 
@@ -193,9 +186,7 @@ impl Encode for EndQuorumEpochRequestPartitionData<'_> {
         if ver.version == 1 {
             encode::write_array(w, &self.preferred_candidates, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -290,9 +281,7 @@ impl<'a> EndQuorumEpochRequestView<'a> {
             view::check_array::<LeaderEndpointView<'a>>(r, ver, "EndQuorumEpochRequest.LeaderEndpoints")?;
         }
         at[2] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("EndQuorumEpochRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "EndQuorumEpochRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -329,11 +318,6 @@ impl<'a> EndQuorumEpochRequestTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for EndQuorumEpochRequestTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "EndQuorumEpochRequestTopicData.TopicName")?;
         view::check_array::<EndQuorumEpochRequestPartitionDataView<'a>>(
@@ -341,9 +325,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestTopicDataView<'a> {
             ver,
             "EndQuorumEpochRequestTopicData.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "EndQuorumEpochRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -422,11 +404,6 @@ impl<'a> EndQuorumEpochRequestPartitionDataView<'a> {
 
 impl<'a> ElementImpl<'a> for EndQuorumEpochRequestPartitionDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
@@ -446,9 +423,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestPartitionDataView<'a> {
                 "EndQuorumEpochRequestPartitionData.PreferredCandidates",
             )?;
         }
-        if ver.flexible {
-            r.tagged_fields("EndQuorumEpochRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "EndQuorumEpochRequestPartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -556,11 +531,6 @@ impl<'a> LeaderEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "LeaderEndpoint.Name")?;
@@ -701,12 +671,11 @@ impl Encode for EndQuorumEpochResponseTopicData<'_> {
             "EndQuorumEpochResponseTopicData.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "EndQuorumEpochResponseTopicData.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "EndQuorumEpochResponseTopicData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "EndQuorumEpochResponseTopicData._tagged_fields",
+        )?;
         n.total("EndQuorumEpochResponseTopicData")
     }
 
@@ -714,9 +683,7 @@ impl Encode for EndQuorumEpochResponseTopicData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -724,12 +691,11 @@ impl Encode for EndQuorumEpochResponsePartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "EndQuorumEpochResponsePartitionData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "EndQuorumEpochResponsePartitionData._tagged_fields",
+        )?;
         n.total("EndQuorumEpochResponsePartitionData")
     }
 
@@ -741,9 +707,7 @@ impl Encode for EndQuorumEpochResponsePartitionData<'_> {
             b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
             b[10..14].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -876,11 +840,6 @@ impl<'a> EndQuorumEpochResponseTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for EndQuorumEpochResponseTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "EndQuorumEpochResponseTopicData.TopicName")?;
         view::check_array::<EndQuorumEpochResponsePartitionDataView<'a>>(
@@ -888,9 +847,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochResponseTopicDataView<'a> {
             ver,
             "EndQuorumEpochResponseTopicData.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "EndQuorumEpochResponseTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -1023,11 +980,6 @@ impl<'a> NodeEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "NodeEndpoint.NodeId")?;

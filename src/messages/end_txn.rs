@@ -36,9 +36,7 @@ impl Encode for EndTxnRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(11);
         n += wire::string_size(self.transactional_id.len(), ver.flexible, "EndTxnRequest.TransactionalId")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndTxnRequest._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EndTxnRequest._tagged_fields")?;
         n.total("EndTxnRequest")
     }
 
@@ -50,9 +48,7 @@ impl Encode for EndTxnRequest<'_> {
             b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
             b[10..11].copy_from_slice(&[u8::from(self.committed)]);
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -114,9 +110,7 @@ impl<'a> EndTxnRequestView<'a> {
                 ("EndTxnRequest.Committed", 1),
             ],
         )?;
-        if ver.flexible {
-            r.tagged_fields("EndTxnRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "EndTxnRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -167,9 +161,7 @@ impl Encode for EndTxnResponse<'_> {
         if ver.version == 5 {
             n += 2;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndTxnResponse._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EndTxnResponse._tagged_fields")?;
         n.total("EndTxnResponse")
     }
 
@@ -185,9 +177,7 @@ impl Encode for EndTxnResponse<'_> {
                 b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
             });
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]

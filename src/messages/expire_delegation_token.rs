@@ -38,12 +38,11 @@ impl Encode for ExpireDelegationTokenRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(8);
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "ExpireDelegationTokenRequest.Hmac")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ExpireDelegationTokenRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ExpireDelegationTokenRequest._tagged_fields",
+        )?;
         n.total("ExpireDelegationTokenRequest")
     }
 
@@ -51,9 +50,7 @@ impl Encode for ExpireDelegationTokenRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.bytes(&self.hmac, ver.flexible);
         w.i64(self.expiry_time_period_ms);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -96,9 +93,7 @@ impl<'a> ExpireDelegationTokenRequestView<'a> {
         r.bytes(ver.flexible, "ExpireDelegationTokenRequest.Hmac")?;
         at[0] = (r.pos() - start) as u32;
         r.take(8, "ExpireDelegationTokenRequest.ExpiryTimePeriodMs")?;
-        if ver.flexible {
-            r.tagged_fields("ExpireDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ExpireDelegationTokenRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -132,12 +127,11 @@ impl Encode for ExpireDelegationTokenResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ExpireDelegationTokenResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ExpireDelegationTokenResponse._tagged_fields",
+        )?;
         n.total("ExpireDelegationTokenResponse")
     }
 
@@ -148,9 +142,7 @@ impl Encode for ExpireDelegationTokenResponse<'_> {
             b[2..10].copy_from_slice(&self.expiry_timestamp_ms.to_be_bytes());
             b[10..14].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]

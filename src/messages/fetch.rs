@@ -307,9 +307,7 @@ impl Encode for FetchTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "FetchTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FetchTopic._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "FetchTopic._tagged_fields")?;
         n.total("FetchTopic")
     }
 
@@ -322,9 +320,7 @@ impl Encode for FetchTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -405,9 +401,7 @@ impl Encode for ForgottenTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "ForgottenTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ForgottenTopic._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ForgottenTopic._tagged_fields")?;
         n.total("ForgottenTopic")
     }
 
@@ -420,9 +414,7 @@ impl Encode for ForgottenTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -692,11 +684,6 @@ impl<'a> FetchTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 12 {
             r.check_str(ver.flexible, "FetchTopic.Topic")?;
@@ -705,9 +692,7 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
             r.take(16, "FetchTopic.TopicId")?;
         }
         view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("FetchTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "FetchTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -933,11 +918,6 @@ impl<'a> ForgottenTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 12 {
             r.check_str(ver.flexible, "ForgottenTopic.Topic")?;
@@ -946,9 +926,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
             r.take(16, "ForgottenTopic.TopicId")?;
         }
         view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("ForgottenTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ForgottenTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -1222,12 +1200,11 @@ impl Encode for FetchableTopicResponse<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "FetchableTopicResponse.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "FetchableTopicResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "FetchableTopicResponse._tagged_fields",
+        )?;
         n.total("FetchableTopicResponse")
     }
 
@@ -1240,9 +1217,7 @@ impl Encode for FetchableTopicResponse<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -1412,12 +1387,11 @@ impl Encode for AbortedTransaction<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(16);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AbortedTransaction._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AbortedTransaction._tagged_fields",
+        )?;
         n.total("AbortedTransaction")
     }
 
@@ -1427,9 +1401,7 @@ impl Encode for AbortedTransaction<'_> {
             b[0..8].copy_from_slice(&self.producer_id.to_be_bytes());
             b[8..16].copy_from_slice(&self.first_offset.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -1586,11 +1558,6 @@ impl<'a> FetchableTopicResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for FetchableTopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 12 {
             r.check_str(ver.flexible, "FetchableTopicResponse.Topic")?;
@@ -1599,9 +1566,7 @@ impl<'a> ElementImpl<'a> for FetchableTopicResponseView<'a> {
             r.take(16, "FetchableTopicResponse.TopicId")?;
         }
         view::check_array::<PartitionDataView<'a>>(r, ver, "FetchableTopicResponse.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("FetchableTopicResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "FetchableTopicResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -1737,11 +1702,6 @@ impl<'a> PartitionDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
@@ -2038,11 +1998,6 @@ impl<'a> NodeEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "NodeEndpoint.NodeId")?;

@@ -316,11 +316,6 @@ impl<'a> FetchSnapshotRequestTopicSnapshotView<'a> {
 
 impl<'a> ElementImpl<'a> for FetchSnapshotRequestTopicSnapshotView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "FetchSnapshotRequestTopicSnapshot.Name")?;
         view::check_array::<FetchSnapshotRequestPartitionSnapshotView<'a>>(
@@ -404,11 +399,6 @@ impl<'a> FetchSnapshotRequestPartitionSnapshotView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for FetchSnapshotRequestPartitionSnapshotView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
@@ -896,11 +886,6 @@ impl<'a> FetchSnapshotResponseTopicSnapshotView<'a> {
 
 impl<'a> ElementImpl<'a> for FetchSnapshotResponseTopicSnapshotView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "FetchSnapshotResponseTopicSnapshot.Name")?;
         view::check_array::<FetchSnapshotResponsePartitionSnapshotView<'a>>(
@@ -994,11 +979,6 @@ impl<'a> FetchSnapshotResponsePartitionSnapshotView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for FetchSnapshotResponsePartitionSnapshotView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
@@ -1187,11 +1167,6 @@ impl<'a> NodeEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "NodeEndpoint.NodeId")?;

@@ -50,12 +50,11 @@ impl Encode for FindCoordinatorRequest<'_> {
         } else if !self.coordinator_keys.is_empty() {
             return Err(encode::not_in_version("FindCoordinatorRequest.CoordinatorKeys", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "FindCoordinatorRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "FindCoordinatorRequest._tagged_fields",
+        )?;
         n.total("FindCoordinatorRequest")
     }
 
@@ -70,9 +69,7 @@ impl Encode for FindCoordinatorRequest<'_> {
         if ver.version >= 4 {
             encode::write_array(w, &self.coordinator_keys, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -133,9 +130,7 @@ impl<'a> FindCoordinatorRequestView<'a> {
             view::check_array::<&'a str>(r, ver, "FindCoordinatorRequest.CoordinatorKeys")?;
         }
         at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("FindCoordinatorRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "FindCoordinatorRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -255,12 +250,11 @@ impl Encode for FindCoordinatorResponse<'_> {
         } else if !self.coordinators.is_empty() {
             return Err(encode::not_in_version("FindCoordinatorResponse.Coordinators", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "FindCoordinatorResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "FindCoordinatorResponse._tagged_fields",
+        )?;
         n.total("FindCoordinatorResponse")
     }
 
@@ -287,9 +281,7 @@ impl Encode for FindCoordinatorResponse<'_> {
         if ver.version >= 4 {
             encode::write_array(w, &self.coordinators, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -427,9 +419,7 @@ impl<'a> FindCoordinatorResponseView<'a> {
             view::check_array::<CoordinatorView<'a>>(r, ver, "FindCoordinatorResponse.Coordinators")?;
         }
         at[2] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("FindCoordinatorResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "FindCoordinatorResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -489,11 +479,6 @@ impl<'a> CoordinatorView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Coordinator.Key")?;

@@ -78,12 +78,11 @@ impl Encode for IncrementalAlterConfigsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(1);
         n += encode::array_size(&self.resources, ver, "IncrementalAlterConfigsRequest.Resources")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "IncrementalAlterConfigsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "IncrementalAlterConfigsRequest._tagged_fields",
+        )?;
         n.total("IncrementalAlterConfigsRequest")
     }
 
@@ -91,9 +90,7 @@ impl Encode for IncrementalAlterConfigsRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.resources, ver);
         w.bool(self.validate_only);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -103,12 +100,11 @@ impl Encode for AlterConfigsResource<'_> {
         let mut n = Size::new(1);
         n += wire::string_size(self.resource_name.len(), ver.flexible, "AlterConfigsResource.ResourceName")?;
         n += encode::array_size(&self.configs, ver, "AlterConfigsResource.Configs")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterConfigsResource._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterConfigsResource._tagged_fields",
+        )?;
         n.total("AlterConfigsResource")
     }
 
@@ -117,9 +113,7 @@ impl Encode for AlterConfigsResource<'_> {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
         encode::write_array(w, &self.configs, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -132,9 +126,7 @@ impl Encode for AlterableConfig<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "AlterableConfig.Value")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AlterableConfig._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "AlterableConfig._tagged_fields")?;
         n.total("AlterableConfig")
     }
 
@@ -143,9 +135,7 @@ impl Encode for AlterableConfig<'_> {
         w.str(&self.name, ver.flexible);
         w.i8(self.config_operation);
         w.nullable_str(self.value.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -192,9 +182,7 @@ impl<'a> IncrementalAlterConfigsRequestView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "IncrementalAlterConfigsRequest.ValidateOnly")?;
-        if ver.flexible {
-            r.tagged_fields("IncrementalAlterConfigsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "IncrementalAlterConfigsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -237,18 +225,11 @@ impl<'a> AlterConfigsResourceView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(1, "AlterConfigsResource.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
         view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
-        if ver.flexible {
-            r.tagged_fields("AlterConfigsResource._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterConfigsResource._tagged_fields")?;
         Ok(())
     }
 
@@ -305,18 +286,11 @@ impl<'a> AlterableConfigView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterableConfig.Name")?;
         r.take(1, "AlterableConfig.ConfigOperation")?;
         r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
-        if ver.flexible {
-            r.tagged_fields("AlterableConfig._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterableConfig._tagged_fields")?;
         Ok(())
     }
 
@@ -393,12 +367,11 @@ impl Encode for IncrementalAlterConfigsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.responses, ver, "IncrementalAlterConfigsResponse.Responses")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "IncrementalAlterConfigsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "IncrementalAlterConfigsResponse._tagged_fields",
+        )?;
         n.total("IncrementalAlterConfigsResponse")
     }
 
@@ -406,9 +379,7 @@ impl Encode for IncrementalAlterConfigsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.responses, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -425,12 +396,11 @@ impl Encode for AlterConfigsResourceResponse<'_> {
             ver.flexible,
             "AlterConfigsResourceResponse.ResourceName",
         )?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "AlterConfigsResourceResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "AlterConfigsResourceResponse._tagged_fields",
+        )?;
         n.total("AlterConfigsResourceResponse")
     }
 
@@ -440,9 +410,7 @@ impl Encode for AlterConfigsResourceResponse<'_> {
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -489,9 +457,7 @@ impl<'a> IncrementalAlterConfigsResponseView<'a> {
             "IncrementalAlterConfigsResponse.Responses",
         )?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("IncrementalAlterConfigsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "IncrementalAlterConfigsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -540,19 +506,12 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "AlterConfigsResourceResponse.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?;
         r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
-        if ver.flexible {
-            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "AlterConfigsResourceResponse._tagged_fields")?;
         Ok(())
     }
 

@@ -79,12 +79,11 @@ impl Encode for InitProducerIdRequest<'_> {
         if self.keep_prepared_txn {
             return Err(encode::not_in_version("InitProducerIdRequest.KeepPreparedTxn", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "InitProducerIdRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "InitProducerIdRequest._tagged_fields",
+        )?;
         n.total("InitProducerIdRequest")
     }
 
@@ -98,9 +97,7 @@ impl Encode for InitProducerIdRequest<'_> {
                 b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
             });
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -184,9 +181,7 @@ impl<'a> InitProducerIdRequestView<'a> {
                 &[("InitProducerIdRequest.ProducerId", 8), ("InitProducerIdRequest.ProducerEpoch", 2)],
             )?;
         }
-        if ver.flexible {
-            r.tagged_fields("InitProducerIdRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "InitProducerIdRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -242,12 +237,11 @@ impl Encode for InitProducerIdResponse<'_> {
         if self.ongoing_txn_producer_epoch != -1 {
             return Err(encode::not_in_version("InitProducerIdResponse.OngoingTxnProducerEpoch", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "InitProducerIdResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "InitProducerIdResponse._tagged_fields",
+        )?;
         n.total("InitProducerIdResponse")
     }
 
@@ -259,9 +253,7 @@ impl Encode for InitProducerIdResponse<'_> {
             b[6..14].copy_from_slice(&self.producer_id.to_be_bytes());
             b[14..16].copy_from_slice(&self.producer_epoch.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 

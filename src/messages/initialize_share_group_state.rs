@@ -194,11 +194,6 @@ impl<'a> InitializeStateDataView<'a> {
 
 impl<'a> ElementImpl<'a> for InitializeStateDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "InitializeStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "InitializeStateData.Partitions")?;
@@ -459,11 +454,6 @@ impl<'a> InitializeStateResultView<'a> {
 
 impl<'a> ElementImpl<'a> for InitializeStateResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "InitializeStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "InitializeStateResult.Partitions")?;
@@ -519,11 +509,6 @@ impl<'a> PartitionResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;

@@ -98,10 +98,8 @@ impl Encode for JoinGroupRequest<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        if ver.flexible {
-            n +=
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "JoinGroupRequest._tagged_fields")?;
-        }
+        n +=
+            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "JoinGroupRequest._tagged_fields")?;
         n.total("JoinGroupRequest")
     }
 
@@ -121,9 +119,7 @@ impl Encode for JoinGroupRequest<'_> {
         if ver.version >= 8 {
             w.nullable_str(self.reason.as_deref(), ver.flexible);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -133,12 +129,11 @@ impl Encode for JoinGroupRequestProtocol<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "JoinGroupRequestProtocol.Name")?;
         n += wire::bytes_size(self.metadata.len(), ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "JoinGroupRequestProtocol._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "JoinGroupRequestProtocol._tagged_fields",
+        )?;
         n.total("JoinGroupRequestProtocol")
     }
 
@@ -146,9 +141,7 @@ impl Encode for JoinGroupRequestProtocol<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         w.bytes(&self.metadata, ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -261,9 +254,7 @@ impl<'a> JoinGroupRequestView<'a> {
             r.check_nullable_str(ver.flexible, "JoinGroupRequest.Reason")?;
         }
         at[5] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("JoinGroupRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "JoinGroupRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -300,17 +291,10 @@ impl<'a> JoinGroupRequestProtocolView<'a> {
 
 impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "JoinGroupRequestProtocol.Name")?;
         r.bytes(ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
-        if ver.flexible {
-            r.tagged_fields("JoinGroupRequestProtocol._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "JoinGroupRequestProtocol._tagged_fields")?;
         Ok(())
     }
 
@@ -426,12 +410,11 @@ impl Encode for JoinGroupResponse<'_> {
         }
         n += wire::string_size(self.member_id.len(), ver.flexible, "JoinGroupResponse.MemberId")?;
         n += encode::array_size(&self.members, ver, "JoinGroupResponse.Members")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "JoinGroupResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "JoinGroupResponse._tagged_fields",
+        )?;
         n.total("JoinGroupResponse")
     }
 
@@ -454,9 +437,7 @@ impl Encode for JoinGroupResponse<'_> {
         }
         w.str(&self.member_id, ver.flexible);
         encode::write_array(w, &self.members, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -474,12 +455,11 @@ impl Encode for JoinGroupResponseMember<'_> {
             };
         }
         n += wire::bytes_size(self.metadata.len(), ver.flexible, "JoinGroupResponseMember.Metadata")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "JoinGroupResponseMember._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "JoinGroupResponseMember._tagged_fields",
+        )?;
         n.total("JoinGroupResponseMember")
     }
 
@@ -490,9 +470,7 @@ impl Encode for JoinGroupResponseMember<'_> {
             w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         }
         w.bytes(&self.metadata, ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -607,9 +585,7 @@ impl<'a> JoinGroupResponseView<'a> {
         at[3] = (r.pos() - start) as u32;
         view::check_array::<JoinGroupResponseMemberView<'a>>(r, ver, "JoinGroupResponse.Members")?;
         at[4] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("JoinGroupResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "JoinGroupResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -656,20 +632,13 @@ impl<'a> JoinGroupResponseMemberView<'a> {
 
 impl<'a> ElementImpl<'a> for JoinGroupResponseMemberView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "JoinGroupResponseMember.MemberId")?;
         if ver.version >= 5 {
             r.check_nullable_str(ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?;
         }
         r.bytes(ver.flexible, "JoinGroupResponseMember.Metadata")?;
-        if ver.flexible {
-            r.tagged_fields("JoinGroupResponseMember._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "JoinGroupResponseMember._tagged_fields")?;
         Ok(())
     }
 

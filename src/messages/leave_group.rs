@@ -60,12 +60,11 @@ impl Encode for LeaveGroupRequest<'_> {
         } else if !self.members.is_empty() {
             return Err(encode::not_in_version("LeaveGroupRequest.Members", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "LeaveGroupRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "LeaveGroupRequest._tagged_fields",
+        )?;
         n.total("LeaveGroupRequest")
     }
 
@@ -78,9 +77,7 @@ impl Encode for LeaveGroupRequest<'_> {
         if ver.version >= 3 {
             encode::write_array(w, &self.members, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -99,9 +96,7 @@ impl Encode for MemberIdentity<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MemberIdentity._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "MemberIdentity._tagged_fields")?;
         n.total("MemberIdentity")
     }
 
@@ -112,9 +107,7 @@ impl Encode for MemberIdentity<'_> {
         if ver.version == 5 {
             w.nullable_str(self.reason.as_deref(), ver.flexible);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -174,9 +167,7 @@ impl<'a> LeaveGroupRequestView<'a> {
             view::check_array::<MemberIdentityView<'a>>(r, ver, "LeaveGroupRequest.Members")?;
         }
         at[2] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("LeaveGroupRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "LeaveGroupRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -223,20 +214,13 @@ impl<'a> MemberIdentityView<'a> {
 
 impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "MemberIdentity.MemberId")?;
         r.check_nullable_str(ver.flexible, "MemberIdentity.GroupInstanceId")?;
         if ver.version == 5 {
             r.check_nullable_str(ver.flexible, "MemberIdentity.Reason")?;
         }
-        if ver.flexible {
-            r.tagged_fields("MemberIdentity._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "MemberIdentity._tagged_fields")?;
         Ok(())
     }
 
@@ -316,12 +300,11 @@ impl Encode for LeaveGroupResponse<'_> {
         } else if !self.members.is_empty() {
             return Err(encode::not_in_version("LeaveGroupResponse.Members", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "LeaveGroupResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "LeaveGroupResponse._tagged_fields",
+        )?;
         n.total("LeaveGroupResponse")
     }
 
@@ -334,9 +317,7 @@ impl Encode for LeaveGroupResponse<'_> {
         if ver.version >= 3 {
             encode::write_array(w, &self.members, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -349,9 +330,7 @@ impl Encode for MemberResponse<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "MemberResponse.GroupInstanceId")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MemberResponse._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "MemberResponse._tagged_fields")?;
         n.total("MemberResponse")
     }
 
@@ -360,9 +339,7 @@ impl Encode for MemberResponse<'_> {
         w.str(&self.member_id, ver.flexible);
         w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         w.i16(self.error_code);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -416,9 +393,7 @@ impl<'a> LeaveGroupResponseView<'a> {
             view::check_array::<MemberResponseView<'a>>(r, ver, "LeaveGroupResponse.Members")?;
         }
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("LeaveGroupResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "LeaveGroupResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -461,18 +436,11 @@ impl<'a> MemberResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for MemberResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "MemberResponse.MemberId")?;
         r.check_nullable_str(ver.flexible, "MemberResponse.GroupInstanceId")?;
         r.take(2, "MemberResponse.ErrorCode")?;
-        if ver.flexible {
-            r.tagged_fields("MemberResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "MemberResponse._tagged_fields")?;
         Ok(())
     }
 

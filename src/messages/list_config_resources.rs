@@ -271,11 +271,6 @@ impl<'a> ConfigResourceView<'a> {
 
 impl<'a> ElementImpl<'a> for ConfigResourceView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ConfigResource.ResourceName")?;
         if ver.version == 1 {

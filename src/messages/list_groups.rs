@@ -44,12 +44,11 @@ impl Encode for ListGroupsRequest<'_> {
         } else if !self.types_filter.is_empty() {
             return Err(encode::not_in_version("ListGroupsRequest.TypesFilter", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListGroupsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ListGroupsRequest._tagged_fields",
+        )?;
         n.total("ListGroupsRequest")
     }
 
@@ -61,9 +60,7 @@ impl Encode for ListGroupsRequest<'_> {
         if ver.version == 5 {
             encode::write_array(w, &self.types_filter, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -115,9 +112,7 @@ impl<'a> ListGroupsRequestView<'a> {
             view::check_array::<&'a str>(r, ver, "ListGroupsRequest.TypesFilter")?;
         }
         at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ListGroupsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ListGroupsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -166,12 +161,11 @@ impl Encode for ListGroupsResponse<'_> {
             n += 4;
         }
         n += encode::array_size(&self.groups, ver, "ListGroupsResponse.Groups")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListGroupsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ListGroupsResponse._tagged_fields",
+        )?;
         n.total("ListGroupsResponse")
     }
 
@@ -182,9 +176,7 @@ impl Encode for ListGroupsResponse<'_> {
         }
         w.i16(self.error_code);
         encode::write_array(w, &self.groups, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -200,9 +192,7 @@ impl Encode for ListedGroup<'_> {
         if ver.version == 5 {
             n += wire::string_size(self.group_type.len(), ver.flexible, "ListedGroup.GroupType")?;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListedGroup._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ListedGroup._tagged_fields")?;
         n.total("ListedGroup")
     }
 
@@ -216,9 +206,7 @@ impl Encode for ListedGroup<'_> {
         if ver.version == 5 {
             w.str(&self.group_type, ver.flexible);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -270,9 +258,7 @@ impl<'a> ListGroupsResponseView<'a> {
         r.take(2, "ListGroupsResponse.ErrorCode")?;
         view::check_array::<ListedGroupView<'a>>(r, ver, "ListGroupsResponse.Groups")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ListGroupsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ListGroupsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -321,11 +307,6 @@ impl<'a> ListedGroupView<'a> {
 
 impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ListedGroup.GroupId")?;
         r.check_str(ver.flexible, "ListedGroup.ProtocolType")?;
@@ -335,9 +316,7 @@ impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
         if ver.version == 5 {
             r.check_str(ver.flexible, "ListedGroup.GroupType")?;
         }
-        if ver.flexible {
-            r.tagged_fields("ListedGroup._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ListedGroup._tagged_fields")?;
         Ok(())
     }
 

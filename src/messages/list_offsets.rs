@@ -89,12 +89,11 @@ impl Encode for ListOffsetsRequest<'_> {
         if ver.version >= 10 {
             n += 4;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListOffsetsRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ListOffsetsRequest._tagged_fields",
+        )?;
         n.total("ListOffsetsRequest")
     }
 
@@ -108,9 +107,7 @@ impl Encode for ListOffsetsRequest<'_> {
         if ver.version >= 10 {
             w.i32(self.timeout_ms);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -120,10 +117,8 @@ impl Encode for ListOffsetsTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "ListOffsetsTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "ListOffsetsTopic.Partitions")?;
-        if ver.flexible {
-            n +=
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsTopic._tagged_fields")?;
-        }
+        n +=
+            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ListOffsetsTopic._tagged_fields")?;
         n.total("ListOffsetsTopic")
     }
 
@@ -131,9 +126,7 @@ impl Encode for ListOffsetsTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -144,12 +137,11 @@ impl Encode for ListOffsetsPartition<'_> {
         if ver.version >= 4 {
             n += 4;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListOffsetsPartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ListOffsetsPartition._tagged_fields",
+        )?;
         n.total("ListOffsetsPartition")
     }
 
@@ -160,9 +152,7 @@ impl Encode for ListOffsetsPartition<'_> {
             w.i32(self.current_leader_epoch);
         }
         w.i64(self.timestamp);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -238,9 +228,7 @@ impl<'a> ListOffsetsRequestView<'a> {
         if ver.version >= 10 {
             r.take(4, "ListOffsetsRequest.TimeoutMs")?;
         }
-        if ver.flexible {
-            r.tagged_fields("ListOffsetsRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ListOffsetsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -277,17 +265,10 @@ impl<'a> ListOffsetsTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ListOffsetsTopic.Name")?;
         view::check_array::<ListOffsetsPartitionView<'a>>(r, ver, "ListOffsetsTopic.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("ListOffsetsTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ListOffsetsTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -442,12 +423,11 @@ impl Encode for ListOffsetsResponse<'_> {
             n += 4;
         }
         n += encode::array_size(&self.topics, ver, "ListOffsetsResponse.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListOffsetsResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ListOffsetsResponse._tagged_fields",
+        )?;
         n.total("ListOffsetsResponse")
     }
 
@@ -457,9 +437,7 @@ impl Encode for ListOffsetsResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         encode::write_array(w, &self.topics, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -469,12 +447,11 @@ impl Encode for ListOffsetsTopicResponse<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "ListOffsetsTopicResponse.Name")?;
         n += encode::array_size(&self.partitions, ver, "ListOffsetsTopicResponse.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListOffsetsTopicResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ListOffsetsTopicResponse._tagged_fields",
+        )?;
         n.total("ListOffsetsTopicResponse")
     }
 
@@ -482,9 +459,7 @@ impl Encode for ListOffsetsTopicResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -497,12 +472,11 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
         } else if self.leader_epoch != -1 {
             return Err(encode::not_in_version("ListOffsetsPartitionResponse.LeaderEpoch", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "ListOffsetsPartitionResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "ListOffsetsPartitionResponse._tagged_fields",
+        )?;
         n.total("ListOffsetsPartitionResponse")
     }
 
@@ -517,9 +491,7 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
         if ver.version >= 4 {
             w.i32(self.leader_epoch);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -575,9 +547,7 @@ impl<'a> ListOffsetsResponseView<'a> {
         }
         view::check_array::<ListOffsetsTopicResponseView<'a>>(r, ver, "ListOffsetsResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ListOffsetsResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ListOffsetsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -614,11 +584,6 @@ impl<'a> ListOffsetsTopicResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ListOffsetsTopicResponse.Name")?;
         view::check_array::<ListOffsetsPartitionResponseView<'a>>(
@@ -626,9 +591,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
             ver,
             "ListOffsetsTopicResponse.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("ListOffsetsTopicResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ListOffsetsTopicResponse._tagged_fields")?;
         Ok(())
     }
 

@@ -185,11 +185,6 @@ impl<'a> ListPartitionReassignmentsTopicsView<'a> {
 
 impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ListPartitionReassignmentsTopics.Name")?;
         view::check_array::<i32>(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?;
@@ -456,11 +451,6 @@ impl<'a> OngoingTopicReassignmentView<'a> {
 
 impl<'a> ElementImpl<'a> for OngoingTopicReassignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "OngoingTopicReassignment.Name")?;
         view::check_array::<OngoingPartitionReassignmentView<'a>>(
@@ -533,11 +523,6 @@ impl<'a> OngoingPartitionReassignmentView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for OngoingPartitionReassignmentView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "OngoingPartitionReassignment.PartitionIndex")?;

@@ -345,11 +345,6 @@ impl<'a> TransactionStateView<'a> {
 
 impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TransactionState.TransactionalId")?;
         r.take(8, "TransactionState.ProducerId")?;

@@ -97,9 +97,7 @@ impl Encode for MetadataRequest<'_> {
         } else if self.include_topic_authorized_operations {
             return Err(encode::not_in_version("MetadataRequest.IncludeTopicAuthorizedOperations", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataRequest._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "MetadataRequest._tagged_fields")?;
         n.total("MetadataRequest")
     }
 
@@ -115,9 +113,7 @@ impl Encode for MetadataRequest<'_> {
         if ver.version >= 8 {
             w.bool(self.include_topic_authorized_operations);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -135,12 +131,11 @@ impl Encode for MetadataRequestTopic<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataRequestTopic.Name")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "MetadataRequestTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "MetadataRequestTopic._tagged_fields",
+        )?;
         n.total("MetadataRequestTopic")
     }
 
@@ -150,9 +145,7 @@ impl Encode for MetadataRequestTopic<'_> {
             w.uuid(self.topic_id);
         }
         w.nullable_str(self.name.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -236,9 +229,7 @@ impl<'a> MetadataRequestView<'a> {
         if ver.version >= 8 {
             r.take(1, "MetadataRequest.IncludeTopicAuthorizedOperations")?;
         }
-        if ver.flexible {
-            r.tagged_fields("MetadataRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "MetadataRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -275,11 +266,6 @@ impl<'a> MetadataRequestTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version >= 10 {
             r.take(16, "MetadataRequestTopic.TopicId")?;
@@ -289,9 +275,7 @@ impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
         } else {
             r.check_str(ver.flexible, "MetadataRequestTopic.Name")?;
         }
-        if ver.flexible {
-            r.tagged_fields("MetadataRequestTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "MetadataRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -472,10 +456,8 @@ impl Encode for MetadataResponse<'_> {
         if ver.version == 13 {
             n += 2;
         }
-        if ver.flexible {
-            n +=
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataResponse._tagged_fields")?;
-        }
+        n +=
+            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "MetadataResponse._tagged_fields")?;
         n.total("MetadataResponse")
     }
 
@@ -498,9 +480,7 @@ impl Encode for MetadataResponse<'_> {
         if ver.version == 13 {
             w.i16(self.error_code);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -515,12 +495,11 @@ impl Encode for MetadataResponseBroker<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "MetadataResponseBroker._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "MetadataResponseBroker._tagged_fields",
+        )?;
         n.total("MetadataResponseBroker")
     }
 
@@ -532,9 +511,7 @@ impl Encode for MetadataResponseBroker<'_> {
         if ver.version >= 1 {
             w.nullable_str(self.rack.as_deref(), ver.flexible);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -561,12 +538,11 @@ impl Encode for MetadataResponseTopic<'_> {
         } else if self.topic_authorized_operations != i32::MIN {
             return Err(encode::not_in_version("MetadataResponseTopic.TopicAuthorizedOperations", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "MetadataResponseTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "MetadataResponseTopic._tagged_fields",
+        )?;
         n.total("MetadataResponseTopic")
     }
 
@@ -584,9 +560,7 @@ impl Encode for MetadataResponseTopic<'_> {
         if ver.version >= 8 {
             w.i32(self.topic_authorized_operations);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -603,12 +577,11 @@ impl Encode for MetadataResponsePartition<'_> {
             n +=
                 encode::array_size(&self.offline_replicas, ver, "MetadataResponsePartition.OfflineReplicas")?;
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "MetadataResponsePartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "MetadataResponsePartition._tagged_fields",
+        )?;
         n.total("MetadataResponsePartition")
     }
 
@@ -627,9 +600,7 @@ impl Encode for MetadataResponsePartition<'_> {
         if ver.version >= 5 {
             encode::write_array(w, &self.offline_replicas, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -749,9 +720,7 @@ impl<'a> MetadataResponseView<'a> {
         if ver.version == 13 {
             r.take(2, "MetadataResponse.ErrorCode")?;
         }
-        if ver.flexible {
-            r.tagged_fields("MetadataResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "MetadataResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -804,11 +773,6 @@ impl<'a> MetadataResponseBrokerView<'a> {
 
 impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "MetadataResponseBroker.NodeId")?;
         r.check_str(ver.flexible, "MetadataResponseBroker.Host")?;
@@ -816,9 +780,7 @@ impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
         if ver.version >= 1 {
             r.check_nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?;
         }
-        if ver.flexible {
-            r.tagged_fields("MetadataResponseBroker._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "MetadataResponseBroker._tagged_fields")?;
         Ok(())
     }
 
@@ -918,11 +880,6 @@ impl<'a> MetadataResponseTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "MetadataResponseTopic.ErrorCode")?;
         if ver.version >= 12 {
@@ -940,9 +897,7 @@ impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
         if ver.version >= 8 {
             r.take(4, "MetadataResponseTopic.TopicAuthorizedOperations")?;
         }
-        if ver.flexible {
-            r.tagged_fields("MetadataResponseTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "MetadataResponseTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -1043,11 +998,6 @@ impl<'a> MetadataResponsePartitionView<'a> {
 
 impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             10,
@@ -1065,9 +1015,7 @@ impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
         if ver.version >= 5 {
             view::check_array::<i32>(r, ver, "MetadataResponsePartition.OfflineReplicas")?;
         }
-        if ver.flexible {
-            r.tagged_fields("MetadataResponsePartition._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "MetadataResponsePartition._tagged_fields")?;
         Ok(())
     }
 

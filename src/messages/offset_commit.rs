@@ -115,12 +115,11 @@ impl Encode for OffsetCommitRequest<'_> {
             n += 8;
         }
         n += encode::array_size(&self.topics, ver, "OffsetCommitRequest.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetCommitRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetCommitRequest._tagged_fields",
+        )?;
         n.total("OffsetCommitRequest")
     }
 
@@ -136,9 +135,7 @@ impl Encode for OffsetCommitRequest<'_> {
             w.i64(self.retention_time_ms);
         }
         encode::write_array(w, &self.topics, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -153,12 +150,11 @@ impl Encode for OffsetCommitRequestTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "OffsetCommitRequestTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetCommitRequestTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetCommitRequestTopic._tagged_fields",
+        )?;
         n.total("OffsetCommitRequestTopic")
     }
 
@@ -171,9 +167,7 @@ impl Encode for OffsetCommitRequestTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -190,12 +184,11 @@ impl Encode for OffsetCommitRequestPartition<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetCommitRequestPartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetCommitRequestPartition._tagged_fields",
+        )?;
         n.total("OffsetCommitRequestPartition")
     }
 
@@ -209,9 +202,7 @@ impl Encode for OffsetCommitRequestPartition<'_> {
             w.i32(self.committed_leader_epoch);
         }
         w.nullable_str(self.committed_metadata.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -300,9 +291,7 @@ impl<'a> OffsetCommitRequestView<'a> {
         }
         view::check_array::<OffsetCommitRequestTopicView<'a>>(r, ver, "OffsetCommitRequest.Topics")?;
         at[3] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("OffsetCommitRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetCommitRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -345,11 +334,6 @@ impl<'a> OffsetCommitRequestTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 9 {
             r.check_str(ver.flexible, "OffsetCommitRequestTopic.Name")?;
@@ -362,9 +346,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
             ver,
             "OffsetCommitRequestTopic.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("OffsetCommitRequestTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetCommitRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -435,11 +417,6 @@ impl<'a> OffsetCommitRequestPartitionView<'a> {
 
 impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
@@ -452,9 +429,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
             r.take(4, "OffsetCommitRequestPartition.CommittedLeaderEpoch")?;
         }
         r.check_nullable_str(ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?;
-        if ver.flexible {
-            r.tagged_fields("OffsetCommitRequestPartition._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetCommitRequestPartition._tagged_fields")?;
         Ok(())
     }
 
@@ -522,12 +497,11 @@ impl Encode for OffsetCommitResponse<'_> {
             n += 4;
         }
         n += encode::array_size(&self.topics, ver, "OffsetCommitResponse.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetCommitResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetCommitResponse._tagged_fields",
+        )?;
         n.total("OffsetCommitResponse")
     }
 
@@ -537,9 +511,7 @@ impl Encode for OffsetCommitResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         encode::write_array(w, &self.topics, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -554,12 +526,11 @@ impl Encode for OffsetCommitResponseTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "OffsetCommitResponseTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetCommitResponseTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetCommitResponseTopic._tagged_fields",
+        )?;
         n.total("OffsetCommitResponseTopic")
     }
 
@@ -572,9 +543,7 @@ impl Encode for OffsetCommitResponseTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -582,12 +551,11 @@ impl Encode for OffsetCommitResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetCommitResponsePartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetCommitResponsePartition._tagged_fields",
+        )?;
         n.total("OffsetCommitResponsePartition")
     }
 
@@ -597,9 +565,7 @@ impl Encode for OffsetCommitResponsePartition<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -649,9 +615,7 @@ impl<'a> OffsetCommitResponseView<'a> {
         }
         view::check_array::<OffsetCommitResponseTopicView<'a>>(r, ver, "OffsetCommitResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("OffsetCommitResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetCommitResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -694,11 +658,6 @@ impl<'a> OffsetCommitResponseTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 9 {
             r.check_str(ver.flexible, "OffsetCommitResponseTopic.Name")?;
@@ -711,9 +670,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
             ver,
             "OffsetCommitResponseTopic.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("OffsetCommitResponseTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetCommitResponseTopic._tagged_fields")?;
         Ok(())
     }
 

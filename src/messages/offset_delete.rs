@@ -158,11 +158,6 @@ impl<'a> OffsetDeleteRequestTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for OffsetDeleteRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(false, "OffsetDeleteRequestTopic.Name")?;
         view::check_array::<OffsetDeleteRequestPartitionView<'a>>(
@@ -377,11 +372,6 @@ impl<'a> OffsetDeleteResponseTopicView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for OffsetDeleteResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(false, "OffsetDeleteResponseTopic.Name")?;

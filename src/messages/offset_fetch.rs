@@ -134,12 +134,11 @@ impl Encode for OffsetFetchRequest<'_> {
         } else if self.require_stable {
             return Err(encode::not_in_version("OffsetFetchRequest.RequireStable", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetFetchRequest._tagged_fields",
+        )?;
         n.total("OffsetFetchRequest")
     }
 
@@ -157,9 +156,7 @@ impl Encode for OffsetFetchRequest<'_> {
         if ver.version >= 7 {
             w.bool(self.require_stable);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -169,12 +166,11 @@ impl Encode for OffsetFetchRequestTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "OffsetFetchRequestTopic.Name")?;
         n += encode::array_size(&self.partition_indexes, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchRequestTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetFetchRequestTopic._tagged_fields",
+        )?;
         n.total("OffsetFetchRequestTopic")
     }
 
@@ -182,9 +178,7 @@ impl Encode for OffsetFetchRequestTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partition_indexes, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -338,9 +332,7 @@ impl<'a> OffsetFetchRequestView<'a> {
         if ver.version >= 7 {
             r.take(1, "OffsetFetchRequest.RequireStable")?;
         }
-        if ver.flexible {
-            r.tagged_fields("OffsetFetchRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetFetchRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -377,17 +369,10 @@ impl<'a> OffsetFetchRequestTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OffsetFetchRequestTopic.Name")?;
         view::check_array::<i32>(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
-        if ver.flexible {
-            r.tagged_fields("OffsetFetchRequestTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetFetchRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -453,11 +438,6 @@ impl<'a> OffsetFetchRequestGroupView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for OffsetFetchRequestGroupView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "OffsetFetchRequestGroup.GroupId")?;
@@ -531,11 +511,6 @@ impl<'a> OffsetFetchRequestTopicsView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 9 {
@@ -713,12 +688,11 @@ impl Encode for OffsetFetchResponse<'_> {
         } else if !self.groups.is_empty() {
             return Err(encode::not_in_version("OffsetFetchResponse.Groups", ver));
         }
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetFetchResponse._tagged_fields",
+        )?;
         n.total("OffsetFetchResponse")
     }
 
@@ -736,9 +710,7 @@ impl Encode for OffsetFetchResponse<'_> {
         if ver.version >= 8 {
             encode::write_array(w, &self.groups, ver);
         }
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -748,12 +720,11 @@ impl Encode for OffsetFetchResponseTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "OffsetFetchResponseTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "OffsetFetchResponseTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchResponseTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetFetchResponseTopic._tagged_fields",
+        )?;
         n.total("OffsetFetchResponseTopic")
     }
 
@@ -761,9 +732,7 @@ impl Encode for OffsetFetchResponseTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -778,12 +747,11 @@ impl Encode for OffsetFetchResponsePartition<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "OffsetFetchResponsePartition.Metadata")?,
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetFetchResponsePartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetFetchResponsePartition._tagged_fields",
+        )?;
         n.total("OffsetFetchResponsePartition")
     }
 
@@ -798,9 +766,7 @@ impl Encode for OffsetFetchResponsePartition<'_> {
         }
         w.nullable_str(self.metadata.as_deref(), ver.flexible);
         w.i16(self.error_code);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -955,9 +921,7 @@ impl<'a> OffsetFetchResponseView<'a> {
             view::check_array::<OffsetFetchResponseGroupView<'a>>(r, ver, "OffsetFetchResponse.Groups")?;
         }
         at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("OffsetFetchResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetFetchResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -994,11 +958,6 @@ impl<'a> OffsetFetchResponseTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OffsetFetchResponseTopic.Name")?;
         view::check_array::<OffsetFetchResponsePartitionView<'a>>(
@@ -1006,9 +965,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
             ver,
             "OffsetFetchResponseTopic.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("OffsetFetchResponseTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetFetchResponseTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -1083,11 +1040,6 @@ impl<'a> OffsetFetchResponsePartitionView<'a> {
 
 impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
@@ -1101,9 +1053,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionView<'a> {
         }
         r.check_nullable_str(ver.flexible, "OffsetFetchResponsePartition.Metadata")?;
         r.take(2, "OffsetFetchResponsePartition.ErrorCode")?;
-        if ver.flexible {
-            r.tagged_fields("OffsetFetchResponsePartition._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetFetchResponsePartition._tagged_fields")?;
         Ok(())
     }
 
@@ -1158,11 +1108,6 @@ impl<'a> OffsetFetchResponseGroupView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for OffsetFetchResponseGroupView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "OffsetFetchResponseGroup.GroupId")?;
@@ -1223,11 +1168,6 @@ impl<'a> OffsetFetchResponseTopicsView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 9 {
@@ -1316,11 +1256,6 @@ impl<'a> OffsetFetchResponsePartitionsView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(

@@ -85,12 +85,11 @@ impl Encode for OffsetForLeaderEpochRequest<'_> {
             n += 4;
         }
         n += encode::array_size(&self.topics, ver, "OffsetForLeaderEpochRequest.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetForLeaderEpochRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetForLeaderEpochRequest._tagged_fields",
+        )?;
         n.total("OffsetForLeaderEpochRequest")
     }
 
@@ -100,9 +99,7 @@ impl Encode for OffsetForLeaderEpochRequest<'_> {
             w.i32(self.replica_id);
         }
         encode::write_array(w, &self.topics, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -112,12 +109,11 @@ impl Encode for OffsetForLeaderTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "OffsetForLeaderTopic.Topic")?;
         n += encode::array_size(&self.partitions, ver, "OffsetForLeaderTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetForLeaderTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetForLeaderTopic._tagged_fields",
+        )?;
         n.total("OffsetForLeaderTopic")
     }
 
@@ -125,9 +121,7 @@ impl Encode for OffsetForLeaderTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -135,12 +129,11 @@ impl Encode for OffsetForLeaderPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(12);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetForLeaderPartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetForLeaderPartition._tagged_fields",
+        )?;
         n.total("OffsetForLeaderPartition")
     }
 
@@ -151,9 +144,7 @@ impl Encode for OffsetForLeaderPartition<'_> {
             b[4..8].copy_from_slice(&self.current_leader_epoch.to_be_bytes());
             b[8..12].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -203,9 +194,7 @@ impl<'a> OffsetForLeaderEpochRequestView<'a> {
         }
         view::check_array::<OffsetForLeaderTopicView<'a>>(r, ver, "OffsetForLeaderEpochRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("OffsetForLeaderEpochRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetForLeaderEpochRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -242,17 +231,10 @@ impl<'a> OffsetForLeaderTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for OffsetForLeaderTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OffsetForLeaderTopic.Topic")?;
         view::check_array::<OffsetForLeaderPartitionView<'a>>(r, ver, "OffsetForLeaderTopic.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("OffsetForLeaderTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetForLeaderTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -403,12 +385,11 @@ impl Encode for OffsetForLeaderEpochResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.topics, ver, "OffsetForLeaderEpochResponse.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetForLeaderEpochResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetForLeaderEpochResponse._tagged_fields",
+        )?;
         n.total("OffsetForLeaderEpochResponse")
     }
 
@@ -416,9 +397,7 @@ impl Encode for OffsetForLeaderEpochResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.topics, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -428,12 +407,11 @@ impl Encode for OffsetForLeaderTopicResult<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
         n += encode::array_size(&self.partitions, ver, "OffsetForLeaderTopicResult.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "OffsetForLeaderTopicResult._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "OffsetForLeaderTopicResult._tagged_fields",
+        )?;
         n.total("OffsetForLeaderTopicResult")
     }
 
@@ -441,9 +419,7 @@ impl Encode for OffsetForLeaderTopicResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -451,9 +427,7 @@ impl Encode for EpochEndOffset<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(18);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EpochEndOffset._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EpochEndOffset._tagged_fields")?;
         n.total("EpochEndOffset")
     }
 
@@ -465,9 +439,7 @@ impl Encode for EpochEndOffset<'_> {
             b[6..10].copy_from_slice(&self.leader_epoch.to_be_bytes());
             b[10..18].copy_from_slice(&self.end_offset.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -519,9 +491,7 @@ impl<'a> OffsetForLeaderEpochResponseView<'a> {
             "OffsetForLeaderEpochResponse.Topics",
         )?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("OffsetForLeaderEpochResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetForLeaderEpochResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -558,17 +528,10 @@ impl<'a> OffsetForLeaderTopicResultView<'a> {
 
 impl<'a> ElementImpl<'a> for OffsetForLeaderTopicResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
         view::check_array::<EpochEndOffsetView<'a>>(r, ver, "OffsetForLeaderTopicResult.Partitions")?;
-        if ver.flexible {
-            r.tagged_fields("OffsetForLeaderTopicResult._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "OffsetForLeaderTopicResult._tagged_fields")?;
         Ok(())
     }
 

@@ -80,9 +80,7 @@ impl Encode for ProduceRequest<'_> {
             None => wire::null_size(ver.flexible, false),
         };
         n += encode::array_size(&self.topic_data, ver, "ProduceRequest.TopicData")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ProduceRequest._tagged_fields")?;
-        }
+        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ProduceRequest._tagged_fields")?;
         n.total("ProduceRequest")
     }
 
@@ -94,9 +92,7 @@ impl Encode for ProduceRequest<'_> {
             b[2..6].copy_from_slice(&self.timeout_ms.to_be_bytes());
         });
         encode::write_array(w, &self.topic_data, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -111,10 +107,8 @@ impl Encode for TopicProduceData<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partition_data, ver, "TopicProduceData.PartitionData")?;
-        if ver.flexible {
-            n +=
-                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicProduceData._tagged_fields")?;
-        }
+        n +=
+            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "TopicProduceData._tagged_fields")?;
         n.total("TopicProduceData")
     }
 
@@ -127,9 +121,7 @@ impl Encode for TopicProduceData<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partition_data, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -141,12 +133,11 @@ impl Encode for PartitionProduceData<'_> {
             Some(v) => wire::bytes_size(v.len(), ver.flexible, "PartitionProduceData.Records")?,
             None => wire::null_size(ver.flexible, true),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "PartitionProduceData._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "PartitionProduceData._tagged_fields",
+        )?;
         n.total("PartitionProduceData")
     }
 
@@ -154,9 +145,7 @@ impl Encode for PartitionProduceData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.index);
         w.nullable_bytes(self.records.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -213,9 +202,7 @@ impl<'a> ProduceRequestView<'a> {
         r.run(6, &[("ProduceRequest.Acks", 2), ("ProduceRequest.TimeoutMs", 4)])?;
         view::check_array::<TopicProduceDataView<'a>>(r, ver, "ProduceRequest.TopicData")?;
         at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ProduceRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "ProduceRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -258,11 +245,6 @@ impl<'a> TopicProduceDataView<'a> {
 
 impl<'a> ElementImpl<'a> for TopicProduceDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 12 {
             r.check_str(ver.flexible, "TopicProduceData.Name")?;
@@ -271,9 +253,7 @@ impl<'a> ElementImpl<'a> for TopicProduceDataView<'a> {
             r.take(16, "TopicProduceData.TopicId")?;
         }
         view::check_array::<PartitionProduceDataView<'a>>(r, ver, "TopicProduceData.PartitionData")?;
-        if ver.flexible {
-            r.tagged_fields("TopicProduceData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "TopicProduceData._tagged_fields")?;
         Ok(())
     }
 
@@ -327,17 +307,10 @@ impl<'a> PartitionProduceDataView<'a> {
 
 impl<'a> ElementImpl<'a> for PartitionProduceDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "PartitionProduceData.Index")?;
         r.nullable_bytes(ver.flexible, "PartitionProduceData.Records")?;
-        if ver.flexible {
-            r.tagged_fields("PartitionProduceData._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "PartitionProduceData._tagged_fields")?;
         Ok(())
     }
 
@@ -539,12 +512,11 @@ impl Encode for TopicProduceResponse<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partition_responses, ver, "TopicProduceResponse.PartitionResponses")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TopicProduceResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "TopicProduceResponse._tagged_fields",
+        )?;
         n.total("TopicProduceResponse")
     }
 
@@ -557,9 +529,7 @@ impl Encode for TopicProduceResponse<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partition_responses, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -642,12 +612,11 @@ impl Encode for BatchIndexAndErrorMessage<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "BatchIndexAndErrorMessage._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "BatchIndexAndErrorMessage._tagged_fields",
+        )?;
         n.total("BatchIndexAndErrorMessage")
     }
 
@@ -655,9 +624,7 @@ impl Encode for BatchIndexAndErrorMessage<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.batch_index);
         w.nullable_str(self.batch_index_error_message.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -816,11 +783,6 @@ impl<'a> TopicProduceResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 12 {
             r.check_str(ver.flexible, "TopicProduceResponse.Name")?;
@@ -833,9 +795,7 @@ impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
             ver,
             "TopicProduceResponse.PartitionResponses",
         )?;
-        if ver.flexible {
-            r.tagged_fields("TopicProduceResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "TopicProduceResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -1047,17 +1007,10 @@ impl<'a> BatchIndexAndErrorMessageView<'a> {
 
 impl<'a> ElementImpl<'a> for BatchIndexAndErrorMessageView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "BatchIndexAndErrorMessage.BatchIndex")?;
         r.check_nullable_str(ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?;
-        if ver.flexible {
-            r.tagged_fields("BatchIndexAndErrorMessage._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "BatchIndexAndErrorMessage._tagged_fields")?;
         Ok(())
     }
 
@@ -1165,11 +1118,6 @@ impl<'a> NodeEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "NodeEndpoint.NodeId")?;

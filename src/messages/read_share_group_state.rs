@@ -185,11 +185,6 @@ impl<'a> ReadStateDataView<'a> {
 
 impl<'a> ElementImpl<'a> for ReadStateDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateData.Partitions")?;
@@ -481,11 +476,6 @@ impl<'a> ReadStateResultView<'a> {
 
 impl<'a> ElementImpl<'a> for ReadStateResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateResult.Partitions")?;
@@ -566,11 +556,6 @@ impl<'a> PartitionResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;

@@ -195,11 +195,6 @@ impl<'a> ReadStateSummaryDataView<'a> {
 
 impl<'a> ElementImpl<'a> for ReadStateSummaryDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateSummaryData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateSummaryData.Partitions")?;
@@ -483,11 +478,6 @@ impl<'a> ReadStateSummaryResultView<'a> {
 
 impl<'a> ElementImpl<'a> for ReadStateSummaryResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateSummaryResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateSummaryResult.Partitions")?;
@@ -575,11 +565,6 @@ impl<'a> PartitionResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;

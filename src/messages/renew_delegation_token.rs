@@ -32,12 +32,11 @@ impl Encode for RenewDelegationTokenRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(8);
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "RenewDelegationTokenRequest.Hmac")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "RenewDelegationTokenRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "RenewDelegationTokenRequest._tagged_fields",
+        )?;
         n.total("RenewDelegationTokenRequest")
     }
 
@@ -45,9 +44,7 @@ impl Encode for RenewDelegationTokenRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.bytes(&self.hmac, ver.flexible);
         w.i64(self.renew_period_ms);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -90,9 +87,7 @@ impl<'a> RenewDelegationTokenRequestView<'a> {
         r.bytes(ver.flexible, "RenewDelegationTokenRequest.Hmac")?;
         at[0] = (r.pos() - start) as u32;
         r.take(8, "RenewDelegationTokenRequest.RenewPeriodMs")?;
-        if ver.flexible {
-            r.tagged_fields("RenewDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "RenewDelegationTokenRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -125,12 +120,11 @@ impl Encode for RenewDelegationTokenResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "RenewDelegationTokenResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "RenewDelegationTokenResponse._tagged_fields",
+        )?;
         n.total("RenewDelegationTokenResponse")
     }
 
@@ -141,9 +135,7 @@ impl Encode for RenewDelegationTokenResponse<'_> {
             b[2..10].copy_from_slice(&self.expiry_timestamp_ms.to_be_bytes());
             b[10..14].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]

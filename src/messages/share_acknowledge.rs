@@ -286,11 +286,6 @@ impl<'a> AcknowledgeTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for AcknowledgeTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AcknowledgeTopic.TopicId")?;
         view::check_array::<AcknowledgePartitionView<'a>>(r, ver, "AcknowledgeTopic.Partitions")?;
@@ -340,11 +335,6 @@ impl<'a> AcknowledgePartitionView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AcknowledgePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "AcknowledgePartition.PartitionIndex")?;
@@ -405,11 +395,6 @@ impl<'a> AcknowledgementBatchView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
@@ -758,11 +743,6 @@ impl<'a> ShareAcknowledgeTopicResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for ShareAcknowledgeTopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ShareAcknowledgeTopicResponse.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ShareAcknowledgeTopicResponse.Partitions")?;
@@ -824,11 +804,6 @@ impl<'a> PartitionDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionData.PartitionIndex", 4), ("PartitionData.ErrorCode", 2)])?;
@@ -942,11 +917,6 @@ impl<'a> NodeEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "NodeEndpoint.NodeId")?;

@@ -422,11 +422,6 @@ impl<'a> FetchTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "FetchTopic.TopicId")?;
         view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
@@ -482,11 +477,6 @@ impl<'a> FetchPartitionView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "FetchPartition.PartitionIndex")?;
@@ -544,11 +534,6 @@ impl<'a> AcknowledgementBatchView<'a> {
 
 impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
         view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
@@ -598,11 +583,6 @@ impl<'a> ForgottenTopicView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ForgottenTopic.TopicId")?;
@@ -988,11 +968,6 @@ impl<'a> ShareFetchableTopicResponseView<'a> {
 
 impl<'a> ElementImpl<'a> for ShareFetchableTopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ShareFetchableTopicResponse.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ShareFetchableTopicResponse.Partitions")?;
@@ -1087,11 +1062,6 @@ impl<'a> PartitionDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionData.PartitionIndex", 4), ("PartitionData.ErrorCode", 2)])?;
@@ -1277,11 +1247,6 @@ impl<'a> NodeEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "NodeEndpoint.NodeId")?;

@@ -447,11 +447,6 @@ impl<'a> DescribedGroupView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribedGroup.ErrorCode")?;
         r.check_nullable_str(true, "DescribedGroup.ErrorMessage")?;
@@ -556,11 +551,6 @@ impl<'a> MemberView<'a> {
 
 impl<'a> ElementImpl<'a> for MemberView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Member.MemberId")?;
         r.check_nullable_str(true, "Member.RackId")?;
@@ -621,11 +611,6 @@ impl<'a> AssignmentView<'a> {
 
 impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
         r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
@@ -680,11 +665,6 @@ impl<'a> TopicPartitionsView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "TopicPartitions.TopicId")?;

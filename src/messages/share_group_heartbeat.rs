@@ -412,11 +412,6 @@ impl<'a> AssignmentView<'a> {
 
 impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
         r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
@@ -465,11 +460,6 @@ impl<'a> TopicPartitionsView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "TopicPartitions.TopicId")?;

@@ -981,11 +981,6 @@ impl<'a> DescribedGroupView<'a> {
 
 impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribedGroup.ErrorCode")?;
         r.check_nullable_str(true, "DescribedGroup.ErrorMessage")?;
@@ -1072,11 +1067,6 @@ impl<'a> TopologyView<'a> {
 
 impl<'a> ElementImpl<'a> for TopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "Topology.Epoch")?;
         view::check_nullable_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
@@ -1151,11 +1141,6 @@ impl<'a> SubtopologyView<'a> {
 
 impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Subtopology.SubtopologyId")?;
         view::check_array::<&'a str>(r, ver, "Subtopology.SourceTopics")?;
@@ -1229,11 +1214,6 @@ impl<'a> TopicInfoView<'a> {
 
 impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicInfo.Name")?;
         r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
@@ -1287,11 +1267,6 @@ impl<'a> KeyValueView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for KeyValueView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "KeyValue.Key")?;
@@ -1443,11 +1418,6 @@ impl<'a> MemberView<'a> {
 
 impl<'a> ElementImpl<'a> for MemberView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Member.MemberId")?;
         r.take(4, "Member.MemberEpoch")?;
@@ -1538,11 +1508,6 @@ impl<'a> EndpointView<'a> {
 
 impl<'a> ElementImpl<'a> for EndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Endpoint.Host")?;
         r.take(2, "Endpoint.Port")?;
@@ -1599,11 +1564,6 @@ impl<'a> TaskOffsetView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TaskOffset.SubtopologyId")?;
@@ -1662,11 +1622,6 @@ impl<'a> AssignmentView<'a> {
 
 impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.ActiveTasks")?;
         view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.StandbyTasks")?;
@@ -1722,11 +1677,6 @@ impl<'a> TaskIdsView<'a> {
 
 impl<'a> ElementImpl<'a> for TaskIdsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TaskIds.SubtopologyId")?;
         view::check_array::<i32>(r, ver, "TaskIds.Partitions")?;
@@ -1778,11 +1728,6 @@ impl<'a> TopologyDescriptionView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopologyDescriptionSubtopologyView<'a>>(
@@ -1843,11 +1788,6 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
@@ -1925,11 +1865,6 @@ impl<'a> TopologyDescriptionNodeView<'a> {
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopologyDescriptionNode.Name")?;
         r.take(1, "TopologyDescriptionNode.NodeType")?;
@@ -1992,11 +1927,6 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Source")?;

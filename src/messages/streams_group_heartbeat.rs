@@ -748,11 +748,6 @@ impl<'a> TopologyView<'a> {
 
 impl<'a> ElementImpl<'a> for TopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "Topology.Epoch")?;
         view::check_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
@@ -841,11 +836,6 @@ impl<'a> SubtopologyView<'a> {
 
 impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Subtopology.SubtopologyId")?;
         view::check_array::<&'a str>(r, ver, "Subtopology.SourceTopics")?;
@@ -925,11 +915,6 @@ impl<'a> TopicInfoView<'a> {
 
 impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicInfo.Name")?;
         r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
@@ -983,11 +968,6 @@ impl<'a> KeyValueView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for KeyValueView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "KeyValue.Key")?;
@@ -1047,11 +1027,6 @@ impl<'a> CopartitionGroupView<'a> {
 
 impl<'a> ElementImpl<'a> for CopartitionGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopics")?;
         view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopicRegex")?;
@@ -1107,11 +1082,6 @@ impl<'a> StreamsGroupHeartbeatRequestTaskIdsView<'a> {
 
 impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId")?;
         view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatRequestTaskIds.Partitions")?;
@@ -1163,11 +1133,6 @@ impl<'a> StreamsGroupHeartbeatRequestEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatRequestEndpoint.Host")?;
@@ -1225,11 +1190,6 @@ impl<'a> TaskOffsetView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TaskOffset.SubtopologyId")?;
@@ -1831,11 +1791,6 @@ impl<'a> StatusView<'a> {
 
 impl<'a> ElementImpl<'a> for StatusView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(1, "Status.StatusCode")?;
         r.check_str(true, "Status.StatusDetail")?;
@@ -1885,11 +1840,6 @@ impl<'a> StreamsGroupHeartbeatResponseTaskIdsView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseTaskIdsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId")?;
@@ -1949,11 +1899,6 @@ impl<'a> EndpointToPartitionsView<'a> {
 
 impl<'a> ElementImpl<'a> for EndpointToPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         StreamsGroupHeartbeatResponseEndpointView::check(r, ver, "EndpointToPartitions.UserEndpoint")?;
         view::check_array::<TopicPartitionView<'a>>(r, ver, "EndpointToPartitions.ActivePartitions")?;
@@ -2009,11 +1954,6 @@ impl<'a> StreamsGroupHeartbeatResponseEndpointView<'a> {
 
 impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatResponseEndpoint.Host")?;
         r.take(2, "StreamsGroupHeartbeatResponseEndpoint.Port")?;
@@ -2064,11 +2004,6 @@ impl<'a> TopicPartitionView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicPartition.Topic")?;

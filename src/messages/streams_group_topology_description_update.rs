@@ -330,11 +330,6 @@ impl<'a> TopologyDescriptionView<'a> {
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopologyDescriptionSubtopologyView<'a>>(
             r,
@@ -394,11 +389,6 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
@@ -476,11 +466,6 @@ impl<'a> TopologyDescriptionNodeView<'a> {
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopologyDescriptionNode.Name")?;
         r.take(1, "TopologyDescriptionNode.NodeType")?;
@@ -543,11 +528,6 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Source")?;

@@ -134,12 +134,11 @@ impl Encode for TxnOffsetCommitRequest<'_> {
             return Err(encode::not_in_version("TxnOffsetCommitRequest.GroupInstanceId", ver));
         }
         n += encode::array_size(&self.topics, ver, "TxnOffsetCommitRequest.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TxnOffsetCommitRequest._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "TxnOffsetCommitRequest._tagged_fields",
+        )?;
         n.total("TxnOffsetCommitRequest")
     }
 
@@ -161,9 +160,7 @@ impl Encode for TxnOffsetCommitRequest<'_> {
             w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         }
         encode::write_array(w, &self.topics, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -178,12 +175,11 @@ impl Encode for TxnOffsetCommitRequestTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "TxnOffsetCommitRequestTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TxnOffsetCommitRequestTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "TxnOffsetCommitRequestTopic._tagged_fields",
+        )?;
         n.total("TxnOffsetCommitRequestTopic")
     }
 
@@ -196,9 +192,7 @@ impl Encode for TxnOffsetCommitRequestTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -215,12 +209,11 @@ impl Encode for TxnOffsetCommitRequestPartition<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TxnOffsetCommitRequestPartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "TxnOffsetCommitRequestPartition._tagged_fields",
+        )?;
         n.total("TxnOffsetCommitRequestPartition")
     }
 
@@ -234,9 +227,7 @@ impl Encode for TxnOffsetCommitRequestPartition<'_> {
             w.i32(self.committed_leader_epoch);
         }
         w.nullable_str(self.committed_metadata.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -343,9 +334,7 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
         at[3] = (r.pos() - start) as u32;
         view::check_array::<TxnOffsetCommitRequestTopicView<'a>>(r, ver, "TxnOffsetCommitRequest.Topics")?;
         at[4] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitRequest._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "TxnOffsetCommitRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -388,11 +377,6 @@ impl<'a> TxnOffsetCommitRequestTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 5 {
             r.check_str(ver.flexible, "TxnOffsetCommitRequestTopic.Name")?;
@@ -405,9 +389,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
             ver,
             "TxnOffsetCommitRequestTopic.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "TxnOffsetCommitRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -478,11 +460,6 @@ impl<'a> TxnOffsetCommitRequestPartitionView<'a> {
 
 impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
@@ -495,9 +472,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
             r.take(4, "TxnOffsetCommitRequestPartition.CommittedLeaderEpoch")?;
         }
         r.check_nullable_str(ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?;
-        if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitRequestPartition._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "TxnOffsetCommitRequestPartition._tagged_fields")?;
         Ok(())
     }
 
@@ -563,12 +538,11 @@ impl Encode for TxnOffsetCommitResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.topics, ver, "TxnOffsetCommitResponse.Topics")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TxnOffsetCommitResponse._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "TxnOffsetCommitResponse._tagged_fields",
+        )?;
         n.total("TxnOffsetCommitResponse")
     }
 
@@ -576,9 +550,7 @@ impl Encode for TxnOffsetCommitResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.topics, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -593,12 +565,11 @@ impl Encode for TxnOffsetCommitResponseTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "TxnOffsetCommitResponseTopic.Partitions")?;
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TxnOffsetCommitResponseTopic._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "TxnOffsetCommitResponseTopic._tagged_fields",
+        )?;
         n.total("TxnOffsetCommitResponseTopic")
     }
 
@@ -611,9 +582,7 @@ impl Encode for TxnOffsetCommitResponseTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 }
 
@@ -621,12 +590,11 @@ impl Encode for TxnOffsetCommitResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        if ver.flexible {
-            n += wire::raw_tagged_fields_size(
-                &self.unknown_tagged_fields,
-                "TxnOffsetCommitResponsePartition._tagged_fields",
-            )?;
-        }
+        n += encode::unknown_tagged_size(
+            &self.unknown_tagged_fields,
+            ver,
+            "TxnOffsetCommitResponsePartition._tagged_fields",
+        )?;
         n.total("TxnOffsetCommitResponsePartition")
     }
 
@@ -636,9 +604,7 @@ impl Encode for TxnOffsetCommitResponsePartition<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
     }
 
     #[inline]
@@ -686,9 +652,7 @@ impl<'a> TxnOffsetCommitResponseView<'a> {
         r.take(4, "TxnOffsetCommitResponse.ThrottleTimeMs")?;
         view::check_array::<TxnOffsetCommitResponseTopicView<'a>>(r, ver, "TxnOffsetCommitResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitResponse._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "TxnOffsetCommitResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -731,11 +695,6 @@ impl<'a> TxnOffsetCommitResponseTopicView<'a> {
 
 impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 5 {
             r.check_str(ver.flexible, "TxnOffsetCommitResponseTopic.Name")?;
@@ -748,9 +707,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
             ver,
             "TxnOffsetCommitResponseTopic.Partitions",
         )?;
-        if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields", |_, _| Ok(false))?;
-        }
+        view::check_unknown_tagged(r, ver, "TxnOffsetCommitResponseTopic._tagged_fields")?;
         Ok(())
     }
 

@@ -232,11 +232,6 @@ impl<'a> FeatureUpdateKeyView<'a> {
 
 impl<'a> ElementImpl<'a> for FeatureUpdateKeyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "FeatureUpdateKey.Feature")?;
         r.take(2, "FeatureUpdateKey.MaxVersionLevel")?;
@@ -482,11 +477,6 @@ impl<'a> UpdatableFeatureResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "UpdatableFeatureResult.Feature")?;

@@ -267,11 +267,6 @@ impl<'a> ListenerView<'a> {
 
 impl<'a> ElementImpl<'a> for ListenerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
@@ -547,11 +542,6 @@ impl<'a> CurrentLeaderView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for CurrentLeaderView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(8, &[("CurrentLeader.LeaderId", 4), ("CurrentLeader.LeaderEpoch", 4)])?;

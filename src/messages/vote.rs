@@ -258,11 +258,6 @@ impl<'a> VoteRequestTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for VoteRequestTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "VoteRequestTopicData.TopicName")?;
         view::check_array::<VoteRequestPartitionDataView<'a>>(r, ver, "VoteRequestTopicData.Partitions")?;
@@ -692,11 +687,6 @@ impl<'a> VoteResponseTopicDataView<'a> {
 
 impl<'a> ElementImpl<'a> for VoteResponseTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "VoteResponseTopicData.TopicName")?;
         view::check_array::<VoteResponsePartitionDataView<'a>>(r, ver, "VoteResponseTopicData.Partitions")?;
@@ -835,11 +825,6 @@ impl<'a> NodeEndpointView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "NodeEndpoint.NodeId")?;

@@ -255,11 +255,6 @@ impl<'a> WriteStateDataView<'a> {
 
 impl<'a> ElementImpl<'a> for WriteStateDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "WriteStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "WriteStateData.Partitions")?;
@@ -340,11 +335,6 @@ impl<'a> PartitionDataView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
@@ -617,11 +607,6 @@ impl<'a> WriteStateResultView<'a> {
 
 impl<'a> ElementImpl<'a> for WriteStateResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "WriteStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "WriteStateResult.Partitions")?;
@@ -677,11 +662,6 @@ impl<'a> PartitionResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;

@@ -228,11 +228,6 @@ impl<'a> WritableTxnMarkerView<'a> {
 
 impl<'a> ElementImpl<'a> for WritableTxnMarkerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             11,
@@ -294,11 +289,6 @@ impl<'a> WritableTxnMarkerTopicView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "WritableTxnMarkerTopic.Name")?;
@@ -521,11 +511,6 @@ impl<'a> WritableTxnMarkerResultView<'a> {
 
 impl<'a> ElementImpl<'a> for WritableTxnMarkerResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(8, "WritableTxnMarkerResult.ProducerId")?;
         view::check_array::<WritableTxnMarkerTopicResultView<'a>>(r, ver, "WritableTxnMarkerResult.Topics")?;
@@ -575,11 +560,6 @@ impl<'a> WritableTxnMarkerTopicResultView<'a> {
 }
 
 impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "WritableTxnMarkerTopicResult.Name")?;

@@ -430,7 +430,17 @@ impl Gen<'_> {
         let tagged: Vec<F> = self.tagged_fields(s);
         let known = known_tags(&tagged);
         let mut tag_body = String::new();
-        if self.has_tags(s) && tagged.is_empty() {
+        // Without known tags, a struct that is flexible in some versions only leaves the
+        // version test to a helper.
+        let unknown_only = self.has_tags(s) && tagged.is_empty() && self.flex(s).is_none();
+        if unknown_only {
+            writeln!(
+                body,
+                "        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, {})?;",
+                q(&format!("{}._tagged_fields", s.name))
+            )
+            .unwrap();
+        } else if self.has_tags(s) && tagged.is_empty() {
             writeln!(
                 tag_body,
                 "n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, {})?;",
@@ -515,7 +525,9 @@ impl Gen<'_> {
             }
             i = j;
         }
-        if self.has_tags(s) && tagged.is_empty() {
+        if unknown_only {
+            self.line("        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);");
+        } else if self.has_tags(s) && tagged.is_empty() {
             self.emit_if_flex(s, "w.raw_tagged_fields(&self.unknown_tagged_fields);", "        ");
         } else if self.has_tags(s) {
             let mut t = String::new();
@@ -984,8 +996,12 @@ impl Gen<'_> {
             // A struct of fixed-width fields with tagged fields has no one stride (see
             // `Ver::uniform`), wherever it is.
             let method = if self.all_fixed(s) { "fixed_struct_tagged_fields" } else { "tagged_fields" };
-            let t = format!("r.{method}({}, {arms})?;", q(&format!("{n}._tagged_fields")));
-            self.emit_if_flex(s, &t, "        ");
+            let field = q(&format!("{n}._tagged_fields"));
+            if tagged.is_empty() && method == "tagged_fields" && self.flex(s).is_none() {
+                self.line(format!("        view::check_unknown_tagged(r, ver, {field})?;"));
+            } else {
+                self.emit_if_flex(s, &format!("r.{method}({field}, {arms})?;"), "        ");
+            }
         }
         self.line(match (root, k > 0) {
             (false, _) => "        Ok(())\n    }",
@@ -1022,11 +1038,14 @@ impl Gen<'_> {
             },
             |s| s.clone(),
         );
-        let fn_start = self.out.len();
-        self.line(format!(
-            "    #[inline]\n    fn layout(VER: Ver) -> Layout {{\n        {layout_expr}\n    }}\n"
-        ));
-        self.name_ver_param(fn_start);
+        // `Layout::Var` is the trait's default.
+        if layout_expr != "Layout::Var" {
+            let fn_start = self.out.len();
+            self.line(format!(
+                "    #[inline]\n    fn layout(VER: Ver) -> Layout {{\n        {layout_expr}\n    }}\n"
+            ));
+            self.name_ver_param(fn_start);
+        }
         self.emit_check_pass(s, lay, false);
         self.line("");
         let fn_start = self.out.len();
