@@ -110,15 +110,15 @@ macro_rules! api_table {
             }
         }
 
-        dispatch!(Request, request, RequestBodyView, RequestBody, $($name $(($feature))? $req $req_view)*);
-        dispatch!(Response, response, ResponseBodyView, ResponseBody, $($name $(($feature))? $resp $resp_view)*);
+        dispatch!(request, RequestBodyView, RequestBody, $($name $(($feature))? $req $req_view)*);
+        dispatch!(response, ResponseBodyView, ResponseBody, $($name $(($feature))? $resp $resp_view)*);
     };
 }
 
 /// The dispatch enums of one direction (requests or responses): the view enum and the value
 /// enum, with a `match` over every API compiled in.
 macro_rules! dispatch {
-    ($kind:ident, $lower:ident, $view_enum:ident, $body_enum:ident,
+    ($lower:ident, $view_enum:ident, $body_enum:ident,
         $($name:ident $(($feature:literal))? $body:ident $view:ident)*) => {
         #[doc = concat!("A view of any supported ", stringify!($lower), " body, chosen by API key.")]
         #[derive(Clone, Copy, Debug)]
@@ -300,7 +300,6 @@ macro_rules! dispatch {
 
 /// The error for an API this build leaves out (its feature is off): the version is not one
 /// this build can read, as for an API it does not know.
-#[allow(dead_code)]
 #[cold]
 pub(super) fn left_out(api_key: ApiKey, version: i16) -> DecodeError {
     DecodeError::new(DecodeErrorKind::UnsupportedVersion(version), 0, api_key.name())
