@@ -226,29 +226,6 @@ impl Encode for Str<'_> {
     }
 }
 
-/// The size of the unknown tagged fields of a struct that knows no tagged fields: the
-/// tagged section in flexible versions, nothing in the others.
-#[inline]
-pub(crate) fn unknown_tagged_size(
-    unknown: &[crate::types::RawTaggedField<'_>],
-    ver: Ver,
-    field: &'static str,
-) -> Result<usize, EncodeError> {
-    if ver.flexible { wire::raw_tagged_fields_size(unknown, field) } else { Ok(0) }
-}
-
-/// Writes what [`unknown_tagged_size`] sized.
-#[inline]
-pub(crate) fn write_unknown_tagged(
-    w: &mut Writer<'_>,
-    unknown: &[crate::types::RawTaggedField<'_>],
-    ver: Ver,
-) {
-    if ver.flexible {
-        w.raw_tagged_fields(unknown);
-    }
-}
-
 /// The error for a field that holds a value `ver` cannot carry (a non-default value in a
 /// non-ignorable field the version does not have).
 #[cold]

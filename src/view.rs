@@ -231,20 +231,6 @@ pub(crate) fn check_body<'a, B: crate::encode::Body, A>(
     Ok((src.sub(0, r.pos()), Ver { uniform: r.uniform(), ..ver }, at))
 }
 
-/// Checks the tagged section of a struct that knows no tagged fields: there is one in
-/// flexible versions only.
-#[inline]
-pub(crate) fn check_unknown_tagged(
-    r: &mut Reader<'_>,
-    ver: Ver,
-    field: &'static str,
-) -> Result<(), DecodeError> {
-    if ver.flexible {
-        r.tagged_fields(field, |_, _| Ok(false))?;
-    }
-    Ok(())
-}
-
 /// Fails with [`crate::DecodeErrorKind::TrailingBytes`] unless a body of `used` bytes
 /// took all of `bytes`.
 #[inline]

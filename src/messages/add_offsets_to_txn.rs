@@ -42,11 +42,12 @@ impl Encode for AddOffsetsToTxnRequest<'_> {
             "AddOffsetsToTxnRequest.TransactionalId",
         )?;
         n += wire::string_size(self.group_id.len(), ver.flexible, "AddOffsetsToTxnRequest.GroupId")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AddOffsetsToTxnRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AddOffsetsToTxnRequest._tagged_fields",
+            )?;
+        }
         n.total("AddOffsetsToTxnRequest")
     }
 
@@ -58,7 +59,9 @@ impl Encode for AddOffsetsToTxnRequest<'_> {
             b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
         });
         w.str(&self.group_id, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -115,7 +118,9 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
         r.run(10, &[("AddOffsetsToTxnRequest.ProducerId", 8), ("AddOffsetsToTxnRequest.ProducerEpoch", 2)])?;
         r.check_str(ver.flexible, "AddOffsetsToTxnRequest.GroupId")?;
         at[1] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "AddOffsetsToTxnRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AddOffsetsToTxnRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -141,11 +146,12 @@ impl Encode for AddOffsetsToTxnResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AddOffsetsToTxnResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AddOffsetsToTxnResponse._tagged_fields",
+            )?;
+        }
         n.total("AddOffsetsToTxnResponse")
     }
 
@@ -155,7 +161,9 @@ impl Encode for AddOffsetsToTxnResponse<'_> {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]

@@ -104,11 +104,12 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
         } else if !self.v3_and_below_topics.is_empty() {
             return Err(encode::not_in_version("AddPartitionsToTxnRequest.V3AndBelowTopics", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AddPartitionsToTxnRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AddPartitionsToTxnRequest._tagged_fields",
+            )?;
+        }
         n.total("AddPartitionsToTxnRequest")
     }
 
@@ -129,7 +130,9 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
         if ver.version <= 3 {
             encode::write_array(w, &self.v3_and_below_topics, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -169,11 +172,12 @@ impl Encode for AddPartitionsToTxnTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "AddPartitionsToTxnTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "AddPartitionsToTxnTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AddPartitionsToTxnTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AddPartitionsToTxnTopic._tagged_fields",
+            )?;
+        }
         n.total("AddPartitionsToTxnTopic")
     }
 
@@ -181,7 +185,9 @@ impl Encode for AddPartitionsToTxnTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -278,7 +284,9 @@ impl<'a> AddPartitionsToTxnRequestView<'a> {
             )?;
         }
         at[2] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "AddPartitionsToTxnRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AddPartitionsToTxnRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -403,7 +411,9 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AddPartitionsToTxnTopic.Name")?;
         view::check_array::<i32>(r, ver, "AddPartitionsToTxnTopic.Partitions")?;
-        view::check_unknown_tagged(r, ver, "AddPartitionsToTxnTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AddPartitionsToTxnTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -508,11 +518,12 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
         } else if !self.results_by_topic_v3_and_below.is_empty() {
             return Err(encode::not_in_version("AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AddPartitionsToTxnResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AddPartitionsToTxnResponse._tagged_fields",
+            )?;
+        }
         n.total("AddPartitionsToTxnResponse")
     }
 
@@ -528,7 +539,9 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
         if ver.version <= 3 {
             encode::write_array(w, &self.results_by_topic_v3_and_below, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -564,11 +577,12 @@ impl Encode for AddPartitionsToTxnTopicResult<'_> {
             ver,
             "AddPartitionsToTxnTopicResult.ResultsByPartition",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AddPartitionsToTxnTopicResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AddPartitionsToTxnTopicResult._tagged_fields",
+            )?;
+        }
         n.total("AddPartitionsToTxnTopicResult")
     }
 
@@ -576,7 +590,9 @@ impl Encode for AddPartitionsToTxnTopicResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.results_by_partition, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -584,11 +600,12 @@ impl Encode for AddPartitionsToTxnPartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AddPartitionsToTxnPartitionResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AddPartitionsToTxnPartitionResult._tagged_fields",
+            )?;
+        }
         n.total("AddPartitionsToTxnPartitionResult")
     }
 
@@ -598,7 +615,9 @@ impl Encode for AddPartitionsToTxnPartitionResult<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..6].copy_from_slice(&self.partition_error_code.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -684,7 +703,9 @@ impl<'a> AddPartitionsToTxnResponseView<'a> {
             )?;
         }
         at[1] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "AddPartitionsToTxnResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AddPartitionsToTxnResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -784,7 +805,9 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
             ver,
             "AddPartitionsToTxnTopicResult.ResultsByPartition",
         )?;
-        view::check_unknown_tagged(r, ver, "AddPartitionsToTxnTopicResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

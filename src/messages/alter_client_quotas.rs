@@ -83,11 +83,12 @@ impl Encode for AlterClientQuotasRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(1);
         n += encode::array_size(&self.entries, ver, "AlterClientQuotasRequest.Entries")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterClientQuotasRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterClientQuotasRequest._tagged_fields",
+            )?;
+        }
         n.total("AlterClientQuotasRequest")
     }
 
@@ -95,7 +96,9 @@ impl Encode for AlterClientQuotasRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.entries, ver);
         w.bool(self.validate_only);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -105,11 +108,12 @@ impl Encode for AlterClientQuotasRequestEntryData<'_> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.entity, ver, "AlterClientQuotasRequestEntryData.Entity")?;
         n += encode::array_size(&self.ops, ver, "AlterClientQuotasRequestEntryData.Ops")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterClientQuotasRequestEntryData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterClientQuotasRequestEntryData._tagged_fields",
+            )?;
+        }
         n.total("AlterClientQuotasRequestEntryData")
     }
 
@@ -117,7 +121,9 @@ impl Encode for AlterClientQuotasRequestEntryData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.entity, ver);
         encode::write_array(w, &self.ops, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -136,11 +142,12 @@ impl Encode for AlterClientQuotasRequestEntityData<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterClientQuotasRequestEntityData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterClientQuotasRequestEntityData._tagged_fields",
+            )?;
+        }
         n.total("AlterClientQuotasRequestEntityData")
     }
 
@@ -148,7 +155,9 @@ impl Encode for AlterClientQuotasRequestEntityData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.entity_type, ver.flexible);
         w.nullable_str(self.entity_name.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -157,7 +166,9 @@ impl Encode for OpData<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(9);
         n += wire::string_size(self.key.len(), ver.flexible, "OpData.Key")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "OpData._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "OpData._tagged_fields")?;
+        }
         n.total("OpData")
     }
 
@@ -168,7 +179,9 @@ impl Encode for OpData<'_> {
             b[0..8].copy_from_slice(&self.value.to_be_bytes());
             b[8..9].copy_from_slice(&[u8::from(self.remove)]);
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -215,7 +228,9 @@ impl<'a> AlterClientQuotasRequestView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "AlterClientQuotasRequest.ValidateOnly")?;
-        view::check_unknown_tagged(r, ver, "AlterClientQuotasRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterClientQuotasRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -259,7 +274,9 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntryDataView<'a> {
             "AlterClientQuotasRequestEntryData.Entity",
         )?;
         view::check_array::<OpDataView<'a>>(r, ver, "AlterClientQuotasRequestEntryData.Ops")?;
-        view::check_unknown_tagged(r, ver, "AlterClientQuotasRequestEntryData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterClientQuotasRequestEntryData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -313,7 +330,9 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntityDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?;
-        view::check_unknown_tagged(r, ver, "AlterClientQuotasRequestEntityData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -373,7 +392,9 @@ impl<'a> ElementImpl<'a> for OpDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OpData.Key")?;
         r.run(9, &[("OpData.Value", 8), ("OpData.Remove", 1)])?;
-        view::check_unknown_tagged(r, ver, "OpData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OpData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -463,11 +484,12 @@ impl Encode for AlterClientQuotasResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.entries, ver, "AlterClientQuotasResponse.Entries")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterClientQuotasResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterClientQuotasResponse._tagged_fields",
+            )?;
+        }
         n.total("AlterClientQuotasResponse")
     }
 
@@ -475,7 +497,9 @@ impl Encode for AlterClientQuotasResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.entries, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -490,11 +514,12 @@ impl Encode for AlterClientQuotasResponseEntryData<'_> {
             None => wire::null_size(ver.flexible, false),
         };
         n += encode::array_size(&self.entity, ver, "AlterClientQuotasResponseEntryData.Entity")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterClientQuotasResponseEntryData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterClientQuotasResponseEntryData._tagged_fields",
+            )?;
+        }
         n.total("AlterClientQuotasResponseEntryData")
     }
 
@@ -503,7 +528,9 @@ impl Encode for AlterClientQuotasResponseEntryData<'_> {
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         encode::write_array(w, &self.entity, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -522,11 +549,12 @@ impl Encode for AlterClientQuotasResponseEntityData<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterClientQuotasResponseEntityData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterClientQuotasResponseEntityData._tagged_fields",
+            )?;
+        }
         n.total("AlterClientQuotasResponseEntityData")
     }
 
@@ -534,7 +562,9 @@ impl Encode for AlterClientQuotasResponseEntityData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.entity_type, ver.flexible);
         w.nullable_str(self.entity_name.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -581,7 +611,9 @@ impl<'a> AlterClientQuotasResponseView<'a> {
             "AlterClientQuotasResponse.Entries",
         )?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "AlterClientQuotasResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterClientQuotasResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -632,7 +664,9 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntryDataView<'a> {
             ver,
             "AlterClientQuotasResponseEntryData.Entity",
         )?;
-        view::check_unknown_tagged(r, ver, "AlterClientQuotasResponseEntryData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -686,7 +720,9 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?;
-        view::check_unknown_tagged(r, ver, "AlterClientQuotasResponseEntityData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

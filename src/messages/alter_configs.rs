@@ -68,11 +68,12 @@ impl Encode for AlterConfigsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(1);
         n += encode::array_size(&self.resources, ver, "AlterConfigsRequest.Resources")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterConfigsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterConfigsRequest._tagged_fields",
+            )?;
+        }
         n.total("AlterConfigsRequest")
     }
 
@@ -80,7 +81,9 @@ impl Encode for AlterConfigsRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.resources, ver);
         w.bool(self.validate_only);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -90,11 +93,12 @@ impl Encode for AlterConfigsResource<'_> {
         let mut n = Size::new(1);
         n += wire::string_size(self.resource_name.len(), ver.flexible, "AlterConfigsResource.ResourceName")?;
         n += encode::array_size(&self.configs, ver, "AlterConfigsResource.Configs")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterConfigsResource._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterConfigsResource._tagged_fields",
+            )?;
+        }
         n.total("AlterConfigsResource")
     }
 
@@ -103,7 +107,9 @@ impl Encode for AlterConfigsResource<'_> {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
         encode::write_array(w, &self.configs, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -116,7 +122,9 @@ impl Encode for AlterableConfig<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "AlterableConfig.Value")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "AlterableConfig._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AlterableConfig._tagged_fields")?;
+        }
         n.total("AlterableConfig")
     }
 
@@ -124,7 +132,9 @@ impl Encode for AlterableConfig<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         w.nullable_str(self.value.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -167,7 +177,9 @@ impl<'a> AlterConfigsRequestView<'a> {
         view::check_array::<AlterConfigsResourceView<'a>>(r, ver, "AlterConfigsRequest.Resources")?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "AlterConfigsRequest.ValidateOnly")?;
-        view::check_unknown_tagged(r, ver, "AlterConfigsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterConfigsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -214,7 +226,9 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
         r.take(1, "AlterConfigsResource.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
         view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
-        view::check_unknown_tagged(r, ver, "AlterConfigsResource._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterConfigsResource._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -268,7 +282,9 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterableConfig.Name")?;
         r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
-        view::check_unknown_tagged(r, ver, "AlterableConfig._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterableConfig._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -337,11 +353,12 @@ impl Encode for AlterConfigsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.responses, ver, "AlterConfigsResponse.Responses")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterConfigsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterConfigsResponse._tagged_fields",
+            )?;
+        }
         n.total("AlterConfigsResponse")
     }
 
@@ -349,7 +366,9 @@ impl Encode for AlterConfigsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.responses, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -366,11 +385,12 @@ impl Encode for AlterConfigsResourceResponse<'_> {
             ver.flexible,
             "AlterConfigsResourceResponse.ResourceName",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterConfigsResourceResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterConfigsResourceResponse._tagged_fields",
+            )?;
+        }
         n.total("AlterConfigsResourceResponse")
     }
 
@@ -380,7 +400,9 @@ impl Encode for AlterConfigsResourceResponse<'_> {
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -423,7 +445,9 @@ impl<'a> AlterConfigsResponseView<'a> {
         r.take(4, "AlterConfigsResponse.ThrottleTimeMs")?;
         view::check_array::<AlterConfigsResourceResponseView<'a>>(r, ver, "AlterConfigsResponse.Responses")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "AlterConfigsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterConfigsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -477,7 +501,9 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
         r.check_nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?;
         r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
-        view::check_unknown_tagged(r, ver, "AlterConfigsResourceResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -55,18 +55,21 @@ impl Encode for AlterReplicaLogDirsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.dirs, ver, "AlterReplicaLogDirsRequest.Dirs")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterReplicaLogDirsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterReplicaLogDirsRequest._tagged_fields",
+            )?;
+        }
         n.total("AlterReplicaLogDirsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.dirs, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -76,11 +79,12 @@ impl Encode for AlterReplicaLogDir<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.path.len(), ver.flexible, "AlterReplicaLogDir.Path")?;
         n += encode::array_size(&self.topics, ver, "AlterReplicaLogDir.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterReplicaLogDir._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterReplicaLogDir._tagged_fields",
+            )?;
+        }
         n.total("AlterReplicaLogDir")
     }
 
@@ -88,7 +92,9 @@ impl Encode for AlterReplicaLogDir<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.path, ver.flexible);
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -98,11 +104,12 @@ impl Encode for AlterReplicaLogDirTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "AlterReplicaLogDirTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "AlterReplicaLogDirTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterReplicaLogDirTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterReplicaLogDirTopic._tagged_fields",
+            )?;
+        }
         n.total("AlterReplicaLogDirTopic")
     }
 
@@ -110,7 +117,9 @@ impl Encode for AlterReplicaLogDirTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -146,7 +155,9 @@ impl<'a> AlterReplicaLogDirsRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<AlterReplicaLogDirView<'a>>(r, ver, "AlterReplicaLogDirsRequest.Dirs")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "AlterReplicaLogDirsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterReplicaLogDirsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -186,7 +197,9 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterReplicaLogDir.Path")?;
         view::check_array::<AlterReplicaLogDirTopicView<'a>>(r, ver, "AlterReplicaLogDir.Topics")?;
-        view::check_unknown_tagged(r, ver, "AlterReplicaLogDir._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterReplicaLogDir._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -240,7 +253,9 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterReplicaLogDirTopic.Name")?;
         view::check_array::<i32>(r, ver, "AlterReplicaLogDirTopic.Partitions")?;
-        view::check_unknown_tagged(r, ver, "AlterReplicaLogDirTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterReplicaLogDirTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -311,11 +326,12 @@ impl Encode for AlterReplicaLogDirsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.results, ver, "AlterReplicaLogDirsResponse.Results")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterReplicaLogDirsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterReplicaLogDirsResponse._tagged_fields",
+            )?;
+        }
         n.total("AlterReplicaLogDirsResponse")
     }
 
@@ -323,7 +339,9 @@ impl Encode for AlterReplicaLogDirsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.results, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -337,11 +355,12 @@ impl Encode for AlterReplicaLogDirTopicResult<'_> {
             "AlterReplicaLogDirTopicResult.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "AlterReplicaLogDirTopicResult.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterReplicaLogDirTopicResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterReplicaLogDirTopicResult._tagged_fields",
+            )?;
+        }
         n.total("AlterReplicaLogDirTopicResult")
     }
 
@@ -349,7 +368,9 @@ impl Encode for AlterReplicaLogDirTopicResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -357,11 +378,12 @@ impl Encode for AlterReplicaLogDirPartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterReplicaLogDirPartitionResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterReplicaLogDirPartitionResult._tagged_fields",
+            )?;
+        }
         n.total("AlterReplicaLogDirPartitionResult")
     }
 
@@ -371,7 +393,9 @@ impl Encode for AlterReplicaLogDirPartitionResult<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -423,7 +447,9 @@ impl<'a> AlterReplicaLogDirsResponseView<'a> {
             "AlterReplicaLogDirsResponse.Results",
         )?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "AlterReplicaLogDirsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterReplicaLogDirsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -467,7 +493,9 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
             ver,
             "AlterReplicaLogDirTopicResult.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "AlterReplicaLogDirTopicResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

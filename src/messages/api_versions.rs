@@ -75,11 +75,12 @@ impl Encode for ApiVersionsRequest<'_> {
         if ver.version == 5 {
             n += 4;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ApiVersionsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ApiVersionsRequest._tagged_fields",
+            )?;
+        }
         n.total("ApiVersionsRequest")
     }
 
@@ -97,7 +98,9 @@ impl Encode for ApiVersionsRequest<'_> {
         if ver.version == 5 {
             w.i32(self.node_id);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -177,7 +180,9 @@ impl<'a> ApiVersionsRequestView<'a> {
         if ver.version == 5 {
             r.take(4, "ApiVersionsRequest.NodeId")?;
         }
-        view::check_unknown_tagged(r, ver, "ApiVersionsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ApiVersionsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -389,7 +394,9 @@ impl Encode for ApiVersion<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ApiVersion._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ApiVersion._tagged_fields")?;
+        }
         n.total("ApiVersion")
     }
 
@@ -400,7 +407,9 @@ impl Encode for ApiVersion<'_> {
             b[2..4].copy_from_slice(&self.min_version.to_be_bytes());
             b[4..6].copy_from_slice(&self.max_version.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]

@@ -105,11 +105,12 @@ impl Encode for BeginQuorumEpochRequest<'_> {
         if ver.version == 1 {
             n += encode::array_size(&self.leader_endpoints, ver, "BeginQuorumEpochRequest.LeaderEndpoints")?;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "BeginQuorumEpochRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "BeginQuorumEpochRequest._tagged_fields",
+            )?;
+        }
         n.total("BeginQuorumEpochRequest")
     }
 
@@ -123,7 +124,9 @@ impl Encode for BeginQuorumEpochRequest<'_> {
         if ver.version == 1 {
             encode::write_array(w, &self.leader_endpoints, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -137,11 +140,12 @@ impl Encode for BeginQuorumEpochRequestTopicData<'_> {
             "BeginQuorumEpochRequestTopicData.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "BeginQuorumEpochRequestTopicData.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "BeginQuorumEpochRequestTopicData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "BeginQuorumEpochRequestTopicData._tagged_fields",
+            )?;
+        }
         n.total("BeginQuorumEpochRequestTopicData")
     }
 
@@ -149,7 +153,9 @@ impl Encode for BeginQuorumEpochRequestTopicData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -160,11 +166,12 @@ impl Encode for BeginQuorumEpochRequestPartitionData<'_> {
         if ver.version == 1 {
             n += 16;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "BeginQuorumEpochRequestPartitionData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "BeginQuorumEpochRequestPartitionData._tagged_fields",
+            )?;
+        }
         n.total("BeginQuorumEpochRequestPartitionData")
     }
 
@@ -178,7 +185,9 @@ impl Encode for BeginQuorumEpochRequestPartitionData<'_> {
             b[0..4].copy_from_slice(&self.leader_id.to_be_bytes());
             b[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -273,7 +282,9 @@ impl<'a> BeginQuorumEpochRequestView<'a> {
             view::check_array::<LeaderEndpointView<'a>>(r, ver, "BeginQuorumEpochRequest.LeaderEndpoints")?;
         }
         at[2] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "BeginQuorumEpochRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("BeginQuorumEpochRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -317,7 +328,9 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
             ver,
             "BeginQuorumEpochRequestTopicData.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "BeginQuorumEpochRequestTopicData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -592,11 +605,12 @@ impl Encode for BeginQuorumEpochResponseTopicData<'_> {
             "BeginQuorumEpochResponseTopicData.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "BeginQuorumEpochResponseTopicData.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "BeginQuorumEpochResponseTopicData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "BeginQuorumEpochResponseTopicData._tagged_fields",
+            )?;
+        }
         n.total("BeginQuorumEpochResponseTopicData")
     }
 
@@ -604,7 +618,9 @@ impl Encode for BeginQuorumEpochResponseTopicData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -612,11 +628,12 @@ impl Encode for BeginQuorumEpochResponsePartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "BeginQuorumEpochResponsePartitionData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "BeginQuorumEpochResponsePartitionData._tagged_fields",
+            )?;
+        }
         n.total("BeginQuorumEpochResponsePartitionData")
     }
 
@@ -628,7 +645,9 @@ impl Encode for BeginQuorumEpochResponsePartitionData<'_> {
             b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
             b[10..14].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -768,7 +787,9 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
             ver,
             "BeginQuorumEpochResponseTopicData.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "BeginQuorumEpochResponseTopicData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

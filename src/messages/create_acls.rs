@@ -67,18 +67,21 @@ impl Encode for CreateAclsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.creations, ver, "CreateAclsRequest.Creations")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreateAclsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreateAclsRequest._tagged_fields",
+            )?;
+        }
         n.total("CreateAclsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.creations, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -89,7 +92,9 @@ impl Encode for AclCreation<'_> {
         n += wire::string_size(self.resource_name.len(), ver.flexible, "AclCreation.ResourceName")?;
         n += wire::string_size(self.principal.len(), ver.flexible, "AclCreation.Principal")?;
         n += wire::string_size(self.host.len(), ver.flexible, "AclCreation.Host")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "AclCreation._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AclCreation._tagged_fields")?;
+        }
         n.total("AclCreation")
     }
 
@@ -104,7 +109,9 @@ impl Encode for AclCreation<'_> {
             b[0..1].copy_from_slice(&self.operation.to_be_bytes());
             b[1..2].copy_from_slice(&self.permission_type.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -140,7 +147,9 @@ impl<'a> CreateAclsRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<AclCreationView<'a>>(r, ver, "CreateAclsRequest.Creations")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "CreateAclsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreateAclsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -222,7 +231,9 @@ impl<'a> ElementImpl<'a> for AclCreationView<'a> {
         r.check_str(ver.flexible, "AclCreation.Principal")?;
         r.check_str(ver.flexible, "AclCreation.Host")?;
         r.run(2, &[("AclCreation.Operation", 1), ("AclCreation.PermissionType", 1)])?;
-        view::check_unknown_tagged(r, ver, "AclCreation._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AclCreation._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -290,11 +301,12 @@ impl Encode for CreateAclsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.results, ver, "CreateAclsResponse.Results")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreateAclsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreateAclsResponse._tagged_fields",
+            )?;
+        }
         n.total("CreateAclsResponse")
     }
 
@@ -302,7 +314,9 @@ impl Encode for CreateAclsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.results, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -314,11 +328,12 @@ impl Encode for AclCreationResult<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "AclCreationResult.ErrorMessage")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AclCreationResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AclCreationResult._tagged_fields",
+            )?;
+        }
         n.total("AclCreationResult")
     }
 
@@ -326,7 +341,9 @@ impl Encode for AclCreationResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -369,7 +386,9 @@ impl<'a> CreateAclsResponseView<'a> {
         r.take(4, "CreateAclsResponse.ThrottleTimeMs")?;
         view::check_array::<AclCreationResultView<'a>>(r, ver, "CreateAclsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "CreateAclsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreateAclsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -409,7 +428,9 @@ impl<'a> ElementImpl<'a> for AclCreationResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "AclCreationResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "AclCreationResult.ErrorMessage")?;
-        view::check_unknown_tagged(r, ver, "AclCreationResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AclCreationResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -94,11 +94,12 @@ impl Encode for CreateDelegationTokenRequest<'_> {
             return Err(encode::not_in_version("CreateDelegationTokenRequest.OwnerPrincipalName", ver));
         }
         n += encode::array_size(&self.renewers, ver, "CreateDelegationTokenRequest.Renewers")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreateDelegationTokenRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreateDelegationTokenRequest._tagged_fields",
+            )?;
+        }
         n.total("CreateDelegationTokenRequest")
     }
 
@@ -112,7 +113,9 @@ impl Encode for CreateDelegationTokenRequest<'_> {
         }
         encode::write_array(w, &self.renewers, ver);
         w.i64(self.max_lifetime_ms);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -122,11 +125,12 @@ impl Encode for CreatableRenewers<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.principal_type.len(), ver.flexible, "CreatableRenewers.PrincipalType")?;
         n += wire::string_size(self.principal_name.len(), ver.flexible, "CreatableRenewers.PrincipalName")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreatableRenewers._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreatableRenewers._tagged_fields",
+            )?;
+        }
         n.total("CreatableRenewers")
     }
 
@@ -134,7 +138,9 @@ impl Encode for CreatableRenewers<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -206,7 +212,9 @@ impl<'a> CreateDelegationTokenRequestView<'a> {
         view::check_array::<CreatableRenewersView<'a>>(r, ver, "CreateDelegationTokenRequest.Renewers")?;
         at[2] = (r.pos() - start) as u32;
         r.take(8, "CreateDelegationTokenRequest.MaxLifetimeMs")?;
-        view::check_unknown_tagged(r, ver, "CreateDelegationTokenRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreateDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -246,7 +254,9 @@ impl<'a> ElementImpl<'a> for CreatableRenewersView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "CreatableRenewers.PrincipalType")?;
         r.check_str(ver.flexible, "CreatableRenewers.PrincipalName")?;
-        view::check_unknown_tagged(r, ver, "CreatableRenewers._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreatableRenewers._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -348,11 +358,12 @@ impl Encode for CreateDelegationTokenResponse<'_> {
         }
         n += wire::string_size(self.token_id.len(), ver.flexible, "CreateDelegationTokenResponse.TokenId")?;
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "CreateDelegationTokenResponse.Hmac")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreateDelegationTokenResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreateDelegationTokenResponse._tagged_fields",
+            )?;
+        }
         n.total("CreateDelegationTokenResponse")
     }
 
@@ -375,7 +386,9 @@ impl Encode for CreateDelegationTokenResponse<'_> {
         w.str(&self.token_id, ver.flexible);
         w.bytes(&self.hmac, ver.flexible);
         w.i32(self.throttle_time_ms);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -507,7 +520,9 @@ impl<'a> CreateDelegationTokenResponseView<'a> {
         r.bytes(ver.flexible, "CreateDelegationTokenResponse.Hmac")?;
         at[5] = (r.pos() - start) as u32;
         r.take(4, "CreateDelegationTokenResponse.ThrottleTimeMs")?;
-        view::check_unknown_tagged(r, ver, "CreateDelegationTokenResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreateDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }

@@ -71,11 +71,12 @@ impl Encode for CreatePartitionsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(5);
         n += encode::array_size(&self.topics, ver, "CreatePartitionsRequest.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreatePartitionsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreatePartitionsRequest._tagged_fields",
+            )?;
+        }
         n.total("CreatePartitionsRequest")
     }
 
@@ -86,7 +87,9 @@ impl Encode for CreatePartitionsRequest<'_> {
             b[0..4].copy_from_slice(&self.timeout_ms.to_be_bytes());
             b[4..5].copy_from_slice(&[u8::from(self.validate_only)]);
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -100,11 +103,12 @@ impl Encode for CreatePartitionsTopic<'_> {
             ver,
             "CreatePartitionsTopic.Assignments",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreatePartitionsTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreatePartitionsTopic._tagged_fields",
+            )?;
+        }
         n.total("CreatePartitionsTopic")
     }
 
@@ -113,7 +117,9 @@ impl Encode for CreatePartitionsTopic<'_> {
         w.str(&self.name, ver.flexible);
         w.i32(self.count);
         encode::write_nullable_array(w, self.assignments.as_deref(), ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -122,18 +128,21 @@ impl Encode for CreatePartitionsAssignment<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.broker_ids, ver, "CreatePartitionsAssignment.BrokerIds")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreatePartitionsAssignment._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreatePartitionsAssignment._tagged_fields",
+            )?;
+        }
         n.total("CreatePartitionsAssignment")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.broker_ids, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -182,7 +191,9 @@ impl<'a> CreatePartitionsRequestView<'a> {
         view::check_array::<CreatePartitionsTopicView<'a>>(r, ver, "CreatePartitionsRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
         r.run(5, &[("CreatePartitionsRequest.TimeoutMs", 4), ("CreatePartitionsRequest.ValidateOnly", 1)])?;
-        view::check_unknown_tagged(r, ver, "CreatePartitionsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreatePartitionsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -233,7 +244,9 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicView<'a> {
             ver,
             "CreatePartitionsTopic.Assignments",
         )?;
-        view::check_unknown_tagged(r, ver, "CreatePartitionsTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreatePartitionsTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -281,7 +294,9 @@ impl<'a> ElementImpl<'a> for CreatePartitionsAssignmentView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<i32>(r, ver, "CreatePartitionsAssignment.BrokerIds")?;
-        view::check_unknown_tagged(r, ver, "CreatePartitionsAssignment._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreatePartitionsAssignment._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -335,11 +350,12 @@ impl Encode for CreatePartitionsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.results, ver, "CreatePartitionsResponse.Results")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreatePartitionsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreatePartitionsResponse._tagged_fields",
+            )?;
+        }
         n.total("CreatePartitionsResponse")
     }
 
@@ -347,7 +363,9 @@ impl Encode for CreatePartitionsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.results, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -360,11 +378,12 @@ impl Encode for CreatePartitionsTopicResult<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreatePartitionsTopicResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreatePartitionsTopicResult._tagged_fields",
+            )?;
+        }
         n.total("CreatePartitionsTopicResult")
     }
 
@@ -373,7 +392,9 @@ impl Encode for CreatePartitionsTopicResult<'_> {
         w.str(&self.name, ver.flexible);
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -416,7 +437,9 @@ impl<'a> CreatePartitionsResponseView<'a> {
         r.take(4, "CreatePartitionsResponse.ThrottleTimeMs")?;
         view::check_array::<CreatePartitionsTopicResultView<'a>>(r, ver, "CreatePartitionsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "CreatePartitionsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreatePartitionsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -463,7 +486,9 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
         r.check_str(ver.flexible, "CreatePartitionsTopicResult.Name")?;
         r.take(2, "CreatePartitionsTopicResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?;
-        view::check_unknown_tagged(r, ver, "CreatePartitionsTopicResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreatePartitionsTopicResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

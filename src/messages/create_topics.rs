@@ -104,11 +104,12 @@ impl Encode for CreateTopicsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(5);
         n += encode::array_size(&self.topics, ver, "CreateTopicsRequest.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreateTopicsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreateTopicsRequest._tagged_fields",
+            )?;
+        }
         n.total("CreateTopicsRequest")
     }
 
@@ -119,7 +120,9 @@ impl Encode for CreateTopicsRequest<'_> {
             b[0..4].copy_from_slice(&self.timeout_ms.to_be_bytes());
             b[4..5].copy_from_slice(&[u8::from(self.validate_only)]);
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -130,7 +133,9 @@ impl Encode for CreatableTopic<'_> {
         n += wire::string_size(self.name.len(), ver.flexible, "CreatableTopic.Name")?;
         n += encode::array_size(&self.assignments, ver, "CreatableTopic.Assignments")?;
         n += encode::array_size(&self.configs, ver, "CreatableTopic.Configs")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "CreatableTopic._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "CreatableTopic._tagged_fields")?;
+        }
         n.total("CreatableTopic")
     }
 
@@ -143,7 +148,9 @@ impl Encode for CreatableTopic<'_> {
         });
         encode::write_array(w, &self.assignments, ver);
         encode::write_array(w, &self.configs, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -152,11 +159,12 @@ impl Encode for CreatableReplicaAssignment<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.broker_ids, ver, "CreatableReplicaAssignment.BrokerIds")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreatableReplicaAssignment._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreatableReplicaAssignment._tagged_fields",
+            )?;
+        }
         n.total("CreatableReplicaAssignment")
     }
 
@@ -164,7 +172,9 @@ impl Encode for CreatableReplicaAssignment<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.partition_index);
         encode::write_array(w, &self.broker_ids, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -177,11 +187,12 @@ impl Encode for CreatableTopicConfig<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "CreatableTopicConfig.Value")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreatableTopicConfig._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreatableTopicConfig._tagged_fields",
+            )?;
+        }
         n.total("CreatableTopicConfig")
     }
 
@@ -189,7 +200,9 @@ impl Encode for CreatableTopicConfig<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         w.nullable_str(self.value.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -238,7 +251,9 @@ impl<'a> CreateTopicsRequestView<'a> {
         view::check_array::<CreatableTopicView<'a>>(r, ver, "CreateTopicsRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
         r.run(5, &[("CreateTopicsRequest.timeoutMs", 4), ("CreateTopicsRequest.validateOnly", 1)])?;
-        view::check_unknown_tagged(r, ver, "CreateTopicsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreateTopicsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -298,7 +313,9 @@ impl<'a> ElementImpl<'a> for CreatableTopicView<'a> {
         r.run(6, &[("CreatableTopic.NumPartitions", 4), ("CreatableTopic.ReplicationFactor", 2)])?;
         view::check_array::<CreatableReplicaAssignmentView<'a>>(r, ver, "CreatableTopic.Assignments")?;
         view::check_array::<CreatableTopicConfigView<'a>>(r, ver, "CreatableTopic.Configs")?;
-        view::check_unknown_tagged(r, ver, "CreatableTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreatableTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -355,7 +372,9 @@ impl<'a> ElementImpl<'a> for CreatableReplicaAssignmentView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "CreatableReplicaAssignment.PartitionIndex")?;
         view::check_array::<i32>(r, ver, "CreatableReplicaAssignment.BrokerIds")?;
-        view::check_unknown_tagged(r, ver, "CreatableReplicaAssignment._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreatableReplicaAssignment._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -407,7 +426,9 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "CreatableTopicConfig.Name")?;
         r.check_nullable_str(ver.flexible, "CreatableTopicConfig.Value")?;
-        view::check_unknown_tagged(r, ver, "CreatableTopicConfig._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreatableTopicConfig._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -526,11 +547,12 @@ impl Encode for CreateTopicsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.topics, ver, "CreateTopicsResponse.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "CreateTopicsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "CreateTopicsResponse._tagged_fields",
+            )?;
+        }
         n.total("CreateTopicsResponse")
     }
 
@@ -538,7 +560,9 @@ impl Encode for CreateTopicsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -673,7 +697,9 @@ impl<'a> CreateTopicsResponseView<'a> {
         r.take(4, "CreateTopicsResponse.ThrottleTimeMs")?;
         view::check_array::<CreatableTopicResultView<'a>>(r, ver, "CreateTopicsResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "CreateTopicsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("CreateTopicsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }

@@ -70,18 +70,21 @@ impl Encode for DeleteAclsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.filters, ver, "DeleteAclsRequest.Filters")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteAclsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteAclsRequest._tagged_fields",
+            )?;
+        }
         n.total("DeleteAclsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.filters, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -101,8 +104,10 @@ impl Encode for DeleteAclsFilter<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "DeleteAclsFilter.HostFilter")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n +=
-            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "DeleteAclsFilter._tagged_fields")?;
+        if ver.flexible {
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DeleteAclsFilter._tagged_fields")?;
+        }
         n.total("DeleteAclsFilter")
     }
 
@@ -117,7 +122,9 @@ impl Encode for DeleteAclsFilter<'_> {
             b[0..1].copy_from_slice(&self.operation.to_be_bytes());
             b[1..2].copy_from_slice(&self.permission_type.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -153,7 +160,9 @@ impl<'a> DeleteAclsRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<DeleteAclsFilterView<'a>>(r, ver, "DeleteAclsRequest.Filters")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DeleteAclsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteAclsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -235,7 +244,9 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterView<'a> {
         r.check_nullable_str(ver.flexible, "DeleteAclsFilter.PrincipalFilter")?;
         r.check_nullable_str(ver.flexible, "DeleteAclsFilter.HostFilter")?;
         r.run(2, &[("DeleteAclsFilter.Operation", 1), ("DeleteAclsFilter.PermissionType", 1)])?;
-        view::check_unknown_tagged(r, ver, "DeleteAclsFilter._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteAclsFilter._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -348,11 +359,12 @@ impl Encode for DeleteAclsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.filter_results, ver, "DeleteAclsResponse.FilterResults")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteAclsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteAclsResponse._tagged_fields",
+            )?;
+        }
         n.total("DeleteAclsResponse")
     }
 
@@ -360,7 +372,9 @@ impl Encode for DeleteAclsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.filter_results, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -373,11 +387,12 @@ impl Encode for DeleteAclsFilterResult<'_> {
             None => wire::null_size(ver.flexible, false),
         };
         n += encode::array_size(&self.matching_acls, ver, "DeleteAclsFilterResult.MatchingAcls")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteAclsFilterResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteAclsFilterResult._tagged_fields",
+            )?;
+        }
         n.total("DeleteAclsFilterResult")
     }
 
@@ -386,7 +401,9 @@ impl Encode for DeleteAclsFilterResult<'_> {
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         encode::write_array(w, &self.matching_acls, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -401,11 +418,12 @@ impl Encode for DeleteAclsMatchingAcl<'_> {
         n += wire::string_size(self.resource_name.len(), ver.flexible, "DeleteAclsMatchingAcl.ResourceName")?;
         n += wire::string_size(self.principal.len(), ver.flexible, "DeleteAclsMatchingAcl.Principal")?;
         n += wire::string_size(self.host.len(), ver.flexible, "DeleteAclsMatchingAcl.Host")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteAclsMatchingAcl._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteAclsMatchingAcl._tagged_fields",
+            )?;
+        }
         n.total("DeleteAclsMatchingAcl")
     }
 
@@ -422,7 +440,9 @@ impl Encode for DeleteAclsMatchingAcl<'_> {
             b[0..1].copy_from_slice(&self.operation.to_be_bytes());
             b[1..2].copy_from_slice(&self.permission_type.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -465,7 +485,9 @@ impl<'a> DeleteAclsResponseView<'a> {
         r.take(4, "DeleteAclsResponse.ThrottleTimeMs")?;
         view::check_array::<DeleteAclsFilterResultView<'a>>(r, ver, "DeleteAclsResponse.FilterResults")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DeleteAclsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteAclsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -512,7 +534,9 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterResultView<'a> {
         r.take(2, "DeleteAclsFilterResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?;
         view::check_array::<DeleteAclsMatchingAclView<'a>>(r, ver, "DeleteAclsFilterResult.MatchingAcls")?;
-        view::check_unknown_tagged(r, ver, "DeleteAclsFilterResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteAclsFilterResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -624,7 +648,9 @@ impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
         r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Principal")?;
         r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Host")?;
         r.run(2, &[("DeleteAclsMatchingAcl.Operation", 1), ("DeleteAclsMatchingAcl.PermissionType", 1)])?;
-        view::check_unknown_tagged(r, ver, "DeleteAclsMatchingAcl._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteAclsMatchingAcl._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -30,18 +30,21 @@ impl Encode for DeleteGroupsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.groups_names, ver, "DeleteGroupsRequest.GroupsNames")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteGroupsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteGroupsRequest._tagged_fields",
+            )?;
+        }
         n.total("DeleteGroupsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.groups_names, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -77,7 +80,9 @@ impl<'a> DeleteGroupsRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<&'a str>(r, ver, "DeleteGroupsRequest.GroupsNames")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DeleteGroupsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteGroupsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -119,11 +124,12 @@ impl Encode for DeleteGroupsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.results, ver, "DeleteGroupsResponse.Results")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteGroupsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteGroupsResponse._tagged_fields",
+            )?;
+        }
         n.total("DeleteGroupsResponse")
     }
 
@@ -131,7 +137,9 @@ impl Encode for DeleteGroupsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.results, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -146,11 +154,12 @@ impl Encode for DeletableGroupResult<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeletableGroupResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeletableGroupResult._tagged_fields",
+            )?;
+        }
         n.total("DeletableGroupResult")
     }
 
@@ -161,7 +170,9 @@ impl Encode for DeletableGroupResult<'_> {
         if ver.version == 3 {
             w.nullable_str(self.error_message.as_deref(), ver.flexible);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -204,7 +215,9 @@ impl<'a> DeleteGroupsResponseView<'a> {
         r.take(4, "DeleteGroupsResponse.ThrottleTimeMs")?;
         view::check_array::<DeletableGroupResultView<'a>>(r, ver, "DeleteGroupsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DeleteGroupsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteGroupsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -257,7 +270,9 @@ impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
         if ver.version == 3 {
             r.check_nullable_str(ver.flexible, "DeletableGroupResult.ErrorMessage")?;
         }
-        view::check_unknown_tagged(r, ver, "DeletableGroupResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeletableGroupResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -58,11 +58,12 @@ impl Encode for DeleteRecordsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.topics, ver, "DeleteRecordsRequest.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteRecordsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteRecordsRequest._tagged_fields",
+            )?;
+        }
         n.total("DeleteRecordsRequest")
     }
 
@@ -70,7 +71,9 @@ impl Encode for DeleteRecordsRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.topics, ver);
         w.i32(self.timeout_ms);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -80,11 +83,12 @@ impl Encode for DeleteRecordsTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "DeleteRecordsTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "DeleteRecordsTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteRecordsTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteRecordsTopic._tagged_fields",
+            )?;
+        }
         n.total("DeleteRecordsTopic")
     }
 
@@ -92,7 +96,9 @@ impl Encode for DeleteRecordsTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -100,11 +106,12 @@ impl Encode for DeleteRecordsPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(12);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteRecordsPartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteRecordsPartition._tagged_fields",
+            )?;
+        }
         n.total("DeleteRecordsPartition")
     }
 
@@ -114,7 +121,9 @@ impl Encode for DeleteRecordsPartition<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..12].copy_from_slice(&self.offset.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -162,7 +171,9 @@ impl<'a> DeleteRecordsRequestView<'a> {
         view::check_array::<DeleteRecordsTopicView<'a>>(r, ver, "DeleteRecordsRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
         r.take(4, "DeleteRecordsRequest.TimeoutMs")?;
-        view::check_unknown_tagged(r, ver, "DeleteRecordsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteRecordsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -202,7 +213,9 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DeleteRecordsTopic.Name")?;
         view::check_array::<DeleteRecordsPartitionView<'a>>(r, ver, "DeleteRecordsTopic.Partitions")?;
-        view::check_unknown_tagged(r, ver, "DeleteRecordsTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteRecordsTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -320,11 +333,12 @@ impl Encode for DeleteRecordsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.topics, ver, "DeleteRecordsResponse.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteRecordsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteRecordsResponse._tagged_fields",
+            )?;
+        }
         n.total("DeleteRecordsResponse")
     }
 
@@ -332,7 +346,9 @@ impl Encode for DeleteRecordsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -342,11 +358,12 @@ impl Encode for DeleteRecordsTopicResult<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "DeleteRecordsTopicResult.Name")?;
         n += encode::array_size(&self.partitions, ver, "DeleteRecordsTopicResult.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteRecordsTopicResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteRecordsTopicResult._tagged_fields",
+            )?;
+        }
         n.total("DeleteRecordsTopicResult")
     }
 
@@ -354,7 +371,9 @@ impl Encode for DeleteRecordsTopicResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -362,11 +381,12 @@ impl Encode for DeleteRecordsPartitionResult<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteRecordsPartitionResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteRecordsPartitionResult._tagged_fields",
+            )?;
+        }
         n.total("DeleteRecordsPartitionResult")
     }
 
@@ -377,7 +397,9 @@ impl Encode for DeleteRecordsPartitionResult<'_> {
             b[4..12].copy_from_slice(&self.low_watermark.to_be_bytes());
             b[12..14].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -425,7 +447,9 @@ impl<'a> DeleteRecordsResponseView<'a> {
         r.take(4, "DeleteRecordsResponse.ThrottleTimeMs")?;
         view::check_array::<DeleteRecordsTopicResultView<'a>>(r, ver, "DeleteRecordsResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DeleteRecordsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteRecordsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -469,7 +493,9 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
             ver,
             "DeleteRecordsTopicResult.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "DeleteRecordsTopicResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteRecordsTopicResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

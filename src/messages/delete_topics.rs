@@ -56,11 +56,12 @@ impl Encode for DeleteTopicsRequest<'_> {
         if ver.version <= 5 {
             n += encode::array_size(&self.topic_names, ver, "DeleteTopicsRequest.TopicNames")?;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteTopicsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteTopicsRequest._tagged_fields",
+            )?;
+        }
         n.total("DeleteTopicsRequest")
     }
 
@@ -73,7 +74,9 @@ impl Encode for DeleteTopicsRequest<'_> {
             encode::write_array(w, &self.topic_names, ver);
         }
         w.i32(self.timeout_ms);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -152,7 +155,9 @@ impl<'a> DeleteTopicsRequestView<'a> {
         }
         at[1] = (r.pos() - start) as u32;
         r.take(4, "DeleteTopicsRequest.TimeoutMs")?;
-        view::check_unknown_tagged(r, ver, "DeleteTopicsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteTopicsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -260,11 +265,12 @@ impl Encode for DeleteTopicsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.responses, ver, "DeleteTopicsResponse.Responses")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeleteTopicsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeleteTopicsResponse._tagged_fields",
+            )?;
+        }
         n.total("DeleteTopicsResponse")
     }
 
@@ -272,7 +278,9 @@ impl Encode for DeleteTopicsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.responses, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -296,11 +304,12 @@ impl Encode for DeletableTopicResult<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DeletableTopicResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DeletableTopicResult._tagged_fields",
+            )?;
+        }
         n.total("DeletableTopicResult")
     }
 
@@ -314,7 +323,9 @@ impl Encode for DeletableTopicResult<'_> {
         if ver.version >= 5 {
             w.nullable_str(self.error_message.as_deref(), ver.flexible);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -357,7 +368,9 @@ impl<'a> DeleteTopicsResponseView<'a> {
         r.take(4, "DeleteTopicsResponse.ThrottleTimeMs")?;
         view::check_array::<DeletableTopicResultView<'a>>(r, ver, "DeleteTopicsResponse.Responses")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DeleteTopicsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteTopicsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -426,7 +439,9 @@ impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
         if ver.version >= 5 {
             r.check_nullable_str(ver.flexible, "DeletableTopicResult.ErrorMessage")?;
         }
-        view::check_unknown_tagged(r, ver, "DeletableTopicResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DeletableTopicResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

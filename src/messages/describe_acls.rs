@@ -71,11 +71,12 @@ impl Encode for DescribeAclsRequest<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeAclsRequest.HostFilter")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeAclsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeAclsRequest._tagged_fields",
+            )?;
+        }
         n.total("DescribeAclsRequest")
     }
 
@@ -90,7 +91,9 @@ impl Encode for DescribeAclsRequest<'_> {
             b[0..1].copy_from_slice(&self.operation.to_be_bytes());
             b[1..2].copy_from_slice(&self.permission_type.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -177,7 +180,9 @@ impl<'a> DescribeAclsRequestView<'a> {
         r.check_nullable_str(ver.flexible, "DescribeAclsRequest.HostFilter")?;
         at[2] = (r.pos() - start) as u32;
         r.run(2, &[("DescribeAclsRequest.Operation", 1), ("DescribeAclsRequest.PermissionType", 1)])?;
-        view::check_unknown_tagged(r, ver, "DescribeAclsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeAclsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -268,11 +273,12 @@ impl Encode for DescribeAclsResponse<'_> {
             None => wire::null_size(ver.flexible, false),
         };
         n += encode::array_size(&self.resources, ver, "DescribeAclsResponse.Resources")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeAclsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeAclsResponse._tagged_fields",
+            )?;
+        }
         n.total("DescribeAclsResponse")
     }
 
@@ -284,7 +290,9 @@ impl Encode for DescribeAclsResponse<'_> {
         });
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         encode::write_array(w, &self.resources, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -294,11 +302,12 @@ impl Encode for DescribeAclsResource<'_> {
         let mut n = Size::new(2);
         n += wire::string_size(self.resource_name.len(), ver.flexible, "DescribeAclsResource.ResourceName")?;
         n += encode::array_size(&self.acls, ver, "DescribeAclsResource.Acls")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeAclsResource._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeAclsResource._tagged_fields",
+            )?;
+        }
         n.total("DescribeAclsResource")
     }
 
@@ -308,7 +317,9 @@ impl Encode for DescribeAclsResource<'_> {
         w.str(&self.resource_name, ver.flexible);
         w.i8(self.pattern_type);
         encode::write_array(w, &self.acls, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -318,7 +329,9 @@ impl Encode for AclDescription<'_> {
         let mut n = Size::new(2);
         n += wire::string_size(self.principal.len(), ver.flexible, "AclDescription.Principal")?;
         n += wire::string_size(self.host.len(), ver.flexible, "AclDescription.Host")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "AclDescription._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AclDescription._tagged_fields")?;
+        }
         n.total("AclDescription")
     }
 
@@ -330,7 +343,9 @@ impl Encode for AclDescription<'_> {
             b[0..1].copy_from_slice(&self.operation.to_be_bytes());
             b[1..2].copy_from_slice(&self.permission_type.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -387,7 +402,9 @@ impl<'a> DescribeAclsResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_array::<DescribeAclsResourceView<'a>>(r, ver, "DescribeAclsResponse.Resources")?;
         at[1] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DescribeAclsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeAclsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -441,7 +458,9 @@ impl<'a> ElementImpl<'a> for DescribeAclsResourceView<'a> {
         r.check_str(ver.flexible, "DescribeAclsResource.ResourceName")?;
         r.take(1, "DescribeAclsResource.PatternType")?;
         view::check_array::<AclDescriptionView<'a>>(r, ver, "DescribeAclsResource.Acls")?;
-        view::check_unknown_tagged(r, ver, "DescribeAclsResource._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeAclsResource._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -509,7 +528,9 @@ impl<'a> ElementImpl<'a> for AclDescriptionView<'a> {
         r.check_str(ver.flexible, "AclDescription.Principal")?;
         r.check_str(ver.flexible, "AclDescription.Host")?;
         r.run(2, &[("AclDescription.Operation", 1), ("AclDescription.PermissionType", 1)])?;
-        view::check_unknown_tagged(r, ver, "AclDescription._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AclDescription._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -62,11 +62,12 @@ impl Encode for DescribeClientQuotasRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(1);
         n += encode::array_size(&self.components, ver, "DescribeClientQuotasRequest.Components")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeClientQuotasRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeClientQuotasRequest._tagged_fields",
+            )?;
+        }
         n.total("DescribeClientQuotasRequest")
     }
 
@@ -74,7 +75,9 @@ impl Encode for DescribeClientQuotasRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.components, ver);
         w.bool(self.strict);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -87,7 +90,9 @@ impl Encode for ComponentData<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "ComponentData.Match")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ComponentData._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ComponentData._tagged_fields")?;
+        }
         n.total("ComponentData")
     }
 
@@ -96,7 +101,9 @@ impl Encode for ComponentData<'_> {
         w.str(&self.entity_type, ver.flexible);
         w.i8(self.match_type);
         w.nullable_str(self.r#match.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -139,7 +146,9 @@ impl<'a> DescribeClientQuotasRequestView<'a> {
         view::check_array::<ComponentDataView<'a>>(r, ver, "DescribeClientQuotasRequest.Components")?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "DescribeClientQuotasRequest.Strict")?;
-        view::check_unknown_tagged(r, ver, "DescribeClientQuotasRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeClientQuotasRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -186,7 +195,9 @@ impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
         r.check_str(ver.flexible, "ComponentData.EntityType")?;
         r.take(1, "ComponentData.MatchType")?;
         r.check_nullable_str(ver.flexible, "ComponentData.Match")?;
-        view::check_unknown_tagged(r, ver, "ComponentData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ComponentData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -307,11 +318,12 @@ impl Encode for DescribeClientQuotasResponse<'_> {
             ver,
             "DescribeClientQuotasResponse.Entries",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeClientQuotasResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeClientQuotasResponse._tagged_fields",
+            )?;
+        }
         n.total("DescribeClientQuotasResponse")
     }
 
@@ -323,7 +335,9 @@ impl Encode for DescribeClientQuotasResponse<'_> {
         });
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         encode::write_nullable_array(w, self.entries.as_deref(), ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -333,7 +347,9 @@ impl Encode for EntryData<'_> {
         let mut n = Size::new(0);
         n += encode::array_size(&self.entity, ver, "EntryData.Entity")?;
         n += encode::array_size(&self.values, ver, "EntryData.Values")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EntryData._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EntryData._tagged_fields")?;
+        }
         n.total("EntryData")
     }
 
@@ -341,7 +357,9 @@ impl Encode for EntryData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.entity, ver);
         encode::write_array(w, &self.values, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -354,7 +372,9 @@ impl Encode for EntityData<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "EntityData.EntityName")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EntityData._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EntityData._tagged_fields")?;
+        }
         n.total("EntityData")
     }
 
@@ -362,7 +382,9 @@ impl Encode for EntityData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.entity_type, ver.flexible);
         w.nullable_str(self.entity_name.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -371,7 +393,9 @@ impl Encode for ValueData<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(8);
         n += wire::string_size(self.key.len(), ver.flexible, "ValueData.Key")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ValueData._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ValueData._tagged_fields")?;
+        }
         n.total("ValueData")
     }
 
@@ -379,7 +403,9 @@ impl Encode for ValueData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.key, ver.flexible);
         w.f64(self.value);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -442,7 +468,9 @@ impl<'a> DescribeClientQuotasResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_nullable_array::<EntryDataView<'a>>(r, ver, "DescribeClientQuotasResponse.Entries")?;
         at[1] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DescribeClientQuotasResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeClientQuotasResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -482,7 +510,9 @@ impl<'a> ElementImpl<'a> for EntryDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<EntityDataView<'a>>(r, ver, "EntryData.Entity")?;
         view::check_array::<ValueDataView<'a>>(r, ver, "EntryData.Values")?;
-        view::check_unknown_tagged(r, ver, "EntryData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("EntryData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -536,7 +566,9 @@ impl<'a> ElementImpl<'a> for EntityDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "EntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "EntityData.EntityName")?;
-        view::check_unknown_tagged(r, ver, "EntityData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("EntityData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -590,7 +622,9 @@ impl<'a> ElementImpl<'a> for ValueDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ValueData.Key")?;
         r.take(8, "ValueData.Value")?;
-        view::check_unknown_tagged(r, ver, "ValueData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ValueData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -67,11 +67,12 @@ impl Encode for DescribeConfigsRequest<'_> {
         } else if self.include_documentation {
             return Err(encode::not_in_version("DescribeConfigsRequest.IncludeDocumentation", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeConfigsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeConfigsRequest._tagged_fields",
+            )?;
+        }
         n.total("DescribeConfigsRequest")
     }
 
@@ -82,7 +83,9 @@ impl Encode for DescribeConfigsRequest<'_> {
         if ver.version >= 3 {
             w.bool(self.include_documentation);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -100,11 +103,12 @@ impl Encode for DescribeConfigsResource<'_> {
             ver,
             "DescribeConfigsResource.ConfigurationKeys",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeConfigsResource._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeConfigsResource._tagged_fields",
+            )?;
+        }
         n.total("DescribeConfigsResource")
     }
 
@@ -113,7 +117,9 @@ impl Encode for DescribeConfigsResource<'_> {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
         encode::write_nullable_array(w, self.configuration_keys.as_deref(), ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -165,7 +171,9 @@ impl<'a> DescribeConfigsRequestView<'a> {
         if ver.version >= 3 {
             r.take(1, "DescribeConfigsRequest.IncludeDocumentation")?;
         }
-        view::check_unknown_tagged(r, ver, "DescribeConfigsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeConfigsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -212,7 +220,9 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceView<'a> {
         r.take(1, "DescribeConfigsResource.ResourceType")?;
         r.check_str(ver.flexible, "DescribeConfigsResource.ResourceName")?;
         view::check_nullable_array::<&'a str>(r, ver, "DescribeConfigsResource.ConfigurationKeys")?;
-        view::check_unknown_tagged(r, ver, "DescribeConfigsResource._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeConfigsResource._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -354,11 +364,12 @@ impl Encode for DescribeConfigsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.results, ver, "DescribeConfigsResponse.Results")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeConfigsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeConfigsResponse._tagged_fields",
+            )?;
+        }
         n.total("DescribeConfigsResponse")
     }
 
@@ -366,7 +377,9 @@ impl Encode for DescribeConfigsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.results, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -380,11 +393,12 @@ impl Encode for DescribeConfigsResult<'_> {
         };
         n += wire::string_size(self.resource_name.len(), ver.flexible, "DescribeConfigsResult.ResourceName")?;
         n += encode::array_size(&self.configs, ver, "DescribeConfigsResult.Configs")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeConfigsResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeConfigsResult._tagged_fields",
+            )?;
+        }
         n.total("DescribeConfigsResult")
     }
 
@@ -395,7 +409,9 @@ impl Encode for DescribeConfigsResult<'_> {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
         encode::write_array(w, &self.configs, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -420,11 +436,12 @@ impl Encode for DescribeConfigsResourceResult<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeConfigsResourceResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeConfigsResourceResult._tagged_fields",
+            )?;
+        }
         n.total("DescribeConfigsResourceResult")
     }
 
@@ -444,7 +461,9 @@ impl Encode for DescribeConfigsResourceResult<'_> {
         if ver.version >= 3 {
             w.nullable_str(self.documentation.as_deref(), ver.flexible);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -457,11 +476,12 @@ impl Encode for DescribeConfigsSynonym<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "DescribeConfigsSynonym.Value")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeConfigsSynonym._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeConfigsSynonym._tagged_fields",
+            )?;
+        }
         n.total("DescribeConfigsSynonym")
     }
 
@@ -470,7 +490,9 @@ impl Encode for DescribeConfigsSynonym<'_> {
         w.str(&self.name, ver.flexible);
         w.nullable_str(self.value.as_deref(), ver.flexible);
         w.i8(self.source);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -513,7 +535,9 @@ impl<'a> DescribeConfigsResponseView<'a> {
         r.take(4, "DescribeConfigsResponse.ThrottleTimeMs")?;
         view::check_array::<DescribeConfigsResultView<'a>>(r, ver, "DescribeConfigsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DescribeConfigsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeConfigsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -574,7 +598,9 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResultView<'a> {
         r.take(1, "DescribeConfigsResult.ResourceType")?;
         r.check_str(ver.flexible, "DescribeConfigsResult.ResourceName")?;
         view::check_array::<DescribeConfigsResourceResultView<'a>>(r, ver, "DescribeConfigsResult.Configs")?;
-        view::check_unknown_tagged(r, ver, "DescribeConfigsResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeConfigsResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -699,7 +725,9 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
         if ver.version >= 3 {
             r.check_nullable_str(ver.flexible, "DescribeConfigsResourceResult.Documentation")?;
         }
-        view::check_unknown_tagged(r, ver, "DescribeConfigsResourceResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeConfigsResourceResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -768,7 +796,9 @@ impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
         r.check_str(ver.flexible, "DescribeConfigsSynonym.Name")?;
         r.check_nullable_str(ver.flexible, "DescribeConfigsSynonym.Value")?;
         r.take(1, "DescribeConfigsSynonym.Source")?;
-        view::check_unknown_tagged(r, ver, "DescribeConfigsSynonym._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeConfigsSynonym._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -61,18 +61,21 @@ impl Encode for DescribeDelegationTokenRequest<'_> {
             ver,
             "DescribeDelegationTokenRequest.Owners",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeDelegationTokenRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeDelegationTokenRequest._tagged_fields",
+            )?;
+        }
         n.total("DescribeDelegationTokenRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_nullable_array(w, self.owners.as_deref(), ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -90,11 +93,12 @@ impl Encode for DescribeDelegationTokenOwner<'_> {
             ver.flexible,
             "DescribeDelegationTokenOwner.PrincipalName",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeDelegationTokenOwner._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeDelegationTokenOwner._tagged_fields",
+            )?;
+        }
         n.total("DescribeDelegationTokenOwner")
     }
 
@@ -102,7 +106,9 @@ impl Encode for DescribeDelegationTokenOwner<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -142,7 +148,9 @@ impl<'a> DescribeDelegationTokenRequestView<'a> {
             "DescribeDelegationTokenRequest.Owners",
         )?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DescribeDelegationTokenRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -182,7 +190,9 @@ impl<'a> ElementImpl<'a> for DescribeDelegationTokenOwnerView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?;
         r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?;
-        view::check_unknown_tagged(r, ver, "DescribeDelegationTokenOwner._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeDelegationTokenOwner._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -272,11 +282,12 @@ impl Encode for DescribeDelegationTokenResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
         n += encode::array_size(&self.tokens, ver, "DescribeDelegationTokenResponse.Tokens")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeDelegationTokenResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeDelegationTokenResponse._tagged_fields",
+            )?;
+        }
         n.total("DescribeDelegationTokenResponse")
     }
 
@@ -285,7 +296,9 @@ impl Encode for DescribeDelegationTokenResponse<'_> {
         w.i16(self.error_code);
         encode::write_array(w, &self.tokens, ver);
         w.i32(self.throttle_time_ms);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -324,11 +337,12 @@ impl Encode for DescribedDelegationToken<'_> {
         n += wire::string_size(self.token_id.len(), ver.flexible, "DescribedDelegationToken.TokenId")?;
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "DescribedDelegationToken.Hmac")?;
         n += encode::array_size(&self.renewers, ver, "DescribedDelegationToken.Renewers")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribedDelegationToken._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribedDelegationToken._tagged_fields",
+            )?;
+        }
         n.total("DescribedDelegationToken")
     }
 
@@ -350,7 +364,9 @@ impl Encode for DescribedDelegationToken<'_> {
         w.str(&self.token_id, ver.flexible);
         w.bytes(&self.hmac, ver.flexible);
         encode::write_array(w, &self.renewers, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -368,11 +384,12 @@ impl Encode for DescribedDelegationTokenRenewer<'_> {
             ver.flexible,
             "DescribedDelegationTokenRenewer.PrincipalName",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribedDelegationTokenRenewer._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribedDelegationTokenRenewer._tagged_fields",
+            )?;
+        }
         n.total("DescribedDelegationTokenRenewer")
     }
 
@@ -380,7 +397,9 @@ impl Encode for DescribedDelegationTokenRenewer<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -434,7 +453,9 @@ impl<'a> DescribeDelegationTokenResponseView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         r.take(4, "DescribeDelegationTokenResponse.ThrottleTimeMs")?;
-        view::check_unknown_tagged(r, ver, "DescribeDelegationTokenResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -554,7 +575,9 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
             ver,
             "DescribedDelegationToken.Renewers",
         )?;
-        view::check_unknown_tagged(r, ver, "DescribedDelegationToken._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribedDelegationToken._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -623,7 +646,9 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenRenewerView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?;
         r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?;
-        view::check_unknown_tagged(r, ver, "DescribedDelegationTokenRenewer._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribedDelegationTokenRenewer._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

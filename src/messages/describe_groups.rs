@@ -38,11 +38,12 @@ impl Encode for DescribeGroupsRequest<'_> {
         } else if self.include_authorized_operations {
             return Err(encode::not_in_version("DescribeGroupsRequest.IncludeAuthorizedOperations", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeGroupsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeGroupsRequest._tagged_fields",
+            )?;
+        }
         n.total("DescribeGroupsRequest")
     }
 
@@ -52,7 +53,9 @@ impl Encode for DescribeGroupsRequest<'_> {
         if ver.version >= 3 {
             w.bool(self.include_authorized_operations);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -97,7 +100,9 @@ impl<'a> DescribeGroupsRequestView<'a> {
         if ver.version >= 3 {
             r.take(1, "DescribeGroupsRequest.IncludeAuthorizedOperations")?;
         }
-        view::check_unknown_tagged(r, ver, "DescribeGroupsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeGroupsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -192,11 +197,12 @@ impl Encode for DescribeGroupsResponse<'_> {
             n += 4;
         }
         n += encode::array_size(&self.groups, ver, "DescribeGroupsResponse.Groups")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeGroupsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeGroupsResponse._tagged_fields",
+            )?;
+        }
         n.total("DescribeGroupsResponse")
     }
 
@@ -206,7 +212,9 @@ impl Encode for DescribeGroupsResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         encode::write_array(w, &self.groups, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -232,7 +240,9 @@ impl Encode for DescribedGroup<'_> {
         } else if self.authorized_operations != i32::MIN {
             return Err(encode::not_in_version("DescribedGroup.AuthorizedOperations", ver));
         }
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "DescribedGroup._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DescribedGroup._tagged_fields")?;
+        }
         n.total("DescribedGroup")
     }
 
@@ -250,7 +260,9 @@ impl Encode for DescribedGroup<'_> {
         if ver.version >= 3 {
             w.i32(self.authorized_operations);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -277,11 +289,12 @@ impl Encode for DescribedGroupMember<'_> {
             ver.flexible,
             "DescribedGroupMember.MemberAssignment",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribedGroupMember._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribedGroupMember._tagged_fields",
+            )?;
+        }
         n.total("DescribedGroupMember")
     }
 
@@ -295,7 +308,9 @@ impl Encode for DescribedGroupMember<'_> {
         w.str(&self.client_host, ver.flexible);
         w.bytes(&self.member_metadata, ver.flexible);
         w.bytes(&self.member_assignment, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -340,7 +355,9 @@ impl<'a> DescribeGroupsResponseView<'a> {
         }
         view::check_array::<DescribedGroupView<'a>>(r, ver, "DescribeGroupsResponse.Groups")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DescribeGroupsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeGroupsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -435,7 +452,9 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         if ver.version >= 3 {
             r.take(4, "DescribedGroup.AuthorizedOperations")?;
         }
-        view::check_unknown_tagged(r, ver, "DescribedGroup._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -541,7 +560,9 @@ impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
         r.check_str(ver.flexible, "DescribedGroupMember.ClientHost")?;
         r.bytes(ver.flexible, "DescribedGroupMember.MemberMetadata")?;
         r.bytes(ver.flexible, "DescribedGroupMember.MemberAssignment")?;
-        view::check_unknown_tagged(r, ver, "DescribedGroupMember._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribedGroupMember._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

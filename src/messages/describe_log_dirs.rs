@@ -53,18 +53,21 @@ impl Encode for DescribeLogDirsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += encode::nullable_array_size(self.topics.as_deref(), ver, "DescribeLogDirsRequest.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeLogDirsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeLogDirsRequest._tagged_fields",
+            )?;
+        }
         n.total("DescribeLogDirsRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_nullable_array(w, self.topics.as_deref(), ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -74,11 +77,12 @@ impl Encode for DescribableLogDirTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "DescribableLogDirTopic.Topic")?;
         n += encode::array_size(&self.partitions, ver, "DescribableLogDirTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribableLogDirTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribableLogDirTopic._tagged_fields",
+            )?;
+        }
         n.total("DescribableLogDirTopic")
     }
 
@@ -86,7 +90,9 @@ impl Encode for DescribableLogDirTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -126,7 +132,9 @@ impl<'a> DescribeLogDirsRequestView<'a> {
             "DescribeLogDirsRequest.Topics",
         )?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DescribeLogDirsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeLogDirsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -166,7 +174,9 @@ impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribableLogDirTopic.Topic")?;
         view::check_array::<i32>(r, ver, "DescribableLogDirTopic.Partitions")?;
-        view::check_unknown_tagged(r, ver, "DescribableLogDirTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribableLogDirTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -281,11 +291,12 @@ impl Encode for DescribeLogDirsResponse<'_> {
             n += 2;
         }
         n += encode::array_size(&self.results, ver, "DescribeLogDirsResponse.Results")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeLogDirsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeLogDirsResponse._tagged_fields",
+            )?;
+        }
         n.total("DescribeLogDirsResponse")
     }
 
@@ -296,7 +307,9 @@ impl Encode for DescribeLogDirsResponse<'_> {
             w.i16(self.error_code);
         }
         encode::write_array(w, &self.results, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -315,11 +328,12 @@ impl Encode for DescribeLogDirsResult<'_> {
         if ver.version == 5 {
             n += 1;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeLogDirsResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeLogDirsResult._tagged_fields",
+            )?;
+        }
         n.total("DescribeLogDirsResult")
     }
 
@@ -337,7 +351,9 @@ impl Encode for DescribeLogDirsResult<'_> {
         if ver.version == 5 {
             w.bool(self.is_cordoned);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -347,11 +363,12 @@ impl Encode for DescribeLogDirsTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "DescribeLogDirsTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "DescribeLogDirsTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeLogDirsTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeLogDirsTopic._tagged_fields",
+            )?;
+        }
         n.total("DescribeLogDirsTopic")
     }
 
@@ -359,7 +376,9 @@ impl Encode for DescribeLogDirsTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -367,11 +386,12 @@ impl Encode for DescribeLogDirsPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(21);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "DescribeLogDirsPartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "DescribeLogDirsPartition._tagged_fields",
+            )?;
+        }
         n.total("DescribeLogDirsPartition")
     }
 
@@ -383,7 +403,9 @@ impl Encode for DescribeLogDirsPartition<'_> {
             b[12..20].copy_from_slice(&self.offset_lag.to_be_bytes());
             b[20..21].copy_from_slice(&[u8::from(self.is_future_key)]);
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -440,7 +462,9 @@ impl<'a> DescribeLogDirsResponseView<'a> {
         }
         view::check_array::<DescribeLogDirsResultView<'a>>(r, ver, "DescribeLogDirsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "DescribeLogDirsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeLogDirsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -532,7 +556,9 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
         if ver.version == 5 {
             r.take(1, "DescribeLogDirsResult.IsCordoned")?;
         }
-        view::check_unknown_tagged(r, ver, "DescribeLogDirsResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeLogDirsResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -593,7 +619,9 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribeLogDirsTopic.Name")?;
         view::check_array::<DescribeLogDirsPartitionView<'a>>(r, ver, "DescribeLogDirsTopic.Partitions")?;
-        view::check_unknown_tagged(r, ver, "DescribeLogDirsTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeLogDirsTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

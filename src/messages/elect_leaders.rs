@@ -68,11 +68,12 @@ impl Encode for ElectLeadersRequest<'_> {
             ver,
             "ElectLeadersRequest.TopicPartitions",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ElectLeadersRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ElectLeadersRequest._tagged_fields",
+            )?;
+        }
         n.total("ElectLeadersRequest")
     }
 
@@ -83,7 +84,9 @@ impl Encode for ElectLeadersRequest<'_> {
         }
         encode::write_nullable_array(w, self.topic_partitions.as_deref(), ver);
         w.i32(self.timeout_ms);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -93,7 +96,9 @@ impl Encode for TopicPartitions<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "TopicPartitions.Topic")?;
         n += encode::array_size(&self.partitions, ver, "TopicPartitions.Partitions")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "TopicPartitions._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicPartitions._tagged_fields")?;
+        }
         n.total("TopicPartitions")
     }
 
@@ -101,7 +106,9 @@ impl Encode for TopicPartitions<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -153,7 +160,9 @@ impl<'a> ElectLeadersRequestView<'a> {
         view::check_nullable_array::<TopicPartitionsView<'a>>(r, ver, "ElectLeadersRequest.TopicPartitions")?;
         at[0] = (r.pos() - start) as u32;
         r.take(4, "ElectLeadersRequest.TimeoutMs")?;
-        view::check_unknown_tagged(r, ver, "ElectLeadersRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ElectLeadersRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -193,7 +202,9 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "TopicPartitions.Topic")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        view::check_unknown_tagged(r, ver, "TopicPartitions._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -285,11 +296,12 @@ impl Encode for ElectLeadersResponse<'_> {
             ver,
             "ElectLeadersResponse.ReplicaElectionResults",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ElectLeadersResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ElectLeadersResponse._tagged_fields",
+            )?;
+        }
         n.total("ElectLeadersResponse")
     }
 
@@ -300,7 +312,9 @@ impl Encode for ElectLeadersResponse<'_> {
             w.i16(self.error_code);
         }
         encode::write_array(w, &self.replica_election_results, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -310,11 +324,12 @@ impl Encode for ReplicaElectionResult<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "ReplicaElectionResult.Topic")?;
         n += encode::array_size(&self.partition_result, ver, "ReplicaElectionResult.PartitionResult")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ReplicaElectionResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ReplicaElectionResult._tagged_fields",
+            )?;
+        }
         n.total("ReplicaElectionResult")
     }
 
@@ -322,7 +337,9 @@ impl Encode for ReplicaElectionResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partition_result, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -334,7 +351,9 @@ impl Encode for PartitionResult<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "PartitionResult.ErrorMessage")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "PartitionResult._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "PartitionResult._tagged_fields")?;
+        }
         n.total("PartitionResult")
     }
 
@@ -345,7 +364,9 @@ impl Encode for PartitionResult<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -401,7 +422,9 @@ impl<'a> ElectLeadersResponseView<'a> {
             "ElectLeadersResponse.ReplicaElectionResults",
         )?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "ElectLeadersResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ElectLeadersResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -441,7 +464,9 @@ impl<'a> ElementImpl<'a> for ReplicaElectionResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ReplicaElectionResult.Topic")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReplicaElectionResult.PartitionResult")?;
-        view::check_unknown_tagged(r, ver, "ReplicaElectionResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ReplicaElectionResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -501,7 +526,9 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.PartitionId", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(ver.flexible, "PartitionResult.ErrorMessage")?;
-        view::check_unknown_tagged(r, ver, "PartitionResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

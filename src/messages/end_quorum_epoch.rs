@@ -102,11 +102,12 @@ impl Encode for EndQuorumEpochRequest<'_> {
         if ver.version == 1 {
             n += encode::array_size(&self.leader_endpoints, ver, "EndQuorumEpochRequest.LeaderEndpoints")?;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "EndQuorumEpochRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "EndQuorumEpochRequest._tagged_fields",
+            )?;
+        }
         n.total("EndQuorumEpochRequest")
     }
 
@@ -117,7 +118,9 @@ impl Encode for EndQuorumEpochRequest<'_> {
         if ver.version == 1 {
             encode::write_array(w, &self.leader_endpoints, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -131,11 +134,12 @@ impl Encode for EndQuorumEpochRequestTopicData<'_> {
             "EndQuorumEpochRequestTopicData.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "EndQuorumEpochRequestTopicData.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "EndQuorumEpochRequestTopicData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "EndQuorumEpochRequestTopicData._tagged_fields",
+            )?;
+        }
         n.total("EndQuorumEpochRequestTopicData")
     }
 
@@ -143,7 +147,9 @@ impl Encode for EndQuorumEpochRequestTopicData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -165,11 +171,12 @@ impl Encode for EndQuorumEpochRequestPartitionData<'_> {
                 "EndQuorumEpochRequestPartitionData.PreferredCandidates",
             )?;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "EndQuorumEpochRequestPartitionData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "EndQuorumEpochRequestPartitionData._tagged_fields",
+            )?;
+        }
         n.total("EndQuorumEpochRequestPartitionData")
     }
 
@@ -186,7 +193,9 @@ impl Encode for EndQuorumEpochRequestPartitionData<'_> {
         if ver.version == 1 {
             encode::write_array(w, &self.preferred_candidates, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -281,7 +290,9 @@ impl<'a> EndQuorumEpochRequestView<'a> {
             view::check_array::<LeaderEndpointView<'a>>(r, ver, "EndQuorumEpochRequest.LeaderEndpoints")?;
         }
         at[2] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "EndQuorumEpochRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("EndQuorumEpochRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -325,7 +336,9 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestTopicDataView<'a> {
             ver,
             "EndQuorumEpochRequestTopicData.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "EndQuorumEpochRequestTopicData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -423,7 +436,9 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestPartitionDataView<'a> {
                 "EndQuorumEpochRequestPartitionData.PreferredCandidates",
             )?;
         }
-        view::check_unknown_tagged(r, ver, "EndQuorumEpochRequestPartitionData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("EndQuorumEpochRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -671,11 +686,12 @@ impl Encode for EndQuorumEpochResponseTopicData<'_> {
             "EndQuorumEpochResponseTopicData.TopicName",
         )?;
         n += encode::array_size(&self.partitions, ver, "EndQuorumEpochResponseTopicData.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "EndQuorumEpochResponseTopicData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "EndQuorumEpochResponseTopicData._tagged_fields",
+            )?;
+        }
         n.total("EndQuorumEpochResponseTopicData")
     }
 
@@ -683,7 +699,9 @@ impl Encode for EndQuorumEpochResponseTopicData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic_name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -691,11 +709,12 @@ impl Encode for EndQuorumEpochResponsePartitionData<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "EndQuorumEpochResponsePartitionData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "EndQuorumEpochResponsePartitionData._tagged_fields",
+            )?;
+        }
         n.total("EndQuorumEpochResponsePartitionData")
     }
 
@@ -707,7 +726,9 @@ impl Encode for EndQuorumEpochResponsePartitionData<'_> {
             b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
             b[10..14].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -847,7 +868,9 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochResponseTopicDataView<'a> {
             ver,
             "EndQuorumEpochResponseTopicData.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "EndQuorumEpochResponseTopicData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -36,7 +36,9 @@ impl Encode for EndTxnRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(11);
         n += wire::string_size(self.transactional_id.len(), ver.flexible, "EndTxnRequest.TransactionalId")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EndTxnRequest._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndTxnRequest._tagged_fields")?;
+        }
         n.total("EndTxnRequest")
     }
 
@@ -48,7 +50,9 @@ impl Encode for EndTxnRequest<'_> {
             b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
             b[10..11].copy_from_slice(&[u8::from(self.committed)]);
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -110,7 +114,9 @@ impl<'a> EndTxnRequestView<'a> {
                 ("EndTxnRequest.Committed", 1),
             ],
         )?;
-        view::check_unknown_tagged(r, ver, "EndTxnRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("EndTxnRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -161,7 +167,9 @@ impl Encode for EndTxnResponse<'_> {
         if ver.version == 5 {
             n += 2;
         }
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EndTxnResponse._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EndTxnResponse._tagged_fields")?;
+        }
         n.total("EndTxnResponse")
     }
 
@@ -177,7 +185,9 @@ impl Encode for EndTxnResponse<'_> {
                 b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
             });
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]

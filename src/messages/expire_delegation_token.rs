@@ -38,11 +38,12 @@ impl Encode for ExpireDelegationTokenRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(8);
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "ExpireDelegationTokenRequest.Hmac")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ExpireDelegationTokenRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ExpireDelegationTokenRequest._tagged_fields",
+            )?;
+        }
         n.total("ExpireDelegationTokenRequest")
     }
 
@@ -50,7 +51,9 @@ impl Encode for ExpireDelegationTokenRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.bytes(&self.hmac, ver.flexible);
         w.i64(self.expiry_time_period_ms);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -93,7 +96,9 @@ impl<'a> ExpireDelegationTokenRequestView<'a> {
         r.bytes(ver.flexible, "ExpireDelegationTokenRequest.Hmac")?;
         at[0] = (r.pos() - start) as u32;
         r.take(8, "ExpireDelegationTokenRequest.ExpiryTimePeriodMs")?;
-        view::check_unknown_tagged(r, ver, "ExpireDelegationTokenRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ExpireDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -127,11 +132,12 @@ impl Encode for ExpireDelegationTokenResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ExpireDelegationTokenResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ExpireDelegationTokenResponse._tagged_fields",
+            )?;
+        }
         n.total("ExpireDelegationTokenResponse")
     }
 
@@ -142,7 +148,9 @@ impl Encode for ExpireDelegationTokenResponse<'_> {
             b[2..10].copy_from_slice(&self.expiry_timestamp_ms.to_be_bytes());
             b[10..14].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]

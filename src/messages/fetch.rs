@@ -307,7 +307,9 @@ impl Encode for FetchTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "FetchTopic.Partitions")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "FetchTopic._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FetchTopic._tagged_fields")?;
+        }
         n.total("FetchTopic")
     }
 
@@ -320,7 +322,9 @@ impl Encode for FetchTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -401,7 +405,9 @@ impl Encode for ForgottenTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "ForgottenTopic.Partitions")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ForgottenTopic._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ForgottenTopic._tagged_fields")?;
+        }
         n.total("ForgottenTopic")
     }
 
@@ -414,7 +420,9 @@ impl Encode for ForgottenTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -692,7 +700,9 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
             r.take(16, "FetchTopic.TopicId")?;
         }
         view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
-        view::check_unknown_tagged(r, ver, "FetchTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("FetchTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -926,7 +936,9 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
             r.take(16, "ForgottenTopic.TopicId")?;
         }
         view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
-        view::check_unknown_tagged(r, ver, "ForgottenTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ForgottenTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -1200,11 +1212,12 @@ impl Encode for FetchableTopicResponse<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "FetchableTopicResponse.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "FetchableTopicResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "FetchableTopicResponse._tagged_fields",
+            )?;
+        }
         n.total("FetchableTopicResponse")
     }
 
@@ -1217,7 +1230,9 @@ impl Encode for FetchableTopicResponse<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -1387,11 +1402,12 @@ impl Encode for AbortedTransaction<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(16);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AbortedTransaction._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AbortedTransaction._tagged_fields",
+            )?;
+        }
         n.total("AbortedTransaction")
     }
 
@@ -1401,7 +1417,9 @@ impl Encode for AbortedTransaction<'_> {
             b[0..8].copy_from_slice(&self.producer_id.to_be_bytes());
             b[8..16].copy_from_slice(&self.first_offset.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -1566,7 +1584,9 @@ impl<'a> ElementImpl<'a> for FetchableTopicResponseView<'a> {
             r.take(16, "FetchableTopicResponse.TopicId")?;
         }
         view::check_array::<PartitionDataView<'a>>(r, ver, "FetchableTopicResponse.Partitions")?;
-        view::check_unknown_tagged(r, ver, "FetchableTopicResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("FetchableTopicResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -50,11 +50,12 @@ impl Encode for FindCoordinatorRequest<'_> {
         } else if !self.coordinator_keys.is_empty() {
             return Err(encode::not_in_version("FindCoordinatorRequest.CoordinatorKeys", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "FindCoordinatorRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "FindCoordinatorRequest._tagged_fields",
+            )?;
+        }
         n.total("FindCoordinatorRequest")
     }
 
@@ -69,7 +70,9 @@ impl Encode for FindCoordinatorRequest<'_> {
         if ver.version >= 4 {
             encode::write_array(w, &self.coordinator_keys, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -130,7 +133,9 @@ impl<'a> FindCoordinatorRequestView<'a> {
             view::check_array::<&'a str>(r, ver, "FindCoordinatorRequest.CoordinatorKeys")?;
         }
         at[1] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "FindCoordinatorRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("FindCoordinatorRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -250,11 +255,12 @@ impl Encode for FindCoordinatorResponse<'_> {
         } else if !self.coordinators.is_empty() {
             return Err(encode::not_in_version("FindCoordinatorResponse.Coordinators", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "FindCoordinatorResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "FindCoordinatorResponse._tagged_fields",
+            )?;
+        }
         n.total("FindCoordinatorResponse")
     }
 
@@ -281,7 +287,9 @@ impl Encode for FindCoordinatorResponse<'_> {
         if ver.version >= 4 {
             encode::write_array(w, &self.coordinators, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -419,7 +427,9 @@ impl<'a> FindCoordinatorResponseView<'a> {
             view::check_array::<CoordinatorView<'a>>(r, ver, "FindCoordinatorResponse.Coordinators")?;
         }
         at[2] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "FindCoordinatorResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("FindCoordinatorResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }

@@ -46,8 +46,10 @@ impl Encode for HeartbeatRequest<'_> {
         } else if self.group_instance_id.is_some() {
             return Err(encode::not_in_version("HeartbeatRequest.GroupInstanceId", ver));
         }
-        n +=
-            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "HeartbeatRequest._tagged_fields")?;
+        if ver.flexible {
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "HeartbeatRequest._tagged_fields")?;
+        }
         n.total("HeartbeatRequest")
     }
 
@@ -59,7 +61,9 @@ impl Encode for HeartbeatRequest<'_> {
         if ver.version >= 3 {
             w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -124,7 +128,9 @@ impl<'a> HeartbeatRequestView<'a> {
             r.check_nullable_str(ver.flexible, "HeartbeatRequest.GroupInstanceId")?;
         }
         at[2] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "HeartbeatRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("HeartbeatRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -153,11 +159,12 @@ impl Encode for HeartbeatResponse<'_> {
         if ver.version >= 1 {
             n += 4;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "HeartbeatResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "HeartbeatResponse._tagged_fields",
+            )?;
+        }
         n.total("HeartbeatResponse")
     }
 
@@ -167,7 +174,9 @@ impl Encode for HeartbeatResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         w.i16(self.error_code);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]

@@ -78,11 +78,12 @@ impl Encode for IncrementalAlterConfigsRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(1);
         n += encode::array_size(&self.resources, ver, "IncrementalAlterConfigsRequest.Resources")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "IncrementalAlterConfigsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "IncrementalAlterConfigsRequest._tagged_fields",
+            )?;
+        }
         n.total("IncrementalAlterConfigsRequest")
     }
 
@@ -90,7 +91,9 @@ impl Encode for IncrementalAlterConfigsRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.resources, ver);
         w.bool(self.validate_only);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -100,11 +103,12 @@ impl Encode for AlterConfigsResource<'_> {
         let mut n = Size::new(1);
         n += wire::string_size(self.resource_name.len(), ver.flexible, "AlterConfigsResource.ResourceName")?;
         n += encode::array_size(&self.configs, ver, "AlterConfigsResource.Configs")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterConfigsResource._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterConfigsResource._tagged_fields",
+            )?;
+        }
         n.total("AlterConfigsResource")
     }
 
@@ -113,7 +117,9 @@ impl Encode for AlterConfigsResource<'_> {
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
         encode::write_array(w, &self.configs, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -126,7 +132,9 @@ impl Encode for AlterableConfig<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "AlterableConfig.Value")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "AlterableConfig._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AlterableConfig._tagged_fields")?;
+        }
         n.total("AlterableConfig")
     }
 
@@ -135,7 +143,9 @@ impl Encode for AlterableConfig<'_> {
         w.str(&self.name, ver.flexible);
         w.i8(self.config_operation);
         w.nullable_str(self.value.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -182,7 +192,9 @@ impl<'a> IncrementalAlterConfigsRequestView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "IncrementalAlterConfigsRequest.ValidateOnly")?;
-        view::check_unknown_tagged(r, ver, "IncrementalAlterConfigsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("IncrementalAlterConfigsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -229,7 +241,9 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
         r.take(1, "AlterConfigsResource.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
         view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
-        view::check_unknown_tagged(r, ver, "AlterConfigsResource._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterConfigsResource._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -290,7 +304,9 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
         r.check_str(ver.flexible, "AlterableConfig.Name")?;
         r.take(1, "AlterableConfig.ConfigOperation")?;
         r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
-        view::check_unknown_tagged(r, ver, "AlterableConfig._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterableConfig._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -367,11 +383,12 @@ impl Encode for IncrementalAlterConfigsResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.responses, ver, "IncrementalAlterConfigsResponse.Responses")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "IncrementalAlterConfigsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "IncrementalAlterConfigsResponse._tagged_fields",
+            )?;
+        }
         n.total("IncrementalAlterConfigsResponse")
     }
 
@@ -379,7 +396,9 @@ impl Encode for IncrementalAlterConfigsResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.responses, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -396,11 +415,12 @@ impl Encode for AlterConfigsResourceResponse<'_> {
             ver.flexible,
             "AlterConfigsResourceResponse.ResourceName",
         )?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "AlterConfigsResourceResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "AlterConfigsResourceResponse._tagged_fields",
+            )?;
+        }
         n.total("AlterConfigsResourceResponse")
     }
 
@@ -410,7 +430,9 @@ impl Encode for AlterConfigsResourceResponse<'_> {
         w.nullable_str(self.error_message.as_deref(), ver.flexible);
         w.i8(self.resource_type);
         w.str(&self.resource_name, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -457,7 +479,9 @@ impl<'a> IncrementalAlterConfigsResponseView<'a> {
             "IncrementalAlterConfigsResponse.Responses",
         )?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "IncrementalAlterConfigsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("IncrementalAlterConfigsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -511,7 +535,9 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
         r.check_nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?;
         r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
-        view::check_unknown_tagged(r, ver, "AlterConfigsResourceResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

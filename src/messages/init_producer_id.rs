@@ -79,11 +79,12 @@ impl Encode for InitProducerIdRequest<'_> {
         if self.keep_prepared_txn {
             return Err(encode::not_in_version("InitProducerIdRequest.KeepPreparedTxn", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "InitProducerIdRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "InitProducerIdRequest._tagged_fields",
+            )?;
+        }
         n.total("InitProducerIdRequest")
     }
 
@@ -97,7 +98,9 @@ impl Encode for InitProducerIdRequest<'_> {
                 b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
             });
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -181,7 +184,9 @@ impl<'a> InitProducerIdRequestView<'a> {
                 &[("InitProducerIdRequest.ProducerId", 8), ("InitProducerIdRequest.ProducerEpoch", 2)],
             )?;
         }
-        view::check_unknown_tagged(r, ver, "InitProducerIdRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("InitProducerIdRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -237,11 +242,12 @@ impl Encode for InitProducerIdResponse<'_> {
         if self.ongoing_txn_producer_epoch != -1 {
             return Err(encode::not_in_version("InitProducerIdResponse.OngoingTxnProducerEpoch", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "InitProducerIdResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "InitProducerIdResponse._tagged_fields",
+            )?;
+        }
         n.total("InitProducerIdResponse")
     }
 
@@ -253,7 +259,9 @@ impl Encode for InitProducerIdResponse<'_> {
             b[6..14].copy_from_slice(&self.producer_id.to_be_bytes());
             b[14..16].copy_from_slice(&self.producer_epoch.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 

@@ -98,8 +98,10 @@ impl Encode for JoinGroupRequest<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        n +=
-            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "JoinGroupRequest._tagged_fields")?;
+        if ver.flexible {
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "JoinGroupRequest._tagged_fields")?;
+        }
         n.total("JoinGroupRequest")
     }
 
@@ -119,7 +121,9 @@ impl Encode for JoinGroupRequest<'_> {
         if ver.version >= 8 {
             w.nullable_str(self.reason.as_deref(), ver.flexible);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -129,11 +133,12 @@ impl Encode for JoinGroupRequestProtocol<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "JoinGroupRequestProtocol.Name")?;
         n += wire::bytes_size(self.metadata.len(), ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "JoinGroupRequestProtocol._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "JoinGroupRequestProtocol._tagged_fields",
+            )?;
+        }
         n.total("JoinGroupRequestProtocol")
     }
 
@@ -141,7 +146,9 @@ impl Encode for JoinGroupRequestProtocol<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         w.bytes(&self.metadata, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -254,7 +261,9 @@ impl<'a> JoinGroupRequestView<'a> {
             r.check_nullable_str(ver.flexible, "JoinGroupRequest.Reason")?;
         }
         at[5] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "JoinGroupRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("JoinGroupRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -294,7 +303,9 @@ impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "JoinGroupRequestProtocol.Name")?;
         r.bytes(ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
-        view::check_unknown_tagged(r, ver, "JoinGroupRequestProtocol._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("JoinGroupRequestProtocol._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -410,11 +421,12 @@ impl Encode for JoinGroupResponse<'_> {
         }
         n += wire::string_size(self.member_id.len(), ver.flexible, "JoinGroupResponse.MemberId")?;
         n += encode::array_size(&self.members, ver, "JoinGroupResponse.Members")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "JoinGroupResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "JoinGroupResponse._tagged_fields",
+            )?;
+        }
         n.total("JoinGroupResponse")
     }
 
@@ -437,7 +449,9 @@ impl Encode for JoinGroupResponse<'_> {
         }
         w.str(&self.member_id, ver.flexible);
         encode::write_array(w, &self.members, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -455,11 +469,12 @@ impl Encode for JoinGroupResponseMember<'_> {
             };
         }
         n += wire::bytes_size(self.metadata.len(), ver.flexible, "JoinGroupResponseMember.Metadata")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "JoinGroupResponseMember._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "JoinGroupResponseMember._tagged_fields",
+            )?;
+        }
         n.total("JoinGroupResponseMember")
     }
 
@@ -470,7 +485,9 @@ impl Encode for JoinGroupResponseMember<'_> {
             w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         }
         w.bytes(&self.metadata, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -585,7 +602,9 @@ impl<'a> JoinGroupResponseView<'a> {
         at[3] = (r.pos() - start) as u32;
         view::check_array::<JoinGroupResponseMemberView<'a>>(r, ver, "JoinGroupResponse.Members")?;
         at[4] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "JoinGroupResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("JoinGroupResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -638,7 +657,9 @@ impl<'a> ElementImpl<'a> for JoinGroupResponseMemberView<'a> {
             r.check_nullable_str(ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?;
         }
         r.bytes(ver.flexible, "JoinGroupResponseMember.Metadata")?;
-        view::check_unknown_tagged(r, ver, "JoinGroupResponseMember._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("JoinGroupResponseMember._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

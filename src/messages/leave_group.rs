@@ -60,11 +60,12 @@ impl Encode for LeaveGroupRequest<'_> {
         } else if !self.members.is_empty() {
             return Err(encode::not_in_version("LeaveGroupRequest.Members", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "LeaveGroupRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "LeaveGroupRequest._tagged_fields",
+            )?;
+        }
         n.total("LeaveGroupRequest")
     }
 
@@ -77,7 +78,9 @@ impl Encode for LeaveGroupRequest<'_> {
         if ver.version >= 3 {
             encode::write_array(w, &self.members, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -96,7 +99,9 @@ impl Encode for MemberIdentity<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "MemberIdentity._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MemberIdentity._tagged_fields")?;
+        }
         n.total("MemberIdentity")
     }
 
@@ -107,7 +112,9 @@ impl Encode for MemberIdentity<'_> {
         if ver.version == 5 {
             w.nullable_str(self.reason.as_deref(), ver.flexible);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -167,7 +174,9 @@ impl<'a> LeaveGroupRequestView<'a> {
             view::check_array::<MemberIdentityView<'a>>(r, ver, "LeaveGroupRequest.Members")?;
         }
         at[2] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "LeaveGroupRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("LeaveGroupRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -220,7 +229,9 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
         if ver.version == 5 {
             r.check_nullable_str(ver.flexible, "MemberIdentity.Reason")?;
         }
-        view::check_unknown_tagged(r, ver, "MemberIdentity._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("MemberIdentity._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -300,11 +311,12 @@ impl Encode for LeaveGroupResponse<'_> {
         } else if !self.members.is_empty() {
             return Err(encode::not_in_version("LeaveGroupResponse.Members", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "LeaveGroupResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "LeaveGroupResponse._tagged_fields",
+            )?;
+        }
         n.total("LeaveGroupResponse")
     }
 
@@ -317,7 +329,9 @@ impl Encode for LeaveGroupResponse<'_> {
         if ver.version >= 3 {
             encode::write_array(w, &self.members, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -330,7 +344,9 @@ impl Encode for MemberResponse<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "MemberResponse.GroupInstanceId")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "MemberResponse._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MemberResponse._tagged_fields")?;
+        }
         n.total("MemberResponse")
     }
 
@@ -339,7 +355,9 @@ impl Encode for MemberResponse<'_> {
         w.str(&self.member_id, ver.flexible);
         w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         w.i16(self.error_code);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -393,7 +411,9 @@ impl<'a> LeaveGroupResponseView<'a> {
             view::check_array::<MemberResponseView<'a>>(r, ver, "LeaveGroupResponse.Members")?;
         }
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "LeaveGroupResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("LeaveGroupResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -440,7 +460,9 @@ impl<'a> ElementImpl<'a> for MemberResponseView<'a> {
         r.check_str(ver.flexible, "MemberResponse.MemberId")?;
         r.check_nullable_str(ver.flexible, "MemberResponse.GroupInstanceId")?;
         r.take(2, "MemberResponse.ErrorCode")?;
-        view::check_unknown_tagged(r, ver, "MemberResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("MemberResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

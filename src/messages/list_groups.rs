@@ -44,11 +44,12 @@ impl Encode for ListGroupsRequest<'_> {
         } else if !self.types_filter.is_empty() {
             return Err(encode::not_in_version("ListGroupsRequest.TypesFilter", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ListGroupsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ListGroupsRequest._tagged_fields",
+            )?;
+        }
         n.total("ListGroupsRequest")
     }
 
@@ -60,7 +61,9 @@ impl Encode for ListGroupsRequest<'_> {
         if ver.version == 5 {
             encode::write_array(w, &self.types_filter, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -112,7 +115,9 @@ impl<'a> ListGroupsRequestView<'a> {
             view::check_array::<&'a str>(r, ver, "ListGroupsRequest.TypesFilter")?;
         }
         at[1] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "ListGroupsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ListGroupsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -161,11 +166,12 @@ impl Encode for ListGroupsResponse<'_> {
             n += 4;
         }
         n += encode::array_size(&self.groups, ver, "ListGroupsResponse.Groups")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ListGroupsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ListGroupsResponse._tagged_fields",
+            )?;
+        }
         n.total("ListGroupsResponse")
     }
 
@@ -176,7 +182,9 @@ impl Encode for ListGroupsResponse<'_> {
         }
         w.i16(self.error_code);
         encode::write_array(w, &self.groups, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -192,7 +200,9 @@ impl Encode for ListedGroup<'_> {
         if ver.version == 5 {
             n += wire::string_size(self.group_type.len(), ver.flexible, "ListedGroup.GroupType")?;
         }
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ListedGroup._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListedGroup._tagged_fields")?;
+        }
         n.total("ListedGroup")
     }
 
@@ -206,7 +216,9 @@ impl Encode for ListedGroup<'_> {
         if ver.version == 5 {
             w.str(&self.group_type, ver.flexible);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -258,7 +270,9 @@ impl<'a> ListGroupsResponseView<'a> {
         r.take(2, "ListGroupsResponse.ErrorCode")?;
         view::check_array::<ListedGroupView<'a>>(r, ver, "ListGroupsResponse.Groups")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "ListGroupsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ListGroupsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -316,7 +330,9 @@ impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
         if ver.version == 5 {
             r.check_str(ver.flexible, "ListedGroup.GroupType")?;
         }
-        view::check_unknown_tagged(r, ver, "ListedGroup._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ListedGroup._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -89,11 +89,12 @@ impl Encode for ListOffsetsRequest<'_> {
         if ver.version >= 10 {
             n += 4;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ListOffsetsRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ListOffsetsRequest._tagged_fields",
+            )?;
+        }
         n.total("ListOffsetsRequest")
     }
 
@@ -107,7 +108,9 @@ impl Encode for ListOffsetsRequest<'_> {
         if ver.version >= 10 {
             w.i32(self.timeout_ms);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -117,8 +120,10 @@ impl Encode for ListOffsetsTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "ListOffsetsTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "ListOffsetsTopic.Partitions")?;
-        n +=
-            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ListOffsetsTopic._tagged_fields")?;
+        if ver.flexible {
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListOffsetsTopic._tagged_fields")?;
+        }
         n.total("ListOffsetsTopic")
     }
 
@@ -126,7 +131,9 @@ impl Encode for ListOffsetsTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -137,11 +144,12 @@ impl Encode for ListOffsetsPartition<'_> {
         if ver.version >= 4 {
             n += 4;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ListOffsetsPartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ListOffsetsPartition._tagged_fields",
+            )?;
+        }
         n.total("ListOffsetsPartition")
     }
 
@@ -152,7 +160,9 @@ impl Encode for ListOffsetsPartition<'_> {
             w.i32(self.current_leader_epoch);
         }
         w.i64(self.timestamp);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -228,7 +238,9 @@ impl<'a> ListOffsetsRequestView<'a> {
         if ver.version >= 10 {
             r.take(4, "ListOffsetsRequest.TimeoutMs")?;
         }
-        view::check_unknown_tagged(r, ver, "ListOffsetsRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ListOffsetsRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -268,7 +280,9 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ListOffsetsTopic.Name")?;
         view::check_array::<ListOffsetsPartitionView<'a>>(r, ver, "ListOffsetsTopic.Partitions")?;
-        view::check_unknown_tagged(r, ver, "ListOffsetsTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ListOffsetsTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -423,11 +437,12 @@ impl Encode for ListOffsetsResponse<'_> {
             n += 4;
         }
         n += encode::array_size(&self.topics, ver, "ListOffsetsResponse.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ListOffsetsResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ListOffsetsResponse._tagged_fields",
+            )?;
+        }
         n.total("ListOffsetsResponse")
     }
 
@@ -437,7 +452,9 @@ impl Encode for ListOffsetsResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -447,11 +464,12 @@ impl Encode for ListOffsetsTopicResponse<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "ListOffsetsTopicResponse.Name")?;
         n += encode::array_size(&self.partitions, ver, "ListOffsetsTopicResponse.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ListOffsetsTopicResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ListOffsetsTopicResponse._tagged_fields",
+            )?;
+        }
         n.total("ListOffsetsTopicResponse")
     }
 
@@ -459,7 +477,9 @@ impl Encode for ListOffsetsTopicResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -472,11 +492,12 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
         } else if self.leader_epoch != -1 {
             return Err(encode::not_in_version("ListOffsetsPartitionResponse.LeaderEpoch", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "ListOffsetsPartitionResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "ListOffsetsPartitionResponse._tagged_fields",
+            )?;
+        }
         n.total("ListOffsetsPartitionResponse")
     }
 
@@ -491,7 +512,9 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
         if ver.version >= 4 {
             w.i32(self.leader_epoch);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -547,7 +570,9 @@ impl<'a> ListOffsetsResponseView<'a> {
         }
         view::check_array::<ListOffsetsTopicResponseView<'a>>(r, ver, "ListOffsetsResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "ListOffsetsResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ListOffsetsResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -591,7 +616,9 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
             ver,
             "ListOffsetsTopicResponse.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "ListOffsetsTopicResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ListOffsetsTopicResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -97,7 +97,9 @@ impl Encode for MetadataRequest<'_> {
         } else if self.include_topic_authorized_operations {
             return Err(encode::not_in_version("MetadataRequest.IncludeTopicAuthorizedOperations", ver));
         }
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "MetadataRequest._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataRequest._tagged_fields")?;
+        }
         n.total("MetadataRequest")
     }
 
@@ -113,7 +115,9 @@ impl Encode for MetadataRequest<'_> {
         if ver.version >= 8 {
             w.bool(self.include_topic_authorized_operations);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -131,11 +135,12 @@ impl Encode for MetadataRequestTopic<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "MetadataRequestTopic.Name")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "MetadataRequestTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "MetadataRequestTopic._tagged_fields",
+            )?;
+        }
         n.total("MetadataRequestTopic")
     }
 
@@ -145,7 +150,9 @@ impl Encode for MetadataRequestTopic<'_> {
             w.uuid(self.topic_id);
         }
         w.nullable_str(self.name.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -229,7 +236,9 @@ impl<'a> MetadataRequestView<'a> {
         if ver.version >= 8 {
             r.take(1, "MetadataRequest.IncludeTopicAuthorizedOperations")?;
         }
-        view::check_unknown_tagged(r, ver, "MetadataRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("MetadataRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -275,7 +284,9 @@ impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
         } else {
             r.check_str(ver.flexible, "MetadataRequestTopic.Name")?;
         }
-        view::check_unknown_tagged(r, ver, "MetadataRequestTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("MetadataRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -456,8 +467,10 @@ impl Encode for MetadataResponse<'_> {
         if ver.version == 13 {
             n += 2;
         }
-        n +=
-            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "MetadataResponse._tagged_fields")?;
+        if ver.flexible {
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataResponse._tagged_fields")?;
+        }
         n.total("MetadataResponse")
     }
 
@@ -480,7 +493,9 @@ impl Encode for MetadataResponse<'_> {
         if ver.version == 13 {
             w.i16(self.error_code);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -495,11 +510,12 @@ impl Encode for MetadataResponseBroker<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "MetadataResponseBroker._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "MetadataResponseBroker._tagged_fields",
+            )?;
+        }
         n.total("MetadataResponseBroker")
     }
 
@@ -511,7 +527,9 @@ impl Encode for MetadataResponseBroker<'_> {
         if ver.version >= 1 {
             w.nullable_str(self.rack.as_deref(), ver.flexible);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -538,11 +556,12 @@ impl Encode for MetadataResponseTopic<'_> {
         } else if self.topic_authorized_operations != i32::MIN {
             return Err(encode::not_in_version("MetadataResponseTopic.TopicAuthorizedOperations", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "MetadataResponseTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "MetadataResponseTopic._tagged_fields",
+            )?;
+        }
         n.total("MetadataResponseTopic")
     }
 
@@ -560,7 +579,9 @@ impl Encode for MetadataResponseTopic<'_> {
         if ver.version >= 8 {
             w.i32(self.topic_authorized_operations);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -577,11 +598,12 @@ impl Encode for MetadataResponsePartition<'_> {
             n +=
                 encode::array_size(&self.offline_replicas, ver, "MetadataResponsePartition.OfflineReplicas")?;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "MetadataResponsePartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "MetadataResponsePartition._tagged_fields",
+            )?;
+        }
         n.total("MetadataResponsePartition")
     }
 
@@ -600,7 +622,9 @@ impl Encode for MetadataResponsePartition<'_> {
         if ver.version >= 5 {
             encode::write_array(w, &self.offline_replicas, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -720,7 +744,9 @@ impl<'a> MetadataResponseView<'a> {
         if ver.version == 13 {
             r.take(2, "MetadataResponse.ErrorCode")?;
         }
-        view::check_unknown_tagged(r, ver, "MetadataResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("MetadataResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -780,7 +806,9 @@ impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
         if ver.version >= 1 {
             r.check_nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?;
         }
-        view::check_unknown_tagged(r, ver, "MetadataResponseBroker._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("MetadataResponseBroker._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -897,7 +925,9 @@ impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
         if ver.version >= 8 {
             r.take(4, "MetadataResponseTopic.TopicAuthorizedOperations")?;
         }
-        view::check_unknown_tagged(r, ver, "MetadataResponseTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("MetadataResponseTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -1015,7 +1045,9 @@ impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
         if ver.version >= 5 {
             view::check_array::<i32>(r, ver, "MetadataResponsePartition.OfflineReplicas")?;
         }
-        view::check_unknown_tagged(r, ver, "MetadataResponsePartition._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("MetadataResponsePartition._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -115,11 +115,12 @@ impl Encode for OffsetCommitRequest<'_> {
             n += 8;
         }
         n += encode::array_size(&self.topics, ver, "OffsetCommitRequest.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetCommitRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetCommitRequest._tagged_fields",
+            )?;
+        }
         n.total("OffsetCommitRequest")
     }
 
@@ -135,7 +136,9 @@ impl Encode for OffsetCommitRequest<'_> {
             w.i64(self.retention_time_ms);
         }
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -150,11 +153,12 @@ impl Encode for OffsetCommitRequestTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "OffsetCommitRequestTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetCommitRequestTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetCommitRequestTopic._tagged_fields",
+            )?;
+        }
         n.total("OffsetCommitRequestTopic")
     }
 
@@ -167,7 +171,9 @@ impl Encode for OffsetCommitRequestTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -184,11 +190,12 @@ impl Encode for OffsetCommitRequestPartition<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetCommitRequestPartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetCommitRequestPartition._tagged_fields",
+            )?;
+        }
         n.total("OffsetCommitRequestPartition")
     }
 
@@ -202,7 +209,9 @@ impl Encode for OffsetCommitRequestPartition<'_> {
             w.i32(self.committed_leader_epoch);
         }
         w.nullable_str(self.committed_metadata.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -291,7 +300,9 @@ impl<'a> OffsetCommitRequestView<'a> {
         }
         view::check_array::<OffsetCommitRequestTopicView<'a>>(r, ver, "OffsetCommitRequest.Topics")?;
         at[3] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "OffsetCommitRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetCommitRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -346,7 +357,9 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
             ver,
             "OffsetCommitRequestTopic.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "OffsetCommitRequestTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetCommitRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -429,7 +442,9 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
             r.take(4, "OffsetCommitRequestPartition.CommittedLeaderEpoch")?;
         }
         r.check_nullable_str(ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?;
-        view::check_unknown_tagged(r, ver, "OffsetCommitRequestPartition._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetCommitRequestPartition._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -497,11 +512,12 @@ impl Encode for OffsetCommitResponse<'_> {
             n += 4;
         }
         n += encode::array_size(&self.topics, ver, "OffsetCommitResponse.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetCommitResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetCommitResponse._tagged_fields",
+            )?;
+        }
         n.total("OffsetCommitResponse")
     }
 
@@ -511,7 +527,9 @@ impl Encode for OffsetCommitResponse<'_> {
             w.i32(self.throttle_time_ms);
         }
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -526,11 +544,12 @@ impl Encode for OffsetCommitResponseTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "OffsetCommitResponseTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetCommitResponseTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetCommitResponseTopic._tagged_fields",
+            )?;
+        }
         n.total("OffsetCommitResponseTopic")
     }
 
@@ -543,7 +562,9 @@ impl Encode for OffsetCommitResponseTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -551,11 +572,12 @@ impl Encode for OffsetCommitResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetCommitResponsePartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetCommitResponsePartition._tagged_fields",
+            )?;
+        }
         n.total("OffsetCommitResponsePartition")
     }
 
@@ -565,7 +587,9 @@ impl Encode for OffsetCommitResponsePartition<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -615,7 +639,9 @@ impl<'a> OffsetCommitResponseView<'a> {
         }
         view::check_array::<OffsetCommitResponseTopicView<'a>>(r, ver, "OffsetCommitResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "OffsetCommitResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetCommitResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -670,7 +696,9 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
             ver,
             "OffsetCommitResponseTopic.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "OffsetCommitResponseTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetCommitResponseTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

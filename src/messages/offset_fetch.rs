@@ -134,11 +134,12 @@ impl Encode for OffsetFetchRequest<'_> {
         } else if self.require_stable {
             return Err(encode::not_in_version("OffsetFetchRequest.RequireStable", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetFetchRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetFetchRequest._tagged_fields",
+            )?;
+        }
         n.total("OffsetFetchRequest")
     }
 
@@ -156,7 +157,9 @@ impl Encode for OffsetFetchRequest<'_> {
         if ver.version >= 7 {
             w.bool(self.require_stable);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -166,11 +169,12 @@ impl Encode for OffsetFetchRequestTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "OffsetFetchRequestTopic.Name")?;
         n += encode::array_size(&self.partition_indexes, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetFetchRequestTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetFetchRequestTopic._tagged_fields",
+            )?;
+        }
         n.total("OffsetFetchRequestTopic")
     }
 
@@ -178,7 +182,9 @@ impl Encode for OffsetFetchRequestTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partition_indexes, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -332,7 +338,9 @@ impl<'a> OffsetFetchRequestView<'a> {
         if ver.version >= 7 {
             r.take(1, "OffsetFetchRequest.RequireStable")?;
         }
-        view::check_unknown_tagged(r, ver, "OffsetFetchRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetFetchRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -372,7 +380,9 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OffsetFetchRequestTopic.Name")?;
         view::check_array::<i32>(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
-        view::check_unknown_tagged(r, ver, "OffsetFetchRequestTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetFetchRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -688,11 +698,12 @@ impl Encode for OffsetFetchResponse<'_> {
         } else if !self.groups.is_empty() {
             return Err(encode::not_in_version("OffsetFetchResponse.Groups", ver));
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetFetchResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetFetchResponse._tagged_fields",
+            )?;
+        }
         n.total("OffsetFetchResponse")
     }
 
@@ -710,7 +721,9 @@ impl Encode for OffsetFetchResponse<'_> {
         if ver.version >= 8 {
             encode::write_array(w, &self.groups, ver);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -720,11 +733,12 @@ impl Encode for OffsetFetchResponseTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.name.len(), ver.flexible, "OffsetFetchResponseTopic.Name")?;
         n += encode::array_size(&self.partitions, ver, "OffsetFetchResponseTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetFetchResponseTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetFetchResponseTopic._tagged_fields",
+            )?;
+        }
         n.total("OffsetFetchResponseTopic")
     }
 
@@ -732,7 +746,9 @@ impl Encode for OffsetFetchResponseTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.name, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -747,11 +763,12 @@ impl Encode for OffsetFetchResponsePartition<'_> {
             Some(v) => wire::string_size(v.len(), ver.flexible, "OffsetFetchResponsePartition.Metadata")?,
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetFetchResponsePartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetFetchResponsePartition._tagged_fields",
+            )?;
+        }
         n.total("OffsetFetchResponsePartition")
     }
 
@@ -766,7 +783,9 @@ impl Encode for OffsetFetchResponsePartition<'_> {
         }
         w.nullable_str(self.metadata.as_deref(), ver.flexible);
         w.i16(self.error_code);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -921,7 +940,9 @@ impl<'a> OffsetFetchResponseView<'a> {
             view::check_array::<OffsetFetchResponseGroupView<'a>>(r, ver, "OffsetFetchResponse.Groups")?;
         }
         at[1] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "OffsetFetchResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetFetchResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -965,7 +986,9 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
             ver,
             "OffsetFetchResponseTopic.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "OffsetFetchResponseTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetFetchResponseTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -1053,7 +1076,9 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionView<'a> {
         }
         r.check_nullable_str(ver.flexible, "OffsetFetchResponsePartition.Metadata")?;
         r.take(2, "OffsetFetchResponsePartition.ErrorCode")?;
-        view::check_unknown_tagged(r, ver, "OffsetFetchResponsePartition._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetFetchResponsePartition._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -85,11 +85,12 @@ impl Encode for OffsetForLeaderEpochRequest<'_> {
             n += 4;
         }
         n += encode::array_size(&self.topics, ver, "OffsetForLeaderEpochRequest.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetForLeaderEpochRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetForLeaderEpochRequest._tagged_fields",
+            )?;
+        }
         n.total("OffsetForLeaderEpochRequest")
     }
 
@@ -99,7 +100,9 @@ impl Encode for OffsetForLeaderEpochRequest<'_> {
             w.i32(self.replica_id);
         }
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -109,11 +112,12 @@ impl Encode for OffsetForLeaderTopic<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "OffsetForLeaderTopic.Topic")?;
         n += encode::array_size(&self.partitions, ver, "OffsetForLeaderTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetForLeaderTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetForLeaderTopic._tagged_fields",
+            )?;
+        }
         n.total("OffsetForLeaderTopic")
     }
 
@@ -121,7 +125,9 @@ impl Encode for OffsetForLeaderTopic<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -129,11 +135,12 @@ impl Encode for OffsetForLeaderPartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(12);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetForLeaderPartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetForLeaderPartition._tagged_fields",
+            )?;
+        }
         n.total("OffsetForLeaderPartition")
     }
 
@@ -144,7 +151,9 @@ impl Encode for OffsetForLeaderPartition<'_> {
             b[4..8].copy_from_slice(&self.current_leader_epoch.to_be_bytes());
             b[8..12].copy_from_slice(&self.leader_epoch.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -194,7 +203,9 @@ impl<'a> OffsetForLeaderEpochRequestView<'a> {
         }
         view::check_array::<OffsetForLeaderTopicView<'a>>(r, ver, "OffsetForLeaderEpochRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "OffsetForLeaderEpochRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetForLeaderEpochRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -234,7 +245,9 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OffsetForLeaderTopic.Topic")?;
         view::check_array::<OffsetForLeaderPartitionView<'a>>(r, ver, "OffsetForLeaderTopic.Partitions")?;
-        view::check_unknown_tagged(r, ver, "OffsetForLeaderTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetForLeaderTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -385,11 +398,12 @@ impl Encode for OffsetForLeaderEpochResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.topics, ver, "OffsetForLeaderEpochResponse.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetForLeaderEpochResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetForLeaderEpochResponse._tagged_fields",
+            )?;
+        }
         n.total("OffsetForLeaderEpochResponse")
     }
 
@@ -397,7 +411,9 @@ impl Encode for OffsetForLeaderEpochResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -407,11 +423,12 @@ impl Encode for OffsetForLeaderTopicResult<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.topic.len(), ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
         n += encode::array_size(&self.partitions, ver, "OffsetForLeaderTopicResult.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "OffsetForLeaderTopicResult._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "OffsetForLeaderTopicResult._tagged_fields",
+            )?;
+        }
         n.total("OffsetForLeaderTopicResult")
     }
 
@@ -419,7 +436,9 @@ impl Encode for OffsetForLeaderTopicResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.topic, ver.flexible);
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -427,7 +446,9 @@ impl Encode for EpochEndOffset<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(18);
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "EpochEndOffset._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "EpochEndOffset._tagged_fields")?;
+        }
         n.total("EpochEndOffset")
     }
 
@@ -439,7 +460,9 @@ impl Encode for EpochEndOffset<'_> {
             b[6..10].copy_from_slice(&self.leader_epoch.to_be_bytes());
             b[10..18].copy_from_slice(&self.end_offset.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -491,7 +514,9 @@ impl<'a> OffsetForLeaderEpochResponseView<'a> {
             "OffsetForLeaderEpochResponse.Topics",
         )?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "OffsetForLeaderEpochResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetForLeaderEpochResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -531,7 +556,9 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
         view::check_array::<EpochEndOffsetView<'a>>(r, ver, "OffsetForLeaderTopicResult.Partitions")?;
-        view::check_unknown_tagged(r, ver, "OffsetForLeaderTopicResult._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetForLeaderTopicResult._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -80,7 +80,9 @@ impl Encode for ProduceRequest<'_> {
             None => wire::null_size(ver.flexible, false),
         };
         n += encode::array_size(&self.topic_data, ver, "ProduceRequest.TopicData")?;
-        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "ProduceRequest._tagged_fields")?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ProduceRequest._tagged_fields")?;
+        }
         n.total("ProduceRequest")
     }
 
@@ -92,7 +94,9 @@ impl Encode for ProduceRequest<'_> {
             b[2..6].copy_from_slice(&self.timeout_ms.to_be_bytes());
         });
         encode::write_array(w, &self.topic_data, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -107,8 +111,10 @@ impl Encode for TopicProduceData<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partition_data, ver, "TopicProduceData.PartitionData")?;
-        n +=
-            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "TopicProduceData._tagged_fields")?;
+        if ver.flexible {
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "TopicProduceData._tagged_fields")?;
+        }
         n.total("TopicProduceData")
     }
 
@@ -121,7 +127,9 @@ impl Encode for TopicProduceData<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partition_data, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -133,11 +141,12 @@ impl Encode for PartitionProduceData<'_> {
             Some(v) => wire::bytes_size(v.len(), ver.flexible, "PartitionProduceData.Records")?,
             None => wire::null_size(ver.flexible, true),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "PartitionProduceData._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "PartitionProduceData._tagged_fields",
+            )?;
+        }
         n.total("PartitionProduceData")
     }
 
@@ -145,7 +154,9 @@ impl Encode for PartitionProduceData<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.index);
         w.nullable_bytes(self.records.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -202,7 +213,9 @@ impl<'a> ProduceRequestView<'a> {
         r.run(6, &[("ProduceRequest.Acks", 2), ("ProduceRequest.TimeoutMs", 4)])?;
         view::check_array::<TopicProduceDataView<'a>>(r, ver, "ProduceRequest.TopicData")?;
         at[1] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "ProduceRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("ProduceRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -253,7 +266,9 @@ impl<'a> ElementImpl<'a> for TopicProduceDataView<'a> {
             r.take(16, "TopicProduceData.TopicId")?;
         }
         view::check_array::<PartitionProduceDataView<'a>>(r, ver, "TopicProduceData.PartitionData")?;
-        view::check_unknown_tagged(r, ver, "TopicProduceData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("TopicProduceData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -310,7 +325,9 @@ impl<'a> ElementImpl<'a> for PartitionProduceDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "PartitionProduceData.Index")?;
         r.nullable_bytes(ver.flexible, "PartitionProduceData.Records")?;
-        view::check_unknown_tagged(r, ver, "PartitionProduceData._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("PartitionProduceData._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -512,11 +529,12 @@ impl Encode for TopicProduceResponse<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partition_responses, ver, "TopicProduceResponse.PartitionResponses")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "TopicProduceResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "TopicProduceResponse._tagged_fields",
+            )?;
+        }
         n.total("TopicProduceResponse")
     }
 
@@ -529,7 +547,9 @@ impl Encode for TopicProduceResponse<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partition_responses, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -612,11 +632,12 @@ impl Encode for BatchIndexAndErrorMessage<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "BatchIndexAndErrorMessage._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "BatchIndexAndErrorMessage._tagged_fields",
+            )?;
+        }
         n.total("BatchIndexAndErrorMessage")
     }
 
@@ -624,7 +645,9 @@ impl Encode for BatchIndexAndErrorMessage<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.batch_index);
         w.nullable_str(self.batch_index_error_message.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -795,7 +818,9 @@ impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
             ver,
             "TopicProduceResponse.PartitionResponses",
         )?;
-        view::check_unknown_tagged(r, ver, "TopicProduceResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("TopicProduceResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -1010,7 +1035,9 @@ impl<'a> ElementImpl<'a> for BatchIndexAndErrorMessageView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "BatchIndexAndErrorMessage.BatchIndex")?;
         r.check_nullable_str(ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?;
-        view::check_unknown_tagged(r, ver, "BatchIndexAndErrorMessage._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("BatchIndexAndErrorMessage._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -32,11 +32,12 @@ impl Encode for RenewDelegationTokenRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(8);
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "RenewDelegationTokenRequest.Hmac")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "RenewDelegationTokenRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "RenewDelegationTokenRequest._tagged_fields",
+            )?;
+        }
         n.total("RenewDelegationTokenRequest")
     }
 
@@ -44,7 +45,9 @@ impl Encode for RenewDelegationTokenRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.bytes(&self.hmac, ver.flexible);
         w.i64(self.renew_period_ms);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -87,7 +90,9 @@ impl<'a> RenewDelegationTokenRequestView<'a> {
         r.bytes(ver.flexible, "RenewDelegationTokenRequest.Hmac")?;
         at[0] = (r.pos() - start) as u32;
         r.take(8, "RenewDelegationTokenRequest.RenewPeriodMs")?;
-        view::check_unknown_tagged(r, ver, "RenewDelegationTokenRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("RenewDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -120,11 +125,12 @@ impl Encode for RenewDelegationTokenResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(14);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "RenewDelegationTokenResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "RenewDelegationTokenResponse._tagged_fields",
+            )?;
+        }
         n.total("RenewDelegationTokenResponse")
     }
 
@@ -135,7 +141,9 @@ impl Encode for RenewDelegationTokenResponse<'_> {
             b[2..10].copy_from_slice(&self.expiry_timestamp_ms.to_be_bytes());
             b[10..14].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]

@@ -31,18 +31,21 @@ impl Encode for SaslAuthenticateRequest<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(0);
         n += wire::bytes_size(self.auth_bytes.len(), ver.flexible, "SaslAuthenticateRequest.AuthBytes")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "SaslAuthenticateRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "SaslAuthenticateRequest._tagged_fields",
+            )?;
+        }
         n.total("SaslAuthenticateRequest")
     }
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.bytes(&self.auth_bytes, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -78,7 +81,9 @@ impl<'a> SaslAuthenticateRequestView<'a> {
         let mut at = [0; 1];
         r.bytes(ver.flexible, "SaslAuthenticateRequest.AuthBytes")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "SaslAuthenticateRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("SaslAuthenticateRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -130,11 +135,12 @@ impl Encode for SaslAuthenticateResponse<'_> {
         if ver.version >= 1 {
             n += 8;
         }
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "SaslAuthenticateResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "SaslAuthenticateResponse._tagged_fields",
+            )?;
+        }
         n.total("SaslAuthenticateResponse")
     }
 
@@ -146,7 +152,9 @@ impl Encode for SaslAuthenticateResponse<'_> {
         if ver.version >= 1 {
             w.i64(self.session_lifetime_ms);
         }
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -206,7 +214,9 @@ impl<'a> SaslAuthenticateResponseView<'a> {
         if ver.version >= 1 {
             r.take(8, "SaslAuthenticateResponse.SessionLifetimeMs")?;
         }
-        view::check_unknown_tagged(r, ver, "SaslAuthenticateResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("SaslAuthenticateResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }

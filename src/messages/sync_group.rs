@@ -81,8 +81,10 @@ impl Encode for SyncGroupRequest<'_> {
             };
         }
         n += encode::array_size(&self.assignments, ver, "SyncGroupRequest.Assignments")?;
-        n +=
-            encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, "SyncGroupRequest._tagged_fields")?;
+        if ver.flexible {
+            n +=
+                wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "SyncGroupRequest._tagged_fields")?;
+        }
         n.total("SyncGroupRequest")
     }
 
@@ -101,7 +103,9 @@ impl Encode for SyncGroupRequest<'_> {
             w.nullable_str(self.protocol_name.as_deref(), ver.flexible);
         }
         encode::write_array(w, &self.assignments, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -111,11 +115,12 @@ impl Encode for SyncGroupRequestAssignment<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.member_id.len(), ver.flexible, "SyncGroupRequestAssignment.MemberId")?;
         n += wire::bytes_size(self.assignment.len(), ver.flexible, "SyncGroupRequestAssignment.Assignment")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "SyncGroupRequestAssignment._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "SyncGroupRequestAssignment._tagged_fields",
+            )?;
+        }
         n.total("SyncGroupRequestAssignment")
     }
 
@@ -123,7 +128,9 @@ impl Encode for SyncGroupRequestAssignment<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.member_id, ver.flexible);
         w.bytes(&self.assignment, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -232,7 +239,9 @@ impl<'a> SyncGroupRequestView<'a> {
         at[4] = (r.pos() - start) as u32;
         view::check_array::<SyncGroupRequestAssignmentView<'a>>(r, ver, "SyncGroupRequest.Assignments")?;
         at[5] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "SyncGroupRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("SyncGroupRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -272,7 +281,9 @@ impl<'a> ElementImpl<'a> for SyncGroupRequestAssignmentView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "SyncGroupRequestAssignment.MemberId")?;
         r.bytes(ver.flexible, "SyncGroupRequestAssignment.Assignment")?;
-        view::check_unknown_tagged(r, ver, "SyncGroupRequestAssignment._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("SyncGroupRequestAssignment._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -336,11 +347,12 @@ impl Encode for SyncGroupResponse<'_> {
             };
         }
         n += wire::bytes_size(self.assignment.len(), ver.flexible, "SyncGroupResponse.Assignment")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "SyncGroupResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "SyncGroupResponse._tagged_fields",
+            )?;
+        }
         n.total("SyncGroupResponse")
     }
 
@@ -357,7 +369,9 @@ impl Encode for SyncGroupResponse<'_> {
             w.nullable_str(self.protocol_name.as_deref(), ver.flexible);
         }
         w.bytes(&self.assignment, ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -439,7 +453,9 @@ impl<'a> SyncGroupResponseView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.bytes(ver.flexible, "SyncGroupResponse.Assignment")?;
         at[2] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "SyncGroupResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("SyncGroupResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }

@@ -134,11 +134,12 @@ impl Encode for TxnOffsetCommitRequest<'_> {
             return Err(encode::not_in_version("TxnOffsetCommitRequest.GroupInstanceId", ver));
         }
         n += encode::array_size(&self.topics, ver, "TxnOffsetCommitRequest.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "TxnOffsetCommitRequest._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "TxnOffsetCommitRequest._tagged_fields",
+            )?;
+        }
         n.total("TxnOffsetCommitRequest")
     }
 
@@ -160,7 +161,9 @@ impl Encode for TxnOffsetCommitRequest<'_> {
             w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         }
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -175,11 +178,12 @@ impl Encode for TxnOffsetCommitRequestTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "TxnOffsetCommitRequestTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "TxnOffsetCommitRequestTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "TxnOffsetCommitRequestTopic._tagged_fields",
+            )?;
+        }
         n.total("TxnOffsetCommitRequestTopic")
     }
 
@@ -192,7 +196,9 @@ impl Encode for TxnOffsetCommitRequestTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -209,11 +215,12 @@ impl Encode for TxnOffsetCommitRequestPartition<'_> {
             }
             None => wire::null_size(ver.flexible, false),
         };
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "TxnOffsetCommitRequestPartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "TxnOffsetCommitRequestPartition._tagged_fields",
+            )?;
+        }
         n.total("TxnOffsetCommitRequestPartition")
     }
 
@@ -227,7 +234,9 @@ impl Encode for TxnOffsetCommitRequestPartition<'_> {
             w.i32(self.committed_leader_epoch);
         }
         w.nullable_str(self.committed_metadata.as_deref(), ver.flexible);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -334,7 +343,9 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
         at[3] = (r.pos() - start) as u32;
         view::check_array::<TxnOffsetCommitRequestTopicView<'a>>(r, ver, "TxnOffsetCommitRequest.Topics")?;
         at[4] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "TxnOffsetCommitRequest._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("TxnOffsetCommitRequest._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -389,7 +400,9 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
             ver,
             "TxnOffsetCommitRequestTopic.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "TxnOffsetCommitRequestTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -472,7 +485,9 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
             r.take(4, "TxnOffsetCommitRequestPartition.CommittedLeaderEpoch")?;
         }
         r.check_nullable_str(ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?;
-        view::check_unknown_tagged(r, ver, "TxnOffsetCommitRequestPartition._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("TxnOffsetCommitRequestPartition._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 
@@ -538,11 +553,12 @@ impl Encode for TxnOffsetCommitResponse<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.topics, ver, "TxnOffsetCommitResponse.Topics")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "TxnOffsetCommitResponse._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "TxnOffsetCommitResponse._tagged_fields",
+            )?;
+        }
         n.total("TxnOffsetCommitResponse")
     }
 
@@ -550,7 +566,9 @@ impl Encode for TxnOffsetCommitResponse<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.i32(self.throttle_time_ms);
         encode::write_array(w, &self.topics, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -565,11 +583,12 @@ impl Encode for TxnOffsetCommitResponseTopic<'_> {
             n += 16;
         }
         n += encode::array_size(&self.partitions, ver, "TxnOffsetCommitResponseTopic.Partitions")?;
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "TxnOffsetCommitResponseTopic._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "TxnOffsetCommitResponseTopic._tagged_fields",
+            )?;
+        }
         n.total("TxnOffsetCommitResponseTopic")
     }
 
@@ -582,7 +601,9 @@ impl Encode for TxnOffsetCommitResponseTopic<'_> {
             w.uuid(self.topic_id);
         }
         encode::write_array(w, &self.partitions, ver);
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 }
 
@@ -590,11 +611,12 @@ impl Encode for TxnOffsetCommitResponsePartition<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(6);
-        n += encode::unknown_tagged_size(
-            &self.unknown_tagged_fields,
-            ver,
-            "TxnOffsetCommitResponsePartition._tagged_fields",
-        )?;
+        if ver.flexible {
+            n += wire::raw_tagged_fields_size(
+                &self.unknown_tagged_fields,
+                "TxnOffsetCommitResponsePartition._tagged_fields",
+            )?;
+        }
         n.total("TxnOffsetCommitResponsePartition")
     }
 
@@ -604,7 +626,9 @@ impl Encode for TxnOffsetCommitResponsePartition<'_> {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
     }
 
     #[inline]
@@ -652,7 +676,9 @@ impl<'a> TxnOffsetCommitResponseView<'a> {
         r.take(4, "TxnOffsetCommitResponse.ThrottleTimeMs")?;
         view::check_array::<TxnOffsetCommitResponseTopicView<'a>>(r, ver, "TxnOffsetCommitResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        view::check_unknown_tagged(r, ver, "TxnOffsetCommitResponse._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("TxnOffsetCommitResponse._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(at)
     }
 }
@@ -707,7 +733,9 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
             ver,
             "TxnOffsetCommitResponseTopic.Partitions",
         )?;
-        view::check_unknown_tagged(r, ver, "TxnOffsetCommitResponseTopic._tagged_fields")?;
+        if ver.flexible {
+            r.tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields", |_, _| Ok(false))?;
+        }
         Ok(())
     }
 

@@ -20,8 +20,7 @@ impl ReadOwned for AddOffsetsToTxnRequest<'static> {
         this.producer_id = r.i64("AddOffsetsToTxnRequest.ProducerId")?;
         this.producer_epoch = r.i16("AddOffsetsToTxnRequest.ProducerEpoch")?;
         this.group_id = owned_str(r.str(ver.flexible, "AddOffsetsToTxnRequest.GroupId")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddOffsetsToTxnRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddOffsetsToTxnRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -49,8 +48,7 @@ impl ReadOwned for AddOffsetsToTxnResponse<'static> {
         let mut this = AddOffsetsToTxnResponse::default();
         this.throttle_time_ms = r.i32("AddOffsetsToTxnResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AddOffsetsToTxnResponse.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddOffsetsToTxnResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddOffsetsToTxnResponse._tagged_fields");
         Ok(this)
     }
 }

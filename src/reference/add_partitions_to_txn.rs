@@ -33,8 +33,7 @@ impl ReadOwned for AddPartitionsToTxnRequest<'static> {
             this.v3_and_below_topics =
                 List::Owned(read_list(r, ver, "AddPartitionsToTxnRequest.V3AndBelowTopics")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddPartitionsToTxnRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -78,8 +77,7 @@ impl ReadOwned for AddPartitionsToTxnTransaction<'static> {
         this.producer_epoch = r.i16("AddPartitionsToTxnTransaction.ProducerEpoch")?;
         this.verify_only = r.bool("AddPartitionsToTxnTransaction.VerifyOnly")?;
         this.topics = List::Owned(read_list(r, ver, "AddPartitionsToTxnTransaction.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddPartitionsToTxnTransaction._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnTransaction._tagged_fields");
         Ok(this)
     }
 }
@@ -106,8 +104,7 @@ impl ReadOwned for AddPartitionsToTxnTopic<'static> {
         let mut this = AddPartitionsToTxnTopic::default();
         this.name = owned_str(r.str(ver.flexible, "AddPartitionsToTxnTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "AddPartitionsToTxnTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddPartitionsToTxnTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -141,8 +138,7 @@ impl ReadOwned for AddPartitionsToTxnResponse<'static> {
             this.results_by_topic_v3_and_below =
                 List::Owned(read_list(r, ver, "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddPartitionsToTxnResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -177,8 +173,7 @@ impl ReadOwned for AddPartitionsToTxnResult<'static> {
         let mut this = AddPartitionsToTxnResult::default();
         this.transactional_id = owned_str(r.str(true, "AddPartitionsToTxnResult.TransactionalId")?);
         this.topic_results = List::Owned(read_list(r, ver, "AddPartitionsToTxnResult.TopicResults")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddPartitionsToTxnResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnResult._tagged_fields");
         Ok(this)
     }
 }
@@ -203,8 +198,7 @@ impl ReadOwned for AddPartitionsToTxnTopicResult<'static> {
         this.name = owned_str(r.str(ver.flexible, "AddPartitionsToTxnTopicResult.Name")?);
         this.results_by_partition =
             List::Owned(read_list(r, ver, "AddPartitionsToTxnTopicResult.ResultsByPartition")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddPartitionsToTxnTopicResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -229,8 +223,7 @@ impl ReadOwned for AddPartitionsToTxnPartitionResult<'static> {
         let mut this = AddPartitionsToTxnPartitionResult::default();
         this.partition_index = r.i32("AddPartitionsToTxnPartitionResult.PartitionIndex")?;
         this.partition_error_code = r.i16("AddPartitionsToTxnPartitionResult.PartitionErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddPartitionsToTxnPartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnPartitionResult._tagged_fields");
         Ok(this)
     }
 }

@@ -24,8 +24,7 @@ impl ReadOwned for AddRaftVoterRequest<'static> {
         if ver.version == 1 {
             this.ack_when_committed = r.bool("AddRaftVoterRequest.AckWhenCommitted")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddRaftVoterRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddRaftVoterRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -59,7 +58,7 @@ impl ReadOwned for Listener<'static> {
         this.name = owned_str(r.str(true, "Listener.Name")?);
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Listener._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }
@@ -83,8 +82,7 @@ impl ReadOwned for AddRaftVoterResponse<'static> {
         this.throttle_time_ms = r.i32("AddRaftVoterResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AddRaftVoterResponse.ErrorCode")?;
         this.error_message = r.nullable_str(true, "AddRaftVoterResponse.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AddRaftVoterResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AddRaftVoterResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -18,8 +18,7 @@ impl ReadOwned for AllocateProducerIdsRequest<'static> {
         let mut this = AllocateProducerIdsRequest::default();
         this.broker_id = r.i32("AllocateProducerIdsRequest.BrokerId")?;
         this.broker_epoch = r.i64("AllocateProducerIdsRequest.BrokerEpoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AllocateProducerIdsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AllocateProducerIdsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -45,8 +44,7 @@ impl ReadOwned for AllocateProducerIdsResponse<'static> {
         this.error_code = r.i16("AllocateProducerIdsResponse.ErrorCode")?;
         this.producer_id_start = r.i64("AllocateProducerIdsResponse.ProducerIdStart")?;
         this.producer_id_len = r.i32("AllocateProducerIdsResponse.ProducerIdLen")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AllocateProducerIdsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AllocateProducerIdsResponse._tagged_fields");
         Ok(this)
     }
 }

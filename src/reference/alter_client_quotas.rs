@@ -18,8 +18,7 @@ impl ReadOwned for AlterClientQuotasRequest<'static> {
         let mut this = AlterClientQuotasRequest::default();
         this.entries = List::Owned(read_list(r, ver, "AlterClientQuotasRequest.Entries")?);
         this.validate_only = r.bool("AlterClientQuotasRequest.ValidateOnly")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterClientQuotasRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -46,8 +45,7 @@ impl ReadOwned for AlterClientQuotasRequestEntryData<'static> {
         let mut this = AlterClientQuotasRequestEntryData::default();
         this.entity = List::Owned(read_list(r, ver, "AlterClientQuotasRequestEntryData.Entity")?);
         this.ops = List::Owned(read_list(r, ver, "AlterClientQuotasRequestEntryData.Ops")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterClientQuotasRequestEntryData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasRequestEntryData._tagged_fields");
         Ok(this)
     }
 }
@@ -74,8 +72,7 @@ impl ReadOwned for AlterClientQuotasRequestEntityData<'static> {
         this.entity_type = owned_str(r.str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?);
         this.entity_name =
             r.nullable_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterClientQuotasRequestEntityData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasRequestEntityData._tagged_fields");
         Ok(this)
     }
 }
@@ -100,7 +97,7 @@ impl ReadOwned for OpData<'static> {
         this.key = owned_str(r.str(ver.flexible, "OpData.Key")?);
         this.value = r.f64("OpData.Value")?;
         this.remove = r.bool("OpData.Remove")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "OpData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OpData._tagged_fields");
         Ok(this)
     }
 }
@@ -125,8 +122,7 @@ impl ReadOwned for AlterClientQuotasResponse<'static> {
         let mut this = AlterClientQuotasResponse::default();
         this.throttle_time_ms = r.i32("AlterClientQuotasResponse.ThrottleTimeMs")?;
         this.entries = List::Owned(read_list(r, ver, "AlterClientQuotasResponse.Entries")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterClientQuotasResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -155,8 +151,7 @@ impl ReadOwned for AlterClientQuotasResponseEntryData<'static> {
         this.error_message =
             r.nullable_str(ver.flexible, "AlterClientQuotasResponseEntryData.ErrorMessage")?.map(owned_str);
         this.entity = List::Owned(read_list(r, ver, "AlterClientQuotasResponseEntryData.Entity")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterClientQuotasResponseEntryData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasResponseEntryData._tagged_fields");
         Ok(this)
     }
 }
@@ -183,8 +178,7 @@ impl ReadOwned for AlterClientQuotasResponseEntityData<'static> {
         this.entity_type = owned_str(r.str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?);
         this.entity_name =
             r.nullable_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterClientQuotasResponseEntityData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasResponseEntityData._tagged_fields");
         Ok(this)
     }
 }

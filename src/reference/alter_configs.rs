@@ -18,8 +18,7 @@ impl ReadOwned for AlterConfigsRequest<'static> {
         let mut this = AlterConfigsRequest::default();
         this.resources = List::Owned(read_list(r, ver, "AlterConfigsRequest.Resources")?);
         this.validate_only = r.bool("AlterConfigsRequest.ValidateOnly")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterConfigsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -47,8 +46,7 @@ impl ReadOwned for AlterConfigsResource<'static> {
         this.resource_type = r.i8("AlterConfigsResource.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResource.ResourceName")?);
         this.configs = List::Owned(read_list(r, ver, "AlterConfigsResource.Configs")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterConfigsResource._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResource._tagged_fields");
         Ok(this)
     }
 }
@@ -74,7 +72,7 @@ impl ReadOwned for AlterableConfig<'static> {
         let mut this = AlterableConfig::default();
         this.name = owned_str(r.str(ver.flexible, "AlterableConfig.Name")?);
         this.value = r.nullable_str(ver.flexible, "AlterableConfig.Value")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "AlterableConfig._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterableConfig._tagged_fields");
         Ok(this)
     }
 }
@@ -98,8 +96,7 @@ impl ReadOwned for AlterConfigsResponse<'static> {
         let mut this = AlterConfigsResponse::default();
         this.throttle_time_ms = r.i32("AlterConfigsResponse.ThrottleTimeMs")?;
         this.responses = List::Owned(read_list(r, ver, "AlterConfigsResponse.Responses")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterConfigsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -129,8 +126,7 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
             r.nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?.map(owned_str);
         this.resource_type = r.i8("AlterConfigsResourceResponse.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterConfigsResourceResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResourceResponse._tagged_fields");
         Ok(this)
     }
 }

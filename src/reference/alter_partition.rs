@@ -19,8 +19,7 @@ impl ReadOwned for AlterPartitionRequest<'static> {
         this.broker_id = r.i32("AlterPartitionRequest.BrokerId")?;
         this.broker_epoch = r.i64("AlterPartitionRequest.BrokerEpoch")?;
         this.topics = List::Owned(read_list(r, ver, "AlterPartitionRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterPartitionRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -47,8 +46,7 @@ impl ReadOwned for AlterPartitionRequestTopicData<'static> {
         let mut this = AlterPartitionRequestTopicData::default();
         this.topic_id = r.uuid("AlterPartitionRequestTopicData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterPartitionRequestTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterPartitionRequestTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -81,8 +79,7 @@ impl ReadOwned for AlterPartitionRequestPartitionData<'static> {
         }
         this.leader_recovery_state = r.i8("AlterPartitionRequestPartitionData.LeaderRecoveryState")?;
         this.partition_epoch = r.i32("AlterPartitionRequestPartitionData.PartitionEpoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterPartitionRequestPartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -114,7 +111,7 @@ impl ReadOwned for BrokerState<'static> {
         let mut this = BrokerState::default();
         this.broker_id = r.i32("BrokerState.BrokerId")?;
         this.broker_epoch = r.i64("BrokerState.BrokerEpoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "BrokerState._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BrokerState._tagged_fields");
         Ok(this)
     }
 }
@@ -137,8 +134,7 @@ impl ReadOwned for AlterPartitionResponse<'static> {
         this.throttle_time_ms = r.i32("AlterPartitionResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AlterPartitionResponse.ErrorCode")?;
         this.topics = List::Owned(read_list(r, ver, "AlterPartitionResponse.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterPartitionResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -165,8 +161,7 @@ impl ReadOwned for AlterPartitionResponseTopicData<'static> {
         let mut this = AlterPartitionResponseTopicData::default();
         this.topic_id = r.uuid("AlterPartitionResponseTopicData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterPartitionResponseTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterPartitionResponseTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -195,8 +190,7 @@ impl ReadOwned for AlterPartitionResponsePartitionData<'static> {
         this.isr = List::Owned(read_list(r, ver, "AlterPartitionResponsePartitionData.Isr")?);
         this.leader_recovery_state = r.i8("AlterPartitionResponsePartitionData.LeaderRecoveryState")?;
         this.partition_epoch = r.i32("AlterPartitionResponsePartitionData.PartitionEpoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterPartitionResponsePartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }

@@ -22,8 +22,7 @@ impl ReadOwned for AlterPartitionReassignmentsRequest<'static> {
                 r.bool("AlterPartitionReassignmentsRequest.AllowReplicationFactorChange")?;
         }
         this.topics = List::Owned(read_list(r, ver, "AlterPartitionReassignmentsRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterPartitionReassignmentsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionReassignmentsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -53,7 +52,7 @@ impl ReadOwned for ReassignableTopic<'static> {
         let mut this = ReassignableTopic::default();
         this.name = owned_str(r.str(true, "ReassignableTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "ReassignableTopic.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ReassignableTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReassignableTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -77,8 +76,7 @@ impl ReadOwned for ReassignablePartition<'static> {
         let mut this = ReassignablePartition::default();
         this.partition_index = r.i32("ReassignablePartition.PartitionIndex")?;
         this.replicas = read_nullable_list(r, ver, "ReassignablePartition.Replicas")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReassignablePartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReassignablePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -107,8 +105,7 @@ impl ReadOwned for AlterPartitionReassignmentsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "AlterPartitionReassignmentsResponse.ErrorMessage")?.map(owned_str);
         this.responses = List::Owned(read_list(r, ver, "AlterPartitionReassignmentsResponse.Responses")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterPartitionReassignmentsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionReassignmentsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -140,8 +137,7 @@ impl ReadOwned for ReassignableTopicResponse<'static> {
         let mut this = ReassignableTopicResponse::default();
         this.name = owned_str(r.str(true, "ReassignableTopicResponse.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "ReassignableTopicResponse.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReassignableTopicResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReassignableTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -167,8 +163,7 @@ impl ReadOwned for ReassignablePartitionResponse<'static> {
         this.error_code = r.i16("ReassignablePartitionResponse.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "ReassignablePartitionResponse.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReassignablePartitionResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReassignablePartitionResponse._tagged_fields");
         Ok(this)
     }
 }

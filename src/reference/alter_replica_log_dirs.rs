@@ -17,8 +17,7 @@ impl ReadOwned for AlterReplicaLogDirsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirsRequest::default();
         this.dirs = List::Owned(read_list(r, ver, "AlterReplicaLogDirsRequest.Dirs")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterReplicaLogDirsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -44,7 +43,7 @@ impl ReadOwned for AlterReplicaLogDir<'static> {
         let mut this = AlterReplicaLogDir::default();
         this.path = owned_str(r.str(ver.flexible, "AlterReplicaLogDir.Path")?);
         this.topics = List::Owned(read_list(r, ver, "AlterReplicaLogDir.Topics")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "AlterReplicaLogDir._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDir._tagged_fields");
         Ok(this)
     }
 }
@@ -69,8 +68,7 @@ impl ReadOwned for AlterReplicaLogDirTopic<'static> {
         let mut this = AlterReplicaLogDirTopic::default();
         this.name = owned_str(r.str(ver.flexible, "AlterReplicaLogDirTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "AlterReplicaLogDirTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterReplicaLogDirTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -94,8 +92,7 @@ impl ReadOwned for AlterReplicaLogDirsResponse<'static> {
         let mut this = AlterReplicaLogDirsResponse::default();
         this.throttle_time_ms = r.i32("AlterReplicaLogDirsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "AlterReplicaLogDirsResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterReplicaLogDirsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -122,8 +119,7 @@ impl ReadOwned for AlterReplicaLogDirTopicResult<'static> {
         let mut this = AlterReplicaLogDirTopicResult::default();
         this.topic_name = owned_str(r.str(ver.flexible, "AlterReplicaLogDirTopicResult.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "AlterReplicaLogDirTopicResult.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterReplicaLogDirTopicResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -148,8 +144,7 @@ impl ReadOwned for AlterReplicaLogDirPartitionResult<'static> {
         let mut this = AlterReplicaLogDirPartitionResult::default();
         this.partition_index = r.i32("AlterReplicaLogDirPartitionResult.PartitionIndex")?;
         this.error_code = r.i16("AlterReplicaLogDirPartitionResult.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterReplicaLogDirPartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirPartitionResult._tagged_fields");
         Ok(this)
     }
 }

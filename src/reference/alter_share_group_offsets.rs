@@ -18,8 +18,7 @@ impl ReadOwned for AlterShareGroupOffsetsRequest<'static> {
         let mut this = AlterShareGroupOffsetsRequest::default();
         this.group_id = owned_str(r.str(true, "AlterShareGroupOffsetsRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterShareGroupOffsetsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -45,8 +44,7 @@ impl ReadOwned for AlterShareGroupOffsetsRequestTopic<'static> {
         let mut this = AlterShareGroupOffsetsRequestTopic::default();
         this.topic_name = owned_str(r.str(true, "AlterShareGroupOffsetsRequestTopic.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsRequestTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterShareGroupOffsetsRequestTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -70,8 +68,7 @@ impl ReadOwned for AlterShareGroupOffsetsRequestPartition<'static> {
         let mut this = AlterShareGroupOffsetsRequestPartition::default();
         this.partition_index = r.i32("AlterShareGroupOffsetsRequestPartition.PartitionIndex")?;
         this.start_offset = r.i64("AlterShareGroupOffsetsRequestPartition.StartOffset")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterShareGroupOffsetsRequestPartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsRequestPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -98,8 +95,7 @@ impl ReadOwned for AlterShareGroupOffsetsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "AlterShareGroupOffsetsResponse.ErrorMessage")?.map(owned_str);
         this.responses = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsResponse.Responses")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterShareGroupOffsetsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -128,8 +124,7 @@ impl ReadOwned for AlterShareGroupOffsetsResponseTopic<'static> {
         this.topic_name = owned_str(r.str(true, "AlterShareGroupOffsetsResponseTopic.TopicName")?);
         this.topic_id = r.uuid("AlterShareGroupOffsetsResponseTopic.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsResponseTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterShareGroupOffsetsResponseTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -156,8 +151,7 @@ impl ReadOwned for AlterShareGroupOffsetsResponsePartition<'static> {
         this.error_code = r.i16("AlterShareGroupOffsetsResponsePartition.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterShareGroupOffsetsResponsePartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsResponsePartition._tagged_fields");
         Ok(this)
     }
 }

@@ -18,8 +18,7 @@ impl ReadOwned for AlterUserScramCredentialsRequest<'static> {
         let mut this = AlterUserScramCredentialsRequest::default();
         this.deletions = List::Owned(read_list(r, ver, "AlterUserScramCredentialsRequest.Deletions")?);
         this.upsertions = List::Owned(read_list(r, ver, "AlterUserScramCredentialsRequest.Upsertions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterUserScramCredentialsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterUserScramCredentialsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -46,8 +45,7 @@ impl ReadOwned for ScramCredentialDeletion<'static> {
         let mut this = ScramCredentialDeletion::default();
         this.name = owned_str(r.str(true, "ScramCredentialDeletion.Name")?);
         this.mechanism = r.i8("ScramCredentialDeletion.Mechanism")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ScramCredentialDeletion._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ScramCredentialDeletion._tagged_fields");
         Ok(this)
     }
 }
@@ -72,8 +70,7 @@ impl ReadOwned for ScramCredentialUpsertion<'static> {
         this.iterations = r.i32("ScramCredentialUpsertion.Iterations")?;
         this.salt = owned_bytes(r.bytes(true, "ScramCredentialUpsertion.Salt")?);
         this.salted_password = owned_bytes(r.bytes(true, "ScramCredentialUpsertion.SaltedPassword")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ScramCredentialUpsertion._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ScramCredentialUpsertion._tagged_fields");
         Ok(this)
     }
 }
@@ -98,8 +95,7 @@ impl ReadOwned for AlterUserScramCredentialsResponse<'static> {
         let mut this = AlterUserScramCredentialsResponse::default();
         this.throttle_time_ms = r.i32("AlterUserScramCredentialsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "AlterUserScramCredentialsResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterUserScramCredentialsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterUserScramCredentialsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -127,8 +123,7 @@ impl ReadOwned for AlterUserScramCredentialsResult<'static> {
         this.error_code = r.i16("AlterUserScramCredentialsResult.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "AlterUserScramCredentialsResult.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterUserScramCredentialsResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterUserScramCredentialsResult._tagged_fields");
         Ok(this)
     }
 }

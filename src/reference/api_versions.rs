@@ -30,7 +30,7 @@ impl ReadOwned for ApiVersionsRequest<'static> {
         if ver.version == 5 {
             this.node_id = r.i32("ApiVersionsRequest.NodeId")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ApiVersionsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ApiVersionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -144,7 +144,7 @@ impl ReadOwned for ApiVersion<'static> {
         this.api_key = r.i16("ApiVersion.ApiKey")?;
         this.min_version = r.i16("ApiVersion.MinVersion")?;
         this.max_version = r.i16("ApiVersion.MaxVersion")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ApiVersion._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ApiVersion._tagged_fields");
         Ok(this)
     }
 }
@@ -170,8 +170,7 @@ impl ReadOwned for SupportedFeatureKey<'static> {
         this.name = owned_str(r.str(true, "SupportedFeatureKey.Name")?);
         this.min_version = r.i16("SupportedFeatureKey.MinVersion")?;
         this.max_version = r.i16("SupportedFeatureKey.MaxVersion")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "SupportedFeatureKey._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "SupportedFeatureKey._tagged_fields");
         Ok(this)
     }
 }
@@ -195,8 +194,7 @@ impl ReadOwned for FinalizedFeatureKey<'static> {
         this.name = owned_str(r.str(true, "FinalizedFeatureKey.Name")?);
         this.max_version_level = r.i16("FinalizedFeatureKey.MaxVersionLevel")?;
         this.min_version_level = r.i16("FinalizedFeatureKey.MinVersionLevel")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "FinalizedFeatureKey._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FinalizedFeatureKey._tagged_fields");
         Ok(this)
     }
 }

@@ -19,8 +19,7 @@ impl ReadOwned for AssignReplicasToDirsRequest<'static> {
         this.broker_id = r.i32("AssignReplicasToDirsRequest.BrokerId")?;
         this.broker_epoch = r.i64("AssignReplicasToDirsRequest.BrokerEpoch")?;
         this.directories = List::Owned(read_list(r, ver, "AssignReplicasToDirsRequest.Directories")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AssignReplicasToDirsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -47,8 +46,7 @@ impl ReadOwned for AssignReplicasToDirsRequestDirectoryData<'static> {
         let mut this = AssignReplicasToDirsRequestDirectoryData::default();
         this.id = r.uuid("AssignReplicasToDirsRequestDirectoryData.Id")?;
         this.topics = List::Owned(read_list(r, ver, "AssignReplicasToDirsRequestDirectoryData.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AssignReplicasToDirsRequestDirectoryData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsRequestDirectoryData._tagged_fields");
         Ok(this)
     }
 }
@@ -74,8 +72,7 @@ impl ReadOwned for AssignReplicasToDirsRequestTopicData<'static> {
         let mut this = AssignReplicasToDirsRequestTopicData::default();
         this.topic_id = r.uuid("AssignReplicasToDirsRequestTopicData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AssignReplicasToDirsRequestTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AssignReplicasToDirsRequestTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -98,8 +95,7 @@ impl ReadOwned for AssignReplicasToDirsRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsRequestPartitionData::default();
         this.partition_index = r.i32("AssignReplicasToDirsRequestPartitionData.PartitionIndex")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AssignReplicasToDirsRequestPartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -123,8 +119,7 @@ impl ReadOwned for AssignReplicasToDirsResponse<'static> {
         this.throttle_time_ms = r.i32("AssignReplicasToDirsResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AssignReplicasToDirsResponse.ErrorCode")?;
         this.directories = List::Owned(read_list(r, ver, "AssignReplicasToDirsResponse.Directories")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AssignReplicasToDirsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -151,8 +146,7 @@ impl ReadOwned for AssignReplicasToDirsResponseDirectoryData<'static> {
         let mut this = AssignReplicasToDirsResponseDirectoryData::default();
         this.id = r.uuid("AssignReplicasToDirsResponseDirectoryData.Id")?;
         this.topics = List::Owned(read_list(r, ver, "AssignReplicasToDirsResponseDirectoryData.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AssignReplicasToDirsResponseDirectoryData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsResponseDirectoryData._tagged_fields");
         Ok(this)
     }
 }
@@ -178,8 +172,7 @@ impl ReadOwned for AssignReplicasToDirsResponseTopicData<'static> {
         let mut this = AssignReplicasToDirsResponseTopicData::default();
         this.topic_id = r.uuid("AssignReplicasToDirsResponseTopicData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AssignReplicasToDirsResponseTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AssignReplicasToDirsResponseTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -205,8 +198,7 @@ impl ReadOwned for AssignReplicasToDirsResponsePartitionData<'static> {
         let mut this = AssignReplicasToDirsResponsePartitionData::default();
         this.partition_index = r.i32("AssignReplicasToDirsResponsePartitionData.PartitionIndex")?;
         this.error_code = r.i16("AssignReplicasToDirsResponsePartitionData.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AssignReplicasToDirsResponsePartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }

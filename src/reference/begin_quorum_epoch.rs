@@ -25,8 +25,7 @@ impl ReadOwned for BeginQuorumEpochRequest<'static> {
             this.leader_endpoints =
                 List::Owned(read_list(r, ver, "BeginQuorumEpochRequest.LeaderEndpoints")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "BeginQuorumEpochRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -60,8 +59,7 @@ impl ReadOwned for BeginQuorumEpochRequestTopicData<'static> {
         let mut this = BeginQuorumEpochRequestTopicData::default();
         this.topic_name = owned_str(r.str(ver.flexible, "BeginQuorumEpochRequestTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "BeginQuorumEpochRequestTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "BeginQuorumEpochRequestTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -90,8 +88,7 @@ impl ReadOwned for BeginQuorumEpochRequestPartitionData<'static> {
         }
         this.leader_id = r.i32("BeginQuorumEpochRequestPartitionData.LeaderId")?;
         this.leader_epoch = r.i32("BeginQuorumEpochRequestPartitionData.LeaderEpoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "BeginQuorumEpochRequestPartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -121,7 +118,7 @@ impl ReadOwned for LeaderEndpoint<'static> {
         this.name = owned_str(r.str(true, "LeaderEndpoint.Name")?);
         this.host = owned_str(r.str(true, "LeaderEndpoint.Host")?);
         this.port = r.u16("LeaderEndpoint.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "LeaderEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "LeaderEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -189,8 +186,7 @@ impl ReadOwned for BeginQuorumEpochResponseTopicData<'static> {
         let mut this = BeginQuorumEpochResponseTopicData::default();
         this.topic_name = owned_str(r.str(ver.flexible, "BeginQuorumEpochResponseTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "BeginQuorumEpochResponseTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "BeginQuorumEpochResponseTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -217,8 +213,7 @@ impl ReadOwned for BeginQuorumEpochResponsePartitionData<'static> {
         this.error_code = r.i16("BeginQuorumEpochResponsePartitionData.ErrorCode")?;
         this.leader_id = r.i32("BeginQuorumEpochResponsePartitionData.LeaderId")?;
         this.leader_epoch = r.i32("BeginQuorumEpochResponsePartitionData.LeaderEpoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "BeginQuorumEpochResponsePartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -247,7 +242,7 @@ impl ReadOwned for NodeEndpoint<'static> {
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.u16("NodeEndpoint.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "NodeEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }

@@ -84,8 +84,7 @@ impl ReadOwned for BrokerHeartbeatResponse<'static> {
         this.is_caught_up = r.bool("BrokerHeartbeatResponse.IsCaughtUp")?;
         this.is_fenced = r.bool("BrokerHeartbeatResponse.IsFenced")?;
         this.should_shut_down = r.bool("BrokerHeartbeatResponse.ShouldShutDown")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "BrokerHeartbeatResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BrokerHeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }

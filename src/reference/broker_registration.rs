@@ -31,8 +31,7 @@ impl ReadOwned for BrokerRegistrationRequest<'static> {
         if ver.version >= 3 {
             this.previous_broker_epoch = r.i64("BrokerRegistrationRequest.PreviousBrokerEpoch")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "BrokerRegistrationRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BrokerRegistrationRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -77,7 +76,7 @@ impl ReadOwned for Listener<'static> {
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
         this.security_protocol = r.i16("Listener.SecurityProtocol")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Listener._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }
@@ -102,7 +101,7 @@ impl ReadOwned for Feature<'static> {
         this.name = owned_str(r.str(true, "Feature.Name")?);
         this.min_supported_version = r.i16("Feature.MinSupportedVersion")?;
         this.max_supported_version = r.i16("Feature.MaxSupportedVersion")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Feature._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Feature._tagged_fields");
         Ok(this)
     }
 }
@@ -126,8 +125,7 @@ impl ReadOwned for BrokerRegistrationResponse<'static> {
         this.throttle_time_ms = r.i32("BrokerRegistrationResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("BrokerRegistrationResponse.ErrorCode")?;
         this.broker_epoch = r.i64("BrokerRegistrationResponse.BrokerEpoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "BrokerRegistrationResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BrokerRegistrationResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -19,8 +19,7 @@ impl ReadOwned for ConsumerGroupDescribeRequest<'static> {
         this.group_ids = List::Owned(read_list(r, ver, "ConsumerGroupDescribeRequest.GroupIds")?);
         this.include_authorized_operations =
             r.bool("ConsumerGroupDescribeRequest.IncludeAuthorizedOperations")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ConsumerGroupDescribeRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ConsumerGroupDescribeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -44,8 +43,7 @@ impl ReadOwned for ConsumerGroupDescribeResponse<'static> {
         let mut this = ConsumerGroupDescribeResponse::default();
         this.throttle_time_ms = r.i32("ConsumerGroupDescribeResponse.ThrottleTimeMs")?;
         this.groups = List::Owned(read_list(r, ver, "ConsumerGroupDescribeResponse.Groups")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ConsumerGroupDescribeResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ConsumerGroupDescribeResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -78,7 +76,7 @@ impl ReadOwned for DescribedGroup<'static> {
         this.assignor_name = owned_str(r.str(true, "DescribedGroup.AssignorName")?);
         this.members = List::Owned(read_list(r, ver, "DescribedGroup.Members")?);
         this.authorized_operations = r.i32("DescribedGroup.AuthorizedOperations")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DescribedGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -120,7 +118,7 @@ impl ReadOwned for Member<'static> {
         if ver.version == 1 {
             this.member_type = r.i8("Member.MemberType")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Member._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Member._tagged_fields");
         Ok(this)
     }
 }
@@ -156,7 +154,7 @@ impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
         this.topic_partitions = List::Owned(read_list(r, ver, "Assignment.TopicPartitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Assignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -180,7 +178,7 @@ impl ReadOwned for TopicPartitions<'static> {
         this.topic_id = r.uuid("TopicPartitions.TopicId")?;
         this.topic_name = owned_str(r.str(true, "TopicPartitions.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicPartitions._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
     }
 }

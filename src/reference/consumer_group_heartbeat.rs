@@ -33,8 +33,7 @@ impl ReadOwned for ConsumerGroupHeartbeatRequest<'static> {
             r.nullable_str(true, "ConsumerGroupHeartbeatRequest.ServerAssignor")?.map(owned_str);
         this.topic_partitions =
             read_nullable_list(r, ver, "ConsumerGroupHeartbeatRequest.TopicPartitions")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ConsumerGroupHeartbeatRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ConsumerGroupHeartbeatRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -72,11 +71,12 @@ impl ReadOwned for ConsumerGroupHeartbeatRequestTopicPartitions<'static> {
         this.topic_id = r.uuid("ConsumerGroupHeartbeatRequestTopicPartitions.TopicId")?;
         this.partitions =
             List::Owned(read_list(r, ver, "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(
+        read_unknown_tagged_fields!(
+            this,
             r,
             ver,
-            "ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields",
-        )?;
+            "ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields"
+        );
         Ok(this)
     }
 }
@@ -110,8 +110,7 @@ impl ReadOwned for ConsumerGroupHeartbeatResponse<'static> {
         } else {
             Some(Assignment::read_owned(r, ver, "ConsumerGroupHeartbeatResponse.Assignment")?)
         };
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ConsumerGroupHeartbeatResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ConsumerGroupHeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -141,7 +140,7 @@ impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
         this.topic_partitions = List::Owned(read_list(r, ver, "Assignment.TopicPartitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Assignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -165,11 +164,12 @@ impl ReadOwned for ConsumerGroupHeartbeatResponseTopicPartitions<'static> {
         this.topic_id = r.uuid("ConsumerGroupHeartbeatResponseTopicPartitions.TopicId")?;
         this.partitions =
             List::Owned(read_list(r, ver, "ConsumerGroupHeartbeatResponseTopicPartitions.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(
+        read_unknown_tagged_fields!(
+            this,
             r,
             ver,
-            "ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields",
-        )?;
+            "ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields"
+        );
         Ok(this)
     }
 }

@@ -21,8 +21,7 @@ impl ReadOwned for ControllerRegistrationRequest<'static> {
         this.zk_migration_ready = r.bool("ControllerRegistrationRequest.ZkMigrationReady")?;
         this.listeners = List::Owned(read_list(r, ver, "ControllerRegistrationRequest.Listeners")?);
         this.features = List::Owned(read_list(r, ver, "ControllerRegistrationRequest.Features")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ControllerRegistrationRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ControllerRegistrationRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -54,7 +53,7 @@ impl ReadOwned for Listener<'static> {
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
         this.security_protocol = r.i16("Listener.SecurityProtocol")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Listener._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }
@@ -79,7 +78,7 @@ impl ReadOwned for Feature<'static> {
         this.name = owned_str(r.str(true, "Feature.Name")?);
         this.min_supported_version = r.i16("Feature.MinSupportedVersion")?;
         this.max_supported_version = r.i16("Feature.MaxSupportedVersion")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Feature._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Feature._tagged_fields");
         Ok(this)
     }
 }
@@ -104,8 +103,7 @@ impl ReadOwned for ControllerRegistrationResponse<'static> {
         this.error_code = r.i16("ControllerRegistrationResponse.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "ControllerRegistrationResponse.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ControllerRegistrationResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ControllerRegistrationResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -17,7 +17,7 @@ impl ReadOwned for CreateAclsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreateAclsRequest::default();
         this.creations = List::Owned(read_list(r, ver, "CreateAclsRequest.Creations")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "CreateAclsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreateAclsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -48,7 +48,7 @@ impl ReadOwned for AclCreation<'static> {
         this.host = owned_str(r.str(ver.flexible, "AclCreation.Host")?);
         this.operation = r.i8("AclCreation.Operation")?;
         this.permission_type = r.i8("AclCreation.PermissionType")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "AclCreation._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AclCreation._tagged_fields");
         Ok(this)
     }
 }
@@ -77,7 +77,7 @@ impl ReadOwned for CreateAclsResponse<'static> {
         let mut this = CreateAclsResponse::default();
         this.throttle_time_ms = r.i32("CreateAclsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "CreateAclsResponse.Results")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "CreateAclsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreateAclsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -104,7 +104,7 @@ impl ReadOwned for AclCreationResult<'static> {
         let mut this = AclCreationResult::default();
         this.error_code = r.i16("AclCreationResult.ErrorCode")?;
         this.error_message = r.nullable_str(ver.flexible, "AclCreationResult.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "AclCreationResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AclCreationResult._tagged_fields");
         Ok(this)
     }
 }

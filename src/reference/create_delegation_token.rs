@@ -28,8 +28,7 @@ impl ReadOwned for CreateDelegationTokenRequest<'static> {
         }
         this.renewers = List::Owned(read_list(r, ver, "CreateDelegationTokenRequest.Renewers")?);
         this.max_lifetime_ms = r.i64("CreateDelegationTokenRequest.MaxLifetimeMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreateDelegationTokenRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreateDelegationTokenRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -64,7 +63,7 @@ impl ReadOwned for CreatableRenewers<'static> {
         let mut this = CreatableRenewers::default();
         this.principal_type = owned_str(r.str(ver.flexible, "CreatableRenewers.PrincipalType")?);
         this.principal_name = owned_str(r.str(ver.flexible, "CreatableRenewers.PrincipalName")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "CreatableRenewers._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatableRenewers._tagged_fields");
         Ok(this)
     }
 }
@@ -103,8 +102,7 @@ impl ReadOwned for CreateDelegationTokenResponse<'static> {
         this.token_id = owned_str(r.str(ver.flexible, "CreateDelegationTokenResponse.TokenId")?);
         this.hmac = owned_bytes(r.bytes(ver.flexible, "CreateDelegationTokenResponse.Hmac")?);
         this.throttle_time_ms = r.i32("CreateDelegationTokenResponse.ThrottleTimeMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreateDelegationTokenResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreateDelegationTokenResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -19,8 +19,7 @@ impl ReadOwned for CreatePartitionsRequest<'static> {
         this.topics = List::Owned(read_list(r, ver, "CreatePartitionsRequest.Topics")?);
         this.timeout_ms = r.i32("CreatePartitionsRequest.TimeoutMs")?;
         this.validate_only = r.bool("CreatePartitionsRequest.ValidateOnly")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreatePartitionsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -49,8 +48,7 @@ impl ReadOwned for CreatePartitionsTopic<'static> {
         this.name = owned_str(r.str(ver.flexible, "CreatePartitionsTopic.Name")?);
         this.count = r.i32("CreatePartitionsTopic.Count")?;
         this.assignments = read_nullable_list(r, ver, "CreatePartitionsTopic.Assignments")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreatePartitionsTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -75,8 +73,7 @@ impl ReadOwned for CreatePartitionsAssignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsAssignment::default();
         this.broker_ids = List::Owned(read_list(r, ver, "CreatePartitionsAssignment.BrokerIds")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreatePartitionsAssignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsAssignment._tagged_fields");
         Ok(this)
     }
 }
@@ -99,8 +96,7 @@ impl ReadOwned for CreatePartitionsResponse<'static> {
         let mut this = CreatePartitionsResponse::default();
         this.throttle_time_ms = r.i32("CreatePartitionsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "CreatePartitionsResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreatePartitionsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -129,8 +125,7 @@ impl ReadOwned for CreatePartitionsTopicResult<'static> {
         this.error_code = r.i16("CreatePartitionsTopicResult.ErrorCode")?;
         this.error_message =
             r.nullable_str(ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreatePartitionsTopicResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsTopicResult._tagged_fields");
         Ok(this)
     }
 }

@@ -19,8 +19,7 @@ impl ReadOwned for CreateTopicsRequest<'static> {
         this.topics = List::Owned(read_list(r, ver, "CreateTopicsRequest.Topics")?);
         this.timeout_ms = r.i32("CreateTopicsRequest.timeoutMs")?;
         this.validate_only = r.bool("CreateTopicsRequest.validateOnly")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreateTopicsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreateTopicsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -51,7 +50,7 @@ impl ReadOwned for CreatableTopic<'static> {
         this.replication_factor = r.i16("CreatableTopic.ReplicationFactor")?;
         this.assignments = List::Owned(read_list(r, ver, "CreatableTopic.Assignments")?);
         this.configs = List::Owned(read_list(r, ver, "CreatableTopic.Configs")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "CreatableTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatableTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -80,8 +79,7 @@ impl ReadOwned for CreatableReplicaAssignment<'static> {
         let mut this = CreatableReplicaAssignment::default();
         this.partition_index = r.i32("CreatableReplicaAssignment.PartitionIndex")?;
         this.broker_ids = List::Owned(read_list(r, ver, "CreatableReplicaAssignment.BrokerIds")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreatableReplicaAssignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatableReplicaAssignment._tagged_fields");
         Ok(this)
     }
 }
@@ -105,8 +103,7 @@ impl ReadOwned for CreatableTopicConfig<'static> {
         let mut this = CreatableTopicConfig::default();
         this.name = owned_str(r.str(ver.flexible, "CreatableTopicConfig.Name")?);
         this.value = r.nullable_str(ver.flexible, "CreatableTopicConfig.Value")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreatableTopicConfig._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatableTopicConfig._tagged_fields");
         Ok(this)
     }
 }
@@ -130,8 +127,7 @@ impl ReadOwned for CreateTopicsResponse<'static> {
         let mut this = CreateTopicsResponse::default();
         this.throttle_time_ms = r.i32("CreateTopicsResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "CreateTopicsResponse.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreateTopicsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreateTopicsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -234,8 +230,7 @@ impl ReadOwned for CreatableTopicConfigs<'static> {
         this.read_only = r.bool("CreatableTopicConfigs.ReadOnly")?;
         this.config_source = r.i8("CreatableTopicConfigs.ConfigSource")?;
         this.is_sensitive = r.bool("CreatableTopicConfigs.IsSensitive")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "CreatableTopicConfigs._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CreatableTopicConfigs._tagged_fields");
         Ok(this)
     }
 }

@@ -17,7 +17,7 @@ impl ReadOwned for DeleteAclsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteAclsRequest::default();
         this.filters = List::Owned(read_list(r, ver, "DeleteAclsRequest.Filters")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DeleteAclsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -50,7 +50,7 @@ impl ReadOwned for DeleteAclsFilter<'static> {
         this.host_filter = r.nullable_str(ver.flexible, "DeleteAclsFilter.HostFilter")?.map(owned_str);
         this.operation = r.i8("DeleteAclsFilter.Operation")?;
         this.permission_type = r.i8("DeleteAclsFilter.PermissionType")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DeleteAclsFilter._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsFilter._tagged_fields");
         Ok(this)
     }
 }
@@ -79,7 +79,7 @@ impl ReadOwned for DeleteAclsResponse<'static> {
         let mut this = DeleteAclsResponse::default();
         this.throttle_time_ms = r.i32("DeleteAclsResponse.ThrottleTimeMs")?;
         this.filter_results = List::Owned(read_list(r, ver, "DeleteAclsResponse.FilterResults")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DeleteAclsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -108,8 +108,7 @@ impl ReadOwned for DeleteAclsFilterResult<'static> {
         this.error_message =
             r.nullable_str(ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?.map(owned_str);
         this.matching_acls = List::Owned(read_list(r, ver, "DeleteAclsFilterResult.MatchingAcls")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteAclsFilterResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsFilterResult._tagged_fields");
         Ok(this)
     }
 }
@@ -143,8 +142,7 @@ impl ReadOwned for DeleteAclsMatchingAcl<'static> {
         this.host = owned_str(r.str(ver.flexible, "DeleteAclsMatchingAcl.Host")?);
         this.operation = r.i8("DeleteAclsMatchingAcl.Operation")?;
         this.permission_type = r.i8("DeleteAclsMatchingAcl.PermissionType")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteAclsMatchingAcl._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsMatchingAcl._tagged_fields");
         Ok(this)
     }
 }

@@ -17,8 +17,7 @@ impl ReadOwned for DeleteGroupsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteGroupsRequest::default();
         this.groups_names = List::Owned(read_list(r, ver, "DeleteGroupsRequest.GroupsNames")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteGroupsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteGroupsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,8 +42,7 @@ impl ReadOwned for DeleteGroupsResponse<'static> {
         let mut this = DeleteGroupsResponse::default();
         this.throttle_time_ms = r.i32("DeleteGroupsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "DeleteGroupsResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteGroupsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteGroupsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -75,8 +73,7 @@ impl ReadOwned for DeletableGroupResult<'static> {
             this.error_message =
                 r.nullable_str(ver.flexible, "DeletableGroupResult.ErrorMessage")?.map(owned_str);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeletableGroupResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeletableGroupResult._tagged_fields");
         Ok(this)
     }
 }

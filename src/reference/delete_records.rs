@@ -18,8 +18,7 @@ impl ReadOwned for DeleteRecordsRequest<'static> {
         let mut this = DeleteRecordsRequest::default();
         this.topics = List::Owned(read_list(r, ver, "DeleteRecordsRequest.Topics")?);
         this.timeout_ms = r.i32("DeleteRecordsRequest.TimeoutMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteRecordsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -46,7 +45,7 @@ impl ReadOwned for DeleteRecordsTopic<'static> {
         let mut this = DeleteRecordsTopic::default();
         this.name = owned_str(r.str(ver.flexible, "DeleteRecordsTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "DeleteRecordsTopic.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DeleteRecordsTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -71,8 +70,7 @@ impl ReadOwned for DeleteRecordsPartition<'static> {
         let mut this = DeleteRecordsPartition::default();
         this.partition_index = r.i32("DeleteRecordsPartition.PartitionIndex")?;
         this.offset = r.i64("DeleteRecordsPartition.Offset")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteRecordsPartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -96,8 +94,7 @@ impl ReadOwned for DeleteRecordsResponse<'static> {
         let mut this = DeleteRecordsResponse::default();
         this.throttle_time_ms = r.i32("DeleteRecordsResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "DeleteRecordsResponse.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteRecordsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -124,8 +121,7 @@ impl ReadOwned for DeleteRecordsTopicResult<'static> {
         let mut this = DeleteRecordsTopicResult::default();
         this.name = owned_str(r.str(ver.flexible, "DeleteRecordsTopicResult.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "DeleteRecordsTopicResult.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteRecordsTopicResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -151,8 +147,7 @@ impl ReadOwned for DeleteRecordsPartitionResult<'static> {
         this.partition_index = r.i32("DeleteRecordsPartitionResult.PartitionIndex")?;
         this.low_watermark = r.i64("DeleteRecordsPartitionResult.LowWatermark")?;
         this.error_code = r.i16("DeleteRecordsPartitionResult.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteRecordsPartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsPartitionResult._tagged_fields");
         Ok(this)
     }
 }

@@ -18,8 +18,7 @@ impl ReadOwned for DeleteShareGroupOffsetsRequest<'static> {
         let mut this = DeleteShareGroupOffsetsRequest::default();
         this.group_id = owned_str(r.str(true, "DeleteShareGroupOffsetsRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "DeleteShareGroupOffsetsRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteShareGroupOffsetsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -44,8 +43,7 @@ impl ReadOwned for DeleteShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsRequestTopic::default();
         this.topic_name = owned_str(r.str(true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteShareGroupOffsetsRequestTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -69,8 +67,7 @@ impl ReadOwned for DeleteShareGroupOffsetsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "DeleteShareGroupOffsetsResponse.ErrorMessage")?.map(owned_str);
         this.responses = List::Owned(read_list(r, ver, "DeleteShareGroupOffsetsResponse.Responses")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteShareGroupOffsetsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -101,8 +98,7 @@ impl ReadOwned for DeleteShareGroupOffsetsResponseTopic<'static> {
         this.error_code = r.i16("DeleteShareGroupOffsetsResponseTopic.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteShareGroupOffsetsResponseTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsResponseTopic._tagged_fields");
         Ok(this)
     }
 }

@@ -18,8 +18,7 @@ impl ReadOwned for DeleteShareGroupStateRequest<'static> {
         let mut this = DeleteShareGroupStateRequest::default();
         this.group_id = owned_str(r.str(true, "DeleteShareGroupStateRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "DeleteShareGroupStateRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteShareGroupStateRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupStateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -45,7 +44,7 @@ impl ReadOwned for DeleteStateData<'static> {
         let mut this = DeleteStateData::default();
         this.topic_id = r.uuid("DeleteStateData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "DeleteStateData.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DeleteStateData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteStateData._tagged_fields");
         Ok(this)
     }
 }
@@ -68,7 +67,7 @@ impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
         this.partition = r.i32("PartitionData.Partition")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -88,8 +87,7 @@ impl ReadOwned for DeleteShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupStateResponse::default();
         this.results = List::Owned(read_list(r, ver, "DeleteShareGroupStateResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteShareGroupStateResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupStateResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -114,7 +112,7 @@ impl ReadOwned for DeleteStateResult<'static> {
         let mut this = DeleteStateResult::default();
         this.topic_id = r.uuid("DeleteStateResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "DeleteStateResult.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DeleteStateResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteStateResult._tagged_fields");
         Ok(this)
     }
 }
@@ -139,7 +137,7 @@ impl ReadOwned for PartitionResult<'static> {
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }

@@ -23,8 +23,7 @@ impl ReadOwned for DeleteTopicsRequest<'static> {
             this.topic_names = List::Owned(read_list(r, ver, "DeleteTopicsRequest.TopicNames")?);
         }
         this.timeout_ms = r.i32("DeleteTopicsRequest.TimeoutMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteTopicsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteTopicsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -55,7 +54,7 @@ impl ReadOwned for DeleteTopicState<'static> {
         let mut this = DeleteTopicState::default();
         this.name = r.nullable_str(true, "DeleteTopicState.Name")?.map(owned_str);
         this.topic_id = r.uuid("DeleteTopicState.TopicId")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DeleteTopicState._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteTopicState._tagged_fields");
         Ok(this)
     }
 }
@@ -77,8 +76,7 @@ impl ReadOwned for DeleteTopicsResponse<'static> {
         let mut this = DeleteTopicsResponse::default();
         this.throttle_time_ms = r.i32("DeleteTopicsResponse.ThrottleTimeMs")?;
         this.responses = List::Owned(read_list(r, ver, "DeleteTopicsResponse.Responses")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeleteTopicsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeleteTopicsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -116,8 +114,7 @@ impl ReadOwned for DeletableTopicResult<'static> {
             this.error_message =
                 r.nullable_str(ver.flexible, "DeletableTopicResult.ErrorMessage")?.map(owned_str);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DeletableTopicResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DeletableTopicResult._tagged_fields");
         Ok(this)
     }
 }

@@ -25,8 +25,7 @@ impl ReadOwned for DescribeAclsRequest<'static> {
         this.host_filter = r.nullable_str(ver.flexible, "DescribeAclsRequest.HostFilter")?.map(owned_str);
         this.operation = r.i8("DescribeAclsRequest.Operation")?;
         this.permission_type = r.i8("DescribeAclsRequest.PermissionType")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeAclsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeAclsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -60,8 +59,7 @@ impl ReadOwned for DescribeAclsResponse<'static> {
         this.error_message =
             r.nullable_str(ver.flexible, "DescribeAclsResponse.ErrorMessage")?.map(owned_str);
         this.resources = List::Owned(read_list(r, ver, "DescribeAclsResponse.Resources")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeAclsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeAclsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -92,8 +90,7 @@ impl ReadOwned for DescribeAclsResource<'static> {
         this.resource_name = owned_str(r.str(ver.flexible, "DescribeAclsResource.ResourceName")?);
         this.pattern_type = r.i8("DescribeAclsResource.PatternType")?;
         this.acls = List::Owned(read_list(r, ver, "DescribeAclsResource.Acls")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeAclsResource._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeAclsResource._tagged_fields");
         Ok(this)
     }
 }
@@ -122,7 +119,7 @@ impl ReadOwned for AclDescription<'static> {
         this.host = owned_str(r.str(ver.flexible, "AclDescription.Host")?);
         this.operation = r.i8("AclDescription.Operation")?;
         this.permission_type = r.i8("AclDescription.PermissionType")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "AclDescription._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AclDescription._tagged_fields");
         Ok(this)
     }
 }

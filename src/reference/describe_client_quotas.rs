@@ -18,8 +18,7 @@ impl ReadOwned for DescribeClientQuotasRequest<'static> {
         let mut this = DescribeClientQuotasRequest::default();
         this.components = List::Owned(read_list(r, ver, "DescribeClientQuotasRequest.Components")?);
         this.strict = r.bool("DescribeClientQuotasRequest.Strict")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeClientQuotasRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClientQuotasRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -47,7 +46,7 @@ impl ReadOwned for ComponentData<'static> {
         this.entity_type = owned_str(r.str(ver.flexible, "ComponentData.EntityType")?);
         this.match_type = r.i8("ComponentData.MatchType")?;
         this.r#match = r.nullable_str(ver.flexible, "ComponentData.Match")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ComponentData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ComponentData._tagged_fields");
         Ok(this)
     }
 }
@@ -75,8 +74,7 @@ impl ReadOwned for DescribeClientQuotasResponse<'static> {
         this.error_message =
             r.nullable_str(ver.flexible, "DescribeClientQuotasResponse.ErrorMessage")?.map(owned_str);
         this.entries = read_nullable_list(r, ver, "DescribeClientQuotasResponse.Entries")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeClientQuotasResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClientQuotasResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -105,7 +103,7 @@ impl ReadOwned for EntryData<'static> {
         let mut this = EntryData::default();
         this.entity = List::Owned(read_list(r, ver, "EntryData.Entity")?);
         this.values = List::Owned(read_list(r, ver, "EntryData.Values")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "EntryData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EntryData._tagged_fields");
         Ok(this)
     }
 }
@@ -131,7 +129,7 @@ impl ReadOwned for EntityData<'static> {
         let mut this = EntityData::default();
         this.entity_type = owned_str(r.str(ver.flexible, "EntityData.EntityType")?);
         this.entity_name = r.nullable_str(ver.flexible, "EntityData.EntityName")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "EntityData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EntityData._tagged_fields");
         Ok(this)
     }
 }
@@ -155,7 +153,7 @@ impl ReadOwned for ValueData<'static> {
         let mut this = ValueData::default();
         this.key = owned_str(r.str(ver.flexible, "ValueData.Key")?);
         this.value = r.f64("ValueData.Value")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ValueData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ValueData._tagged_fields");
         Ok(this)
     }
 }

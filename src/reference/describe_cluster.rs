@@ -24,8 +24,7 @@ impl ReadOwned for DescribeClusterRequest<'static> {
         if ver.version == 2 {
             this.include_fenced_brokers = r.bool("DescribeClusterRequest.IncludeFencedBrokers")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeClusterRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClusterRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -65,8 +64,7 @@ impl ReadOwned for DescribeClusterResponse<'static> {
         this.controller_id = r.i32("DescribeClusterResponse.ControllerId")?;
         this.brokers = List::Owned(read_list(r, ver, "DescribeClusterResponse.Brokers")?);
         this.cluster_authorized_operations = r.i32("DescribeClusterResponse.ClusterAuthorizedOperations")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeClusterResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClusterResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -106,8 +104,7 @@ impl ReadOwned for DescribeClusterBroker<'static> {
         if ver.version == 2 {
             this.is_fenced = r.bool("DescribeClusterBroker.IsFenced")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeClusterBroker._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClusterBroker._tagged_fields");
         Ok(this)
     }
 }

@@ -21,8 +21,7 @@ impl ReadOwned for DescribeConfigsRequest<'static> {
         if ver.version >= 3 {
             this.include_documentation = r.bool("DescribeConfigsRequest.IncludeDocumentation")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeConfigsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -55,8 +54,7 @@ impl ReadOwned for DescribeConfigsResource<'static> {
         this.resource_name = owned_str(r.str(ver.flexible, "DescribeConfigsResource.ResourceName")?);
         this.configuration_keys =
             read_nullable_list(r, ver, "DescribeConfigsResource.ConfigurationKeys")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeConfigsResource._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResource._tagged_fields");
         Ok(this)
     }
 }
@@ -81,8 +79,7 @@ impl ReadOwned for DescribeConfigsResponse<'static> {
         let mut this = DescribeConfigsResponse::default();
         this.throttle_time_ms = r.i32("DescribeConfigsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "DescribeConfigsResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeConfigsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -113,8 +110,7 @@ impl ReadOwned for DescribeConfigsResult<'static> {
         this.resource_type = r.i8("DescribeConfigsResult.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "DescribeConfigsResult.ResourceName")?);
         this.configs = List::Owned(read_list(r, ver, "DescribeConfigsResult.Configs")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeConfigsResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResult._tagged_fields");
         Ok(this)
     }
 }
@@ -153,8 +149,7 @@ impl ReadOwned for DescribeConfigsResourceResult<'static> {
             this.documentation =
                 r.nullable_str(ver.flexible, "DescribeConfigsResourceResult.Documentation")?.map(owned_str);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeConfigsResourceResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResourceResult._tagged_fields");
         Ok(this)
     }
 }
@@ -192,8 +187,7 @@ impl ReadOwned for DescribeConfigsSynonym<'static> {
         this.name = owned_str(r.str(ver.flexible, "DescribeConfigsSynonym.Name")?);
         this.value = r.nullable_str(ver.flexible, "DescribeConfigsSynonym.Value")?.map(owned_str);
         this.source = r.i8("DescribeConfigsSynonym.Source")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeConfigsSynonym._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsSynonym._tagged_fields");
         Ok(this)
     }
 }

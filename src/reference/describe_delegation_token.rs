@@ -17,8 +17,7 @@ impl ReadOwned for DescribeDelegationTokenRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeDelegationTokenRequest::default();
         this.owners = read_nullable_list(r, ver, "DescribeDelegationTokenRequest.Owners")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeDelegationTokenRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeDelegationTokenRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -44,8 +43,7 @@ impl ReadOwned for DescribeDelegationTokenOwner<'static> {
         let mut this = DescribeDelegationTokenOwner::default();
         this.principal_type = owned_str(r.str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?);
         this.principal_name = owned_str(r.str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeDelegationTokenOwner._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeDelegationTokenOwner._tagged_fields");
         Ok(this)
     }
 }
@@ -70,8 +68,7 @@ impl ReadOwned for DescribeDelegationTokenResponse<'static> {
         this.error_code = r.i16("DescribeDelegationTokenResponse.ErrorCode")?;
         this.tokens = List::Owned(read_list(r, ver, "DescribeDelegationTokenResponse.Tokens")?);
         this.throttle_time_ms = r.i32("DescribeDelegationTokenResponse.ThrottleTimeMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeDelegationTokenResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeDelegationTokenResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -113,8 +110,7 @@ impl ReadOwned for DescribedDelegationToken<'static> {
         this.token_id = owned_str(r.str(ver.flexible, "DescribedDelegationToken.TokenId")?);
         this.hmac = owned_bytes(r.bytes(ver.flexible, "DescribedDelegationToken.Hmac")?);
         this.renewers = List::Owned(read_list(r, ver, "DescribedDelegationToken.Renewers")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribedDelegationToken._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribedDelegationToken._tagged_fields");
         Ok(this)
     }
 }
@@ -155,8 +151,7 @@ impl ReadOwned for DescribedDelegationTokenRenewer<'static> {
             owned_str(r.str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?);
         this.principal_name =
             owned_str(r.str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribedDelegationTokenRenewer._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribedDelegationTokenRenewer._tagged_fields");
         Ok(this)
     }
 }

@@ -21,8 +21,7 @@ impl ReadOwned for DescribeGroupsRequest<'static> {
             this.include_authorized_operations =
                 r.bool("DescribeGroupsRequest.IncludeAuthorizedOperations")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeGroupsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeGroupsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -53,8 +52,7 @@ impl ReadOwned for DescribeGroupsResponse<'static> {
             this.throttle_time_ms = r.i32("DescribeGroupsResponse.ThrottleTimeMs")?;
         }
         this.groups = List::Owned(read_list(r, ver, "DescribeGroupsResponse.Groups")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeGroupsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeGroupsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -94,7 +92,7 @@ impl ReadOwned for DescribedGroup<'static> {
         if ver.version >= 3 {
             this.authorized_operations = r.i32("DescribedGroup.AuthorizedOperations")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DescribedGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -138,8 +136,7 @@ impl ReadOwned for DescribedGroupMember<'static> {
         this.client_host = owned_str(r.str(ver.flexible, "DescribedGroupMember.ClientHost")?);
         this.member_metadata = owned_bytes(r.bytes(ver.flexible, "DescribedGroupMember.MemberMetadata")?);
         this.member_assignment = owned_bytes(r.bytes(ver.flexible, "DescribedGroupMember.MemberAssignment")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribedGroupMember._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroupMember._tagged_fields");
         Ok(this)
     }
 }

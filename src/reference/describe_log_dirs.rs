@@ -17,8 +17,7 @@ impl ReadOwned for DescribeLogDirsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsRequest::default();
         this.topics = read_nullable_list(r, ver, "DescribeLogDirsRequest.Topics")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeLogDirsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -44,8 +43,7 @@ impl ReadOwned for DescribableLogDirTopic<'static> {
         let mut this = DescribableLogDirTopic::default();
         this.topic = owned_str(r.str(ver.flexible, "DescribableLogDirTopic.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribableLogDirTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribableLogDirTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribableLogDirTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -72,8 +70,7 @@ impl ReadOwned for DescribeLogDirsResponse<'static> {
             this.error_code = r.i16("DescribeLogDirsResponse.ErrorCode")?;
         }
         this.results = List::Owned(read_list(r, ver, "DescribeLogDirsResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeLogDirsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -114,8 +111,7 @@ impl ReadOwned for DescribeLogDirsResult<'static> {
         if ver.version == 5 {
             this.is_cordoned = r.bool("DescribeLogDirsResult.IsCordoned")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeLogDirsResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsResult._tagged_fields");
         Ok(this)
     }
 }
@@ -153,8 +149,7 @@ impl ReadOwned for DescribeLogDirsTopic<'static> {
         let mut this = DescribeLogDirsTopic::default();
         this.name = owned_str(r.str(ver.flexible, "DescribeLogDirsTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribeLogDirsTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeLogDirsTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -181,8 +176,7 @@ impl ReadOwned for DescribeLogDirsPartition<'static> {
         this.partition_size = r.i64("DescribeLogDirsPartition.PartitionSize")?;
         this.offset_lag = r.i64("DescribeLogDirsPartition.OffsetLag")?;
         this.is_future_key = r.bool("DescribeLogDirsPartition.IsFutureKey")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeLogDirsPartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsPartition._tagged_fields");
         Ok(this)
     }
 }

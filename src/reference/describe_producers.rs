@@ -17,8 +17,7 @@ impl ReadOwned for DescribeProducersRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeProducersRequest::default();
         this.topics = List::Owned(read_list(r, ver, "DescribeProducersRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeProducersRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeProducersRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,7 +42,7 @@ impl ReadOwned for TopicRequest<'static> {
         let mut this = TopicRequest::default();
         this.name = owned_str(r.str(true, "TopicRequest.Name")?);
         this.partition_indexes = List::Owned(read_list(r, ver, "TopicRequest.PartitionIndexes")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -65,8 +64,7 @@ impl ReadOwned for DescribeProducersResponse<'static> {
         let mut this = DescribeProducersResponse::default();
         this.throttle_time_ms = r.i32("DescribeProducersResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "DescribeProducersResponse.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeProducersResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeProducersResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -92,7 +90,7 @@ impl ReadOwned for TopicResponse<'static> {
         let mut this = TopicResponse::default();
         this.name = owned_str(r.str(true, "TopicResponse.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicResponse.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -118,7 +116,7 @@ impl ReadOwned for PartitionResponse<'static> {
         this.error_code = r.i16("PartitionResponse.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionResponse.ErrorMessage")?.map(owned_str);
         this.active_producers = List::Owned(read_list(r, ver, "PartitionResponse.ActiveProducers")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -148,7 +146,7 @@ impl ReadOwned for ProducerState<'static> {
         this.last_timestamp = r.i64("ProducerState.LastTimestamp")?;
         this.coordinator_epoch = r.i32("ProducerState.CoordinatorEpoch")?;
         this.current_txn_start_offset = r.i64("ProducerState.CurrentTxnStartOffset")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ProducerState._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ProducerState._tagged_fields");
         Ok(this)
     }
 }

@@ -17,8 +17,7 @@ impl ReadOwned for DescribeQuorumRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumRequest::default();
         this.topics = List::Owned(read_list(r, ver, "DescribeQuorumRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeQuorumRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,8 +42,7 @@ impl ReadOwned for DescribeQuorumRequestTopicData<'static> {
         let mut this = DescribeQuorumRequestTopicData::default();
         this.topic_name = owned_str(r.str(true, "DescribeQuorumRequestTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribeQuorumRequestTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeQuorumRequestTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -67,8 +65,7 @@ impl ReadOwned for DescribeQuorumRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumRequestPartitionData::default();
         this.partition_index = r.i32("DescribeQuorumRequestPartitionData.PartitionIndex")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeQuorumRequestPartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -95,8 +92,7 @@ impl ReadOwned for DescribeQuorumResponse<'static> {
         if ver.version == 2 {
             this.nodes = List::Owned(read_list(r, ver, "DescribeQuorumResponse.Nodes")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeQuorumResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -128,8 +124,7 @@ impl ReadOwned for DescribeQuorumResponseTopicData<'static> {
         let mut this = DescribeQuorumResponseTopicData::default();
         this.topic_name = owned_str(r.str(true, "DescribeQuorumResponseTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribeQuorumResponseTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeQuorumResponseTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -163,8 +158,7 @@ impl ReadOwned for DescribeQuorumResponsePartitionData<'static> {
         this.current_voters =
             List::Owned(read_list(r, ver, "DescribeQuorumResponsePartitionData.CurrentVoters")?);
         this.observers = List::Owned(read_list(r, ver, "DescribeQuorumResponsePartitionData.Observers")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeQuorumResponsePartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -207,7 +201,7 @@ impl ReadOwned for ReplicaState<'static> {
         if ver.version >= 1 {
             this.last_caught_up_timestamp = r.i64("ReplicaState.LastCaughtUpTimestamp")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ReplicaState._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReplicaState._tagged_fields");
         Ok(this)
     }
 }
@@ -242,7 +236,7 @@ impl ReadOwned for Node<'static> {
         let mut this = Node::default();
         this.node_id = r.i32("Node.NodeId")?;
         this.listeners = List::Owned(read_list(r, ver, "Node.Listeners")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Node._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Node._tagged_fields");
         Ok(this)
     }
 }
@@ -267,7 +261,7 @@ impl ReadOwned for Listener<'static> {
         this.name = owned_str(r.str(true, "Listener.Name")?);
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Listener._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }

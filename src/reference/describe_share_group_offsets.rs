@@ -17,8 +17,7 @@ impl ReadOwned for DescribeShareGroupOffsetsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsRequest::default();
         this.groups = List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsRequest.Groups")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeShareGroupOffsetsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -44,8 +43,7 @@ impl ReadOwned for DescribeShareGroupOffsetsRequestGroup<'static> {
         this.group_id = owned_str(r.str(true, "DescribeShareGroupOffsetsRequestGroup.GroupId")?);
         this.topics =
             read_nullable_list(r, ver, "DescribeShareGroupOffsetsRequestGroup.Topics")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeShareGroupOffsetsRequestGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsRequestGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -71,8 +69,7 @@ impl ReadOwned for DescribeShareGroupOffsetsRequestTopic<'static> {
         let mut this = DescribeShareGroupOffsetsRequestTopic::default();
         this.topic_name = owned_str(r.str(true, "DescribeShareGroupOffsetsRequestTopic.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeShareGroupOffsetsRequestTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -96,8 +93,7 @@ impl ReadOwned for DescribeShareGroupOffsetsResponse<'static> {
         let mut this = DescribeShareGroupOffsetsResponse::default();
         this.throttle_time_ms = r.i32("DescribeShareGroupOffsetsResponse.ThrottleTimeMs")?;
         this.groups = List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsResponse.Groups")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeShareGroupOffsetsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -126,8 +122,7 @@ impl ReadOwned for DescribeShareGroupOffsetsResponseGroup<'static> {
         this.error_code = r.i16("DescribeShareGroupOffsetsResponseGroup.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeShareGroupOffsetsResponseGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsResponseGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -157,8 +152,7 @@ impl ReadOwned for DescribeShareGroupOffsetsResponseTopic<'static> {
         this.topic_id = r.uuid("DescribeShareGroupOffsetsResponseTopic.TopicId")?;
         this.partitions =
             List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsResponseTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeShareGroupOffsetsResponseTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -192,8 +186,12 @@ impl ReadOwned for DescribeShareGroupOffsetsResponsePartition<'static> {
         this.error_code = r.i16("DescribeShareGroupOffsetsResponsePartition.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "DescribeShareGroupOffsetsResponsePartition.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeShareGroupOffsetsResponsePartition._tagged_fields")?;
+        read_unknown_tagged_fields!(
+            this,
+            r,
+            ver,
+            "DescribeShareGroupOffsetsResponsePartition._tagged_fields"
+        );
         Ok(this)
     }
 }

@@ -27,8 +27,7 @@ impl ReadOwned for DescribeTopicPartitionsRequest<'static> {
                 "DescribeTopicPartitionsRequest.Cursor",
             )?)
         };
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeTopicPartitionsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -55,7 +54,7 @@ impl ReadOwned for TopicRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicRequest::default();
         this.name = owned_str(r.str(true, "TopicRequest.Name")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -76,8 +75,7 @@ impl ReadOwned for DescribeTopicPartitionsRequestCursor<'static> {
         let mut this = DescribeTopicPartitionsRequestCursor::default();
         this.topic_name = owned_str(r.str(true, "DescribeTopicPartitionsRequestCursor.TopicName")?);
         this.partition_index = r.i32("DescribeTopicPartitionsRequestCursor.PartitionIndex")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeTopicPartitionsRequestCursor._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsRequestCursor._tagged_fields");
         Ok(this)
     }
 }
@@ -108,8 +106,7 @@ impl ReadOwned for DescribeTopicPartitionsResponse<'static> {
                 "DescribeTopicPartitionsResponse.NextCursor",
             )?)
         };
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeTopicPartitionsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -142,8 +139,7 @@ impl ReadOwned for DescribeTopicPartitionsResponseTopic<'static> {
         this.partitions = List::Owned(read_list(r, ver, "DescribeTopicPartitionsResponseTopic.Partitions")?);
         this.topic_authorized_operations =
             r.i32("DescribeTopicPartitionsResponseTopic.TopicAuthorizedOperations")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeTopicPartitionsResponseTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -184,8 +180,7 @@ impl ReadOwned for DescribeTopicPartitionsResponsePartition<'static> {
                 .map(List::Owned);
         this.offline_replicas =
             List::Owned(read_list(r, ver, "DescribeTopicPartitionsResponsePartition.OfflineReplicas")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeTopicPartitionsResponsePartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsResponsePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -216,8 +211,7 @@ impl ReadOwned for DescribeTopicPartitionsResponseCursor<'static> {
         let mut this = DescribeTopicPartitionsResponseCursor::default();
         this.topic_name = owned_str(r.str(true, "DescribeTopicPartitionsResponseCursor.TopicName")?);
         this.partition_index = r.i32("DescribeTopicPartitionsResponseCursor.PartitionIndex")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeTopicPartitionsResponseCursor._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsResponseCursor._tagged_fields");
         Ok(this)
     }
 }

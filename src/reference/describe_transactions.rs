@@ -18,8 +18,7 @@ impl ReadOwned for DescribeTransactionsRequest<'static> {
         let mut this = DescribeTransactionsRequest::default();
         this.transactional_ids =
             List::Owned(read_list(r, ver, "DescribeTransactionsRequest.TransactionalIds")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeTransactionsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTransactionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,8 +42,7 @@ impl ReadOwned for DescribeTransactionsResponse<'static> {
         this.throttle_time_ms = r.i32("DescribeTransactionsResponse.ThrottleTimeMs")?;
         this.transaction_states =
             List::Owned(read_list(r, ver, "DescribeTransactionsResponse.TransactionStates")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeTransactionsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTransactionsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -76,7 +74,7 @@ impl ReadOwned for TransactionState<'static> {
         this.producer_id = r.i64("TransactionState.ProducerId")?;
         this.producer_epoch = r.i16("TransactionState.ProducerEpoch")?;
         this.topics = List::Owned(read_list(r, ver, "TransactionState.Topics")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TransactionState._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TransactionState._tagged_fields");
         Ok(this)
     }
 }
@@ -106,7 +104,7 @@ impl ReadOwned for TopicData<'static> {
         let mut this = TopicData::default();
         this.topic = owned_str(r.str(true, "TopicData.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicData.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicData._tagged_fields");
         Ok(this)
     }
 }

@@ -18,8 +18,7 @@ impl ReadOwned for DescribeUserScramCredentialsRequest<'static> {
         let mut this = DescribeUserScramCredentialsRequest::default();
         this.users =
             read_nullable_list(r, ver, "DescribeUserScramCredentialsRequest.Users")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeUserScramCredentialsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeUserScramCredentialsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,7 +42,7 @@ impl ReadOwned for UserName<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UserName::default();
         this.name = owned_str(r.str(true, "UserName.Name")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "UserName._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "UserName._tagged_fields");
         Ok(this)
     }
 }
@@ -67,8 +66,7 @@ impl ReadOwned for DescribeUserScramCredentialsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "DescribeUserScramCredentialsResponse.ErrorMessage")?.map(owned_str);
         this.results = List::Owned(read_list(r, ver, "DescribeUserScramCredentialsResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeUserScramCredentialsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeUserScramCredentialsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -100,8 +98,7 @@ impl ReadOwned for DescribeUserScramCredentialsResult<'static> {
             r.nullable_str(true, "DescribeUserScramCredentialsResult.ErrorMessage")?.map(owned_str);
         this.credential_infos =
             List::Owned(read_list(r, ver, "DescribeUserScramCredentialsResult.CredentialInfos")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "DescribeUserScramCredentialsResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribeUserScramCredentialsResult._tagged_fields");
         Ok(this)
     }
 }
@@ -127,7 +124,7 @@ impl ReadOwned for CredentialInfo<'static> {
         let mut this = CredentialInfo::default();
         this.mechanism = r.i8("CredentialInfo.Mechanism")?;
         this.iterations = r.i32("CredentialInfo.Iterations")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "CredentialInfo._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CredentialInfo._tagged_fields");
         Ok(this)
     }
 }

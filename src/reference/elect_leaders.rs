@@ -22,8 +22,7 @@ impl ReadOwned for ElectLeadersRequest<'static> {
         this.topic_partitions =
             read_nullable_list(r, ver, "ElectLeadersRequest.TopicPartitions")?.map(List::Owned);
         this.timeout_ms = r.i32("ElectLeadersRequest.TimeoutMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ElectLeadersRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ElectLeadersRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -54,7 +53,7 @@ impl ReadOwned for TopicPartitions<'static> {
         let mut this = TopicPartitions::default();
         this.topic = owned_str(r.str(ver.flexible, "TopicPartitions.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicPartitions._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
     }
 }
@@ -82,8 +81,7 @@ impl ReadOwned for ElectLeadersResponse<'static> {
         }
         this.replica_election_results =
             List::Owned(read_list(r, ver, "ElectLeadersResponse.ReplicaElectionResults")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ElectLeadersResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ElectLeadersResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -114,8 +112,7 @@ impl ReadOwned for ReplicaElectionResult<'static> {
         let mut this = ReplicaElectionResult::default();
         this.topic = owned_str(r.str(ver.flexible, "ReplicaElectionResult.Topic")?);
         this.partition_result = List::Owned(read_list(r, ver, "ReplicaElectionResult.PartitionResult")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReplicaElectionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReplicaElectionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -141,7 +138,7 @@ impl ReadOwned for PartitionResult<'static> {
         this.partition_id = r.i32("PartitionResult.PartitionId")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
         this.error_message = r.nullable_str(ver.flexible, "PartitionResult.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }

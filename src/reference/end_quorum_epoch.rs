@@ -21,8 +21,7 @@ impl ReadOwned for EndQuorumEpochRequest<'static> {
         if ver.version == 1 {
             this.leader_endpoints = List::Owned(read_list(r, ver, "EndQuorumEpochRequest.LeaderEndpoints")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "EndQuorumEpochRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -52,8 +51,7 @@ impl ReadOwned for EndQuorumEpochRequestTopicData<'static> {
         let mut this = EndQuorumEpochRequestTopicData::default();
         this.topic_name = owned_str(r.str(ver.flexible, "EndQuorumEpochRequestTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "EndQuorumEpochRequestTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "EndQuorumEpochRequestTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -87,8 +85,7 @@ impl ReadOwned for EndQuorumEpochRequestPartitionData<'static> {
             this.preferred_candidates =
                 List::Owned(read_list(r, ver, "EndQuorumEpochRequestPartitionData.PreferredCandidates")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "EndQuorumEpochRequestPartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -120,7 +117,7 @@ impl ReadOwned for ReplicaInfo<'static> {
         let mut this = ReplicaInfo::default();
         this.candidate_id = r.i32("ReplicaInfo.CandidateId")?;
         this.candidate_directory_id = r.uuid("ReplicaInfo.CandidateDirectoryId")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ReplicaInfo._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReplicaInfo._tagged_fields");
         Ok(this)
     }
 }
@@ -143,7 +140,7 @@ impl ReadOwned for LeaderEndpoint<'static> {
         this.name = owned_str(r.str(true, "LeaderEndpoint.Name")?);
         this.host = owned_str(r.str(true, "LeaderEndpoint.Host")?);
         this.port = r.u16("LeaderEndpoint.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "LeaderEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "LeaderEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -211,8 +208,7 @@ impl ReadOwned for EndQuorumEpochResponseTopicData<'static> {
         let mut this = EndQuorumEpochResponseTopicData::default();
         this.topic_name = owned_str(r.str(ver.flexible, "EndQuorumEpochResponseTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "EndQuorumEpochResponseTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "EndQuorumEpochResponseTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -239,8 +235,7 @@ impl ReadOwned for EndQuorumEpochResponsePartitionData<'static> {
         this.error_code = r.i16("EndQuorumEpochResponsePartitionData.ErrorCode")?;
         this.leader_id = r.i32("EndQuorumEpochResponsePartitionData.LeaderId")?;
         this.leader_epoch = r.i32("EndQuorumEpochResponsePartitionData.LeaderEpoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "EndQuorumEpochResponsePartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -267,7 +262,7 @@ impl ReadOwned for NodeEndpoint<'static> {
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.u16("NodeEndpoint.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "NodeEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }

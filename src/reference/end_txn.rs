@@ -20,7 +20,7 @@ impl ReadOwned for EndTxnRequest<'static> {
         this.producer_id = r.i64("EndTxnRequest.ProducerId")?;
         this.producer_epoch = r.i16("EndTxnRequest.ProducerEpoch")?;
         this.committed = r.bool("EndTxnRequest.Committed")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "EndTxnRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EndTxnRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -54,7 +54,7 @@ impl ReadOwned for EndTxnResponse<'static> {
         if ver.version == 5 {
             this.producer_epoch = r.i16("EndTxnResponse.ProducerEpoch")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "EndTxnResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EndTxnResponse._tagged_fields");
         Ok(this)
     }
 }

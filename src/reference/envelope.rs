@@ -19,7 +19,7 @@ impl ReadOwned for EnvelopeRequest<'static> {
         this.request_data = owned_bytes(r.bytes(true, "EnvelopeRequest.RequestData")?);
         this.request_principal = r.nullable_bytes(true, "EnvelopeRequest.RequestPrincipal")?.map(owned_bytes);
         this.client_host_address = owned_bytes(r.bytes(true, "EnvelopeRequest.ClientHostAddress")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "EnvelopeRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EnvelopeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -44,7 +44,7 @@ impl ReadOwned for EnvelopeResponse<'static> {
         let mut this = EnvelopeResponse::default();
         this.response_data = r.nullable_bytes(true, "EnvelopeResponse.ResponseData")?.map(owned_bytes);
         this.error_code = r.i16("EnvelopeResponse.ErrorCode")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "EnvelopeResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EnvelopeResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -18,8 +18,7 @@ impl ReadOwned for ExpireDelegationTokenRequest<'static> {
         let mut this = ExpireDelegationTokenRequest::default();
         this.hmac = owned_bytes(r.bytes(ver.flexible, "ExpireDelegationTokenRequest.Hmac")?);
         this.expiry_time_period_ms = r.i64("ExpireDelegationTokenRequest.ExpiryTimePeriodMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ExpireDelegationTokenRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ExpireDelegationTokenRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -46,8 +45,7 @@ impl ReadOwned for ExpireDelegationTokenResponse<'static> {
         this.error_code = r.i16("ExpireDelegationTokenResponse.ErrorCode")?;
         this.expiry_timestamp_ms = r.i64("ExpireDelegationTokenResponse.ExpiryTimestampMs")?;
         this.throttle_time_ms = r.i32("ExpireDelegationTokenResponse.ThrottleTimeMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ExpireDelegationTokenResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ExpireDelegationTokenResponse._tagged_fields");
         Ok(this)
     }
 }

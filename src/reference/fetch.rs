@@ -117,7 +117,7 @@ impl ReadOwned for ReplicaState<'static> {
         let mut this = ReplicaState::default();
         this.replica_id = r.i32("ReplicaState.ReplicaId")?;
         this.replica_epoch = r.i64("ReplicaState.ReplicaEpoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ReplicaState._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReplicaState._tagged_fields");
         Ok(this)
     }
 }
@@ -144,7 +144,7 @@ impl ReadOwned for FetchTopic<'static> {
             this.topic_id = r.uuid("FetchTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "FetchTopic.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "FetchTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FetchTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -260,7 +260,7 @@ impl ReadOwned for ForgottenTopic<'static> {
             this.topic_id = r.uuid("ForgottenTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "ForgottenTopic.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ForgottenTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ForgottenTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -361,8 +361,7 @@ impl ReadOwned for FetchableTopicResponse<'static> {
             this.topic_id = r.uuid("FetchableTopicResponse.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "FetchableTopicResponse.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "FetchableTopicResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FetchableTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -471,7 +470,7 @@ impl ReadOwned for EpochEndOffset<'static> {
         let mut this = EpochEndOffset::default();
         this.epoch = r.i32("EpochEndOffset.Epoch")?;
         this.end_offset = r.i64("EpochEndOffset.EndOffset")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "EpochEndOffset._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EpochEndOffset._tagged_fields");
         Ok(this)
     }
 }
@@ -493,7 +492,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "LeaderIdAndEpoch._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -515,7 +514,7 @@ impl ReadOwned for SnapshotId<'static> {
         let mut this = SnapshotId::default();
         this.end_offset = r.i64("SnapshotId.EndOffset")?;
         this.epoch = r.i32("SnapshotId.Epoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "SnapshotId._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "SnapshotId._tagged_fields");
         Ok(this)
     }
 }
@@ -537,7 +536,7 @@ impl ReadOwned for AbortedTransaction<'static> {
         let mut this = AbortedTransaction::default();
         this.producer_id = r.i64("AbortedTransaction.ProducerId")?;
         this.first_offset = r.i64("AbortedTransaction.FirstOffset")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "AbortedTransaction._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AbortedTransaction._tagged_fields");
         Ok(this)
     }
 }
@@ -563,7 +562,7 @@ impl ReadOwned for NodeEndpoint<'static> {
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.i32("NodeEndpoint.Port")?;
         this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "NodeEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }

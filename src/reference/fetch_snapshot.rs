@@ -58,8 +58,7 @@ impl ReadOwned for FetchSnapshotRequestTopicSnapshot<'static> {
         let mut this = FetchSnapshotRequestTopicSnapshot::default();
         this.name = owned_str(r.str(true, "FetchSnapshotRequestTopicSnapshot.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "FetchSnapshotRequestTopicSnapshot.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "FetchSnapshotRequestTopicSnapshot._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotRequestTopicSnapshot._tagged_fields");
         Ok(this)
     }
 }
@@ -141,8 +140,7 @@ impl ReadOwned for FetchSnapshotRequestSnapshotId<'static> {
         let mut this = FetchSnapshotRequestSnapshotId::default();
         this.end_offset = r.i64("FetchSnapshotRequestSnapshotId.EndOffset")?;
         this.epoch = r.i32("FetchSnapshotRequestSnapshotId.Epoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "FetchSnapshotRequestSnapshotId._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotRequestSnapshotId._tagged_fields");
         Ok(this)
     }
 }
@@ -214,8 +212,7 @@ impl ReadOwned for FetchSnapshotResponseTopicSnapshot<'static> {
         let mut this = FetchSnapshotResponseTopicSnapshot::default();
         this.name = owned_str(r.str(true, "FetchSnapshotResponseTopicSnapshot.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "FetchSnapshotResponseTopicSnapshot.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "FetchSnapshotResponseTopicSnapshot._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotResponseTopicSnapshot._tagged_fields");
         Ok(this)
     }
 }
@@ -297,8 +294,7 @@ impl ReadOwned for FetchSnapshotResponseSnapshotId<'static> {
         let mut this = FetchSnapshotResponseSnapshotId::default();
         this.end_offset = r.i64("FetchSnapshotResponseSnapshotId.EndOffset")?;
         this.epoch = r.i32("FetchSnapshotResponseSnapshotId.Epoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "FetchSnapshotResponseSnapshotId._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotResponseSnapshotId._tagged_fields");
         Ok(this)
     }
 }
@@ -320,7 +316,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "LeaderIdAndEpoch._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -343,7 +339,7 @@ impl ReadOwned for NodeEndpoint<'static> {
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.u16("NodeEndpoint.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "NodeEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }

@@ -25,8 +25,7 @@ impl ReadOwned for FindCoordinatorRequest<'static> {
         if ver.version >= 4 {
             this.coordinator_keys = List::Owned(read_list(r, ver, "FindCoordinatorRequest.CoordinatorKeys")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "FindCoordinatorRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FindCoordinatorRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -82,8 +81,7 @@ impl ReadOwned for FindCoordinatorResponse<'static> {
         if ver.version >= 4 {
             this.coordinators = List::Owned(read_list(r, ver, "FindCoordinatorResponse.Coordinators")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "FindCoordinatorResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FindCoordinatorResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -137,7 +135,7 @@ impl ReadOwned for Coordinator<'static> {
         this.port = r.i32("Coordinator.Port")?;
         this.error_code = r.i16("Coordinator.ErrorCode")?;
         this.error_message = r.nullable_str(true, "Coordinator.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Coordinator._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Coordinator._tagged_fields");
         Ok(this)
     }
 }

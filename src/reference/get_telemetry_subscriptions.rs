@@ -17,8 +17,7 @@ impl ReadOwned for GetTelemetrySubscriptionsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = GetTelemetrySubscriptionsRequest::default();
         this.client_instance_id = r.uuid("GetTelemetrySubscriptionsRequest.ClientInstanceId")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "GetTelemetrySubscriptionsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "GetTelemetrySubscriptionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -50,8 +49,7 @@ impl ReadOwned for GetTelemetrySubscriptionsResponse<'static> {
         this.delta_temporality = r.bool("GetTelemetrySubscriptionsResponse.DeltaTemporality")?;
         this.requested_metrics =
             List::Owned(read_list(r, ver, "GetTelemetrySubscriptionsResponse.RequestedMetrics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "GetTelemetrySubscriptionsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "GetTelemetrySubscriptionsResponse._tagged_fields");
         Ok(this)
     }
 }

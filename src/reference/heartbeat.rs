@@ -23,7 +23,7 @@ impl ReadOwned for HeartbeatRequest<'static> {
             this.group_instance_id =
                 r.nullable_str(ver.flexible, "HeartbeatRequest.GroupInstanceId")?.map(owned_str);
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "HeartbeatRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "HeartbeatRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -56,7 +56,7 @@ impl ReadOwned for HeartbeatResponse<'static> {
             this.throttle_time_ms = r.i32("HeartbeatResponse.ThrottleTimeMs")?;
         }
         this.error_code = r.i16("HeartbeatResponse.ErrorCode")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "HeartbeatResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "HeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }

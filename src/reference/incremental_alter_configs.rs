@@ -18,8 +18,7 @@ impl ReadOwned for IncrementalAlterConfigsRequest<'static> {
         let mut this = IncrementalAlterConfigsRequest::default();
         this.resources = List::Owned(read_list(r, ver, "IncrementalAlterConfigsRequest.Resources")?);
         this.validate_only = r.bool("IncrementalAlterConfigsRequest.ValidateOnly")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "IncrementalAlterConfigsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "IncrementalAlterConfigsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -47,8 +46,7 @@ impl ReadOwned for AlterConfigsResource<'static> {
         this.resource_type = r.i8("AlterConfigsResource.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResource.ResourceName")?);
         this.configs = List::Owned(read_list(r, ver, "AlterConfigsResource.Configs")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterConfigsResource._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResource._tagged_fields");
         Ok(this)
     }
 }
@@ -75,7 +73,7 @@ impl ReadOwned for AlterableConfig<'static> {
         this.name = owned_str(r.str(ver.flexible, "AlterableConfig.Name")?);
         this.config_operation = r.i8("AlterableConfig.ConfigOperation")?;
         this.value = r.nullable_str(ver.flexible, "AlterableConfig.Value")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "AlterableConfig._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterableConfig._tagged_fields");
         Ok(this)
     }
 }
@@ -100,8 +98,7 @@ impl ReadOwned for IncrementalAlterConfigsResponse<'static> {
         let mut this = IncrementalAlterConfigsResponse::default();
         this.throttle_time_ms = r.i32("IncrementalAlterConfigsResponse.ThrottleTimeMs")?;
         this.responses = List::Owned(read_list(r, ver, "IncrementalAlterConfigsResponse.Responses")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "IncrementalAlterConfigsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "IncrementalAlterConfigsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -131,8 +128,7 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
             r.nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?.map(owned_str);
         this.resource_type = r.i8("AlterConfigsResourceResponse.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AlterConfigsResourceResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResourceResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -25,8 +25,7 @@ impl ReadOwned for InitProducerIdRequest<'static> {
         if ver.version >= 3 {
             this.producer_epoch = r.i16("InitProducerIdRequest.ProducerEpoch")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "InitProducerIdRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "InitProducerIdRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -66,8 +65,7 @@ impl ReadOwned for InitProducerIdResponse<'static> {
         this.error_code = r.i16("InitProducerIdResponse.ErrorCode")?;
         this.producer_id = r.i64("InitProducerIdResponse.ProducerId")?;
         this.producer_epoch = r.i16("InitProducerIdResponse.ProducerEpoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "InitProducerIdResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "InitProducerIdResponse._tagged_fields");
         Ok(this)
     }
 }

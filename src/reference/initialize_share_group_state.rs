@@ -18,8 +18,7 @@ impl ReadOwned for InitializeShareGroupStateRequest<'static> {
         let mut this = InitializeShareGroupStateRequest::default();
         this.group_id = owned_str(r.str(true, "InitializeShareGroupStateRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "InitializeShareGroupStateRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "InitializeShareGroupStateRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "InitializeShareGroupStateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -45,8 +44,7 @@ impl ReadOwned for InitializeStateData<'static> {
         let mut this = InitializeStateData::default();
         this.topic_id = r.uuid("InitializeStateData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "InitializeStateData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "InitializeStateData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "InitializeStateData._tagged_fields");
         Ok(this)
     }
 }
@@ -71,7 +69,7 @@ impl ReadOwned for PartitionData<'static> {
         this.partition = r.i32("PartitionData.Partition")?;
         this.state_epoch = r.i32("PartitionData.StateEpoch")?;
         this.start_offset = r.i64("PartitionData.StartOffset")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -93,8 +91,7 @@ impl ReadOwned for InitializeShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitializeShareGroupStateResponse::default();
         this.results = List::Owned(read_list(r, ver, "InitializeShareGroupStateResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "InitializeShareGroupStateResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "InitializeShareGroupStateResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -119,8 +116,7 @@ impl ReadOwned for InitializeStateResult<'static> {
         let mut this = InitializeStateResult::default();
         this.topic_id = r.uuid("InitializeStateResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "InitializeStateResult.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "InitializeStateResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "InitializeStateResult._tagged_fields");
         Ok(this)
     }
 }
@@ -145,7 +141,7 @@ impl ReadOwned for PartitionResult<'static> {
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }

@@ -31,7 +31,7 @@ impl ReadOwned for JoinGroupRequest<'static> {
         if ver.version >= 8 {
             this.reason = r.nullable_str(ver.flexible, "JoinGroupRequest.Reason")?.map(owned_str);
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "JoinGroupRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "JoinGroupRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -73,8 +73,7 @@ impl ReadOwned for JoinGroupRequestProtocol<'static> {
         let mut this = JoinGroupRequestProtocol::default();
         this.name = owned_str(r.str(ver.flexible, "JoinGroupRequestProtocol.Name")?);
         this.metadata = owned_bytes(r.bytes(ver.flexible, "JoinGroupRequestProtocol.Metadata")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "JoinGroupRequestProtocol._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "JoinGroupRequestProtocol._tagged_fields");
         Ok(this)
     }
 }
@@ -116,7 +115,7 @@ impl ReadOwned for JoinGroupResponse<'static> {
         }
         this.member_id = owned_str(r.str(ver.flexible, "JoinGroupResponse.MemberId")?);
         this.members = List::Owned(read_list(r, ver, "JoinGroupResponse.Members")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "JoinGroupResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "JoinGroupResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -163,8 +162,7 @@ impl ReadOwned for JoinGroupResponseMember<'static> {
                 r.nullable_str(ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?.map(owned_str);
         }
         this.metadata = owned_bytes(r.bytes(ver.flexible, "JoinGroupResponseMember.Metadata")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "JoinGroupResponseMember._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "JoinGroupResponseMember._tagged_fields");
         Ok(this)
     }
 }

@@ -23,7 +23,7 @@ impl ReadOwned for LeaveGroupRequest<'static> {
         if ver.version >= 3 {
             this.members = List::Owned(read_list(r, ver, "LeaveGroupRequest.Members")?);
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "LeaveGroupRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "LeaveGroupRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -58,7 +58,7 @@ impl ReadOwned for MemberIdentity<'static> {
         if ver.version == 5 {
             this.reason = r.nullable_str(ver.flexible, "MemberIdentity.Reason")?.map(owned_str);
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "MemberIdentity._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "MemberIdentity._tagged_fields");
         Ok(this)
     }
 }
@@ -91,7 +91,7 @@ impl ReadOwned for LeaveGroupResponse<'static> {
         if ver.version >= 3 {
             this.members = List::Owned(read_list(r, ver, "LeaveGroupResponse.Members")?);
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "LeaveGroupResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "LeaveGroupResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -124,7 +124,7 @@ impl ReadOwned for MemberResponse<'static> {
         this.group_instance_id =
             r.nullable_str(ver.flexible, "MemberResponse.GroupInstanceId")?.map(owned_str);
         this.error_code = r.i16("MemberResponse.ErrorCode")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "MemberResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "MemberResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -19,8 +19,7 @@ impl ReadOwned for ListConfigResourcesRequest<'static> {
         if ver.version == 1 {
             this.resource_types = List::Owned(read_list(r, ver, "ListConfigResourcesRequest.ResourceTypes")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListConfigResourcesRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListConfigResourcesRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -49,8 +48,7 @@ impl ReadOwned for ListConfigResourcesResponse<'static> {
         this.error_code = r.i16("ListConfigResourcesResponse.ErrorCode")?;
         this.config_resources =
             List::Owned(read_list(r, ver, "ListConfigResourcesResponse.ConfigResources")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListConfigResourcesResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListConfigResourcesResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -79,7 +77,7 @@ impl ReadOwned for ConfigResource<'static> {
         if ver.version == 1 {
             this.resource_type = r.i8("ConfigResource.ResourceType")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ConfigResource._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ConfigResource._tagged_fields");
         Ok(this)
     }
 }

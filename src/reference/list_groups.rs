@@ -22,7 +22,7 @@ impl ReadOwned for ListGroupsRequest<'static> {
         if ver.version == 5 {
             this.types_filter = List::Owned(read_list(r, ver, "ListGroupsRequest.TypesFilter")?);
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ListGroupsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListGroupsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -57,7 +57,7 @@ impl ReadOwned for ListGroupsResponse<'static> {
         }
         this.error_code = r.i16("ListGroupsResponse.ErrorCode")?;
         this.groups = List::Owned(read_list(r, ver, "ListGroupsResponse.Groups")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ListGroupsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListGroupsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -94,7 +94,7 @@ impl ReadOwned for ListedGroup<'static> {
         if ver.version == 5 {
             this.group_type = owned_str(r.str(ver.flexible, "ListedGroup.GroupType")?);
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ListedGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListedGroup._tagged_fields");
         Ok(this)
     }
 }

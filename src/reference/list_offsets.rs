@@ -24,7 +24,7 @@ impl ReadOwned for ListOffsetsRequest<'static> {
         if ver.version >= 10 {
             this.timeout_ms = r.i32("ListOffsetsRequest.TimeoutMs")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ListOffsetsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -59,7 +59,7 @@ impl ReadOwned for ListOffsetsTopic<'static> {
         let mut this = ListOffsetsTopic::default();
         this.name = owned_str(r.str(ver.flexible, "ListOffsetsTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopic.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ListOffsetsTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -87,8 +87,7 @@ impl ReadOwned for ListOffsetsPartition<'static> {
             this.current_leader_epoch = r.i32("ListOffsetsPartition.CurrentLeaderEpoch")?;
         }
         this.timestamp = r.i64("ListOffsetsPartition.Timestamp")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListOffsetsPartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -118,8 +117,7 @@ impl ReadOwned for ListOffsetsResponse<'static> {
             this.throttle_time_ms = r.i32("ListOffsetsResponse.ThrottleTimeMs")?;
         }
         this.topics = List::Owned(read_list(r, ver, "ListOffsetsResponse.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListOffsetsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -149,8 +147,7 @@ impl ReadOwned for ListOffsetsTopicResponse<'static> {
         let mut this = ListOffsetsTopicResponse::default();
         this.name = owned_str(r.str(ver.flexible, "ListOffsetsTopicResponse.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopicResponse.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListOffsetsTopicResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -180,8 +177,7 @@ impl ReadOwned for ListOffsetsPartitionResponse<'static> {
         if ver.version >= 4 {
             this.leader_epoch = r.i32("ListOffsetsPartitionResponse.LeaderEpoch")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListOffsetsPartitionResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsPartitionResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -19,8 +19,7 @@ impl ReadOwned for ListPartitionReassignmentsRequest<'static> {
         this.timeout_ms = r.i32("ListPartitionReassignmentsRequest.TimeoutMs")?;
         this.topics =
             read_nullable_list(r, ver, "ListPartitionReassignmentsRequest.Topics")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListPartitionReassignmentsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListPartitionReassignmentsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -47,8 +46,7 @@ impl ReadOwned for ListPartitionReassignmentsTopics<'static> {
         this.name = owned_str(r.str(true, "ListPartitionReassignmentsTopics.Name")?);
         this.partition_indexes =
             List::Owned(read_list(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListPartitionReassignmentsTopics._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListPartitionReassignmentsTopics._tagged_fields");
         Ok(this)
     }
 }
@@ -73,8 +71,7 @@ impl ReadOwned for ListPartitionReassignmentsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "ListPartitionReassignmentsResponse.ErrorMessage")?.map(owned_str);
         this.topics = List::Owned(read_list(r, ver, "ListPartitionReassignmentsResponse.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListPartitionReassignmentsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListPartitionReassignmentsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -102,8 +99,7 @@ impl ReadOwned for OngoingTopicReassignment<'static> {
         let mut this = OngoingTopicReassignment::default();
         this.name = owned_str(r.str(true, "OngoingTopicReassignment.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "OngoingTopicReassignment.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OngoingTopicReassignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OngoingTopicReassignment._tagged_fields");
         Ok(this)
     }
 }
@@ -130,8 +126,7 @@ impl ReadOwned for OngoingPartitionReassignment<'static> {
         this.adding_replicas = List::Owned(read_list(r, ver, "OngoingPartitionReassignment.AddingReplicas")?);
         this.removing_replicas =
             List::Owned(read_list(r, ver, "OngoingPartitionReassignment.RemovingReplicas")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OngoingPartitionReassignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OngoingPartitionReassignment._tagged_fields");
         Ok(this)
     }
 }

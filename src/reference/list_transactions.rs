@@ -26,8 +26,7 @@ impl ReadOwned for ListTransactionsRequest<'static> {
             this.transactional_id_pattern =
                 r.nullable_str(true, "ListTransactionsRequest.TransactionalIdPattern")?.map(owned_str);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListTransactionsRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListTransactionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -64,8 +63,7 @@ impl ReadOwned for ListTransactionsResponse<'static> {
             List::Owned(read_list(r, ver, "ListTransactionsResponse.UnknownStateFilters")?);
         this.transaction_states =
             List::Owned(read_list(r, ver, "ListTransactionsResponse.TransactionStates")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ListTransactionsResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ListTransactionsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -94,7 +92,7 @@ impl ReadOwned for TransactionState<'static> {
         this.transactional_id = owned_str(r.str(true, "TransactionState.TransactionalId")?);
         this.producer_id = r.i64("TransactionState.ProducerId")?;
         this.transaction_state = owned_str(r.str(true, "TransactionState.TransactionState")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TransactionState._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TransactionState._tagged_fields");
         Ok(this)
     }
 }

@@ -32,7 +32,7 @@ impl ReadOwned for MetadataRequest<'static> {
             this.include_topic_authorized_operations =
                 r.bool("MetadataRequest.IncludeTopicAuthorizedOperations")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "MetadataRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "MetadataRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -76,8 +76,7 @@ impl ReadOwned for MetadataRequestTopic<'static> {
         } else {
             Some(owned_str(r.str(ver.flexible, "MetadataRequestTopic.Name")?))
         };
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "MetadataRequestTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "MetadataRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -119,7 +118,7 @@ impl ReadOwned for MetadataResponse<'static> {
         if ver.version == 13 {
             this.error_code = r.i16("MetadataResponse.ErrorCode")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "MetadataResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "MetadataResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -171,8 +170,7 @@ impl ReadOwned for MetadataResponseBroker<'static> {
         if ver.version >= 1 {
             this.rack = r.nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?.map(owned_str);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "MetadataResponseBroker._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "MetadataResponseBroker._tagged_fields");
         Ok(this)
     }
 }
@@ -215,8 +213,7 @@ impl ReadOwned for MetadataResponseTopic<'static> {
         if ver.version >= 8 {
             this.topic_authorized_operations = r.i32("MetadataResponseTopic.TopicAuthorizedOperations")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "MetadataResponseTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "MetadataResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -264,8 +261,7 @@ impl ReadOwned for MetadataResponsePartition<'static> {
             this.offline_replicas =
                 List::Owned(read_list(r, ver, "MetadataResponsePartition.OfflineReplicas")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "MetadataResponsePartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "MetadataResponsePartition._tagged_fields");
         Ok(this)
     }
 }

@@ -27,8 +27,7 @@ impl ReadOwned for OffsetCommitRequest<'static> {
             this.retention_time_ms = r.i64("OffsetCommitRequest.RetentionTimeMs")?;
         }
         this.topics = List::Owned(read_list(r, ver, "OffsetCommitRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetCommitRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -70,8 +69,7 @@ impl ReadOwned for OffsetCommitRequestTopic<'static> {
             this.topic_id = r.uuid("OffsetCommitRequestTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "OffsetCommitRequestTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetCommitRequestTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -108,8 +106,7 @@ impl ReadOwned for OffsetCommitRequestPartition<'static> {
         }
         this.committed_metadata =
             r.nullable_str(ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetCommitRequestPartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitRequestPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -140,8 +137,7 @@ impl ReadOwned for OffsetCommitResponse<'static> {
             this.throttle_time_ms = r.i32("OffsetCommitResponse.ThrottleTimeMs")?;
         }
         this.topics = List::Owned(read_list(r, ver, "OffsetCommitResponse.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetCommitResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -176,8 +172,7 @@ impl ReadOwned for OffsetCommitResponseTopic<'static> {
             this.topic_id = r.uuid("OffsetCommitResponseTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "OffsetCommitResponseTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetCommitResponseTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -209,8 +204,7 @@ impl ReadOwned for OffsetCommitResponsePartition<'static> {
         let mut this = OffsetCommitResponsePartition::default();
         this.partition_index = r.i32("OffsetCommitResponsePartition.PartitionIndex")?;
         this.error_code = r.i16("OffsetCommitResponsePartition.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetCommitResponsePartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitResponsePartition._tagged_fields");
         Ok(this)
     }
 }

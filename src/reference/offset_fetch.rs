@@ -32,7 +32,7 @@ impl ReadOwned for OffsetFetchRequest<'static> {
         if ver.version >= 7 {
             this.require_stable = r.bool("OffsetFetchRequest.RequireStable")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "OffsetFetchRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -68,8 +68,7 @@ impl ReadOwned for OffsetFetchRequestTopic<'static> {
         let mut this = OffsetFetchRequestTopic::default();
         this.name = owned_str(r.str(ver.flexible, "OffsetFetchRequestTopic.Name")?);
         this.partition_indexes = List::Owned(read_list(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetFetchRequestTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -99,8 +98,7 @@ impl ReadOwned for OffsetFetchRequestGroup<'static> {
             this.member_epoch = r.i32("OffsetFetchRequestGroup.MemberEpoch")?;
         }
         this.topics = read_nullable_list(r, ver, "OffsetFetchRequestGroup.Topics")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetFetchRequestGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchRequestGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -137,8 +135,7 @@ impl ReadOwned for OffsetFetchRequestTopics<'static> {
             this.topic_id = r.uuid("OffsetFetchRequestTopics.TopicId")?;
         }
         this.partition_indexes = List::Owned(read_list(r, ver, "OffsetFetchRequestTopics.PartitionIndexes")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetFetchRequestTopics._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchRequestTopics._tagged_fields");
         Ok(this)
     }
 }
@@ -178,8 +175,7 @@ impl ReadOwned for OffsetFetchResponse<'static> {
         if ver.version >= 8 {
             this.groups = List::Owned(read_list(r, ver, "OffsetFetchResponse.Groups")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetFetchResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -215,8 +211,7 @@ impl ReadOwned for OffsetFetchResponseTopic<'static> {
         let mut this = OffsetFetchResponseTopic::default();
         this.name = owned_str(r.str(ver.flexible, "OffsetFetchResponseTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "OffsetFetchResponseTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetFetchResponseTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -246,8 +241,7 @@ impl ReadOwned for OffsetFetchResponsePartition<'static> {
         }
         this.metadata = r.nullable_str(ver.flexible, "OffsetFetchResponsePartition.Metadata")?.map(owned_str);
         this.error_code = r.i16("OffsetFetchResponsePartition.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetFetchResponsePartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponsePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -278,8 +272,7 @@ impl ReadOwned for OffsetFetchResponseGroup<'static> {
         this.group_id = owned_str(r.str(true, "OffsetFetchResponseGroup.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "OffsetFetchResponseGroup.Topics")?);
         this.error_code = r.i16("OffsetFetchResponseGroup.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetFetchResponseGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponseGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -309,8 +302,7 @@ impl ReadOwned for OffsetFetchResponseTopics<'static> {
             this.topic_id = r.uuid("OffsetFetchResponseTopics.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "OffsetFetchResponseTopics.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetFetchResponseTopics._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponseTopics._tagged_fields");
         Ok(this)
     }
 }
@@ -344,8 +336,7 @@ impl ReadOwned for OffsetFetchResponsePartitions<'static> {
         this.committed_leader_epoch = r.i32("OffsetFetchResponsePartitions.CommittedLeaderEpoch")?;
         this.metadata = r.nullable_str(true, "OffsetFetchResponsePartitions.Metadata")?.map(owned_str);
         this.error_code = r.i16("OffsetFetchResponsePartitions.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetFetchResponsePartitions._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponsePartitions._tagged_fields");
         Ok(this)
     }
 }

@@ -20,8 +20,7 @@ impl ReadOwned for OffsetForLeaderEpochRequest<'static> {
             this.replica_id = r.i32("OffsetForLeaderEpochRequest.ReplicaId")?;
         }
         this.topics = List::Owned(read_list(r, ver, "OffsetForLeaderEpochRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetForLeaderEpochRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderEpochRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -51,8 +50,7 @@ impl ReadOwned for OffsetForLeaderTopic<'static> {
         let mut this = OffsetForLeaderTopic::default();
         this.topic = owned_str(r.str(ver.flexible, "OffsetForLeaderTopic.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "OffsetForLeaderTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetForLeaderTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -78,8 +76,7 @@ impl ReadOwned for OffsetForLeaderPartition<'static> {
         this.partition = r.i32("OffsetForLeaderPartition.Partition")?;
         this.current_leader_epoch = r.i32("OffsetForLeaderPartition.CurrentLeaderEpoch")?;
         this.leader_epoch = r.i32("OffsetForLeaderPartition.LeaderEpoch")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetForLeaderPartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -104,8 +101,7 @@ impl ReadOwned for OffsetForLeaderEpochResponse<'static> {
         let mut this = OffsetForLeaderEpochResponse::default();
         this.throttle_time_ms = r.i32("OffsetForLeaderEpochResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "OffsetForLeaderEpochResponse.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetForLeaderEpochResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderEpochResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -132,8 +128,7 @@ impl ReadOwned for OffsetForLeaderTopicResult<'static> {
         let mut this = OffsetForLeaderTopicResult::default();
         this.topic = owned_str(r.str(ver.flexible, "OffsetForLeaderTopicResult.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "OffsetForLeaderTopicResult.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "OffsetForLeaderTopicResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -160,7 +155,7 @@ impl ReadOwned for EpochEndOffset<'static> {
         this.partition = r.i32("EpochEndOffset.Partition")?;
         this.leader_epoch = r.i32("EpochEndOffset.LeaderEpoch")?;
         this.end_offset = r.i64("EpochEndOffset.EndOffset")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "EpochEndOffset._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EpochEndOffset._tagged_fields");
         Ok(this)
     }
 }

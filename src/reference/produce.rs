@@ -21,7 +21,7 @@ impl ReadOwned for ProduceRequest<'static> {
         this.acks = r.i16("ProduceRequest.Acks")?;
         this.timeout_ms = r.i32("ProduceRequest.TimeoutMs")?;
         this.topic_data = List::Owned(read_list(r, ver, "ProduceRequest.TopicData")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ProduceRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ProduceRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -55,7 +55,7 @@ impl ReadOwned for TopicProduceData<'static> {
             this.topic_id = r.uuid("TopicProduceData.TopicId")?;
         }
         this.partition_data = List::Owned(read_list(r, ver, "TopicProduceData.PartitionData")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicProduceData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicProduceData._tagged_fields");
         Ok(this)
     }
 }
@@ -87,8 +87,7 @@ impl ReadOwned for PartitionProduceData<'static> {
         let mut this = PartitionProduceData::default();
         this.index = r.i32("PartitionProduceData.Index")?;
         this.records = r.nullable_bytes(ver.flexible, "PartitionProduceData.Records")?.map(owned_bytes);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "PartitionProduceData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionProduceData._tagged_fields");
         Ok(this)
     }
 }
@@ -168,8 +167,7 @@ impl ReadOwned for TopicProduceResponse<'static> {
             this.topic_id = r.uuid("TopicProduceResponse.TopicId")?;
         }
         this.partition_responses = List::Owned(read_list(r, ver, "TopicProduceResponse.PartitionResponses")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TopicProduceResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicProduceResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -278,8 +276,7 @@ impl ReadOwned for BatchIndexAndErrorMessage<'static> {
         this.batch_index = r.i32("BatchIndexAndErrorMessage.BatchIndex")?;
         this.batch_index_error_message =
             r.nullable_str(ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "BatchIndexAndErrorMessage._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "BatchIndexAndErrorMessage._tagged_fields");
         Ok(this)
     }
 }
@@ -303,7 +300,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "LeaderIdAndEpoch._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -327,7 +324,7 @@ impl ReadOwned for NodeEndpoint<'static> {
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.i32("NodeEndpoint.Port")?;
         this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "NodeEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }

@@ -21,8 +21,7 @@ impl ReadOwned for PushTelemetryRequest<'static> {
         this.terminating = r.bool("PushTelemetryRequest.Terminating")?;
         this.compression_type = r.i8("PushTelemetryRequest.CompressionType")?;
         this.metrics = owned_bytes(r.bytes(true, "PushTelemetryRequest.Metrics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "PushTelemetryRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PushTelemetryRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -49,8 +48,7 @@ impl ReadOwned for PushTelemetryResponse<'static> {
         let mut this = PushTelemetryResponse::default();
         this.throttle_time_ms = r.i32("PushTelemetryResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("PushTelemetryResponse.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "PushTelemetryResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PushTelemetryResponse._tagged_fields");
         Ok(this)
     }
 }

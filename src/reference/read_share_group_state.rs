@@ -18,8 +18,7 @@ impl ReadOwned for ReadShareGroupStateRequest<'static> {
         let mut this = ReadShareGroupStateRequest::default();
         this.group_id = owned_str(r.str(true, "ReadShareGroupStateRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "ReadShareGroupStateRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReadShareGroupStateRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -45,7 +44,7 @@ impl ReadOwned for ReadStateData<'static> {
         let mut this = ReadStateData::default();
         this.topic_id = r.uuid("ReadStateData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ReadStateData.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ReadStateData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReadStateData._tagged_fields");
         Ok(this)
     }
 }
@@ -69,7 +68,7 @@ impl ReadOwned for PartitionData<'static> {
         let mut this = PartitionData::default();
         this.partition = r.i32("PartitionData.Partition")?;
         this.leader_epoch = r.i32("PartitionData.LeaderEpoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -90,8 +89,7 @@ impl ReadOwned for ReadShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateResponse::default();
         this.results = List::Owned(read_list(r, ver, "ReadShareGroupStateResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReadShareGroupStateResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -116,7 +114,7 @@ impl ReadOwned for ReadStateResult<'static> {
         let mut this = ReadStateResult::default();
         this.topic_id = r.uuid("ReadStateResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ReadStateResult.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ReadStateResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReadStateResult._tagged_fields");
         Ok(this)
     }
 }
@@ -144,7 +142,7 @@ impl ReadOwned for PartitionResult<'static> {
         this.state_epoch = r.i32("PartitionResult.StateEpoch")?;
         this.start_offset = r.i64("PartitionResult.StartOffset")?;
         this.state_batches = List::Owned(read_list(r, ver, "PartitionResult.StateBatches")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -174,7 +172,7 @@ impl ReadOwned for StateBatch<'static> {
         this.last_offset = r.i64("StateBatch.LastOffset")?;
         this.delivery_state = r.i8("StateBatch.DeliveryState")?;
         this.delivery_count = r.i16("StateBatch.DeliveryCount")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "StateBatch._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StateBatch._tagged_fields");
         Ok(this)
     }
 }

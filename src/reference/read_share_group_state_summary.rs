@@ -18,8 +18,7 @@ impl ReadOwned for ReadShareGroupStateSummaryRequest<'static> {
         let mut this = ReadShareGroupStateSummaryRequest::default();
         this.group_id = owned_str(r.str(true, "ReadShareGroupStateSummaryRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "ReadShareGroupStateSummaryRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReadShareGroupStateSummaryRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateSummaryRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -45,8 +44,7 @@ impl ReadOwned for ReadStateSummaryData<'static> {
         let mut this = ReadStateSummaryData::default();
         this.topic_id = r.uuid("ReadStateSummaryData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ReadStateSummaryData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReadStateSummaryData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReadStateSummaryData._tagged_fields");
         Ok(this)
     }
 }
@@ -70,7 +68,7 @@ impl ReadOwned for PartitionData<'static> {
         let mut this = PartitionData::default();
         this.partition = r.i32("PartitionData.Partition")?;
         this.leader_epoch = r.i32("PartitionData.LeaderEpoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -91,8 +89,7 @@ impl ReadOwned for ReadShareGroupStateSummaryResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateSummaryResponse::default();
         this.results = List::Owned(read_list(r, ver, "ReadShareGroupStateSummaryResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReadShareGroupStateSummaryResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateSummaryResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -117,8 +114,7 @@ impl ReadOwned for ReadStateSummaryResult<'static> {
         let mut this = ReadStateSummaryResult::default();
         this.topic_id = r.uuid("ReadStateSummaryResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ReadStateSummaryResult.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ReadStateSummaryResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ReadStateSummaryResult._tagged_fields");
         Ok(this)
     }
 }
@@ -149,7 +145,7 @@ impl ReadOwned for PartitionResult<'static> {
         if ver.version == 1 {
             this.delivery_complete_count = r.i32("PartitionResult.DeliveryCompleteCount")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }

@@ -19,8 +19,7 @@ impl ReadOwned for RemoveRaftVoterRequest<'static> {
         this.cluster_id = r.nullable_str(true, "RemoveRaftVoterRequest.ClusterId")?.map(owned_str);
         this.voter_id = r.i32("RemoveRaftVoterRequest.VoterId")?;
         this.voter_directory_id = r.uuid("RemoveRaftVoterRequest.VoterDirectoryId")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "RemoveRaftVoterRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "RemoveRaftVoterRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -46,8 +45,7 @@ impl ReadOwned for RemoveRaftVoterResponse<'static> {
         this.throttle_time_ms = r.i32("RemoveRaftVoterResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("RemoveRaftVoterResponse.ErrorCode")?;
         this.error_message = r.nullable_str(true, "RemoveRaftVoterResponse.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "RemoveRaftVoterResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "RemoveRaftVoterResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -18,8 +18,7 @@ impl ReadOwned for RenewDelegationTokenRequest<'static> {
         let mut this = RenewDelegationTokenRequest::default();
         this.hmac = owned_bytes(r.bytes(ver.flexible, "RenewDelegationTokenRequest.Hmac")?);
         this.renew_period_ms = r.i64("RenewDelegationTokenRequest.RenewPeriodMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "RenewDelegationTokenRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "RenewDelegationTokenRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -46,8 +45,7 @@ impl ReadOwned for RenewDelegationTokenResponse<'static> {
         this.error_code = r.i16("RenewDelegationTokenResponse.ErrorCode")?;
         this.expiry_timestamp_ms = r.i64("RenewDelegationTokenResponse.ExpiryTimestampMs")?;
         this.throttle_time_ms = r.i32("RenewDelegationTokenResponse.ThrottleTimeMs")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "RenewDelegationTokenResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "RenewDelegationTokenResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -17,8 +17,7 @@ impl ReadOwned for SaslAuthenticateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SaslAuthenticateRequest::default();
         this.auth_bytes = owned_bytes(r.bytes(ver.flexible, "SaslAuthenticateRequest.AuthBytes")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "SaslAuthenticateRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "SaslAuthenticateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -48,8 +47,7 @@ impl ReadOwned for SaslAuthenticateResponse<'static> {
         if ver.version >= 1 {
             this.session_lifetime_ms = r.i64("SaslAuthenticateResponse.SessionLifetimeMs")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "SaslAuthenticateResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "SaslAuthenticateResponse._tagged_fields");
         Ok(this)
     }
 }

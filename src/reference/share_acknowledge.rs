@@ -23,8 +23,7 @@ impl ReadOwned for ShareAcknowledgeRequest<'static> {
             this.is_renew_ack = r.bool("ShareAcknowledgeRequest.IsRenewAck")?;
         }
         this.topics = List::Owned(read_list(r, ver, "ShareAcknowledgeRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ShareAcknowledgeRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareAcknowledgeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -56,7 +55,7 @@ impl ReadOwned for AcknowledgeTopic<'static> {
         let mut this = AcknowledgeTopic::default();
         this.topic_id = r.uuid("AcknowledgeTopic.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AcknowledgeTopic.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "AcknowledgeTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AcknowledgeTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -81,8 +80,7 @@ impl ReadOwned for AcknowledgePartition<'static> {
         this.partition_index = r.i32("AcknowledgePartition.PartitionIndex")?;
         this.acknowledgement_batches =
             List::Owned(read_list(r, ver, "AcknowledgePartition.AcknowledgementBatches")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AcknowledgePartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AcknowledgePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -107,8 +105,7 @@ impl ReadOwned for AcknowledgementBatch<'static> {
         this.first_offset = r.i64("AcknowledgementBatch.FirstOffset")?;
         this.last_offset = r.i64("AcknowledgementBatch.LastOffset")?;
         this.acknowledge_types = List::Owned(read_list(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AcknowledgementBatch._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AcknowledgementBatch._tagged_fields");
         Ok(this)
     }
 }
@@ -137,8 +134,7 @@ impl ReadOwned for ShareAcknowledgeResponse<'static> {
         }
         this.responses = List::Owned(read_list(r, ver, "ShareAcknowledgeResponse.Responses")?);
         this.node_endpoints = List::Owned(read_list(r, ver, "ShareAcknowledgeResponse.NodeEndpoints")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ShareAcknowledgeResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareAcknowledgeResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -172,8 +168,7 @@ impl ReadOwned for ShareAcknowledgeTopicResponse<'static> {
         let mut this = ShareAcknowledgeTopicResponse::default();
         this.topic_id = r.uuid("ShareAcknowledgeTopicResponse.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ShareAcknowledgeTopicResponse.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ShareAcknowledgeTopicResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareAcknowledgeTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -199,7 +194,7 @@ impl ReadOwned for PartitionData<'static> {
         this.error_code = r.i16("PartitionData.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionData.ErrorMessage")?.map(owned_str);
         this.current_leader = LeaderIdAndEpoch::read_owned(r, ver, "PartitionData.CurrentLeader")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -225,7 +220,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "LeaderIdAndEpoch._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -249,7 +244,7 @@ impl ReadOwned for NodeEndpoint<'static> {
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.i32("NodeEndpoint.Port")?;
         this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "NodeEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }

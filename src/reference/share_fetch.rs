@@ -32,7 +32,7 @@ impl ReadOwned for ShareFetchRequest<'static> {
         }
         this.topics = List::Owned(read_list(r, ver, "ShareFetchRequest.Topics")?);
         this.forgotten_topics_data = List::Owned(read_list(r, ver, "ShareFetchRequest.ForgottenTopicsData")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ShareFetchRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareFetchRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -75,7 +75,7 @@ impl ReadOwned for FetchTopic<'static> {
         let mut this = FetchTopic::default();
         this.topic_id = r.uuid("FetchTopic.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "FetchTopic.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "FetchTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FetchTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -100,7 +100,7 @@ impl ReadOwned for FetchPartition<'static> {
         this.partition_index = r.i32("FetchPartition.PartitionIndex")?;
         this.acknowledgement_batches =
             List::Owned(read_list(r, ver, "FetchPartition.AcknowledgementBatches")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "FetchPartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FetchPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -127,8 +127,7 @@ impl ReadOwned for AcknowledgementBatch<'static> {
         this.first_offset = r.i64("AcknowledgementBatch.FirstOffset")?;
         this.last_offset = r.i64("AcknowledgementBatch.LastOffset")?;
         this.acknowledge_types = List::Owned(read_list(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "AcknowledgementBatch._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AcknowledgementBatch._tagged_fields");
         Ok(this)
     }
 }
@@ -151,7 +150,7 @@ impl ReadOwned for ForgottenTopic<'static> {
         let mut this = ForgottenTopic::default();
         this.topic_id = r.uuid("ForgottenTopic.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ForgottenTopic.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ForgottenTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ForgottenTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -177,7 +176,7 @@ impl ReadOwned for ShareFetchResponse<'static> {
         this.acquisition_lock_timeout_ms = r.i32("ShareFetchResponse.AcquisitionLockTimeoutMs")?;
         this.responses = List::Owned(read_list(r, ver, "ShareFetchResponse.Responses")?);
         this.node_endpoints = List::Owned(read_list(r, ver, "ShareFetchResponse.NodeEndpoints")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "ShareFetchResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareFetchResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -208,8 +207,7 @@ impl ReadOwned for ShareFetchableTopicResponse<'static> {
         let mut this = ShareFetchableTopicResponse::default();
         this.topic_id = r.uuid("ShareFetchableTopicResponse.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ShareFetchableTopicResponse.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ShareFetchableTopicResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareFetchableTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -240,7 +238,7 @@ impl ReadOwned for PartitionData<'static> {
         this.current_leader = LeaderIdAndEpoch::read_owned(r, ver, "PartitionData.CurrentLeader")?;
         this.records = owned_bytes(r.bytes(true, "PartitionData.Records")?);
         this.acquired_records = List::Owned(read_list(r, ver, "PartitionData.AcquiredRecords")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -271,7 +269,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "LeaderIdAndEpoch._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -294,7 +292,7 @@ impl ReadOwned for AcquiredRecords<'static> {
         this.first_offset = r.i64("AcquiredRecords.FirstOffset")?;
         this.last_offset = r.i64("AcquiredRecords.LastOffset")?;
         this.delivery_count = r.i16("AcquiredRecords.DeliveryCount")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "AcquiredRecords._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "AcquiredRecords._tagged_fields");
         Ok(this)
     }
 }
@@ -319,7 +317,7 @@ impl ReadOwned for NodeEndpoint<'static> {
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.i32("NodeEndpoint.Port")?;
         this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "NodeEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }

@@ -19,8 +19,7 @@ impl ReadOwned for ShareGroupDescribeRequest<'static> {
         this.group_ids = List::Owned(read_list(r, ver, "ShareGroupDescribeRequest.GroupIds")?);
         this.include_authorized_operations =
             r.bool("ShareGroupDescribeRequest.IncludeAuthorizedOperations")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ShareGroupDescribeRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareGroupDescribeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -44,8 +43,7 @@ impl ReadOwned for ShareGroupDescribeResponse<'static> {
         let mut this = ShareGroupDescribeResponse::default();
         this.throttle_time_ms = r.i32("ShareGroupDescribeResponse.ThrottleTimeMs")?;
         this.groups = List::Owned(read_list(r, ver, "ShareGroupDescribeResponse.Groups")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ShareGroupDescribeResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareGroupDescribeResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -78,7 +76,7 @@ impl ReadOwned for DescribedGroup<'static> {
         this.assignor_name = owned_str(r.str(true, "DescribedGroup.AssignorName")?);
         this.members = List::Owned(read_list(r, ver, "DescribedGroup.Members")?);
         this.authorized_operations = r.i32("DescribedGroup.AuthorizedOperations")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DescribedGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -114,7 +112,7 @@ impl ReadOwned for Member<'static> {
         this.client_host = owned_str(r.str(true, "Member.ClientHost")?);
         this.subscribed_topic_names = List::Owned(read_list(r, ver, "Member.SubscribedTopicNames")?);
         this.assignment = Assignment::read_owned(r, ver, "Member.Assignment")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Member._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Member._tagged_fields");
         Ok(this)
     }
 }
@@ -142,7 +140,7 @@ impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
         this.topic_partitions = List::Owned(read_list(r, ver, "Assignment.TopicPartitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Assignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -166,7 +164,7 @@ impl ReadOwned for TopicPartitions<'static> {
         this.topic_id = r.uuid("TopicPartitions.TopicId")?;
         this.topic_name = owned_str(r.str(true, "TopicPartitions.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicPartitions._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
     }
 }

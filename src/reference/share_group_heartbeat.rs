@@ -22,8 +22,7 @@ impl ReadOwned for ShareGroupHeartbeatRequest<'static> {
         this.rack_id = r.nullable_str(true, "ShareGroupHeartbeatRequest.RackId")?.map(owned_str);
         this.subscribed_topic_names =
             read_nullable_list(r, ver, "ShareGroupHeartbeatRequest.SubscribedTopicNames")?.map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ShareGroupHeartbeatRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareGroupHeartbeatRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -59,8 +58,7 @@ impl ReadOwned for ShareGroupHeartbeatResponse<'static> {
         } else {
             Some(Assignment::read_owned(r, ver, "ShareGroupHeartbeatResponse.Assignment")?)
         };
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "ShareGroupHeartbeatResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "ShareGroupHeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -90,7 +88,7 @@ impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
         this.topic_partitions = List::Owned(read_list(r, ver, "Assignment.TopicPartitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Assignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -113,7 +111,7 @@ impl ReadOwned for TopicPartitions<'static> {
         let mut this = TopicPartitions::default();
         this.topic_id = r.uuid("TopicPartitions.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicPartitions._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
     }
 }

@@ -23,8 +23,7 @@ impl ReadOwned for StreamsGroupDescribeRequest<'static> {
             this.include_topology_description =
                 r.bool("StreamsGroupDescribeRequest.IncludeTopologyDescription")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "StreamsGroupDescribeRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupDescribeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -53,8 +52,7 @@ impl ReadOwned for StreamsGroupDescribeResponse<'static> {
         let mut this = StreamsGroupDescribeResponse::default();
         this.throttle_time_ms = r.i32("StreamsGroupDescribeResponse.ThrottleTimeMs")?;
         this.groups = List::Owned(read_list(r, ver, "StreamsGroupDescribeResponse.Groups")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "StreamsGroupDescribeResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupDescribeResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -104,7 +102,7 @@ impl ReadOwned for DescribedGroup<'static> {
         if ver.version == 1 {
             this.assignor_name = r.nullable_str(true, "DescribedGroup.AssignorName")?.map(owned_str);
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "DescribedGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -146,7 +144,7 @@ impl ReadOwned for Topology<'static> {
         let mut this = Topology::default();
         this.epoch = r.i32("Topology.Epoch")?;
         this.subtopologies = read_nullable_list(r, ver, "Topology.Subtopologies")?.map(List::Owned);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Topology._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Topology._tagged_fields");
         Ok(this)
     }
 }
@@ -174,7 +172,7 @@ impl ReadOwned for Subtopology<'static> {
         this.state_changelog_topics = List::Owned(read_list(r, ver, "Subtopology.StateChangelogTopics")?);
         this.repartition_source_topics =
             List::Owned(read_list(r, ver, "Subtopology.RepartitionSourceTopics")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Subtopology._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Subtopology._tagged_fields");
         Ok(this)
     }
 }
@@ -204,7 +202,7 @@ impl ReadOwned for TopicInfo<'static> {
         this.partitions = r.i32("TopicInfo.Partitions")?;
         this.replication_factor = r.i16("TopicInfo.ReplicationFactor")?;
         this.topic_configs = List::Owned(read_list(r, ver, "TopicInfo.TopicConfigs")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicInfo._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicInfo._tagged_fields");
         Ok(this)
     }
 }
@@ -230,7 +228,7 @@ impl ReadOwned for KeyValue<'static> {
         let mut this = KeyValue::default();
         this.key = owned_str(r.str(true, "KeyValue.Key")?);
         this.value = owned_str(r.str(true, "KeyValue.Value")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "KeyValue._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "KeyValue._tagged_fields");
         Ok(this)
     }
 }
@@ -269,7 +267,7 @@ impl ReadOwned for Member<'static> {
         this.assignment = Assignment::read_owned(r, ver, "Member.Assignment")?;
         this.target_assignment = Assignment::read_owned(r, ver, "Member.TargetAssignment")?;
         this.is_classic = r.bool("Member.IsClassic")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Member._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Member._tagged_fields");
         Ok(this)
     }
 }
@@ -311,7 +309,7 @@ impl ReadOwned for Endpoint<'static> {
         let mut this = Endpoint::default();
         this.host = owned_str(r.str(true, "Endpoint.Host")?);
         this.port = r.u16("Endpoint.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Endpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Endpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -334,7 +332,7 @@ impl ReadOwned for TaskOffset<'static> {
         this.subtopology_id = owned_str(r.str(true, "TaskOffset.SubtopologyId")?);
         this.partition = r.i32("TaskOffset.Partition")?;
         this.offset = r.i64("TaskOffset.Offset")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TaskOffset._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TaskOffset._tagged_fields");
         Ok(this)
     }
 }
@@ -358,7 +356,7 @@ impl ReadOwned for Assignment<'static> {
         this.active_tasks = List::Owned(read_list(r, ver, "Assignment.ActiveTasks")?);
         this.standby_tasks = List::Owned(read_list(r, ver, "Assignment.StandbyTasks")?);
         this.warmup_tasks = List::Owned(read_list(r, ver, "Assignment.WarmupTasks")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Assignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -385,7 +383,7 @@ impl ReadOwned for TaskIds<'static> {
         let mut this = TaskIds::default();
         this.subtopology_id = owned_str(r.str(true, "TaskIds.SubtopologyId")?);
         this.partitions = List::Owned(read_list(r, ver, "TaskIds.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TaskIds._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TaskIds._tagged_fields");
         Ok(this)
     }
 }
@@ -407,8 +405,7 @@ impl ReadOwned for TopologyDescription<'static> {
         let mut this = TopologyDescription::default();
         this.subtopologies = List::Owned(read_list(r, ver, "TopologyDescription.Subtopologies")?);
         this.global_stores = List::Owned(read_list(r, ver, "TopologyDescription.GlobalStores")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TopologyDescription._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescription._tagged_fields");
         Ok(this)
     }
 }
@@ -433,8 +430,7 @@ impl ReadOwned for TopologyDescriptionSubtopology<'static> {
         let mut this = TopologyDescriptionSubtopology::default();
         this.subtopology_id = owned_str(r.str(true, "TopologyDescriptionSubtopology.SubtopologyId")?);
         this.nodes = List::Owned(read_list(r, ver, "TopologyDescriptionSubtopology.Nodes")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TopologyDescriptionSubtopology._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionSubtopology._tagged_fields");
         Ok(this)
     }
 }
@@ -462,8 +458,7 @@ impl ReadOwned for TopologyDescriptionNode<'static> {
         this.sink_topic = r.nullable_str(true, "TopologyDescriptionNode.SinkTopic")?.map(owned_str);
         this.stores = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Stores")?);
         this.successors = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Successors")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TopologyDescriptionNode._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionNode._tagged_fields");
         Ok(this)
     }
 }
@@ -490,8 +485,7 @@ impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
         this.source = TopologyDescriptionNode::read_owned(r, ver, "TopologyDescriptionGlobalStore.Source")?;
         this.processor =
             TopologyDescriptionNode::read_owned(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TopologyDescriptionGlobalStore._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionGlobalStore._tagged_fields");
         Ok(this)
     }
 }

@@ -51,8 +51,7 @@ impl ReadOwned for StreamsGroupHeartbeatRequest<'static> {
         this.task_end_offsets =
             read_nullable_list(r, ver, "StreamsGroupHeartbeatRequest.TaskEndOffsets")?.map(List::Owned);
         this.shutdown_application = r.bool("StreamsGroupHeartbeatRequest.ShutdownApplication")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "StreamsGroupHeartbeatRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -100,7 +99,7 @@ impl ReadOwned for Topology<'static> {
         let mut this = Topology::default();
         this.epoch = r.i32("Topology.Epoch")?;
         this.subtopologies = List::Owned(read_list(r, ver, "Topology.Subtopologies")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Topology._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Topology._tagged_fields");
         Ok(this)
     }
 }
@@ -130,7 +129,7 @@ impl ReadOwned for Subtopology<'static> {
         this.repartition_source_topics =
             List::Owned(read_list(r, ver, "Subtopology.RepartitionSourceTopics")?);
         this.copartition_groups = List::Owned(read_list(r, ver, "Subtopology.CopartitionGroups")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Subtopology._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Subtopology._tagged_fields");
         Ok(this)
     }
 }
@@ -163,7 +162,7 @@ impl ReadOwned for TopicInfo<'static> {
         this.partitions = r.i32("TopicInfo.Partitions")?;
         this.replication_factor = r.i16("TopicInfo.ReplicationFactor")?;
         this.topic_configs = List::Owned(read_list(r, ver, "TopicInfo.TopicConfigs")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicInfo._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicInfo._tagged_fields");
         Ok(this)
     }
 }
@@ -189,7 +188,7 @@ impl ReadOwned for KeyValue<'static> {
         let mut this = KeyValue::default();
         this.key = owned_str(r.str(true, "KeyValue.Key")?);
         this.value = owned_str(r.str(true, "KeyValue.Value")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "KeyValue._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "KeyValue._tagged_fields");
         Ok(this)
     }
 }
@@ -213,7 +212,7 @@ impl ReadOwned for CopartitionGroup<'static> {
         this.source_topic_regex = List::Owned(read_list(r, ver, "CopartitionGroup.SourceTopicRegex")?);
         this.repartition_source_topics =
             List::Owned(read_list(r, ver, "CopartitionGroup.RepartitionSourceTopics")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "CopartitionGroup._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CopartitionGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -236,8 +235,7 @@ impl ReadOwned for StreamsGroupHeartbeatRequestTaskIds<'static> {
         let mut this = StreamsGroupHeartbeatRequestTaskIds::default();
         this.subtopology_id = owned_str(r.str(true, "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId")?);
         this.partitions = List::Owned(read_list(r, ver, "StreamsGroupHeartbeatRequestTaskIds.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "StreamsGroupHeartbeatRequestTaskIds._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatRequestTaskIds._tagged_fields");
         Ok(this)
     }
 }
@@ -259,8 +257,7 @@ impl ReadOwned for StreamsGroupHeartbeatRequestEndpoint<'static> {
         let mut this = StreamsGroupHeartbeatRequestEndpoint::default();
         this.host = owned_str(r.str(true, "StreamsGroupHeartbeatRequestEndpoint.Host")?);
         this.port = r.u16("StreamsGroupHeartbeatRequestEndpoint.Port")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "StreamsGroupHeartbeatRequestEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatRequestEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -283,7 +280,7 @@ impl ReadOwned for TaskOffset<'static> {
         this.subtopology_id = owned_str(r.str(true, "TaskOffset.SubtopologyId")?);
         this.partition = r.i32("TaskOffset.Partition")?;
         this.offset = r.i64("TaskOffset.Offset")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TaskOffset._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TaskOffset._tagged_fields");
         Ok(this)
     }
 }
@@ -334,8 +331,7 @@ impl ReadOwned for StreamsGroupHeartbeatResponse<'static> {
         this.partitions_by_user_endpoint =
             read_nullable_list(r, ver, "StreamsGroupHeartbeatResponse.PartitionsByUserEndpoint")?
                 .map(List::Owned);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "StreamsGroupHeartbeatResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -388,7 +384,7 @@ impl ReadOwned for Status<'static> {
         let mut this = Status::default();
         this.status_code = r.i8("Status.StatusCode")?;
         this.status_detail = owned_str(r.str(true, "Status.StatusDetail")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Status._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Status._tagged_fields");
         Ok(this)
     }
 }
@@ -410,8 +406,7 @@ impl ReadOwned for StreamsGroupHeartbeatResponseTaskIds<'static> {
         let mut this = StreamsGroupHeartbeatResponseTaskIds::default();
         this.subtopology_id = owned_str(r.str(true, "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId")?);
         this.partitions = List::Owned(read_list(r, ver, "StreamsGroupHeartbeatResponseTaskIds.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "StreamsGroupHeartbeatResponseTaskIds._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatResponseTaskIds._tagged_fields");
         Ok(this)
     }
 }
@@ -435,8 +430,7 @@ impl ReadOwned for EndpointToPartitions<'static> {
             StreamsGroupHeartbeatResponseEndpoint::read_owned(r, ver, "EndpointToPartitions.UserEndpoint")?;
         this.active_partitions = List::Owned(read_list(r, ver, "EndpointToPartitions.ActivePartitions")?);
         this.standby_partitions = List::Owned(read_list(r, ver, "EndpointToPartitions.StandbyPartitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "EndpointToPartitions._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "EndpointToPartitions._tagged_fields");
         Ok(this)
     }
 }
@@ -463,8 +457,7 @@ impl ReadOwned for StreamsGroupHeartbeatResponseEndpoint<'static> {
         let mut this = StreamsGroupHeartbeatResponseEndpoint::default();
         this.host = owned_str(r.str(true, "StreamsGroupHeartbeatResponseEndpoint.Host")?);
         this.port = r.u16("StreamsGroupHeartbeatResponseEndpoint.Port")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "StreamsGroupHeartbeatResponseEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatResponseEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -488,7 +481,7 @@ impl ReadOwned for TopicPartition<'static> {
         let mut this = TopicPartition::default();
         this.topic = owned_str(r.str(true, "TopicPartition.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicPartition.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "TopicPartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartition._tagged_fields");
         Ok(this)
     }
 }

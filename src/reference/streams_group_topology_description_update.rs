@@ -24,11 +24,12 @@ impl ReadOwned for StreamsGroupTopologyDescriptionUpdateRequest<'static> {
             ver,
             "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription",
         )?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(
+        read_unknown_tagged_fields!(
+            this,
             r,
             ver,
-            "StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields",
-        )?;
+            "StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields"
+        );
         Ok(this)
     }
 }
@@ -61,8 +62,7 @@ impl ReadOwned for TopologyDescription<'static> {
         let mut this = TopologyDescription::default();
         this.subtopologies = List::Owned(read_list(r, ver, "TopologyDescription.Subtopologies")?);
         this.global_stores = List::Owned(read_list(r, ver, "TopologyDescription.GlobalStores")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TopologyDescription._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescription._tagged_fields");
         Ok(this)
     }
 }
@@ -87,8 +87,7 @@ impl ReadOwned for TopologyDescriptionSubtopology<'static> {
         let mut this = TopologyDescriptionSubtopology::default();
         this.subtopology_id = owned_str(r.str(true, "TopologyDescriptionSubtopology.SubtopologyId")?);
         this.nodes = List::Owned(read_list(r, ver, "TopologyDescriptionSubtopology.Nodes")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TopologyDescriptionSubtopology._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionSubtopology._tagged_fields");
         Ok(this)
     }
 }
@@ -116,8 +115,7 @@ impl ReadOwned for TopologyDescriptionNode<'static> {
         this.sink_topic = r.nullable_str(true, "TopologyDescriptionNode.SinkTopic")?.map(owned_str);
         this.stores = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Stores")?);
         this.successors = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Successors")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TopologyDescriptionNode._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionNode._tagged_fields");
         Ok(this)
     }
 }
@@ -144,8 +142,7 @@ impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
         this.source = TopologyDescriptionNode::read_owned(r, ver, "TopologyDescriptionGlobalStore.Source")?;
         this.processor =
             TopologyDescriptionNode::read_owned(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TopologyDescriptionGlobalStore._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionGlobalStore._tagged_fields");
         Ok(this)
     }
 }
@@ -173,11 +170,12 @@ impl ReadOwned for StreamsGroupTopologyDescriptionUpdateResponse<'static> {
         this.error_message = r
             .nullable_str(true, "StreamsGroupTopologyDescriptionUpdateResponse.ErrorMessage")?
             .map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(
+        read_unknown_tagged_fields!(
+            this,
             r,
             ver,
-            "StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields",
-        )?;
+            "StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields"
+        );
         Ok(this)
     }
 }

@@ -136,23 +136,25 @@ pub(crate) fn list_from_view<'a, V: Element<'a>, T: FromView<V>>(view: ArrayView
     List::Owned(view.iter().map(T::from_view).collect())
 }
 
-/// The tagged-field section of a struct that knows no tagged fields: every field is kept
-/// raw. Versions that are not flexible have no section.
-pub(crate) fn read_unknown_tagged_fields(
-    r: &mut Reader<'_>,
-    ver: Ver,
-    field: &'static str,
-) -> Result<List<'static, RawTaggedField<'static>>, DecodeError> {
-    if !ver.flexible {
-        return Ok(List::default());
-    }
-    let mut unknown = Vec::new();
-    r.tagged_fields(field, |tag, value| {
-        unknown.push(raw_tagged_field(tag, value));
-        Ok(false)
-    })?;
-    Ok(List::Owned(unknown))
+/// Reads the tagged section of a struct that knows no tagged fields into
+/// `$this.unknown_tagged_fields`, every field kept raw; versions that are not flexible have
+/// no section. A macro rather than a function so that each struct keeps its own instance
+/// of `Reader::tagged_fields`, as the code it replaces did (a shared one is not inlined and
+/// costs the reference decoder a call per element).
+macro_rules! read_unknown_tagged_fields {
+    ($this:ident, $r:ident, $ver:ident, $field:expr) => {
+        if $ver.flexible {
+            let mut unknown = Vec::new();
+            $r.tagged_fields($field, |tag, value| {
+                unknown.push(raw_tagged_field(tag, value));
+                Ok(false)
+            })?;
+            $this.unknown_tagged_fields = List::Owned(unknown);
+        }
+    };
 }
+
+pub(crate) use read_unknown_tagged_fields;
 
 /// A view's unknown tagged fields as values that borrow their bytes.
 pub(crate) fn unknown_from_view(fields: TaggedIter<'_>) -> List<'_, RawTaggedField<'_>> {

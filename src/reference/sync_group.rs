@@ -32,7 +32,7 @@ impl ReadOwned for SyncGroupRequest<'static> {
                 r.nullable_str(ver.flexible, "SyncGroupRequest.ProtocolName")?.map(owned_str);
         }
         this.assignments = List::Owned(read_list(r, ver, "SyncGroupRequest.Assignments")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "SyncGroupRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "SyncGroupRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -73,8 +73,7 @@ impl ReadOwned for SyncGroupRequestAssignment<'static> {
         let mut this = SyncGroupRequestAssignment::default();
         this.member_id = owned_str(r.str(ver.flexible, "SyncGroupRequestAssignment.MemberId")?);
         this.assignment = owned_bytes(r.bytes(ver.flexible, "SyncGroupRequestAssignment.Assignment")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "SyncGroupRequestAssignment._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "SyncGroupRequestAssignment._tagged_fields");
         Ok(this)
     }
 }
@@ -109,7 +108,7 @@ impl ReadOwned for SyncGroupResponse<'static> {
                 r.nullable_str(ver.flexible, "SyncGroupResponse.ProtocolName")?.map(owned_str);
         }
         this.assignment = owned_bytes(r.bytes(ver.flexible, "SyncGroupResponse.Assignment")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "SyncGroupResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "SyncGroupResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -31,8 +31,7 @@ impl ReadOwned for TxnOffsetCommitRequest<'static> {
                 r.nullable_str(ver.flexible, "TxnOffsetCommitRequest.GroupInstanceId")?.map(owned_str);
         }
         this.topics = List::Owned(read_list(r, ver, "TxnOffsetCommitRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TxnOffsetCommitRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -79,8 +78,7 @@ impl ReadOwned for TxnOffsetCommitRequestTopic<'static> {
             this.topic_id = r.uuid("TxnOffsetCommitRequestTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "TxnOffsetCommitRequestTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TxnOffsetCommitRequestTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -117,8 +115,7 @@ impl ReadOwned for TxnOffsetCommitRequestPartition<'static> {
         }
         this.committed_metadata =
             r.nullable_str(ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TxnOffsetCommitRequestPartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitRequestPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -147,8 +144,7 @@ impl ReadOwned for TxnOffsetCommitResponse<'static> {
         let mut this = TxnOffsetCommitResponse::default();
         this.throttle_time_ms = r.i32("TxnOffsetCommitResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "TxnOffsetCommitResponse.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TxnOffsetCommitResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -180,8 +176,7 @@ impl ReadOwned for TxnOffsetCommitResponseTopic<'static> {
             this.topic_id = r.uuid("TxnOffsetCommitResponseTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "TxnOffsetCommitResponseTopic.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TxnOffsetCommitResponseTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -213,8 +208,7 @@ impl ReadOwned for TxnOffsetCommitResponsePartition<'static> {
         let mut this = TxnOffsetCommitResponsePartition::default();
         this.partition_index = r.i32("TxnOffsetCommitResponsePartition.PartitionIndex")?;
         this.error_code = r.i16("TxnOffsetCommitResponsePartition.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "TxnOffsetCommitResponsePartition._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitResponsePartition._tagged_fields");
         Ok(this)
     }
 }

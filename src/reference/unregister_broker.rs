@@ -17,8 +17,7 @@ impl ReadOwned for UnregisterBrokerRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterBrokerRequest::default();
         this.broker_id = r.i32("UnregisterBrokerRequest.BrokerId")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "UnregisterBrokerRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "UnregisterBrokerRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -42,8 +41,7 @@ impl ReadOwned for UnregisterBrokerResponse<'static> {
         this.throttle_time_ms = r.i32("UnregisterBrokerResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("UnregisterBrokerResponse.ErrorCode")?;
         this.error_message = r.nullable_str(true, "UnregisterBrokerResponse.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "UnregisterBrokerResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "UnregisterBrokerResponse._tagged_fields");
         Ok(this)
     }
 }

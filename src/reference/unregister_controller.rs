@@ -17,8 +17,7 @@ impl ReadOwned for UnregisterControllerRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterControllerRequest::default();
         this.controller_id = r.i32("UnregisterControllerRequest.ControllerId")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "UnregisterControllerRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "UnregisterControllerRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,8 +42,7 @@ impl ReadOwned for UnregisterControllerResponse<'static> {
         this.error_code = r.i16("UnregisterControllerResponse.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "UnregisterControllerResponse.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "UnregisterControllerResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "UnregisterControllerResponse._tagged_fields");
         Ok(this)
     }
 }

@@ -21,8 +21,7 @@ impl ReadOwned for UpdateFeaturesRequest<'static> {
         if ver.version >= 1 {
             this.validate_only = r.bool("UpdateFeaturesRequest.ValidateOnly")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "UpdateFeaturesRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "UpdateFeaturesRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -58,7 +57,7 @@ impl ReadOwned for FeatureUpdateKey<'static> {
         if ver.version >= 1 {
             this.upgrade_type = r.i8("FeatureUpdateKey.UpgradeType")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "FeatureUpdateKey._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "FeatureUpdateKey._tagged_fields");
         Ok(this)
     }
 }
@@ -93,8 +92,7 @@ impl ReadOwned for UpdateFeaturesResponse<'static> {
         if ver.version <= 1 {
             this.results = List::Owned(read_list(r, ver, "UpdateFeaturesResponse.Results")?);
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "UpdateFeaturesResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "UpdateFeaturesResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -123,8 +121,7 @@ impl ReadOwned for UpdatableFeatureResult<'static> {
         this.feature = owned_str(r.str(true, "UpdatableFeatureResult.Feature")?);
         this.error_code = r.i16("UpdatableFeatureResult.ErrorCode")?;
         this.error_message = r.nullable_str(true, "UpdatableFeatureResult.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "UpdatableFeatureResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "UpdatableFeatureResult._tagged_fields");
         Ok(this)
     }
 }

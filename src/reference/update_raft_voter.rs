@@ -23,8 +23,7 @@ impl ReadOwned for UpdateRaftVoterRequest<'static> {
         this.listeners = List::Owned(read_list(r, ver, "UpdateRaftVoterRequest.Listeners")?);
         this.k_raft_version_feature =
             KRaftVersionFeature::read_owned(r, ver, "UpdateRaftVoterRequest.KRaftVersionFeature")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "UpdateRaftVoterRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "UpdateRaftVoterRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -56,7 +55,7 @@ impl ReadOwned for Listener<'static> {
         this.name = owned_str(r.str(true, "Listener.Name")?);
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "Listener._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }
@@ -79,8 +78,7 @@ impl ReadOwned for KRaftVersionFeature<'static> {
         let mut this = KRaftVersionFeature::default();
         this.min_supported_version = r.i16("KRaftVersionFeature.MinSupportedVersion")?;
         this.max_supported_version = r.i16("KRaftVersionFeature.MaxSupportedVersion")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "KRaftVersionFeature._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "KRaftVersionFeature._tagged_fields");
         Ok(this)
     }
 }
@@ -145,7 +143,7 @@ impl ReadOwned for CurrentLeader<'static> {
         this.leader_epoch = r.i32("CurrentLeader.LeaderEpoch")?;
         this.host = owned_str(r.str(true, "CurrentLeader.Host")?);
         this.port = r.i32("CurrentLeader.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "CurrentLeader._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "CurrentLeader._tagged_fields");
         Ok(this)
     }
 }

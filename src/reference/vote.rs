@@ -21,7 +21,7 @@ impl ReadOwned for VoteRequest<'static> {
             this.voter_id = r.i32("VoteRequest.VoterId")?;
         }
         this.topics = List::Owned(read_list(r, ver, "VoteRequest.Topics")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "VoteRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "VoteRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -51,8 +51,7 @@ impl ReadOwned for VoteRequestTopicData<'static> {
         let mut this = VoteRequestTopicData::default();
         this.topic_name = owned_str(r.str(true, "VoteRequestTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "VoteRequestTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "VoteRequestTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "VoteRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -88,8 +87,7 @@ impl ReadOwned for VoteRequestPartitionData<'static> {
         if ver.version == 2 {
             this.pre_vote = r.bool("VoteRequestPartitionData.PreVote")?;
         }
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "VoteRequestPartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "VoteRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -172,8 +170,7 @@ impl ReadOwned for VoteResponseTopicData<'static> {
         let mut this = VoteResponseTopicData::default();
         this.topic_name = owned_str(r.str(true, "VoteResponseTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "VoteResponseTopicData.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "VoteResponseTopicData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "VoteResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -200,8 +197,7 @@ impl ReadOwned for VoteResponsePartitionData<'static> {
         this.leader_id = r.i32("VoteResponsePartitionData.LeaderId")?;
         this.leader_epoch = r.i32("VoteResponsePartitionData.LeaderEpoch")?;
         this.vote_granted = r.bool("VoteResponsePartitionData.VoteGranted")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "VoteResponsePartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "VoteResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -227,7 +223,7 @@ impl ReadOwned for NodeEndpoint<'static> {
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.u16("NodeEndpoint.Port")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "NodeEndpoint._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }

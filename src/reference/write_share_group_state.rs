@@ -18,8 +18,7 @@ impl ReadOwned for WriteShareGroupStateRequest<'static> {
         let mut this = WriteShareGroupStateRequest::default();
         this.group_id = owned_str(r.str(true, "WriteShareGroupStateRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "WriteShareGroupStateRequest.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "WriteShareGroupStateRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WriteShareGroupStateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -45,7 +44,7 @@ impl ReadOwned for WriteStateData<'static> {
         let mut this = WriteStateData::default();
         this.topic_id = r.uuid("WriteStateData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "WriteStateData.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "WriteStateData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WriteStateData._tagged_fields");
         Ok(this)
     }
 }
@@ -75,7 +74,7 @@ impl ReadOwned for PartitionData<'static> {
             this.delivery_complete_count = r.i32("PartitionData.DeliveryCompleteCount")?;
         }
         this.state_batches = List::Owned(read_list(r, ver, "PartitionData.StateBatches")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionData._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -108,7 +107,7 @@ impl ReadOwned for StateBatch<'static> {
         this.last_offset = r.i64("StateBatch.LastOffset")?;
         this.delivery_state = r.i8("StateBatch.DeliveryState")?;
         this.delivery_count = r.i16("StateBatch.DeliveryCount")?;
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "StateBatch._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "StateBatch._tagged_fields");
         Ok(this)
     }
 }
@@ -131,8 +130,7 @@ impl ReadOwned for WriteShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteShareGroupStateResponse::default();
         this.results = List::Owned(read_list(r, ver, "WriteShareGroupStateResponse.Results")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "WriteShareGroupStateResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WriteShareGroupStateResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -157,7 +155,7 @@ impl ReadOwned for WriteStateResult<'static> {
         let mut this = WriteStateResult::default();
         this.topic_id = r.uuid("WriteStateResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "WriteStateResult.Partitions")?);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "WriteStateResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WriteStateResult._tagged_fields");
         Ok(this)
     }
 }
@@ -182,7 +180,7 @@ impl ReadOwned for PartitionResult<'static> {
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "PartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }

@@ -17,8 +17,7 @@ impl ReadOwned for WriteTxnMarkersRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteTxnMarkersRequest::default();
         this.markers = List::Owned(read_list(r, ver, "WriteTxnMarkersRequest.Markers")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "WriteTxnMarkersRequest._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WriteTxnMarkersRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -49,7 +48,7 @@ impl ReadOwned for WritableTxnMarker<'static> {
         if ver.version == 2 {
             this.transaction_version = r.i8("WritableTxnMarker.TransactionVersion")?;
         }
-        this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, "WritableTxnMarker._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarker._tagged_fields");
         Ok(this)
     }
 }
@@ -80,8 +79,7 @@ impl ReadOwned for WritableTxnMarkerTopic<'static> {
         let mut this = WritableTxnMarkerTopic::default();
         this.name = owned_str(r.str(true, "WritableTxnMarkerTopic.Name")?);
         this.partition_indexes = List::Owned(read_list(r, ver, "WritableTxnMarkerTopic.PartitionIndexes")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "WritableTxnMarkerTopic._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -102,8 +100,7 @@ impl ReadOwned for WriteTxnMarkersResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteTxnMarkersResponse::default();
         this.markers = List::Owned(read_list(r, ver, "WriteTxnMarkersResponse.Markers")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "WriteTxnMarkersResponse._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WriteTxnMarkersResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -128,8 +125,7 @@ impl ReadOwned for WritableTxnMarkerResult<'static> {
         let mut this = WritableTxnMarkerResult::default();
         this.producer_id = r.i64("WritableTxnMarkerResult.ProducerId")?;
         this.topics = List::Owned(read_list(r, ver, "WritableTxnMarkerResult.Topics")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "WritableTxnMarkerResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerResult._tagged_fields");
         Ok(this)
     }
 }
@@ -153,8 +149,7 @@ impl ReadOwned for WritableTxnMarkerTopicResult<'static> {
         let mut this = WritableTxnMarkerTopicResult::default();
         this.name = owned_str(r.str(true, "WritableTxnMarkerTopicResult.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "WritableTxnMarkerTopicResult.Partitions")?);
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "WritableTxnMarkerTopicResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -178,8 +173,7 @@ impl ReadOwned for WritableTxnMarkerPartitionResult<'static> {
         let mut this = WritableTxnMarkerPartitionResult::default();
         this.partition_index = r.i32("WritableTxnMarkerPartitionResult.PartitionIndex")?;
         this.error_code = r.i16("WritableTxnMarkerPartitionResult.ErrorCode")?;
-        this.unknown_tagged_fields =
-            read_unknown_tagged_fields(r, ver, "WritableTxnMarkerPartitionResult._tagged_fields")?;
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerPartitionResult._tagged_fields");
         Ok(this)
     }
 }

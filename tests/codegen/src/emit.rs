@@ -430,17 +430,7 @@ impl Gen<'_> {
         let tagged: Vec<F> = self.tagged_fields(s);
         let known = known_tags(&tagged);
         let mut tag_body = String::new();
-        // Without known tags, a struct that is flexible in some versions only leaves the
-        // version test to a helper.
-        let unknown_only = self.has_tags(s) && tagged.is_empty() && self.flex(s).is_none();
-        if unknown_only {
-            writeln!(
-                body,
-                "        n += encode::unknown_tagged_size(&self.unknown_tagged_fields, ver, {})?;",
-                q(&format!("{}._tagged_fields", s.name))
-            )
-            .unwrap();
-        } else if self.has_tags(s) && tagged.is_empty() {
+        if self.has_tags(s) && tagged.is_empty() {
             writeln!(
                 tag_body,
                 "n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, {})?;",
@@ -525,9 +515,7 @@ impl Gen<'_> {
             }
             i = j;
         }
-        if unknown_only {
-            self.line("        encode::write_unknown_tagged(w, &self.unknown_tagged_fields, ver);");
-        } else if self.has_tags(s) && tagged.is_empty() {
+        if self.has_tags(s) && tagged.is_empty() {
             self.emit_if_flex(s, "w.raw_tagged_fields(&self.unknown_tagged_fields);", "        ");
         } else if self.has_tags(s) {
             let mut t = String::new();
@@ -997,11 +985,7 @@ impl Gen<'_> {
             // `Ver::uniform`), wherever it is.
             let method = if self.all_fixed(s) { "fixed_struct_tagged_fields" } else { "tagged_fields" };
             let field = q(&format!("{n}._tagged_fields"));
-            if tagged.is_empty() && method == "tagged_fields" && self.flex(s).is_none() {
-                self.line(format!("        view::check_unknown_tagged(r, ver, {field})?;"));
-            } else {
-                self.emit_if_flex(s, &format!("r.{method}({field}, {arms})?;"), "        ");
-            }
+            self.emit_if_flex(s, &format!("r.{method}({field}, {arms})?;"), "        ");
         }
         self.line(match (root, k > 0) {
             (false, _) => "        Ok(())\n    }",
@@ -1220,10 +1204,8 @@ impl Gen<'_> {
             }
         }
         if self.has_tags(s) && tagged.is_empty() {
-            let t = format!(
-                "this.unknown_tagged_fields = read_unknown_tagged_fields(r, ver, {})?;",
-                q(&format!("{n}._tagged_fields"))
-            );
+            let t =
+                format!("read_unknown_tagged_fields!(this, r, ver, {});", q(&format!("{n}._tagged_fields")));
             match self.flex(s) {
                 Some(false) => {}
                 _ => self.line(format!("        {t}")),
