@@ -225,3 +225,45 @@ impl Encode for Str<'_> {
         w.str(self, ver.flexible);
     }
 }
+
+/// The error for a field that holds a value `ver` cannot carry (a non-default value in a
+/// non-ignorable field the version does not have).
+#[cold]
+pub(crate) fn not_in_version(field: &'static str, ver: Ver) -> EncodeError {
+    EncodeError::FieldNotInVersion { field, version: ver.version }
+}
+
+/// Declares a message body: its [`Body`] facts and the `encoded_len` and `encode` methods
+/// every body has. `versions` and `flexible` are `(lowest, highest)`; the generated
+/// messages invoke it once per body, e.g.
+/// `impl_body!(ListOffsetsRequest { key: 2, request: true, versions: (1, 11), flexible: (6, i16::MAX) })`.
+macro_rules! impl_body {
+    ($name:ident {
+        key: $key:expr,
+        request: $request:expr,
+        versions: ($lo:expr, $hi:expr),
+        flexible: ($flo:expr, $fhi:expr) $(,)?
+    }) => {
+        impl $crate::encode::Body for $name<'_> {
+            const NAME: &'static str = stringify!($name);
+            const API_KEY: i16 = $key;
+            const IS_REQUEST: bool = $request;
+            const VERSIONS: $crate::types::Versions = $crate::types::Versions::new($lo, $hi);
+            const FLEXIBLE_VERSIONS: $crate::types::Versions = $crate::types::Versions::new($flo, $fhi);
+        }
+
+        impl $name<'_> {
+            /// The exact size of this body encoded as `version`, or why it cannot be encoded.
+            pub fn encoded_len(&self, version: i16) -> Result<usize, $crate::error::EncodeError> {
+                $crate::encode::body_len(self, version)
+            }
+
+            /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
+            pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, $crate::error::EncodeError> {
+                $crate::encode::encode_body(self, version, buf)
+            }
+        }
+    };
+}
+
+pub(crate) use impl_body;

@@ -89,18 +89,20 @@ struct ReadmeDoctests;
 /// What generated code imports.
 #[allow(unused_imports)]
 mod prelude {
-    pub(crate) use crate::encode::{self, Body, Encode};
+    pub(crate) use crate::encode::{self, Body, Encode, impl_body};
     pub(crate) use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
     pub(crate) use crate::records::RecordBatches;
     #[cfg(feature = "alloc")]
     pub(crate) use crate::reference::{
         FromView, ReadOwned, list_from_view, owned_bytes, owned_str, raw_tagged_field, read_list,
-        read_nullable_list, read_owned_body,
+        read_nullable_list, read_owned_body, read_unknown_tagged_fields, reference_body, unknown_from_view,
     };
     #[cfg(feature = "alloc")]
-    pub(crate) use crate::testing::AsVersion;
+    pub(crate) use crate::testing::{AsVersion, as_version, tagged_as_version};
     pub(crate) use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver, Versions};
-    pub(crate) use crate::view::{self, ArrayView, Layout, Src, private::ElementImpl};
+    pub(crate) use crate::view::{
+        self, ArrayView, Layout, Src, body_view, private::ElementImpl, view_common,
+    };
     pub(crate) use crate::wire::{self, Reader, Size, TaggedIter, TaggedSize, Writer};
     #[cfg(feature = "alloc")]
     pub(crate) use alloc::vec::Vec;

@@ -232,11 +232,11 @@ impl<'a> Src<'a> {
 /// every byte must be valid), its version, the offsets and its length; bytes after it are
 /// the caller's to judge (see [`no_trailing`]).
 #[inline]
-pub(crate) fn check_body<'a, B: crate::encode::Body, const K: usize>(
+pub(crate) fn check_body<'a, B: crate::encode::Body, A>(
     bytes: &'a [u8],
     version: i16,
-    check: impl FnOnce(&mut Reader<'a>, Ver) -> Result<[u32; K], DecodeError>,
-) -> Result<(Src<'a>, Ver, [u32; K]), DecodeError> {
+    check: impl FnOnce(&mut Reader<'a>, Ver) -> Result<A, DecodeError>,
+) -> Result<(Src<'a>, Ver, A), DecodeError> {
     let Some(ver) = B::ver(version) else {
         return Err(DecodeError::new(crate::error::DecodeErrorKind::UnsupportedVersion(version), 0, B::NAME));
     };
@@ -275,8 +275,12 @@ pub(crate) mod private {
 
     /// What the crate knows about an element type; not for implementing outside it.
     pub trait ElementImpl<'a>: Sized {
-        /// The layout of elements in `ver`.
-        fn layout(ver: Ver) -> Layout;
+        /// The layout of elements in `ver`; variable-length unless the type says otherwise.
+        #[inline]
+        fn layout(ver: Ver) -> Layout {
+            let _ = ver;
+            Layout::Var
+        }
         /// Checks one element and moves past it.
         fn check(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<(), DecodeError>;
         /// The element at `pos` of checked bytes, and the offset after it.
@@ -587,3 +591,57 @@ impl<'a> private::ElementImpl<'a> for &'a str {
         (src.text(from, end), end)
     }
 }
+
+/// The constructors of a body's view: `new` and `new_prefix`, which check the body with the
+/// view's `checked` pass. The generated messages invoke it once per body, e.g.
+/// `body_view!(ListOffsetsRequestView, ListOffsetsRequest, at)`; the last argument, `at`,
+/// says that the view keeps the offsets `checked` returns (views without it keep none).
+macro_rules! body_view {
+    ($view:ident, $body:ident $(, $at:ident)?) => {
+        impl<'a> $view<'a> {
+            #[doc = concat!("Checks `bytes` as a ", stringify!($body), " body of `version` and returns a view of it.")]
+            pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, $crate::error::DecodeError> {
+                let view = Self::new_prefix(bytes, version)?;
+                $crate::view::no_trailing(bytes, view.as_bytes().len(), stringify!($body))?;
+                Ok(view)
+            }
+
+            /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
+            /// ignores them); the view covers the body only.
+            pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, $crate::error::DecodeError> {
+                let (src, ver, _offsets) = $crate::view::check_body::<$body, _>(bytes, version, Self::checked)?;
+                Ok(Self { src, ver $(, $at: _offsets)? })
+            }
+        }
+    };
+}
+
+/// What every struct view has besides its fields: `as_bytes`, `version`, and a `Debug`
+/// that shows the fields (those listed, by their accessors). The generated messages invoke
+/// it once per view, e.g. `view_common!(ListOffsetsTopicView { name, partitions })`.
+macro_rules! view_common {
+    ($view:ident { $($field:ident),* $(,)? }) => {
+        impl<'a> $view<'a> {
+            /// The bytes this view covers.
+            pub const fn as_bytes(&self) -> &'a [u8] {
+                self.src.bytes()
+            }
+
+            /// The version the bytes were decoded as.
+            pub const fn version(&self) -> i16 {
+                self.ver.version
+            }
+        }
+
+        impl core::fmt::Debug for $view<'_> {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.debug_struct(stringify!($view))
+                    // A raw identifier (`r#match`) shows as the field's name.
+                    $(.field(stringify!($field).trim_start_matches("r#"), &self.$field()))*
+                    .finish()
+            }
+        }
+    };
+}
+
+pub(crate) use {body_view, view_common};

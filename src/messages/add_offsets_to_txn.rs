@@ -30,25 +30,7 @@ pub struct AddOffsetsToTxnRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AddOffsetsToTxnRequest<'_> {
-    const NAME: &'static str = "AddOffsetsToTxnRequest";
-    const API_KEY: i16 = 25;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl AddOffsetsToTxnRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AddOffsetsToTxnRequest { key: 25, request: true, versions: (0, 4), flexible: (3, i16::MAX) });
 
 impl Encode for AddOffsetsToTxnRequest<'_> {
     #[inline]
@@ -94,31 +76,10 @@ pub struct AddOffsetsToTxnRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(AddOffsetsToTxnRequestView, AddOffsetsToTxnRequest, at);
+view_common!(AddOffsetsToTxnRequestView { transactional_id, producer_id, producer_epoch, group_id });
+
 impl<'a> AddOffsetsToTxnRequestView<'a> {
-    /// Checks `bytes` as a AddOffsetsToTxnRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AddOffsetsToTxnRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AddOffsetsToTxnRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddOffsetsToTxnRequest::transactional_id`](AddOffsetsToTxnRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
@@ -164,17 +125,6 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AddOffsetsToTxnRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddOffsetsToTxnRequestView")
-            .field("transactional_id", &self.transactional_id())
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .field("group_id", &self.group_id())
-            .finish()
-    }
-}
-
 /// Reports whether the group was added to the transaction.
 ///
 /// Versions 0-4; flexible from version 3. Decode it without allocating with [`AddOffsetsToTxnResponseView`].
@@ -190,25 +140,7 @@ pub struct AddOffsetsToTxnResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AddOffsetsToTxnResponse<'_> {
-    const NAME: &'static str = "AddOffsetsToTxnResponse";
-    const API_KEY: i16 = 25;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl AddOffsetsToTxnResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AddOffsetsToTxnResponse { key: 25, request: false, versions: (0, 4), flexible: (3, i16::MAX) });
 
 impl Encode for AddOffsetsToTxnResponse<'_> {
     #[inline]
@@ -249,31 +181,10 @@ pub struct AddOffsetsToTxnResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(AddOffsetsToTxnResponseView, AddOffsetsToTxnResponse);
+view_common!(AddOffsetsToTxnResponseView { throttle_time_ms, error_code });
+
 impl<'a> AddOffsetsToTxnResponseView<'a> {
-    /// Checks `bytes` as a AddOffsetsToTxnResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AddOffsetsToTxnResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<AddOffsetsToTxnResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddOffsetsToTxnResponse::throttle_time_ms`](AddOffsetsToTxnResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -298,14 +209,5 @@ impl<'a> AddOffsetsToTxnResponseView<'a> {
             r.fixed_struct_tagged_fields("AddOffsetsToTxnResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok([])
-    }
-}
-
-impl fmt::Debug for AddOffsetsToTxnResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddOffsetsToTxnResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

@@ -65,25 +65,7 @@ pub struct AddPartitionsToTxnTopic<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AddPartitionsToTxnRequest<'_> {
-    const NAME: &'static str = "AddPartitionsToTxnRequest";
-    const API_KEY: i16 = 24;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl AddPartitionsToTxnRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AddPartitionsToTxnRequest { key: 24, request: true, versions: (0, 5), flexible: (3, i16::MAX) });
 
 impl Encode for AddPartitionsToTxnRequest<'_> {
     #[inline]
@@ -92,10 +74,7 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
         if ver.version >= 4 {
             n += encode::array_size(&self.transactions, ver, "AddPartitionsToTxnRequest.Transactions")?;
         } else if !self.transactions.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AddPartitionsToTxnRequest.Transactions",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AddPartitionsToTxnRequest.Transactions", ver));
         }
         if ver.version <= 3 {
             n += wire::string_size(
@@ -104,26 +83,17 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
                 "AddPartitionsToTxnRequest.V3AndBelowTransactionalId",
             )?;
         } else if self.v3_and_below_transactional_id.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AddPartitionsToTxnRequest.V3AndBelowTransactionalId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AddPartitionsToTxnRequest.V3AndBelowTransactionalId", ver));
         }
         if ver.version <= 3 {
             n += 8;
         } else if self.v3_and_below_producer_id != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AddPartitionsToTxnRequest.V3AndBelowProducerId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AddPartitionsToTxnRequest.V3AndBelowProducerId", ver));
         }
         if ver.version <= 3 {
             n += 2;
         } else if self.v3_and_below_producer_epoch != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AddPartitionsToTxnRequest.V3AndBelowProducerEpoch",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AddPartitionsToTxnRequest.V3AndBelowProducerEpoch", ver));
         }
         if ver.version <= 3 {
             n += encode::array_size(
@@ -132,10 +102,7 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
                 "AddPartitionsToTxnRequest.V3AndBelowTopics",
             )?;
         } else if !self.v3_and_below_topics.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AddPartitionsToTxnRequest.V3AndBelowTopics",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AddPartitionsToTxnRequest.V3AndBelowTopics", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -235,31 +202,16 @@ pub struct AddPartitionsToTxnRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(AddPartitionsToTxnRequestView, AddPartitionsToTxnRequest, at);
+view_common!(AddPartitionsToTxnRequestView {
+    transactions,
+    v3_and_below_transactional_id,
+    v3_and_below_producer_id,
+    v3_and_below_producer_epoch,
+    v3_and_below_topics
+});
+
 impl<'a> AddPartitionsToTxnRequestView<'a> {
-    /// Checks `bytes` as a AddPartitionsToTxnRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AddPartitionsToTxnRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AddPartitionsToTxnRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddPartitionsToTxnRequest::transactions`](AddPartitionsToTxnRequest#structfield.transactions).
     #[inline]
     pub fn transactions(&self) -> ArrayView<'a, AddPartitionsToTxnTransactionView<'a>> {
@@ -339,18 +291,6 @@ impl<'a> AddPartitionsToTxnRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AddPartitionsToTxnRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddPartitionsToTxnRequestView")
-            .field("transactions", &self.transactions())
-            .field("v3_and_below_transactional_id", &self.v3_and_below_transactional_id())
-            .field("v3_and_below_producer_id", &self.v3_and_below_producer_id())
-            .field("v3_and_below_producer_epoch", &self.v3_and_below_producer_epoch())
-            .field("v3_and_below_topics", &self.v3_and_below_topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AddPartitionsToTxnTransaction: transactions to add partitions to (from version 4, sent by brokers).
 #[derive(Clone, Copy)]
 pub struct AddPartitionsToTxnTransactionView<'a> {
@@ -360,17 +300,15 @@ pub struct AddPartitionsToTxnTransactionView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AddPartitionsToTxnTransactionView {
+    transactional_id,
+    producer_id,
+    producer_epoch,
+    verify_only,
+    topics
+});
+
 impl<'a> AddPartitionsToTxnTransactionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddPartitionsToTxnTransaction::transactional_id`](AddPartitionsToTxnTransaction#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
@@ -405,13 +343,12 @@ impl<'a> AddPartitionsToTxnTransactionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AddPartitionsToTxnTransactionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "AddPartitionsToTxnTransaction.TransactionalId")?;
-        at[0] = (r.pos() - start) as u32;
         r.run(
             11,
             &[
@@ -421,21 +358,8 @@ impl<'a> AddPartitionsToTxnTransactionView<'a> {
             ],
         )?;
         view::check_array::<AddPartitionsToTxnTopicView<'a>>(r, ver, "AddPartitionsToTxnTransaction.Topics")?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("AddPartitionsToTxnTransaction._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AddPartitionsToTxnTransactionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -452,18 +376,6 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTransactionView<'a> {
     }
 }
 
-impl fmt::Debug for AddPartitionsToTxnTransactionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddPartitionsToTxnTransactionView")
-            .field("transactional_id", &self.transactional_id())
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .field("verify_only", &self.verify_only())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AddPartitionsToTxnTopic: partitions to add, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct AddPartitionsToTxnTopicView<'a> {
@@ -473,17 +385,9 @@ pub struct AddPartitionsToTxnTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AddPartitionsToTxnTopicView { name, partitions });
+
 impl<'a> AddPartitionsToTxnTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddPartitionsToTxnTopic::name`](AddPartitionsToTxnTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -500,31 +404,17 @@ impl<'a> AddPartitionsToTxnTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "AddPartitionsToTxnTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "AddPartitionsToTxnTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AddPartitionsToTxnTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "AddPartitionsToTxnTopic.Name")?;
+        view::check_array::<i32>(r, ver, "AddPartitionsToTxnTopic.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("AddPartitionsToTxnTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -539,15 +429,6 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AddPartitionsToTxnTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddPartitionsToTxnTopicView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }
 
@@ -610,25 +491,7 @@ pub struct AddPartitionsToTxnPartitionResult<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AddPartitionsToTxnResponse<'_> {
-    const NAME: &'static str = "AddPartitionsToTxnResponse";
-    const API_KEY: i16 = 24;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl AddPartitionsToTxnResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AddPartitionsToTxnResponse { key: 24, request: false, versions: (0, 5), flexible: (3, i16::MAX) });
 
 impl Encode for AddPartitionsToTxnResponse<'_> {
     #[inline]
@@ -644,10 +507,7 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
                 "AddPartitionsToTxnResponse.ResultsByTransaction",
             )?;
         } else if !self.results_by_transaction.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AddPartitionsToTxnResponse.ResultsByTransaction",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AddPartitionsToTxnResponse.ResultsByTransaction", ver));
         }
         if ver.version <= 3 {
             n += encode::array_size(
@@ -656,10 +516,7 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
                 "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow",
             )?;
         } else if !self.results_by_topic_v3_and_below.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -780,32 +637,15 @@ pub struct AddPartitionsToTxnResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(AddPartitionsToTxnResponseView, AddPartitionsToTxnResponse, at);
+view_common!(AddPartitionsToTxnResponseView {
+    throttle_time_ms,
+    error_code,
+    results_by_transaction,
+    results_by_topic_v3_and_below
+});
+
 impl<'a> AddPartitionsToTxnResponseView<'a> {
-    /// Checks `bytes` as a AddPartitionsToTxnResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AddPartitionsToTxnResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AddPartitionsToTxnResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddPartitionsToTxnResponse::throttle_time_ms`](AddPartitionsToTxnResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -870,17 +710,6 @@ impl<'a> AddPartitionsToTxnResponseView<'a> {
     }
 }
 
-impl fmt::Debug for AddPartitionsToTxnResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddPartitionsToTxnResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("results_by_transaction", &self.results_by_transaction())
-            .field("results_by_topic_v3_and_below", &self.results_by_topic_v3_and_below())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AddPartitionsToTxnResult: results for each transaction (from version 4).
 #[derive(Clone, Copy)]
 pub struct AddPartitionsToTxnResultView<'a> {
@@ -890,17 +719,9 @@ pub struct AddPartitionsToTxnResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AddPartitionsToTxnResultView { transactional_id, topic_results });
+
 impl<'a> AddPartitionsToTxnResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddPartitionsToTxnResult::transactional_id`](AddPartitionsToTxnResult#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
@@ -917,33 +738,19 @@ impl<'a> AddPartitionsToTxnResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AddPartitionsToTxnResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "AddPartitionsToTxnResult.TransactionalId")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<AddPartitionsToTxnTopicResultView<'a>>(
             r,
             ver,
             "AddPartitionsToTxnResult.TopicResults",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("AddPartitionsToTxnResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AddPartitionsToTxnResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -959,15 +766,6 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnResultView<'a> {
     }
 }
 
-impl fmt::Debug for AddPartitionsToTxnResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddPartitionsToTxnResultView")
-            .field("transactional_id", &self.transactional_id())
-            .field("topic_results", &self.topic_results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AddPartitionsToTxnTopicResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct AddPartitionsToTxnTopicResultView<'a> {
@@ -977,17 +775,9 @@ pub struct AddPartitionsToTxnTopicResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AddPartitionsToTxnTopicResultView { name, results_by_partition });
+
 impl<'a> AddPartitionsToTxnTopicResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddPartitionsToTxnTopicResult::name`](AddPartitionsToTxnTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -1004,35 +794,21 @@ impl<'a> AddPartitionsToTxnTopicResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AddPartitionsToTxnTopicResult.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<AddPartitionsToTxnPartitionResultView<'a>>(
             r,
             ver,
             "AddPartitionsToTxnTopicResult.ResultsByPartition",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1050,15 +826,6 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
     }
 }
 
-impl fmt::Debug for AddPartitionsToTxnTopicResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddPartitionsToTxnTopicResultView")
-            .field("name", &self.name())
-            .field("results_by_partition", &self.results_by_partition())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AddPartitionsToTxnPartitionResult: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct AddPartitionsToTxnPartitionResultView<'a> {
@@ -1066,17 +833,9 @@ pub struct AddPartitionsToTxnPartitionResultView<'a> {
     ver: Ver,
 }
 
+view_common!(AddPartitionsToTxnPartitionResultView { partition_index, partition_error_code });
+
 impl<'a> AddPartitionsToTxnPartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddPartitionsToTxnPartitionResult::partition_index`](AddPartitionsToTxnPartitionResult#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -1093,9 +852,16 @@ impl<'a> AddPartitionsToTxnPartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for AddPartitionsToTxnPartitionResultView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 3 { Layout::Tagged(6) } else { Layout::Fixed(6) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             6,
             &[
@@ -1108,33 +874,12 @@ impl<'a> AddPartitionsToTxnPartitionResultView<'a> {
                 Ok(false)
             })?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for AddPartitionsToTxnPartitionResultView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 3 { Layout::Tagged(6) } else { Layout::Fixed(6) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for AddPartitionsToTxnPartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddPartitionsToTxnPartitionResultView")
-            .field("partition_index", &self.partition_index())
-            .field("partition_error_code", &self.partition_error_code())
-            .finish()
     }
 }

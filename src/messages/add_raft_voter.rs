@@ -63,25 +63,7 @@ pub struct Listener<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AddRaftVoterRequest<'_> {
-    const NAME: &'static str = "AddRaftVoterRequest";
-    const API_KEY: i16 = 80;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AddRaftVoterRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AddRaftVoterRequest { key: 80, request: true, versions: (0, 1), flexible: (0, i16::MAX) });
 
 impl Encode for AddRaftVoterRequest<'_> {
     #[inline]
@@ -95,10 +77,7 @@ impl Encode for AddRaftVoterRequest<'_> {
         if ver.version == 1 {
             n += 1;
         } else if !self.ack_when_committed {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AddRaftVoterRequest.AckWhenCommitted",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AddRaftVoterRequest.AckWhenCommitted", ver));
         }
         n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "AddRaftVoterRequest._tagged_fields")?;
         n.total("AddRaftVoterRequest")
@@ -150,31 +129,17 @@ pub struct AddRaftVoterRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(AddRaftVoterRequestView, AddRaftVoterRequest, at);
+view_common!(AddRaftVoterRequestView {
+    cluster_id,
+    timeout_ms,
+    voter_id,
+    voter_directory_id,
+    listeners,
+    ack_when_committed
+});
+
 impl<'a> AddRaftVoterRequestView<'a> {
-    /// Checks `bytes` as a AddRaftVoterRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AddRaftVoterRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AddRaftVoterRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddRaftVoterRequest::cluster_id`](AddRaftVoterRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
@@ -240,19 +205,6 @@ impl<'a> AddRaftVoterRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AddRaftVoterRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddRaftVoterRequestView")
-            .field("cluster_id", &self.cluster_id())
-            .field("timeout_ms", &self.timeout_ms())
-            .field("voter_id", &self.voter_id())
-            .field("voter_directory_id", &self.voter_directory_id())
-            .field("listeners", &self.listeners())
-            .field("ack_when_committed", &self.ack_when_committed())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Listener: listeners on which the new voter can be reached.
 #[derive(Clone, Copy)]
 pub struct ListenerView<'a> {
@@ -262,17 +214,9 @@ pub struct ListenerView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ListenerView { name, host, port });
+
 impl<'a> ListenerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -295,30 +239,16 @@ impl<'a> ListenerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "Listener.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "Listener.Host")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(2, "Listener.Port")?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListenerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "Listener.Name")?;
+        r.check_str(true, "Listener.Host")?;
+        r.take(2, "Listener.Port")?;
+        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -332,16 +262,6 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         p += 2;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ListenerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListenerView")
-            .field("name", &self.name())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
     }
 }
 
@@ -374,25 +294,7 @@ impl<'a> Default for AddRaftVoterResponse<'a> {
     }
 }
 
-impl Body for AddRaftVoterResponse<'_> {
-    const NAME: &'static str = "AddRaftVoterResponse";
-    const API_KEY: i16 = 80;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AddRaftVoterResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AddRaftVoterResponse { key: 80, request: false, versions: (0, 1), flexible: (0, i16::MAX) });
 
 impl Encode for AddRaftVoterResponse<'_> {
     #[inline]
@@ -429,31 +331,10 @@ pub struct AddRaftVoterResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AddRaftVoterResponseView, AddRaftVoterResponse, at);
+view_common!(AddRaftVoterResponseView { throttle_time_ms, error_code, error_message });
+
 impl<'a> AddRaftVoterResponseView<'a> {
-    /// Checks `bytes` as a AddRaftVoterResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AddRaftVoterResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AddRaftVoterResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AddRaftVoterResponse::throttle_time_ms`](AddRaftVoterResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -486,15 +367,5 @@ impl<'a> AddRaftVoterResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.tagged_fields("AddRaftVoterResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for AddRaftVoterResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AddRaftVoterResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -36,25 +36,7 @@ impl<'a> Default for AllocateProducerIdsRequest<'a> {
     }
 }
 
-impl Body for AllocateProducerIdsRequest<'_> {
-    const NAME: &'static str = "AllocateProducerIdsRequest";
-    const API_KEY: i16 = 67;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AllocateProducerIdsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AllocateProducerIdsRequest { key: 67, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for AllocateProducerIdsRequest<'_> {
     #[inline]
@@ -86,31 +68,10 @@ pub struct AllocateProducerIdsRequestView<'a> {
     ver: Ver,
 }
 
+body_view!(AllocateProducerIdsRequestView, AllocateProducerIdsRequest);
+view_common!(AllocateProducerIdsRequestView { broker_id, broker_epoch });
+
 impl<'a> AllocateProducerIdsRequestView<'a> {
-    /// Checks `bytes` as a AllocateProducerIdsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AllocateProducerIdsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<AllocateProducerIdsRequest, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AllocateProducerIdsRequest::broker_id`](AllocateProducerIdsRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
@@ -139,15 +100,6 @@ impl<'a> AllocateProducerIdsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AllocateProducerIdsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AllocateProducerIdsRequestView")
-            .field("broker_id", &self.broker_id())
-            .field("broker_epoch", &self.broker_epoch())
-            .finish()
-    }
-}
-
 /// Hands a broker a block of producer IDs.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AllocateProducerIdsResponseView`].
@@ -167,25 +119,12 @@ pub struct AllocateProducerIdsResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AllocateProducerIdsResponse<'_> {
-    const NAME: &'static str = "AllocateProducerIdsResponse";
-    const API_KEY: i16 = 67;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AllocateProducerIdsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AllocateProducerIdsResponse {
+    key: 67,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for AllocateProducerIdsResponse<'_> {
     #[inline]
@@ -219,32 +158,15 @@ pub struct AllocateProducerIdsResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(AllocateProducerIdsResponseView, AllocateProducerIdsResponse);
+view_common!(AllocateProducerIdsResponseView {
+    throttle_time_ms,
+    error_code,
+    producer_id_start,
+    producer_id_len
+});
+
 impl<'a> AllocateProducerIdsResponseView<'a> {
-    /// Checks `bytes` as a AllocateProducerIdsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AllocateProducerIdsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) =
-            view::check_body::<AllocateProducerIdsResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AllocateProducerIdsResponse::throttle_time_ms`](AllocateProducerIdsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -287,16 +209,5 @@ impl<'a> AllocateProducerIdsResponseView<'a> {
         )?;
         r.fixed_struct_tagged_fields("AllocateProducerIdsResponse._tagged_fields", |_, _| Ok(false))?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for AllocateProducerIdsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AllocateProducerIdsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("producer_id_start", &self.producer_id_start())
-            .field("producer_id_len", &self.producer_id_len())
-            .finish()
     }
 }

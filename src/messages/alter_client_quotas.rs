@@ -76,25 +76,7 @@ pub struct OpData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AlterClientQuotasRequest<'_> {
-    const NAME: &'static str = "AlterClientQuotasRequest";
-    const API_KEY: i16 = 49;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl AlterClientQuotasRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterClientQuotasRequest { key: 49, request: true, versions: (0, 1), flexible: (1, i16::MAX) });
 
 impl Encode for AlterClientQuotasRequest<'_> {
     #[inline]
@@ -214,31 +196,10 @@ pub struct AlterClientQuotasRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterClientQuotasRequestView, AlterClientQuotasRequest, at);
+view_common!(AlterClientQuotasRequestView { entries, validate_only });
+
 impl<'a> AlterClientQuotasRequestView<'a> {
-    /// Checks `bytes` as a AlterClientQuotasRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterClientQuotasRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AlterClientQuotasRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterClientQuotasRequest::entries`](AlterClientQuotasRequest#structfield.entries).
     #[inline]
     pub fn entries(&self) -> ArrayView<'a, AlterClientQuotasRequestEntryDataView<'a>> {
@@ -274,15 +235,6 @@ impl<'a> AlterClientQuotasRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AlterClientQuotasRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterClientQuotasRequestView")
-            .field("entries", &self.entries())
-            .field("validate_only", &self.validate_only())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterClientQuotasRequestEntryData: one entry for each entity whose quotas change.
 #[derive(Clone, Copy)]
 pub struct AlterClientQuotasRequestEntryDataView<'a> {
@@ -292,17 +244,9 @@ pub struct AlterClientQuotasRequestEntryDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterClientQuotasRequestEntryDataView { entity, ops });
+
 impl<'a> AlterClientQuotasRequestEntryDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterClientQuotasRequestEntryData::entity`](AlterClientQuotasRequestEntryData#structfield.entity).
     #[inline]
     pub fn entity(&self) -> ArrayView<'a, AlterClientQuotasRequestEntityDataView<'a>> {
@@ -319,35 +263,21 @@ impl<'a> AlterClientQuotasRequestEntryDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntryDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<AlterClientQuotasRequestEntityDataView<'a>>(
             r,
             ver,
             "AlterClientQuotasRequestEntryData.Entity",
         )?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<OpDataView<'a>>(r, ver, "AlterClientQuotasRequestEntryData.Ops")?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("AlterClientQuotasRequestEntryData._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntryDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -365,15 +295,6 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntryDataView<'a> {
     }
 }
 
-impl fmt::Debug for AlterClientQuotasRequestEntryDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterClientQuotasRequestEntryDataView")
-            .field("entity", &self.entity())
-            .field("ops", &self.ops())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterClientQuotasRequestEntityData: parts that together name the entity, one for each entity type.
 #[derive(Clone, Copy)]
 pub struct AlterClientQuotasRequestEntityDataView<'a> {
@@ -383,17 +304,9 @@ pub struct AlterClientQuotasRequestEntityDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterClientQuotasRequestEntityDataView { entity_type, entity_name });
+
 impl<'a> AlterClientQuotasRequestEntityDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterClientQuotasRequestEntityData::entity_type`](AlterClientQuotasRequestEntityData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
@@ -410,31 +323,17 @@ impl<'a> AlterClientQuotasRequestEntityDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntityDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?;
+        r.check_nullable_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?;
+        if ver.flexible {
+            r.tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -452,15 +351,6 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntityDataView<'a> {
     }
 }
 
-impl fmt::Debug for AlterClientQuotasRequestEntityDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterClientQuotasRequestEntityDataView")
-            .field("entity_type", &self.entity_type())
-            .field("entity_name", &self.entity_name())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OpData: quota changes for this entity.
 #[derive(Clone, Copy)]
 pub struct OpDataView<'a> {
@@ -470,17 +360,9 @@ pub struct OpDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(OpDataView { key, value, remove });
+
 impl<'a> OpDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OpData::key`](OpData#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
@@ -503,30 +385,17 @@ impl<'a> OpDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize + 9, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(ver.flexible, "OpData.Key")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(9, &[("OpData.Value", 8), ("OpData.Remove", 1)])?;
-        if ver.flexible {
-            r.tagged_fields("OpData._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for OpDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "OpData.Key")?;
+        r.run(9, &[("OpData.Value", 8), ("OpData.Remove", 1)])?;
+        if ver.flexible {
+            r.tagged_fields("OpData._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -540,16 +409,6 @@ impl<'a> ElementImpl<'a> for OpDataView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for OpDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpDataView")
-            .field("key", &self.key())
-            .field("value", &self.value())
-            .field("remove", &self.remove())
-            .finish()
     }
 }
 
@@ -618,25 +477,7 @@ impl<'a> Default for AlterClientQuotasResponseEntityData<'a> {
     }
 }
 
-impl Body for AlterClientQuotasResponse<'_> {
-    const NAME: &'static str = "AlterClientQuotasResponse";
-    const API_KEY: i16 = 49;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl AlterClientQuotasResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterClientQuotasResponse { key: 49, request: false, versions: (0, 1), flexible: (1, i16::MAX) });
 
 impl Encode for AlterClientQuotasResponse<'_> {
     #[inline]
@@ -738,31 +579,10 @@ pub struct AlterClientQuotasResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterClientQuotasResponseView, AlterClientQuotasResponse, at);
+view_common!(AlterClientQuotasResponseView { throttle_time_ms, entries });
+
 impl<'a> AlterClientQuotasResponseView<'a> {
-    /// Checks `bytes` as a AlterClientQuotasResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterClientQuotasResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AlterClientQuotasResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterClientQuotasResponse::throttle_time_ms`](AlterClientQuotasResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -798,15 +618,6 @@ impl<'a> AlterClientQuotasResponseView<'a> {
     }
 }
 
-impl fmt::Debug for AlterClientQuotasResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterClientQuotasResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("entries", &self.entries())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterClientQuotasResponseEntryData: one result for each entity in the request.
 #[derive(Clone, Copy)]
 pub struct AlterClientQuotasResponseEntryDataView<'a> {
@@ -816,17 +627,9 @@ pub struct AlterClientQuotasResponseEntryDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterClientQuotasResponseEntryDataView { error_code, error_message, entity });
+
 impl<'a> AlterClientQuotasResponseEntryDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterClientQuotasResponseEntryData::error_code`](AlterClientQuotasResponseEntryData#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -849,36 +652,22 @@ impl<'a> AlterClientQuotasResponseEntryDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntryDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "AlterClientQuotasResponseEntryData.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasResponseEntryData.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<AlterClientQuotasResponseEntityDataView<'a>>(
             r,
             ver,
             "AlterClientQuotasResponseEntryData.Entity",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntryDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -896,16 +685,6 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntryDataView<'a> {
     }
 }
 
-impl fmt::Debug for AlterClientQuotasResponseEntryDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterClientQuotasResponseEntryDataView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("entity", &self.entity())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterClientQuotasResponseEntityData: parts that together name the entity.
 #[derive(Clone, Copy)]
 pub struct AlterClientQuotasResponseEntityDataView<'a> {
@@ -915,17 +694,9 @@ pub struct AlterClientQuotasResponseEntityDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterClientQuotasResponseEntityDataView { entity_type, entity_name });
+
 impl<'a> AlterClientQuotasResponseEntityDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterClientQuotasResponseEntityData::entity_type`](AlterClientQuotasResponseEntityData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
@@ -942,31 +713,17 @@ impl<'a> AlterClientQuotasResponseEntityDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?;
+        r.check_nullable_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?;
+        if ver.flexible {
+            r.tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -981,14 +738,5 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AlterClientQuotasResponseEntityDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterClientQuotasResponseEntityDataView")
-            .field("entity_type", &self.entity_type())
-            .field("entity_name", &self.entity_name())
-            .finish()
     }
 }

@@ -61,25 +61,7 @@ impl<'a> Default for AlterableConfig<'a> {
     }
 }
 
-impl Body for AlterConfigsRequest<'_> {
-    const NAME: &'static str = "AlterConfigsRequest";
-    const API_KEY: i16 = 33;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl AlterConfigsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterConfigsRequest { key: 33, request: true, versions: (0, 2), flexible: (2, i16::MAX) });
 
 impl Encode for AlterConfigsRequest<'_> {
     #[inline]
@@ -167,31 +149,10 @@ pub struct AlterConfigsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterConfigsRequestView, AlterConfigsRequest, at);
+view_common!(AlterConfigsRequestView { resources, validate_only });
+
 impl<'a> AlterConfigsRequestView<'a> {
-    /// Checks `bytes` as a AlterConfigsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterConfigsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AlterConfigsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterConfigsRequest::resources`](AlterConfigsRequest#structfield.resources).
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, AlterConfigsResourceView<'a>> {
@@ -223,15 +184,6 @@ impl<'a> AlterConfigsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AlterConfigsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterConfigsRequestView")
-            .field("resources", &self.resources())
-            .field("validate_only", &self.validate_only())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterConfigsResource: resources whose configs are replaced.
 #[derive(Clone, Copy)]
 pub struct AlterConfigsResourceView<'a> {
@@ -241,17 +193,9 @@ pub struct AlterConfigsResourceView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterConfigsResourceView { resource_type, resource_name, configs });
+
 impl<'a> AlterConfigsResourceView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterConfigsResource::resource_type`](AlterConfigsResource#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
@@ -274,32 +218,18 @@ impl<'a> AlterConfigsResourceView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(1, "AlterConfigsResource.ResourceType")?;
-        r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterConfigsResource._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(1, "AlterConfigsResource.ResourceType")?;
+        r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
+        view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
+        if ver.flexible {
+            r.tagged_fields("AlterConfigsResource._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -317,16 +247,6 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
     }
 }
 
-impl fmt::Debug for AlterConfigsResourceView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterConfigsResourceView")
-            .field("resource_type", &self.resource_type())
-            .field("resource_name", &self.resource_name())
-            .field("configs", &self.configs())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterableConfig: the new set of configs.
 #[derive(Clone, Copy)]
 pub struct AlterableConfigView<'a> {
@@ -336,17 +256,9 @@ pub struct AlterableConfigView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterableConfigView { name, value });
+
 impl<'a> AlterableConfigView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterableConfig::name`](AlterableConfig#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -363,31 +275,17 @@ impl<'a> AlterableConfigView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "AlterableConfig.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterableConfig._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "AlterableConfig.Name")?;
+        r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
+        if ver.flexible {
+            r.tagged_fields("AlterableConfig._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -402,15 +300,6 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AlterableConfigView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterableConfigView")
-            .field("name", &self.name())
-            .field("value", &self.value())
-            .finish()
     }
 }
 
@@ -457,25 +346,7 @@ impl<'a> Default for AlterConfigsResourceResponse<'a> {
     }
 }
 
-impl Body for AlterConfigsResponse<'_> {
-    const NAME: &'static str = "AlterConfigsResponse";
-    const API_KEY: i16 = 33;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl AlterConfigsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterConfigsResponse { key: 33, request: false, versions: (0, 2), flexible: (2, i16::MAX) });
 
 impl Encode for AlterConfigsResponse<'_> {
     #[inline]
@@ -546,31 +417,10 @@ pub struct AlterConfigsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterConfigsResponseView, AlterConfigsResponse, at);
+view_common!(AlterConfigsResponseView { throttle_time_ms, responses });
+
 impl<'a> AlterConfigsResponseView<'a> {
-    /// Checks `bytes` as a AlterConfigsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterConfigsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AlterConfigsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterConfigsResponse::throttle_time_ms`](AlterConfigsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -602,15 +452,6 @@ impl<'a> AlterConfigsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for AlterConfigsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterConfigsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("responses", &self.responses())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterConfigsResourceResponse: one result for each resource.
 #[derive(Clone, Copy)]
 pub struct AlterConfigsResourceResponseView<'a> {
@@ -620,17 +461,9 @@ pub struct AlterConfigsResourceResponseView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterConfigsResourceResponseView { error_code, error_message, resource_type, resource_name });
+
 impl<'a> AlterConfigsResourceResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterConfigsResourceResponse::error_code`](AlterConfigsResourceResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -659,33 +492,19 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(2, "AlterConfigsResourceResponse.ErrorCode")?;
-        r.check_nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
-        r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(2, "AlterConfigsResourceResponse.ErrorCode")?;
+        r.check_nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?;
+        r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
+        r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
+        if ver.flexible {
+            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -701,16 +520,5 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AlterConfigsResourceResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterConfigsResourceResponseView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("resource_type", &self.resource_type())
-            .field("resource_name", &self.resource_name())
-            .finish()
     }
 }

@@ -96,25 +96,7 @@ impl<'a> Default for BrokerState<'a> {
     }
 }
 
-impl Body for AlterPartitionRequest<'_> {
-    const NAME: &'static str = "AlterPartitionRequest";
-    const API_KEY: i16 = 56;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(2, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AlterPartitionRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterPartitionRequest { key: 56, request: true, versions: (2, 3), flexible: (0, i16::MAX) });
 
 impl Encode for AlterPartitionRequest<'_> {
     #[inline]
@@ -166,10 +148,7 @@ impl Encode for AlterPartitionRequestPartitionData<'_> {
         if ver.version == 2 {
             n += encode::array_size(&self.new_isr, ver, "AlterPartitionRequestPartitionData.NewIsr")?;
         } else if !self.new_isr.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AlterPartitionRequestPartitionData.NewIsr",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AlterPartitionRequestPartitionData.NewIsr", ver));
         }
         if ver.version == 3 {
             n += encode::array_size(
@@ -178,10 +157,7 @@ impl Encode for AlterPartitionRequestPartitionData<'_> {
                 "AlterPartitionRequestPartitionData.NewIsrWithEpochs",
             )?;
         } else if !self.new_isr_with_epochs.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AlterPartitionRequestPartitionData.NewIsrWithEpochs",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("AlterPartitionRequestPartitionData.NewIsrWithEpochs", ver));
         }
         n += wire::raw_tagged_fields_size(
             &self.unknown_tagged_fields,
@@ -239,31 +215,10 @@ pub struct AlterPartitionRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterPartitionRequestView, AlterPartitionRequest, at);
+view_common!(AlterPartitionRequestView { broker_id, broker_epoch, topics });
+
 impl<'a> AlterPartitionRequestView<'a> {
-    /// Checks `bytes` as a AlterPartitionRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterPartitionRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AlterPartitionRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterPartitionRequest::broker_id`](AlterPartitionRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
@@ -299,16 +254,6 @@ impl<'a> AlterPartitionRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AlterPartitionRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterPartitionRequestView")
-            .field("broker_id", &self.broker_id())
-            .field("broker_epoch", &self.broker_epoch())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterPartitionRequestTopicData: topics with partitions whose ISR changes.
 #[derive(Clone, Copy)]
 pub struct AlterPartitionRequestTopicDataView<'a> {
@@ -318,17 +263,9 @@ pub struct AlterPartitionRequestTopicDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AlterPartitionRequestTopicDataView { topic_id, partitions });
+
 impl<'a> AlterPartitionRequestTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterPartitionRequestTopicData::topic_id`](AlterPartitionRequestTopicData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -345,32 +282,19 @@ impl<'a> AlterPartitionRequestTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterPartitionRequestTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AlterPartitionRequestTopicData.TopicId")?;
         view::check_array::<AlterPartitionRequestPartitionDataView<'a>>(
             r,
             ver,
             "AlterPartitionRequestTopicData.Partitions",
         )?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("AlterPartitionRequestTopicData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterPartitionRequestTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -384,15 +308,6 @@ impl<'a> ElementImpl<'a> for AlterPartitionRequestTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for AlterPartitionRequestTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterPartitionRequestTopicDataView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterPartitionRequestPartitionData: partitions of this topic whose ISR changes.
 #[derive(Clone, Copy)]
 pub struct AlterPartitionRequestPartitionDataView<'a> {
@@ -402,17 +317,16 @@ pub struct AlterPartitionRequestPartitionDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterPartitionRequestPartitionDataView {
+    partition_index,
+    leader_epoch,
+    new_isr,
+    new_isr_with_epochs,
+    leader_recovery_state,
+    partition_epoch
+});
+
 impl<'a> AlterPartitionRequestPartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterPartitionRequestPartitionData::partition_index`](AlterPartitionRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -457,11 +371,11 @@ impl<'a> AlterPartitionRequestPartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 5, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterPartitionRequestPartitionDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             8,
             &[
@@ -472,7 +386,6 @@ impl<'a> AlterPartitionRequestPartitionDataView<'a> {
         if ver.version == 2 {
             view::check_array::<i32>(r, ver, "AlterPartitionRequestPartitionData.NewIsr")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 3 {
             view::check_array::<BrokerStateView<'a>>(
                 r,
@@ -480,7 +393,6 @@ impl<'a> AlterPartitionRequestPartitionDataView<'a> {
                 "AlterPartitionRequestPartitionData.NewIsrWithEpochs",
             )?;
         }
-        at[1] = (r.pos() - start) as u32;
         r.run(
             5,
             &[
@@ -489,19 +401,7 @@ impl<'a> AlterPartitionRequestPartitionDataView<'a> {
             ],
         )?;
         r.tagged_fields("AlterPartitionRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterPartitionRequestPartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -522,19 +422,6 @@ impl<'a> ElementImpl<'a> for AlterPartitionRequestPartitionDataView<'a> {
     }
 }
 
-impl fmt::Debug for AlterPartitionRequestPartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterPartitionRequestPartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("new_isr", &self.new_isr())
-            .field("new_isr_with_epochs", &self.new_isr_with_epochs())
-            .field("leader_recovery_state", &self.leader_recovery_state())
-            .field("partition_epoch", &self.partition_epoch())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a BrokerState: brokers of the proposed ISR, each with its registration epoch.
 #[derive(Clone, Copy)]
 pub struct BrokerStateView<'a> {
@@ -542,17 +429,9 @@ pub struct BrokerStateView<'a> {
     ver: Ver,
 }
 
+view_common!(BrokerStateView { broker_id, broker_epoch });
+
 impl<'a> BrokerStateView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BrokerState::broker_id`](BrokerState#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
@@ -569,13 +448,6 @@ impl<'a> BrokerStateView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(12, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(12, &[("BrokerState.BrokerId", 4), ("BrokerState.BrokerEpoch", 8)])?;
-        r.fixed_struct_tagged_fields("BrokerState._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for BrokerStateView<'a> {
@@ -585,23 +457,16 @@ impl<'a> ElementImpl<'a> for BrokerStateView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(12, &[("BrokerState.BrokerId", 4), ("BrokerState.BrokerEpoch", 8)])?;
+        r.fixed_struct_tagged_fields("BrokerState._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for BrokerStateView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BrokerStateView")
-            .field("broker_id", &self.broker_id())
-            .field("broker_epoch", &self.broker_epoch())
-            .finish()
     }
 }
 
@@ -658,25 +523,7 @@ pub struct AlterPartitionResponsePartitionData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AlterPartitionResponse<'_> {
-    const NAME: &'static str = "AlterPartitionResponse";
-    const API_KEY: i16 = 56;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(2, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AlterPartitionResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterPartitionResponse { key: 56, request: false, versions: (2, 3), flexible: (0, i16::MAX) });
 
 impl Encode for AlterPartitionResponse<'_> {
     #[inline]
@@ -761,31 +608,10 @@ pub struct AlterPartitionResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterPartitionResponseView, AlterPartitionResponse, at);
+view_common!(AlterPartitionResponseView { throttle_time_ms, error_code, topics });
+
 impl<'a> AlterPartitionResponseView<'a> {
-    /// Checks `bytes` as a AlterPartitionResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterPartitionResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<AlterPartitionResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterPartitionResponse::throttle_time_ms`](AlterPartitionResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -825,16 +651,6 @@ impl<'a> AlterPartitionResponseView<'a> {
     }
 }
 
-impl fmt::Debug for AlterPartitionResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterPartitionResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterPartitionResponseTopicData: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct AlterPartitionResponseTopicDataView<'a> {
@@ -844,17 +660,9 @@ pub struct AlterPartitionResponseTopicDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AlterPartitionResponseTopicDataView { topic_id, partitions });
+
 impl<'a> AlterPartitionResponseTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterPartitionResponseTopicData::topic_id`](AlterPartitionResponseTopicData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -871,32 +679,19 @@ impl<'a> AlterPartitionResponseTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterPartitionResponseTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AlterPartitionResponseTopicData.TopicId")?;
         view::check_array::<AlterPartitionResponsePartitionDataView<'a>>(
             r,
             ver,
             "AlterPartitionResponseTopicData.Partitions",
         )?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("AlterPartitionResponseTopicData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterPartitionResponseTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -910,15 +705,6 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponseTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for AlterPartitionResponseTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterPartitionResponseTopicDataView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterPartitionResponsePartitionData: one result for each partition in the request.
 #[derive(Clone, Copy)]
 pub struct AlterPartitionResponsePartitionDataView<'a> {
@@ -928,17 +714,17 @@ pub struct AlterPartitionResponsePartitionDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AlterPartitionResponsePartitionDataView {
+    partition_index,
+    error_code,
+    leader_id,
+    leader_epoch,
+    isr,
+    leader_recovery_state,
+    partition_epoch
+});
+
 impl<'a> AlterPartitionResponsePartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterPartitionResponsePartitionData::partition_index`](AlterPartitionResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -985,11 +771,11 @@ impl<'a> AlterPartitionResponsePartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 5, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             14,
             &[
@@ -1000,7 +786,6 @@ impl<'a> AlterPartitionResponsePartitionDataView<'a> {
             ],
         )?;
         view::check_array::<i32>(r, ver, "AlterPartitionResponsePartitionData.Isr")?;
-        at[0] = (r.pos() - start) as u32;
         r.run(
             5,
             &[
@@ -1009,19 +794,7 @@ impl<'a> AlterPartitionResponsePartitionDataView<'a> {
             ],
         )?;
         r.tagged_fields("AlterPartitionResponsePartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1033,19 +806,5 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
         p += 5;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AlterPartitionResponsePartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterPartitionResponsePartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("isr", &self.isr())
-            .field("leader_recovery_state", &self.leader_recovery_state())
-            .field("partition_epoch", &self.partition_epoch())
-            .finish()
     }
 }

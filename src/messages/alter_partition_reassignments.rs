@@ -65,25 +65,12 @@ pub struct ReassignablePartition<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AlterPartitionReassignmentsRequest<'_> {
-    const NAME: &'static str = "AlterPartitionReassignmentsRequest";
-    const API_KEY: i16 = 45;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AlterPartitionReassignmentsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterPartitionReassignmentsRequest {
+    key: 45,
+    request: true,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for AlterPartitionReassignmentsRequest<'_> {
     #[inline]
@@ -92,10 +79,10 @@ impl Encode for AlterPartitionReassignmentsRequest<'_> {
         if ver.version == 1 {
             n += 1;
         } else if !self.allow_replication_factor_change {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "AlterPartitionReassignmentsRequest.AllowReplicationFactorChange",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version(
+                "AlterPartitionReassignmentsRequest.AllowReplicationFactorChange",
+                ver,
+            ));
         }
         n += encode::array_size(&self.topics, ver, "AlterPartitionReassignmentsRequest.Topics")?;
         n += wire::raw_tagged_fields_size(
@@ -165,32 +152,10 @@ pub struct AlterPartitionReassignmentsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterPartitionReassignmentsRequestView, AlterPartitionReassignmentsRequest, at);
+view_common!(AlterPartitionReassignmentsRequestView { timeout_ms, allow_replication_factor_change, topics });
+
 impl<'a> AlterPartitionReassignmentsRequestView<'a> {
-    /// Checks `bytes` as a AlterPartitionReassignmentsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterPartitionReassignmentsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AlterPartitionReassignmentsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterPartitionReassignmentsRequest::timeout_ms`](AlterPartitionReassignmentsRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
@@ -229,16 +194,6 @@ impl<'a> AlterPartitionReassignmentsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AlterPartitionReassignmentsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterPartitionReassignmentsRequestView")
-            .field("timeout_ms", &self.timeout_ms())
-            .field("allow_replication_factor_change", &self.allow_replication_factor_change())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReassignableTopic: topics with partitions to move.
 #[derive(Clone, Copy)]
 pub struct ReassignableTopicView<'a> {
@@ -248,17 +203,9 @@ pub struct ReassignableTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ReassignableTopicView { name, partitions });
+
 impl<'a> ReassignableTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReassignableTopic::name`](ReassignableTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -275,29 +222,15 @@ impl<'a> ReassignableTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "ReassignableTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<ReassignablePartitionView<'a>>(r, ver, "ReassignableTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("ReassignableTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReassignableTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "ReassignableTopic.Name")?;
+        view::check_array::<ReassignablePartitionView<'a>>(r, ver, "ReassignableTopic.Partitions")?;
+        r.tagged_fields("ReassignableTopic._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -313,15 +246,6 @@ impl<'a> ElementImpl<'a> for ReassignableTopicView<'a> {
     }
 }
 
-impl fmt::Debug for ReassignableTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReassignableTopicView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReassignablePartition: partitions of this topic to move.
 #[derive(Clone, Copy)]
 pub struct ReassignablePartitionView<'a> {
@@ -331,17 +255,9 @@ pub struct ReassignablePartitionView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ReassignablePartitionView { partition_index, replicas });
+
 impl<'a> ReassignablePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReassignablePartition::partition_index`](ReassignablePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -358,28 +274,15 @@ impl<'a> ReassignablePartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "ReassignablePartition.PartitionIndex")?;
-        view::check_nullable_array::<i32>(r, ver, "ReassignablePartition.Replicas")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ReassignablePartition._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "ReassignablePartition.PartitionIndex")?;
+        view::check_nullable_array::<i32>(r, ver, "ReassignablePartition.Replicas")?;
+        r.tagged_fields("ReassignablePartition._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -390,15 +293,6 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ReassignablePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReassignablePartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("replicas", &self.replicas())
-            .finish()
     }
 }
 
@@ -477,25 +371,12 @@ impl<'a> Default for ReassignablePartitionResponse<'a> {
     }
 }
 
-impl Body for AlterPartitionReassignmentsResponse<'_> {
-    const NAME: &'static str = "AlterPartitionReassignmentsResponse";
-    const API_KEY: i16 = 45;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AlterPartitionReassignmentsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterPartitionReassignmentsResponse {
+    key: 45,
+    request: false,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for AlterPartitionReassignmentsResponse<'_> {
     #[inline]
@@ -587,32 +468,16 @@ pub struct AlterPartitionReassignmentsResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(AlterPartitionReassignmentsResponseView, AlterPartitionReassignmentsResponse, at);
+view_common!(AlterPartitionReassignmentsResponseView {
+    throttle_time_ms,
+    allow_replication_factor_change,
+    error_code,
+    error_message,
+    responses
+});
+
 impl<'a> AlterPartitionReassignmentsResponseView<'a> {
-    /// Checks `bytes` as a AlterPartitionReassignmentsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterPartitionReassignmentsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AlterPartitionReassignmentsResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterPartitionReassignmentsResponse::throttle_time_ms`](AlterPartitionReassignmentsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -670,18 +535,6 @@ impl<'a> AlterPartitionReassignmentsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for AlterPartitionReassignmentsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterPartitionReassignmentsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("allow_replication_factor_change", &self.allow_replication_factor_change())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("responses", &self.responses())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReassignableTopicResponse: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct ReassignableTopicResponseView<'a> {
@@ -691,17 +544,9 @@ pub struct ReassignableTopicResponseView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ReassignableTopicResponseView { name, partitions });
+
 impl<'a> ReassignableTopicResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReassignableTopicResponse::name`](ReassignableTopicResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -718,33 +563,19 @@ impl<'a> ReassignableTopicResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for ReassignableTopicResponseView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ReassignableTopicResponse.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<ReassignablePartitionResponseView<'a>>(
             r,
             ver,
             "ReassignableTopicResponse.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("ReassignableTopicResponse._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for ReassignableTopicResponseView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -760,15 +591,6 @@ impl<'a> ElementImpl<'a> for ReassignableTopicResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ReassignableTopicResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReassignableTopicResponseView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReassignablePartitionResponse: one result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct ReassignablePartitionResponseView<'a> {
@@ -778,17 +600,9 @@ pub struct ReassignablePartitionResponseView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ReassignablePartitionResponseView { partition_index, error_code, error_message });
+
 impl<'a> ReassignablePartitionResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReassignablePartitionResponse::partition_index`](ReassignablePartitionResponse#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -811,11 +625,11 @@ impl<'a> ReassignablePartitionResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             6,
             &[
@@ -824,21 +638,8 @@ impl<'a> ReassignablePartitionResponseView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "ReassignablePartitionResponse.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("ReassignablePartitionResponse._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -849,15 +650,5 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ReassignablePartitionResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReassignablePartitionResponseView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

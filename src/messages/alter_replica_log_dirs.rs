@@ -48,25 +48,7 @@ pub struct AlterReplicaLogDirTopic<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AlterReplicaLogDirsRequest<'_> {
-    const NAME: &'static str = "AlterReplicaLogDirsRequest";
-    const API_KEY: i16 = 34;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl AlterReplicaLogDirsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterReplicaLogDirsRequest { key: 34, request: true, versions: (1, 2), flexible: (2, i16::MAX) });
 
 impl Encode for AlterReplicaLogDirsRequest<'_> {
     #[inline]
@@ -152,32 +134,10 @@ pub struct AlterReplicaLogDirsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterReplicaLogDirsRequestView, AlterReplicaLogDirsRequest, at);
+view_common!(AlterReplicaLogDirsRequestView { dirs });
+
 impl<'a> AlterReplicaLogDirsRequestView<'a> {
-    /// Checks `bytes` as a AlterReplicaLogDirsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterReplicaLogDirsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AlterReplicaLogDirsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterReplicaLogDirsRequest::dirs`](AlterReplicaLogDirsRequest#structfield.dirs).
     #[inline]
     pub fn dirs(&self) -> ArrayView<'a, AlterReplicaLogDirView<'a>> {
@@ -202,12 +162,6 @@ impl<'a> AlterReplicaLogDirsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AlterReplicaLogDirsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterReplicaLogDirsRequestView").field("dirs", &self.dirs()).finish()
-    }
-}
-
 /// A zero-copy view of a AlterReplicaLogDir: target log directories with the replicas to move into each.
 #[derive(Clone, Copy)]
 pub struct AlterReplicaLogDirView<'a> {
@@ -217,17 +171,9 @@ pub struct AlterReplicaLogDirView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterReplicaLogDirView { path, topics });
+
 impl<'a> AlterReplicaLogDirView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterReplicaLogDir::path`](AlterReplicaLogDir#structfield.path).
     #[inline]
     pub fn path(&self) -> &'a str {
@@ -244,31 +190,17 @@ impl<'a> AlterReplicaLogDirView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "AlterReplicaLogDir.Path")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<AlterReplicaLogDirTopicView<'a>>(r, ver, "AlterReplicaLogDir.Topics")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDir._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AlterReplicaLogDirView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "AlterReplicaLogDir.Path")?;
+        view::check_array::<AlterReplicaLogDirTopicView<'a>>(r, ver, "AlterReplicaLogDir.Topics")?;
+        if ver.flexible {
+            r.tagged_fields("AlterReplicaLogDir._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -286,15 +218,6 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirView<'a> {
     }
 }
 
-impl fmt::Debug for AlterReplicaLogDirView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterReplicaLogDirView")
-            .field("path", &self.path())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterReplicaLogDirTopic: replicas to move there, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct AlterReplicaLogDirTopicView<'a> {
@@ -304,17 +227,9 @@ pub struct AlterReplicaLogDirTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterReplicaLogDirTopicView { name, partitions });
+
 impl<'a> AlterReplicaLogDirTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterReplicaLogDirTopic::name`](AlterReplicaLogDirTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -331,31 +246,17 @@ impl<'a> AlterReplicaLogDirTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "AlterReplicaLogDirTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "AlterReplicaLogDirTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDirTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "AlterReplicaLogDirTopic.Name")?;
+        view::check_array::<i32>(r, ver, "AlterReplicaLogDirTopic.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("AlterReplicaLogDirTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -370,15 +271,6 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AlterReplicaLogDirTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterReplicaLogDirTopicView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }
 
@@ -422,25 +314,12 @@ pub struct AlterReplicaLogDirPartitionResult<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AlterReplicaLogDirsResponse<'_> {
-    const NAME: &'static str = "AlterReplicaLogDirsResponse";
-    const API_KEY: i16 = 34;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl AlterReplicaLogDirsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterReplicaLogDirsResponse {
+    key: 34,
+    request: false,
+    versions: (1, 2),
+    flexible: (2, i16::MAX)
+});
 
 impl Encode for AlterReplicaLogDirsResponse<'_> {
     #[inline]
@@ -536,32 +415,10 @@ pub struct AlterReplicaLogDirsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterReplicaLogDirsResponseView, AlterReplicaLogDirsResponse, at);
+view_common!(AlterReplicaLogDirsResponseView { throttle_time_ms, results });
+
 impl<'a> AlterReplicaLogDirsResponseView<'a> {
-    /// Checks `bytes` as a AlterReplicaLogDirsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterReplicaLogDirsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AlterReplicaLogDirsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterReplicaLogDirsResponse::throttle_time_ms`](AlterReplicaLogDirsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -597,15 +454,6 @@ impl<'a> AlterReplicaLogDirsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for AlterReplicaLogDirsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterReplicaLogDirsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("results", &self.results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterReplicaLogDirTopicResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct AlterReplicaLogDirTopicResultView<'a> {
@@ -615,17 +463,9 @@ pub struct AlterReplicaLogDirTopicResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterReplicaLogDirTopicResultView { topic_name, partitions });
+
 impl<'a> AlterReplicaLogDirTopicResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterReplicaLogDirTopicResult::topic_name`](AlterReplicaLogDirTopicResult#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -642,35 +482,21 @@ impl<'a> AlterReplicaLogDirTopicResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "AlterReplicaLogDirTopicResult.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<AlterReplicaLogDirPartitionResultView<'a>>(
             r,
             ver,
             "AlterReplicaLogDirTopicResult.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -688,15 +514,6 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
     }
 }
 
-impl fmt::Debug for AlterReplicaLogDirTopicResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterReplicaLogDirTopicResultView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterReplicaLogDirPartitionResult: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct AlterReplicaLogDirPartitionResultView<'a> {
@@ -704,17 +521,9 @@ pub struct AlterReplicaLogDirPartitionResultView<'a> {
     ver: Ver,
 }
 
+view_common!(AlterReplicaLogDirPartitionResultView { partition_index, error_code });
+
 impl<'a> AlterReplicaLogDirPartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterReplicaLogDirPartitionResult::partition_index`](AlterReplicaLogDirPartitionResult#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -731,9 +540,16 @@ impl<'a> AlterReplicaLogDirPartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for AlterReplicaLogDirPartitionResultView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 2 { Layout::Tagged(6) } else { Layout::Fixed(6) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             6,
             &[
@@ -746,33 +562,12 @@ impl<'a> AlterReplicaLogDirPartitionResultView<'a> {
                 Ok(false)
             })?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterReplicaLogDirPartitionResultView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 2 { Layout::Tagged(6) } else { Layout::Fixed(6) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for AlterReplicaLogDirPartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterReplicaLogDirPartitionResultView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

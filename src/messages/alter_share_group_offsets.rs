@@ -50,25 +50,12 @@ pub struct AlterShareGroupOffsetsRequestPartition<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AlterShareGroupOffsetsRequest<'_> {
-    const NAME: &'static str = "AlterShareGroupOffsetsRequest";
-    const API_KEY: i16 = 91;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AlterShareGroupOffsetsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterShareGroupOffsetsRequest {
+    key: 91,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for AlterShareGroupOffsetsRequest<'_> {
     #[inline]
@@ -144,32 +131,10 @@ pub struct AlterShareGroupOffsetsRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(AlterShareGroupOffsetsRequestView, AlterShareGroupOffsetsRequest, at);
+view_common!(AlterShareGroupOffsetsRequestView { group_id, topics });
+
 impl<'a> AlterShareGroupOffsetsRequestView<'a> {
-    /// Checks `bytes` as a AlterShareGroupOffsetsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterShareGroupOffsetsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AlterShareGroupOffsetsRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterShareGroupOffsetsRequest::group_id`](AlterShareGroupOffsetsRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -204,15 +169,6 @@ impl<'a> AlterShareGroupOffsetsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AlterShareGroupOffsetsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterShareGroupOffsetsRequestView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterShareGroupOffsetsRequestTopic: topics whose start offsets to set.
 #[derive(Clone, Copy)]
 pub struct AlterShareGroupOffsetsRequestTopicView<'a> {
@@ -222,17 +178,9 @@ pub struct AlterShareGroupOffsetsRequestTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterShareGroupOffsetsRequestTopicView { topic_name, partitions });
+
 impl<'a> AlterShareGroupOffsetsRequestTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterShareGroupOffsetsRequestTopic::topic_name`](AlterShareGroupOffsetsRequestTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -249,33 +197,19 @@ impl<'a> AlterShareGroupOffsetsRequestTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "AlterShareGroupOffsetsRequestTopic.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<AlterShareGroupOffsetsRequestPartitionView<'a>>(
             r,
             ver,
             "AlterShareGroupOffsetsRequestTopic.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("AlterShareGroupOffsetsRequestTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -291,15 +225,6 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestTopicView<'a> {
     }
 }
 
-impl fmt::Debug for AlterShareGroupOffsetsRequestTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterShareGroupOffsetsRequestTopicView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterShareGroupOffsetsRequestPartition: partitions whose start offset to set.
 #[derive(Clone, Copy)]
 pub struct AlterShareGroupOffsetsRequestPartitionView<'a> {
@@ -307,17 +232,9 @@ pub struct AlterShareGroupOffsetsRequestPartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(AlterShareGroupOffsetsRequestPartitionView { partition_index, start_offset });
+
 impl<'a> AlterShareGroupOffsetsRequestPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterShareGroupOffsetsRequestPartition::partition_index`](AlterShareGroupOffsetsRequestPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -334,9 +251,16 @@ impl<'a> AlterShareGroupOffsetsRequestPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(12, &[])
     }
+}
+
+impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestPartitionView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Tagged(12)
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
             &[
@@ -347,34 +271,13 @@ impl<'a> AlterShareGroupOffsetsRequestPartitionView<'a> {
         r.fixed_struct_tagged_fields("AlterShareGroupOffsetsRequestPartition._tagged_fields", |_, _| {
             Ok(false)
         })?;
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestPartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Tagged(12)
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for AlterShareGroupOffsetsRequestPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterShareGroupOffsetsRequestPartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("start_offset", &self.start_offset())
-            .finish()
     }
 }
 
@@ -427,25 +330,12 @@ pub struct AlterShareGroupOffsetsResponsePartition<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AlterShareGroupOffsetsResponse<'_> {
-    const NAME: &'static str = "AlterShareGroupOffsetsResponse";
-    const API_KEY: i16 = 91;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AlterShareGroupOffsetsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterShareGroupOffsetsResponse {
+    key: 91,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for AlterShareGroupOffsetsResponse<'_> {
     #[inline]
@@ -536,32 +426,10 @@ pub struct AlterShareGroupOffsetsResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(AlterShareGroupOffsetsResponseView, AlterShareGroupOffsetsResponse, at);
+view_common!(AlterShareGroupOffsetsResponseView { throttle_time_ms, error_code, error_message, responses });
+
 impl<'a> AlterShareGroupOffsetsResponseView<'a> {
-    /// Checks `bytes` as a AlterShareGroupOffsetsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterShareGroupOffsetsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AlterShareGroupOffsetsResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterShareGroupOffsetsResponse::throttle_time_ms`](AlterShareGroupOffsetsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -615,17 +483,6 @@ impl<'a> AlterShareGroupOffsetsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for AlterShareGroupOffsetsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterShareGroupOffsetsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("responses", &self.responses())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterShareGroupOffsetsResponseTopic: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct AlterShareGroupOffsetsResponseTopicView<'a> {
@@ -635,17 +492,9 @@ pub struct AlterShareGroupOffsetsResponseTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterShareGroupOffsetsResponseTopicView { topic_name, topic_id, partitions });
+
 impl<'a> AlterShareGroupOffsetsResponseTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterShareGroupOffsetsResponseTopic::topic_name`](AlterShareGroupOffsetsResponseTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -668,34 +517,20 @@ impl<'a> AlterShareGroupOffsetsResponseTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponseTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "AlterShareGroupOffsetsResponseTopic.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         r.take(16, "AlterShareGroupOffsetsResponseTopic.TopicId")?;
         view::check_array::<AlterShareGroupOffsetsResponsePartitionView<'a>>(
             r,
             ver,
             "AlterShareGroupOffsetsResponseTopic.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("AlterShareGroupOffsetsResponseTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -712,16 +547,6 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponseTopicView<'a> {
     }
 }
 
-impl fmt::Debug for AlterShareGroupOffsetsResponseTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterShareGroupOffsetsResponseTopicView")
-            .field("topic_name", &self.topic_name())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterShareGroupOffsetsResponsePartition: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct AlterShareGroupOffsetsResponsePartitionView<'a> {
@@ -731,17 +556,9 @@ pub struct AlterShareGroupOffsetsResponsePartitionView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AlterShareGroupOffsetsResponsePartitionView { partition_index, error_code, error_message });
+
 impl<'a> AlterShareGroupOffsetsResponsePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterShareGroupOffsetsResponsePartition::partition_index`](AlterShareGroupOffsetsResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -764,11 +581,11 @@ impl<'a> AlterShareGroupOffsetsResponsePartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponsePartitionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             6,
             &[
@@ -777,21 +594,8 @@ impl<'a> AlterShareGroupOffsetsResponsePartitionView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("AlterShareGroupOffsetsResponsePartition._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponsePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -802,15 +606,5 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponsePartitionView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AlterShareGroupOffsetsResponsePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterShareGroupOffsetsResponsePartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -55,25 +55,12 @@ pub struct ScramCredentialUpsertion<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AlterUserScramCredentialsRequest<'_> {
-    const NAME: &'static str = "AlterUserScramCredentialsRequest";
-    const API_KEY: i16 = 51;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AlterUserScramCredentialsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterUserScramCredentialsRequest {
+    key: 51,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for AlterUserScramCredentialsRequest<'_> {
     #[inline]
@@ -154,32 +141,10 @@ pub struct AlterUserScramCredentialsRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(AlterUserScramCredentialsRequestView, AlterUserScramCredentialsRequest, at);
+view_common!(AlterUserScramCredentialsRequestView { deletions, upsertions });
+
 impl<'a> AlterUserScramCredentialsRequestView<'a> {
-    /// Checks `bytes` as a AlterUserScramCredentialsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterUserScramCredentialsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AlterUserScramCredentialsRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterUserScramCredentialsRequest::deletions`](AlterUserScramCredentialsRequest#structfield.deletions).
     #[inline]
     pub fn deletions(&self) -> ArrayView<'a, ScramCredentialDeletionView<'a>> {
@@ -218,15 +183,6 @@ impl<'a> AlterUserScramCredentialsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AlterUserScramCredentialsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterUserScramCredentialsRequestView")
-            .field("deletions", &self.deletions())
-            .field("upsertions", &self.upsertions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ScramCredentialDeletion: credentials to remove.
 #[derive(Clone, Copy)]
 pub struct ScramCredentialDeletionView<'a> {
@@ -236,17 +192,9 @@ pub struct ScramCredentialDeletionView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ScramCredentialDeletionView { name, mechanism });
+
 impl<'a> ScramCredentialDeletionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ScramCredentialDeletion::name`](ScramCredentialDeletion#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -263,28 +211,15 @@ impl<'a> ScramCredentialDeletionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 1, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "ScramCredentialDeletion.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "ScramCredentialDeletion.Mechanism")?;
-        r.tagged_fields("ScramCredentialDeletion._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ScramCredentialDeletionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "ScramCredentialDeletion.Name")?;
+        r.take(1, "ScramCredentialDeletion.Mechanism")?;
+        r.tagged_fields("ScramCredentialDeletion._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -299,15 +234,6 @@ impl<'a> ElementImpl<'a> for ScramCredentialDeletionView<'a> {
     }
 }
 
-impl fmt::Debug for ScramCredentialDeletionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScramCredentialDeletionView")
-            .field("name", &self.name())
-            .field("mechanism", &self.mechanism())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ScramCredentialUpsertion: credentials to add or replace.
 #[derive(Clone, Copy)]
 pub struct ScramCredentialUpsertionView<'a> {
@@ -317,17 +243,9 @@ pub struct ScramCredentialUpsertionView<'a> {
     at: [u32; 3],
 }
 
+view_common!(ScramCredentialUpsertionView { name, mechanism, iterations, salt, salted_password });
+
 impl<'a> ScramCredentialUpsertionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ScramCredentialUpsertion::name`](ScramCredentialUpsertion#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -362,32 +280,17 @@ impl<'a> ScramCredentialUpsertionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        r.check_str(true, "ScramCredentialUpsertion.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(5, &[("ScramCredentialUpsertion.Mechanism", 1), ("ScramCredentialUpsertion.Iterations", 4)])?;
-        r.bytes(true, "ScramCredentialUpsertion.Salt")?;
-        at[1] = (r.pos() - start) as u32;
-        r.bytes(true, "ScramCredentialUpsertion.SaltedPassword")?;
-        at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("ScramCredentialUpsertion._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ScramCredentialUpsertionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "ScramCredentialUpsertion.Name")?;
+        r.run(5, &[("ScramCredentialUpsertion.Mechanism", 1), ("ScramCredentialUpsertion.Iterations", 4)])?;
+        r.bytes(true, "ScramCredentialUpsertion.Salt")?;
+        r.bytes(true, "ScramCredentialUpsertion.SaltedPassword")?;
+        r.tagged_fields("ScramCredentialUpsertion._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -403,18 +306,6 @@ impl<'a> ElementImpl<'a> for ScramCredentialUpsertionView<'a> {
         at[2] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ScramCredentialUpsertionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScramCredentialUpsertionView")
-            .field("name", &self.name())
-            .field("mechanism", &self.mechanism())
-            .field("iterations", &self.iterations())
-            .field("salt", &self.salt())
-            .field("salted_password", &self.salted_password())
-            .finish()
     }
 }
 
@@ -460,25 +351,12 @@ impl<'a> Default for AlterUserScramCredentialsResult<'a> {
     }
 }
 
-impl Body for AlterUserScramCredentialsResponse<'_> {
-    const NAME: &'static str = "AlterUserScramCredentialsResponse";
-    const API_KEY: i16 = 51;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AlterUserScramCredentialsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AlterUserScramCredentialsResponse {
+    key: 51,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for AlterUserScramCredentialsResponse<'_> {
     #[inline]
@@ -536,32 +414,10 @@ pub struct AlterUserScramCredentialsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AlterUserScramCredentialsResponseView, AlterUserScramCredentialsResponse, at);
+view_common!(AlterUserScramCredentialsResponseView { throttle_time_ms, results });
+
 impl<'a> AlterUserScramCredentialsResponseView<'a> {
-    /// Checks `bytes` as a AlterUserScramCredentialsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AlterUserScramCredentialsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AlterUserScramCredentialsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterUserScramCredentialsResponse::throttle_time_ms`](AlterUserScramCredentialsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -595,15 +451,6 @@ impl<'a> AlterUserScramCredentialsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for AlterUserScramCredentialsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterUserScramCredentialsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("results", &self.results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AlterUserScramCredentialsResult: one result for each user named in the request.
 #[derive(Clone, Copy)]
 pub struct AlterUserScramCredentialsResultView<'a> {
@@ -613,17 +460,9 @@ pub struct AlterUserScramCredentialsResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AlterUserScramCredentialsResultView { user, error_code, error_message });
+
 impl<'a> AlterUserScramCredentialsResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AlterUserScramCredentialsResult::user`](AlterUserScramCredentialsResult#structfield.user).
     #[inline]
     pub fn user(&self) -> &'a str {
@@ -646,30 +485,16 @@ impl<'a> AlterUserScramCredentialsResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "AlterUserScramCredentialsResult.User")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "AlterUserScramCredentialsResult.ErrorCode")?;
-        r.check_nullable_str(true, "AlterUserScramCredentialsResult.ErrorMessage")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("AlterUserScramCredentialsResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AlterUserScramCredentialsResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "AlterUserScramCredentialsResult.User")?;
+        r.take(2, "AlterUserScramCredentialsResult.ErrorCode")?;
+        r.check_nullable_str(true, "AlterUserScramCredentialsResult.ErrorMessage")?;
+        r.tagged_fields("AlterUserScramCredentialsResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -683,15 +508,5 @@ impl<'a> ElementImpl<'a> for AlterUserScramCredentialsResultView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AlterUserScramCredentialsResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AlterUserScramCredentialsResultView")
-            .field("user", &self.user())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -46,25 +46,7 @@ impl<'a> Default for ApiVersionsRequest<'a> {
     }
 }
 
-impl Body for ApiVersionsRequest<'_> {
-    const NAME: &'static str = "ApiVersionsRequest";
-    const API_KEY: i16 = 18;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl ApiVersionsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ApiVersionsRequest { key: 18, request: true, versions: (0, 5), flexible: (3, i16::MAX) });
 
 impl Encode for ApiVersionsRequest<'_> {
     #[inline]
@@ -138,31 +120,10 @@ pub struct ApiVersionsRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(ApiVersionsRequestView, ApiVersionsRequest, at);
+view_common!(ApiVersionsRequestView { client_software_name, client_software_version, cluster_id, node_id });
+
 impl<'a> ApiVersionsRequestView<'a> {
-    /// Checks `bytes` as a ApiVersionsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ApiVersionsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ApiVersionsRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ApiVersionsRequest::client_software_name`](ApiVersionsRequest#structfield.client_software_name).
     #[inline]
     pub fn client_software_name(&self) -> &'a str {
@@ -223,17 +184,6 @@ impl<'a> ApiVersionsRequestView<'a> {
             r.tagged_fields("ApiVersionsRequest._tagged_fields", |_, _| Ok(false))?;
         }
         Ok(at)
-    }
-}
-
-impl fmt::Debug for ApiVersionsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApiVersionsRequestView")
-            .field("client_software_name", &self.client_software_name())
-            .field("client_software_version", &self.client_software_version())
-            .field("cluster_id", &self.cluster_id())
-            .field("node_id", &self.node_id())
-            .finish()
     }
 }
 
@@ -329,25 +279,7 @@ pub struct FinalizedFeatureKey<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ApiVersionsResponse<'_> {
-    const NAME: &'static str = "ApiVersionsResponse";
-    const API_KEY: i16 = 18;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl ApiVersionsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ApiVersionsResponse { key: 18, request: false, versions: (0, 5), flexible: (3, i16::MAX) });
 
 impl Encode for ApiVersionsResponse<'_> {
     #[inline]
@@ -537,31 +469,18 @@ pub struct ApiVersionsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ApiVersionsResponseView, ApiVersionsResponse, at);
+view_common!(ApiVersionsResponseView {
+    error_code,
+    api_keys,
+    throttle_time_ms,
+    supported_features,
+    finalized_features_epoch,
+    finalized_features,
+    zk_migration_ready
+});
+
 impl<'a> ApiVersionsResponseView<'a> {
-    /// Checks `bytes` as a ApiVersionsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ApiVersionsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ApiVersionsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ApiVersionsResponse::error_code`](ApiVersionsResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -675,20 +594,6 @@ impl<'a> ApiVersionsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ApiVersionsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApiVersionsResponseView")
-            .field("error_code", &self.error_code())
-            .field("api_keys", &self.api_keys())
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("supported_features", &self.supported_features())
-            .field("finalized_features_epoch", &self.finalized_features_epoch())
-            .field("finalized_features", &self.finalized_features())
-            .field("zk_migration_ready", &self.zk_migration_ready())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ApiVersion: one entry for each API the broker accepts.
 #[derive(Clone, Copy)]
 pub struct ApiVersionView<'a> {
@@ -696,17 +601,9 @@ pub struct ApiVersionView<'a> {
     ver: Ver,
 }
 
+view_common!(ApiVersionView { api_key, min_version, max_version });
+
 impl<'a> ApiVersionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ApiVersion::api_key`](ApiVersion#structfield.api_key).
     #[inline]
     pub fn api_key(&self) -> i16 {
@@ -729,15 +626,6 @@ impl<'a> ApiVersionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(6, &[("ApiVersion.ApiKey", 2), ("ApiVersion.MinVersion", 2), ("ApiVersion.MaxVersion", 2)])?;
-        if ver.flexible {
-            r.fixed_struct_tagged_fields("ApiVersion._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for ApiVersionView<'a> {
@@ -748,23 +636,17 @@ impl<'a> ElementImpl<'a> for ApiVersionView<'a> {
 
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(6, &[("ApiVersion.ApiKey", 2), ("ApiVersion.MinVersion", 2), ("ApiVersion.MaxVersion", 2)])?;
+        if ver.flexible {
+            r.fixed_struct_tagged_fields("ApiVersion._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for ApiVersionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApiVersionView")
-            .field("api_key", &self.api_key())
-            .field("min_version", &self.min_version())
-            .field("max_version", &self.max_version())
-            .finish()
     }
 }
 
@@ -777,17 +659,9 @@ pub struct SupportedFeatureKeyView<'a> {
     at: [u32; 1],
 }
 
+view_common!(SupportedFeatureKeyView { name, min_version, max_version });
+
 impl<'a> SupportedFeatureKeyView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`SupportedFeatureKey::name`](SupportedFeatureKey#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -810,28 +684,15 @@ impl<'a> SupportedFeatureKeyView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "SupportedFeatureKey.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(4, &[("SupportedFeatureKey.MinVersion", 2), ("SupportedFeatureKey.MaxVersion", 2)])?;
-        r.tagged_fields("SupportedFeatureKey._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for SupportedFeatureKeyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "SupportedFeatureKey.Name")?;
+        r.run(4, &[("SupportedFeatureKey.MinVersion", 2), ("SupportedFeatureKey.MaxVersion", 2)])?;
+        r.tagged_fields("SupportedFeatureKey._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -846,16 +707,6 @@ impl<'a> ElementImpl<'a> for SupportedFeatureKeyView<'a> {
     }
 }
 
-impl fmt::Debug for SupportedFeatureKeyView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SupportedFeatureKeyView")
-            .field("name", &self.name())
-            .field("min_version", &self.min_version())
-            .field("max_version", &self.max_version())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FinalizedFeatureKey: feature version levels finalized for the whole cluster; only meaningful when FinalizedFeaturesEpoch is 0 or greater.
 #[derive(Clone, Copy)]
 pub struct FinalizedFeatureKeyView<'a> {
@@ -865,17 +716,9 @@ pub struct FinalizedFeatureKeyView<'a> {
     at: [u32; 1],
 }
 
+view_common!(FinalizedFeatureKeyView { name, max_version_level, min_version_level });
+
 impl<'a> FinalizedFeatureKeyView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FinalizedFeatureKey::name`](FinalizedFeatureKey#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -898,28 +741,15 @@ impl<'a> FinalizedFeatureKeyView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "FinalizedFeatureKey.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(4, &[("FinalizedFeatureKey.MaxVersionLevel", 2), ("FinalizedFeatureKey.MinVersionLevel", 2)])?;
-        r.tagged_fields("FinalizedFeatureKey._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for FinalizedFeatureKeyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "FinalizedFeatureKey.Name")?;
+        r.run(4, &[("FinalizedFeatureKey.MaxVersionLevel", 2), ("FinalizedFeatureKey.MinVersionLevel", 2)])?;
+        r.tagged_fields("FinalizedFeatureKey._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -931,15 +761,5 @@ impl<'a> ElementImpl<'a> for FinalizedFeatureKeyView<'a> {
         p += 4;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for FinalizedFeatureKeyView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FinalizedFeatureKeyView")
-            .field("name", &self.name())
-            .field("max_version_level", &self.max_version_level())
-            .field("min_version_level", &self.min_version_level())
-            .finish()
     }
 }

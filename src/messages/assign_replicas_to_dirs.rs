@@ -77,25 +77,7 @@ pub struct AssignReplicasToDirsRequestPartitionData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AssignReplicasToDirsRequest<'_> {
-    const NAME: &'static str = "AssignReplicasToDirsRequest";
-    const API_KEY: i16 = 73;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AssignReplicasToDirsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AssignReplicasToDirsRequest { key: 73, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for AssignReplicasToDirsRequest<'_> {
     #[inline]
@@ -189,32 +171,10 @@ pub struct AssignReplicasToDirsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AssignReplicasToDirsRequestView, AssignReplicasToDirsRequest, at);
+view_common!(AssignReplicasToDirsRequestView { broker_id, broker_epoch, directories });
+
 impl<'a> AssignReplicasToDirsRequestView<'a> {
-    /// Checks `bytes` as a AssignReplicasToDirsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AssignReplicasToDirsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AssignReplicasToDirsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AssignReplicasToDirsRequest::broker_id`](AssignReplicasToDirsRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
@@ -257,16 +217,6 @@ impl<'a> AssignReplicasToDirsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for AssignReplicasToDirsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignReplicasToDirsRequestView")
-            .field("broker_id", &self.broker_id())
-            .field("broker_epoch", &self.broker_epoch())
-            .field("directories", &self.directories())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AssignReplicasToDirsRequestDirectoryData: one entry for each log directory.
 #[derive(Clone, Copy)]
 pub struct AssignReplicasToDirsRequestDirectoryDataView<'a> {
@@ -276,17 +226,9 @@ pub struct AssignReplicasToDirsRequestDirectoryDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AssignReplicasToDirsRequestDirectoryDataView { id, topics });
+
 impl<'a> AssignReplicasToDirsRequestDirectoryDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AssignReplicasToDirsRequestDirectoryData::id`](AssignReplicasToDirsRequestDirectoryData#structfield.id).
     #[inline]
     pub fn id(&self) -> Uuid {
@@ -303,32 +245,19 @@ impl<'a> AssignReplicasToDirsRequestDirectoryDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestDirectoryDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AssignReplicasToDirsRequestDirectoryData.Id")?;
         view::check_array::<AssignReplicasToDirsRequestTopicDataView<'a>>(
             r,
             ver,
             "AssignReplicasToDirsRequestDirectoryData.Topics",
         )?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("AssignReplicasToDirsRequestDirectoryData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestDirectoryDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -342,15 +271,6 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestDirectoryDataView<'a> {
     }
 }
 
-impl fmt::Debug for AssignReplicasToDirsRequestDirectoryDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignReplicasToDirsRequestDirectoryDataView")
-            .field("id", &self.id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AssignReplicasToDirsRequestTopicData: topics with replicas in this directory.
 #[derive(Clone, Copy)]
 pub struct AssignReplicasToDirsRequestTopicDataView<'a> {
@@ -360,17 +280,9 @@ pub struct AssignReplicasToDirsRequestTopicDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AssignReplicasToDirsRequestTopicDataView { topic_id, partitions });
+
 impl<'a> AssignReplicasToDirsRequestTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AssignReplicasToDirsRequestTopicData::topic_id`](AssignReplicasToDirsRequestTopicData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -387,32 +299,19 @@ impl<'a> AssignReplicasToDirsRequestTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AssignReplicasToDirsRequestTopicData.TopicId")?;
         view::check_array::<AssignReplicasToDirsRequestPartitionDataView<'a>>(
             r,
             ver,
             "AssignReplicasToDirsRequestTopicData.Partitions",
         )?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("AssignReplicasToDirsRequestTopicData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -426,15 +325,6 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for AssignReplicasToDirsRequestTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignReplicasToDirsRequestTopicDataView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AssignReplicasToDirsRequestPartitionData: partitions of this topic in this directory.
 #[derive(Clone, Copy)]
 pub struct AssignReplicasToDirsRequestPartitionDataView<'a> {
@@ -442,17 +332,9 @@ pub struct AssignReplicasToDirsRequestPartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(AssignReplicasToDirsRequestPartitionDataView { partition_index });
+
 impl<'a> AssignReplicasToDirsRequestPartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AssignReplicasToDirsRequestPartitionData::partition_index`](AssignReplicasToDirsRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -463,15 +345,6 @@ impl<'a> AssignReplicasToDirsRequestPartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.take(4, "AssignReplicasToDirsRequestPartitionData.PartitionIndex")?;
-        r.fixed_struct_tagged_fields("AssignReplicasToDirsRequestPartitionData._tagged_fields", |_, _| {
-            Ok(false)
-        })?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestPartitionDataView<'a> {
@@ -481,22 +354,18 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestPartitionDataView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "AssignReplicasToDirsRequestPartitionData.PartitionIndex")?;
+        r.fixed_struct_tagged_fields("AssignReplicasToDirsRequestPartitionData._tagged_fields", |_, _| {
+            Ok(false)
+        })?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for AssignReplicasToDirsRequestPartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignReplicasToDirsRequestPartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .finish()
     }
 }
 
@@ -554,25 +423,12 @@ pub struct AssignReplicasToDirsResponsePartitionData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for AssignReplicasToDirsResponse<'_> {
-    const NAME: &'static str = "AssignReplicasToDirsResponse";
-    const API_KEY: i16 = 73;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl AssignReplicasToDirsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(AssignReplicasToDirsResponse {
+    key: 73,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for AssignReplicasToDirsResponse<'_> {
     #[inline]
@@ -669,32 +525,10 @@ pub struct AssignReplicasToDirsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(AssignReplicasToDirsResponseView, AssignReplicasToDirsResponse, at);
+view_common!(AssignReplicasToDirsResponseView { throttle_time_ms, error_code, directories });
+
 impl<'a> AssignReplicasToDirsResponseView<'a> {
-    /// Checks `bytes` as a AssignReplicasToDirsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "AssignReplicasToDirsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<AssignReplicasToDirsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AssignReplicasToDirsResponse::throttle_time_ms`](AssignReplicasToDirsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -740,16 +574,6 @@ impl<'a> AssignReplicasToDirsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for AssignReplicasToDirsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignReplicasToDirsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("directories", &self.directories())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AssignReplicasToDirsResponseDirectoryData: results grouped by log directory.
 #[derive(Clone, Copy)]
 pub struct AssignReplicasToDirsResponseDirectoryDataView<'a> {
@@ -759,17 +583,9 @@ pub struct AssignReplicasToDirsResponseDirectoryDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AssignReplicasToDirsResponseDirectoryDataView { id, topics });
+
 impl<'a> AssignReplicasToDirsResponseDirectoryDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AssignReplicasToDirsResponseDirectoryData::id`](AssignReplicasToDirsResponseDirectoryData#structfield.id).
     #[inline]
     pub fn id(&self) -> Uuid {
@@ -786,32 +602,19 @@ impl<'a> AssignReplicasToDirsResponseDirectoryDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseDirectoryDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AssignReplicasToDirsResponseDirectoryData.Id")?;
         view::check_array::<AssignReplicasToDirsResponseTopicDataView<'a>>(
             r,
             ver,
             "AssignReplicasToDirsResponseDirectoryData.Topics",
         )?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("AssignReplicasToDirsResponseDirectoryData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseDirectoryDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -825,15 +628,6 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseDirectoryDataView<'a> {
     }
 }
 
-impl fmt::Debug for AssignReplicasToDirsResponseDirectoryDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignReplicasToDirsResponseDirectoryDataView")
-            .field("id", &self.id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AssignReplicasToDirsResponseTopicData: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct AssignReplicasToDirsResponseTopicDataView<'a> {
@@ -843,17 +637,9 @@ pub struct AssignReplicasToDirsResponseTopicDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AssignReplicasToDirsResponseTopicDataView { topic_id, partitions });
+
 impl<'a> AssignReplicasToDirsResponseTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AssignReplicasToDirsResponseTopicData::topic_id`](AssignReplicasToDirsResponseTopicData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -870,32 +656,19 @@ impl<'a> AssignReplicasToDirsResponseTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AssignReplicasToDirsResponseTopicData.TopicId")?;
         view::check_array::<AssignReplicasToDirsResponsePartitionDataView<'a>>(
             r,
             ver,
             "AssignReplicasToDirsResponseTopicData.Partitions",
         )?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("AssignReplicasToDirsResponseTopicData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -909,15 +682,6 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for AssignReplicasToDirsResponseTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignReplicasToDirsResponseTopicDataView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AssignReplicasToDirsResponsePartitionData: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct AssignReplicasToDirsResponsePartitionDataView<'a> {
@@ -925,17 +689,9 @@ pub struct AssignReplicasToDirsResponsePartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(AssignReplicasToDirsResponsePartitionDataView { partition_index, error_code });
+
 impl<'a> AssignReplicasToDirsResponsePartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AssignReplicasToDirsResponsePartitionData::partition_index`](AssignReplicasToDirsResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -952,9 +708,16 @@ impl<'a> AssignReplicasToDirsResponsePartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(6, &[])
     }
+}
+
+impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponsePartitionDataView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Tagged(6)
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             6,
             &[
@@ -965,33 +728,12 @@ impl<'a> AssignReplicasToDirsResponsePartitionDataView<'a> {
         r.fixed_struct_tagged_fields("AssignReplicasToDirsResponsePartitionData._tagged_fields", |_, _| {
             Ok(false)
         })?;
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponsePartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Tagged(6)
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for AssignReplicasToDirsResponsePartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignReplicasToDirsResponsePartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

@@ -88,25 +88,7 @@ pub struct LeaderEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for BeginQuorumEpochRequest<'_> {
-    const NAME: &'static str = "BeginQuorumEpochRequest";
-    const API_KEY: i16 = 53;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl BeginQuorumEpochRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(BeginQuorumEpochRequest { key: 53, request: true, versions: (0, 1), flexible: (1, i16::MAX) });
 
 impl Encode for BeginQuorumEpochRequest<'_> {
     #[inline]
@@ -244,31 +226,10 @@ pub struct BeginQuorumEpochRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(BeginQuorumEpochRequestView, BeginQuorumEpochRequest, at);
+view_common!(BeginQuorumEpochRequestView { cluster_id, voter_id, topics, leader_endpoints });
+
 impl<'a> BeginQuorumEpochRequestView<'a> {
-    /// Checks `bytes` as a BeginQuorumEpochRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "BeginQuorumEpochRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<BeginQuorumEpochRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BeginQuorumEpochRequest::cluster_id`](BeginQuorumEpochRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
@@ -328,17 +289,6 @@ impl<'a> BeginQuorumEpochRequestView<'a> {
     }
 }
 
-impl fmt::Debug for BeginQuorumEpochRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BeginQuorumEpochRequestView")
-            .field("cluster_id", &self.cluster_id())
-            .field("voter_id", &self.voter_id())
-            .field("topics", &self.topics())
-            .field("leader_endpoints", &self.leader_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a BeginQuorumEpochRequestTopicData: topics whose quorum has a new leader; in practice the metadata log.
 #[derive(Clone, Copy)]
 pub struct BeginQuorumEpochRequestTopicDataView<'a> {
@@ -348,17 +298,9 @@ pub struct BeginQuorumEpochRequestTopicDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(BeginQuorumEpochRequestTopicDataView { topic_name, partitions });
+
 impl<'a> BeginQuorumEpochRequestTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BeginQuorumEpochRequestTopicData::topic_name`](BeginQuorumEpochRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -375,35 +317,21 @@ impl<'a> BeginQuorumEpochRequestTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "BeginQuorumEpochRequestTopicData.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<BeginQuorumEpochRequestPartitionDataView<'a>>(
             r,
             ver,
             "BeginQuorumEpochRequestTopicData.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -421,15 +349,6 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for BeginQuorumEpochRequestTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BeginQuorumEpochRequestTopicDataView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a BeginQuorumEpochRequestPartitionData: partitions with a new leader.
 #[derive(Clone, Copy)]
 pub struct BeginQuorumEpochRequestPartitionDataView<'a> {
@@ -437,17 +356,14 @@ pub struct BeginQuorumEpochRequestPartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(BeginQuorumEpochRequestPartitionDataView {
+    partition_index,
+    voter_directory_id,
+    leader_id,
+    leader_epoch
+});
+
 impl<'a> BeginQuorumEpochRequestPartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BeginQuorumEpochRequestPartitionData::partition_index`](BeginQuorumEpochRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -476,9 +392,16 @@ impl<'a> BeginQuorumEpochRequestPartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(28, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestPartitionDataView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 1 { Layout::Tagged(28) } else { Layout::Fixed(12) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "BeginQuorumEpochRequestPartitionData.PartitionIndex")?;
         if ver.version == 1 {
             r.take(16, "BeginQuorumEpochRequestPartitionData.VoterDirectoryId")?;
@@ -495,36 +418,13 @@ impl<'a> BeginQuorumEpochRequestPartitionDataView<'a> {
                 Ok(false)
             })?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestPartitionDataView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 1 { Layout::Tagged(28) } else { Layout::Fixed(12) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, if ver.version >= 1 { 28 } else { 12 }, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for BeginQuorumEpochRequestPartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BeginQuorumEpochRequestPartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("voter_directory_id", &self.voter_directory_id())
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -537,17 +437,9 @@ pub struct LeaderEndpointView<'a> {
     at: [u32; 2],
 }
 
+view_common!(LeaderEndpointView { name, host, port });
+
 impl<'a> LeaderEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`LeaderEndpoint::name`](LeaderEndpoint#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -570,30 +462,16 @@ impl<'a> LeaderEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "LeaderEndpoint.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "LeaderEndpoint.Host")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(2, "LeaderEndpoint.Port")?;
-        r.tagged_fields("LeaderEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "LeaderEndpoint.Name")?;
+        r.check_str(true, "LeaderEndpoint.Host")?;
+        r.take(2, "LeaderEndpoint.Port")?;
+        r.tagged_fields("LeaderEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -607,16 +485,6 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
         p += 2;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for LeaderEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaderEndpointView")
-            .field("name", &self.name())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
     }
 }
 
@@ -680,25 +548,7 @@ pub struct NodeEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for BeginQuorumEpochResponse<'_> {
-    const NAME: &'static str = "BeginQuorumEpochResponse";
-    const API_KEY: i16 = 53;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl BeginQuorumEpochResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(BeginQuorumEpochResponse { key: 53, request: false, versions: (0, 1), flexible: (1, i16::MAX) });
 
 impl Encode for BeginQuorumEpochResponse<'_> {
     #[inline]
@@ -706,10 +556,7 @@ impl Encode for BeginQuorumEpochResponse<'_> {
         let mut n = Size::new(2);
         n += encode::array_size(&self.topics, ver, "BeginQuorumEpochResponse.Topics")?;
         if ver.version == 0 && !self.node_endpoints.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "BeginQuorumEpochResponse.NodeEndpoints",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("BeginQuorumEpochResponse.NodeEndpoints", ver));
         }
         if ver.flexible {
             let mut tags = TaggedSize::new();
@@ -838,31 +685,10 @@ pub struct BeginQuorumEpochResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(BeginQuorumEpochResponseView, BeginQuorumEpochResponse, at);
+view_common!(BeginQuorumEpochResponseView { error_code, topics, node_endpoints });
+
 impl<'a> BeginQuorumEpochResponseView<'a> {
-    /// Checks `bytes` as a BeginQuorumEpochResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "BeginQuorumEpochResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<BeginQuorumEpochResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BeginQuorumEpochResponse::error_code`](BeginQuorumEpochResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -922,16 +748,6 @@ impl<'a> BeginQuorumEpochResponseView<'a> {
     }
 }
 
-impl fmt::Debug for BeginQuorumEpochResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BeginQuorumEpochResponseView")
-            .field("error_code", &self.error_code())
-            .field("topics", &self.topics())
-            .field("node_endpoints", &self.node_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a BeginQuorumEpochResponseTopicData: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct BeginQuorumEpochResponseTopicDataView<'a> {
@@ -941,17 +757,9 @@ pub struct BeginQuorumEpochResponseTopicDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(BeginQuorumEpochResponseTopicDataView { topic_name, partitions });
+
 impl<'a> BeginQuorumEpochResponseTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BeginQuorumEpochResponseTopicData::topic_name`](BeginQuorumEpochResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -968,35 +776,21 @@ impl<'a> BeginQuorumEpochResponseTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "BeginQuorumEpochResponseTopicData.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<BeginQuorumEpochResponsePartitionDataView<'a>>(
             r,
             ver,
             "BeginQuorumEpochResponseTopicData.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1014,15 +808,6 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for BeginQuorumEpochResponseTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BeginQuorumEpochResponseTopicDataView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a BeginQuorumEpochResponsePartitionData: one result for each partition in the request.
 #[derive(Clone, Copy)]
 pub struct BeginQuorumEpochResponsePartitionDataView<'a> {
@@ -1030,17 +815,14 @@ pub struct BeginQuorumEpochResponsePartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(BeginQuorumEpochResponsePartitionDataView {
+    partition_index,
+    error_code,
+    leader_id,
+    leader_epoch
+});
+
 impl<'a> BeginQuorumEpochResponsePartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BeginQuorumEpochResponsePartitionData::partition_index`](BeginQuorumEpochResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -1069,9 +851,16 @@ impl<'a> BeginQuorumEpochResponsePartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(14, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for BeginQuorumEpochResponsePartitionDataView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 1 { Layout::Tagged(14) } else { Layout::Fixed(14) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             14,
             &[
@@ -1086,36 +875,13 @@ impl<'a> BeginQuorumEpochResponsePartitionDataView<'a> {
                 Ok(false)
             })?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for BeginQuorumEpochResponsePartitionDataView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 1 { Layout::Tagged(14) } else { Layout::Fixed(14) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 14, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for BeginQuorumEpochResponsePartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BeginQuorumEpochResponsePartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -1128,17 +894,9 @@ pub struct NodeEndpointView<'a> {
     at: [u32; 1],
 }
 
+view_common!(NodeEndpointView { node_id, host, port });
+
 impl<'a> NodeEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -1161,29 +919,16 @@ impl<'a> NodeEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "NodeEndpoint.NodeId")?;
-        r.check_str(true, "NodeEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "NodeEndpoint.Port")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "NodeEndpoint.NodeId")?;
+        r.check_str(true, "NodeEndpoint.Host")?;
+        r.take(2, "NodeEndpoint.Port")?;
+        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1195,15 +940,5 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p += 2;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for NodeEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeEndpointView")
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
     }
 }

@@ -52,41 +52,17 @@ impl<'a> Default for BrokerHeartbeatRequest<'a> {
     }
 }
 
-impl Body for BrokerHeartbeatRequest<'_> {
-    const NAME: &'static str = "BrokerHeartbeatRequest";
-    const API_KEY: i16 = 63;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl BrokerHeartbeatRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(BrokerHeartbeatRequest { key: 63, request: true, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for BrokerHeartbeatRequest<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(22);
         if ver.version == 0 && !self.offline_log_dirs.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "BrokerHeartbeatRequest.OfflineLogDirs",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("BrokerHeartbeatRequest.OfflineLogDirs", ver));
         }
         if ver.version <= 1 && self.cordoned_log_dirs.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "BrokerHeartbeatRequest.CordonedLogDirs",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("BrokerHeartbeatRequest.CordonedLogDirs", ver));
         }
         let mut tags = TaggedSize::new();
         if ver.version >= 1 && !self.offline_log_dirs.is_empty() {
@@ -163,31 +139,18 @@ pub struct BrokerHeartbeatRequestView<'a> {
     ver: Ver,
 }
 
+body_view!(BrokerHeartbeatRequestView, BrokerHeartbeatRequest);
+view_common!(BrokerHeartbeatRequestView {
+    broker_id,
+    broker_epoch,
+    current_metadata_offset,
+    want_fence,
+    want_shut_down,
+    offline_log_dirs,
+    cordoned_log_dirs
+});
+
 impl<'a> BrokerHeartbeatRequestView<'a> {
-    /// Checks `bytes` as a BrokerHeartbeatRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "BrokerHeartbeatRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<BrokerHeartbeatRequest, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BrokerHeartbeatRequest::broker_id`](BrokerHeartbeatRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
@@ -277,20 +240,6 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
     }
 }
 
-impl fmt::Debug for BrokerHeartbeatRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BrokerHeartbeatRequestView")
-            .field("broker_id", &self.broker_id())
-            .field("broker_epoch", &self.broker_epoch())
-            .field("current_metadata_offset", &self.current_metadata_offset())
-            .field("want_fence", &self.want_fence())
-            .field("want_shut_down", &self.want_shut_down())
-            .field("offline_log_dirs", &self.offline_log_dirs())
-            .field("cordoned_log_dirs", &self.cordoned_log_dirs())
-            .finish()
-    }
-}
-
 /// KRaft: the controller's answer to a broker heartbeat, saying whether the broker is caught
 /// up, fenced or may shut down.
 ///
@@ -327,25 +276,7 @@ impl<'a> Default for BrokerHeartbeatResponse<'a> {
     }
 }
 
-impl Body for BrokerHeartbeatResponse<'_> {
-    const NAME: &'static str = "BrokerHeartbeatResponse";
-    const API_KEY: i16 = 63;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl BrokerHeartbeatResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(BrokerHeartbeatResponse { key: 63, request: false, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for BrokerHeartbeatResponse<'_> {
     #[inline]
@@ -380,31 +311,16 @@ pub struct BrokerHeartbeatResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(BrokerHeartbeatResponseView, BrokerHeartbeatResponse);
+view_common!(BrokerHeartbeatResponseView {
+    throttle_time_ms,
+    error_code,
+    is_caught_up,
+    is_fenced,
+    should_shut_down
+});
+
 impl<'a> BrokerHeartbeatResponseView<'a> {
-    /// Checks `bytes` as a BrokerHeartbeatResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "BrokerHeartbeatResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<BrokerHeartbeatResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BrokerHeartbeatResponse::throttle_time_ms`](BrokerHeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -454,17 +370,5 @@ impl<'a> BrokerHeartbeatResponseView<'a> {
         )?;
         r.fixed_struct_tagged_fields("BrokerHeartbeatResponse._tagged_fields", |_, _| Ok(false))?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for BrokerHeartbeatResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BrokerHeartbeatResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("is_caught_up", &self.is_caught_up())
-            .field("is_fenced", &self.is_fenced())
-            .field("should_shut_down", &self.should_shut_down())
-            .finish()
     }
 }

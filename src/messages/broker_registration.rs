@@ -92,25 +92,7 @@ pub struct Feature<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for BrokerRegistrationRequest<'_> {
-    const NAME: &'static str = "BrokerRegistrationRequest";
-    const API_KEY: i16 = 62;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl BrokerRegistrationRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(BrokerRegistrationRequest { key: 62, request: true, versions: (0, 4), flexible: (0, i16::MAX) });
 
 impl Encode for BrokerRegistrationRequest<'_> {
     #[inline]
@@ -126,10 +108,7 @@ impl Encode for BrokerRegistrationRequest<'_> {
         if ver.version >= 1 {
             n += 1;
         } else if self.is_migrating_zk_broker {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "BrokerRegistrationRequest.IsMigratingZkBroker",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("BrokerRegistrationRequest.IsMigratingZkBroker", ver));
         }
         if ver.version >= 2 {
             n += encode::array_size(&self.log_dirs, ver, "BrokerRegistrationRequest.LogDirs")?;
@@ -218,31 +197,20 @@ pub struct BrokerRegistrationRequestView<'a> {
     at: [u32; 5],
 }
 
+body_view!(BrokerRegistrationRequestView, BrokerRegistrationRequest, at);
+view_common!(BrokerRegistrationRequestView {
+    broker_id,
+    cluster_id,
+    incarnation_id,
+    listeners,
+    features,
+    rack,
+    is_migrating_zk_broker,
+    log_dirs,
+    previous_broker_epoch
+});
+
 impl<'a> BrokerRegistrationRequestView<'a> {
-    /// Checks `bytes` as a BrokerRegistrationRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "BrokerRegistrationRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<BrokerRegistrationRequest, 5>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BrokerRegistrationRequest::broker_id`](BrokerRegistrationRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
@@ -335,22 +303,6 @@ impl<'a> BrokerRegistrationRequestView<'a> {
     }
 }
 
-impl fmt::Debug for BrokerRegistrationRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BrokerRegistrationRequestView")
-            .field("broker_id", &self.broker_id())
-            .field("cluster_id", &self.cluster_id())
-            .field("incarnation_id", &self.incarnation_id())
-            .field("listeners", &self.listeners())
-            .field("features", &self.features())
-            .field("rack", &self.rack())
-            .field("is_migrating_zk_broker", &self.is_migrating_zk_broker())
-            .field("log_dirs", &self.log_dirs())
-            .field("previous_broker_epoch", &self.previous_broker_epoch())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Listener: listeners on which the broker can be reached.
 #[derive(Clone, Copy)]
 pub struct ListenerView<'a> {
@@ -360,17 +312,9 @@ pub struct ListenerView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ListenerView { name, host, port, security_protocol });
+
 impl<'a> ListenerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -399,30 +343,16 @@ impl<'a> ListenerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "Listener.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "Listener.Host")?;
-        at[1] = (r.pos() - start) as u32;
-        r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListenerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "Listener.Name")?;
+        r.check_str(true, "Listener.Host")?;
+        r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
+        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -439,17 +369,6 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
     }
 }
 
-impl fmt::Debug for ListenerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListenerView")
-            .field("name", &self.name())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("security_protocol", &self.security_protocol())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Feature: features the broker supports, with their level ranges; before version 4, features whose lowest level is 0 are left out.
 #[derive(Clone, Copy)]
 pub struct FeatureView<'a> {
@@ -459,17 +378,9 @@ pub struct FeatureView<'a> {
     at: [u32; 1],
 }
 
+view_common!(FeatureView { name, min_supported_version, max_supported_version });
+
 impl<'a> FeatureView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Feature::name`](Feature#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -492,28 +403,15 @@ impl<'a> FeatureView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "Feature.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
-        r.tagged_fields("Feature._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for FeatureView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "Feature.Name")?;
+        r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
+        r.tagged_fields("Feature._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -525,16 +423,6 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
         p += 4;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for FeatureView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FeatureView")
-            .field("name", &self.name())
-            .field("min_supported_version", &self.min_supported_version())
-            .field("max_supported_version", &self.max_supported_version())
-            .finish()
     }
 }
 
@@ -567,25 +455,7 @@ impl<'a> Default for BrokerRegistrationResponse<'a> {
     }
 }
 
-impl Body for BrokerRegistrationResponse<'_> {
-    const NAME: &'static str = "BrokerRegistrationResponse";
-    const API_KEY: i16 = 62;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl BrokerRegistrationResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(BrokerRegistrationResponse { key: 62, request: false, versions: (0, 4), flexible: (0, i16::MAX) });
 
 impl Encode for BrokerRegistrationResponse<'_> {
     #[inline]
@@ -618,31 +488,10 @@ pub struct BrokerRegistrationResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(BrokerRegistrationResponseView, BrokerRegistrationResponse);
+view_common!(BrokerRegistrationResponseView { throttle_time_ms, error_code, broker_epoch });
+
 impl<'a> BrokerRegistrationResponseView<'a> {
-    /// Checks `bytes` as a BrokerRegistrationResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "BrokerRegistrationResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<BrokerRegistrationResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BrokerRegistrationResponse::throttle_time_ms`](BrokerRegistrationResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -678,15 +527,5 @@ impl<'a> BrokerRegistrationResponseView<'a> {
         )?;
         r.fixed_struct_tagged_fields("BrokerRegistrationResponse._tagged_fields", |_, _| Ok(false))?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for BrokerRegistrationResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BrokerRegistrationResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("broker_epoch", &self.broker_epoch())
-            .finish()
     }
 }

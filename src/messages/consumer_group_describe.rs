@@ -26,25 +26,12 @@ pub struct ConsumerGroupDescribeRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ConsumerGroupDescribeRequest<'_> {
-    const NAME: &'static str = "ConsumerGroupDescribeRequest";
-    const API_KEY: i16 = 69;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ConsumerGroupDescribeRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ConsumerGroupDescribeRequest {
+    key: 69,
+    request: true,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ConsumerGroupDescribeRequest<'_> {
     #[inline]
@@ -77,32 +64,10 @@ pub struct ConsumerGroupDescribeRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ConsumerGroupDescribeRequestView, ConsumerGroupDescribeRequest, at);
+view_common!(ConsumerGroupDescribeRequestView { group_ids, include_authorized_operations });
+
 impl<'a> ConsumerGroupDescribeRequestView<'a> {
-    /// Checks `bytes` as a ConsumerGroupDescribeRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ConsumerGroupDescribeRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ConsumerGroupDescribeRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ConsumerGroupDescribeRequest::group_ids`](ConsumerGroupDescribeRequest#structfield.group_ids).
     #[inline]
     pub fn group_ids(&self) -> ArrayView<'a, &'a str> {
@@ -129,15 +94,6 @@ impl<'a> ConsumerGroupDescribeRequestView<'a> {
         r.take(1, "ConsumerGroupDescribeRequest.IncludeAuthorizedOperations")?;
         r.tagged_fields("ConsumerGroupDescribeRequest._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for ConsumerGroupDescribeRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConsumerGroupDescribeRequestView")
-            .field("group_ids", &self.group_ids())
-            .field("include_authorized_operations", &self.include_authorized_operations())
-            .finish()
     }
 }
 
@@ -280,25 +236,12 @@ pub struct TopicPartitions<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ConsumerGroupDescribeResponse<'_> {
-    const NAME: &'static str = "ConsumerGroupDescribeResponse";
-    const API_KEY: i16 = 69;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ConsumerGroupDescribeResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ConsumerGroupDescribeResponse {
+    key: 69,
+    request: false,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ConsumerGroupDescribeResponse<'_> {
     #[inline]
@@ -447,32 +390,10 @@ pub struct ConsumerGroupDescribeResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ConsumerGroupDescribeResponseView, ConsumerGroupDescribeResponse, at);
+view_common!(ConsumerGroupDescribeResponseView { throttle_time_ms, groups });
+
 impl<'a> ConsumerGroupDescribeResponseView<'a> {
-    /// Checks `bytes` as a ConsumerGroupDescribeResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ConsumerGroupDescribeResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ConsumerGroupDescribeResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ConsumerGroupDescribeResponse::throttle_time_ms`](ConsumerGroupDescribeResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -502,15 +423,6 @@ impl<'a> ConsumerGroupDescribeResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ConsumerGroupDescribeResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConsumerGroupDescribeResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("groups", &self.groups())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribedGroup: one entry for each group in the request.
 #[derive(Clone, Copy)]
 pub struct DescribedGroupView<'a> {
@@ -520,17 +432,19 @@ pub struct DescribedGroupView<'a> {
     at: [u32; 5],
 }
 
+view_common!(DescribedGroupView {
+    error_code,
+    error_message,
+    group_id,
+    group_state,
+    group_epoch,
+    assignment_epoch,
+    assignor_name,
+    members,
+    authorized_operations
+});
+
 impl<'a> DescribedGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribedGroup::error_code`](DescribedGroup#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -589,38 +503,21 @@ impl<'a> DescribedGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[4] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 5], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 5];
-        r.take(2, "DescribedGroup.ErrorCode")?;
-        r.check_nullable_str(true, "DescribedGroup.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "DescribedGroup.GroupId")?;
-        at[1] = (r.pos() - start) as u32;
-        r.check_str(true, "DescribedGroup.GroupState")?;
-        at[2] = (r.pos() - start) as u32;
-        r.run(8, &[("DescribedGroup.GroupEpoch", 4), ("DescribedGroup.AssignmentEpoch", 4)])?;
-        r.check_str(true, "DescribedGroup.AssignorName")?;
-        at[3] = (r.pos() - start) as u32;
-        view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
-        at[4] = (r.pos() - start) as u32;
-        r.take(4, "DescribedGroup.AuthorizedOperations")?;
-        r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(2, "DescribedGroup.ErrorCode")?;
+        r.check_nullable_str(true, "DescribedGroup.ErrorMessage")?;
+        r.check_str(true, "DescribedGroup.GroupId")?;
+        r.check_str(true, "DescribedGroup.GroupState")?;
+        r.run(8, &[("DescribedGroup.GroupEpoch", 4), ("DescribedGroup.AssignmentEpoch", 4)])?;
+        r.check_str(true, "DescribedGroup.AssignorName")?;
+        view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
+        r.take(4, "DescribedGroup.AuthorizedOperations")?;
+        r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -644,22 +541,6 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     }
 }
 
-impl fmt::Debug for DescribedGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribedGroupView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("group_id", &self.group_id())
-            .field("group_state", &self.group_state())
-            .field("group_epoch", &self.group_epoch())
-            .field("assignment_epoch", &self.assignment_epoch())
-            .field("assignor_name", &self.assignor_name())
-            .field("members", &self.members())
-            .field("authorized_operations", &self.authorized_operations())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Member: the group's members.
 #[derive(Clone, Copy)]
 pub struct MemberView<'a> {
@@ -669,17 +550,21 @@ pub struct MemberView<'a> {
     at: [u32; 9],
 }
 
+view_common!(MemberView {
+    member_id,
+    instance_id,
+    rack_id,
+    member_epoch,
+    client_id,
+    client_host,
+    subscribed_topic_names,
+    subscribed_topic_regex,
+    assignment,
+    target_assignment,
+    member_type
+});
+
 impl<'a> MemberView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Member::member_id`](Member#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
@@ -750,47 +635,26 @@ impl<'a> MemberView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[8] as usize + (if self.ver.version >= 1 { 1 } else { 0 }), &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 9], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 9];
-        r.check_str(true, "Member.MemberId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(true, "Member.InstanceId")?;
-        at[1] = (r.pos() - start) as u32;
-        r.check_nullable_str(true, "Member.RackId")?;
-        at[2] = (r.pos() - start) as u32;
-        r.take(4, "Member.MemberEpoch")?;
-        r.check_str(true, "Member.ClientId")?;
-        at[3] = (r.pos() - start) as u32;
-        r.check_str(true, "Member.ClientHost")?;
-        at[4] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "Member.SubscribedTopicNames")?;
-        at[5] = (r.pos() - start) as u32;
-        r.check_nullable_str(true, "Member.SubscribedTopicRegex")?;
-        at[6] = (r.pos() - start) as u32;
-        AssignmentView::checked(r, ver)?;
-        at[7] = (r.pos() - start) as u32;
-        AssignmentView::checked(r, ver)?;
-        at[8] = (r.pos() - start) as u32;
-        if ver.version == 1 {
-            r.take(1, "Member.MemberType")?;
-        }
-        r.tagged_fields("Member._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for MemberView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "Member.MemberId")?;
+        r.check_nullable_str(true, "Member.InstanceId")?;
+        r.check_nullable_str(true, "Member.RackId")?;
+        r.take(4, "Member.MemberEpoch")?;
+        r.check_str(true, "Member.ClientId")?;
+        r.check_str(true, "Member.ClientHost")?;
+        view::check_array::<&'a str>(r, ver, "Member.SubscribedTopicNames")?;
+        r.check_nullable_str(true, "Member.SubscribedTopicRegex")?;
+        AssignmentView::check(r, ver, "Member.Assignment")?;
+        AssignmentView::check(r, ver, "Member.TargetAssignment")?;
+        if ver.version == 1 {
+            r.take(1, "Member.MemberType")?;
+        }
+        r.tagged_fields("Member._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -822,24 +686,6 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
     }
 }
 
-impl fmt::Debug for MemberView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemberView")
-            .field("member_id", &self.member_id())
-            .field("instance_id", &self.instance_id())
-            .field("rack_id", &self.rack_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("client_id", &self.client_id())
-            .field("client_host", &self.client_host())
-            .field("subscribed_topic_names", &self.subscribed_topic_names())
-            .field("subscribed_topic_regex", &self.subscribed_topic_regex())
-            .field("assignment", &self.assignment())
-            .field("target_assignment", &self.target_assignment())
-            .field("member_type", &self.member_type())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Assignment: partitions the member owns now.
 #[derive(Clone, Copy)]
 pub struct AssignmentView<'a> {
@@ -849,17 +695,9 @@ pub struct AssignmentView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AssignmentView { topic_partitions });
+
 impl<'a> AssignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Assignment::topic_partitions`](Assignment#structfield.topic_partitions).
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, TopicPartitionsView<'a>> {
@@ -870,27 +708,14 @@ impl<'a> AssignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
+        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -904,12 +729,6 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     }
 }
 
-impl fmt::Debug for AssignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignmentView").field("topic_partitions", &self.topic_partitions()).finish()
-    }
-}
-
 /// A zero-copy view of a TopicPartitions: the assigned partitions, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct TopicPartitionsView<'a> {
@@ -919,17 +738,9 @@ pub struct TopicPartitionsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicPartitionsView { topic_id, topic_name, partitions });
+
 impl<'a> TopicPartitionsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicPartitions::topic_id`](TopicPartitions#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -952,30 +763,16 @@ impl<'a> TopicPartitionsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(16, "TopicPartitions.TopicId")?;
-        r.check_str(true, "TopicPartitions.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "TopicPartitions.TopicId")?;
+        r.check_str(true, "TopicPartitions.TopicName")?;
+        view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
+        r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -988,15 +785,5 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TopicPartitionsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicPartitionsView")
-            .field("topic_id", &self.topic_id())
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }

@@ -82,25 +82,12 @@ pub struct ConsumerGroupHeartbeatRequestTopicPartitions<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ConsumerGroupHeartbeatRequest<'_> {
-    const NAME: &'static str = "ConsumerGroupHeartbeatRequest";
-    const API_KEY: i16 = 68;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ConsumerGroupHeartbeatRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ConsumerGroupHeartbeatRequest {
+    key: 68,
+    request: true,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ConsumerGroupHeartbeatRequest<'_> {
     #[inline]
@@ -129,10 +116,7 @@ impl Encode for ConsumerGroupHeartbeatRequest<'_> {
                 None => wire::null_size(true, false),
             };
         } else if self.subscribed_topic_regex.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ConsumerGroupHeartbeatRequest.SubscribedTopicRegex", ver));
         }
         n += match &self.server_assignor {
             Some(v) => wire::string_size(v.len(), true, "ConsumerGroupHeartbeatRequest.ServerAssignor")?,
@@ -203,32 +187,21 @@ pub struct ConsumerGroupHeartbeatRequestView<'a> {
     at: [u32; 8],
 }
 
+body_view!(ConsumerGroupHeartbeatRequestView, ConsumerGroupHeartbeatRequest, at);
+view_common!(ConsumerGroupHeartbeatRequestView {
+    group_id,
+    member_id,
+    member_epoch,
+    instance_id,
+    rack_id,
+    rebalance_timeout_ms,
+    subscribed_topic_names,
+    subscribed_topic_regex,
+    server_assignor,
+    topic_partitions
+});
+
 impl<'a> ConsumerGroupHeartbeatRequestView<'a> {
-    /// Checks `bytes` as a ConsumerGroupHeartbeatRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ConsumerGroupHeartbeatRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ConsumerGroupHeartbeatRequest, 8>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ConsumerGroupHeartbeatRequest::group_id`](ConsumerGroupHeartbeatRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -329,23 +302,6 @@ impl<'a> ConsumerGroupHeartbeatRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ConsumerGroupHeartbeatRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConsumerGroupHeartbeatRequestView")
-            .field("group_id", &self.group_id())
-            .field("member_id", &self.member_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("instance_id", &self.instance_id())
-            .field("rack_id", &self.rack_id())
-            .field("rebalance_timeout_ms", &self.rebalance_timeout_ms())
-            .field("subscribed_topic_names", &self.subscribed_topic_names())
-            .field("subscribed_topic_regex", &self.subscribed_topic_regex())
-            .field("server_assignor", &self.server_assignor())
-            .field("topic_partitions", &self.topic_partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ConsumerGroupHeartbeatRequestTopicPartitions: partitions the member owns now; null when unchanged since the last heartbeat.
 #[derive(Clone, Copy)]
 pub struct ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
@@ -355,17 +311,9 @@ pub struct ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ConsumerGroupHeartbeatRequestTopicPartitionsView { topic_id, partitions });
+
 impl<'a> ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ConsumerGroupHeartbeatRequestTopicPartitions::topic_id`](ConsumerGroupHeartbeatRequestTopicPartitions#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -382,28 +330,15 @@ impl<'a> ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "ConsumerGroupHeartbeatRequestTopicPartitions.TopicId")?;
-        view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "ConsumerGroupHeartbeatRequestTopicPartitions.TopicId")?;
+        view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions")?;
+        r.tagged_fields("ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -414,15 +349,6 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ConsumerGroupHeartbeatRequestTopicPartitionsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConsumerGroupHeartbeatRequestTopicPartitionsView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }
 
@@ -478,25 +404,12 @@ pub struct ConsumerGroupHeartbeatResponseTopicPartitions<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ConsumerGroupHeartbeatResponse<'_> {
-    const NAME: &'static str = "ConsumerGroupHeartbeatResponse";
-    const API_KEY: i16 = 68;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ConsumerGroupHeartbeatResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ConsumerGroupHeartbeatResponse {
+    key: 68,
+    request: false,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ConsumerGroupHeartbeatResponse<'_> {
     #[inline]
@@ -595,32 +508,18 @@ pub struct ConsumerGroupHeartbeatResponseView<'a> {
     at: [u32; 3],
 }
 
+body_view!(ConsumerGroupHeartbeatResponseView, ConsumerGroupHeartbeatResponse, at);
+view_common!(ConsumerGroupHeartbeatResponseView {
+    throttle_time_ms,
+    error_code,
+    error_message,
+    member_id,
+    member_epoch,
+    heartbeat_interval_ms,
+    assignment
+});
+
 impl<'a> ConsumerGroupHeartbeatResponseView<'a> {
-    /// Checks `bytes` as a ConsumerGroupHeartbeatResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ConsumerGroupHeartbeatResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ConsumerGroupHeartbeatResponse, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ConsumerGroupHeartbeatResponse::throttle_time_ms`](ConsumerGroupHeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -695,25 +594,11 @@ impl<'a> ConsumerGroupHeartbeatResponseView<'a> {
             ],
         )?;
         if r.i8("ConsumerGroupHeartbeatResponse.Assignment")? >= 0 {
-            AssignmentView::checked(r, ver)?;
+            AssignmentView::check(r, ver, "ConsumerGroupHeartbeatResponse.Assignment")?;
         }
         at[2] = (r.pos() - start) as u32;
         r.tagged_fields("ConsumerGroupHeartbeatResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for ConsumerGroupHeartbeatResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConsumerGroupHeartbeatResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("member_id", &self.member_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("heartbeat_interval_ms", &self.heartbeat_interval_ms())
-            .field("assignment", &self.assignment())
-            .finish()
     }
 }
 
@@ -726,17 +611,9 @@ pub struct AssignmentView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AssignmentView { topic_partitions });
+
 impl<'a> AssignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Assignment::topic_partitions`](Assignment#structfield.topic_partitions).
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>> {
@@ -747,31 +624,18 @@ impl<'a> AssignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>>(
             r,
             ver,
             "Assignment.TopicPartitions",
         )?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AssignmentView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -785,12 +649,6 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     }
 }
 
-impl fmt::Debug for AssignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignmentView").field("topic_partitions", &self.topic_partitions()).finish()
-    }
-}
-
 /// A zero-copy view of a ConsumerGroupHeartbeatResponseTopicPartitions: partitions the member may consume at once.
 #[derive(Clone, Copy)]
 pub struct ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
@@ -800,17 +658,9 @@ pub struct ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ConsumerGroupHeartbeatResponseTopicPartitionsView { topic_id, partitions });
+
 impl<'a> ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ConsumerGroupHeartbeatResponseTopicPartitions::topic_id`](ConsumerGroupHeartbeatResponseTopicPartitions#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -827,28 +677,15 @@ impl<'a> ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "ConsumerGroupHeartbeatResponseTopicPartitions.TopicId")?;
-        view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatResponseTopicPartitions.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "ConsumerGroupHeartbeatResponseTopicPartitions.TopicId")?;
+        view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatResponseTopicPartitions.Partitions")?;
+        r.tagged_fields("ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -859,14 +696,5 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatResponseTopicPartitionsView<'
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ConsumerGroupHeartbeatResponseTopicPartitionsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConsumerGroupHeartbeatResponseTopicPartitionsView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }

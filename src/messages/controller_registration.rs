@@ -64,25 +64,12 @@ pub struct Feature<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ControllerRegistrationRequest<'_> {
-    const NAME: &'static str = "ControllerRegistrationRequest";
-    const API_KEY: i16 = 70;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ControllerRegistrationRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ControllerRegistrationRequest {
+    key: 70,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ControllerRegistrationRequest<'_> {
     #[inline]
@@ -163,32 +150,16 @@ pub struct ControllerRegistrationRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(ControllerRegistrationRequestView, ControllerRegistrationRequest, at);
+view_common!(ControllerRegistrationRequestView {
+    controller_id,
+    incarnation_id,
+    zk_migration_ready,
+    listeners,
+    features
+});
+
 impl<'a> ControllerRegistrationRequestView<'a> {
-    /// Checks `bytes` as a ControllerRegistrationRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ControllerRegistrationRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ControllerRegistrationRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ControllerRegistrationRequest::controller_id`](ControllerRegistrationRequest#structfield.controller_id).
     #[inline]
     pub fn controller_id(&self) -> i32 {
@@ -245,18 +216,6 @@ impl<'a> ControllerRegistrationRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ControllerRegistrationRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ControllerRegistrationRequestView")
-            .field("controller_id", &self.controller_id())
-            .field("incarnation_id", &self.incarnation_id())
-            .field("zk_migration_ready", &self.zk_migration_ready())
-            .field("listeners", &self.listeners())
-            .field("features", &self.features())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Listener: listeners on which the controller can be reached.
 #[derive(Clone, Copy)]
 pub struct ListenerView<'a> {
@@ -266,17 +225,9 @@ pub struct ListenerView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ListenerView { name, host, port, security_protocol });
+
 impl<'a> ListenerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -305,30 +256,16 @@ impl<'a> ListenerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "Listener.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "Listener.Host")?;
-        at[1] = (r.pos() - start) as u32;
-        r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListenerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "Listener.Name")?;
+        r.check_str(true, "Listener.Host")?;
+        r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
+        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -345,17 +282,6 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
     }
 }
 
-impl fmt::Debug for ListenerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListenerView")
-            .field("name", &self.name())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("security_protocol", &self.security_protocol())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Feature: features the controller supports, with their level ranges.
 #[derive(Clone, Copy)]
 pub struct FeatureView<'a> {
@@ -365,17 +291,9 @@ pub struct FeatureView<'a> {
     at: [u32; 1],
 }
 
+view_common!(FeatureView { name, min_supported_version, max_supported_version });
+
 impl<'a> FeatureView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Feature::name`](Feature#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -398,28 +316,15 @@ impl<'a> FeatureView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "Feature.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
-        r.tagged_fields("Feature._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for FeatureView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "Feature.Name")?;
+        r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
+        r.tagged_fields("Feature._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -431,16 +336,6 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
         p += 4;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for FeatureView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FeatureView")
-            .field("name", &self.name())
-            .field("min_supported_version", &self.min_supported_version())
-            .field("max_supported_version", &self.max_supported_version())
-            .finish()
     }
 }
 
@@ -473,25 +368,12 @@ impl<'a> Default for ControllerRegistrationResponse<'a> {
     }
 }
 
-impl Body for ControllerRegistrationResponse<'_> {
-    const NAME: &'static str = "ControllerRegistrationResponse";
-    const API_KEY: i16 = 70;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ControllerRegistrationResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ControllerRegistrationResponse {
+    key: 70,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ControllerRegistrationResponse<'_> {
     #[inline]
@@ -530,32 +412,10 @@ pub struct ControllerRegistrationResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ControllerRegistrationResponseView, ControllerRegistrationResponse, at);
+view_common!(ControllerRegistrationResponseView { throttle_time_ms, error_code, error_message });
+
 impl<'a> ControllerRegistrationResponseView<'a> {
-    /// Checks `bytes` as a ControllerRegistrationResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ControllerRegistrationResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ControllerRegistrationResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ControllerRegistrationResponse::throttle_time_ms`](ControllerRegistrationResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -594,15 +454,5 @@ impl<'a> ControllerRegistrationResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.tagged_fields("ControllerRegistrationResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for ControllerRegistrationResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ControllerRegistrationResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -60,25 +60,7 @@ impl<'a> Default for AclCreation<'a> {
     }
 }
 
-impl Body for CreateAclsRequest<'_> {
-    const NAME: &'static str = "CreateAclsRequest";
-    const API_KEY: i16 = 30;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl CreateAclsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(CreateAclsRequest { key: 30, request: true, versions: (1, 3), flexible: (2, i16::MAX) });
 
 impl Encode for CreateAclsRequest<'_> {
     #[inline]
@@ -144,31 +126,10 @@ pub struct CreateAclsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(CreateAclsRequestView, CreateAclsRequest, at);
+view_common!(CreateAclsRequestView { creations });
+
 impl<'a> CreateAclsRequestView<'a> {
-    /// Checks `bytes` as a CreateAclsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "CreateAclsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<CreateAclsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreateAclsRequest::creations`](CreateAclsRequest#structfield.creations).
     #[inline]
     pub fn creations(&self) -> ArrayView<'a, AclCreationView<'a>> {
@@ -193,12 +154,6 @@ impl<'a> CreateAclsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for CreateAclsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreateAclsRequestView").field("creations", &self.creations()).finish()
-    }
-}
-
 /// A zero-copy view of a AclCreation: bindings to add.
 #[derive(Clone, Copy)]
 pub struct AclCreationView<'a> {
@@ -208,17 +163,17 @@ pub struct AclCreationView<'a> {
     at: [u32; 3],
 }
 
+view_common!(AclCreationView {
+    resource_type,
+    resource_name,
+    resource_pattern_type,
+    principal,
+    host,
+    operation,
+    permission_type
+});
+
 impl<'a> AclCreationView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AclCreation::resource_type`](AclCreation#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
@@ -265,36 +220,21 @@ impl<'a> AclCreationView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[2] as usize + 2, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        r.take(1, "AclCreation.ResourceType")?;
-        r.check_str(ver.flexible, "AclCreation.ResourceName")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "AclCreation.ResourcePatternType")?;
-        r.check_str(ver.flexible, "AclCreation.Principal")?;
-        at[1] = (r.pos() - start) as u32;
-        r.check_str(ver.flexible, "AclCreation.Host")?;
-        at[2] = (r.pos() - start) as u32;
-        r.run(2, &[("AclCreation.Operation", 1), ("AclCreation.PermissionType", 1)])?;
-        if ver.flexible {
-            r.tagged_fields("AclCreation._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AclCreationView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(1, "AclCreation.ResourceType")?;
+        r.check_str(ver.flexible, "AclCreation.ResourceName")?;
+        r.take(1, "AclCreation.ResourcePatternType")?;
+        r.check_str(ver.flexible, "AclCreation.Principal")?;
+        r.check_str(ver.flexible, "AclCreation.Host")?;
+        r.run(2, &[("AclCreation.Operation", 1), ("AclCreation.PermissionType", 1)])?;
+        if ver.flexible {
+            r.tagged_fields("AclCreation._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -313,20 +253,6 @@ impl<'a> ElementImpl<'a> for AclCreationView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AclCreationView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AclCreationView")
-            .field("resource_type", &self.resource_type())
-            .field("resource_name", &self.resource_name())
-            .field("resource_pattern_type", &self.resource_pattern_type())
-            .field("principal", &self.principal())
-            .field("host", &self.host())
-            .field("operation", &self.operation())
-            .field("permission_type", &self.permission_type())
-            .finish()
     }
 }
 
@@ -368,25 +294,7 @@ impl<'a> Default for AclCreationResult<'a> {
     }
 }
 
-impl Body for CreateAclsResponse<'_> {
-    const NAME: &'static str = "CreateAclsResponse";
-    const API_KEY: i16 = 30;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl CreateAclsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(CreateAclsResponse { key: 30, request: false, versions: (1, 3), flexible: (2, i16::MAX) });
 
 impl Encode for CreateAclsResponse<'_> {
     #[inline]
@@ -450,31 +358,10 @@ pub struct CreateAclsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(CreateAclsResponseView, CreateAclsResponse, at);
+view_common!(CreateAclsResponseView { throttle_time_ms, results });
+
 impl<'a> CreateAclsResponseView<'a> {
-    /// Checks `bytes` as a CreateAclsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "CreateAclsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<CreateAclsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreateAclsResponse::throttle_time_ms`](CreateAclsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -506,15 +393,6 @@ impl<'a> CreateAclsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for CreateAclsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreateAclsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("results", &self.results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AclCreationResult: one result for each binding in the request, in the same order.
 #[derive(Clone, Copy)]
 pub struct AclCreationResultView<'a> {
@@ -524,17 +402,9 @@ pub struct AclCreationResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AclCreationResultView { error_code, error_message });
+
 impl<'a> AclCreationResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AclCreationResult::error_code`](AclCreationResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -551,30 +421,17 @@ impl<'a> AclCreationResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(2, "AclCreationResult.ErrorCode")?;
-        r.check_nullable_str(ver.flexible, "AclCreationResult.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("AclCreationResult._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AclCreationResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(2, "AclCreationResult.ErrorCode")?;
+        r.check_nullable_str(ver.flexible, "AclCreationResult.ErrorMessage")?;
+        if ver.flexible {
+            r.tagged_fields("AclCreationResult._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -587,14 +444,5 @@ impl<'a> ElementImpl<'a> for AclCreationResultView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AclCreationResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AclCreationResultView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -58,25 +58,12 @@ pub struct CreatableRenewers<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for CreateDelegationTokenRequest<'_> {
-    const NAME: &'static str = "CreateDelegationTokenRequest";
-    const API_KEY: i16 = 38;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl CreateDelegationTokenRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(CreateDelegationTokenRequest {
+    key: 38,
+    request: true,
+    versions: (1, 3),
+    flexible: (2, i16::MAX)
+});
 
 impl Encode for CreateDelegationTokenRequest<'_> {
     #[inline]
@@ -92,10 +79,7 @@ impl Encode for CreateDelegationTokenRequest<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         } else if self.owner_principal_type.as_deref() != Some("") {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "CreateDelegationTokenRequest.OwnerPrincipalType",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("CreateDelegationTokenRequest.OwnerPrincipalType", ver));
         }
         if ver.version == 3 {
             n += match &self.owner_principal_name {
@@ -107,10 +91,7 @@ impl Encode for CreateDelegationTokenRequest<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         } else if self.owner_principal_name.as_deref() != Some("") {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "CreateDelegationTokenRequest.OwnerPrincipalName",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("CreateDelegationTokenRequest.OwnerPrincipalName", ver));
         }
         n += encode::array_size(&self.renewers, ver, "CreateDelegationTokenRequest.Renewers")?;
         if ver.flexible {
@@ -174,32 +155,15 @@ pub struct CreateDelegationTokenRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(CreateDelegationTokenRequestView, CreateDelegationTokenRequest, at);
+view_common!(CreateDelegationTokenRequestView {
+    owner_principal_type,
+    owner_principal_name,
+    renewers,
+    max_lifetime_ms
+});
+
 impl<'a> CreateDelegationTokenRequestView<'a> {
-    /// Checks `bytes` as a CreateDelegationTokenRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "CreateDelegationTokenRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<CreateDelegationTokenRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreateDelegationTokenRequest::owner_principal_type`](CreateDelegationTokenRequest#structfield.owner_principal_type).
     #[inline]
     pub fn owner_principal_type(&self) -> Option<&'a str> {
@@ -255,17 +219,6 @@ impl<'a> CreateDelegationTokenRequestView<'a> {
     }
 }
 
-impl fmt::Debug for CreateDelegationTokenRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreateDelegationTokenRequestView")
-            .field("owner_principal_type", &self.owner_principal_type())
-            .field("owner_principal_name", &self.owner_principal_name())
-            .field("renewers", &self.renewers())
-            .field("max_lifetime_ms", &self.max_lifetime_ms())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CreatableRenewers: principals allowed to extend the token's life before it expires.
 #[derive(Clone, Copy)]
 pub struct CreatableRenewersView<'a> {
@@ -275,17 +228,9 @@ pub struct CreatableRenewersView<'a> {
     at: [u32; 2],
 }
 
+view_common!(CreatableRenewersView { principal_type, principal_name });
+
 impl<'a> CreatableRenewersView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatableRenewers::principal_type`](CreatableRenewers#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
@@ -302,31 +247,17 @@ impl<'a> CreatableRenewersView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "CreatableRenewers.PrincipalType")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(ver.flexible, "CreatableRenewers.PrincipalName")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("CreatableRenewers._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for CreatableRenewersView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "CreatableRenewers.PrincipalType")?;
+        r.check_str(ver.flexible, "CreatableRenewers.PrincipalName")?;
+        if ver.flexible {
+            r.tagged_fields("CreatableRenewers._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -341,15 +272,6 @@ impl<'a> ElementImpl<'a> for CreatableRenewersView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for CreatableRenewersView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatableRenewersView")
-            .field("principal_type", &self.principal_type())
-            .field("principal_name", &self.principal_name())
-            .finish()
     }
 }
 
@@ -389,25 +311,12 @@ pub struct CreateDelegationTokenResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for CreateDelegationTokenResponse<'_> {
-    const NAME: &'static str = "CreateDelegationTokenResponse";
-    const API_KEY: i16 = 38;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl CreateDelegationTokenResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(CreateDelegationTokenResponse {
+    key: 38,
+    request: false,
+    versions: (1, 3),
+    flexible: (2, i16::MAX)
+});
 
 impl Encode for CreateDelegationTokenResponse<'_> {
     #[inline]
@@ -430,10 +339,10 @@ impl Encode for CreateDelegationTokenResponse<'_> {
                 "CreateDelegationTokenResponse.TokenRequesterPrincipalType",
             )?;
         } else if self.token_requester_principal_type.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "CreateDelegationTokenResponse.TokenRequesterPrincipalType",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version(
+                "CreateDelegationTokenResponse.TokenRequesterPrincipalType",
+                ver,
+            ));
         }
         if ver.version == 3 {
             n += wire::string_size(
@@ -442,10 +351,10 @@ impl Encode for CreateDelegationTokenResponse<'_> {
                 "CreateDelegationTokenResponse.TokenRequesterPrincipalName",
             )?;
         } else if self.token_requester_principal_name.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "CreateDelegationTokenResponse.TokenRequesterPrincipalName",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version(
+                "CreateDelegationTokenResponse.TokenRequesterPrincipalName",
+                ver,
+            ));
         }
         n += wire::string_size(self.token_id.len(), ver.flexible, "CreateDelegationTokenResponse.TokenId")?;
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "CreateDelegationTokenResponse.Hmac")?;
@@ -494,32 +403,22 @@ pub struct CreateDelegationTokenResponseView<'a> {
     at: [u32; 6],
 }
 
+body_view!(CreateDelegationTokenResponseView, CreateDelegationTokenResponse, at);
+view_common!(CreateDelegationTokenResponseView {
+    error_code,
+    principal_type,
+    principal_name,
+    token_requester_principal_type,
+    token_requester_principal_name,
+    issue_timestamp_ms,
+    expiry_timestamp_ms,
+    max_timestamp_ms,
+    token_id,
+    hmac,
+    throttle_time_ms
+});
+
 impl<'a> CreateDelegationTokenResponseView<'a> {
-    /// Checks `bytes` as a CreateDelegationTokenResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "CreateDelegationTokenResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<CreateDelegationTokenResponse, 6>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreateDelegationTokenResponse::error_code`](CreateDelegationTokenResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -625,23 +524,5 @@ impl<'a> CreateDelegationTokenResponseView<'a> {
             r.tagged_fields("CreateDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok(at)
-    }
-}
-
-impl fmt::Debug for CreateDelegationTokenResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreateDelegationTokenResponseView")
-            .field("error_code", &self.error_code())
-            .field("principal_type", &self.principal_type())
-            .field("principal_name", &self.principal_name())
-            .field("token_requester_principal_type", &self.token_requester_principal_type())
-            .field("token_requester_principal_name", &self.token_requester_principal_name())
-            .field("issue_timestamp_ms", &self.issue_timestamp_ms())
-            .field("expiry_timestamp_ms", &self.expiry_timestamp_ms())
-            .field("max_timestamp_ms", &self.max_timestamp_ms())
-            .field("token_id", &self.token_id())
-            .field("hmac", &self.hmac())
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .finish()
     }
 }

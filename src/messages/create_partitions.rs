@@ -64,25 +64,7 @@ pub struct CreatePartitionsAssignment<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for CreatePartitionsRequest<'_> {
-    const NAME: &'static str = "CreatePartitionsRequest";
-    const API_KEY: i16 = 37;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl CreatePartitionsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(CreatePartitionsRequest { key: 37, request: true, versions: (0, 3), flexible: (2, i16::MAX) });
 
 impl Encode for CreatePartitionsRequest<'_> {
     #[inline]
@@ -175,31 +157,10 @@ pub struct CreatePartitionsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(CreatePartitionsRequestView, CreatePartitionsRequest, at);
+view_common!(CreatePartitionsRequestView { topics, timeout_ms, validate_only });
+
 impl<'a> CreatePartitionsRequestView<'a> {
-    /// Checks `bytes` as a CreatePartitionsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "CreatePartitionsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<CreatePartitionsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatePartitionsRequest::topics`](CreatePartitionsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, CreatePartitionsTopicView<'a>> {
@@ -237,16 +198,6 @@ impl<'a> CreatePartitionsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for CreatePartitionsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatePartitionsRequestView")
-            .field("topics", &self.topics())
-            .field("timeout_ms", &self.timeout_ms())
-            .field("validate_only", &self.validate_only())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CreatePartitionsTopic: topics to add partitions to.
 #[derive(Clone, Copy)]
 pub struct CreatePartitionsTopicView<'a> {
@@ -256,17 +207,9 @@ pub struct CreatePartitionsTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(CreatePartitionsTopicView { name, count, assignments });
+
 impl<'a> CreatePartitionsTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatePartitionsTopic::name`](CreatePartitionsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -289,36 +232,22 @@ impl<'a> CreatePartitionsTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for CreatePartitionsTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "CreatePartitionsTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
         r.take(4, "CreatePartitionsTopic.Count")?;
         view::check_nullable_array::<CreatePartitionsAssignmentView<'a>>(
             r,
             ver,
             "CreatePartitionsTopic.Assignments",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("CreatePartitionsTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for CreatePartitionsTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -337,16 +266,6 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicView<'a> {
     }
 }
 
-impl fmt::Debug for CreatePartitionsTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatePartitionsTopicView")
-            .field("name", &self.name())
-            .field("count", &self.count())
-            .field("assignments", &self.assignments())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CreatePartitionsAssignment: replica brokers for each new partition, in order; null lets the controller choose.
 #[derive(Clone, Copy)]
 pub struct CreatePartitionsAssignmentView<'a> {
@@ -356,17 +275,9 @@ pub struct CreatePartitionsAssignmentView<'a> {
     at: [u32; 1],
 }
 
+view_common!(CreatePartitionsAssignmentView { broker_ids });
+
 impl<'a> CreatePartitionsAssignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatePartitionsAssignment::broker_ids`](CreatePartitionsAssignment#structfield.broker_ids).
     #[inline]
     pub fn broker_ids(&self) -> ArrayView<'a, i32> {
@@ -377,29 +288,16 @@ impl<'a> CreatePartitionsAssignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        view::check_array::<i32>(r, ver, "CreatePartitionsAssignment.BrokerIds")?;
-        at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("CreatePartitionsAssignment._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for CreatePartitionsAssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        view::check_array::<i32>(r, ver, "CreatePartitionsAssignment.BrokerIds")?;
+        if ver.flexible {
+            r.tagged_fields("CreatePartitionsAssignment._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -412,12 +310,6 @@ impl<'a> ElementImpl<'a> for CreatePartitionsAssignmentView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for CreatePartitionsAssignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatePartitionsAssignmentView").field("broker_ids", &self.broker_ids()).finish()
     }
 }
 
@@ -451,25 +343,7 @@ pub struct CreatePartitionsTopicResult<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for CreatePartitionsResponse<'_> {
-    const NAME: &'static str = "CreatePartitionsResponse";
-    const API_KEY: i16 = 37;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl CreatePartitionsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(CreatePartitionsResponse { key: 37, request: false, versions: (0, 3), flexible: (2, i16::MAX) });
 
 impl Encode for CreatePartitionsResponse<'_> {
     #[inline]
@@ -535,31 +409,10 @@ pub struct CreatePartitionsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(CreatePartitionsResponseView, CreatePartitionsResponse, at);
+view_common!(CreatePartitionsResponseView { throttle_time_ms, results });
+
 impl<'a> CreatePartitionsResponseView<'a> {
-    /// Checks `bytes` as a CreatePartitionsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "CreatePartitionsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<CreatePartitionsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatePartitionsResponse::throttle_time_ms`](CreatePartitionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -591,15 +444,6 @@ impl<'a> CreatePartitionsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for CreatePartitionsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatePartitionsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("results", &self.results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CreatePartitionsTopicResult: one result for each topic in the request.
 #[derive(Clone, Copy)]
 pub struct CreatePartitionsTopicResultView<'a> {
@@ -609,17 +453,9 @@ pub struct CreatePartitionsTopicResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(CreatePartitionsTopicResultView { name, error_code, error_message });
+
 impl<'a> CreatePartitionsTopicResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatePartitionsTopicResult::name`](CreatePartitionsTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -642,32 +478,18 @@ impl<'a> CreatePartitionsTopicResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "CreatePartitionsTopicResult.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "CreatePartitionsTopicResult.ErrorCode")?;
-        r.check_nullable_str(ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("CreatePartitionsTopicResult._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "CreatePartitionsTopicResult.Name")?;
+        r.take(2, "CreatePartitionsTopicResult.ErrorCode")?;
+        r.check_nullable_str(ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?;
+        if ver.flexible {
+            r.tagged_fields("CreatePartitionsTopicResult._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -683,15 +505,5 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for CreatePartitionsTopicResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatePartitionsTopicResultView")
-            .field("name", &self.name())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

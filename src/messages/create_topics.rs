@@ -97,25 +97,7 @@ impl<'a> Default for CreatableTopicConfig<'a> {
     }
 }
 
-impl Body for CreateTopicsRequest<'_> {
-    const NAME: &'static str = "CreateTopicsRequest";
-    const API_KEY: i16 = 19;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(2, 7);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(5, i16::MAX);
-}
-
-impl CreateTopicsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(CreateTopicsRequest { key: 19, request: true, versions: (2, 7), flexible: (5, i16::MAX) });
 
 impl Encode for CreateTopicsRequest<'_> {
     #[inline]
@@ -235,31 +217,10 @@ pub struct CreateTopicsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(CreateTopicsRequestView, CreateTopicsRequest, at);
+view_common!(CreateTopicsRequestView { topics, timeout_ms, validate_only });
+
 impl<'a> CreateTopicsRequestView<'a> {
-    /// Checks `bytes` as a CreateTopicsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "CreateTopicsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<CreateTopicsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreateTopicsRequest::topics`](CreateTopicsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, CreatableTopicView<'a>> {
@@ -297,16 +258,6 @@ impl<'a> CreateTopicsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for CreateTopicsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreateTopicsRequestView")
-            .field("topics", &self.topics())
-            .field("timeout_ms", &self.timeout_ms())
-            .field("validate_only", &self.validate_only())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CreatableTopic: the new topics.
 #[derive(Clone, Copy)]
 pub struct CreatableTopicView<'a> {
@@ -316,17 +267,9 @@ pub struct CreatableTopicView<'a> {
     at: [u32; 3],
 }
 
+view_common!(CreatableTopicView { name, num_partitions, replication_factor, assignments, configs });
+
 impl<'a> CreatableTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatableTopic::name`](CreatableTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -361,34 +304,19 @@ impl<'a> CreatableTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        r.check_str(ver.flexible, "CreatableTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(6, &[("CreatableTopic.NumPartitions", 4), ("CreatableTopic.ReplicationFactor", 2)])?;
-        view::check_array::<CreatableReplicaAssignmentView<'a>>(r, ver, "CreatableTopic.Assignments")?;
-        at[1] = (r.pos() - start) as u32;
-        view::check_array::<CreatableTopicConfigView<'a>>(r, ver, "CreatableTopic.Configs")?;
-        at[2] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("CreatableTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for CreatableTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "CreatableTopic.Name")?;
+        r.run(6, &[("CreatableTopic.NumPartitions", 4), ("CreatableTopic.ReplicationFactor", 2)])?;
+        view::check_array::<CreatableReplicaAssignmentView<'a>>(r, ver, "CreatableTopic.Assignments")?;
+        view::check_array::<CreatableTopicConfigView<'a>>(r, ver, "CreatableTopic.Configs")?;
+        if ver.flexible {
+            r.tagged_fields("CreatableTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -409,18 +337,6 @@ impl<'a> ElementImpl<'a> for CreatableTopicView<'a> {
     }
 }
 
-impl fmt::Debug for CreatableTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatableTopicView")
-            .field("name", &self.name())
-            .field("num_partitions", &self.num_partitions())
-            .field("replication_factor", &self.replication_factor())
-            .field("assignments", &self.assignments())
-            .field("configs", &self.configs())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CreatableReplicaAssignment: explicit replica placement for each partition; empty to let the controller place them.
 #[derive(Clone, Copy)]
 pub struct CreatableReplicaAssignmentView<'a> {
@@ -430,17 +346,9 @@ pub struct CreatableReplicaAssignmentView<'a> {
     at: [u32; 1],
 }
 
+view_common!(CreatableReplicaAssignmentView { partition_index, broker_ids });
+
 impl<'a> CreatableReplicaAssignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatableReplicaAssignment::partition_index`](CreatableReplicaAssignment#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -457,30 +365,17 @@ impl<'a> CreatableReplicaAssignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "CreatableReplicaAssignment.PartitionIndex")?;
-        view::check_array::<i32>(r, ver, "CreatableReplicaAssignment.BrokerIds")?;
-        at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("CreatableReplicaAssignment._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for CreatableReplicaAssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "CreatableReplicaAssignment.PartitionIndex")?;
+        view::check_array::<i32>(r, ver, "CreatableReplicaAssignment.BrokerIds")?;
+        if ver.flexible {
+            r.tagged_fields("CreatableReplicaAssignment._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -496,15 +391,6 @@ impl<'a> ElementImpl<'a> for CreatableReplicaAssignmentView<'a> {
     }
 }
 
-impl fmt::Debug for CreatableReplicaAssignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatableReplicaAssignmentView")
-            .field("partition_index", &self.partition_index())
-            .field("broker_ids", &self.broker_ids())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CreatableTopicConfig: topic configs to set at creation.
 #[derive(Clone, Copy)]
 pub struct CreatableTopicConfigView<'a> {
@@ -514,17 +400,9 @@ pub struct CreatableTopicConfigView<'a> {
     at: [u32; 2],
 }
 
+view_common!(CreatableTopicConfigView { name, value });
+
 impl<'a> CreatableTopicConfigView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatableTopicConfig::name`](CreatableTopicConfig#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -541,31 +419,17 @@ impl<'a> CreatableTopicConfigView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "CreatableTopicConfig.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(ver.flexible, "CreatableTopicConfig.Value")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("CreatableTopicConfig._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "CreatableTopicConfig.Name")?;
+        r.check_nullable_str(ver.flexible, "CreatableTopicConfig.Value")?;
+        if ver.flexible {
+            r.tagged_fields("CreatableTopicConfig._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -580,15 +444,6 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for CreatableTopicConfigView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatableTopicConfigView")
-            .field("name", &self.name())
-            .field("value", &self.value())
-            .finish()
     }
 }
 
@@ -685,25 +540,7 @@ impl<'a> Default for CreatableTopicConfigs<'a> {
     }
 }
 
-impl Body for CreateTopicsResponse<'_> {
-    const NAME: &'static str = "CreateTopicsResponse";
-    const API_KEY: i16 = 19;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(2, 7);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(5, i16::MAX);
-}
-
-impl CreateTopicsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(CreateTopicsResponse { key: 19, request: false, versions: (2, 7), flexible: (5, i16::MAX) });
 
 impl Encode for CreateTopicsResponse<'_> {
     #[inline]
@@ -832,31 +669,10 @@ pub struct CreateTopicsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(CreateTopicsResponseView, CreateTopicsResponse, at);
+view_common!(CreateTopicsResponseView { throttle_time_ms, topics });
+
 impl<'a> CreateTopicsResponseView<'a> {
-    /// Checks `bytes` as a CreateTopicsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "CreateTopicsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<CreateTopicsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreateTopicsResponse::throttle_time_ms`](CreateTopicsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -888,15 +704,6 @@ impl<'a> CreateTopicsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for CreateTopicsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreateTopicsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CreatableTopicResult: one result for each topic in the request.
 #[derive(Clone, Copy)]
 pub struct CreatableTopicResultView<'a> {
@@ -906,17 +713,18 @@ pub struct CreatableTopicResultView<'a> {
     at: [u32; 3],
 }
 
+view_common!(CreatableTopicResultView {
+    name,
+    topic_id,
+    error_code,
+    error_message,
+    topic_config_error_code,
+    num_partitions,
+    replication_factor,
+    configs
+});
+
 impl<'a> CreatableTopicResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatableTopicResult::name`](CreatableTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -976,19 +784,17 @@ impl<'a> CreatableTopicResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[0]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for CreatableTopicResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "CreatableTopicResult.Name")?;
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 7 {
             r.take(16, "CreatableTopicResult.TopicId")?;
         }
         r.take(2, "CreatableTopicResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "CreatableTopicResult.ErrorMessage")?;
-        at[1] = (r.pos() - start) as u32;
         if ver.version >= 5 {
             r.run(
                 6,
@@ -1002,7 +808,6 @@ impl<'a> CreatableTopicResultView<'a> {
                 "CreatableTopicResult.Configs",
             )?;
         }
-        at[2] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("CreatableTopicResult._tagged_fields", |tag, value| {
                 match tag {
@@ -1014,19 +819,7 @@ impl<'a> CreatableTopicResultView<'a> {
                 Ok(true)
             })?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for CreatableTopicResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1050,21 +843,6 @@ impl<'a> ElementImpl<'a> for CreatableTopicResultView<'a> {
     }
 }
 
-impl fmt::Debug for CreatableTopicResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatableTopicResultView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("topic_config_error_code", &self.topic_config_error_code())
-            .field("num_partitions", &self.num_partitions())
-            .field("replication_factor", &self.replication_factor())
-            .field("configs", &self.configs())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CreatableTopicConfigs: configs of the new topic, or null when they could not be read.
 #[derive(Clone, Copy)]
 pub struct CreatableTopicConfigsView<'a> {
@@ -1074,17 +852,9 @@ pub struct CreatableTopicConfigsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(CreatableTopicConfigsView { name, value, read_only, config_source, is_sensitive });
+
 impl<'a> CreatableTopicConfigsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CreatableTopicConfigs::name`](CreatableTopicConfigs#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -1119,15 +889,13 @@ impl<'a> CreatableTopicConfigsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 3, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "CreatableTopicConfigs.Name")?;
-        at[0] = (r.pos() - start) as u32;
         r.check_nullable_str(true, "CreatableTopicConfigs.Value")?;
-        at[1] = (r.pos() - start) as u32;
         r.run(
             3,
             &[
@@ -1137,19 +905,7 @@ impl<'a> CreatableTopicConfigsView<'a> {
             ],
         )?;
         r.tagged_fields("CreatableTopicConfigs._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1163,17 +919,5 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
         p += 3;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for CreatableTopicConfigsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CreatableTopicConfigsView")
-            .field("name", &self.name())
-            .field("value", &self.value())
-            .field("read_only", &self.read_only())
-            .field("config_source", &self.config_source())
-            .field("is_sensitive", &self.is_sensitive())
-            .finish()
     }
 }

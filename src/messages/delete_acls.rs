@@ -63,25 +63,7 @@ impl<'a> Default for DeleteAclsFilter<'a> {
     }
 }
 
-impl Body for DeleteAclsRequest<'_> {
-    const NAME: &'static str = "DeleteAclsRequest";
-    const API_KEY: i16 = 31;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DeleteAclsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteAclsRequest { key: 31, request: true, versions: (1, 3), flexible: (2, i16::MAX) });
 
 impl Encode for DeleteAclsRequest<'_> {
     #[inline]
@@ -157,31 +139,10 @@ pub struct DeleteAclsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DeleteAclsRequestView, DeleteAclsRequest, at);
+view_common!(DeleteAclsRequestView { filters });
+
 impl<'a> DeleteAclsRequestView<'a> {
-    /// Checks `bytes` as a DeleteAclsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteAclsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DeleteAclsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteAclsRequest::filters`](DeleteAclsRequest#structfield.filters).
     #[inline]
     pub fn filters(&self) -> ArrayView<'a, DeleteAclsFilterView<'a>> {
@@ -206,12 +167,6 @@ impl<'a> DeleteAclsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteAclsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteAclsRequestView").field("filters", &self.filters()).finish()
-    }
-}
-
 /// A zero-copy view of a DeleteAclsFilter: filters selecting the bindings to remove.
 #[derive(Clone, Copy)]
 pub struct DeleteAclsFilterView<'a> {
@@ -221,17 +176,17 @@ pub struct DeleteAclsFilterView<'a> {
     at: [u32; 3],
 }
 
+view_common!(DeleteAclsFilterView {
+    resource_type_filter,
+    resource_name_filter,
+    pattern_type_filter,
+    principal_filter,
+    host_filter,
+    operation,
+    permission_type
+});
+
 impl<'a> DeleteAclsFilterView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteAclsFilter::resource_type_filter`](DeleteAclsFilter#structfield.resource_type_filter).
     #[inline]
     pub fn resource_type_filter(&self) -> i8 {
@@ -278,36 +233,21 @@ impl<'a> DeleteAclsFilterView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[2] as usize + 2, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        r.take(1, "DeleteAclsFilter.ResourceTypeFilter")?;
-        r.check_nullable_str(ver.flexible, "DeleteAclsFilter.ResourceNameFilter")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "DeleteAclsFilter.PatternTypeFilter")?;
-        r.check_nullable_str(ver.flexible, "DeleteAclsFilter.PrincipalFilter")?;
-        at[1] = (r.pos() - start) as u32;
-        r.check_nullable_str(ver.flexible, "DeleteAclsFilter.HostFilter")?;
-        at[2] = (r.pos() - start) as u32;
-        r.run(2, &[("DeleteAclsFilter.Operation", 1), ("DeleteAclsFilter.PermissionType", 1)])?;
-        if ver.flexible {
-            r.tagged_fields("DeleteAclsFilter._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeleteAclsFilterView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(1, "DeleteAclsFilter.ResourceTypeFilter")?;
+        r.check_nullable_str(ver.flexible, "DeleteAclsFilter.ResourceNameFilter")?;
+        r.take(1, "DeleteAclsFilter.PatternTypeFilter")?;
+        r.check_nullable_str(ver.flexible, "DeleteAclsFilter.PrincipalFilter")?;
+        r.check_nullable_str(ver.flexible, "DeleteAclsFilter.HostFilter")?;
+        r.run(2, &[("DeleteAclsFilter.Operation", 1), ("DeleteAclsFilter.PermissionType", 1)])?;
+        if ver.flexible {
+            r.tagged_fields("DeleteAclsFilter._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -326,20 +266,6 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DeleteAclsFilterView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteAclsFilterView")
-            .field("resource_type_filter", &self.resource_type_filter())
-            .field("resource_name_filter", &self.resource_name_filter())
-            .field("pattern_type_filter", &self.pattern_type_filter())
-            .field("principal_filter", &self.principal_filter())
-            .field("host_filter", &self.host_filter())
-            .field("operation", &self.operation())
-            .field("permission_type", &self.permission_type())
-            .finish()
     }
 }
 
@@ -426,25 +352,7 @@ impl<'a> Default for DeleteAclsMatchingAcl<'a> {
     }
 }
 
-impl Body for DeleteAclsResponse<'_> {
-    const NAME: &'static str = "DeleteAclsResponse";
-    const API_KEY: i16 = 31;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DeleteAclsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteAclsResponse { key: 31, request: false, versions: (1, 3), flexible: (2, i16::MAX) });
 
 impl Encode for DeleteAclsResponse<'_> {
     #[inline]
@@ -549,31 +457,10 @@ pub struct DeleteAclsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DeleteAclsResponseView, DeleteAclsResponse, at);
+view_common!(DeleteAclsResponseView { throttle_time_ms, filter_results });
+
 impl<'a> DeleteAclsResponseView<'a> {
-    /// Checks `bytes` as a DeleteAclsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteAclsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DeleteAclsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteAclsResponse::throttle_time_ms`](DeleteAclsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -605,15 +492,6 @@ impl<'a> DeleteAclsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteAclsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteAclsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("filter_results", &self.filter_results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteAclsFilterResult: one result for each filter, in request order.
 #[derive(Clone, Copy)]
 pub struct DeleteAclsFilterResultView<'a> {
@@ -623,17 +501,9 @@ pub struct DeleteAclsFilterResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DeleteAclsFilterResultView { error_code, error_message, matching_acls });
+
 impl<'a> DeleteAclsFilterResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteAclsFilterResult::error_code`](DeleteAclsFilterResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -656,32 +526,18 @@ impl<'a> DeleteAclsFilterResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(2, "DeleteAclsFilterResult.ErrorCode")?;
-        r.check_nullable_str(ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<DeleteAclsMatchingAclView<'a>>(r, ver, "DeleteAclsFilterResult.MatchingAcls")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DeleteAclsFilterResult._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeleteAclsFilterResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(2, "DeleteAclsFilterResult.ErrorCode")?;
+        r.check_nullable_str(ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?;
+        view::check_array::<DeleteAclsMatchingAclView<'a>>(r, ver, "DeleteAclsFilterResult.MatchingAcls")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteAclsFilterResult._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -699,16 +555,6 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterResultView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteAclsFilterResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteAclsFilterResultView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("matching_acls", &self.matching_acls())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteAclsMatchingAcl: bindings the filter matched and removed.
 #[derive(Clone, Copy)]
 pub struct DeleteAclsMatchingAclView<'a> {
@@ -718,17 +564,19 @@ pub struct DeleteAclsMatchingAclView<'a> {
     at: [u32; 4],
 }
 
+view_common!(DeleteAclsMatchingAclView {
+    error_code,
+    error_message,
+    resource_type,
+    resource_name,
+    pattern_type,
+    principal,
+    host,
+    operation,
+    permission_type
+});
+
 impl<'a> DeleteAclsMatchingAclView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteAclsMatchingAcl::error_code`](DeleteAclsMatchingAcl#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -787,39 +635,23 @@ impl<'a> DeleteAclsMatchingAclView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[3] as usize + 2, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 4], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 4];
-        r.take(2, "DeleteAclsMatchingAcl.ErrorCode")?;
-        r.check_nullable_str(ver.flexible, "DeleteAclsMatchingAcl.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "DeleteAclsMatchingAcl.ResourceType")?;
-        r.check_str(ver.flexible, "DeleteAclsMatchingAcl.ResourceName")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(1, "DeleteAclsMatchingAcl.PatternType")?;
-        r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Principal")?;
-        at[2] = (r.pos() - start) as u32;
-        r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Host")?;
-        at[3] = (r.pos() - start) as u32;
-        r.run(2, &[("DeleteAclsMatchingAcl.Operation", 1), ("DeleteAclsMatchingAcl.PermissionType", 1)])?;
-        if ver.flexible {
-            r.tagged_fields("DeleteAclsMatchingAcl._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(2, "DeleteAclsMatchingAcl.ErrorCode")?;
+        r.check_nullable_str(ver.flexible, "DeleteAclsMatchingAcl.ErrorMessage")?;
+        r.take(1, "DeleteAclsMatchingAcl.ResourceType")?;
+        r.check_str(ver.flexible, "DeleteAclsMatchingAcl.ResourceName")?;
+        r.take(1, "DeleteAclsMatchingAcl.PatternType")?;
+        r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Principal")?;
+        r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Host")?;
+        r.run(2, &[("DeleteAclsMatchingAcl.Operation", 1), ("DeleteAclsMatchingAcl.PermissionType", 1)])?;
+        if ver.flexible {
+            r.tagged_fields("DeleteAclsMatchingAcl._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -841,21 +673,5 @@ impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DeleteAclsMatchingAclView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteAclsMatchingAclView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("resource_type", &self.resource_type())
-            .field("resource_name", &self.resource_name())
-            .field("pattern_type", &self.pattern_type())
-            .field("principal", &self.principal())
-            .field("host", &self.host())
-            .field("operation", &self.operation())
-            .field("permission_type", &self.permission_type())
-            .finish()
     }
 }

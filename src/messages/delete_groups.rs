@@ -23,25 +23,7 @@ pub struct DeleteGroupsRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DeleteGroupsRequest<'_> {
-    const NAME: &'static str = "DeleteGroupsRequest";
-    const API_KEY: i16 = 42;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DeleteGroupsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteGroupsRequest { key: 42, request: true, versions: (0, 3), flexible: (2, i16::MAX) });
 
 impl Encode for DeleteGroupsRequest<'_> {
     #[inline]
@@ -77,31 +59,10 @@ pub struct DeleteGroupsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DeleteGroupsRequestView, DeleteGroupsRequest, at);
+view_common!(DeleteGroupsRequestView { groups_names });
+
 impl<'a> DeleteGroupsRequestView<'a> {
-    /// Checks `bytes` as a DeleteGroupsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteGroupsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DeleteGroupsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteGroupsRequest::groups_names`](DeleteGroupsRequest#structfield.groups_names).
     #[inline]
     pub fn groups_names(&self) -> ArrayView<'a, &'a str> {
@@ -123,12 +84,6 @@ impl<'a> DeleteGroupsRequestView<'a> {
             r.tagged_fields("DeleteGroupsRequest._tagged_fields", |_, _| Ok(false))?;
         }
         Ok(at)
-    }
-}
-
-impl fmt::Debug for DeleteGroupsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteGroupsRequestView").field("groups_names", &self.groups_names()).finish()
     }
 }
 
@@ -162,25 +117,7 @@ pub struct DeletableGroupResult<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DeleteGroupsResponse<'_> {
-    const NAME: &'static str = "DeleteGroupsResponse";
-    const API_KEY: i16 = 42;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DeleteGroupsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteGroupsResponse { key: 42, request: false, versions: (0, 3), flexible: (2, i16::MAX) });
 
 impl Encode for DeleteGroupsResponse<'_> {
     #[inline]
@@ -250,31 +187,10 @@ pub struct DeleteGroupsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DeleteGroupsResponseView, DeleteGroupsResponse, at);
+view_common!(DeleteGroupsResponseView { throttle_time_ms, results });
+
 impl<'a> DeleteGroupsResponseView<'a> {
-    /// Checks `bytes` as a DeleteGroupsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteGroupsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DeleteGroupsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteGroupsResponse::throttle_time_ms`](DeleteGroupsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -306,15 +222,6 @@ impl<'a> DeleteGroupsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteGroupsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteGroupsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("results", &self.results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeletableGroupResult: one result for each group in the request.
 #[derive(Clone, Copy)]
 pub struct DeletableGroupResultView<'a> {
@@ -324,17 +231,9 @@ pub struct DeletableGroupResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DeletableGroupResultView { group_id, error_code, error_message });
+
 impl<'a> DeletableGroupResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeletableGroupResult::group_id`](DeletableGroupResult#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -361,34 +260,20 @@ impl<'a> DeletableGroupResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "DeletableGroupResult.GroupId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "DeletableGroupResult.ErrorCode")?;
-        if ver.version == 3 {
-            r.check_nullable_str(ver.flexible, "DeletableGroupResult.ErrorMessage")?;
-        }
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DeletableGroupResult._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "DeletableGroupResult.GroupId")?;
+        r.take(2, "DeletableGroupResult.ErrorCode")?;
+        if ver.version == 3 {
+            r.check_nullable_str(ver.flexible, "DeletableGroupResult.ErrorMessage")?;
+        }
+        if ver.flexible {
+            r.tagged_fields("DeletableGroupResult._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -406,15 +291,5 @@ impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DeletableGroupResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeletableGroupResultView")
-            .field("group_id", &self.group_id())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

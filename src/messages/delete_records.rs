@@ -51,25 +51,7 @@ pub struct DeleteRecordsPartition<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DeleteRecordsRequest<'_> {
-    const NAME: &'static str = "DeleteRecordsRequest";
-    const API_KEY: i16 = 21;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DeleteRecordsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteRecordsRequest { key: 21, request: true, versions: (0, 2), flexible: (2, i16::MAX) });
 
 impl Encode for DeleteRecordsRequest<'_> {
     #[inline]
@@ -161,31 +143,10 @@ pub struct DeleteRecordsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DeleteRecordsRequestView, DeleteRecordsRequest, at);
+view_common!(DeleteRecordsRequestView { topics, timeout_ms });
+
 impl<'a> DeleteRecordsRequestView<'a> {
-    /// Checks `bytes` as a DeleteRecordsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteRecordsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DeleteRecordsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteRecordsRequest::topics`](DeleteRecordsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteRecordsTopicView<'a>> {
@@ -217,15 +178,6 @@ impl<'a> DeleteRecordsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteRecordsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteRecordsRequestView")
-            .field("topics", &self.topics())
-            .field("timeout_ms", &self.timeout_ms())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteRecordsTopic: partitions to trim, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct DeleteRecordsTopicView<'a> {
@@ -235,17 +187,9 @@ pub struct DeleteRecordsTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DeleteRecordsTopicView { name, partitions });
+
 impl<'a> DeleteRecordsTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteRecordsTopic::name`](DeleteRecordsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -262,31 +206,17 @@ impl<'a> DeleteRecordsTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "DeleteRecordsTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<DeleteRecordsPartitionView<'a>>(r, ver, "DeleteRecordsTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DeleteRecordsTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeleteRecordsTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "DeleteRecordsTopic.Name")?;
+        view::check_array::<DeleteRecordsPartitionView<'a>>(r, ver, "DeleteRecordsTopic.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("DeleteRecordsTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -304,15 +234,6 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteRecordsTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteRecordsTopicView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteRecordsPartition: partitions of this topic to trim.
 #[derive(Clone, Copy)]
 pub struct DeleteRecordsPartitionView<'a> {
@@ -320,17 +241,9 @@ pub struct DeleteRecordsPartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(DeleteRecordsPartitionView { partition_index, offset });
+
 impl<'a> DeleteRecordsPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteRecordsPartition::partition_index`](DeleteRecordsPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -347,15 +260,6 @@ impl<'a> DeleteRecordsPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(12, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(12, &[("DeleteRecordsPartition.PartitionIndex", 4), ("DeleteRecordsPartition.Offset", 8)])?;
-        if ver.flexible {
-            r.fixed_struct_tagged_fields("DeleteRecordsPartition._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeleteRecordsPartitionView<'a> {
@@ -366,22 +270,17 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionView<'a> {
 
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(12, &[("DeleteRecordsPartition.PartitionIndex", 4), ("DeleteRecordsPartition.Offset", 8)])?;
+        if ver.flexible {
+            r.fixed_struct_tagged_fields("DeleteRecordsPartition._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for DeleteRecordsPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteRecordsPartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("offset", &self.offset())
-            .finish()
     }
 }
 
@@ -427,25 +326,7 @@ pub struct DeleteRecordsPartitionResult<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DeleteRecordsResponse<'_> {
-    const NAME: &'static str = "DeleteRecordsResponse";
-    const API_KEY: i16 = 21;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DeleteRecordsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteRecordsResponse { key: 21, request: false, versions: (0, 2), flexible: (2, i16::MAX) });
 
 impl Encode for DeleteRecordsResponse<'_> {
     #[inline]
@@ -538,31 +419,10 @@ pub struct DeleteRecordsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DeleteRecordsResponseView, DeleteRecordsResponse, at);
+view_common!(DeleteRecordsResponseView { throttle_time_ms, topics });
+
 impl<'a> DeleteRecordsResponseView<'a> {
-    /// Checks `bytes` as a DeleteRecordsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteRecordsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DeleteRecordsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteRecordsResponse::throttle_time_ms`](DeleteRecordsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -594,15 +454,6 @@ impl<'a> DeleteRecordsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteRecordsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteRecordsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteRecordsTopicResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct DeleteRecordsTopicResultView<'a> {
@@ -612,17 +463,9 @@ pub struct DeleteRecordsTopicResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DeleteRecordsTopicResultView { name, partitions });
+
 impl<'a> DeleteRecordsTopicResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteRecordsTopicResult::name`](DeleteRecordsTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -639,35 +482,21 @@ impl<'a> DeleteRecordsTopicResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DeleteRecordsTopicResult.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<DeleteRecordsPartitionResultView<'a>>(
             r,
             ver,
             "DeleteRecordsTopicResult.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("DeleteRecordsTopicResult._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -685,15 +514,6 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteRecordsTopicResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteRecordsTopicResultView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteRecordsPartitionResult: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct DeleteRecordsPartitionResultView<'a> {
@@ -701,17 +521,9 @@ pub struct DeleteRecordsPartitionResultView<'a> {
     ver: Ver,
 }
 
+view_common!(DeleteRecordsPartitionResultView { partition_index, low_watermark, error_code });
+
 impl<'a> DeleteRecordsPartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteRecordsPartitionResult::partition_index`](DeleteRecordsPartitionResult#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -734,9 +546,16 @@ impl<'a> DeleteRecordsPartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(14, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for DeleteRecordsPartitionResultView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 2 { Layout::Tagged(14) } else { Layout::Fixed(14) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             14,
             &[
@@ -748,34 +567,12 @@ impl<'a> DeleteRecordsPartitionResultView<'a> {
         if ver.flexible {
             r.fixed_struct_tagged_fields("DeleteRecordsPartitionResult._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for DeleteRecordsPartitionResultView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 2 { Layout::Tagged(14) } else { Layout::Fixed(14) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 14, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for DeleteRecordsPartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteRecordsPartitionResultView")
-            .field("partition_index", &self.partition_index())
-            .field("low_watermark", &self.low_watermark())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

@@ -36,25 +36,12 @@ pub struct DeleteShareGroupOffsetsRequestTopic<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DeleteShareGroupOffsetsRequest<'_> {
-    const NAME: &'static str = "DeleteShareGroupOffsetsRequest";
-    const API_KEY: i16 = 92;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DeleteShareGroupOffsetsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteShareGroupOffsetsRequest {
+    key: 92,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DeleteShareGroupOffsetsRequest<'_> {
     #[inline]
@@ -107,32 +94,10 @@ pub struct DeleteShareGroupOffsetsRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(DeleteShareGroupOffsetsRequestView, DeleteShareGroupOffsetsRequest, at);
+view_common!(DeleteShareGroupOffsetsRequestView { group_id, topics });
+
 impl<'a> DeleteShareGroupOffsetsRequestView<'a> {
-    /// Checks `bytes` as a DeleteShareGroupOffsetsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteShareGroupOffsetsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DeleteShareGroupOffsetsRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteShareGroupOffsetsRequest::group_id`](DeleteShareGroupOffsetsRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -167,15 +132,6 @@ impl<'a> DeleteShareGroupOffsetsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteShareGroupOffsetsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteShareGroupOffsetsRequestView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteShareGroupOffsetsRequestTopic: topics whose share group offsets to delete.
 #[derive(Clone, Copy)]
 pub struct DeleteShareGroupOffsetsRequestTopicView<'a> {
@@ -185,17 +141,9 @@ pub struct DeleteShareGroupOffsetsRequestTopicView<'a> {
     at: [u32; 1],
 }
 
+view_common!(DeleteShareGroupOffsetsRequestTopicView { topic_name });
+
 impl<'a> DeleteShareGroupOffsetsRequestTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteShareGroupOffsetsRequestTopic::topic_name`](DeleteShareGroupOffsetsRequestTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -206,27 +154,14 @@ impl<'a> DeleteShareGroupOffsetsRequestTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?;
+        r.tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -237,14 +172,6 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DeleteShareGroupOffsetsRequestTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteShareGroupOffsetsRequestTopicView")
-            .field("topic_name", &self.topic_name())
-            .finish()
     }
 }
 
@@ -286,25 +213,12 @@ pub struct DeleteShareGroupOffsetsResponseTopic<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DeleteShareGroupOffsetsResponse<'_> {
-    const NAME: &'static str = "DeleteShareGroupOffsetsResponse";
-    const API_KEY: i16 = 92;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DeleteShareGroupOffsetsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteShareGroupOffsetsResponse {
+    key: 92,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DeleteShareGroupOffsetsResponse<'_> {
     #[inline]
@@ -374,32 +288,10 @@ pub struct DeleteShareGroupOffsetsResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(DeleteShareGroupOffsetsResponseView, DeleteShareGroupOffsetsResponse, at);
+view_common!(DeleteShareGroupOffsetsResponseView { throttle_time_ms, error_code, error_message, responses });
+
 impl<'a> DeleteShareGroupOffsetsResponseView<'a> {
-    /// Checks `bytes` as a DeleteShareGroupOffsetsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteShareGroupOffsetsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DeleteShareGroupOffsetsResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteShareGroupOffsetsResponse::throttle_time_ms`](DeleteShareGroupOffsetsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -453,17 +345,6 @@ impl<'a> DeleteShareGroupOffsetsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteShareGroupOffsetsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteShareGroupOffsetsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("responses", &self.responses())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteShareGroupOffsetsResponseTopic: one result for each topic in the request.
 #[derive(Clone, Copy)]
 pub struct DeleteShareGroupOffsetsResponseTopicView<'a> {
@@ -473,17 +354,9 @@ pub struct DeleteShareGroupOffsetsResponseTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DeleteShareGroupOffsetsResponseTopicView { topic_name, topic_id, error_code, error_message });
+
 impl<'a> DeleteShareGroupOffsetsResponseTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteShareGroupOffsetsResponseTopic::topic_name`](DeleteShareGroupOffsetsResponseTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -512,13 +385,12 @@ impl<'a> DeleteShareGroupOffsetsResponseTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DeleteShareGroupOffsetsResponseTopic.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         r.run(
             18,
             &[
@@ -527,21 +399,8 @@ impl<'a> DeleteShareGroupOffsetsResponseTopicView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("DeleteShareGroupOffsetsResponseTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -555,16 +414,5 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DeleteShareGroupOffsetsResponseTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteShareGroupOffsetsResponseTopicView")
-            .field("topic_name", &self.topic_name())
-            .field("topic_id", &self.topic_id())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -47,25 +47,12 @@ pub struct PartitionData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DeleteShareGroupStateRequest<'_> {
-    const NAME: &'static str = "DeleteShareGroupStateRequest";
-    const API_KEY: i16 = 86;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DeleteShareGroupStateRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteShareGroupStateRequest {
+    key: 86,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DeleteShareGroupStateRequest<'_> {
     #[inline]
@@ -131,32 +118,10 @@ pub struct DeleteShareGroupStateRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(DeleteShareGroupStateRequestView, DeleteShareGroupStateRequest, at);
+view_common!(DeleteShareGroupStateRequestView { group_id, topics });
+
 impl<'a> DeleteShareGroupStateRequestView<'a> {
-    /// Checks `bytes` as a DeleteShareGroupStateRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteShareGroupStateRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DeleteShareGroupStateRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteShareGroupStateRequest::group_id`](DeleteShareGroupStateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -187,15 +152,6 @@ impl<'a> DeleteShareGroupStateRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteShareGroupStateRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteShareGroupStateRequestView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteStateData: topics whose share-partition state to delete.
 #[derive(Clone, Copy)]
 pub struct DeleteStateDataView<'a> {
@@ -205,17 +161,9 @@ pub struct DeleteStateDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(DeleteStateDataView { topic_id, partitions });
+
 impl<'a> DeleteStateDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteStateData::topic_id`](DeleteStateData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -232,28 +180,15 @@ impl<'a> DeleteStateDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "DeleteStateData.TopicId")?;
-        view::check_array::<PartitionDataView<'a>>(r, ver, "DeleteStateData.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DeleteStateData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeleteStateDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "DeleteStateData.TopicId")?;
+        view::check_array::<PartitionDataView<'a>>(r, ver, "DeleteStateData.Partitions")?;
+        r.tagged_fields("DeleteStateData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -267,15 +202,6 @@ impl<'a> ElementImpl<'a> for DeleteStateDataView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteStateDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteStateDataView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionData: partitions whose state to delete.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
@@ -283,17 +209,9 @@ pub struct PartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(PartitionDataView { partition });
+
 impl<'a> PartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -304,13 +222,6 @@ impl<'a> PartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.take(4, "PartitionData.Partition")?;
-        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
@@ -320,20 +231,16 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "PartitionData.Partition")?;
+        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for PartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionDataView").field("partition", &self.partition()).finish()
     }
 }
 
@@ -376,25 +283,12 @@ pub struct PartitionResult<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DeleteShareGroupStateResponse<'_> {
-    const NAME: &'static str = "DeleteShareGroupStateResponse";
-    const API_KEY: i16 = 86;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DeleteShareGroupStateResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteShareGroupStateResponse {
+    key: 86,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DeleteShareGroupStateResponse<'_> {
     #[inline]
@@ -466,32 +360,10 @@ pub struct DeleteShareGroupStateResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DeleteShareGroupStateResponseView, DeleteShareGroupStateResponse, at);
+view_common!(DeleteShareGroupStateResponseView { results });
+
 impl<'a> DeleteShareGroupStateResponseView<'a> {
-    /// Checks `bytes` as a DeleteShareGroupStateResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteShareGroupStateResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DeleteShareGroupStateResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteShareGroupStateResponse::results`](DeleteShareGroupStateResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, DeleteStateResultView<'a>> {
@@ -514,12 +386,6 @@ impl<'a> DeleteShareGroupStateResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteShareGroupStateResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteShareGroupStateResponseView").field("results", &self.results()).finish()
-    }
-}
-
 /// A zero-copy view of a DeleteStateResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct DeleteStateResultView<'a> {
@@ -529,17 +395,9 @@ pub struct DeleteStateResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(DeleteStateResultView { topic_id, partitions });
+
 impl<'a> DeleteStateResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteStateResult::topic_id`](DeleteStateResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -556,28 +414,15 @@ impl<'a> DeleteStateResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "DeleteStateResult.TopicId")?;
-        view::check_array::<PartitionResultView<'a>>(r, ver, "DeleteStateResult.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DeleteStateResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeleteStateResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "DeleteStateResult.TopicId")?;
+        view::check_array::<PartitionResultView<'a>>(r, ver, "DeleteStateResult.Partitions")?;
+        r.tagged_fields("DeleteStateResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -591,15 +436,6 @@ impl<'a> ElementImpl<'a> for DeleteStateResultView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteStateResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteStateResultView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionResult: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct PartitionResultView<'a> {
@@ -609,17 +445,9 @@ pub struct PartitionResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(PartitionResultView { partition, error_code, error_message });
+
 impl<'a> PartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -642,28 +470,15 @@ impl<'a> PartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
-        r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
+        r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
+        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -674,15 +489,5 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for PartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionResultView")
-            .field("partition", &self.partition())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

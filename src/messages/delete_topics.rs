@@ -42,25 +42,7 @@ pub struct DeleteTopicState<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DeleteTopicsRequest<'_> {
-    const NAME: &'static str = "DeleteTopicsRequest";
-    const API_KEY: i16 = 20;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 6);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl DeleteTopicsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteTopicsRequest { key: 20, request: true, versions: (1, 6), flexible: (4, i16::MAX) });
 
 impl Encode for DeleteTopicsRequest<'_> {
     #[inline]
@@ -69,10 +51,7 @@ impl Encode for DeleteTopicsRequest<'_> {
         if ver.version == 6 {
             n += encode::array_size(&self.topics, ver, "DeleteTopicsRequest.Topics")?;
         } else if !self.topics.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DeleteTopicsRequest.Topics",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DeleteTopicsRequest.Topics", ver));
         }
         if ver.version <= 5 {
             n += encode::array_size(&self.topic_names, ver, "DeleteTopicsRequest.TopicNames")?;
@@ -132,31 +111,10 @@ pub struct DeleteTopicsRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(DeleteTopicsRequestView, DeleteTopicsRequest, at);
+view_common!(DeleteTopicsRequestView { topics, topic_names, timeout_ms });
+
 impl<'a> DeleteTopicsRequestView<'a> {
-    /// Checks `bytes` as a DeleteTopicsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteTopicsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DeleteTopicsRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteTopicsRequest::topics`](DeleteTopicsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DeleteTopicStateView<'a>> {
@@ -204,16 +162,6 @@ impl<'a> DeleteTopicsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteTopicsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteTopicsRequestView")
-            .field("topics", &self.topics())
-            .field("topic_names", &self.topic_names())
-            .field("timeout_ms", &self.timeout_ms())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeleteTopicState: topics to delete, each by name or by ID (from version 6).
 #[derive(Clone, Copy)]
 pub struct DeleteTopicStateView<'a> {
@@ -223,17 +171,9 @@ pub struct DeleteTopicStateView<'a> {
     at: [u32; 1],
 }
 
+view_common!(DeleteTopicStateView { name, topic_id });
+
 impl<'a> DeleteTopicStateView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteTopicState::name`](DeleteTopicState#structfield.name).
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
@@ -250,28 +190,15 @@ impl<'a> DeleteTopicStateView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 16, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_nullable_str(true, "DeleteTopicState.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(16, "DeleteTopicState.TopicId")?;
-        r.tagged_fields("DeleteTopicState._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DeleteTopicStateView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_nullable_str(true, "DeleteTopicState.Name")?;
+        r.take(16, "DeleteTopicState.TopicId")?;
+        r.tagged_fields("DeleteTopicState._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -283,15 +210,6 @@ impl<'a> ElementImpl<'a> for DeleteTopicStateView<'a> {
         p += 16;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DeleteTopicStateView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteTopicStateView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .finish()
     }
 }
 
@@ -340,25 +258,7 @@ impl<'a> Default for DeletableTopicResult<'a> {
     }
 }
 
-impl Body for DeleteTopicsResponse<'_> {
-    const NAME: &'static str = "DeleteTopicsResponse";
-    const API_KEY: i16 = 20;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 6);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl DeleteTopicsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DeleteTopicsResponse { key: 20, request: false, versions: (1, 6), flexible: (4, i16::MAX) });
 
 impl Encode for DeleteTopicsResponse<'_> {
     #[inline]
@@ -440,31 +340,10 @@ pub struct DeleteTopicsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DeleteTopicsResponseView, DeleteTopicsResponse, at);
+view_common!(DeleteTopicsResponseView { throttle_time_ms, responses });
+
 impl<'a> DeleteTopicsResponseView<'a> {
-    /// Checks `bytes` as a DeleteTopicsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DeleteTopicsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DeleteTopicsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeleteTopicsResponse::throttle_time_ms`](DeleteTopicsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -496,15 +375,6 @@ impl<'a> DeleteTopicsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DeleteTopicsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeleteTopicsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("responses", &self.responses())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DeletableTopicResult: one result for each topic in the request.
 #[derive(Clone, Copy)]
 pub struct DeletableTopicResultView<'a> {
@@ -514,17 +384,9 @@ pub struct DeletableTopicResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DeletableTopicResultView { name, topic_id, error_code, error_message });
+
 impl<'a> DeletableTopicResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DeletableTopicResult::name`](DeletableTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> Option<&'a str> {
@@ -560,17 +422,16 @@ impl<'a> DeletableTopicResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version == 6 {
             r.check_nullable_str(ver.flexible, "DeletableTopicResult.Name")?;
         } else {
             r.check_str(ver.flexible, "DeletableTopicResult.Name")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 6 {
             r.take(16, "DeletableTopicResult.TopicId")?;
         }
@@ -578,23 +439,10 @@ impl<'a> DeletableTopicResultView<'a> {
         if ver.version >= 5 {
             r.check_nullable_str(ver.flexible, "DeletableTopicResult.ErrorMessage")?;
         }
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("DeletableTopicResult._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -612,16 +460,5 @@ impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DeletableTopicResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeletableTopicResultView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

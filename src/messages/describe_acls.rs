@@ -53,25 +53,7 @@ impl<'a> Default for DescribeAclsRequest<'a> {
     }
 }
 
-impl Body for DescribeAclsRequest<'_> {
-    const NAME: &'static str = "DescribeAclsRequest";
-    const API_KEY: i16 = 29;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DescribeAclsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeAclsRequest { key: 29, request: true, versions: (1, 3), flexible: (2, i16::MAX) });
 
 impl Encode for DescribeAclsRequest<'_> {
     #[inline]
@@ -126,31 +108,18 @@ pub struct DescribeAclsRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(DescribeAclsRequestView, DescribeAclsRequest, at);
+view_common!(DescribeAclsRequestView {
+    resource_type_filter,
+    resource_name_filter,
+    pattern_type_filter,
+    principal_filter,
+    host_filter,
+    operation,
+    permission_type
+});
+
 impl<'a> DescribeAclsRequestView<'a> {
-    /// Checks `bytes` as a DescribeAclsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeAclsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeAclsRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeAclsRequest::resource_type_filter`](DescribeAclsRequest#structfield.resource_type_filter).
     #[inline]
     pub fn resource_type_filter(&self) -> i8 {
@@ -215,20 +184,6 @@ impl<'a> DescribeAclsRequestView<'a> {
             r.tagged_fields("DescribeAclsRequest._tagged_fields", |_, _| Ok(false))?;
         }
         Ok(at)
-    }
-}
-
-impl fmt::Debug for DescribeAclsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeAclsRequestView")
-            .field("resource_type_filter", &self.resource_type_filter())
-            .field("resource_name_filter", &self.resource_name_filter())
-            .field("pattern_type_filter", &self.pattern_type_filter())
-            .field("principal_filter", &self.principal_filter())
-            .field("host_filter", &self.host_filter())
-            .field("operation", &self.operation())
-            .field("permission_type", &self.permission_type())
-            .finish()
     }
 }
 
@@ -307,25 +262,7 @@ pub struct AclDescription<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeAclsResponse<'_> {
-    const NAME: &'static str = "DescribeAclsResponse";
-    const API_KEY: i16 = 29;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DescribeAclsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeAclsResponse { key: 29, request: false, versions: (1, 3), flexible: (2, i16::MAX) });
 
 impl Encode for DescribeAclsResponse<'_> {
     #[inline]
@@ -423,31 +360,10 @@ pub struct DescribeAclsResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(DescribeAclsResponseView, DescribeAclsResponse, at);
+view_common!(DescribeAclsResponseView { throttle_time_ms, error_code, error_message, resources });
+
 impl<'a> DescribeAclsResponseView<'a> {
-    /// Checks `bytes` as a DescribeAclsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeAclsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeAclsResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeAclsResponse::throttle_time_ms`](DescribeAclsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -493,17 +409,6 @@ impl<'a> DescribeAclsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeAclsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeAclsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("resources", &self.resources())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeAclsResource: matching bindings, grouped by resource.
 #[derive(Clone, Copy)]
 pub struct DescribeAclsResourceView<'a> {
@@ -513,17 +418,9 @@ pub struct DescribeAclsResourceView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeAclsResourceView { resource_type, resource_name, pattern_type, acls });
+
 impl<'a> DescribeAclsResourceView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeAclsResource::resource_type`](DescribeAclsResource#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
@@ -552,33 +449,19 @@ impl<'a> DescribeAclsResourceView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(1, "DescribeAclsResource.ResourceType")?;
-        r.check_str(ver.flexible, "DescribeAclsResource.ResourceName")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "DescribeAclsResource.PatternType")?;
-        view::check_array::<AclDescriptionView<'a>>(r, ver, "DescribeAclsResource.Acls")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeAclsResource._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeAclsResourceView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(1, "DescribeAclsResource.ResourceType")?;
+        r.check_str(ver.flexible, "DescribeAclsResource.ResourceName")?;
+        r.take(1, "DescribeAclsResource.PatternType")?;
+        view::check_array::<AclDescriptionView<'a>>(r, ver, "DescribeAclsResource.Acls")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeAclsResource._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -597,17 +480,6 @@ impl<'a> ElementImpl<'a> for DescribeAclsResourceView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeAclsResourceView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeAclsResourceView")
-            .field("resource_type", &self.resource_type())
-            .field("resource_name", &self.resource_name())
-            .field("pattern_type", &self.pattern_type())
-            .field("acls", &self.acls())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AclDescription: aCL entries on this resource.
 #[derive(Clone, Copy)]
 pub struct AclDescriptionView<'a> {
@@ -617,17 +489,9 @@ pub struct AclDescriptionView<'a> {
     at: [u32; 2],
 }
 
+view_common!(AclDescriptionView { principal, host, operation, permission_type });
+
 impl<'a> AclDescriptionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AclDescription::principal`](AclDescription#structfield.principal).
     #[inline]
     pub fn principal(&self) -> &'a str {
@@ -656,32 +520,18 @@ impl<'a> AclDescriptionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize + 2, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "AclDescription.Principal")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(ver.flexible, "AclDescription.Host")?;
-        at[1] = (r.pos() - start) as u32;
-        r.run(2, &[("AclDescription.Operation", 1), ("AclDescription.PermissionType", 1)])?;
-        if ver.flexible {
-            r.tagged_fields("AclDescription._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AclDescriptionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "AclDescription.Principal")?;
+        r.check_str(ver.flexible, "AclDescription.Host")?;
+        r.run(2, &[("AclDescription.Operation", 1), ("AclDescription.PermissionType", 1)])?;
+        if ver.flexible {
+            r.tagged_fields("AclDescription._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -697,16 +547,5 @@ impl<'a> ElementImpl<'a> for AclDescriptionView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AclDescriptionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AclDescriptionView")
-            .field("principal", &self.principal())
-            .field("host", &self.host())
-            .field("operation", &self.operation())
-            .field("permission_type", &self.permission_type())
-            .finish()
     }
 }

@@ -55,25 +55,7 @@ impl<'a> Default for ComponentData<'a> {
     }
 }
 
-impl Body for DescribeClientQuotasRequest<'_> {
-    const NAME: &'static str = "DescribeClientQuotasRequest";
-    const API_KEY: i16 = 48;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl DescribeClientQuotasRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeClientQuotasRequest { key: 48, request: true, versions: (0, 1), flexible: (1, i16::MAX) });
 
 impl Encode for DescribeClientQuotasRequest<'_> {
     #[inline]
@@ -136,32 +118,10 @@ pub struct DescribeClientQuotasRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeClientQuotasRequestView, DescribeClientQuotasRequest, at);
+view_common!(DescribeClientQuotasRequestView { components, strict });
+
 impl<'a> DescribeClientQuotasRequestView<'a> {
-    /// Checks `bytes` as a DescribeClientQuotasRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeClientQuotasRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeClientQuotasRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeClientQuotasRequest::components`](DescribeClientQuotasRequest#structfield.components).
     #[inline]
     pub fn components(&self) -> ArrayView<'a, ComponentDataView<'a>> {
@@ -193,15 +153,6 @@ impl<'a> DescribeClientQuotasRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeClientQuotasRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeClientQuotasRequestView")
-            .field("components", &self.components())
-            .field("strict", &self.strict())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ComponentData: filter parts, each matching one entity type; an entity must match all of them.
 #[derive(Clone, Copy)]
 pub struct ComponentDataView<'a> {
@@ -211,17 +162,9 @@ pub struct ComponentDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ComponentDataView { entity_type, match_type, r#match });
+
 impl<'a> ComponentDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ComponentData::entity_type`](ComponentData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
@@ -244,32 +187,18 @@ impl<'a> ComponentDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "ComponentData.EntityType")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "ComponentData.MatchType")?;
-        r.check_nullable_str(ver.flexible, "ComponentData.Match")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ComponentData._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "ComponentData.EntityType")?;
+        r.take(1, "ComponentData.MatchType")?;
+        r.check_nullable_str(ver.flexible, "ComponentData.Match")?;
+        if ver.flexible {
+            r.tagged_fields("ComponentData._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -285,16 +214,6 @@ impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ComponentDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ComponentDataView")
-            .field("entity_type", &self.entity_type())
-            .field("match_type", &self.match_type())
-            .field("match", &self.r#match())
-            .finish()
     }
 }
 
@@ -379,25 +298,12 @@ pub struct ValueData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeClientQuotasResponse<'_> {
-    const NAME: &'static str = "DescribeClientQuotasResponse";
-    const API_KEY: i16 = 48;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl DescribeClientQuotasResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeClientQuotasResponse {
+    key: 48,
+    request: false,
+    versions: (0, 1),
+    flexible: (1, i16::MAX)
+});
 
 impl Encode for DescribeClientQuotasResponse<'_> {
     #[inline]
@@ -514,32 +420,10 @@ pub struct DescribeClientQuotasResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(DescribeClientQuotasResponseView, DescribeClientQuotasResponse, at);
+view_common!(DescribeClientQuotasResponseView { throttle_time_ms, error_code, error_message, entries });
+
 impl<'a> DescribeClientQuotasResponseView<'a> {
-    /// Checks `bytes` as a DescribeClientQuotasResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeClientQuotasResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeClientQuotasResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeClientQuotasResponse::throttle_time_ms`](DescribeClientQuotasResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -591,17 +475,6 @@ impl<'a> DescribeClientQuotasResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeClientQuotasResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeClientQuotasResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("entries", &self.entries())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a EntryData: one entry for each matching entity; null on error.
 #[derive(Clone, Copy)]
 pub struct EntryDataView<'a> {
@@ -611,17 +484,9 @@ pub struct EntryDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(EntryDataView { entity, values });
+
 impl<'a> EntryDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EntryData::entity`](EntryData#structfield.entity).
     #[inline]
     pub fn entity(&self) -> ArrayView<'a, EntityDataView<'a>> {
@@ -638,31 +503,17 @@ impl<'a> EntryDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        view::check_array::<EntityDataView<'a>>(r, ver, "EntryData.Entity")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<ValueDataView<'a>>(r, ver, "EntryData.Values")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("EntryData._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for EntryDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        view::check_array::<EntityDataView<'a>>(r, ver, "EntryData.Entity")?;
+        view::check_array::<ValueDataView<'a>>(r, ver, "EntryData.Values")?;
+        if ver.flexible {
+            r.tagged_fields("EntryData._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -680,15 +531,6 @@ impl<'a> ElementImpl<'a> for EntryDataView<'a> {
     }
 }
 
-impl fmt::Debug for EntryDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EntryDataView")
-            .field("entity", &self.entity())
-            .field("values", &self.values())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a EntityData: parts that together name the entity, one for each entity type.
 #[derive(Clone, Copy)]
 pub struct EntityDataView<'a> {
@@ -698,17 +540,9 @@ pub struct EntityDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(EntityDataView { entity_type, entity_name });
+
 impl<'a> EntityDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EntityData::entity_type`](EntityData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
@@ -725,31 +559,17 @@ impl<'a> EntityDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "EntityData.EntityType")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(ver.flexible, "EntityData.EntityName")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("EntityData._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for EntityDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "EntityData.EntityType")?;
+        r.check_nullable_str(ver.flexible, "EntityData.EntityName")?;
+        if ver.flexible {
+            r.tagged_fields("EntityData._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -767,15 +587,6 @@ impl<'a> ElementImpl<'a> for EntityDataView<'a> {
     }
 }
 
-impl fmt::Debug for EntityDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EntityDataView")
-            .field("entity_type", &self.entity_type())
-            .field("entity_name", &self.entity_name())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ValueData: quota values set for this entity.
 #[derive(Clone, Copy)]
 pub struct ValueDataView<'a> {
@@ -785,17 +596,9 @@ pub struct ValueDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ValueDataView { key, value });
+
 impl<'a> ValueDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ValueData::key`](ValueData#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
@@ -812,30 +615,17 @@ impl<'a> ValueDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize + 8, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(ver.flexible, "ValueData.Key")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(8, "ValueData.Value")?;
-        if ver.flexible {
-            r.tagged_fields("ValueData._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ValueDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "ValueData.Key")?;
+        r.take(8, "ValueData.Value")?;
+        if ver.flexible {
+            r.tagged_fields("ValueData._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -849,11 +639,5 @@ impl<'a> ElementImpl<'a> for ValueDataView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ValueDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ValueDataView").field("key", &self.key()).field("value", &self.value()).finish()
     }
 }

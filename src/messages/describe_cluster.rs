@@ -39,25 +39,7 @@ impl<'a> Default for DescribeClusterRequest<'a> {
     }
 }
 
-impl Body for DescribeClusterRequest<'_> {
-    const NAME: &'static str = "DescribeClusterRequest";
-    const API_KEY: i16 = 60;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeClusterRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeClusterRequest { key: 60, request: true, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for DescribeClusterRequest<'_> {
     #[inline]
@@ -66,18 +48,12 @@ impl Encode for DescribeClusterRequest<'_> {
         if ver.version >= 1 {
             n += 1;
         } else if self.endpoint_type != 1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribeClusterRequest.EndpointType",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribeClusterRequest.EndpointType", ver));
         }
         if ver.version == 2 {
             n += 1;
         } else if self.include_fenced_brokers {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribeClusterRequest.IncludeFencedBrokers",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribeClusterRequest.IncludeFencedBrokers", ver));
         }
         n += wire::raw_tagged_fields_size(
             &self.unknown_tagged_fields,
@@ -108,31 +84,14 @@ pub struct DescribeClusterRequestView<'a> {
     ver: Ver,
 }
 
+body_view!(DescribeClusterRequestView, DescribeClusterRequest);
+view_common!(DescribeClusterRequestView {
+    include_cluster_authorized_operations,
+    endpoint_type,
+    include_fenced_brokers
+});
+
 impl<'a> DescribeClusterRequestView<'a> {
-    /// Checks `bytes` as a DescribeClusterRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeClusterRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<DescribeClusterRequest, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeClusterRequest::include_cluster_authorized_operations`](DescribeClusterRequest#structfield.include_cluster_authorized_operations).
     #[inline]
     pub fn include_cluster_authorized_operations(&self) -> bool {
@@ -176,16 +135,6 @@ impl<'a> DescribeClusterRequestView<'a> {
         }
         r.fixed_struct_tagged_fields("DescribeClusterRequest._tagged_fields", |_, _| Ok(false))?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for DescribeClusterRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeClusterRequestView")
-            .field("include_cluster_authorized_operations", &self.include_cluster_authorized_operations())
-            .field("endpoint_type", &self.endpoint_type())
-            .field("include_fenced_brokers", &self.include_fenced_brokers())
-            .finish()
     }
 }
 
@@ -254,25 +203,7 @@ pub struct DescribeClusterBroker<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeClusterResponse<'_> {
-    const NAME: &'static str = "DescribeClusterResponse";
-    const API_KEY: i16 = 60;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeClusterResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeClusterResponse { key: 60, request: false, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for DescribeClusterResponse<'_> {
     #[inline]
@@ -285,10 +216,7 @@ impl Encode for DescribeClusterResponse<'_> {
         if ver.version >= 1 {
             n += 1;
         } else if self.endpoint_type != 1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribeClusterResponse.EndpointType",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribeClusterResponse.EndpointType", ver));
         }
         n += wire::string_size(self.cluster_id.len(), true, "DescribeClusterResponse.ClusterId")?;
         n += encode::array_size(&self.brokers, ver, "DescribeClusterResponse.Brokers")?;
@@ -329,10 +257,7 @@ impl Encode for DescribeClusterBroker<'_> {
         if ver.version == 2 {
             n += 1;
         } else if self.is_fenced {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribeClusterBroker.IsFenced",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribeClusterBroker.IsFenced", ver));
         }
         n += wire::raw_tagged_fields_size(
             &self.unknown_tagged_fields,
@@ -365,31 +290,19 @@ pub struct DescribeClusterResponseView<'a> {
     at: [u32; 3],
 }
 
+body_view!(DescribeClusterResponseView, DescribeClusterResponse, at);
+view_common!(DescribeClusterResponseView {
+    throttle_time_ms,
+    error_code,
+    error_message,
+    endpoint_type,
+    cluster_id,
+    controller_id,
+    brokers,
+    cluster_authorized_operations
+});
+
 impl<'a> DescribeClusterResponseView<'a> {
-    /// Checks `bytes` as a DescribeClusterResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeClusterResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeClusterResponse, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeClusterResponse::throttle_time_ms`](DescribeClusterResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -464,21 +377,6 @@ impl<'a> DescribeClusterResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeClusterResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeClusterResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("endpoint_type", &self.endpoint_type())
-            .field("cluster_id", &self.cluster_id())
-            .field("controller_id", &self.controller_id())
-            .field("brokers", &self.brokers())
-            .field("cluster_authorized_operations", &self.cluster_authorized_operations())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeClusterBroker: the nodes listed.
 #[derive(Clone, Copy)]
 pub struct DescribeClusterBrokerView<'a> {
@@ -488,17 +386,9 @@ pub struct DescribeClusterBrokerView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeClusterBrokerView { broker_id, host, port, rack, is_fenced });
+
 impl<'a> DescribeClusterBrokerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeClusterBroker::broker_id`](DescribeClusterBroker#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
@@ -533,34 +423,20 @@ impl<'a> DescribeClusterBrokerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + (if self.ver.version >= 2 { 1 } else { 0 }), &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(4, "DescribeClusterBroker.BrokerId")?;
-        r.check_str(true, "DescribeClusterBroker.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "DescribeClusterBroker.Port")?;
-        r.check_nullable_str(true, "DescribeClusterBroker.Rack")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.version == 2 {
-            r.take(1, "DescribeClusterBroker.IsFenced")?;
-        }
-        r.tagged_fields("DescribeClusterBroker._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeClusterBrokerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "DescribeClusterBroker.BrokerId")?;
+        r.check_str(true, "DescribeClusterBroker.Host")?;
+        r.take(4, "DescribeClusterBroker.Port")?;
+        r.check_nullable_str(true, "DescribeClusterBroker.Rack")?;
+        if ver.version == 2 {
+            r.take(1, "DescribeClusterBroker.IsFenced")?;
+        }
+        r.tagged_fields("DescribeClusterBroker._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -575,17 +451,5 @@ impl<'a> ElementImpl<'a> for DescribeClusterBrokerView<'a> {
         p += if ver.version >= 2 { 1 } else { 0 };
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribeClusterBrokerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeClusterBrokerView")
-            .field("broker_id", &self.broker_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("rack", &self.rack())
-            .field("is_fenced", &self.is_fenced())
-            .finish()
     }
 }

@@ -55,25 +55,7 @@ impl<'a> Default for DescribeConfigsResource<'a> {
     }
 }
 
-impl Body for DescribeConfigsRequest<'_> {
-    const NAME: &'static str = "DescribeConfigsRequest";
-    const API_KEY: i16 = 32;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl DescribeConfigsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeConfigsRequest { key: 32, request: true, versions: (1, 4), flexible: (4, i16::MAX) });
 
 impl Encode for DescribeConfigsRequest<'_> {
     #[inline]
@@ -83,10 +65,7 @@ impl Encode for DescribeConfigsRequest<'_> {
         if ver.version >= 3 {
             n += 1;
         } else if self.include_documentation {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribeConfigsRequest.IncludeDocumentation",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribeConfigsRequest.IncludeDocumentation", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -155,31 +134,10 @@ pub struct DescribeConfigsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeConfigsRequestView, DescribeConfigsRequest, at);
+view_common!(DescribeConfigsRequestView { resources, include_synonyms, include_documentation });
+
 impl<'a> DescribeConfigsRequestView<'a> {
-    /// Checks `bytes` as a DescribeConfigsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeConfigsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeConfigsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeConfigsRequest::resources`](DescribeConfigsRequest#structfield.resources).
     #[inline]
     pub fn resources(&self) -> ArrayView<'a, DescribeConfigsResourceView<'a>> {
@@ -220,16 +178,6 @@ impl<'a> DescribeConfigsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeConfigsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeConfigsRequestView")
-            .field("resources", &self.resources())
-            .field("include_synonyms", &self.include_synonyms())
-            .field("include_documentation", &self.include_documentation())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeConfigsResource: resources whose configs are read.
 #[derive(Clone, Copy)]
 pub struct DescribeConfigsResourceView<'a> {
@@ -239,17 +187,9 @@ pub struct DescribeConfigsResourceView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeConfigsResourceView { resource_type, resource_name, configuration_keys });
+
 impl<'a> DescribeConfigsResourceView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeConfigsResource::resource_type`](DescribeConfigsResource#structfield.resource_type).
     #[inline]
     pub fn resource_type(&self) -> i8 {
@@ -272,32 +212,18 @@ impl<'a> DescribeConfigsResourceView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(1, "DescribeConfigsResource.ResourceType")?;
-        r.check_str(ver.flexible, "DescribeConfigsResource.ResourceName")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_nullable_array::<&'a str>(r, ver, "DescribeConfigsResource.ConfigurationKeys")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeConfigsResource._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeConfigsResourceView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(1, "DescribeConfigsResource.ResourceType")?;
+        r.check_str(ver.flexible, "DescribeConfigsResource.ResourceName")?;
+        view::check_nullable_array::<&'a str>(r, ver, "DescribeConfigsResource.ConfigurationKeys")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeConfigsResource._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -312,16 +238,6 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribeConfigsResourceView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeConfigsResourceView")
-            .field("resource_type", &self.resource_type())
-            .field("resource_name", &self.resource_name())
-            .field("configuration_keys", &self.configuration_keys())
-            .finish()
     }
 }
 
@@ -441,25 +357,7 @@ impl<'a> Default for DescribeConfigsSynonym<'a> {
     }
 }
 
-impl Body for DescribeConfigsResponse<'_> {
-    const NAME: &'static str = "DescribeConfigsResponse";
-    const API_KEY: i16 = 32;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl DescribeConfigsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeConfigsResponse { key: 32, request: false, versions: (1, 4), flexible: (4, i16::MAX) });
 
 impl Encode for DescribeConfigsResponse<'_> {
     #[inline]
@@ -609,31 +507,10 @@ pub struct DescribeConfigsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeConfigsResponseView, DescribeConfigsResponse, at);
+view_common!(DescribeConfigsResponseView { throttle_time_ms, results });
+
 impl<'a> DescribeConfigsResponseView<'a> {
-    /// Checks `bytes` as a DescribeConfigsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeConfigsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeConfigsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeConfigsResponse::throttle_time_ms`](DescribeConfigsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -665,15 +542,6 @@ impl<'a> DescribeConfigsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeConfigsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeConfigsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("results", &self.results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeConfigsResult: one result for each requested resource.
 #[derive(Clone, Copy)]
 pub struct DescribeConfigsResultView<'a> {
@@ -683,17 +551,9 @@ pub struct DescribeConfigsResultView<'a> {
     at: [u32; 3],
 }
 
+view_common!(DescribeConfigsResultView { error_code, error_message, resource_type, resource_name, configs });
+
 impl<'a> DescribeConfigsResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeConfigsResult::error_code`](DescribeConfigsResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -728,35 +588,20 @@ impl<'a> DescribeConfigsResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        r.take(2, "DescribeConfigsResult.ErrorCode")?;
-        r.check_nullable_str(ver.flexible, "DescribeConfigsResult.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "DescribeConfigsResult.ResourceType")?;
-        r.check_str(ver.flexible, "DescribeConfigsResult.ResourceName")?;
-        at[1] = (r.pos() - start) as u32;
-        view::check_array::<DescribeConfigsResourceResultView<'a>>(r, ver, "DescribeConfigsResult.Configs")?;
-        at[2] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeConfigsResult._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeConfigsResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(2, "DescribeConfigsResult.ErrorCode")?;
+        r.check_nullable_str(ver.flexible, "DescribeConfigsResult.ErrorMessage")?;
+        r.take(1, "DescribeConfigsResult.ResourceType")?;
+        r.check_str(ver.flexible, "DescribeConfigsResult.ResourceName")?;
+        view::check_array::<DescribeConfigsResourceResultView<'a>>(r, ver, "DescribeConfigsResult.Configs")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeConfigsResult._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -777,18 +622,6 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResultView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeConfigsResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeConfigsResultView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("resource_type", &self.resource_type())
-            .field("resource_name", &self.resource_name())
-            .field("configs", &self.configs())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeConfigsResourceResult: configs of the resource.
 #[derive(Clone, Copy)]
 pub struct DescribeConfigsResourceResultView<'a> {
@@ -798,17 +631,18 @@ pub struct DescribeConfigsResourceResultView<'a> {
     at: [u32; 4],
 }
 
+view_common!(DescribeConfigsResourceResultView {
+    name,
+    value,
+    read_only,
+    config_source,
+    is_sensitive,
+    synonyms,
+    config_type,
+    documentation
+});
+
 impl<'a> DescribeConfigsResourceResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeConfigsResourceResult::name`](DescribeConfigsResourceResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -865,15 +699,13 @@ impl<'a> DescribeConfigsResourceResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[3] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 4], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 4];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribeConfigsResourceResult.Name")?;
-        at[0] = (r.pos() - start) as u32;
         r.check_nullable_str(ver.flexible, "DescribeConfigsResourceResult.Value")?;
-        at[1] = (r.pos() - start) as u32;
         r.run(
             3,
             &[
@@ -887,30 +719,16 @@ impl<'a> DescribeConfigsResourceResultView<'a> {
             ver,
             "DescribeConfigsResourceResult.Synonyms",
         )?;
-        at[2] = (r.pos() - start) as u32;
         if ver.version >= 3 {
             r.take(1, "DescribeConfigsResourceResult.ConfigType")?;
         }
         if ver.version >= 3 {
             r.check_nullable_str(ver.flexible, "DescribeConfigsResourceResult.Documentation")?;
         }
-        at[3] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("DescribeConfigsResourceResult._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -936,21 +754,6 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeConfigsResourceResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeConfigsResourceResultView")
-            .field("name", &self.name())
-            .field("value", &self.value())
-            .field("read_only", &self.read_only())
-            .field("config_source", &self.config_source())
-            .field("is_sensitive", &self.is_sensitive())
-            .field("synonyms", &self.synonyms())
-            .field("config_type", &self.config_type())
-            .field("documentation", &self.documentation())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeConfigsSynonym: values of this config at each level, highest precedence first.
 #[derive(Clone, Copy)]
 pub struct DescribeConfigsSynonymView<'a> {
@@ -960,17 +763,9 @@ pub struct DescribeConfigsSynonymView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeConfigsSynonymView { name, value, source });
+
 impl<'a> DescribeConfigsSynonymView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeConfigsSynonym::name`](DescribeConfigsSynonym#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -993,32 +788,18 @@ impl<'a> DescribeConfigsSynonymView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize + 1, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "DescribeConfigsSynonym.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(ver.flexible, "DescribeConfigsSynonym.Value")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(1, "DescribeConfigsSynonym.Source")?;
-        if ver.flexible {
-            r.tagged_fields("DescribeConfigsSynonym._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "DescribeConfigsSynonym.Name")?;
+        r.check_nullable_str(ver.flexible, "DescribeConfigsSynonym.Value")?;
+        r.take(1, "DescribeConfigsSynonym.Source")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeConfigsSynonym._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -1034,15 +815,5 @@ impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribeConfigsSynonymView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeConfigsSynonymView")
-            .field("name", &self.name())
-            .field("value", &self.value())
-            .field("source", &self.source())
-            .finish()
     }
 }

@@ -45,25 +45,12 @@ pub struct DescribeDelegationTokenOwner<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeDelegationTokenRequest<'_> {
-    const NAME: &'static str = "DescribeDelegationTokenRequest";
-    const API_KEY: i16 = 41;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DescribeDelegationTokenRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeDelegationTokenRequest {
+    key: 41,
+    request: true,
+    versions: (1, 3),
+    flexible: (2, i16::MAX)
+});
 
 impl Encode for DescribeDelegationTokenRequest<'_> {
     #[inline]
@@ -136,32 +123,10 @@ pub struct DescribeDelegationTokenRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeDelegationTokenRequestView, DescribeDelegationTokenRequest, at);
+view_common!(DescribeDelegationTokenRequestView { owners });
+
 impl<'a> DescribeDelegationTokenRequestView<'a> {
-    /// Checks `bytes` as a DescribeDelegationTokenRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeDelegationTokenRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeDelegationTokenRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeDelegationTokenRequest::owners`](DescribeDelegationTokenRequest#structfield.owners).
     #[inline]
     pub fn owners(&self) -> Option<ArrayView<'a, DescribeDelegationTokenOwnerView<'a>>> {
@@ -190,12 +155,6 @@ impl<'a> DescribeDelegationTokenRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeDelegationTokenRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeDelegationTokenRequestView").field("owners", &self.owners()).finish()
-    }
-}
-
 /// A zero-copy view of a DescribeDelegationTokenOwner: owners whose tokens to list; null lists every token.
 #[derive(Clone, Copy)]
 pub struct DescribeDelegationTokenOwnerView<'a> {
@@ -205,17 +164,9 @@ pub struct DescribeDelegationTokenOwnerView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeDelegationTokenOwnerView { principal_type, principal_name });
+
 impl<'a> DescribeDelegationTokenOwnerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeDelegationTokenOwner::principal_type`](DescribeDelegationTokenOwner#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
@@ -232,31 +183,17 @@ impl<'a> DescribeDelegationTokenOwnerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeDelegationTokenOwner._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeDelegationTokenOwnerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?;
+        r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeDelegationTokenOwner._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -271,15 +208,6 @@ impl<'a> ElementImpl<'a> for DescribeDelegationTokenOwnerView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribeDelegationTokenOwnerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeDelegationTokenOwnerView")
-            .field("principal_type", &self.principal_type())
-            .field("principal_name", &self.principal_name())
-            .finish()
     }
 }
 
@@ -342,25 +270,12 @@ pub struct DescribedDelegationTokenRenewer<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeDelegationTokenResponse<'_> {
-    const NAME: &'static str = "DescribeDelegationTokenResponse";
-    const API_KEY: i16 = 41;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 3);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DescribeDelegationTokenResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeDelegationTokenResponse {
+    key: 41,
+    request: false,
+    versions: (1, 3),
+    flexible: (2, i16::MAX)
+});
 
 impl Encode for DescribeDelegationTokenResponse<'_> {
     #[inline]
@@ -408,10 +323,7 @@ impl Encode for DescribedDelegationToken<'_> {
                 "DescribedDelegationToken.TokenRequesterPrincipalType",
             )?;
         } else if self.token_requester_principal_type.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribedDelegationToken.TokenRequesterPrincipalType",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribedDelegationToken.TokenRequesterPrincipalType", ver));
         }
         if ver.version == 3 {
             n += wire::string_size(
@@ -420,10 +332,7 @@ impl Encode for DescribedDelegationToken<'_> {
                 "DescribedDelegationToken.TokenRequesterPrincipalName",
             )?;
         } else if self.token_requester_principal_name.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribedDelegationToken.TokenRequesterPrincipalName",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribedDelegationToken.TokenRequesterPrincipalName", ver));
         }
         n += wire::string_size(self.token_id.len(), ver.flexible, "DescribedDelegationToken.TokenId")?;
         n += wire::bytes_size(self.hmac.len(), ver.flexible, "DescribedDelegationToken.Hmac")?;
@@ -505,32 +414,10 @@ pub struct DescribeDelegationTokenResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeDelegationTokenResponseView, DescribeDelegationTokenResponse, at);
+view_common!(DescribeDelegationTokenResponseView { error_code, tokens, throttle_time_ms });
+
 impl<'a> DescribeDelegationTokenResponseView<'a> {
-    /// Checks `bytes` as a DescribeDelegationTokenResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeDelegationTokenResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeDelegationTokenResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeDelegationTokenResponse::error_code`](DescribeDelegationTokenResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -573,16 +460,6 @@ impl<'a> DescribeDelegationTokenResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeDelegationTokenResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeDelegationTokenResponseView")
-            .field("error_code", &self.error_code())
-            .field("tokens", &self.tokens())
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribedDelegationToken: one entry for each token.
 #[derive(Clone, Copy)]
 pub struct DescribedDelegationTokenView<'a> {
@@ -592,17 +469,20 @@ pub struct DescribedDelegationTokenView<'a> {
     at: [u32; 7],
 }
 
+view_common!(DescribedDelegationTokenView {
+    principal_type,
+    principal_name,
+    token_requester_principal_type,
+    token_requester_principal_name,
+    issue_timestamp,
+    expiry_timestamp,
+    max_timestamp,
+    token_id,
+    hmac,
+    renewers
+});
+
 impl<'a> DescribedDelegationTokenView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribedDelegationToken::principal_type`](DescribedDelegationToken#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
@@ -667,23 +547,19 @@ impl<'a> DescribedDelegationTokenView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[6] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 7], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 7];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "DescribedDelegationToken.PrincipalType")?;
-        at[0] = (r.pos() - start) as u32;
         r.check_str(ver.flexible, "DescribedDelegationToken.PrincipalName")?;
-        at[1] = (r.pos() - start) as u32;
         if ver.version == 3 {
             r.check_str(ver.flexible, "DescribedDelegationToken.TokenRequesterPrincipalType")?;
         }
-        at[2] = (r.pos() - start) as u32;
         if ver.version == 3 {
             r.check_str(ver.flexible, "DescribedDelegationToken.TokenRequesterPrincipalName")?;
         }
-        at[3] = (r.pos() - start) as u32;
         r.run(
             24,
             &[
@@ -693,31 +569,16 @@ impl<'a> DescribedDelegationTokenView<'a> {
             ],
         )?;
         r.check_str(ver.flexible, "DescribedDelegationToken.TokenId")?;
-        at[4] = (r.pos() - start) as u32;
         r.bytes(ver.flexible, "DescribedDelegationToken.Hmac")?;
-        at[5] = (r.pos() - start) as u32;
         view::check_array::<DescribedDelegationTokenRenewerView<'a>>(
             r,
             ver,
             "DescribedDelegationToken.Renewers",
         )?;
-        at[6] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("DescribedDelegationToken._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -750,23 +611,6 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
     }
 }
 
-impl fmt::Debug for DescribedDelegationTokenView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribedDelegationTokenView")
-            .field("principal_type", &self.principal_type())
-            .field("principal_name", &self.principal_name())
-            .field("token_requester_principal_type", &self.token_requester_principal_type())
-            .field("token_requester_principal_name", &self.token_requester_principal_name())
-            .field("issue_timestamp", &self.issue_timestamp())
-            .field("expiry_timestamp", &self.expiry_timestamp())
-            .field("max_timestamp", &self.max_timestamp())
-            .field("token_id", &self.token_id())
-            .field("hmac", &self.hmac())
-            .field("renewers", &self.renewers())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribedDelegationTokenRenewer: principals allowed to renew the token.
 #[derive(Clone, Copy)]
 pub struct DescribedDelegationTokenRenewerView<'a> {
@@ -776,17 +620,9 @@ pub struct DescribedDelegationTokenRenewerView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribedDelegationTokenRenewerView { principal_type, principal_name });
+
 impl<'a> DescribedDelegationTokenRenewerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribedDelegationTokenRenewer::principal_type`](DescribedDelegationTokenRenewer#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
@@ -803,31 +639,17 @@ impl<'a> DescribedDelegationTokenRenewerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribedDelegationTokenRenewer._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribedDelegationTokenRenewerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?;
+        r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?;
+        if ver.flexible {
+            r.tagged_fields("DescribedDelegationTokenRenewer._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -842,14 +664,5 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenRenewerView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribedDelegationTokenRenewerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribedDelegationTokenRenewerView")
-            .field("principal_type", &self.principal_type())
-            .field("principal_name", &self.principal_name())
-            .finish()
     }
 }

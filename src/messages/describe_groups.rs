@@ -26,25 +26,7 @@ pub struct DescribeGroupsRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeGroupsRequest<'_> {
-    const NAME: &'static str = "DescribeGroupsRequest";
-    const API_KEY: i16 = 15;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 6);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(5, i16::MAX);
-}
-
-impl DescribeGroupsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeGroupsRequest { key: 15, request: true, versions: (0, 6), flexible: (5, i16::MAX) });
 
 impl Encode for DescribeGroupsRequest<'_> {
     #[inline]
@@ -54,10 +36,7 @@ impl Encode for DescribeGroupsRequest<'_> {
         if ver.version >= 3 {
             n += 1;
         } else if self.include_authorized_operations {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribeGroupsRequest.IncludeAuthorizedOperations",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribeGroupsRequest.IncludeAuthorizedOperations", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -91,31 +70,10 @@ pub struct DescribeGroupsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeGroupsRequestView, DescribeGroupsRequest, at);
+view_common!(DescribeGroupsRequestView { groups, include_authorized_operations });
+
 impl<'a> DescribeGroupsRequestView<'a> {
-    /// Checks `bytes` as a DescribeGroupsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeGroupsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeGroupsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeGroupsRequest::groups`](DescribeGroupsRequest#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, &'a str> {
@@ -146,15 +104,6 @@ impl<'a> DescribeGroupsRequestView<'a> {
             r.tagged_fields("DescribeGroupsRequest._tagged_fields", |_, _| Ok(false))?;
         }
         Ok(at)
-    }
-}
-
-impl fmt::Debug for DescribeGroupsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeGroupsRequestView")
-            .field("groups", &self.groups())
-            .field("include_authorized_operations", &self.include_authorized_operations())
-            .finish()
     }
 }
 
@@ -238,25 +187,7 @@ pub struct DescribedGroupMember<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeGroupsResponse<'_> {
-    const NAME: &'static str = "DescribeGroupsResponse";
-    const API_KEY: i16 = 15;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 6);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(5, i16::MAX);
-}
-
-impl DescribeGroupsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeGroupsResponse { key: 15, request: false, versions: (0, 6), flexible: (5, i16::MAX) });
 
 impl Encode for DescribeGroupsResponse<'_> {
     #[inline]
@@ -297,10 +228,7 @@ impl Encode for DescribedGroup<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         } else if self.error_message.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribedGroup.ErrorMessage",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribedGroup.ErrorMessage", ver));
         }
         n += wire::string_size(self.group_id.len(), ver.flexible, "DescribedGroup.GroupId")?;
         n += wire::string_size(self.group_state.len(), ver.flexible, "DescribedGroup.GroupState")?;
@@ -310,10 +238,7 @@ impl Encode for DescribedGroup<'_> {
         if ver.version >= 3 {
             n += 4;
         } else if self.authorized_operations != i32::MIN {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribedGroup.AuthorizedOperations",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribedGroup.AuthorizedOperations", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "DescribedGroup._tagged_fields")?;
@@ -400,31 +325,10 @@ pub struct DescribeGroupsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeGroupsResponseView, DescribeGroupsResponse, at);
+view_common!(DescribeGroupsResponseView { throttle_time_ms, groups });
+
 impl<'a> DescribeGroupsResponseView<'a> {
-    /// Checks `bytes` as a DescribeGroupsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeGroupsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeGroupsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeGroupsResponse::throttle_time_ms`](DescribeGroupsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -458,15 +362,6 @@ impl<'a> DescribeGroupsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeGroupsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeGroupsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("groups", &self.groups())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribedGroup: one entry for each requested group.
 #[derive(Clone, Copy)]
 pub struct DescribedGroupView<'a> {
@@ -476,17 +371,18 @@ pub struct DescribedGroupView<'a> {
     at: [u32; 6],
 }
 
+view_common!(DescribedGroupView {
+    error_code,
+    error_message,
+    group_id,
+    group_state,
+    protocol_type,
+    protocol_data,
+    members,
+    authorized_operations
+});
+
 impl<'a> DescribedGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribedGroup::error_code`](DescribedGroup#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -539,45 +435,27 @@ impl<'a> DescribedGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[5] as usize + 4, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 6], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 6];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribedGroup.ErrorCode")?;
         if ver.version == 6 {
             r.check_nullable_str(ver.flexible, "DescribedGroup.ErrorMessage")?;
         }
-        at[0] = (r.pos() - start) as u32;
         r.check_str(ver.flexible, "DescribedGroup.GroupId")?;
-        at[1] = (r.pos() - start) as u32;
         r.check_str(ver.flexible, "DescribedGroup.GroupState")?;
-        at[2] = (r.pos() - start) as u32;
         r.check_str(ver.flexible, "DescribedGroup.ProtocolType")?;
-        at[3] = (r.pos() - start) as u32;
         r.check_str(ver.flexible, "DescribedGroup.ProtocolData")?;
-        at[4] = (r.pos() - start) as u32;
         view::check_array::<DescribedGroupMemberView<'a>>(r, ver, "DescribedGroup.Members")?;
-        at[5] = (r.pos() - start) as u32;
         if ver.version >= 3 {
             r.take(4, "DescribedGroup.AuthorizedOperations")?;
         }
         if ver.flexible {
             r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -606,21 +484,6 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     }
 }
 
-impl fmt::Debug for DescribedGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribedGroupView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("group_id", &self.group_id())
-            .field("group_state", &self.group_state())
-            .field("protocol_type", &self.protocol_type())
-            .field("protocol_data", &self.protocol_data())
-            .field("members", &self.members())
-            .field("authorized_operations", &self.authorized_operations())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribedGroupMember: members of the group.
 #[derive(Clone, Copy)]
 pub struct DescribedGroupMemberView<'a> {
@@ -630,17 +493,16 @@ pub struct DescribedGroupMemberView<'a> {
     at: [u32; 6],
 }
 
+view_common!(DescribedGroupMemberView {
+    member_id,
+    group_instance_id,
+    client_id,
+    client_host,
+    member_metadata,
+    member_assignment
+});
+
 impl<'a> DescribedGroupMemberView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribedGroupMember::member_id`](DescribedGroupMember#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
@@ -685,41 +547,23 @@ impl<'a> DescribedGroupMemberView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[5] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 6], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 6];
-        r.check_str(ver.flexible, "DescribedGroupMember.MemberId")?;
-        at[0] = (r.pos() - start) as u32;
-        if ver.version >= 4 {
-            r.check_nullable_str(ver.flexible, "DescribedGroupMember.GroupInstanceId")?;
-        }
-        at[1] = (r.pos() - start) as u32;
-        r.check_str(ver.flexible, "DescribedGroupMember.ClientId")?;
-        at[2] = (r.pos() - start) as u32;
-        r.check_str(ver.flexible, "DescribedGroupMember.ClientHost")?;
-        at[3] = (r.pos() - start) as u32;
-        r.bytes(ver.flexible, "DescribedGroupMember.MemberMetadata")?;
-        at[4] = (r.pos() - start) as u32;
-        r.bytes(ver.flexible, "DescribedGroupMember.MemberAssignment")?;
-        at[5] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribedGroupMember._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "DescribedGroupMember.MemberId")?;
+        if ver.version >= 4 {
+            r.check_nullable_str(ver.flexible, "DescribedGroupMember.GroupInstanceId")?;
+        }
+        r.check_str(ver.flexible, "DescribedGroupMember.ClientId")?;
+        r.check_str(ver.flexible, "DescribedGroupMember.ClientHost")?;
+        r.bytes(ver.flexible, "DescribedGroupMember.MemberMetadata")?;
+        r.bytes(ver.flexible, "DescribedGroupMember.MemberAssignment")?;
+        if ver.flexible {
+            r.tagged_fields("DescribedGroupMember._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -744,18 +588,5 @@ impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribedGroupMemberView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribedGroupMemberView")
-            .field("member_id", &self.member_id())
-            .field("group_instance_id", &self.group_instance_id())
-            .field("client_id", &self.client_id())
-            .field("client_host", &self.client_host())
-            .field("member_metadata", &self.member_metadata())
-            .field("member_assignment", &self.member_assignment())
-            .finish()
     }
 }

@@ -46,25 +46,7 @@ pub struct DescribableLogDirTopic<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeLogDirsRequest<'_> {
-    const NAME: &'static str = "DescribeLogDirsRequest";
-    const API_KEY: i16 = 35;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DescribeLogDirsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeLogDirsRequest { key: 35, request: true, versions: (1, 5), flexible: (2, i16::MAX) });
 
 impl Encode for DescribeLogDirsRequest<'_> {
     #[inline]
@@ -125,31 +107,10 @@ pub struct DescribeLogDirsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeLogDirsRequestView, DescribeLogDirsRequest, at);
+view_common!(DescribeLogDirsRequestView { topics });
+
 impl<'a> DescribeLogDirsRequestView<'a> {
-    /// Checks `bytes` as a DescribeLogDirsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeLogDirsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeLogDirsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeLogDirsRequest::topics`](DescribeLogDirsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, DescribableLogDirTopicView<'a>>> {
@@ -178,12 +139,6 @@ impl<'a> DescribeLogDirsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeLogDirsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeLogDirsRequestView").field("topics", &self.topics()).finish()
-    }
-}
-
 /// A zero-copy view of a DescribableLogDirTopic: topics to describe; null means every topic the broker hosts.
 #[derive(Clone, Copy)]
 pub struct DescribableLogDirTopicView<'a> {
@@ -193,17 +148,9 @@ pub struct DescribableLogDirTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribableLogDirTopicView { topic, partitions });
+
 impl<'a> DescribableLogDirTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribableLogDirTopic::topic`](DescribableLogDirTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -220,31 +167,17 @@ impl<'a> DescribableLogDirTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "DescribableLogDirTopic.Topic")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "DescribableLogDirTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribableLogDirTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "DescribableLogDirTopic.Topic")?;
+        view::check_array::<i32>(r, ver, "DescribableLogDirTopic.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("DescribableLogDirTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -259,15 +192,6 @@ impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribableLogDirTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribableLogDirTopicView")
-            .field("topic", &self.topic())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }
 
@@ -357,25 +281,7 @@ pub struct DescribeLogDirsPartition<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeLogDirsResponse<'_> {
-    const NAME: &'static str = "DescribeLogDirsResponse";
-    const API_KEY: i16 = 35;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl DescribeLogDirsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeLogDirsResponse { key: 35, request: false, versions: (1, 5), flexible: (2, i16::MAX) });
 
 impl Encode for DescribeLogDirsResponse<'_> {
     #[inline]
@@ -519,31 +425,10 @@ pub struct DescribeLogDirsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeLogDirsResponseView, DescribeLogDirsResponse, at);
+view_common!(DescribeLogDirsResponseView { throttle_time_ms, error_code, results });
+
 impl<'a> DescribeLogDirsResponseView<'a> {
-    /// Checks `bytes` as a DescribeLogDirsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeLogDirsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeLogDirsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeLogDirsResponse::throttle_time_ms`](DescribeLogDirsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -584,16 +469,6 @@ impl<'a> DescribeLogDirsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeLogDirsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeLogDirsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("results", &self.results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeLogDirsResult: one entry for each log directory.
 #[derive(Clone, Copy)]
 pub struct DescribeLogDirsResultView<'a> {
@@ -603,17 +478,16 @@ pub struct DescribeLogDirsResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeLogDirsResultView {
+    error_code,
+    log_dir,
+    topics,
+    total_bytes,
+    usable_bytes,
+    is_cordoned
+});
+
 impl<'a> DescribeLogDirsResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeLogDirsResult::error_code`](DescribeLogDirsResult#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -668,16 +542,14 @@ impl<'a> DescribeLogDirsResultView<'a> {
             TaggedIter::EMPTY
         }
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribeLogDirsResult.ErrorCode")?;
         r.check_str(ver.flexible, "DescribeLogDirsResult.LogDir")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<DescribeLogDirsTopicView<'a>>(r, ver, "DescribeLogDirsResult.Topics")?;
-        at[1] = (r.pos() - start) as u32;
         if ver.version >= 4 {
             r.run(16, &[("DescribeLogDirsResult.TotalBytes", 8), ("DescribeLogDirsResult.UsableBytes", 8)])?;
         }
@@ -687,19 +559,7 @@ impl<'a> DescribeLogDirsResultView<'a> {
         if ver.flexible {
             r.tagged_fields("DescribeLogDirsResult._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -724,19 +584,6 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeLogDirsResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeLogDirsResultView")
-            .field("error_code", &self.error_code())
-            .field("log_dir", &self.log_dir())
-            .field("topics", &self.topics())
-            .field("total_bytes", &self.total_bytes())
-            .field("usable_bytes", &self.usable_bytes())
-            .field("is_cordoned", &self.is_cordoned())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeLogDirsTopic: topics with replicas in this directory.
 #[derive(Clone, Copy)]
 pub struct DescribeLogDirsTopicView<'a> {
@@ -746,17 +593,9 @@ pub struct DescribeLogDirsTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeLogDirsTopicView { name, partitions });
+
 impl<'a> DescribeLogDirsTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeLogDirsTopic::name`](DescribeLogDirsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -773,31 +612,17 @@ impl<'a> DescribeLogDirsTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "DescribeLogDirsTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<DescribeLogDirsPartitionView<'a>>(r, ver, "DescribeLogDirsTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("DescribeLogDirsTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeLogDirsTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "DescribeLogDirsTopic.Name")?;
+        view::check_array::<DescribeLogDirsPartitionView<'a>>(r, ver, "DescribeLogDirsTopic.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("DescribeLogDirsTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -815,15 +640,6 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsTopicView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeLogDirsTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeLogDirsTopicView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeLogDirsPartition: replicas of this topic's partitions in this directory.
 #[derive(Clone, Copy)]
 pub struct DescribeLogDirsPartitionView<'a> {
@@ -831,17 +647,9 @@ pub struct DescribeLogDirsPartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(DescribeLogDirsPartitionView { partition_index, partition_size, offset_lag, is_future_key });
+
 impl<'a> DescribeLogDirsPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeLogDirsPartition::partition_index`](DescribeLogDirsPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -870,9 +678,16 @@ impl<'a> DescribeLogDirsPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(21, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for DescribeLogDirsPartitionView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 2 { Layout::Tagged(21) } else { Layout::Fixed(21) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             21,
             &[
@@ -885,35 +700,12 @@ impl<'a> DescribeLogDirsPartitionView<'a> {
         if ver.flexible {
             r.fixed_struct_tagged_fields("DescribeLogDirsPartition._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeLogDirsPartitionView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 2 { Layout::Tagged(21) } else { Layout::Fixed(21) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 21, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for DescribeLogDirsPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeLogDirsPartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("partition_size", &self.partition_size())
-            .field("offset_lag", &self.offset_lag())
-            .field("is_future_key", &self.is_future_key())
-            .finish()
     }
 }

@@ -35,25 +35,7 @@ pub struct TopicRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeProducersRequest<'_> {
-    const NAME: &'static str = "DescribeProducersRequest";
-    const API_KEY: i16 = 61;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeProducersRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeProducersRequest { key: 61, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for DescribeProducersRequest<'_> {
     #[inline]
@@ -103,31 +85,10 @@ pub struct DescribeProducersRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeProducersRequestView, DescribeProducersRequest, at);
+view_common!(DescribeProducersRequestView { topics });
+
 impl<'a> DescribeProducersRequestView<'a> {
-    /// Checks `bytes` as a DescribeProducersRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeProducersRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeProducersRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeProducersRequest::topics`](DescribeProducersRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicRequestView<'a>> {
@@ -150,12 +111,6 @@ impl<'a> DescribeProducersRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeProducersRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeProducersRequestView").field("topics", &self.topics()).finish()
-    }
-}
-
 /// A zero-copy view of a TopicRequest: topics to look at.
 #[derive(Clone, Copy)]
 pub struct TopicRequestView<'a> {
@@ -165,17 +120,9 @@ pub struct TopicRequestView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicRequestView { name, partition_indexes });
+
 impl<'a> TopicRequestView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicRequest::name`](TopicRequest#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -192,29 +139,15 @@ impl<'a> TopicRequestView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TopicRequest.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "TopicRequest.PartitionIndexes")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicRequest._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopicRequest.Name")?;
+        view::check_array::<i32>(r, ver, "TopicRequest.PartitionIndexes")?;
+        r.tagged_fields("TopicRequest._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -227,15 +160,6 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TopicRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicRequestView")
-            .field("name", &self.name())
-            .field("partition_indexes", &self.partition_indexes())
-            .finish()
     }
 }
 
@@ -321,25 +245,7 @@ impl<'a> Default for ProducerState<'a> {
     }
 }
 
-impl Body for DescribeProducersResponse<'_> {
-    const NAME: &'static str = "DescribeProducersResponse";
-    const API_KEY: i16 = 61;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeProducersResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeProducersResponse { key: 61, request: false, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for DescribeProducersResponse<'_> {
     #[inline]
@@ -437,31 +343,10 @@ pub struct DescribeProducersResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeProducersResponseView, DescribeProducersResponse, at);
+view_common!(DescribeProducersResponseView { throttle_time_ms, topics });
+
 impl<'a> DescribeProducersResponseView<'a> {
-    /// Checks `bytes` as a DescribeProducersResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeProducersResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeProducersResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeProducersResponse::throttle_time_ms`](DescribeProducersResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -491,15 +376,6 @@ impl<'a> DescribeProducersResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeProducersResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeProducersResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopicResponse: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct TopicResponseView<'a> {
@@ -509,17 +385,9 @@ pub struct TopicResponseView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicResponseView { name, partitions });
+
 impl<'a> TopicResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicResponse::name`](TopicResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -536,29 +404,15 @@ impl<'a> TopicResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TopicResponse.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<PartitionResponseView<'a>>(r, ver, "TopicResponse.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicResponse._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopicResponse.Name")?;
+        view::check_array::<PartitionResponseView<'a>>(r, ver, "TopicResponse.Partitions")?;
+        r.tagged_fields("TopicResponse._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -574,15 +428,6 @@ impl<'a> ElementImpl<'a> for TopicResponseView<'a> {
     }
 }
 
-impl fmt::Debug for TopicResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicResponseView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionResponse: one result for each partition in the request.
 #[derive(Clone, Copy)]
 pub struct PartitionResponseView<'a> {
@@ -592,17 +437,9 @@ pub struct PartitionResponseView<'a> {
     at: [u32; 2],
 }
 
+view_common!(PartitionResponseView { partition_index, error_code, error_message, active_producers });
+
 impl<'a> PartitionResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionResponse::partition_index`](PartitionResponse#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -631,30 +468,16 @@ impl<'a> PartitionResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.run(6, &[("PartitionResponse.PartitionIndex", 4), ("PartitionResponse.ErrorCode", 2)])?;
-        r.check_nullable_str(true, "PartitionResponse.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<ProducerStateView<'a>>(r, ver, "PartitionResponse.ActiveProducers")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("PartitionResponse._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(6, &[("PartitionResponse.PartitionIndex", 4), ("PartitionResponse.ErrorCode", 2)])?;
+        r.check_nullable_str(true, "PartitionResponse.ErrorMessage")?;
+        view::check_array::<ProducerStateView<'a>>(r, ver, "PartitionResponse.ActiveProducers")?;
+        r.tagged_fields("PartitionResponse._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -670,17 +493,6 @@ impl<'a> ElementImpl<'a> for PartitionResponseView<'a> {
     }
 }
 
-impl fmt::Debug for PartitionResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionResponseView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("active_producers", &self.active_producers())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ProducerState: producers with state on this partition.
 #[derive(Clone, Copy)]
 pub struct ProducerStateView<'a> {
@@ -688,17 +500,16 @@ pub struct ProducerStateView<'a> {
     ver: Ver,
 }
 
+view_common!(ProducerStateView {
+    producer_id,
+    producer_epoch,
+    last_sequence,
+    last_timestamp,
+    coordinator_epoch,
+    current_txn_start_offset
+});
+
 impl<'a> ProducerStateView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ProducerState::producer_id`](ProducerState#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
@@ -739,9 +550,16 @@ impl<'a> ProducerStateView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(36, &[])
     }
+}
+
+impl<'a> ElementImpl<'a> for ProducerStateView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Tagged(36)
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             36,
             &[
@@ -754,37 +572,12 @@ impl<'a> ProducerStateView<'a> {
             ],
         )?;
         r.fixed_struct_tagged_fields("ProducerState._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for ProducerStateView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Tagged(36)
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 36, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for ProducerStateView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProducerStateView")
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .field("last_sequence", &self.last_sequence())
-            .field("last_timestamp", &self.last_timestamp())
-            .field("coordinator_epoch", &self.coordinator_epoch())
-            .field("current_txn_start_offset", &self.current_txn_start_offset())
-            .finish()
     }
 }

@@ -46,25 +46,7 @@ pub struct DescribeQuorumRequestPartitionData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeQuorumRequest<'_> {
-    const NAME: &'static str = "DescribeQuorumRequest";
-    const API_KEY: i16 = 55;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeQuorumRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeQuorumRequest { key: 55, request: true, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for DescribeQuorumRequest<'_> {
     #[inline]
@@ -135,31 +117,10 @@ pub struct DescribeQuorumRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeQuorumRequestView, DescribeQuorumRequest, at);
+view_common!(DescribeQuorumRequestView { topics });
+
 impl<'a> DescribeQuorumRequestView<'a> {
-    /// Checks `bytes` as a DescribeQuorumRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeQuorumRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeQuorumRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeQuorumRequest::topics`](DescribeQuorumRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, DescribeQuorumRequestTopicDataView<'a>> {
@@ -182,12 +143,6 @@ impl<'a> DescribeQuorumRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeQuorumRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeQuorumRequestView").field("topics", &self.topics()).finish()
-    }
-}
-
 /// A zero-copy view of a DescribeQuorumRequestTopicData: topics whose quorum to describe; in practice the metadata log.
 #[derive(Clone, Copy)]
 pub struct DescribeQuorumRequestTopicDataView<'a> {
@@ -197,17 +152,9 @@ pub struct DescribeQuorumRequestTopicDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeQuorumRequestTopicDataView { topic_name, partitions });
+
 impl<'a> DescribeQuorumRequestTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeQuorumRequestTopicData::topic_name`](DescribeQuorumRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -224,33 +171,19 @@ impl<'a> DescribeQuorumRequestTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeQuorumRequestTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeQuorumRequestTopicData.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<DescribeQuorumRequestPartitionDataView<'a>>(
             r,
             ver,
             "DescribeQuorumRequestTopicData.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeQuorumRequestTopicData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeQuorumRequestTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -266,15 +199,6 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeQuorumRequestTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeQuorumRequestTopicDataView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeQuorumRequestPartitionData: partitions whose quorum to describe.
 #[derive(Clone, Copy)]
 pub struct DescribeQuorumRequestPartitionDataView<'a> {
@@ -282,17 +206,9 @@ pub struct DescribeQuorumRequestPartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(DescribeQuorumRequestPartitionDataView { partition_index });
+
 impl<'a> DescribeQuorumRequestPartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeQuorumRequestPartitionData::partition_index`](DescribeQuorumRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -303,13 +219,6 @@ impl<'a> DescribeQuorumRequestPartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.take(4, "DescribeQuorumRequestPartitionData.PartitionIndex")?;
-        r.fixed_struct_tagged_fields("DescribeQuorumRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeQuorumRequestPartitionDataView<'a> {
@@ -319,22 +228,16 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestPartitionDataView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "DescribeQuorumRequestPartitionData.PartitionIndex")?;
+        r.fixed_struct_tagged_fields("DescribeQuorumRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for DescribeQuorumRequestPartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeQuorumRequestPartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .finish()
     }
 }
 
@@ -487,25 +390,7 @@ pub struct Listener<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeQuorumResponse<'_> {
-    const NAME: &'static str = "DescribeQuorumResponse";
-    const API_KEY: i16 = 55;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeQuorumResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeQuorumResponse { key: 55, request: false, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for DescribeQuorumResponse<'_> {
     #[inline]
@@ -521,10 +406,7 @@ impl Encode for DescribeQuorumResponse<'_> {
         if ver.version == 2 {
             n += encode::array_size(&self.nodes, ver, "DescribeQuorumResponse.Nodes")?;
         } else if !self.nodes.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribeQuorumResponse.Nodes",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribeQuorumResponse.Nodes", ver));
         }
         n += wire::raw_tagged_fields_size(
             &self.unknown_tagged_fields,
@@ -620,10 +502,7 @@ impl Encode for ReplicaState<'_> {
         if ver.version == 2 {
             n += 16;
         } else if self.replica_directory_id != Uuid::ZERO {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ReplicaState.ReplicaDirectoryId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ReplicaState.ReplicaDirectoryId", ver));
         }
         if ver.version >= 1 {
             n += 8;
@@ -699,31 +578,10 @@ pub struct DescribeQuorumResponseView<'a> {
     at: [u32; 3],
 }
 
+body_view!(DescribeQuorumResponseView, DescribeQuorumResponse, at);
+view_common!(DescribeQuorumResponseView { error_code, error_message, topics, nodes });
+
 impl<'a> DescribeQuorumResponseView<'a> {
-    /// Checks `bytes` as a DescribeQuorumResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeQuorumResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<DescribeQuorumResponse, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeQuorumResponse::error_code`](DescribeQuorumResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -781,17 +639,6 @@ impl<'a> DescribeQuorumResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeQuorumResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeQuorumResponseView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("topics", &self.topics())
-            .field("nodes", &self.nodes())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeQuorumResponseTopicData: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct DescribeQuorumResponseTopicDataView<'a> {
@@ -801,17 +648,9 @@ pub struct DescribeQuorumResponseTopicDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeQuorumResponseTopicDataView { topic_name, partitions });
+
 impl<'a> DescribeQuorumResponseTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeQuorumResponseTopicData::topic_name`](DescribeQuorumResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -828,33 +667,19 @@ impl<'a> DescribeQuorumResponseTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeQuorumResponseTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeQuorumResponseTopicData.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<DescribeQuorumResponsePartitionDataView<'a>>(
             r,
             ver,
             "DescribeQuorumResponseTopicData.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeQuorumResponseTopicData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeQuorumResponseTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -870,15 +695,6 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponseTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeQuorumResponseTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeQuorumResponseTopicDataView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeQuorumResponsePartitionData: one result for each partition in the request.
 #[derive(Clone, Copy)]
 pub struct DescribeQuorumResponsePartitionDataView<'a> {
@@ -888,17 +704,18 @@ pub struct DescribeQuorumResponsePartitionDataView<'a> {
     at: [u32; 3],
 }
 
+view_common!(DescribeQuorumResponsePartitionDataView {
+    partition_index,
+    error_code,
+    error_message,
+    leader_id,
+    leader_epoch,
+    high_watermark,
+    current_voters,
+    observers
+});
+
 impl<'a> DescribeQuorumResponsePartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeQuorumResponsePartitionData::partition_index`](DescribeQuorumResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -951,11 +768,11 @@ impl<'a> DescribeQuorumResponsePartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeQuorumResponsePartitionDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             6,
             &[
@@ -966,7 +783,6 @@ impl<'a> DescribeQuorumResponsePartitionDataView<'a> {
         if ver.version == 2 {
             r.check_nullable_str(true, "DescribeQuorumResponsePartitionData.ErrorMessage")?;
         }
-        at[0] = (r.pos() - start) as u32;
         r.run(
             16,
             &[
@@ -980,23 +796,9 @@ impl<'a> DescribeQuorumResponsePartitionDataView<'a> {
             ver,
             "DescribeQuorumResponsePartitionData.CurrentVoters",
         )?;
-        at[1] = (r.pos() - start) as u32;
         view::check_array::<ReplicaStateView<'a>>(r, ver, "DescribeQuorumResponsePartitionData.Observers")?;
-        at[2] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeQuorumResponsePartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeQuorumResponsePartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1017,21 +819,6 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponsePartitionDataView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeQuorumResponsePartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeQuorumResponsePartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("high_watermark", &self.high_watermark())
-            .field("current_voters", &self.current_voters())
-            .field("observers", &self.observers())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReplicaState: replication state of each voter.
 #[derive(Clone, Copy)]
 pub struct ReplicaStateView<'a> {
@@ -1039,17 +826,15 @@ pub struct ReplicaStateView<'a> {
     ver: Ver,
 }
 
+view_common!(ReplicaStateView {
+    replica_id,
+    replica_directory_id,
+    log_end_offset,
+    last_fetch_timestamp,
+    last_caught_up_timestamp
+});
+
 impl<'a> ReplicaStateView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReplicaState::replica_id`](ReplicaState#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
@@ -1093,20 +878,6 @@ impl<'a> ReplicaStateView<'a> {
             &[],
         )
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
-        r.take(4, "ReplicaState.ReplicaId")?;
-        if ver.version == 2 {
-            r.take(16, "ReplicaState.ReplicaDirectoryId")?;
-        }
-        r.take(8, "ReplicaState.LogEndOffset")?;
-        if ver.version >= 1 {
-            r.run(16, &[("ReplicaState.LastFetchTimestamp", 8), ("ReplicaState.LastCaughtUpTimestamp", 8)])?;
-        }
-        r.fixed_struct_tagged_fields("ReplicaState._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
@@ -1123,7 +894,16 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
 
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "ReplicaState.ReplicaId")?;
+        if ver.version == 2 {
+            r.take(16, "ReplicaState.ReplicaDirectoryId")?;
+        }
+        r.take(8, "ReplicaState.LogEndOffset")?;
+        if ver.version >= 1 {
+            r.run(16, &[("ReplicaState.LastFetchTimestamp", 8), ("ReplicaState.LastCaughtUpTimestamp", 8)])?;
+        }
+        r.fixed_struct_tagged_fields("ReplicaState._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1144,18 +924,6 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
     }
 }
 
-impl fmt::Debug for ReplicaStateView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReplicaStateView")
-            .field("replica_id", &self.replica_id())
-            .field("replica_directory_id", &self.replica_directory_id())
-            .field("log_end_offset", &self.log_end_offset())
-            .field("last_fetch_timestamp", &self.last_fetch_timestamp())
-            .field("last_caught_up_timestamp", &self.last_caught_up_timestamp())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Node: network endpoints of the quorum's nodes.
 #[derive(Clone, Copy)]
 pub struct NodeView<'a> {
@@ -1165,17 +933,9 @@ pub struct NodeView<'a> {
     at: [u32; 1],
 }
 
+view_common!(NodeView { node_id, listeners });
+
 impl<'a> NodeView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Node::node_id`](Node#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -1192,28 +952,15 @@ impl<'a> NodeView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "Node.NodeId")?;
-        view::check_array::<ListenerView<'a>>(r, ver, "Node.Listeners")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("Node._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for NodeView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "Node.NodeId")?;
+        view::check_array::<ListenerView<'a>>(r, ver, "Node.Listeners")?;
+        r.tagged_fields("Node._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1227,15 +974,6 @@ impl<'a> ElementImpl<'a> for NodeView<'a> {
     }
 }
 
-impl fmt::Debug for NodeView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeView")
-            .field("node_id", &self.node_id())
-            .field("listeners", &self.listeners())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Listener: listeners of this node.
 #[derive(Clone, Copy)]
 pub struct ListenerView<'a> {
@@ -1245,17 +983,9 @@ pub struct ListenerView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ListenerView { name, host, port });
+
 impl<'a> ListenerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -1278,30 +1008,16 @@ impl<'a> ListenerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "Listener.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "Listener.Host")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(2, "Listener.Port")?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListenerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "Listener.Name")?;
+        r.check_str(true, "Listener.Host")?;
+        r.take(2, "Listener.Port")?;
+        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1315,15 +1031,5 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         p += 2;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ListenerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListenerView")
-            .field("name", &self.name())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
     }
 }

@@ -58,25 +58,12 @@ pub struct DescribeShareGroupOffsetsRequestTopic<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeShareGroupOffsetsRequest<'_> {
-    const NAME: &'static str = "DescribeShareGroupOffsetsRequest";
-    const API_KEY: i16 = 90;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeShareGroupOffsetsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeShareGroupOffsetsRequest {
+    key: 90,
+    request: true,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DescribeShareGroupOffsetsRequest<'_> {
     #[inline]
@@ -158,32 +145,10 @@ pub struct DescribeShareGroupOffsetsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeShareGroupOffsetsRequestView, DescribeShareGroupOffsetsRequest, at);
+view_common!(DescribeShareGroupOffsetsRequestView { groups });
+
 impl<'a> DescribeShareGroupOffsetsRequestView<'a> {
-    /// Checks `bytes` as a DescribeShareGroupOffsetsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeShareGroupOffsetsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeShareGroupOffsetsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeShareGroupOffsetsRequest::groups`](DescribeShareGroupOffsetsRequest#structfield.groups).
     #[inline]
     pub fn groups(&self) -> ArrayView<'a, DescribeShareGroupOffsetsRequestGroupView<'a>> {
@@ -210,12 +175,6 @@ impl<'a> DescribeShareGroupOffsetsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeShareGroupOffsetsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeShareGroupOffsetsRequestView").field("groups", &self.groups()).finish()
-    }
-}
-
 /// A zero-copy view of a DescribeShareGroupOffsetsRequestGroup: groups to look up.
 #[derive(Clone, Copy)]
 pub struct DescribeShareGroupOffsetsRequestGroupView<'a> {
@@ -225,17 +184,9 @@ pub struct DescribeShareGroupOffsetsRequestGroupView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeShareGroupOffsetsRequestGroupView { group_id, topics });
+
 impl<'a> DescribeShareGroupOffsetsRequestGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeShareGroupOffsetsRequestGroup::group_id`](DescribeShareGroupOffsetsRequestGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -252,33 +203,19 @@ impl<'a> DescribeShareGroupOffsetsRequestGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestGroupView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeShareGroupOffsetsRequestGroup.GroupId")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_nullable_array::<DescribeShareGroupOffsetsRequestTopicView<'a>>(
             r,
             ver,
             "DescribeShareGroupOffsetsRequestGroup.Topics",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeShareGroupOffsetsRequestGroup._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestGroupView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -294,15 +231,6 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestGroupView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeShareGroupOffsetsRequestGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeShareGroupOffsetsRequestGroupView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeShareGroupOffsetsRequestTopic: topics to look up; null means every partition the group has state for.
 #[derive(Clone, Copy)]
 pub struct DescribeShareGroupOffsetsRequestTopicView<'a> {
@@ -312,17 +240,9 @@ pub struct DescribeShareGroupOffsetsRequestTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeShareGroupOffsetsRequestTopicView { topic_name, partitions });
+
 impl<'a> DescribeShareGroupOffsetsRequestTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeShareGroupOffsetsRequestTopic::topic_name`](DescribeShareGroupOffsetsRequestTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -339,29 +259,15 @@ impl<'a> DescribeShareGroupOffsetsRequestTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "DescribeShareGroupOffsetsRequestTopic.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeShareGroupOffsetsRequestTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "DescribeShareGroupOffsetsRequestTopic.TopicName")?;
+        view::check_array::<i32>(r, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?;
+        r.tagged_fields("DescribeShareGroupOffsetsRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -374,15 +280,6 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribeShareGroupOffsetsRequestTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeShareGroupOffsetsRequestTopicView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }
 
@@ -470,25 +367,12 @@ impl<'a> Default for DescribeShareGroupOffsetsResponsePartition<'a> {
     }
 }
 
-impl Body for DescribeShareGroupOffsetsResponse<'_> {
-    const NAME: &'static str = "DescribeShareGroupOffsetsResponse";
-    const API_KEY: i16 = 90;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeShareGroupOffsetsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeShareGroupOffsetsResponse {
+    key: 90,
+    request: false,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DescribeShareGroupOffsetsResponse<'_> {
     #[inline]
@@ -612,32 +496,10 @@ pub struct DescribeShareGroupOffsetsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeShareGroupOffsetsResponseView, DescribeShareGroupOffsetsResponse, at);
+view_common!(DescribeShareGroupOffsetsResponseView { throttle_time_ms, groups });
+
 impl<'a> DescribeShareGroupOffsetsResponseView<'a> {
-    /// Checks `bytes` as a DescribeShareGroupOffsetsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeShareGroupOffsetsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeShareGroupOffsetsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeShareGroupOffsetsResponse::throttle_time_ms`](DescribeShareGroupOffsetsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -671,15 +533,6 @@ impl<'a> DescribeShareGroupOffsetsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeShareGroupOffsetsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeShareGroupOffsetsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("groups", &self.groups())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeShareGroupOffsetsResponseGroup: one result for each group in the request.
 #[derive(Clone, Copy)]
 pub struct DescribeShareGroupOffsetsResponseGroupView<'a> {
@@ -689,17 +542,9 @@ pub struct DescribeShareGroupOffsetsResponseGroupView<'a> {
     at: [u32; 3],
 }
 
+view_common!(DescribeShareGroupOffsetsResponseGroupView { group_id, topics, error_code, error_message });
+
 impl<'a> DescribeShareGroupOffsetsResponseGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeShareGroupOffsetsResponseGroup::group_id`](DescribeShareGroupOffsetsResponseGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -728,36 +573,21 @@ impl<'a> DescribeShareGroupOffsetsResponseGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseGroupView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeShareGroupOffsetsResponseGroup.GroupId")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<DescribeShareGroupOffsetsResponseTopicView<'a>>(
             r,
             ver,
             "DescribeShareGroupOffsetsResponseGroup.Topics",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.take(2, "DescribeShareGroupOffsetsResponseGroup.ErrorCode")?;
         r.check_nullable_str(true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?;
-        at[2] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeShareGroupOffsetsResponseGroup._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseGroupView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -776,17 +606,6 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseGroupView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeShareGroupOffsetsResponseGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeShareGroupOffsetsResponseGroupView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeShareGroupOffsetsResponseTopic: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct DescribeShareGroupOffsetsResponseTopicView<'a> {
@@ -796,17 +615,9 @@ pub struct DescribeShareGroupOffsetsResponseTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeShareGroupOffsetsResponseTopicView { topic_name, topic_id, partitions });
+
 impl<'a> DescribeShareGroupOffsetsResponseTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeShareGroupOffsetsResponseTopic::topic_name`](DescribeShareGroupOffsetsResponseTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -829,34 +640,20 @@ impl<'a> DescribeShareGroupOffsetsResponseTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeShareGroupOffsetsResponseTopic.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         r.take(16, "DescribeShareGroupOffsetsResponseTopic.TopicId")?;
         view::check_array::<DescribeShareGroupOffsetsResponsePartitionView<'a>>(
             r,
             ver,
             "DescribeShareGroupOffsetsResponseTopic.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeShareGroupOffsetsResponseTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -873,16 +670,6 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseTopicView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeShareGroupOffsetsResponseTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeShareGroupOffsetsResponseTopicView")
-            .field("topic_name", &self.topic_name())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeShareGroupOffsetsResponsePartition: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct DescribeShareGroupOffsetsResponsePartitionView<'a> {
@@ -892,17 +679,16 @@ pub struct DescribeShareGroupOffsetsResponsePartitionView<'a> {
     at: [u32; 1],
 }
 
+view_common!(DescribeShareGroupOffsetsResponsePartitionView {
+    partition_index,
+    start_offset,
+    leader_epoch,
+    lag,
+    error_code,
+    error_message
+});
+
 impl<'a> DescribeShareGroupOffsetsResponsePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeShareGroupOffsetsResponsePartition::partition_index`](DescribeShareGroupOffsetsResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -943,11 +729,11 @@ impl<'a> DescribeShareGroupOffsetsResponsePartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponsePartitionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             16,
             &[
@@ -961,21 +747,8 @@ impl<'a> DescribeShareGroupOffsetsResponsePartitionView<'a> {
         }
         r.take(2, "DescribeShareGroupOffsetsResponsePartition.ErrorCode")?;
         r.check_nullable_str(true, "DescribeShareGroupOffsetsResponsePartition.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeShareGroupOffsetsResponsePartition._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponsePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -986,18 +759,5 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponsePartitionView<'a> 
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribeShareGroupOffsetsResponsePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeShareGroupOffsetsResponsePartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("start_offset", &self.start_offset())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("lag", &self.lag())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -65,25 +65,12 @@ pub struct DescribeTopicPartitionsRequestCursor<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeTopicPartitionsRequest<'_> {
-    const NAME: &'static str = "DescribeTopicPartitionsRequest";
-    const API_KEY: i16 = 75;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeTopicPartitionsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeTopicPartitionsRequest {
+    key: 75,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DescribeTopicPartitionsRequest<'_> {
     #[inline]
@@ -164,32 +151,10 @@ pub struct DescribeTopicPartitionsRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(DescribeTopicPartitionsRequestView, DescribeTopicPartitionsRequest, at);
+view_common!(DescribeTopicPartitionsRequestView { topics, response_partition_limit, cursor });
+
 impl<'a> DescribeTopicPartitionsRequestView<'a> {
-    /// Checks `bytes` as a DescribeTopicPartitionsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeTopicPartitionsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeTopicPartitionsRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeTopicPartitionsRequest::topics`](DescribeTopicPartitionsRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> ArrayView<'a, TopicRequestView<'a>> {
@@ -228,21 +193,11 @@ impl<'a> DescribeTopicPartitionsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(4, "DescribeTopicPartitionsRequest.ResponsePartitionLimit")?;
         if r.i8("DescribeTopicPartitionsRequest.Cursor")? >= 0 {
-            DescribeTopicPartitionsRequestCursorView::checked(r, ver)?;
+            DescribeTopicPartitionsRequestCursorView::check(r, ver, "DescribeTopicPartitionsRequest.Cursor")?;
         }
         at[1] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeTopicPartitionsRequest._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for DescribeTopicPartitionsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeTopicPartitionsRequestView")
-            .field("topics", &self.topics())
-            .field("response_partition_limit", &self.response_partition_limit())
-            .field("cursor", &self.cursor())
-            .finish()
     }
 }
 
@@ -255,17 +210,9 @@ pub struct TopicRequestView<'a> {
     at: [u32; 1],
 }
 
+view_common!(TopicRequestView { name });
+
 impl<'a> TopicRequestView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicRequest::name`](TopicRequest#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -276,27 +223,14 @@ impl<'a> TopicRequestView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "TopicRequest.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicRequest._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "TopicRequest.Name")?;
+        r.tagged_fields("TopicRequest._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -310,12 +244,6 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     }
 }
 
-impl fmt::Debug for TopicRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicRequestView").field("name", &self.name()).finish()
-    }
-}
-
 /// A zero-copy view of a DescribeTopicPartitionsRequestCursor: where to start: a topic and partition from an earlier answer's NextCursor; null starts at the beginning.
 #[derive(Clone, Copy)]
 pub struct DescribeTopicPartitionsRequestCursorView<'a> {
@@ -325,17 +253,9 @@ pub struct DescribeTopicPartitionsRequestCursorView<'a> {
     at: [u32; 1],
 }
 
+view_common!(DescribeTopicPartitionsRequestCursorView { topic_name, partition_index });
+
 impl<'a> DescribeTopicPartitionsRequestCursorView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeTopicPartitionsRequestCursor::topic_name`](DescribeTopicPartitionsRequestCursor#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -352,28 +272,15 @@ impl<'a> DescribeTopicPartitionsRequestCursorView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "DescribeTopicPartitionsRequestCursor.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "DescribeTopicPartitionsRequestCursor.PartitionIndex")?;
-        r.tagged_fields("DescribeTopicPartitionsRequestCursor._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeTopicPartitionsRequestCursorView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "DescribeTopicPartitionsRequestCursor.TopicName")?;
+        r.take(4, "DescribeTopicPartitionsRequestCursor.PartitionIndex")?;
+        r.tagged_fields("DescribeTopicPartitionsRequestCursor._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -385,15 +292,6 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsRequestCursorView<'a> {
         p += 4;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribeTopicPartitionsRequestCursorView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeTopicPartitionsRequestCursorView")
-            .field("topic_name", &self.topic_name())
-            .field("partition_index", &self.partition_index())
-            .finish()
     }
 }
 
@@ -510,25 +408,12 @@ pub struct DescribeTopicPartitionsResponseCursor<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeTopicPartitionsResponse<'_> {
-    const NAME: &'static str = "DescribeTopicPartitionsResponse";
-    const API_KEY: i16 = 75;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeTopicPartitionsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeTopicPartitionsResponse {
+    key: 75,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DescribeTopicPartitionsResponse<'_> {
     #[inline]
@@ -675,32 +560,10 @@ pub struct DescribeTopicPartitionsResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(DescribeTopicPartitionsResponseView, DescribeTopicPartitionsResponse, at);
+view_common!(DescribeTopicPartitionsResponseView { throttle_time_ms, topics, next_cursor });
+
 impl<'a> DescribeTopicPartitionsResponseView<'a> {
-    /// Checks `bytes` as a DescribeTopicPartitionsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeTopicPartitionsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeTopicPartitionsResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeTopicPartitionsResponse::throttle_time_ms`](DescribeTopicPartitionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -740,21 +603,15 @@ impl<'a> DescribeTopicPartitionsResponseView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         if r.i8("DescribeTopicPartitionsResponse.NextCursor")? >= 0 {
-            DescribeTopicPartitionsResponseCursorView::checked(r, ver)?;
+            DescribeTopicPartitionsResponseCursorView::check(
+                r,
+                ver,
+                "DescribeTopicPartitionsResponse.NextCursor",
+            )?;
         }
         at[1] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeTopicPartitionsResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for DescribeTopicPartitionsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeTopicPartitionsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .field("next_cursor", &self.next_cursor())
-            .finish()
     }
 }
 
@@ -767,17 +624,16 @@ pub struct DescribeTopicPartitionsResponseTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(DescribeTopicPartitionsResponseTopicView {
+    error_code,
+    name,
+    topic_id,
+    is_internal,
+    partitions,
+    topic_authorized_operations
+});
+
 impl<'a> DescribeTopicPartitionsResponseTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeTopicPartitionsResponseTopic::error_code`](DescribeTopicPartitionsResponseTopic#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -818,14 +674,13 @@ impl<'a> DescribeTopicPartitionsResponseTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 4, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribeTopicPartitionsResponseTopic.ErrorCode")?;
         r.check_nullable_str(true, "DescribeTopicPartitionsResponseTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
         r.run(
             17,
             &[
@@ -838,22 +693,9 @@ impl<'a> DescribeTopicPartitionsResponseTopicView<'a> {
             ver,
             "DescribeTopicPartitionsResponseTopic.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.take(4, "DescribeTopicPartitionsResponseTopic.TopicAuthorizedOperations")?;
         r.tagged_fields("DescribeTopicPartitionsResponseTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -871,19 +713,6 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeTopicPartitionsResponseTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeTopicPartitionsResponseTopicView")
-            .field("error_code", &self.error_code())
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("is_internal", &self.is_internal())
-            .field("partitions", &self.partitions())
-            .field("topic_authorized_operations", &self.topic_authorized_operations())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeTopicPartitionsResponsePartition: partitions of this topic in this page.
 #[derive(Clone, Copy)]
 pub struct DescribeTopicPartitionsResponsePartitionView<'a> {
@@ -893,17 +722,19 @@ pub struct DescribeTopicPartitionsResponsePartitionView<'a> {
     at: [u32; 5],
 }
 
+view_common!(DescribeTopicPartitionsResponsePartitionView {
+    error_code,
+    partition_index,
+    leader_id,
+    leader_epoch,
+    replica_nodes,
+    isr_nodes,
+    eligible_leader_replicas,
+    last_known_elr,
+    offline_replicas
+});
+
 impl<'a> DescribeTopicPartitionsResponsePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeTopicPartitionsResponsePartition::error_code`](DescribeTopicPartitionsResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -962,11 +793,11 @@ impl<'a> DescribeTopicPartitionsResponsePartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[4] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 5], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 5];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             14,
             &[
@@ -977,33 +808,16 @@ impl<'a> DescribeTopicPartitionsResponsePartitionView<'a> {
             ],
         )?;
         view::check_array::<i32>(r, ver, "DescribeTopicPartitionsResponsePartition.ReplicaNodes")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<i32>(r, ver, "DescribeTopicPartitionsResponsePartition.IsrNodes")?;
-        at[1] = (r.pos() - start) as u32;
         view::check_nullable_array::<i32>(
             r,
             ver,
             "DescribeTopicPartitionsResponsePartition.EligibleLeaderReplicas",
         )?;
-        at[2] = (r.pos() - start) as u32;
         view::check_nullable_array::<i32>(r, ver, "DescribeTopicPartitionsResponsePartition.LastKnownElr")?;
-        at[3] = (r.pos() - start) as u32;
         view::check_array::<i32>(r, ver, "DescribeTopicPartitionsResponsePartition.OfflineReplicas")?;
-        at[4] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeTopicPartitionsResponsePartition._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1025,22 +839,6 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeTopicPartitionsResponsePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeTopicPartitionsResponsePartitionView")
-            .field("error_code", &self.error_code())
-            .field("partition_index", &self.partition_index())
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("replica_nodes", &self.replica_nodes())
-            .field("isr_nodes", &self.isr_nodes())
-            .field("eligible_leader_replicas", &self.eligible_leader_replicas())
-            .field("last_known_elr", &self.last_known_elr())
-            .field("offline_replicas", &self.offline_replicas())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeTopicPartitionsResponseCursor: where the next page starts; null when this is the last page.
 #[derive(Clone, Copy)]
 pub struct DescribeTopicPartitionsResponseCursorView<'a> {
@@ -1050,17 +848,9 @@ pub struct DescribeTopicPartitionsResponseCursorView<'a> {
     at: [u32; 1],
 }
 
+view_common!(DescribeTopicPartitionsResponseCursorView { topic_name, partition_index });
+
 impl<'a> DescribeTopicPartitionsResponseCursorView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeTopicPartitionsResponseCursor::topic_name`](DescribeTopicPartitionsResponseCursor#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -1077,28 +867,15 @@ impl<'a> DescribeTopicPartitionsResponseCursorView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "DescribeTopicPartitionsResponseCursor.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "DescribeTopicPartitionsResponseCursor.PartitionIndex")?;
-        r.tagged_fields("DescribeTopicPartitionsResponseCursor._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseCursorView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "DescribeTopicPartitionsResponseCursor.TopicName")?;
+        r.take(4, "DescribeTopicPartitionsResponseCursor.PartitionIndex")?;
+        r.tagged_fields("DescribeTopicPartitionsResponseCursor._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1110,14 +887,5 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseCursorView<'a> {
         p += 4;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for DescribeTopicPartitionsResponseCursorView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeTopicPartitionsResponseCursorView")
-            .field("topic_name", &self.topic_name())
-            .field("partition_index", &self.partition_index())
-            .finish()
     }
 }

@@ -23,25 +23,7 @@ pub struct DescribeTransactionsRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeTransactionsRequest<'_> {
-    const NAME: &'static str = "DescribeTransactionsRequest";
-    const API_KEY: i16 = 65;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeTransactionsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeTransactionsRequest { key: 65, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for DescribeTransactionsRequest<'_> {
     #[inline]
@@ -74,32 +56,10 @@ pub struct DescribeTransactionsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeTransactionsRequestView, DescribeTransactionsRequest, at);
+view_common!(DescribeTransactionsRequestView { transactional_ids });
+
 impl<'a> DescribeTransactionsRequestView<'a> {
-    /// Checks `bytes` as a DescribeTransactionsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeTransactionsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeTransactionsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeTransactionsRequest::transactional_ids`](DescribeTransactionsRequest#structfield.transactional_ids).
     #[inline]
     pub fn transactional_ids(&self) -> ArrayView<'a, &'a str> {
@@ -119,14 +79,6 @@ impl<'a> DescribeTransactionsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeTransactionsRequest._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for DescribeTransactionsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeTransactionsRequestView")
-            .field("transactional_ids", &self.transactional_ids())
-            .finish()
     }
 }
 
@@ -185,25 +137,12 @@ pub struct TopicData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeTransactionsResponse<'_> {
-    const NAME: &'static str = "DescribeTransactionsResponse";
-    const API_KEY: i16 = 65;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeTransactionsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeTransactionsResponse {
+    key: 65,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DescribeTransactionsResponse<'_> {
     #[inline]
@@ -285,32 +224,10 @@ pub struct DescribeTransactionsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeTransactionsResponseView, DescribeTransactionsResponse, at);
+view_common!(DescribeTransactionsResponseView { throttle_time_ms, transaction_states });
+
 impl<'a> DescribeTransactionsResponseView<'a> {
-    /// Checks `bytes` as a DescribeTransactionsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeTransactionsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeTransactionsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeTransactionsResponse::throttle_time_ms`](DescribeTransactionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -344,15 +261,6 @@ impl<'a> DescribeTransactionsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeTransactionsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeTransactionsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("transaction_states", &self.transaction_states())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TransactionState: one entry for each transactional ID in the request.
 #[derive(Clone, Copy)]
 pub struct TransactionStateView<'a> {
@@ -362,17 +270,18 @@ pub struct TransactionStateView<'a> {
     at: [u32; 3],
 }
 
+view_common!(TransactionStateView {
+    error_code,
+    transactional_id,
+    transaction_state,
+    transaction_timeout_ms,
+    transaction_start_time_ms,
+    producer_id,
+    producer_epoch,
+    topics
+});
+
 impl<'a> TransactionStateView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TransactionState::error_code`](TransactionState#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -425,16 +334,14 @@ impl<'a> TransactionStateView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "TransactionState.ErrorCode")?;
         r.check_str(true, "TransactionState.TransactionalId")?;
-        at[0] = (r.pos() - start) as u32;
         r.check_str(true, "TransactionState.TransactionState")?;
-        at[1] = (r.pos() - start) as u32;
         r.run(
             22,
             &[
@@ -445,21 +352,8 @@ impl<'a> TransactionStateView<'a> {
             ],
         )?;
         view::check_array::<TopicDataView<'a>>(r, ver, "TransactionState.Topics")?;
-        at[2] = (r.pos() - start) as u32;
         r.tagged_fields("TransactionState._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -478,21 +372,6 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
     }
 }
 
-impl fmt::Debug for TransactionStateView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TransactionStateView")
-            .field("error_code", &self.error_code())
-            .field("transactional_id", &self.transactional_id())
-            .field("transaction_state", &self.transaction_state())
-            .field("transaction_timeout_ms", &self.transaction_timeout_ms())
-            .field("transaction_start_time_ms", &self.transaction_start_time_ms())
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopicData: partitions in the open transaction; while it commits or aborts, only those still waiting for a marker.
 #[derive(Clone, Copy)]
 pub struct TopicDataView<'a> {
@@ -502,17 +381,9 @@ pub struct TopicDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicDataView { topic, partitions });
+
 impl<'a> TopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicData::topic`](TopicData#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -529,29 +400,15 @@ impl<'a> TopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TopicData.Topic")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "TopicData.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopicData.Topic")?;
+        view::check_array::<i32>(r, ver, "TopicData.Partitions")?;
+        r.tagged_fields("TopicData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -564,14 +421,5 @@ impl<'a> ElementImpl<'a> for TopicDataView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicDataView")
-            .field("topic", &self.topic())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }

@@ -43,25 +43,12 @@ pub struct UserName<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeUserScramCredentialsRequest<'_> {
-    const NAME: &'static str = "DescribeUserScramCredentialsRequest";
-    const API_KEY: i16 = 50;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeUserScramCredentialsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeUserScramCredentialsRequest {
+    key: 50,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DescribeUserScramCredentialsRequest<'_> {
     #[inline]
@@ -113,32 +100,10 @@ pub struct DescribeUserScramCredentialsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(DescribeUserScramCredentialsRequestView, DescribeUserScramCredentialsRequest, at);
+view_common!(DescribeUserScramCredentialsRequestView { users });
+
 impl<'a> DescribeUserScramCredentialsRequestView<'a> {
-    /// Checks `bytes` as a DescribeUserScramCredentialsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeUserScramCredentialsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeUserScramCredentialsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeUserScramCredentialsRequest::users`](DescribeUserScramCredentialsRequest#structfield.users).
     #[inline]
     pub fn users(&self) -> Option<ArrayView<'a, UserNameView<'a>>> {
@@ -161,12 +126,6 @@ impl<'a> DescribeUserScramCredentialsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeUserScramCredentialsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeUserScramCredentialsRequestView").field("users", &self.users()).finish()
-    }
-}
-
 /// A zero-copy view of a UserName: users to describe; null or empty describes every user.
 #[derive(Clone, Copy)]
 pub struct UserNameView<'a> {
@@ -176,17 +135,9 @@ pub struct UserNameView<'a> {
     at: [u32; 1],
 }
 
+view_common!(UserNameView { name });
+
 impl<'a> UserNameView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UserName::name`](UserName#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -197,27 +148,14 @@ impl<'a> UserNameView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "UserName.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("UserName._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for UserNameView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "UserName.Name")?;
+        r.tagged_fields("UserName._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -228,12 +166,6 @@ impl<'a> ElementImpl<'a> for UserNameView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for UserNameView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UserNameView").field("name", &self.name()).finish()
     }
 }
 
@@ -311,25 +243,12 @@ pub struct CredentialInfo<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for DescribeUserScramCredentialsResponse<'_> {
-    const NAME: &'static str = "DescribeUserScramCredentialsResponse";
-    const API_KEY: i16 = 50;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl DescribeUserScramCredentialsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(DescribeUserScramCredentialsResponse {
+    key: 50,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for DescribeUserScramCredentialsResponse<'_> {
     #[inline]
@@ -419,32 +338,15 @@ pub struct DescribeUserScramCredentialsResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(DescribeUserScramCredentialsResponseView, DescribeUserScramCredentialsResponse, at);
+view_common!(DescribeUserScramCredentialsResponseView {
+    throttle_time_ms,
+    error_code,
+    error_message,
+    results
+});
+
 impl<'a> DescribeUserScramCredentialsResponseView<'a> {
-    /// Checks `bytes` as a DescribeUserScramCredentialsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "DescribeUserScramCredentialsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<DescribeUserScramCredentialsResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeUserScramCredentialsResponse::throttle_time_ms`](DescribeUserScramCredentialsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -498,17 +400,6 @@ impl<'a> DescribeUserScramCredentialsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeUserScramCredentialsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeUserScramCredentialsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("results", &self.results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribeUserScramCredentialsResult: one result for each user.
 #[derive(Clone, Copy)]
 pub struct DescribeUserScramCredentialsResultView<'a> {
@@ -518,17 +409,9 @@ pub struct DescribeUserScramCredentialsResultView<'a> {
     at: [u32; 3],
 }
 
+view_common!(DescribeUserScramCredentialsResultView { user, error_code, error_message, credential_infos });
+
 impl<'a> DescribeUserScramCredentialsResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribeUserScramCredentialsResult::user`](DescribeUserScramCredentialsResult#structfield.user).
     #[inline]
     pub fn user(&self) -> &'a str {
@@ -557,36 +440,21 @@ impl<'a> DescribeUserScramCredentialsResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribeUserScramCredentialsResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeUserScramCredentialsResult.User")?;
-        at[0] = (r.pos() - start) as u32;
         r.take(2, "DescribeUserScramCredentialsResult.ErrorCode")?;
         r.check_nullable_str(true, "DescribeUserScramCredentialsResult.ErrorMessage")?;
-        at[1] = (r.pos() - start) as u32;
         view::check_array::<CredentialInfoView<'a>>(
             r,
             ver,
             "DescribeUserScramCredentialsResult.CredentialInfos",
         )?;
-        at[2] = (r.pos() - start) as u32;
         r.tagged_fields("DescribeUserScramCredentialsResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribeUserScramCredentialsResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -605,17 +473,6 @@ impl<'a> ElementImpl<'a> for DescribeUserScramCredentialsResultView<'a> {
     }
 }
 
-impl fmt::Debug for DescribeUserScramCredentialsResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribeUserScramCredentialsResultView")
-            .field("user", &self.user())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("credential_infos", &self.credential_infos())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a CredentialInfo: the user's SCRAM credentials.
 #[derive(Clone, Copy)]
 pub struct CredentialInfoView<'a> {
@@ -623,17 +480,9 @@ pub struct CredentialInfoView<'a> {
     ver: Ver,
 }
 
+view_common!(CredentialInfoView { mechanism, iterations });
+
 impl<'a> CredentialInfoView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CredentialInfo::mechanism`](CredentialInfo#structfield.mechanism).
     #[inline]
     pub fn mechanism(&self) -> i8 {
@@ -650,13 +499,6 @@ impl<'a> CredentialInfoView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(5, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(5, &[("CredentialInfo.Mechanism", 1), ("CredentialInfo.Iterations", 4)])?;
-        r.fixed_struct_tagged_fields("CredentialInfo._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for CredentialInfoView<'a> {
@@ -666,22 +508,15 @@ impl<'a> ElementImpl<'a> for CredentialInfoView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(5, &[("CredentialInfo.Mechanism", 1), ("CredentialInfo.Iterations", 4)])?;
+        r.fixed_struct_tagged_fields("CredentialInfo._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 5, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for CredentialInfoView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CredentialInfoView")
-            .field("mechanism", &self.mechanism())
-            .field("iterations", &self.iterations())
-            .finish()
     }
 }

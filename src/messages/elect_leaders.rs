@@ -52,25 +52,7 @@ pub struct TopicPartitions<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ElectLeadersRequest<'_> {
-    const NAME: &'static str = "ElectLeadersRequest";
-    const API_KEY: i16 = 43;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl ElectLeadersRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ElectLeadersRequest { key: 43, request: true, versions: (0, 2), flexible: (2, i16::MAX) });
 
 impl Encode for ElectLeadersRequest<'_> {
     #[inline]
@@ -79,10 +61,7 @@ impl Encode for ElectLeadersRequest<'_> {
         if ver.version >= 1 {
             n += 1;
         } else if self.election_type != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ElectLeadersRequest.ElectionType",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ElectLeadersRequest.ElectionType", ver));
         }
         n += encode::nullable_array_size(
             self.topic_partitions.as_deref(),
@@ -144,31 +123,10 @@ pub struct ElectLeadersRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ElectLeadersRequestView, ElectLeadersRequest, at);
+view_common!(ElectLeadersRequestView { election_type, topic_partitions, timeout_ms });
+
 impl<'a> ElectLeadersRequestView<'a> {
-    /// Checks `bytes` as a ElectLeadersRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ElectLeadersRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ElectLeadersRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ElectLeadersRequest::election_type`](ElectLeadersRequest#structfield.election_type).
     #[inline]
     pub fn election_type(&self) -> i8 {
@@ -209,16 +167,6 @@ impl<'a> ElectLeadersRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ElectLeadersRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ElectLeadersRequestView")
-            .field("election_type", &self.election_type())
-            .field("topic_partitions", &self.topic_partitions())
-            .field("timeout_ms", &self.timeout_ms())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopicPartitions: partitions to elect leaders for; null means every partition.
 #[derive(Clone, Copy)]
 pub struct TopicPartitionsView<'a> {
@@ -228,17 +176,9 @@ pub struct TopicPartitionsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicPartitionsView { topic, partitions });
+
 impl<'a> TopicPartitionsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicPartitions::topic`](TopicPartitions#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -255,31 +195,17 @@ impl<'a> TopicPartitionsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "TopicPartitions.Topic")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "TopicPartitions.Topic")?;
+        view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -294,15 +220,6 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TopicPartitionsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicPartitionsView")
-            .field("topic", &self.topic())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }
 
@@ -363,25 +280,7 @@ impl<'a> Default for PartitionResult<'a> {
     }
 }
 
-impl Body for ElectLeadersResponse<'_> {
-    const NAME: &'static str = "ElectLeadersResponse";
-    const API_KEY: i16 = 43;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl ElectLeadersResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ElectLeadersResponse { key: 43, request: false, versions: (0, 2), flexible: (2, i16::MAX) });
 
 impl Encode for ElectLeadersResponse<'_> {
     #[inline]
@@ -390,10 +289,7 @@ impl Encode for ElectLeadersResponse<'_> {
         if ver.version >= 1 {
             n += 2;
         } else if self.error_code != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ElectLeadersResponse.ErrorCode",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ElectLeadersResponse.ErrorCode", ver));
         }
         n += encode::array_size(
             &self.replica_election_results,
@@ -485,31 +381,10 @@ pub struct ElectLeadersResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ElectLeadersResponseView, ElectLeadersResponse, at);
+view_common!(ElectLeadersResponseView { throttle_time_ms, error_code, replica_election_results });
+
 impl<'a> ElectLeadersResponseView<'a> {
-    /// Checks `bytes` as a ElectLeadersResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ElectLeadersResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ElectLeadersResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ElectLeadersResponse::throttle_time_ms`](ElectLeadersResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -554,16 +429,6 @@ impl<'a> ElectLeadersResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ElectLeadersResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ElectLeadersResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("replica_election_results", &self.replica_election_results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReplicaElectionResult: results grouped by topic; empty when the requester asked for every partition but may not run elections.
 #[derive(Clone, Copy)]
 pub struct ReplicaElectionResultView<'a> {
@@ -573,17 +438,9 @@ pub struct ReplicaElectionResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ReplicaElectionResultView { topic, partition_result });
+
 impl<'a> ReplicaElectionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReplicaElectionResult::topic`](ReplicaElectionResult#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -600,31 +457,17 @@ impl<'a> ReplicaElectionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "ReplicaElectionResult.Topic")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<PartitionResultView<'a>>(r, ver, "ReplicaElectionResult.PartitionResult")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ReplicaElectionResult._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReplicaElectionResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "ReplicaElectionResult.Topic")?;
+        view::check_array::<PartitionResultView<'a>>(r, ver, "ReplicaElectionResult.PartitionResult")?;
+        if ver.flexible {
+            r.tagged_fields("ReplicaElectionResult._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -642,15 +485,6 @@ impl<'a> ElementImpl<'a> for ReplicaElectionResultView<'a> {
     }
 }
 
-impl fmt::Debug for ReplicaElectionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReplicaElectionResultView")
-            .field("topic", &self.topic())
-            .field("partition_result", &self.partition_result())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionResult: one result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct PartitionResultView<'a> {
@@ -660,17 +494,9 @@ pub struct PartitionResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(PartitionResultView { partition_id, error_code, error_message });
+
 impl<'a> PartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionResult::partition_id`](PartitionResult#structfield.partition_id).
     #[inline]
     pub fn partition_id(&self) -> i32 {
@@ -693,30 +519,17 @@ impl<'a> PartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.run(6, &[("PartitionResult.PartitionId", 4), ("PartitionResult.ErrorCode", 2)])?;
-        r.check_nullable_str(ver.flexible, "PartitionResult.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(6, &[("PartitionResult.PartitionId", 4), ("PartitionResult.ErrorCode", 2)])?;
+        r.check_nullable_str(ver.flexible, "PartitionResult.ErrorMessage")?;
+        if ver.flexible {
+            r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -729,15 +542,5 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for PartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionResultView")
-            .field("partition_id", &self.partition_id())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -88,25 +88,7 @@ pub struct LeaderEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for EndQuorumEpochRequest<'_> {
-    const NAME: &'static str = "EndQuorumEpochRequest";
-    const API_KEY: i16 = 54;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl EndQuorumEpochRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(EndQuorumEpochRequest { key: 54, request: true, versions: (0, 1), flexible: (1, i16::MAX) });
 
 impl Encode for EndQuorumEpochRequest<'_> {
     #[inline]
@@ -265,31 +247,10 @@ pub struct EndQuorumEpochRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(EndQuorumEpochRequestView, EndQuorumEpochRequest, at);
+view_common!(EndQuorumEpochRequestView { cluster_id, topics, leader_endpoints });
+
 impl<'a> EndQuorumEpochRequestView<'a> {
-    /// Checks `bytes` as a EndQuorumEpochRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "EndQuorumEpochRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<EndQuorumEpochRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EndQuorumEpochRequest::cluster_id`](EndQuorumEpochRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
@@ -336,16 +297,6 @@ impl<'a> EndQuorumEpochRequestView<'a> {
     }
 }
 
-impl fmt::Debug for EndQuorumEpochRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndQuorumEpochRequestView")
-            .field("cluster_id", &self.cluster_id())
-            .field("topics", &self.topics())
-            .field("leader_endpoints", &self.leader_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a EndQuorumEpochRequestTopicData: topics whose quorum leader resigns; in practice the metadata log.
 #[derive(Clone, Copy)]
 pub struct EndQuorumEpochRequestTopicDataView<'a> {
@@ -355,17 +306,9 @@ pub struct EndQuorumEpochRequestTopicDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(EndQuorumEpochRequestTopicDataView { topic_name, partitions });
+
 impl<'a> EndQuorumEpochRequestTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EndQuorumEpochRequestTopicData::topic_name`](EndQuorumEpochRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -382,35 +325,21 @@ impl<'a> EndQuorumEpochRequestTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for EndQuorumEpochRequestTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "EndQuorumEpochRequestTopicData.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<EndQuorumEpochRequestPartitionDataView<'a>>(
             r,
             ver,
             "EndQuorumEpochRequestTopicData.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for EndQuorumEpochRequestTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -428,15 +357,6 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for EndQuorumEpochRequestTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndQuorumEpochRequestTopicDataView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a EndQuorumEpochRequestPartitionData: partitions whose leader resigns.
 #[derive(Clone, Copy)]
 pub struct EndQuorumEpochRequestPartitionDataView<'a> {
@@ -446,17 +366,15 @@ pub struct EndQuorumEpochRequestPartitionDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(EndQuorumEpochRequestPartitionDataView {
+    partition_index,
+    leader_id,
+    leader_epoch,
+    preferred_successors,
+    preferred_candidates
+});
+
 impl<'a> EndQuorumEpochRequestPartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EndQuorumEpochRequestPartitionData::partition_index`](EndQuorumEpochRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -495,11 +413,11 @@ impl<'a> EndQuorumEpochRequestPartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for EndQuorumEpochRequestPartitionDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
             &[
@@ -511,7 +429,6 @@ impl<'a> EndQuorumEpochRequestPartitionDataView<'a> {
         if ver.version == 0 {
             view::check_array::<i32>(r, ver, "EndQuorumEpochRequestPartitionData.PreferredSuccessors")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 1 {
             view::check_array::<ReplicaInfoView<'a>>(
                 r,
@@ -519,23 +436,10 @@ impl<'a> EndQuorumEpochRequestPartitionDataView<'a> {
                 "EndQuorumEpochRequestPartitionData.PreferredCandidates",
             )?;
         }
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("EndQuorumEpochRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for EndQuorumEpochRequestPartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -557,18 +461,6 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestPartitionDataView<'a> {
     }
 }
 
-impl fmt::Debug for EndQuorumEpochRequestPartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndQuorumEpochRequestPartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("preferred_successors", &self.preferred_successors())
-            .field("preferred_candidates", &self.preferred_candidates())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReplicaInfo: replicas the leader would like to succeed it, best first.
 #[derive(Clone, Copy)]
 pub struct ReplicaInfoView<'a> {
@@ -576,17 +468,9 @@ pub struct ReplicaInfoView<'a> {
     ver: Ver,
 }
 
+view_common!(ReplicaInfoView { candidate_id, candidate_directory_id });
+
 impl<'a> ReplicaInfoView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReplicaInfo::candidate_id`](ReplicaInfo#structfield.candidate_id).
     #[inline]
     pub fn candidate_id(&self) -> i32 {
@@ -603,13 +487,6 @@ impl<'a> ReplicaInfoView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(20, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(20, &[("ReplicaInfo.CandidateId", 4), ("ReplicaInfo.CandidateDirectoryId", 16)])?;
-        r.fixed_struct_tagged_fields("ReplicaInfo._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReplicaInfoView<'a> {
@@ -619,23 +496,16 @@ impl<'a> ElementImpl<'a> for ReplicaInfoView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(20, &[("ReplicaInfo.CandidateId", 4), ("ReplicaInfo.CandidateDirectoryId", 16)])?;
+        r.fixed_struct_tagged_fields("ReplicaInfo._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 20, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for ReplicaInfoView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReplicaInfoView")
-            .field("candidate_id", &self.candidate_id())
-            .field("candidate_directory_id", &self.candidate_directory_id())
-            .finish()
     }
 }
 
@@ -648,17 +518,9 @@ pub struct LeaderEndpointView<'a> {
     at: [u32; 2],
 }
 
+view_common!(LeaderEndpointView { name, host, port });
+
 impl<'a> LeaderEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`LeaderEndpoint::name`](LeaderEndpoint#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -681,30 +543,16 @@ impl<'a> LeaderEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "LeaderEndpoint.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "LeaderEndpoint.Host")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(2, "LeaderEndpoint.Port")?;
-        r.tagged_fields("LeaderEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "LeaderEndpoint.Name")?;
+        r.check_str(true, "LeaderEndpoint.Host")?;
+        r.take(2, "LeaderEndpoint.Port")?;
+        r.tagged_fields("LeaderEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -718,16 +566,6 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
         p += 2;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for LeaderEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaderEndpointView")
-            .field("name", &self.name())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
     }
 }
 
@@ -791,25 +629,7 @@ pub struct NodeEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for EndQuorumEpochResponse<'_> {
-    const NAME: &'static str = "EndQuorumEpochResponse";
-    const API_KEY: i16 = 54;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl EndQuorumEpochResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(EndQuorumEpochResponse { key: 54, request: false, versions: (0, 1), flexible: (1, i16::MAX) });
 
 impl Encode for EndQuorumEpochResponse<'_> {
     #[inline]
@@ -817,10 +637,7 @@ impl Encode for EndQuorumEpochResponse<'_> {
         let mut n = Size::new(2);
         n += encode::array_size(&self.topics, ver, "EndQuorumEpochResponse.Topics")?;
         if ver.version == 0 && !self.node_endpoints.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "EndQuorumEpochResponse.NodeEndpoints",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("EndQuorumEpochResponse.NodeEndpoints", ver));
         }
         if ver.flexible {
             let mut tags = TaggedSize::new();
@@ -949,31 +766,10 @@ pub struct EndQuorumEpochResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(EndQuorumEpochResponseView, EndQuorumEpochResponse, at);
+view_common!(EndQuorumEpochResponseView { error_code, topics, node_endpoints });
+
 impl<'a> EndQuorumEpochResponseView<'a> {
-    /// Checks `bytes` as a EndQuorumEpochResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "EndQuorumEpochResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<EndQuorumEpochResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EndQuorumEpochResponse::error_code`](EndQuorumEpochResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -1033,16 +829,6 @@ impl<'a> EndQuorumEpochResponseView<'a> {
     }
 }
 
-impl fmt::Debug for EndQuorumEpochResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndQuorumEpochResponseView")
-            .field("error_code", &self.error_code())
-            .field("topics", &self.topics())
-            .field("node_endpoints", &self.node_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a EndQuorumEpochResponseTopicData: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct EndQuorumEpochResponseTopicDataView<'a> {
@@ -1052,17 +838,9 @@ pub struct EndQuorumEpochResponseTopicDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(EndQuorumEpochResponseTopicDataView { topic_name, partitions });
+
 impl<'a> EndQuorumEpochResponseTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EndQuorumEpochResponseTopicData::topic_name`](EndQuorumEpochResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -1079,35 +857,21 @@ impl<'a> EndQuorumEpochResponseTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for EndQuorumEpochResponseTopicDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "EndQuorumEpochResponseTopicData.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<EndQuorumEpochResponsePartitionDataView<'a>>(
             r,
             ver,
             "EndQuorumEpochResponseTopicData.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for EndQuorumEpochResponseTopicDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1125,15 +889,6 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochResponseTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for EndQuorumEpochResponseTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndQuorumEpochResponseTopicDataView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a EndQuorumEpochResponsePartitionData: one result for each partition in the request.
 #[derive(Clone, Copy)]
 pub struct EndQuorumEpochResponsePartitionDataView<'a> {
@@ -1141,17 +896,14 @@ pub struct EndQuorumEpochResponsePartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(EndQuorumEpochResponsePartitionDataView {
+    partition_index,
+    error_code,
+    leader_id,
+    leader_epoch
+});
+
 impl<'a> EndQuorumEpochResponsePartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EndQuorumEpochResponsePartitionData::partition_index`](EndQuorumEpochResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -1180,9 +932,16 @@ impl<'a> EndQuorumEpochResponsePartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(14, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for EndQuorumEpochResponsePartitionDataView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 1 { Layout::Tagged(14) } else { Layout::Fixed(14) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             14,
             &[
@@ -1197,36 +956,13 @@ impl<'a> EndQuorumEpochResponsePartitionDataView<'a> {
                 Ok(false)
             })?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for EndQuorumEpochResponsePartitionDataView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 1 { Layout::Tagged(14) } else { Layout::Fixed(14) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 14, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for EndQuorumEpochResponsePartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndQuorumEpochResponsePartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -1239,17 +975,9 @@ pub struct NodeEndpointView<'a> {
     at: [u32; 1],
 }
 
+view_common!(NodeEndpointView { node_id, host, port });
+
 impl<'a> NodeEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -1272,29 +1000,16 @@ impl<'a> NodeEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "NodeEndpoint.NodeId")?;
-        r.check_str(true, "NodeEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "NodeEndpoint.Port")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "NodeEndpoint.NodeId")?;
+        r.check_str(true, "NodeEndpoint.Host")?;
+        r.take(2, "NodeEndpoint.Port")?;
+        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1306,15 +1021,5 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p += 2;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for NodeEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeEndpointView")
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
     }
 }

@@ -29,25 +29,7 @@ pub struct EndTxnRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for EndTxnRequest<'_> {
-    const NAME: &'static str = "EndTxnRequest";
-    const API_KEY: i16 = 26;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl EndTxnRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(EndTxnRequest { key: 26, request: true, versions: (0, 5), flexible: (3, i16::MAX) });
 
 impl Encode for EndTxnRequest<'_> {
     #[inline]
@@ -85,31 +67,10 @@ pub struct EndTxnRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(EndTxnRequestView, EndTxnRequest, at);
+view_common!(EndTxnRequestView { transactional_id, producer_id, producer_epoch, committed });
+
 impl<'a> EndTxnRequestView<'a> {
-    /// Checks `bytes` as a EndTxnRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "EndTxnRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<EndTxnRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EndTxnRequest::transactional_id`](EndTxnRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
@@ -160,17 +121,6 @@ impl<'a> EndTxnRequestView<'a> {
     }
 }
 
-impl fmt::Debug for EndTxnRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndTxnRequestView")
-            .field("transactional_id", &self.transactional_id())
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .field("committed", &self.committed())
-            .finish()
-    }
-}
-
 /// Reports whether the transaction was ended; from version 5 it returns the producer's new
 /// epoch.
 ///
@@ -205,25 +155,7 @@ impl<'a> Default for EndTxnResponse<'a> {
     }
 }
 
-impl Body for EndTxnResponse<'_> {
-    const NAME: &'static str = "EndTxnResponse";
-    const API_KEY: i16 = 26;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl EndTxnResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(EndTxnResponse { key: 26, request: false, versions: (0, 5), flexible: (3, i16::MAX) });
 
 impl Encode for EndTxnResponse<'_> {
     #[inline]
@@ -273,31 +205,10 @@ pub struct EndTxnResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(EndTxnResponseView, EndTxnResponse);
+view_common!(EndTxnResponseView { throttle_time_ms, error_code, producer_id, producer_epoch });
+
 impl<'a> EndTxnResponseView<'a> {
-    /// Checks `bytes` as a EndTxnResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "EndTxnResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<EndTxnResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EndTxnResponse::throttle_time_ms`](EndTxnResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -341,16 +252,5 @@ impl<'a> EndTxnResponseView<'a> {
             r.fixed_struct_tagged_fields("EndTxnResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok([])
-    }
-}
-
-impl fmt::Debug for EndTxnResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndTxnResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .finish()
     }
 }

@@ -40,25 +40,7 @@ impl<'a> Default for EnvelopeRequest<'a> {
     }
 }
 
-impl Body for EnvelopeRequest<'_> {
-    const NAME: &'static str = "EnvelopeRequest";
-    const API_KEY: i16 = 58;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl EnvelopeRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(EnvelopeRequest { key: 58, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for EnvelopeRequest<'_> {
     #[inline]
@@ -94,31 +76,10 @@ pub struct EnvelopeRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(EnvelopeRequestView, EnvelopeRequest, at);
+view_common!(EnvelopeRequestView { request_data, request_principal, client_host_address });
+
 impl<'a> EnvelopeRequestView<'a> {
-    /// Checks `bytes` as a EnvelopeRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "EnvelopeRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<EnvelopeRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EnvelopeRequest::request_data`](EnvelopeRequest#structfield.request_data).
     #[inline]
     pub fn request_data(&self) -> &'a [u8] {
@@ -157,16 +118,6 @@ impl<'a> EnvelopeRequestView<'a> {
     }
 }
 
-impl fmt::Debug for EnvelopeRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EnvelopeRequestView")
-            .field("request_data", &self.request_data())
-            .field("request_principal", &self.request_principal())
-            .field("client_host_address", &self.client_host_address())
-            .finish()
-    }
-}
-
 /// Carries the controller's answer to a forwarded request back to the forwarding broker.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`EnvelopeResponseView`].
@@ -182,25 +133,7 @@ pub struct EnvelopeResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for EnvelopeResponse<'_> {
-    const NAME: &'static str = "EnvelopeResponse";
-    const API_KEY: i16 = 58;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl EnvelopeResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(EnvelopeResponse { key: 58, request: false, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for EnvelopeResponse<'_> {
     #[inline]
@@ -233,31 +166,10 @@ pub struct EnvelopeResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(EnvelopeResponseView, EnvelopeResponse, at);
+view_common!(EnvelopeResponseView { response_data, error_code });
+
 impl<'a> EnvelopeResponseView<'a> {
-    /// Checks `bytes` as a EnvelopeResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "EnvelopeResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<EnvelopeResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EnvelopeResponse::response_data`](EnvelopeResponse#structfield.response_data).
     #[inline]
     pub fn response_data(&self) -> Option<&'a [u8]> {
@@ -284,14 +196,5 @@ impl<'a> EnvelopeResponseView<'a> {
         r.take(2, "EnvelopeResponse.ErrorCode")?;
         r.tagged_fields("EnvelopeResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for EnvelopeResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EnvelopeResponseView")
-            .field("response_data", &self.response_data())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

@@ -26,25 +26,12 @@ pub struct ExpireDelegationTokenRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ExpireDelegationTokenRequest<'_> {
-    const NAME: &'static str = "ExpireDelegationTokenRequest";
-    const API_KEY: i16 = 40;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl ExpireDelegationTokenRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ExpireDelegationTokenRequest {
+    key: 40,
+    request: true,
+    versions: (1, 2),
+    flexible: (2, i16::MAX)
+});
 
 impl Encode for ExpireDelegationTokenRequest<'_> {
     #[inline]
@@ -81,32 +68,10 @@ pub struct ExpireDelegationTokenRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ExpireDelegationTokenRequestView, ExpireDelegationTokenRequest, at);
+view_common!(ExpireDelegationTokenRequestView { hmac, expiry_time_period_ms });
+
 impl<'a> ExpireDelegationTokenRequestView<'a> {
-    /// Checks `bytes` as a ExpireDelegationTokenRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ExpireDelegationTokenRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ExpireDelegationTokenRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ExpireDelegationTokenRequest::hmac`](ExpireDelegationTokenRequest#structfield.hmac).
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
@@ -138,15 +103,6 @@ impl<'a> ExpireDelegationTokenRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ExpireDelegationTokenRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ExpireDelegationTokenRequestView")
-            .field("hmac", &self.hmac())
-            .field("expiry_time_period_ms", &self.expiry_time_period_ms())
-            .finish()
-    }
-}
-
 /// Reports the expiry time a delegation token now has.
 ///
 /// Versions 1-2; flexible from version 2. Decode it without allocating with [`ExpireDelegationTokenResponseView`].
@@ -165,25 +121,12 @@ pub struct ExpireDelegationTokenResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ExpireDelegationTokenResponse<'_> {
-    const NAME: &'static str = "ExpireDelegationTokenResponse";
-    const API_KEY: i16 = 40;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl ExpireDelegationTokenResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ExpireDelegationTokenResponse {
+    key: 40,
+    request: false,
+    versions: (1, 2),
+    flexible: (2, i16::MAX)
+});
 
 impl Encode for ExpireDelegationTokenResponse<'_> {
     #[inline]
@@ -225,32 +168,10 @@ pub struct ExpireDelegationTokenResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(ExpireDelegationTokenResponseView, ExpireDelegationTokenResponse);
+view_common!(ExpireDelegationTokenResponseView { error_code, expiry_timestamp_ms, throttle_time_ms });
+
 impl<'a> ExpireDelegationTokenResponseView<'a> {
-    /// Checks `bytes` as a ExpireDelegationTokenResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ExpireDelegationTokenResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) =
-            view::check_body::<ExpireDelegationTokenResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ExpireDelegationTokenResponse::error_code`](ExpireDelegationTokenResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -288,15 +209,5 @@ impl<'a> ExpireDelegationTokenResponseView<'a> {
             r.fixed_struct_tagged_fields("ExpireDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok([])
-    }
-}
-
-impl fmt::Debug for ExpireDelegationTokenResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ExpireDelegationTokenResponseView")
-            .field("error_code", &self.error_code())
-            .field("expiry_timestamp_ms", &self.expiry_timestamp_ms())
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .finish()
     }
 }

@@ -170,25 +170,7 @@ pub struct ForgottenTopic<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for FetchRequest<'_> {
-    const NAME: &'static str = "FetchRequest";
-    const API_KEY: i16 = 1;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(4, 18);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(12, i16::MAX);
-}
-
-impl FetchRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(FetchRequest { key: 1, request: true, versions: (4, 18), flexible: (12, i16::MAX) });
 
 impl Encode for FetchRequest<'_> {
     #[inline]
@@ -197,16 +179,10 @@ impl Encode for FetchRequest<'_> {
         if ver.version <= 14 {
             n += 4;
         } else if self.replica_id != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FetchRequest.ReplicaId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FetchRequest.ReplicaId", ver));
         }
         if ver.version <= 14 && self.replica_state != ReplicaState::default() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FetchRequest.ReplicaState",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FetchRequest.ReplicaState", ver));
         }
         if ver.version >= 7 {
             n += 4;
@@ -218,10 +194,7 @@ impl Encode for FetchRequest<'_> {
         if ver.version >= 7 {
             n += encode::array_size(&self.forgotten_topics_data, ver, "FetchRequest.ForgottenTopicsData")?;
         } else if !self.forgotten_topics_data.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FetchRequest.ForgottenTopicsData",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FetchRequest.ForgottenTopicsData", ver));
         }
         if ver.version >= 11 {
             n += wire::string_size(self.rack_id.len(), ver.flexible, "FetchRequest.RackId")?;
@@ -365,10 +338,7 @@ impl Encode for FetchPartition<'_> {
         if ver.version >= 12 {
             n += 4;
         } else if self.last_fetched_epoch != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FetchPartition.LastFetchedEpoch",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FetchPartition.LastFetchedEpoch", ver));
         }
         if ver.version >= 5 {
             n += 8;
@@ -467,31 +437,23 @@ pub struct FetchRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(FetchRequestView, FetchRequest, at);
+view_common!(FetchRequestView {
+    cluster_id,
+    replica_id,
+    replica_state,
+    max_wait_ms,
+    min_bytes,
+    max_bytes,
+    isolation_level,
+    session_id,
+    session_epoch,
+    topics,
+    forgotten_topics_data,
+    rack_id
+});
+
 impl<'a> FetchRequestView<'a> {
-    /// Checks `bytes` as a FetchRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "FetchRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<FetchRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchRequest::cluster_id`](FetchRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
@@ -627,7 +589,7 @@ impl<'a> FetchRequestView<'a> {
                         value.check_str(ver.flexible, "FetchRequest.ClusterId")?;
                     }
                     1 if ver.version >= 15 => {
-                        ReplicaStateView::checked(value, ver)?;
+                        ReplicaStateView::check(value, ver, "FetchRequest.ReplicaState")?;
                     }
                     1 => {
                         return Err(value.error(
@@ -644,25 +606,6 @@ impl<'a> FetchRequestView<'a> {
     }
 }
 
-impl fmt::Debug for FetchRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchRequestView")
-            .field("cluster_id", &self.cluster_id())
-            .field("replica_id", &self.replica_id())
-            .field("replica_state", &self.replica_state())
-            .field("max_wait_ms", &self.max_wait_ms())
-            .field("min_bytes", &self.min_bytes())
-            .field("max_bytes", &self.max_bytes())
-            .field("isolation_level", &self.isolation_level())
-            .field("session_id", &self.session_id())
-            .field("session_epoch", &self.session_epoch())
-            .field("topics", &self.topics())
-            .field("forgotten_topics_data", &self.forgotten_topics_data())
-            .field("rack_id", &self.rack_id())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReplicaState: identity of the fetching follower (from version 15).
 #[derive(Clone, Copy)]
 pub struct ReplicaStateView<'a> {
@@ -670,17 +613,9 @@ pub struct ReplicaStateView<'a> {
     ver: Ver,
 }
 
+view_common!(ReplicaStateView { replica_id, replica_epoch });
+
 impl<'a> ReplicaStateView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReplicaState::replica_id`](ReplicaState#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
@@ -697,13 +632,6 @@ impl<'a> ReplicaStateView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(12, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(12, &[("ReplicaState.ReplicaId", 4), ("ReplicaState.ReplicaEpoch", 8)])?;
-        r.fixed_struct_tagged_fields("ReplicaState._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
@@ -713,23 +641,16 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(12, &[("ReplicaState.ReplicaId", 4), ("ReplicaState.ReplicaEpoch", 8)])?;
+        r.fixed_struct_tagged_fields("ReplicaState._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for ReplicaStateView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReplicaStateView")
-            .field("replica_id", &self.replica_id())
-            .field("replica_epoch", &self.replica_epoch())
-            .finish()
     }
 }
 
@@ -742,17 +663,9 @@ pub struct FetchTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(FetchTopicView { topic, topic_id, partitions });
+
 impl<'a> FetchTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchTopic::topic`](FetchTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -775,36 +688,22 @@ impl<'a> FetchTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        if ver.version <= 12 {
-            r.check_str(ver.flexible, "FetchTopic.Topic")?;
-        }
-        at[0] = (r.pos() - start) as u32;
-        if ver.version >= 13 {
-            r.take(16, "FetchTopic.TopicId")?;
-        }
-        view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("FetchTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        if ver.version <= 12 {
+            r.check_str(ver.flexible, "FetchTopic.Topic")?;
+        }
+        if ver.version >= 13 {
+            r.take(16, "FetchTopic.TopicId")?;
+        }
+        view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("FetchTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -825,16 +724,6 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
     }
 }
 
-impl fmt::Debug for FetchTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchTopicView")
-            .field("topic", &self.topic())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchPartition: partitions of this topic to fetch.
 #[derive(Clone, Copy)]
 pub struct FetchPartitionView<'a> {
@@ -842,17 +731,18 @@ pub struct FetchPartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(FetchPartitionView {
+    partition,
+    current_leader_epoch,
+    fetch_offset,
+    last_fetched_epoch,
+    log_start_offset,
+    partition_max_bytes,
+    replica_directory_id,
+    high_watermark
+});
+
 impl<'a> FetchPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchPartition::partition`](FetchPartition#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -927,9 +817,24 @@ impl<'a> FetchPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(32, &[0, 1]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 12 {
+            Layout::Tagged(32)
+        } else if ver.version >= 9 {
+            Layout::Fixed(28)
+        } else if ver.version >= 5 {
+            Layout::Fixed(24)
+        } else {
+            Layout::Fixed(16)
+        }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "FetchPartition.Partition")?;
         if ver.version >= 9 {
             r.take(4, "FetchPartition.CurrentLeaderEpoch")?;
@@ -962,27 +867,7 @@ impl<'a> FetchPartitionView<'a> {
                 Ok(true)
             })?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 12 {
-            Layout::Tagged(32)
-        } else if ver.version >= 9 {
-            Layout::Fixed(28)
-        } else if ver.version >= 5 {
-            Layout::Fixed(24)
-        } else {
-            Layout::Fixed(16)
-        }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1005,21 +890,6 @@ impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
     }
 }
 
-impl fmt::Debug for FetchPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchPartitionView")
-            .field("partition", &self.partition())
-            .field("current_leader_epoch", &self.current_leader_epoch())
-            .field("fetch_offset", &self.fetch_offset())
-            .field("last_fetched_epoch", &self.last_fetched_epoch())
-            .field("log_start_offset", &self.log_start_offset())
-            .field("partition_max_bytes", &self.partition_max_bytes())
-            .field("replica_directory_id", &self.replica_directory_id())
-            .field("high_watermark", &self.high_watermark())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ForgottenTopic: partitions to drop from the fetch session.
 #[derive(Clone, Copy)]
 pub struct ForgottenTopicView<'a> {
@@ -1029,17 +899,9 @@ pub struct ForgottenTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ForgottenTopicView { topic, topic_id, partitions });
+
 impl<'a> ForgottenTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ForgottenTopic::topic`](ForgottenTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -1062,36 +924,22 @@ impl<'a> ForgottenTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        if ver.version <= 12 {
-            r.check_str(ver.flexible, "ForgottenTopic.Topic")?;
-        }
-        at[0] = (r.pos() - start) as u32;
-        if ver.version >= 13 {
-            r.take(16, "ForgottenTopic.TopicId")?;
-        }
-        view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ForgottenTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        if ver.version <= 12 {
+            r.check_str(ver.flexible, "ForgottenTopic.Topic")?;
+        }
+        if ver.version >= 13 {
+            r.take(16, "ForgottenTopic.TopicId")?;
+        }
+        view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("ForgottenTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -1109,16 +957,6 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ForgottenTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ForgottenTopicView")
-            .field("topic", &self.topic())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }
 
@@ -1303,25 +1141,7 @@ pub struct NodeEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for FetchResponse<'_> {
-    const NAME: &'static str = "FetchResponse";
-    const API_KEY: i16 = 1;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(4, 18);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(12, i16::MAX);
-}
-
-impl FetchResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(FetchResponse { key: 1, request: false, versions: (4, 18), flexible: (12, i16::MAX) });
 
 impl Encode for FetchResponse<'_> {
     #[inline]
@@ -1333,17 +1153,11 @@ impl Encode for FetchResponse<'_> {
         if ver.version >= 7 {
             n += 4;
         } else if self.session_id != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FetchResponse.SessionId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FetchResponse.SessionId", ver));
         }
         n += encode::array_size(&self.responses, ver, "FetchResponse.Responses")?;
         if ver.version <= 15 && !self.node_endpoints.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FetchResponse.NodeEndpoints",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FetchResponse.NodeEndpoints", ver));
         }
         if ver.flexible {
             let mut tags = TaggedSize::new();
@@ -1430,22 +1244,13 @@ impl Encode for PartitionData<'_> {
             n += 8;
         }
         if ver.version <= 11 && self.diverging_epoch != EpochEndOffset::default() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "PartitionData.DivergingEpoch",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("PartitionData.DivergingEpoch", ver));
         }
         if ver.version <= 11 && self.current_leader != LeaderIdAndEpoch::default() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "PartitionData.CurrentLeader",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("PartitionData.CurrentLeader", ver));
         }
         if ver.version <= 11 && self.snapshot_id != SnapshotId::default() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "PartitionData.SnapshotId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("PartitionData.SnapshotId", ver));
         }
         n += encode::nullable_array_size(
             self.aborted_transactions.as_deref(),
@@ -1455,10 +1260,7 @@ impl Encode for PartitionData<'_> {
         if ver.version >= 11 {
             n += 4;
         } else if self.preferred_read_replica != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "PartitionData.PreferredReadReplica",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("PartitionData.PreferredReadReplica", ver));
         }
         n += match &self.records {
             Some(v) => wire::bytes_size(v.len(), ver.flexible, "PartitionData.Records")?,
@@ -1660,31 +1462,10 @@ pub struct FetchResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(FetchResponseView, FetchResponse, at);
+view_common!(FetchResponseView { throttle_time_ms, error_code, session_id, responses, node_endpoints });
+
 impl<'a> FetchResponseView<'a> {
-    /// Checks `bytes` as a FetchResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "FetchResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<FetchResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchResponse::throttle_time_ms`](FetchResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -1757,18 +1538,6 @@ impl<'a> FetchResponseView<'a> {
     }
 }
 
-impl fmt::Debug for FetchResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("session_id", &self.session_id())
-            .field("responses", &self.responses())
-            .field("node_endpoints", &self.node_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchableTopicResponse: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct FetchableTopicResponseView<'a> {
@@ -1778,17 +1547,9 @@ pub struct FetchableTopicResponseView<'a> {
     at: [u32; 2],
 }
 
+view_common!(FetchableTopicResponseView { topic, topic_id, partitions });
+
 impl<'a> FetchableTopicResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchableTopicResponse::topic`](FetchableTopicResponse#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -1811,36 +1572,22 @@ impl<'a> FetchableTopicResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        if ver.version <= 12 {
-            r.check_str(ver.flexible, "FetchableTopicResponse.Topic")?;
-        }
-        at[0] = (r.pos() - start) as u32;
-        if ver.version >= 13 {
-            r.take(16, "FetchableTopicResponse.TopicId")?;
-        }
-        view::check_array::<PartitionDataView<'a>>(r, ver, "FetchableTopicResponse.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("FetchableTopicResponse._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for FetchableTopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        if ver.version <= 12 {
+            r.check_str(ver.flexible, "FetchableTopicResponse.Topic")?;
+        }
+        if ver.version >= 13 {
+            r.take(16, "FetchableTopicResponse.TopicId")?;
+        }
+        view::check_array::<PartitionDataView<'a>>(r, ver, "FetchableTopicResponse.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("FetchableTopicResponse._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -1861,16 +1608,6 @@ impl<'a> ElementImpl<'a> for FetchableTopicResponseView<'a> {
     }
 }
 
-impl fmt::Debug for FetchableTopicResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchableTopicResponseView")
-            .field("topic", &self.topic())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionData: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
@@ -1880,17 +1617,21 @@ pub struct PartitionDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(PartitionDataView {
+    partition_index,
+    error_code,
+    high_watermark,
+    last_stable_offset,
+    log_start_offset,
+    diverging_epoch,
+    current_leader,
+    snapshot_id,
+    aborted_transactions,
+    preferred_read_replica,
+    records
+});
+
 impl<'a> PartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionData::partition_index`](PartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -1978,11 +1719,11 @@ impl<'a> PartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[0, 1, 2]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             22,
             &[
@@ -2000,42 +1741,28 @@ impl<'a> PartitionDataView<'a> {
             ver,
             "PartitionData.AbortedTransactions",
         )?;
-        at[0] = (r.pos() - start) as u32;
         if ver.version >= 11 {
             r.take(4, "PartitionData.PreferredReadReplica")?;
         }
         r.nullable_bytes(ver.flexible, "PartitionData.Records")?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
                 match tag {
                     0 => {
-                        EpochEndOffsetView::checked(value, ver)?;
+                        EpochEndOffsetView::check(value, ver, "PartitionData.DivergingEpoch")?;
                     }
                     1 => {
-                        LeaderIdAndEpochView::checked(value, ver)?;
+                        LeaderIdAndEpochView::check(value, ver, "PartitionData.CurrentLeader")?;
                     }
                     2 => {
-                        SnapshotIdView::checked(value, ver)?;
+                        SnapshotIdView::check(value, ver, "PartitionData.SnapshotId")?;
                     }
                     _ => return Ok(false),
                 }
                 Ok(true)
             })?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -2054,24 +1781,6 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 }
 
-impl fmt::Debug for PartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("high_watermark", &self.high_watermark())
-            .field("last_stable_offset", &self.last_stable_offset())
-            .field("log_start_offset", &self.log_start_offset())
-            .field("diverging_epoch", &self.diverging_epoch())
-            .field("current_leader", &self.current_leader())
-            .field("snapshot_id", &self.snapshot_id())
-            .field("aborted_transactions", &self.aborted_transactions())
-            .field("preferred_read_replica", &self.preferred_read_replica())
-            .field("records", &self.records())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a EpochEndOffset: set when the follower's log has diverged from the leader's: the epoch and end offset to truncate to.
 #[derive(Clone, Copy)]
 pub struct EpochEndOffsetView<'a> {
@@ -2079,17 +1788,9 @@ pub struct EpochEndOffsetView<'a> {
     ver: Ver,
 }
 
+view_common!(EpochEndOffsetView { epoch, end_offset });
+
 impl<'a> EpochEndOffsetView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EpochEndOffset::epoch`](EpochEndOffset#structfield.epoch).
     #[inline]
     pub fn epoch(&self) -> i32 {
@@ -2106,13 +1807,6 @@ impl<'a> EpochEndOffsetView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(12, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(12, &[("EpochEndOffset.Epoch", 4), ("EpochEndOffset.EndOffset", 8)])?;
-        r.fixed_struct_tagged_fields("EpochEndOffset._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
@@ -2122,23 +1816,16 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(12, &[("EpochEndOffset.Epoch", 4), ("EpochEndOffset.EndOffset", 8)])?;
+        r.fixed_struct_tagged_fields("EpochEndOffset._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for EpochEndOffsetView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EpochEndOffsetView")
-            .field("epoch", &self.epoch())
-            .field("end_offset", &self.end_offset())
-            .finish()
     }
 }
 
@@ -2149,17 +1836,9 @@ pub struct LeaderIdAndEpochView<'a> {
     ver: Ver,
 }
 
+view_common!(LeaderIdAndEpochView { leader_id, leader_epoch });
+
 impl<'a> LeaderIdAndEpochView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
@@ -2176,13 +1855,6 @@ impl<'a> LeaderIdAndEpochView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(8, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
@@ -2192,23 +1864,16 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
+        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for LeaderIdAndEpochView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaderIdAndEpochView")
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -2219,17 +1884,9 @@ pub struct SnapshotIdView<'a> {
     ver: Ver,
 }
 
+view_common!(SnapshotIdView { end_offset, epoch });
+
 impl<'a> SnapshotIdView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`SnapshotId::end_offset`](SnapshotId#structfield.end_offset).
     #[inline]
     pub fn end_offset(&self) -> i64 {
@@ -2246,13 +1903,6 @@ impl<'a> SnapshotIdView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(12, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(12, &[("SnapshotId.EndOffset", 8), ("SnapshotId.Epoch", 4)])?;
-        r.fixed_struct_tagged_fields("SnapshotId._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for SnapshotIdView<'a> {
@@ -2262,23 +1912,16 @@ impl<'a> ElementImpl<'a> for SnapshotIdView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(12, &[("SnapshotId.EndOffset", 8), ("SnapshotId.Epoch", 4)])?;
+        r.fixed_struct_tagged_fields("SnapshotId._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for SnapshotIdView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SnapshotIdView")
-            .field("end_offset", &self.end_offset())
-            .field("epoch", &self.epoch())
-            .finish()
     }
 }
 
@@ -2289,17 +1932,9 @@ pub struct AbortedTransactionView<'a> {
     ver: Ver,
 }
 
+view_common!(AbortedTransactionView { producer_id, first_offset });
+
 impl<'a> AbortedTransactionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AbortedTransaction::producer_id`](AbortedTransaction#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
@@ -2316,15 +1951,6 @@ impl<'a> AbortedTransactionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(16, &[("AbortedTransaction.ProducerId", 8), ("AbortedTransaction.FirstOffset", 8)])?;
-        if ver.flexible {
-            r.fixed_struct_tagged_fields("AbortedTransaction._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for AbortedTransactionView<'a> {
@@ -2335,22 +1961,17 @@ impl<'a> ElementImpl<'a> for AbortedTransactionView<'a> {
 
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(16, &[("AbortedTransaction.ProducerId", 8), ("AbortedTransaction.FirstOffset", 8)])?;
+        if ver.flexible {
+            r.fixed_struct_tagged_fields("AbortedTransaction._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 16, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for AbortedTransactionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AbortedTransactionView")
-            .field("producer_id", &self.producer_id())
-            .field("first_offset", &self.first_offset())
-            .finish()
     }
 }
 
@@ -2363,17 +1984,9 @@ pub struct NodeEndpointView<'a> {
     at: [u32; 2],
 }
 
+view_common!(NodeEndpointView { node_id, host, port, rack });
+
 impl<'a> NodeEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -2402,31 +2015,17 @@ impl<'a> NodeEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(4, "NodeEndpoint.NodeId")?;
-        r.check_str(true, "NodeEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "NodeEndpoint.Port")?;
-        r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "NodeEndpoint.NodeId")?;
+        r.check_str(true, "NodeEndpoint.Host")?;
+        r.take(4, "NodeEndpoint.Port")?;
+        r.check_nullable_str(true, "NodeEndpoint.Rack")?;
+        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2440,16 +2039,5 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for NodeEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeEndpointView")
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("rack", &self.rack())
-            .finish()
     }
 }

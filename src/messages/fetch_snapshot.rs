@@ -86,25 +86,7 @@ pub struct FetchSnapshotRequestSnapshotId<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for FetchSnapshotRequest<'_> {
-    const NAME: &'static str = "FetchSnapshotRequest";
-    const API_KEY: i16 = 59;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl FetchSnapshotRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(FetchSnapshotRequest { key: 59, request: true, versions: (0, 1), flexible: (0, i16::MAX) });
 
 impl Encode for FetchSnapshotRequest<'_> {
     #[inline]
@@ -245,31 +227,10 @@ pub struct FetchSnapshotRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(FetchSnapshotRequestView, FetchSnapshotRequest, at);
+view_common!(FetchSnapshotRequestView { cluster_id, replica_id, max_bytes, topics });
+
 impl<'a> FetchSnapshotRequestView<'a> {
-    /// Checks `bytes` as a FetchSnapshotRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "FetchSnapshotRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<FetchSnapshotRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchSnapshotRequest::cluster_id`](FetchSnapshotRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
@@ -323,17 +284,6 @@ impl<'a> FetchSnapshotRequestView<'a> {
     }
 }
 
-impl fmt::Debug for FetchSnapshotRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchSnapshotRequestView")
-            .field("cluster_id", &self.cluster_id())
-            .field("replica_id", &self.replica_id())
-            .field("max_bytes", &self.max_bytes())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchSnapshotRequestTopicSnapshot: topics to fetch snapshots of.
 #[derive(Clone, Copy)]
 pub struct FetchSnapshotRequestTopicSnapshotView<'a> {
@@ -343,17 +293,9 @@ pub struct FetchSnapshotRequestTopicSnapshotView<'a> {
     at: [u32; 2],
 }
 
+view_common!(FetchSnapshotRequestTopicSnapshotView { name, partitions });
+
 impl<'a> FetchSnapshotRequestTopicSnapshotView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchSnapshotRequestTopicSnapshot::name`](FetchSnapshotRequestTopicSnapshot#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -370,33 +312,19 @@ impl<'a> FetchSnapshotRequestTopicSnapshotView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for FetchSnapshotRequestTopicSnapshotView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "FetchSnapshotRequestTopicSnapshot.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<FetchSnapshotRequestPartitionSnapshotView<'a>>(
             r,
             ver,
             "FetchSnapshotRequestTopicSnapshot.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("FetchSnapshotRequestTopicSnapshot._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for FetchSnapshotRequestTopicSnapshotView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -412,15 +340,6 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestTopicSnapshotView<'a> {
     }
 }
 
-impl fmt::Debug for FetchSnapshotRequestTopicSnapshotView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchSnapshotRequestTopicSnapshotView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchSnapshotRequestPartitionSnapshot: partitions to fetch snapshots of.
 #[derive(Clone, Copy)]
 pub struct FetchSnapshotRequestPartitionSnapshotView<'a> {
@@ -430,17 +349,15 @@ pub struct FetchSnapshotRequestPartitionSnapshotView<'a> {
     at: [u32; 1],
 }
 
+view_common!(FetchSnapshotRequestPartitionSnapshotView {
+    partition,
+    current_leader_epoch,
+    snapshot_id,
+    position,
+    replica_directory_id
+});
+
 impl<'a> FetchSnapshotRequestPartitionSnapshotView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchSnapshotRequestPartitionSnapshot::partition`](FetchSnapshotRequestPartitionSnapshot#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -479,11 +396,11 @@ impl<'a> FetchSnapshotRequestPartitionSnapshotView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 8, &[0])
     }
+}
 
+impl<'a> ElementImpl<'a> for FetchSnapshotRequestPartitionSnapshotView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             8,
             &[
@@ -491,8 +408,11 @@ impl<'a> FetchSnapshotRequestPartitionSnapshotView<'a> {
                 ("FetchSnapshotRequestPartitionSnapshot.CurrentLeaderEpoch", 4),
             ],
         )?;
-        FetchSnapshotRequestSnapshotIdView::checked(r, ver)?;
-        at[0] = (r.pos() - start) as u32;
+        FetchSnapshotRequestSnapshotIdView::check(
+            r,
+            ver,
+            "FetchSnapshotRequestPartitionSnapshot.SnapshotId",
+        )?;
         r.take(8, "FetchSnapshotRequestPartitionSnapshot.Position")?;
         r.tagged_fields("FetchSnapshotRequestPartitionSnapshot._tagged_fields", |tag, value| {
             match tag {
@@ -509,19 +429,7 @@ impl<'a> FetchSnapshotRequestPartitionSnapshotView<'a> {
             }
             Ok(true)
         })?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for FetchSnapshotRequestPartitionSnapshotView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -536,18 +444,6 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestPartitionSnapshotView<'a> {
     }
 }
 
-impl fmt::Debug for FetchSnapshotRequestPartitionSnapshotView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchSnapshotRequestPartitionSnapshotView")
-            .field("partition", &self.partition())
-            .field("current_leader_epoch", &self.current_leader_epoch())
-            .field("snapshot_id", &self.snapshot_id())
-            .field("position", &self.position())
-            .field("replica_directory_id", &self.replica_directory_id())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchSnapshotRequestSnapshotId: which snapshot to fetch.
 #[derive(Clone, Copy)]
 pub struct FetchSnapshotRequestSnapshotIdView<'a> {
@@ -555,17 +451,9 @@ pub struct FetchSnapshotRequestSnapshotIdView<'a> {
     ver: Ver,
 }
 
+view_common!(FetchSnapshotRequestSnapshotIdView { end_offset, epoch });
+
 impl<'a> FetchSnapshotRequestSnapshotIdView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchSnapshotRequestSnapshotId::end_offset`](FetchSnapshotRequestSnapshotId#structfield.end_offset).
     #[inline]
     pub fn end_offset(&self) -> i64 {
@@ -582,16 +470,6 @@ impl<'a> FetchSnapshotRequestSnapshotIdView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(12, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(
-            12,
-            &[("FetchSnapshotRequestSnapshotId.EndOffset", 8), ("FetchSnapshotRequestSnapshotId.Epoch", 4)],
-        )?;
-        r.fixed_struct_tagged_fields("FetchSnapshotRequestSnapshotId._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
@@ -601,23 +479,19 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(
+            12,
+            &[("FetchSnapshotRequestSnapshotId.EndOffset", 8), ("FetchSnapshotRequestSnapshotId.Epoch", 4)],
+        )?;
+        r.fixed_struct_tagged_fields("FetchSnapshotRequestSnapshotId._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for FetchSnapshotRequestSnapshotIdView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchSnapshotRequestSnapshotIdView")
-            .field("end_offset", &self.end_offset())
-            .field("epoch", &self.epoch())
-            .finish()
     }
 }
 
@@ -716,25 +590,7 @@ pub struct NodeEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for FetchSnapshotResponse<'_> {
-    const NAME: &'static str = "FetchSnapshotResponse";
-    const API_KEY: i16 = 59;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl FetchSnapshotResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(FetchSnapshotResponse { key: 59, request: false, versions: (0, 1), flexible: (0, i16::MAX) });
 
 impl Encode for FetchSnapshotResponse<'_> {
     #[inline]
@@ -742,10 +598,7 @@ impl Encode for FetchSnapshotResponse<'_> {
         let mut n = Size::new(6);
         n += encode::array_size(&self.topics, ver, "FetchSnapshotResponse.Topics")?;
         if ver.version == 0 && !self.node_endpoints.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FetchSnapshotResponse.NodeEndpoints",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FetchSnapshotResponse.NodeEndpoints", ver));
         }
         let mut tags = TaggedSize::new();
         if ver.version == 1 && !self.node_endpoints.is_empty() {
@@ -928,31 +781,10 @@ pub struct FetchSnapshotResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(FetchSnapshotResponseView, FetchSnapshotResponse, at);
+view_common!(FetchSnapshotResponseView { throttle_time_ms, error_code, topics, node_endpoints });
+
 impl<'a> FetchSnapshotResponseView<'a> {
-    /// Checks `bytes` as a FetchSnapshotResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "FetchSnapshotResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<FetchSnapshotResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchSnapshotResponse::throttle_time_ms`](FetchSnapshotResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -1022,17 +854,6 @@ impl<'a> FetchSnapshotResponseView<'a> {
     }
 }
 
-impl fmt::Debug for FetchSnapshotResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchSnapshotResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("topics", &self.topics())
-            .field("node_endpoints", &self.node_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchSnapshotResponseTopicSnapshot: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct FetchSnapshotResponseTopicSnapshotView<'a> {
@@ -1042,17 +863,9 @@ pub struct FetchSnapshotResponseTopicSnapshotView<'a> {
     at: [u32; 2],
 }
 
+view_common!(FetchSnapshotResponseTopicSnapshotView { name, partitions });
+
 impl<'a> FetchSnapshotResponseTopicSnapshotView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchSnapshotResponseTopicSnapshot::name`](FetchSnapshotResponseTopicSnapshot#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -1069,33 +882,19 @@ impl<'a> FetchSnapshotResponseTopicSnapshotView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for FetchSnapshotResponseTopicSnapshotView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "FetchSnapshotResponseTopicSnapshot.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<FetchSnapshotResponsePartitionSnapshotView<'a>>(
             r,
             ver,
             "FetchSnapshotResponseTopicSnapshot.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("FetchSnapshotResponseTopicSnapshot._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for FetchSnapshotResponseTopicSnapshotView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1111,15 +910,6 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponseTopicSnapshotView<'a> {
     }
 }
 
-impl fmt::Debug for FetchSnapshotResponseTopicSnapshotView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchSnapshotResponseTopicSnapshotView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchSnapshotResponsePartitionSnapshot: one result for each partition in the request.
 #[derive(Clone, Copy)]
 pub struct FetchSnapshotResponsePartitionSnapshotView<'a> {
@@ -1129,17 +919,17 @@ pub struct FetchSnapshotResponsePartitionSnapshotView<'a> {
     at: [u32; 2],
 }
 
+view_common!(FetchSnapshotResponsePartitionSnapshotView {
+    index,
+    error_code,
+    snapshot_id,
+    current_leader,
+    size,
+    position,
+    unaligned_records
+});
+
 impl<'a> FetchSnapshotResponsePartitionSnapshotView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchSnapshotResponsePartitionSnapshot::index`](FetchSnapshotResponsePartitionSnapshot#structfield.index).
     #[inline]
     pub fn index(&self) -> i32 {
@@ -1186,11 +976,11 @@ impl<'a> FetchSnapshotResponsePartitionSnapshotView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[0])
     }
+}
 
+impl<'a> ElementImpl<'a> for FetchSnapshotResponsePartitionSnapshotView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             6,
             &[
@@ -1198,8 +988,11 @@ impl<'a> FetchSnapshotResponsePartitionSnapshotView<'a> {
                 ("FetchSnapshotResponsePartitionSnapshot.ErrorCode", 2),
             ],
         )?;
-        FetchSnapshotResponseSnapshotIdView::checked(r, ver)?;
-        at[0] = (r.pos() - start) as u32;
+        FetchSnapshotResponseSnapshotIdView::check(
+            r,
+            ver,
+            "FetchSnapshotResponsePartitionSnapshot.SnapshotId",
+        )?;
         r.run(
             16,
             &[
@@ -1208,29 +1001,20 @@ impl<'a> FetchSnapshotResponsePartitionSnapshotView<'a> {
             ],
         )?;
         r.bytes(true, "FetchSnapshotResponsePartitionSnapshot.UnalignedRecords")?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("FetchSnapshotResponsePartitionSnapshot._tagged_fields", |tag, value| {
             match tag {
                 0 => {
-                    LeaderIdAndEpochView::checked(value, ver)?;
+                    LeaderIdAndEpochView::check(
+                        value,
+                        ver,
+                        "FetchSnapshotResponsePartitionSnapshot.CurrentLeader",
+                    )?;
                 }
                 _ => return Ok(false),
             }
             Ok(true)
         })?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for FetchSnapshotResponsePartitionSnapshotView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1247,20 +1031,6 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponsePartitionSnapshotView<'a> {
     }
 }
 
-impl fmt::Debug for FetchSnapshotResponsePartitionSnapshotView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchSnapshotResponsePartitionSnapshotView")
-            .field("index", &self.index())
-            .field("error_code", &self.error_code())
-            .field("snapshot_id", &self.snapshot_id())
-            .field("current_leader", &self.current_leader())
-            .field("size", &self.size())
-            .field("position", &self.position())
-            .field("unaligned_records", &self.unaligned_records())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchSnapshotResponseSnapshotId: which snapshot the bytes come from.
 #[derive(Clone, Copy)]
 pub struct FetchSnapshotResponseSnapshotIdView<'a> {
@@ -1268,17 +1038,9 @@ pub struct FetchSnapshotResponseSnapshotIdView<'a> {
     ver: Ver,
 }
 
+view_common!(FetchSnapshotResponseSnapshotIdView { end_offset, epoch });
+
 impl<'a> FetchSnapshotResponseSnapshotIdView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchSnapshotResponseSnapshotId::end_offset`](FetchSnapshotResponseSnapshotId#structfield.end_offset).
     #[inline]
     pub fn end_offset(&self) -> i64 {
@@ -1295,16 +1057,6 @@ impl<'a> FetchSnapshotResponseSnapshotIdView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(12, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(
-            12,
-            &[("FetchSnapshotResponseSnapshotId.EndOffset", 8), ("FetchSnapshotResponseSnapshotId.Epoch", 4)],
-        )?;
-        r.fixed_struct_tagged_fields("FetchSnapshotResponseSnapshotId._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for FetchSnapshotResponseSnapshotIdView<'a> {
@@ -1314,23 +1066,19 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponseSnapshotIdView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(
+            12,
+            &[("FetchSnapshotResponseSnapshotId.EndOffset", 8), ("FetchSnapshotResponseSnapshotId.Epoch", 4)],
+        )?;
+        r.fixed_struct_tagged_fields("FetchSnapshotResponseSnapshotId._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for FetchSnapshotResponseSnapshotIdView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchSnapshotResponseSnapshotIdView")
-            .field("end_offset", &self.end_offset())
-            .field("epoch", &self.epoch())
-            .finish()
     }
 }
 
@@ -1341,17 +1089,9 @@ pub struct LeaderIdAndEpochView<'a> {
     ver: Ver,
 }
 
+view_common!(LeaderIdAndEpochView { leader_id, leader_epoch });
+
 impl<'a> LeaderIdAndEpochView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
@@ -1368,13 +1108,6 @@ impl<'a> LeaderIdAndEpochView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(8, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
@@ -1384,23 +1117,16 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
+        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for LeaderIdAndEpochView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaderIdAndEpochView")
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -1413,17 +1139,9 @@ pub struct NodeEndpointView<'a> {
     at: [u32; 1],
 }
 
+view_common!(NodeEndpointView { node_id, host, port });
+
 impl<'a> NodeEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -1446,29 +1164,16 @@ impl<'a> NodeEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "NodeEndpoint.NodeId")?;
-        r.check_str(true, "NodeEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "NodeEndpoint.Port")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "NodeEndpoint.NodeId")?;
+        r.check_str(true, "NodeEndpoint.Host")?;
+        r.take(2, "NodeEndpoint.Port")?;
+        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1480,15 +1185,5 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p += 2;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for NodeEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeEndpointView")
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
     }
 }

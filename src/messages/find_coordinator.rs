@@ -29,25 +29,7 @@ pub struct FindCoordinatorRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for FindCoordinatorRequest<'_> {
-    const NAME: &'static str = "FindCoordinatorRequest";
-    const API_KEY: i16 = 10;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 6);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl FindCoordinatorRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(FindCoordinatorRequest { key: 10, request: true, versions: (0, 6), flexible: (3, i16::MAX) });
 
 impl Encode for FindCoordinatorRequest<'_> {
     #[inline]
@@ -56,26 +38,17 @@ impl Encode for FindCoordinatorRequest<'_> {
         if ver.version <= 3 {
             n += wire::string_size(self.key.len(), ver.flexible, "FindCoordinatorRequest.Key")?;
         } else if self.key.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FindCoordinatorRequest.Key",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FindCoordinatorRequest.Key", ver));
         }
         if ver.version >= 1 {
             n += 1;
         } else if self.key_type != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FindCoordinatorRequest.KeyType",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FindCoordinatorRequest.KeyType", ver));
         }
         if ver.version >= 4 {
             n += encode::array_size(&self.coordinator_keys, ver, "FindCoordinatorRequest.CoordinatorKeys")?;
         } else if !self.coordinator_keys.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FindCoordinatorRequest.CoordinatorKeys",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FindCoordinatorRequest.CoordinatorKeys", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -114,31 +87,10 @@ pub struct FindCoordinatorRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(FindCoordinatorRequestView, FindCoordinatorRequest, at);
+view_common!(FindCoordinatorRequestView { key, key_type, coordinator_keys });
+
 impl<'a> FindCoordinatorRequestView<'a> {
-    /// Checks `bytes` as a FindCoordinatorRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "FindCoordinatorRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<FindCoordinatorRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FindCoordinatorRequest::key`](FindCoordinatorRequest#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
@@ -185,16 +137,6 @@ impl<'a> FindCoordinatorRequestView<'a> {
             r.tagged_fields("FindCoordinatorRequest._tagged_fields", |_, _| Ok(false))?;
         }
         Ok(at)
-    }
-}
-
-impl fmt::Debug for FindCoordinatorRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FindCoordinatorRequestView")
-            .field("key", &self.key())
-            .field("key_type", &self.key_type())
-            .field("coordinator_keys", &self.coordinator_keys())
-            .finish()
     }
 }
 
@@ -273,25 +215,7 @@ impl<'a> Default for Coordinator<'a> {
     }
 }
 
-impl Body for FindCoordinatorResponse<'_> {
-    const NAME: &'static str = "FindCoordinatorResponse";
-    const API_KEY: i16 = 10;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 6);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl FindCoordinatorResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(FindCoordinatorResponse { key: 10, request: false, versions: (0, 6), flexible: (3, i16::MAX) });
 
 impl Encode for FindCoordinatorResponse<'_> {
     #[inline]
@@ -303,10 +227,7 @@ impl Encode for FindCoordinatorResponse<'_> {
         if ver.version <= 3 {
             n += 2;
         } else if self.error_code != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FindCoordinatorResponse.ErrorCode",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FindCoordinatorResponse.ErrorCode", ver));
         }
         if ver.version >= 1 && ver.version <= 3 {
             n += match &self.error_message {
@@ -317,34 +238,22 @@ impl Encode for FindCoordinatorResponse<'_> {
         if ver.version <= 3 {
             n += 4;
         } else if self.node_id != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FindCoordinatorResponse.NodeId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FindCoordinatorResponse.NodeId", ver));
         }
         if ver.version <= 3 {
             n += wire::string_size(self.host.len(), ver.flexible, "FindCoordinatorResponse.Host")?;
         } else if self.host.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FindCoordinatorResponse.Host",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FindCoordinatorResponse.Host", ver));
         }
         if ver.version <= 3 {
             n += 4;
         } else if self.port != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FindCoordinatorResponse.Port",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FindCoordinatorResponse.Port", ver));
         }
         if ver.version >= 4 {
             n += encode::array_size(&self.coordinators, ver, "FindCoordinatorResponse.Coordinators")?;
         } else if !self.coordinators.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FindCoordinatorResponse.Coordinators",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FindCoordinatorResponse.Coordinators", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -423,31 +332,18 @@ pub struct FindCoordinatorResponseView<'a> {
     at: [u32; 3],
 }
 
+body_view!(FindCoordinatorResponseView, FindCoordinatorResponse, at);
+view_common!(FindCoordinatorResponseView {
+    throttle_time_ms,
+    error_code,
+    error_message,
+    node_id,
+    host,
+    port,
+    coordinators
+});
+
 impl<'a> FindCoordinatorResponseView<'a> {
-    /// Checks `bytes` as a FindCoordinatorResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "FindCoordinatorResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<FindCoordinatorResponse, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FindCoordinatorResponse::throttle_time_ms`](FindCoordinatorResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -538,20 +434,6 @@ impl<'a> FindCoordinatorResponseView<'a> {
     }
 }
 
-impl fmt::Debug for FindCoordinatorResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FindCoordinatorResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("coordinators", &self.coordinators())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Coordinator: one result for each key looked up (from version 4).
 #[derive(Clone, Copy)]
 pub struct CoordinatorView<'a> {
@@ -561,17 +443,9 @@ pub struct CoordinatorView<'a> {
     at: [u32; 3],
 }
 
+view_common!(CoordinatorView { key, node_id, host, port, error_code, error_message });
+
 impl<'a> CoordinatorView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Coordinator::key`](Coordinator#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
@@ -612,33 +486,18 @@ impl<'a> CoordinatorView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        r.check_str(true, "Coordinator.Key")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "Coordinator.NodeId")?;
-        r.check_str(true, "Coordinator.Host")?;
-        at[1] = (r.pos() - start) as u32;
-        r.run(6, &[("Coordinator.Port", 4), ("Coordinator.ErrorCode", 2)])?;
-        r.check_nullable_str(true, "Coordinator.ErrorMessage")?;
-        at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("Coordinator._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "Coordinator.Key")?;
+        r.take(4, "Coordinator.NodeId")?;
+        r.check_str(true, "Coordinator.Host")?;
+        r.run(6, &[("Coordinator.Port", 4), ("Coordinator.ErrorCode", 2)])?;
+        r.check_nullable_str(true, "Coordinator.ErrorMessage")?;
+        r.tagged_fields("Coordinator._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -655,18 +514,5 @@ impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
         at[2] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for CoordinatorView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CoordinatorView")
-            .field("key", &self.key())
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -25,25 +25,12 @@ pub struct GetTelemetrySubscriptionsRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for GetTelemetrySubscriptionsRequest<'_> {
-    const NAME: &'static str = "GetTelemetrySubscriptionsRequest";
-    const API_KEY: i16 = 71;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl GetTelemetrySubscriptionsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(GetTelemetrySubscriptionsRequest {
+    key: 71,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for GetTelemetrySubscriptionsRequest<'_> {
     #[inline]
@@ -72,32 +59,10 @@ pub struct GetTelemetrySubscriptionsRequestView<'a> {
     ver: Ver,
 }
 
+body_view!(GetTelemetrySubscriptionsRequestView, GetTelemetrySubscriptionsRequest);
+view_common!(GetTelemetrySubscriptionsRequestView { client_instance_id });
+
 impl<'a> GetTelemetrySubscriptionsRequestView<'a> {
-    /// Checks `bytes` as a GetTelemetrySubscriptionsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "GetTelemetrySubscriptionsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) =
-            view::check_body::<GetTelemetrySubscriptionsRequest, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`GetTelemetrySubscriptionsRequest::client_instance_id`](GetTelemetrySubscriptionsRequest#structfield.client_instance_id).
     #[inline]
     pub fn client_instance_id(&self) -> Uuid {
@@ -114,14 +79,6 @@ impl<'a> GetTelemetrySubscriptionsRequestView<'a> {
         r.take(16, "GetTelemetrySubscriptionsRequest.ClientInstanceId")?;
         r.fixed_struct_tagged_fields("GetTelemetrySubscriptionsRequest._tagged_fields", |_, _| Ok(false))?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for GetTelemetrySubscriptionsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GetTelemetrySubscriptionsRequestView")
-            .field("client_instance_id", &self.client_instance_id())
-            .finish()
     }
 }
 
@@ -158,25 +115,12 @@ pub struct GetTelemetrySubscriptionsResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for GetTelemetrySubscriptionsResponse<'_> {
-    const NAME: &'static str = "GetTelemetrySubscriptionsResponse";
-    const API_KEY: i16 = 71;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl GetTelemetrySubscriptionsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(GetTelemetrySubscriptionsResponse {
+    key: 71,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for GetTelemetrySubscriptionsResponse<'_> {
     #[inline]
@@ -229,32 +173,20 @@ pub struct GetTelemetrySubscriptionsResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(GetTelemetrySubscriptionsResponseView, GetTelemetrySubscriptionsResponse, at);
+view_common!(GetTelemetrySubscriptionsResponseView {
+    throttle_time_ms,
+    error_code,
+    client_instance_id,
+    subscription_id,
+    accepted_compression_types,
+    push_interval_ms,
+    telemetry_max_bytes,
+    delta_temporality,
+    requested_metrics
+});
+
 impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
-    /// Checks `bytes` as a GetTelemetrySubscriptionsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "GetTelemetrySubscriptionsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<GetTelemetrySubscriptionsResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`GetTelemetrySubscriptionsResponse::throttle_time_ms`](GetTelemetrySubscriptionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -341,21 +273,5 @@ impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.tagged_fields("GetTelemetrySubscriptionsResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for GetTelemetrySubscriptionsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GetTelemetrySubscriptionsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("client_instance_id", &self.client_instance_id())
-            .field("subscription_id", &self.subscription_id())
-            .field("accepted_compression_types", &self.accepted_compression_types())
-            .field("push_interval_ms", &self.push_interval_ms())
-            .field("telemetry_max_bytes", &self.telemetry_max_bytes())
-            .field("delta_temporality", &self.delta_temporality())
-            .field("requested_metrics", &self.requested_metrics())
-            .finish()
     }
 }

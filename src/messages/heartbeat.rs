@@ -30,25 +30,7 @@ pub struct HeartbeatRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for HeartbeatRequest<'_> {
-    const NAME: &'static str = "HeartbeatRequest";
-    const API_KEY: i16 = 12;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl HeartbeatRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(HeartbeatRequest { key: 12, request: true, versions: (0, 4), flexible: (4, i16::MAX) });
 
 impl Encode for HeartbeatRequest<'_> {
     #[inline]
@@ -62,10 +44,7 @@ impl Encode for HeartbeatRequest<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         } else if self.group_instance_id.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "HeartbeatRequest.GroupInstanceId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("HeartbeatRequest.GroupInstanceId", ver));
         }
         if ver.flexible {
             n +=
@@ -99,31 +78,10 @@ pub struct HeartbeatRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(HeartbeatRequestView, HeartbeatRequest, at);
+view_common!(HeartbeatRequestView { group_id, generation_id, member_id, group_instance_id });
+
 impl<'a> HeartbeatRequestView<'a> {
-    /// Checks `bytes` as a HeartbeatRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "HeartbeatRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<HeartbeatRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`HeartbeatRequest::group_id`](HeartbeatRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -177,17 +135,6 @@ impl<'a> HeartbeatRequestView<'a> {
     }
 }
 
-impl fmt::Debug for HeartbeatRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HeartbeatRequestView")
-            .field("group_id", &self.group_id())
-            .field("generation_id", &self.generation_id())
-            .field("member_id", &self.member_id())
-            .field("group_instance_id", &self.group_instance_id())
-            .finish()
-    }
-}
-
 /// Acknowledges a heartbeat, or returns an error such as one that asks the member to rejoin.
 ///
 /// Versions 0-4; flexible from version 4. Decode it without allocating with [`HeartbeatResponseView`].
@@ -203,25 +150,7 @@ pub struct HeartbeatResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for HeartbeatResponse<'_> {
-    const NAME: &'static str = "HeartbeatResponse";
-    const API_KEY: i16 = 12;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl HeartbeatResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(HeartbeatResponse { key: 12, request: false, versions: (0, 4), flexible: (4, i16::MAX) });
 
 impl Encode for HeartbeatResponse<'_> {
     #[inline]
@@ -271,31 +200,10 @@ pub struct HeartbeatResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(HeartbeatResponseView, HeartbeatResponse);
+view_common!(HeartbeatResponseView { throttle_time_ms, error_code });
+
 impl<'a> HeartbeatResponseView<'a> {
-    /// Checks `bytes` as a HeartbeatResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "HeartbeatResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<HeartbeatResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`HeartbeatResponse::throttle_time_ms`](HeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -323,14 +231,5 @@ impl<'a> HeartbeatResponseView<'a> {
             r.fixed_struct_tagged_fields("HeartbeatResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok([])
-    }
-}
-
-impl fmt::Debug for HeartbeatResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HeartbeatResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

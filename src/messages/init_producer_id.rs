@@ -53,25 +53,7 @@ impl<'a> Default for InitProducerIdRequest<'a> {
     }
 }
 
-impl Body for InitProducerIdRequest<'_> {
-    const NAME: &'static str = "InitProducerIdRequest";
-    const API_KEY: i16 = 22;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl InitProducerIdRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(InitProducerIdRequest { key: 22, request: true, versions: (0, 5), flexible: (2, i16::MAX) });
 
 impl Encode for InitProducerIdRequest<'_> {
     #[inline]
@@ -84,30 +66,18 @@ impl Encode for InitProducerIdRequest<'_> {
         if ver.version >= 3 {
             n += 8;
         } else if self.producer_id != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "InitProducerIdRequest.ProducerId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("InitProducerIdRequest.ProducerId", ver));
         }
         if ver.version >= 3 {
             n += 2;
         } else if self.producer_epoch != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "InitProducerIdRequest.ProducerEpoch",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("InitProducerIdRequest.ProducerEpoch", ver));
         }
         if self.enable2_pc {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "InitProducerIdRequest.Enable2Pc",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("InitProducerIdRequest.Enable2Pc", ver));
         }
         if self.keep_prepared_txn {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "InitProducerIdRequest.KeepPreparedTxn",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("InitProducerIdRequest.KeepPreparedTxn", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -145,31 +115,17 @@ pub struct InitProducerIdRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(InitProducerIdRequestView, InitProducerIdRequest, at);
+view_common!(InitProducerIdRequestView {
+    transactional_id,
+    transaction_timeout_ms,
+    producer_id,
+    producer_epoch,
+    enable2_pc,
+    keep_prepared_txn
+});
+
 impl<'a> InitProducerIdRequestView<'a> {
-    /// Checks `bytes` as a InitProducerIdRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "InitProducerIdRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<InitProducerIdRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`InitProducerIdRequest::transactional_id`](InitProducerIdRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> Option<&'a str> {
@@ -235,19 +191,6 @@ impl<'a> InitProducerIdRequestView<'a> {
     }
 }
 
-impl fmt::Debug for InitProducerIdRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InitProducerIdRequestView")
-            .field("transactional_id", &self.transactional_id())
-            .field("transaction_timeout_ms", &self.transaction_timeout_ms())
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .field("enable2_pc", &self.enable2_pc())
-            .field("keep_prepared_txn", &self.keep_prepared_txn())
-            .finish()
-    }
-}
-
 /// Returns the producer ID and epoch the client must use.
 ///
 /// Versions 0-5; flexible from version 2. Decode it without allocating with [`InitProducerIdResponseView`].
@@ -287,41 +230,17 @@ impl<'a> Default for InitProducerIdResponse<'a> {
     }
 }
 
-impl Body for InitProducerIdResponse<'_> {
-    const NAME: &'static str = "InitProducerIdResponse";
-    const API_KEY: i16 = 22;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl InitProducerIdResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(InitProducerIdResponse { key: 22, request: false, versions: (0, 5), flexible: (2, i16::MAX) });
 
 impl Encode for InitProducerIdResponse<'_> {
     #[inline]
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(16);
         if self.ongoing_txn_producer_id != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "InitProducerIdResponse.OngoingTxnProducerId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("InitProducerIdResponse.OngoingTxnProducerId", ver));
         }
         if self.ongoing_txn_producer_epoch != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "InitProducerIdResponse.OngoingTxnProducerEpoch",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("InitProducerIdResponse.OngoingTxnProducerEpoch", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -355,31 +274,17 @@ pub struct InitProducerIdResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(InitProducerIdResponseView, InitProducerIdResponse);
+view_common!(InitProducerIdResponseView {
+    throttle_time_ms,
+    error_code,
+    producer_id,
+    producer_epoch,
+    ongoing_txn_producer_id,
+    ongoing_txn_producer_epoch
+});
+
 impl<'a> InitProducerIdResponseView<'a> {
-    /// Checks `bytes` as a InitProducerIdResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "InitProducerIdResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<InitProducerIdResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`InitProducerIdResponse::throttle_time_ms`](InitProducerIdResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -436,18 +341,5 @@ impl<'a> InitProducerIdResponseView<'a> {
             r.fixed_struct_tagged_fields("InitProducerIdResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok([])
-    }
-}
-
-impl fmt::Debug for InitProducerIdResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InitProducerIdResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .field("ongoing_txn_producer_id", &self.ongoing_txn_producer_id())
-            .field("ongoing_txn_producer_epoch", &self.ongoing_txn_producer_epoch())
-            .finish()
     }
 }

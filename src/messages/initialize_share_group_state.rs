@@ -53,25 +53,12 @@ pub struct PartitionData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for InitializeShareGroupStateRequest<'_> {
-    const NAME: &'static str = "InitializeShareGroupStateRequest";
-    const API_KEY: i16 = 83;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl InitializeShareGroupStateRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(InitializeShareGroupStateRequest {
+    key: 83,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for InitializeShareGroupStateRequest<'_> {
     #[inline]
@@ -141,32 +128,10 @@ pub struct InitializeShareGroupStateRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(InitializeShareGroupStateRequestView, InitializeShareGroupStateRequest, at);
+view_common!(InitializeShareGroupStateRequestView { group_id, topics });
+
 impl<'a> InitializeShareGroupStateRequestView<'a> {
-    /// Checks `bytes` as a InitializeShareGroupStateRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "InitializeShareGroupStateRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<InitializeShareGroupStateRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`InitializeShareGroupStateRequest::group_id`](InitializeShareGroupStateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -197,15 +162,6 @@ impl<'a> InitializeShareGroupStateRequestView<'a> {
     }
 }
 
-impl fmt::Debug for InitializeShareGroupStateRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InitializeShareGroupStateRequestView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a InitializeStateData: topics whose share-partition state to initialize.
 #[derive(Clone, Copy)]
 pub struct InitializeStateDataView<'a> {
@@ -215,17 +171,9 @@ pub struct InitializeStateDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(InitializeStateDataView { topic_id, partitions });
+
 impl<'a> InitializeStateDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`InitializeStateData::topic_id`](InitializeStateData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -242,28 +190,15 @@ impl<'a> InitializeStateDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "InitializeStateData.TopicId")?;
-        view::check_array::<PartitionDataView<'a>>(r, ver, "InitializeStateData.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("InitializeStateData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for InitializeStateDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "InitializeStateData.TopicId")?;
+        view::check_array::<PartitionDataView<'a>>(r, ver, "InitializeStateData.Partitions")?;
+        r.tagged_fields("InitializeStateData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -277,15 +212,6 @@ impl<'a> ElementImpl<'a> for InitializeStateDataView<'a> {
     }
 }
 
-impl fmt::Debug for InitializeStateDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InitializeStateDataView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionData: partitions whose state to initialize.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
@@ -293,17 +219,9 @@ pub struct PartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(PartitionDataView { partition, state_epoch, start_offset });
+
 impl<'a> PartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -326,20 +244,6 @@ impl<'a> PartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(16, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(
-            16,
-            &[
-                ("PartitionData.Partition", 4),
-                ("PartitionData.StateEpoch", 4),
-                ("PartitionData.StartOffset", 8),
-            ],
-        )?;
-        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
@@ -349,24 +253,23 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(
+            16,
+            &[
+                ("PartitionData.Partition", 4),
+                ("PartitionData.StateEpoch", 4),
+                ("PartitionData.StartOffset", 8),
+            ],
+        )?;
+        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 16, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for PartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionDataView")
-            .field("partition", &self.partition())
-            .field("state_epoch", &self.state_epoch())
-            .field("start_offset", &self.start_offset())
-            .finish()
     }
 }
 
@@ -409,25 +312,12 @@ pub struct PartitionResult<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for InitializeShareGroupStateResponse<'_> {
-    const NAME: &'static str = "InitializeShareGroupStateResponse";
-    const API_KEY: i16 = 83;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl InitializeShareGroupStateResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(InitializeShareGroupStateResponse {
+    key: 83,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for InitializeShareGroupStateResponse<'_> {
     #[inline]
@@ -502,32 +392,10 @@ pub struct InitializeShareGroupStateResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(InitializeShareGroupStateResponseView, InitializeShareGroupStateResponse, at);
+view_common!(InitializeShareGroupStateResponseView { results });
+
 impl<'a> InitializeShareGroupStateResponseView<'a> {
-    /// Checks `bytes` as a InitializeShareGroupStateResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "InitializeShareGroupStateResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<InitializeShareGroupStateResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`InitializeShareGroupStateResponse::results`](InitializeShareGroupStateResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, InitializeStateResultView<'a>> {
@@ -554,12 +422,6 @@ impl<'a> InitializeShareGroupStateResponseView<'a> {
     }
 }
 
-impl fmt::Debug for InitializeShareGroupStateResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InitializeShareGroupStateResponseView").field("results", &self.results()).finish()
-    }
-}
-
 /// A zero-copy view of a InitializeStateResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct InitializeStateResultView<'a> {
@@ -569,17 +431,9 @@ pub struct InitializeStateResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(InitializeStateResultView { topic_id, partitions });
+
 impl<'a> InitializeStateResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`InitializeStateResult::topic_id`](InitializeStateResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -596,28 +450,15 @@ impl<'a> InitializeStateResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "InitializeStateResult.TopicId")?;
-        view::check_array::<PartitionResultView<'a>>(r, ver, "InitializeStateResult.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("InitializeStateResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for InitializeStateResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "InitializeStateResult.TopicId")?;
+        view::check_array::<PartitionResultView<'a>>(r, ver, "InitializeStateResult.Partitions")?;
+        r.tagged_fields("InitializeStateResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -631,15 +472,6 @@ impl<'a> ElementImpl<'a> for InitializeStateResultView<'a> {
     }
 }
 
-impl fmt::Debug for InitializeStateResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InitializeStateResultView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionResult: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct PartitionResultView<'a> {
@@ -649,17 +481,9 @@ pub struct PartitionResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(PartitionResultView { partition, error_code, error_message });
+
 impl<'a> PartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -682,28 +506,15 @@ impl<'a> PartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
-        r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
+        r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
+        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -714,15 +525,5 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for PartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionResultView")
-            .field("partition", &self.partition())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -71,25 +71,7 @@ pub struct JoinGroupRequestProtocol<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for JoinGroupRequest<'_> {
-    const NAME: &'static str = "JoinGroupRequest";
-    const API_KEY: i16 = 11;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 9);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(6, i16::MAX);
-}
-
-impl JoinGroupRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(JoinGroupRequest { key: 11, request: true, versions: (0, 9), flexible: (6, i16::MAX) });
 
 impl Encode for JoinGroupRequest<'_> {
     #[inline]
@@ -106,10 +88,7 @@ impl Encode for JoinGroupRequest<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         } else if self.group_instance_id.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "JoinGroupRequest.GroupInstanceId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("JoinGroupRequest.GroupInstanceId", ver));
         }
         n += wire::string_size(self.protocol_type.len(), ver.flexible, "JoinGroupRequest.ProtocolType")?;
         n += encode::array_size(&self.protocols, ver, "JoinGroupRequest.Protocols")?;
@@ -184,31 +163,19 @@ pub struct JoinGroupRequestView<'a> {
     at: [u32; 6],
 }
 
+body_view!(JoinGroupRequestView, JoinGroupRequest, at);
+view_common!(JoinGroupRequestView {
+    group_id,
+    session_timeout_ms,
+    rebalance_timeout_ms,
+    member_id,
+    group_instance_id,
+    protocol_type,
+    protocols,
+    reason
+});
+
 impl<'a> JoinGroupRequestView<'a> {
-    /// Checks `bytes` as a JoinGroupRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "JoinGroupRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<JoinGroupRequest, 6>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`JoinGroupRequest::group_id`](JoinGroupRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -301,21 +268,6 @@ impl<'a> JoinGroupRequestView<'a> {
     }
 }
 
-impl fmt::Debug for JoinGroupRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JoinGroupRequestView")
-            .field("group_id", &self.group_id())
-            .field("session_timeout_ms", &self.session_timeout_ms())
-            .field("rebalance_timeout_ms", &self.rebalance_timeout_ms())
-            .field("member_id", &self.member_id())
-            .field("group_instance_id", &self.group_instance_id())
-            .field("protocol_type", &self.protocol_type())
-            .field("protocols", &self.protocols())
-            .field("reason", &self.reason())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a JoinGroupRequestProtocol: protocols the member supports, in order of preference.
 #[derive(Clone, Copy)]
 pub struct JoinGroupRequestProtocolView<'a> {
@@ -325,17 +277,9 @@ pub struct JoinGroupRequestProtocolView<'a> {
     at: [u32; 2],
 }
 
+view_common!(JoinGroupRequestProtocolView { name, metadata });
+
 impl<'a> JoinGroupRequestProtocolView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`JoinGroupRequestProtocol::name`](JoinGroupRequestProtocol#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -352,31 +296,17 @@ impl<'a> JoinGroupRequestProtocolView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "JoinGroupRequestProtocol.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.bytes(ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("JoinGroupRequestProtocol._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "JoinGroupRequestProtocol.Name")?;
+        r.bytes(ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
+        if ver.flexible {
+            r.tagged_fields("JoinGroupRequestProtocol._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -391,15 +321,6 @@ impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for JoinGroupRequestProtocolView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JoinGroupRequestProtocolView")
-            .field("name", &self.name())
-            .field("metadata", &self.metadata())
-            .finish()
     }
 }
 
@@ -470,25 +391,7 @@ pub struct JoinGroupResponseMember<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for JoinGroupResponse<'_> {
-    const NAME: &'static str = "JoinGroupResponse";
-    const API_KEY: i16 = 11;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 9);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(6, i16::MAX);
-}
-
-impl JoinGroupResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(JoinGroupResponse { key: 11, request: false, versions: (0, 9), flexible: (6, i16::MAX) });
 
 impl Encode for JoinGroupResponse<'_> {
     #[inline]
@@ -514,10 +417,7 @@ impl Encode for JoinGroupResponse<'_> {
         if ver.version == 9 {
             n += 1;
         } else if self.skip_assignment {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "JoinGroupResponse.SkipAssignment",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("JoinGroupResponse.SkipAssignment", ver));
         }
         n += wire::string_size(self.member_id.len(), ver.flexible, "JoinGroupResponse.MemberId")?;
         n += encode::array_size(&self.members, ver, "JoinGroupResponse.Members")?;
@@ -602,31 +502,20 @@ pub struct JoinGroupResponseView<'a> {
     at: [u32; 5],
 }
 
+body_view!(JoinGroupResponseView, JoinGroupResponse, at);
+view_common!(JoinGroupResponseView {
+    throttle_time_ms,
+    error_code,
+    generation_id,
+    protocol_type,
+    protocol_name,
+    leader,
+    skip_assignment,
+    member_id,
+    members
+});
+
 impl<'a> JoinGroupResponseView<'a> {
-    /// Checks `bytes` as a JoinGroupResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "JoinGroupResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<JoinGroupResponse, 5>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`JoinGroupResponse::throttle_time_ms`](JoinGroupResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -720,22 +609,6 @@ impl<'a> JoinGroupResponseView<'a> {
     }
 }
 
-impl fmt::Debug for JoinGroupResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JoinGroupResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("generation_id", &self.generation_id())
-            .field("protocol_type", &self.protocol_type())
-            .field("protocol_name", &self.protocol_name())
-            .field("leader", &self.leader())
-            .field("skip_assignment", &self.skip_assignment())
-            .field("member_id", &self.member_id())
-            .field("members", &self.members())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a JoinGroupResponseMember: every member with its metadata; filled only in the leader's response.
 #[derive(Clone, Copy)]
 pub struct JoinGroupResponseMemberView<'a> {
@@ -745,17 +618,9 @@ pub struct JoinGroupResponseMemberView<'a> {
     at: [u32; 3],
 }
 
+view_common!(JoinGroupResponseMemberView { member_id, group_instance_id, metadata });
+
 impl<'a> JoinGroupResponseMemberView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`JoinGroupResponseMember::member_id`](JoinGroupResponseMember#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
@@ -782,35 +647,20 @@ impl<'a> JoinGroupResponseMemberView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        r.check_str(ver.flexible, "JoinGroupResponseMember.MemberId")?;
-        at[0] = (r.pos() - start) as u32;
-        if ver.version >= 5 {
-            r.check_nullable_str(ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?;
-        }
-        at[1] = (r.pos() - start) as u32;
-        r.bytes(ver.flexible, "JoinGroupResponseMember.Metadata")?;
-        at[2] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("JoinGroupResponseMember._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for JoinGroupResponseMemberView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "JoinGroupResponseMember.MemberId")?;
+        if ver.version >= 5 {
+            r.check_nullable_str(ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?;
+        }
+        r.bytes(ver.flexible, "JoinGroupResponseMember.Metadata")?;
+        if ver.flexible {
+            r.tagged_fields("JoinGroupResponseMember._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -829,15 +679,5 @@ impl<'a> ElementImpl<'a> for JoinGroupResponseMemberView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for JoinGroupResponseMemberView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JoinGroupResponseMemberView")
-            .field("member_id", &self.member_id())
-            .field("group_instance_id", &self.group_instance_id())
-            .field("metadata", &self.metadata())
-            .finish()
     }
 }

@@ -43,25 +43,7 @@ pub struct MemberIdentity<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for LeaveGroupRequest<'_> {
-    const NAME: &'static str = "LeaveGroupRequest";
-    const API_KEY: i16 = 13;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl LeaveGroupRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(LeaveGroupRequest { key: 13, request: true, versions: (0, 5), flexible: (4, i16::MAX) });
 
 impl Encode for LeaveGroupRequest<'_> {
     #[inline]
@@ -71,18 +53,12 @@ impl Encode for LeaveGroupRequest<'_> {
         if ver.version <= 2 {
             n += wire::string_size(self.member_id.len(), ver.flexible, "LeaveGroupRequest.MemberId")?;
         } else if self.member_id.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "LeaveGroupRequest.MemberId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("LeaveGroupRequest.MemberId", ver));
         }
         if ver.version >= 3 {
             n += encode::array_size(&self.members, ver, "LeaveGroupRequest.Members")?;
         } else if !self.members.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "LeaveGroupRequest.Members",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("LeaveGroupRequest.Members", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -153,31 +129,10 @@ pub struct LeaveGroupRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(LeaveGroupRequestView, LeaveGroupRequest, at);
+view_common!(LeaveGroupRequestView { group_id, member_id, members });
+
 impl<'a> LeaveGroupRequestView<'a> {
-    /// Checks `bytes` as a LeaveGroupRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "LeaveGroupRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<LeaveGroupRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`LeaveGroupRequest::group_id`](LeaveGroupRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -226,16 +181,6 @@ impl<'a> LeaveGroupRequestView<'a> {
     }
 }
 
-impl fmt::Debug for LeaveGroupRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaveGroupRequestView")
-            .field("group_id", &self.group_id())
-            .field("member_id", &self.member_id())
-            .field("members", &self.members())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a MemberIdentity: members leaving the group (from version 3).
 #[derive(Clone, Copy)]
 pub struct MemberIdentityView<'a> {
@@ -245,17 +190,9 @@ pub struct MemberIdentityView<'a> {
     at: [u32; 3],
 }
 
+view_common!(MemberIdentityView { member_id, group_instance_id, reason });
+
 impl<'a> MemberIdentityView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`MemberIdentity::member_id`](MemberIdentity#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
@@ -282,35 +219,20 @@ impl<'a> MemberIdentityView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        r.check_str(ver.flexible, "MemberIdentity.MemberId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(ver.flexible, "MemberIdentity.GroupInstanceId")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.version == 5 {
-            r.check_nullable_str(ver.flexible, "MemberIdentity.Reason")?;
-        }
-        at[2] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("MemberIdentity._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "MemberIdentity.MemberId")?;
+        r.check_nullable_str(ver.flexible, "MemberIdentity.GroupInstanceId")?;
+        if ver.version == 5 {
+            r.check_nullable_str(ver.flexible, "MemberIdentity.Reason")?;
+        }
+        if ver.flexible {
+            r.tagged_fields("MemberIdentity._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -329,16 +251,6 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for MemberIdentityView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemberIdentityView")
-            .field("member_id", &self.member_id())
-            .field("group_instance_id", &self.group_instance_id())
-            .field("reason", &self.reason())
-            .finish()
     }
 }
 
@@ -385,25 +297,7 @@ impl<'a> Default for MemberResponse<'a> {
     }
 }
 
-impl Body for LeaveGroupResponse<'_> {
-    const NAME: &'static str = "LeaveGroupResponse";
-    const API_KEY: i16 = 13;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl LeaveGroupResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(LeaveGroupResponse { key: 13, request: false, versions: (0, 5), flexible: (4, i16::MAX) });
 
 impl Encode for LeaveGroupResponse<'_> {
     #[inline]
@@ -415,10 +309,7 @@ impl Encode for LeaveGroupResponse<'_> {
         if ver.version >= 3 {
             n += encode::array_size(&self.members, ver, "LeaveGroupResponse.Members")?;
         } else if !self.members.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "LeaveGroupResponse.Members",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("LeaveGroupResponse.Members", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -481,31 +372,10 @@ pub struct LeaveGroupResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(LeaveGroupResponseView, LeaveGroupResponse, at);
+view_common!(LeaveGroupResponseView { throttle_time_ms, error_code, members });
+
 impl<'a> LeaveGroupResponseView<'a> {
-    /// Checks `bytes` as a LeaveGroupResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "LeaveGroupResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<LeaveGroupResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`LeaveGroupResponse::throttle_time_ms`](LeaveGroupResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -548,16 +418,6 @@ impl<'a> LeaveGroupResponseView<'a> {
     }
 }
 
-impl fmt::Debug for LeaveGroupResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaveGroupResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("members", &self.members())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a MemberResponse: result for each member that was asked to leave (from version 3).
 #[derive(Clone, Copy)]
 pub struct MemberResponseView<'a> {
@@ -567,17 +427,9 @@ pub struct MemberResponseView<'a> {
     at: [u32; 2],
 }
 
+view_common!(MemberResponseView { member_id, group_instance_id, error_code });
+
 impl<'a> MemberResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`MemberResponse::member_id`](MemberResponse#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
@@ -600,32 +452,18 @@ impl<'a> MemberResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize + 2, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "MemberResponse.MemberId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(ver.flexible, "MemberResponse.GroupInstanceId")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(2, "MemberResponse.ErrorCode")?;
-        if ver.flexible {
-            r.tagged_fields("MemberResponse._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for MemberResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "MemberResponse.MemberId")?;
+        r.check_nullable_str(ver.flexible, "MemberResponse.GroupInstanceId")?;
+        r.take(2, "MemberResponse.ErrorCode")?;
+        if ver.flexible {
+            r.tagged_fields("MemberResponse._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -641,15 +479,5 @@ impl<'a> ElementImpl<'a> for MemberResponseView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for MemberResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemberResponseView")
-            .field("member_id", &self.member_id())
-            .field("group_instance_id", &self.group_instance_id())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

@@ -25,25 +25,7 @@ pub struct ListConfigResourcesRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ListConfigResourcesRequest<'_> {
-    const NAME: &'static str = "ListConfigResourcesRequest";
-    const API_KEY: i16 = 74;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ListConfigResourcesRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListConfigResourcesRequest { key: 74, request: true, versions: (0, 1), flexible: (0, i16::MAX) });
 
 impl Encode for ListConfigResourcesRequest<'_> {
     #[inline]
@@ -52,10 +34,7 @@ impl Encode for ListConfigResourcesRequest<'_> {
         if ver.version == 1 {
             n += encode::array_size(&self.resource_types, ver, "ListConfigResourcesRequest.ResourceTypes")?;
         } else if !self.resource_types.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ListConfigResourcesRequest.ResourceTypes",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ListConfigResourcesRequest.ResourceTypes", ver));
         }
         n += wire::raw_tagged_fields_size(
             &self.unknown_tagged_fields,
@@ -84,32 +63,10 @@ pub struct ListConfigResourcesRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ListConfigResourcesRequestView, ListConfigResourcesRequest, at);
+view_common!(ListConfigResourcesRequestView { resource_types });
+
 impl<'a> ListConfigResourcesRequestView<'a> {
-    /// Checks `bytes` as a ListConfigResourcesRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListConfigResourcesRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ListConfigResourcesRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListConfigResourcesRequest::resource_types`](ListConfigResourcesRequest#structfield.resource_types).
     #[inline]
     pub fn resource_types(&self) -> ArrayView<'a, i8> {
@@ -131,14 +88,6 @@ impl<'a> ListConfigResourcesRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.tagged_fields("ListConfigResourcesRequest._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for ListConfigResourcesRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListConfigResourcesRequestView")
-            .field("resource_types", &self.resource_types())
-            .finish()
     }
 }
 
@@ -182,25 +131,12 @@ impl<'a> Default for ConfigResource<'a> {
     }
 }
 
-impl Body for ListConfigResourcesResponse<'_> {
-    const NAME: &'static str = "ListConfigResourcesResponse";
-    const API_KEY: i16 = 74;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ListConfigResourcesResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListConfigResourcesResponse {
+    key: 74,
+    request: false,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ListConfigResourcesResponse<'_> {
     #[inline]
@@ -258,32 +194,10 @@ pub struct ListConfigResourcesResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ListConfigResourcesResponseView, ListConfigResourcesResponse, at);
+view_common!(ListConfigResourcesResponseView { throttle_time_ms, error_code, config_resources });
+
 impl<'a> ListConfigResourcesResponseView<'a> {
-    /// Checks `bytes` as a ListConfigResourcesResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListConfigResourcesResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ListConfigResourcesResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListConfigResourcesResponse::throttle_time_ms`](ListConfigResourcesResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -325,16 +239,6 @@ impl<'a> ListConfigResourcesResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ListConfigResourcesResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListConfigResourcesResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("config_resources", &self.config_resources())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ConfigResource: one entry for each resource.
 #[derive(Clone, Copy)]
 pub struct ConfigResourceView<'a> {
@@ -344,17 +248,9 @@ pub struct ConfigResourceView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ConfigResourceView { resource_name, resource_type });
+
 impl<'a> ConfigResourceView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ConfigResource::resource_name`](ConfigResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
@@ -371,30 +267,17 @@ impl<'a> ConfigResourceView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + (if self.ver.version >= 1 { 1 } else { 0 }), &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "ConfigResource.ResourceName")?;
-        at[0] = (r.pos() - start) as u32;
-        if ver.version == 1 {
-            r.take(1, "ConfigResource.ResourceType")?;
-        }
-        r.tagged_fields("ConfigResource._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ConfigResourceView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "ConfigResource.ResourceName")?;
+        if ver.version == 1 {
+            r.take(1, "ConfigResource.ResourceType")?;
+        }
+        r.tagged_fields("ConfigResource._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -406,14 +289,5 @@ impl<'a> ElementImpl<'a> for ConfigResourceView<'a> {
         p += if ver.version >= 1 { 1 } else { 0 };
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ConfigResourceView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConfigResourceView")
-            .field("resource_name", &self.resource_name())
-            .field("resource_type", &self.resource_type())
-            .finish()
     }
 }

@@ -28,25 +28,7 @@ pub struct ListGroupsRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ListGroupsRequest<'_> {
-    const NAME: &'static str = "ListGroupsRequest";
-    const API_KEY: i16 = 16;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl ListGroupsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListGroupsRequest { key: 16, request: true, versions: (0, 5), flexible: (3, i16::MAX) });
 
 impl Encode for ListGroupsRequest<'_> {
     #[inline]
@@ -55,18 +37,12 @@ impl Encode for ListGroupsRequest<'_> {
         if ver.version >= 4 {
             n += encode::array_size(&self.states_filter, ver, "ListGroupsRequest.StatesFilter")?;
         } else if !self.states_filter.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ListGroupsRequest.StatesFilter",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ListGroupsRequest.StatesFilter", ver));
         }
         if ver.version == 5 {
             n += encode::array_size(&self.types_filter, ver, "ListGroupsRequest.TypesFilter")?;
         } else if !self.types_filter.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ListGroupsRequest.TypesFilter",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ListGroupsRequest.TypesFilter", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -102,31 +78,10 @@ pub struct ListGroupsRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(ListGroupsRequestView, ListGroupsRequest, at);
+view_common!(ListGroupsRequestView { states_filter, types_filter });
+
 impl<'a> ListGroupsRequestView<'a> {
-    /// Checks `bytes` as a ListGroupsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListGroupsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ListGroupsRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListGroupsRequest::states_filter`](ListGroupsRequest#structfield.states_filter).
     #[inline]
     pub fn states_filter(&self) -> ArrayView<'a, &'a str> {
@@ -167,15 +122,6 @@ impl<'a> ListGroupsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ListGroupsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListGroupsRequestView")
-            .field("states_filter", &self.states_filter())
-            .field("types_filter", &self.types_filter())
-            .finish()
-    }
-}
-
 /// Returns the groups coordinated by the responding broker with each group's protocol type and,
 /// in later versions, its state and type.
 ///
@@ -210,25 +156,7 @@ pub struct ListedGroup<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ListGroupsResponse<'_> {
-    const NAME: &'static str = "ListGroupsResponse";
-    const API_KEY: i16 = 16;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl ListGroupsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListGroupsResponse { key: 16, request: false, versions: (0, 5), flexible: (3, i16::MAX) });
 
 impl Encode for ListGroupsResponse<'_> {
     #[inline]
@@ -305,31 +233,10 @@ pub struct ListGroupsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ListGroupsResponseView, ListGroupsResponse, at);
+view_common!(ListGroupsResponseView { throttle_time_ms, error_code, groups });
+
 impl<'a> ListGroupsResponseView<'a> {
-    /// Checks `bytes` as a ListGroupsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListGroupsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ListGroupsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListGroupsResponse::throttle_time_ms`](ListGroupsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -370,16 +277,6 @@ impl<'a> ListGroupsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ListGroupsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListGroupsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("groups", &self.groups())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ListedGroup: one entry for each group listed.
 #[derive(Clone, Copy)]
 pub struct ListedGroupView<'a> {
@@ -389,17 +286,9 @@ pub struct ListedGroupView<'a> {
     at: [u32; 4],
 }
 
+view_common!(ListedGroupView { group_id, protocol_type, group_state, group_type });
+
 impl<'a> ListedGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListedGroup::group_id`](ListedGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -428,39 +317,23 @@ impl<'a> ListedGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[3] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 4], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 4];
-        r.check_str(ver.flexible, "ListedGroup.GroupId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(ver.flexible, "ListedGroup.ProtocolType")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.version >= 4 {
-            r.check_str(ver.flexible, "ListedGroup.GroupState")?;
-        }
-        at[2] = (r.pos() - start) as u32;
-        if ver.version == 5 {
-            r.check_str(ver.flexible, "ListedGroup.GroupType")?;
-        }
-        at[3] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ListedGroup._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "ListedGroup.GroupId")?;
+        r.check_str(ver.flexible, "ListedGroup.ProtocolType")?;
+        if ver.version >= 4 {
+            r.check_str(ver.flexible, "ListedGroup.GroupState")?;
+        }
+        if ver.version == 5 {
+            r.check_str(ver.flexible, "ListedGroup.GroupType")?;
+        }
+        if ver.flexible {
+            r.tagged_fields("ListedGroup._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -483,16 +356,5 @@ impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ListedGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListedGroupView")
-            .field("group_id", &self.group_id())
-            .field("protocol_type", &self.protocol_type())
-            .field("group_state", &self.group_state())
-            .field("group_type", &self.group_type())
-            .finish()
     }
 }

@@ -74,25 +74,7 @@ impl<'a> Default for ListOffsetsPartition<'a> {
     }
 }
 
-impl Body for ListOffsetsRequest<'_> {
-    const NAME: &'static str = "ListOffsetsRequest";
-    const API_KEY: i16 = 2;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 11);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(6, i16::MAX);
-}
-
-impl ListOffsetsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListOffsetsRequest { key: 2, request: true, versions: (1, 11), flexible: (6, i16::MAX) });
 
 impl Encode for ListOffsetsRequest<'_> {
     #[inline]
@@ -101,10 +83,7 @@ impl Encode for ListOffsetsRequest<'_> {
         if ver.version >= 2 {
             n += 1;
         } else if self.isolation_level != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ListOffsetsRequest.IsolationLevel",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ListOffsetsRequest.IsolationLevel", ver));
         }
         n += encode::array_size(&self.topics, ver, "ListOffsetsRequest.Topics")?;
         if ver.version >= 10 {
@@ -209,31 +188,10 @@ pub struct ListOffsetsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ListOffsetsRequestView, ListOffsetsRequest, at);
+view_common!(ListOffsetsRequestView { replica_id, isolation_level, topics, timeout_ms });
+
 impl<'a> ListOffsetsRequestView<'a> {
-    /// Checks `bytes` as a ListOffsetsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListOffsetsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ListOffsetsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListOffsetsRequest::replica_id`](ListOffsetsRequest#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
@@ -287,17 +245,6 @@ impl<'a> ListOffsetsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ListOffsetsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListOffsetsRequestView")
-            .field("replica_id", &self.replica_id())
-            .field("isolation_level", &self.isolation_level())
-            .field("topics", &self.topics())
-            .field("timeout_ms", &self.timeout_ms())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ListOffsetsTopic: topics whose offsets are being looked up.
 #[derive(Clone, Copy)]
 pub struct ListOffsetsTopicView<'a> {
@@ -307,17 +254,9 @@ pub struct ListOffsetsTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ListOffsetsTopicView { name, partitions });
+
 impl<'a> ListOffsetsTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListOffsetsTopic::name`](ListOffsetsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -334,31 +273,17 @@ impl<'a> ListOffsetsTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "ListOffsetsTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<ListOffsetsPartitionView<'a>>(r, ver, "ListOffsetsTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("ListOffsetsTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "ListOffsetsTopic.Name")?;
+        view::check_array::<ListOffsetsPartitionView<'a>>(r, ver, "ListOffsetsTopic.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("ListOffsetsTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -376,15 +301,6 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
     }
 }
 
-impl fmt::Debug for ListOffsetsTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListOffsetsTopicView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ListOffsetsPartition: partitions of this topic to look up.
 #[derive(Clone, Copy)]
 pub struct ListOffsetsPartitionView<'a> {
@@ -392,17 +308,9 @@ pub struct ListOffsetsPartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(ListOffsetsPartitionView { partition_index, current_leader_epoch, timestamp });
+
 impl<'a> ListOffsetsPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListOffsetsPartition::partition_index`](ListOffsetsPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -425,19 +333,6 @@ impl<'a> ListOffsetsPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
-        r.take(4, "ListOffsetsPartition.PartitionIndex")?;
-        if ver.version >= 4 {
-            r.take(4, "ListOffsetsPartition.CurrentLeaderEpoch")?;
-        }
-        r.take(8, "ListOffsetsPartition.Timestamp")?;
-        if ver.flexible {
-            r.fixed_struct_tagged_fields("ListOffsetsPartition._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
@@ -454,23 +349,21 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
 
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "ListOffsetsPartition.PartitionIndex")?;
+        if ver.version >= 4 {
+            r.take(4, "ListOffsetsPartition.CurrentLeaderEpoch")?;
+        }
+        r.take(8, "ListOffsetsPartition.Timestamp")?;
+        if ver.flexible {
+            r.fixed_struct_tagged_fields("ListOffsetsPartition._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, if ver.version >= 4 { 16 } else { 12 }, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for ListOffsetsPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListOffsetsPartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("current_leader_epoch", &self.current_leader_epoch())
-            .field("timestamp", &self.timestamp())
-            .finish()
     }
 }
 
@@ -534,25 +427,7 @@ impl<'a> Default for ListOffsetsPartitionResponse<'a> {
     }
 }
 
-impl Body for ListOffsetsResponse<'_> {
-    const NAME: &'static str = "ListOffsetsResponse";
-    const API_KEY: i16 = 2;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 11);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(6, i16::MAX);
-}
-
-impl ListOffsetsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListOffsetsResponse { key: 2, request: false, versions: (1, 11), flexible: (6, i16::MAX) });
 
 impl Encode for ListOffsetsResponse<'_> {
     #[inline]
@@ -615,10 +490,7 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
         if ver.version >= 4 {
             n += 4;
         } else if self.leader_epoch != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ListOffsetsPartitionResponse.LeaderEpoch",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ListOffsetsPartitionResponse.LeaderEpoch", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -668,31 +540,10 @@ pub struct ListOffsetsResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ListOffsetsResponseView, ListOffsetsResponse, at);
+view_common!(ListOffsetsResponseView { throttle_time_ms, topics });
+
 impl<'a> ListOffsetsResponseView<'a> {
-    /// Checks `bytes` as a ListOffsetsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListOffsetsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ListOffsetsResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListOffsetsResponse::throttle_time_ms`](ListOffsetsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -726,15 +577,6 @@ impl<'a> ListOffsetsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ListOffsetsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListOffsetsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ListOffsetsTopicResponse: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct ListOffsetsTopicResponseView<'a> {
@@ -744,17 +586,9 @@ pub struct ListOffsetsTopicResponseView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ListOffsetsTopicResponseView { name, partitions });
+
 impl<'a> ListOffsetsTopicResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListOffsetsTopicResponse::name`](ListOffsetsTopicResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -771,35 +605,21 @@ impl<'a> ListOffsetsTopicResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "ListOffsetsTopicResponse.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<ListOffsetsPartitionResponseView<'a>>(
             r,
             ver,
             "ListOffsetsTopicResponse.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("ListOffsetsTopicResponse._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -817,15 +637,6 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ListOffsetsTopicResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListOffsetsTopicResponseView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ListOffsetsPartitionResponse: results for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct ListOffsetsPartitionResponseView<'a> {
@@ -833,17 +644,15 @@ pub struct ListOffsetsPartitionResponseView<'a> {
     ver: Ver,
 }
 
+view_common!(ListOffsetsPartitionResponseView {
+    partition_index,
+    error_code,
+    timestamp,
+    offset,
+    leader_epoch
+});
+
 impl<'a> ListOffsetsPartitionResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListOffsetsPartitionResponse::partition_index`](ListOffsetsPartitionResponse#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -878,26 +687,6 @@ impl<'a> ListOffsetsPartitionResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(26, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(
-            22,
-            &[
-                ("ListOffsetsPartitionResponse.PartitionIndex", 4),
-                ("ListOffsetsPartitionResponse.ErrorCode", 2),
-                ("ListOffsetsPartitionResponse.Timestamp", 8),
-                ("ListOffsetsPartitionResponse.Offset", 8),
-            ],
-        )?;
-        if ver.version >= 4 {
-            r.take(4, "ListOffsetsPartitionResponse.LeaderEpoch")?;
-        }
-        if ver.flexible {
-            r.fixed_struct_tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
@@ -914,24 +703,27 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
 
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(
+            22,
+            &[
+                ("ListOffsetsPartitionResponse.PartitionIndex", 4),
+                ("ListOffsetsPartitionResponse.ErrorCode", 2),
+                ("ListOffsetsPartitionResponse.Timestamp", 8),
+                ("ListOffsetsPartitionResponse.Offset", 8),
+            ],
+        )?;
+        if ver.version >= 4 {
+            r.take(4, "ListOffsetsPartitionResponse.LeaderEpoch")?;
+        }
+        if ver.flexible {
+            r.fixed_struct_tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, if ver.version >= 4 { 26 } else { 22 }, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for ListOffsetsPartitionResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListOffsetsPartitionResponseView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("timestamp", &self.timestamp())
-            .field("offset", &self.offset())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }

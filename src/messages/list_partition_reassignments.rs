@@ -49,25 +49,12 @@ pub struct ListPartitionReassignmentsTopics<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ListPartitionReassignmentsRequest<'_> {
-    const NAME: &'static str = "ListPartitionReassignmentsRequest";
-    const API_KEY: i16 = 46;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ListPartitionReassignmentsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListPartitionReassignmentsRequest {
+    key: 46,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ListPartitionReassignmentsRequest<'_> {
     #[inline]
@@ -129,32 +116,10 @@ pub struct ListPartitionReassignmentsRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ListPartitionReassignmentsRequestView, ListPartitionReassignmentsRequest, at);
+view_common!(ListPartitionReassignmentsRequestView { timeout_ms, topics });
+
 impl<'a> ListPartitionReassignmentsRequestView<'a> {
-    /// Checks `bytes` as a ListPartitionReassignmentsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListPartitionReassignmentsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ListPartitionReassignmentsRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListPartitionReassignmentsRequest::timeout_ms`](ListPartitionReassignmentsRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
@@ -188,15 +153,6 @@ impl<'a> ListPartitionReassignmentsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ListPartitionReassignmentsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListPartitionReassignmentsRequestView")
-            .field("timeout_ms", &self.timeout_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ListPartitionReassignmentsTopics: topics to look at; null lists every reassignment in progress.
 #[derive(Clone, Copy)]
 pub struct ListPartitionReassignmentsTopicsView<'a> {
@@ -206,17 +162,9 @@ pub struct ListPartitionReassignmentsTopicsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ListPartitionReassignmentsTopicsView { name, partition_indexes });
+
 impl<'a> ListPartitionReassignmentsTopicsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListPartitionReassignmentsTopics::name`](ListPartitionReassignmentsTopics#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -233,29 +181,15 @@ impl<'a> ListPartitionReassignmentsTopicsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "ListPartitionReassignmentsTopics.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("ListPartitionReassignmentsTopics._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "ListPartitionReassignmentsTopics.Name")?;
+        view::check_array::<i32>(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?;
+        r.tagged_fields("ListPartitionReassignmentsTopics._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -268,15 +202,6 @@ impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ListPartitionReassignmentsTopicsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListPartitionReassignmentsTopicsView")
-            .field("name", &self.name())
-            .field("partition_indexes", &self.partition_indexes())
-            .finish()
     }
 }
 
@@ -342,25 +267,12 @@ pub struct OngoingPartitionReassignment<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ListPartitionReassignmentsResponse<'_> {
-    const NAME: &'static str = "ListPartitionReassignmentsResponse";
-    const API_KEY: i16 = 46;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ListPartitionReassignmentsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListPartitionReassignmentsResponse {
+    key: 46,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ListPartitionReassignmentsResponse<'_> {
     #[inline]
@@ -450,32 +362,10 @@ pub struct ListPartitionReassignmentsResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(ListPartitionReassignmentsResponseView, ListPartitionReassignmentsResponse, at);
+view_common!(ListPartitionReassignmentsResponseView { throttle_time_ms, error_code, error_message, topics });
+
 impl<'a> ListPartitionReassignmentsResponseView<'a> {
-    /// Checks `bytes` as a ListPartitionReassignmentsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListPartitionReassignmentsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ListPartitionReassignmentsResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListPartitionReassignmentsResponse::throttle_time_ms`](ListPartitionReassignmentsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -529,17 +419,6 @@ impl<'a> ListPartitionReassignmentsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ListPartitionReassignmentsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListPartitionReassignmentsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OngoingTopicReassignment: reassignments in progress, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct OngoingTopicReassignmentView<'a> {
@@ -549,17 +428,9 @@ pub struct OngoingTopicReassignmentView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OngoingTopicReassignmentView { name, partitions });
+
 impl<'a> OngoingTopicReassignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OngoingTopicReassignment::name`](OngoingTopicReassignment#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -576,33 +447,19 @@ impl<'a> OngoingTopicReassignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for OngoingTopicReassignmentView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "OngoingTopicReassignment.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<OngoingPartitionReassignmentView<'a>>(
             r,
             ver,
             "OngoingTopicReassignment.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("OngoingTopicReassignment._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OngoingTopicReassignmentView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -618,15 +475,6 @@ impl<'a> ElementImpl<'a> for OngoingTopicReassignmentView<'a> {
     }
 }
 
-impl fmt::Debug for OngoingTopicReassignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OngoingTopicReassignmentView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OngoingPartitionReassignment: one entry for each partition of this topic being reassigned.
 #[derive(Clone, Copy)]
 pub struct OngoingPartitionReassignmentView<'a> {
@@ -636,17 +484,14 @@ pub struct OngoingPartitionReassignmentView<'a> {
     at: [u32; 3],
 }
 
+view_common!(OngoingPartitionReassignmentView {
+    partition_index,
+    replicas,
+    adding_replicas,
+    removing_replicas
+});
+
 impl<'a> OngoingPartitionReassignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OngoingPartitionReassignment::partition_index`](OngoingPartitionReassignment#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -675,32 +520,17 @@ impl<'a> OngoingPartitionReassignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        r.take(4, "OngoingPartitionReassignment.PartitionIndex")?;
-        view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.Replicas")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.AddingReplicas")?;
-        at[1] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.RemovingReplicas")?;
-        at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("OngoingPartitionReassignment._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for OngoingPartitionReassignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "OngoingPartitionReassignment.PartitionIndex")?;
+        view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.Replicas")?;
+        view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.AddingReplicas")?;
+        view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.RemovingReplicas")?;
+        r.tagged_fields("OngoingPartitionReassignment._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -715,16 +545,5 @@ impl<'a> ElementImpl<'a> for OngoingPartitionReassignmentView<'a> {
         at[2] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for OngoingPartitionReassignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OngoingPartitionReassignmentView")
-            .field("partition_index", &self.partition_index())
-            .field("replicas", &self.replicas())
-            .field("adding_replicas", &self.adding_replicas())
-            .field("removing_replicas", &self.removing_replicas())
-            .finish()
     }
 }

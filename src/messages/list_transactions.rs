@@ -44,25 +44,7 @@ impl<'a> Default for ListTransactionsRequest<'a> {
     }
 }
 
-impl Body for ListTransactionsRequest<'_> {
-    const NAME: &'static str = "ListTransactionsRequest";
-    const API_KEY: i16 = 66;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ListTransactionsRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListTransactionsRequest { key: 66, request: true, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for ListTransactionsRequest<'_> {
     #[inline]
@@ -73,10 +55,7 @@ impl Encode for ListTransactionsRequest<'_> {
         if ver.version >= 1 {
             n += 8;
         } else if self.duration_filter != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ListTransactionsRequest.DurationFilter",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ListTransactionsRequest.DurationFilter", ver));
         }
         if ver.version == 2 {
             n += match &self.transactional_id_pattern {
@@ -86,10 +65,7 @@ impl Encode for ListTransactionsRequest<'_> {
                 None => wire::null_size(true, false),
             };
         } else if self.transactional_id_pattern.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ListTransactionsRequest.TransactionalIdPattern",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ListTransactionsRequest.TransactionalIdPattern", ver));
         }
         n += wire::raw_tagged_fields_size(
             &self.unknown_tagged_fields,
@@ -123,31 +99,15 @@ pub struct ListTransactionsRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(ListTransactionsRequestView, ListTransactionsRequest, at);
+view_common!(ListTransactionsRequestView {
+    state_filters,
+    producer_id_filters,
+    duration_filter,
+    transactional_id_pattern
+});
+
 impl<'a> ListTransactionsRequestView<'a> {
-    /// Checks `bytes` as a ListTransactionsRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListTransactionsRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ListTransactionsRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListTransactionsRequest::state_filters`](ListTransactionsRequest#structfield.state_filters).
     #[inline]
     pub fn state_filters(&self) -> ArrayView<'a, &'a str> {
@@ -197,17 +157,6 @@ impl<'a> ListTransactionsRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ListTransactionsRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListTransactionsRequestView")
-            .field("state_filters", &self.state_filters())
-            .field("producer_id_filters", &self.producer_id_filters())
-            .field("duration_filter", &self.duration_filter())
-            .field("transactional_id_pattern", &self.transactional_id_pattern())
-            .finish()
-    }
-}
-
 /// Lists the transactions that passed the filters, with their producer and state.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`ListTransactionsResponseView`].
@@ -242,25 +191,7 @@ pub struct TransactionState<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ListTransactionsResponse<'_> {
-    const NAME: &'static str = "ListTransactionsResponse";
-    const API_KEY: i16 = 66;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ListTransactionsResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ListTransactionsResponse { key: 66, request: false, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for ListTransactionsResponse<'_> {
     #[inline]
@@ -321,31 +252,15 @@ pub struct ListTransactionsResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(ListTransactionsResponseView, ListTransactionsResponse, at);
+view_common!(ListTransactionsResponseView {
+    throttle_time_ms,
+    error_code,
+    unknown_state_filters,
+    transaction_states
+});
+
 impl<'a> ListTransactionsResponseView<'a> {
-    /// Checks `bytes` as a ListTransactionsResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ListTransactionsResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ListTransactionsResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ListTransactionsResponse::throttle_time_ms`](ListTransactionsResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -392,17 +307,6 @@ impl<'a> ListTransactionsResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ListTransactionsResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListTransactionsResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("unknown_state_filters", &self.unknown_state_filters())
-            .field("transaction_states", &self.transaction_states())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TransactionState: one entry for each transaction listed.
 #[derive(Clone, Copy)]
 pub struct TransactionStateView<'a> {
@@ -412,17 +316,9 @@ pub struct TransactionStateView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TransactionStateView { transactional_id, producer_id, transaction_state });
+
 impl<'a> TransactionStateView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TransactionState::transactional_id`](TransactionState#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
@@ -445,30 +341,16 @@ impl<'a> TransactionStateView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TransactionState.TransactionalId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(8, "TransactionState.ProducerId")?;
-        r.check_str(true, "TransactionState.TransactionState")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TransactionState._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "TransactionState.TransactionalId")?;
+        r.take(8, "TransactionState.ProducerId")?;
+        r.check_str(true, "TransactionState.TransactionState")?;
+        r.tagged_fields("TransactionState._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -482,15 +364,5 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TransactionStateView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TransactionStateView")
-            .field("transactional_id", &self.transactional_id())
-            .field("producer_id", &self.producer_id())
-            .field("transaction_state", &self.transaction_state())
-            .finish()
     }
 }

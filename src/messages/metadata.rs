@@ -72,25 +72,7 @@ impl<'a> Default for MetadataRequestTopic<'a> {
     }
 }
 
-impl Body for MetadataRequest<'_> {
-    const NAME: &'static str = "MetadataRequest";
-    const API_KEY: i16 = 3;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 13);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(9, i16::MAX);
-}
-
-impl MetadataRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(MetadataRequest { key: 3, request: true, versions: (0, 13), flexible: (9, i16::MAX) });
 
 impl Encode for MetadataRequest<'_> {
     #[inline]
@@ -103,26 +85,17 @@ impl Encode for MetadataRequest<'_> {
         if ver.version >= 4 {
             n += 1;
         } else if !self.allow_auto_topic_creation {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "MetadataRequest.AllowAutoTopicCreation",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("MetadataRequest.AllowAutoTopicCreation", ver));
         }
         if ver.version >= 8 && ver.version <= 10 {
             n += 1;
         } else if self.include_cluster_authorized_operations {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "MetadataRequest.IncludeClusterAuthorizedOperations",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("MetadataRequest.IncludeClusterAuthorizedOperations", ver));
         }
         if ver.version >= 8 {
             n += 1;
         } else if self.include_topic_authorized_operations {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "MetadataRequest.IncludeTopicAuthorizedOperations",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("MetadataRequest.IncludeTopicAuthorizedOperations", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "MetadataRequest._tagged_fields")?;
@@ -194,31 +167,15 @@ pub struct MetadataRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(MetadataRequestView, MetadataRequest, at);
+view_common!(MetadataRequestView {
+    topics,
+    allow_auto_topic_creation,
+    include_cluster_authorized_operations,
+    include_topic_authorized_operations
+});
+
 impl<'a> MetadataRequestView<'a> {
-    /// Checks `bytes` as a MetadataRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "MetadataRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<MetadataRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`MetadataRequest::topics`](MetadataRequest#structfield.topics).
     #[inline]
     pub fn topics(&self) -> Option<ArrayView<'a, MetadataRequestTopicView<'a>>> {
@@ -286,17 +243,6 @@ impl<'a> MetadataRequestView<'a> {
     }
 }
 
-impl fmt::Debug for MetadataRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MetadataRequestView")
-            .field("topics", &self.topics())
-            .field("allow_auto_topic_creation", &self.allow_auto_topic_creation())
-            .field("include_cluster_authorized_operations", &self.include_cluster_authorized_operations())
-            .field("include_topic_authorized_operations", &self.include_topic_authorized_operations())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a MetadataRequestTopic: topics to describe. In version 0 an empty list means every topic; from version 1 an empty list means none and null means every topic.
 #[derive(Clone, Copy)]
 pub struct MetadataRequestTopicView<'a> {
@@ -306,17 +252,9 @@ pub struct MetadataRequestTopicView<'a> {
     at: [u32; 1],
 }
 
+view_common!(MetadataRequestTopicView { topic_id, name });
+
 impl<'a> MetadataRequestTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`MetadataRequestTopic::topic_id`](MetadataRequestTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -333,11 +271,11 @@ impl<'a> MetadataRequestTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version >= 10 {
             r.take(16, "MetadataRequestTopic.TopicId")?;
         }
@@ -346,23 +284,10 @@ impl<'a> MetadataRequestTopicView<'a> {
         } else {
             r.check_str(ver.flexible, "MetadataRequestTopic.Name")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("MetadataRequestTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -375,15 +300,6 @@ impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for MetadataRequestTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MetadataRequestTopicView")
-            .field("topic_id", &self.topic_id())
-            .field("name", &self.name())
-            .finish()
     }
 }
 
@@ -523,25 +439,7 @@ impl<'a> Default for MetadataResponsePartition<'a> {
     }
 }
 
-impl Body for MetadataResponse<'_> {
-    const NAME: &'static str = "MetadataResponse";
-    const API_KEY: i16 = 3;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 13);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(9, i16::MAX);
-}
-
-impl MetadataResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(MetadataResponse { key: 3, request: false, versions: (0, 13), flexible: (9, i16::MAX) });
 
 impl Encode for MetadataResponse<'_> {
     #[inline]
@@ -564,10 +462,7 @@ impl Encode for MetadataResponse<'_> {
         if ver.version >= 8 && ver.version <= 10 {
             n += 4;
         } else if self.cluster_authorized_operations != i32::MIN {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "MetadataResponse.ClusterAuthorizedOperations",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("MetadataResponse.ClusterAuthorizedOperations", ver));
         }
         if ver.version == 13 {
             n += 2;
@@ -659,10 +554,7 @@ impl Encode for MetadataResponseTopic<'_> {
         if ver.version >= 8 {
             n += 4;
         } else if self.topic_authorized_operations != i32::MIN {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "MetadataResponseTopic.TopicAuthorizedOperations",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("MetadataResponseTopic.TopicAuthorizedOperations", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -747,31 +639,18 @@ pub struct MetadataResponseView<'a> {
     at: [u32; 3],
 }
 
+body_view!(MetadataResponseView, MetadataResponse, at);
+view_common!(MetadataResponseView {
+    throttle_time_ms,
+    brokers,
+    cluster_id,
+    controller_id,
+    topics,
+    cluster_authorized_operations,
+    error_code
+});
+
 impl<'a> MetadataResponseView<'a> {
-    /// Checks `bytes` as a MetadataResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "MetadataResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<MetadataResponse, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`MetadataResponse::throttle_time_ms`](MetadataResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -872,20 +751,6 @@ impl<'a> MetadataResponseView<'a> {
     }
 }
 
-impl fmt::Debug for MetadataResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MetadataResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("brokers", &self.brokers())
-            .field("cluster_id", &self.cluster_id())
-            .field("controller_id", &self.controller_id())
-            .field("topics", &self.topics())
-            .field("cluster_authorized_operations", &self.cluster_authorized_operations())
-            .field("error_code", &self.error_code())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a MetadataResponseBroker: the brokers of the cluster.
 #[derive(Clone, Copy)]
 pub struct MetadataResponseBrokerView<'a> {
@@ -895,17 +760,9 @@ pub struct MetadataResponseBrokerView<'a> {
     at: [u32; 2],
 }
 
+view_common!(MetadataResponseBrokerView { node_id, host, port, rack });
+
 impl<'a> MetadataResponseBrokerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`MetadataResponseBroker::node_id`](MetadataResponseBroker#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -938,35 +795,21 @@ impl<'a> MetadataResponseBrokerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(4, "MetadataResponseBroker.NodeId")?;
-        r.check_str(ver.flexible, "MetadataResponseBroker.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "MetadataResponseBroker.Port")?;
-        if ver.version >= 1 {
-            r.check_nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?;
-        }
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("MetadataResponseBroker._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "MetadataResponseBroker.NodeId")?;
+        r.check_str(ver.flexible, "MetadataResponseBroker.Host")?;
+        r.take(4, "MetadataResponseBroker.Port")?;
+        if ver.version >= 1 {
+            r.check_nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?;
+        }
+        if ver.flexible {
+            r.tagged_fields("MetadataResponseBroker._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -987,17 +830,6 @@ impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
     }
 }
 
-impl fmt::Debug for MetadataResponseBrokerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MetadataResponseBrokerView")
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("rack", &self.rack())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a MetadataResponseTopic: one entry for each topic described.
 #[derive(Clone, Copy)]
 pub struct MetadataResponseTopicView<'a> {
@@ -1007,17 +839,16 @@ pub struct MetadataResponseTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(MetadataResponseTopicView {
+    error_code,
+    name,
+    topic_id,
+    is_internal,
+    partitions,
+    topic_authorized_operations
+});
+
 impl<'a> MetadataResponseTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`MetadataResponseTopic::error_code`](MetadataResponseTopic#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -1073,18 +904,17 @@ impl<'a> MetadataResponseTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize + 4, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "MetadataResponseTopic.ErrorCode")?;
         if ver.version >= 12 {
             r.check_nullable_str(ver.flexible, "MetadataResponseTopic.Name")?;
         } else {
             r.check_str(ver.flexible, "MetadataResponseTopic.Name")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version >= 10 {
             r.take(16, "MetadataResponseTopic.TopicId")?;
         }
@@ -1092,26 +922,13 @@ impl<'a> MetadataResponseTopicView<'a> {
             r.take(1, "MetadataResponseTopic.IsInternal")?;
         }
         view::check_array::<MetadataResponsePartitionView<'a>>(r, ver, "MetadataResponseTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
         if ver.version >= 8 {
             r.take(4, "MetadataResponseTopic.TopicAuthorizedOperations")?;
         }
         if ver.flexible {
             r.tagged_fields("MetadataResponseTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1137,19 +954,6 @@ impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
     }
 }
 
-impl fmt::Debug for MetadataResponseTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MetadataResponseTopicView")
-            .field("error_code", &self.error_code())
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("is_internal", &self.is_internal())
-            .field("partitions", &self.partitions())
-            .field("topic_authorized_operations", &self.topic_authorized_operations())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a MetadataResponsePartition: the partitions of the topic.
 #[derive(Clone, Copy)]
 pub struct MetadataResponsePartitionView<'a> {
@@ -1159,17 +963,17 @@ pub struct MetadataResponsePartitionView<'a> {
     at: [u32; 3],
 }
 
+view_common!(MetadataResponsePartitionView {
+    error_code,
+    partition_index,
+    leader_id,
+    leader_epoch,
+    replica_nodes,
+    isr_nodes,
+    offline_replicas
+});
+
 impl<'a> MetadataResponsePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`MetadataResponsePartition::error_code`](MetadataResponsePartition#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -1220,11 +1024,11 @@ impl<'a> MetadataResponsePartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             10,
             &[
@@ -1237,29 +1041,14 @@ impl<'a> MetadataResponsePartitionView<'a> {
             r.take(4, "MetadataResponsePartition.LeaderEpoch")?;
         }
         view::check_array::<i32>(r, ver, "MetadataResponsePartition.ReplicaNodes")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<i32>(r, ver, "MetadataResponsePartition.IsrNodes")?;
-        at[1] = (r.pos() - start) as u32;
         if ver.version >= 5 {
             view::check_array::<i32>(r, ver, "MetadataResponsePartition.OfflineReplicas")?;
         }
-        at[2] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("MetadataResponsePartition._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1278,19 +1067,5 @@ impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for MetadataResponsePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MetadataResponsePartitionView")
-            .field("error_code", &self.error_code())
-            .field("partition_index", &self.partition_index())
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("replica_nodes", &self.replica_nodes())
-            .field("isr_nodes", &self.isr_nodes())
-            .field("offline_replicas", &self.offline_replicas())
-            .finish()
     }
 }

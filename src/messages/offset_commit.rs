@@ -95,25 +95,7 @@ impl<'a> Default for OffsetCommitRequestPartition<'a> {
     }
 }
 
-impl Body for OffsetCommitRequest<'_> {
-    const NAME: &'static str = "OffsetCommitRequest";
-    const API_KEY: i16 = 8;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(2, 10);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(8, i16::MAX);
-}
-
-impl OffsetCommitRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(OffsetCommitRequest { key: 8, request: true, versions: (2, 10), flexible: (8, i16::MAX) });
 
 impl Encode for OffsetCommitRequest<'_> {
     #[inline]
@@ -127,10 +109,7 @@ impl Encode for OffsetCommitRequest<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         } else if self.group_instance_id.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "OffsetCommitRequest.GroupInstanceId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("OffsetCommitRequest.GroupInstanceId", ver));
         }
         if ver.version <= 4 {
             n += 8;
@@ -247,31 +226,17 @@ pub struct OffsetCommitRequestView<'a> {
     at: [u32; 4],
 }
 
+body_view!(OffsetCommitRequestView, OffsetCommitRequest, at);
+view_common!(OffsetCommitRequestView {
+    group_id,
+    generation_id_or_member_epoch,
+    member_id,
+    group_instance_id,
+    retention_time_ms,
+    topics
+});
+
 impl<'a> OffsetCommitRequestView<'a> {
-    /// Checks `bytes` as a OffsetCommitRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "OffsetCommitRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<OffsetCommitRequest, 4>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetCommitRequest::group_id`](OffsetCommitRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -342,19 +307,6 @@ impl<'a> OffsetCommitRequestView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetCommitRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetCommitRequestView")
-            .field("group_id", &self.group_id())
-            .field("generation_id_or_member_epoch", &self.generation_id_or_member_epoch())
-            .field("member_id", &self.member_id())
-            .field("group_instance_id", &self.group_instance_id())
-            .field("retention_time_ms", &self.retention_time_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetCommitRequestTopic: offsets to store, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct OffsetCommitRequestTopicView<'a> {
@@ -364,17 +316,9 @@ pub struct OffsetCommitRequestTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OffsetCommitRequestTopicView { name, topic_id, partitions });
+
 impl<'a> OffsetCommitRequestTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetCommitRequestTopic::name`](OffsetCommitRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -397,15 +341,14 @@ impl<'a> OffsetCommitRequestTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 9 {
             r.check_str(ver.flexible, "OffsetCommitRequestTopic.Name")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 10 {
             r.take(16, "OffsetCommitRequestTopic.TopicId")?;
         }
@@ -414,23 +357,10 @@ impl<'a> OffsetCommitRequestTopicView<'a> {
             ver,
             "OffsetCommitRequestTopic.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("OffsetCommitRequestTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -451,16 +381,6 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetCommitRequestTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetCommitRequestTopicView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetCommitRequestPartition: offsets for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct OffsetCommitRequestPartitionView<'a> {
@@ -470,17 +390,14 @@ pub struct OffsetCommitRequestPartitionView<'a> {
     at: [u32; 1],
 }
 
+view_common!(OffsetCommitRequestPartitionView {
+    partition_index,
+    committed_offset,
+    committed_leader_epoch,
+    committed_metadata
+});
+
 impl<'a> OffsetCommitRequestPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetCommitRequestPartition::partition_index`](OffsetCommitRequestPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -509,11 +426,11 @@ impl<'a> OffsetCommitRequestPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
             &[
@@ -525,23 +442,10 @@ impl<'a> OffsetCommitRequestPartitionView<'a> {
             r.take(4, "OffsetCommitRequestPartition.CommittedLeaderEpoch")?;
         }
         r.check_nullable_str(ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?;
-        at[0] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("OffsetCommitRequestPartition._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -554,17 +458,6 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for OffsetCommitRequestPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetCommitRequestPartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("committed_offset", &self.committed_offset())
-            .field("committed_leader_epoch", &self.committed_leader_epoch())
-            .field("committed_metadata", &self.committed_metadata())
-            .finish()
     }
 }
 
@@ -609,25 +502,7 @@ pub struct OffsetCommitResponsePartition<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for OffsetCommitResponse<'_> {
-    const NAME: &'static str = "OffsetCommitResponse";
-    const API_KEY: i16 = 8;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(2, 10);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(8, i16::MAX);
-}
-
-impl OffsetCommitResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(OffsetCommitResponse { key: 8, request: false, versions: (2, 10), flexible: (8, i16::MAX) });
 
 impl Encode for OffsetCommitResponse<'_> {
     #[inline]
@@ -734,31 +609,10 @@ pub struct OffsetCommitResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(OffsetCommitResponseView, OffsetCommitResponse, at);
+view_common!(OffsetCommitResponseView { throttle_time_ms, topics });
+
 impl<'a> OffsetCommitResponseView<'a> {
-    /// Checks `bytes` as a OffsetCommitResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "OffsetCommitResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<OffsetCommitResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetCommitResponse::throttle_time_ms`](OffsetCommitResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -792,15 +646,6 @@ impl<'a> OffsetCommitResponseView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetCommitResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetCommitResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetCommitResponseTopic: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct OffsetCommitResponseTopicView<'a> {
@@ -810,17 +655,9 @@ pub struct OffsetCommitResponseTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OffsetCommitResponseTopicView { name, topic_id, partitions });
+
 impl<'a> OffsetCommitResponseTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetCommitResponseTopic::name`](OffsetCommitResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -843,15 +680,14 @@ impl<'a> OffsetCommitResponseTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 9 {
             r.check_str(ver.flexible, "OffsetCommitResponseTopic.Name")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 10 {
             r.take(16, "OffsetCommitResponseTopic.TopicId")?;
         }
@@ -860,23 +696,10 @@ impl<'a> OffsetCommitResponseTopicView<'a> {
             ver,
             "OffsetCommitResponseTopic.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("OffsetCommitResponseTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -897,16 +720,6 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetCommitResponseTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetCommitResponseTopicView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetCommitResponsePartition: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct OffsetCommitResponsePartitionView<'a> {
@@ -914,17 +727,9 @@ pub struct OffsetCommitResponsePartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(OffsetCommitResponsePartitionView { partition_index, error_code });
+
 impl<'a> OffsetCommitResponsePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetCommitResponsePartition::partition_index`](OffsetCommitResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -941,21 +746,6 @@ impl<'a> OffsetCommitResponsePartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(
-            6,
-            &[
-                ("OffsetCommitResponsePartition.PartitionIndex", 4),
-                ("OffsetCommitResponsePartition.ErrorCode", 2),
-            ],
-        )?;
-        if ver.flexible {
-            r.fixed_struct_tagged_fields("OffsetCommitResponsePartition._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for OffsetCommitResponsePartitionView<'a> {
@@ -966,21 +756,22 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponsePartitionView<'a> {
 
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(
+            6,
+            &[
+                ("OffsetCommitResponsePartition.PartitionIndex", 4),
+                ("OffsetCommitResponsePartition.ErrorCode", 2),
+            ],
+        )?;
+        if ver.flexible {
+            r.fixed_struct_tagged_fields("OffsetCommitResponsePartition._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for OffsetCommitResponsePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetCommitResponsePartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

@@ -42,25 +42,7 @@ pub struct OffsetDeleteRequestPartition {
     pub partition_index: i32,
 }
 
-impl Body for OffsetDeleteRequest<'_> {
-    const NAME: &'static str = "OffsetDeleteRequest";
-    const API_KEY: i16 = 47;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, 0);
-}
-
-impl OffsetDeleteRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(OffsetDeleteRequest { key: 47, request: true, versions: (0, 0), flexible: (1, 0) });
 
 impl Encode for OffsetDeleteRequest<'_> {
     #[inline]
@@ -122,31 +104,10 @@ pub struct OffsetDeleteRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(OffsetDeleteRequestView, OffsetDeleteRequest, at);
+view_common!(OffsetDeleteRequestView { group_id, topics });
+
 impl<'a> OffsetDeleteRequestView<'a> {
-    /// Checks `bytes` as a OffsetDeleteRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "OffsetDeleteRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<OffsetDeleteRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetDeleteRequest::group_id`](OffsetDeleteRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -170,15 +131,6 @@ impl<'a> OffsetDeleteRequestView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetDeleteRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetDeleteRequestView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetDeleteRequestTopic: topics whose committed offsets to delete.
 #[derive(Clone, Copy)]
 pub struct OffsetDeleteRequestTopicView<'a> {
@@ -188,17 +140,9 @@ pub struct OffsetDeleteRequestTopicView<'a> {
     at: [u32; 1],
 }
 
+view_common!(OffsetDeleteRequestTopicView { name, partitions });
+
 impl<'a> OffsetDeleteRequestTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetDeleteRequestTopic::name`](OffsetDeleteRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -210,31 +154,18 @@ impl<'a> OffsetDeleteRequestTopicView<'a> {
     pub fn partitions(&self) -> ArrayView<'a, OffsetDeleteRequestPartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetDeleteRequestTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(false, "OffsetDeleteRequestTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<OffsetDeleteRequestPartitionView<'a>>(
             r,
             ver,
             "OffsetDeleteRequestTopic.Partitions",
         )?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetDeleteRequestTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -248,15 +179,6 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestTopicView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetDeleteRequestTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetDeleteRequestTopicView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetDeleteRequestPartition: partitions of this topic whose committed offsets to delete.
 #[derive(Clone, Copy)]
 pub struct OffsetDeleteRequestPartitionView<'a> {
@@ -264,27 +186,13 @@ pub struct OffsetDeleteRequestPartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(OffsetDeleteRequestPartitionView { partition_index });
+
 impl<'a> OffsetDeleteRequestPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetDeleteRequestPartition::partition_index`](OffsetDeleteRequestPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
         self.src.i32(0)
-    }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.take(4, "OffsetDeleteRequestPartition.PartitionIndex")?;
-        Ok([])
     }
 }
 
@@ -295,22 +203,15 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestPartitionView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "OffsetDeleteRequestPartition.PartitionIndex")?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = pos + 4;
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for OffsetDeleteRequestPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetDeleteRequestPartitionView")
-            .field("partition_index", &self.partition_index())
-            .finish()
     }
 }
 
@@ -350,25 +251,7 @@ pub struct OffsetDeleteResponsePartition {
     pub error_code: i16,
 }
 
-impl Body for OffsetDeleteResponse<'_> {
-    const NAME: &'static str = "OffsetDeleteResponse";
-    const API_KEY: i16 = 47;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, 0);
-}
-
-impl OffsetDeleteResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(OffsetDeleteResponse { key: 47, request: false, versions: (0, 0), flexible: (1, 0) });
 
 impl Encode for OffsetDeleteResponse<'_> {
     #[inline]
@@ -433,31 +316,10 @@ pub struct OffsetDeleteResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(OffsetDeleteResponseView, OffsetDeleteResponse);
+view_common!(OffsetDeleteResponseView { error_code, throttle_time_ms, topics });
+
 impl<'a> OffsetDeleteResponseView<'a> {
-    /// Checks `bytes` as a OffsetDeleteResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "OffsetDeleteResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<OffsetDeleteResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetDeleteResponse::error_code`](OffsetDeleteResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -484,16 +346,6 @@ impl<'a> OffsetDeleteResponseView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetDeleteResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetDeleteResponseView")
-            .field("error_code", &self.error_code())
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetDeleteResponseTopic: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct OffsetDeleteResponseTopicView<'a> {
@@ -503,17 +355,9 @@ pub struct OffsetDeleteResponseTopicView<'a> {
     at: [u32; 1],
 }
 
+view_common!(OffsetDeleteResponseTopicView { name, partitions });
+
 impl<'a> OffsetDeleteResponseTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetDeleteResponseTopic::name`](OffsetDeleteResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -525,31 +369,18 @@ impl<'a> OffsetDeleteResponseTopicView<'a> {
     pub fn partitions(&self) -> ArrayView<'a, OffsetDeleteResponsePartitionView<'a>> {
         ArrayView::at(self.src, self.at[0] as usize, self.ver)
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetDeleteResponseTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(false, "OffsetDeleteResponseTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<OffsetDeleteResponsePartitionView<'a>>(
             r,
             ver,
             "OffsetDeleteResponseTopic.Partitions",
         )?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetDeleteResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -563,15 +394,6 @@ impl<'a> ElementImpl<'a> for OffsetDeleteResponseTopicView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetDeleteResponseTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetDeleteResponseTopicView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetDeleteResponsePartition: one result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct OffsetDeleteResponsePartitionView<'a> {
@@ -579,17 +401,9 @@ pub struct OffsetDeleteResponsePartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(OffsetDeleteResponsePartitionView { partition_index, error_code });
+
 impl<'a> OffsetDeleteResponsePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetDeleteResponsePartition::partition_index`](OffsetDeleteResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -601,18 +415,6 @@ impl<'a> OffsetDeleteResponsePartitionView<'a> {
     pub fn error_code(&self) -> i16 {
         self.src.i16(4)
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(
-            6,
-            &[
-                ("OffsetDeleteResponsePartition.PartitionIndex", 4),
-                ("OffsetDeleteResponsePartition.ErrorCode", 2),
-            ],
-        )?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for OffsetDeleteResponsePartitionView<'a> {
@@ -622,22 +424,20 @@ impl<'a> ElementImpl<'a> for OffsetDeleteResponsePartitionView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(
+            6,
+            &[
+                ("OffsetDeleteResponsePartition.PartitionIndex", 4),
+                ("OffsetDeleteResponsePartition.ErrorCode", 2),
+            ],
+        )?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = pos + 6;
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for OffsetDeleteResponsePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetDeleteResponsePartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

@@ -105,25 +105,7 @@ pub struct OffsetFetchRequestTopics<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for OffsetFetchRequest<'_> {
-    const NAME: &'static str = "OffsetFetchRequest";
-    const API_KEY: i16 = 9;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 10);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(6, i16::MAX);
-}
-
-impl OffsetFetchRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(OffsetFetchRequest { key: 9, request: true, versions: (1, 10), flexible: (6, i16::MAX) });
 
 impl Encode for OffsetFetchRequest<'_> {
     #[inline]
@@ -132,10 +114,7 @@ impl Encode for OffsetFetchRequest<'_> {
         if ver.version <= 7 {
             n += wire::string_size(self.group_id.len(), ver.flexible, "OffsetFetchRequest.GroupId")?;
         } else if self.group_id.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "OffsetFetchRequest.GroupId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("OffsetFetchRequest.GroupId", ver));
         }
         if ver.version <= 7 {
             if self.topics.is_none() && ver.version == 1 {
@@ -143,26 +122,17 @@ impl Encode for OffsetFetchRequest<'_> {
             }
             n += encode::nullable_array_size(self.topics.as_deref(), ver, "OffsetFetchRequest.Topics")?;
         } else if !self.topics.as_ref().is_some_and(|v| v.is_empty()) {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "OffsetFetchRequest.Topics",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("OffsetFetchRequest.Topics", ver));
         }
         if ver.version >= 8 {
             n += encode::array_size(&self.groups, ver, "OffsetFetchRequest.Groups")?;
         } else if !self.groups.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "OffsetFetchRequest.Groups",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("OffsetFetchRequest.Groups", ver));
         }
         if ver.version >= 7 {
             n += 1;
         } else if self.require_stable {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "OffsetFetchRequest.RequireStable",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("OffsetFetchRequest.RequireStable", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -296,31 +266,10 @@ pub struct OffsetFetchRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(OffsetFetchRequestView, OffsetFetchRequest, at);
+view_common!(OffsetFetchRequestView { group_id, topics, groups, require_stable });
+
 impl<'a> OffsetFetchRequestView<'a> {
-    /// Checks `bytes` as a OffsetFetchRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "OffsetFetchRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<OffsetFetchRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchRequest::group_id`](OffsetFetchRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -396,17 +345,6 @@ impl<'a> OffsetFetchRequestView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetFetchRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchRequestView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .field("groups", &self.groups())
-            .field("require_stable", &self.require_stable())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetFetchRequestTopic: partitions to read offsets for, grouped by topic; null (from version 2) means every partition with a committed offset.
 #[derive(Clone, Copy)]
 pub struct OffsetFetchRequestTopicView<'a> {
@@ -416,17 +354,9 @@ pub struct OffsetFetchRequestTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OffsetFetchRequestTopicView { name, partition_indexes });
+
 impl<'a> OffsetFetchRequestTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchRequestTopic::name`](OffsetFetchRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -443,31 +373,17 @@ impl<'a> OffsetFetchRequestTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "OffsetFetchRequestTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("OffsetFetchRequestTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "OffsetFetchRequestTopic.Name")?;
+        view::check_array::<i32>(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetFetchRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -485,15 +401,6 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetFetchRequestTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchRequestTopicView")
-            .field("name", &self.name())
-            .field("partition_indexes", &self.partition_indexes())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetFetchRequestGroup: groups whose offsets are read (from version 8).
 #[derive(Clone, Copy)]
 pub struct OffsetFetchRequestGroupView<'a> {
@@ -503,17 +410,9 @@ pub struct OffsetFetchRequestGroupView<'a> {
     at: [u32; 3],
 }
 
+view_common!(OffsetFetchRequestGroupView { group_id, member_id, member_epoch, topics });
+
 impl<'a> OffsetFetchRequestGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchRequestGroup::group_id`](OffsetFetchRequestGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -546,17 +445,15 @@ impl<'a> OffsetFetchRequestGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetFetchRequestGroupView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "OffsetFetchRequestGroup.GroupId")?;
-        at[0] = (r.pos() - start) as u32;
         if ver.version >= 9 {
             r.check_nullable_str(true, "OffsetFetchRequestGroup.MemberId")?;
         }
-        at[1] = (r.pos() - start) as u32;
         if ver.version >= 9 {
             r.take(4, "OffsetFetchRequestGroup.MemberEpoch")?;
         }
@@ -565,21 +462,8 @@ impl<'a> OffsetFetchRequestGroupView<'a> {
             ver,
             "OffsetFetchRequestGroup.Topics",
         )?;
-        at[2] = (r.pos() - start) as u32;
         r.tagged_fields("OffsetFetchRequestGroup._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetFetchRequestGroupView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -600,17 +484,6 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestGroupView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetFetchRequestGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchRequestGroupView")
-            .field("group_id", &self.group_id())
-            .field("member_id", &self.member_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetFetchRequestTopics: partitions to read offsets for, grouped by topic; null means every partition with a committed offset.
 #[derive(Clone, Copy)]
 pub struct OffsetFetchRequestTopicsView<'a> {
@@ -620,17 +493,9 @@ pub struct OffsetFetchRequestTopicsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OffsetFetchRequestTopicsView { name, topic_id, partition_indexes });
+
 impl<'a> OffsetFetchRequestTopicsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchRequestTopics::name`](OffsetFetchRequestTopics#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -653,34 +518,20 @@ impl<'a> OffsetFetchRequestTopicsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        if ver.version <= 9 {
-            r.check_str(true, "OffsetFetchRequestTopics.Name")?;
-        }
-        at[0] = (r.pos() - start) as u32;
-        if ver.version == 10 {
-            r.take(16, "OffsetFetchRequestTopics.TopicId")?;
-        }
-        view::check_array::<i32>(r, ver, "OffsetFetchRequestTopics.PartitionIndexes")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("OffsetFetchRequestTopics._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        if ver.version <= 9 {
+            r.check_str(true, "OffsetFetchRequestTopics.Name")?;
+        }
+        if ver.version == 10 {
+            r.take(16, "OffsetFetchRequestTopics.TopicId")?;
+        }
+        view::check_array::<i32>(r, ver, "OffsetFetchRequestTopics.PartitionIndexes")?;
+        r.tagged_fields("OffsetFetchRequestTopics._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -696,16 +547,6 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for OffsetFetchRequestTopicsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchRequestTopicsView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("partition_indexes", &self.partition_indexes())
-            .finish()
     }
 }
 
@@ -835,25 +676,7 @@ impl<'a> Default for OffsetFetchResponsePartitions<'a> {
     }
 }
 
-impl Body for OffsetFetchResponse<'_> {
-    const NAME: &'static str = "OffsetFetchResponse";
-    const API_KEY: i16 = 9;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 10);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(6, i16::MAX);
-}
-
-impl OffsetFetchResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(OffsetFetchResponse { key: 9, request: false, versions: (1, 10), flexible: (6, i16::MAX) });
 
 impl Encode for OffsetFetchResponse<'_> {
     #[inline]
@@ -865,10 +688,7 @@ impl Encode for OffsetFetchResponse<'_> {
         if ver.version <= 7 {
             n += encode::array_size(&self.topics, ver, "OffsetFetchResponse.Topics")?;
         } else if !self.topics.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "OffsetFetchResponse.Topics",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("OffsetFetchResponse.Topics", ver));
         }
         if ver.version >= 2 && ver.version <= 7 {
             n += 2;
@@ -876,10 +696,7 @@ impl Encode for OffsetFetchResponse<'_> {
         if ver.version >= 8 {
             n += encode::array_size(&self.groups, ver, "OffsetFetchResponse.Groups")?;
         } else if !self.groups.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "OffsetFetchResponse.Groups",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("OffsetFetchResponse.Groups", ver));
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(
@@ -1064,31 +881,10 @@ pub struct OffsetFetchResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(OffsetFetchResponseView, OffsetFetchResponse, at);
+view_common!(OffsetFetchResponseView { throttle_time_ms, topics, error_code, groups });
+
 impl<'a> OffsetFetchResponseView<'a> {
-    /// Checks `bytes` as a OffsetFetchResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "OffsetFetchResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<OffsetFetchResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchResponse::throttle_time_ms`](OffsetFetchResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -1151,17 +947,6 @@ impl<'a> OffsetFetchResponseView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetFetchResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .field("error_code", &self.error_code())
-            .field("groups", &self.groups())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetFetchResponseTopic: results grouped by topic (up to version 7).
 #[derive(Clone, Copy)]
 pub struct OffsetFetchResponseTopicView<'a> {
@@ -1171,17 +956,9 @@ pub struct OffsetFetchResponseTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OffsetFetchResponseTopicView { name, partitions });
+
 impl<'a> OffsetFetchResponseTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchResponseTopic::name`](OffsetFetchResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -1198,35 +975,21 @@ impl<'a> OffsetFetchResponseTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, "OffsetFetchResponseTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<OffsetFetchResponsePartitionView<'a>>(
             r,
             ver,
             "OffsetFetchResponseTopic.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("OffsetFetchResponseTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1244,15 +1007,6 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetFetchResponseTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchResponseTopicView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetFetchResponsePartition: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct OffsetFetchResponsePartitionView<'a> {
@@ -1262,17 +1016,15 @@ pub struct OffsetFetchResponsePartitionView<'a> {
     at: [u32; 1],
 }
 
+view_common!(OffsetFetchResponsePartitionView {
+    partition_index,
+    committed_offset,
+    committed_leader_epoch,
+    metadata,
+    error_code
+});
+
 impl<'a> OffsetFetchResponsePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchResponsePartition::partition_index`](OffsetFetchResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -1307,11 +1059,11 @@ impl<'a> OffsetFetchResponsePartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize + 2, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
             &[
@@ -1323,24 +1075,11 @@ impl<'a> OffsetFetchResponsePartitionView<'a> {
             r.take(4, "OffsetFetchResponsePartition.CommittedLeaderEpoch")?;
         }
         r.check_nullable_str(ver.flexible, "OffsetFetchResponsePartition.Metadata")?;
-        at[0] = (r.pos() - start) as u32;
         r.take(2, "OffsetFetchResponsePartition.ErrorCode")?;
         if ver.flexible {
             r.tagged_fields("OffsetFetchResponsePartition._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1357,18 +1096,6 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetFetchResponsePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchResponsePartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("committed_offset", &self.committed_offset())
-            .field("committed_leader_epoch", &self.committed_leader_epoch())
-            .field("metadata", &self.metadata())
-            .field("error_code", &self.error_code())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetFetchResponseGroup: results for each requested group (from version 8).
 #[derive(Clone, Copy)]
 pub struct OffsetFetchResponseGroupView<'a> {
@@ -1378,17 +1105,9 @@ pub struct OffsetFetchResponseGroupView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OffsetFetchResponseGroupView { group_id, topics, error_code });
+
 impl<'a> OffsetFetchResponseGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchResponseGroup::group_id`](OffsetFetchResponseGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -1411,30 +1130,16 @@ impl<'a> OffsetFetchResponseGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "OffsetFetchResponseGroup.GroupId")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<OffsetFetchResponseTopicsView<'a>>(r, ver, "OffsetFetchResponseGroup.Topics")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(2, "OffsetFetchResponseGroup.ErrorCode")?;
-        r.tagged_fields("OffsetFetchResponseGroup._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for OffsetFetchResponseGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "OffsetFetchResponseGroup.GroupId")?;
+        view::check_array::<OffsetFetchResponseTopicsView<'a>>(r, ver, "OffsetFetchResponseGroup.Topics")?;
+        r.take(2, "OffsetFetchResponseGroup.ErrorCode")?;
+        r.tagged_fields("OffsetFetchResponseGroup._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1451,16 +1156,6 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseGroupView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetFetchResponseGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchResponseGroupView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .field("error_code", &self.error_code())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetFetchResponseTopics: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct OffsetFetchResponseTopicsView<'a> {
@@ -1470,17 +1165,9 @@ pub struct OffsetFetchResponseTopicsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OffsetFetchResponseTopicsView { name, topic_id, partitions });
+
 impl<'a> OffsetFetchResponseTopicsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchResponseTopics::name`](OffsetFetchResponseTopics#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -1503,15 +1190,14 @@ impl<'a> OffsetFetchResponseTopicsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicsView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 9 {
             r.check_str(true, "OffsetFetchResponseTopics.Name")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 10 {
             r.take(16, "OffsetFetchResponseTopics.TopicId")?;
         }
@@ -1520,21 +1206,8 @@ impl<'a> OffsetFetchResponseTopicsView<'a> {
             ver,
             "OffsetFetchResponseTopics.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("OffsetFetchResponseTopics._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1553,16 +1226,6 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicsView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetFetchResponseTopicsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchResponseTopicsView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetFetchResponsePartitions: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct OffsetFetchResponsePartitionsView<'a> {
@@ -1572,17 +1235,15 @@ pub struct OffsetFetchResponsePartitionsView<'a> {
     at: [u32; 1],
 }
 
+view_common!(OffsetFetchResponsePartitionsView {
+    partition_index,
+    committed_offset,
+    committed_leader_epoch,
+    metadata,
+    error_code
+});
+
 impl<'a> OffsetFetchResponsePartitionsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetFetchResponsePartitions::partition_index`](OffsetFetchResponsePartitions#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -1617,11 +1278,11 @@ impl<'a> OffsetFetchResponsePartitionsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             16,
             &[
@@ -1631,22 +1292,9 @@ impl<'a> OffsetFetchResponsePartitionsView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "OffsetFetchResponsePartitions.Metadata")?;
-        at[0] = (r.pos() - start) as u32;
         r.take(2, "OffsetFetchResponsePartitions.ErrorCode")?;
         r.tagged_fields("OffsetFetchResponsePartitions._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1658,17 +1306,5 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
         p += 2;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for OffsetFetchResponsePartitionsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetFetchResponsePartitionsView")
-            .field("partition_index", &self.partition_index())
-            .field("committed_offset", &self.committed_offset())
-            .field("committed_leader_epoch", &self.committed_leader_epoch())
-            .field("metadata", &self.metadata())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

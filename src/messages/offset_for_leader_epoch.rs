@@ -75,25 +75,7 @@ impl<'a> Default for OffsetForLeaderPartition<'a> {
     }
 }
 
-impl Body for OffsetForLeaderEpochRequest<'_> {
-    const NAME: &'static str = "OffsetForLeaderEpochRequest";
-    const API_KEY: i16 = 23;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(2, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl OffsetForLeaderEpochRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(OffsetForLeaderEpochRequest { key: 23, request: true, versions: (2, 4), flexible: (4, i16::MAX) });
 
 impl Encode for OffsetForLeaderEpochRequest<'_> {
     #[inline]
@@ -191,32 +173,10 @@ pub struct OffsetForLeaderEpochRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(OffsetForLeaderEpochRequestView, OffsetForLeaderEpochRequest, at);
+view_common!(OffsetForLeaderEpochRequestView { replica_id, topics });
+
 impl<'a> OffsetForLeaderEpochRequestView<'a> {
-    /// Checks `bytes` as a OffsetForLeaderEpochRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "OffsetForLeaderEpochRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<OffsetForLeaderEpochRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetForLeaderEpochRequest::replica_id`](OffsetForLeaderEpochRequest#structfield.replica_id).
     #[inline]
     pub fn replica_id(&self) -> i32 {
@@ -250,15 +210,6 @@ impl<'a> OffsetForLeaderEpochRequestView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetForLeaderEpochRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetForLeaderEpochRequestView")
-            .field("replica_id", &self.replica_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetForLeaderTopic: partitions to look up, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct OffsetForLeaderTopicView<'a> {
@@ -268,17 +219,9 @@ pub struct OffsetForLeaderTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OffsetForLeaderTopicView { topic, partitions });
+
 impl<'a> OffsetForLeaderTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetForLeaderTopic::topic`](OffsetForLeaderTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -295,31 +238,17 @@ impl<'a> OffsetForLeaderTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "OffsetForLeaderTopic.Topic")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<OffsetForLeaderPartitionView<'a>>(r, ver, "OffsetForLeaderTopic.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("OffsetForLeaderTopic._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for OffsetForLeaderTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "OffsetForLeaderTopic.Topic")?;
+        view::check_array::<OffsetForLeaderPartitionView<'a>>(r, ver, "OffsetForLeaderTopic.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetForLeaderTopic._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -337,15 +266,6 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetForLeaderTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetForLeaderTopicView")
-            .field("topic", &self.topic())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetForLeaderPartition: partitions of this topic to look up.
 #[derive(Clone, Copy)]
 pub struct OffsetForLeaderPartitionView<'a> {
@@ -353,17 +273,9 @@ pub struct OffsetForLeaderPartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(OffsetForLeaderPartitionView { partition, current_leader_epoch, leader_epoch });
+
 impl<'a> OffsetForLeaderPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetForLeaderPartition::partition`](OffsetForLeaderPartition#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -386,9 +298,16 @@ impl<'a> OffsetForLeaderPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(12, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for OffsetForLeaderPartitionView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 4 { Layout::Tagged(12) } else { Layout::Fixed(12) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
             &[
@@ -400,35 +319,13 @@ impl<'a> OffsetForLeaderPartitionView<'a> {
         if ver.flexible {
             r.fixed_struct_tagged_fields("OffsetForLeaderPartition._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for OffsetForLeaderPartitionView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 4 { Layout::Tagged(12) } else { Layout::Fixed(12) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for OffsetForLeaderPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetForLeaderPartitionView")
-            .field("partition", &self.partition())
-            .field("current_leader_epoch", &self.current_leader_epoch())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -489,25 +386,12 @@ impl<'a> Default for EpochEndOffset<'a> {
     }
 }
 
-impl Body for OffsetForLeaderEpochResponse<'_> {
-    const NAME: &'static str = "OffsetForLeaderEpochResponse";
-    const API_KEY: i16 = 23;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(2, 4);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl OffsetForLeaderEpochResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(OffsetForLeaderEpochResponse {
+    key: 23,
+    request: false,
+    versions: (2, 4),
+    flexible: (4, i16::MAX)
+});
 
 impl Encode for OffsetForLeaderEpochResponse<'_> {
     #[inline]
@@ -598,32 +482,10 @@ pub struct OffsetForLeaderEpochResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(OffsetForLeaderEpochResponseView, OffsetForLeaderEpochResponse, at);
+view_common!(OffsetForLeaderEpochResponseView { throttle_time_ms, topics });
+
 impl<'a> OffsetForLeaderEpochResponseView<'a> {
-    /// Checks `bytes` as a OffsetForLeaderEpochResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "OffsetForLeaderEpochResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<OffsetForLeaderEpochResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetForLeaderEpochResponse::throttle_time_ms`](OffsetForLeaderEpochResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -659,15 +521,6 @@ impl<'a> OffsetForLeaderEpochResponseView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetForLeaderEpochResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetForLeaderEpochResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a OffsetForLeaderTopicResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct OffsetForLeaderTopicResultView<'a> {
@@ -677,17 +530,9 @@ pub struct OffsetForLeaderTopicResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(OffsetForLeaderTopicResultView { topic, partitions });
+
 impl<'a> OffsetForLeaderTopicResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`OffsetForLeaderTopicResult::topic`](OffsetForLeaderTopicResult#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -704,31 +549,17 @@ impl<'a> OffsetForLeaderTopicResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<EpochEndOffsetView<'a>>(r, ver, "OffsetForLeaderTopicResult.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("OffsetForLeaderTopicResult._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for OffsetForLeaderTopicResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
+        view::check_array::<EpochEndOffsetView<'a>>(r, ver, "OffsetForLeaderTopicResult.Partitions")?;
+        if ver.flexible {
+            r.tagged_fields("OffsetForLeaderTopicResult._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -746,15 +577,6 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicResultView<'a> {
     }
 }
 
-impl fmt::Debug for OffsetForLeaderTopicResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetForLeaderTopicResultView")
-            .field("topic", &self.topic())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a EpochEndOffset: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct EpochEndOffsetView<'a> {
@@ -762,17 +584,9 @@ pub struct EpochEndOffsetView<'a> {
     ver: Ver,
 }
 
+view_common!(EpochEndOffsetView { error_code, partition, leader_epoch, end_offset });
+
 impl<'a> EpochEndOffsetView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EpochEndOffset::error_code`](EpochEndOffset#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -801,9 +615,16 @@ impl<'a> EpochEndOffsetView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(18, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 4 { Layout::Tagged(18) } else { Layout::Fixed(18) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             18,
             &[
@@ -816,35 +637,12 @@ impl<'a> EpochEndOffsetView<'a> {
         if ver.flexible {
             r.fixed_struct_tagged_fields("EpochEndOffset._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 4 { Layout::Tagged(18) } else { Layout::Fixed(18) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 18, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for EpochEndOffsetView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EpochEndOffsetView")
-            .field("error_code", &self.error_code())
-            .field("partition", &self.partition())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("end_offset", &self.end_offset())
-            .finish()
     }
 }

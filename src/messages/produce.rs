@@ -69,25 +69,7 @@ impl<'a> Default for PartitionProduceData<'a> {
     }
 }
 
-impl Body for ProduceRequest<'_> {
-    const NAME: &'static str = "ProduceRequest";
-    const API_KEY: i16 = 0;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(3, 13);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(9, i16::MAX);
-}
-
-impl ProduceRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ProduceRequest { key: 0, request: true, versions: (3, 13), flexible: (9, i16::MAX) });
 
 impl Encode for ProduceRequest<'_> {
     #[inline]
@@ -189,31 +171,10 @@ pub struct ProduceRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(ProduceRequestView, ProduceRequest, at);
+view_common!(ProduceRequestView { transactional_id, acks, timeout_ms, topic_data });
+
 impl<'a> ProduceRequestView<'a> {
-    /// Checks `bytes` as a ProduceRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ProduceRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ProduceRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ProduceRequest::transactional_id`](ProduceRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> Option<&'a str> {
@@ -259,17 +220,6 @@ impl<'a> ProduceRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ProduceRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProduceRequestView")
-            .field("transactional_id", &self.transactional_id())
-            .field("acks", &self.acks())
-            .field("timeout_ms", &self.timeout_ms())
-            .field("topic_data", &self.topic_data())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopicProduceData: records to append, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct TopicProduceDataView<'a> {
@@ -279,17 +229,9 @@ pub struct TopicProduceDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicProduceDataView { name, topic_id, partition_data });
+
 impl<'a> TopicProduceDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicProduceData::name`](TopicProduceData#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -312,36 +254,22 @@ impl<'a> TopicProduceDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        if ver.version <= 12 {
-            r.check_str(ver.flexible, "TopicProduceData.Name")?;
-        }
-        at[0] = (r.pos() - start) as u32;
-        if ver.version == 13 {
-            r.take(16, "TopicProduceData.TopicId")?;
-        }
-        view::check_array::<PartitionProduceDataView<'a>>(r, ver, "TopicProduceData.PartitionData")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("TopicProduceData._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicProduceDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        if ver.version <= 12 {
+            r.check_str(ver.flexible, "TopicProduceData.Name")?;
+        }
+        if ver.version == 13 {
+            r.take(16, "TopicProduceData.TopicId")?;
+        }
+        view::check_array::<PartitionProduceDataView<'a>>(r, ver, "TopicProduceData.PartitionData")?;
+        if ver.flexible {
+            r.tagged_fields("TopicProduceData._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -362,16 +290,6 @@ impl<'a> ElementImpl<'a> for TopicProduceDataView<'a> {
     }
 }
 
-impl fmt::Debug for TopicProduceDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicProduceDataView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("partition_data", &self.partition_data())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionProduceData: records for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct PartitionProduceDataView<'a> {
@@ -381,17 +299,9 @@ pub struct PartitionProduceDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(PartitionProduceDataView { index, records });
+
 impl<'a> PartitionProduceDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionProduceData::index`](PartitionProduceData#structfield.index).
     #[inline]
     pub fn index(&self) -> i32 {
@@ -408,30 +318,17 @@ impl<'a> PartitionProduceDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "PartitionProduceData.Index")?;
-        r.nullable_bytes(ver.flexible, "PartitionProduceData.Records")?;
-        at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("PartitionProduceData._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionProduceDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "PartitionProduceData.Index")?;
+        r.nullable_bytes(ver.flexible, "PartitionProduceData.Records")?;
+        if ver.flexible {
+            r.tagged_fields("PartitionProduceData._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -444,15 +341,6 @@ impl<'a> ElementImpl<'a> for PartitionProduceDataView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for PartitionProduceDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionProduceDataView")
-            .field("index", &self.index())
-            .field("records", &self.records())
-            .finish()
     }
 }
 
@@ -583,25 +471,7 @@ pub struct NodeEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ProduceResponse<'_> {
-    const NAME: &'static str = "ProduceResponse";
-    const API_KEY: i16 = 0;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(3, 13);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(9, i16::MAX);
-}
-
-impl ProduceResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ProduceResponse { key: 0, request: false, versions: (3, 13), flexible: (9, i16::MAX) });
 
 impl Encode for ProduceResponse<'_> {
     #[inline]
@@ -609,10 +479,7 @@ impl Encode for ProduceResponse<'_> {
         let mut n = Size::new(4);
         n += encode::array_size(&self.responses, ver, "ProduceResponse.Responses")?;
         if ver.version <= 9 && !self.node_endpoints.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ProduceResponse.NodeEndpoints",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ProduceResponse.NodeEndpoints", ver));
         }
         if ver.flexible {
             let mut tags = TaggedSize::new();
@@ -703,10 +570,7 @@ impl Encode for PartitionProduceResponse<'_> {
             };
         }
         if ver.version <= 9 && self.current_leader != LeaderIdAndEpoch::default() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "PartitionProduceResponse.CurrentLeader",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("PartitionProduceResponse.CurrentLeader", ver));
         }
         if ver.flexible {
             let mut tags = TaggedSize::new();
@@ -839,31 +703,10 @@ pub struct ProduceResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ProduceResponseView, ProduceResponse, at);
+view_common!(ProduceResponseView { responses, throttle_time_ms, node_endpoints });
+
 impl<'a> ProduceResponseView<'a> {
-    /// Checks `bytes` as a ProduceResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ProduceResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ProduceResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ProduceResponse::responses`](ProduceResponse#structfield.responses).
     #[inline]
     pub fn responses(&self) -> ArrayView<'a, TopicProduceResponseView<'a>> {
@@ -925,16 +768,6 @@ impl<'a> ProduceResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ProduceResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProduceResponseView")
-            .field("responses", &self.responses())
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("node_endpoints", &self.node_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopicProduceResponse: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct TopicProduceResponseView<'a> {
@@ -944,17 +777,9 @@ pub struct TopicProduceResponseView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicProduceResponseView { name, topic_id, partition_responses });
+
 impl<'a> TopicProduceResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicProduceResponse::name`](TopicProduceResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -977,15 +802,14 @@ impl<'a> TopicProduceResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 12 {
             r.check_str(ver.flexible, "TopicProduceResponse.Name")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 13 {
             r.take(16, "TopicProduceResponse.TopicId")?;
         }
@@ -994,23 +818,10 @@ impl<'a> TopicProduceResponseView<'a> {
             ver,
             "TopicProduceResponse.PartitionResponses",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("TopicProduceResponse._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1031,16 +842,6 @@ impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
     }
 }
 
-impl fmt::Debug for TopicProduceResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicProduceResponseView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("partition_responses", &self.partition_responses())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionProduceResponse: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct PartitionProduceResponseView<'a> {
@@ -1050,17 +851,18 @@ pub struct PartitionProduceResponseView<'a> {
     at: [u32; 2],
 }
 
+view_common!(PartitionProduceResponseView {
+    index,
+    error_code,
+    base_offset,
+    log_append_time_ms,
+    log_start_offset,
+    record_errors,
+    error_message,
+    current_leader
+});
+
 impl<'a> PartitionProduceResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionProduceResponse::index`](PartitionProduceResponse#structfield.index).
     #[inline]
     pub fn index(&self) -> i32 {
@@ -1121,11 +923,22 @@ impl<'a> PartitionProduceResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[0]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for PartitionProduceResponseView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 8 {
+            Layout::Var
+        } else if ver.version >= 5 {
+            Layout::Fixed(30)
+        } else {
+            Layout::Fixed(22)
+        }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             22,
             &[
@@ -1145,16 +958,14 @@ impl<'a> PartitionProduceResponseView<'a> {
                 "PartitionProduceResponse.RecordErrors",
             )?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version >= 8 {
             r.check_nullable_str(ver.flexible, "PartitionProduceResponse.ErrorMessage")?;
         }
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("PartitionProduceResponse._tagged_fields", |tag, value| {
                 match tag {
                     0 if ver.version >= 10 => {
-                        LeaderIdAndEpochView::checked(value, ver)?;
+                        LeaderIdAndEpochView::check(value, ver, "PartitionProduceResponse.CurrentLeader")?;
                     }
                     0 => {
                         return Err(value.error(
@@ -1167,25 +978,7 @@ impl<'a> PartitionProduceResponseView<'a> {
                 Ok(true)
             })?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for PartitionProduceResponseView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 8 {
-            Layout::Var
-        } else if ver.version >= 5 {
-            Layout::Fixed(30)
-        } else {
-            Layout::Fixed(22)
-        }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1207,21 +1000,6 @@ impl<'a> ElementImpl<'a> for PartitionProduceResponseView<'a> {
     }
 }
 
-impl fmt::Debug for PartitionProduceResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionProduceResponseView")
-            .field("index", &self.index())
-            .field("error_code", &self.error_code())
-            .field("base_offset", &self.base_offset())
-            .field("log_append_time_ms", &self.log_append_time_ms())
-            .field("log_start_offset", &self.log_start_offset())
-            .field("record_errors", &self.record_errors())
-            .field("error_message", &self.error_message())
-            .field("current_leader", &self.current_leader())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a BatchIndexAndErrorMessage: batch-relative indexes of the records that caused the batch to be rejected, with their errors.
 #[derive(Clone, Copy)]
 pub struct BatchIndexAndErrorMessageView<'a> {
@@ -1231,17 +1009,9 @@ pub struct BatchIndexAndErrorMessageView<'a> {
     at: [u32; 1],
 }
 
+view_common!(BatchIndexAndErrorMessageView { batch_index, batch_index_error_message });
+
 impl<'a> BatchIndexAndErrorMessageView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`BatchIndexAndErrorMessage::batch_index`](BatchIndexAndErrorMessage#structfield.batch_index).
     #[inline]
     pub fn batch_index(&self) -> i32 {
@@ -1258,30 +1028,17 @@ impl<'a> BatchIndexAndErrorMessageView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "BatchIndexAndErrorMessage.BatchIndex")?;
-        r.check_nullable_str(ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("BatchIndexAndErrorMessage._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for BatchIndexAndErrorMessageView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "BatchIndexAndErrorMessage.BatchIndex")?;
+        r.check_nullable_str(ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?;
+        if ver.flexible {
+            r.tagged_fields("BatchIndexAndErrorMessage._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -1297,15 +1054,6 @@ impl<'a> ElementImpl<'a> for BatchIndexAndErrorMessageView<'a> {
     }
 }
 
-impl fmt::Debug for BatchIndexAndErrorMessageView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BatchIndexAndErrorMessageView")
-            .field("batch_index", &self.batch_index())
-            .field("batch_index_error_message", &self.batch_index_error_message())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a LeaderIdAndEpoch: the partition's current leader, sent when the request reached a broker that no longer leads it.
 #[derive(Clone, Copy)]
 pub struct LeaderIdAndEpochView<'a> {
@@ -1313,17 +1061,9 @@ pub struct LeaderIdAndEpochView<'a> {
     ver: Ver,
 }
 
+view_common!(LeaderIdAndEpochView { leader_id, leader_epoch });
+
 impl<'a> LeaderIdAndEpochView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
@@ -1340,13 +1080,6 @@ impl<'a> LeaderIdAndEpochView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(8, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
@@ -1356,23 +1089,16 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
+        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for LeaderIdAndEpochView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaderIdAndEpochView")
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -1385,17 +1111,9 @@ pub struct NodeEndpointView<'a> {
     at: [u32; 2],
 }
 
+view_common!(NodeEndpointView { node_id, host, port, rack });
+
 impl<'a> NodeEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -1424,31 +1142,17 @@ impl<'a> NodeEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(4, "NodeEndpoint.NodeId")?;
-        r.check_str(true, "NodeEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "NodeEndpoint.Port")?;
-        r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "NodeEndpoint.NodeId")?;
+        r.check_str(true, "NodeEndpoint.Host")?;
+        r.take(4, "NodeEndpoint.Port")?;
+        r.check_nullable_str(true, "NodeEndpoint.Rack")?;
+        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1462,16 +1166,5 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for NodeEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeEndpointView")
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("rack", &self.rack())
-            .finish()
     }
 }

@@ -31,25 +31,7 @@ pub struct PushTelemetryRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for PushTelemetryRequest<'_> {
-    const NAME: &'static str = "PushTelemetryRequest";
-    const API_KEY: i16 = 72;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl PushTelemetryRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(PushTelemetryRequest { key: 72, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for PushTelemetryRequest<'_> {
     #[inline]
@@ -85,31 +67,16 @@ pub struct PushTelemetryRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(PushTelemetryRequestView, PushTelemetryRequest, at);
+view_common!(PushTelemetryRequestView {
+    client_instance_id,
+    subscription_id,
+    terminating,
+    compression_type,
+    metrics
+});
+
 impl<'a> PushTelemetryRequestView<'a> {
-    /// Checks `bytes` as a PushTelemetryRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "PushTelemetryRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<PushTelemetryRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PushTelemetryRequest::client_instance_id`](PushTelemetryRequest#structfield.client_instance_id).
     #[inline]
     pub fn client_instance_id(&self) -> Uuid {
@@ -165,18 +132,6 @@ impl<'a> PushTelemetryRequestView<'a> {
     }
 }
 
-impl fmt::Debug for PushTelemetryRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PushTelemetryRequestView")
-            .field("client_instance_id", &self.client_instance_id())
-            .field("subscription_id", &self.subscription_id())
-            .field("terminating", &self.terminating())
-            .field("compression_type", &self.compression_type())
-            .field("metrics", &self.metrics())
-            .finish()
-    }
-}
-
 /// Reports whether the broker accepted the pushed metrics.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`PushTelemetryResponseView`].
@@ -192,25 +147,7 @@ pub struct PushTelemetryResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for PushTelemetryResponse<'_> {
-    const NAME: &'static str = "PushTelemetryResponse";
-    const API_KEY: i16 = 72;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl PushTelemetryResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(PushTelemetryResponse { key: 72, request: false, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for PushTelemetryResponse<'_> {
     #[inline]
@@ -242,31 +179,10 @@ pub struct PushTelemetryResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(PushTelemetryResponseView, PushTelemetryResponse);
+view_common!(PushTelemetryResponseView { throttle_time_ms, error_code });
+
 impl<'a> PushTelemetryResponseView<'a> {
-    /// Checks `bytes` as a PushTelemetryResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "PushTelemetryResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<PushTelemetryResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PushTelemetryResponse::throttle_time_ms`](PushTelemetryResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -289,14 +205,5 @@ impl<'a> PushTelemetryResponseView<'a> {
         r.run(6, &[("PushTelemetryResponse.ThrottleTimeMs", 4), ("PushTelemetryResponse.ErrorCode", 2)])?;
         r.fixed_struct_tagged_fields("PushTelemetryResponse._tagged_fields", |_, _| Ok(false))?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for PushTelemetryResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PushTelemetryResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

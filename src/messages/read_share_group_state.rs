@@ -50,25 +50,7 @@ pub struct PartitionData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ReadShareGroupStateRequest<'_> {
-    const NAME: &'static str = "ReadShareGroupStateRequest";
-    const API_KEY: i16 = 84;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ReadShareGroupStateRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ReadShareGroupStateRequest { key: 84, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for ReadShareGroupStateRequest<'_> {
     #[inline]
@@ -137,32 +119,10 @@ pub struct ReadShareGroupStateRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(ReadShareGroupStateRequestView, ReadShareGroupStateRequest, at);
+view_common!(ReadShareGroupStateRequestView { group_id, topics });
+
 impl<'a> ReadShareGroupStateRequestView<'a> {
-    /// Checks `bytes` as a ReadShareGroupStateRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ReadShareGroupStateRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ReadShareGroupStateRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReadShareGroupStateRequest::group_id`](ReadShareGroupStateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -193,15 +153,6 @@ impl<'a> ReadShareGroupStateRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ReadShareGroupStateRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadShareGroupStateRequestView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReadStateData: topics whose share-partition state to read.
 #[derive(Clone, Copy)]
 pub struct ReadStateDataView<'a> {
@@ -211,17 +162,9 @@ pub struct ReadStateDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ReadStateDataView { topic_id, partitions });
+
 impl<'a> ReadStateDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReadStateData::topic_id`](ReadStateData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -238,28 +181,15 @@ impl<'a> ReadStateDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "ReadStateData.TopicId")?;
-        view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateData.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ReadStateData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReadStateDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "ReadStateData.TopicId")?;
+        view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateData.Partitions")?;
+        r.tagged_fields("ReadStateData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -273,15 +203,6 @@ impl<'a> ElementImpl<'a> for ReadStateDataView<'a> {
     }
 }
 
-impl fmt::Debug for ReadStateDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadStateDataView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionData: partitions whose state to read.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
@@ -289,17 +210,9 @@ pub struct PartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(PartitionDataView { partition, leader_epoch });
+
 impl<'a> PartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -316,13 +229,6 @@ impl<'a> PartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(8, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(8, &[("PartitionData.Partition", 4), ("PartitionData.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
@@ -332,23 +238,16 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(8, &[("PartitionData.Partition", 4), ("PartitionData.LeaderEpoch", 4)])?;
+        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for PartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionDataView")
-            .field("partition", &self.partition())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -416,25 +315,12 @@ pub struct StateBatch<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ReadShareGroupStateResponse<'_> {
-    const NAME: &'static str = "ReadShareGroupStateResponse";
-    const API_KEY: i16 = 84;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ReadShareGroupStateResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ReadShareGroupStateResponse {
+    key: 84,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ReadShareGroupStateResponse<'_> {
     #[inline]
@@ -532,32 +418,10 @@ pub struct ReadShareGroupStateResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ReadShareGroupStateResponseView, ReadShareGroupStateResponse, at);
+view_common!(ReadShareGroupStateResponseView { results });
+
 impl<'a> ReadShareGroupStateResponseView<'a> {
-    /// Checks `bytes` as a ReadShareGroupStateResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ReadShareGroupStateResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ReadShareGroupStateResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReadShareGroupStateResponse::results`](ReadShareGroupStateResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, ReadStateResultView<'a>> {
@@ -580,12 +444,6 @@ impl<'a> ReadShareGroupStateResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ReadShareGroupStateResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadShareGroupStateResponseView").field("results", &self.results()).finish()
-    }
-}
-
 /// A zero-copy view of a ReadStateResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct ReadStateResultView<'a> {
@@ -595,17 +453,9 @@ pub struct ReadStateResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ReadStateResultView { topic_id, partitions });
+
 impl<'a> ReadStateResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReadStateResult::topic_id`](ReadStateResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -622,28 +472,15 @@ impl<'a> ReadStateResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "ReadStateResult.TopicId")?;
-        view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateResult.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ReadStateResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReadStateResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "ReadStateResult.TopicId")?;
+        view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateResult.Partitions")?;
+        r.tagged_fields("ReadStateResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -657,15 +494,6 @@ impl<'a> ElementImpl<'a> for ReadStateResultView<'a> {
     }
 }
 
-impl fmt::Debug for ReadStateResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadStateResultView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionResult: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct PartitionResultView<'a> {
@@ -675,17 +503,16 @@ pub struct PartitionResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(PartitionResultView {
+    partition,
+    error_code,
+    error_message,
+    state_epoch,
+    start_offset,
+    state_batches
+});
+
 impl<'a> PartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -726,31 +553,17 @@ impl<'a> PartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
-        r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(12, &[("PartitionResult.StateEpoch", 4), ("PartitionResult.StartOffset", 8)])?;
-        view::check_array::<StateBatchView<'a>>(r, ver, "PartitionResult.StateBatches")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
+        r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
+        r.run(12, &[("PartitionResult.StateEpoch", 4), ("PartitionResult.StartOffset", 8)])?;
+        view::check_array::<StateBatchView<'a>>(r, ver, "PartitionResult.StateBatches")?;
+        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -767,19 +580,6 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     }
 }
 
-impl fmt::Debug for PartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionResultView")
-            .field("partition", &self.partition())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("state_epoch", &self.state_epoch())
-            .field("start_offset", &self.start_offset())
-            .field("state_batches", &self.state_batches())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a StateBatch: delivery state of ranges of offsets.
 #[derive(Clone, Copy)]
 pub struct StateBatchView<'a> {
@@ -787,17 +587,9 @@ pub struct StateBatchView<'a> {
     ver: Ver,
 }
 
+view_common!(StateBatchView { first_offset, last_offset, delivery_state, delivery_count });
+
 impl<'a> StateBatchView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StateBatch::first_offset`](StateBatch#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
@@ -826,9 +618,16 @@ impl<'a> StateBatchView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(19, &[])
     }
+}
+
+impl<'a> ElementImpl<'a> for StateBatchView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Tagged(19)
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             19,
             &[
@@ -839,35 +638,12 @@ impl<'a> StateBatchView<'a> {
             ],
         )?;
         r.fixed_struct_tagged_fields("StateBatch._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for StateBatchView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Tagged(19)
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 19, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for StateBatchView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StateBatchView")
-            .field("first_offset", &self.first_offset())
-            .field("last_offset", &self.last_offset())
-            .field("delivery_state", &self.delivery_state())
-            .field("delivery_count", &self.delivery_count())
-            .finish()
     }
 }

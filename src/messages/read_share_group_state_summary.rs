@@ -50,25 +50,12 @@ pub struct PartitionData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ReadShareGroupStateSummaryRequest<'_> {
-    const NAME: &'static str = "ReadShareGroupStateSummaryRequest";
-    const API_KEY: i16 = 87;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ReadShareGroupStateSummaryRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ReadShareGroupStateSummaryRequest {
+    key: 87,
+    request: true,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ReadShareGroupStateSummaryRequest<'_> {
     #[inline]
@@ -138,32 +125,10 @@ pub struct ReadShareGroupStateSummaryRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(ReadShareGroupStateSummaryRequestView, ReadShareGroupStateSummaryRequest, at);
+view_common!(ReadShareGroupStateSummaryRequestView { group_id, topics });
+
 impl<'a> ReadShareGroupStateSummaryRequestView<'a> {
-    /// Checks `bytes` as a ReadShareGroupStateSummaryRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ReadShareGroupStateSummaryRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ReadShareGroupStateSummaryRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReadShareGroupStateSummaryRequest::group_id`](ReadShareGroupStateSummaryRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -198,15 +163,6 @@ impl<'a> ReadShareGroupStateSummaryRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ReadShareGroupStateSummaryRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadShareGroupStateSummaryRequestView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ReadStateSummaryData: topics whose share-partition state to summarise.
 #[derive(Clone, Copy)]
 pub struct ReadStateSummaryDataView<'a> {
@@ -216,17 +172,9 @@ pub struct ReadStateSummaryDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ReadStateSummaryDataView { topic_id, partitions });
+
 impl<'a> ReadStateSummaryDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReadStateSummaryData::topic_id`](ReadStateSummaryData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -243,28 +191,15 @@ impl<'a> ReadStateSummaryDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "ReadStateSummaryData.TopicId")?;
-        view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateSummaryData.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ReadStateSummaryData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReadStateSummaryDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "ReadStateSummaryData.TopicId")?;
+        view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateSummaryData.Partitions")?;
+        r.tagged_fields("ReadStateSummaryData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -278,15 +213,6 @@ impl<'a> ElementImpl<'a> for ReadStateSummaryDataView<'a> {
     }
 }
 
-impl fmt::Debug for ReadStateSummaryDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadStateSummaryDataView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionData: partitions whose state to summarise.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
@@ -294,17 +220,9 @@ pub struct PartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(PartitionDataView { partition, leader_epoch });
+
 impl<'a> PartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -321,13 +239,6 @@ impl<'a> PartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(8, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(8, &[("PartitionData.Partition", 4), ("PartitionData.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
@@ -337,23 +248,16 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(8, &[("PartitionData.Partition", 4), ("PartitionData.LeaderEpoch", 4)])?;
+        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for PartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionDataView")
-            .field("partition", &self.partition())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -421,25 +325,12 @@ impl<'a> Default for PartitionResult<'a> {
     }
 }
 
-impl Body for ReadShareGroupStateSummaryResponse<'_> {
-    const NAME: &'static str = "ReadShareGroupStateSummaryResponse";
-    const API_KEY: i16 = 87;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ReadShareGroupStateSummaryResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ReadShareGroupStateSummaryResponse {
+    key: 87,
+    request: false,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ReadShareGroupStateSummaryResponse<'_> {
     #[inline]
@@ -525,32 +416,10 @@ pub struct ReadShareGroupStateSummaryResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ReadShareGroupStateSummaryResponseView, ReadShareGroupStateSummaryResponse, at);
+view_common!(ReadShareGroupStateSummaryResponseView { results });
+
 impl<'a> ReadShareGroupStateSummaryResponseView<'a> {
-    /// Checks `bytes` as a ReadShareGroupStateSummaryResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ReadShareGroupStateSummaryResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ReadShareGroupStateSummaryResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReadShareGroupStateSummaryResponse::results`](ReadShareGroupStateSummaryResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, ReadStateSummaryResultView<'a>> {
@@ -577,12 +446,6 @@ impl<'a> ReadShareGroupStateSummaryResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ReadShareGroupStateSummaryResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadShareGroupStateSummaryResponseView").field("results", &self.results()).finish()
-    }
-}
-
 /// A zero-copy view of a ReadStateSummaryResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct ReadStateSummaryResultView<'a> {
@@ -592,17 +455,9 @@ pub struct ReadStateSummaryResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ReadStateSummaryResultView { topic_id, partitions });
+
 impl<'a> ReadStateSummaryResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ReadStateSummaryResult::topic_id`](ReadStateSummaryResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -619,28 +474,15 @@ impl<'a> ReadStateSummaryResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "ReadStateSummaryResult.TopicId")?;
-        view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateSummaryResult.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ReadStateSummaryResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ReadStateSummaryResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "ReadStateSummaryResult.TopicId")?;
+        view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateSummaryResult.Partitions")?;
+        r.tagged_fields("ReadStateSummaryResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -654,15 +496,6 @@ impl<'a> ElementImpl<'a> for ReadStateSummaryResultView<'a> {
     }
 }
 
-impl fmt::Debug for ReadStateSummaryResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadStateSummaryResultView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionResult: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct PartitionResultView<'a> {
@@ -672,17 +505,17 @@ pub struct PartitionResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(PartitionResultView {
+    partition,
+    error_code,
+    error_message,
+    state_epoch,
+    leader_epoch,
+    start_offset,
+    delivery_complete_count
+});
+
 impl<'a> PartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -729,14 +562,13 @@ impl<'a> PartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + (if self.ver.version >= 1 { 20 } else { 16 }), &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
         r.run(
             16,
             &[
@@ -749,19 +581,7 @@ impl<'a> PartitionResultView<'a> {
             r.take(4, "PartitionResult.DeliveryCompleteCount")?;
         }
         r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -773,19 +593,5 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         p += if ver.version >= 1 { 20 } else { 16 };
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for PartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionResultView")
-            .field("partition", &self.partition())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("state_epoch", &self.state_epoch())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("start_offset", &self.start_offset())
-            .field("delivery_complete_count", &self.delivery_complete_count())
-            .finish()
     }
 }

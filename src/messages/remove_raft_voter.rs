@@ -38,25 +38,7 @@ impl<'a> Default for RemoveRaftVoterRequest<'a> {
     }
 }
 
-impl Body for RemoveRaftVoterRequest<'_> {
-    const NAME: &'static str = "RemoveRaftVoterRequest";
-    const API_KEY: i16 = 81;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl RemoveRaftVoterRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(RemoveRaftVoterRequest { key: 81, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for RemoveRaftVoterRequest<'_> {
     #[inline]
@@ -95,31 +77,10 @@ pub struct RemoveRaftVoterRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(RemoveRaftVoterRequestView, RemoveRaftVoterRequest, at);
+view_common!(RemoveRaftVoterRequestView { cluster_id, voter_id, voter_directory_id });
+
 impl<'a> RemoveRaftVoterRequestView<'a> {
-    /// Checks `bytes` as a RemoveRaftVoterRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "RemoveRaftVoterRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<RemoveRaftVoterRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`RemoveRaftVoterRequest::cluster_id`](RemoveRaftVoterRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
@@ -155,16 +116,6 @@ impl<'a> RemoveRaftVoterRequestView<'a> {
     }
 }
 
-impl fmt::Debug for RemoveRaftVoterRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RemoveRaftVoterRequestView")
-            .field("cluster_id", &self.cluster_id())
-            .field("voter_id", &self.voter_id())
-            .field("voter_directory_id", &self.voter_directory_id())
-            .finish()
-    }
-}
-
 /// KRaft: reports whether the voter was removed.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`RemoveRaftVoterResponseView`].
@@ -194,25 +145,7 @@ impl<'a> Default for RemoveRaftVoterResponse<'a> {
     }
 }
 
-impl Body for RemoveRaftVoterResponse<'_> {
-    const NAME: &'static str = "RemoveRaftVoterResponse";
-    const API_KEY: i16 = 81;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl RemoveRaftVoterResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(RemoveRaftVoterResponse { key: 81, request: false, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for RemoveRaftVoterResponse<'_> {
     #[inline]
@@ -251,31 +184,10 @@ pub struct RemoveRaftVoterResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(RemoveRaftVoterResponseView, RemoveRaftVoterResponse, at);
+view_common!(RemoveRaftVoterResponseView { throttle_time_ms, error_code, error_message });
+
 impl<'a> RemoveRaftVoterResponseView<'a> {
-    /// Checks `bytes` as a RemoveRaftVoterResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "RemoveRaftVoterResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<RemoveRaftVoterResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`RemoveRaftVoterResponse::throttle_time_ms`](RemoveRaftVoterResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -308,15 +220,5 @@ impl<'a> RemoveRaftVoterResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.tagged_fields("RemoveRaftVoterResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for RemoveRaftVoterResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RemoveRaftVoterResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

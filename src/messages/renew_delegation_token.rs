@@ -25,25 +25,7 @@ pub struct RenewDelegationTokenRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for RenewDelegationTokenRequest<'_> {
-    const NAME: &'static str = "RenewDelegationTokenRequest";
-    const API_KEY: i16 = 39;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl RenewDelegationTokenRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(RenewDelegationTokenRequest { key: 39, request: true, versions: (1, 2), flexible: (2, i16::MAX) });
 
 impl Encode for RenewDelegationTokenRequest<'_> {
     #[inline]
@@ -80,32 +62,10 @@ pub struct RenewDelegationTokenRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(RenewDelegationTokenRequestView, RenewDelegationTokenRequest, at);
+view_common!(RenewDelegationTokenRequestView { hmac, renew_period_ms });
+
 impl<'a> RenewDelegationTokenRequestView<'a> {
-    /// Checks `bytes` as a RenewDelegationTokenRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "RenewDelegationTokenRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<RenewDelegationTokenRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`RenewDelegationTokenRequest::hmac`](RenewDelegationTokenRequest#structfield.hmac).
     #[inline]
     pub fn hmac(&self) -> &'a [u8] {
@@ -137,15 +97,6 @@ impl<'a> RenewDelegationTokenRequestView<'a> {
     }
 }
 
-impl fmt::Debug for RenewDelegationTokenRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RenewDelegationTokenRequestView")
-            .field("hmac", &self.hmac())
-            .field("renew_period_ms", &self.renew_period_ms())
-            .finish()
-    }
-}
-
 /// Reports the new expiry time of a renewed delegation token.
 ///
 /// Versions 1-2; flexible from version 2. Decode it without allocating with [`RenewDelegationTokenResponseView`].
@@ -163,25 +114,12 @@ pub struct RenewDelegationTokenResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for RenewDelegationTokenResponse<'_> {
-    const NAME: &'static str = "RenewDelegationTokenResponse";
-    const API_KEY: i16 = 39;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl RenewDelegationTokenResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(RenewDelegationTokenResponse {
+    key: 39,
+    request: false,
+    versions: (1, 2),
+    flexible: (2, i16::MAX)
+});
 
 impl Encode for RenewDelegationTokenResponse<'_> {
     #[inline]
@@ -223,32 +161,10 @@ pub struct RenewDelegationTokenResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(RenewDelegationTokenResponseView, RenewDelegationTokenResponse);
+view_common!(RenewDelegationTokenResponseView { error_code, expiry_timestamp_ms, throttle_time_ms });
+
 impl<'a> RenewDelegationTokenResponseView<'a> {
-    /// Checks `bytes` as a RenewDelegationTokenResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "RenewDelegationTokenResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) =
-            view::check_body::<RenewDelegationTokenResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`RenewDelegationTokenResponse::error_code`](RenewDelegationTokenResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -286,15 +202,5 @@ impl<'a> RenewDelegationTokenResponseView<'a> {
             r.fixed_struct_tagged_fields("RenewDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok([])
-    }
-}
-
-impl fmt::Debug for RenewDelegationTokenResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RenewDelegationTokenResponseView")
-            .field("error_code", &self.error_code())
-            .field("expiry_timestamp_ms", &self.expiry_timestamp_ms())
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .finish()
     }
 }

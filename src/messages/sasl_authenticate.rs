@@ -24,25 +24,7 @@ pub struct SaslAuthenticateRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for SaslAuthenticateRequest<'_> {
-    const NAME: &'static str = "SaslAuthenticateRequest";
-    const API_KEY: i16 = 36;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl SaslAuthenticateRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(SaslAuthenticateRequest { key: 36, request: true, versions: (0, 2), flexible: (2, i16::MAX) });
 
 impl Encode for SaslAuthenticateRequest<'_> {
     #[inline]
@@ -78,31 +60,10 @@ pub struct SaslAuthenticateRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(SaslAuthenticateRequestView, SaslAuthenticateRequest, at);
+view_common!(SaslAuthenticateRequestView { auth_bytes });
+
 impl<'a> SaslAuthenticateRequestView<'a> {
-    /// Checks `bytes` as a SaslAuthenticateRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "SaslAuthenticateRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<SaslAuthenticateRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`SaslAuthenticateRequest::auth_bytes`](SaslAuthenticateRequest#structfield.auth_bytes).
     #[inline]
     pub fn auth_bytes(&self) -> &'a [u8] {
@@ -124,12 +85,6 @@ impl<'a> SaslAuthenticateRequestView<'a> {
             r.tagged_fields("SaslAuthenticateRequest._tagged_fields", |_, _| Ok(false))?;
         }
         Ok(at)
-    }
-}
-
-impl fmt::Debug for SaslAuthenticateRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SaslAuthenticateRequestView").field("auth_bytes", &self.auth_bytes()).finish()
     }
 }
 
@@ -166,25 +121,7 @@ impl<'a> Default for SaslAuthenticateResponse<'a> {
     }
 }
 
-impl Body for SaslAuthenticateResponse<'_> {
-    const NAME: &'static str = "SaslAuthenticateResponse";
-    const API_KEY: i16 = 36;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(2, i16::MAX);
-}
-
-impl SaslAuthenticateResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(SaslAuthenticateResponse { key: 36, request: false, versions: (0, 2), flexible: (2, i16::MAX) });
 
 impl Encode for SaslAuthenticateResponse<'_> {
     #[inline]
@@ -232,31 +169,10 @@ pub struct SaslAuthenticateResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(SaslAuthenticateResponseView, SaslAuthenticateResponse, at);
+view_common!(SaslAuthenticateResponseView { error_code, error_message, auth_bytes, session_lifetime_ms });
+
 impl<'a> SaslAuthenticateResponseView<'a> {
-    /// Checks `bytes` as a SaslAuthenticateResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "SaslAuthenticateResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<SaslAuthenticateResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`SaslAuthenticateResponse::error_code`](SaslAuthenticateResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -302,16 +218,5 @@ impl<'a> SaslAuthenticateResponseView<'a> {
             r.tagged_fields("SaslAuthenticateResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok(at)
-    }
-}
-
-impl fmt::Debug for SaslAuthenticateResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SaslAuthenticateResponseView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("auth_bytes", &self.auth_bytes())
-            .field("session_lifetime_ms", &self.session_lifetime_ms())
-            .finish()
     }
 }

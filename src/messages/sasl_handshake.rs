@@ -21,25 +21,7 @@ pub struct SaslHandshakeRequest<'a> {
     pub mechanism: Str<'a>,
 }
 
-impl Body for SaslHandshakeRequest<'_> {
-    const NAME: &'static str = "SaslHandshakeRequest";
-    const API_KEY: i16 = 17;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, 0);
-}
-
-impl SaslHandshakeRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(SaslHandshakeRequest { key: 17, request: true, versions: (0, 1), flexible: (1, 0) });
 
 impl Encode for SaslHandshakeRequest<'_> {
     #[inline]
@@ -64,31 +46,10 @@ pub struct SaslHandshakeRequestView<'a> {
     ver: Ver,
 }
 
+body_view!(SaslHandshakeRequestView, SaslHandshakeRequest);
+view_common!(SaslHandshakeRequestView { mechanism });
+
 impl<'a> SaslHandshakeRequestView<'a> {
-    /// Checks `bytes` as a SaslHandshakeRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "SaslHandshakeRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<SaslHandshakeRequest, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`SaslHandshakeRequest::mechanism`](SaslHandshakeRequest#structfield.mechanism).
     #[inline]
     pub fn mechanism(&self) -> &'a str {
@@ -99,12 +60,6 @@ impl<'a> SaslHandshakeRequestView<'a> {
     fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
         r.check_str(false, "SaslHandshakeRequest.Mechanism")?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for SaslHandshakeRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SaslHandshakeRequestView").field("mechanism", &self.mechanism()).finish()
     }
 }
 
@@ -120,25 +75,7 @@ pub struct SaslHandshakeResponse<'a> {
     pub mechanisms: List<'a, Str<'a>>,
 }
 
-impl Body for SaslHandshakeResponse<'_> {
-    const NAME: &'static str = "SaslHandshakeResponse";
-    const API_KEY: i16 = 17;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, 0);
-}
-
-impl SaslHandshakeResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(SaslHandshakeResponse { key: 17, request: false, versions: (0, 1), flexible: (1, 0) });
 
 impl Encode for SaslHandshakeResponse<'_> {
     #[inline]
@@ -164,31 +101,10 @@ pub struct SaslHandshakeResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(SaslHandshakeResponseView, SaslHandshakeResponse);
+view_common!(SaslHandshakeResponseView { error_code, mechanisms });
+
 impl<'a> SaslHandshakeResponseView<'a> {
-    /// Checks `bytes` as a SaslHandshakeResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "SaslHandshakeResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<SaslHandshakeResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`SaslHandshakeResponse::error_code`](SaslHandshakeResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -206,14 +122,5 @@ impl<'a> SaslHandshakeResponseView<'a> {
         r.take(2, "SaslHandshakeResponse.ErrorCode")?;
         view::check_array::<&'a str>(r, ver, "SaslHandshakeResponse.Mechanisms")?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for SaslHandshakeResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SaslHandshakeResponseView")
-            .field("error_code", &self.error_code())
-            .field("mechanisms", &self.mechanisms())
-            .finish()
     }
 }

@@ -85,25 +85,7 @@ pub struct AcknowledgementBatch<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ShareAcknowledgeRequest<'_> {
-    const NAME: &'static str = "ShareAcknowledgeRequest";
-    const API_KEY: i16 = 79;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ShareAcknowledgeRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ShareAcknowledgeRequest { key: 79, request: true, versions: (1, 2), flexible: (0, i16::MAX) });
 
 impl Encode for ShareAcknowledgeRequest<'_> {
     #[inline]
@@ -120,10 +102,7 @@ impl Encode for ShareAcknowledgeRequest<'_> {
         if ver.version == 2 {
             n += 1;
         } else if self.is_renew_ack {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ShareAcknowledgeRequest.IsRenewAck",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ShareAcknowledgeRequest.IsRenewAck", ver));
         }
         n += encode::array_size(&self.topics, ver, "ShareAcknowledgeRequest.Topics")?;
         n += wire::raw_tagged_fields_size(
@@ -217,31 +196,10 @@ pub struct ShareAcknowledgeRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(ShareAcknowledgeRequestView, ShareAcknowledgeRequest, at);
+view_common!(ShareAcknowledgeRequestView { group_id, member_id, share_session_epoch, is_renew_ack, topics });
+
 impl<'a> ShareAcknowledgeRequestView<'a> {
-    /// Checks `bytes` as a ShareAcknowledgeRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ShareAcknowledgeRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ShareAcknowledgeRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareAcknowledgeRequest::group_id`](ShareAcknowledgeRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> Option<&'a str> {
@@ -296,18 +254,6 @@ impl<'a> ShareAcknowledgeRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ShareAcknowledgeRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareAcknowledgeRequestView")
-            .field("group_id", &self.group_id())
-            .field("member_id", &self.member_id())
-            .field("share_session_epoch", &self.share_session_epoch())
-            .field("is_renew_ack", &self.is_renew_ack())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AcknowledgeTopic: topics with records to acknowledge.
 #[derive(Clone, Copy)]
 pub struct AcknowledgeTopicView<'a> {
@@ -317,17 +263,9 @@ pub struct AcknowledgeTopicView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AcknowledgeTopicView { topic_id, partitions });
+
 impl<'a> AcknowledgeTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AcknowledgeTopic::topic_id`](AcknowledgeTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -344,28 +282,15 @@ impl<'a> AcknowledgeTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "AcknowledgeTopic.TopicId")?;
-        view::check_array::<AcknowledgePartitionView<'a>>(r, ver, "AcknowledgeTopic.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AcknowledgeTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AcknowledgeTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "AcknowledgeTopic.TopicId")?;
+        view::check_array::<AcknowledgePartitionView<'a>>(r, ver, "AcknowledgeTopic.Partitions")?;
+        r.tagged_fields("AcknowledgeTopic._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -379,15 +304,6 @@ impl<'a> ElementImpl<'a> for AcknowledgeTopicView<'a> {
     }
 }
 
-impl fmt::Debug for AcknowledgeTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AcknowledgeTopicView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AcknowledgePartition: partitions of this topic.
 #[derive(Clone, Copy)]
 pub struct AcknowledgePartitionView<'a> {
@@ -397,17 +313,9 @@ pub struct AcknowledgePartitionView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AcknowledgePartitionView { partition_index, acknowledgement_batches });
+
 impl<'a> AcknowledgePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AcknowledgePartition::partition_index`](AcknowledgePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -424,32 +332,19 @@ impl<'a> AcknowledgePartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for AcknowledgePartitionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "AcknowledgePartition.PartitionIndex")?;
         view::check_array::<AcknowledgementBatchView<'a>>(
             r,
             ver,
             "AcknowledgePartition.AcknowledgementBatches",
         )?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("AcknowledgePartition._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for AcknowledgePartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -463,15 +358,6 @@ impl<'a> ElementImpl<'a> for AcknowledgePartitionView<'a> {
     }
 }
 
-impl fmt::Debug for AcknowledgePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AcknowledgePartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("acknowledgement_batches", &self.acknowledgement_batches())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AcknowledgementBatch: ranges of offsets being acknowledged.
 #[derive(Clone, Copy)]
 pub struct AcknowledgementBatchView<'a> {
@@ -481,17 +367,9 @@ pub struct AcknowledgementBatchView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AcknowledgementBatchView { first_offset, last_offset, acknowledge_types });
+
 impl<'a> AcknowledgementBatchView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AcknowledgementBatch::first_offset`](AcknowledgementBatch#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
@@ -514,28 +392,15 @@ impl<'a> AcknowledgementBatchView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
-        view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AcknowledgementBatch._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
+        view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
+        r.tagged_fields("AcknowledgementBatch._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -546,16 +411,6 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for AcknowledgementBatchView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AcknowledgementBatchView")
-            .field("first_offset", &self.first_offset())
-            .field("last_offset", &self.last_offset())
-            .field("acknowledge_types", &self.acknowledge_types())
-            .finish()
     }
 }
 
@@ -643,25 +498,7 @@ pub struct NodeEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ShareAcknowledgeResponse<'_> {
-    const NAME: &'static str = "ShareAcknowledgeResponse";
-    const API_KEY: i16 = 79;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ShareAcknowledgeResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ShareAcknowledgeResponse { key: 79, request: false, versions: (1, 2), flexible: (0, i16::MAX) });
 
 impl Encode for ShareAcknowledgeResponse<'_> {
     #[inline]
@@ -796,31 +633,17 @@ pub struct ShareAcknowledgeResponseView<'a> {
     at: [u32; 3],
 }
 
+body_view!(ShareAcknowledgeResponseView, ShareAcknowledgeResponse, at);
+view_common!(ShareAcknowledgeResponseView {
+    throttle_time_ms,
+    error_code,
+    error_message,
+    acquisition_lock_timeout_ms,
+    responses,
+    node_endpoints
+});
+
 impl<'a> ShareAcknowledgeResponseView<'a> {
-    /// Checks `bytes` as a ShareAcknowledgeResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ShareAcknowledgeResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ShareAcknowledgeResponse, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareAcknowledgeResponse::throttle_time_ms`](ShareAcknowledgeResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -888,19 +711,6 @@ impl<'a> ShareAcknowledgeResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ShareAcknowledgeResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareAcknowledgeResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("acquisition_lock_timeout_ms", &self.acquisition_lock_timeout_ms())
-            .field("responses", &self.responses())
-            .field("node_endpoints", &self.node_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ShareAcknowledgeTopicResponse: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct ShareAcknowledgeTopicResponseView<'a> {
@@ -910,17 +720,9 @@ pub struct ShareAcknowledgeTopicResponseView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ShareAcknowledgeTopicResponseView { topic_id, partitions });
+
 impl<'a> ShareAcknowledgeTopicResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareAcknowledgeTopicResponse::topic_id`](ShareAcknowledgeTopicResponse#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -937,28 +739,15 @@ impl<'a> ShareAcknowledgeTopicResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "ShareAcknowledgeTopicResponse.TopicId")?;
-        view::check_array::<PartitionDataView<'a>>(r, ver, "ShareAcknowledgeTopicResponse.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ShareAcknowledgeTopicResponse._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ShareAcknowledgeTopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "ShareAcknowledgeTopicResponse.TopicId")?;
+        view::check_array::<PartitionDataView<'a>>(r, ver, "ShareAcknowledgeTopicResponse.Partitions")?;
+        r.tagged_fields("ShareAcknowledgeTopicResponse._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -972,15 +761,6 @@ impl<'a> ElementImpl<'a> for ShareAcknowledgeTopicResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ShareAcknowledgeTopicResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareAcknowledgeTopicResponseView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionData: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
@@ -990,17 +770,9 @@ pub struct PartitionDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(PartitionDataView { partition_index, error_code, error_message, current_leader });
+
 impl<'a> PartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionData::partition_index`](PartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -1029,30 +801,16 @@ impl<'a> PartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.run(6, &[("PartitionData.PartitionIndex", 4), ("PartitionData.ErrorCode", 2)])?;
-        r.check_nullable_str(true, "PartitionData.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        LeaderIdAndEpochView::checked(r, ver)?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(6, &[("PartitionData.PartitionIndex", 4), ("PartitionData.ErrorCode", 2)])?;
+        r.check_nullable_str(true, "PartitionData.ErrorMessage")?;
+        LeaderIdAndEpochView::check(r, ver, "PartitionData.CurrentLeader")?;
+        r.tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1068,17 +826,6 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 }
 
-impl fmt::Debug for PartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("current_leader", &self.current_leader())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a LeaderIdAndEpoch: leader of the partition as the answering broker knows it.
 #[derive(Clone, Copy)]
 pub struct LeaderIdAndEpochView<'a> {
@@ -1086,17 +833,9 @@ pub struct LeaderIdAndEpochView<'a> {
     ver: Ver,
 }
 
+view_common!(LeaderIdAndEpochView { leader_id, leader_epoch });
+
 impl<'a> LeaderIdAndEpochView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
@@ -1113,13 +852,6 @@ impl<'a> LeaderIdAndEpochView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(8, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
@@ -1129,23 +861,16 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
+        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for LeaderIdAndEpochView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaderIdAndEpochView")
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -1158,17 +883,9 @@ pub struct NodeEndpointView<'a> {
     at: [u32; 2],
 }
 
+view_common!(NodeEndpointView { node_id, host, port, rack });
+
 impl<'a> NodeEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -1197,31 +914,17 @@ impl<'a> NodeEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(4, "NodeEndpoint.NodeId")?;
-        r.check_str(true, "NodeEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "NodeEndpoint.Port")?;
-        r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "NodeEndpoint.NodeId")?;
+        r.check_str(true, "NodeEndpoint.Host")?;
+        r.take(4, "NodeEndpoint.Port")?;
+        r.check_nullable_str(true, "NodeEndpoint.Rack")?;
+        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1235,16 +938,5 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for NodeEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeEndpointView")
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("rack", &self.rack())
-            .finish()
     }
 }

@@ -127,25 +127,7 @@ pub struct ForgottenTopic<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ShareFetchRequest<'_> {
-    const NAME: &'static str = "ShareFetchRequest";
-    const API_KEY: i16 = 78;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ShareFetchRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ShareFetchRequest { key: 78, request: true, versions: (1, 2), flexible: (0, i16::MAX) });
 
 impl Encode for ShareFetchRequest<'_> {
     #[inline]
@@ -165,10 +147,7 @@ impl Encode for ShareFetchRequest<'_> {
         if ver.version == 2 {
             n += 1;
         } else if self.is_renew_ack {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "ShareFetchRequest.IsRenewAck",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("ShareFetchRequest.IsRenewAck", ver));
         }
         n += encode::array_size(&self.topics, ver, "ShareFetchRequest.Topics")?;
         n += encode::array_size(&self.forgotten_topics_data, ver, "ShareFetchRequest.ForgottenTopicsData")?;
@@ -222,10 +201,7 @@ impl Encode for FetchPartition<'_> {
     fn size(&self, ver: Ver, _: &'static str) -> Result<usize, EncodeError> {
         let mut n = Size::new(4);
         if self.partition_max_bytes != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FetchPartition.PartitionMaxBytes",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FetchPartition.PartitionMaxBytes", ver));
         }
         n += encode::array_size(&self.acknowledgement_batches, ver, "FetchPartition.AcknowledgementBatches")?;
         n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FetchPartition._tagged_fields")?;
@@ -289,31 +265,23 @@ pub struct ShareFetchRequestView<'a> {
     at: [u32; 4],
 }
 
+body_view!(ShareFetchRequestView, ShareFetchRequest, at);
+view_common!(ShareFetchRequestView {
+    group_id,
+    member_id,
+    share_session_epoch,
+    max_wait_ms,
+    min_bytes,
+    max_bytes,
+    max_records,
+    batch_size,
+    share_acquire_mode,
+    is_renew_ack,
+    topics,
+    forgotten_topics_data
+});
+
 impl<'a> ShareFetchRequestView<'a> {
-    /// Checks `bytes` as a ShareFetchRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ShareFetchRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ShareFetchRequest, 4>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareFetchRequest::group_id`](ShareFetchRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> Option<&'a str> {
@@ -422,25 +390,6 @@ impl<'a> ShareFetchRequestView<'a> {
     }
 }
 
-impl fmt::Debug for ShareFetchRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareFetchRequestView")
-            .field("group_id", &self.group_id())
-            .field("member_id", &self.member_id())
-            .field("share_session_epoch", &self.share_session_epoch())
-            .field("max_wait_ms", &self.max_wait_ms())
-            .field("min_bytes", &self.min_bytes())
-            .field("max_bytes", &self.max_bytes())
-            .field("max_records", &self.max_records())
-            .field("batch_size", &self.batch_size())
-            .field("share_acquire_mode", &self.share_acquire_mode())
-            .field("is_renew_ack", &self.is_renew_ack())
-            .field("topics", &self.topics())
-            .field("forgotten_topics_data", &self.forgotten_topics_data())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchTopic: topics to fetch from or acknowledge on.
 #[derive(Clone, Copy)]
 pub struct FetchTopicView<'a> {
@@ -450,17 +399,9 @@ pub struct FetchTopicView<'a> {
     at: [u32; 1],
 }
 
+view_common!(FetchTopicView { topic_id, partitions });
+
 impl<'a> FetchTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchTopic::topic_id`](FetchTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -477,28 +418,15 @@ impl<'a> FetchTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "FetchTopic.TopicId")?;
-        view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("FetchTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "FetchTopic.TopicId")?;
+        view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
+        r.tagged_fields("FetchTopic._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -512,15 +440,6 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
     }
 }
 
-impl fmt::Debug for FetchTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchTopicView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FetchPartition: partitions of this topic.
 #[derive(Clone, Copy)]
 pub struct FetchPartitionView<'a> {
@@ -530,17 +449,9 @@ pub struct FetchPartitionView<'a> {
     at: [u32; 1],
 }
 
+view_common!(FetchPartitionView { partition_index, partition_max_bytes, acknowledgement_batches });
+
 impl<'a> FetchPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FetchPartition::partition_index`](FetchPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -563,28 +474,15 @@ impl<'a> FetchPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "FetchPartition.PartitionIndex")?;
-        view::check_array::<AcknowledgementBatchView<'a>>(r, ver, "FetchPartition.AcknowledgementBatches")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("FetchPartition._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "FetchPartition.PartitionIndex")?;
+        view::check_array::<AcknowledgementBatchView<'a>>(r, ver, "FetchPartition.AcknowledgementBatches")?;
+        r.tagged_fields("FetchPartition._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -598,16 +496,6 @@ impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
     }
 }
 
-impl fmt::Debug for FetchPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FetchPartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("partition_max_bytes", &self.partition_max_bytes())
-            .field("acknowledgement_batches", &self.acknowledgement_batches())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a AcknowledgementBatch: ranges of offsets being acknowledged.
 #[derive(Clone, Copy)]
 pub struct AcknowledgementBatchView<'a> {
@@ -617,17 +505,9 @@ pub struct AcknowledgementBatchView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AcknowledgementBatchView { first_offset, last_offset, acknowledge_types });
+
 impl<'a> AcknowledgementBatchView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AcknowledgementBatch::first_offset`](AcknowledgementBatch#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
@@ -650,28 +530,15 @@ impl<'a> AcknowledgementBatchView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
-        view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AcknowledgementBatch._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
+        view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
+        r.tagged_fields("AcknowledgementBatch._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -685,16 +552,6 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     }
 }
 
-impl fmt::Debug for AcknowledgementBatchView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AcknowledgementBatchView")
-            .field("first_offset", &self.first_offset())
-            .field("last_offset", &self.last_offset())
-            .field("acknowledge_types", &self.acknowledge_types())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ForgottenTopic: partitions to drop from the share session.
 #[derive(Clone, Copy)]
 pub struct ForgottenTopicView<'a> {
@@ -704,17 +561,9 @@ pub struct ForgottenTopicView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ForgottenTopicView { topic_id, partitions });
+
 impl<'a> ForgottenTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ForgottenTopic::topic_id`](ForgottenTopic#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -731,28 +580,15 @@ impl<'a> ForgottenTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "ForgottenTopic.TopicId")?;
-        view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ForgottenTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "ForgottenTopic.TopicId")?;
+        view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
+        r.tagged_fields("ForgottenTopic._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -763,15 +599,6 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for ForgottenTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ForgottenTopicView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }
 
@@ -884,25 +711,7 @@ pub struct NodeEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ShareFetchResponse<'_> {
-    const NAME: &'static str = "ShareFetchResponse";
-    const API_KEY: i16 = 78;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ShareFetchResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ShareFetchResponse { key: 78, request: false, versions: (1, 2), flexible: (0, i16::MAX) });
 
 impl Encode for ShareFetchResponse<'_> {
     #[inline]
@@ -1058,31 +867,17 @@ pub struct ShareFetchResponseView<'a> {
     at: [u32; 3],
 }
 
+body_view!(ShareFetchResponseView, ShareFetchResponse, at);
+view_common!(ShareFetchResponseView {
+    throttle_time_ms,
+    error_code,
+    error_message,
+    acquisition_lock_timeout_ms,
+    responses,
+    node_endpoints
+});
+
 impl<'a> ShareFetchResponseView<'a> {
-    /// Checks `bytes` as a ShareFetchResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ShareFetchResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ShareFetchResponse, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareFetchResponse::throttle_time_ms`](ShareFetchResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -1141,19 +936,6 @@ impl<'a> ShareFetchResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ShareFetchResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareFetchResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("acquisition_lock_timeout_ms", &self.acquisition_lock_timeout_ms())
-            .field("responses", &self.responses())
-            .field("node_endpoints", &self.node_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a ShareFetchableTopicResponse: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct ShareFetchableTopicResponseView<'a> {
@@ -1163,17 +945,9 @@ pub struct ShareFetchableTopicResponseView<'a> {
     at: [u32; 1],
 }
 
+view_common!(ShareFetchableTopicResponseView { topic_id, partitions });
+
 impl<'a> ShareFetchableTopicResponseView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareFetchableTopicResponse::topic_id`](ShareFetchableTopicResponse#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -1190,28 +964,15 @@ impl<'a> ShareFetchableTopicResponseView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "ShareFetchableTopicResponse.TopicId")?;
-        view::check_array::<PartitionDataView<'a>>(r, ver, "ShareFetchableTopicResponse.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ShareFetchableTopicResponse._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ShareFetchableTopicResponseView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "ShareFetchableTopicResponse.TopicId")?;
+        view::check_array::<PartitionDataView<'a>>(r, ver, "ShareFetchableTopicResponse.Partitions")?;
+        r.tagged_fields("ShareFetchableTopicResponse._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1225,15 +986,6 @@ impl<'a> ElementImpl<'a> for ShareFetchableTopicResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ShareFetchableTopicResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareFetchableTopicResponseView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionData: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
@@ -1243,17 +995,18 @@ pub struct PartitionDataView<'a> {
     at: [u32; 5],
 }
 
+view_common!(PartitionDataView {
+    partition_index,
+    error_code,
+    error_message,
+    acknowledge_error_code,
+    acknowledge_error_message,
+    current_leader,
+    records,
+    acquired_records
+});
+
 impl<'a> PartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionData::partition_index`](PartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -1306,37 +1059,20 @@ impl<'a> PartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[4] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 5], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 5];
-        r.run(6, &[("PartitionData.PartitionIndex", 4), ("PartitionData.ErrorCode", 2)])?;
-        r.check_nullable_str(true, "PartitionData.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "PartitionData.AcknowledgeErrorCode")?;
-        r.check_nullable_str(true, "PartitionData.AcknowledgeErrorMessage")?;
-        at[1] = (r.pos() - start) as u32;
-        LeaderIdAndEpochView::checked(r, ver)?;
-        at[2] = (r.pos() - start) as u32;
-        r.bytes(true, "PartitionData.Records")?;
-        at[3] = (r.pos() - start) as u32;
-        view::check_array::<AcquiredRecordsView<'a>>(r, ver, "PartitionData.AcquiredRecords")?;
-        at[4] = (r.pos() - start) as u32;
-        r.tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.run(6, &[("PartitionData.PartitionIndex", 4), ("PartitionData.ErrorCode", 2)])?;
+        r.check_nullable_str(true, "PartitionData.ErrorMessage")?;
+        r.take(2, "PartitionData.AcknowledgeErrorCode")?;
+        r.check_nullable_str(true, "PartitionData.AcknowledgeErrorMessage")?;
+        LeaderIdAndEpochView::check(r, ver, "PartitionData.CurrentLeader")?;
+        r.bytes(true, "PartitionData.Records")?;
+        view::check_array::<AcquiredRecordsView<'a>>(r, ver, "PartitionData.AcquiredRecords")?;
+        r.tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1359,21 +1095,6 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 }
 
-impl fmt::Debug for PartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("acknowledge_error_code", &self.acknowledge_error_code())
-            .field("acknowledge_error_message", &self.acknowledge_error_message())
-            .field("current_leader", &self.current_leader())
-            .field("records", &self.records())
-            .field("acquired_records", &self.acquired_records())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a LeaderIdAndEpoch: leader of the partition as the answering broker knows it.
 #[derive(Clone, Copy)]
 pub struct LeaderIdAndEpochView<'a> {
@@ -1381,17 +1102,9 @@ pub struct LeaderIdAndEpochView<'a> {
     ver: Ver,
 }
 
+view_common!(LeaderIdAndEpochView { leader_id, leader_epoch });
+
 impl<'a> LeaderIdAndEpochView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`LeaderIdAndEpoch::leader_id`](LeaderIdAndEpoch#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
@@ -1408,13 +1121,6 @@ impl<'a> LeaderIdAndEpochView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(8, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
@@ -1424,23 +1130,16 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
+        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for LeaderIdAndEpochView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaderIdAndEpochView")
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .finish()
     }
 }
 
@@ -1451,17 +1150,9 @@ pub struct AcquiredRecordsView<'a> {
     ver: Ver,
 }
 
+view_common!(AcquiredRecordsView { first_offset, last_offset, delivery_count });
+
 impl<'a> AcquiredRecordsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`AcquiredRecords::first_offset`](AcquiredRecords#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
@@ -1484,20 +1175,6 @@ impl<'a> AcquiredRecordsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(18, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(
-            18,
-            &[
-                ("AcquiredRecords.FirstOffset", 8),
-                ("AcquiredRecords.LastOffset", 8),
-                ("AcquiredRecords.DeliveryCount", 2),
-            ],
-        )?;
-        r.fixed_struct_tagged_fields("AcquiredRecords._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for AcquiredRecordsView<'a> {
@@ -1507,24 +1184,23 @@ impl<'a> ElementImpl<'a> for AcquiredRecordsView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(
+            18,
+            &[
+                ("AcquiredRecords.FirstOffset", 8),
+                ("AcquiredRecords.LastOffset", 8),
+                ("AcquiredRecords.DeliveryCount", 2),
+            ],
+        )?;
+        r.fixed_struct_tagged_fields("AcquiredRecords._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 18, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for AcquiredRecordsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AcquiredRecordsView")
-            .field("first_offset", &self.first_offset())
-            .field("last_offset", &self.last_offset())
-            .field("delivery_count", &self.delivery_count())
-            .finish()
     }
 }
 
@@ -1537,17 +1213,9 @@ pub struct NodeEndpointView<'a> {
     at: [u32; 2],
 }
 
+view_common!(NodeEndpointView { node_id, host, port, rack });
+
 impl<'a> NodeEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -1576,31 +1244,17 @@ impl<'a> NodeEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(4, "NodeEndpoint.NodeId")?;
-        r.check_str(true, "NodeEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "NodeEndpoint.Port")?;
-        r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "NodeEndpoint.NodeId")?;
+        r.check_str(true, "NodeEndpoint.Host")?;
+        r.take(4, "NodeEndpoint.Port")?;
+        r.check_nullable_str(true, "NodeEndpoint.Rack")?;
+        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1614,16 +1268,5 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for NodeEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeEndpointView")
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .field("rack", &self.rack())
-            .finish()
     }
 }

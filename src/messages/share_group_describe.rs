@@ -26,25 +26,7 @@ pub struct ShareGroupDescribeRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ShareGroupDescribeRequest<'_> {
-    const NAME: &'static str = "ShareGroupDescribeRequest";
-    const API_KEY: i16 = 77;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ShareGroupDescribeRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ShareGroupDescribeRequest { key: 77, request: true, versions: (1, 1), flexible: (0, i16::MAX) });
 
 impl Encode for ShareGroupDescribeRequest<'_> {
     #[inline]
@@ -77,31 +59,10 @@ pub struct ShareGroupDescribeRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ShareGroupDescribeRequestView, ShareGroupDescribeRequest, at);
+view_common!(ShareGroupDescribeRequestView { group_ids, include_authorized_operations });
+
 impl<'a> ShareGroupDescribeRequestView<'a> {
-    /// Checks `bytes` as a ShareGroupDescribeRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ShareGroupDescribeRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<ShareGroupDescribeRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareGroupDescribeRequest::group_ids`](ShareGroupDescribeRequest#structfield.group_ids).
     #[inline]
     pub fn group_ids(&self) -> ArrayView<'a, &'a str> {
@@ -128,15 +89,6 @@ impl<'a> ShareGroupDescribeRequestView<'a> {
         r.take(1, "ShareGroupDescribeRequest.IncludeAuthorizedOperations")?;
         r.tagged_fields("ShareGroupDescribeRequest._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for ShareGroupDescribeRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareGroupDescribeRequestView")
-            .field("group_ids", &self.group_ids())
-            .field("include_authorized_operations", &self.include_authorized_operations())
-            .finish()
     }
 }
 
@@ -247,25 +199,7 @@ pub struct TopicPartitions<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ShareGroupDescribeResponse<'_> {
-    const NAME: &'static str = "ShareGroupDescribeResponse";
-    const API_KEY: i16 = 77;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ShareGroupDescribeResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ShareGroupDescribeResponse { key: 77, request: false, versions: (1, 1), flexible: (0, i16::MAX) });
 
 impl Encode for ShareGroupDescribeResponse<'_> {
     #[inline]
@@ -396,32 +330,10 @@ pub struct ShareGroupDescribeResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(ShareGroupDescribeResponseView, ShareGroupDescribeResponse, at);
+view_common!(ShareGroupDescribeResponseView { throttle_time_ms, groups });
+
 impl<'a> ShareGroupDescribeResponseView<'a> {
-    /// Checks `bytes` as a ShareGroupDescribeResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ShareGroupDescribeResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ShareGroupDescribeResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareGroupDescribeResponse::throttle_time_ms`](ShareGroupDescribeResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -451,15 +363,6 @@ impl<'a> ShareGroupDescribeResponseView<'a> {
     }
 }
 
-impl fmt::Debug for ShareGroupDescribeResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareGroupDescribeResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("groups", &self.groups())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribedGroup: one entry for each group in the request.
 #[derive(Clone, Copy)]
 pub struct DescribedGroupView<'a> {
@@ -469,17 +372,19 @@ pub struct DescribedGroupView<'a> {
     at: [u32; 5],
 }
 
+view_common!(DescribedGroupView {
+    error_code,
+    error_message,
+    group_id,
+    group_state,
+    group_epoch,
+    assignment_epoch,
+    assignor_name,
+    members,
+    authorized_operations
+});
+
 impl<'a> DescribedGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribedGroup::error_code`](DescribedGroup#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -538,38 +443,21 @@ impl<'a> DescribedGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[4] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 5], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 5];
-        r.take(2, "DescribedGroup.ErrorCode")?;
-        r.check_nullable_str(true, "DescribedGroup.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "DescribedGroup.GroupId")?;
-        at[1] = (r.pos() - start) as u32;
-        r.check_str(true, "DescribedGroup.GroupState")?;
-        at[2] = (r.pos() - start) as u32;
-        r.run(8, &[("DescribedGroup.GroupEpoch", 4), ("DescribedGroup.AssignmentEpoch", 4)])?;
-        r.check_str(true, "DescribedGroup.AssignorName")?;
-        at[3] = (r.pos() - start) as u32;
-        view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
-        at[4] = (r.pos() - start) as u32;
-        r.take(4, "DescribedGroup.AuthorizedOperations")?;
-        r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(2, "DescribedGroup.ErrorCode")?;
+        r.check_nullable_str(true, "DescribedGroup.ErrorMessage")?;
+        r.check_str(true, "DescribedGroup.GroupId")?;
+        r.check_str(true, "DescribedGroup.GroupState")?;
+        r.run(8, &[("DescribedGroup.GroupEpoch", 4), ("DescribedGroup.AssignmentEpoch", 4)])?;
+        r.check_str(true, "DescribedGroup.AssignorName")?;
+        view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
+        r.take(4, "DescribedGroup.AuthorizedOperations")?;
+        r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -593,22 +481,6 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     }
 }
 
-impl fmt::Debug for DescribedGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribedGroupView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("group_id", &self.group_id())
-            .field("group_state", &self.group_state())
-            .field("group_epoch", &self.group_epoch())
-            .field("assignment_epoch", &self.assignment_epoch())
-            .field("assignor_name", &self.assignor_name())
-            .field("members", &self.members())
-            .field("authorized_operations", &self.authorized_operations())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Member: the group's members.
 #[derive(Clone, Copy)]
 pub struct MemberView<'a> {
@@ -618,17 +490,17 @@ pub struct MemberView<'a> {
     at: [u32; 6],
 }
 
+view_common!(MemberView {
+    member_id,
+    rack_id,
+    member_epoch,
+    client_id,
+    client_host,
+    subscribed_topic_names,
+    assignment
+});
+
 impl<'a> MemberView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Member::member_id`](Member#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
@@ -675,38 +547,20 @@ impl<'a> MemberView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[5] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 6], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 6];
-        r.check_str(true, "Member.MemberId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_nullable_str(true, "Member.RackId")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(4, "Member.MemberEpoch")?;
-        r.check_str(true, "Member.ClientId")?;
-        at[2] = (r.pos() - start) as u32;
-        r.check_str(true, "Member.ClientHost")?;
-        at[3] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "Member.SubscribedTopicNames")?;
-        at[4] = (r.pos() - start) as u32;
-        AssignmentView::checked(r, ver)?;
-        at[5] = (r.pos() - start) as u32;
-        r.tagged_fields("Member._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for MemberView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "Member.MemberId")?;
+        r.check_nullable_str(true, "Member.RackId")?;
+        r.take(4, "Member.MemberEpoch")?;
+        r.check_str(true, "Member.ClientId")?;
+        r.check_str(true, "Member.ClientHost")?;
+        view::check_array::<&'a str>(r, ver, "Member.SubscribedTopicNames")?;
+        AssignmentView::check(r, ver, "Member.Assignment")?;
+        r.tagged_fields("Member._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -731,20 +585,6 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
     }
 }
 
-impl fmt::Debug for MemberView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemberView")
-            .field("member_id", &self.member_id())
-            .field("rack_id", &self.rack_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("client_id", &self.client_id())
-            .field("client_host", &self.client_host())
-            .field("subscribed_topic_names", &self.subscribed_topic_names())
-            .field("assignment", &self.assignment())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Assignment: partitions assigned to the member.
 #[derive(Clone, Copy)]
 pub struct AssignmentView<'a> {
@@ -754,17 +594,9 @@ pub struct AssignmentView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AssignmentView { topic_partitions });
+
 impl<'a> AssignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Assignment::topic_partitions`](Assignment#structfield.topic_partitions).
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, TopicPartitionsView<'a>> {
@@ -775,27 +607,14 @@ impl<'a> AssignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
+        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -809,12 +628,6 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     }
 }
 
-impl fmt::Debug for AssignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignmentView").field("topic_partitions", &self.topic_partitions()).finish()
-    }
-}
-
 /// A zero-copy view of a TopicPartitions: the assigned partitions, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct TopicPartitionsView<'a> {
@@ -824,17 +637,9 @@ pub struct TopicPartitionsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicPartitionsView { topic_id, topic_name, partitions });
+
 impl<'a> TopicPartitionsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicPartitions::topic_id`](TopicPartitions#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -857,30 +662,16 @@ impl<'a> TopicPartitionsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.take(16, "TopicPartitions.TopicId")?;
-        r.check_str(true, "TopicPartitions.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "TopicPartitions.TopicId")?;
+        r.check_str(true, "TopicPartitions.TopicName")?;
+        view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
+        r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -893,15 +684,5 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TopicPartitionsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicPartitionsView")
-            .field("topic_id", &self.topic_id())
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }

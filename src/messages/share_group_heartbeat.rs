@@ -35,25 +35,7 @@ pub struct ShareGroupHeartbeatRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ShareGroupHeartbeatRequest<'_> {
-    const NAME: &'static str = "ShareGroupHeartbeatRequest";
-    const API_KEY: i16 = 76;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ShareGroupHeartbeatRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ShareGroupHeartbeatRequest { key: 76, request: true, versions: (1, 1), flexible: (0, i16::MAX) });
 
 impl Encode for ShareGroupHeartbeatRequest<'_> {
     #[inline]
@@ -99,32 +81,16 @@ pub struct ShareGroupHeartbeatRequestView<'a> {
     at: [u32; 4],
 }
 
+body_view!(ShareGroupHeartbeatRequestView, ShareGroupHeartbeatRequest, at);
+view_common!(ShareGroupHeartbeatRequestView {
+    group_id,
+    member_id,
+    member_epoch,
+    rack_id,
+    subscribed_topic_names
+});
+
 impl<'a> ShareGroupHeartbeatRequestView<'a> {
-    /// Checks `bytes` as a ShareGroupHeartbeatRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ShareGroupHeartbeatRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ShareGroupHeartbeatRequest, 4>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareGroupHeartbeatRequest::group_id`](ShareGroupHeartbeatRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -175,18 +141,6 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
         at[3] = (r.pos() - start) as u32;
         r.tagged_fields("ShareGroupHeartbeatRequest._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for ShareGroupHeartbeatRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareGroupHeartbeatRequestView")
-            .field("group_id", &self.group_id())
-            .field("member_id", &self.member_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("rack_id", &self.rack_id())
-            .field("subscribed_topic_names", &self.subscribed_topic_names())
-            .finish()
     }
 }
 
@@ -241,25 +195,12 @@ pub struct TopicPartitions<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for ShareGroupHeartbeatResponse<'_> {
-    const NAME: &'static str = "ShareGroupHeartbeatResponse";
-    const API_KEY: i16 = 76;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl ShareGroupHeartbeatResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(ShareGroupHeartbeatResponse {
+    key: 76,
+    request: false,
+    versions: (1, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for ShareGroupHeartbeatResponse<'_> {
     #[inline]
@@ -351,32 +292,18 @@ pub struct ShareGroupHeartbeatResponseView<'a> {
     at: [u32; 3],
 }
 
+body_view!(ShareGroupHeartbeatResponseView, ShareGroupHeartbeatResponse, at);
+view_common!(ShareGroupHeartbeatResponseView {
+    throttle_time_ms,
+    error_code,
+    error_message,
+    member_id,
+    member_epoch,
+    heartbeat_interval_ms,
+    assignment
+});
+
 impl<'a> ShareGroupHeartbeatResponseView<'a> {
-    /// Checks `bytes` as a ShareGroupHeartbeatResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "ShareGroupHeartbeatResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<ShareGroupHeartbeatResponse, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`ShareGroupHeartbeatResponse::throttle_time_ms`](ShareGroupHeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -451,25 +378,11 @@ impl<'a> ShareGroupHeartbeatResponseView<'a> {
             ],
         )?;
         if r.i8("ShareGroupHeartbeatResponse.Assignment")? >= 0 {
-            AssignmentView::checked(r, ver)?;
+            AssignmentView::check(r, ver, "ShareGroupHeartbeatResponse.Assignment")?;
         }
         at[2] = (r.pos() - start) as u32;
         r.tagged_fields("ShareGroupHeartbeatResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for ShareGroupHeartbeatResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShareGroupHeartbeatResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("member_id", &self.member_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("heartbeat_interval_ms", &self.heartbeat_interval_ms())
-            .field("assignment", &self.assignment())
-            .finish()
     }
 }
 
@@ -482,17 +395,9 @@ pub struct AssignmentView<'a> {
     at: [u32; 1],
 }
 
+view_common!(AssignmentView { topic_partitions });
+
 impl<'a> AssignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Assignment::topic_partitions`](Assignment#structfield.topic_partitions).
     #[inline]
     pub fn topic_partitions(&self) -> ArrayView<'a, TopicPartitionsView<'a>> {
@@ -503,27 +408,14 @@ impl<'a> AssignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
+        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -537,12 +429,6 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     }
 }
 
-impl fmt::Debug for AssignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignmentView").field("topic_partitions", &self.topic_partitions()).finish()
-    }
-}
-
 /// A zero-copy view of a TopicPartitions: the assigned partitions, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct TopicPartitionsView<'a> {
@@ -552,17 +438,9 @@ pub struct TopicPartitionsView<'a> {
     at: [u32; 1],
 }
 
+view_common!(TopicPartitionsView { topic_id, partitions });
+
 impl<'a> TopicPartitionsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicPartitions::topic_id`](TopicPartitions#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -579,28 +457,15 @@ impl<'a> TopicPartitionsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "TopicPartitions.TopicId")?;
-        view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "TopicPartitions.TopicId")?;
+        view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
+        r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -611,14 +476,5 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TopicPartitionsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicPartitionsView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }

@@ -29,25 +29,7 @@ pub struct StreamsGroupDescribeRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for StreamsGroupDescribeRequest<'_> {
-    const NAME: &'static str = "StreamsGroupDescribeRequest";
-    const API_KEY: i16 = 89;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl StreamsGroupDescribeRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(StreamsGroupDescribeRequest { key: 89, request: true, versions: (0, 1), flexible: (0, i16::MAX) });
 
 impl Encode for StreamsGroupDescribeRequest<'_> {
     #[inline]
@@ -57,10 +39,10 @@ impl Encode for StreamsGroupDescribeRequest<'_> {
         if ver.version == 1 {
             n += 1;
         } else if self.include_topology_description {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "StreamsGroupDescribeRequest.IncludeTopologyDescription",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version(
+                "StreamsGroupDescribeRequest.IncludeTopologyDescription",
+                ver,
+            ));
         }
         n += wire::raw_tagged_fields_size(
             &self.unknown_tagged_fields,
@@ -91,32 +73,14 @@ pub struct StreamsGroupDescribeRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(StreamsGroupDescribeRequestView, StreamsGroupDescribeRequest, at);
+view_common!(StreamsGroupDescribeRequestView {
+    group_ids,
+    include_authorized_operations,
+    include_topology_description
+});
+
 impl<'a> StreamsGroupDescribeRequestView<'a> {
-    /// Checks `bytes` as a StreamsGroupDescribeRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "StreamsGroupDescribeRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<StreamsGroupDescribeRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupDescribeRequest::group_ids`](StreamsGroupDescribeRequest#structfield.group_ids).
     #[inline]
     pub fn group_ids(&self) -> ArrayView<'a, &'a str> {
@@ -152,16 +116,6 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
         }
         r.tagged_fields("StreamsGroupDescribeRequest._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for StreamsGroupDescribeRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupDescribeRequestView")
-            .field("group_ids", &self.group_ids())
-            .field("include_authorized_operations", &self.include_authorized_operations())
-            .field("include_topology_description", &self.include_topology_description())
-            .finish()
     }
 }
 
@@ -456,25 +410,12 @@ pub struct TopologyDescriptionGlobalStore<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for StreamsGroupDescribeResponse<'_> {
-    const NAME: &'static str = "StreamsGroupDescribeResponse";
-    const API_KEY: i16 = 89;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl StreamsGroupDescribeResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(StreamsGroupDescribeResponse {
+    key: 89,
+    request: false,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for StreamsGroupDescribeResponse<'_> {
     #[inline]
@@ -517,18 +458,12 @@ impl Encode for DescribedGroup<'_> {
                 None => 1,
             };
         } else if self.topology_description.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribedGroup.TopologyDescription",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribedGroup.TopologyDescription", ver));
         }
         if ver.version == 1 {
             n += 1;
         } else if self.topology_description_status != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "DescribedGroup.TopologyDescriptionStatus",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("DescribedGroup.TopologyDescriptionStatus", ver));
         }
         if ver.version == 1 {
             n += match &self.assignor_name {
@@ -896,32 +831,10 @@ pub struct StreamsGroupDescribeResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(StreamsGroupDescribeResponseView, StreamsGroupDescribeResponse, at);
+view_common!(StreamsGroupDescribeResponseView { throttle_time_ms, groups });
+
 impl<'a> StreamsGroupDescribeResponseView<'a> {
-    /// Checks `bytes` as a StreamsGroupDescribeResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "StreamsGroupDescribeResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<StreamsGroupDescribeResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupDescribeResponse::throttle_time_ms`](StreamsGroupDescribeResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -951,15 +864,6 @@ impl<'a> StreamsGroupDescribeResponseView<'a> {
     }
 }
 
-impl fmt::Debug for StreamsGroupDescribeResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupDescribeResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("groups", &self.groups())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a DescribedGroup: one entry for each group in the request.
 #[derive(Clone, Copy)]
 pub struct DescribedGroupView<'a> {
@@ -969,17 +873,22 @@ pub struct DescribedGroupView<'a> {
     at: [u32; 7],
 }
 
+view_common!(DescribedGroupView {
+    error_code,
+    error_message,
+    group_id,
+    group_state,
+    group_epoch,
+    assignment_epoch,
+    topology,
+    members,
+    authorized_operations,
+    topology_description,
+    topology_description_status,
+    assignor_name
+});
+
 impl<'a> DescribedGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`DescribedGroup::error_code`](DescribedGroup#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -1068,51 +977,32 @@ impl<'a> DescribedGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[6] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 7], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 7];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(2, "DescribedGroup.ErrorCode")?;
         r.check_nullable_str(true, "DescribedGroup.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
         r.check_str(true, "DescribedGroup.GroupId")?;
-        at[1] = (r.pos() - start) as u32;
         r.check_str(true, "DescribedGroup.GroupState")?;
-        at[2] = (r.pos() - start) as u32;
         r.run(8, &[("DescribedGroup.GroupEpoch", 4), ("DescribedGroup.AssignmentEpoch", 4)])?;
         if r.i8("DescribedGroup.Topology")? >= 0 {
-            TopologyView::checked(r, ver)?;
+            TopologyView::check(r, ver, "DescribedGroup.Topology")?;
         }
-        at[3] = (r.pos() - start) as u32;
         view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
-        at[4] = (r.pos() - start) as u32;
         r.take(4, "DescribedGroup.AuthorizedOperations")?;
         if ver.version == 1 && r.i8("DescribedGroup.TopologyDescription")? >= 0 {
-            TopologyDescriptionView::checked(r, ver)?;
+            TopologyDescriptionView::check(r, ver, "DescribedGroup.TopologyDescription")?;
         }
-        at[5] = (r.pos() - start) as u32;
         if ver.version == 1 {
             r.take(1, "DescribedGroup.TopologyDescriptionStatus")?;
         }
         if ver.version == 1 {
             r.check_nullable_str(true, "DescribedGroup.AssignorName")?;
         }
-        at[6] = (r.pos() - start) as u32;
         r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -1145,25 +1035,6 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     }
 }
 
-impl fmt::Debug for DescribedGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DescribedGroupView")
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("group_id", &self.group_id())
-            .field("group_state", &self.group_state())
-            .field("group_epoch", &self.group_epoch())
-            .field("assignment_epoch", &self.assignment_epoch())
-            .field("topology", &self.topology())
-            .field("members", &self.members())
-            .field("authorized_operations", &self.authorized_operations())
-            .field("topology_description", &self.topology_description())
-            .field("topology_description_status", &self.topology_description_status())
-            .field("assignor_name", &self.assignor_name())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Topology: topology the group was set up with; null on a describe error.
 #[derive(Clone, Copy)]
 pub struct TopologyView<'a> {
@@ -1173,17 +1044,9 @@ pub struct TopologyView<'a> {
     at: [u32; 1],
 }
 
+view_common!(TopologyView { epoch, subtopologies });
+
 impl<'a> TopologyView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Topology::epoch`](Topology#structfield.epoch).
     #[inline]
     pub fn epoch(&self) -> i32 {
@@ -1200,28 +1063,15 @@ impl<'a> TopologyView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "Topology.Epoch")?;
-        view::check_nullable_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("Topology._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "Topology.Epoch")?;
+        view::check_nullable_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
+        r.tagged_fields("Topology._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1235,15 +1085,6 @@ impl<'a> ElementImpl<'a> for TopologyView<'a> {
     }
 }
 
-impl fmt::Debug for TopologyView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyView")
-            .field("epoch", &self.epoch())
-            .field("subtopologies", &self.subtopologies())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Subtopology: sub-topologies as configured, with partition counts set and regular expressions resolved to topics; null while the group is not set up or its source topics are missing or wrongly partitioned.
 #[derive(Clone, Copy)]
 pub struct SubtopologyView<'a> {
@@ -1253,17 +1094,15 @@ pub struct SubtopologyView<'a> {
     at: [u32; 5],
 }
 
+view_common!(SubtopologyView {
+    subtopology_id,
+    source_topics,
+    repartition_sink_topics,
+    state_changelog_topics,
+    repartition_source_topics
+});
+
 impl<'a> SubtopologyView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Subtopology::subtopology_id`](Subtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
@@ -1298,35 +1137,18 @@ impl<'a> SubtopologyView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[4] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 5], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 5];
-        r.check_str(true, "Subtopology.SubtopologyId")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "Subtopology.SourceTopics")?;
-        at[1] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "Subtopology.RepartitionSinkTopics")?;
-        at[2] = (r.pos() - start) as u32;
-        view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.StateChangelogTopics")?;
-        at[3] = (r.pos() - start) as u32;
-        view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.RepartitionSourceTopics")?;
-        at[4] = (r.pos() - start) as u32;
-        r.tagged_fields("Subtopology._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "Subtopology.SubtopologyId")?;
+        view::check_array::<&'a str>(r, ver, "Subtopology.SourceTopics")?;
+        view::check_array::<&'a str>(r, ver, "Subtopology.RepartitionSinkTopics")?;
+        view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.StateChangelogTopics")?;
+        view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.RepartitionSourceTopics")?;
+        r.tagged_fields("Subtopology._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1348,18 +1170,6 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
     }
 }
 
-impl fmt::Debug for SubtopologyView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SubtopologyView")
-            .field("subtopology_id", &self.subtopology_id())
-            .field("source_topics", &self.source_topics())
-            .field("repartition_sink_topics", &self.repartition_sink_topics())
-            .field("state_changelog_topics", &self.state_changelog_topics())
-            .field("repartition_source_topics", &self.repartition_source_topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopicInfo: changelog topics of the sub-topology's state stores.
 #[derive(Clone, Copy)]
 pub struct TopicInfoView<'a> {
@@ -1369,17 +1179,9 @@ pub struct TopicInfoView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicInfoView { name, partitions, replication_factor, topic_configs });
+
 impl<'a> TopicInfoView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicInfo::name`](TopicInfo#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -1408,30 +1210,16 @@ impl<'a> TopicInfoView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TopicInfo.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
-        view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicInfo._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopicInfo.Name")?;
+        r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
+        view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
+        r.tagged_fields("TopicInfo._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1448,17 +1236,6 @@ impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
     }
 }
 
-impl fmt::Debug for TopicInfoView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicInfoView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .field("replication_factor", &self.replication_factor())
-            .field("topic_configs", &self.topic_configs())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a KeyValue: topic configuration entries to create the topic with.
 #[derive(Clone, Copy)]
 pub struct KeyValueView<'a> {
@@ -1468,17 +1245,9 @@ pub struct KeyValueView<'a> {
     at: [u32; 2],
 }
 
+view_common!(KeyValueView { key, value });
+
 impl<'a> KeyValueView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`KeyValue::key`](KeyValue#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
@@ -1495,29 +1264,15 @@ impl<'a> KeyValueView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "KeyValue.Key")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "KeyValue.Value")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("KeyValue._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "KeyValue.Key")?;
+        r.check_str(true, "KeyValue.Value")?;
+        r.tagged_fields("KeyValue._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1533,12 +1288,6 @@ impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     }
 }
 
-impl fmt::Debug for KeyValueView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyValueView").field("key", &self.key()).field("value", &self.value()).finish()
-    }
-}
-
 /// A zero-copy view of a Member: the group's members.
 #[derive(Clone, Copy)]
 pub struct MemberView<'a> {
@@ -1548,17 +1297,25 @@ pub struct MemberView<'a> {
     at: [u32; 12],
 }
 
+view_common!(MemberView {
+    member_id,
+    member_epoch,
+    instance_id,
+    rack_id,
+    client_id,
+    client_host,
+    topology_epoch,
+    process_id,
+    user_endpoint,
+    client_tags,
+    task_offsets,
+    task_end_offsets,
+    assignment,
+    target_assignment,
+    is_classic
+});
+
 impl<'a> MemberView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Member::member_id`](Member#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
@@ -1657,54 +1414,30 @@ impl<'a> MemberView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[11] as usize + 1, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 12], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 12];
-        r.check_str(true, "Member.MemberId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "Member.MemberEpoch")?;
-        r.check_nullable_str(true, "Member.InstanceId")?;
-        at[1] = (r.pos() - start) as u32;
-        r.check_nullable_str(true, "Member.RackId")?;
-        at[2] = (r.pos() - start) as u32;
-        r.check_str(true, "Member.ClientId")?;
-        at[3] = (r.pos() - start) as u32;
-        r.check_str(true, "Member.ClientHost")?;
-        at[4] = (r.pos() - start) as u32;
-        r.take(4, "Member.TopologyEpoch")?;
-        r.check_str(true, "Member.ProcessId")?;
-        at[5] = (r.pos() - start) as u32;
-        if r.i8("Member.UserEndpoint")? >= 0 {
-            EndpointView::checked(r, ver)?;
-        }
-        at[6] = (r.pos() - start) as u32;
-        view::check_array::<KeyValueView<'a>>(r, ver, "Member.ClientTags")?;
-        at[7] = (r.pos() - start) as u32;
-        view::check_array::<TaskOffsetView<'a>>(r, ver, "Member.TaskOffsets")?;
-        at[8] = (r.pos() - start) as u32;
-        view::check_array::<TaskOffsetView<'a>>(r, ver, "Member.TaskEndOffsets")?;
-        at[9] = (r.pos() - start) as u32;
-        AssignmentView::checked(r, ver)?;
-        at[10] = (r.pos() - start) as u32;
-        AssignmentView::checked(r, ver)?;
-        at[11] = (r.pos() - start) as u32;
-        r.take(1, "Member.IsClassic")?;
-        r.tagged_fields("Member._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for MemberView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "Member.MemberId")?;
+        r.take(4, "Member.MemberEpoch")?;
+        r.check_nullable_str(true, "Member.InstanceId")?;
+        r.check_nullable_str(true, "Member.RackId")?;
+        r.check_str(true, "Member.ClientId")?;
+        r.check_str(true, "Member.ClientHost")?;
+        r.take(4, "Member.TopologyEpoch")?;
+        r.check_str(true, "Member.ProcessId")?;
+        if r.i8("Member.UserEndpoint")? >= 0 {
+            EndpointView::check(r, ver, "Member.UserEndpoint")?;
+        }
+        view::check_array::<KeyValueView<'a>>(r, ver, "Member.ClientTags")?;
+        view::check_array::<TaskOffsetView<'a>>(r, ver, "Member.TaskOffsets")?;
+        view::check_array::<TaskOffsetView<'a>>(r, ver, "Member.TaskEndOffsets")?;
+        AssignmentView::check(r, ver, "Member.Assignment")?;
+        AssignmentView::check(r, ver, "Member.TargetAssignment")?;
+        r.take(1, "Member.IsClassic")?;
+        r.tagged_fields("Member._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1743,28 +1476,6 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
     }
 }
 
-impl fmt::Debug for MemberView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemberView")
-            .field("member_id", &self.member_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("instance_id", &self.instance_id())
-            .field("rack_id", &self.rack_id())
-            .field("client_id", &self.client_id())
-            .field("client_host", &self.client_host())
-            .field("topology_epoch", &self.topology_epoch())
-            .field("process_id", &self.process_id())
-            .field("user_endpoint", &self.user_endpoint())
-            .field("client_tags", &self.client_tags())
-            .field("task_offsets", &self.task_offsets())
-            .field("task_end_offsets", &self.task_end_offsets())
-            .field("assignment", &self.assignment())
-            .field("target_assignment", &self.target_assignment())
-            .field("is_classic", &self.is_classic())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Endpoint: host and port the member serves interactive queries on, or null when it has none.
 #[derive(Clone, Copy)]
 pub struct EndpointView<'a> {
@@ -1774,17 +1485,9 @@ pub struct EndpointView<'a> {
     at: [u32; 1],
 }
 
+view_common!(EndpointView { host, port });
+
 impl<'a> EndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Endpoint::host`](Endpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
@@ -1801,28 +1504,15 @@ impl<'a> EndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "Endpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "Endpoint.Port")?;
-        r.tagged_fields("Endpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for EndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "Endpoint.Host")?;
+        r.take(2, "Endpoint.Port")?;
+        r.tagged_fields("Endpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1837,12 +1527,6 @@ impl<'a> ElementImpl<'a> for EndpointView<'a> {
     }
 }
 
-impl fmt::Debug for EndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndpointView").field("host", &self.host()).field("port", &self.port()).finish()
-    }
-}
-
 /// A zero-copy view of a TaskOffset: changelog offsets the member's tasks have reached.
 #[derive(Clone, Copy)]
 pub struct TaskOffsetView<'a> {
@@ -1852,17 +1536,9 @@ pub struct TaskOffsetView<'a> {
     at: [u32; 1],
 }
 
+view_common!(TaskOffsetView { subtopology_id, partition, offset });
+
 impl<'a> TaskOffsetView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TaskOffset::subtopology_id`](TaskOffset#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
@@ -1885,28 +1561,15 @@ impl<'a> TaskOffsetView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 12, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "TaskOffset.SubtopologyId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(12, &[("TaskOffset.Partition", 4), ("TaskOffset.Offset", 8)])?;
-        r.tagged_fields("TaskOffset._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "TaskOffset.SubtopologyId")?;
+        r.run(12, &[("TaskOffset.Partition", 4), ("TaskOffset.Offset", 8)])?;
+        r.tagged_fields("TaskOffset._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1921,16 +1584,6 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     }
 }
 
-impl fmt::Debug for TaskOffsetView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TaskOffsetView")
-            .field("subtopology_id", &self.subtopology_id())
-            .field("partition", &self.partition())
-            .field("offset", &self.offset())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Assignment: tasks the member owns now.
 #[derive(Clone, Copy)]
 pub struct AssignmentView<'a> {
@@ -1940,17 +1593,9 @@ pub struct AssignmentView<'a> {
     at: [u32; 3],
 }
 
+view_common!(AssignmentView { active_tasks, standby_tasks, warmup_tasks });
+
 impl<'a> AssignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Assignment::active_tasks`](Assignment#structfield.active_tasks).
     #[inline]
     pub fn active_tasks(&self) -> ArrayView<'a, TaskIdsView<'a>> {
@@ -1973,31 +1618,16 @@ impl<'a> AssignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.ActiveTasks")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.StandbyTasks")?;
-        at[1] = (r.pos() - start) as u32;
-        view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.WarmupTasks")?;
-        at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.ActiveTasks")?;
+        view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.StandbyTasks")?;
+        view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.WarmupTasks")?;
+        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2015,16 +1645,6 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     }
 }
 
-impl fmt::Debug for AssignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AssignmentView")
-            .field("active_tasks", &self.active_tasks())
-            .field("standby_tasks", &self.standby_tasks())
-            .field("warmup_tasks", &self.warmup_tasks())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TaskIds: active tasks.
 #[derive(Clone, Copy)]
 pub struct TaskIdsView<'a> {
@@ -2034,17 +1654,9 @@ pub struct TaskIdsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TaskIdsView { subtopology_id, partitions });
+
 impl<'a> TaskIdsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TaskIds::subtopology_id`](TaskIds#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
@@ -2061,29 +1673,15 @@ impl<'a> TaskIdsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TaskIds.SubtopologyId")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "TaskIds.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TaskIds._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TaskIdsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TaskIds.SubtopologyId")?;
+        view::check_array::<i32>(r, ver, "TaskIds.Partitions")?;
+        r.tagged_fields("TaskIds._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2099,15 +1697,6 @@ impl<'a> ElementImpl<'a> for TaskIdsView<'a> {
     }
 }
 
-impl fmt::Debug for TaskIdsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TaskIdsView")
-            .field("subtopology_id", &self.subtopology_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopologyDescription: full description of the group's topology; present exactly when TopologyDescriptionStatus is 3, otherwise null.
 #[derive(Clone, Copy)]
 pub struct TopologyDescriptionView<'a> {
@@ -2117,17 +1706,9 @@ pub struct TopologyDescriptionView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopologyDescriptionView { subtopologies, global_stores });
+
 impl<'a> TopologyDescriptionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopologyDescription::subtopologies`](TopologyDescription#structfield.subtopologies).
     #[inline]
     pub fn subtopologies(&self) -> ArrayView<'a, TopologyDescriptionSubtopologyView<'a>> {
@@ -2144,37 +1725,23 @@ impl<'a> TopologyDescriptionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopologyDescriptionSubtopologyView<'a>>(
             r,
             ver,
             "TopologyDescription.Subtopologies",
         )?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<TopologyDescriptionGlobalStoreView<'a>>(
             r,
             ver,
             "TopologyDescription.GlobalStores",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("TopologyDescription._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -2190,15 +1757,6 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
     }
 }
 
-impl fmt::Debug for TopologyDescriptionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyDescriptionView")
-            .field("subtopologies", &self.subtopologies())
-            .field("global_stores", &self.global_stores())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopologyDescriptionSubtopology: the topology's sub-topologies.
 #[derive(Clone, Copy)]
 pub struct TopologyDescriptionSubtopologyView<'a> {
@@ -2208,17 +1766,9 @@ pub struct TopologyDescriptionSubtopologyView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopologyDescriptionSubtopologyView { subtopology_id, nodes });
+
 impl<'a> TopologyDescriptionSubtopologyView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopologyDescriptionSubtopology::subtopology_id`](TopologyDescriptionSubtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
@@ -2235,29 +1785,15 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<TopologyDescriptionNodeView<'a>>(r, ver, "TopologyDescriptionSubtopology.Nodes")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopologyDescriptionSubtopology._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
+        view::check_array::<TopologyDescriptionNodeView<'a>>(r, ver, "TopologyDescriptionSubtopology.Nodes")?;
+        r.tagged_fields("TopologyDescriptionSubtopology._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2273,15 +1809,6 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     }
 }
 
-impl fmt::Debug for TopologyDescriptionSubtopologyView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyDescriptionSubtopologyView")
-            .field("subtopology_id", &self.subtopology_id())
-            .field("nodes", &self.nodes())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopologyDescriptionNode: processing nodes of the sub-topology.
 #[derive(Clone, Copy)]
 pub struct TopologyDescriptionNodeView<'a> {
@@ -2291,17 +1818,9 @@ pub struct TopologyDescriptionNodeView<'a> {
     at: [u32; 5],
 }
 
+view_common!(TopologyDescriptionNodeView { name, node_type, source_topics, sink_topic, stores, successors });
+
 impl<'a> TopologyDescriptionNodeView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopologyDescriptionNode::name`](TopologyDescriptionNode#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -2342,36 +1861,19 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[4] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 5], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 5];
-        r.check_str(true, "TopologyDescriptionNode.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "TopologyDescriptionNode.NodeType")?;
-        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.SourceTopics")?;
-        at[1] = (r.pos() - start) as u32;
-        r.check_nullable_str(true, "TopologyDescriptionNode.SinkTopic")?;
-        at[2] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
-        at[3] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
-        at[4] = (r.pos() - start) as u32;
-        r.tagged_fields("TopologyDescriptionNode._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopologyDescriptionNode.Name")?;
+        r.take(1, "TopologyDescriptionNode.NodeType")?;
+        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.SourceTopics")?;
+        r.check_nullable_str(true, "TopologyDescriptionNode.SinkTopic")?;
+        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
+        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
+        r.tagged_fields("TopologyDescriptionNode._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2394,19 +1896,6 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
     }
 }
 
-impl fmt::Debug for TopologyDescriptionNodeView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyDescriptionNodeView")
-            .field("name", &self.name())
-            .field("node_type", &self.node_type())
-            .field("source_topics", &self.source_topics())
-            .field("sink_topic", &self.sink_topic())
-            .field("stores", &self.stores())
-            .field("successors", &self.successors())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopologyDescriptionGlobalStore: global state stores of the topology.
 #[derive(Clone, Copy)]
 pub struct TopologyDescriptionGlobalStoreView<'a> {
@@ -2416,17 +1905,9 @@ pub struct TopologyDescriptionGlobalStoreView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopologyDescriptionGlobalStoreView { source, processor });
+
 impl<'a> TopologyDescriptionGlobalStoreView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopologyDescriptionGlobalStore::source`](TopologyDescriptionGlobalStore#structfield.source).
     #[inline]
     pub fn source(&self) -> TopologyDescriptionNodeView<'a> {
@@ -2443,29 +1924,15 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        TopologyDescriptionNodeView::checked(r, ver)?;
-        at[0] = (r.pos() - start) as u32;
-        TopologyDescriptionNodeView::checked(r, ver)?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopologyDescriptionGlobalStore._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Source")?;
+        TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
+        r.tagged_fields("TopologyDescriptionGlobalStore._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2478,14 +1945,5 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TopologyDescriptionGlobalStoreView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyDescriptionGlobalStoreView")
-            .field("source", &self.source())
-            .field("processor", &self.processor())
-            .finish()
     }
 }

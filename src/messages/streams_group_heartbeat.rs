@@ -219,25 +219,12 @@ pub struct TaskOffset<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for StreamsGroupHeartbeatRequest<'_> {
-    const NAME: &'static str = "StreamsGroupHeartbeatRequest";
-    const API_KEY: i16 = 88;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl StreamsGroupHeartbeatRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(StreamsGroupHeartbeatRequest {
+    key: 88,
+    request: true,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for StreamsGroupHeartbeatRequest<'_> {
     #[inline]
@@ -524,32 +511,28 @@ pub struct StreamsGroupHeartbeatRequestView<'a> {
     at: [u32; 13],
 }
 
+body_view!(StreamsGroupHeartbeatRequestView, StreamsGroupHeartbeatRequest, at);
+view_common!(StreamsGroupHeartbeatRequestView {
+    group_id,
+    member_id,
+    member_epoch,
+    endpoint_information_epoch,
+    instance_id,
+    rack_id,
+    rebalance_timeout_ms,
+    topology,
+    active_tasks,
+    standby_tasks,
+    warmup_tasks,
+    process_id,
+    user_endpoint,
+    client_tags,
+    task_offsets,
+    task_end_offsets,
+    shutdown_application
+});
+
 impl<'a> StreamsGroupHeartbeatRequestView<'a> {
-    /// Checks `bytes` as a StreamsGroupHeartbeatRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "StreamsGroupHeartbeatRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<StreamsGroupHeartbeatRequest, 13>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupHeartbeatRequest::group_id`](StreamsGroupHeartbeatRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -686,7 +669,7 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
         at[3] = (r.pos() - start) as u32;
         r.take(4, "StreamsGroupHeartbeatRequest.RebalanceTimeoutMs")?;
         if r.i8("StreamsGroupHeartbeatRequest.Topology")? >= 0 {
-            TopologyView::checked(r, ver)?;
+            TopologyView::check(r, ver, "StreamsGroupHeartbeatRequest.Topology")?;
         }
         at[4] = (r.pos() - start) as u32;
         view::check_nullable_array::<StreamsGroupHeartbeatRequestTaskIdsView<'a>>(
@@ -710,7 +693,11 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
         r.check_nullable_str(true, "StreamsGroupHeartbeatRequest.ProcessId")?;
         at[8] = (r.pos() - start) as u32;
         if r.i8("StreamsGroupHeartbeatRequest.UserEndpoint")? >= 0 {
-            StreamsGroupHeartbeatRequestEndpointView::checked(r, ver)?;
+            StreamsGroupHeartbeatRequestEndpointView::check(
+                r,
+                ver,
+                "StreamsGroupHeartbeatRequest.UserEndpoint",
+            )?;
         }
         at[9] = (r.pos() - start) as u32;
         view::check_nullable_array::<KeyValueView<'a>>(r, ver, "StreamsGroupHeartbeatRequest.ClientTags")?;
@@ -729,30 +716,6 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
     }
 }
 
-impl fmt::Debug for StreamsGroupHeartbeatRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupHeartbeatRequestView")
-            .field("group_id", &self.group_id())
-            .field("member_id", &self.member_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("endpoint_information_epoch", &self.endpoint_information_epoch())
-            .field("instance_id", &self.instance_id())
-            .field("rack_id", &self.rack_id())
-            .field("rebalance_timeout_ms", &self.rebalance_timeout_ms())
-            .field("topology", &self.topology())
-            .field("active_tasks", &self.active_tasks())
-            .field("standby_tasks", &self.standby_tasks())
-            .field("warmup_tasks", &self.warmup_tasks())
-            .field("process_id", &self.process_id())
-            .field("user_endpoint", &self.user_endpoint())
-            .field("client_tags", &self.client_tags())
-            .field("task_offsets", &self.task_offsets())
-            .field("task_end_offsets", &self.task_end_offsets())
-            .field("shutdown_application", &self.shutdown_application())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Topology: topology of the Streams application; sent only when joining (epoch 0), otherwise null.
 #[derive(Clone, Copy)]
 pub struct TopologyView<'a> {
@@ -762,17 +725,9 @@ pub struct TopologyView<'a> {
     at: [u32; 1],
 }
 
+view_common!(TopologyView { epoch, subtopologies });
+
 impl<'a> TopologyView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Topology::epoch`](Topology#structfield.epoch).
     #[inline]
     pub fn epoch(&self) -> i32 {
@@ -789,28 +744,15 @@ impl<'a> TopologyView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "Topology.Epoch")?;
-        view::check_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("Topology._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(4, "Topology.Epoch")?;
+        view::check_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
+        r.tagged_fields("Topology._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -824,15 +766,6 @@ impl<'a> ElementImpl<'a> for TopologyView<'a> {
     }
 }
 
-impl fmt::Debug for TopologyView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyView")
-            .field("epoch", &self.epoch())
-            .field("subtopologies", &self.subtopologies())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Subtopology: the topology's sub-topologies.
 #[derive(Clone, Copy)]
 pub struct SubtopologyView<'a> {
@@ -842,17 +775,17 @@ pub struct SubtopologyView<'a> {
     at: [u32; 7],
 }
 
+view_common!(SubtopologyView {
+    subtopology_id,
+    source_topics,
+    source_topic_regex,
+    state_changelog_topics,
+    repartition_sink_topics,
+    repartition_source_topics,
+    copartition_groups
+});
+
 impl<'a> SubtopologyView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Subtopology::subtopology_id`](Subtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
@@ -899,39 +832,20 @@ impl<'a> SubtopologyView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[6] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 7], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 7];
-        r.check_str(true, "Subtopology.SubtopologyId")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "Subtopology.SourceTopics")?;
-        at[1] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "Subtopology.SourceTopicRegex")?;
-        at[2] = (r.pos() - start) as u32;
-        view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.StateChangelogTopics")?;
-        at[3] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "Subtopology.RepartitionSinkTopics")?;
-        at[4] = (r.pos() - start) as u32;
-        view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.RepartitionSourceTopics")?;
-        at[5] = (r.pos() - start) as u32;
-        view::check_array::<CopartitionGroupView<'a>>(r, ver, "Subtopology.CopartitionGroups")?;
-        at[6] = (r.pos() - start) as u32;
-        r.tagged_fields("Subtopology._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "Subtopology.SubtopologyId")?;
+        view::check_array::<&'a str>(r, ver, "Subtopology.SourceTopics")?;
+        view::check_array::<&'a str>(r, ver, "Subtopology.SourceTopicRegex")?;
+        view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.StateChangelogTopics")?;
+        view::check_array::<&'a str>(r, ver, "Subtopology.RepartitionSinkTopics")?;
+        view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.RepartitionSourceTopics")?;
+        view::check_array::<CopartitionGroupView<'a>>(r, ver, "Subtopology.CopartitionGroups")?;
+        r.tagged_fields("Subtopology._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -957,20 +871,6 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
     }
 }
 
-impl fmt::Debug for SubtopologyView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SubtopologyView")
-            .field("subtopology_id", &self.subtopology_id())
-            .field("source_topics", &self.source_topics())
-            .field("source_topic_regex", &self.source_topic_regex())
-            .field("state_changelog_topics", &self.state_changelog_topics())
-            .field("repartition_sink_topics", &self.repartition_sink_topics())
-            .field("repartition_source_topics", &self.repartition_source_topics())
-            .field("copartition_groups", &self.copartition_groups())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopicInfo: changelog topics of the sub-topology's state stores; created by the broker.
 #[derive(Clone, Copy)]
 pub struct TopicInfoView<'a> {
@@ -980,17 +880,9 @@ pub struct TopicInfoView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicInfoView { name, partitions, replication_factor, topic_configs });
+
 impl<'a> TopicInfoView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicInfo::name`](TopicInfo#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -1019,30 +911,16 @@ impl<'a> TopicInfoView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TopicInfo.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
-        view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicInfo._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopicInfo.Name")?;
+        r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
+        view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
+        r.tagged_fields("TopicInfo._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1059,17 +937,6 @@ impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
     }
 }
 
-impl fmt::Debug for TopicInfoView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicInfoView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .field("replication_factor", &self.replication_factor())
-            .field("topic_configs", &self.topic_configs())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a KeyValue: topic configuration entries to create the topic with.
 #[derive(Clone, Copy)]
 pub struct KeyValueView<'a> {
@@ -1079,17 +946,9 @@ pub struct KeyValueView<'a> {
     at: [u32; 2],
 }
 
+view_common!(KeyValueView { key, value });
+
 impl<'a> KeyValueView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`KeyValue::key`](KeyValue#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
@@ -1106,29 +965,15 @@ impl<'a> KeyValueView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "KeyValue.Key")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "KeyValue.Value")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("KeyValue._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "KeyValue.Key")?;
+        r.check_str(true, "KeyValue.Value")?;
+        r.tagged_fields("KeyValue._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1144,12 +989,6 @@ impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     }
 }
 
-impl fmt::Debug for KeyValueView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyValueView").field("key", &self.key()).field("value", &self.value()).finish()
-    }
-}
-
 /// A zero-copy view of a CopartitionGroup: sets of source topics that must have the same number of partitions.
 #[derive(Clone, Copy)]
 pub struct CopartitionGroupView<'a> {
@@ -1159,17 +998,9 @@ pub struct CopartitionGroupView<'a> {
     at: [u32; 3],
 }
 
+view_common!(CopartitionGroupView { source_topics, source_topic_regex, repartition_source_topics });
+
 impl<'a> CopartitionGroupView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CopartitionGroup::source_topics`](CopartitionGroup#structfield.source_topics).
     #[inline]
     pub fn source_topics(&self) -> ArrayView<'a, i16> {
@@ -1192,31 +1023,16 @@ impl<'a> CopartitionGroupView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopics")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopicRegex")?;
-        at[1] = (r.pos() - start) as u32;
-        view::check_array::<i16>(r, ver, "CopartitionGroup.RepartitionSourceTopics")?;
-        at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("CopartitionGroup._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for CopartitionGroupView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopics")?;
+        view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopicRegex")?;
+        view::check_array::<i16>(r, ver, "CopartitionGroup.RepartitionSourceTopics")?;
+        r.tagged_fields("CopartitionGroup._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1234,16 +1050,6 @@ impl<'a> ElementImpl<'a> for CopartitionGroupView<'a> {
     }
 }
 
-impl fmt::Debug for CopartitionGroupView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CopartitionGroupView")
-            .field("source_topics", &self.source_topics())
-            .field("source_topic_regex", &self.source_topic_regex())
-            .field("repartition_source_topics", &self.repartition_source_topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a StreamsGroupHeartbeatRequestTaskIds: active tasks the member owns; null when unchanged since the last heartbeat.
 #[derive(Clone, Copy)]
 pub struct StreamsGroupHeartbeatRequestTaskIdsView<'a> {
@@ -1253,17 +1059,9 @@ pub struct StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(StreamsGroupHeartbeatRequestTaskIdsView { subtopology_id, partitions });
+
 impl<'a> StreamsGroupHeartbeatRequestTaskIdsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupHeartbeatRequestTaskIds::subtopology_id`](StreamsGroupHeartbeatRequestTaskIds#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
@@ -1280,29 +1078,15 @@ impl<'a> StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatRequestTaskIds.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("StreamsGroupHeartbeatRequestTaskIds._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId")?;
+        view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatRequestTaskIds.Partitions")?;
+        r.tagged_fields("StreamsGroupHeartbeatRequestTaskIds._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1318,15 +1102,6 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     }
 }
 
-impl fmt::Debug for StreamsGroupHeartbeatRequestTaskIdsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupHeartbeatRequestTaskIdsView")
-            .field("subtopology_id", &self.subtopology_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a StreamsGroupHeartbeatRequestEndpoint: host and port the application serves interactive queries on; null when unchanged or not configured.
 #[derive(Clone, Copy)]
 pub struct StreamsGroupHeartbeatRequestEndpointView<'a> {
@@ -1336,17 +1111,9 @@ pub struct StreamsGroupHeartbeatRequestEndpointView<'a> {
     at: [u32; 1],
 }
 
+view_common!(StreamsGroupHeartbeatRequestEndpointView { host, port });
+
 impl<'a> StreamsGroupHeartbeatRequestEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupHeartbeatRequestEndpoint::host`](StreamsGroupHeartbeatRequestEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
@@ -1363,28 +1130,15 @@ impl<'a> StreamsGroupHeartbeatRequestEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "StreamsGroupHeartbeatRequestEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "StreamsGroupHeartbeatRequestEndpoint.Port")?;
-        r.tagged_fields("StreamsGroupHeartbeatRequestEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "StreamsGroupHeartbeatRequestEndpoint.Host")?;
+        r.take(2, "StreamsGroupHeartbeatRequestEndpoint.Port")?;
+        r.tagged_fields("StreamsGroupHeartbeatRequestEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1399,15 +1153,6 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestEndpointView<'a> {
     }
 }
 
-impl fmt::Debug for StreamsGroupHeartbeatRequestEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupHeartbeatRequestEndpointView")
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TaskOffset: changelog offsets the member's tasks have reached; null when unchanged since the last heartbeat.
 #[derive(Clone, Copy)]
 pub struct TaskOffsetView<'a> {
@@ -1417,17 +1162,9 @@ pub struct TaskOffsetView<'a> {
     at: [u32; 1],
 }
 
+view_common!(TaskOffsetView { subtopology_id, partition, offset });
+
 impl<'a> TaskOffsetView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TaskOffset::subtopology_id`](TaskOffset#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
@@ -1450,28 +1187,15 @@ impl<'a> TaskOffsetView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 12, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "TaskOffset.SubtopologyId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.run(12, &[("TaskOffset.Partition", 4), ("TaskOffset.Offset", 8)])?;
-        r.tagged_fields("TaskOffset._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "TaskOffset.SubtopologyId")?;
+        r.run(12, &[("TaskOffset.Partition", 4), ("TaskOffset.Offset", 8)])?;
+        r.tagged_fields("TaskOffset._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1483,16 +1207,6 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
         p += 12;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TaskOffsetView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TaskOffsetView")
-            .field("subtopology_id", &self.subtopology_id())
-            .field("partition", &self.partition())
-            .field("offset", &self.offset())
-            .finish()
     }
 }
 
@@ -1643,25 +1357,12 @@ pub struct TopicPartition<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for StreamsGroupHeartbeatResponse<'_> {
-    const NAME: &'static str = "StreamsGroupHeartbeatResponse";
-    const API_KEY: i16 = 88;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl StreamsGroupHeartbeatResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(StreamsGroupHeartbeatResponse {
+    key: 88,
+    request: false,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for StreamsGroupHeartbeatResponse<'_> {
     #[inline]
@@ -1675,10 +1376,10 @@ impl Encode for StreamsGroupHeartbeatResponse<'_> {
         if ver.version == 0 {
             n += 4;
         } else if self.acceptable_recovery_lag_legacy != 0 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "StreamsGroupHeartbeatResponse.AcceptableRecoveryLagLegacy",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version(
+                "StreamsGroupHeartbeatResponse.AcceptableRecoveryLagLegacy",
+                ver,
+            ));
         }
         if ver.version == 1 {
             n += 8;
@@ -1703,10 +1404,10 @@ impl Encode for StreamsGroupHeartbeatResponse<'_> {
         if ver.version == 1 {
             n += 1;
         } else if self.topology_description_required {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "StreamsGroupHeartbeatResponse.TopologyDescriptionRequired",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version(
+                "StreamsGroupHeartbeatResponse.TopologyDescriptionRequired",
+                ver,
+            ));
         }
         n += encode::nullable_array_size(
             self.partitions_by_user_endpoint.as_deref(),
@@ -1864,32 +1565,27 @@ pub struct StreamsGroupHeartbeatResponseView<'a> {
     at: [u32; 7],
 }
 
+body_view!(StreamsGroupHeartbeatResponseView, StreamsGroupHeartbeatResponse, at);
+view_common!(StreamsGroupHeartbeatResponseView {
+    throttle_time_ms,
+    error_code,
+    error_message,
+    member_id,
+    member_epoch,
+    heartbeat_interval_ms,
+    acceptable_recovery_lag_legacy,
+    task_offset_interval_ms,
+    acceptable_recovery_lag,
+    status,
+    active_tasks,
+    standby_tasks,
+    warmup_tasks,
+    topology_description_required,
+    endpoint_information_epoch,
+    partitions_by_user_endpoint
+});
+
 impl<'a> StreamsGroupHeartbeatResponseView<'a> {
-    /// Checks `bytes` as a StreamsGroupHeartbeatResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "StreamsGroupHeartbeatResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<StreamsGroupHeartbeatResponse, 7>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupHeartbeatResponse::throttle_time_ms`](StreamsGroupHeartbeatResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -2063,29 +1759,6 @@ impl<'a> StreamsGroupHeartbeatResponseView<'a> {
     }
 }
 
-impl fmt::Debug for StreamsGroupHeartbeatResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupHeartbeatResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("member_id", &self.member_id())
-            .field("member_epoch", &self.member_epoch())
-            .field("heartbeat_interval_ms", &self.heartbeat_interval_ms())
-            .field("acceptable_recovery_lag_legacy", &self.acceptable_recovery_lag_legacy())
-            .field("task_offset_interval_ms", &self.task_offset_interval_ms())
-            .field("acceptable_recovery_lag", &self.acceptable_recovery_lag())
-            .field("status", &self.status())
-            .field("active_tasks", &self.active_tasks())
-            .field("standby_tasks", &self.standby_tasks())
-            .field("warmup_tasks", &self.warmup_tasks())
-            .field("topology_description_required", &self.topology_description_required())
-            .field("endpoint_information_epoch", &self.endpoint_information_epoch())
-            .field("partitions_by_user_endpoint", &self.partitions_by_user_endpoint())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a Status: statuses currently set for the group; may be null.
 #[derive(Clone, Copy)]
 pub struct StatusView<'a> {
@@ -2095,17 +1768,9 @@ pub struct StatusView<'a> {
     at: [u32; 1],
 }
 
+view_common!(StatusView { status_code, status_detail });
+
 impl<'a> StatusView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Status::status_code`](Status#structfield.status_code).
     #[inline]
     pub fn status_code(&self) -> i8 {
@@ -2122,28 +1787,15 @@ impl<'a> StatusView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(1, "Status.StatusCode")?;
-        r.check_str(true, "Status.StatusDetail")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("Status._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for StatusView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(1, "Status.StatusCode")?;
+        r.check_str(true, "Status.StatusDetail")?;
+        r.tagged_fields("Status._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2157,15 +1809,6 @@ impl<'a> ElementImpl<'a> for StatusView<'a> {
     }
 }
 
-impl fmt::Debug for StatusView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StatusView")
-            .field("status_code", &self.status_code())
-            .field("status_detail", &self.status_detail())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a StreamsGroupHeartbeatResponseTaskIds: active tasks assigned to the member; null when unchanged since the last heartbeat.
 #[derive(Clone, Copy)]
 pub struct StreamsGroupHeartbeatResponseTaskIdsView<'a> {
@@ -2175,17 +1818,9 @@ pub struct StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     at: [u32; 2],
 }
 
+view_common!(StreamsGroupHeartbeatResponseTaskIdsView { subtopology_id, partitions });
+
 impl<'a> StreamsGroupHeartbeatResponseTaskIdsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupHeartbeatResponseTaskIds::subtopology_id`](StreamsGroupHeartbeatResponseTaskIds#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
@@ -2202,29 +1837,15 @@ impl<'a> StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatResponseTaskIds.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("StreamsGroupHeartbeatResponseTaskIds._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId")?;
+        view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatResponseTaskIds.Partitions")?;
+        r.tagged_fields("StreamsGroupHeartbeatResponseTaskIds._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2240,15 +1861,6 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     }
 }
 
-impl fmt::Debug for StreamsGroupHeartbeatResponseTaskIdsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupHeartbeatResponseTaskIdsView")
-            .field("subtopology_id", &self.subtopology_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a EndpointToPartitions: for interactive queries: which partitions each member's endpoint serves, one entry per member (entries for the same endpoint must be merged); null when unchanged since the last heartbeat.
 #[derive(Clone, Copy)]
 pub struct EndpointToPartitionsView<'a> {
@@ -2258,17 +1870,9 @@ pub struct EndpointToPartitionsView<'a> {
     at: [u32; 3],
 }
 
+view_common!(EndpointToPartitionsView { user_endpoint, active_partitions, standby_partitions });
+
 impl<'a> EndpointToPartitionsView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`EndpointToPartitions::user_endpoint`](EndpointToPartitions#structfield.user_endpoint).
     #[inline]
     pub fn user_endpoint(&self) -> StreamsGroupHeartbeatResponseEndpointView<'a> {
@@ -2291,31 +1895,16 @@ impl<'a> EndpointToPartitionsView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 3], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 3];
-        StreamsGroupHeartbeatResponseEndpointView::checked(r, ver)?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<TopicPartitionView<'a>>(r, ver, "EndpointToPartitions.ActivePartitions")?;
-        at[1] = (r.pos() - start) as u32;
-        view::check_array::<TopicPartitionView<'a>>(r, ver, "EndpointToPartitions.StandbyPartitions")?;
-        at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("EndpointToPartitions._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for EndpointToPartitionsView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        StreamsGroupHeartbeatResponseEndpointView::check(r, ver, "EndpointToPartitions.UserEndpoint")?;
+        view::check_array::<TopicPartitionView<'a>>(r, ver, "EndpointToPartitions.ActivePartitions")?;
+        view::check_array::<TopicPartitionView<'a>>(r, ver, "EndpointToPartitions.StandbyPartitions")?;
+        r.tagged_fields("EndpointToPartitions._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2333,16 +1922,6 @@ impl<'a> ElementImpl<'a> for EndpointToPartitionsView<'a> {
     }
 }
 
-impl fmt::Debug for EndpointToPartitionsView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndpointToPartitionsView")
-            .field("user_endpoint", &self.user_endpoint())
-            .field("active_partitions", &self.active_partitions())
-            .field("standby_partitions", &self.standby_partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a StreamsGroupHeartbeatResponseEndpoint: host and port the member serves queries on.
 #[derive(Clone, Copy)]
 pub struct StreamsGroupHeartbeatResponseEndpointView<'a> {
@@ -2352,17 +1931,9 @@ pub struct StreamsGroupHeartbeatResponseEndpointView<'a> {
     at: [u32; 1],
 }
 
+view_common!(StreamsGroupHeartbeatResponseEndpointView { host, port });
+
 impl<'a> StreamsGroupHeartbeatResponseEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupHeartbeatResponseEndpoint::host`](StreamsGroupHeartbeatResponseEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
@@ -2379,28 +1950,15 @@ impl<'a> StreamsGroupHeartbeatResponseEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.check_str(true, "StreamsGroupHeartbeatResponseEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "StreamsGroupHeartbeatResponseEndpoint.Port")?;
-        r.tagged_fields("StreamsGroupHeartbeatResponseEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "StreamsGroupHeartbeatResponseEndpoint.Host")?;
+        r.take(2, "StreamsGroupHeartbeatResponseEndpoint.Port")?;
+        r.tagged_fields("StreamsGroupHeartbeatResponseEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2415,15 +1973,6 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseEndpointView<'a> {
     }
 }
 
-impl fmt::Debug for StreamsGroupHeartbeatResponseEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupHeartbeatResponseEndpointView")
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopicPartition: source partitions, repartition topics included, of the member's active tasks.
 #[derive(Clone, Copy)]
 pub struct TopicPartitionView<'a> {
@@ -2433,17 +1982,9 @@ pub struct TopicPartitionView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopicPartitionView { topic, partitions });
+
 impl<'a> TopicPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopicPartition::topic`](TopicPartition#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
@@ -2460,29 +2001,15 @@ impl<'a> TopicPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TopicPartition.Topic")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "TopicPartition.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopicPartition._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopicPartition.Topic")?;
+        view::check_array::<i32>(r, ver, "TopicPartition.Partitions")?;
+        r.tagged_fields("TopicPartition._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -2495,14 +2022,5 @@ impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TopicPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopicPartitionView")
-            .field("topic", &self.topic())
-            .field("partitions", &self.partitions())
-            .finish()
     }
 }

@@ -89,25 +89,12 @@ pub struct TopologyDescriptionGlobalStore<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for StreamsGroupTopologyDescriptionUpdateRequest<'_> {
-    const NAME: &'static str = "StreamsGroupTopologyDescriptionUpdateRequest";
-    const API_KEY: i16 = 93;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl StreamsGroupTopologyDescriptionUpdateRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(StreamsGroupTopologyDescriptionUpdateRequest {
+    key: 93,
+    request: true,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for StreamsGroupTopologyDescriptionUpdateRequest<'_> {
     #[inline]
@@ -249,35 +236,19 @@ pub struct StreamsGroupTopologyDescriptionUpdateRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(
+    StreamsGroupTopologyDescriptionUpdateRequestView,
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    at
+);
+view_common!(StreamsGroupTopologyDescriptionUpdateRequestView {
+    group_id,
+    member_id,
+    topology_epoch,
+    topology_description
+});
+
 impl<'a> StreamsGroupTopologyDescriptionUpdateRequestView<'a> {
-    /// Checks `bytes` as a StreamsGroupTopologyDescriptionUpdateRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "StreamsGroupTopologyDescriptionUpdateRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<StreamsGroupTopologyDescriptionUpdateRequest, 3>(
-            bytes,
-            version,
-            Self::checked,
-        )?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupTopologyDescriptionUpdateRequest::group_id`](StreamsGroupTopologyDescriptionUpdateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -316,21 +287,14 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateRequestView<'a> {
         r.check_str(true, "StreamsGroupTopologyDescriptionUpdateRequest.MemberId")?;
         at[1] = (r.pos() - start) as u32;
         r.take(4, "StreamsGroupTopologyDescriptionUpdateRequest.TopologyEpoch")?;
-        TopologyDescriptionView::checked(r, ver)?;
+        TopologyDescriptionView::check(
+            r,
+            ver,
+            "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription",
+        )?;
         at[2] = (r.pos() - start) as u32;
         r.tagged_fields("StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for StreamsGroupTopologyDescriptionUpdateRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupTopologyDescriptionUpdateRequestView")
-            .field("group_id", &self.group_id())
-            .field("member_id", &self.member_id())
-            .field("topology_epoch", &self.topology_epoch())
-            .field("topology_description", &self.topology_description())
-            .finish()
     }
 }
 
@@ -343,17 +307,9 @@ pub struct TopologyDescriptionView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopologyDescriptionView { subtopologies, global_stores });
+
 impl<'a> TopologyDescriptionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopologyDescription::subtopologies`](TopologyDescription#structfield.subtopologies).
     #[inline]
     pub fn subtopologies(&self) -> ArrayView<'a, TopologyDescriptionSubtopologyView<'a>> {
@@ -370,37 +326,23 @@ impl<'a> TopologyDescriptionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopologyDescriptionSubtopologyView<'a>>(
             r,
             ver,
             "TopologyDescription.Subtopologies",
         )?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<TopologyDescriptionGlobalStoreView<'a>>(
             r,
             ver,
             "TopologyDescription.GlobalStores",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("TopologyDescription._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -416,15 +358,6 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
     }
 }
 
-impl fmt::Debug for TopologyDescriptionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyDescriptionView")
-            .field("subtopologies", &self.subtopologies())
-            .field("global_stores", &self.global_stores())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopologyDescriptionSubtopology: the topology's sub-topologies.
 #[derive(Clone, Copy)]
 pub struct TopologyDescriptionSubtopologyView<'a> {
@@ -434,17 +367,9 @@ pub struct TopologyDescriptionSubtopologyView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopologyDescriptionSubtopologyView { subtopology_id, nodes });
+
 impl<'a> TopologyDescriptionSubtopologyView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopologyDescriptionSubtopology::subtopology_id`](TopologyDescriptionSubtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
@@ -461,29 +386,15 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<TopologyDescriptionNodeView<'a>>(r, ver, "TopologyDescriptionSubtopology.Nodes")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopologyDescriptionSubtopology._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
+        view::check_array::<TopologyDescriptionNodeView<'a>>(r, ver, "TopologyDescriptionSubtopology.Nodes")?;
+        r.tagged_fields("TopologyDescriptionSubtopology._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -499,15 +410,6 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     }
 }
 
-impl fmt::Debug for TopologyDescriptionSubtopologyView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyDescriptionSubtopologyView")
-            .field("subtopology_id", &self.subtopology_id())
-            .field("nodes", &self.nodes())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopologyDescriptionNode: processing nodes of the sub-topology.
 #[derive(Clone, Copy)]
 pub struct TopologyDescriptionNodeView<'a> {
@@ -517,17 +419,9 @@ pub struct TopologyDescriptionNodeView<'a> {
     at: [u32; 5],
 }
 
+view_common!(TopologyDescriptionNodeView { name, node_type, source_topics, sink_topic, stores, successors });
+
 impl<'a> TopologyDescriptionNodeView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopologyDescriptionNode::name`](TopologyDescriptionNode#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -568,36 +462,19 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[4] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 5], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 5];
-        r.check_str(true, "TopologyDescriptionNode.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(1, "TopologyDescriptionNode.NodeType")?;
-        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.SourceTopics")?;
-        at[1] = (r.pos() - start) as u32;
-        r.check_nullable_str(true, "TopologyDescriptionNode.SinkTopic")?;
-        at[2] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
-        at[3] = (r.pos() - start) as u32;
-        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
-        at[4] = (r.pos() - start) as u32;
-        r.tagged_fields("TopologyDescriptionNode._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "TopologyDescriptionNode.Name")?;
+        r.take(1, "TopologyDescriptionNode.NodeType")?;
+        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.SourceTopics")?;
+        r.check_nullable_str(true, "TopologyDescriptionNode.SinkTopic")?;
+        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
+        view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
+        r.tagged_fields("TopologyDescriptionNode._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -620,19 +497,6 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
     }
 }
 
-impl fmt::Debug for TopologyDescriptionNodeView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyDescriptionNodeView")
-            .field("name", &self.name())
-            .field("node_type", &self.node_type())
-            .field("source_topics", &self.source_topics())
-            .field("sink_topic", &self.sink_topic())
-            .field("stores", &self.stores())
-            .field("successors", &self.successors())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TopologyDescriptionGlobalStore: global state stores of the topology.
 #[derive(Clone, Copy)]
 pub struct TopologyDescriptionGlobalStoreView<'a> {
@@ -642,17 +506,9 @@ pub struct TopologyDescriptionGlobalStoreView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TopologyDescriptionGlobalStoreView { source, processor });
+
 impl<'a> TopologyDescriptionGlobalStoreView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TopologyDescriptionGlobalStore::source`](TopologyDescriptionGlobalStore#structfield.source).
     #[inline]
     pub fn source(&self) -> TopologyDescriptionNodeView<'a> {
@@ -669,29 +525,15 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        TopologyDescriptionNodeView::checked(r, ver)?;
-        at[0] = (r.pos() - start) as u32;
-        TopologyDescriptionNodeView::checked(r, ver)?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("TopologyDescriptionGlobalStore._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Source")?;
+        TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
+        r.tagged_fields("TopologyDescriptionGlobalStore._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -704,15 +546,6 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TopologyDescriptionGlobalStoreView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TopologyDescriptionGlobalStoreView")
-            .field("source", &self.source())
-            .field("processor", &self.processor())
-            .finish()
     }
 }
 
@@ -734,25 +567,12 @@ pub struct StreamsGroupTopologyDescriptionUpdateResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for StreamsGroupTopologyDescriptionUpdateResponse<'_> {
-    const NAME: &'static str = "StreamsGroupTopologyDescriptionUpdateResponse";
-    const API_KEY: i16 = 93;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl StreamsGroupTopologyDescriptionUpdateResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(StreamsGroupTopologyDescriptionUpdateResponse {
+    key: 93,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for StreamsGroupTopologyDescriptionUpdateResponse<'_> {
     #[inline]
@@ -795,35 +615,18 @@ pub struct StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(
+    StreamsGroupTopologyDescriptionUpdateResponseView,
+    StreamsGroupTopologyDescriptionUpdateResponse,
+    at
+);
+view_common!(StreamsGroupTopologyDescriptionUpdateResponseView {
+    throttle_time_ms,
+    error_code,
+    error_message
+});
+
 impl<'a> StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
-    /// Checks `bytes` as a StreamsGroupTopologyDescriptionUpdateResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "StreamsGroupTopologyDescriptionUpdateResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<StreamsGroupTopologyDescriptionUpdateResponse, 1>(
-            bytes,
-            version,
-            Self::checked,
-        )?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StreamsGroupTopologyDescriptionUpdateResponse::throttle_time_ms`](StreamsGroupTopologyDescriptionUpdateResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -862,15 +665,5 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.tagged_fields("StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for StreamsGroupTopologyDescriptionUpdateResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamsGroupTopologyDescriptionUpdateResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

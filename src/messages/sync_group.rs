@@ -52,25 +52,7 @@ pub struct SyncGroupRequestAssignment<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for SyncGroupRequest<'_> {
-    const NAME: &'static str = "SyncGroupRequest";
-    const API_KEY: i16 = 14;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl SyncGroupRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(SyncGroupRequest { key: 14, request: true, versions: (0, 5), flexible: (4, i16::MAX) });
 
 impl Encode for SyncGroupRequest<'_> {
     #[inline]
@@ -84,10 +66,7 @@ impl Encode for SyncGroupRequest<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         } else if self.group_instance_id.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "SyncGroupRequest.GroupInstanceId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("SyncGroupRequest.GroupInstanceId", ver));
         }
         if ver.version == 5 {
             n += match &self.protocol_type {
@@ -166,31 +145,18 @@ pub struct SyncGroupRequestView<'a> {
     at: [u32; 6],
 }
 
+body_view!(SyncGroupRequestView, SyncGroupRequest, at);
+view_common!(SyncGroupRequestView {
+    group_id,
+    generation_id,
+    member_id,
+    group_instance_id,
+    protocol_type,
+    protocol_name,
+    assignments
+});
+
 impl<'a> SyncGroupRequestView<'a> {
-    /// Checks `bytes` as a SyncGroupRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "SyncGroupRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<SyncGroupRequest, 6>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`SyncGroupRequest::group_id`](SyncGroupRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -280,20 +246,6 @@ impl<'a> SyncGroupRequestView<'a> {
     }
 }
 
-impl fmt::Debug for SyncGroupRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SyncGroupRequestView")
-            .field("group_id", &self.group_id())
-            .field("generation_id", &self.generation_id())
-            .field("member_id", &self.member_id())
-            .field("group_instance_id", &self.group_instance_id())
-            .field("protocol_type", &self.protocol_type())
-            .field("protocol_name", &self.protocol_name())
-            .field("assignments", &self.assignments())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a SyncGroupRequestAssignment: assignment of each member; sent only by the leader, empty otherwise.
 #[derive(Clone, Copy)]
 pub struct SyncGroupRequestAssignmentView<'a> {
@@ -303,17 +255,9 @@ pub struct SyncGroupRequestAssignmentView<'a> {
     at: [u32; 2],
 }
 
+view_common!(SyncGroupRequestAssignmentView { member_id, assignment });
+
 impl<'a> SyncGroupRequestAssignmentView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`SyncGroupRequestAssignment::member_id`](SyncGroupRequestAssignment#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
@@ -330,31 +274,17 @@ impl<'a> SyncGroupRequestAssignmentView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(ver.flexible, "SyncGroupRequestAssignment.MemberId")?;
-        at[0] = (r.pos() - start) as u32;
-        r.bytes(ver.flexible, "SyncGroupRequestAssignment.Assignment")?;
-        at[1] = (r.pos() - start) as u32;
-        if ver.flexible {
-            r.tagged_fields("SyncGroupRequestAssignment._tagged_fields", |_, _| Ok(false))?;
-        }
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for SyncGroupRequestAssignmentView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(ver.flexible, "SyncGroupRequestAssignment.MemberId")?;
+        r.bytes(ver.flexible, "SyncGroupRequestAssignment.Assignment")?;
+        if ver.flexible {
+            r.tagged_fields("SyncGroupRequestAssignment._tagged_fields", |_, _| Ok(false))?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -369,15 +299,6 @@ impl<'a> ElementImpl<'a> for SyncGroupRequestAssignmentView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for SyncGroupRequestAssignmentView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SyncGroupRequestAssignmentView")
-            .field("member_id", &self.member_id())
-            .field("assignment", &self.assignment())
-            .finish()
     }
 }
 
@@ -404,25 +325,7 @@ pub struct SyncGroupResponse<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for SyncGroupResponse<'_> {
-    const NAME: &'static str = "SyncGroupResponse";
-    const API_KEY: i16 = 14;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 5);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(4, i16::MAX);
-}
-
-impl SyncGroupResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(SyncGroupResponse { key: 14, request: false, versions: (0, 5), flexible: (4, i16::MAX) });
 
 impl Encode for SyncGroupResponse<'_> {
     #[inline]
@@ -483,31 +386,16 @@ pub struct SyncGroupResponseView<'a> {
     at: [u32; 3],
 }
 
+body_view!(SyncGroupResponseView, SyncGroupResponse, at);
+view_common!(SyncGroupResponseView {
+    throttle_time_ms,
+    error_code,
+    protocol_type,
+    protocol_name,
+    assignment
+});
+
 impl<'a> SyncGroupResponseView<'a> {
-    /// Checks `bytes` as a SyncGroupResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "SyncGroupResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<SyncGroupResponse, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`SyncGroupResponse::throttle_time_ms`](SyncGroupResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -569,17 +457,5 @@ impl<'a> SyncGroupResponseView<'a> {
             r.tagged_fields("SyncGroupResponse._tagged_fields", |_, _| Ok(false))?;
         }
         Ok(at)
-    }
-}
-
-impl fmt::Debug for SyncGroupResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SyncGroupResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("protocol_type", &self.protocol_type())
-            .field("protocol_name", &self.protocol_name())
-            .field("assignment", &self.assignment())
-            .finish()
     }
 }

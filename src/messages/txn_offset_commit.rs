@@ -101,25 +101,7 @@ impl<'a> Default for TxnOffsetCommitRequestPartition<'a> {
     }
 }
 
-impl Body for TxnOffsetCommitRequest<'_> {
-    const NAME: &'static str = "TxnOffsetCommitRequest";
-    const API_KEY: i16 = 28;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 6);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl TxnOffsetCommitRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(TxnOffsetCommitRequest { key: 28, request: true, versions: (0, 6), flexible: (3, i16::MAX) });
 
 impl Encode for TxnOffsetCommitRequest<'_> {
     #[inline]
@@ -134,18 +116,12 @@ impl Encode for TxnOffsetCommitRequest<'_> {
         if ver.version >= 3 {
             n += 4;
         } else if self.generation_id_or_member_epoch != -1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "TxnOffsetCommitRequest.GenerationIdOrMemberEpoch",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("TxnOffsetCommitRequest.GenerationIdOrMemberEpoch", ver));
         }
         if ver.version >= 3 {
             n += wire::string_size(self.member_id.len(), ver.flexible, "TxnOffsetCommitRequest.MemberId")?;
         } else if self.member_id.as_str() != "" {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "TxnOffsetCommitRequest.MemberId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("TxnOffsetCommitRequest.MemberId", ver));
         }
         if ver.version >= 3 {
             n += match &self.group_instance_id {
@@ -155,10 +131,7 @@ impl Encode for TxnOffsetCommitRequest<'_> {
                 None => wire::null_size(ver.flexible, false),
             };
         } else if self.group_instance_id.is_some() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "TxnOffsetCommitRequest.GroupInstanceId",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("TxnOffsetCommitRequest.GroupInstanceId", ver));
         }
         n += encode::array_size(&self.topics, ver, "TxnOffsetCommitRequest.Topics")?;
         if ver.flexible {
@@ -278,31 +251,19 @@ pub struct TxnOffsetCommitRequestView<'a> {
     at: [u32; 5],
 }
 
+body_view!(TxnOffsetCommitRequestView, TxnOffsetCommitRequest, at);
+view_common!(TxnOffsetCommitRequestView {
+    transactional_id,
+    group_id,
+    producer_id,
+    producer_epoch,
+    generation_id_or_member_epoch,
+    member_id,
+    group_instance_id,
+    topics
+});
+
 impl<'a> TxnOffsetCommitRequestView<'a> {
-    /// Checks `bytes` as a TxnOffsetCommitRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "TxnOffsetCommitRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<TxnOffsetCommitRequest, 5>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TxnOffsetCommitRequest::transactional_id`](TxnOffsetCommitRequest#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
@@ -389,21 +350,6 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
     }
 }
 
-impl fmt::Debug for TxnOffsetCommitRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TxnOffsetCommitRequestView")
-            .field("transactional_id", &self.transactional_id())
-            .field("group_id", &self.group_id())
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .field("generation_id_or_member_epoch", &self.generation_id_or_member_epoch())
-            .field("member_id", &self.member_id())
-            .field("group_instance_id", &self.group_instance_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TxnOffsetCommitRequestTopic: offsets to commit, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct TxnOffsetCommitRequestTopicView<'a> {
@@ -413,17 +359,9 @@ pub struct TxnOffsetCommitRequestTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TxnOffsetCommitRequestTopicView { name, topic_id, partitions });
+
 impl<'a> TxnOffsetCommitRequestTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TxnOffsetCommitRequestTopic::name`](TxnOffsetCommitRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -446,15 +384,14 @@ impl<'a> TxnOffsetCommitRequestTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 5 {
             r.check_str(ver.flexible, "TxnOffsetCommitRequestTopic.Name")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 6 {
             r.take(16, "TxnOffsetCommitRequestTopic.TopicId")?;
         }
@@ -463,23 +400,10 @@ impl<'a> TxnOffsetCommitRequestTopicView<'a> {
             ver,
             "TxnOffsetCommitRequestTopic.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -500,16 +424,6 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
     }
 }
 
-impl fmt::Debug for TxnOffsetCommitRequestTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TxnOffsetCommitRequestTopicView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TxnOffsetCommitRequestPartition: offsets for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct TxnOffsetCommitRequestPartitionView<'a> {
@@ -519,17 +433,14 @@ pub struct TxnOffsetCommitRequestPartitionView<'a> {
     at: [u32; 1],
 }
 
+view_common!(TxnOffsetCommitRequestPartitionView {
+    partition_index,
+    committed_offset,
+    committed_leader_epoch,
+    committed_metadata
+});
+
 impl<'a> TxnOffsetCommitRequestPartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TxnOffsetCommitRequestPartition::partition_index`](TxnOffsetCommitRequestPartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -558,11 +469,11 @@ impl<'a> TxnOffsetCommitRequestPartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
             &[
@@ -574,23 +485,10 @@ impl<'a> TxnOffsetCommitRequestPartitionView<'a> {
             r.take(4, "TxnOffsetCommitRequestPartition.CommittedLeaderEpoch")?;
         }
         r.check_nullable_str(ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?;
-        at[0] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("TxnOffsetCommitRequestPartition._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -603,17 +501,6 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
             p = src.skip_tagged(p);
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for TxnOffsetCommitRequestPartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TxnOffsetCommitRequestPartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("committed_offset", &self.committed_offset())
-            .field("committed_leader_epoch", &self.committed_leader_epoch())
-            .field("committed_metadata", &self.committed_metadata())
-            .finish()
     }
 }
 
@@ -659,25 +546,7 @@ pub struct TxnOffsetCommitResponsePartition<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for TxnOffsetCommitResponse<'_> {
-    const NAME: &'static str = "TxnOffsetCommitResponse";
-    const API_KEY: i16 = 28;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 6);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(3, i16::MAX);
-}
-
-impl TxnOffsetCommitResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(TxnOffsetCommitResponse { key: 28, request: false, versions: (0, 6), flexible: (3, i16::MAX) });
 
 impl Encode for TxnOffsetCommitResponse<'_> {
     #[inline]
@@ -779,31 +648,10 @@ pub struct TxnOffsetCommitResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(TxnOffsetCommitResponseView, TxnOffsetCommitResponse, at);
+view_common!(TxnOffsetCommitResponseView { throttle_time_ms, topics });
+
 impl<'a> TxnOffsetCommitResponseView<'a> {
-    /// Checks `bytes` as a TxnOffsetCommitResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "TxnOffsetCommitResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<TxnOffsetCommitResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TxnOffsetCommitResponse::throttle_time_ms`](TxnOffsetCommitResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -835,15 +683,6 @@ impl<'a> TxnOffsetCommitResponseView<'a> {
     }
 }
 
-impl fmt::Debug for TxnOffsetCommitResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TxnOffsetCommitResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TxnOffsetCommitResponseTopic: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct TxnOffsetCommitResponseTopicView<'a> {
@@ -853,17 +692,9 @@ pub struct TxnOffsetCommitResponseTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(TxnOffsetCommitResponseTopicView { name, topic_id, partitions });
+
 impl<'a> TxnOffsetCommitResponseTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TxnOffsetCommitResponseTopic::name`](TxnOffsetCommitResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -886,15 +717,14 @@ impl<'a> TxnOffsetCommitResponseTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
+}
 
+impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         if ver.version <= 5 {
             r.check_str(ver.flexible, "TxnOffsetCommitResponseTopic.Name")?;
         }
-        at[0] = (r.pos() - start) as u32;
         if ver.version == 6 {
             r.take(16, "TxnOffsetCommitResponseTopic.TopicId")?;
         }
@@ -903,23 +733,10 @@ impl<'a> TxnOffsetCommitResponseTopicView<'a> {
             ver,
             "TxnOffsetCommitResponseTopic.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         if ver.flexible {
             r.tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields", |_, _| Ok(false))?;
         }
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -940,16 +757,6 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
     }
 }
 
-impl fmt::Debug for TxnOffsetCommitResponseTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TxnOffsetCommitResponseTopicView")
-            .field("name", &self.name())
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a TxnOffsetCommitResponsePartition: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct TxnOffsetCommitResponsePartitionView<'a> {
@@ -957,17 +764,9 @@ pub struct TxnOffsetCommitResponsePartitionView<'a> {
     ver: Ver,
 }
 
+view_common!(TxnOffsetCommitResponsePartitionView { partition_index, error_code });
+
 impl<'a> TxnOffsetCommitResponsePartitionView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`TxnOffsetCommitResponsePartition::partition_index`](TxnOffsetCommitResponsePartition#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -984,9 +783,16 @@ impl<'a> TxnOffsetCommitResponsePartitionView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
+}
+
+impl<'a> ElementImpl<'a> for TxnOffsetCommitResponsePartitionView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 3 { Layout::Tagged(6) } else { Layout::Fixed(6) }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             6,
             &[
@@ -999,33 +805,12 @@ impl<'a> TxnOffsetCommitResponsePartitionView<'a> {
                 Ok(false)
             })?;
         }
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for TxnOffsetCommitResponsePartitionView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 3 { Layout::Tagged(6) } else { Layout::Fixed(6) }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for TxnOffsetCommitResponsePartitionView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TxnOffsetCommitResponsePartitionView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

@@ -23,25 +23,7 @@ pub struct UnregisterBrokerRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for UnregisterBrokerRequest<'_> {
-    const NAME: &'static str = "UnregisterBrokerRequest";
-    const API_KEY: i16 = 64;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl UnregisterBrokerRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(UnregisterBrokerRequest { key: 64, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for UnregisterBrokerRequest<'_> {
     #[inline]
@@ -70,31 +52,10 @@ pub struct UnregisterBrokerRequestView<'a> {
     ver: Ver,
 }
 
+body_view!(UnregisterBrokerRequestView, UnregisterBrokerRequest);
+view_common!(UnregisterBrokerRequestView { broker_id });
+
 impl<'a> UnregisterBrokerRequestView<'a> {
-    /// Checks `bytes` as a UnregisterBrokerRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "UnregisterBrokerRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<UnregisterBrokerRequest, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UnregisterBrokerRequest::broker_id`](UnregisterBrokerRequest#structfield.broker_id).
     #[inline]
     pub fn broker_id(&self) -> i32 {
@@ -111,12 +72,6 @@ impl<'a> UnregisterBrokerRequestView<'a> {
         r.take(4, "UnregisterBrokerRequest.BrokerId")?;
         r.fixed_struct_tagged_fields("UnregisterBrokerRequest._tagged_fields", |_, _| Ok(false))?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for UnregisterBrokerRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnregisterBrokerRequestView").field("broker_id", &self.broker_id()).finish()
     }
 }
 
@@ -149,25 +104,7 @@ impl<'a> Default for UnregisterBrokerResponse<'a> {
     }
 }
 
-impl Body for UnregisterBrokerResponse<'_> {
-    const NAME: &'static str = "UnregisterBrokerResponse";
-    const API_KEY: i16 = 64;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl UnregisterBrokerResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(UnregisterBrokerResponse { key: 64, request: false, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for UnregisterBrokerResponse<'_> {
     #[inline]
@@ -206,31 +143,10 @@ pub struct UnregisterBrokerResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(UnregisterBrokerResponseView, UnregisterBrokerResponse, at);
+view_common!(UnregisterBrokerResponseView { throttle_time_ms, error_code, error_message });
+
 impl<'a> UnregisterBrokerResponseView<'a> {
-    /// Checks `bytes` as a UnregisterBrokerResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "UnregisterBrokerResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<UnregisterBrokerResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UnregisterBrokerResponse::throttle_time_ms`](UnregisterBrokerResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -266,15 +182,5 @@ impl<'a> UnregisterBrokerResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.tagged_fields("UnregisterBrokerResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for UnregisterBrokerResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnregisterBrokerResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -23,25 +23,7 @@ pub struct UnregisterControllerRequest<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for UnregisterControllerRequest<'_> {
-    const NAME: &'static str = "UnregisterControllerRequest";
-    const API_KEY: i16 = 94;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl UnregisterControllerRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(UnregisterControllerRequest { key: 94, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for UnregisterControllerRequest<'_> {
     #[inline]
@@ -70,32 +52,10 @@ pub struct UnregisterControllerRequestView<'a> {
     ver: Ver,
 }
 
+body_view!(UnregisterControllerRequestView, UnregisterControllerRequest);
+view_common!(UnregisterControllerRequestView { controller_id });
+
 impl<'a> UnregisterControllerRequestView<'a> {
-    /// Checks `bytes` as a UnregisterControllerRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "UnregisterControllerRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) =
-            view::check_body::<UnregisterControllerRequest, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UnregisterControllerRequest::controller_id`](UnregisterControllerRequest#structfield.controller_id).
     #[inline]
     pub fn controller_id(&self) -> i32 {
@@ -112,14 +72,6 @@ impl<'a> UnregisterControllerRequestView<'a> {
         r.take(4, "UnregisterControllerRequest.ControllerId")?;
         r.fixed_struct_tagged_fields("UnregisterControllerRequest._tagged_fields", |_, _| Ok(false))?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for UnregisterControllerRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnregisterControllerRequestView")
-            .field("controller_id", &self.controller_id())
-            .finish()
     }
 }
 
@@ -152,25 +104,12 @@ impl<'a> Default for UnregisterControllerResponse<'a> {
     }
 }
 
-impl Body for UnregisterControllerResponse<'_> {
-    const NAME: &'static str = "UnregisterControllerResponse";
-    const API_KEY: i16 = 94;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl UnregisterControllerResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(UnregisterControllerResponse {
+    key: 94,
+    request: false,
+    versions: (0, 0),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for UnregisterControllerResponse<'_> {
     #[inline]
@@ -209,32 +148,10 @@ pub struct UnregisterControllerResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(UnregisterControllerResponseView, UnregisterControllerResponse, at);
+view_common!(UnregisterControllerResponseView { throttle_time_ms, error_code, error_message });
+
 impl<'a> UnregisterControllerResponseView<'a> {
-    /// Checks `bytes` as a UnregisterControllerResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "UnregisterControllerResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<UnregisterControllerResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UnregisterControllerResponse::throttle_time_ms`](UnregisterControllerResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -273,15 +190,5 @@ impl<'a> UnregisterControllerResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.tagged_fields("UnregisterControllerResponse._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for UnregisterControllerResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnregisterControllerResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

@@ -72,25 +72,7 @@ impl<'a> Default for FeatureUpdateKey<'a> {
     }
 }
 
-impl Body for UpdateFeaturesRequest<'_> {
-    const NAME: &'static str = "UpdateFeaturesRequest";
-    const API_KEY: i16 = 57;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl UpdateFeaturesRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(UpdateFeaturesRequest { key: 57, request: true, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for UpdateFeaturesRequest<'_> {
     #[inline]
@@ -100,10 +82,7 @@ impl Encode for UpdateFeaturesRequest<'_> {
         if ver.version >= 1 {
             n += 1;
         } else if self.validate_only {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "UpdateFeaturesRequest.ValidateOnly",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("UpdateFeaturesRequest.ValidateOnly", ver));
         }
         n += wire::raw_tagged_fields_size(
             &self.unknown_tagged_fields,
@@ -131,18 +110,12 @@ impl Encode for FeatureUpdateKey<'_> {
         if ver.version == 0 {
             n += 1;
         } else if self.allow_downgrade {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FeatureUpdateKey.AllowDowngrade",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FeatureUpdateKey.AllowDowngrade", ver));
         }
         if ver.version >= 1 {
             n += 1;
         } else if self.upgrade_type != 1 {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "FeatureUpdateKey.UpgradeType",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("FeatureUpdateKey.UpgradeType", ver));
         }
         n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "FeatureUpdateKey._tagged_fields")?;
         n.total("FeatureUpdateKey")
@@ -173,31 +146,10 @@ pub struct UpdateFeaturesRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(UpdateFeaturesRequestView, UpdateFeaturesRequest, at);
+view_common!(UpdateFeaturesRequestView { timeout_ms, feature_updates, validate_only });
+
 impl<'a> UpdateFeaturesRequestView<'a> {
-    /// Checks `bytes` as a UpdateFeaturesRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "UpdateFeaturesRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<UpdateFeaturesRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UpdateFeaturesRequest::timeout_ms`](UpdateFeaturesRequest#structfield.timeout_ms).
     #[inline]
     pub fn timeout_ms(&self) -> i32 {
@@ -236,16 +188,6 @@ impl<'a> UpdateFeaturesRequestView<'a> {
     }
 }
 
-impl fmt::Debug for UpdateFeaturesRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UpdateFeaturesRequestView")
-            .field("timeout_ms", &self.timeout_ms())
-            .field("feature_updates", &self.feature_updates())
-            .field("validate_only", &self.validate_only())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a FeatureUpdateKey: one change for each feature.
 #[derive(Clone, Copy)]
 pub struct FeatureUpdateKeyView<'a> {
@@ -255,17 +197,9 @@ pub struct FeatureUpdateKeyView<'a> {
     at: [u32; 1],
 }
 
+view_common!(FeatureUpdateKeyView { feature, max_version_level, allow_downgrade, upgrade_type });
+
 impl<'a> FeatureUpdateKeyView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`FeatureUpdateKey::feature`](FeatureUpdateKey#structfield.feature).
     #[inline]
     pub fn feature(&self) -> &'a str {
@@ -294,13 +228,12 @@ impl<'a> FeatureUpdateKeyView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 3, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for FeatureUpdateKeyView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "FeatureUpdateKey.Feature")?;
-        at[0] = (r.pos() - start) as u32;
         r.take(2, "FeatureUpdateKey.MaxVersionLevel")?;
         if ver.version == 0 {
             r.take(1, "FeatureUpdateKey.AllowDowngrade")?;
@@ -309,19 +242,7 @@ impl<'a> FeatureUpdateKeyView<'a> {
             r.take(1, "FeatureUpdateKey.UpgradeType")?;
         }
         r.tagged_fields("FeatureUpdateKey._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for FeatureUpdateKeyView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -333,17 +254,6 @@ impl<'a> ElementImpl<'a> for FeatureUpdateKeyView<'a> {
         p += 3;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for FeatureUpdateKeyView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FeatureUpdateKeyView")
-            .field("feature", &self.feature())
-            .field("max_version_level", &self.max_version_level())
-            .field("allow_downgrade", &self.allow_downgrade())
-            .field("upgrade_type", &self.upgrade_type())
-            .finish()
     }
 }
 
@@ -407,25 +317,7 @@ impl<'a> Default for UpdatableFeatureResult<'a> {
     }
 }
 
-impl Body for UpdateFeaturesResponse<'_> {
-    const NAME: &'static str = "UpdateFeaturesResponse";
-    const API_KEY: i16 = 57;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl UpdateFeaturesResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(UpdateFeaturesResponse { key: 57, request: false, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for UpdateFeaturesResponse<'_> {
     #[inline]
@@ -495,31 +387,10 @@ pub struct UpdateFeaturesResponseView<'a> {
     at: [u32; 2],
 }
 
+body_view!(UpdateFeaturesResponseView, UpdateFeaturesResponse, at);
+view_common!(UpdateFeaturesResponseView { throttle_time_ms, error_code, error_message, results });
+
 impl<'a> UpdateFeaturesResponseView<'a> {
-    /// Checks `bytes` as a UpdateFeaturesResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "UpdateFeaturesResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<UpdateFeaturesResponse, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UpdateFeaturesResponse::throttle_time_ms`](UpdateFeaturesResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -569,17 +440,6 @@ impl<'a> UpdateFeaturesResponseView<'a> {
     }
 }
 
-impl fmt::Debug for UpdateFeaturesResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UpdateFeaturesResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .field("results", &self.results())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a UpdatableFeatureResult: one result for each feature; dropped in version 2, where the top-level error covers every feature.
 #[derive(Clone, Copy)]
 pub struct UpdatableFeatureResultView<'a> {
@@ -589,17 +449,9 @@ pub struct UpdatableFeatureResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(UpdatableFeatureResultView { feature, error_code, error_message });
+
 impl<'a> UpdatableFeatureResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UpdatableFeatureResult::feature`](UpdatableFeatureResult#structfield.feature).
     #[inline]
     pub fn feature(&self) -> &'a str {
@@ -622,30 +474,16 @@ impl<'a> UpdatableFeatureResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "UpdatableFeatureResult.Feature")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "UpdatableFeatureResult.ErrorCode")?;
-        r.check_nullable_str(true, "UpdatableFeatureResult.ErrorMessage")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("UpdatableFeatureResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "UpdatableFeatureResult.Feature")?;
+        r.take(2, "UpdatableFeatureResult.ErrorCode")?;
+        r.check_nullable_str(true, "UpdatableFeatureResult.ErrorMessage")?;
+        r.tagged_fields("UpdatableFeatureResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -659,15 +497,5 @@ impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for UpdatableFeatureResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UpdatableFeatureResultView")
-            .field("feature", &self.feature())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

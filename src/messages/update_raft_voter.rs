@@ -73,25 +73,7 @@ pub struct KRaftVersionFeature<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for UpdateRaftVoterRequest<'_> {
-    const NAME: &'static str = "UpdateRaftVoterRequest";
-    const API_KEY: i16 = 82;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl UpdateRaftVoterRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(UpdateRaftVoterRequest { key: 82, request: true, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for UpdateRaftVoterRequest<'_> {
     #[inline]
@@ -172,31 +154,17 @@ pub struct UpdateRaftVoterRequestView<'a> {
     at: [u32; 3],
 }
 
+body_view!(UpdateRaftVoterRequestView, UpdateRaftVoterRequest, at);
+view_common!(UpdateRaftVoterRequestView {
+    cluster_id,
+    current_leader_epoch,
+    voter_id,
+    voter_directory_id,
+    listeners,
+    k_raft_version_feature
+});
+
 impl<'a> UpdateRaftVoterRequestView<'a> {
-    /// Checks `bytes` as a UpdateRaftVoterRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "UpdateRaftVoterRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<UpdateRaftVoterRequest, 3>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UpdateRaftVoterRequest::cluster_id`](UpdateRaftVoterRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
@@ -254,23 +222,10 @@ impl<'a> UpdateRaftVoterRequestView<'a> {
         )?;
         view::check_array::<ListenerView<'a>>(r, ver, "UpdateRaftVoterRequest.Listeners")?;
         at[1] = (r.pos() - start) as u32;
-        KRaftVersionFeatureView::checked(r, ver)?;
+        KRaftVersionFeatureView::check(r, ver, "UpdateRaftVoterRequest.KRaftVersionFeature")?;
         at[2] = (r.pos() - start) as u32;
         r.tagged_fields("UpdateRaftVoterRequest._tagged_fields", |_, _| Ok(false))?;
         Ok(at)
-    }
-}
-
-impl fmt::Debug for UpdateRaftVoterRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UpdateRaftVoterRequestView")
-            .field("cluster_id", &self.cluster_id())
-            .field("current_leader_epoch", &self.current_leader_epoch())
-            .field("voter_id", &self.voter_id())
-            .field("voter_directory_id", &self.voter_directory_id())
-            .field("listeners", &self.listeners())
-            .field("k_raft_version_feature", &self.k_raft_version_feature())
-            .finish()
     }
 }
 
@@ -283,17 +238,9 @@ pub struct ListenerView<'a> {
     at: [u32; 2],
 }
 
+view_common!(ListenerView { name, host, port });
+
 impl<'a> ListenerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -316,30 +263,16 @@ impl<'a> ListenerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "Listener.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        r.check_str(true, "Listener.Host")?;
-        at[1] = (r.pos() - start) as u32;
-        r.take(2, "Listener.Port")?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for ListenerView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.check_str(true, "Listener.Name")?;
+        r.check_str(true, "Listener.Host")?;
+        r.take(2, "Listener.Port")?;
+        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -356,16 +289,6 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
     }
 }
 
-impl fmt::Debug for ListenerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListenerView")
-            .field("name", &self.name())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a KRaftVersionFeature: range of kraft.version levels the voter supports.
 #[derive(Clone, Copy)]
 pub struct KRaftVersionFeatureView<'a> {
@@ -373,17 +296,9 @@ pub struct KRaftVersionFeatureView<'a> {
     ver: Ver,
 }
 
+view_common!(KRaftVersionFeatureView { min_supported_version, max_supported_version });
+
 impl<'a> KRaftVersionFeatureView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`KRaftVersionFeature::min_supported_version`](KRaftVersionFeature#structfield.min_supported_version).
     #[inline]
     pub fn min_supported_version(&self) -> i16 {
@@ -400,16 +315,6 @@ impl<'a> KRaftVersionFeatureView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(
-            4,
-            &[("KRaftVersionFeature.MinSupportedVersion", 2), ("KRaftVersionFeature.MaxSupportedVersion", 2)],
-        )?;
-        r.fixed_struct_tagged_fields("KRaftVersionFeature._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for KRaftVersionFeatureView<'a> {
@@ -419,23 +324,19 @@ impl<'a> ElementImpl<'a> for KRaftVersionFeatureView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(
+            4,
+            &[("KRaftVersionFeature.MinSupportedVersion", 2), ("KRaftVersionFeature.MaxSupportedVersion", 2)],
+        )?;
+        r.fixed_struct_tagged_fields("KRaftVersionFeature._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for KRaftVersionFeatureView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KRaftVersionFeatureView")
-            .field("min_supported_version", &self.min_supported_version())
-            .field("max_supported_version", &self.max_supported_version())
-            .finish()
     }
 }
 
@@ -485,25 +386,7 @@ impl<'a> Default for CurrentLeader<'a> {
     }
 }
 
-impl Body for UpdateRaftVoterResponse<'_> {
-    const NAME: &'static str = "UpdateRaftVoterResponse";
-    const API_KEY: i16 = 82;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 0);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl UpdateRaftVoterResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(UpdateRaftVoterResponse { key: 82, request: false, versions: (0, 0), flexible: (0, i16::MAX) });
 
 impl Encode for UpdateRaftVoterResponse<'_> {
     #[inline]
@@ -573,31 +456,10 @@ pub struct UpdateRaftVoterResponseView<'a> {
     ver: Ver,
 }
 
+body_view!(UpdateRaftVoterResponseView, UpdateRaftVoterResponse);
+view_common!(UpdateRaftVoterResponseView { throttle_time_ms, error_code, current_leader });
+
 impl<'a> UpdateRaftVoterResponseView<'a> {
-    /// Checks `bytes` as a UpdateRaftVoterResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "UpdateRaftVoterResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, _) = view::check_body::<UpdateRaftVoterResponse, 0>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`UpdateRaftVoterResponse::throttle_time_ms`](UpdateRaftVoterResponse#structfield.throttle_time_ms).
     #[inline]
     pub fn throttle_time_ms(&self) -> i32 {
@@ -627,23 +489,13 @@ impl<'a> UpdateRaftVoterResponseView<'a> {
         r.fixed_struct_tagged_fields("UpdateRaftVoterResponse._tagged_fields", |tag, value| {
             match tag {
                 0 => {
-                    CurrentLeaderView::checked(value, ver)?;
+                    CurrentLeaderView::check(value, ver, "UpdateRaftVoterResponse.CurrentLeader")?;
                 }
                 _ => return Ok(false),
             }
             Ok(true)
         })?;
         Ok([])
-    }
-}
-
-impl fmt::Debug for UpdateRaftVoterResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UpdateRaftVoterResponseView")
-            .field("throttle_time_ms", &self.throttle_time_ms())
-            .field("error_code", &self.error_code())
-            .field("current_leader", &self.current_leader())
-            .finish()
     }
 }
 
@@ -656,17 +508,9 @@ pub struct CurrentLeaderView<'a> {
     at: [u32; 1],
 }
 
+view_common!(CurrentLeaderView { leader_id, leader_epoch, host, port });
+
 impl<'a> CurrentLeaderView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`CurrentLeader::leader_id`](CurrentLeader#structfield.leader_id).
     #[inline]
     pub fn leader_id(&self) -> i32 {
@@ -695,29 +539,16 @@ impl<'a> CurrentLeaderView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 4, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.run(8, &[("CurrentLeader.LeaderId", 4), ("CurrentLeader.LeaderEpoch", 4)])?;
-        r.check_str(true, "CurrentLeader.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(4, "CurrentLeader.Port")?;
-        r.tagged_fields("CurrentLeader._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for CurrentLeaderView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(8, &[("CurrentLeader.LeaderId", 4), ("CurrentLeader.LeaderEpoch", 4)])?;
+        r.check_str(true, "CurrentLeader.Host")?;
+        r.take(4, "CurrentLeader.Port")?;
+        r.tagged_fields("CurrentLeader._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -729,16 +560,5 @@ impl<'a> ElementImpl<'a> for CurrentLeaderView<'a> {
         p += 4;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for CurrentLeaderView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CurrentLeaderView")
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
     }
 }

@@ -78,25 +78,7 @@ pub struct VoteRequestPartitionData<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for VoteRequest<'_> {
-    const NAME: &'static str = "VoteRequest";
-    const API_KEY: i16 = 52;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl VoteRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(VoteRequest { key: 52, request: true, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for VoteRequest<'_> {
     #[inline]
@@ -157,10 +139,7 @@ impl Encode for VoteRequestPartitionData<'_> {
         if ver.version == 2 {
             n += 1;
         } else if self.pre_vote {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "VoteRequestPartitionData.PreVote",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("VoteRequestPartitionData.PreVote", ver));
         }
         n += wire::raw_tagged_fields_size(
             &self.unknown_tagged_fields,
@@ -204,31 +183,10 @@ pub struct VoteRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(VoteRequestView, VoteRequest, at);
+view_common!(VoteRequestView { cluster_id, voter_id, topics });
+
 impl<'a> VoteRequestView<'a> {
-    /// Checks `bytes` as a VoteRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "VoteRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<VoteRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`VoteRequest::cluster_id`](VoteRequest#structfield.cluster_id).
     #[inline]
     pub fn cluster_id(&self) -> Option<&'a str> {
@@ -268,16 +226,6 @@ impl<'a> VoteRequestView<'a> {
     }
 }
 
-impl fmt::Debug for VoteRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VoteRequestView")
-            .field("cluster_id", &self.cluster_id())
-            .field("voter_id", &self.voter_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a VoteRequestTopicData: topics whose quorum the election is for; in practice the metadata log.
 #[derive(Clone, Copy)]
 pub struct VoteRequestTopicDataView<'a> {
@@ -287,17 +235,9 @@ pub struct VoteRequestTopicDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(VoteRequestTopicDataView { topic_name, partitions });
+
 impl<'a> VoteRequestTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`VoteRequestTopicData::topic_name`](VoteRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -314,29 +254,15 @@ impl<'a> VoteRequestTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "VoteRequestTopicData.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<VoteRequestPartitionDataView<'a>>(r, ver, "VoteRequestTopicData.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("VoteRequestTopicData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for VoteRequestTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "VoteRequestTopicData.TopicName")?;
+        view::check_array::<VoteRequestPartitionDataView<'a>>(r, ver, "VoteRequestTopicData.Partitions")?;
+        r.tagged_fields("VoteRequestTopicData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -352,15 +278,6 @@ impl<'a> ElementImpl<'a> for VoteRequestTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for VoteRequestTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VoteRequestTopicDataView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a VoteRequestPartitionData: partitions whose election this is.
 #[derive(Clone, Copy)]
 pub struct VoteRequestPartitionDataView<'a> {
@@ -368,17 +285,18 @@ pub struct VoteRequestPartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(VoteRequestPartitionDataView {
+    partition_index,
+    replica_epoch,
+    replica_id,
+    replica_directory_id,
+    voter_directory_id,
+    last_offset_epoch,
+    last_offset,
+    pre_vote
+});
+
 impl<'a> VoteRequestPartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`VoteRequestPartitionData::partition_index`](VoteRequestPartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -440,9 +358,22 @@ impl<'a> VoteRequestPartitionDataView<'a> {
             &[],
         )
     }
+}
+
+impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
+    #[inline]
+    fn layout(ver: Ver) -> Layout {
+        if ver.version >= 2 {
+            Layout::Tagged(57)
+        } else if ver.version >= 1 {
+            Layout::Tagged(56)
+        } else {
+            Layout::Tagged(24)
+        }
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             12,
             &[
@@ -468,25 +399,7 @@ impl<'a> VoteRequestPartitionDataView<'a> {
             r.take(1, "VoteRequestPartitionData.PreVote")?;
         }
         r.fixed_struct_tagged_fields("VoteRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
-    #[inline]
-    fn layout(ver: Ver) -> Layout {
-        if ver.version >= 2 {
-            Layout::Tagged(57)
-        } else if ver.version >= 1 {
-            Layout::Tagged(56)
-        } else {
-            Layout::Tagged(24)
-        }
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -504,21 +417,6 @@ impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
             ver,
         );
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for VoteRequestPartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VoteRequestPartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("replica_epoch", &self.replica_epoch())
-            .field("replica_id", &self.replica_id())
-            .field("replica_directory_id", &self.replica_directory_id())
-            .field("voter_directory_id", &self.voter_directory_id())
-            .field("last_offset_epoch", &self.last_offset_epoch())
-            .field("last_offset", &self.last_offset())
-            .field("pre_vote", &self.pre_vote())
-            .finish()
     }
 }
 
@@ -584,25 +482,7 @@ pub struct NodeEndpoint<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for VoteResponse<'_> {
-    const NAME: &'static str = "VoteResponse";
-    const API_KEY: i16 = 52;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl VoteResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(VoteResponse { key: 52, request: false, versions: (0, 2), flexible: (0, i16::MAX) });
 
 impl Encode for VoteResponse<'_> {
     #[inline]
@@ -610,10 +490,7 @@ impl Encode for VoteResponse<'_> {
         let mut n = Size::new(2);
         n += encode::array_size(&self.topics, ver, "VoteResponse.Topics")?;
         if ver.version == 0 && !self.node_endpoints.is_empty() {
-            return Err(EncodeError::FieldNotInVersion {
-                field: "VoteResponse.NodeEndpoints",
-                version: ver.version,
-            });
+            return Err(encode::not_in_version("VoteResponse.NodeEndpoints", ver));
         }
         let mut tags = TaggedSize::new();
         if ver.version >= 1 && !self.node_endpoints.is_empty() {
@@ -721,31 +598,10 @@ pub struct VoteResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(VoteResponseView, VoteResponse, at);
+view_common!(VoteResponseView { error_code, topics, node_endpoints });
+
 impl<'a> VoteResponseView<'a> {
-    /// Checks `bytes` as a VoteResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "VoteResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<VoteResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`VoteResponse::error_code`](VoteResponse#structfield.error_code).
     #[inline]
     pub fn error_code(&self) -> i16 {
@@ -799,16 +655,6 @@ impl<'a> VoteResponseView<'a> {
     }
 }
 
-impl fmt::Debug for VoteResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VoteResponseView")
-            .field("error_code", &self.error_code())
-            .field("topics", &self.topics())
-            .field("node_endpoints", &self.node_endpoints())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a VoteResponseTopicData: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct VoteResponseTopicDataView<'a> {
@@ -818,17 +664,9 @@ pub struct VoteResponseTopicDataView<'a> {
     at: [u32; 2],
 }
 
+view_common!(VoteResponseTopicDataView { topic_name, partitions });
+
 impl<'a> VoteResponseTopicDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`VoteResponseTopicData::topic_name`](VoteResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
@@ -845,29 +683,15 @@ impl<'a> VoteResponseTopicDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "VoteResponseTopicData.TopicName")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<VoteResponsePartitionDataView<'a>>(r, ver, "VoteResponseTopicData.Partitions")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("VoteResponseTopicData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for VoteResponseTopicDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "VoteResponseTopicData.TopicName")?;
+        view::check_array::<VoteResponsePartitionDataView<'a>>(r, ver, "VoteResponseTopicData.Partitions")?;
+        r.tagged_fields("VoteResponseTopicData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -883,15 +707,6 @@ impl<'a> ElementImpl<'a> for VoteResponseTopicDataView<'a> {
     }
 }
 
-impl fmt::Debug for VoteResponseTopicDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VoteResponseTopicDataView")
-            .field("topic_name", &self.topic_name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a VoteResponsePartitionData: one result for each partition in the request.
 #[derive(Clone, Copy)]
 pub struct VoteResponsePartitionDataView<'a> {
@@ -899,17 +714,15 @@ pub struct VoteResponsePartitionDataView<'a> {
     ver: Ver,
 }
 
+view_common!(VoteResponsePartitionDataView {
+    partition_index,
+    error_code,
+    leader_id,
+    leader_epoch,
+    vote_granted
+});
+
 impl<'a> VoteResponsePartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`VoteResponsePartitionData::partition_index`](VoteResponsePartitionData#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -944,9 +757,16 @@ impl<'a> VoteResponsePartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(15, &[])
     }
+}
+
+impl<'a> ElementImpl<'a> for VoteResponsePartitionDataView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Tagged(15)
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             15,
             &[
@@ -958,37 +778,13 @@ impl<'a> VoteResponsePartitionDataView<'a> {
             ],
         )?;
         r.fixed_struct_tagged_fields("VoteResponsePartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for VoteResponsePartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Tagged(15)
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 15, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for VoteResponsePartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VoteResponsePartitionDataView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .field("leader_id", &self.leader_id())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("vote_granted", &self.vote_granted())
-            .finish()
     }
 }
 
@@ -1001,17 +797,9 @@ pub struct NodeEndpointView<'a> {
     at: [u32; 1],
 }
 
+view_common!(NodeEndpointView { node_id, host, port });
+
 impl<'a> NodeEndpointView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`NodeEndpoint::node_id`](NodeEndpoint#structfield.node_id).
     #[inline]
     pub fn node_id(&self) -> i32 {
@@ -1034,29 +822,16 @@ impl<'a> NodeEndpointView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(4, "NodeEndpoint.NodeId")?;
-        r.check_str(true, "NodeEndpoint.Host")?;
-        at[0] = (r.pos() - start) as u32;
-        r.take(2, "NodeEndpoint.Port")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.take(4, "NodeEndpoint.NodeId")?;
+        r.check_str(true, "NodeEndpoint.Host")?;
+        r.take(2, "NodeEndpoint.Port")?;
+        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -1068,15 +843,5 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p += 2;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for NodeEndpointView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeEndpointView")
-            .field("node_id", &self.node_id())
-            .field("host", &self.host())
-            .field("port", &self.port())
-            .finish()
     }
 }

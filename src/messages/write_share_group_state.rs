@@ -90,25 +90,7 @@ pub struct StateBatch<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for WriteShareGroupStateRequest<'_> {
-    const NAME: &'static str = "WriteShareGroupStateRequest";
-    const API_KEY: i16 = 85;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl WriteShareGroupStateRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(WriteShareGroupStateRequest { key: 85, request: true, versions: (0, 1), flexible: (0, i16::MAX) });
 
 impl Encode for WriteShareGroupStateRequest<'_> {
     #[inline]
@@ -207,32 +189,10 @@ pub struct WriteShareGroupStateRequestView<'a> {
     at: [u32; 2],
 }
 
+body_view!(WriteShareGroupStateRequestView, WriteShareGroupStateRequest, at);
+view_common!(WriteShareGroupStateRequestView { group_id, topics });
+
 impl<'a> WriteShareGroupStateRequestView<'a> {
-    /// Checks `bytes` as a WriteShareGroupStateRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "WriteShareGroupStateRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<WriteShareGroupStateRequest, 2>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WriteShareGroupStateRequest::group_id`](WriteShareGroupStateRequest#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
@@ -263,15 +223,6 @@ impl<'a> WriteShareGroupStateRequestView<'a> {
     }
 }
 
-impl fmt::Debug for WriteShareGroupStateRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WriteShareGroupStateRequestView")
-            .field("group_id", &self.group_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a WriteStateData: topics whose share-partition state to write.
 #[derive(Clone, Copy)]
 pub struct WriteStateDataView<'a> {
@@ -281,17 +232,9 @@ pub struct WriteStateDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(WriteStateDataView { topic_id, partitions });
+
 impl<'a> WriteStateDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WriteStateData::topic_id`](WriteStateData#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -308,28 +251,15 @@ impl<'a> WriteStateDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "WriteStateData.TopicId")?;
-        view::check_array::<PartitionDataView<'a>>(r, ver, "WriteStateData.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("WriteStateData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for WriteStateDataView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "WriteStateData.TopicId")?;
+        view::check_array::<PartitionDataView<'a>>(r, ver, "WriteStateData.Partitions")?;
+        r.tagged_fields("WriteStateData._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -343,15 +273,6 @@ impl<'a> ElementImpl<'a> for WriteStateDataView<'a> {
     }
 }
 
-impl fmt::Debug for WriteStateDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WriteStateDataView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionData: partitions whose state to write.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
@@ -361,17 +282,16 @@ pub struct PartitionDataView<'a> {
     at: [u32; 1],
 }
 
+view_common!(PartitionDataView {
+    partition,
+    state_epoch,
+    leader_epoch,
+    start_offset,
+    delivery_complete_count,
+    state_batches
+});
+
 impl<'a> PartitionDataView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionData::partition`](PartitionData#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -412,11 +332,11 @@ impl<'a> PartitionDataView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             20,
             &[
@@ -430,21 +350,8 @@ impl<'a> PartitionDataView<'a> {
             r.take(4, "PartitionData.DeliveryCompleteCount")?;
         }
         view::check_array::<StateBatchView<'a>>(r, ver, "PartitionData.StateBatches")?;
-        at[0] = (r.pos() - start) as u32;
         r.tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -458,19 +365,6 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 }
 
-impl fmt::Debug for PartitionDataView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionDataView")
-            .field("partition", &self.partition())
-            .field("state_epoch", &self.state_epoch())
-            .field("leader_epoch", &self.leader_epoch())
-            .field("start_offset", &self.start_offset())
-            .field("delivery_complete_count", &self.delivery_complete_count())
-            .field("state_batches", &self.state_batches())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a StateBatch: delivery state of ranges of offsets.
 #[derive(Clone, Copy)]
 pub struct StateBatchView<'a> {
@@ -478,17 +372,9 @@ pub struct StateBatchView<'a> {
     ver: Ver,
 }
 
+view_common!(StateBatchView { first_offset, last_offset, delivery_state, delivery_count });
+
 impl<'a> StateBatchView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`StateBatch::first_offset`](StateBatch#structfield.first_offset).
     #[inline]
     pub fn first_offset(&self) -> i64 {
@@ -517,9 +403,16 @@ impl<'a> StateBatchView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(19, &[])
     }
+}
+
+impl<'a> ElementImpl<'a> for StateBatchView<'a> {
+    #[inline]
+    fn layout(_: Ver) -> Layout {
+        Layout::Tagged(19)
+    }
 
     #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             19,
             &[
@@ -530,36 +423,13 @@ impl<'a> StateBatchView<'a> {
             ],
         )?;
         r.fixed_struct_tagged_fields("StateBatch._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
-}
-
-impl<'a> ElementImpl<'a> for StateBatchView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Tagged(19)
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 19, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for StateBatchView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StateBatchView")
-            .field("first_offset", &self.first_offset())
-            .field("last_offset", &self.last_offset())
-            .field("delivery_state", &self.delivery_state())
-            .field("delivery_count", &self.delivery_count())
-            .finish()
     }
 }
 
@@ -602,25 +472,12 @@ pub struct PartitionResult<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for WriteShareGroupStateResponse<'_> {
-    const NAME: &'static str = "WriteShareGroupStateResponse";
-    const API_KEY: i16 = 85;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(0, 1);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(0, i16::MAX);
-}
-
-impl WriteShareGroupStateResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(WriteShareGroupStateResponse {
+    key: 85,
+    request: false,
+    versions: (0, 1),
+    flexible: (0, i16::MAX)
+});
 
 impl Encode for WriteShareGroupStateResponse<'_> {
     #[inline]
@@ -692,32 +549,10 @@ pub struct WriteShareGroupStateResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(WriteShareGroupStateResponseView, WriteShareGroupStateResponse, at);
+view_common!(WriteShareGroupStateResponseView { results });
+
 impl<'a> WriteShareGroupStateResponseView<'a> {
-    /// Checks `bytes` as a WriteShareGroupStateResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "WriteShareGroupStateResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) =
-            view::check_body::<WriteShareGroupStateResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WriteShareGroupStateResponse::results`](WriteShareGroupStateResponse#structfield.results).
     #[inline]
     pub fn results(&self) -> ArrayView<'a, WriteStateResultView<'a>> {
@@ -740,12 +575,6 @@ impl<'a> WriteShareGroupStateResponseView<'a> {
     }
 }
 
-impl fmt::Debug for WriteShareGroupStateResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WriteShareGroupStateResponseView").field("results", &self.results()).finish()
-    }
-}
-
 /// A zero-copy view of a WriteStateResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct WriteStateResultView<'a> {
@@ -755,17 +584,9 @@ pub struct WriteStateResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(WriteStateResultView { topic_id, partitions });
+
 impl<'a> WriteStateResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WriteStateResult::topic_id`](WriteStateResult#structfield.topic_id).
     #[inline]
     pub fn topic_id(&self) -> Uuid {
@@ -782,28 +603,15 @@ impl<'a> WriteStateResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(16, "WriteStateResult.TopicId")?;
-        view::check_array::<PartitionResultView<'a>>(r, ver, "WriteStateResult.Partitions")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("WriteStateResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for WriteStateResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(16, "WriteStateResult.TopicId")?;
+        view::check_array::<PartitionResultView<'a>>(r, ver, "WriteStateResult.Partitions")?;
+        r.tagged_fields("WriteStateResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -817,15 +625,6 @@ impl<'a> ElementImpl<'a> for WriteStateResultView<'a> {
     }
 }
 
-impl fmt::Debug for WriteStateResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WriteStateResultView")
-            .field("topic_id", &self.topic_id())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a PartitionResult: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct PartitionResultView<'a> {
@@ -835,17 +634,9 @@ pub struct PartitionResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(PartitionResultView { partition, error_code, error_message });
+
 impl<'a> PartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`PartitionResult::partition`](PartitionResult#structfield.partition).
     #[inline]
     pub fn partition(&self) -> i32 {
@@ -868,28 +659,15 @@ impl<'a> PartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
-        r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
+        r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
+        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -900,15 +678,5 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for PartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PartitionResultView")
-            .field("partition", &self.partition())
-            .field("error_code", &self.error_code())
-            .field("error_message", &self.error_message())
-            .finish()
     }
 }

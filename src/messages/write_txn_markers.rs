@@ -58,25 +58,7 @@ pub struct WritableTxnMarkerTopic<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for WriteTxnMarkersRequest<'_> {
-    const NAME: &'static str = "WriteTxnMarkersRequest";
-    const API_KEY: i16 = 27;
-    const IS_REQUEST: bool = true;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl WriteTxnMarkersRequest<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(WriteTxnMarkersRequest { key: 27, request: true, versions: (1, 2), flexible: (1, i16::MAX) });
 
 impl Encode for WriteTxnMarkersRequest<'_> {
     #[inline]
@@ -157,31 +139,10 @@ pub struct WriteTxnMarkersRequestView<'a> {
     at: [u32; 1],
 }
 
+body_view!(WriteTxnMarkersRequestView, WriteTxnMarkersRequest, at);
+view_common!(WriteTxnMarkersRequestView { markers });
+
 impl<'a> WriteTxnMarkersRequestView<'a> {
-    /// Checks `bytes` as a WriteTxnMarkersRequest body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "WriteTxnMarkersRequest")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<WriteTxnMarkersRequest, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WriteTxnMarkersRequest::markers`](WriteTxnMarkersRequest#structfield.markers).
     #[inline]
     pub fn markers(&self) -> ArrayView<'a, WritableTxnMarkerView<'a>> {
@@ -204,12 +165,6 @@ impl<'a> WriteTxnMarkersRequestView<'a> {
     }
 }
 
-impl fmt::Debug for WriteTxnMarkersRequestView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WriteTxnMarkersRequestView").field("markers", &self.markers()).finish()
-    }
-}
-
 /// A zero-copy view of a WritableTxnMarker: markers to write, one per transaction.
 #[derive(Clone, Copy)]
 pub struct WritableTxnMarkerView<'a> {
@@ -219,17 +174,16 @@ pub struct WritableTxnMarkerView<'a> {
     at: [u32; 1],
 }
 
+view_common!(WritableTxnMarkerView {
+    producer_id,
+    producer_epoch,
+    transaction_result,
+    topics,
+    coordinator_epoch,
+    transaction_version
+});
+
 impl<'a> WritableTxnMarkerView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WritableTxnMarker::producer_id`](WritableTxnMarker#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
@@ -270,11 +224,11 @@ impl<'a> WritableTxnMarkerView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + (if self.ver.version >= 2 { 5 } else { 4 }), &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for WritableTxnMarkerView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(
             11,
             &[
@@ -284,25 +238,12 @@ impl<'a> WritableTxnMarkerView<'a> {
             ],
         )?;
         view::check_array::<WritableTxnMarkerTopicView<'a>>(r, ver, "WritableTxnMarker.Topics")?;
-        at[0] = (r.pos() - start) as u32;
         r.take(4, "WritableTxnMarker.CoordinatorEpoch")?;
         if ver.version == 2 {
             r.take(1, "WritableTxnMarker.TransactionVersion")?;
         }
         r.tagged_fields("WritableTxnMarker._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for WritableTxnMarkerView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -317,19 +258,6 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerView<'a> {
     }
 }
 
-impl fmt::Debug for WritableTxnMarkerView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WritableTxnMarkerView")
-            .field("producer_id", &self.producer_id())
-            .field("producer_epoch", &self.producer_epoch())
-            .field("transaction_result", &self.transaction_result())
-            .field("topics", &self.topics())
-            .field("coordinator_epoch", &self.coordinator_epoch())
-            .field("transaction_version", &self.transaction_version())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a WritableTxnMarkerTopic: partitions to write the marker to, grouped by topic.
 #[derive(Clone, Copy)]
 pub struct WritableTxnMarkerTopicView<'a> {
@@ -339,17 +267,9 @@ pub struct WritableTxnMarkerTopicView<'a> {
     at: [u32; 2],
 }
 
+view_common!(WritableTxnMarkerTopicView { name, partition_indexes });
+
 impl<'a> WritableTxnMarkerTopicView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WritableTxnMarkerTopic::name`](WritableTxnMarkerTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -366,29 +286,15 @@ impl<'a> WritableTxnMarkerTopicView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
-        r.check_str(true, "WritableTxnMarkerTopic.Name")?;
-        at[0] = (r.pos() - start) as u32;
-        view::check_array::<i32>(r, ver, "WritableTxnMarkerTopic.PartitionIndexes")?;
-        at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("WritableTxnMarkerTopic._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.check_str(true, "WritableTxnMarkerTopic.Name")?;
+        view::check_array::<i32>(r, ver, "WritableTxnMarkerTopic.PartitionIndexes")?;
+        r.tagged_fields("WritableTxnMarkerTopic._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -401,15 +307,6 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
-    }
-}
-
-impl fmt::Debug for WritableTxnMarkerTopicView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WritableTxnMarkerTopicView")
-            .field("name", &self.name())
-            .field("partition_indexes", &self.partition_indexes())
-            .finish()
     }
 }
 
@@ -462,25 +359,7 @@ pub struct WritableTxnMarkerPartitionResult<'a> {
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
 
-impl Body for WriteTxnMarkersResponse<'_> {
-    const NAME: &'static str = "WriteTxnMarkersResponse";
-    const API_KEY: i16 = 27;
-    const IS_REQUEST: bool = false;
-    const VERSIONS: Versions = Versions::new(1, 2);
-    const FLEXIBLE_VERSIONS: Versions = Versions::new(1, i16::MAX);
-}
-
-impl WriteTxnMarkersResponse<'_> {
-    /// The exact size of this body encoded as `version`, or why it cannot be encoded.
-    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        encode::body_len(self, version)
-    }
-
-    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
-    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
-        encode::encode_body(self, version, buf)
-    }
-}
+impl_body!(WriteTxnMarkersResponse { key: 27, request: false, versions: (1, 2), flexible: (1, i16::MAX) });
 
 impl Encode for WriteTxnMarkersResponse<'_> {
     #[inline]
@@ -574,31 +453,10 @@ pub struct WriteTxnMarkersResponseView<'a> {
     at: [u32; 1],
 }
 
+body_view!(WriteTxnMarkersResponseView, WriteTxnMarkersResponse, at);
+view_common!(WriteTxnMarkersResponseView { markers });
+
 impl<'a> WriteTxnMarkersResponseView<'a> {
-    /// Checks `bytes` as a WriteTxnMarkersResponse body of `version` and returns a view of it.
-    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let view = Self::new_prefix(bytes, version)?;
-        view::no_trailing(bytes, view.as_bytes().len(), "WriteTxnMarkersResponse")?;
-        Ok(view)
-    }
-
-    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
-    /// ignores them); the view covers the body only.
-    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {
-        let (src, ver, at) = view::check_body::<WriteTxnMarkersResponse, 1>(bytes, version, Self::checked)?;
-        Ok(Self { src, ver, at })
-    }
-
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WriteTxnMarkersResponse::markers`](WriteTxnMarkersResponse#structfield.markers).
     #[inline]
     pub fn markers(&self) -> ArrayView<'a, WritableTxnMarkerResultView<'a>> {
@@ -621,12 +479,6 @@ impl<'a> WriteTxnMarkersResponseView<'a> {
     }
 }
 
-impl fmt::Debug for WriteTxnMarkersResponseView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WriteTxnMarkersResponseView").field("markers", &self.markers()).finish()
-    }
-}
-
 /// A zero-copy view of a WritableTxnMarkerResult: results for each transaction.
 #[derive(Clone, Copy)]
 pub struct WritableTxnMarkerResultView<'a> {
@@ -636,17 +488,9 @@ pub struct WritableTxnMarkerResultView<'a> {
     at: [u32; 1],
 }
 
+view_common!(WritableTxnMarkerResultView { producer_id, topics });
+
 impl<'a> WritableTxnMarkerResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WritableTxnMarkerResult::producer_id`](WritableTxnMarkerResult#structfield.producer_id).
     #[inline]
     pub fn producer_id(&self) -> i64 {
@@ -663,28 +507,15 @@ impl<'a> WritableTxnMarkerResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 1], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 1];
-        r.take(8, "WritableTxnMarkerResult.ProducerId")?;
-        view::check_array::<WritableTxnMarkerTopicResultView<'a>>(r, ver, "WritableTxnMarkerResult.Topics")?;
-        at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("WritableTxnMarkerResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
 }
 
 impl<'a> ElementImpl<'a> for WritableTxnMarkerResultView<'a> {
     #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        r.take(8, "WritableTxnMarkerResult.ProducerId")?;
+        view::check_array::<WritableTxnMarkerTopicResultView<'a>>(r, ver, "WritableTxnMarkerResult.Topics")?;
+        r.tagged_fields("WritableTxnMarkerResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
@@ -698,15 +529,6 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerResultView<'a> {
     }
 }
 
-impl fmt::Debug for WritableTxnMarkerResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WritableTxnMarkerResultView")
-            .field("producer_id", &self.producer_id())
-            .field("topics", &self.topics())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a WritableTxnMarkerTopicResult: results grouped by topic.
 #[derive(Clone, Copy)]
 pub struct WritableTxnMarkerTopicResultView<'a> {
@@ -716,17 +538,9 @@ pub struct WritableTxnMarkerTopicResultView<'a> {
     at: [u32; 2],
 }
 
+view_common!(WritableTxnMarkerTopicResultView { name, partitions });
+
 impl<'a> WritableTxnMarkerTopicResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WritableTxnMarkerTopicResult::name`](WritableTxnMarkerTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
@@ -743,33 +557,19 @@ impl<'a> WritableTxnMarkerTopicResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
+}
 
+impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicResultView<'a> {
     #[inline]
-    fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 2], DecodeError> {
-        let start = r.pos();
-        let mut at = [0; 2];
+    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "WritableTxnMarkerTopicResult.Name")?;
-        at[0] = (r.pos() - start) as u32;
         view::check_array::<WritableTxnMarkerPartitionResultView<'a>>(
             r,
             ver,
             "WritableTxnMarkerTopicResult.Partitions",
         )?;
-        at[1] = (r.pos() - start) as u32;
         r.tagged_fields("WritableTxnMarkerTopicResult._tagged_fields", |_, _| Ok(false))?;
-        Ok(at)
-    }
-}
-
-impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicResultView<'a> {
-    #[inline]
-    fn layout(_: Ver) -> Layout {
-        Layout::Var
-    }
-
-    #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+        Ok(())
     }
 
     #[inline]
@@ -785,15 +585,6 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicResultView<'a> {
     }
 }
 
-impl fmt::Debug for WritableTxnMarkerTopicResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WritableTxnMarkerTopicResultView")
-            .field("name", &self.name())
-            .field("partitions", &self.partitions())
-            .finish()
-    }
-}
-
 /// A zero-copy view of a WritableTxnMarkerPartitionResult: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct WritableTxnMarkerPartitionResultView<'a> {
@@ -801,17 +592,9 @@ pub struct WritableTxnMarkerPartitionResultView<'a> {
     ver: Ver,
 }
 
+view_common!(WritableTxnMarkerPartitionResultView { partition_index, error_code });
+
 impl<'a> WritableTxnMarkerPartitionResultView<'a> {
-    /// The bytes this view covers.
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.src.bytes()
-    }
-
-    /// The version the bytes were decoded as.
-    pub const fn version(&self) -> i16 {
-        self.ver.version
-    }
-
     /// See [`WritableTxnMarkerPartitionResult::partition_index`](WritableTxnMarkerPartitionResult#structfield.partition_index).
     #[inline]
     pub fn partition_index(&self) -> i32 {
@@ -828,19 +611,6 @@ impl<'a> WritableTxnMarkerPartitionResultView<'a> {
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(6, &[])
     }
-
-    #[inline]
-    fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
-        r.run(
-            6,
-            &[
-                ("WritableTxnMarkerPartitionResult.PartitionIndex", 4),
-                ("WritableTxnMarkerPartitionResult.ErrorCode", 2),
-            ],
-        )?;
-        r.fixed_struct_tagged_fields("WritableTxnMarkerPartitionResult._tagged_fields", |_, _| Ok(false))?;
-        Ok([])
-    }
 }
 
 impl<'a> ElementImpl<'a> for WritableTxnMarkerPartitionResultView<'a> {
@@ -850,22 +620,21 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerPartitionResultView<'a> {
     }
 
     #[inline]
-    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
-        Self::checked(r, ver).map(drop)
+    fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
+        r.run(
+            6,
+            &[
+                ("WritableTxnMarkerPartitionResult.PartitionIndex", 4),
+                ("WritableTxnMarkerPartitionResult.ErrorCode", 2),
+            ],
+        )?;
+        r.fixed_struct_tagged_fields("WritableTxnMarkerPartitionResult._tagged_fields", |_, _| Ok(false))?;
+        Ok(())
     }
 
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
         (Self { src: src.sub(pos, end), ver }, end)
-    }
-}
-
-impl fmt::Debug for WritableTxnMarkerPartitionResultView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WritableTxnMarkerPartitionResultView")
-            .field("partition_index", &self.partition_index())
-            .field("error_code", &self.error_code())
-            .finish()
     }
 }

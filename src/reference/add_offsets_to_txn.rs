@@ -20,14 +20,7 @@ impl ReadOwned for AddOffsetsToTxnRequest<'static> {
         this.producer_id = r.i64("AddOffsetsToTxnRequest.ProducerId")?;
         this.producer_epoch = r.i16("AddOffsetsToTxnRequest.ProducerEpoch")?;
         this.group_id = owned_str(r.str(ver.flexible, "AddOffsetsToTxnRequest.GroupId")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AddOffsetsToTxnRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AddOffsetsToTxnRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -39,52 +32,23 @@ impl<'a> FromView<AddOffsetsToTxnRequestView<'a>> for AddOffsetsToTxnRequest<'a>
             producer_id: view.producer_id(),
             producer_epoch: view.producer_epoch(),
             group_id: Str::Borrowed(view.group_id()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddOffsetsToTxnRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AddOffsetsToTxnRequest<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AddOffsetsToTxnRequest<'static> {
-    /// Decodes a AddOffsetsToTxnRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AddOffsetsToTxnRequestView<'a>> for AddOffsetsToTxnRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AddOffsetsToTxnRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AddOffsetsToTxnRequest, AddOffsetsToTxnRequestView);
 
 impl ReadOwned for AddOffsetsToTxnResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddOffsetsToTxnResponse::default();
         this.throttle_time_ms = r.i32("AddOffsetsToTxnResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AddOffsetsToTxnResponse.ErrorCode")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AddOffsetsToTxnResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AddOffsetsToTxnResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -94,35 +58,13 @@ impl<'a> FromView<AddOffsetsToTxnResponseView<'a>> for AddOffsetsToTxnResponse<'
         AddOffsetsToTxnResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddOffsetsToTxnResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AddOffsetsToTxnResponse<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AddOffsetsToTxnResponse<'static> {
-    /// Decodes a AddOffsetsToTxnResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AddOffsetsToTxnResponseView<'a>> for AddOffsetsToTxnResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AddOffsetsToTxnResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AddOffsetsToTxnResponse, AddOffsetsToTxnResponseView);

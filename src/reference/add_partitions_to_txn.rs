@@ -33,14 +33,7 @@ impl ReadOwned for AddPartitionsToTxnRequest<'static> {
             this.v3_and_below_topics =
                 List::Owned(read_list(r, ver, "AddPartitionsToTxnRequest.V3AndBelowTopics")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AddPartitionsToTxnRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -53,51 +46,28 @@ impl<'a> FromView<AddPartitionsToTxnRequestView<'a>> for AddPartitionsToTxnReque
             v3_and_below_producer_id: view.v3_and_below_producer_id(),
             v3_and_below_producer_epoch: view.v3_and_below_producer_epoch(),
             v3_and_below_topics: list_from_view(view.v3_and_below_topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddPartitionsToTxnRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.transactions =
-            if ver.version <= 3 { List::Borrowed(&[]) } else { self.transactions.as_version(ver) };
-        if ver.version >= 4 {
-            v.v3_and_below_transactional_id = Str::Borrowed("");
-        }
-        if ver.version >= 4 {
-            v.v3_and_below_producer_id = 0;
-        }
-        if ver.version >= 4 {
-            v.v3_and_below_producer_epoch = 0;
-        }
-        v.v3_and_below_topics =
-            if ver.version >= 4 { List::Borrowed(&[]) } else { self.v3_and_below_topics.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(AddPartitionsToTxnRequest<'_>, |v, ver| {
+    v.transactions = if ver.version <= 3 { List::Borrowed(&[]) } else { v.transactions.as_version(ver) };
+    if ver.version >= 4 {
+        v.v3_and_below_transactional_id = Str::Borrowed("");
     }
-}
+    if ver.version >= 4 {
+        v.v3_and_below_producer_id = 0;
+    }
+    if ver.version >= 4 {
+        v.v3_and_below_producer_epoch = 0;
+    }
+    v.v3_and_below_topics =
+        if ver.version >= 4 { List::Borrowed(&[]) } else { v.v3_and_below_topics.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AddPartitionsToTxnRequest<'static> {
-    /// Decodes a AddPartitionsToTxnRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AddPartitionsToTxnRequestView<'a>> for AddPartitionsToTxnRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AddPartitionsToTxnRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AddPartitionsToTxnRequest, AddPartitionsToTxnRequestView);
 
 impl ReadOwned for AddPartitionsToTxnTransaction<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -107,12 +77,7 @@ impl ReadOwned for AddPartitionsToTxnTransaction<'static> {
         this.producer_epoch = r.i16("AddPartitionsToTxnTransaction.ProducerEpoch")?;
         this.verify_only = r.bool("AddPartitionsToTxnTransaction.VerifyOnly")?;
         this.topics = List::Owned(read_list(r, ver, "AddPartitionsToTxnTransaction.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AddPartitionsToTxnTransaction._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnTransaction._tagged_fields");
         Ok(this)
     }
 }
@@ -125,35 +90,21 @@ impl<'a> FromView<AddPartitionsToTxnTransactionView<'a>> for AddPartitionsToTxnT
             producer_epoch: view.producer_epoch(),
             verify_only: view.verify_only(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddPartitionsToTxnTransaction<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(AddPartitionsToTxnTransaction<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
 impl ReadOwned for AddPartitionsToTxnTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnTopic::default();
         this.name = owned_str(r.str(ver.flexible, "AddPartitionsToTxnTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "AddPartitionsToTxnTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AddPartitionsToTxnTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -163,23 +114,14 @@ impl<'a> FromView<AddPartitionsToTxnTopicView<'a>> for AddPartitionsToTxnTopic<'
         AddPartitionsToTxnTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddPartitionsToTxnTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AddPartitionsToTxnTopic<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AddPartitionsToTxnResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -196,14 +138,7 @@ impl ReadOwned for AddPartitionsToTxnResponse<'static> {
             this.results_by_topic_v3_and_below =
                 List::Owned(read_list(r, ver, "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AddPartitionsToTxnResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -215,60 +150,30 @@ impl<'a> FromView<AddPartitionsToTxnResponseView<'a>> for AddPartitionsToTxnResp
             error_code: view.error_code(),
             results_by_transaction: list_from_view(view.results_by_transaction()),
             results_by_topic_v3_and_below: list_from_view(view.results_by_topic_v3_and_below()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddPartitionsToTxnResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 3 {
-            v.error_code = 0;
-        }
-        v.results_by_transaction =
-            if ver.version <= 3 { List::Borrowed(&[]) } else { self.results_by_transaction.as_version(ver) };
-        v.results_by_topic_v3_and_below = if ver.version >= 4 {
-            List::Borrowed(&[])
-        } else {
-            self.results_by_topic_v3_and_below.as_version(ver)
-        };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(AddPartitionsToTxnResponse<'_>, |v, ver| {
+    if ver.version <= 3 {
+        v.error_code = 0;
     }
-}
+    v.results_by_transaction =
+        if ver.version <= 3 { List::Borrowed(&[]) } else { v.results_by_transaction.as_version(ver) };
+    v.results_by_topic_v3_and_below =
+        if ver.version >= 4 { List::Borrowed(&[]) } else { v.results_by_topic_v3_and_below.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AddPartitionsToTxnResponse<'static> {
-    /// Decodes a AddPartitionsToTxnResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AddPartitionsToTxnResponseView<'a>> for AddPartitionsToTxnResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AddPartitionsToTxnResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AddPartitionsToTxnResponse, AddPartitionsToTxnResponseView);
 
 impl ReadOwned for AddPartitionsToTxnResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnResult::default();
         this.transactional_id = owned_str(r.str(true, "AddPartitionsToTxnResult.TransactionalId")?);
         this.topic_results = List::Owned(read_list(r, ver, "AddPartitionsToTxnResult.TopicResults")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AddPartitionsToTxnResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnResult._tagged_fields");
         Ok(this)
     }
 }
@@ -278,21 +183,14 @@ impl<'a> FromView<AddPartitionsToTxnResultView<'a>> for AddPartitionsToTxnResult
         AddPartitionsToTxnResult {
             transactional_id: Str::Borrowed(view.transactional_id()),
             topic_results: list_from_view(view.topic_results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddPartitionsToTxnResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topic_results = self.topic_results.as_version(ver);
-        v
-    }
-}
+as_version!(AddPartitionsToTxnResult<'_>, |v, ver| {
+    v.topic_results = v.topic_results.as_version(ver);
+});
 
 impl ReadOwned for AddPartitionsToTxnTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -300,14 +198,7 @@ impl ReadOwned for AddPartitionsToTxnTopicResult<'static> {
         this.name = owned_str(r.str(ver.flexible, "AddPartitionsToTxnTopicResult.Name")?);
         this.results_by_partition =
             List::Owned(read_list(r, ver, "AddPartitionsToTxnTopicResult.ResultsByPartition")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -317,38 +208,22 @@ impl<'a> FromView<AddPartitionsToTxnTopicResultView<'a>> for AddPartitionsToTxnT
         AddPartitionsToTxnTopicResult {
             name: Str::Borrowed(view.name()),
             results_by_partition: list_from_view(view.results_by_partition()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddPartitionsToTxnTopicResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results_by_partition = self.results_by_partition.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AddPartitionsToTxnTopicResult<'_>, |v, ver| {
+    v.results_by_partition = v.results_by_partition.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AddPartitionsToTxnPartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnPartitionResult::default();
         this.partition_index = r.i32("AddPartitionsToTxnPartitionResult.PartitionIndex")?;
         this.partition_error_code = r.i16("AddPartitionsToTxnPartitionResult.PartitionErrorCode")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AddPartitionsToTxnPartitionResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnPartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -358,20 +233,11 @@ impl<'a> FromView<AddPartitionsToTxnPartitionResultView<'a>> for AddPartitionsTo
         AddPartitionsToTxnPartitionResult {
             partition_index: view.partition_index(),
             partition_error_code: view.partition_error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddPartitionsToTxnPartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AddPartitionsToTxnPartitionResult<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -24,12 +24,7 @@ impl ReadOwned for AddRaftVoterRequest<'static> {
         if ver.version == 1 {
             this.ack_when_committed = r.bool("AddRaftVoterRequest.AckWhenCommitted")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("AddRaftVoterRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AddRaftVoterRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,52 +38,27 @@ impl<'a> FromView<AddRaftVoterRequestView<'a>> for AddRaftVoterRequest<'a> {
             voter_directory_id: view.voter_directory_id(),
             listeners: list_from_view(view.listeners()),
             ack_when_committed: view.ack_when_committed(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddRaftVoterRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.listeners = self.listeners.as_version(ver);
-        if ver.version == 0 {
-            v.ack_when_committed = true;
-        }
-        v
+as_version!(AddRaftVoterRequest<'_>, |v, ver| {
+    v.listeners = v.listeners.as_version(ver);
+    if ver.version == 0 {
+        v.ack_when_committed = true;
     }
-}
+});
 
-impl AddRaftVoterRequest<'static> {
-    /// Decodes a AddRaftVoterRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AddRaftVoterRequestView<'a>> for AddRaftVoterRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AddRaftVoterRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AddRaftVoterRequest, AddRaftVoterRequestView);
 
 impl ReadOwned for Listener<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
         this.name = owned_str(r.str(true, "Listener.Name")?);
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Listener._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }
@@ -99,32 +69,20 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Listener<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Listener<'_>);
 
 impl ReadOwned for AddRaftVoterResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddRaftVoterResponse::default();
         this.throttle_time_ms = r.i32("AddRaftVoterResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AddRaftVoterResponse.ErrorCode")?;
         this.error_message = r.nullable_str(true, "AddRaftVoterResponse.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AddRaftVoterResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AddRaftVoterResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -135,31 +93,11 @@ impl<'a> FromView<AddRaftVoterResponseView<'a>> for AddRaftVoterResponse<'a> {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AddRaftVoterResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AddRaftVoterResponse<'_>);
 
-impl AddRaftVoterResponse<'static> {
-    /// Decodes a AddRaftVoterResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AddRaftVoterResponseView<'a>> for AddRaftVoterResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AddRaftVoterResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AddRaftVoterResponse, AddRaftVoterResponseView);

@@ -14,16 +14,11 @@ use crate::messages::allocate_producer_ids::*;
 use crate::prelude::*;
 
 impl ReadOwned for AllocateProducerIdsRequest<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AllocateProducerIdsRequest::default();
         this.broker_id = r.i32("AllocateProducerIdsRequest.BrokerId")?;
         this.broker_epoch = r.i64("AllocateProducerIdsRequest.BrokerEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("AllocateProducerIdsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AllocateProducerIdsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,48 +28,23 @@ impl<'a> FromView<AllocateProducerIdsRequestView<'a>> for AllocateProducerIdsReq
         AllocateProducerIdsRequest {
             broker_id: view.broker_id(),
             broker_epoch: view.broker_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AllocateProducerIdsRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AllocateProducerIdsRequest<'_>);
 
-impl AllocateProducerIdsRequest<'static> {
-    /// Decodes a AllocateProducerIdsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AllocateProducerIdsRequestView<'a>> for AllocateProducerIdsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AllocateProducerIdsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AllocateProducerIdsRequest, AllocateProducerIdsRequestView);
 
 impl ReadOwned for AllocateProducerIdsResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AllocateProducerIdsResponse::default();
         this.throttle_time_ms = r.i32("AllocateProducerIdsResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AllocateProducerIdsResponse.ErrorCode")?;
         this.producer_id_start = r.i64("AllocateProducerIdsResponse.ProducerIdStart")?;
         this.producer_id_len = r.i32("AllocateProducerIdsResponse.ProducerIdLen")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("AllocateProducerIdsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AllocateProducerIdsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -86,31 +56,11 @@ impl<'a> FromView<AllocateProducerIdsResponseView<'a>> for AllocateProducerIdsRe
             error_code: view.error_code(),
             producer_id_start: view.producer_id_start(),
             producer_id_len: view.producer_id_len(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AllocateProducerIdsResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AllocateProducerIdsResponse<'_>);
 
-impl AllocateProducerIdsResponse<'static> {
-    /// Decodes a AllocateProducerIdsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AllocateProducerIdsResponseView<'a>> for AllocateProducerIdsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AllocateProducerIdsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AllocateProducerIdsResponse, AllocateProducerIdsResponseView);

@@ -18,14 +18,7 @@ impl ReadOwned for AlterClientQuotasRequest<'static> {
         let mut this = AlterClientQuotasRequest::default();
         this.entries = List::Owned(read_list(r, ver, "AlterClientQuotasRequest.Entries")?);
         this.validate_only = r.bool("AlterClientQuotasRequest.ValidateOnly")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterClientQuotasRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,53 +28,24 @@ impl<'a> FromView<AlterClientQuotasRequestView<'a>> for AlterClientQuotasRequest
         AlterClientQuotasRequest {
             entries: list_from_view(view.entries()),
             validate_only: view.validate_only(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterClientQuotasRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.entries = self.entries.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterClientQuotasRequest<'_>, |v, ver| {
+    v.entries = v.entries.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AlterClientQuotasRequest<'static> {
-    /// Decodes a AlterClientQuotasRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterClientQuotasRequestView<'a>> for AlterClientQuotasRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterClientQuotasRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterClientQuotasRequest, AlterClientQuotasRequestView);
 
 impl ReadOwned for AlterClientQuotasRequestEntryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasRequestEntryData::default();
         this.entity = List::Owned(read_list(r, ver, "AlterClientQuotasRequestEntryData.Entity")?);
         this.ops = List::Owned(read_list(r, ver, "AlterClientQuotasRequestEntryData.Ops")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterClientQuotasRequestEntryData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasRequestEntryData._tagged_fields");
         Ok(this)
     }
 }
@@ -91,25 +55,16 @@ impl<'a> FromView<AlterClientQuotasRequestEntryDataView<'a>> for AlterClientQuot
         AlterClientQuotasRequestEntryData {
             entity: list_from_view(view.entity()),
             ops: list_from_view(view.ops()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterClientQuotasRequestEntryData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.entity = self.entity.as_version(ver);
-        v.ops = self.ops.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterClientQuotasRequestEntryData<'_>, |v, ver| {
+    v.entity = v.entity.as_version(ver);
+    v.ops = v.ops.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AlterClientQuotasRequestEntityData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -117,14 +72,7 @@ impl ReadOwned for AlterClientQuotasRequestEntityData<'static> {
         this.entity_type = owned_str(r.str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?);
         this.entity_name =
             r.nullable_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasRequestEntityData._tagged_fields");
         Ok(this)
     }
 }
@@ -134,23 +82,14 @@ impl<'a> FromView<AlterClientQuotasRequestEntityDataView<'a>> for AlterClientQuo
         AlterClientQuotasRequestEntityData {
             entity_type: Str::Borrowed(view.entity_type()),
             entity_name: view.entity_name().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterClientQuotasRequestEntityData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterClientQuotasRequestEntityData<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for OpData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -158,14 +97,7 @@ impl ReadOwned for OpData<'static> {
         this.key = owned_str(r.str(ver.flexible, "OpData.Key")?);
         this.value = r.f64("OpData.Value")?;
         this.remove = r.bool("OpData.Remove")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OpData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OpData._tagged_fields");
         Ok(this)
     }
 }
@@ -176,37 +108,21 @@ impl<'a> FromView<OpDataView<'a>> for OpData<'a> {
             key: Str::Borrowed(view.key()),
             value: view.value(),
             remove: view.remove(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OpData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(OpData<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AlterClientQuotasResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasResponse::default();
         this.throttle_time_ms = r.i32("AlterClientQuotasResponse.ThrottleTimeMs")?;
         this.entries = List::Owned(read_list(r, ver, "AlterClientQuotasResponse.Entries")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterClientQuotasResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -216,39 +132,17 @@ impl<'a> FromView<AlterClientQuotasResponseView<'a>> for AlterClientQuotasRespon
         AlterClientQuotasResponse {
             throttle_time_ms: view.throttle_time_ms(),
             entries: list_from_view(view.entries()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterClientQuotasResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.entries = self.entries.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterClientQuotasResponse<'_>, |v, ver| {
+    v.entries = v.entries.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AlterClientQuotasResponse<'static> {
-    /// Decodes a AlterClientQuotasResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterClientQuotasResponseView<'a>> for AlterClientQuotasResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterClientQuotasResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterClientQuotasResponse, AlterClientQuotasResponseView);
 
 impl ReadOwned for AlterClientQuotasResponseEntryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -257,14 +151,7 @@ impl ReadOwned for AlterClientQuotasResponseEntryData<'static> {
         this.error_message =
             r.nullable_str(ver.flexible, "AlterClientQuotasResponseEntryData.ErrorMessage")?.map(owned_str);
         this.entity = List::Owned(read_list(r, ver, "AlterClientQuotasResponseEntryData.Entity")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasResponseEntryData._tagged_fields");
         Ok(this)
     }
 }
@@ -275,24 +162,15 @@ impl<'a> FromView<AlterClientQuotasResponseEntryDataView<'a>> for AlterClientQuo
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             entity: list_from_view(view.entity()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterClientQuotasResponseEntryData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.entity = self.entity.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterClientQuotasResponseEntryData<'_>, |v, ver| {
+    v.entity = v.entity.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AlterClientQuotasResponseEntityData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -300,14 +178,7 @@ impl ReadOwned for AlterClientQuotasResponseEntityData<'static> {
         this.entity_type = owned_str(r.str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?);
         this.entity_name =
             r.nullable_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasResponseEntityData._tagged_fields");
         Ok(this)
     }
 }
@@ -317,20 +188,11 @@ impl<'a> FromView<AlterClientQuotasResponseEntityDataView<'a>> for AlterClientQu
         AlterClientQuotasResponseEntityData {
             entity_type: Str::Borrowed(view.entity_type()),
             entity_name: view.entity_name().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterClientQuotasResponseEntityData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterClientQuotasResponseEntityData<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

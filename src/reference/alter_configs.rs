@@ -18,14 +18,7 @@ impl ReadOwned for AlterConfigsRequest<'static> {
         let mut this = AlterConfigsRequest::default();
         this.resources = List::Owned(read_list(r, ver, "AlterConfigsRequest.Resources")?);
         this.validate_only = r.bool("AlterConfigsRequest.ValidateOnly")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterConfigsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,39 +28,17 @@ impl<'a> FromView<AlterConfigsRequestView<'a>> for AlterConfigsRequest<'a> {
         AlterConfigsRequest {
             resources: list_from_view(view.resources()),
             validate_only: view.validate_only(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterConfigsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.resources = self.resources.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterConfigsRequest<'_>, |v, ver| {
+    v.resources = v.resources.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AlterConfigsRequest<'static> {
-    /// Decodes a AlterConfigsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterConfigsRequestView<'a>> for AlterConfigsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterConfigsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterConfigsRequest, AlterConfigsRequestView);
 
 impl ReadOwned for AlterConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -75,14 +46,7 @@ impl ReadOwned for AlterConfigsResource<'static> {
         this.resource_type = r.i8("AlterConfigsResource.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResource.ResourceName")?);
         this.configs = List::Owned(read_list(r, ver, "AlterConfigsResource.Configs")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterConfigsResource._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResource._tagged_fields");
         Ok(this)
     }
 }
@@ -93,38 +57,22 @@ impl<'a> FromView<AlterConfigsResourceView<'a>> for AlterConfigsResource<'a> {
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
             configs: list_from_view(view.configs()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterConfigsResource<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.configs = self.configs.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterConfigsResource<'_>, |v, ver| {
+    v.configs = v.configs.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AlterableConfig<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterableConfig::default();
         this.name = owned_str(r.str(ver.flexible, "AlterableConfig.Name")?);
         this.value = r.nullable_str(ver.flexible, "AlterableConfig.Value")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterableConfig._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterableConfig._tagged_fields");
         Ok(this)
     }
 }
@@ -134,37 +82,21 @@ impl<'a> FromView<AlterableConfigView<'a>> for AlterableConfig<'a> {
         AlterableConfig {
             name: Str::Borrowed(view.name()),
             value: view.value().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterableConfig<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterableConfig<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AlterConfigsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResponse::default();
         this.throttle_time_ms = r.i32("AlterConfigsResponse.ThrottleTimeMs")?;
         this.responses = List::Owned(read_list(r, ver, "AlterConfigsResponse.Responses")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterConfigsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -174,39 +106,17 @@ impl<'a> FromView<AlterConfigsResponseView<'a>> for AlterConfigsResponse<'a> {
         AlterConfigsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             responses: list_from_view(view.responses()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterConfigsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.responses = self.responses.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterConfigsResponse<'_>, |v, ver| {
+    v.responses = v.responses.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AlterConfigsResponse<'static> {
-    /// Decodes a AlterConfigsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterConfigsResponseView<'a>> for AlterConfigsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterConfigsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterConfigsResponse, AlterConfigsResponseView);
 
 impl ReadOwned for AlterConfigsResourceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -216,14 +126,7 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
             r.nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?.map(owned_str);
         this.resource_type = r.i8("AlterConfigsResourceResponse.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResourceResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -235,20 +138,11 @@ impl<'a> FromView<AlterConfigsResourceResponseView<'a>> for AlterConfigsResource
             error_message: view.error_message().map(Str::Borrowed),
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterConfigsResourceResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterConfigsResourceResponse<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

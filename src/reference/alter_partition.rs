@@ -19,12 +19,7 @@ impl ReadOwned for AlterPartitionRequest<'static> {
         this.broker_id = r.i32("AlterPartitionRequest.BrokerId")?;
         this.broker_epoch = r.i64("AlterPartitionRequest.BrokerEpoch")?;
         this.topics = List::Owned(read_list(r, ver, "AlterPartitionRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterPartitionRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,48 +30,23 @@ impl<'a> FromView<AlterPartitionRequestView<'a>> for AlterPartitionRequest<'a> {
             broker_id: view.broker_id(),
             broker_epoch: view.broker_epoch(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterPartitionRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(AlterPartitionRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl AlterPartitionRequest<'static> {
-    /// Decodes a AlterPartitionRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterPartitionRequestView<'a>> for AlterPartitionRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterPartitionRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterPartitionRequest, AlterPartitionRequestView);
 
 impl ReadOwned for AlterPartitionRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionRequestTopicData::default();
         this.topic_id = r.uuid("AlterPartitionRequestTopicData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterPartitionRequestTopicData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterPartitionRequestTopicData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -86,21 +56,14 @@ impl<'a> FromView<AlterPartitionRequestTopicDataView<'a>> for AlterPartitionRequ
         AlterPartitionRequestTopicData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterPartitionRequestTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(AlterPartitionRequestTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for AlterPartitionRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -116,12 +79,7 @@ impl ReadOwned for AlterPartitionRequestPartitionData<'static> {
         }
         this.leader_recovery_state = r.i8("AlterPartitionRequestPartitionData.LeaderRecoveryState")?;
         this.partition_epoch = r.i32("AlterPartitionRequestPartitionData.PartitionEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterPartitionRequestPartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -135,37 +93,25 @@ impl<'a> FromView<AlterPartitionRequestPartitionDataView<'a>> for AlterPartition
             new_isr_with_epochs: list_from_view(view.new_isr_with_epochs()),
             leader_recovery_state: view.leader_recovery_state(),
             partition_epoch: view.partition_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterPartitionRequestPartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 3 {
-            v.new_isr = List::Borrowed(&[]);
-        }
-        v.new_isr_with_epochs =
-            if ver.version == 2 { List::Borrowed(&[]) } else { self.new_isr_with_epochs.as_version(ver) };
-        v
+as_version!(AlterPartitionRequestPartitionData<'_>, |v, ver| {
+    if ver.version == 3 {
+        v.new_isr = List::Borrowed(&[]);
     }
-}
+    v.new_isr_with_epochs =
+        if ver.version == 2 { List::Borrowed(&[]) } else { v.new_isr_with_epochs.as_version(ver) };
+});
 
 impl ReadOwned for BrokerState<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BrokerState::default();
         this.broker_id = r.i32("BrokerState.BrokerId")?;
         this.broker_epoch = r.i64("BrokerState.BrokerEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("BrokerState._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "BrokerState._tagged_fields");
         Ok(this)
     }
 }
@@ -175,19 +121,12 @@ impl<'a> FromView<BrokerStateView<'a>> for BrokerState<'a> {
         BrokerState {
             broker_id: view.broker_id(),
             broker_epoch: view.broker_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BrokerState<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(BrokerState<'_>);
 
 impl ReadOwned for AlterPartitionResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -195,12 +134,7 @@ impl ReadOwned for AlterPartitionResponse<'static> {
         this.throttle_time_ms = r.i32("AlterPartitionResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AlterPartitionResponse.ErrorCode")?;
         this.topics = List::Owned(read_list(r, ver, "AlterPartitionResponse.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterPartitionResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -211,48 +145,23 @@ impl<'a> FromView<AlterPartitionResponseView<'a>> for AlterPartitionResponse<'a>
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterPartitionResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(AlterPartitionResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl AlterPartitionResponse<'static> {
-    /// Decodes a AlterPartitionResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterPartitionResponseView<'a>> for AlterPartitionResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterPartitionResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterPartitionResponse, AlterPartitionResponseView);
 
 impl ReadOwned for AlterPartitionResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionResponseTopicData::default();
         this.topic_id = r.uuid("AlterPartitionResponseTopicData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterPartitionResponseTopicData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterPartitionResponseTopicData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -262,21 +171,14 @@ impl<'a> FromView<AlterPartitionResponseTopicDataView<'a>> for AlterPartitionRes
         AlterPartitionResponseTopicData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterPartitionResponseTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(AlterPartitionResponseTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for AlterPartitionResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -288,12 +190,7 @@ impl ReadOwned for AlterPartitionResponsePartitionData<'static> {
         this.isr = List::Owned(read_list(r, ver, "AlterPartitionResponsePartitionData.Isr")?);
         this.leader_recovery_state = r.i8("AlterPartitionResponsePartitionData.LeaderRecoveryState")?;
         this.partition_epoch = r.i32("AlterPartitionResponsePartitionData.PartitionEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterPartitionResponsePartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -308,16 +205,9 @@ impl<'a> FromView<AlterPartitionResponsePartitionDataView<'a>> for AlterPartitio
             isr: list_from_view(view.isr()),
             leader_recovery_state: view.leader_recovery_state(),
             partition_epoch: view.partition_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterPartitionResponsePartitionData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AlterPartitionResponsePartitionData<'_>);

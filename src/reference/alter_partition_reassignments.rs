@@ -22,12 +22,7 @@ impl ReadOwned for AlterPartitionReassignmentsRequest<'static> {
                 r.bool("AlterPartitionReassignmentsRequest.AllowReplicationFactorChange")?;
         }
         this.topics = List::Owned(read_list(r, ver, "AlterPartitionReassignmentsRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterPartitionReassignmentsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionReassignmentsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -38,51 +33,26 @@ impl<'a> FromView<AlterPartitionReassignmentsRequestView<'a>> for AlterPartition
             timeout_ms: view.timeout_ms(),
             allow_replication_factor_change: view.allow_replication_factor_change(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterPartitionReassignmentsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.allow_replication_factor_change = true;
-        }
-        v.topics = self.topics.as_version(ver);
-        v
+as_version!(AlterPartitionReassignmentsRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.allow_replication_factor_change = true;
     }
-}
+    v.topics = v.topics.as_version(ver);
+});
 
-impl AlterPartitionReassignmentsRequest<'static> {
-    /// Decodes a AlterPartitionReassignmentsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterPartitionReassignmentsRequestView<'a>> for AlterPartitionReassignmentsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterPartitionReassignmentsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsRequestView);
 
 impl ReadOwned for ReassignableTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignableTopic::default();
         this.name = owned_str(r.str(true, "ReassignableTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "ReassignableTopic.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReassignableTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReassignableTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -92,33 +62,21 @@ impl<'a> FromView<ReassignableTopicView<'a>> for ReassignableTopic<'a> {
         ReassignableTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReassignableTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(ReassignableTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for ReassignablePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignablePartition::default();
         this.partition_index = r.i32("ReassignablePartition.PartitionIndex")?;
         this.replicas = read_nullable_list(r, ver, "ReassignablePartition.Replicas")?.map(List::Owned);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReassignablePartition._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReassignablePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -128,19 +86,12 @@ impl<'a> FromView<ReassignablePartitionView<'a>> for ReassignablePartition<'a> {
         ReassignablePartition {
             partition_index: view.partition_index(),
             replicas: view.replicas().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReassignablePartition<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ReassignablePartition<'_>);
 
 impl ReadOwned for AlterPartitionReassignmentsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -154,12 +105,7 @@ impl ReadOwned for AlterPartitionReassignmentsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "AlterPartitionReassignmentsResponse.ErrorMessage")?.map(owned_str);
         this.responses = List::Owned(read_list(r, ver, "AlterPartitionReassignmentsResponse.Responses")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterPartitionReassignmentsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterPartitionReassignmentsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -172,51 +118,26 @@ impl<'a> FromView<AlterPartitionReassignmentsResponseView<'a>> for AlterPartitio
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             responses: list_from_view(view.responses()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterPartitionReassignmentsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.allow_replication_factor_change = true;
-        }
-        v.responses = self.responses.as_version(ver);
-        v
+as_version!(AlterPartitionReassignmentsResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.allow_replication_factor_change = true;
     }
-}
+    v.responses = v.responses.as_version(ver);
+});
 
-impl AlterPartitionReassignmentsResponse<'static> {
-    /// Decodes a AlterPartitionReassignmentsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterPartitionReassignmentsResponseView<'a>> for AlterPartitionReassignmentsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterPartitionReassignmentsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsResponseView);
 
 impl ReadOwned for ReassignableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignableTopicResponse::default();
         this.name = owned_str(r.str(true, "ReassignableTopicResponse.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "ReassignableTopicResponse.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReassignableTopicResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReassignableTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -226,35 +147,23 @@ impl<'a> FromView<ReassignableTopicResponseView<'a>> for ReassignableTopicRespon
         ReassignableTopicResponse {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReassignableTopicResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(ReassignableTopicResponse<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for ReassignablePartitionResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignablePartitionResponse::default();
         this.partition_index = r.i32("ReassignablePartitionResponse.PartitionIndex")?;
         this.error_code = r.i16("ReassignablePartitionResponse.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "ReassignablePartitionResponse.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReassignablePartitionResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReassignablePartitionResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -265,16 +174,9 @@ impl<'a> FromView<ReassignablePartitionResponseView<'a>> for ReassignablePartiti
             partition_index: view.partition_index(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReassignablePartitionResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ReassignablePartitionResponse<'_>);

@@ -17,14 +17,7 @@ impl ReadOwned for AlterReplicaLogDirsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirsRequest::default();
         this.dirs = List::Owned(read_list(r, ver, "AlterReplicaLogDirsRequest.Dirs")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterReplicaLogDirsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,53 +26,24 @@ impl<'a> FromView<AlterReplicaLogDirsRequestView<'a>> for AlterReplicaLogDirsReq
     fn from_view(view: AlterReplicaLogDirsRequestView<'a>) -> Self {
         AlterReplicaLogDirsRequest {
             dirs: list_from_view(view.dirs()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterReplicaLogDirsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.dirs = self.dirs.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterReplicaLogDirsRequest<'_>, |v, ver| {
+    v.dirs = v.dirs.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AlterReplicaLogDirsRequest<'static> {
-    /// Decodes a AlterReplicaLogDirsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterReplicaLogDirsRequestView<'a>> for AlterReplicaLogDirsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterReplicaLogDirsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterReplicaLogDirsRequest, AlterReplicaLogDirsRequestView);
 
 impl ReadOwned for AlterReplicaLogDir<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDir::default();
         this.path = owned_str(r.str(ver.flexible, "AlterReplicaLogDir.Path")?);
         this.topics = List::Owned(read_list(r, ver, "AlterReplicaLogDir.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterReplicaLogDir._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDir._tagged_fields");
         Ok(this)
     }
 }
@@ -89,38 +53,22 @@ impl<'a> FromView<AlterReplicaLogDirView<'a>> for AlterReplicaLogDir<'a> {
         AlterReplicaLogDir {
             path: Str::Borrowed(view.path()),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterReplicaLogDir<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterReplicaLogDir<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AlterReplicaLogDirTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirTopic::default();
         this.name = owned_str(r.str(ver.flexible, "AlterReplicaLogDirTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "AlterReplicaLogDirTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterReplicaLogDirTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -130,37 +78,21 @@ impl<'a> FromView<AlterReplicaLogDirTopicView<'a>> for AlterReplicaLogDirTopic<'
         AlterReplicaLogDirTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterReplicaLogDirTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterReplicaLogDirTopic<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AlterReplicaLogDirsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirsResponse::default();
         this.throttle_time_ms = r.i32("AlterReplicaLogDirsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "AlterReplicaLogDirsResponse.Results")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterReplicaLogDirsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -170,53 +102,24 @@ impl<'a> FromView<AlterReplicaLogDirsResponseView<'a>> for AlterReplicaLogDirsRe
         AlterReplicaLogDirsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterReplicaLogDirsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterReplicaLogDirsResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl AlterReplicaLogDirsResponse<'static> {
-    /// Decodes a AlterReplicaLogDirsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterReplicaLogDirsResponseView<'a>> for AlterReplicaLogDirsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterReplicaLogDirsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterReplicaLogDirsResponse, AlterReplicaLogDirsResponseView);
 
 impl ReadOwned for AlterReplicaLogDirTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirTopicResult::default();
         this.topic_name = owned_str(r.str(ver.flexible, "AlterReplicaLogDirTopicResult.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "AlterReplicaLogDirTopicResult.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -226,38 +129,22 @@ impl<'a> FromView<AlterReplicaLogDirTopicResultView<'a>> for AlterReplicaLogDirT
         AlterReplicaLogDirTopicResult {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterReplicaLogDirTopicResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterReplicaLogDirTopicResult<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AlterReplicaLogDirPartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirPartitionResult::default();
         this.partition_index = r.i32("AlterReplicaLogDirPartitionResult.PartitionIndex")?;
         this.error_code = r.i16("AlterReplicaLogDirPartitionResult.ErrorCode")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterReplicaLogDirPartitionResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirPartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -267,20 +154,11 @@ impl<'a> FromView<AlterReplicaLogDirPartitionResultView<'a>> for AlterReplicaLog
         AlterReplicaLogDirPartitionResult {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterReplicaLogDirPartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterReplicaLogDirPartitionResult<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -18,12 +18,7 @@ impl ReadOwned for AlterShareGroupOffsetsRequest<'static> {
         let mut this = AlterShareGroupOffsetsRequest::default();
         this.group_id = owned_str(r.str(true, "AlterShareGroupOffsetsRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterShareGroupOffsetsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,48 +28,23 @@ impl<'a> FromView<AlterShareGroupOffsetsRequestView<'a>> for AlterShareGroupOffs
         AlterShareGroupOffsetsRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterShareGroupOffsetsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(AlterShareGroupOffsetsRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl AlterShareGroupOffsetsRequest<'static> {
-    /// Decodes a AlterShareGroupOffsetsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterShareGroupOffsetsRequestView<'a>> for AlterShareGroupOffsetsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterShareGroupOffsetsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsRequestView);
 
 impl ReadOwned for AlterShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsRequestTopic::default();
         this.topic_name = owned_str(r.str(true, "AlterShareGroupOffsetsRequestTopic.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsRequestTopic.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterShareGroupOffsetsRequestTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -84,33 +54,21 @@ impl<'a> FromView<AlterShareGroupOffsetsRequestTopicView<'a>> for AlterShareGrou
         AlterShareGroupOffsetsRequestTopic {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterShareGroupOffsetsRequestTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(AlterShareGroupOffsetsRequestTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for AlterShareGroupOffsetsRequestPartition<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsRequestPartition::default();
         this.partition_index = r.i32("AlterShareGroupOffsetsRequestPartition.PartitionIndex")?;
         this.start_offset = r.i64("AlterShareGroupOffsetsRequestPartition.StartOffset")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterShareGroupOffsetsRequestPartition._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsRequestPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -122,19 +80,12 @@ impl<'a> FromView<AlterShareGroupOffsetsRequestPartitionView<'a>>
         AlterShareGroupOffsetsRequestPartition {
             partition_index: view.partition_index(),
             start_offset: view.start_offset(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterShareGroupOffsetsRequestPartition<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AlterShareGroupOffsetsRequestPartition<'_>);
 
 impl ReadOwned for AlterShareGroupOffsetsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -144,12 +95,7 @@ impl ReadOwned for AlterShareGroupOffsetsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "AlterShareGroupOffsetsResponse.ErrorMessage")?.map(owned_str);
         this.responses = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsResponse.Responses")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterShareGroupOffsetsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -161,36 +107,16 @@ impl<'a> FromView<AlterShareGroupOffsetsResponseView<'a>> for AlterShareGroupOff
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             responses: list_from_view(view.responses()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterShareGroupOffsetsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.responses = self.responses.as_version(ver);
-        v
-    }
-}
+as_version!(AlterShareGroupOffsetsResponse<'_>, |v, ver| {
+    v.responses = v.responses.as_version(ver);
+});
 
-impl AlterShareGroupOffsetsResponse<'static> {
-    /// Decodes a AlterShareGroupOffsetsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterShareGroupOffsetsResponseView<'a>> for AlterShareGroupOffsetsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterShareGroupOffsetsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterShareGroupOffsetsResponse, AlterShareGroupOffsetsResponseView);
 
 impl ReadOwned for AlterShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -198,12 +124,7 @@ impl ReadOwned for AlterShareGroupOffsetsResponseTopic<'static> {
         this.topic_name = owned_str(r.str(true, "AlterShareGroupOffsetsResponseTopic.TopicName")?);
         this.topic_id = r.uuid("AlterShareGroupOffsetsResponseTopic.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsResponseTopic.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterShareGroupOffsetsResponseTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -214,35 +135,23 @@ impl<'a> FromView<AlterShareGroupOffsetsResponseTopicView<'a>> for AlterShareGro
             topic_name: Str::Borrowed(view.topic_name()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterShareGroupOffsetsResponseTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(AlterShareGroupOffsetsResponseTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for AlterShareGroupOffsetsResponsePartition<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsResponsePartition::default();
         this.partition_index = r.i32("AlterShareGroupOffsetsResponsePartition.PartitionIndex")?;
         this.error_code = r.i16("AlterShareGroupOffsetsResponsePartition.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterShareGroupOffsetsResponsePartition._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsResponsePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -255,16 +164,9 @@ impl<'a> FromView<AlterShareGroupOffsetsResponsePartitionView<'a>>
             partition_index: view.partition_index(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterShareGroupOffsetsResponsePartition<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AlterShareGroupOffsetsResponsePartition<'_>);

@@ -18,12 +18,7 @@ impl ReadOwned for AlterUserScramCredentialsRequest<'static> {
         let mut this = AlterUserScramCredentialsRequest::default();
         this.deletions = List::Owned(read_list(r, ver, "AlterUserScramCredentialsRequest.Deletions")?);
         this.upsertions = List::Owned(read_list(r, ver, "AlterUserScramCredentialsRequest.Upsertions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterUserScramCredentialsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterUserScramCredentialsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,49 +28,24 @@ impl<'a> FromView<AlterUserScramCredentialsRequestView<'a>> for AlterUserScramCr
         AlterUserScramCredentialsRequest {
             deletions: list_from_view(view.deletions()),
             upsertions: list_from_view(view.upsertions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterUserScramCredentialsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.deletions = self.deletions.as_version(ver);
-        v.upsertions = self.upsertions.as_version(ver);
-        v
-    }
-}
+as_version!(AlterUserScramCredentialsRequest<'_>, |v, ver| {
+    v.deletions = v.deletions.as_version(ver);
+    v.upsertions = v.upsertions.as_version(ver);
+});
 
-impl AlterUserScramCredentialsRequest<'static> {
-    /// Decodes a AlterUserScramCredentialsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterUserScramCredentialsRequestView<'a>> for AlterUserScramCredentialsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterUserScramCredentialsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterUserScramCredentialsRequest, AlterUserScramCredentialsRequestView);
 
 impl ReadOwned for ScramCredentialDeletion<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ScramCredentialDeletion::default();
         this.name = owned_str(r.str(true, "ScramCredentialDeletion.Name")?);
         this.mechanism = r.i8("ScramCredentialDeletion.Mechanism")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("ScramCredentialDeletion._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ScramCredentialDeletion._tagged_fields");
         Ok(this)
     }
 }
@@ -85,34 +55,22 @@ impl<'a> FromView<ScramCredentialDeletionView<'a>> for ScramCredentialDeletion<'
         ScramCredentialDeletion {
             name: Str::Borrowed(view.name()),
             mechanism: view.mechanism(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ScramCredentialDeletion<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ScramCredentialDeletion<'_>);
 
 impl ReadOwned for ScramCredentialUpsertion<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ScramCredentialUpsertion::default();
         this.name = owned_str(r.str(true, "ScramCredentialUpsertion.Name")?);
         this.mechanism = r.i8("ScramCredentialUpsertion.Mechanism")?;
         this.iterations = r.i32("ScramCredentialUpsertion.Iterations")?;
         this.salt = owned_bytes(r.bytes(true, "ScramCredentialUpsertion.Salt")?);
         this.salted_password = owned_bytes(r.bytes(true, "ScramCredentialUpsertion.SaltedPassword")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ScramCredentialUpsertion._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ScramCredentialUpsertion._tagged_fields");
         Ok(this)
     }
 }
@@ -125,31 +83,19 @@ impl<'a> FromView<ScramCredentialUpsertionView<'a>> for ScramCredentialUpsertion
             iterations: view.iterations(),
             salt: List::Borrowed(view.salt()),
             salted_password: List::Borrowed(view.salted_password()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ScramCredentialUpsertion<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ScramCredentialUpsertion<'_>);
 
 impl ReadOwned for AlterUserScramCredentialsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterUserScramCredentialsResponse::default();
         this.throttle_time_ms = r.i32("AlterUserScramCredentialsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "AlterUserScramCredentialsResponse.Results")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterUserScramCredentialsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterUserScramCredentialsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -159,50 +105,25 @@ impl<'a> FromView<AlterUserScramCredentialsResponseView<'a>> for AlterUserScramC
         AlterUserScramCredentialsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterUserScramCredentialsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        v
-    }
-}
+as_version!(AlterUserScramCredentialsResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+});
 
-impl AlterUserScramCredentialsResponse<'static> {
-    /// Decodes a AlterUserScramCredentialsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AlterUserScramCredentialsResponseView<'a>> for AlterUserScramCredentialsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AlterUserScramCredentialsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AlterUserScramCredentialsResponse, AlterUserScramCredentialsResponseView);
 
 impl ReadOwned for AlterUserScramCredentialsResult<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterUserScramCredentialsResult::default();
         this.user = owned_str(r.str(true, "AlterUserScramCredentialsResult.User")?);
         this.error_code = r.i16("AlterUserScramCredentialsResult.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "AlterUserScramCredentialsResult.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AlterUserScramCredentialsResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AlterUserScramCredentialsResult._tagged_fields");
         Ok(this)
     }
 }
@@ -213,16 +134,9 @@ impl<'a> FromView<AlterUserScramCredentialsResultView<'a>> for AlterUserScramCre
             user: Str::Borrowed(view.user()),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterUserScramCredentialsResult<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AlterUserScramCredentialsResult<'_>);

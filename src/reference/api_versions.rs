@@ -30,14 +30,7 @@ impl ReadOwned for ApiVersionsRequest<'static> {
         if ver.version == 5 {
             this.node_id = r.i32("ApiVersionsRequest.NodeId")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ApiVersionsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ApiVersionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -49,50 +42,28 @@ impl<'a> FromView<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
             client_software_version: Str::Borrowed(view.client_software_version()),
             cluster_id: view.cluster_id().map(Str::Borrowed),
             node_id: view.node_id(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ApiVersionsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.client_software_name = Str::Borrowed("");
-        }
-        if ver.version <= 2 {
-            v.client_software_version = Str::Borrowed("");
-        }
-        if ver.version <= 4 {
-            v.cluster_id = None;
-        }
-        if ver.version <= 4 {
-            v.node_id = -1;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ApiVersionsRequest<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.client_software_name = Str::Borrowed("");
     }
-}
+    if ver.version <= 2 {
+        v.client_software_version = Str::Borrowed("");
+    }
+    if ver.version <= 4 {
+        v.cluster_id = None;
+    }
+    if ver.version <= 4 {
+        v.node_id = -1;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ApiVersionsRequest<'static> {
-    /// Decodes a ApiVersionsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ApiVersionsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ApiVersionsRequest, ApiVersionsRequestView);
 
 impl ReadOwned for ApiVersionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -142,52 +113,30 @@ impl<'a> FromView<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
             finalized_features_epoch: view.finalized_features_epoch(),
             finalized_features: list_from_view(view.finalized_features()),
             zk_migration_ready: view.zk_migration_ready(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ApiVersionsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.api_keys = self.api_keys.as_version(ver);
-        if ver.version == 0 {
-            v.throttle_time_ms = 0;
-        }
-        v.supported_features =
-            if ver.version <= 2 { List::Borrowed(&[]) } else { self.supported_features.as_version(ver) };
-        if ver.version <= 2 {
-            v.finalized_features_epoch = -1;
-        }
-        v.finalized_features =
-            if ver.version <= 2 { List::Borrowed(&[]) } else { self.finalized_features.as_version(ver) };
-        if ver.version <= 2 {
-            v.zk_migration_ready = false;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ApiVersionsResponse<'_>, |v, ver| {
+    v.api_keys = v.api_keys.as_version(ver);
+    if ver.version == 0 {
+        v.throttle_time_ms = 0;
     }
-}
+    v.supported_features =
+        if ver.version <= 2 { List::Borrowed(&[]) } else { v.supported_features.as_version(ver) };
+    if ver.version <= 2 {
+        v.finalized_features_epoch = -1;
+    }
+    v.finalized_features =
+        if ver.version <= 2 { List::Borrowed(&[]) } else { v.finalized_features.as_version(ver) };
+    if ver.version <= 2 {
+        v.zk_migration_ready = false;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ApiVersionsResponse<'static> {
-    /// Decodes a ApiVersionsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ApiVersionsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ApiVersionsResponse, ApiVersionsResponseView);
 
 impl ReadOwned for ApiVersion<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -195,14 +144,7 @@ impl ReadOwned for ApiVersion<'static> {
         this.api_key = r.i16("ApiVersion.ApiKey")?;
         this.min_version = r.i16("ApiVersion.MinVersion")?;
         this.max_version = r.i16("ApiVersion.MaxVersion")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ApiVersion._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ApiVersion._tagged_fields");
         Ok(this)
     }
 }
@@ -213,36 +155,22 @@ impl<'a> FromView<ApiVersionView<'a>> for ApiVersion<'a> {
             api_key: view.api_key(),
             min_version: view.min_version(),
             max_version: view.max_version(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ApiVersion<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ApiVersion<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for SupportedFeatureKey<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SupportedFeatureKey::default();
         this.name = owned_str(r.str(true, "SupportedFeatureKey.Name")?);
         this.min_version = r.i16("SupportedFeatureKey.MinVersion")?;
         this.max_version = r.i16("SupportedFeatureKey.MaxVersion")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("SupportedFeatureKey._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "SupportedFeatureKey._tagged_fields");
         Ok(this)
     }
 }
@@ -253,32 +181,20 @@ impl<'a> FromView<SupportedFeatureKeyView<'a>> for SupportedFeatureKey<'a> {
             name: Str::Borrowed(view.name()),
             min_version: view.min_version(),
             max_version: view.max_version(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for SupportedFeatureKey<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(SupportedFeatureKey<'_>);
 
 impl ReadOwned for FinalizedFeatureKey<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FinalizedFeatureKey::default();
         this.name = owned_str(r.str(true, "FinalizedFeatureKey.Name")?);
         this.max_version_level = r.i16("FinalizedFeatureKey.MaxVersionLevel")?;
         this.min_version_level = r.i16("FinalizedFeatureKey.MinVersionLevel")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("FinalizedFeatureKey._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "FinalizedFeatureKey._tagged_fields");
         Ok(this)
     }
 }
@@ -289,16 +205,9 @@ impl<'a> FromView<FinalizedFeatureKeyView<'a>> for FinalizedFeatureKey<'a> {
             name: Str::Borrowed(view.name()),
             max_version_level: view.max_version_level(),
             min_version_level: view.min_version_level(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FinalizedFeatureKey<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(FinalizedFeatureKey<'_>);

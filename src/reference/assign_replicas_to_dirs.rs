@@ -19,12 +19,7 @@ impl ReadOwned for AssignReplicasToDirsRequest<'static> {
         this.broker_id = r.i32("AssignReplicasToDirsRequest.BrokerId")?;
         this.broker_epoch = r.i64("AssignReplicasToDirsRequest.BrokerEpoch")?;
         this.directories = List::Owned(read_list(r, ver, "AssignReplicasToDirsRequest.Directories")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AssignReplicasToDirsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,48 +30,23 @@ impl<'a> FromView<AssignReplicasToDirsRequestView<'a>> for AssignReplicasToDirsR
             broker_id: view.broker_id(),
             broker_epoch: view.broker_epoch(),
             directories: list_from_view(view.directories()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AssignReplicasToDirsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.directories = self.directories.as_version(ver);
-        v
-    }
-}
+as_version!(AssignReplicasToDirsRequest<'_>, |v, ver| {
+    v.directories = v.directories.as_version(ver);
+});
 
-impl AssignReplicasToDirsRequest<'static> {
-    /// Decodes a AssignReplicasToDirsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AssignReplicasToDirsRequestView<'a>> for AssignReplicasToDirsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AssignReplicasToDirsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AssignReplicasToDirsRequest, AssignReplicasToDirsRequestView);
 
 impl ReadOwned for AssignReplicasToDirsRequestDirectoryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsRequestDirectoryData::default();
         this.id = r.uuid("AssignReplicasToDirsRequestDirectoryData.Id")?;
         this.topics = List::Owned(read_list(r, ver, "AssignReplicasToDirsRequestDirectoryData.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AssignReplicasToDirsRequestDirectoryData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsRequestDirectoryData._tagged_fields");
         Ok(this)
     }
 }
@@ -88,33 +58,21 @@ impl<'a> FromView<AssignReplicasToDirsRequestDirectoryDataView<'a>>
         AssignReplicasToDirsRequestDirectoryData {
             id: view.id(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AssignReplicasToDirsRequestDirectoryData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(AssignReplicasToDirsRequestDirectoryData<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
 impl ReadOwned for AssignReplicasToDirsRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsRequestTopicData::default();
         this.topic_id = r.uuid("AssignReplicasToDirsRequestTopicData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AssignReplicasToDirsRequestTopicData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AssignReplicasToDirsRequestTopicData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -124,32 +82,20 @@ impl<'a> FromView<AssignReplicasToDirsRequestTopicDataView<'a>> for AssignReplic
         AssignReplicasToDirsRequestTopicData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AssignReplicasToDirsRequestTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(AssignReplicasToDirsRequestTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for AssignReplicasToDirsRequestPartitionData<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsRequestPartitionData::default();
         this.partition_index = r.i32("AssignReplicasToDirsRequestPartitionData.PartitionIndex")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("AssignReplicasToDirsRequestPartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -160,19 +106,12 @@ impl<'a> FromView<AssignReplicasToDirsRequestPartitionDataView<'a>>
     fn from_view(view: AssignReplicasToDirsRequestPartitionDataView<'a>) -> Self {
         AssignReplicasToDirsRequestPartitionData {
             partition_index: view.partition_index(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AssignReplicasToDirsRequestPartitionData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AssignReplicasToDirsRequestPartitionData<'_>);
 
 impl ReadOwned for AssignReplicasToDirsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -180,12 +119,7 @@ impl ReadOwned for AssignReplicasToDirsResponse<'static> {
         this.throttle_time_ms = r.i32("AssignReplicasToDirsResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AssignReplicasToDirsResponse.ErrorCode")?;
         this.directories = List::Owned(read_list(r, ver, "AssignReplicasToDirsResponse.Directories")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AssignReplicasToDirsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -196,48 +130,23 @@ impl<'a> FromView<AssignReplicasToDirsResponseView<'a>> for AssignReplicasToDirs
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             directories: list_from_view(view.directories()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AssignReplicasToDirsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.directories = self.directories.as_version(ver);
-        v
-    }
-}
+as_version!(AssignReplicasToDirsResponse<'_>, |v, ver| {
+    v.directories = v.directories.as_version(ver);
+});
 
-impl AssignReplicasToDirsResponse<'static> {
-    /// Decodes a AssignReplicasToDirsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<AssignReplicasToDirsResponseView<'a>> for AssignReplicasToDirsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: AssignReplicasToDirsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(AssignReplicasToDirsResponse, AssignReplicasToDirsResponseView);
 
 impl ReadOwned for AssignReplicasToDirsResponseDirectoryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsResponseDirectoryData::default();
         this.id = r.uuid("AssignReplicasToDirsResponseDirectoryData.Id")?;
         this.topics = List::Owned(read_list(r, ver, "AssignReplicasToDirsResponseDirectoryData.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AssignReplicasToDirsResponseDirectoryData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsResponseDirectoryData._tagged_fields");
         Ok(this)
     }
 }
@@ -249,33 +158,21 @@ impl<'a> FromView<AssignReplicasToDirsResponseDirectoryDataView<'a>>
         AssignReplicasToDirsResponseDirectoryData {
             id: view.id(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AssignReplicasToDirsResponseDirectoryData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(AssignReplicasToDirsResponseDirectoryData<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
 impl ReadOwned for AssignReplicasToDirsResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsResponseTopicData::default();
         this.topic_id = r.uuid("AssignReplicasToDirsResponseTopicData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AssignReplicasToDirsResponseTopicData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AssignReplicasToDirsResponseTopicData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -287,33 +184,21 @@ impl<'a> FromView<AssignReplicasToDirsResponseTopicDataView<'a>>
         AssignReplicasToDirsResponseTopicData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AssignReplicasToDirsResponseTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(AssignReplicasToDirsResponseTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for AssignReplicasToDirsResponsePartitionData<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsResponsePartitionData::default();
         this.partition_index = r.i32("AssignReplicasToDirsResponsePartitionData.PartitionIndex")?;
         this.error_code = r.i16("AssignReplicasToDirsResponsePartitionData.ErrorCode")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("AssignReplicasToDirsResponsePartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AssignReplicasToDirsResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -325,16 +210,9 @@ impl<'a> FromView<AssignReplicasToDirsResponsePartitionDataView<'a>>
         AssignReplicasToDirsResponsePartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AssignReplicasToDirsResponsePartitionData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AssignReplicasToDirsResponsePartitionData<'_>);

@@ -25,14 +25,7 @@ impl ReadOwned for BeginQuorumEpochRequest<'static> {
             this.leader_endpoints =
                 List::Owned(read_list(r, ver, "BeginQuorumEpochRequest.LeaderEndpoints")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("BeginQuorumEpochRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -44,58 +37,29 @@ impl<'a> FromView<BeginQuorumEpochRequestView<'a>> for BeginQuorumEpochRequest<'
             voter_id: view.voter_id(),
             topics: list_from_view(view.topics()),
             leader_endpoints: list_from_view(view.leader_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BeginQuorumEpochRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.voter_id = -1;
-        }
-        v.topics = self.topics.as_version(ver);
-        v.leader_endpoints =
-            if ver.version == 0 { List::Borrowed(&[]) } else { self.leader_endpoints.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(BeginQuorumEpochRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.voter_id = -1;
     }
-}
+    v.topics = v.topics.as_version(ver);
+    v.leader_endpoints =
+        if ver.version == 0 { List::Borrowed(&[]) } else { v.leader_endpoints.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl BeginQuorumEpochRequest<'static> {
-    /// Decodes a BeginQuorumEpochRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<BeginQuorumEpochRequestView<'a>> for BeginQuorumEpochRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: BeginQuorumEpochRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(BeginQuorumEpochRequest, BeginQuorumEpochRequestView);
 
 impl ReadOwned for BeginQuorumEpochRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochRequestTopicData::default();
         this.topic_name = owned_str(r.str(ver.flexible, "BeginQuorumEpochRequestTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "BeginQuorumEpochRequestTopicData.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -105,24 +69,15 @@ impl<'a> FromView<BeginQuorumEpochRequestTopicDataView<'a>> for BeginQuorumEpoch
         BeginQuorumEpochRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BeginQuorumEpochRequestTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(BeginQuorumEpochRequestTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for BeginQuorumEpochRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -133,14 +88,7 @@ impl ReadOwned for BeginQuorumEpochRequestPartitionData<'static> {
         }
         this.leader_id = r.i32("BeginQuorumEpochRequestPartitionData.LeaderId")?;
         this.leader_epoch = r.i32("BeginQuorumEpochRequestPartitionData.LeaderEpoch")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("BeginQuorumEpochRequestPartitionData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -152,39 +100,25 @@ impl<'a> FromView<BeginQuorumEpochRequestPartitionDataView<'a>> for BeginQuorumE
             voter_directory_id: view.voter_directory_id(),
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BeginQuorumEpochRequestPartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.voter_directory_id = Uuid::ZERO;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(BeginQuorumEpochRequestPartitionData<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.voter_directory_id = Uuid::ZERO;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for LeaderEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderEndpoint::default();
         this.name = owned_str(r.str(true, "LeaderEndpoint.Name")?);
         this.host = owned_str(r.str(true, "LeaderEndpoint.Host")?);
         this.port = r.u16("LeaderEndpoint.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("LeaderEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "LeaderEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -195,19 +129,12 @@ impl<'a> FromView<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for LeaderEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(LeaderEndpoint<'_>);
 
 impl ReadOwned for BeginQuorumEpochResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -241,55 +168,25 @@ impl<'a> FromView<BeginQuorumEpochResponseView<'a>> for BeginQuorumEpochResponse
             error_code: view.error_code(),
             topics: list_from_view(view.topics()),
             node_endpoints: list_from_view(view.node_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BeginQuorumEpochResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v.node_endpoints =
-            if ver.version == 0 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(BeginQuorumEpochResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.node_endpoints = if ver.version == 0 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl BeginQuorumEpochResponse<'static> {
-    /// Decodes a BeginQuorumEpochResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<BeginQuorumEpochResponseView<'a>> for BeginQuorumEpochResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: BeginQuorumEpochResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(BeginQuorumEpochResponse, BeginQuorumEpochResponseView);
 
 impl ReadOwned for BeginQuorumEpochResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochResponseTopicData::default();
         this.topic_name = owned_str(r.str(ver.flexible, "BeginQuorumEpochResponseTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "BeginQuorumEpochResponseTopicData.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -299,24 +196,15 @@ impl<'a> FromView<BeginQuorumEpochResponseTopicDataView<'a>> for BeginQuorumEpoc
         BeginQuorumEpochResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BeginQuorumEpochResponseTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(BeginQuorumEpochResponseTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for BeginQuorumEpochResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -325,14 +213,7 @@ impl ReadOwned for BeginQuorumEpochResponsePartitionData<'static> {
         this.error_code = r.i16("BeginQuorumEpochResponsePartitionData.ErrorCode")?;
         this.leader_id = r.i32("BeginQuorumEpochResponsePartitionData.LeaderId")?;
         this.leader_epoch = r.i32("BeginQuorumEpochResponsePartitionData.LeaderEpoch")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("BeginQuorumEpochResponsePartitionData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -346,36 +227,22 @@ impl<'a> FromView<BeginQuorumEpochResponsePartitionDataView<'a>>
             error_code: view.error_code(),
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BeginQuorumEpochResponsePartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(BeginQuorumEpochResponsePartitionData<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for NodeEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.u16("NodeEndpoint.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("NodeEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -386,16 +253,9 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(NodeEndpoint<'_>);

@@ -60,56 +60,31 @@ impl<'a> FromView<BrokerHeartbeatRequestView<'a>> for BrokerHeartbeatRequest<'a>
             want_shut_down: view.want_shut_down(),
             offline_log_dirs: list_from_view(view.offline_log_dirs()),
             cordoned_log_dirs: view.cordoned_log_dirs().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BrokerHeartbeatRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.offline_log_dirs = List::Borrowed(&[]);
-        }
-        if ver.version <= 1 {
-            v.cordoned_log_dirs = None;
-        }
-        v
+as_version!(BrokerHeartbeatRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.offline_log_dirs = List::Borrowed(&[]);
     }
-}
+    if ver.version <= 1 {
+        v.cordoned_log_dirs = None;
+    }
+});
 
-impl BrokerHeartbeatRequest<'static> {
-    /// Decodes a BrokerHeartbeatRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<BrokerHeartbeatRequestView<'a>> for BrokerHeartbeatRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: BrokerHeartbeatRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(BrokerHeartbeatRequest, BrokerHeartbeatRequestView);
 
 impl ReadOwned for BrokerHeartbeatResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BrokerHeartbeatResponse::default();
         this.throttle_time_ms = r.i32("BrokerHeartbeatResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("BrokerHeartbeatResponse.ErrorCode")?;
         this.is_caught_up = r.bool("BrokerHeartbeatResponse.IsCaughtUp")?;
         this.is_fenced = r.bool("BrokerHeartbeatResponse.IsFenced")?;
         this.should_shut_down = r.bool("BrokerHeartbeatResponse.ShouldShutDown")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("BrokerHeartbeatResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "BrokerHeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -122,31 +97,11 @@ impl<'a> FromView<BrokerHeartbeatResponseView<'a>> for BrokerHeartbeatResponse<'
             is_caught_up: view.is_caught_up(),
             is_fenced: view.is_fenced(),
             should_shut_down: view.should_shut_down(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BrokerHeartbeatResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(BrokerHeartbeatResponse<'_>);
 
-impl BrokerHeartbeatResponse<'static> {
-    /// Decodes a BrokerHeartbeatResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<BrokerHeartbeatResponseView<'a>> for BrokerHeartbeatResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: BrokerHeartbeatResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(BrokerHeartbeatResponse, BrokerHeartbeatResponseView);

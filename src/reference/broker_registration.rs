@@ -31,12 +31,7 @@ impl ReadOwned for BrokerRegistrationRequest<'static> {
         if ver.version >= 3 {
             this.previous_broker_epoch = r.i64("BrokerRegistrationRequest.PreviousBrokerEpoch")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("BrokerRegistrationRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "BrokerRegistrationRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -53,60 +48,35 @@ impl<'a> FromView<BrokerRegistrationRequestView<'a>> for BrokerRegistrationReque
             is_migrating_zk_broker: view.is_migrating_zk_broker(),
             log_dirs: list_from_view(view.log_dirs()),
             previous_broker_epoch: view.previous_broker_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BrokerRegistrationRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.listeners = self.listeners.as_version(ver);
-        v.features = self.features.as_version(ver);
-        if ver.version == 0 {
-            v.is_migrating_zk_broker = false;
-        }
-        if ver.version <= 1 {
-            v.log_dirs = List::Borrowed(&[]);
-        }
-        if ver.version <= 2 {
-            v.previous_broker_epoch = -1;
-        }
-        v
+as_version!(BrokerRegistrationRequest<'_>, |v, ver| {
+    v.listeners = v.listeners.as_version(ver);
+    v.features = v.features.as_version(ver);
+    if ver.version == 0 {
+        v.is_migrating_zk_broker = false;
     }
-}
+    if ver.version <= 1 {
+        v.log_dirs = List::Borrowed(&[]);
+    }
+    if ver.version <= 2 {
+        v.previous_broker_epoch = -1;
+    }
+});
 
-impl BrokerRegistrationRequest<'static> {
-    /// Decodes a BrokerRegistrationRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<BrokerRegistrationRequestView<'a>> for BrokerRegistrationRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: BrokerRegistrationRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(BrokerRegistrationRequest, BrokerRegistrationRequestView);
 
 impl ReadOwned for Listener<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
         this.name = owned_str(r.str(true, "Listener.Name")?);
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
         this.security_protocol = r.i16("Listener.SecurityProtocol")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Listener._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }
@@ -118,32 +88,20 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
             host: Str::Borrowed(view.host()),
             port: view.port(),
             security_protocol: view.security_protocol(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Listener<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Listener<'_>);
 
 impl ReadOwned for Feature<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Feature::default();
         this.name = owned_str(r.str(true, "Feature.Name")?);
         this.min_supported_version = r.i16("Feature.MinSupportedVersion")?;
         this.max_supported_version = r.i16("Feature.MaxSupportedVersion")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Feature._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Feature._tagged_fields");
         Ok(this)
     }
 }
@@ -154,32 +112,20 @@ impl<'a> FromView<FeatureView<'a>> for Feature<'a> {
             name: Str::Borrowed(view.name()),
             min_supported_version: view.min_supported_version(),
             max_supported_version: view.max_supported_version(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Feature<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Feature<'_>);
 
 impl ReadOwned for BrokerRegistrationResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BrokerRegistrationResponse::default();
         this.throttle_time_ms = r.i32("BrokerRegistrationResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("BrokerRegistrationResponse.ErrorCode")?;
         this.broker_epoch = r.i64("BrokerRegistrationResponse.BrokerEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("BrokerRegistrationResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "BrokerRegistrationResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -190,31 +136,11 @@ impl<'a> FromView<BrokerRegistrationResponseView<'a>> for BrokerRegistrationResp
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             broker_epoch: view.broker_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BrokerRegistrationResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(BrokerRegistrationResponse<'_>);
 
-impl BrokerRegistrationResponse<'static> {
-    /// Decodes a BrokerRegistrationResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<BrokerRegistrationResponseView<'a>> for BrokerRegistrationResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: BrokerRegistrationResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(BrokerRegistrationResponse, BrokerRegistrationResponseView);

@@ -19,12 +19,7 @@ impl ReadOwned for ConsumerGroupDescribeRequest<'static> {
         this.group_ids = List::Owned(read_list(r, ver, "ConsumerGroupDescribeRequest.GroupIds")?);
         this.include_authorized_operations =
             r.bool("ConsumerGroupDescribeRequest.IncludeAuthorizedOperations")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("ConsumerGroupDescribeRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ConsumerGroupDescribeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -34,46 +29,21 @@ impl<'a> FromView<ConsumerGroupDescribeRequestView<'a>> for ConsumerGroupDescrib
         ConsumerGroupDescribeRequest {
             group_ids: list_from_view(view.group_ids()),
             include_authorized_operations: view.include_authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ConsumerGroupDescribeRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ConsumerGroupDescribeRequest<'_>);
 
-impl ConsumerGroupDescribeRequest<'static> {
-    /// Decodes a ConsumerGroupDescribeRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ConsumerGroupDescribeRequestView<'a>> for ConsumerGroupDescribeRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ConsumerGroupDescribeRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ConsumerGroupDescribeRequest, ConsumerGroupDescribeRequestView);
 
 impl ReadOwned for ConsumerGroupDescribeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConsumerGroupDescribeResponse::default();
         this.throttle_time_ms = r.i32("ConsumerGroupDescribeResponse.ThrottleTimeMs")?;
         this.groups = List::Owned(read_list(r, ver, "ConsumerGroupDescribeResponse.Groups")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ConsumerGroupDescribeResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ConsumerGroupDescribeResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -83,36 +53,16 @@ impl<'a> FromView<ConsumerGroupDescribeResponseView<'a>> for ConsumerGroupDescri
         ConsumerGroupDescribeResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ConsumerGroupDescribeResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.groups = self.groups.as_version(ver);
-        v
-    }
-}
+as_version!(ConsumerGroupDescribeResponse<'_>, |v, ver| {
+    v.groups = v.groups.as_version(ver);
+});
 
-impl ConsumerGroupDescribeResponse<'static> {
-    /// Decodes a ConsumerGroupDescribeResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ConsumerGroupDescribeResponseView<'a>> for ConsumerGroupDescribeResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ConsumerGroupDescribeResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ConsumerGroupDescribeResponse, ConsumerGroupDescribeResponseView);
 
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -126,12 +76,7 @@ impl ReadOwned for DescribedGroup<'static> {
         this.assignor_name = owned_str(r.str(true, "DescribedGroup.AssignorName")?);
         this.members = List::Owned(read_list(r, ver, "DescribedGroup.Members")?);
         this.authorized_operations = r.i32("DescribedGroup.AuthorizedOperations")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribedGroup._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -148,21 +93,14 @@ impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
             assignor_name: Str::Borrowed(view.assignor_name()),
             members: list_from_view(view.members()),
             authorized_operations: view.authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribedGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.members = self.members.as_version(ver);
-        v
-    }
-}
+as_version!(DescribedGroup<'_>, |v, ver| {
+    v.members = v.members.as_version(ver);
+});
 
 impl ReadOwned for Member<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -180,12 +118,7 @@ impl ReadOwned for Member<'static> {
         if ver.version == 1 {
             this.member_type = r.i8("Member.MemberType")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("Member._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Member._tagged_fields");
         Ok(this)
     }
 }
@@ -204,36 +137,24 @@ impl<'a> FromView<MemberView<'a>> for Member<'a> {
             assignment: FromView::from_view(view.assignment()),
             target_assignment: FromView::from_view(view.target_assignment()),
             member_type: view.member_type(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Member<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.assignment = self.assignment.as_version(ver);
-        v.target_assignment = self.target_assignment.as_version(ver);
-        if ver.version == 0 {
-            v.member_type = -1;
-        }
-        v
+as_version!(Member<'_>, |v, ver| {
+    v.assignment = v.assignment.as_version(ver);
+    v.target_assignment = v.target_assignment.as_version(ver);
+    if ver.version == 0 {
+        v.member_type = -1;
     }
-}
+});
 
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
         this.topic_partitions = List::Owned(read_list(r, ver, "Assignment.TopicPartitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Assignment._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -242,21 +163,14 @@ impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
     fn from_view(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Assignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topic_partitions = self.topic_partitions.as_version(ver);
-        v
-    }
-}
+as_version!(Assignment<'_>, |v, ver| {
+    v.topic_partitions = v.topic_partitions.as_version(ver);
+});
 
 impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -264,12 +178,7 @@ impl ReadOwned for TopicPartitions<'static> {
         this.topic_id = r.uuid("TopicPartitions.TopicId")?;
         this.topic_name = owned_str(r.str(true, "TopicPartitions.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicPartitions._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
     }
 }
@@ -280,16 +189,9 @@ impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
             topic_id: view.topic_id(),
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicPartitions<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TopicPartitions<'_>);

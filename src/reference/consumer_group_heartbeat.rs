@@ -33,12 +33,7 @@ impl ReadOwned for ConsumerGroupHeartbeatRequest<'static> {
             r.nullable_str(true, "ConsumerGroupHeartbeatRequest.ServerAssignor")?.map(owned_str);
         this.topic_partitions =
             read_nullable_list(r, ver, "ConsumerGroupHeartbeatRequest.TopicPartitions")?.map(List::Owned);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ConsumerGroupHeartbeatRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ConsumerGroupHeartbeatRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -56,39 +51,19 @@ impl<'a> FromView<ConsumerGroupHeartbeatRequestView<'a>> for ConsumerGroupHeartb
             subscribed_topic_regex: view.subscribed_topic_regex().map(Str::Borrowed),
             server_assignor: view.server_assignor().map(Str::Borrowed),
             topic_partitions: view.topic_partitions().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ConsumerGroupHeartbeatRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.subscribed_topic_regex = None;
-        }
-        v.topic_partitions = self.topic_partitions.as_version(ver);
-        v
+as_version!(ConsumerGroupHeartbeatRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.subscribed_topic_regex = None;
     }
-}
+    v.topic_partitions = v.topic_partitions.as_version(ver);
+});
 
-impl ConsumerGroupHeartbeatRequest<'static> {
-    /// Decodes a ConsumerGroupHeartbeatRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ConsumerGroupHeartbeatRequestView<'a>> for ConsumerGroupHeartbeatRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ConsumerGroupHeartbeatRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestView);
 
 impl ReadOwned for ConsumerGroupHeartbeatRequestTopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -96,12 +71,12 @@ impl ReadOwned for ConsumerGroupHeartbeatRequestTopicPartitions<'static> {
         this.topic_id = r.uuid("ConsumerGroupHeartbeatRequestTopicPartitions.TopicId")?;
         this.partitions =
             List::Owned(read_list(r, ver, "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(
+            this,
+            r,
+            ver,
+            "ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields"
+        );
         Ok(this)
     }
 }
@@ -113,19 +88,12 @@ impl<'a> FromView<ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>>
         ConsumerGroupHeartbeatRequestTopicPartitions {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ConsumerGroupHeartbeatRequestTopicPartitions<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ConsumerGroupHeartbeatRequestTopicPartitions<'_>);
 
 impl ReadOwned for ConsumerGroupHeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -142,12 +110,7 @@ impl ReadOwned for ConsumerGroupHeartbeatResponse<'static> {
         } else {
             Some(Assignment::read_owned(r, ver, "ConsumerGroupHeartbeatResponse.Assignment")?)
         };
-        let mut unknown = Vec::new();
-        r.tagged_fields("ConsumerGroupHeartbeatResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ConsumerGroupHeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -162,47 +125,22 @@ impl<'a> FromView<ConsumerGroupHeartbeatResponseView<'a>> for ConsumerGroupHeart
             member_epoch: view.member_epoch(),
             heartbeat_interval_ms: view.heartbeat_interval_ms(),
             assignment: view.assignment().map(FromView::from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ConsumerGroupHeartbeatResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.assignment = self.assignment.as_version(ver);
-        v
-    }
-}
+as_version!(ConsumerGroupHeartbeatResponse<'_>, |v, ver| {
+    v.assignment = v.assignment.as_version(ver);
+});
 
-impl ConsumerGroupHeartbeatResponse<'static> {
-    /// Decodes a ConsumerGroupHeartbeatResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ConsumerGroupHeartbeatResponseView<'a>> for ConsumerGroupHeartbeatResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ConsumerGroupHeartbeatResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ConsumerGroupHeartbeatResponse, ConsumerGroupHeartbeatResponseView);
 
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
         this.topic_partitions = List::Owned(read_list(r, ver, "Assignment.TopicPartitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Assignment._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -211,21 +149,14 @@ impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
     fn from_view(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Assignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topic_partitions = self.topic_partitions.as_version(ver);
-        v
-    }
-}
+as_version!(Assignment<'_>, |v, ver| {
+    v.topic_partitions = v.topic_partitions.as_version(ver);
+});
 
 impl ReadOwned for ConsumerGroupHeartbeatResponseTopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -233,12 +164,12 @@ impl ReadOwned for ConsumerGroupHeartbeatResponseTopicPartitions<'static> {
         this.topic_id = r.uuid("ConsumerGroupHeartbeatResponseTopicPartitions.TopicId")?;
         this.partitions =
             List::Owned(read_list(r, ver, "ConsumerGroupHeartbeatResponseTopicPartitions.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(
+            this,
+            r,
+            ver,
+            "ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields"
+        );
         Ok(this)
     }
 }
@@ -250,16 +181,9 @@ impl<'a> FromView<ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>>
         ConsumerGroupHeartbeatResponseTopicPartitions {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ConsumerGroupHeartbeatResponseTopicPartitions<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ConsumerGroupHeartbeatResponseTopicPartitions<'_>);

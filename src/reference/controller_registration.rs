@@ -21,12 +21,7 @@ impl ReadOwned for ControllerRegistrationRequest<'static> {
         this.zk_migration_ready = r.bool("ControllerRegistrationRequest.ZkMigrationReady")?;
         this.listeners = List::Owned(read_list(r, ver, "ControllerRegistrationRequest.Listeners")?);
         this.features = List::Owned(read_list(r, ver, "ControllerRegistrationRequest.Features")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ControllerRegistrationRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ControllerRegistrationRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -39,51 +34,26 @@ impl<'a> FromView<ControllerRegistrationRequestView<'a>> for ControllerRegistrat
             zk_migration_ready: view.zk_migration_ready(),
             listeners: list_from_view(view.listeners()),
             features: list_from_view(view.features()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ControllerRegistrationRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.listeners = self.listeners.as_version(ver);
-        v.features = self.features.as_version(ver);
-        v
-    }
-}
+as_version!(ControllerRegistrationRequest<'_>, |v, ver| {
+    v.listeners = v.listeners.as_version(ver);
+    v.features = v.features.as_version(ver);
+});
 
-impl ControllerRegistrationRequest<'static> {
-    /// Decodes a ControllerRegistrationRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ControllerRegistrationRequestView<'a>> for ControllerRegistrationRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ControllerRegistrationRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ControllerRegistrationRequest, ControllerRegistrationRequestView);
 
 impl ReadOwned for Listener<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
         this.name = owned_str(r.str(true, "Listener.Name")?);
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
         this.security_protocol = r.i16("Listener.SecurityProtocol")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Listener._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }
@@ -95,32 +65,20 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
             host: Str::Borrowed(view.host()),
             port: view.port(),
             security_protocol: view.security_protocol(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Listener<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Listener<'_>);
 
 impl ReadOwned for Feature<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Feature::default();
         this.name = owned_str(r.str(true, "Feature.Name")?);
         this.min_supported_version = r.i16("Feature.MinSupportedVersion")?;
         this.max_supported_version = r.i16("Feature.MaxSupportedVersion")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Feature._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Feature._tagged_fields");
         Ok(this)
     }
 }
@@ -131,33 +89,21 @@ impl<'a> FromView<FeatureView<'a>> for Feature<'a> {
             name: Str::Borrowed(view.name()),
             min_supported_version: view.min_supported_version(),
             max_supported_version: view.max_supported_version(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Feature<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Feature<'_>);
 
 impl ReadOwned for ControllerRegistrationResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ControllerRegistrationResponse::default();
         this.throttle_time_ms = r.i32("ControllerRegistrationResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("ControllerRegistrationResponse.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "ControllerRegistrationResponse.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ControllerRegistrationResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ControllerRegistrationResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -168,31 +114,11 @@ impl<'a> FromView<ControllerRegistrationResponseView<'a>> for ControllerRegistra
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ControllerRegistrationResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ControllerRegistrationResponse<'_>);
 
-impl ControllerRegistrationResponse<'static> {
-    /// Decodes a ControllerRegistrationResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ControllerRegistrationResponseView<'a>> for ControllerRegistrationResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ControllerRegistrationResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ControllerRegistrationResponse, ControllerRegistrationResponseView);

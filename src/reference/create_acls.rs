@@ -17,14 +17,7 @@ impl ReadOwned for CreateAclsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreateAclsRequest::default();
         this.creations = List::Owned(read_list(r, ver, "CreateAclsRequest.Creations")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreateAclsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreateAclsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,39 +26,17 @@ impl<'a> FromView<CreateAclsRequestView<'a>> for CreateAclsRequest<'a> {
     fn from_view(view: CreateAclsRequestView<'a>) -> Self {
         CreateAclsRequest {
             creations: list_from_view(view.creations()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreateAclsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.creations = self.creations.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreateAclsRequest<'_>, |v, ver| {
+    v.creations = v.creations.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl CreateAclsRequest<'static> {
-    /// Decodes a CreateAclsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<CreateAclsRequestView<'a>> for CreateAclsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: CreateAclsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(CreateAclsRequest, CreateAclsRequestView);
 
 impl ReadOwned for AclCreation<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -77,14 +48,7 @@ impl ReadOwned for AclCreation<'static> {
         this.host = owned_str(r.str(ver.flexible, "AclCreation.Host")?);
         this.operation = r.i8("AclCreation.Operation")?;
         this.permission_type = r.i8("AclCreation.PermissionType")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AclCreation._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AclCreation._tagged_fields");
         Ok(this)
     }
 }
@@ -99,37 +63,21 @@ impl<'a> FromView<AclCreationView<'a>> for AclCreation<'a> {
             host: Str::Borrowed(view.host()),
             operation: view.operation(),
             permission_type: view.permission_type(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AclCreation<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AclCreation<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for CreateAclsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreateAclsResponse::default();
         this.throttle_time_ms = r.i32("CreateAclsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "CreateAclsResponse.Results")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreateAclsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreateAclsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -139,53 +87,24 @@ impl<'a> FromView<CreateAclsResponseView<'a>> for CreateAclsResponse<'a> {
         CreateAclsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreateAclsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreateAclsResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl CreateAclsResponse<'static> {
-    /// Decodes a CreateAclsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<CreateAclsResponseView<'a>> for CreateAclsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: CreateAclsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(CreateAclsResponse, CreateAclsResponseView);
 
 impl ReadOwned for AclCreationResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AclCreationResult::default();
         this.error_code = r.i16("AclCreationResult.ErrorCode")?;
         this.error_message = r.nullable_str(ver.flexible, "AclCreationResult.ErrorMessage")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AclCreationResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AclCreationResult._tagged_fields");
         Ok(this)
     }
 }
@@ -195,20 +114,11 @@ impl<'a> FromView<AclCreationResultView<'a>> for AclCreationResult<'a> {
         AclCreationResult {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AclCreationResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AclCreationResult<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

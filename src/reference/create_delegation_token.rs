@@ -28,14 +28,7 @@ impl ReadOwned for CreateDelegationTokenRequest<'static> {
         }
         this.renewers = List::Owned(read_list(r, ver, "CreateDelegationTokenRequest.Renewers")?);
         this.max_lifetime_ms = r.i64("CreateDelegationTokenRequest.MaxLifetimeMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreateDelegationTokenRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreateDelegationTokenRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -47,59 +40,30 @@ impl<'a> FromView<CreateDelegationTokenRequestView<'a>> for CreateDelegationToke
             owner_principal_name: view.owner_principal_name().map(Str::Borrowed),
             renewers: list_from_view(view.renewers()),
             max_lifetime_ms: view.max_lifetime_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreateDelegationTokenRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.owner_principal_type = Some(Str::Borrowed(""));
-        }
-        if ver.version <= 2 {
-            v.owner_principal_name = Some(Str::Borrowed(""));
-        }
-        v.renewers = self.renewers.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(CreateDelegationTokenRequest<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.owner_principal_type = Some(Str::Borrowed(""));
     }
-}
+    if ver.version <= 2 {
+        v.owner_principal_name = Some(Str::Borrowed(""));
+    }
+    v.renewers = v.renewers.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl CreateDelegationTokenRequest<'static> {
-    /// Decodes a CreateDelegationTokenRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<CreateDelegationTokenRequestView<'a>> for CreateDelegationTokenRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: CreateDelegationTokenRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(CreateDelegationTokenRequest, CreateDelegationTokenRequestView);
 
 impl ReadOwned for CreatableRenewers<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableRenewers::default();
         this.principal_type = owned_str(r.str(ver.flexible, "CreatableRenewers.PrincipalType")?);
         this.principal_name = owned_str(r.str(ver.flexible, "CreatableRenewers.PrincipalName")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreatableRenewers._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreatableRenewers._tagged_fields");
         Ok(this)
     }
 }
@@ -109,23 +73,14 @@ impl<'a> FromView<CreatableRenewersView<'a>> for CreatableRenewers<'a> {
         CreatableRenewers {
             principal_type: Str::Borrowed(view.principal_type()),
             principal_name: Str::Borrowed(view.principal_name()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatableRenewers<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreatableRenewers<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for CreateDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -147,14 +102,7 @@ impl ReadOwned for CreateDelegationTokenResponse<'static> {
         this.token_id = owned_str(r.str(ver.flexible, "CreateDelegationTokenResponse.TokenId")?);
         this.hmac = owned_bytes(r.bytes(ver.flexible, "CreateDelegationTokenResponse.Hmac")?);
         this.throttle_time_ms = r.i32("CreateDelegationTokenResponse.ThrottleTimeMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreateDelegationTokenResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreateDelegationTokenResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -173,41 +121,19 @@ impl<'a> FromView<CreateDelegationTokenResponseView<'a>> for CreateDelegationTok
             token_id: Str::Borrowed(view.token_id()),
             hmac: List::Borrowed(view.hmac()),
             throttle_time_ms: view.throttle_time_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreateDelegationTokenResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.token_requester_principal_type = Str::Borrowed("");
-        }
-        if ver.version <= 2 {
-            v.token_requester_principal_name = Str::Borrowed("");
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(CreateDelegationTokenResponse<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.token_requester_principal_type = Str::Borrowed("");
     }
-}
+    if ver.version <= 2 {
+        v.token_requester_principal_name = Str::Borrowed("");
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl CreateDelegationTokenResponse<'static> {
-    /// Decodes a CreateDelegationTokenResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<CreateDelegationTokenResponseView<'a>> for CreateDelegationTokenResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: CreateDelegationTokenResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(CreateDelegationTokenResponse, CreateDelegationTokenResponseView);

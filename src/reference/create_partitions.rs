@@ -19,14 +19,7 @@ impl ReadOwned for CreatePartitionsRequest<'static> {
         this.topics = List::Owned(read_list(r, ver, "CreatePartitionsRequest.Topics")?);
         this.timeout_ms = r.i32("CreatePartitionsRequest.TimeoutMs")?;
         this.validate_only = r.bool("CreatePartitionsRequest.ValidateOnly")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreatePartitionsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -37,39 +30,17 @@ impl<'a> FromView<CreatePartitionsRequestView<'a>> for CreatePartitionsRequest<'
             topics: list_from_view(view.topics()),
             timeout_ms: view.timeout_ms(),
             validate_only: view.validate_only(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatePartitionsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreatePartitionsRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl CreatePartitionsRequest<'static> {
-    /// Decodes a CreatePartitionsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<CreatePartitionsRequestView<'a>> for CreatePartitionsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: CreatePartitionsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(CreatePartitionsRequest, CreatePartitionsRequestView);
 
 impl ReadOwned for CreatePartitionsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -77,14 +48,7 @@ impl ReadOwned for CreatePartitionsTopic<'static> {
         this.name = owned_str(r.str(ver.flexible, "CreatePartitionsTopic.Name")?);
         this.count = r.i32("CreatePartitionsTopic.Count")?;
         this.assignments = read_nullable_list(r, ver, "CreatePartitionsTopic.Assignments")?.map(List::Owned);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreatePartitionsTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -95,37 +59,21 @@ impl<'a> FromView<CreatePartitionsTopicView<'a>> for CreatePartitionsTopic<'a> {
             name: Str::Borrowed(view.name()),
             count: view.count(),
             assignments: view.assignments().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatePartitionsTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.assignments = self.assignments.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreatePartitionsTopic<'_>, |v, ver| {
+    v.assignments = v.assignments.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for CreatePartitionsAssignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsAssignment::default();
         this.broker_ids = List::Owned(read_list(r, ver, "CreatePartitionsAssignment.BrokerIds")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreatePartitionsAssignment._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsAssignment._tagged_fields");
         Ok(this)
     }
 }
@@ -134,37 +82,21 @@ impl<'a> FromView<CreatePartitionsAssignmentView<'a>> for CreatePartitionsAssign
     fn from_view(view: CreatePartitionsAssignmentView<'a>) -> Self {
         CreatePartitionsAssignment {
             broker_ids: list_from_view(view.broker_ids()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatePartitionsAssignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreatePartitionsAssignment<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for CreatePartitionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsResponse::default();
         this.throttle_time_ms = r.i32("CreatePartitionsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "CreatePartitionsResponse.Results")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreatePartitionsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -174,39 +106,17 @@ impl<'a> FromView<CreatePartitionsResponseView<'a>> for CreatePartitionsResponse
         CreatePartitionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatePartitionsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreatePartitionsResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl CreatePartitionsResponse<'static> {
-    /// Decodes a CreatePartitionsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<CreatePartitionsResponseView<'a>> for CreatePartitionsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: CreatePartitionsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(CreatePartitionsResponse, CreatePartitionsResponseView);
 
 impl ReadOwned for CreatePartitionsTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -215,14 +125,7 @@ impl ReadOwned for CreatePartitionsTopicResult<'static> {
         this.error_code = r.i16("CreatePartitionsTopicResult.ErrorCode")?;
         this.error_message =
             r.nullable_str(ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreatePartitionsTopicResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -233,20 +136,11 @@ impl<'a> FromView<CreatePartitionsTopicResultView<'a>> for CreatePartitionsTopic
             name: Str::Borrowed(view.name()),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatePartitionsTopicResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreatePartitionsTopicResult<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -19,14 +19,7 @@ impl ReadOwned for CreateTopicsRequest<'static> {
         this.topics = List::Owned(read_list(r, ver, "CreateTopicsRequest.Topics")?);
         this.timeout_ms = r.i32("CreateTopicsRequest.timeoutMs")?;
         this.validate_only = r.bool("CreateTopicsRequest.validateOnly")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreateTopicsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreateTopicsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -37,39 +30,17 @@ impl<'a> FromView<CreateTopicsRequestView<'a>> for CreateTopicsRequest<'a> {
             topics: list_from_view(view.topics()),
             timeout_ms: view.timeout_ms(),
             validate_only: view.validate_only(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreateTopicsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreateTopicsRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl CreateTopicsRequest<'static> {
-    /// Decodes a CreateTopicsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<CreateTopicsRequestView<'a>> for CreateTopicsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: CreateTopicsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(CreateTopicsRequest, CreateTopicsRequestView);
 
 impl ReadOwned for CreatableTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -79,14 +50,7 @@ impl ReadOwned for CreatableTopic<'static> {
         this.replication_factor = r.i16("CreatableTopic.ReplicationFactor")?;
         this.assignments = List::Owned(read_list(r, ver, "CreatableTopic.Assignments")?);
         this.configs = List::Owned(read_list(r, ver, "CreatableTopic.Configs")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreatableTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreatableTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -99,39 +63,23 @@ impl<'a> FromView<CreatableTopicView<'a>> for CreatableTopic<'a> {
             replication_factor: view.replication_factor(),
             assignments: list_from_view(view.assignments()),
             configs: list_from_view(view.configs()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatableTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.assignments = self.assignments.as_version(ver);
-        v.configs = self.configs.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreatableTopic<'_>, |v, ver| {
+    v.assignments = v.assignments.as_version(ver);
+    v.configs = v.configs.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for CreatableReplicaAssignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableReplicaAssignment::default();
         this.partition_index = r.i32("CreatableReplicaAssignment.PartitionIndex")?;
         this.broker_ids = List::Owned(read_list(r, ver, "CreatableReplicaAssignment.BrokerIds")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreatableReplicaAssignment._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreatableReplicaAssignment._tagged_fields");
         Ok(this)
     }
 }
@@ -141,37 +89,21 @@ impl<'a> FromView<CreatableReplicaAssignmentView<'a>> for CreatableReplicaAssign
         CreatableReplicaAssignment {
             partition_index: view.partition_index(),
             broker_ids: list_from_view(view.broker_ids()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatableReplicaAssignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreatableReplicaAssignment<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for CreatableTopicConfig<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableTopicConfig::default();
         this.name = owned_str(r.str(ver.flexible, "CreatableTopicConfig.Name")?);
         this.value = r.nullable_str(ver.flexible, "CreatableTopicConfig.Value")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreatableTopicConfig._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreatableTopicConfig._tagged_fields");
         Ok(this)
     }
 }
@@ -181,37 +113,21 @@ impl<'a> FromView<CreatableTopicConfigView<'a>> for CreatableTopicConfig<'a> {
         CreatableTopicConfig {
             name: Str::Borrowed(view.name()),
             value: view.value().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatableTopicConfig<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreatableTopicConfig<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for CreateTopicsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreateTopicsResponse::default();
         this.throttle_time_ms = r.i32("CreateTopicsResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "CreateTopicsResponse.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("CreateTopicsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "CreateTopicsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -221,39 +137,17 @@ impl<'a> FromView<CreateTopicsResponseView<'a>> for CreateTopicsResponse<'a> {
         CreateTopicsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreateTopicsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(CreateTopicsResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl CreateTopicsResponse<'static> {
-    /// Decodes a CreateTopicsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<CreateTopicsResponseView<'a>> for CreateTopicsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: CreateTopicsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(CreateTopicsResponse, CreateTopicsResponseView);
 
 impl ReadOwned for CreatableTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -306,51 +200,37 @@ impl<'a> FromView<CreatableTopicResultView<'a>> for CreatableTopicResult<'a> {
             num_partitions: view.num_partitions(),
             replication_factor: view.replication_factor(),
             configs: view.configs().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatableTopicResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 6 {
-            v.topic_id = Uuid::ZERO;
-        }
-        if ver.version <= 4 {
-            v.topic_config_error_code = 0;
-        }
-        if ver.version <= 4 {
-            v.num_partitions = -1;
-        }
-        if ver.version <= 4 {
-            v.replication_factor = -1;
-        }
-        v.configs = if ver.version <= 4 { Some(List::Borrowed(&[])) } else { self.configs.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(CreatableTopicResult<'_>, |v, ver| {
+    if ver.version <= 6 {
+        v.topic_id = Uuid::ZERO;
     }
-}
+    if ver.version <= 4 {
+        v.topic_config_error_code = 0;
+    }
+    if ver.version <= 4 {
+        v.num_partitions = -1;
+    }
+    if ver.version <= 4 {
+        v.replication_factor = -1;
+    }
+    v.configs = if ver.version <= 4 { Some(List::Borrowed(&[])) } else { v.configs.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for CreatableTopicConfigs<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableTopicConfigs::default();
         this.name = owned_str(r.str(true, "CreatableTopicConfigs.Name")?);
         this.value = r.nullable_str(true, "CreatableTopicConfigs.Value")?.map(owned_str);
         this.read_only = r.bool("CreatableTopicConfigs.ReadOnly")?;
         this.config_source = r.i8("CreatableTopicConfigs.ConfigSource")?;
         this.is_sensitive = r.bool("CreatableTopicConfigs.IsSensitive")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("CreatableTopicConfigs._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "CreatableTopicConfigs._tagged_fields");
         Ok(this)
     }
 }
@@ -363,16 +243,9 @@ impl<'a> FromView<CreatableTopicConfigsView<'a>> for CreatableTopicConfigs<'a> {
             read_only: view.read_only(),
             config_source: view.config_source(),
             is_sensitive: view.is_sensitive(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CreatableTopicConfigs<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(CreatableTopicConfigs<'_>);

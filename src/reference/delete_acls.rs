@@ -17,14 +17,7 @@ impl ReadOwned for DeleteAclsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteAclsRequest::default();
         this.filters = List::Owned(read_list(r, ver, "DeleteAclsRequest.Filters")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteAclsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,39 +26,17 @@ impl<'a> FromView<DeleteAclsRequestView<'a>> for DeleteAclsRequest<'a> {
     fn from_view(view: DeleteAclsRequestView<'a>) -> Self {
         DeleteAclsRequest {
             filters: list_from_view(view.filters()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteAclsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.filters = self.filters.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteAclsRequest<'_>, |v, ver| {
+    v.filters = v.filters.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DeleteAclsRequest<'static> {
-    /// Decodes a DeleteAclsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteAclsRequestView<'a>> for DeleteAclsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteAclsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteAclsRequest, DeleteAclsRequestView);
 
 impl ReadOwned for DeleteAclsFilter<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -79,14 +50,7 @@ impl ReadOwned for DeleteAclsFilter<'static> {
         this.host_filter = r.nullable_str(ver.flexible, "DeleteAclsFilter.HostFilter")?.map(owned_str);
         this.operation = r.i8("DeleteAclsFilter.Operation")?;
         this.permission_type = r.i8("DeleteAclsFilter.PermissionType")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteAclsFilter._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsFilter._tagged_fields");
         Ok(this)
     }
 }
@@ -101,37 +65,21 @@ impl<'a> FromView<DeleteAclsFilterView<'a>> for DeleteAclsFilter<'a> {
             host_filter: view.host_filter().map(Str::Borrowed),
             operation: view.operation(),
             permission_type: view.permission_type(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteAclsFilter<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteAclsFilter<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DeleteAclsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteAclsResponse::default();
         this.throttle_time_ms = r.i32("DeleteAclsResponse.ThrottleTimeMs")?;
         this.filter_results = List::Owned(read_list(r, ver, "DeleteAclsResponse.FilterResults")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteAclsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -141,39 +89,17 @@ impl<'a> FromView<DeleteAclsResponseView<'a>> for DeleteAclsResponse<'a> {
         DeleteAclsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             filter_results: list_from_view(view.filter_results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteAclsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.filter_results = self.filter_results.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteAclsResponse<'_>, |v, ver| {
+    v.filter_results = v.filter_results.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DeleteAclsResponse<'static> {
-    /// Decodes a DeleteAclsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteAclsResponseView<'a>> for DeleteAclsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteAclsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteAclsResponse, DeleteAclsResponseView);
 
 impl ReadOwned for DeleteAclsFilterResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -182,14 +108,7 @@ impl ReadOwned for DeleteAclsFilterResult<'static> {
         this.error_message =
             r.nullable_str(ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?.map(owned_str);
         this.matching_acls = List::Owned(read_list(r, ver, "DeleteAclsFilterResult.MatchingAcls")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteAclsFilterResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsFilterResult._tagged_fields");
         Ok(this)
     }
 }
@@ -200,24 +119,15 @@ impl<'a> FromView<DeleteAclsFilterResultView<'a>> for DeleteAclsFilterResult<'a>
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             matching_acls: list_from_view(view.matching_acls()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteAclsFilterResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.matching_acls = self.matching_acls.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteAclsFilterResult<'_>, |v, ver| {
+    v.matching_acls = v.matching_acls.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DeleteAclsMatchingAcl<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -232,14 +142,7 @@ impl ReadOwned for DeleteAclsMatchingAcl<'static> {
         this.host = owned_str(r.str(ver.flexible, "DeleteAclsMatchingAcl.Host")?);
         this.operation = r.i8("DeleteAclsMatchingAcl.Operation")?;
         this.permission_type = r.i8("DeleteAclsMatchingAcl.PermissionType")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteAclsMatchingAcl._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteAclsMatchingAcl._tagged_fields");
         Ok(this)
     }
 }
@@ -256,20 +159,11 @@ impl<'a> FromView<DeleteAclsMatchingAclView<'a>> for DeleteAclsMatchingAcl<'a> {
             host: Str::Borrowed(view.host()),
             operation: view.operation(),
             permission_type: view.permission_type(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteAclsMatchingAcl<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteAclsMatchingAcl<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -17,14 +17,7 @@ impl ReadOwned for DeleteGroupsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteGroupsRequest::default();
         this.groups_names = List::Owned(read_list(r, ver, "DeleteGroupsRequest.GroupsNames")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteGroupsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteGroupsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,52 +26,23 @@ impl<'a> FromView<DeleteGroupsRequestView<'a>> for DeleteGroupsRequest<'a> {
     fn from_view(view: DeleteGroupsRequestView<'a>) -> Self {
         DeleteGroupsRequest {
             groups_names: list_from_view(view.groups_names()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteGroupsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteGroupsRequest<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DeleteGroupsRequest<'static> {
-    /// Decodes a DeleteGroupsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteGroupsRequestView<'a>> for DeleteGroupsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteGroupsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteGroupsRequest, DeleteGroupsRequestView);
 
 impl ReadOwned for DeleteGroupsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteGroupsResponse::default();
         this.throttle_time_ms = r.i32("DeleteGroupsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "DeleteGroupsResponse.Results")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteGroupsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteGroupsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -88,39 +52,17 @@ impl<'a> FromView<DeleteGroupsResponseView<'a>> for DeleteGroupsResponse<'a> {
         DeleteGroupsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteGroupsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteGroupsResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DeleteGroupsResponse<'static> {
-    /// Decodes a DeleteGroupsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteGroupsResponseView<'a>> for DeleteGroupsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteGroupsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteGroupsResponse, DeleteGroupsResponseView);
 
 impl ReadOwned for DeletableGroupResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -131,14 +73,7 @@ impl ReadOwned for DeletableGroupResult<'static> {
             this.error_message =
                 r.nullable_str(ver.flexible, "DeletableGroupResult.ErrorMessage")?.map(owned_str);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeletableGroupResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeletableGroupResult._tagged_fields");
         Ok(this)
     }
 }
@@ -149,23 +84,14 @@ impl<'a> FromView<DeletableGroupResultView<'a>> for DeletableGroupResult<'a> {
             group_id: Str::Borrowed(view.group_id()),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeletableGroupResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.error_message = None;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DeletableGroupResult<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.error_message = None;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

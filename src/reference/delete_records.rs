@@ -18,14 +18,7 @@ impl ReadOwned for DeleteRecordsRequest<'static> {
         let mut this = DeleteRecordsRequest::default();
         this.topics = List::Owned(read_list(r, ver, "DeleteRecordsRequest.Topics")?);
         this.timeout_ms = r.i32("DeleteRecordsRequest.TimeoutMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteRecordsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,53 +28,24 @@ impl<'a> FromView<DeleteRecordsRequestView<'a>> for DeleteRecordsRequest<'a> {
         DeleteRecordsRequest {
             topics: list_from_view(view.topics()),
             timeout_ms: view.timeout_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteRecordsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteRecordsRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DeleteRecordsRequest<'static> {
-    /// Decodes a DeleteRecordsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteRecordsRequestView<'a>> for DeleteRecordsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteRecordsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteRecordsRequest, DeleteRecordsRequestView);
 
 impl ReadOwned for DeleteRecordsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteRecordsTopic::default();
         this.name = owned_str(r.str(ver.flexible, "DeleteRecordsTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "DeleteRecordsTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteRecordsTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -91,38 +55,22 @@ impl<'a> FromView<DeleteRecordsTopicView<'a>> for DeleteRecordsTopic<'a> {
         DeleteRecordsTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteRecordsTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteRecordsTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DeleteRecordsPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteRecordsPartition::default();
         this.partition_index = r.i32("DeleteRecordsPartition.PartitionIndex")?;
         this.offset = r.i64("DeleteRecordsPartition.Offset")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteRecordsPartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -132,37 +80,21 @@ impl<'a> FromView<DeleteRecordsPartitionView<'a>> for DeleteRecordsPartition<'a>
         DeleteRecordsPartition {
             partition_index: view.partition_index(),
             offset: view.offset(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteRecordsPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteRecordsPartition<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DeleteRecordsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteRecordsResponse::default();
         this.throttle_time_ms = r.i32("DeleteRecordsResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "DeleteRecordsResponse.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteRecordsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -172,53 +104,24 @@ impl<'a> FromView<DeleteRecordsResponseView<'a>> for DeleteRecordsResponse<'a> {
         DeleteRecordsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteRecordsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteRecordsResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DeleteRecordsResponse<'static> {
-    /// Decodes a DeleteRecordsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteRecordsResponseView<'a>> for DeleteRecordsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteRecordsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteRecordsResponse, DeleteRecordsResponseView);
 
 impl ReadOwned for DeleteRecordsTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteRecordsTopicResult::default();
         this.name = owned_str(r.str(ver.flexible, "DeleteRecordsTopicResult.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "DeleteRecordsTopicResult.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteRecordsTopicResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -228,24 +131,15 @@ impl<'a> FromView<DeleteRecordsTopicResultView<'a>> for DeleteRecordsTopicResult
         DeleteRecordsTopicResult {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteRecordsTopicResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteRecordsTopicResult<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DeleteRecordsPartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -253,14 +147,7 @@ impl ReadOwned for DeleteRecordsPartitionResult<'static> {
         this.partition_index = r.i32("DeleteRecordsPartitionResult.PartitionIndex")?;
         this.low_watermark = r.i64("DeleteRecordsPartitionResult.LowWatermark")?;
         this.error_code = r.i16("DeleteRecordsPartitionResult.ErrorCode")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteRecordsPartitionResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsPartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -271,20 +158,11 @@ impl<'a> FromView<DeleteRecordsPartitionResultView<'a>> for DeleteRecordsPartiti
             partition_index: view.partition_index(),
             low_watermark: view.low_watermark(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteRecordsPartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteRecordsPartitionResult<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

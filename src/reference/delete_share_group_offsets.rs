@@ -18,12 +18,7 @@ impl ReadOwned for DeleteShareGroupOffsetsRequest<'static> {
         let mut this = DeleteShareGroupOffsetsRequest::default();
         this.group_id = owned_str(r.str(true, "DeleteShareGroupOffsetsRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "DeleteShareGroupOffsetsRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DeleteShareGroupOffsetsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,47 +28,22 @@ impl<'a> FromView<DeleteShareGroupOffsetsRequestView<'a>> for DeleteShareGroupOf
         DeleteShareGroupOffsetsRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteShareGroupOffsetsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(DeleteShareGroupOffsetsRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl DeleteShareGroupOffsetsRequest<'static> {
-    /// Decodes a DeleteShareGroupOffsetsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteShareGroupOffsetsRequestView<'a>> for DeleteShareGroupOffsetsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteShareGroupOffsetsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequestView);
 
 impl ReadOwned for DeleteShareGroupOffsetsRequestTopic<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsRequestTopic::default();
         this.topic_name = owned_str(r.str(true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -82,19 +52,12 @@ impl<'a> FromView<DeleteShareGroupOffsetsRequestTopicView<'a>> for DeleteShareGr
     fn from_view(view: DeleteShareGroupOffsetsRequestTopicView<'a>) -> Self {
         DeleteShareGroupOffsetsRequestTopic {
             topic_name: Str::Borrowed(view.topic_name()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteShareGroupOffsetsRequestTopic<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(DeleteShareGroupOffsetsRequestTopic<'_>);
 
 impl ReadOwned for DeleteShareGroupOffsetsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -104,12 +67,7 @@ impl ReadOwned for DeleteShareGroupOffsetsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "DeleteShareGroupOffsetsResponse.ErrorMessage")?.map(owned_str);
         this.responses = List::Owned(read_list(r, ver, "DeleteShareGroupOffsetsResponse.Responses")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DeleteShareGroupOffsetsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -121,51 +79,26 @@ impl<'a> FromView<DeleteShareGroupOffsetsResponseView<'a>> for DeleteShareGroupO
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             responses: list_from_view(view.responses()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteShareGroupOffsetsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.responses = self.responses.as_version(ver);
-        v
-    }
-}
+as_version!(DeleteShareGroupOffsetsResponse<'_>, |v, ver| {
+    v.responses = v.responses.as_version(ver);
+});
 
-impl DeleteShareGroupOffsetsResponse<'static> {
-    /// Decodes a DeleteShareGroupOffsetsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteShareGroupOffsetsResponseView<'a>> for DeleteShareGroupOffsetsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteShareGroupOffsetsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteShareGroupOffsetsResponse, DeleteShareGroupOffsetsResponseView);
 
 impl ReadOwned for DeleteShareGroupOffsetsResponseTopic<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsResponseTopic::default();
         this.topic_name = owned_str(r.str(true, "DeleteShareGroupOffsetsResponseTopic.TopicName")?);
         this.topic_id = r.uuid("DeleteShareGroupOffsetsResponseTopic.TopicId")?;
         this.error_code = r.i16("DeleteShareGroupOffsetsResponseTopic.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DeleteShareGroupOffsetsResponseTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -177,16 +110,9 @@ impl<'a> FromView<DeleteShareGroupOffsetsResponseTopicView<'a>> for DeleteShareG
             topic_id: view.topic_id(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteShareGroupOffsetsResponseTopic<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(DeleteShareGroupOffsetsResponseTopic<'_>);

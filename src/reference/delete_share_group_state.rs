@@ -18,12 +18,7 @@ impl ReadOwned for DeleteShareGroupStateRequest<'static> {
         let mut this = DeleteShareGroupStateRequest::default();
         this.group_id = owned_str(r.str(true, "DeleteShareGroupStateRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "DeleteShareGroupStateRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DeleteShareGroupStateRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupStateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,48 +28,23 @@ impl<'a> FromView<DeleteShareGroupStateRequestView<'a>> for DeleteShareGroupStat
         DeleteShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteShareGroupStateRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(DeleteShareGroupStateRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl DeleteShareGroupStateRequest<'static> {
-    /// Decodes a DeleteShareGroupStateRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteShareGroupStateRequestView<'a>> for DeleteShareGroupStateRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteShareGroupStateRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteShareGroupStateRequest, DeleteShareGroupStateRequestView);
 
 impl ReadOwned for DeleteStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteStateData::default();
         this.topic_id = r.uuid("DeleteStateData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "DeleteStateData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DeleteStateData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DeleteStateData._tagged_fields");
         Ok(this)
     }
 }
@@ -84,32 +54,20 @@ impl<'a> FromView<DeleteStateDataView<'a>> for DeleteStateData<'a> {
         DeleteStateData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteStateData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(DeleteStateData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionData<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
         this.partition = r.i32("PartitionData.Partition")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -118,30 +76,18 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
     fn from_view(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(PartitionData<'_>);
 
 impl ReadOwned for DeleteShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupStateResponse::default();
         this.results = List::Owned(read_list(r, ver, "DeleteShareGroupStateResponse.Results")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DeleteShareGroupStateResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupStateResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -150,48 +96,23 @@ impl<'a> FromView<DeleteShareGroupStateResponseView<'a>> for DeleteShareGroupSta
     fn from_view(view: DeleteShareGroupStateResponseView<'a>) -> Self {
         DeleteShareGroupStateResponse {
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteShareGroupStateResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        v
-    }
-}
+as_version!(DeleteShareGroupStateResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+});
 
-impl DeleteShareGroupStateResponse<'static> {
-    /// Decodes a DeleteShareGroupStateResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteShareGroupStateResponseView<'a>> for DeleteShareGroupStateResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteShareGroupStateResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteShareGroupStateResponse, DeleteShareGroupStateResponseView);
 
 impl ReadOwned for DeleteStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteStateResult::default();
         this.topic_id = r.uuid("DeleteStateResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "DeleteStateResult.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DeleteStateResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DeleteStateResult._tagged_fields");
         Ok(this)
     }
 }
@@ -201,34 +122,22 @@ impl<'a> FromView<DeleteStateResultView<'a>> for DeleteStateResult<'a> {
         DeleteStateResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteStateResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(DeleteStateResult<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionResult<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionResult::default();
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -239,16 +148,9 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
             partition: view.partition(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionResult<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(PartitionResult<'_>);

@@ -23,14 +23,7 @@ impl ReadOwned for DeleteTopicsRequest<'static> {
             this.topic_names = List::Owned(read_list(r, ver, "DeleteTopicsRequest.TopicNames")?);
         }
         this.timeout_ms = r.i32("DeleteTopicsRequest.TimeoutMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteTopicsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteTopicsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -41,54 +34,27 @@ impl<'a> FromView<DeleteTopicsRequestView<'a>> for DeleteTopicsRequest<'a> {
             topics: list_from_view(view.topics()),
             topic_names: list_from_view(view.topic_names()),
             timeout_ms: view.timeout_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteTopicsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = if ver.version <= 5 { List::Borrowed(&[]) } else { self.topics.as_version(ver) };
-        if ver.version == 6 {
-            v.topic_names = List::Borrowed(&[]);
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DeleteTopicsRequest<'_>, |v, ver| {
+    v.topics = if ver.version <= 5 { List::Borrowed(&[]) } else { v.topics.as_version(ver) };
+    if ver.version == 6 {
+        v.topic_names = List::Borrowed(&[]);
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DeleteTopicsRequest<'static> {
-    /// Decodes a DeleteTopicsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteTopicsRequestView<'a>> for DeleteTopicsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteTopicsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteTopicsRequest, DeleteTopicsRequestView);
 
 impl ReadOwned for DeleteTopicState<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteTopicState::default();
         this.name = r.nullable_str(true, "DeleteTopicState.Name")?.map(owned_str);
         this.topic_id = r.uuid("DeleteTopicState.TopicId")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("DeleteTopicState._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DeleteTopicState._tagged_fields");
         Ok(this)
     }
 }
@@ -98,33 +64,19 @@ impl<'a> FromView<DeleteTopicStateView<'a>> for DeleteTopicState<'a> {
         DeleteTopicState {
             name: view.name().map(Str::Borrowed),
             topic_id: view.topic_id(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteTopicState<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(DeleteTopicState<'_>);
 
 impl ReadOwned for DeleteTopicsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteTopicsResponse::default();
         this.throttle_time_ms = r.i32("DeleteTopicsResponse.ThrottleTimeMs")?;
         this.responses = List::Owned(read_list(r, ver, "DeleteTopicsResponse.Responses")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeleteTopicsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeleteTopicsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -134,39 +86,17 @@ impl<'a> FromView<DeleteTopicsResponseView<'a>> for DeleteTopicsResponse<'a> {
         DeleteTopicsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             responses: list_from_view(view.responses()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeleteTopicsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.responses = self.responses.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DeleteTopicsResponse<'_>, |v, ver| {
+    v.responses = v.responses.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DeleteTopicsResponse<'static> {
-    /// Decodes a DeleteTopicsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DeleteTopicsResponseView<'a>> for DeleteTopicsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DeleteTopicsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DeleteTopicsResponse, DeleteTopicsResponseView);
 
 impl ReadOwned for DeletableTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -184,14 +114,7 @@ impl ReadOwned for DeletableTopicResult<'static> {
             this.error_message =
                 r.nullable_str(ver.flexible, "DeletableTopicResult.ErrorMessage")?.map(owned_str);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DeletableTopicResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DeletableTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -203,26 +126,17 @@ impl<'a> FromView<DeletableTopicResultView<'a>> for DeletableTopicResult<'a> {
             topic_id: view.topic_id(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DeletableTopicResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 5 {
-            v.topic_id = Uuid::ZERO;
-        }
-        if ver.version <= 4 {
-            v.error_message = None;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DeletableTopicResult<'_>, |v, ver| {
+    if ver.version <= 5 {
+        v.topic_id = Uuid::ZERO;
     }
-}
+    if ver.version <= 4 {
+        v.error_message = None;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -25,14 +25,7 @@ impl ReadOwned for DescribeAclsRequest<'static> {
         this.host_filter = r.nullable_str(ver.flexible, "DescribeAclsRequest.HostFilter")?.map(owned_str);
         this.operation = r.i8("DescribeAclsRequest.Operation")?;
         this.permission_type = r.i8("DescribeAclsRequest.PermissionType")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeAclsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeAclsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -47,38 +40,16 @@ impl<'a> FromView<DescribeAclsRequestView<'a>> for DescribeAclsRequest<'a> {
             host_filter: view.host_filter().map(Str::Borrowed),
             operation: view.operation(),
             permission_type: view.permission_type(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeAclsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeAclsRequest<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeAclsRequest<'static> {
-    /// Decodes a DescribeAclsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeAclsRequestView<'a>> for DescribeAclsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeAclsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeAclsRequest, DescribeAclsRequestView);
 
 impl ReadOwned for DescribeAclsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -88,14 +59,7 @@ impl ReadOwned for DescribeAclsResponse<'static> {
         this.error_message =
             r.nullable_str(ver.flexible, "DescribeAclsResponse.ErrorMessage")?.map(owned_str);
         this.resources = List::Owned(read_list(r, ver, "DescribeAclsResponse.Resources")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeAclsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeAclsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -107,39 +71,17 @@ impl<'a> FromView<DescribeAclsResponseView<'a>> for DescribeAclsResponse<'a> {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             resources: list_from_view(view.resources()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeAclsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.resources = self.resources.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeAclsResponse<'_>, |v, ver| {
+    v.resources = v.resources.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeAclsResponse<'static> {
-    /// Decodes a DescribeAclsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeAclsResponseView<'a>> for DescribeAclsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeAclsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeAclsResponse, DescribeAclsResponseView);
 
 impl ReadOwned for DescribeAclsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -148,14 +90,7 @@ impl ReadOwned for DescribeAclsResource<'static> {
         this.resource_name = owned_str(r.str(ver.flexible, "DescribeAclsResource.ResourceName")?);
         this.pattern_type = r.i8("DescribeAclsResource.PatternType")?;
         this.acls = List::Owned(read_list(r, ver, "DescribeAclsResource.Acls")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeAclsResource._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeAclsResource._tagged_fields");
         Ok(this)
     }
 }
@@ -167,24 +102,15 @@ impl<'a> FromView<DescribeAclsResourceView<'a>> for DescribeAclsResource<'a> {
             resource_name: Str::Borrowed(view.resource_name()),
             pattern_type: view.pattern_type(),
             acls: list_from_view(view.acls()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeAclsResource<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.acls = self.acls.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeAclsResource<'_>, |v, ver| {
+    v.acls = v.acls.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AclDescription<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -193,14 +119,7 @@ impl ReadOwned for AclDescription<'static> {
         this.host = owned_str(r.str(ver.flexible, "AclDescription.Host")?);
         this.operation = r.i8("AclDescription.Operation")?;
         this.permission_type = r.i8("AclDescription.PermissionType")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AclDescription._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AclDescription._tagged_fields");
         Ok(this)
     }
 }
@@ -212,20 +131,11 @@ impl<'a> FromView<AclDescriptionView<'a>> for AclDescription<'a> {
             host: Str::Borrowed(view.host()),
             operation: view.operation(),
             permission_type: view.permission_type(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AclDescription<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AclDescription<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

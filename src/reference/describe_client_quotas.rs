@@ -18,14 +18,7 @@ impl ReadOwned for DescribeClientQuotasRequest<'static> {
         let mut this = DescribeClientQuotasRequest::default();
         this.components = List::Owned(read_list(r, ver, "DescribeClientQuotasRequest.Components")?);
         this.strict = r.bool("DescribeClientQuotasRequest.Strict")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeClientQuotasRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClientQuotasRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,39 +28,17 @@ impl<'a> FromView<DescribeClientQuotasRequestView<'a>> for DescribeClientQuotasR
         DescribeClientQuotasRequest {
             components: list_from_view(view.components()),
             strict: view.strict(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeClientQuotasRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.components = self.components.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeClientQuotasRequest<'_>, |v, ver| {
+    v.components = v.components.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeClientQuotasRequest<'static> {
-    /// Decodes a DescribeClientQuotasRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeClientQuotasRequestView<'a>> for DescribeClientQuotasRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeClientQuotasRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeClientQuotasRequest, DescribeClientQuotasRequestView);
 
 impl ReadOwned for ComponentData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -75,14 +46,7 @@ impl ReadOwned for ComponentData<'static> {
         this.entity_type = owned_str(r.str(ver.flexible, "ComponentData.EntityType")?);
         this.match_type = r.i8("ComponentData.MatchType")?;
         this.r#match = r.nullable_str(ver.flexible, "ComponentData.Match")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ComponentData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ComponentData._tagged_fields");
         Ok(this)
     }
 }
@@ -93,23 +57,14 @@ impl<'a> FromView<ComponentDataView<'a>> for ComponentData<'a> {
             entity_type: Str::Borrowed(view.entity_type()),
             match_type: view.match_type(),
             r#match: view.r#match().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ComponentData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ComponentData<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribeClientQuotasResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -119,14 +74,7 @@ impl ReadOwned for DescribeClientQuotasResponse<'static> {
         this.error_message =
             r.nullable_str(ver.flexible, "DescribeClientQuotasResponse.ErrorMessage")?.map(owned_str);
         this.entries = read_nullable_list(r, ver, "DescribeClientQuotasResponse.Entries")?.map(List::Owned);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeClientQuotasResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClientQuotasResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -138,53 +86,24 @@ impl<'a> FromView<DescribeClientQuotasResponseView<'a>> for DescribeClientQuotas
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             entries: view.entries().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeClientQuotasResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.entries = self.entries.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeClientQuotasResponse<'_>, |v, ver| {
+    v.entries = v.entries.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeClientQuotasResponse<'static> {
-    /// Decodes a DescribeClientQuotasResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeClientQuotasResponseView<'a>> for DescribeClientQuotasResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeClientQuotasResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeClientQuotasResponse, DescribeClientQuotasResponseView);
 
 impl ReadOwned for EntryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EntryData::default();
         this.entity = List::Owned(read_list(r, ver, "EntryData.Entity")?);
         this.values = List::Owned(read_list(r, ver, "EntryData.Values")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EntryData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EntryData._tagged_fields");
         Ok(this)
     }
 }
@@ -194,39 +113,23 @@ impl<'a> FromView<EntryDataView<'a>> for EntryData<'a> {
         EntryData {
             entity: list_from_view(view.entity()),
             values: list_from_view(view.values()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EntryData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.entity = self.entity.as_version(ver);
-        v.values = self.values.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(EntryData<'_>, |v, ver| {
+    v.entity = v.entity.as_version(ver);
+    v.values = v.values.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for EntityData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EntityData::default();
         this.entity_type = owned_str(r.str(ver.flexible, "EntityData.EntityType")?);
         this.entity_name = r.nullable_str(ver.flexible, "EntityData.EntityName")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EntityData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EntityData._tagged_fields");
         Ok(this)
     }
 }
@@ -236,37 +139,21 @@ impl<'a> FromView<EntityDataView<'a>> for EntityData<'a> {
         EntityData {
             entity_type: Str::Borrowed(view.entity_type()),
             entity_name: view.entity_name().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EntityData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(EntityData<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for ValueData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ValueData::default();
         this.key = owned_str(r.str(ver.flexible, "ValueData.Key")?);
         this.value = r.f64("ValueData.Value")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ValueData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ValueData._tagged_fields");
         Ok(this)
     }
 }
@@ -276,20 +163,11 @@ impl<'a> FromView<ValueDataView<'a>> for ValueData<'a> {
         ValueData {
             key: Str::Borrowed(view.key()),
             value: view.value(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ValueData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ValueData<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -24,12 +24,7 @@ impl ReadOwned for DescribeClusterRequest<'static> {
         if ver.version == 2 {
             this.include_fenced_brokers = r.bool("DescribeClusterRequest.IncludeFencedBrokers")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeClusterRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClusterRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -40,41 +35,21 @@ impl<'a> FromView<DescribeClusterRequestView<'a>> for DescribeClusterRequest<'a>
             include_cluster_authorized_operations: view.include_cluster_authorized_operations(),
             endpoint_type: view.endpoint_type(),
             include_fenced_brokers: view.include_fenced_brokers(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeClusterRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.endpoint_type = 1;
-        }
-        if ver.version <= 1 {
-            v.include_fenced_brokers = false;
-        }
-        v
+as_version!(DescribeClusterRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.endpoint_type = 1;
     }
-}
+    if ver.version <= 1 {
+        v.include_fenced_brokers = false;
+    }
+});
 
-impl DescribeClusterRequest<'static> {
-    /// Decodes a DescribeClusterRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeClusterRequestView<'a>> for DescribeClusterRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeClusterRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeClusterRequest, DescribeClusterRequestView);
 
 impl ReadOwned for DescribeClusterResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -89,12 +64,7 @@ impl ReadOwned for DescribeClusterResponse<'static> {
         this.controller_id = r.i32("DescribeClusterResponse.ControllerId")?;
         this.brokers = List::Owned(read_list(r, ver, "DescribeClusterResponse.Brokers")?);
         this.cluster_authorized_operations = r.i32("DescribeClusterResponse.ClusterAuthorizedOperations")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeClusterResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClusterResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -110,39 +80,19 @@ impl<'a> FromView<DescribeClusterResponseView<'a>> for DescribeClusterResponse<'
             controller_id: view.controller_id(),
             brokers: list_from_view(view.brokers()),
             cluster_authorized_operations: view.cluster_authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeClusterResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.endpoint_type = 1;
-        }
-        v.brokers = self.brokers.as_version(ver);
-        v
+as_version!(DescribeClusterResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.endpoint_type = 1;
     }
-}
+    v.brokers = v.brokers.as_version(ver);
+});
 
-impl DescribeClusterResponse<'static> {
-    /// Decodes a DescribeClusterResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeClusterResponseView<'a>> for DescribeClusterResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeClusterResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeClusterResponse, DescribeClusterResponseView);
 
 impl ReadOwned for DescribeClusterBroker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -154,12 +104,7 @@ impl ReadOwned for DescribeClusterBroker<'static> {
         if ver.version == 2 {
             this.is_fenced = r.bool("DescribeClusterBroker.IsFenced")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeClusterBroker._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeClusterBroker._tagged_fields");
         Ok(this)
     }
 }
@@ -172,20 +117,13 @@ impl<'a> FromView<DescribeClusterBrokerView<'a>> for DescribeClusterBroker<'a> {
             port: view.port(),
             rack: view.rack().map(Str::Borrowed),
             is_fenced: view.is_fenced(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeClusterBroker<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 1 {
-            v.is_fenced = false;
-        }
-        v
+as_version!(DescribeClusterBroker<'_>, |v, ver| {
+    if ver.version <= 1 {
+        v.is_fenced = false;
     }
-}
+});

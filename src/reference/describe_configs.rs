@@ -21,14 +21,7 @@ impl ReadOwned for DescribeConfigsRequest<'static> {
         if ver.version >= 3 {
             this.include_documentation = r.bool("DescribeConfigsRequest.IncludeDocumentation")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeConfigsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -39,42 +32,20 @@ impl<'a> FromView<DescribeConfigsRequestView<'a>> for DescribeConfigsRequest<'a>
             resources: list_from_view(view.resources()),
             include_synonyms: view.include_synonyms(),
             include_documentation: view.include_documentation(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeConfigsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.resources = self.resources.as_version(ver);
-        if ver.version <= 2 {
-            v.include_documentation = false;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DescribeConfigsRequest<'_>, |v, ver| {
+    v.resources = v.resources.as_version(ver);
+    if ver.version <= 2 {
+        v.include_documentation = false;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeConfigsRequest<'static> {
-    /// Decodes a DescribeConfigsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeConfigsRequestView<'a>> for DescribeConfigsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeConfigsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeConfigsRequest, DescribeConfigsRequestView);
 
 impl ReadOwned for DescribeConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -83,14 +54,7 @@ impl ReadOwned for DescribeConfigsResource<'static> {
         this.resource_name = owned_str(r.str(ver.flexible, "DescribeConfigsResource.ResourceName")?);
         this.configuration_keys =
             read_nullable_list(r, ver, "DescribeConfigsResource.ConfigurationKeys")?.map(List::Owned);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeConfigsResource._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResource._tagged_fields");
         Ok(this)
     }
 }
@@ -101,37 +65,21 @@ impl<'a> FromView<DescribeConfigsResourceView<'a>> for DescribeConfigsResource<'
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
             configuration_keys: view.configuration_keys().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeConfigsResource<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeConfigsResource<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribeConfigsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeConfigsResponse::default();
         this.throttle_time_ms = r.i32("DescribeConfigsResponse.ThrottleTimeMs")?;
         this.results = List::Owned(read_list(r, ver, "DescribeConfigsResponse.Results")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeConfigsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -141,39 +89,17 @@ impl<'a> FromView<DescribeConfigsResponseView<'a>> for DescribeConfigsResponse<'
         DescribeConfigsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeConfigsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeConfigsResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeConfigsResponse<'static> {
-    /// Decodes a DescribeConfigsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeConfigsResponseView<'a>> for DescribeConfigsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeConfigsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeConfigsResponse, DescribeConfigsResponseView);
 
 impl ReadOwned for DescribeConfigsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -184,14 +110,7 @@ impl ReadOwned for DescribeConfigsResult<'static> {
         this.resource_type = r.i8("DescribeConfigsResult.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "DescribeConfigsResult.ResourceName")?);
         this.configs = List::Owned(read_list(r, ver, "DescribeConfigsResult.Configs")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeConfigsResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResult._tagged_fields");
         Ok(this)
     }
 }
@@ -204,24 +123,15 @@ impl<'a> FromView<DescribeConfigsResultView<'a>> for DescribeConfigsResult<'a> {
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
             configs: list_from_view(view.configs()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeConfigsResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.configs = self.configs.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeConfigsResult<'_>, |v, ver| {
+    v.configs = v.configs.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribeConfigsResourceResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -239,14 +149,7 @@ impl ReadOwned for DescribeConfigsResourceResult<'static> {
             this.documentation =
                 r.nullable_str(ver.flexible, "DescribeConfigsResourceResult.Documentation")?.map(owned_str);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeConfigsResourceResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResourceResult._tagged_fields");
         Ok(this)
     }
 }
@@ -262,30 +165,21 @@ impl<'a> FromView<DescribeConfigsResourceResultView<'a>> for DescribeConfigsReso
             synonyms: list_from_view(view.synonyms()),
             config_type: view.config_type(),
             documentation: view.documentation().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeConfigsResourceResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.synonyms = self.synonyms.as_version(ver);
-        if ver.version <= 2 {
-            v.config_type = 0;
-        }
-        if ver.version <= 2 {
-            v.documentation = Some(Str::Borrowed(""));
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DescribeConfigsResourceResult<'_>, |v, ver| {
+    v.synonyms = v.synonyms.as_version(ver);
+    if ver.version <= 2 {
+        v.config_type = 0;
     }
-}
+    if ver.version <= 2 {
+        v.documentation = Some(Str::Borrowed(""));
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribeConfigsSynonym<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -293,14 +187,7 @@ impl ReadOwned for DescribeConfigsSynonym<'static> {
         this.name = owned_str(r.str(ver.flexible, "DescribeConfigsSynonym.Name")?);
         this.value = r.nullable_str(ver.flexible, "DescribeConfigsSynonym.Value")?.map(owned_str);
         this.source = r.i8("DescribeConfigsSynonym.Source")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeConfigsSynonym._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsSynonym._tagged_fields");
         Ok(this)
     }
 }
@@ -311,20 +198,11 @@ impl<'a> FromView<DescribeConfigsSynonymView<'a>> for DescribeConfigsSynonym<'a>
             name: Str::Borrowed(view.name()),
             value: view.value().map(Str::Borrowed),
             source: view.source(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeConfigsSynonym<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeConfigsSynonym<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

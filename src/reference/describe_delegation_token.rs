@@ -17,14 +17,7 @@ impl ReadOwned for DescribeDelegationTokenRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeDelegationTokenRequest::default();
         this.owners = read_nullable_list(r, ver, "DescribeDelegationTokenRequest.Owners")?.map(List::Owned);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeDelegationTokenRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeDelegationTokenRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,53 +26,24 @@ impl<'a> FromView<DescribeDelegationTokenRequestView<'a>> for DescribeDelegation
     fn from_view(view: DescribeDelegationTokenRequestView<'a>) -> Self {
         DescribeDelegationTokenRequest {
             owners: view.owners().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeDelegationTokenRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.owners = self.owners.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeDelegationTokenRequest<'_>, |v, ver| {
+    v.owners = v.owners.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeDelegationTokenRequest<'static> {
-    /// Decodes a DescribeDelegationTokenRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeDelegationTokenRequestView<'a>> for DescribeDelegationTokenRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeDelegationTokenRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeDelegationTokenRequest, DescribeDelegationTokenRequestView);
 
 impl ReadOwned for DescribeDelegationTokenOwner<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeDelegationTokenOwner::default();
         this.principal_type = owned_str(r.str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?);
         this.principal_name = owned_str(r.str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeDelegationTokenOwner._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeDelegationTokenOwner._tagged_fields");
         Ok(this)
     }
 }
@@ -89,23 +53,14 @@ impl<'a> FromView<DescribeDelegationTokenOwnerView<'a>> for DescribeDelegationTo
         DescribeDelegationTokenOwner {
             principal_type: Str::Borrowed(view.principal_type()),
             principal_name: Str::Borrowed(view.principal_name()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeDelegationTokenOwner<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeDelegationTokenOwner<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribeDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -113,14 +68,7 @@ impl ReadOwned for DescribeDelegationTokenResponse<'static> {
         this.error_code = r.i16("DescribeDelegationTokenResponse.ErrorCode")?;
         this.tokens = List::Owned(read_list(r, ver, "DescribeDelegationTokenResponse.Tokens")?);
         this.throttle_time_ms = r.i32("DescribeDelegationTokenResponse.ThrottleTimeMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeDelegationTokenResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeDelegationTokenResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -131,39 +79,17 @@ impl<'a> FromView<DescribeDelegationTokenResponseView<'a>> for DescribeDelegatio
             error_code: view.error_code(),
             tokens: list_from_view(view.tokens()),
             throttle_time_ms: view.throttle_time_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeDelegationTokenResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.tokens = self.tokens.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeDelegationTokenResponse<'_>, |v, ver| {
+    v.tokens = v.tokens.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeDelegationTokenResponse<'static> {
-    /// Decodes a DescribeDelegationTokenResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeDelegationTokenResponseView<'a>> for DescribeDelegationTokenResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeDelegationTokenResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeDelegationTokenResponse, DescribeDelegationTokenResponseView);
 
 impl ReadOwned for DescribedDelegationToken<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -184,14 +110,7 @@ impl ReadOwned for DescribedDelegationToken<'static> {
         this.token_id = owned_str(r.str(ver.flexible, "DescribedDelegationToken.TokenId")?);
         this.hmac = owned_bytes(r.bytes(ver.flexible, "DescribedDelegationToken.Hmac")?);
         this.renewers = List::Owned(read_list(r, ver, "DescribedDelegationToken.Renewers")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribedDelegationToken._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribedDelegationToken._tagged_fields");
         Ok(this)
     }
 }
@@ -209,30 +128,21 @@ impl<'a> FromView<DescribedDelegationTokenView<'a>> for DescribedDelegationToken
             token_id: Str::Borrowed(view.token_id()),
             hmac: List::Borrowed(view.hmac()),
             renewers: list_from_view(view.renewers()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribedDelegationToken<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.token_requester_principal_type = Str::Borrowed("");
-        }
-        if ver.version <= 2 {
-            v.token_requester_principal_name = Str::Borrowed("");
-        }
-        v.renewers = self.renewers.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DescribedDelegationToken<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.token_requester_principal_type = Str::Borrowed("");
     }
-}
+    if ver.version <= 2 {
+        v.token_requester_principal_name = Str::Borrowed("");
+    }
+    v.renewers = v.renewers.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribedDelegationTokenRenewer<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -241,14 +151,7 @@ impl ReadOwned for DescribedDelegationTokenRenewer<'static> {
             owned_str(r.str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?);
         this.principal_name =
             owned_str(r.str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribedDelegationTokenRenewer._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribedDelegationTokenRenewer._tagged_fields");
         Ok(this)
     }
 }
@@ -258,20 +161,11 @@ impl<'a> FromView<DescribedDelegationTokenRenewerView<'a>> for DescribedDelegati
         DescribedDelegationTokenRenewer {
             principal_type: Str::Borrowed(view.principal_type()),
             principal_name: Str::Borrowed(view.principal_name()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribedDelegationTokenRenewer<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribedDelegationTokenRenewer<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -21,14 +21,7 @@ impl ReadOwned for DescribeGroupsRequest<'static> {
             this.include_authorized_operations =
                 r.bool("DescribeGroupsRequest.IncludeAuthorizedOperations")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeGroupsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeGroupsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -38,41 +31,19 @@ impl<'a> FromView<DescribeGroupsRequestView<'a>> for DescribeGroupsRequest<'a> {
         DescribeGroupsRequest {
             groups: list_from_view(view.groups()),
             include_authorized_operations: view.include_authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeGroupsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.include_authorized_operations = false;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DescribeGroupsRequest<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.include_authorized_operations = false;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeGroupsRequest<'static> {
-    /// Decodes a DescribeGroupsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeGroupsRequestView<'a>> for DescribeGroupsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeGroupsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeGroupsRequest, DescribeGroupsRequestView);
 
 impl ReadOwned for DescribeGroupsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -81,14 +52,7 @@ impl ReadOwned for DescribeGroupsResponse<'static> {
             this.throttle_time_ms = r.i32("DescribeGroupsResponse.ThrottleTimeMs")?;
         }
         this.groups = List::Owned(read_list(r, ver, "DescribeGroupsResponse.Groups")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeGroupsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeGroupsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -98,42 +62,20 @@ impl<'a> FromView<DescribeGroupsResponseView<'a>> for DescribeGroupsResponse<'a>
         DescribeGroupsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeGroupsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.throttle_time_ms = 0;
-        }
-        v.groups = self.groups.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DescribeGroupsResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.throttle_time_ms = 0;
     }
-}
+    v.groups = v.groups.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeGroupsResponse<'static> {
-    /// Decodes a DescribeGroupsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeGroupsResponseView<'a>> for DescribeGroupsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeGroupsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeGroupsResponse, DescribeGroupsResponseView);
 
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -150,14 +92,7 @@ impl ReadOwned for DescribedGroup<'static> {
         if ver.version >= 3 {
             this.authorized_operations = r.i32("DescribedGroup.AuthorizedOperations")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribedGroup._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -173,30 +108,21 @@ impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
             protocol_data: Str::Borrowed(view.protocol_data()),
             members: list_from_view(view.members()),
             authorized_operations: view.authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribedGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 5 {
-            v.error_message = None;
-        }
-        v.members = self.members.as_version(ver);
-        if ver.version <= 2 {
-            v.authorized_operations = i32::MIN;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DescribedGroup<'_>, |v, ver| {
+    if ver.version <= 5 {
+        v.error_message = None;
     }
-}
+    v.members = v.members.as_version(ver);
+    if ver.version <= 2 {
+        v.authorized_operations = i32::MIN;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribedGroupMember<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -210,14 +136,7 @@ impl ReadOwned for DescribedGroupMember<'static> {
         this.client_host = owned_str(r.str(ver.flexible, "DescribedGroupMember.ClientHost")?);
         this.member_metadata = owned_bytes(r.bytes(ver.flexible, "DescribedGroupMember.MemberMetadata")?);
         this.member_assignment = owned_bytes(r.bytes(ver.flexible, "DescribedGroupMember.MemberAssignment")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribedGroupMember._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroupMember._tagged_fields");
         Ok(this)
     }
 }
@@ -231,23 +150,14 @@ impl<'a> FromView<DescribedGroupMemberView<'a>> for DescribedGroupMember<'a> {
             client_host: Str::Borrowed(view.client_host()),
             member_metadata: List::Borrowed(view.member_metadata()),
             member_assignment: List::Borrowed(view.member_assignment()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribedGroupMember<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 3 {
-            v.group_instance_id = None;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DescribedGroupMember<'_>, |v, ver| {
+    if ver.version <= 3 {
+        v.group_instance_id = None;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -17,14 +17,7 @@ impl ReadOwned for DescribeLogDirsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsRequest::default();
         this.topics = read_nullable_list(r, ver, "DescribeLogDirsRequest.Topics")?.map(List::Owned);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeLogDirsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,53 +26,24 @@ impl<'a> FromView<DescribeLogDirsRequestView<'a>> for DescribeLogDirsRequest<'a>
     fn from_view(view: DescribeLogDirsRequestView<'a>) -> Self {
         DescribeLogDirsRequest {
             topics: view.topics().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeLogDirsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeLogDirsRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeLogDirsRequest<'static> {
-    /// Decodes a DescribeLogDirsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeLogDirsRequestView<'a>> for DescribeLogDirsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeLogDirsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeLogDirsRequest, DescribeLogDirsRequestView);
 
 impl ReadOwned for DescribableLogDirTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribableLogDirTopic::default();
         this.topic = owned_str(r.str(ver.flexible, "DescribableLogDirTopic.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribableLogDirTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribableLogDirTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribableLogDirTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -89,23 +53,14 @@ impl<'a> FromView<DescribableLogDirTopicView<'a>> for DescribableLogDirTopic<'a>
         DescribableLogDirTopic {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribableLogDirTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribableLogDirTopic<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribeLogDirsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -115,14 +70,7 @@ impl ReadOwned for DescribeLogDirsResponse<'static> {
             this.error_code = r.i16("DescribeLogDirsResponse.ErrorCode")?;
         }
         this.results = List::Owned(read_list(r, ver, "DescribeLogDirsResponse.Results")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeLogDirsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -133,42 +81,20 @@ impl<'a> FromView<DescribeLogDirsResponseView<'a>> for DescribeLogDirsResponse<'
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeLogDirsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.error_code = 0;
-        }
-        v.results = self.results.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DescribeLogDirsResponse<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.error_code = 0;
     }
-}
+    v.results = v.results.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl DescribeLogDirsResponse<'static> {
-    /// Decodes a DescribeLogDirsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeLogDirsResponseView<'a>> for DescribeLogDirsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeLogDirsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeLogDirsResponse, DescribeLogDirsResponseView);
 
 impl ReadOwned for DescribeLogDirsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -185,14 +111,7 @@ impl ReadOwned for DescribeLogDirsResult<'static> {
         if ver.version == 5 {
             this.is_cordoned = r.bool("DescribeLogDirsResult.IsCordoned")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeLogDirsResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsResult._tagged_fields");
         Ok(this)
     }
 }
@@ -206,47 +125,31 @@ impl<'a> FromView<DescribeLogDirsResultView<'a>> for DescribeLogDirsResult<'a> {
             total_bytes: view.total_bytes(),
             usable_bytes: view.usable_bytes(),
             is_cordoned: view.is_cordoned(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeLogDirsResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if ver.version <= 3 {
-            v.total_bytes = -1;
-        }
-        if ver.version <= 3 {
-            v.usable_bytes = -1;
-        }
-        if ver.version <= 4 {
-            v.is_cordoned = false;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(DescribeLogDirsResult<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    if ver.version <= 3 {
+        v.total_bytes = -1;
     }
-}
+    if ver.version <= 3 {
+        v.usable_bytes = -1;
+    }
+    if ver.version <= 4 {
+        v.is_cordoned = false;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribeLogDirsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsTopic::default();
         this.name = owned_str(r.str(ver.flexible, "DescribeLogDirsTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribeLogDirsTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeLogDirsTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -256,24 +159,15 @@ impl<'a> FromView<DescribeLogDirsTopicView<'a>> for DescribeLogDirsTopic<'a> {
         DescribeLogDirsTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeLogDirsTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeLogDirsTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for DescribeLogDirsPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -282,14 +176,7 @@ impl ReadOwned for DescribeLogDirsPartition<'static> {
         this.partition_size = r.i64("DescribeLogDirsPartition.PartitionSize")?;
         this.offset_lag = r.i64("DescribeLogDirsPartition.OffsetLag")?;
         this.is_future_key = r.bool("DescribeLogDirsPartition.IsFutureKey")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("DescribeLogDirsPartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -301,20 +188,11 @@ impl<'a> FromView<DescribeLogDirsPartitionView<'a>> for DescribeLogDirsPartition
             partition_size: view.partition_size(),
             offset_lag: view.offset_lag(),
             is_future_key: view.is_future_key(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeLogDirsPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(DescribeLogDirsPartition<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

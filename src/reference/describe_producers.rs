@@ -17,12 +17,7 @@ impl ReadOwned for DescribeProducersRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeProducersRequest::default();
         this.topics = List::Owned(read_list(r, ver, "DescribeProducersRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeProducersRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeProducersRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -31,48 +26,23 @@ impl<'a> FromView<DescribeProducersRequestView<'a>> for DescribeProducersRequest
     fn from_view(view: DescribeProducersRequestView<'a>) -> Self {
         DescribeProducersRequest {
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeProducersRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeProducersRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl DescribeProducersRequest<'static> {
-    /// Decodes a DescribeProducersRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeProducersRequestView<'a>> for DescribeProducersRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeProducersRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeProducersRequest, DescribeProducersRequestView);
 
 impl ReadOwned for TopicRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicRequest::default();
         this.name = owned_str(r.str(true, "TopicRequest.Name")?);
         this.partition_indexes = List::Owned(read_list(r, ver, "TopicRequest.PartitionIndexes")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -82,31 +52,19 @@ impl<'a> FromView<TopicRequestView<'a>> for TopicRequest<'a> {
         TopicRequest {
             name: Str::Borrowed(view.name()),
             partition_indexes: list_from_view(view.partition_indexes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TopicRequest<'_>);
 
 impl ReadOwned for DescribeProducersResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeProducersResponse::default();
         this.throttle_time_ms = r.i32("DescribeProducersResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "DescribeProducersResponse.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeProducersResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeProducersResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -116,48 +74,23 @@ impl<'a> FromView<DescribeProducersResponseView<'a>> for DescribeProducersRespon
         DescribeProducersResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeProducersResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeProducersResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl DescribeProducersResponse<'static> {
-    /// Decodes a DescribeProducersResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeProducersResponseView<'a>> for DescribeProducersResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeProducersResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeProducersResponse, DescribeProducersResponseView);
 
 impl ReadOwned for TopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicResponse::default();
         this.name = owned_str(r.str(true, "TopicResponse.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicResponse.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -167,21 +100,14 @@ impl<'a> FromView<TopicResponseView<'a>> for TopicResponse<'a> {
         TopicResponse {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(TopicResponse<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -190,12 +116,7 @@ impl ReadOwned for PartitionResponse<'static> {
         this.error_code = r.i16("PartitionResponse.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionResponse.ErrorMessage")?.map(owned_str);
         this.active_producers = List::Owned(read_list(r, ver, "PartitionResponse.ActiveProducers")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -207,24 +128,17 @@ impl<'a> FromView<PartitionResponseView<'a>> for PartitionResponse<'a> {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             active_producers: list_from_view(view.active_producers()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.active_producers = self.active_producers.as_version(ver);
-        v
-    }
-}
+as_version!(PartitionResponse<'_>, |v, ver| {
+    v.active_producers = v.active_producers.as_version(ver);
+});
 
 impl ReadOwned for ProducerState<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ProducerState::default();
         this.producer_id = r.i64("ProducerState.ProducerId")?;
         this.producer_epoch = r.i32("ProducerState.ProducerEpoch")?;
@@ -232,12 +146,7 @@ impl ReadOwned for ProducerState<'static> {
         this.last_timestamp = r.i64("ProducerState.LastTimestamp")?;
         this.coordinator_epoch = r.i32("ProducerState.CoordinatorEpoch")?;
         this.current_txn_start_offset = r.i64("ProducerState.CurrentTxnStartOffset")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("ProducerState._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ProducerState._tagged_fields");
         Ok(this)
     }
 }
@@ -251,16 +160,9 @@ impl<'a> FromView<ProducerStateView<'a>> for ProducerState<'a> {
             last_timestamp: view.last_timestamp(),
             coordinator_epoch: view.coordinator_epoch(),
             current_txn_start_offset: view.current_txn_start_offset(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ProducerState<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ProducerState<'_>);

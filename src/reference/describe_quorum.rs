@@ -17,12 +17,7 @@ impl ReadOwned for DescribeQuorumRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumRequest::default();
         this.topics = List::Owned(read_list(r, ver, "DescribeQuorumRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeQuorumRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -31,48 +26,23 @@ impl<'a> FromView<DescribeQuorumRequestView<'a>> for DescribeQuorumRequest<'a> {
     fn from_view(view: DescribeQuorumRequestView<'a>) -> Self {
         DescribeQuorumRequest {
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeQuorumRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeQuorumRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl DescribeQuorumRequest<'static> {
-    /// Decodes a DescribeQuorumRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeQuorumRequestView<'a>> for DescribeQuorumRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeQuorumRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeQuorumRequest, DescribeQuorumRequestView);
 
 impl ReadOwned for DescribeQuorumRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumRequestTopicData::default();
         this.topic_name = owned_str(r.str(true, "DescribeQuorumRequestTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribeQuorumRequestTopicData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeQuorumRequestTopicData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -82,32 +52,20 @@ impl<'a> FromView<DescribeQuorumRequestTopicDataView<'a>> for DescribeQuorumRequ
         DescribeQuorumRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeQuorumRequestTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeQuorumRequestTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for DescribeQuorumRequestPartitionData<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumRequestPartitionData::default();
         this.partition_index = r.i32("DescribeQuorumRequestPartitionData.PartitionIndex")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeQuorumRequestPartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -116,19 +74,12 @@ impl<'a> FromView<DescribeQuorumRequestPartitionDataView<'a>> for DescribeQuorum
     fn from_view(view: DescribeQuorumRequestPartitionDataView<'a>) -> Self {
         DescribeQuorumRequestPartitionData {
             partition_index: view.partition_index(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeQuorumRequestPartitionData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(DescribeQuorumRequestPartitionData<'_>);
 
 impl ReadOwned for DescribeQuorumResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -141,12 +92,7 @@ impl ReadOwned for DescribeQuorumResponse<'static> {
         if ver.version == 2 {
             this.nodes = List::Owned(read_list(r, ver, "DescribeQuorumResponse.Nodes")?);
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeQuorumResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -158,52 +104,27 @@ impl<'a> FromView<DescribeQuorumResponseView<'a>> for DescribeQuorumResponse<'a>
             error_message: view.error_message().map(Str::Borrowed),
             topics: list_from_view(view.topics()),
             nodes: list_from_view(view.nodes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeQuorumResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 1 {
-            v.error_message = Some(Str::Borrowed(""));
-        }
-        v.topics = self.topics.as_version(ver);
-        v.nodes = if ver.version <= 1 { List::Borrowed(&[]) } else { self.nodes.as_version(ver) };
-        v
+as_version!(DescribeQuorumResponse<'_>, |v, ver| {
+    if ver.version <= 1 {
+        v.error_message = Some(Str::Borrowed(""));
     }
-}
+    v.topics = v.topics.as_version(ver);
+    v.nodes = if ver.version <= 1 { List::Borrowed(&[]) } else { v.nodes.as_version(ver) };
+});
 
-impl DescribeQuorumResponse<'static> {
-    /// Decodes a DescribeQuorumResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeQuorumResponseView<'a>> for DescribeQuorumResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeQuorumResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeQuorumResponse, DescribeQuorumResponseView);
 
 impl ReadOwned for DescribeQuorumResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumResponseTopicData::default();
         this.topic_name = owned_str(r.str(true, "DescribeQuorumResponseTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribeQuorumResponseTopicData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeQuorumResponseTopicData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -213,21 +134,14 @@ impl<'a> FromView<DescribeQuorumResponseTopicDataView<'a>> for DescribeQuorumRes
         DescribeQuorumResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeQuorumResponseTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeQuorumResponseTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for DescribeQuorumResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -244,12 +158,7 @@ impl ReadOwned for DescribeQuorumResponsePartitionData<'static> {
         this.current_voters =
             List::Owned(read_list(r, ver, "DescribeQuorumResponsePartitionData.CurrentVoters")?);
         this.observers = List::Owned(read_list(r, ver, "DescribeQuorumResponsePartitionData.Observers")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeQuorumResponsePartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -265,25 +174,18 @@ impl<'a> FromView<DescribeQuorumResponsePartitionDataView<'a>> for DescribeQuoru
             high_watermark: view.high_watermark(),
             current_voters: list_from_view(view.current_voters()),
             observers: list_from_view(view.observers()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeQuorumResponsePartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 1 {
-            v.error_message = Some(Str::Borrowed(""));
-        }
-        v.current_voters = self.current_voters.as_version(ver);
-        v.observers = self.observers.as_version(ver);
-        v
+as_version!(DescribeQuorumResponsePartitionData<'_>, |v, ver| {
+    if ver.version <= 1 {
+        v.error_message = Some(Str::Borrowed(""));
     }
-}
+    v.current_voters = v.current_voters.as_version(ver);
+    v.observers = v.observers.as_version(ver);
+});
 
 impl ReadOwned for ReplicaState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -299,12 +201,7 @@ impl ReadOwned for ReplicaState<'static> {
         if ver.version >= 1 {
             this.last_caught_up_timestamp = r.i64("ReplicaState.LastCaughtUpTimestamp")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReplicaState._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReplicaState._tagged_fields");
         Ok(this)
     }
 }
@@ -317,41 +214,29 @@ impl<'a> FromView<ReplicaStateView<'a>> for ReplicaState<'a> {
             log_end_offset: view.log_end_offset(),
             last_fetch_timestamp: view.last_fetch_timestamp(),
             last_caught_up_timestamp: view.last_caught_up_timestamp(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReplicaState<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 1 {
-            v.replica_directory_id = Uuid::ZERO;
-        }
-        if ver.version == 0 {
-            v.last_fetch_timestamp = -1;
-        }
-        if ver.version == 0 {
-            v.last_caught_up_timestamp = -1;
-        }
-        v
+as_version!(ReplicaState<'_>, |v, ver| {
+    if ver.version <= 1 {
+        v.replica_directory_id = Uuid::ZERO;
     }
-}
+    if ver.version == 0 {
+        v.last_fetch_timestamp = -1;
+    }
+    if ver.version == 0 {
+        v.last_caught_up_timestamp = -1;
+    }
+});
 
 impl ReadOwned for Node<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Node::default();
         this.node_id = r.i32("Node.NodeId")?;
         this.listeners = List::Owned(read_list(r, ver, "Node.Listeners")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Node._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Node._tagged_fields");
         Ok(this)
     }
 }
@@ -361,34 +246,22 @@ impl<'a> FromView<NodeView<'a>> for Node<'a> {
         Node {
             node_id: view.node_id(),
             listeners: list_from_view(view.listeners()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Node<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.listeners = self.listeners.as_version(ver);
-        v
-    }
-}
+as_version!(Node<'_>, |v, ver| {
+    v.listeners = v.listeners.as_version(ver);
+});
 
 impl ReadOwned for Listener<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
         this.name = owned_str(r.str(true, "Listener.Name")?);
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Listener._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }
@@ -399,16 +272,9 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Listener<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Listener<'_>);

@@ -17,12 +17,7 @@ impl ReadOwned for DescribeShareGroupOffsetsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsRequest::default();
         this.groups = List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsRequest.Groups")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeShareGroupOffsetsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -31,36 +26,16 @@ impl<'a> FromView<DescribeShareGroupOffsetsRequestView<'a>> for DescribeShareGro
     fn from_view(view: DescribeShareGroupOffsetsRequestView<'a>) -> Self {
         DescribeShareGroupOffsetsRequest {
             groups: list_from_view(view.groups()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeShareGroupOffsetsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.groups = self.groups.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeShareGroupOffsetsRequest<'_>, |v, ver| {
+    v.groups = v.groups.as_version(ver);
+});
 
-impl DescribeShareGroupOffsetsRequest<'static> {
-    /// Decodes a DescribeShareGroupOffsetsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeShareGroupOffsetsRequestView<'a>> for DescribeShareGroupOffsetsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeShareGroupOffsetsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequestView);
 
 impl ReadOwned for DescribeShareGroupOffsetsRequestGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -68,12 +43,7 @@ impl ReadOwned for DescribeShareGroupOffsetsRequestGroup<'static> {
         this.group_id = owned_str(r.str(true, "DescribeShareGroupOffsetsRequestGroup.GroupId")?);
         this.topics =
             read_nullable_list(r, ver, "DescribeShareGroupOffsetsRequestGroup.Topics")?.map(List::Owned);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeShareGroupOffsetsRequestGroup._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsRequestGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -85,33 +55,21 @@ impl<'a> FromView<DescribeShareGroupOffsetsRequestGroupView<'a>>
         DescribeShareGroupOffsetsRequestGroup {
             group_id: Str::Borrowed(view.group_id()),
             topics: view.topics().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeShareGroupOffsetsRequestGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeShareGroupOffsetsRequestGroup<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
 impl ReadOwned for DescribeShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsRequestTopic::default();
         this.topic_name = owned_str(r.str(true, "DescribeShareGroupOffsetsRequestTopic.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeShareGroupOffsetsRequestTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -123,31 +81,19 @@ impl<'a> FromView<DescribeShareGroupOffsetsRequestTopicView<'a>>
         DescribeShareGroupOffsetsRequestTopic {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeShareGroupOffsetsRequestTopic<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(DescribeShareGroupOffsetsRequestTopic<'_>);
 
 impl ReadOwned for DescribeShareGroupOffsetsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsResponse::default();
         this.throttle_time_ms = r.i32("DescribeShareGroupOffsetsResponse.ThrottleTimeMs")?;
         this.groups = List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsResponse.Groups")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeShareGroupOffsetsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -157,36 +103,16 @@ impl<'a> FromView<DescribeShareGroupOffsetsResponseView<'a>> for DescribeShareGr
         DescribeShareGroupOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeShareGroupOffsetsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.groups = self.groups.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeShareGroupOffsetsResponse<'_>, |v, ver| {
+    v.groups = v.groups.as_version(ver);
+});
 
-impl DescribeShareGroupOffsetsResponse<'static> {
-    /// Decodes a DescribeShareGroupOffsetsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeShareGroupOffsetsResponseView<'a>> for DescribeShareGroupOffsetsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeShareGroupOffsetsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseView);
 
 impl ReadOwned for DescribeShareGroupOffsetsResponseGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -196,12 +122,7 @@ impl ReadOwned for DescribeShareGroupOffsetsResponseGroup<'static> {
         this.error_code = r.i16("DescribeShareGroupOffsetsResponseGroup.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeShareGroupOffsetsResponseGroup._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsResponseGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -215,21 +136,14 @@ impl<'a> FromView<DescribeShareGroupOffsetsResponseGroupView<'a>>
             topics: list_from_view(view.topics()),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeShareGroupOffsetsResponseGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeShareGroupOffsetsResponseGroup<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
 impl ReadOwned for DescribeShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -238,12 +152,7 @@ impl ReadOwned for DescribeShareGroupOffsetsResponseTopic<'static> {
         this.topic_id = r.uuid("DescribeShareGroupOffsetsResponseTopic.TopicId")?;
         this.partitions =
             List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsResponseTopic.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeShareGroupOffsetsResponseTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -256,21 +165,14 @@ impl<'a> FromView<DescribeShareGroupOffsetsResponseTopicView<'a>>
             topic_name: Str::Borrowed(view.topic_name()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeShareGroupOffsetsResponseTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeShareGroupOffsetsResponseTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for DescribeShareGroupOffsetsResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -284,12 +186,12 @@ impl ReadOwned for DescribeShareGroupOffsetsResponsePartition<'static> {
         this.error_code = r.i16("DescribeShareGroupOffsetsResponsePartition.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "DescribeShareGroupOffsetsResponsePartition.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeShareGroupOffsetsResponsePartition._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(
+            this,
+            r,
+            ver,
+            "DescribeShareGroupOffsetsResponsePartition._tagged_fields"
+        );
         Ok(this)
     }
 }
@@ -305,20 +207,13 @@ impl<'a> FromView<DescribeShareGroupOffsetsResponsePartitionView<'a>>
             lag: view.lag(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeShareGroupOffsetsResponsePartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.lag = -1;
-        }
-        v
+as_version!(DescribeShareGroupOffsetsResponsePartition<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.lag = -1;
     }
-}
+});

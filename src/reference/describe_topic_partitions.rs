@@ -27,12 +27,7 @@ impl ReadOwned for DescribeTopicPartitionsRequest<'static> {
                 "DescribeTopicPartitionsRequest.Cursor",
             )?)
         };
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeTopicPartitionsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,48 +38,23 @@ impl<'a> FromView<DescribeTopicPartitionsRequestView<'a>> for DescribeTopicParti
             topics: list_from_view(view.topics()),
             response_partition_limit: view.response_partition_limit(),
             cursor: view.cursor().map(FromView::from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeTopicPartitionsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v.cursor = self.cursor.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeTopicPartitionsRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.cursor = v.cursor.as_version(ver);
+});
 
-impl DescribeTopicPartitionsRequest<'static> {
-    /// Decodes a DescribeTopicPartitionsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeTopicPartitionsRequestView<'a>> for DescribeTopicPartitionsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeTopicPartitionsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeTopicPartitionsRequest, DescribeTopicPartitionsRequestView);
 
 impl ReadOwned for TopicRequest<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicRequest::default();
         this.name = owned_str(r.str(true, "TopicRequest.Name")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -93,31 +63,19 @@ impl<'a> FromView<TopicRequestView<'a>> for TopicRequest<'a> {
     fn from_view(view: TopicRequestView<'a>) -> Self {
         TopicRequest {
             name: Str::Borrowed(view.name()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TopicRequest<'_>);
 
 impl ReadOwned for DescribeTopicPartitionsRequestCursor<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsRequestCursor::default();
         this.topic_name = owned_str(r.str(true, "DescribeTopicPartitionsRequestCursor.TopicName")?);
         this.partition_index = r.i32("DescribeTopicPartitionsRequestCursor.PartitionIndex")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeTopicPartitionsRequestCursor._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsRequestCursor._tagged_fields");
         Ok(this)
     }
 }
@@ -127,19 +85,12 @@ impl<'a> FromView<DescribeTopicPartitionsRequestCursorView<'a>> for DescribeTopi
         DescribeTopicPartitionsRequestCursor {
             topic_name: Str::Borrowed(view.topic_name()),
             partition_index: view.partition_index(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeTopicPartitionsRequestCursor<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(DescribeTopicPartitionsRequestCursor<'_>);
 
 impl ReadOwned for DescribeTopicPartitionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -155,12 +106,7 @@ impl ReadOwned for DescribeTopicPartitionsResponse<'static> {
                 "DescribeTopicPartitionsResponse.NextCursor",
             )?)
         };
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeTopicPartitionsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -171,37 +117,17 @@ impl<'a> FromView<DescribeTopicPartitionsResponseView<'a>> for DescribeTopicPart
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
             next_cursor: view.next_cursor().map(FromView::from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeTopicPartitionsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v.next_cursor = self.next_cursor.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeTopicPartitionsResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.next_cursor = v.next_cursor.as_version(ver);
+});
 
-impl DescribeTopicPartitionsResponse<'static> {
-    /// Decodes a DescribeTopicPartitionsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeTopicPartitionsResponseView<'a>> for DescribeTopicPartitionsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeTopicPartitionsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeTopicPartitionsResponse, DescribeTopicPartitionsResponseView);
 
 impl ReadOwned for DescribeTopicPartitionsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -213,12 +139,7 @@ impl ReadOwned for DescribeTopicPartitionsResponseTopic<'static> {
         this.partitions = List::Owned(read_list(r, ver, "DescribeTopicPartitionsResponseTopic.Partitions")?);
         this.topic_authorized_operations =
             r.i32("DescribeTopicPartitionsResponseTopic.TopicAuthorizedOperations")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeTopicPartitionsResponseTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -232,21 +153,14 @@ impl<'a> FromView<DescribeTopicPartitionsResponseTopicView<'a>> for DescribeTopi
             is_internal: view.is_internal(),
             partitions: list_from_view(view.partitions()),
             topic_authorized_operations: view.topic_authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeTopicPartitionsResponseTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeTopicPartitionsResponseTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for DescribeTopicPartitionsResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -266,12 +180,7 @@ impl ReadOwned for DescribeTopicPartitionsResponsePartition<'static> {
                 .map(List::Owned);
         this.offline_replicas =
             List::Owned(read_list(r, ver, "DescribeTopicPartitionsResponsePartition.OfflineReplicas")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeTopicPartitionsResponsePartition._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsResponsePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -290,31 +199,19 @@ impl<'a> FromView<DescribeTopicPartitionsResponsePartitionView<'a>>
             eligible_leader_replicas: view.eligible_leader_replicas().map(list_from_view),
             last_known_elr: view.last_known_elr().map(list_from_view),
             offline_replicas: list_from_view(view.offline_replicas()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeTopicPartitionsResponsePartition<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(DescribeTopicPartitionsResponsePartition<'_>);
 
 impl ReadOwned for DescribeTopicPartitionsResponseCursor<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsResponseCursor::default();
         this.topic_name = owned_str(r.str(true, "DescribeTopicPartitionsResponseCursor.TopicName")?);
         this.partition_index = r.i32("DescribeTopicPartitionsResponseCursor.PartitionIndex")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeTopicPartitionsResponseCursor._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsResponseCursor._tagged_fields");
         Ok(this)
     }
 }
@@ -326,16 +223,9 @@ impl<'a> FromView<DescribeTopicPartitionsResponseCursorView<'a>>
         DescribeTopicPartitionsResponseCursor {
             topic_name: Str::Borrowed(view.topic_name()),
             partition_index: view.partition_index(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeTopicPartitionsResponseCursor<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(DescribeTopicPartitionsResponseCursor<'_>);

@@ -18,12 +18,7 @@ impl ReadOwned for DescribeTransactionsRequest<'static> {
         let mut this = DescribeTransactionsRequest::default();
         this.transactional_ids =
             List::Owned(read_list(r, ver, "DescribeTransactionsRequest.TransactionalIds")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeTransactionsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTransactionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -32,34 +27,14 @@ impl<'a> FromView<DescribeTransactionsRequestView<'a>> for DescribeTransactionsR
     fn from_view(view: DescribeTransactionsRequestView<'a>) -> Self {
         DescribeTransactionsRequest {
             transactional_ids: list_from_view(view.transactional_ids()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeTransactionsRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(DescribeTransactionsRequest<'_>);
 
-impl DescribeTransactionsRequest<'static> {
-    /// Decodes a DescribeTransactionsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeTransactionsRequestView<'a>> for DescribeTransactionsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeTransactionsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeTransactionsRequest, DescribeTransactionsRequestView);
 
 impl ReadOwned for DescribeTransactionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -67,12 +42,7 @@ impl ReadOwned for DescribeTransactionsResponse<'static> {
         this.throttle_time_ms = r.i32("DescribeTransactionsResponse.ThrottleTimeMs")?;
         this.transaction_states =
             List::Owned(read_list(r, ver, "DescribeTransactionsResponse.TransactionStates")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeTransactionsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeTransactionsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -82,36 +52,16 @@ impl<'a> FromView<DescribeTransactionsResponseView<'a>> for DescribeTransactions
         DescribeTransactionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             transaction_states: list_from_view(view.transaction_states()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeTransactionsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.transaction_states = self.transaction_states.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeTransactionsResponse<'_>, |v, ver| {
+    v.transaction_states = v.transaction_states.as_version(ver);
+});
 
-impl DescribeTransactionsResponse<'static> {
-    /// Decodes a DescribeTransactionsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeTransactionsResponseView<'a>> for DescribeTransactionsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeTransactionsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeTransactionsResponse, DescribeTransactionsResponseView);
 
 impl ReadOwned for TransactionState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -124,12 +74,7 @@ impl ReadOwned for TransactionState<'static> {
         this.producer_id = r.i64("TransactionState.ProducerId")?;
         this.producer_epoch = r.i16("TransactionState.ProducerEpoch")?;
         this.topics = List::Owned(read_list(r, ver, "TransactionState.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TransactionState._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TransactionState._tagged_fields");
         Ok(this)
     }
 }
@@ -145,33 +90,21 @@ impl<'a> FromView<TransactionStateView<'a>> for TransactionState<'a> {
             producer_id: view.producer_id(),
             producer_epoch: view.producer_epoch(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TransactionState<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(TransactionState<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
 impl ReadOwned for TopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicData::default();
         this.topic = owned_str(r.str(true, "TopicData.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -181,16 +114,9 @@ impl<'a> FromView<TopicDataView<'a>> for TopicData<'a> {
         TopicData {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TopicData<'_>);

@@ -18,12 +18,7 @@ impl ReadOwned for DescribeUserScramCredentialsRequest<'static> {
         let mut this = DescribeUserScramCredentialsRequest::default();
         this.users =
             read_nullable_list(r, ver, "DescribeUserScramCredentialsRequest.Users")?.map(List::Owned);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeUserScramCredentialsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeUserScramCredentialsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -32,47 +27,22 @@ impl<'a> FromView<DescribeUserScramCredentialsRequestView<'a>> for DescribeUserS
     fn from_view(view: DescribeUserScramCredentialsRequestView<'a>) -> Self {
         DescribeUserScramCredentialsRequest {
             users: view.users().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeUserScramCredentialsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.users = self.users.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeUserScramCredentialsRequest<'_>, |v, ver| {
+    v.users = v.users.as_version(ver);
+});
 
-impl DescribeUserScramCredentialsRequest<'static> {
-    /// Decodes a DescribeUserScramCredentialsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeUserScramCredentialsRequestView<'a>> for DescribeUserScramCredentialsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeUserScramCredentialsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsRequestView);
 
 impl ReadOwned for UserName<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UserName::default();
         this.name = owned_str(r.str(true, "UserName.Name")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("UserName._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "UserName._tagged_fields");
         Ok(this)
     }
 }
@@ -81,19 +51,12 @@ impl<'a> FromView<UserNameView<'a>> for UserName<'a> {
     fn from_view(view: UserNameView<'a>) -> Self {
         UserName {
             name: Str::Borrowed(view.name()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UserName<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(UserName<'_>);
 
 impl ReadOwned for DescribeUserScramCredentialsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -103,12 +66,7 @@ impl ReadOwned for DescribeUserScramCredentialsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "DescribeUserScramCredentialsResponse.ErrorMessage")?.map(owned_str);
         this.results = List::Owned(read_list(r, ver, "DescribeUserScramCredentialsResponse.Results")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeUserScramCredentialsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeUserScramCredentialsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -120,36 +78,16 @@ impl<'a> FromView<DescribeUserScramCredentialsResponseView<'a>> for DescribeUser
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeUserScramCredentialsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeUserScramCredentialsResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+});
 
-impl DescribeUserScramCredentialsResponse<'static> {
-    /// Decodes a DescribeUserScramCredentialsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<DescribeUserScramCredentialsResponseView<'a>> for DescribeUserScramCredentialsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: DescribeUserScramCredentialsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(DescribeUserScramCredentialsResponse, DescribeUserScramCredentialsResponseView);
 
 impl ReadOwned for DescribeUserScramCredentialsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -160,12 +98,7 @@ impl ReadOwned for DescribeUserScramCredentialsResult<'static> {
             r.nullable_str(true, "DescribeUserScramCredentialsResult.ErrorMessage")?.map(owned_str);
         this.credential_infos =
             List::Owned(read_list(r, ver, "DescribeUserScramCredentialsResult.CredentialInfos")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribeUserScramCredentialsResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribeUserScramCredentialsResult._tagged_fields");
         Ok(this)
     }
 }
@@ -177,33 +110,21 @@ impl<'a> FromView<DescribeUserScramCredentialsResultView<'a>> for DescribeUserSc
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             credential_infos: list_from_view(view.credential_infos()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribeUserScramCredentialsResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.credential_infos = self.credential_infos.as_version(ver);
-        v
-    }
-}
+as_version!(DescribeUserScramCredentialsResult<'_>, |v, ver| {
+    v.credential_infos = v.credential_infos.as_version(ver);
+});
 
 impl ReadOwned for CredentialInfo<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CredentialInfo::default();
         this.mechanism = r.i8("CredentialInfo.Mechanism")?;
         this.iterations = r.i32("CredentialInfo.Iterations")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("CredentialInfo._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "CredentialInfo._tagged_fields");
         Ok(this)
     }
 }
@@ -213,16 +134,9 @@ impl<'a> FromView<CredentialInfoView<'a>> for CredentialInfo<'a> {
         CredentialInfo {
             mechanism: view.mechanism(),
             iterations: view.iterations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CredentialInfo<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(CredentialInfo<'_>);

@@ -22,14 +22,7 @@ impl ReadOwned for ElectLeadersRequest<'static> {
         this.topic_partitions =
             read_nullable_list(r, ver, "ElectLeadersRequest.TopicPartitions")?.map(List::Owned);
         this.timeout_ms = r.i32("ElectLeadersRequest.TimeoutMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ElectLeadersRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ElectLeadersRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -40,56 +33,27 @@ impl<'a> FromView<ElectLeadersRequestView<'a>> for ElectLeadersRequest<'a> {
             election_type: view.election_type(),
             topic_partitions: view.topic_partitions().map(list_from_view),
             timeout_ms: view.timeout_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ElectLeadersRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.election_type = 0;
-        }
-        v.topic_partitions = self.topic_partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ElectLeadersRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.election_type = 0;
     }
-}
+    v.topic_partitions = v.topic_partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ElectLeadersRequest<'static> {
-    /// Decodes a ElectLeadersRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ElectLeadersRequestView<'a>> for ElectLeadersRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ElectLeadersRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ElectLeadersRequest, ElectLeadersRequestView);
 
 impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartitions::default();
         this.topic = owned_str(r.str(ver.flexible, "TopicPartitions.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("TopicPartitions._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
     }
 }
@@ -99,23 +63,14 @@ impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
         TopicPartitions {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicPartitions<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(TopicPartitions<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for ElectLeadersResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -126,14 +81,7 @@ impl ReadOwned for ElectLeadersResponse<'static> {
         }
         this.replica_election_results =
             List::Owned(read_list(r, ver, "ElectLeadersResponse.ReplicaElectionResults")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ElectLeadersResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ElectLeadersResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -144,56 +92,27 @@ impl<'a> FromView<ElectLeadersResponseView<'a>> for ElectLeadersResponse<'a> {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             replica_election_results: list_from_view(view.replica_election_results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ElectLeadersResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.error_code = 0;
-        }
-        v.replica_election_results = self.replica_election_results.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ElectLeadersResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.error_code = 0;
     }
-}
+    v.replica_election_results = v.replica_election_results.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ElectLeadersResponse<'static> {
-    /// Decodes a ElectLeadersResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ElectLeadersResponseView<'a>> for ElectLeadersResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ElectLeadersResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ElectLeadersResponse, ElectLeadersResponseView);
 
 impl ReadOwned for ReplicaElectionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReplicaElectionResult::default();
         this.topic = owned_str(r.str(ver.flexible, "ReplicaElectionResult.Topic")?);
         this.partition_result = List::Owned(read_list(r, ver, "ReplicaElectionResult.PartitionResult")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ReplicaElectionResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ReplicaElectionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -203,24 +122,15 @@ impl<'a> FromView<ReplicaElectionResultView<'a>> for ReplicaElectionResult<'a> {
         ReplicaElectionResult {
             topic: Str::Borrowed(view.topic()),
             partition_result: list_from_view(view.partition_result()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReplicaElectionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partition_result = self.partition_result.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ReplicaElectionResult<'_>, |v, ver| {
+    v.partition_result = v.partition_result.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for PartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -228,14 +138,7 @@ impl ReadOwned for PartitionResult<'static> {
         this.partition_id = r.i32("PartitionResult.PartitionId")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
         this.error_message = r.nullable_str(ver.flexible, "PartitionResult.ErrorMessage")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("PartitionResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -246,20 +149,11 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
             partition_id: view.partition_id(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(PartitionResult<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

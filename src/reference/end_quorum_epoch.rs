@@ -21,14 +21,7 @@ impl ReadOwned for EndQuorumEpochRequest<'static> {
         if ver.version == 1 {
             this.leader_endpoints = List::Owned(read_list(r, ver, "EndQuorumEpochRequest.LeaderEndpoints")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EndQuorumEpochRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -39,55 +32,26 @@ impl<'a> FromView<EndQuorumEpochRequestView<'a>> for EndQuorumEpochRequest<'a> {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             topics: list_from_view(view.topics()),
             leader_endpoints: list_from_view(view.leader_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EndQuorumEpochRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v.leader_endpoints =
-            if ver.version == 0 { List::Borrowed(&[]) } else { self.leader_endpoints.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(EndQuorumEpochRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.leader_endpoints =
+        if ver.version == 0 { List::Borrowed(&[]) } else { v.leader_endpoints.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl EndQuorumEpochRequest<'static> {
-    /// Decodes a EndQuorumEpochRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<EndQuorumEpochRequestView<'a>> for EndQuorumEpochRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: EndQuorumEpochRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(EndQuorumEpochRequest, EndQuorumEpochRequestView);
 
 impl ReadOwned for EndQuorumEpochRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochRequestTopicData::default();
         this.topic_name = owned_str(r.str(ver.flexible, "EndQuorumEpochRequestTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "EndQuorumEpochRequestTopicData.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -97,24 +61,15 @@ impl<'a> FromView<EndQuorumEpochRequestTopicDataView<'a>> for EndQuorumEpochRequ
         EndQuorumEpochRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EndQuorumEpochRequestTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(EndQuorumEpochRequestTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for EndQuorumEpochRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -130,14 +85,7 @@ impl ReadOwned for EndQuorumEpochRequestPartitionData<'static> {
             this.preferred_candidates =
                 List::Owned(read_list(r, ver, "EndQuorumEpochRequestPartitionData.PreferredCandidates")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EndQuorumEpochRequestPartitionData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -150,40 +98,26 @@ impl<'a> FromView<EndQuorumEpochRequestPartitionDataView<'a>> for EndQuorumEpoch
             leader_epoch: view.leader_epoch(),
             preferred_successors: list_from_view(view.preferred_successors()),
             preferred_candidates: list_from_view(view.preferred_candidates()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EndQuorumEpochRequestPartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 1 {
-            v.preferred_successors = List::Borrowed(&[]);
-        }
-        v.preferred_candidates =
-            if ver.version == 0 { List::Borrowed(&[]) } else { self.preferred_candidates.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(EndQuorumEpochRequestPartitionData<'_>, |v, ver| {
+    if ver.version == 1 {
+        v.preferred_successors = List::Borrowed(&[]);
     }
-}
+    v.preferred_candidates =
+        if ver.version == 0 { List::Borrowed(&[]) } else { v.preferred_candidates.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for ReplicaInfo<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReplicaInfo::default();
         this.candidate_id = r.i32("ReplicaInfo.CandidateId")?;
         this.candidate_directory_id = r.uuid("ReplicaInfo.CandidateDirectoryId")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReplicaInfo._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReplicaInfo._tagged_fields");
         Ok(this)
     }
 }
@@ -193,32 +127,20 @@ impl<'a> FromView<ReplicaInfoView<'a>> for ReplicaInfo<'a> {
         ReplicaInfo {
             candidate_id: view.candidate_id(),
             candidate_directory_id: view.candidate_directory_id(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReplicaInfo<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ReplicaInfo<'_>);
 
 impl ReadOwned for LeaderEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderEndpoint::default();
         this.name = owned_str(r.str(true, "LeaderEndpoint.Name")?);
         this.host = owned_str(r.str(true, "LeaderEndpoint.Host")?);
         this.port = r.u16("LeaderEndpoint.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("LeaderEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "LeaderEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -229,19 +151,12 @@ impl<'a> FromView<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for LeaderEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(LeaderEndpoint<'_>);
 
 impl ReadOwned for EndQuorumEpochResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -275,55 +190,25 @@ impl<'a> FromView<EndQuorumEpochResponseView<'a>> for EndQuorumEpochResponse<'a>
             error_code: view.error_code(),
             topics: list_from_view(view.topics()),
             node_endpoints: list_from_view(view.node_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EndQuorumEpochResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v.node_endpoints =
-            if ver.version == 0 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(EndQuorumEpochResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.node_endpoints = if ver.version == 0 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl EndQuorumEpochResponse<'static> {
-    /// Decodes a EndQuorumEpochResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<EndQuorumEpochResponseView<'a>> for EndQuorumEpochResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: EndQuorumEpochResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(EndQuorumEpochResponse, EndQuorumEpochResponseView);
 
 impl ReadOwned for EndQuorumEpochResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochResponseTopicData::default();
         this.topic_name = owned_str(r.str(ver.flexible, "EndQuorumEpochResponseTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "EndQuorumEpochResponseTopicData.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -333,24 +218,15 @@ impl<'a> FromView<EndQuorumEpochResponseTopicDataView<'a>> for EndQuorumEpochRes
         EndQuorumEpochResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EndQuorumEpochResponseTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(EndQuorumEpochResponseTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for EndQuorumEpochResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -359,14 +235,7 @@ impl ReadOwned for EndQuorumEpochResponsePartitionData<'static> {
         this.error_code = r.i16("EndQuorumEpochResponsePartitionData.ErrorCode")?;
         this.leader_id = r.i32("EndQuorumEpochResponsePartitionData.LeaderId")?;
         this.leader_epoch = r.i32("EndQuorumEpochResponsePartitionData.LeaderEpoch")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EndQuorumEpochResponsePartitionData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -378,36 +247,22 @@ impl<'a> FromView<EndQuorumEpochResponsePartitionDataView<'a>> for EndQuorumEpoc
             error_code: view.error_code(),
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EndQuorumEpochResponsePartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(EndQuorumEpochResponsePartitionData<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for NodeEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.u16("NodeEndpoint.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("NodeEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -418,16 +273,9 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(NodeEndpoint<'_>);

@@ -20,14 +20,7 @@ impl ReadOwned for EndTxnRequest<'static> {
         this.producer_id = r.i64("EndTxnRequest.ProducerId")?;
         this.producer_epoch = r.i16("EndTxnRequest.ProducerEpoch")?;
         this.committed = r.bool("EndTxnRequest.Committed")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EndTxnRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EndTxnRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -39,38 +32,16 @@ impl<'a> FromView<EndTxnRequestView<'a>> for EndTxnRequest<'a> {
             producer_id: view.producer_id(),
             producer_epoch: view.producer_epoch(),
             committed: view.committed(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EndTxnRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(EndTxnRequest<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl EndTxnRequest<'static> {
-    /// Decodes a EndTxnRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<EndTxnRequestView<'a>> for EndTxnRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: EndTxnRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(EndTxnRequest, EndTxnRequestView);
 
 impl ReadOwned for EndTxnResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -83,14 +54,7 @@ impl ReadOwned for EndTxnResponse<'static> {
         if ver.version == 5 {
             this.producer_epoch = r.i16("EndTxnResponse.ProducerEpoch")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EndTxnResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EndTxnResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -102,41 +66,19 @@ impl<'a> FromView<EndTxnResponseView<'a>> for EndTxnResponse<'a> {
             error_code: view.error_code(),
             producer_id: view.producer_id(),
             producer_epoch: view.producer_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EndTxnResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 4 {
-            v.producer_id = -1;
-        }
-        if ver.version <= 4 {
-            v.producer_epoch = -1;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(EndTxnResponse<'_>, |v, ver| {
+    if ver.version <= 4 {
+        v.producer_id = -1;
     }
-}
+    if ver.version <= 4 {
+        v.producer_epoch = -1;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl EndTxnResponse<'static> {
-    /// Decodes a EndTxnResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<EndTxnResponseView<'a>> for EndTxnResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: EndTxnResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(EndTxnResponse, EndTxnResponseView);

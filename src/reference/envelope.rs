@@ -14,17 +14,12 @@ use crate::messages::envelope::*;
 use crate::prelude::*;
 
 impl ReadOwned for EnvelopeRequest<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EnvelopeRequest::default();
         this.request_data = owned_bytes(r.bytes(true, "EnvelopeRequest.RequestData")?);
         this.request_principal = r.nullable_bytes(true, "EnvelopeRequest.RequestPrincipal")?.map(owned_bytes);
         this.client_host_address = owned_bytes(r.bytes(true, "EnvelopeRequest.ClientHostAddress")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("EnvelopeRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "EnvelopeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,46 +30,21 @@ impl<'a> FromView<EnvelopeRequestView<'a>> for EnvelopeRequest<'a> {
             request_data: List::Borrowed(view.request_data()),
             request_principal: view.request_principal().map(List::Borrowed),
             client_host_address: List::Borrowed(view.client_host_address()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EnvelopeRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(EnvelopeRequest<'_>);
 
-impl EnvelopeRequest<'static> {
-    /// Decodes a EnvelopeRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<EnvelopeRequestView<'a>> for EnvelopeRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: EnvelopeRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(EnvelopeRequest, EnvelopeRequestView);
 
 impl ReadOwned for EnvelopeResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EnvelopeResponse::default();
         this.response_data = r.nullable_bytes(true, "EnvelopeResponse.ResponseData")?.map(owned_bytes);
         this.error_code = r.i16("EnvelopeResponse.ErrorCode")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("EnvelopeResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "EnvelopeResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -84,31 +54,11 @@ impl<'a> FromView<EnvelopeResponseView<'a>> for EnvelopeResponse<'a> {
         EnvelopeResponse {
             response_data: view.response_data().map(List::Borrowed),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EnvelopeResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(EnvelopeResponse<'_>);
 
-impl EnvelopeResponse<'static> {
-    /// Decodes a EnvelopeResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<EnvelopeResponseView<'a>> for EnvelopeResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: EnvelopeResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(EnvelopeResponse, EnvelopeResponseView);

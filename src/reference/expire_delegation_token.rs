@@ -18,14 +18,7 @@ impl ReadOwned for ExpireDelegationTokenRequest<'static> {
         let mut this = ExpireDelegationTokenRequest::default();
         this.hmac = owned_bytes(r.bytes(ver.flexible, "ExpireDelegationTokenRequest.Hmac")?);
         this.expiry_time_period_ms = r.i64("ExpireDelegationTokenRequest.ExpiryTimePeriodMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ExpireDelegationTokenRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ExpireDelegationTokenRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,38 +28,16 @@ impl<'a> FromView<ExpireDelegationTokenRequestView<'a>> for ExpireDelegationToke
         ExpireDelegationTokenRequest {
             hmac: List::Borrowed(view.hmac()),
             expiry_time_period_ms: view.expiry_time_period_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ExpireDelegationTokenRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ExpireDelegationTokenRequest<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ExpireDelegationTokenRequest<'static> {
-    /// Decodes a ExpireDelegationTokenRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ExpireDelegationTokenRequestView<'a>> for ExpireDelegationTokenRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ExpireDelegationTokenRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ExpireDelegationTokenRequest, ExpireDelegationTokenRequestView);
 
 impl ReadOwned for ExpireDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -74,14 +45,7 @@ impl ReadOwned for ExpireDelegationTokenResponse<'static> {
         this.error_code = r.i16("ExpireDelegationTokenResponse.ErrorCode")?;
         this.expiry_timestamp_ms = r.i64("ExpireDelegationTokenResponse.ExpiryTimestampMs")?;
         this.throttle_time_ms = r.i32("ExpireDelegationTokenResponse.ThrottleTimeMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ExpireDelegationTokenResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ExpireDelegationTokenResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -92,35 +56,13 @@ impl<'a> FromView<ExpireDelegationTokenResponseView<'a>> for ExpireDelegationTok
             error_code: view.error_code(),
             expiry_timestamp_ms: view.expiry_timestamp_ms(),
             throttle_time_ms: view.throttle_time_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ExpireDelegationTokenResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ExpireDelegationTokenResponse<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ExpireDelegationTokenResponse<'static> {
-    /// Decodes a ExpireDelegationTokenResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ExpireDelegationTokenResponseView<'a>> for ExpireDelegationTokenResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ExpireDelegationTokenResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ExpireDelegationTokenResponse, ExpireDelegationTokenResponseView);

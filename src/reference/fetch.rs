@@ -81,70 +81,43 @@ impl<'a> FromView<FetchRequestView<'a>> for FetchRequest<'a> {
             topics: list_from_view(view.topics()),
             forgotten_topics_data: list_from_view(view.forgotten_topics_data()),
             rack_id: Str::Borrowed(view.rack_id()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 11 {
-            v.cluster_id = None;
-        }
-        if ver.version >= 15 {
-            v.replica_id = -1;
-        }
-        v.replica_state =
-            if ver.version <= 14 { ReplicaState::default() } else { self.replica_state.as_version(ver) };
-        if ver.version <= 6 {
-            v.session_id = 0;
-        }
-        if ver.version <= 6 {
-            v.session_epoch = -1;
-        }
-        v.topics = self.topics.as_version(ver);
-        v.forgotten_topics_data =
-            if ver.version <= 6 { List::Borrowed(&[]) } else { self.forgotten_topics_data.as_version(ver) };
-        if ver.version <= 10 {
-            v.rack_id = Str::Borrowed("");
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(FetchRequest<'_>, |v, ver| {
+    if ver.version <= 11 {
+        v.cluster_id = None;
     }
-}
+    if ver.version >= 15 {
+        v.replica_id = -1;
+    }
+    v.replica_state =
+        if ver.version <= 14 { ReplicaState::default() } else { v.replica_state.as_version(ver) };
+    if ver.version <= 6 {
+        v.session_id = 0;
+    }
+    if ver.version <= 6 {
+        v.session_epoch = -1;
+    }
+    v.topics = v.topics.as_version(ver);
+    v.forgotten_topics_data =
+        if ver.version <= 6 { List::Borrowed(&[]) } else { v.forgotten_topics_data.as_version(ver) };
+    if ver.version <= 10 {
+        v.rack_id = Str::Borrowed("");
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl FetchRequest<'static> {
-    /// Decodes a FetchRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<FetchRequestView<'a>> for FetchRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: FetchRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(FetchRequest, FetchRequestView);
 
 impl ReadOwned for ReplicaState<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReplicaState::default();
         this.replica_id = r.i32("ReplicaState.ReplicaId")?;
         this.replica_epoch = r.i64("ReplicaState.ReplicaEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReplicaState._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReplicaState._tagged_fields");
         Ok(this)
     }
 }
@@ -154,19 +127,12 @@ impl<'a> FromView<ReplicaStateView<'a>> for ReplicaState<'a> {
         ReplicaState {
             replica_id: view.replica_id(),
             replica_epoch: view.replica_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReplicaState<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ReplicaState<'_>);
 
 impl ReadOwned for FetchTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -178,14 +144,7 @@ impl ReadOwned for FetchTopic<'static> {
             this.topic_id = r.uuid("FetchTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "FetchTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("FetchTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "FetchTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -196,30 +155,21 @@ impl<'a> FromView<FetchTopicView<'a>> for FetchTopic<'a> {
             topic: Str::Borrowed(view.topic()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version >= 13 {
-            v.topic = Str::Borrowed("");
-        }
-        if ver.version <= 12 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(FetchTopic<'_>, |v, ver| {
+    if ver.version >= 13 {
+        v.topic = Str::Borrowed("");
     }
-}
+    if ver.version <= 12 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for FetchPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -276,38 +226,29 @@ impl<'a> FromView<FetchPartitionView<'a>> for FetchPartition<'a> {
             partition_max_bytes: view.partition_max_bytes(),
             replica_directory_id: view.replica_directory_id(),
             high_watermark: view.high_watermark(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 8 {
-            v.current_leader_epoch = -1;
-        }
-        if ver.version <= 11 {
-            v.last_fetched_epoch = -1;
-        }
-        if ver.version == 4 {
-            v.log_start_offset = -1;
-        }
-        if ver.version <= 16 {
-            v.replica_directory_id = Uuid::ZERO;
-        }
-        if ver.version <= 17 {
-            v.high_watermark = i64::MAX;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(FetchPartition<'_>, |v, ver| {
+    if ver.version <= 8 {
+        v.current_leader_epoch = -1;
     }
-}
+    if ver.version <= 11 {
+        v.last_fetched_epoch = -1;
+    }
+    if ver.version == 4 {
+        v.log_start_offset = -1;
+    }
+    if ver.version <= 16 {
+        v.replica_directory_id = Uuid::ZERO;
+    }
+    if ver.version <= 17 {
+        v.high_watermark = i64::MAX;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for ForgottenTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -319,14 +260,7 @@ impl ReadOwned for ForgottenTopic<'static> {
             this.topic_id = r.uuid("ForgottenTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "ForgottenTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ForgottenTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ForgottenTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -337,29 +271,20 @@ impl<'a> FromView<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
             topic: Str::Borrowed(view.topic()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ForgottenTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version >= 13 {
-            v.topic = Str::Borrowed("");
-        }
-        if ver.version <= 12 {
-            v.topic_id = Uuid::ZERO;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ForgottenTopic<'_>, |v, ver| {
+    if ver.version >= 13 {
+        v.topic = Str::Borrowed("");
     }
-}
+    if ver.version <= 12 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for FetchResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -407,47 +332,24 @@ impl<'a> FromView<FetchResponseView<'a>> for FetchResponse<'a> {
             session_id: view.session_id(),
             responses: list_from_view(view.responses()),
             node_endpoints: list_from_view(view.node_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 6 {
-            v.error_code = 0;
-        }
-        if ver.version <= 6 {
-            v.session_id = 0;
-        }
-        v.responses = self.responses.as_version(ver);
-        v.node_endpoints =
-            if ver.version <= 15 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(FetchResponse<'_>, |v, ver| {
+    if ver.version <= 6 {
+        v.error_code = 0;
     }
-}
+    if ver.version <= 6 {
+        v.session_id = 0;
+    }
+    v.responses = v.responses.as_version(ver);
+    v.node_endpoints = if ver.version <= 15 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl FetchResponse<'static> {
-    /// Decodes a FetchResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<FetchResponseView<'a>> for FetchResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: FetchResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(FetchResponse, FetchResponseView);
 
 impl ReadOwned for FetchableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -459,14 +361,7 @@ impl ReadOwned for FetchableTopicResponse<'static> {
             this.topic_id = r.uuid("FetchableTopicResponse.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "FetchableTopicResponse.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("FetchableTopicResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "FetchableTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -477,30 +372,21 @@ impl<'a> FromView<FetchableTopicResponseView<'a>> for FetchableTopicResponse<'a>
             topic: Str::Borrowed(view.topic()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchableTopicResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version >= 13 {
-            v.topic = Str::Borrowed("");
-        }
-        if ver.version <= 12 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(FetchableTopicResponse<'_>, |v, ver| {
+    if ver.version >= 13 {
+        v.topic = Str::Borrowed("");
     }
-}
+    if ver.version <= 12 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -558,48 +444,33 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
             aborted_transactions: view.aborted_transactions().map(list_from_view),
             preferred_read_replica: view.preferred_read_replica(),
             records: view.records().map(|r| List::Borrowed(r.bytes())),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 4 {
-            v.log_start_offset = -1;
-        }
-        v.diverging_epoch =
-            if ver.version <= 11 { EpochEndOffset::default() } else { self.diverging_epoch.as_version(ver) };
-        v.current_leader =
-            if ver.version <= 11 { LeaderIdAndEpoch::default() } else { self.current_leader.as_version(ver) };
-        v.snapshot_id =
-            if ver.version <= 11 { SnapshotId::default() } else { self.snapshot_id.as_version(ver) };
-        v.aborted_transactions = self.aborted_transactions.as_version(ver);
-        if ver.version <= 10 {
-            v.preferred_read_replica = -1;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(PartitionData<'_>, |v, ver| {
+    if ver.version == 4 {
+        v.log_start_offset = -1;
     }
-}
+    v.diverging_epoch =
+        if ver.version <= 11 { EpochEndOffset::default() } else { v.diverging_epoch.as_version(ver) };
+    v.current_leader =
+        if ver.version <= 11 { LeaderIdAndEpoch::default() } else { v.current_leader.as_version(ver) };
+    v.snapshot_id = if ver.version <= 11 { SnapshotId::default() } else { v.snapshot_id.as_version(ver) };
+    v.aborted_transactions = v.aborted_transactions.as_version(ver);
+    if ver.version <= 10 {
+        v.preferred_read_replica = -1;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for EpochEndOffset<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EpochEndOffset::default();
         this.epoch = r.i32("EpochEndOffset.Epoch")?;
         this.end_offset = r.i64("EpochEndOffset.EndOffset")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("EpochEndOffset._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "EpochEndOffset._tagged_fields");
         Ok(this)
     }
 }
@@ -609,31 +480,19 @@ impl<'a> FromView<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
         EpochEndOffset {
             epoch: view.epoch(),
             end_offset: view.end_offset(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EpochEndOffset<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(EpochEndOffset<'_>);
 
 impl ReadOwned for LeaderIdAndEpoch<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("LeaderIdAndEpoch._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -643,31 +502,19 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(LeaderIdAndEpoch<'_>);
 
 impl ReadOwned for SnapshotId<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SnapshotId::default();
         this.end_offset = r.i64("SnapshotId.EndOffset")?;
         this.epoch = r.i32("SnapshotId.Epoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("SnapshotId._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "SnapshotId._tagged_fields");
         Ok(this)
     }
 }
@@ -677,33 +524,19 @@ impl<'a> FromView<SnapshotIdView<'a>> for SnapshotId<'a> {
         SnapshotId {
             end_offset: view.end_offset(),
             epoch: view.epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for SnapshotId<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(SnapshotId<'_>);
 
 impl ReadOwned for AbortedTransaction<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AbortedTransaction::default();
         this.producer_id = r.i64("AbortedTransaction.ProducerId")?;
         this.first_offset = r.i64("AbortedTransaction.FirstOffset")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AbortedTransaction._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AbortedTransaction._tagged_fields");
         Ok(this)
     }
 }
@@ -713,37 +546,23 @@ impl<'a> FromView<AbortedTransactionView<'a>> for AbortedTransaction<'a> {
         AbortedTransaction {
             producer_id: view.producer_id(),
             first_offset: view.first_offset(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AbortedTransaction<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AbortedTransaction<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for NodeEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.i32("NodeEndpoint.Port")?;
         this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("NodeEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -755,16 +574,9 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
             host: Str::Borrowed(view.host()),
             port: view.port(),
             rack: view.rack().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(NodeEndpoint<'_>);

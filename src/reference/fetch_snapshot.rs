@@ -42,48 +42,23 @@ impl<'a> FromView<FetchSnapshotRequestView<'a>> for FetchSnapshotRequest<'a> {
             replica_id: view.replica_id(),
             max_bytes: view.max_bytes(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchSnapshotRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(FetchSnapshotRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl FetchSnapshotRequest<'static> {
-    /// Decodes a FetchSnapshotRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<FetchSnapshotRequestView<'a>> for FetchSnapshotRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: FetchSnapshotRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(FetchSnapshotRequest, FetchSnapshotRequestView);
 
 impl ReadOwned for FetchSnapshotRequestTopicSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotRequestTopicSnapshot::default();
         this.name = owned_str(r.str(true, "FetchSnapshotRequestTopicSnapshot.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "FetchSnapshotRequestTopicSnapshot.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("FetchSnapshotRequestTopicSnapshot._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotRequestTopicSnapshot._tagged_fields");
         Ok(this)
     }
 }
@@ -93,21 +68,14 @@ impl<'a> FromView<FetchSnapshotRequestTopicSnapshotView<'a>> for FetchSnapshotRe
         FetchSnapshotRequestTopicSnapshot {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchSnapshotRequestTopicSnapshot<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(FetchSnapshotRequestTopicSnapshot<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for FetchSnapshotRequestPartitionSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -155,36 +123,24 @@ impl<'a> FromView<FetchSnapshotRequestPartitionSnapshotView<'a>>
             snapshot_id: FromView::from_view(view.snapshot_id()),
             position: view.position(),
             replica_directory_id: view.replica_directory_id(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchSnapshotRequestPartitionSnapshot<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.snapshot_id = self.snapshot_id.as_version(ver);
-        if ver.version == 0 {
-            v.replica_directory_id = Uuid::ZERO;
-        }
-        v
+as_version!(FetchSnapshotRequestPartitionSnapshot<'_>, |v, ver| {
+    v.snapshot_id = v.snapshot_id.as_version(ver);
+    if ver.version == 0 {
+        v.replica_directory_id = Uuid::ZERO;
     }
-}
+});
 
 impl ReadOwned for FetchSnapshotRequestSnapshotId<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotRequestSnapshotId::default();
         this.end_offset = r.i64("FetchSnapshotRequestSnapshotId.EndOffset")?;
         this.epoch = r.i32("FetchSnapshotRequestSnapshotId.Epoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("FetchSnapshotRequestSnapshotId._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotRequestSnapshotId._tagged_fields");
         Ok(this)
     }
 }
@@ -194,19 +150,12 @@ impl<'a> FromView<FetchSnapshotRequestSnapshotIdView<'a>> for FetchSnapshotReque
         FetchSnapshotRequestSnapshotId {
             end_offset: view.end_offset(),
             epoch: view.epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchSnapshotRequestSnapshotId<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(FetchSnapshotRequestSnapshotId<'_>);
 
 impl ReadOwned for FetchSnapshotResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -246,50 +195,24 @@ impl<'a> FromView<FetchSnapshotResponseView<'a>> for FetchSnapshotResponse<'a> {
             error_code: view.error_code(),
             topics: list_from_view(view.topics()),
             node_endpoints: list_from_view(view.node_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchSnapshotResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v.node_endpoints =
-            if ver.version == 0 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
-        v
-    }
-}
+as_version!(FetchSnapshotResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.node_endpoints = if ver.version == 0 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
+});
 
-impl FetchSnapshotResponse<'static> {
-    /// Decodes a FetchSnapshotResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<FetchSnapshotResponseView<'a>> for FetchSnapshotResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: FetchSnapshotResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(FetchSnapshotResponse, FetchSnapshotResponseView);
 
 impl ReadOwned for FetchSnapshotResponseTopicSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotResponseTopicSnapshot::default();
         this.name = owned_str(r.str(true, "FetchSnapshotResponseTopicSnapshot.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "FetchSnapshotResponseTopicSnapshot.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("FetchSnapshotResponseTopicSnapshot._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotResponseTopicSnapshot._tagged_fields");
         Ok(this)
     }
 }
@@ -299,21 +222,14 @@ impl<'a> FromView<FetchSnapshotResponseTopicSnapshotView<'a>> for FetchSnapshotR
         FetchSnapshotResponseTopicSnapshot {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchSnapshotResponseTopicSnapshot<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(FetchSnapshotResponseTopicSnapshot<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for FetchSnapshotResponsePartitionSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -363,34 +279,22 @@ impl<'a> FromView<FetchSnapshotResponsePartitionSnapshotView<'a>>
             size: view.size(),
             position: view.position(),
             unaligned_records: List::Borrowed(view.unaligned_records().bytes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchSnapshotResponsePartitionSnapshot<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.snapshot_id = self.snapshot_id.as_version(ver);
-        v.current_leader = self.current_leader.as_version(ver);
-        v
-    }
-}
+as_version!(FetchSnapshotResponsePartitionSnapshot<'_>, |v, ver| {
+    v.snapshot_id = v.snapshot_id.as_version(ver);
+    v.current_leader = v.current_leader.as_version(ver);
+});
 
 impl ReadOwned for FetchSnapshotResponseSnapshotId<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotResponseSnapshotId::default();
         this.end_offset = r.i64("FetchSnapshotResponseSnapshotId.EndOffset")?;
         this.epoch = r.i32("FetchSnapshotResponseSnapshotId.Epoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("FetchSnapshotResponseSnapshotId._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotResponseSnapshotId._tagged_fields");
         Ok(this)
     }
 }
@@ -400,31 +304,19 @@ impl<'a> FromView<FetchSnapshotResponseSnapshotIdView<'a>> for FetchSnapshotResp
         FetchSnapshotResponseSnapshotId {
             end_offset: view.end_offset(),
             epoch: view.epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchSnapshotResponseSnapshotId<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(FetchSnapshotResponseSnapshotId<'_>);
 
 impl ReadOwned for LeaderIdAndEpoch<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("LeaderIdAndEpoch._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -434,32 +326,20 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(LeaderIdAndEpoch<'_>);
 
 impl ReadOwned for NodeEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.u16("NodeEndpoint.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("NodeEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -470,16 +350,9 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(NodeEndpoint<'_>);

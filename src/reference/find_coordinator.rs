@@ -25,14 +25,7 @@ impl ReadOwned for FindCoordinatorRequest<'static> {
         if ver.version >= 4 {
             this.coordinator_keys = List::Owned(read_list(r, ver, "FindCoordinatorRequest.CoordinatorKeys")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("FindCoordinatorRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "FindCoordinatorRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,47 +36,25 @@ impl<'a> FromView<FindCoordinatorRequestView<'a>> for FindCoordinatorRequest<'a>
             key: Str::Borrowed(view.key()),
             key_type: view.key_type(),
             coordinator_keys: list_from_view(view.coordinator_keys()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FindCoordinatorRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version >= 4 {
-            v.key = Str::Borrowed("");
-        }
-        if ver.version == 0 {
-            v.key_type = 0;
-        }
-        if ver.version <= 3 {
-            v.coordinator_keys = List::Borrowed(&[]);
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(FindCoordinatorRequest<'_>, |v, ver| {
+    if ver.version >= 4 {
+        v.key = Str::Borrowed("");
     }
-}
+    if ver.version == 0 {
+        v.key_type = 0;
+    }
+    if ver.version <= 3 {
+        v.coordinator_keys = List::Borrowed(&[]);
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl FindCoordinatorRequest<'static> {
-    /// Decodes a FindCoordinatorRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<FindCoordinatorRequestView<'a>> for FindCoordinatorRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: FindCoordinatorRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(FindCoordinatorRequest, FindCoordinatorRequestView);
 
 impl ReadOwned for FindCoordinatorResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -110,14 +81,7 @@ impl ReadOwned for FindCoordinatorResponse<'static> {
         if ver.version >= 4 {
             this.coordinators = List::Owned(read_list(r, ver, "FindCoordinatorResponse.Coordinators")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("FindCoordinatorResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "FindCoordinatorResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -132,61 +96,38 @@ impl<'a> FromView<FindCoordinatorResponseView<'a>> for FindCoordinatorResponse<'
             host: Str::Borrowed(view.host()),
             port: view.port(),
             coordinators: list_from_view(view.coordinators()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FindCoordinatorResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.throttle_time_ms = 0;
-        }
-        if ver.version >= 4 {
-            v.error_code = 0;
-        }
-        if !(ver.version >= 1 && ver.version <= 3) {
-            v.error_message = Some(Str::Borrowed(""));
-        }
-        if ver.version >= 4 {
-            v.node_id = 0;
-        }
-        if ver.version >= 4 {
-            v.host = Str::Borrowed("");
-        }
-        if ver.version >= 4 {
-            v.port = 0;
-        }
-        v.coordinators =
-            if ver.version <= 3 { List::Borrowed(&[]) } else { self.coordinators.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(FindCoordinatorResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.throttle_time_ms = 0;
     }
-}
+    if ver.version >= 4 {
+        v.error_code = 0;
+    }
+    if !(ver.version >= 1 && ver.version <= 3) {
+        v.error_message = Some(Str::Borrowed(""));
+    }
+    if ver.version >= 4 {
+        v.node_id = 0;
+    }
+    if ver.version >= 4 {
+        v.host = Str::Borrowed("");
+    }
+    if ver.version >= 4 {
+        v.port = 0;
+    }
+    v.coordinators = if ver.version <= 3 { List::Borrowed(&[]) } else { v.coordinators.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl FindCoordinatorResponse<'static> {
-    /// Decodes a FindCoordinatorResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<FindCoordinatorResponseView<'a>> for FindCoordinatorResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: FindCoordinatorResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(FindCoordinatorResponse, FindCoordinatorResponseView);
 
 impl ReadOwned for Coordinator<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Coordinator::default();
         this.key = owned_str(r.str(true, "Coordinator.Key")?);
         this.node_id = r.i32("Coordinator.NodeId")?;
@@ -194,12 +135,7 @@ impl ReadOwned for Coordinator<'static> {
         this.port = r.i32("Coordinator.Port")?;
         this.error_code = r.i16("Coordinator.ErrorCode")?;
         this.error_message = r.nullable_str(true, "Coordinator.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Coordinator._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Coordinator._tagged_fields");
         Ok(this)
     }
 }
@@ -213,16 +149,9 @@ impl<'a> FromView<CoordinatorView<'a>> for Coordinator<'a> {
             port: view.port(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Coordinator<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Coordinator<'_>);

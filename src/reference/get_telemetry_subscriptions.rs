@@ -14,15 +14,10 @@ use crate::messages::get_telemetry_subscriptions::*;
 use crate::prelude::*;
 
 impl ReadOwned for GetTelemetrySubscriptionsRequest<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = GetTelemetrySubscriptionsRequest::default();
         this.client_instance_id = r.uuid("GetTelemetrySubscriptionsRequest.ClientInstanceId")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("GetTelemetrySubscriptionsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "GetTelemetrySubscriptionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -31,34 +26,14 @@ impl<'a> FromView<GetTelemetrySubscriptionsRequestView<'a>> for GetTelemetrySubs
     fn from_view(view: GetTelemetrySubscriptionsRequestView<'a>) -> Self {
         GetTelemetrySubscriptionsRequest {
             client_instance_id: view.client_instance_id(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for GetTelemetrySubscriptionsRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(GetTelemetrySubscriptionsRequest<'_>);
 
-impl GetTelemetrySubscriptionsRequest<'static> {
-    /// Decodes a GetTelemetrySubscriptionsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<GetTelemetrySubscriptionsRequestView<'a>> for GetTelemetrySubscriptionsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: GetTelemetrySubscriptionsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsRequestView);
 
 impl ReadOwned for GetTelemetrySubscriptionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -74,12 +49,7 @@ impl ReadOwned for GetTelemetrySubscriptionsResponse<'static> {
         this.delta_temporality = r.bool("GetTelemetrySubscriptionsResponse.DeltaTemporality")?;
         this.requested_metrics =
             List::Owned(read_list(r, ver, "GetTelemetrySubscriptionsResponse.RequestedMetrics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("GetTelemetrySubscriptionsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "GetTelemetrySubscriptionsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -96,31 +66,11 @@ impl<'a> FromView<GetTelemetrySubscriptionsResponseView<'a>> for GetTelemetrySub
             telemetry_max_bytes: view.telemetry_max_bytes(),
             delta_temporality: view.delta_temporality(),
             requested_metrics: list_from_view(view.requested_metrics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for GetTelemetrySubscriptionsResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(GetTelemetrySubscriptionsResponse<'_>);
 
-impl GetTelemetrySubscriptionsResponse<'static> {
-    /// Decodes a GetTelemetrySubscriptionsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<GetTelemetrySubscriptionsResponseView<'a>> for GetTelemetrySubscriptionsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: GetTelemetrySubscriptionsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(GetTelemetrySubscriptionsResponse, GetTelemetrySubscriptionsResponseView);

@@ -23,14 +23,7 @@ impl ReadOwned for HeartbeatRequest<'static> {
             this.group_instance_id =
                 r.nullable_str(ver.flexible, "HeartbeatRequest.GroupInstanceId")?.map(owned_str);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("HeartbeatRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "HeartbeatRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -42,41 +35,19 @@ impl<'a> FromView<HeartbeatRequestView<'a>> for HeartbeatRequest<'a> {
             generation_id: view.generation_id(),
             member_id: Str::Borrowed(view.member_id()),
             group_instance_id: view.group_instance_id().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for HeartbeatRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.group_instance_id = None;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(HeartbeatRequest<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.group_instance_id = None;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl HeartbeatRequest<'static> {
-    /// Decodes a HeartbeatRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<HeartbeatRequestView<'a>> for HeartbeatRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: HeartbeatRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(HeartbeatRequest, HeartbeatRequestView);
 
 impl ReadOwned for HeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -85,14 +56,7 @@ impl ReadOwned for HeartbeatResponse<'static> {
             this.throttle_time_ms = r.i32("HeartbeatResponse.ThrottleTimeMs")?;
         }
         this.error_code = r.i16("HeartbeatResponse.ErrorCode")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("HeartbeatResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "HeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -102,38 +66,16 @@ impl<'a> FromView<HeartbeatResponseView<'a>> for HeartbeatResponse<'a> {
         HeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for HeartbeatResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.throttle_time_ms = 0;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(HeartbeatResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.throttle_time_ms = 0;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl HeartbeatResponse<'static> {
-    /// Decodes a HeartbeatResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<HeartbeatResponseView<'a>> for HeartbeatResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: HeartbeatResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(HeartbeatResponse, HeartbeatResponseView);

@@ -18,14 +18,7 @@ impl ReadOwned for IncrementalAlterConfigsRequest<'static> {
         let mut this = IncrementalAlterConfigsRequest::default();
         this.resources = List::Owned(read_list(r, ver, "IncrementalAlterConfigsRequest.Resources")?);
         this.validate_only = r.bool("IncrementalAlterConfigsRequest.ValidateOnly")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("IncrementalAlterConfigsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "IncrementalAlterConfigsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,39 +28,17 @@ impl<'a> FromView<IncrementalAlterConfigsRequestView<'a>> for IncrementalAlterCo
         IncrementalAlterConfigsRequest {
             resources: list_from_view(view.resources()),
             validate_only: view.validate_only(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for IncrementalAlterConfigsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.resources = self.resources.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(IncrementalAlterConfigsRequest<'_>, |v, ver| {
+    v.resources = v.resources.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl IncrementalAlterConfigsRequest<'static> {
-    /// Decodes a IncrementalAlterConfigsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<IncrementalAlterConfigsRequestView<'a>> for IncrementalAlterConfigsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: IncrementalAlterConfigsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(IncrementalAlterConfigsRequest, IncrementalAlterConfigsRequestView);
 
 impl ReadOwned for AlterConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -75,14 +46,7 @@ impl ReadOwned for AlterConfigsResource<'static> {
         this.resource_type = r.i8("AlterConfigsResource.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResource.ResourceName")?);
         this.configs = List::Owned(read_list(r, ver, "AlterConfigsResource.Configs")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterConfigsResource._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResource._tagged_fields");
         Ok(this)
     }
 }
@@ -93,24 +57,15 @@ impl<'a> FromView<AlterConfigsResourceView<'a>> for AlterConfigsResource<'a> {
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
             configs: list_from_view(view.configs()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterConfigsResource<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.configs = self.configs.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterConfigsResource<'_>, |v, ver| {
+    v.configs = v.configs.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for AlterableConfig<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -118,14 +73,7 @@ impl ReadOwned for AlterableConfig<'static> {
         this.name = owned_str(r.str(ver.flexible, "AlterableConfig.Name")?);
         this.config_operation = r.i8("AlterableConfig.ConfigOperation")?;
         this.value = r.nullable_str(ver.flexible, "AlterableConfig.Value")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterableConfig._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterableConfig._tagged_fields");
         Ok(this)
     }
 }
@@ -136,37 +84,21 @@ impl<'a> FromView<AlterableConfigView<'a>> for AlterableConfig<'a> {
             name: Str::Borrowed(view.name()),
             config_operation: view.config_operation(),
             value: view.value().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterableConfig<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterableConfig<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for IncrementalAlterConfigsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = IncrementalAlterConfigsResponse::default();
         this.throttle_time_ms = r.i32("IncrementalAlterConfigsResponse.ThrottleTimeMs")?;
         this.responses = List::Owned(read_list(r, ver, "IncrementalAlterConfigsResponse.Responses")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("IncrementalAlterConfigsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "IncrementalAlterConfigsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -176,39 +108,17 @@ impl<'a> FromView<IncrementalAlterConfigsResponseView<'a>> for IncrementalAlterC
         IncrementalAlterConfigsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             responses: list_from_view(view.responses()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for IncrementalAlterConfigsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.responses = self.responses.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(IncrementalAlterConfigsResponse<'_>, |v, ver| {
+    v.responses = v.responses.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl IncrementalAlterConfigsResponse<'static> {
-    /// Decodes a IncrementalAlterConfigsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<IncrementalAlterConfigsResponseView<'a>> for IncrementalAlterConfigsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: IncrementalAlterConfigsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(IncrementalAlterConfigsResponse, IncrementalAlterConfigsResponseView);
 
 impl ReadOwned for AlterConfigsResourceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -218,14 +128,7 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
             r.nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?.map(owned_str);
         this.resource_type = r.i8("AlterConfigsResourceResponse.ResourceType")?;
         this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResourceResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -237,20 +140,11 @@ impl<'a> FromView<AlterConfigsResourceResponseView<'a>> for AlterConfigsResource
             error_message: view.error_message().map(Str::Borrowed),
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AlterConfigsResourceResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(AlterConfigsResourceResponse<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -25,14 +25,7 @@ impl ReadOwned for InitProducerIdRequest<'static> {
         if ver.version >= 3 {
             this.producer_epoch = r.i16("InitProducerIdRequest.ProducerEpoch")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("InitProducerIdRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "InitProducerIdRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -46,46 +39,24 @@ impl<'a> FromView<InitProducerIdRequestView<'a>> for InitProducerIdRequest<'a> {
             producer_epoch: view.producer_epoch(),
             enable2_pc: view.enable2_pc(),
             keep_prepared_txn: view.keep_prepared_txn(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for InitProducerIdRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.producer_id = -1;
-        }
-        if ver.version <= 2 {
-            v.producer_epoch = -1;
-        }
-        v.enable2_pc = false;
-        v.keep_prepared_txn = false;
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(InitProducerIdRequest<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.producer_id = -1;
     }
-}
+    if ver.version <= 2 {
+        v.producer_epoch = -1;
+    }
+    v.enable2_pc = false;
+    v.keep_prepared_txn = false;
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl InitProducerIdRequest<'static> {
-    /// Decodes a InitProducerIdRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<InitProducerIdRequestView<'a>> for InitProducerIdRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: InitProducerIdRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(InitProducerIdRequest, InitProducerIdRequestView);
 
 impl ReadOwned for InitProducerIdResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -94,14 +65,7 @@ impl ReadOwned for InitProducerIdResponse<'static> {
         this.error_code = r.i16("InitProducerIdResponse.ErrorCode")?;
         this.producer_id = r.i64("InitProducerIdResponse.ProducerId")?;
         this.producer_epoch = r.i16("InitProducerIdResponse.ProducerEpoch")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("InitProducerIdResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "InitProducerIdResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -115,37 +79,15 @@ impl<'a> FromView<InitProducerIdResponseView<'a>> for InitProducerIdResponse<'a>
             producer_epoch: view.producer_epoch(),
             ongoing_txn_producer_id: view.ongoing_txn_producer_id(),
             ongoing_txn_producer_epoch: view.ongoing_txn_producer_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for InitProducerIdResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.ongoing_txn_producer_id = -1;
-        v.ongoing_txn_producer_epoch = -1;
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(InitProducerIdResponse<'_>, |v, ver| {
+    v.ongoing_txn_producer_id = -1;
+    v.ongoing_txn_producer_epoch = -1;
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl InitProducerIdResponse<'static> {
-    /// Decodes a InitProducerIdResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<InitProducerIdResponseView<'a>> for InitProducerIdResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: InitProducerIdResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(InitProducerIdResponse, InitProducerIdResponseView);

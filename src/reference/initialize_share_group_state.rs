@@ -18,12 +18,7 @@ impl ReadOwned for InitializeShareGroupStateRequest<'static> {
         let mut this = InitializeShareGroupStateRequest::default();
         this.group_id = owned_str(r.str(true, "InitializeShareGroupStateRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "InitializeShareGroupStateRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("InitializeShareGroupStateRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "InitializeShareGroupStateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,48 +28,23 @@ impl<'a> FromView<InitializeShareGroupStateRequestView<'a>> for InitializeShareG
         InitializeShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for InitializeShareGroupStateRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(InitializeShareGroupStateRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl InitializeShareGroupStateRequest<'static> {
-    /// Decodes a InitializeShareGroupStateRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<InitializeShareGroupStateRequestView<'a>> for InitializeShareGroupStateRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: InitializeShareGroupStateRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(InitializeShareGroupStateRequest, InitializeShareGroupStateRequestView);
 
 impl ReadOwned for InitializeStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitializeStateData::default();
         this.topic_id = r.uuid("InitializeStateData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "InitializeStateData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("InitializeStateData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "InitializeStateData._tagged_fields");
         Ok(this)
     }
 }
@@ -84,34 +54,22 @@ impl<'a> FromView<InitializeStateDataView<'a>> for InitializeStateData<'a> {
         InitializeStateData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for InitializeStateData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(InitializeStateData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionData<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
         this.partition = r.i32("PartitionData.Partition")?;
         this.state_epoch = r.i32("PartitionData.StateEpoch")?;
         this.start_offset = r.i64("PartitionData.StartOffset")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -122,30 +80,18 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
             partition: view.partition(),
             state_epoch: view.state_epoch(),
             start_offset: view.start_offset(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(PartitionData<'_>);
 
 impl ReadOwned for InitializeShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitializeShareGroupStateResponse::default();
         this.results = List::Owned(read_list(r, ver, "InitializeShareGroupStateResponse.Results")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("InitializeShareGroupStateResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "InitializeShareGroupStateResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -154,48 +100,23 @@ impl<'a> FromView<InitializeShareGroupStateResponseView<'a>> for InitializeShare
     fn from_view(view: InitializeShareGroupStateResponseView<'a>) -> Self {
         InitializeShareGroupStateResponse {
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for InitializeShareGroupStateResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        v
-    }
-}
+as_version!(InitializeShareGroupStateResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+});
 
-impl InitializeShareGroupStateResponse<'static> {
-    /// Decodes a InitializeShareGroupStateResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<InitializeShareGroupStateResponseView<'a>> for InitializeShareGroupStateResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: InitializeShareGroupStateResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(InitializeShareGroupStateResponse, InitializeShareGroupStateResponseView);
 
 impl ReadOwned for InitializeStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitializeStateResult::default();
         this.topic_id = r.uuid("InitializeStateResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "InitializeStateResult.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("InitializeStateResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "InitializeStateResult._tagged_fields");
         Ok(this)
     }
 }
@@ -205,34 +126,22 @@ impl<'a> FromView<InitializeStateResultView<'a>> for InitializeStateResult<'a> {
         InitializeStateResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for InitializeStateResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(InitializeStateResult<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionResult<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionResult::default();
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -243,16 +152,9 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
             partition: view.partition(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionResult<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(PartitionResult<'_>);

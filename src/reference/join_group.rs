@@ -31,14 +31,7 @@ impl ReadOwned for JoinGroupRequest<'static> {
         if ver.version >= 8 {
             this.reason = r.nullable_str(ver.flexible, "JoinGroupRequest.Reason")?.map(owned_str);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("JoinGroupRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "JoinGroupRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -54,62 +47,33 @@ impl<'a> FromView<JoinGroupRequestView<'a>> for JoinGroupRequest<'a> {
             protocol_type: Str::Borrowed(view.protocol_type()),
             protocols: list_from_view(view.protocols()),
             reason: view.reason().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for JoinGroupRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.rebalance_timeout_ms = -1;
-        }
-        if ver.version <= 4 {
-            v.group_instance_id = None;
-        }
-        v.protocols = self.protocols.as_version(ver);
-        if ver.version <= 7 {
-            v.reason = None;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(JoinGroupRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.rebalance_timeout_ms = -1;
     }
-}
+    if ver.version <= 4 {
+        v.group_instance_id = None;
+    }
+    v.protocols = v.protocols.as_version(ver);
+    if ver.version <= 7 {
+        v.reason = None;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl JoinGroupRequest<'static> {
-    /// Decodes a JoinGroupRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<JoinGroupRequestView<'a>> for JoinGroupRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: JoinGroupRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(JoinGroupRequest, JoinGroupRequestView);
 
 impl ReadOwned for JoinGroupRequestProtocol<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = JoinGroupRequestProtocol::default();
         this.name = owned_str(r.str(ver.flexible, "JoinGroupRequestProtocol.Name")?);
         this.metadata = owned_bytes(r.bytes(ver.flexible, "JoinGroupRequestProtocol.Metadata")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("JoinGroupRequestProtocol._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "JoinGroupRequestProtocol._tagged_fields");
         Ok(this)
     }
 }
@@ -119,23 +83,14 @@ impl<'a> FromView<JoinGroupRequestProtocolView<'a>> for JoinGroupRequestProtocol
         JoinGroupRequestProtocol {
             name: Str::Borrowed(view.name()),
             metadata: List::Borrowed(view.metadata()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for JoinGroupRequestProtocol<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(JoinGroupRequestProtocol<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for JoinGroupResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -160,14 +115,7 @@ impl ReadOwned for JoinGroupResponse<'static> {
         }
         this.member_id = owned_str(r.str(ver.flexible, "JoinGroupResponse.MemberId")?);
         this.members = List::Owned(read_list(r, ver, "JoinGroupResponse.Members")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("JoinGroupResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "JoinGroupResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -184,48 +132,26 @@ impl<'a> FromView<JoinGroupResponseView<'a>> for JoinGroupResponse<'a> {
             skip_assignment: view.skip_assignment(),
             member_id: Str::Borrowed(view.member_id()),
             members: list_from_view(view.members()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for JoinGroupResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 1 {
-            v.throttle_time_ms = 0;
-        }
-        if ver.version <= 6 {
-            v.protocol_type = None;
-        }
-        if ver.version <= 8 {
-            v.skip_assignment = false;
-        }
-        v.members = self.members.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(JoinGroupResponse<'_>, |v, ver| {
+    if ver.version <= 1 {
+        v.throttle_time_ms = 0;
     }
-}
+    if ver.version <= 6 {
+        v.protocol_type = None;
+    }
+    if ver.version <= 8 {
+        v.skip_assignment = false;
+    }
+    v.members = v.members.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl JoinGroupResponse<'static> {
-    /// Decodes a JoinGroupResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<JoinGroupResponseView<'a>> for JoinGroupResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: JoinGroupResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(JoinGroupResponse, JoinGroupResponseView);
 
 impl ReadOwned for JoinGroupResponseMember<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -236,14 +162,7 @@ impl ReadOwned for JoinGroupResponseMember<'static> {
                 r.nullable_str(ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?.map(owned_str);
         }
         this.metadata = owned_bytes(r.bytes(ver.flexible, "JoinGroupResponseMember.Metadata")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("JoinGroupResponseMember._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "JoinGroupResponseMember._tagged_fields");
         Ok(this)
     }
 }
@@ -254,23 +173,14 @@ impl<'a> FromView<JoinGroupResponseMemberView<'a>> for JoinGroupResponseMember<'
             member_id: Str::Borrowed(view.member_id()),
             group_instance_id: view.group_instance_id().map(Str::Borrowed),
             metadata: List::Borrowed(view.metadata()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for JoinGroupResponseMember<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 4 {
-            v.group_instance_id = None;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(JoinGroupResponseMember<'_>, |v, ver| {
+    if ver.version <= 4 {
+        v.group_instance_id = None;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -23,14 +23,7 @@ impl ReadOwned for LeaveGroupRequest<'static> {
         if ver.version >= 3 {
             this.members = List::Owned(read_list(r, ver, "LeaveGroupRequest.Members")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("LeaveGroupRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "LeaveGroupRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -41,42 +34,20 @@ impl<'a> FromView<LeaveGroupRequestView<'a>> for LeaveGroupRequest<'a> {
             group_id: Str::Borrowed(view.group_id()),
             member_id: Str::Borrowed(view.member_id()),
             members: list_from_view(view.members()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for LeaveGroupRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version >= 3 {
-            v.member_id = Str::Borrowed("");
-        }
-        v.members = if ver.version <= 2 { List::Borrowed(&[]) } else { self.members.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(LeaveGroupRequest<'_>, |v, ver| {
+    if ver.version >= 3 {
+        v.member_id = Str::Borrowed("");
     }
-}
+    v.members = if ver.version <= 2 { List::Borrowed(&[]) } else { v.members.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl LeaveGroupRequest<'static> {
-    /// Decodes a LeaveGroupRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<LeaveGroupRequestView<'a>> for LeaveGroupRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: LeaveGroupRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(LeaveGroupRequest, LeaveGroupRequestView);
 
 impl ReadOwned for MemberIdentity<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -87,14 +58,7 @@ impl ReadOwned for MemberIdentity<'static> {
         if ver.version == 5 {
             this.reason = r.nullable_str(ver.flexible, "MemberIdentity.Reason")?.map(owned_str);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("MemberIdentity._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "MemberIdentity._tagged_fields");
         Ok(this)
     }
 }
@@ -105,26 +69,17 @@ impl<'a> FromView<MemberIdentityView<'a>> for MemberIdentity<'a> {
             member_id: Str::Borrowed(view.member_id()),
             group_instance_id: view.group_instance_id().map(Str::Borrowed),
             reason: view.reason().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for MemberIdentity<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 4 {
-            v.reason = None;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(MemberIdentity<'_>, |v, ver| {
+    if ver.version <= 4 {
+        v.reason = None;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for LeaveGroupResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -136,14 +91,7 @@ impl ReadOwned for LeaveGroupResponse<'static> {
         if ver.version >= 3 {
             this.members = List::Owned(read_list(r, ver, "LeaveGroupResponse.Members")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("LeaveGroupResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "LeaveGroupResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -154,42 +102,20 @@ impl<'a> FromView<LeaveGroupResponseView<'a>> for LeaveGroupResponse<'a> {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             members: list_from_view(view.members()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for LeaveGroupResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.throttle_time_ms = 0;
-        }
-        v.members = if ver.version <= 2 { List::Borrowed(&[]) } else { self.members.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(LeaveGroupResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.throttle_time_ms = 0;
     }
-}
+    v.members = if ver.version <= 2 { List::Borrowed(&[]) } else { v.members.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl LeaveGroupResponse<'static> {
-    /// Decodes a LeaveGroupResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<LeaveGroupResponseView<'a>> for LeaveGroupResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: LeaveGroupResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(LeaveGroupResponse, LeaveGroupResponseView);
 
 impl ReadOwned for MemberResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -198,14 +124,7 @@ impl ReadOwned for MemberResponse<'static> {
         this.group_instance_id =
             r.nullable_str(ver.flexible, "MemberResponse.GroupInstanceId")?.map(owned_str);
         this.error_code = r.i16("MemberResponse.ErrorCode")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("MemberResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "MemberResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -216,20 +135,11 @@ impl<'a> FromView<MemberResponseView<'a>> for MemberResponse<'a> {
             member_id: Str::Borrowed(view.member_id()),
             group_instance_id: view.group_instance_id().map(Str::Borrowed),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for MemberResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(MemberResponse<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -19,12 +19,7 @@ impl ReadOwned for ListConfigResourcesRequest<'static> {
         if ver.version == 1 {
             this.resource_types = List::Owned(read_list(r, ver, "ListConfigResourcesRequest.ResourceTypes")?);
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("ListConfigResourcesRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ListConfigResourcesRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,38 +28,18 @@ impl<'a> FromView<ListConfigResourcesRequestView<'a>> for ListConfigResourcesReq
     fn from_view(view: ListConfigResourcesRequestView<'a>) -> Self {
         ListConfigResourcesRequest {
             resource_types: list_from_view(view.resource_types()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListConfigResourcesRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.resource_types = List::Borrowed(&[]);
-        }
-        v
+as_version!(ListConfigResourcesRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.resource_types = List::Borrowed(&[]);
     }
-}
+});
 
-impl ListConfigResourcesRequest<'static> {
-    /// Decodes a ListConfigResourcesRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListConfigResourcesRequestView<'a>> for ListConfigResourcesRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListConfigResourcesRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListConfigResourcesRequest, ListConfigResourcesRequestView);
 
 impl ReadOwned for ListConfigResourcesResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -73,12 +48,7 @@ impl ReadOwned for ListConfigResourcesResponse<'static> {
         this.error_code = r.i16("ListConfigResourcesResponse.ErrorCode")?;
         this.config_resources =
             List::Owned(read_list(r, ver, "ListConfigResourcesResponse.ConfigResources")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ListConfigResourcesResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ListConfigResourcesResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -89,36 +59,16 @@ impl<'a> FromView<ListConfigResourcesResponseView<'a>> for ListConfigResourcesRe
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             config_resources: list_from_view(view.config_resources()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListConfigResourcesResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.config_resources = self.config_resources.as_version(ver);
-        v
-    }
-}
+as_version!(ListConfigResourcesResponse<'_>, |v, ver| {
+    v.config_resources = v.config_resources.as_version(ver);
+});
 
-impl ListConfigResourcesResponse<'static> {
-    /// Decodes a ListConfigResourcesResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListConfigResourcesResponseView<'a>> for ListConfigResourcesResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListConfigResourcesResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListConfigResourcesResponse, ListConfigResourcesResponseView);
 
 impl ReadOwned for ConfigResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -127,12 +77,7 @@ impl ReadOwned for ConfigResource<'static> {
         if ver.version == 1 {
             this.resource_type = r.i8("ConfigResource.ResourceType")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("ConfigResource._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ConfigResource._tagged_fields");
         Ok(this)
     }
 }
@@ -142,20 +87,13 @@ impl<'a> FromView<ConfigResourceView<'a>> for ConfigResource<'a> {
         ConfigResource {
             resource_name: Str::Borrowed(view.resource_name()),
             resource_type: view.resource_type(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ConfigResource<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.resource_type = 16;
-        }
-        v
+as_version!(ConfigResource<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.resource_type = 16;
     }
-}
+});

@@ -22,14 +22,7 @@ impl ReadOwned for ListGroupsRequest<'static> {
         if ver.version == 5 {
             this.types_filter = List::Owned(read_list(r, ver, "ListGroupsRequest.TypesFilter")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ListGroupsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ListGroupsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -39,44 +32,22 @@ impl<'a> FromView<ListGroupsRequestView<'a>> for ListGroupsRequest<'a> {
         ListGroupsRequest {
             states_filter: list_from_view(view.states_filter()),
             types_filter: list_from_view(view.types_filter()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListGroupsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 3 {
-            v.states_filter = List::Borrowed(&[]);
-        }
-        if ver.version <= 4 {
-            v.types_filter = List::Borrowed(&[]);
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ListGroupsRequest<'_>, |v, ver| {
+    if ver.version <= 3 {
+        v.states_filter = List::Borrowed(&[]);
     }
-}
+    if ver.version <= 4 {
+        v.types_filter = List::Borrowed(&[]);
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ListGroupsRequest<'static> {
-    /// Decodes a ListGroupsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListGroupsRequestView<'a>> for ListGroupsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListGroupsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListGroupsRequest, ListGroupsRequestView);
 
 impl ReadOwned for ListGroupsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -86,14 +57,7 @@ impl ReadOwned for ListGroupsResponse<'static> {
         }
         this.error_code = r.i16("ListGroupsResponse.ErrorCode")?;
         this.groups = List::Owned(read_list(r, ver, "ListGroupsResponse.Groups")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ListGroupsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ListGroupsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -104,42 +68,20 @@ impl<'a> FromView<ListGroupsResponseView<'a>> for ListGroupsResponse<'a> {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             groups: list_from_view(view.groups()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListGroupsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.throttle_time_ms = 0;
-        }
-        v.groups = self.groups.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ListGroupsResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.throttle_time_ms = 0;
     }
-}
+    v.groups = v.groups.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ListGroupsResponse<'static> {
-    /// Decodes a ListGroupsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListGroupsResponseView<'a>> for ListGroupsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListGroupsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListGroupsResponse, ListGroupsResponseView);
 
 impl ReadOwned for ListedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -152,14 +94,7 @@ impl ReadOwned for ListedGroup<'static> {
         if ver.version == 5 {
             this.group_type = owned_str(r.str(ver.flexible, "ListedGroup.GroupType")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ListedGroup._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ListedGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -171,26 +106,17 @@ impl<'a> FromView<ListedGroupView<'a>> for ListedGroup<'a> {
             protocol_type: Str::Borrowed(view.protocol_type()),
             group_state: Str::Borrowed(view.group_state()),
             group_type: Str::Borrowed(view.group_type()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListedGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 3 {
-            v.group_state = Str::Borrowed("");
-        }
-        if ver.version <= 4 {
-            v.group_type = Str::Borrowed("");
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ListedGroup<'_>, |v, ver| {
+    if ver.version <= 3 {
+        v.group_state = Str::Borrowed("");
     }
-}
+    if ver.version <= 4 {
+        v.group_type = Str::Borrowed("");
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -24,14 +24,7 @@ impl ReadOwned for ListOffsetsRequest<'static> {
         if ver.version >= 10 {
             this.timeout_ms = r.i32("ListOffsetsRequest.TimeoutMs")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,59 +36,30 @@ impl<'a> FromView<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
             isolation_level: view.isolation_level(),
             topics: list_from_view(view.topics()),
             timeout_ms: view.timeout_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListOffsetsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 1 {
-            v.isolation_level = 0;
-        }
-        v.topics = self.topics.as_version(ver);
-        if ver.version <= 9 {
-            v.timeout_ms = 0;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ListOffsetsRequest<'_>, |v, ver| {
+    if ver.version == 1 {
+        v.isolation_level = 0;
     }
-}
+    v.topics = v.topics.as_version(ver);
+    if ver.version <= 9 {
+        v.timeout_ms = 0;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ListOffsetsRequest<'static> {
-    /// Decodes a ListOffsetsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListOffsetsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListOffsetsRequest, ListOffsetsRequestView);
 
 impl ReadOwned for ListOffsetsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsTopic::default();
         this.name = owned_str(r.str(ver.flexible, "ListOffsetsTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -105,24 +69,15 @@ impl<'a> FromView<ListOffsetsTopicView<'a>> for ListOffsetsTopic<'a> {
         ListOffsetsTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListOffsetsTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ListOffsetsTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for ListOffsetsPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -132,14 +87,7 @@ impl ReadOwned for ListOffsetsPartition<'static> {
             this.current_leader_epoch = r.i32("ListOffsetsPartition.CurrentLeaderEpoch")?;
         }
         this.timestamp = r.i64("ListOffsetsPartition.Timestamp")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsPartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -150,26 +98,17 @@ impl<'a> FromView<ListOffsetsPartitionView<'a>> for ListOffsetsPartition<'a> {
             partition_index: view.partition_index(),
             current_leader_epoch: view.current_leader_epoch(),
             timestamp: view.timestamp(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListOffsetsPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 3 {
-            v.current_leader_epoch = -1;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ListOffsetsPartition<'_>, |v, ver| {
+    if ver.version <= 3 {
+        v.current_leader_epoch = -1;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for ListOffsetsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -178,14 +117,7 @@ impl ReadOwned for ListOffsetsResponse<'static> {
             this.throttle_time_ms = r.i32("ListOffsetsResponse.ThrottleTimeMs")?;
         }
         this.topics = List::Owned(read_list(r, ver, "ListOffsetsResponse.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -195,56 +127,27 @@ impl<'a> FromView<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
         ListOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListOffsetsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 1 {
-            v.throttle_time_ms = 0;
-        }
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ListOffsetsResponse<'_>, |v, ver| {
+    if ver.version == 1 {
+        v.throttle_time_ms = 0;
     }
-}
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ListOffsetsResponse<'static> {
-    /// Decodes a ListOffsetsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListOffsetsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListOffsetsResponse, ListOffsetsResponseView);
 
 impl ReadOwned for ListOffsetsTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsTopicResponse::default();
         this.name = owned_str(r.str(ver.flexible, "ListOffsetsTopicResponse.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopicResponse.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsTopicResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -254,24 +157,15 @@ impl<'a> FromView<ListOffsetsTopicResponseView<'a>> for ListOffsetsTopicResponse
         ListOffsetsTopicResponse {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListOffsetsTopicResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ListOffsetsTopicResponse<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for ListOffsetsPartitionResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -283,14 +177,7 @@ impl ReadOwned for ListOffsetsPartitionResponse<'static> {
         if ver.version >= 4 {
             this.leader_epoch = r.i32("ListOffsetsPartitionResponse.LeaderEpoch")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ListOffsetsPartitionResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -303,23 +190,14 @@ impl<'a> FromView<ListOffsetsPartitionResponseView<'a>> for ListOffsetsPartition
             timestamp: view.timestamp(),
             offset: view.offset(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListOffsetsPartitionResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 3 {
-            v.leader_epoch = -1;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(ListOffsetsPartitionResponse<'_>, |v, ver| {
+    if ver.version <= 3 {
+        v.leader_epoch = -1;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -19,12 +19,7 @@ impl ReadOwned for ListPartitionReassignmentsRequest<'static> {
         this.timeout_ms = r.i32("ListPartitionReassignmentsRequest.TimeoutMs")?;
         this.topics =
             read_nullable_list(r, ver, "ListPartitionReassignmentsRequest.Topics")?.map(List::Owned);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ListPartitionReassignmentsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ListPartitionReassignmentsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -34,36 +29,16 @@ impl<'a> FromView<ListPartitionReassignmentsRequestView<'a>> for ListPartitionRe
         ListPartitionReassignmentsRequest {
             timeout_ms: view.timeout_ms(),
             topics: view.topics().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListPartitionReassignmentsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(ListPartitionReassignmentsRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl ListPartitionReassignmentsRequest<'static> {
-    /// Decodes a ListPartitionReassignmentsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListPartitionReassignmentsRequestView<'a>> for ListPartitionReassignmentsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListPartitionReassignmentsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListPartitionReassignmentsRequest, ListPartitionReassignmentsRequestView);
 
 impl ReadOwned for ListPartitionReassignmentsTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -71,12 +46,7 @@ impl ReadOwned for ListPartitionReassignmentsTopics<'static> {
         this.name = owned_str(r.str(true, "ListPartitionReassignmentsTopics.Name")?);
         this.partition_indexes =
             List::Owned(read_list(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ListPartitionReassignmentsTopics._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ListPartitionReassignmentsTopics._tagged_fields");
         Ok(this)
     }
 }
@@ -86,19 +56,12 @@ impl<'a> FromView<ListPartitionReassignmentsTopicsView<'a>> for ListPartitionRea
         ListPartitionReassignmentsTopics {
             name: Str::Borrowed(view.name()),
             partition_indexes: list_from_view(view.partition_indexes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListPartitionReassignmentsTopics<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ListPartitionReassignmentsTopics<'_>);
 
 impl ReadOwned for ListPartitionReassignmentsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -108,12 +71,7 @@ impl ReadOwned for ListPartitionReassignmentsResponse<'static> {
         this.error_message =
             r.nullable_str(true, "ListPartitionReassignmentsResponse.ErrorMessage")?.map(owned_str);
         this.topics = List::Owned(read_list(r, ver, "ListPartitionReassignmentsResponse.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ListPartitionReassignmentsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ListPartitionReassignmentsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -125,48 +83,23 @@ impl<'a> FromView<ListPartitionReassignmentsResponseView<'a>> for ListPartitionR
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListPartitionReassignmentsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(ListPartitionReassignmentsResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl ListPartitionReassignmentsResponse<'static> {
-    /// Decodes a ListPartitionReassignmentsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListPartitionReassignmentsResponseView<'a>> for ListPartitionReassignmentsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListPartitionReassignmentsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListPartitionReassignmentsResponse, ListPartitionReassignmentsResponseView);
 
 impl ReadOwned for OngoingTopicReassignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OngoingTopicReassignment::default();
         this.name = owned_str(r.str(true, "OngoingTopicReassignment.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "OngoingTopicReassignment.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("OngoingTopicReassignment._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "OngoingTopicReassignment._tagged_fields");
         Ok(this)
     }
 }
@@ -176,21 +109,14 @@ impl<'a> FromView<OngoingTopicReassignmentView<'a>> for OngoingTopicReassignment
         OngoingTopicReassignment {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OngoingTopicReassignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(OngoingTopicReassignment<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for OngoingPartitionReassignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -200,12 +126,7 @@ impl ReadOwned for OngoingPartitionReassignment<'static> {
         this.adding_replicas = List::Owned(read_list(r, ver, "OngoingPartitionReassignment.AddingReplicas")?);
         this.removing_replicas =
             List::Owned(read_list(r, ver, "OngoingPartitionReassignment.RemovingReplicas")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("OngoingPartitionReassignment._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "OngoingPartitionReassignment._tagged_fields");
         Ok(this)
     }
 }
@@ -217,16 +138,9 @@ impl<'a> FromView<OngoingPartitionReassignmentView<'a>> for OngoingPartitionReas
             replicas: list_from_view(view.replicas()),
             adding_replicas: list_from_view(view.adding_replicas()),
             removing_replicas: list_from_view(view.removing_replicas()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OngoingPartitionReassignment<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(OngoingPartitionReassignment<'_>);

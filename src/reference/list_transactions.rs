@@ -26,12 +26,7 @@ impl ReadOwned for ListTransactionsRequest<'static> {
             this.transactional_id_pattern =
                 r.nullable_str(true, "ListTransactionsRequest.TransactionalIdPattern")?.map(owned_str);
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("ListTransactionsRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ListTransactionsRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -43,41 +38,21 @@ impl<'a> FromView<ListTransactionsRequestView<'a>> for ListTransactionsRequest<'
             producer_id_filters: list_from_view(view.producer_id_filters()),
             duration_filter: view.duration_filter(),
             transactional_id_pattern: view.transactional_id_pattern().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListTransactionsRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.duration_filter = -1;
-        }
-        if ver.version <= 1 {
-            v.transactional_id_pattern = None;
-        }
-        v
+as_version!(ListTransactionsRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.duration_filter = -1;
     }
-}
+    if ver.version <= 1 {
+        v.transactional_id_pattern = None;
+    }
+});
 
-impl ListTransactionsRequest<'static> {
-    /// Decodes a ListTransactionsRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListTransactionsRequestView<'a>> for ListTransactionsRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListTransactionsRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListTransactionsRequest, ListTransactionsRequestView);
 
 impl ReadOwned for ListTransactionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -88,12 +63,7 @@ impl ReadOwned for ListTransactionsResponse<'static> {
             List::Owned(read_list(r, ver, "ListTransactionsResponse.UnknownStateFilters")?);
         this.transaction_states =
             List::Owned(read_list(r, ver, "ListTransactionsResponse.TransactionStates")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ListTransactionsResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ListTransactionsResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -105,49 +75,24 @@ impl<'a> FromView<ListTransactionsResponseView<'a>> for ListTransactionsResponse
             error_code: view.error_code(),
             unknown_state_filters: list_from_view(view.unknown_state_filters()),
             transaction_states: list_from_view(view.transaction_states()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ListTransactionsResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.transaction_states = self.transaction_states.as_version(ver);
-        v
-    }
-}
+as_version!(ListTransactionsResponse<'_>, |v, ver| {
+    v.transaction_states = v.transaction_states.as_version(ver);
+});
 
-impl ListTransactionsResponse<'static> {
-    /// Decodes a ListTransactionsResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ListTransactionsResponseView<'a>> for ListTransactionsResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ListTransactionsResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ListTransactionsResponse, ListTransactionsResponseView);
 
 impl ReadOwned for TransactionState<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TransactionState::default();
         this.transactional_id = owned_str(r.str(true, "TransactionState.TransactionalId")?);
         this.producer_id = r.i64("TransactionState.ProducerId")?;
         this.transaction_state = owned_str(r.str(true, "TransactionState.TransactionState")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TransactionState._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TransactionState._tagged_fields");
         Ok(this)
     }
 }
@@ -158,16 +103,9 @@ impl<'a> FromView<TransactionStateView<'a>> for TransactionState<'a> {
             transactional_id: Str::Borrowed(view.transactional_id()),
             producer_id: view.producer_id(),
             transaction_state: Str::Borrowed(view.transaction_state()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TransactionState<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TransactionState<'_>);

@@ -32,14 +32,7 @@ impl ReadOwned for MetadataRequest<'static> {
             this.include_topic_authorized_operations =
                 r.bool("MetadataRequest.IncludeTopicAuthorizedOperations")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("MetadataRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "MetadataRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -51,48 +44,26 @@ impl<'a> FromView<MetadataRequestView<'a>> for MetadataRequest<'a> {
             allow_auto_topic_creation: view.allow_auto_topic_creation(),
             include_cluster_authorized_operations: view.include_cluster_authorized_operations(),
             include_topic_authorized_operations: view.include_topic_authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for MetadataRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if ver.version <= 3 {
-            v.allow_auto_topic_creation = true;
-        }
-        if !(ver.version >= 8 && ver.version <= 10) {
-            v.include_cluster_authorized_operations = false;
-        }
-        if ver.version <= 7 {
-            v.include_topic_authorized_operations = false;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(MetadataRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    if ver.version <= 3 {
+        v.allow_auto_topic_creation = true;
     }
-}
+    if !(ver.version >= 8 && ver.version <= 10) {
+        v.include_cluster_authorized_operations = false;
+    }
+    if ver.version <= 7 {
+        v.include_topic_authorized_operations = false;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl MetadataRequest<'static> {
-    /// Decodes a MetadataRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<MetadataRequestView<'a>> for MetadataRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: MetadataRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(MetadataRequest, MetadataRequestView);
 
 impl ReadOwned for MetadataRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -105,14 +76,7 @@ impl ReadOwned for MetadataRequestTopic<'static> {
         } else {
             Some(owned_str(r.str(ver.flexible, "MetadataRequestTopic.Name")?))
         };
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("MetadataRequestTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "MetadataRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -122,26 +86,17 @@ impl<'a> FromView<MetadataRequestTopicView<'a>> for MetadataRequestTopic<'a> {
         MetadataRequestTopic {
             topic_id: view.topic_id(),
             name: view.name().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for MetadataRequestTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 9 {
-            v.topic_id = Uuid::ZERO;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(MetadataRequestTopic<'_>, |v, ver| {
+    if ver.version <= 9 {
+        v.topic_id = Uuid::ZERO;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for MetadataResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -163,14 +118,7 @@ impl ReadOwned for MetadataResponse<'static> {
         if ver.version == 13 {
             this.error_code = r.i16("MetadataResponse.ErrorCode")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "MetadataResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -185,55 +133,33 @@ impl<'a> FromView<MetadataResponseView<'a>> for MetadataResponse<'a> {
             topics: list_from_view(view.topics()),
             cluster_authorized_operations: view.cluster_authorized_operations(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for MetadataResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.throttle_time_ms = 0;
-        }
-        v.brokers = self.brokers.as_version(ver);
-        if ver.version <= 1 {
-            v.cluster_id = None;
-        }
-        if ver.version == 0 {
-            v.controller_id = -1;
-        }
-        v.topics = self.topics.as_version(ver);
-        if !(ver.version >= 8 && ver.version <= 10) {
-            v.cluster_authorized_operations = i32::MIN;
-        }
-        if ver.version <= 12 {
-            v.error_code = 0;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(MetadataResponse<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.throttle_time_ms = 0;
     }
-}
+    v.brokers = v.brokers.as_version(ver);
+    if ver.version <= 1 {
+        v.cluster_id = None;
+    }
+    if ver.version == 0 {
+        v.controller_id = -1;
+    }
+    v.topics = v.topics.as_version(ver);
+    if !(ver.version >= 8 && ver.version <= 10) {
+        v.cluster_authorized_operations = i32::MIN;
+    }
+    if ver.version <= 12 {
+        v.error_code = 0;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl MetadataResponse<'static> {
-    /// Decodes a MetadataResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<MetadataResponseView<'a>> for MetadataResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: MetadataResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(MetadataResponse, MetadataResponseView);
 
 impl ReadOwned for MetadataResponseBroker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -244,14 +170,7 @@ impl ReadOwned for MetadataResponseBroker<'static> {
         if ver.version >= 1 {
             this.rack = r.nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?.map(owned_str);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponseBroker._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "MetadataResponseBroker._tagged_fields");
         Ok(this)
     }
 }
@@ -263,26 +182,17 @@ impl<'a> FromView<MetadataResponseBrokerView<'a>> for MetadataResponseBroker<'a>
             host: Str::Borrowed(view.host()),
             port: view.port(),
             rack: view.rack().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for MetadataResponseBroker<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.rack = None;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(MetadataResponseBroker<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.rack = None;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for MetadataResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -303,14 +213,7 @@ impl ReadOwned for MetadataResponseTopic<'static> {
         if ver.version >= 8 {
             this.topic_authorized_operations = r.i32("MetadataResponseTopic.TopicAuthorizedOperations")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponseTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "MetadataResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -324,33 +227,24 @@ impl<'a> FromView<MetadataResponseTopicView<'a>> for MetadataResponseTopic<'a> {
             is_internal: view.is_internal(),
             partitions: list_from_view(view.partitions()),
             topic_authorized_operations: view.topic_authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for MetadataResponseTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 9 {
-            v.topic_id = Uuid::ZERO;
-        }
-        if ver.version == 0 {
-            v.is_internal = false;
-        }
-        v.partitions = self.partitions.as_version(ver);
-        if ver.version <= 7 {
-            v.topic_authorized_operations = i32::MIN;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(MetadataResponseTopic<'_>, |v, ver| {
+    if ver.version <= 9 {
+        v.topic_id = Uuid::ZERO;
     }
-}
+    if ver.version == 0 {
+        v.is_internal = false;
+    }
+    v.partitions = v.partitions.as_version(ver);
+    if ver.version <= 7 {
+        v.topic_authorized_operations = i32::MIN;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for MetadataResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -367,14 +261,7 @@ impl ReadOwned for MetadataResponsePartition<'static> {
             this.offline_replicas =
                 List::Owned(read_list(r, ver, "MetadataResponsePartition.OfflineReplicas")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("MetadataResponsePartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "MetadataResponsePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -389,26 +276,17 @@ impl<'a> FromView<MetadataResponsePartitionView<'a>> for MetadataResponsePartiti
             replica_nodes: list_from_view(view.replica_nodes()),
             isr_nodes: list_from_view(view.isr_nodes()),
             offline_replicas: list_from_view(view.offline_replicas()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for MetadataResponsePartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 6 {
-            v.leader_epoch = -1;
-        }
-        if ver.version <= 4 {
-            v.offline_replicas = List::Borrowed(&[]);
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(MetadataResponsePartition<'_>, |v, ver| {
+    if ver.version <= 6 {
+        v.leader_epoch = -1;
     }
-}
+    if ver.version <= 4 {
+        v.offline_replicas = List::Borrowed(&[]);
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

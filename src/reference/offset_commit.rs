@@ -27,14 +27,7 @@ impl ReadOwned for OffsetCommitRequest<'static> {
             this.retention_time_ms = r.i64("OffsetCommitRequest.RetentionTimeMs")?;
         }
         this.topics = List::Owned(read_list(r, ver, "OffsetCommitRequest.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetCommitRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -48,45 +41,23 @@ impl<'a> FromView<OffsetCommitRequestView<'a>> for OffsetCommitRequest<'a> {
             group_instance_id: view.group_instance_id().map(Str::Borrowed),
             retention_time_ms: view.retention_time_ms(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetCommitRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 6 {
-            v.group_instance_id = None;
-        }
-        if ver.version >= 5 {
-            v.retention_time_ms = -1;
-        }
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(OffsetCommitRequest<'_>, |v, ver| {
+    if ver.version <= 6 {
+        v.group_instance_id = None;
     }
-}
+    if ver.version >= 5 {
+        v.retention_time_ms = -1;
+    }
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl OffsetCommitRequest<'static> {
-    /// Decodes a OffsetCommitRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<OffsetCommitRequestView<'a>> for OffsetCommitRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: OffsetCommitRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(OffsetCommitRequest, OffsetCommitRequestView);
 
 impl ReadOwned for OffsetCommitRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -98,14 +69,7 @@ impl ReadOwned for OffsetCommitRequestTopic<'static> {
             this.topic_id = r.uuid("OffsetCommitRequestTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "OffsetCommitRequestTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetCommitRequestTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -116,30 +80,21 @@ impl<'a> FromView<OffsetCommitRequestTopicView<'a>> for OffsetCommitRequestTopic
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetCommitRequestTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 10 {
-            v.name = Str::Borrowed("");
-        }
-        if ver.version <= 9 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(OffsetCommitRequestTopic<'_>, |v, ver| {
+    if ver.version == 10 {
+        v.name = Str::Borrowed("");
     }
-}
+    if ver.version <= 9 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for OffsetCommitRequestPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -151,14 +106,7 @@ impl ReadOwned for OffsetCommitRequestPartition<'static> {
         }
         this.committed_metadata =
             r.nullable_str(ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetCommitRequestPartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitRequestPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -170,26 +118,17 @@ impl<'a> FromView<OffsetCommitRequestPartitionView<'a>> for OffsetCommitRequestP
             committed_offset: view.committed_offset(),
             committed_leader_epoch: view.committed_leader_epoch(),
             committed_metadata: view.committed_metadata().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetCommitRequestPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 5 {
-            v.committed_leader_epoch = -1;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(OffsetCommitRequestPartition<'_>, |v, ver| {
+    if ver.version <= 5 {
+        v.committed_leader_epoch = -1;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for OffsetCommitResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -198,14 +137,7 @@ impl ReadOwned for OffsetCommitResponse<'static> {
             this.throttle_time_ms = r.i32("OffsetCommitResponse.ThrottleTimeMs")?;
         }
         this.topics = List::Owned(read_list(r, ver, "OffsetCommitResponse.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetCommitResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -215,42 +147,20 @@ impl<'a> FromView<OffsetCommitResponseView<'a>> for OffsetCommitResponse<'a> {
         OffsetCommitResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetCommitResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 2 {
-            v.throttle_time_ms = 0;
-        }
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(OffsetCommitResponse<'_>, |v, ver| {
+    if ver.version == 2 {
+        v.throttle_time_ms = 0;
     }
-}
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl OffsetCommitResponse<'static> {
-    /// Decodes a OffsetCommitResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<OffsetCommitResponseView<'a>> for OffsetCommitResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: OffsetCommitResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(OffsetCommitResponse, OffsetCommitResponseView);
 
 impl ReadOwned for OffsetCommitResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -262,14 +172,7 @@ impl ReadOwned for OffsetCommitResponseTopic<'static> {
             this.topic_id = r.uuid("OffsetCommitResponseTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "OffsetCommitResponseTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetCommitResponseTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -280,44 +183,28 @@ impl<'a> FromView<OffsetCommitResponseTopicView<'a>> for OffsetCommitResponseTop
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetCommitResponseTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 10 {
-            v.name = Str::Borrowed("");
-        }
-        if ver.version <= 9 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(OffsetCommitResponseTopic<'_>, |v, ver| {
+    if ver.version == 10 {
+        v.name = Str::Borrowed("");
     }
-}
+    if ver.version <= 9 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for OffsetCommitResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitResponsePartition::default();
         this.partition_index = r.i32("OffsetCommitResponsePartition.PartitionIndex")?;
         this.error_code = r.i16("OffsetCommitResponsePartition.ErrorCode")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetCommitResponsePartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetCommitResponsePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -327,20 +214,11 @@ impl<'a> FromView<OffsetCommitResponsePartitionView<'a>> for OffsetCommitRespons
         OffsetCommitResponsePartition {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetCommitResponsePartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(OffsetCommitResponsePartition<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

@@ -31,28 +31,11 @@ impl<'a> FromView<OffsetDeleteRequestView<'a>> for OffsetDeleteRequest<'a> {
     }
 }
 
-impl AsVersion for OffsetDeleteRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(OffsetDeleteRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl OffsetDeleteRequest<'static> {
-    /// Decodes a OffsetDeleteRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<OffsetDeleteRequestView<'a>> for OffsetDeleteRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: OffsetDeleteRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(OffsetDeleteRequest, OffsetDeleteRequestView);
 
 impl ReadOwned for OffsetDeleteRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -72,13 +55,9 @@ impl<'a> FromView<OffsetDeleteRequestTopicView<'a>> for OffsetDeleteRequestTopic
     }
 }
 
-impl AsVersion for OffsetDeleteRequestTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(OffsetDeleteRequestTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for OffsetDeleteRequestPartition {
     fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -94,11 +73,7 @@ impl<'a> FromView<OffsetDeleteRequestPartitionView<'a>> for OffsetDeleteRequestP
     }
 }
 
-impl AsVersion for OffsetDeleteRequestPartition {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(OffsetDeleteRequestPartition);
 
 impl ReadOwned for OffsetDeleteResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -120,28 +95,11 @@ impl<'a> FromView<OffsetDeleteResponseView<'a>> for OffsetDeleteResponse<'a> {
     }
 }
 
-impl AsVersion for OffsetDeleteResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(OffsetDeleteResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl OffsetDeleteResponse<'static> {
-    /// Decodes a OffsetDeleteResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<OffsetDeleteResponseView<'a>> for OffsetDeleteResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: OffsetDeleteResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(OffsetDeleteResponse, OffsetDeleteResponseView);
 
 impl ReadOwned for OffsetDeleteResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -161,13 +119,9 @@ impl<'a> FromView<OffsetDeleteResponseTopicView<'a>> for OffsetDeleteResponseTop
     }
 }
 
-impl AsVersion for OffsetDeleteResponseTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(OffsetDeleteResponseTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for OffsetDeleteResponsePartition {
     fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -187,8 +141,4 @@ impl<'a> FromView<OffsetDeleteResponsePartitionView<'a>> for OffsetDeleteRespons
     }
 }
 
-impl AsVersion for OffsetDeleteResponsePartition {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(OffsetDeleteResponsePartition);

@@ -32,14 +32,7 @@ impl ReadOwned for OffsetFetchRequest<'static> {
         if ver.version >= 7 {
             this.require_stable = r.bool("OffsetFetchRequest.RequireStable")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetFetchRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -51,60 +44,31 @@ impl<'a> FromView<OffsetFetchRequestView<'a>> for OffsetFetchRequest<'a> {
             topics: view.topics().map(list_from_view),
             groups: list_from_view(view.groups()),
             require_stable: view.require_stable(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version >= 8 {
-            v.group_id = Str::Borrowed("");
-        }
-        v.topics = if ver.version >= 8 { Some(List::Borrowed(&[])) } else { self.topics.as_version(ver) };
-        v.groups = if ver.version <= 7 { List::Borrowed(&[]) } else { self.groups.as_version(ver) };
-        if ver.version <= 6 {
-            v.require_stable = false;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(OffsetFetchRequest<'_>, |v, ver| {
+    if ver.version >= 8 {
+        v.group_id = Str::Borrowed("");
     }
-}
+    v.topics = if ver.version >= 8 { Some(List::Borrowed(&[])) } else { v.topics.as_version(ver) };
+    v.groups = if ver.version <= 7 { List::Borrowed(&[]) } else { v.groups.as_version(ver) };
+    if ver.version <= 6 {
+        v.require_stable = false;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl OffsetFetchRequest<'static> {
-    /// Decodes a OffsetFetchRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<OffsetFetchRequestView<'a>> for OffsetFetchRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: OffsetFetchRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(OffsetFetchRequest, OffsetFetchRequestView);
 
 impl ReadOwned for OffsetFetchRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchRequestTopic::default();
         this.name = owned_str(r.str(ver.flexible, "OffsetFetchRequestTopic.Name")?);
         this.partition_indexes = List::Owned(read_list(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetFetchRequestTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -114,23 +78,14 @@ impl<'a> FromView<OffsetFetchRequestTopicView<'a>> for OffsetFetchRequestTopic<'
         OffsetFetchRequestTopic {
             name: Str::Borrowed(view.name()),
             partition_indexes: list_from_view(view.partition_indexes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchRequestTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(OffsetFetchRequestTopic<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for OffsetFetchRequestGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -143,12 +98,7 @@ impl ReadOwned for OffsetFetchRequestGroup<'static> {
             this.member_epoch = r.i32("OffsetFetchRequestGroup.MemberEpoch")?;
         }
         this.topics = read_nullable_list(r, ver, "OffsetFetchRequestGroup.Topics")?.map(List::Owned);
-        let mut unknown = Vec::new();
-        r.tagged_fields("OffsetFetchRequestGroup._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchRequestGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -160,27 +110,20 @@ impl<'a> FromView<OffsetFetchRequestGroupView<'a>> for OffsetFetchRequestGroup<'
             member_id: view.member_id().map(Str::Borrowed),
             member_epoch: view.member_epoch(),
             topics: view.topics().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchRequestGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 8 {
-            v.member_id = None;
-        }
-        if ver.version == 8 {
-            v.member_epoch = -1;
-        }
-        v.topics = self.topics.as_version(ver);
-        v
+as_version!(OffsetFetchRequestGroup<'_>, |v, ver| {
+    if ver.version == 8 {
+        v.member_id = None;
     }
-}
+    if ver.version == 8 {
+        v.member_epoch = -1;
+    }
+    v.topics = v.topics.as_version(ver);
+});
 
 impl ReadOwned for OffsetFetchRequestTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -192,12 +135,7 @@ impl ReadOwned for OffsetFetchRequestTopics<'static> {
             this.topic_id = r.uuid("OffsetFetchRequestTopics.TopicId")?;
         }
         this.partition_indexes = List::Owned(read_list(r, ver, "OffsetFetchRequestTopics.PartitionIndexes")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("OffsetFetchRequestTopics._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchRequestTopics._tagged_fields");
         Ok(this)
     }
 }
@@ -208,26 +146,19 @@ impl<'a> FromView<OffsetFetchRequestTopicsView<'a>> for OffsetFetchRequestTopics
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
             partition_indexes: list_from_view(view.partition_indexes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchRequestTopics<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 10 {
-            v.name = Str::Borrowed("");
-        }
-        if ver.version <= 9 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v
+as_version!(OffsetFetchRequestTopics<'_>, |v, ver| {
+    if ver.version == 10 {
+        v.name = Str::Borrowed("");
     }
-}
+    if ver.version <= 9 {
+        v.topic_id = Uuid::ZERO;
+    }
+});
 
 impl ReadOwned for OffsetFetchResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -244,14 +175,7 @@ impl ReadOwned for OffsetFetchResponse<'static> {
         if ver.version >= 8 {
             this.groups = List::Owned(read_list(r, ver, "OffsetFetchResponse.Groups")?);
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetFetchResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -263,60 +187,31 @@ impl<'a> FromView<OffsetFetchResponseView<'a>> for OffsetFetchResponse<'a> {
             topics: list_from_view(view.topics()),
             error_code: view.error_code(),
             groups: list_from_view(view.groups()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.throttle_time_ms = 0;
-        }
-        v.topics = if ver.version >= 8 { List::Borrowed(&[]) } else { self.topics.as_version(ver) };
-        if !(ver.version >= 2 && ver.version <= 7) {
-            v.error_code = 0;
-        }
-        v.groups = if ver.version <= 7 { List::Borrowed(&[]) } else { self.groups.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(OffsetFetchResponse<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.throttle_time_ms = 0;
     }
-}
+    v.topics = if ver.version >= 8 { List::Borrowed(&[]) } else { v.topics.as_version(ver) };
+    if !(ver.version >= 2 && ver.version <= 7) {
+        v.error_code = 0;
+    }
+    v.groups = if ver.version <= 7 { List::Borrowed(&[]) } else { v.groups.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl OffsetFetchResponse<'static> {
-    /// Decodes a OffsetFetchResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<OffsetFetchResponseView<'a>> for OffsetFetchResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: OffsetFetchResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(OffsetFetchResponse, OffsetFetchResponseView);
 
 impl ReadOwned for OffsetFetchResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponseTopic::default();
         this.name = owned_str(r.str(ver.flexible, "OffsetFetchResponseTopic.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "OffsetFetchResponseTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetFetchResponseTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -326,24 +221,15 @@ impl<'a> FromView<OffsetFetchResponseTopicView<'a>> for OffsetFetchResponseTopic
         OffsetFetchResponseTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchResponseTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(OffsetFetchResponseTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for OffsetFetchResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -355,14 +241,7 @@ impl ReadOwned for OffsetFetchResponsePartition<'static> {
         }
         this.metadata = r.nullable_str(ver.flexible, "OffsetFetchResponsePartition.Metadata")?.map(owned_str);
         this.error_code = r.i16("OffsetFetchResponsePartition.ErrorCode")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetFetchResponsePartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponsePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -375,26 +254,17 @@ impl<'a> FromView<OffsetFetchResponsePartitionView<'a>> for OffsetFetchResponseP
             committed_leader_epoch: view.committed_leader_epoch(),
             metadata: view.metadata().map(Str::Borrowed),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchResponsePartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 4 {
-            v.committed_leader_epoch = -1;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(OffsetFetchResponsePartition<'_>, |v, ver| {
+    if ver.version <= 4 {
+        v.committed_leader_epoch = -1;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for OffsetFetchResponseGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -402,12 +272,7 @@ impl ReadOwned for OffsetFetchResponseGroup<'static> {
         this.group_id = owned_str(r.str(true, "OffsetFetchResponseGroup.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "OffsetFetchResponseGroup.Topics")?);
         this.error_code = r.i16("OffsetFetchResponseGroup.ErrorCode")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("OffsetFetchResponseGroup._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponseGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -418,21 +283,14 @@ impl<'a> FromView<OffsetFetchResponseGroupView<'a>> for OffsetFetchResponseGroup
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchResponseGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(OffsetFetchResponseGroup<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
 impl ReadOwned for OffsetFetchResponseTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -444,12 +302,7 @@ impl ReadOwned for OffsetFetchResponseTopics<'static> {
             this.topic_id = r.uuid("OffsetFetchResponseTopics.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "OffsetFetchResponseTopics.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("OffsetFetchResponseTopics._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponseTopics._tagged_fields");
         Ok(this)
     }
 }
@@ -460,42 +313,30 @@ impl<'a> FromView<OffsetFetchResponseTopicsView<'a>> for OffsetFetchResponseTopi
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchResponseTopics<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 10 {
-            v.name = Str::Borrowed("");
-        }
-        if ver.version <= 9 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v.partitions = self.partitions.as_version(ver);
-        v
+as_version!(OffsetFetchResponseTopics<'_>, |v, ver| {
+    if ver.version == 10 {
+        v.name = Str::Borrowed("");
     }
-}
+    if ver.version <= 9 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for OffsetFetchResponsePartitions<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponsePartitions::default();
         this.partition_index = r.i32("OffsetFetchResponsePartitions.PartitionIndex")?;
         this.committed_offset = r.i64("OffsetFetchResponsePartitions.CommittedOffset")?;
         this.committed_leader_epoch = r.i32("OffsetFetchResponsePartitions.CommittedLeaderEpoch")?;
         this.metadata = r.nullable_str(true, "OffsetFetchResponsePartitions.Metadata")?.map(owned_str);
         this.error_code = r.i16("OffsetFetchResponsePartitions.ErrorCode")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("OffsetFetchResponsePartitions._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponsePartitions._tagged_fields");
         Ok(this)
     }
 }
@@ -508,16 +349,9 @@ impl<'a> FromView<OffsetFetchResponsePartitionsView<'a>> for OffsetFetchResponse
             committed_leader_epoch: view.committed_leader_epoch(),
             metadata: view.metadata().map(Str::Borrowed),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetFetchResponsePartitions<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(OffsetFetchResponsePartitions<'_>);

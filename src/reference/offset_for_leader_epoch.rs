@@ -20,14 +20,7 @@ impl ReadOwned for OffsetForLeaderEpochRequest<'static> {
             this.replica_id = r.i32("OffsetForLeaderEpochRequest.ReplicaId")?;
         }
         this.topics = List::Owned(read_list(r, ver, "OffsetForLeaderEpochRequest.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetForLeaderEpochRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderEpochRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -37,56 +30,27 @@ impl<'a> FromView<OffsetForLeaderEpochRequestView<'a>> for OffsetForLeaderEpochR
         OffsetForLeaderEpochRequest {
             replica_id: view.replica_id(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetForLeaderEpochRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 2 {
-            v.replica_id = -2;
-        }
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(OffsetForLeaderEpochRequest<'_>, |v, ver| {
+    if ver.version == 2 {
+        v.replica_id = -2;
     }
-}
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl OffsetForLeaderEpochRequest<'static> {
-    /// Decodes a OffsetForLeaderEpochRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<OffsetForLeaderEpochRequestView<'a>> for OffsetForLeaderEpochRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: OffsetForLeaderEpochRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(OffsetForLeaderEpochRequest, OffsetForLeaderEpochRequestView);
 
 impl ReadOwned for OffsetForLeaderTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderTopic::default();
         this.topic = owned_str(r.str(ver.flexible, "OffsetForLeaderTopic.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "OffsetForLeaderTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetForLeaderTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -96,24 +60,15 @@ impl<'a> FromView<OffsetForLeaderTopicView<'a>> for OffsetForLeaderTopic<'a> {
         OffsetForLeaderTopic {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetForLeaderTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(OffsetForLeaderTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for OffsetForLeaderPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -121,14 +76,7 @@ impl ReadOwned for OffsetForLeaderPartition<'static> {
         this.partition = r.i32("OffsetForLeaderPartition.Partition")?;
         this.current_leader_epoch = r.i32("OffsetForLeaderPartition.CurrentLeaderEpoch")?;
         this.leader_epoch = r.i32("OffsetForLeaderPartition.LeaderEpoch")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetForLeaderPartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -139,37 +87,21 @@ impl<'a> FromView<OffsetForLeaderPartitionView<'a>> for OffsetForLeaderPartition
             partition: view.partition(),
             current_leader_epoch: view.current_leader_epoch(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetForLeaderPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(OffsetForLeaderPartition<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for OffsetForLeaderEpochResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderEpochResponse::default();
         this.throttle_time_ms = r.i32("OffsetForLeaderEpochResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "OffsetForLeaderEpochResponse.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetForLeaderEpochResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderEpochResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -179,53 +111,24 @@ impl<'a> FromView<OffsetForLeaderEpochResponseView<'a>> for OffsetForLeaderEpoch
         OffsetForLeaderEpochResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetForLeaderEpochResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(OffsetForLeaderEpochResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl OffsetForLeaderEpochResponse<'static> {
-    /// Decodes a OffsetForLeaderEpochResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<OffsetForLeaderEpochResponseView<'a>> for OffsetForLeaderEpochResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: OffsetForLeaderEpochResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(OffsetForLeaderEpochResponse, OffsetForLeaderEpochResponseView);
 
 impl ReadOwned for OffsetForLeaderTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderTopicResult::default();
         this.topic = owned_str(r.str(ver.flexible, "OffsetForLeaderTopicResult.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "OffsetForLeaderTopicResult.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("OffsetForLeaderTopicResult._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -235,24 +138,15 @@ impl<'a> FromView<OffsetForLeaderTopicResultView<'a>> for OffsetForLeaderTopicRe
         OffsetForLeaderTopicResult {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for OffsetForLeaderTopicResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(OffsetForLeaderTopicResult<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for EpochEndOffset<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -261,14 +155,7 @@ impl ReadOwned for EpochEndOffset<'static> {
         this.partition = r.i32("EpochEndOffset.Partition")?;
         this.leader_epoch = r.i32("EpochEndOffset.LeaderEpoch")?;
         this.end_offset = r.i64("EpochEndOffset.EndOffset")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("EpochEndOffset._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "EpochEndOffset._tagged_fields");
         Ok(this)
     }
 }
@@ -280,20 +167,11 @@ impl<'a> FromView<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
             partition: view.partition(),
             leader_epoch: view.leader_epoch(),
             end_offset: view.end_offset(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EpochEndOffset<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(EpochEndOffset<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

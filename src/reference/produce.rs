@@ -21,14 +21,7 @@ impl ReadOwned for ProduceRequest<'static> {
         this.acks = r.i16("ProduceRequest.Acks")?;
         this.timeout_ms = r.i32("ProduceRequest.TimeoutMs")?;
         this.topic_data = List::Owned(read_list(r, ver, "ProduceRequest.TopicData")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("ProduceRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "ProduceRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -40,39 +33,17 @@ impl<'a> FromView<ProduceRequestView<'a>> for ProduceRequest<'a> {
             acks: view.acks(),
             timeout_ms: view.timeout_ms(),
             topic_data: list_from_view(view.topic_data()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ProduceRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topic_data = self.topic_data.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ProduceRequest<'_>, |v, ver| {
+    v.topic_data = v.topic_data.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ProduceRequest<'static> {
-    /// Decodes a ProduceRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ProduceRequestView<'a>> for ProduceRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ProduceRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ProduceRequest, ProduceRequestView);
 
 impl ReadOwned for TopicProduceData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -84,14 +55,7 @@ impl ReadOwned for TopicProduceData<'static> {
             this.topic_id = r.uuid("TopicProduceData.TopicId")?;
         }
         this.partition_data = List::Owned(read_list(r, ver, "TopicProduceData.PartitionData")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("TopicProduceData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "TopicProduceData._tagged_fields");
         Ok(this)
     }
 }
@@ -102,44 +66,28 @@ impl<'a> FromView<TopicProduceDataView<'a>> for TopicProduceData<'a> {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
             partition_data: list_from_view(view.partition_data()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicProduceData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 13 {
-            v.name = Str::Borrowed("");
-        }
-        if ver.version <= 12 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v.partition_data = self.partition_data.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(TopicProduceData<'_>, |v, ver| {
+    if ver.version == 13 {
+        v.name = Str::Borrowed("");
     }
-}
+    if ver.version <= 12 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.partition_data = v.partition_data.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for PartitionProduceData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionProduceData::default();
         this.index = r.i32("PartitionProduceData.Index")?;
         this.records = r.nullable_bytes(ver.flexible, "PartitionProduceData.Records")?.map(owned_bytes);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("PartitionProduceData._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "PartitionProduceData._tagged_fields");
         Ok(this)
     }
 }
@@ -149,23 +97,14 @@ impl<'a> FromView<PartitionProduceDataView<'a>> for PartitionProduceData<'a> {
         PartitionProduceData {
             index: view.index(),
             records: view.records().map(|r| List::Borrowed(r.bytes())),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionProduceData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(PartitionProduceData<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for ProduceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -205,41 +144,18 @@ impl<'a> FromView<ProduceResponseView<'a>> for ProduceResponse<'a> {
             responses: list_from_view(view.responses()),
             throttle_time_ms: view.throttle_time_ms(),
             node_endpoints: list_from_view(view.node_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ProduceResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.responses = self.responses.as_version(ver);
-        v.node_endpoints =
-            if ver.version <= 9 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(ProduceResponse<'_>, |v, ver| {
+    v.responses = v.responses.as_version(ver);
+    v.node_endpoints = if ver.version <= 9 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl ProduceResponse<'static> {
-    /// Decodes a ProduceResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ProduceResponseView<'a>> for ProduceResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ProduceResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ProduceResponse, ProduceResponseView);
 
 impl ReadOwned for TopicProduceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -251,14 +167,7 @@ impl ReadOwned for TopicProduceResponse<'static> {
             this.topic_id = r.uuid("TopicProduceResponse.TopicId")?;
         }
         this.partition_responses = List::Owned(read_list(r, ver, "TopicProduceResponse.PartitionResponses")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("TopicProduceResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "TopicProduceResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -269,30 +178,21 @@ impl<'a> FromView<TopicProduceResponseView<'a>> for TopicProduceResponse<'a> {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
             partition_responses: list_from_view(view.partition_responses()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicProduceResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 13 {
-            v.name = Str::Borrowed("");
-        }
-        if ver.version <= 12 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v.partition_responses = self.partition_responses.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(TopicProduceResponse<'_>, |v, ver| {
+    if ver.version == 13 {
+        v.name = Str::Borrowed("");
     }
-}
+    if ver.version <= 12 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.partition_responses = v.partition_responses.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for PartitionProduceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -352,33 +252,23 @@ impl<'a> FromView<PartitionProduceResponseView<'a>> for PartitionProduceResponse
             record_errors: list_from_view(view.record_errors()),
             error_message: view.error_message().map(Str::Borrowed),
             current_leader: view.current_leader().map(FromView::from_view).unwrap_or_default(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionProduceResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 4 {
-            v.log_start_offset = -1;
-        }
-        v.record_errors =
-            if ver.version <= 7 { List::Borrowed(&[]) } else { self.record_errors.as_version(ver) };
-        if ver.version <= 7 {
-            v.error_message = None;
-        }
-        v.current_leader =
-            if ver.version <= 9 { LeaderIdAndEpoch::default() } else { self.current_leader.as_version(ver) };
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(PartitionProduceResponse<'_>, |v, ver| {
+    if ver.version <= 4 {
+        v.log_start_offset = -1;
     }
-}
+    v.record_errors = if ver.version <= 7 { List::Borrowed(&[]) } else { v.record_errors.as_version(ver) };
+    if ver.version <= 7 {
+        v.error_message = None;
+    }
+    v.current_leader =
+        if ver.version <= 9 { LeaderIdAndEpoch::default() } else { v.current_leader.as_version(ver) };
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for BatchIndexAndErrorMessage<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -386,14 +276,7 @@ impl ReadOwned for BatchIndexAndErrorMessage<'static> {
         this.batch_index = r.i32("BatchIndexAndErrorMessage.BatchIndex")?;
         this.batch_index_error_message =
             r.nullable_str(ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("BatchIndexAndErrorMessage._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "BatchIndexAndErrorMessage._tagged_fields");
         Ok(this)
     }
 }
@@ -403,35 +286,21 @@ impl<'a> FromView<BatchIndexAndErrorMessageView<'a>> for BatchIndexAndErrorMessa
         BatchIndexAndErrorMessage {
             batch_index: view.batch_index(),
             batch_index_error_message: view.batch_index_error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for BatchIndexAndErrorMessage<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(BatchIndexAndErrorMessage<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for LeaderIdAndEpoch<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("LeaderIdAndEpoch._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -441,33 +310,21 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(LeaderIdAndEpoch<'_>);
 
 impl ReadOwned for NodeEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.i32("NodeEndpoint.Port")?;
         this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("NodeEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -479,16 +336,9 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
             host: Str::Borrowed(view.host()),
             port: view.port(),
             rack: view.rack().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(NodeEndpoint<'_>);

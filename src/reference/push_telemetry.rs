@@ -14,19 +14,14 @@ use crate::messages::push_telemetry::*;
 use crate::prelude::*;
 
 impl ReadOwned for PushTelemetryRequest<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PushTelemetryRequest::default();
         this.client_instance_id = r.uuid("PushTelemetryRequest.ClientInstanceId")?;
         this.subscription_id = r.i32("PushTelemetryRequest.SubscriptionId")?;
         this.terminating = r.bool("PushTelemetryRequest.Terminating")?;
         this.compression_type = r.i8("PushTelemetryRequest.CompressionType")?;
         this.metrics = owned_bytes(r.bytes(true, "PushTelemetryRequest.Metrics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("PushTelemetryRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PushTelemetryRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -39,46 +34,21 @@ impl<'a> FromView<PushTelemetryRequestView<'a>> for PushTelemetryRequest<'a> {
             terminating: view.terminating(),
             compression_type: view.compression_type(),
             metrics: List::Borrowed(view.metrics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PushTelemetryRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(PushTelemetryRequest<'_>);
 
-impl PushTelemetryRequest<'static> {
-    /// Decodes a PushTelemetryRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<PushTelemetryRequestView<'a>> for PushTelemetryRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: PushTelemetryRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(PushTelemetryRequest, PushTelemetryRequestView);
 
 impl ReadOwned for PushTelemetryResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PushTelemetryResponse::default();
         this.throttle_time_ms = r.i32("PushTelemetryResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("PushTelemetryResponse.ErrorCode")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("PushTelemetryResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PushTelemetryResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -88,31 +58,11 @@ impl<'a> FromView<PushTelemetryResponseView<'a>> for PushTelemetryResponse<'a> {
         PushTelemetryResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PushTelemetryResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(PushTelemetryResponse<'_>);
 
-impl PushTelemetryResponse<'static> {
-    /// Decodes a PushTelemetryResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<PushTelemetryResponseView<'a>> for PushTelemetryResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: PushTelemetryResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(PushTelemetryResponse, PushTelemetryResponseView);

@@ -18,12 +18,7 @@ impl ReadOwned for ReadShareGroupStateRequest<'static> {
         let mut this = ReadShareGroupStateRequest::default();
         this.group_id = owned_str(r.str(true, "ReadShareGroupStateRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "ReadShareGroupStateRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReadShareGroupStateRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,48 +28,23 @@ impl<'a> FromView<ReadShareGroupStateRequestView<'a>> for ReadShareGroupStateReq
         ReadShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReadShareGroupStateRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(ReadShareGroupStateRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl ReadShareGroupStateRequest<'static> {
-    /// Decodes a ReadShareGroupStateRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ReadShareGroupStateRequestView<'a>> for ReadShareGroupStateRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ReadShareGroupStateRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ReadShareGroupStateRequest, ReadShareGroupStateRequestView);
 
 impl ReadOwned for ReadStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadStateData::default();
         this.topic_id = r.uuid("ReadStateData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ReadStateData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReadStateData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReadStateData._tagged_fields");
         Ok(this)
     }
 }
@@ -84,33 +54,21 @@ impl<'a> FromView<ReadStateDataView<'a>> for ReadStateData<'a> {
         ReadStateData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReadStateData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(ReadStateData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionData<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
         this.partition = r.i32("PartitionData.Partition")?;
         this.leader_epoch = r.i32("PartitionData.LeaderEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -120,30 +78,18 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
         PartitionData {
             partition: view.partition(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(PartitionData<'_>);
 
 impl ReadOwned for ReadShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateResponse::default();
         this.results = List::Owned(read_list(r, ver, "ReadShareGroupStateResponse.Results")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReadShareGroupStateResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -152,48 +98,23 @@ impl<'a> FromView<ReadShareGroupStateResponseView<'a>> for ReadShareGroupStateRe
     fn from_view(view: ReadShareGroupStateResponseView<'a>) -> Self {
         ReadShareGroupStateResponse {
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReadShareGroupStateResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        v
-    }
-}
+as_version!(ReadShareGroupStateResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+});
 
-impl ReadShareGroupStateResponse<'static> {
-    /// Decodes a ReadShareGroupStateResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ReadShareGroupStateResponseView<'a>> for ReadShareGroupStateResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ReadShareGroupStateResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ReadShareGroupStateResponse, ReadShareGroupStateResponseView);
 
 impl ReadOwned for ReadStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadStateResult::default();
         this.topic_id = r.uuid("ReadStateResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ReadStateResult.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReadStateResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReadStateResult._tagged_fields");
         Ok(this)
     }
 }
@@ -203,21 +124,14 @@ impl<'a> FromView<ReadStateResultView<'a>> for ReadStateResult<'a> {
         ReadStateResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReadStateResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(ReadStateResult<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -228,12 +142,7 @@ impl ReadOwned for PartitionResult<'static> {
         this.state_epoch = r.i32("PartitionResult.StateEpoch")?;
         this.start_offset = r.i64("PartitionResult.StartOffset")?;
         this.state_batches = List::Owned(read_list(r, ver, "PartitionResult.StateBatches")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -247,35 +156,23 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
             state_epoch: view.state_epoch(),
             start_offset: view.start_offset(),
             state_batches: list_from_view(view.state_batches()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.state_batches = self.state_batches.as_version(ver);
-        v
-    }
-}
+as_version!(PartitionResult<'_>, |v, ver| {
+    v.state_batches = v.state_batches.as_version(ver);
+});
 
 impl ReadOwned for StateBatch<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StateBatch::default();
         this.first_offset = r.i64("StateBatch.FirstOffset")?;
         this.last_offset = r.i64("StateBatch.LastOffset")?;
         this.delivery_state = r.i8("StateBatch.DeliveryState")?;
         this.delivery_count = r.i16("StateBatch.DeliveryCount")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("StateBatch._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StateBatch._tagged_fields");
         Ok(this)
     }
 }
@@ -287,16 +184,9 @@ impl<'a> FromView<StateBatchView<'a>> for StateBatch<'a> {
             last_offset: view.last_offset(),
             delivery_state: view.delivery_state(),
             delivery_count: view.delivery_count(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StateBatch<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(StateBatch<'_>);

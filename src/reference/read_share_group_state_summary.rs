@@ -18,12 +18,7 @@ impl ReadOwned for ReadShareGroupStateSummaryRequest<'static> {
         let mut this = ReadShareGroupStateSummaryRequest::default();
         this.group_id = owned_str(r.str(true, "ReadShareGroupStateSummaryRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "ReadShareGroupStateSummaryRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReadShareGroupStateSummaryRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateSummaryRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,48 +28,23 @@ impl<'a> FromView<ReadShareGroupStateSummaryRequestView<'a>> for ReadShareGroupS
         ReadShareGroupStateSummaryRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReadShareGroupStateSummaryRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(ReadShareGroupStateSummaryRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl ReadShareGroupStateSummaryRequest<'static> {
-    /// Decodes a ReadShareGroupStateSummaryRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ReadShareGroupStateSummaryRequestView<'a>> for ReadShareGroupStateSummaryRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ReadShareGroupStateSummaryRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryRequestView);
 
 impl ReadOwned for ReadStateSummaryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadStateSummaryData::default();
         this.topic_id = r.uuid("ReadStateSummaryData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ReadStateSummaryData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReadStateSummaryData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReadStateSummaryData._tagged_fields");
         Ok(this)
     }
 }
@@ -84,33 +54,21 @@ impl<'a> FromView<ReadStateSummaryDataView<'a>> for ReadStateSummaryData<'a> {
         ReadStateSummaryData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReadStateSummaryData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(ReadStateSummaryData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionData<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
         this.partition = r.i32("PartitionData.Partition")?;
         this.leader_epoch = r.i32("PartitionData.LeaderEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -120,30 +78,18 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
         PartitionData {
             partition: view.partition(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(PartitionData<'_>);
 
 impl ReadOwned for ReadShareGroupStateSummaryResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateSummaryResponse::default();
         this.results = List::Owned(read_list(r, ver, "ReadShareGroupStateSummaryResponse.Results")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReadShareGroupStateSummaryResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateSummaryResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -152,48 +98,23 @@ impl<'a> FromView<ReadShareGroupStateSummaryResponseView<'a>> for ReadShareGroup
     fn from_view(view: ReadShareGroupStateSummaryResponseView<'a>) -> Self {
         ReadShareGroupStateSummaryResponse {
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReadShareGroupStateSummaryResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        v
-    }
-}
+as_version!(ReadShareGroupStateSummaryResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+});
 
-impl ReadShareGroupStateSummaryResponse<'static> {
-    /// Decodes a ReadShareGroupStateSummaryResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ReadShareGroupStateSummaryResponseView<'a>> for ReadShareGroupStateSummaryResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ReadShareGroupStateSummaryResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ReadShareGroupStateSummaryResponse, ReadShareGroupStateSummaryResponseView);
 
 impl ReadOwned for ReadStateSummaryResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadStateSummaryResult::default();
         this.topic_id = r.uuid("ReadStateSummaryResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ReadStateSummaryResult.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ReadStateSummaryResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ReadStateSummaryResult._tagged_fields");
         Ok(this)
     }
 }
@@ -203,21 +124,14 @@ impl<'a> FromView<ReadStateSummaryResultView<'a>> for ReadStateSummaryResult<'a>
         ReadStateSummaryResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ReadStateSummaryResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(ReadStateSummaryResult<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -231,12 +145,7 @@ impl ReadOwned for PartitionResult<'static> {
         if ver.version == 1 {
             this.delivery_complete_count = r.i32("PartitionResult.DeliveryCompleteCount")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -251,20 +160,13 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
             leader_epoch: view.leader_epoch(),
             start_offset: view.start_offset(),
             delivery_complete_count: view.delivery_complete_count(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.delivery_complete_count = -1;
-        }
-        v
+as_version!(PartitionResult<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.delivery_complete_count = -1;
     }
-}
+});

@@ -14,17 +14,12 @@ use crate::messages::remove_raft_voter::*;
 use crate::prelude::*;
 
 impl ReadOwned for RemoveRaftVoterRequest<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = RemoveRaftVoterRequest::default();
         this.cluster_id = r.nullable_str(true, "RemoveRaftVoterRequest.ClusterId")?.map(owned_str);
         this.voter_id = r.i32("RemoveRaftVoterRequest.VoterId")?;
         this.voter_directory_id = r.uuid("RemoveRaftVoterRequest.VoterDirectoryId")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("RemoveRaftVoterRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "RemoveRaftVoterRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,47 +30,22 @@ impl<'a> FromView<RemoveRaftVoterRequestView<'a>> for RemoveRaftVoterRequest<'a>
             cluster_id: view.cluster_id().map(Str::Borrowed),
             voter_id: view.voter_id(),
             voter_directory_id: view.voter_directory_id(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for RemoveRaftVoterRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(RemoveRaftVoterRequest<'_>);
 
-impl RemoveRaftVoterRequest<'static> {
-    /// Decodes a RemoveRaftVoterRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<RemoveRaftVoterRequestView<'a>> for RemoveRaftVoterRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: RemoveRaftVoterRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(RemoveRaftVoterRequest, RemoveRaftVoterRequestView);
 
 impl ReadOwned for RemoveRaftVoterResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = RemoveRaftVoterResponse::default();
         this.throttle_time_ms = r.i32("RemoveRaftVoterResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("RemoveRaftVoterResponse.ErrorCode")?;
         this.error_message = r.nullable_str(true, "RemoveRaftVoterResponse.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("RemoveRaftVoterResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "RemoveRaftVoterResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -86,31 +56,11 @@ impl<'a> FromView<RemoveRaftVoterResponseView<'a>> for RemoveRaftVoterResponse<'
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for RemoveRaftVoterResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(RemoveRaftVoterResponse<'_>);
 
-impl RemoveRaftVoterResponse<'static> {
-    /// Decodes a RemoveRaftVoterResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<RemoveRaftVoterResponseView<'a>> for RemoveRaftVoterResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: RemoveRaftVoterResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(RemoveRaftVoterResponse, RemoveRaftVoterResponseView);

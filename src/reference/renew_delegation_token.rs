@@ -18,14 +18,7 @@ impl ReadOwned for RenewDelegationTokenRequest<'static> {
         let mut this = RenewDelegationTokenRequest::default();
         this.hmac = owned_bytes(r.bytes(ver.flexible, "RenewDelegationTokenRequest.Hmac")?);
         this.renew_period_ms = r.i64("RenewDelegationTokenRequest.RenewPeriodMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("RenewDelegationTokenRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "RenewDelegationTokenRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -35,38 +28,16 @@ impl<'a> FromView<RenewDelegationTokenRequestView<'a>> for RenewDelegationTokenR
         RenewDelegationTokenRequest {
             hmac: List::Borrowed(view.hmac()),
             renew_period_ms: view.renew_period_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for RenewDelegationTokenRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(RenewDelegationTokenRequest<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl RenewDelegationTokenRequest<'static> {
-    /// Decodes a RenewDelegationTokenRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<RenewDelegationTokenRequestView<'a>> for RenewDelegationTokenRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: RenewDelegationTokenRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(RenewDelegationTokenRequest, RenewDelegationTokenRequestView);
 
 impl ReadOwned for RenewDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -74,14 +45,7 @@ impl ReadOwned for RenewDelegationTokenResponse<'static> {
         this.error_code = r.i16("RenewDelegationTokenResponse.ErrorCode")?;
         this.expiry_timestamp_ms = r.i64("RenewDelegationTokenResponse.ExpiryTimestampMs")?;
         this.throttle_time_ms = r.i32("RenewDelegationTokenResponse.ThrottleTimeMs")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("RenewDelegationTokenResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "RenewDelegationTokenResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -92,35 +56,13 @@ impl<'a> FromView<RenewDelegationTokenResponseView<'a>> for RenewDelegationToken
             error_code: view.error_code(),
             expiry_timestamp_ms: view.expiry_timestamp_ms(),
             throttle_time_ms: view.throttle_time_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for RenewDelegationTokenResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(RenewDelegationTokenResponse<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl RenewDelegationTokenResponse<'static> {
-    /// Decodes a RenewDelegationTokenResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<RenewDelegationTokenResponseView<'a>> for RenewDelegationTokenResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: RenewDelegationTokenResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(RenewDelegationTokenResponse, RenewDelegationTokenResponseView);

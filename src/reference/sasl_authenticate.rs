@@ -17,14 +17,7 @@ impl ReadOwned for SaslAuthenticateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SaslAuthenticateRequest::default();
         this.auth_bytes = owned_bytes(r.bytes(ver.flexible, "SaslAuthenticateRequest.AuthBytes")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("SaslAuthenticateRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "SaslAuthenticateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,38 +26,16 @@ impl<'a> FromView<SaslAuthenticateRequestView<'a>> for SaslAuthenticateRequest<'
     fn from_view(view: SaslAuthenticateRequestView<'a>) -> Self {
         SaslAuthenticateRequest {
             auth_bytes: List::Borrowed(view.auth_bytes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for SaslAuthenticateRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(SaslAuthenticateRequest<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl SaslAuthenticateRequest<'static> {
-    /// Decodes a SaslAuthenticateRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<SaslAuthenticateRequestView<'a>> for SaslAuthenticateRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: SaslAuthenticateRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(SaslAuthenticateRequest, SaslAuthenticateRequestView);
 
 impl ReadOwned for SaslAuthenticateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -76,14 +47,7 @@ impl ReadOwned for SaslAuthenticateResponse<'static> {
         if ver.version >= 1 {
             this.session_lifetime_ms = r.i64("SaslAuthenticateResponse.SessionLifetimeMs")?;
         }
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("SaslAuthenticateResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "SaslAuthenticateResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -95,38 +59,16 @@ impl<'a> FromView<SaslAuthenticateResponseView<'a>> for SaslAuthenticateResponse
             error_message: view.error_message().map(Str::Borrowed),
             auth_bytes: List::Borrowed(view.auth_bytes()),
             session_lifetime_ms: view.session_lifetime_ms(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for SaslAuthenticateResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.session_lifetime_ms = 0;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(SaslAuthenticateResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.session_lifetime_ms = 0;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl SaslAuthenticateResponse<'static> {
-    /// Decodes a SaslAuthenticateResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<SaslAuthenticateResponseView<'a>> for SaslAuthenticateResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: SaslAuthenticateResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(SaslAuthenticateResponse, SaslAuthenticateResponseView);

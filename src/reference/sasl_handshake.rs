@@ -27,26 +27,9 @@ impl<'a> FromView<SaslHandshakeRequestView<'a>> for SaslHandshakeRequest<'a> {
     }
 }
 
-impl AsVersion for SaslHandshakeRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(SaslHandshakeRequest<'_>);
 
-impl SaslHandshakeRequest<'static> {
-    /// Decodes a SaslHandshakeRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<SaslHandshakeRequestView<'a>> for SaslHandshakeRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: SaslHandshakeRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(SaslHandshakeRequest, SaslHandshakeRequestView);
 
 impl ReadOwned for SaslHandshakeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -63,23 +46,6 @@ impl<'a> FromView<SaslHandshakeResponseView<'a>> for SaslHandshakeResponse<'a> {
     }
 }
 
-impl AsVersion for SaslHandshakeResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(SaslHandshakeResponse<'_>);
 
-impl SaslHandshakeResponse<'static> {
-    /// Decodes a SaslHandshakeResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<SaslHandshakeResponseView<'a>> for SaslHandshakeResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: SaslHandshakeResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(SaslHandshakeResponse, SaslHandshakeResponseView);

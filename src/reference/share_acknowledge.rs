@@ -23,12 +23,7 @@ impl ReadOwned for ShareAcknowledgeRequest<'static> {
             this.is_renew_ack = r.bool("ShareAcknowledgeRequest.IsRenewAck")?;
         }
         this.topics = List::Owned(read_list(r, ver, "ShareAcknowledgeRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareAcknowledgeRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareAcknowledgeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -41,51 +36,26 @@ impl<'a> FromView<ShareAcknowledgeRequestView<'a>> for ShareAcknowledgeRequest<'
             share_session_epoch: view.share_session_epoch(),
             is_renew_ack: view.is_renew_ack(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareAcknowledgeRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 1 {
-            v.is_renew_ack = false;
-        }
-        v.topics = self.topics.as_version(ver);
-        v
+as_version!(ShareAcknowledgeRequest<'_>, |v, ver| {
+    if ver.version == 1 {
+        v.is_renew_ack = false;
     }
-}
+    v.topics = v.topics.as_version(ver);
+});
 
-impl ShareAcknowledgeRequest<'static> {
-    /// Decodes a ShareAcknowledgeRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ShareAcknowledgeRequestView<'a>> for ShareAcknowledgeRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ShareAcknowledgeRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ShareAcknowledgeRequest, ShareAcknowledgeRequestView);
 
 impl ReadOwned for AcknowledgeTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AcknowledgeTopic::default();
         this.topic_id = r.uuid("AcknowledgeTopic.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AcknowledgeTopic.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AcknowledgeTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AcknowledgeTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -95,21 +65,14 @@ impl<'a> FromView<AcknowledgeTopicView<'a>> for AcknowledgeTopic<'a> {
         AcknowledgeTopic {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AcknowledgeTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(AcknowledgeTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for AcknowledgePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -117,12 +80,7 @@ impl ReadOwned for AcknowledgePartition<'static> {
         this.partition_index = r.i32("AcknowledgePartition.PartitionIndex")?;
         this.acknowledgement_batches =
             List::Owned(read_list(r, ver, "AcknowledgePartition.AcknowledgementBatches")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AcknowledgePartition._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AcknowledgePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -132,21 +90,14 @@ impl<'a> FromView<AcknowledgePartitionView<'a>> for AcknowledgePartition<'a> {
         AcknowledgePartition {
             partition_index: view.partition_index(),
             acknowledgement_batches: list_from_view(view.acknowledgement_batches()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AcknowledgePartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.acknowledgement_batches = self.acknowledgement_batches.as_version(ver);
-        v
-    }
-}
+as_version!(AcknowledgePartition<'_>, |v, ver| {
+    v.acknowledgement_batches = v.acknowledgement_batches.as_version(ver);
+});
 
 impl ReadOwned for AcknowledgementBatch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -154,12 +105,7 @@ impl ReadOwned for AcknowledgementBatch<'static> {
         this.first_offset = r.i64("AcknowledgementBatch.FirstOffset")?;
         this.last_offset = r.i64("AcknowledgementBatch.LastOffset")?;
         this.acknowledge_types = List::Owned(read_list(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AcknowledgementBatch._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AcknowledgementBatch._tagged_fields");
         Ok(this)
     }
 }
@@ -170,19 +116,12 @@ impl<'a> FromView<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
             first_offset: view.first_offset(),
             last_offset: view.last_offset(),
             acknowledge_types: list_from_view(view.acknowledge_types()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AcknowledgementBatch<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AcknowledgementBatch<'_>);
 
 impl ReadOwned for ShareAcknowledgeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -195,12 +134,7 @@ impl ReadOwned for ShareAcknowledgeResponse<'static> {
         }
         this.responses = List::Owned(read_list(r, ver, "ShareAcknowledgeResponse.Responses")?);
         this.node_endpoints = List::Owned(read_list(r, ver, "ShareAcknowledgeResponse.NodeEndpoints")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareAcknowledgeResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareAcknowledgeResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -214,52 +148,27 @@ impl<'a> FromView<ShareAcknowledgeResponseView<'a>> for ShareAcknowledgeResponse
             acquisition_lock_timeout_ms: view.acquisition_lock_timeout_ms(),
             responses: list_from_view(view.responses()),
             node_endpoints: list_from_view(view.node_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareAcknowledgeResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 1 {
-            v.acquisition_lock_timeout_ms = 0;
-        }
-        v.responses = self.responses.as_version(ver);
-        v.node_endpoints = self.node_endpoints.as_version(ver);
-        v
+as_version!(ShareAcknowledgeResponse<'_>, |v, ver| {
+    if ver.version == 1 {
+        v.acquisition_lock_timeout_ms = 0;
     }
-}
+    v.responses = v.responses.as_version(ver);
+    v.node_endpoints = v.node_endpoints.as_version(ver);
+});
 
-impl ShareAcknowledgeResponse<'static> {
-    /// Decodes a ShareAcknowledgeResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ShareAcknowledgeResponseView<'a>> for ShareAcknowledgeResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ShareAcknowledgeResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ShareAcknowledgeResponse, ShareAcknowledgeResponseView);
 
 impl ReadOwned for ShareAcknowledgeTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareAcknowledgeTopicResponse::default();
         this.topic_id = r.uuid("ShareAcknowledgeTopicResponse.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ShareAcknowledgeTopicResponse.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareAcknowledgeTopicResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareAcknowledgeTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -269,21 +178,14 @@ impl<'a> FromView<ShareAcknowledgeTopicResponseView<'a>> for ShareAcknowledgeTop
         ShareAcknowledgeTopicResponse {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareAcknowledgeTopicResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(ShareAcknowledgeTopicResponse<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -292,12 +194,7 @@ impl ReadOwned for PartitionData<'static> {
         this.error_code = r.i16("PartitionData.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionData.ErrorMessage")?.map(owned_str);
         this.current_leader = LeaderIdAndEpoch::read_owned(r, ver, "PartitionData.CurrentLeader")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -309,33 +206,21 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             current_leader: FromView::from_view(view.current_leader()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.current_leader = self.current_leader.as_version(ver);
-        v
-    }
-}
+as_version!(PartitionData<'_>, |v, ver| {
+    v.current_leader = v.current_leader.as_version(ver);
+});
 
 impl ReadOwned for LeaderIdAndEpoch<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("LeaderIdAndEpoch._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -345,33 +230,21 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(LeaderIdAndEpoch<'_>);
 
 impl ReadOwned for NodeEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.i32("NodeEndpoint.Port")?;
         this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("NodeEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -383,16 +256,9 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
             host: Str::Borrowed(view.host()),
             port: view.port(),
             rack: view.rack().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(NodeEndpoint<'_>);

@@ -32,12 +32,7 @@ impl ReadOwned for ShareFetchRequest<'static> {
         }
         this.topics = List::Owned(read_list(r, ver, "ShareFetchRequest.Topics")?);
         this.forgotten_topics_data = List::Owned(read_list(r, ver, "ShareFetchRequest.ForgottenTopicsData")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareFetchRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareFetchRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -57,55 +52,30 @@ impl<'a> FromView<ShareFetchRequestView<'a>> for ShareFetchRequest<'a> {
             is_renew_ack: view.is_renew_ack(),
             topics: list_from_view(view.topics()),
             forgotten_topics_data: list_from_view(view.forgotten_topics_data()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareFetchRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 1 {
-            v.share_acquire_mode = 0;
-        }
-        if ver.version == 1 {
-            v.is_renew_ack = false;
-        }
-        v.topics = self.topics.as_version(ver);
-        v.forgotten_topics_data = self.forgotten_topics_data.as_version(ver);
-        v
+as_version!(ShareFetchRequest<'_>, |v, ver| {
+    if ver.version == 1 {
+        v.share_acquire_mode = 0;
     }
-}
+    if ver.version == 1 {
+        v.is_renew_ack = false;
+    }
+    v.topics = v.topics.as_version(ver);
+    v.forgotten_topics_data = v.forgotten_topics_data.as_version(ver);
+});
 
-impl ShareFetchRequest<'static> {
-    /// Decodes a ShareFetchRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ShareFetchRequestView<'a>> for ShareFetchRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ShareFetchRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ShareFetchRequest, ShareFetchRequestView);
 
 impl ReadOwned for FetchTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchTopic::default();
         this.topic_id = r.uuid("FetchTopic.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "FetchTopic.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("FetchTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "FetchTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -115,21 +85,14 @@ impl<'a> FromView<FetchTopicView<'a>> for FetchTopic<'a> {
         FetchTopic {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(FetchTopic<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for FetchPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -137,12 +100,7 @@ impl ReadOwned for FetchPartition<'static> {
         this.partition_index = r.i32("FetchPartition.PartitionIndex")?;
         this.acknowledgement_batches =
             List::Owned(read_list(r, ver, "FetchPartition.AcknowledgementBatches")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("FetchPartition._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "FetchPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -153,22 +111,15 @@ impl<'a> FromView<FetchPartitionView<'a>> for FetchPartition<'a> {
             partition_index: view.partition_index(),
             partition_max_bytes: view.partition_max_bytes(),
             acknowledgement_batches: list_from_view(view.acknowledgement_batches()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FetchPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partition_max_bytes = 0;
-        v.acknowledgement_batches = self.acknowledgement_batches.as_version(ver);
-        v
-    }
-}
+as_version!(FetchPartition<'_>, |v, ver| {
+    v.partition_max_bytes = 0;
+    v.acknowledgement_batches = v.acknowledgement_batches.as_version(ver);
+});
 
 impl ReadOwned for AcknowledgementBatch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -176,12 +127,7 @@ impl ReadOwned for AcknowledgementBatch<'static> {
         this.first_offset = r.i64("AcknowledgementBatch.FirstOffset")?;
         this.last_offset = r.i64("AcknowledgementBatch.LastOffset")?;
         this.acknowledge_types = List::Owned(read_list(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("AcknowledgementBatch._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AcknowledgementBatch._tagged_fields");
         Ok(this)
     }
 }
@@ -192,31 +138,19 @@ impl<'a> FromView<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
             first_offset: view.first_offset(),
             last_offset: view.last_offset(),
             acknowledge_types: list_from_view(view.acknowledge_types()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AcknowledgementBatch<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AcknowledgementBatch<'_>);
 
 impl ReadOwned for ForgottenTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ForgottenTopic::default();
         this.topic_id = r.uuid("ForgottenTopic.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ForgottenTopic.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ForgottenTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ForgottenTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -226,19 +160,12 @@ impl<'a> FromView<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
         ForgottenTopic {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ForgottenTopic<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ForgottenTopic<'_>);
 
 impl ReadOwned for ShareFetchResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -249,12 +176,7 @@ impl ReadOwned for ShareFetchResponse<'static> {
         this.acquisition_lock_timeout_ms = r.i32("ShareFetchResponse.AcquisitionLockTimeoutMs")?;
         this.responses = List::Owned(read_list(r, ver, "ShareFetchResponse.Responses")?);
         this.node_endpoints = List::Owned(read_list(r, ver, "ShareFetchResponse.NodeEndpoints")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareFetchResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareFetchResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -268,49 +190,24 @@ impl<'a> FromView<ShareFetchResponseView<'a>> for ShareFetchResponse<'a> {
             acquisition_lock_timeout_ms: view.acquisition_lock_timeout_ms(),
             responses: list_from_view(view.responses()),
             node_endpoints: list_from_view(view.node_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareFetchResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.responses = self.responses.as_version(ver);
-        v.node_endpoints = self.node_endpoints.as_version(ver);
-        v
-    }
-}
+as_version!(ShareFetchResponse<'_>, |v, ver| {
+    v.responses = v.responses.as_version(ver);
+    v.node_endpoints = v.node_endpoints.as_version(ver);
+});
 
-impl ShareFetchResponse<'static> {
-    /// Decodes a ShareFetchResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ShareFetchResponseView<'a>> for ShareFetchResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ShareFetchResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ShareFetchResponse, ShareFetchResponseView);
 
 impl ReadOwned for ShareFetchableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareFetchableTopicResponse::default();
         this.topic_id = r.uuid("ShareFetchableTopicResponse.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "ShareFetchableTopicResponse.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareFetchableTopicResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareFetchableTopicResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -320,21 +217,14 @@ impl<'a> FromView<ShareFetchableTopicResponseView<'a>> for ShareFetchableTopicRe
         ShareFetchableTopicResponse {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareFetchableTopicResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(ShareFetchableTopicResponse<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -348,12 +238,7 @@ impl ReadOwned for PartitionData<'static> {
         this.current_leader = LeaderIdAndEpoch::read_owned(r, ver, "PartitionData.CurrentLeader")?;
         this.records = owned_bytes(r.bytes(true, "PartitionData.Records")?);
         this.acquired_records = List::Owned(read_list(r, ver, "PartitionData.AcquiredRecords")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -369,34 +254,22 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
             current_leader: FromView::from_view(view.current_leader()),
             records: List::Borrowed(view.records().bytes()),
             acquired_records: list_from_view(view.acquired_records()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.current_leader = self.current_leader.as_version(ver);
-        v.acquired_records = self.acquired_records.as_version(ver);
-        v
-    }
-}
+as_version!(PartitionData<'_>, |v, ver| {
+    v.current_leader = v.current_leader.as_version(ver);
+    v.acquired_records = v.acquired_records.as_version(ver);
+});
 
 impl ReadOwned for LeaderIdAndEpoch<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
         this.leader_id = r.i32("LeaderIdAndEpoch.LeaderId")?;
         this.leader_epoch = r.i32("LeaderIdAndEpoch.LeaderEpoch")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("LeaderIdAndEpoch._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "LeaderIdAndEpoch._tagged_fields");
         Ok(this)
     }
 }
@@ -406,32 +279,20 @@ impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for LeaderIdAndEpoch<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(LeaderIdAndEpoch<'_>);
 
 impl ReadOwned for AcquiredRecords<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AcquiredRecords::default();
         this.first_offset = r.i64("AcquiredRecords.FirstOffset")?;
         this.last_offset = r.i64("AcquiredRecords.LastOffset")?;
         this.delivery_count = r.i16("AcquiredRecords.DeliveryCount")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("AcquiredRecords._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "AcquiredRecords._tagged_fields");
         Ok(this)
     }
 }
@@ -442,33 +303,21 @@ impl<'a> FromView<AcquiredRecordsView<'a>> for AcquiredRecords<'a> {
             first_offset: view.first_offset(),
             last_offset: view.last_offset(),
             delivery_count: view.delivery_count(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for AcquiredRecords<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(AcquiredRecords<'_>);
 
 impl ReadOwned for NodeEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.i32("NodeEndpoint.Port")?;
         this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("NodeEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -480,16 +329,9 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
             host: Str::Borrowed(view.host()),
             port: view.port(),
             rack: view.rack().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(NodeEndpoint<'_>);

@@ -19,12 +19,7 @@ impl ReadOwned for ShareGroupDescribeRequest<'static> {
         this.group_ids = List::Owned(read_list(r, ver, "ShareGroupDescribeRequest.GroupIds")?);
         this.include_authorized_operations =
             r.bool("ShareGroupDescribeRequest.IncludeAuthorizedOperations")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareGroupDescribeRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareGroupDescribeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -34,46 +29,21 @@ impl<'a> FromView<ShareGroupDescribeRequestView<'a>> for ShareGroupDescribeReque
         ShareGroupDescribeRequest {
             group_ids: list_from_view(view.group_ids()),
             include_authorized_operations: view.include_authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareGroupDescribeRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ShareGroupDescribeRequest<'_>);
 
-impl ShareGroupDescribeRequest<'static> {
-    /// Decodes a ShareGroupDescribeRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ShareGroupDescribeRequestView<'a>> for ShareGroupDescribeRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ShareGroupDescribeRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ShareGroupDescribeRequest, ShareGroupDescribeRequestView);
 
 impl ReadOwned for ShareGroupDescribeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareGroupDescribeResponse::default();
         this.throttle_time_ms = r.i32("ShareGroupDescribeResponse.ThrottleTimeMs")?;
         this.groups = List::Owned(read_list(r, ver, "ShareGroupDescribeResponse.Groups")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareGroupDescribeResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareGroupDescribeResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -83,36 +53,16 @@ impl<'a> FromView<ShareGroupDescribeResponseView<'a>> for ShareGroupDescribeResp
         ShareGroupDescribeResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareGroupDescribeResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.groups = self.groups.as_version(ver);
-        v
-    }
-}
+as_version!(ShareGroupDescribeResponse<'_>, |v, ver| {
+    v.groups = v.groups.as_version(ver);
+});
 
-impl ShareGroupDescribeResponse<'static> {
-    /// Decodes a ShareGroupDescribeResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ShareGroupDescribeResponseView<'a>> for ShareGroupDescribeResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ShareGroupDescribeResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ShareGroupDescribeResponse, ShareGroupDescribeResponseView);
 
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -126,12 +76,7 @@ impl ReadOwned for DescribedGroup<'static> {
         this.assignor_name = owned_str(r.str(true, "DescribedGroup.AssignorName")?);
         this.members = List::Owned(read_list(r, ver, "DescribedGroup.Members")?);
         this.authorized_operations = r.i32("DescribedGroup.AuthorizedOperations")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribedGroup._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -148,21 +93,14 @@ impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
             assignor_name: Str::Borrowed(view.assignor_name()),
             members: list_from_view(view.members()),
             authorized_operations: view.authorized_operations(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribedGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.members = self.members.as_version(ver);
-        v
-    }
-}
+as_version!(DescribedGroup<'_>, |v, ver| {
+    v.members = v.members.as_version(ver);
+});
 
 impl ReadOwned for Member<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -174,12 +112,7 @@ impl ReadOwned for Member<'static> {
         this.client_host = owned_str(r.str(true, "Member.ClientHost")?);
         this.subscribed_topic_names = List::Owned(read_list(r, ver, "Member.SubscribedTopicNames")?);
         this.assignment = Assignment::read_owned(r, ver, "Member.Assignment")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Member._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Member._tagged_fields");
         Ok(this)
     }
 }
@@ -194,32 +127,20 @@ impl<'a> FromView<MemberView<'a>> for Member<'a> {
             client_host: Str::Borrowed(view.client_host()),
             subscribed_topic_names: list_from_view(view.subscribed_topic_names()),
             assignment: FromView::from_view(view.assignment()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Member<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.assignment = self.assignment.as_version(ver);
-        v
-    }
-}
+as_version!(Member<'_>, |v, ver| {
+    v.assignment = v.assignment.as_version(ver);
+});
 
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
         this.topic_partitions = List::Owned(read_list(r, ver, "Assignment.TopicPartitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Assignment._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -228,21 +149,14 @@ impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
     fn from_view(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Assignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topic_partitions = self.topic_partitions.as_version(ver);
-        v
-    }
-}
+as_version!(Assignment<'_>, |v, ver| {
+    v.topic_partitions = v.topic_partitions.as_version(ver);
+});
 
 impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -250,12 +164,7 @@ impl ReadOwned for TopicPartitions<'static> {
         this.topic_id = r.uuid("TopicPartitions.TopicId")?;
         this.topic_name = owned_str(r.str(true, "TopicPartitions.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicPartitions._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
     }
 }
@@ -266,16 +175,9 @@ impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
             topic_id: view.topic_id(),
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicPartitions<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TopicPartitions<'_>);

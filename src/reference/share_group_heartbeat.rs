@@ -22,12 +22,7 @@ impl ReadOwned for ShareGroupHeartbeatRequest<'static> {
         this.rack_id = r.nullable_str(true, "ShareGroupHeartbeatRequest.RackId")?.map(owned_str);
         this.subscribed_topic_names =
             read_nullable_list(r, ver, "ShareGroupHeartbeatRequest.SubscribedTopicNames")?.map(List::Owned);
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareGroupHeartbeatRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareGroupHeartbeatRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -40,34 +35,14 @@ impl<'a> FromView<ShareGroupHeartbeatRequestView<'a>> for ShareGroupHeartbeatReq
             member_epoch: view.member_epoch(),
             rack_id: view.rack_id().map(Str::Borrowed),
             subscribed_topic_names: view.subscribed_topic_names().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareGroupHeartbeatRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(ShareGroupHeartbeatRequest<'_>);
 
-impl ShareGroupHeartbeatRequest<'static> {
-    /// Decodes a ShareGroupHeartbeatRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ShareGroupHeartbeatRequestView<'a>> for ShareGroupHeartbeatRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ShareGroupHeartbeatRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ShareGroupHeartbeatRequest, ShareGroupHeartbeatRequestView);
 
 impl ReadOwned for ShareGroupHeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -83,12 +58,7 @@ impl ReadOwned for ShareGroupHeartbeatResponse<'static> {
         } else {
             Some(Assignment::read_owned(r, ver, "ShareGroupHeartbeatResponse.Assignment")?)
         };
-        let mut unknown = Vec::new();
-        r.tagged_fields("ShareGroupHeartbeatResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "ShareGroupHeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -103,47 +73,22 @@ impl<'a> FromView<ShareGroupHeartbeatResponseView<'a>> for ShareGroupHeartbeatRe
             member_epoch: view.member_epoch(),
             heartbeat_interval_ms: view.heartbeat_interval_ms(),
             assignment: view.assignment().map(FromView::from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for ShareGroupHeartbeatResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.assignment = self.assignment.as_version(ver);
-        v
-    }
-}
+as_version!(ShareGroupHeartbeatResponse<'_>, |v, ver| {
+    v.assignment = v.assignment.as_version(ver);
+});
 
-impl ShareGroupHeartbeatResponse<'static> {
-    /// Decodes a ShareGroupHeartbeatResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<ShareGroupHeartbeatResponseView<'a>> for ShareGroupHeartbeatResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: ShareGroupHeartbeatResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(ShareGroupHeartbeatResponse, ShareGroupHeartbeatResponseView);
 
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
         this.topic_partitions = List::Owned(read_list(r, ver, "Assignment.TopicPartitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Assignment._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -152,33 +97,21 @@ impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
     fn from_view(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Assignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topic_partitions = self.topic_partitions.as_version(ver);
-        v
-    }
-}
+as_version!(Assignment<'_>, |v, ver| {
+    v.topic_partitions = v.topic_partitions.as_version(ver);
+});
 
 impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartitions::default();
         this.topic_id = r.uuid("TopicPartitions.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicPartitions._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
     }
 }
@@ -188,16 +121,9 @@ impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
         TopicPartitions {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicPartitions<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TopicPartitions<'_>);

@@ -23,12 +23,7 @@ impl ReadOwned for StreamsGroupDescribeRequest<'static> {
             this.include_topology_description =
                 r.bool("StreamsGroupDescribeRequest.IncludeTopologyDescription")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupDescribeRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupDescribeRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -39,50 +34,25 @@ impl<'a> FromView<StreamsGroupDescribeRequestView<'a>> for StreamsGroupDescribeR
             group_ids: list_from_view(view.group_ids()),
             include_authorized_operations: view.include_authorized_operations(),
             include_topology_description: view.include_topology_description(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupDescribeRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.include_topology_description = false;
-        }
-        v
+as_version!(StreamsGroupDescribeRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.include_topology_description = false;
     }
-}
+});
 
-impl StreamsGroupDescribeRequest<'static> {
-    /// Decodes a StreamsGroupDescribeRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<StreamsGroupDescribeRequestView<'a>> for StreamsGroupDescribeRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: StreamsGroupDescribeRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(StreamsGroupDescribeRequest, StreamsGroupDescribeRequestView);
 
 impl ReadOwned for StreamsGroupDescribeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupDescribeResponse::default();
         this.throttle_time_ms = r.i32("StreamsGroupDescribeResponse.ThrottleTimeMs")?;
         this.groups = List::Owned(read_list(r, ver, "StreamsGroupDescribeResponse.Groups")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupDescribeResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupDescribeResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -92,36 +62,16 @@ impl<'a> FromView<StreamsGroupDescribeResponseView<'a>> for StreamsGroupDescribe
         StreamsGroupDescribeResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupDescribeResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.groups = self.groups.as_version(ver);
-        v
-    }
-}
+as_version!(StreamsGroupDescribeResponse<'_>, |v, ver| {
+    v.groups = v.groups.as_version(ver);
+});
 
-impl StreamsGroupDescribeResponse<'static> {
-    /// Decodes a StreamsGroupDescribeResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<StreamsGroupDescribeResponseView<'a>> for StreamsGroupDescribeResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: StreamsGroupDescribeResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(StreamsGroupDescribeResponse, StreamsGroupDescribeResponseView);
 
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -152,12 +102,7 @@ impl ReadOwned for DescribedGroup<'static> {
         if ver.version == 1 {
             this.assignor_name = r.nullable_str(true, "DescribedGroup.AssignorName")?.map(owned_str);
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("DescribedGroup._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -177,42 +122,29 @@ impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
             topology_description: view.topology_description().map(FromView::from_view),
             topology_description_status: view.topology_description_status(),
             assignor_name: view.assignor_name().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for DescribedGroup<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topology = self.topology.as_version(ver);
-        v.members = self.members.as_version(ver);
-        v.topology_description =
-            if ver.version == 0 { None } else { self.topology_description.as_version(ver) };
-        if ver.version == 0 {
-            v.topology_description_status = 0;
-        }
-        if ver.version == 0 {
-            v.assignor_name = None;
-        }
-        v
+as_version!(DescribedGroup<'_>, |v, ver| {
+    v.topology = v.topology.as_version(ver);
+    v.members = v.members.as_version(ver);
+    v.topology_description = if ver.version == 0 { None } else { v.topology_description.as_version(ver) };
+    if ver.version == 0 {
+        v.topology_description_status = 0;
     }
-}
+    if ver.version == 0 {
+        v.assignor_name = None;
+    }
+});
 
 impl ReadOwned for Topology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Topology::default();
         this.epoch = r.i32("Topology.Epoch")?;
         this.subtopologies = read_nullable_list(r, ver, "Topology.Subtopologies")?.map(List::Owned);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Topology._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Topology._tagged_fields");
         Ok(this)
     }
 }
@@ -222,21 +154,14 @@ impl<'a> FromView<TopologyView<'a>> for Topology<'a> {
         Topology {
             epoch: view.epoch(),
             subtopologies: view.subtopologies().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Topology<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.subtopologies = self.subtopologies.as_version(ver);
-        v
-    }
-}
+as_version!(Topology<'_>, |v, ver| {
+    v.subtopologies = v.subtopologies.as_version(ver);
+});
 
 impl ReadOwned for Subtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -247,12 +172,7 @@ impl ReadOwned for Subtopology<'static> {
         this.state_changelog_topics = List::Owned(read_list(r, ver, "Subtopology.StateChangelogTopics")?);
         this.repartition_source_topics =
             List::Owned(read_list(r, ver, "Subtopology.RepartitionSourceTopics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Subtopology._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Subtopology._tagged_fields");
         Ok(this)
     }
 }
@@ -265,22 +185,15 @@ impl<'a> FromView<SubtopologyView<'a>> for Subtopology<'a> {
             repartition_sink_topics: list_from_view(view.repartition_sink_topics()),
             state_changelog_topics: list_from_view(view.state_changelog_topics()),
             repartition_source_topics: list_from_view(view.repartition_source_topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Subtopology<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.state_changelog_topics = self.state_changelog_topics.as_version(ver);
-        v.repartition_source_topics = self.repartition_source_topics.as_version(ver);
-        v
-    }
-}
+as_version!(Subtopology<'_>, |v, ver| {
+    v.state_changelog_topics = v.state_changelog_topics.as_version(ver);
+    v.repartition_source_topics = v.repartition_source_topics.as_version(ver);
+});
 
 impl ReadOwned for TopicInfo<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -289,12 +202,7 @@ impl ReadOwned for TopicInfo<'static> {
         this.partitions = r.i32("TopicInfo.Partitions")?;
         this.replication_factor = r.i16("TopicInfo.ReplicationFactor")?;
         this.topic_configs = List::Owned(read_list(r, ver, "TopicInfo.TopicConfigs")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicInfo._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicInfo._tagged_fields");
         Ok(this)
     }
 }
@@ -306,33 +214,21 @@ impl<'a> FromView<TopicInfoView<'a>> for TopicInfo<'a> {
             partitions: view.partitions(),
             replication_factor: view.replication_factor(),
             topic_configs: list_from_view(view.topic_configs()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicInfo<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topic_configs = self.topic_configs.as_version(ver);
-        v
-    }
-}
+as_version!(TopicInfo<'_>, |v, ver| {
+    v.topic_configs = v.topic_configs.as_version(ver);
+});
 
 impl ReadOwned for KeyValue<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = KeyValue::default();
         this.key = owned_str(r.str(true, "KeyValue.Key")?);
         this.value = owned_str(r.str(true, "KeyValue.Value")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("KeyValue._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "KeyValue._tagged_fields");
         Ok(this)
     }
 }
@@ -342,19 +238,12 @@ impl<'a> FromView<KeyValueView<'a>> for KeyValue<'a> {
         KeyValue {
             key: Str::Borrowed(view.key()),
             value: Str::Borrowed(view.value()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for KeyValue<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(KeyValue<'_>);
 
 impl ReadOwned for Member<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -378,12 +267,7 @@ impl ReadOwned for Member<'static> {
         this.assignment = Assignment::read_owned(r, ver, "Member.Assignment")?;
         this.target_assignment = Assignment::read_owned(r, ver, "Member.TargetAssignment")?;
         this.is_classic = r.bool("Member.IsClassic")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Member._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Member._tagged_fields");
         Ok(this)
     }
 }
@@ -406,38 +290,26 @@ impl<'a> FromView<MemberView<'a>> for Member<'a> {
             assignment: FromView::from_view(view.assignment()),
             target_assignment: FromView::from_view(view.target_assignment()),
             is_classic: view.is_classic(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Member<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.user_endpoint = self.user_endpoint.as_version(ver);
-        v.client_tags = self.client_tags.as_version(ver);
-        v.task_offsets = self.task_offsets.as_version(ver);
-        v.task_end_offsets = self.task_end_offsets.as_version(ver);
-        v.assignment = self.assignment.as_version(ver);
-        v.target_assignment = self.target_assignment.as_version(ver);
-        v
-    }
-}
+as_version!(Member<'_>, |v, ver| {
+    v.user_endpoint = v.user_endpoint.as_version(ver);
+    v.client_tags = v.client_tags.as_version(ver);
+    v.task_offsets = v.task_offsets.as_version(ver);
+    v.task_end_offsets = v.task_end_offsets.as_version(ver);
+    v.assignment = v.assignment.as_version(ver);
+    v.target_assignment = v.target_assignment.as_version(ver);
+});
 
 impl ReadOwned for Endpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Endpoint::default();
         this.host = owned_str(r.str(true, "Endpoint.Host")?);
         this.port = r.u16("Endpoint.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Endpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Endpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -447,32 +319,20 @@ impl<'a> FromView<EndpointView<'a>> for Endpoint<'a> {
         Endpoint {
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Endpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Endpoint<'_>);
 
 impl ReadOwned for TaskOffset<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TaskOffset::default();
         this.subtopology_id = owned_str(r.str(true, "TaskOffset.SubtopologyId")?);
         this.partition = r.i32("TaskOffset.Partition")?;
         this.offset = r.i64("TaskOffset.Offset")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("TaskOffset._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TaskOffset._tagged_fields");
         Ok(this)
     }
 }
@@ -483,19 +343,12 @@ impl<'a> FromView<TaskOffsetView<'a>> for TaskOffset<'a> {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partition: view.partition(),
             offset: view.offset(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TaskOffset<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TaskOffset<'_>);
 
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -503,12 +356,7 @@ impl ReadOwned for Assignment<'static> {
         this.active_tasks = List::Owned(read_list(r, ver, "Assignment.ActiveTasks")?);
         this.standby_tasks = List::Owned(read_list(r, ver, "Assignment.StandbyTasks")?);
         this.warmup_tasks = List::Owned(read_list(r, ver, "Assignment.WarmupTasks")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Assignment._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Assignment._tagged_fields");
         Ok(this)
     }
 }
@@ -519,35 +367,23 @@ impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
             active_tasks: list_from_view(view.active_tasks()),
             standby_tasks: list_from_view(view.standby_tasks()),
             warmup_tasks: list_from_view(view.warmup_tasks()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Assignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.active_tasks = self.active_tasks.as_version(ver);
-        v.standby_tasks = self.standby_tasks.as_version(ver);
-        v.warmup_tasks = self.warmup_tasks.as_version(ver);
-        v
-    }
-}
+as_version!(Assignment<'_>, |v, ver| {
+    v.active_tasks = v.active_tasks.as_version(ver);
+    v.standby_tasks = v.standby_tasks.as_version(ver);
+    v.warmup_tasks = v.warmup_tasks.as_version(ver);
+});
 
 impl ReadOwned for TaskIds<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TaskIds::default();
         this.subtopology_id = owned_str(r.str(true, "TaskIds.SubtopologyId")?);
         this.partitions = List::Owned(read_list(r, ver, "TaskIds.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TaskIds._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TaskIds._tagged_fields");
         Ok(this)
     }
 }
@@ -557,31 +393,19 @@ impl<'a> FromView<TaskIdsView<'a>> for TaskIds<'a> {
         TaskIds {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TaskIds<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TaskIds<'_>);
 
 impl ReadOwned for TopologyDescription<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescription::default();
         this.subtopologies = List::Owned(read_list(r, ver, "TopologyDescription.Subtopologies")?);
         this.global_stores = List::Owned(read_list(r, ver, "TopologyDescription.GlobalStores")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopologyDescription._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescription._tagged_fields");
         Ok(this)
     }
 }
@@ -591,34 +415,22 @@ impl<'a> FromView<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
         TopologyDescription {
             subtopologies: list_from_view(view.subtopologies()),
             global_stores: list_from_view(view.global_stores()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopologyDescription<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.subtopologies = self.subtopologies.as_version(ver);
-        v.global_stores = self.global_stores.as_version(ver);
-        v
-    }
-}
+as_version!(TopologyDescription<'_>, |v, ver| {
+    v.subtopologies = v.subtopologies.as_version(ver);
+    v.global_stores = v.global_stores.as_version(ver);
+});
 
 impl ReadOwned for TopologyDescriptionSubtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionSubtopology::default();
         this.subtopology_id = owned_str(r.str(true, "TopologyDescriptionSubtopology.SubtopologyId")?);
         this.nodes = List::Owned(read_list(r, ver, "TopologyDescriptionSubtopology.Nodes")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopologyDescriptionSubtopology._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionSubtopology._tagged_fields");
         Ok(this)
     }
 }
@@ -628,21 +440,14 @@ impl<'a> FromView<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptio
         TopologyDescriptionSubtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             nodes: list_from_view(view.nodes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopologyDescriptionSubtopology<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.nodes = self.nodes.as_version(ver);
-        v
-    }
-}
+as_version!(TopologyDescriptionSubtopology<'_>, |v, ver| {
+    v.nodes = v.nodes.as_version(ver);
+});
 
 impl ReadOwned for TopologyDescriptionNode<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -653,12 +458,7 @@ impl ReadOwned for TopologyDescriptionNode<'static> {
         this.sink_topic = r.nullable_str(true, "TopologyDescriptionNode.SinkTopic")?.map(owned_str);
         this.stores = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Stores")?);
         this.successors = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Successors")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopologyDescriptionNode._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionNode._tagged_fields");
         Ok(this)
     }
 }
@@ -672,19 +472,12 @@ impl<'a> FromView<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'
             sink_topic: view.sink_topic().map(Str::Borrowed),
             stores: list_from_view(view.stores()),
             successors: list_from_view(view.successors()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopologyDescriptionNode<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TopologyDescriptionNode<'_>);
 
 impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -692,12 +485,7 @@ impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
         this.source = TopologyDescriptionNode::read_owned(r, ver, "TopologyDescriptionGlobalStore.Source")?;
         this.processor =
             TopologyDescriptionNode::read_owned(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopologyDescriptionGlobalStore._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionGlobalStore._tagged_fields");
         Ok(this)
     }
 }
@@ -707,19 +495,12 @@ impl<'a> FromView<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptio
         TopologyDescriptionGlobalStore {
             source: FromView::from_view(view.source()),
             processor: FromView::from_view(view.processor()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopologyDescriptionGlobalStore<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.source = self.source.as_version(ver);
-        v.processor = self.processor.as_version(ver);
-        v
-    }
-}
+as_version!(TopologyDescriptionGlobalStore<'_>, |v, ver| {
+    v.source = v.source.as_version(ver);
+    v.processor = v.processor.as_version(ver);
+});

@@ -51,12 +51,7 @@ impl ReadOwned for StreamsGroupHeartbeatRequest<'static> {
         this.task_end_offsets =
             read_nullable_list(r, ver, "StreamsGroupHeartbeatRequest.TaskEndOffsets")?.map(List::Owned);
         this.shutdown_application = r.bool("StreamsGroupHeartbeatRequest.ShutdownApplication")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupHeartbeatRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -81,55 +76,30 @@ impl<'a> FromView<StreamsGroupHeartbeatRequestView<'a>> for StreamsGroupHeartbea
             task_offsets: view.task_offsets().map(list_from_view),
             task_end_offsets: view.task_end_offsets().map(list_from_view),
             shutdown_application: view.shutdown_application(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupHeartbeatRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topology = self.topology.as_version(ver);
-        v.active_tasks = self.active_tasks.as_version(ver);
-        v.standby_tasks = self.standby_tasks.as_version(ver);
-        v.warmup_tasks = self.warmup_tasks.as_version(ver);
-        v.user_endpoint = self.user_endpoint.as_version(ver);
-        v.client_tags = self.client_tags.as_version(ver);
-        v.task_offsets = self.task_offsets.as_version(ver);
-        v.task_end_offsets = self.task_end_offsets.as_version(ver);
-        v
-    }
-}
+as_version!(StreamsGroupHeartbeatRequest<'_>, |v, ver| {
+    v.topology = v.topology.as_version(ver);
+    v.active_tasks = v.active_tasks.as_version(ver);
+    v.standby_tasks = v.standby_tasks.as_version(ver);
+    v.warmup_tasks = v.warmup_tasks.as_version(ver);
+    v.user_endpoint = v.user_endpoint.as_version(ver);
+    v.client_tags = v.client_tags.as_version(ver);
+    v.task_offsets = v.task_offsets.as_version(ver);
+    v.task_end_offsets = v.task_end_offsets.as_version(ver);
+});
 
-impl StreamsGroupHeartbeatRequest<'static> {
-    /// Decodes a StreamsGroupHeartbeatRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<StreamsGroupHeartbeatRequestView<'a>> for StreamsGroupHeartbeatRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: StreamsGroupHeartbeatRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatRequestView);
 
 impl ReadOwned for Topology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Topology::default();
         this.epoch = r.i32("Topology.Epoch")?;
         this.subtopologies = List::Owned(read_list(r, ver, "Topology.Subtopologies")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Topology._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Topology._tagged_fields");
         Ok(this)
     }
 }
@@ -139,21 +109,14 @@ impl<'a> FromView<TopologyView<'a>> for Topology<'a> {
         Topology {
             epoch: view.epoch(),
             subtopologies: list_from_view(view.subtopologies()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Topology<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.subtopologies = self.subtopologies.as_version(ver);
-        v
-    }
-}
+as_version!(Topology<'_>, |v, ver| {
+    v.subtopologies = v.subtopologies.as_version(ver);
+});
 
 impl ReadOwned for Subtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -166,12 +129,7 @@ impl ReadOwned for Subtopology<'static> {
         this.repartition_source_topics =
             List::Owned(read_list(r, ver, "Subtopology.RepartitionSourceTopics")?);
         this.copartition_groups = List::Owned(read_list(r, ver, "Subtopology.CopartitionGroups")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Subtopology._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Subtopology._tagged_fields");
         Ok(this)
     }
 }
@@ -186,23 +144,16 @@ impl<'a> FromView<SubtopologyView<'a>> for Subtopology<'a> {
             repartition_sink_topics: list_from_view(view.repartition_sink_topics()),
             repartition_source_topics: list_from_view(view.repartition_source_topics()),
             copartition_groups: list_from_view(view.copartition_groups()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Subtopology<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.state_changelog_topics = self.state_changelog_topics.as_version(ver);
-        v.repartition_source_topics = self.repartition_source_topics.as_version(ver);
-        v.copartition_groups = self.copartition_groups.as_version(ver);
-        v
-    }
-}
+as_version!(Subtopology<'_>, |v, ver| {
+    v.state_changelog_topics = v.state_changelog_topics.as_version(ver);
+    v.repartition_source_topics = v.repartition_source_topics.as_version(ver);
+    v.copartition_groups = v.copartition_groups.as_version(ver);
+});
 
 impl ReadOwned for TopicInfo<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -211,12 +162,7 @@ impl ReadOwned for TopicInfo<'static> {
         this.partitions = r.i32("TopicInfo.Partitions")?;
         this.replication_factor = r.i16("TopicInfo.ReplicationFactor")?;
         this.topic_configs = List::Owned(read_list(r, ver, "TopicInfo.TopicConfigs")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicInfo._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicInfo._tagged_fields");
         Ok(this)
     }
 }
@@ -228,33 +174,21 @@ impl<'a> FromView<TopicInfoView<'a>> for TopicInfo<'a> {
             partitions: view.partitions(),
             replication_factor: view.replication_factor(),
             topic_configs: list_from_view(view.topic_configs()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicInfo<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topic_configs = self.topic_configs.as_version(ver);
-        v
-    }
-}
+as_version!(TopicInfo<'_>, |v, ver| {
+    v.topic_configs = v.topic_configs.as_version(ver);
+});
 
 impl ReadOwned for KeyValue<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = KeyValue::default();
         this.key = owned_str(r.str(true, "KeyValue.Key")?);
         this.value = owned_str(r.str(true, "KeyValue.Value")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("KeyValue._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "KeyValue._tagged_fields");
         Ok(this)
     }
 }
@@ -264,19 +198,12 @@ impl<'a> FromView<KeyValueView<'a>> for KeyValue<'a> {
         KeyValue {
             key: Str::Borrowed(view.key()),
             value: Str::Borrowed(view.value()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for KeyValue<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(KeyValue<'_>);
 
 impl ReadOwned for CopartitionGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -285,12 +212,7 @@ impl ReadOwned for CopartitionGroup<'static> {
         this.source_topic_regex = List::Owned(read_list(r, ver, "CopartitionGroup.SourceTopicRegex")?);
         this.repartition_source_topics =
             List::Owned(read_list(r, ver, "CopartitionGroup.RepartitionSourceTopics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("CopartitionGroup._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "CopartitionGroup._tagged_fields");
         Ok(this)
     }
 }
@@ -301,31 +223,19 @@ impl<'a> FromView<CopartitionGroupView<'a>> for CopartitionGroup<'a> {
             source_topics: list_from_view(view.source_topics()),
             source_topic_regex: list_from_view(view.source_topic_regex()),
             repartition_source_topics: list_from_view(view.repartition_source_topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CopartitionGroup<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(CopartitionGroup<'_>);
 
 impl ReadOwned for StreamsGroupHeartbeatRequestTaskIds<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatRequestTaskIds::default();
         this.subtopology_id = owned_str(r.str(true, "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId")?);
         this.partitions = List::Owned(read_list(r, ver, "StreamsGroupHeartbeatRequestTaskIds.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupHeartbeatRequestTaskIds._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatRequestTaskIds._tagged_fields");
         Ok(this)
     }
 }
@@ -335,31 +245,19 @@ impl<'a> FromView<StreamsGroupHeartbeatRequestTaskIdsView<'a>> for StreamsGroupH
         StreamsGroupHeartbeatRequestTaskIds {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupHeartbeatRequestTaskIds<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(StreamsGroupHeartbeatRequestTaskIds<'_>);
 
 impl ReadOwned for StreamsGroupHeartbeatRequestEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatRequestEndpoint::default();
         this.host = owned_str(r.str(true, "StreamsGroupHeartbeatRequestEndpoint.Host")?);
         this.port = r.u16("StreamsGroupHeartbeatRequestEndpoint.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupHeartbeatRequestEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatRequestEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -369,32 +267,20 @@ impl<'a> FromView<StreamsGroupHeartbeatRequestEndpointView<'a>> for StreamsGroup
         StreamsGroupHeartbeatRequestEndpoint {
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupHeartbeatRequestEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(StreamsGroupHeartbeatRequestEndpoint<'_>);
 
 impl ReadOwned for TaskOffset<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TaskOffset::default();
         this.subtopology_id = owned_str(r.str(true, "TaskOffset.SubtopologyId")?);
         this.partition = r.i32("TaskOffset.Partition")?;
         this.offset = r.i64("TaskOffset.Offset")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("TaskOffset._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TaskOffset._tagged_fields");
         Ok(this)
     }
 }
@@ -405,19 +291,12 @@ impl<'a> FromView<TaskOffsetView<'a>> for TaskOffset<'a> {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partition: view.partition(),
             offset: view.offset(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TaskOffset<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TaskOffset<'_>);
 
 impl ReadOwned for StreamsGroupHeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -452,12 +331,7 @@ impl ReadOwned for StreamsGroupHeartbeatResponse<'static> {
         this.partitions_by_user_endpoint =
             read_nullable_list(r, ver, "StreamsGroupHeartbeatResponse.PartitionsByUserEndpoint")?
                 .map(List::Owned);
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupHeartbeatResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -481,61 +355,36 @@ impl<'a> FromView<StreamsGroupHeartbeatResponseView<'a>> for StreamsGroupHeartbe
             topology_description_required: view.topology_description_required(),
             endpoint_information_epoch: view.endpoint_information_epoch(),
             partitions_by_user_endpoint: view.partitions_by_user_endpoint().map(list_from_view),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupHeartbeatResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 1 {
-            v.acceptable_recovery_lag_legacy = 0;
-        }
-        if ver.version == 0 {
-            v.acceptable_recovery_lag = -1;
-        }
-        v.status = self.status.as_version(ver);
-        v.active_tasks = self.active_tasks.as_version(ver);
-        v.standby_tasks = self.standby_tasks.as_version(ver);
-        v.warmup_tasks = self.warmup_tasks.as_version(ver);
-        if ver.version == 0 {
-            v.topology_description_required = false;
-        }
-        v.partitions_by_user_endpoint = self.partitions_by_user_endpoint.as_version(ver);
-        v
+as_version!(StreamsGroupHeartbeatResponse<'_>, |v, ver| {
+    if ver.version == 1 {
+        v.acceptable_recovery_lag_legacy = 0;
     }
-}
+    if ver.version == 0 {
+        v.acceptable_recovery_lag = -1;
+    }
+    v.status = v.status.as_version(ver);
+    v.active_tasks = v.active_tasks.as_version(ver);
+    v.standby_tasks = v.standby_tasks.as_version(ver);
+    v.warmup_tasks = v.warmup_tasks.as_version(ver);
+    if ver.version == 0 {
+        v.topology_description_required = false;
+    }
+    v.partitions_by_user_endpoint = v.partitions_by_user_endpoint.as_version(ver);
+});
 
-impl StreamsGroupHeartbeatResponse<'static> {
-    /// Decodes a StreamsGroupHeartbeatResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<StreamsGroupHeartbeatResponseView<'a>> for StreamsGroupHeartbeatResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: StreamsGroupHeartbeatResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(StreamsGroupHeartbeatResponse, StreamsGroupHeartbeatResponseView);
 
 impl ReadOwned for Status<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Status::default();
         this.status_code = r.i8("Status.StatusCode")?;
         this.status_detail = owned_str(r.str(true, "Status.StatusDetail")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("Status._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Status._tagged_fields");
         Ok(this)
     }
 }
@@ -545,31 +394,19 @@ impl<'a> FromView<StatusView<'a>> for Status<'a> {
         Status {
             status_code: view.status_code(),
             status_detail: Str::Borrowed(view.status_detail()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Status<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Status<'_>);
 
 impl ReadOwned for StreamsGroupHeartbeatResponseTaskIds<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatResponseTaskIds::default();
         this.subtopology_id = owned_str(r.str(true, "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId")?);
         this.partitions = List::Owned(read_list(r, ver, "StreamsGroupHeartbeatResponseTaskIds.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupHeartbeatResponseTaskIds._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatResponseTaskIds._tagged_fields");
         Ok(this)
     }
 }
@@ -579,19 +416,12 @@ impl<'a> FromView<StreamsGroupHeartbeatResponseTaskIdsView<'a>> for StreamsGroup
         StreamsGroupHeartbeatResponseTaskIds {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupHeartbeatResponseTaskIds<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(StreamsGroupHeartbeatResponseTaskIds<'_>);
 
 impl ReadOwned for EndpointToPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -600,12 +430,7 @@ impl ReadOwned for EndpointToPartitions<'static> {
             StreamsGroupHeartbeatResponseEndpoint::read_owned(r, ver, "EndpointToPartitions.UserEndpoint")?;
         this.active_partitions = List::Owned(read_list(r, ver, "EndpointToPartitions.ActivePartitions")?);
         this.standby_partitions = List::Owned(read_list(r, ver, "EndpointToPartitions.StandbyPartitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("EndpointToPartitions._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "EndpointToPartitions._tagged_fields");
         Ok(this)
     }
 }
@@ -616,35 +441,23 @@ impl<'a> FromView<EndpointToPartitionsView<'a>> for EndpointToPartitions<'a> {
             user_endpoint: FromView::from_view(view.user_endpoint()),
             active_partitions: list_from_view(view.active_partitions()),
             standby_partitions: list_from_view(view.standby_partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for EndpointToPartitions<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.user_endpoint = self.user_endpoint.as_version(ver);
-        v.active_partitions = self.active_partitions.as_version(ver);
-        v.standby_partitions = self.standby_partitions.as_version(ver);
-        v
-    }
-}
+as_version!(EndpointToPartitions<'_>, |v, ver| {
+    v.user_endpoint = v.user_endpoint.as_version(ver);
+    v.active_partitions = v.active_partitions.as_version(ver);
+    v.standby_partitions = v.standby_partitions.as_version(ver);
+});
 
 impl ReadOwned for StreamsGroupHeartbeatResponseEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatResponseEndpoint::default();
         this.host = owned_str(r.str(true, "StreamsGroupHeartbeatResponseEndpoint.Host")?);
         this.port = r.u16("StreamsGroupHeartbeatResponseEndpoint.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupHeartbeatResponseEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatResponseEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -656,31 +469,19 @@ impl<'a> FromView<StreamsGroupHeartbeatResponseEndpointView<'a>>
         StreamsGroupHeartbeatResponseEndpoint {
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupHeartbeatResponseEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(StreamsGroupHeartbeatResponseEndpoint<'_>);
 
 impl ReadOwned for TopicPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartition::default();
         this.topic = owned_str(r.str(true, "TopicPartition.Topic")?);
         this.partitions = List::Owned(read_list(r, ver, "TopicPartition.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopicPartition._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopicPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -690,16 +491,9 @@ impl<'a> FromView<TopicPartitionView<'a>> for TopicPartition<'a> {
         TopicPartition {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopicPartition<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TopicPartition<'_>);

@@ -24,12 +24,12 @@ impl ReadOwned for StreamsGroupTopologyDescriptionUpdateRequest<'static> {
             ver,
             "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription",
         )?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(
+            this,
+            r,
+            ver,
+            "StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields"
+        );
         Ok(this)
     }
 }
@@ -43,50 +43,26 @@ impl<'a> FromView<StreamsGroupTopologyDescriptionUpdateRequestView<'a>>
             member_id: Str::Borrowed(view.member_id()),
             topology_epoch: view.topology_epoch(),
             topology_description: FromView::from_view(view.topology_description()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupTopologyDescriptionUpdateRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topology_description = self.topology_description.as_version(ver);
-        v
-    }
-}
+as_version!(StreamsGroupTopologyDescriptionUpdateRequest<'_>, |v, ver| {
+    v.topology_description = v.topology_description.as_version(ver);
+});
 
-impl StreamsGroupTopologyDescriptionUpdateRequest<'static> {
-    /// Decodes a StreamsGroupTopologyDescriptionUpdateRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<StreamsGroupTopologyDescriptionUpdateRequestView<'a>>
-    for StreamsGroupTopologyDescriptionUpdateRequest<'a>
-{
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: StreamsGroupTopologyDescriptionUpdateRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    StreamsGroupTopologyDescriptionUpdateRequestView
+);
 
 impl ReadOwned for TopologyDescription<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescription::default();
         this.subtopologies = List::Owned(read_list(r, ver, "TopologyDescription.Subtopologies")?);
         this.global_stores = List::Owned(read_list(r, ver, "TopologyDescription.GlobalStores")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopologyDescription._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescription._tagged_fields");
         Ok(this)
     }
 }
@@ -96,34 +72,22 @@ impl<'a> FromView<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
         TopologyDescription {
             subtopologies: list_from_view(view.subtopologies()),
             global_stores: list_from_view(view.global_stores()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopologyDescription<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.subtopologies = self.subtopologies.as_version(ver);
-        v.global_stores = self.global_stores.as_version(ver);
-        v
-    }
-}
+as_version!(TopologyDescription<'_>, |v, ver| {
+    v.subtopologies = v.subtopologies.as_version(ver);
+    v.global_stores = v.global_stores.as_version(ver);
+});
 
 impl ReadOwned for TopologyDescriptionSubtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionSubtopology::default();
         this.subtopology_id = owned_str(r.str(true, "TopologyDescriptionSubtopology.SubtopologyId")?);
         this.nodes = List::Owned(read_list(r, ver, "TopologyDescriptionSubtopology.Nodes")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopologyDescriptionSubtopology._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionSubtopology._tagged_fields");
         Ok(this)
     }
 }
@@ -133,21 +97,14 @@ impl<'a> FromView<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptio
         TopologyDescriptionSubtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             nodes: list_from_view(view.nodes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopologyDescriptionSubtopology<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.nodes = self.nodes.as_version(ver);
-        v
-    }
-}
+as_version!(TopologyDescriptionSubtopology<'_>, |v, ver| {
+    v.nodes = v.nodes.as_version(ver);
+});
 
 impl ReadOwned for TopologyDescriptionNode<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -158,12 +115,7 @@ impl ReadOwned for TopologyDescriptionNode<'static> {
         this.sink_topic = r.nullable_str(true, "TopologyDescriptionNode.SinkTopic")?.map(owned_str);
         this.stores = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Stores")?);
         this.successors = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Successors")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopologyDescriptionNode._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionNode._tagged_fields");
         Ok(this)
     }
 }
@@ -177,19 +129,12 @@ impl<'a> FromView<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'
             sink_topic: view.sink_topic().map(Str::Borrowed),
             stores: list_from_view(view.stores()),
             successors: list_from_view(view.successors()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopologyDescriptionNode<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(TopologyDescriptionNode<'_>);
 
 impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -197,12 +142,7 @@ impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
         this.source = TopologyDescriptionNode::read_owned(r, ver, "TopologyDescriptionGlobalStore.Source")?;
         this.processor =
             TopologyDescriptionNode::read_owned(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("TopologyDescriptionGlobalStore._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionGlobalStore._tagged_fields");
         Ok(this)
     }
 }
@@ -212,37 +152,30 @@ impl<'a> FromView<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptio
         TopologyDescriptionGlobalStore {
             source: FromView::from_view(view.source()),
             processor: FromView::from_view(view.processor()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TopologyDescriptionGlobalStore<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.source = self.source.as_version(ver);
-        v.processor = self.processor.as_version(ver);
-        v
-    }
-}
+as_version!(TopologyDescriptionGlobalStore<'_>, |v, ver| {
+    v.source = v.source.as_version(ver);
+    v.processor = v.processor.as_version(ver);
+});
 
 impl ReadOwned for StreamsGroupTopologyDescriptionUpdateResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupTopologyDescriptionUpdateResponse::default();
         this.throttle_time_ms = r.i32("StreamsGroupTopologyDescriptionUpdateResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("StreamsGroupTopologyDescriptionUpdateResponse.ErrorCode")?;
         this.error_message = r
             .nullable_str(true, "StreamsGroupTopologyDescriptionUpdateResponse.ErrorMessage")?
             .map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(
+            this,
+            r,
+            ver,
+            "StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields"
+        );
         Ok(this)
     }
 }
@@ -255,33 +188,14 @@ impl<'a> FromView<StreamsGroupTopologyDescriptionUpdateResponseView<'a>>
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StreamsGroupTopologyDescriptionUpdateResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(StreamsGroupTopologyDescriptionUpdateResponse<'_>);
 
-impl StreamsGroupTopologyDescriptionUpdateResponse<'static> {
-    /// Decodes a StreamsGroupTopologyDescriptionUpdateResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<StreamsGroupTopologyDescriptionUpdateResponseView<'a>>
-    for StreamsGroupTopologyDescriptionUpdateResponse<'a>
-{
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: StreamsGroupTopologyDescriptionUpdateResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(
+    StreamsGroupTopologyDescriptionUpdateResponse,
+    StreamsGroupTopologyDescriptionUpdateResponseView
+);

@@ -8,7 +8,7 @@ use crate::encode::Body;
 use crate::error::{DecodeError, DecodeErrorKind};
 use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver};
 use crate::view::{ArrayView, Element};
-use crate::wire::Reader;
+use crate::wire::{Reader, TaggedIter};
 
 /// A type the reference decoder can build from the input, allocating as it goes.
 pub(crate) trait ReadOwned: Sized {
@@ -135,3 +135,52 @@ impl<'a> FromView<&'a str> for Str<'a> {
 pub(crate) fn list_from_view<'a, V: Element<'a>, T: FromView<V>>(view: ArrayView<'a, V>) -> List<'a, T> {
     List::Owned(view.iter().map(T::from_view).collect())
 }
+
+/// Reads the tagged section of a struct that knows no tagged fields into
+/// `$this.unknown_tagged_fields`, every field kept raw; versions that are not flexible have
+/// no section. A macro rather than a function so that each struct keeps its own instance
+/// of `Reader::tagged_fields`, as the code it replaces did (a shared one is not inlined and
+/// costs the reference decoder a call per element).
+macro_rules! read_unknown_tagged_fields {
+    ($this:ident, $r:ident, $ver:ident, $field:expr) => {
+        if $ver.flexible {
+            let mut unknown = Vec::new();
+            $r.tagged_fields($field, |tag, value| {
+                unknown.push(raw_tagged_field(tag, value));
+                Ok(false)
+            })?;
+            $this.unknown_tagged_fields = List::Owned(unknown);
+        }
+    };
+}
+
+pub(crate) use read_unknown_tagged_fields;
+
+/// A view's unknown tagged fields as values that borrow their bytes.
+pub(crate) fn unknown_from_view(fields: TaggedIter<'_>) -> List<'_, RawTaggedField<'_>> {
+    fields.map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) }).collect()
+}
+
+/// What every body has in the reference decoder: `decode`, and `From` its view. The
+/// generated code invokes it once per body, e.g.
+/// `reference_body!(ListOffsetsRequest, ListOffsetsRequestView)`.
+macro_rules! reference_body {
+    ($body:ident, $view:ident) => {
+        impl $body<'static> {
+            #[doc = concat!("Decodes a ", stringify!($body), " body of `version` with the reference decoder, which")]
+            /// allocates owned strings and vectors.
+            pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
+                read_owned_body(bytes, version)
+            }
+        }
+
+        impl<'a> From<$view<'a>> for $body<'a> {
+            /// Converts a view, borrowing its strings and bytes and allocating its arrays.
+            fn from(view: $view<'a>) -> Self {
+                Self::from_view(view)
+            }
+        }
+    };
+}
+
+pub(crate) use reference_body;

@@ -32,14 +32,7 @@ impl ReadOwned for SyncGroupRequest<'static> {
                 r.nullable_str(ver.flexible, "SyncGroupRequest.ProtocolName")?.map(owned_str);
         }
         this.assignments = List::Owned(read_list(r, ver, "SyncGroupRequest.Assignments")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("SyncGroupRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "SyncGroupRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -54,62 +47,33 @@ impl<'a> FromView<SyncGroupRequestView<'a>> for SyncGroupRequest<'a> {
             protocol_type: view.protocol_type().map(Str::Borrowed),
             protocol_name: view.protocol_name().map(Str::Borrowed),
             assignments: list_from_view(view.assignments()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for SyncGroupRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.group_instance_id = None;
-        }
-        if ver.version <= 4 {
-            v.protocol_type = None;
-        }
-        if ver.version <= 4 {
-            v.protocol_name = None;
-        }
-        v.assignments = self.assignments.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(SyncGroupRequest<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.group_instance_id = None;
     }
-}
+    if ver.version <= 4 {
+        v.protocol_type = None;
+    }
+    if ver.version <= 4 {
+        v.protocol_name = None;
+    }
+    v.assignments = v.assignments.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl SyncGroupRequest<'static> {
-    /// Decodes a SyncGroupRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<SyncGroupRequestView<'a>> for SyncGroupRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: SyncGroupRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(SyncGroupRequest, SyncGroupRequestView);
 
 impl ReadOwned for SyncGroupRequestAssignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SyncGroupRequestAssignment::default();
         this.member_id = owned_str(r.str(ver.flexible, "SyncGroupRequestAssignment.MemberId")?);
         this.assignment = owned_bytes(r.bytes(ver.flexible, "SyncGroupRequestAssignment.Assignment")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("SyncGroupRequestAssignment._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "SyncGroupRequestAssignment._tagged_fields");
         Ok(this)
     }
 }
@@ -119,23 +83,14 @@ impl<'a> FromView<SyncGroupRequestAssignmentView<'a>> for SyncGroupRequestAssign
         SyncGroupRequestAssignment {
             member_id: Str::Borrowed(view.member_id()),
             assignment: List::Borrowed(view.assignment()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for SyncGroupRequestAssignment<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(SyncGroupRequestAssignment<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for SyncGroupResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -153,14 +108,7 @@ impl ReadOwned for SyncGroupResponse<'static> {
                 r.nullable_str(ver.flexible, "SyncGroupResponse.ProtocolName")?.map(owned_str);
         }
         this.assignment = owned_bytes(r.bytes(ver.flexible, "SyncGroupResponse.Assignment")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("SyncGroupResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "SyncGroupResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -173,44 +121,22 @@ impl<'a> FromView<SyncGroupResponseView<'a>> for SyncGroupResponse<'a> {
             protocol_type: view.protocol_type().map(Str::Borrowed),
             protocol_name: view.protocol_name().map(Str::Borrowed),
             assignment: List::Borrowed(view.assignment()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for SyncGroupResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.throttle_time_ms = 0;
-        }
-        if ver.version <= 4 {
-            v.protocol_type = None;
-        }
-        if ver.version <= 4 {
-            v.protocol_name = None;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(SyncGroupResponse<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.throttle_time_ms = 0;
     }
-}
+    if ver.version <= 4 {
+        v.protocol_type = None;
+    }
+    if ver.version <= 4 {
+        v.protocol_name = None;
+    }
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl SyncGroupResponse<'static> {
-    /// Decodes a SyncGroupResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<SyncGroupResponseView<'a>> for SyncGroupResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: SyncGroupResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(SyncGroupResponse, SyncGroupResponseView);

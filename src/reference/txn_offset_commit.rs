@@ -31,14 +31,7 @@ impl ReadOwned for TxnOffsetCommitRequest<'static> {
                 r.nullable_str(ver.flexible, "TxnOffsetCommitRequest.GroupInstanceId")?.map(owned_str);
         }
         this.topics = List::Owned(read_list(r, ver, "TxnOffsetCommitRequest.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("TxnOffsetCommitRequest._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -54,48 +47,26 @@ impl<'a> FromView<TxnOffsetCommitRequestView<'a>> for TxnOffsetCommitRequest<'a>
             member_id: Str::Borrowed(view.member_id()),
             group_instance_id: view.group_instance_id().map(Str::Borrowed),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TxnOffsetCommitRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 2 {
-            v.generation_id_or_member_epoch = -1;
-        }
-        if ver.version <= 2 {
-            v.member_id = Str::Borrowed("");
-        }
-        if ver.version <= 2 {
-            v.group_instance_id = None;
-        }
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(TxnOffsetCommitRequest<'_>, |v, ver| {
+    if ver.version <= 2 {
+        v.generation_id_or_member_epoch = -1;
     }
-}
+    if ver.version <= 2 {
+        v.member_id = Str::Borrowed("");
+    }
+    if ver.version <= 2 {
+        v.group_instance_id = None;
+    }
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl TxnOffsetCommitRequest<'static> {
-    /// Decodes a TxnOffsetCommitRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<TxnOffsetCommitRequestView<'a>> for TxnOffsetCommitRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: TxnOffsetCommitRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(TxnOffsetCommitRequest, TxnOffsetCommitRequestView);
 
 impl ReadOwned for TxnOffsetCommitRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -107,14 +78,7 @@ impl ReadOwned for TxnOffsetCommitRequestTopic<'static> {
             this.topic_id = r.uuid("TxnOffsetCommitRequestTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "TxnOffsetCommitRequestTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitRequestTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -125,30 +89,21 @@ impl<'a> FromView<TxnOffsetCommitRequestTopicView<'a>> for TxnOffsetCommitReques
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TxnOffsetCommitRequestTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 6 {
-            v.name = Str::Borrowed("");
-        }
-        if ver.version <= 5 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(TxnOffsetCommitRequestTopic<'_>, |v, ver| {
+    if ver.version == 6 {
+        v.name = Str::Borrowed("");
     }
-}
+    if ver.version <= 5 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for TxnOffsetCommitRequestPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -160,14 +115,7 @@ impl ReadOwned for TxnOffsetCommitRequestPartition<'static> {
         }
         this.committed_metadata =
             r.nullable_str(ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?.map(owned_str);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("TxnOffsetCommitRequestPartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitRequestPartition._tagged_fields");
         Ok(this)
     }
 }
@@ -179,40 +127,24 @@ impl<'a> FromView<TxnOffsetCommitRequestPartitionView<'a>> for TxnOffsetCommitRe
             committed_offset: view.committed_offset(),
             committed_leader_epoch: view.committed_leader_epoch(),
             committed_metadata: view.committed_metadata().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TxnOffsetCommitRequestPartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version <= 1 {
-            v.committed_leader_epoch = -1;
-        }
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(TxnOffsetCommitRequestPartition<'_>, |v, ver| {
+    if ver.version <= 1 {
+        v.committed_leader_epoch = -1;
     }
-}
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for TxnOffsetCommitResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitResponse::default();
         this.throttle_time_ms = r.i32("TxnOffsetCommitResponse.ThrottleTimeMs")?;
         this.topics = List::Owned(read_list(r, ver, "TxnOffsetCommitResponse.Topics")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("TxnOffsetCommitResponse._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -222,39 +154,17 @@ impl<'a> FromView<TxnOffsetCommitResponseView<'a>> for TxnOffsetCommitResponse<'
         TxnOffsetCommitResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TxnOffsetCommitResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(TxnOffsetCommitResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
-impl TxnOffsetCommitResponse<'static> {
-    /// Decodes a TxnOffsetCommitResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<TxnOffsetCommitResponseView<'a>> for TxnOffsetCommitResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: TxnOffsetCommitResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(TxnOffsetCommitResponse, TxnOffsetCommitResponseView);
 
 impl ReadOwned for TxnOffsetCommitResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -266,14 +176,7 @@ impl ReadOwned for TxnOffsetCommitResponseTopic<'static> {
             this.topic_id = r.uuid("TxnOffsetCommitResponseTopic.TopicId")?;
         }
         this.partitions = List::Owned(read_list(r, ver, "TxnOffsetCommitResponseTopic.Partitions")?);
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitResponseTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -284,44 +187,28 @@ impl<'a> FromView<TxnOffsetCommitResponseTopicView<'a>> for TxnOffsetCommitRespo
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TxnOffsetCommitResponseTopic<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 6 {
-            v.name = Str::Borrowed("");
-        }
-        if ver.version <= 5 {
-            v.topic_id = Uuid::ZERO;
-        }
-        v.partitions = self.partitions.as_version(ver);
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
+as_version!(TxnOffsetCommitResponseTopic<'_>, |v, ver| {
+    if ver.version == 6 {
+        v.name = Str::Borrowed("");
     }
-}
+    if ver.version <= 5 {
+        v.topic_id = Uuid::ZERO;
+    }
+    v.partitions = v.partitions.as_version(ver);
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});
 
 impl ReadOwned for TxnOffsetCommitResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitResponsePartition::default();
         this.partition_index = r.i32("TxnOffsetCommitResponsePartition.PartitionIndex")?;
         this.error_code = r.i16("TxnOffsetCommitResponsePartition.ErrorCode")?;
-        if ver.flexible {
-            let mut unknown = Vec::new();
-            r.tagged_fields("TxnOffsetCommitResponsePartition._tagged_fields", |tag, value| {
-                unknown.push(raw_tagged_field(tag, value));
-                Ok(false)
-            })?;
-            this.unknown_tagged_fields = List::Owned(unknown);
-        }
+        read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitResponsePartition._tagged_fields");
         Ok(this)
     }
 }
@@ -331,20 +218,11 @@ impl<'a> FromView<TxnOffsetCommitResponsePartitionView<'a>> for TxnOffsetCommitR
         TxnOffsetCommitResponsePartition {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for TxnOffsetCommitResponsePartition<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if !ver.flexible {
-            v.unknown_tagged_fields = List::Borrowed(&[]);
-        }
-        v
-    }
-}
+as_version!(TxnOffsetCommitResponsePartition<'_>, |v, ver| {
+    v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
+});

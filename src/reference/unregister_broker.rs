@@ -14,15 +14,10 @@ use crate::messages::unregister_broker::*;
 use crate::prelude::*;
 
 impl ReadOwned for UnregisterBrokerRequest<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterBrokerRequest::default();
         this.broker_id = r.i32("UnregisterBrokerRequest.BrokerId")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("UnregisterBrokerRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "UnregisterBrokerRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -31,47 +26,22 @@ impl<'a> FromView<UnregisterBrokerRequestView<'a>> for UnregisterBrokerRequest<'
     fn from_view(view: UnregisterBrokerRequestView<'a>) -> Self {
         UnregisterBrokerRequest {
             broker_id: view.broker_id(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UnregisterBrokerRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(UnregisterBrokerRequest<'_>);
 
-impl UnregisterBrokerRequest<'static> {
-    /// Decodes a UnregisterBrokerRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<UnregisterBrokerRequestView<'a>> for UnregisterBrokerRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: UnregisterBrokerRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(UnregisterBrokerRequest, UnregisterBrokerRequestView);
 
 impl ReadOwned for UnregisterBrokerResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterBrokerResponse::default();
         this.throttle_time_ms = r.i32("UnregisterBrokerResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("UnregisterBrokerResponse.ErrorCode")?;
         this.error_message = r.nullable_str(true, "UnregisterBrokerResponse.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("UnregisterBrokerResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "UnregisterBrokerResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -82,31 +52,11 @@ impl<'a> FromView<UnregisterBrokerResponseView<'a>> for UnregisterBrokerResponse
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UnregisterBrokerResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(UnregisterBrokerResponse<'_>);
 
-impl UnregisterBrokerResponse<'static> {
-    /// Decodes a UnregisterBrokerResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<UnregisterBrokerResponseView<'a>> for UnregisterBrokerResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: UnregisterBrokerResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(UnregisterBrokerResponse, UnregisterBrokerResponseView);

@@ -14,15 +14,10 @@ use crate::messages::unregister_controller::*;
 use crate::prelude::*;
 
 impl ReadOwned for UnregisterControllerRequest<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterControllerRequest::default();
         this.controller_id = r.i32("UnregisterControllerRequest.ControllerId")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("UnregisterControllerRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "UnregisterControllerRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -31,48 +26,23 @@ impl<'a> FromView<UnregisterControllerRequestView<'a>> for UnregisterControllerR
     fn from_view(view: UnregisterControllerRequestView<'a>) -> Self {
         UnregisterControllerRequest {
             controller_id: view.controller_id(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UnregisterControllerRequest<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(UnregisterControllerRequest<'_>);
 
-impl UnregisterControllerRequest<'static> {
-    /// Decodes a UnregisterControllerRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<UnregisterControllerRequestView<'a>> for UnregisterControllerRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: UnregisterControllerRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(UnregisterControllerRequest, UnregisterControllerRequestView);
 
 impl ReadOwned for UnregisterControllerResponse<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterControllerResponse::default();
         this.throttle_time_ms = r.i32("UnregisterControllerResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("UnregisterControllerResponse.ErrorCode")?;
         this.error_message =
             r.nullable_str(true, "UnregisterControllerResponse.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("UnregisterControllerResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "UnregisterControllerResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -83,31 +53,11 @@ impl<'a> FromView<UnregisterControllerResponseView<'a>> for UnregisterController
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UnregisterControllerResponse<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(UnregisterControllerResponse<'_>);
 
-impl UnregisterControllerResponse<'static> {
-    /// Decodes a UnregisterControllerResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<UnregisterControllerResponseView<'a>> for UnregisterControllerResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: UnregisterControllerResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(UnregisterControllerResponse, UnregisterControllerResponseView);

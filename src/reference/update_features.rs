@@ -21,12 +21,7 @@ impl ReadOwned for UpdateFeaturesRequest<'static> {
         if ver.version >= 1 {
             this.validate_only = r.bool("UpdateFeaturesRequest.ValidateOnly")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("UpdateFeaturesRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "UpdateFeaturesRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -37,39 +32,19 @@ impl<'a> FromView<UpdateFeaturesRequestView<'a>> for UpdateFeaturesRequest<'a> {
             timeout_ms: view.timeout_ms(),
             feature_updates: list_from_view(view.feature_updates()),
             validate_only: view.validate_only(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UpdateFeaturesRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.feature_updates = self.feature_updates.as_version(ver);
-        if ver.version == 0 {
-            v.validate_only = false;
-        }
-        v
+as_version!(UpdateFeaturesRequest<'_>, |v, ver| {
+    v.feature_updates = v.feature_updates.as_version(ver);
+    if ver.version == 0 {
+        v.validate_only = false;
     }
-}
+});
 
-impl UpdateFeaturesRequest<'static> {
-    /// Decodes a UpdateFeaturesRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<UpdateFeaturesRequestView<'a>> for UpdateFeaturesRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: UpdateFeaturesRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(UpdateFeaturesRequest, UpdateFeaturesRequestView);
 
 impl ReadOwned for FeatureUpdateKey<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -82,12 +57,7 @@ impl ReadOwned for FeatureUpdateKey<'static> {
         if ver.version >= 1 {
             this.upgrade_type = r.i8("FeatureUpdateKey.UpgradeType")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("FeatureUpdateKey._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "FeatureUpdateKey._tagged_fields");
         Ok(this)
     }
 }
@@ -99,26 +69,19 @@ impl<'a> FromView<FeatureUpdateKeyView<'a>> for FeatureUpdateKey<'a> {
             max_version_level: view.max_version_level(),
             allow_downgrade: view.allow_downgrade(),
             upgrade_type: view.upgrade_type(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for FeatureUpdateKey<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version >= 1 {
-            v.allow_downgrade = false;
-        }
-        if ver.version == 0 {
-            v.upgrade_type = 1;
-        }
-        v
+as_version!(FeatureUpdateKey<'_>, |v, ver| {
+    if ver.version >= 1 {
+        v.allow_downgrade = false;
     }
-}
+    if ver.version == 0 {
+        v.upgrade_type = 1;
+    }
+});
 
 impl ReadOwned for UpdateFeaturesResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -129,12 +92,7 @@ impl ReadOwned for UpdateFeaturesResponse<'static> {
         if ver.version <= 1 {
             this.results = List::Owned(read_list(r, ver, "UpdateFeaturesResponse.Results")?);
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("UpdateFeaturesResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "UpdateFeaturesResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -146,49 +104,24 @@ impl<'a> FromView<UpdateFeaturesResponseView<'a>> for UpdateFeaturesResponse<'a>
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UpdateFeaturesResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = if ver.version == 2 { List::Borrowed(&[]) } else { self.results.as_version(ver) };
-        v
-    }
-}
+as_version!(UpdateFeaturesResponse<'_>, |v, ver| {
+    v.results = if ver.version == 2 { List::Borrowed(&[]) } else { v.results.as_version(ver) };
+});
 
-impl UpdateFeaturesResponse<'static> {
-    /// Decodes a UpdateFeaturesResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<UpdateFeaturesResponseView<'a>> for UpdateFeaturesResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: UpdateFeaturesResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(UpdateFeaturesResponse, UpdateFeaturesResponseView);
 
 impl ReadOwned for UpdatableFeatureResult<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UpdatableFeatureResult::default();
         this.feature = owned_str(r.str(true, "UpdatableFeatureResult.Feature")?);
         this.error_code = r.i16("UpdatableFeatureResult.ErrorCode")?;
         this.error_message = r.nullable_str(true, "UpdatableFeatureResult.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("UpdatableFeatureResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "UpdatableFeatureResult._tagged_fields");
         Ok(this)
     }
 }
@@ -199,16 +132,9 @@ impl<'a> FromView<UpdatableFeatureResultView<'a>> for UpdatableFeatureResult<'a>
             feature: Str::Borrowed(view.feature()),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UpdatableFeatureResult<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(UpdatableFeatureResult<'_>);

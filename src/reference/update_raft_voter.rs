@@ -23,12 +23,7 @@ impl ReadOwned for UpdateRaftVoterRequest<'static> {
         this.listeners = List::Owned(read_list(r, ver, "UpdateRaftVoterRequest.Listeners")?);
         this.k_raft_version_feature =
             KRaftVersionFeature::read_owned(r, ver, "UpdateRaftVoterRequest.KRaftVersionFeature")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("UpdateRaftVoterRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "UpdateRaftVoterRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -42,50 +37,25 @@ impl<'a> FromView<UpdateRaftVoterRequestView<'a>> for UpdateRaftVoterRequest<'a>
             voter_directory_id: view.voter_directory_id(),
             listeners: list_from_view(view.listeners()),
             k_raft_version_feature: FromView::from_view(view.k_raft_version_feature()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UpdateRaftVoterRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.listeners = self.listeners.as_version(ver);
-        v.k_raft_version_feature = self.k_raft_version_feature.as_version(ver);
-        v
-    }
-}
+as_version!(UpdateRaftVoterRequest<'_>, |v, ver| {
+    v.listeners = v.listeners.as_version(ver);
+    v.k_raft_version_feature = v.k_raft_version_feature.as_version(ver);
+});
 
-impl UpdateRaftVoterRequest<'static> {
-    /// Decodes a UpdateRaftVoterRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<UpdateRaftVoterRequestView<'a>> for UpdateRaftVoterRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: UpdateRaftVoterRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(UpdateRaftVoterRequest, UpdateRaftVoterRequestView);
 
 impl ReadOwned for Listener<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
         this.name = owned_str(r.str(true, "Listener.Name")?);
         this.host = owned_str(r.str(true, "Listener.Host")?);
         this.port = r.u16("Listener.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("Listener._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
     }
 }
@@ -96,31 +66,19 @@ impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for Listener<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(Listener<'_>);
 
 impl ReadOwned for KRaftVersionFeature<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = KRaftVersionFeature::default();
         this.min_supported_version = r.i16("KRaftVersionFeature.MinSupportedVersion")?;
         this.max_supported_version = r.i16("KRaftVersionFeature.MaxSupportedVersion")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("KRaftVersionFeature._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "KRaftVersionFeature._tagged_fields");
         Ok(this)
     }
 }
@@ -130,19 +88,12 @@ impl<'a> FromView<KRaftVersionFeatureView<'a>> for KRaftVersionFeature<'a> {
         KRaftVersionFeature {
             min_supported_version: view.min_supported_version(),
             max_supported_version: view.max_supported_version(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for KRaftVersionFeature<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(KRaftVersionFeature<'_>);
 
 impl ReadOwned for UpdateRaftVoterResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -174,50 +125,25 @@ impl<'a> FromView<UpdateRaftVoterResponseView<'a>> for UpdateRaftVoterResponse<'
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
             current_leader: view.current_leader().map(FromView::from_view).unwrap_or_default(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for UpdateRaftVoterResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.current_leader = self.current_leader.as_version(ver);
-        v
-    }
-}
+as_version!(UpdateRaftVoterResponse<'_>, |v, ver| {
+    v.current_leader = v.current_leader.as_version(ver);
+});
 
-impl UpdateRaftVoterResponse<'static> {
-    /// Decodes a UpdateRaftVoterResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<UpdateRaftVoterResponseView<'a>> for UpdateRaftVoterResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: UpdateRaftVoterResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(UpdateRaftVoterResponse, UpdateRaftVoterResponseView);
 
 impl ReadOwned for CurrentLeader<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CurrentLeader::default();
         this.leader_id = r.i32("CurrentLeader.LeaderId")?;
         this.leader_epoch = r.i32("CurrentLeader.LeaderEpoch")?;
         this.host = owned_str(r.str(true, "CurrentLeader.Host")?);
         this.port = r.i32("CurrentLeader.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("CurrentLeader._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "CurrentLeader._tagged_fields");
         Ok(this)
     }
 }
@@ -229,16 +155,9 @@ impl<'a> FromView<CurrentLeaderView<'a>> for CurrentLeader<'a> {
             leader_epoch: view.leader_epoch(),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for CurrentLeader<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(CurrentLeader<'_>);

@@ -21,12 +21,7 @@ impl ReadOwned for VoteRequest<'static> {
             this.voter_id = r.i32("VoteRequest.VoterId")?;
         }
         this.topics = List::Owned(read_list(r, ver, "VoteRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("VoteRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "VoteRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -37,51 +32,26 @@ impl<'a> FromView<VoteRequestView<'a>> for VoteRequest<'a> {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             voter_id: view.voter_id(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for VoteRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.voter_id = -1;
-        }
-        v.topics = self.topics.as_version(ver);
-        v
+as_version!(VoteRequest<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.voter_id = -1;
     }
-}
+    v.topics = v.topics.as_version(ver);
+});
 
-impl VoteRequest<'static> {
-    /// Decodes a VoteRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<VoteRequestView<'a>> for VoteRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: VoteRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(VoteRequest, VoteRequestView);
 
 impl ReadOwned for VoteRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteRequestTopicData::default();
         this.topic_name = owned_str(r.str(true, "VoteRequestTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "VoteRequestTopicData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("VoteRequestTopicData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "VoteRequestTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -91,21 +61,14 @@ impl<'a> FromView<VoteRequestTopicDataView<'a>> for VoteRequestTopicData<'a> {
         VoteRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for VoteRequestTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(VoteRequestTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for VoteRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -124,12 +87,7 @@ impl ReadOwned for VoteRequestPartitionData<'static> {
         if ver.version == 2 {
             this.pre_vote = r.bool("VoteRequestPartitionData.PreVote")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("VoteRequestPartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "VoteRequestPartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -145,29 +103,22 @@ impl<'a> FromView<VoteRequestPartitionDataView<'a>> for VoteRequestPartitionData
             last_offset_epoch: view.last_offset_epoch(),
             last_offset: view.last_offset(),
             pre_vote: view.pre_vote(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for VoteRequestPartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.replica_directory_id = Uuid::ZERO;
-        }
-        if ver.version == 0 {
-            v.voter_directory_id = Uuid::ZERO;
-        }
-        if ver.version <= 1 {
-            v.pre_vote = false;
-        }
-        v
+as_version!(VoteRequestPartitionData<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.replica_directory_id = Uuid::ZERO;
     }
-}
+    if ver.version == 0 {
+        v.voter_directory_id = Uuid::ZERO;
+    }
+    if ver.version <= 1 {
+        v.pre_vote = false;
+    }
+});
 
 impl ReadOwned for VoteResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -202,50 +153,24 @@ impl<'a> FromView<VoteResponseView<'a>> for VoteResponse<'a> {
             error_code: view.error_code(),
             topics: list_from_view(view.topics()),
             node_endpoints: list_from_view(view.node_endpoints()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for VoteResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v.node_endpoints =
-            if ver.version == 0 { List::Borrowed(&[]) } else { self.node_endpoints.as_version(ver) };
-        v
-    }
-}
+as_version!(VoteResponse<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    v.node_endpoints = if ver.version == 0 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
+});
 
-impl VoteResponse<'static> {
-    /// Decodes a VoteResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<VoteResponseView<'a>> for VoteResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: VoteResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(VoteResponse, VoteResponseView);
 
 impl ReadOwned for VoteResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteResponseTopicData::default();
         this.topic_name = owned_str(r.str(true, "VoteResponseTopicData.TopicName")?);
         this.partitions = List::Owned(read_list(r, ver, "VoteResponseTopicData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("VoteResponseTopicData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "VoteResponseTopicData._tagged_fields");
         Ok(this)
     }
 }
@@ -255,36 +180,24 @@ impl<'a> FromView<VoteResponseTopicDataView<'a>> for VoteResponseTopicData<'a> {
         VoteResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for VoteResponseTopicData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(VoteResponseTopicData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for VoteResponsePartitionData<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteResponsePartitionData::default();
         this.partition_index = r.i32("VoteResponsePartitionData.PartitionIndex")?;
         this.error_code = r.i16("VoteResponsePartitionData.ErrorCode")?;
         this.leader_id = r.i32("VoteResponsePartitionData.LeaderId")?;
         this.leader_epoch = r.i32("VoteResponsePartitionData.LeaderEpoch")?;
         this.vote_granted = r.bool("VoteResponsePartitionData.VoteGranted")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("VoteResponsePartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "VoteResponsePartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -297,32 +210,20 @@ impl<'a> FromView<VoteResponsePartitionDataView<'a>> for VoteResponsePartitionDa
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
             vote_granted: view.vote_granted(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for VoteResponsePartitionData<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(VoteResponsePartitionData<'_>);
 
 impl ReadOwned for NodeEndpoint<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
         this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
         this.port = r.u16("NodeEndpoint.Port")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("NodeEndpoint._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
 }
@@ -333,16 +234,9 @@ impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),
             port: view.port(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for NodeEndpoint<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(NodeEndpoint<'_>);

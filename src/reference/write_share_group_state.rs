@@ -18,12 +18,7 @@ impl ReadOwned for WriteShareGroupStateRequest<'static> {
         let mut this = WriteShareGroupStateRequest::default();
         this.group_id = owned_str(r.str(true, "WriteShareGroupStateRequest.GroupId")?);
         this.topics = List::Owned(read_list(r, ver, "WriteShareGroupStateRequest.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("WriteShareGroupStateRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WriteShareGroupStateRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -33,48 +28,23 @@ impl<'a> FromView<WriteShareGroupStateRequestView<'a>> for WriteShareGroupStateR
         WriteShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WriteShareGroupStateRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(WriteShareGroupStateRequest<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
-impl WriteShareGroupStateRequest<'static> {
-    /// Decodes a WriteShareGroupStateRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<WriteShareGroupStateRequestView<'a>> for WriteShareGroupStateRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: WriteShareGroupStateRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(WriteShareGroupStateRequest, WriteShareGroupStateRequestView);
 
 impl ReadOwned for WriteStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteStateData::default();
         this.topic_id = r.uuid("WriteStateData.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "WriteStateData.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("WriteStateData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WriteStateData._tagged_fields");
         Ok(this)
     }
 }
@@ -84,21 +54,14 @@ impl<'a> FromView<WriteStateDataView<'a>> for WriteStateData<'a> {
         WriteStateData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WriteStateData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(WriteStateData<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -111,12 +74,7 @@ impl ReadOwned for PartitionData<'static> {
             this.delivery_complete_count = r.i32("PartitionData.DeliveryCompleteCount")?;
         }
         this.state_batches = List::Owned(read_list(r, ver, "PartitionData.StateBatches")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
     }
 }
@@ -130,38 +88,26 @@ impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
             start_offset: view.start_offset(),
             delivery_complete_count: view.delivery_complete_count(),
             state_batches: list_from_view(view.state_batches()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionData<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        if ver.version == 0 {
-            v.delivery_complete_count = -1;
-        }
-        v.state_batches = self.state_batches.as_version(ver);
-        v
+as_version!(PartitionData<'_>, |v, ver| {
+    if ver.version == 0 {
+        v.delivery_complete_count = -1;
     }
-}
+    v.state_batches = v.state_batches.as_version(ver);
+});
 
 impl ReadOwned for StateBatch<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StateBatch::default();
         this.first_offset = r.i64("StateBatch.FirstOffset")?;
         this.last_offset = r.i64("StateBatch.LastOffset")?;
         this.delivery_state = r.i8("StateBatch.DeliveryState")?;
         this.delivery_count = r.i16("StateBatch.DeliveryCount")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("StateBatch._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "StateBatch._tagged_fields");
         Ok(this)
     }
 }
@@ -173,30 +119,18 @@ impl<'a> FromView<StateBatchView<'a>> for StateBatch<'a> {
             last_offset: view.last_offset(),
             delivery_state: view.delivery_state(),
             delivery_count: view.delivery_count(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for StateBatch<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(StateBatch<'_>);
 
 impl ReadOwned for WriteShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteShareGroupStateResponse::default();
         this.results = List::Owned(read_list(r, ver, "WriteShareGroupStateResponse.Results")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("WriteShareGroupStateResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WriteShareGroupStateResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -205,48 +139,23 @@ impl<'a> FromView<WriteShareGroupStateResponseView<'a>> for WriteShareGroupState
     fn from_view(view: WriteShareGroupStateResponseView<'a>) -> Self {
         WriteShareGroupStateResponse {
             results: list_from_view(view.results()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WriteShareGroupStateResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.results = self.results.as_version(ver);
-        v
-    }
-}
+as_version!(WriteShareGroupStateResponse<'_>, |v, ver| {
+    v.results = v.results.as_version(ver);
+});
 
-impl WriteShareGroupStateResponse<'static> {
-    /// Decodes a WriteShareGroupStateResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<WriteShareGroupStateResponseView<'a>> for WriteShareGroupStateResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: WriteShareGroupStateResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(WriteShareGroupStateResponse, WriteShareGroupStateResponseView);
 
 impl ReadOwned for WriteStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteStateResult::default();
         this.topic_id = r.uuid("WriteStateResult.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "WriteStateResult.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("WriteStateResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WriteStateResult._tagged_fields");
         Ok(this)
     }
 }
@@ -256,34 +165,22 @@ impl<'a> FromView<WriteStateResultView<'a>> for WriteStateResult<'a> {
         WriteStateResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WriteStateResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(WriteStateResult<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for PartitionResult<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionResult::default();
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
         this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
-        let mut unknown = Vec::new();
-        r.tagged_fields("PartitionResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -294,16 +191,9 @@ impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
             partition: view.partition(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for PartitionResult<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(PartitionResult<'_>);

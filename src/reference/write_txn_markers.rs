@@ -17,12 +17,7 @@ impl ReadOwned for WriteTxnMarkersRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteTxnMarkersRequest::default();
         this.markers = List::Owned(read_list(r, ver, "WriteTxnMarkersRequest.Markers")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("WriteTxnMarkersRequest._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WriteTxnMarkersRequest._tagged_fields");
         Ok(this)
     }
 }
@@ -31,36 +26,16 @@ impl<'a> FromView<WriteTxnMarkersRequestView<'a>> for WriteTxnMarkersRequest<'a>
     fn from_view(view: WriteTxnMarkersRequestView<'a>) -> Self {
         WriteTxnMarkersRequest {
             markers: list_from_view(view.markers()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WriteTxnMarkersRequest<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.markers = self.markers.as_version(ver);
-        v
-    }
-}
+as_version!(WriteTxnMarkersRequest<'_>, |v, ver| {
+    v.markers = v.markers.as_version(ver);
+});
 
-impl WriteTxnMarkersRequest<'static> {
-    /// Decodes a WriteTxnMarkersRequest body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<WriteTxnMarkersRequestView<'a>> for WriteTxnMarkersRequest<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: WriteTxnMarkersRequestView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(WriteTxnMarkersRequest, WriteTxnMarkersRequestView);
 
 impl ReadOwned for WritableTxnMarker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -73,12 +48,7 @@ impl ReadOwned for WritableTxnMarker<'static> {
         if ver.version == 2 {
             this.transaction_version = r.i8("WritableTxnMarker.TransactionVersion")?;
         }
-        let mut unknown = Vec::new();
-        r.tagged_fields("WritableTxnMarker._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarker._tagged_fields");
         Ok(this)
     }
 }
@@ -92,36 +62,24 @@ impl<'a> FromView<WritableTxnMarkerView<'a>> for WritableTxnMarker<'a> {
             topics: list_from_view(view.topics()),
             coordinator_epoch: view.coordinator_epoch(),
             transaction_version: view.transaction_version(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WritableTxnMarker<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        if ver.version == 1 {
-            v.transaction_version = 0;
-        }
-        v
+as_version!(WritableTxnMarker<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+    if ver.version == 1 {
+        v.transaction_version = 0;
     }
-}
+});
 
 impl ReadOwned for WritableTxnMarkerTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerTopic::default();
         this.name = owned_str(r.str(true, "WritableTxnMarkerTopic.Name")?);
         this.partition_indexes = List::Owned(read_list(r, ver, "WritableTxnMarkerTopic.PartitionIndexes")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("WritableTxnMarkerTopic._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerTopic._tagged_fields");
         Ok(this)
     }
 }
@@ -131,30 +89,18 @@ impl<'a> FromView<WritableTxnMarkerTopicView<'a>> for WritableTxnMarkerTopic<'a>
         WritableTxnMarkerTopic {
             name: Str::Borrowed(view.name()),
             partition_indexes: list_from_view(view.partition_indexes()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WritableTxnMarkerTopic<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(WritableTxnMarkerTopic<'_>);
 
 impl ReadOwned for WriteTxnMarkersResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteTxnMarkersResponse::default();
         this.markers = List::Owned(read_list(r, ver, "WriteTxnMarkersResponse.Markers")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("WriteTxnMarkersResponse._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WriteTxnMarkersResponse._tagged_fields");
         Ok(this)
     }
 }
@@ -163,48 +109,23 @@ impl<'a> FromView<WriteTxnMarkersResponseView<'a>> for WriteTxnMarkersResponse<'
     fn from_view(view: WriteTxnMarkersResponseView<'a>) -> Self {
         WriteTxnMarkersResponse {
             markers: list_from_view(view.markers()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WriteTxnMarkersResponse<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.markers = self.markers.as_version(ver);
-        v
-    }
-}
+as_version!(WriteTxnMarkersResponse<'_>, |v, ver| {
+    v.markers = v.markers.as_version(ver);
+});
 
-impl WriteTxnMarkersResponse<'static> {
-    /// Decodes a WriteTxnMarkersResponse body of `version` with the reference decoder, which allocates
-    /// owned strings and vectors.
-    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
-        read_owned_body(bytes, version)
-    }
-}
-
-impl<'a> From<WriteTxnMarkersResponseView<'a>> for WriteTxnMarkersResponse<'a> {
-    /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-    fn from(view: WriteTxnMarkersResponseView<'a>) -> Self {
-        Self::from_view(view)
-    }
-}
+reference_body!(WriteTxnMarkersResponse, WriteTxnMarkersResponseView);
 
 impl ReadOwned for WritableTxnMarkerResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerResult::default();
         this.producer_id = r.i64("WritableTxnMarkerResult.ProducerId")?;
         this.topics = List::Owned(read_list(r, ver, "WritableTxnMarkerResult.Topics")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("WritableTxnMarkerResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerResult._tagged_fields");
         Ok(this)
     }
 }
@@ -214,33 +135,21 @@ impl<'a> FromView<WritableTxnMarkerResultView<'a>> for WritableTxnMarkerResult<'
         WritableTxnMarkerResult {
             producer_id: view.producer_id(),
             topics: list_from_view(view.topics()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WritableTxnMarkerResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.topics = self.topics.as_version(ver);
-        v
-    }
-}
+as_version!(WritableTxnMarkerResult<'_>, |v, ver| {
+    v.topics = v.topics.as_version(ver);
+});
 
 impl ReadOwned for WritableTxnMarkerTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerTopicResult::default();
         this.name = owned_str(r.str(true, "WritableTxnMarkerTopicResult.Name")?);
         this.partitions = List::Owned(read_list(r, ver, "WritableTxnMarkerTopicResult.Partitions")?);
-        let mut unknown = Vec::new();
-        r.tagged_fields("WritableTxnMarkerTopicResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerTopicResult._tagged_fields");
         Ok(this)
     }
 }
@@ -250,33 +159,21 @@ impl<'a> FromView<WritableTxnMarkerTopicResultView<'a>> for WritableTxnMarkerTop
         WritableTxnMarkerTopicResult {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WritableTxnMarkerTopicResult<'_> {
-    fn as_version(&self, ver: Ver) -> Self {
-        let mut v = self.clone();
-        v.partitions = self.partitions.as_version(ver);
-        v
-    }
-}
+as_version!(WritableTxnMarkerTopicResult<'_>, |v, ver| {
+    v.partitions = v.partitions.as_version(ver);
+});
 
 impl ReadOwned for WritableTxnMarkerPartitionResult<'static> {
-    fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
+    fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerPartitionResult::default();
         this.partition_index = r.i32("WritableTxnMarkerPartitionResult.PartitionIndex")?;
         this.error_code = r.i16("WritableTxnMarkerPartitionResult.ErrorCode")?;
-        let mut unknown = Vec::new();
-        r.tagged_fields("WritableTxnMarkerPartitionResult._tagged_fields", |tag, value| {
-            unknown.push(raw_tagged_field(tag, value));
-            Ok(false)
-        })?;
-        this.unknown_tagged_fields = List::Owned(unknown);
+        read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerPartitionResult._tagged_fields");
         Ok(this)
     }
 }
@@ -286,16 +183,9 @@ impl<'a> FromView<WritableTxnMarkerPartitionResultView<'a>> for WritableTxnMarke
         WritableTxnMarkerPartitionResult {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
-            unknown_tagged_fields: view
-                .unknown_tagged_fields()
-                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
-                .collect(),
+            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
 }
 
-impl AsVersion for WritableTxnMarkerPartitionResult<'_> {
-    fn as_version(&self, _: Ver) -> Self {
-        self.clone()
-    }
-}
+as_version!(WritableTxnMarkerPartitionResult<'_>);

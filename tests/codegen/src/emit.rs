@@ -371,10 +371,7 @@ impl Gen<'_> {
         if let Some(c) = absent {
             test = format!("{c} && {}", paren_or(&test));
         }
-        Some(format!(
-            "if {test} {{ return Err(EncodeError::FieldNotInVersion {{ field: {}, version: ver.version }}); }}",
-            q(&f.path)
-        ))
+        Some(format!("if {test} {{ return Err(encode::not_in_version({}, ver)); }}", q(&f.path)))
     }
 
     fn emit_encode(&mut self, s: &Struct) {
@@ -778,8 +775,8 @@ impl Gen<'_> {
                 format!("view::check_nullable_array::<{elem}>({r}, ver, {p})?;"),
             ),
             Type::Struct(n) => pick(
-                format!("{n}View::checked({r}, ver)?;"),
-                format!("if {r}.i8({p})? >= 0 {{ {n}View::checked({r}, ver)?; }}"),
+                format!("{n}View::check({r}, ver, {p})?;"),
+                format!("if {r}.i8({p})? >= 0 {{ {n}View::check({r}, ver, {p})?; }}"),
             ),
             ty => format!("{r}.take({}, {p})?;", ty.fixed_width().unwrap()),
         }
@@ -833,26 +830,15 @@ impl Gen<'_> {
         }
         self.line("}\n");
 
-        self.line(format!("impl<'a> {n}View<'a> {{"));
+        let debug_fields: Vec<String> = s.fields.iter().map(|f| snake(&f.name)).collect();
         if root {
-            self.line(format!(
-                "    /// Checks `bytes` as a {n} body of `version` and returns a view of it.\n    pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {{"
-            ));
-            self.line(format!(
-                "        let view = Self::new_prefix(bytes, version)?;\n        view::no_trailing(bytes, view.as_bytes().len(), {})?;\n        Ok(view)\n    }}\n",
-                q(n)
-            ));
-            self.line(
-                "    /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka\n    /// ignores them); the view covers the body only.\n    pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, DecodeError> {",
-            );
-            self.line(format!(
-                "        let (src, ver, {}) = view::check_body::<{n}, {k}>(bytes, version, Self::checked)?;\n        Ok({})\n    }}\n",
-                if k > 0 { "at" } else { "_" },
-                self_init(k, "src")
-            ));
+            self.line(format!("body_view!({n}View, {n}{});", if k > 0 { ", at" } else { "" }));
         }
-        self.line("    /// The bytes this view covers.\n    pub const fn as_bytes(&self) -> &'a [u8] {\n        self.src.bytes()\n    }\n");
-        self.line("    /// The version the bytes were decoded as.\n    pub const fn version(&self) -> i16 {\n        self.ver.version\n    }\n");
+        self.line(format!("view_common!({n}View {{ {} }});\n", debug_fields.join(", ")));
+
+        let impl_start = self.out.len();
+        self.line(format!("impl<'a> {n}View<'a> {{"));
+        let body_start = self.out.len();
         let tagged = self.tagged_fields(s);
         let flexible = s.versions.intersect(self.msg.flexible);
         let tag_off = self.place_expr(s, &lay.tags, "self.at", flexible);
@@ -914,11 +900,38 @@ impl Gen<'_> {
             ));
         }
 
-        // The checking pass: every byte, once; it records the offsets the view keeps.
+        if root {
+            self.emit_check_pass(s, &lay, true);
+        }
+        if self.out.len() == body_start {
+            // No accessors: no inherent impl.
+            self.out.truncate(impl_start);
+        } else {
+            self.line("}\n");
+        }
+
+        // Element access over checked bytes.
+        if !root {
+            self.emit_view_element(s, &lay);
+        }
+    }
+
+    /// The checking pass: every byte, once. A body's (`checked`) records the offsets its view
+    /// keeps; an element's (`ElementImpl::check`) records nothing, as `at` finds them again.
+    fn emit_check_pass(&mut self, s: &Struct, lay: &StructLayout, root: bool) {
+        let n = &s.name;
+        let k = if root { lay.anchors } else { 0 };
+        let tagged = self.tagged_fields(s);
         let fn_start = self.out.len();
-        self.line(format!(
-            "    #[inline]\n    fn checked(r: &mut Reader<'a>, VER: Ver) -> Result<[u32; {k}], DecodeError> {{"
-        ));
+        if root {
+            self.line(format!(
+                "    #[inline]\n    fn checked(r: &mut Reader<'a>, VER: Ver) -> Result<[u32; {k}], DecodeError> {{"
+            ));
+        } else {
+            self.line(
+                "    #[inline]\n    fn check(r: &mut Reader<'a>, VER: Ver, _: &'static str) -> Result<(), DecodeError> {",
+            );
+        }
         if k > 0 {
             self.line(format!("        let start = r.pos();\n        let mut at = [0; {k}];"));
         }
@@ -957,7 +970,7 @@ impl Gen<'_> {
                 continue;
             }
             self.line(format!("        {}", wrap_cond(&c, &self.view_check(f, "r"))));
-            if anchor < k && lay_anchor_after(&lay, i, anchor) {
+            if anchor < k && lay_anchor_after(lay, i, anchor) {
                 self.line(format!("        at[{anchor}] = (r.pos() - start) as u32;"));
                 anchor += 1;
             }
@@ -971,31 +984,20 @@ impl Gen<'_> {
             // A struct of fixed-width fields with tagged fields has no one stride (see
             // `Ver::uniform`), wherever it is.
             let method = if self.all_fixed(s) { "fixed_struct_tagged_fields" } else { "tagged_fields" };
-            let t = format!("r.{method}({}, {arms})?;", q(&format!("{n}._tagged_fields")));
-            self.emit_if_flex(s, &t, "        ");
+            let field = q(&format!("{n}._tagged_fields"));
+            self.emit_if_flex(s, &format!("r.{method}({field}, {arms})?;"), "        ");
         }
-        self.line(if k > 0 { "        Ok(at)\n    }" } else { "        Ok([])\n    }" });
+        self.line(match (root, k > 0) {
+            (false, _) => "        Ok(())\n    }",
+            (true, true) => "        Ok(at)\n    }",
+            (true, false) => "        Ok([])\n    }",
+        });
         self.name_ver_param(fn_start);
-        self.line("}\n");
-
-        // Element access over checked bytes.
-        if !root {
-            self.emit_view_element(s, &lay, &fields);
-        }
-
-        // Debug shows the fields.
-        self.line(format!("impl fmt::Debug for {n}View<'_> {{"));
-        self.line("    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {");
-        let mut chain = format!("f.debug_struct({})", q(&format!("{n}View")));
-        for field in &s.fields {
-            let ident = snake(&field.name);
-            write!(chain, ".field({}, &self.{ident}())", q(ident.trim_start_matches("r#"))).unwrap();
-        }
-        self.line(format!("        {chain}.finish()\n    }}\n}}\n"));
     }
 
-    fn emit_view_element(&mut self, s: &Struct, lay: &StructLayout, fields: &[F]) {
+    fn emit_view_element(&mut self, s: &Struct, lay: &StructLayout) {
         let n = &s.name;
+        let fields: Vec<F> = s.fields.iter().map(|f| F::new(s, f)).collect();
         let k = lay.anchors;
         self.line(format!("impl<'a> ElementImpl<'a> for {n}View<'a> {{"));
         let layout_expr = by_version(
@@ -1020,12 +1022,16 @@ impl Gen<'_> {
             },
             |s| s.clone(),
         );
-        let fn_start = self.out.len();
-        self.line(format!(
-            "    #[inline]\n    fn layout(VER: Ver) -> Layout {{\n        {layout_expr}\n    }}\n"
-        ));
-        self.name_ver_param(fn_start);
-        self.line("    #[inline]\n    fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {\n        Self::checked(r, ver).map(drop)\n    }\n");
+        // `Layout::Var` is the trait's default.
+        if layout_expr != "Layout::Var" {
+            let fn_start = self.out.len();
+            self.line(format!(
+                "    #[inline]\n    fn layout(VER: Ver) -> Layout {{\n        {layout_expr}\n    }}\n"
+            ));
+            self.name_ver_param(fn_start);
+        }
+        self.emit_check_pass(s, lay, false);
+        self.line("");
         let fn_start = self.out.len();
         self.line("    #[inline]\n    fn at(src: Src<'a>, pos: usize, VER: Ver) -> (Self, usize) {");
         if self.all_fixed(s) {
@@ -1197,10 +1203,15 @@ impl Gen<'_> {
                     .line(format!("        if {c} {{\n            this.{} = {expr};\n        }}", f.ident)),
             }
         }
-        if self.has_tags(s) {
-            let body = if tagged.is_empty() {
-                "|tag, value| {\n unknown.push(raw_tagged_field(tag, value));\n Ok(false)\n }".to_string()
-            } else {
+        if self.has_tags(s) && tagged.is_empty() {
+            let t =
+                format!("read_unknown_tagged_fields!(this, r, ver, {});", q(&format!("{n}._tagged_fields")));
+            match self.flex(s) {
+                Some(false) => {}
+                _ => self.line(format!("        {t}")),
+            }
+        } else if self.has_tags(s) {
+            let body = {
                 let mut body = String::from("|tag, value| {\n match tag {\n");
                 let mut guarded = false;
                 for f in &tagged {
@@ -1269,64 +1280,47 @@ impl Gen<'_> {
             self.line(format!("            {}: {conv},", f.ident));
         }
         if self.has_tags(s) {
-            self.line("            unknown_tagged_fields: view.unknown_tagged_fields().map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) }).collect(),");
+            self.line("            unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),");
         }
         self.line("        }\n    }\n}\n");
 
-        let anon = if self.struct_needs_lifetime(s) { "<'_>" } else { "" };
-        self.line(format!("impl AsVersion for {n}{anon} {{"));
-        let fn_start = self.out.len();
-        self.line("    fn as_version(&self, VER: Ver) -> Self {");
         // Only fields that a version can drop, and those holding structs, differ from a clone.
+        let anon = if self.struct_needs_lifetime(s) { "<'_>" } else { "" };
         let mut changes = Vec::new();
         for f in &s.fields {
             let f = F::new(s, f);
             let present =
                 Versions::new(f.f.versions.lo.max(s.versions.lo), f.f.versions.hi.min(s.versions.hi));
             let nested = matches!(f.elem(), Type::Struct(_));
+            let (x, default) = (&f.ident, self.data_default(&f));
             match cond_not(present, s.versions, V) {
-                Cond::Always => changes.push(format!("v.{} = {};", f.ident, self.data_default(&f))),
-                Cond::If(c) if nested => changes.push(format!(
-                    "v.{} = if {c} {{ {} }} else {{ self.{}.as_version(ver) }};",
-                    f.ident,
-                    self.data_default(&f),
-                    f.ident
-                )),
-                Cond::If(c) => {
-                    changes.push(format!("if {c} {{ v.{} = {}; }}", f.ident, self.data_default(&f)))
+                Cond::Always => changes.push(format!("v.{x} = {default};")),
+                Cond::If(c) if nested => {
+                    changes.push(format!("v.{x} = if {c} {{ {default} }} else {{ v.{x}.as_version(ver) }};"))
                 }
-                Cond::Never if nested => {
-                    changes.push(format!("v.{} = self.{}.as_version(ver);", f.ident, f.ident))
-                }
+                Cond::If(c) => changes.push(format!("if {c} {{\n    v.{x} = {default};\n}}")),
+                Cond::Never if nested => changes.push(format!("v.{x} = v.{x}.as_version(ver);")),
                 Cond::Never => {}
             }
         }
         if self.has_tags(s) && self.flex(s) != Some(true) {
-            changes.push("if !ver.flexible { v.unknown_tagged_fields = List::Borrowed(&[]); }".to_string());
+            changes
+                .push("v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);".into());
         }
         if changes.is_empty() {
-            self.line("        self.clone()\n    }");
+            self.line(format!("as_version!({n}{anon});\n"));
         } else {
-            self.line("        let mut v = self.clone();");
-            for c in changes {
-                self.line(format!("        {c}"));
+            let body = changes.join("\n");
+            let ver = if uses_ver(&body) { "ver" } else { "_" };
+            self.line(format!("as_version!({n}{anon}, |v, {ver}| {{"));
+            for l in body.lines() {
+                self.line(format!("    {l}"));
             }
-            self.line("        v\n    }");
+            self.line("});\n");
         }
-        self.name_ver_param(fn_start);
-        self.line("}\n");
 
         if self.is_root(s) {
-            self.line(format!("impl {n}<'static> {{"));
-            self.line(format!(
-                "    /// Decodes a {n} body of `version` with the reference decoder, which allocates\n    /// owned strings and vectors."
-            ));
-            self.line("    pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {");
-            self.line("        read_owned_body(bytes, version)\n    }\n}\n");
-            self.line(format!("impl<'a> From<{n}View<'a>> for {n}<'a> {{"));
-            self.line(format!(
-                "    /// Converts a view, borrowing its strings and bytes and allocating its arrays.\n    fn from(view: {n}View<'a>) -> Self {{\n        Self::from_view(view)\n    }}\n}}\n"
-            ));
+            self.line(format!("reference_body!({n}, {n}View);\n"));
         }
     }
 
@@ -1335,25 +1329,16 @@ impl Gen<'_> {
     fn emit_root_items(&mut self) {
         let m = self.msg;
         let n = &m.name;
-        let lt = if self.struct_needs_lifetime(m.find(n)) { "<'_>" } else { "" };
-        self.line(format!("impl Body for {n}{lt} {{"));
-        self.line(format!("    const NAME: &'static str = {};", q(n)));
-        self.line(format!("    const API_KEY: i16 = {};", m.api_key));
-        self.line(format!("    const IS_REQUEST: bool = {};", m.is_request));
-        self.line(format!("    const VERSIONS: Versions = Versions::new({}, {});", m.valid.lo, m.valid.hi));
+        let hi = |v: Versions| if v.hi == i16::MAX { "i16::MAX".to_string() } else { v.hi.to_string() };
         self.line(format!(
-            "    const FLEXIBLE_VERSIONS: Versions = Versions::new({}, {});",
+            "impl_body!({n} {{ key: {}, request: {}, versions: ({}, {}), flexible: ({}, {}) }});\n",
+            m.api_key,
+            m.is_request,
+            m.valid.lo,
+            hi(m.valid),
             m.flexible.lo,
-            if m.flexible.hi == i16::MAX { "i16::MAX".to_string() } else { m.flexible.hi.to_string() }
+            hi(m.flexible)
         ));
-        self.line("}\n");
-        self.line(format!("impl {n}{lt} {{"));
-        self.line(
-            "    /// The exact size of this body encoded as `version`, or why it cannot be encoded.\n    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {\n        encode::body_len(self, version)\n    }\n",
-        );
-        self.line(
-            "    /// Encodes this body as `version` into the front of `buf` and returns the bytes written.\n    pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {\n        encode::encode_body(self, version, buf)\n    }\n}\n",
-        );
     }
 }
 
@@ -1706,57 +1691,6 @@ fn cfg_line(api: &str) -> String {
     }
 }
 
-/// Puts every line of the dispatch code (after the `ApiKey` table) that names one API under
-/// that API's feature, and gives each `match api_key` a last arm for the APIs left out.
-fn gate_dispatch(text: &str, apis: &[Api]) -> String {
-    let names: Vec<&str> = apis.iter().map(|a| a.name.as_str()).collect();
-    let start = text.find("/// A view of any supported").unwrap_or(text.len());
-    let (head, tail) = text.split_at(start);
-    let mut out = String::from(head);
-    // The fallback of the `match api_key` being emitted, set by the function it is in.
-    let mut fallback: Option<&str> = None;
-    let mut last_fn = "";
-    for line in tail.lines() {
-        let t = line.trim_start();
-        let indent = &line[..line.len() - t.len()];
-        if t.starts_with("pub fn ") {
-            last_fn = t;
-        }
-        let api = if let Some(rest) = t.strip_prefix("ApiKey::") {
-            rest.split(" =>").next()
-        } else if let Some(rest) = t.strip_prefix("Self::") {
-            rest.split('(').next()
-        } else if t.contains("BodyView::") && t.contains(" => ") {
-            t.split("BodyView::").nth(1).and_then(|r| r.split('(').next())
-        } else {
-            t.split('(').next().filter(|n| t.ends_with("),") && t[n.len() + 1..].starts_with(*n))
-        };
-        if t.contains("match api_key {") {
-            fallback = Some(if last_fn.contains("arbitrary_for") {
-                "return Err(arbitrary::Error::IncorrectFormat)"
-            } else {
-                "return Err(DecodeError::new(DecodeErrorKind::UnsupportedVersion(version), 0, api_key.name()))"
-            });
-        }
-        if let Some(f) = fallback
-            && t.starts_with("})")
-        {
-            out.push_str(&format!(
-                "{indent}    // An API this build leaves out.\n{indent}    #[allow(unreachable_patterns)]\n{indent}    _ => {f},\n"
-            ));
-            fallback = None;
-        }
-        if let Some(api) = api.filter(|a| names.contains(a))
-            && let Some(f) = feature(api)
-        {
-            out.push_str(&format!("{indent}#[cfg(feature = {})]\n", q(&f)));
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
-}
-
 pub struct Api<'m> {
     pub name: String,
     pub key: i16,
@@ -1784,194 +1718,31 @@ pub fn messages_mod(apis: &[Api]) -> String {
         )
         .unwrap();
     }
-    o.push_str("\nuse crate::encode::{AnyBody, private::Sealed};\nuse crate::error::{DecodeError, DecodeErrorKind, EncodeError};\nuse crate::types::Versions;\n\n");
+    o.push_str("\n// The macros that turn the table below into `ApiKey` and the dispatch enums (by hand).\nmod table;\n\nuse table::{api_table, dispatch};\n\n");
     for a in apis {
         writeln!(o, "{}pub mod {};", cfg_line(&a.name), snake(&a.name)).unwrap();
     }
-    o.push('\n');
+    o.push_str("\napi_table! {\n");
+    let range = |v: Versions| {
+        let hi = if v.hi == i16::MAX { "i16::MAX".to_string() } else { v.hi.to_string() };
+        format!("({}, {hi})", v.lo)
+    };
     for a in apis {
+        let feature = feature(&a.name).map(|f| format!("feature: {}, ", q(&f))).unwrap_or_default();
+        writeln!(o, "    {} = {} {{", a.name, a.key).unwrap();
+        writeln!(o, "        module: {}, {feature}flexible: {},", snake(&a.name), range(a.request.flexible))
+            .unwrap();
+        writeln!(o, "        request: {n}Request, {n}RequestView, {},", range(a.request.valid), n = a.name)
+            .unwrap();
         writeln!(
             o,
-            "{}pub use {}::{{{n}Request, {n}RequestView, {n}Response, {n}ResponseView}};",
-            cfg_line(&a.name),
-            snake(&a.name),
+            "        response: {n}Response, {n}ResponseView, {},",
+            range(a.response.valid),
             n = a.name
         )
         .unwrap();
+        o.push_str("    }\n");
     }
-    o.push_str("\n/// The APIs this crate supports, with their version tables.\n");
-    o.push_str("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n#[non_exhaustive]\npub enum ApiKey {\n");
-    for a in apis {
-        writeln!(o, "    /// {} (key {}).\n    {} = {},", a.name, a.key, a.name, a.key).unwrap();
-    }
-    o.push_str("}\n\nimpl ApiKey {\n");
-    o.push_str("    /// Every supported API, by key.\n    pub const ALL: &'static [ApiKey] = &[");
-    o.push_str(&apis.iter().map(|a| format!("ApiKey::{}", a.name)).collect::<Vec<_>>().join(", "));
-    o.push_str("];\n\n");
-    o.push_str("    /// The API with this key, if this crate supports it.\n    pub const fn from_i16(key: i16) -> Option<ApiKey> {\n        match key {\n");
-    for a in apis {
-        writeln!(o, "            {} => Some(ApiKey::{}),", a.key, a.name).unwrap();
-    }
-    o.push_str("            _ => None,\n        }\n    }\n\n");
-    o.push_str(
-        "    /// The key on the wire.\n    pub const fn key(self) -> i16 {\n        self as i16\n    }\n\n",
-    );
-    o.push_str("    /// Whether this build has the API's messages: every API has a feature `api-<name>` (all\n    /// are on by default, through `all-apis`); ApiVersions is always there.\n    pub const fn is_enabled(self) -> bool {\n        match self {\n");
-    for a in apis {
-        match feature(&a.name) {
-            Some(f) => writeln!(o, "            ApiKey::{} => cfg!(feature = {}),", a.name, q(&f)).unwrap(),
-            None => writeln!(o, "            ApiKey::{} => true,", a.name).unwrap(),
-        }
-    }
-    o.push_str("        }\n    }\n\n");
-    o.push_str("    /// The API's name, as Kafka spells it.\n    pub const fn name(self) -> &'static str {\n        match self {\n");
-    for a in apis {
-        writeln!(o, "            ApiKey::{} => {},", a.name, q(&a.name)).unwrap();
-    }
-    o.push_str("        }\n    }\n\n");
-    let table = |o: &mut String, fname: &str, doc: &str, pick: &dyn Fn(&Api) -> Versions| {
-        writeln!(o, "    /// {doc}\n    pub const fn {fname}(self) -> Versions {{\n        match self {{")
-            .unwrap();
-        for a in apis {
-            let v = pick(a);
-            let hi = if v.hi == i16::MAX { "i16::MAX".to_string() } else { v.hi.to_string() };
-            writeln!(o, "            ApiKey::{} => Versions::new({}, {hi}),", a.name, v.lo).unwrap();
-        }
-        o.push_str("        }\n    }\n\n");
-    };
-    table(&mut o, "request_versions", "The request versions this crate supports.", &|a| a.request.valid);
-    table(&mut o, "response_versions", "The response versions this crate supports.", &|a| a.response.valid);
-    table(
-        &mut o,
-        "flexible_versions",
-        "The versions that use the flexible encoding (compact strings and arrays, tagged fields).",
-        &|a| a.request.flexible,
-    );
-    o.push_str("    /// The request header version for `version`: 2 for flexible versions, else 1.\n");
-    o.push_str("    pub const fn request_header_version(self, version: i16) -> i16 {\n        if self.flexible_versions().contains(version) { 2 } else { 1 }\n    }\n\n");
-    o.push_str("    /// The response header version for `version`: 1 for flexible versions, else 0; always 0\n    /// for ApiVersions, whose response header never changes so that any client can read it.\n");
-    o.push_str("    pub const fn response_header_version(self, version: i16) -> i16 {\n        match self {\n            ApiKey::ApiVersions => 0,\n            _ if self.flexible_versions().contains(version) => 1,\n            _ => 0,\n        }\n    }\n}\n\n");
-
-    // dispatch
-    for (kind, is_req) in [("Request", true), ("Response", false)] {
-        writeln!(o, "/// A view of any supported {} body, chosen by API key.", kind.to_lowercase()).unwrap();
-        o.push_str("#[derive(Clone, Copy, Debug)]\n#[non_exhaustive]\n");
-        writeln!(o, "pub enum {kind}BodyView<'a> {{").unwrap();
-        for a in apis {
-            writeln!(o, "    /// {n} {k}.\n    {n}({n}{kind}View<'a>),", n = a.name, k = kind.to_lowercase())
-                .unwrap();
-        }
-        o.push_str("}\n\n");
-        writeln!(o, "impl<'a> {kind}BodyView<'a> {{").unwrap();
-        writeln!(o, "    /// Checks `bytes` as the {} body of `api_key` at `version`.", kind.to_lowercase())
-            .unwrap();
-        o.push_str("    pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
-        for a in apis {
-            writeln!(
-                o,
-                "            ApiKey::{n} => Self::{n}({n}{kind}View::new(bytes, version)?),",
-                n = a.name
-            )
-            .unwrap();
-        }
-        o.push_str("        })\n    }\n\n");
-        writeln!(o, "    /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).")
-            .unwrap();
-        o.push_str("    pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
-        for a in apis {
-            writeln!(
-                o,
-                "            ApiKey::{n} => Self::{n}({n}{kind}View::new_prefix(bytes, version)?),",
-                n = a.name
-            )
-            .unwrap();
-        }
-        o.push_str("        })\n    }\n\n");
-        o.push_str("    /// The API this body belongs to.\n    pub const fn api_key(&self) -> ApiKey {\n        match self {\n");
-        for a in apis {
-            writeln!(o, "            Self::{n}(_) => ApiKey::{n},", n = a.name).unwrap();
-        }
-        o.push_str("        }\n    }\n\n");
-        o.push_str("    /// The bytes of the body.\n    pub const fn as_bytes(&self) -> &'a [u8] {\n        match self {\n");
-        for a in apis {
-            writeln!(o, "            Self::{n}(v) => v.as_bytes(),", n = a.name).unwrap();
-        }
-        o.push_str("        }\n    }\n\n");
-        o.push_str("}\n\n");
-        let _ = is_req;
-
-        let lower = kind.to_lowercase();
-        writeln!(o, "/// Any supported {lower} body as a value, chosen by API key.").unwrap();
-        o.push_str("#[derive(Clone, Debug, PartialEq)]\n#[non_exhaustive]\n");
-        writeln!(o, "pub enum {kind}Body<'a> {{").unwrap();
-        for a in apis {
-            writeln!(o, "    /// {n} {lower}.\n    {n}({n}{kind}<'a>),", n = a.name).unwrap();
-        }
-        o.push_str("}\n\n");
-        writeln!(o, "impl {kind}Body<'_> {{").unwrap();
-        o.push_str("    /// The API this body belongs to.\n    pub const fn api_key(&self) -> ApiKey {\n        match self {\n");
-        for a in apis {
-            writeln!(o, "            Self::{n}(_) => ApiKey::{n},", n = a.name).unwrap();
-        }
-        o.push_str("        }\n    }\n}\n\n");
-        writeln!(o, "impl Sealed for {kind}Body<'_> {{}}\n").unwrap();
-        writeln!(o, "impl AnyBody for {kind}Body<'_> {{").unwrap();
-        o.push_str("    fn api_key(&self) -> i16 {\n        self.api_key().key()\n    }\n\n");
-        o.push_str(
-            "    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {\n        match self {\n",
-        );
-        for a in apis {
-            writeln!(o, "            Self::{n}(b) => b.encoded_len(version),", n = a.name).unwrap();
-        }
-        o.push_str("        }\n    }\n\n");
-        o.push_str("    fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {\n        match self {\n");
-        for a in apis {
-            writeln!(o, "            Self::{n}(b) => b.encode(version, buf),", n = a.name).unwrap();
-        }
-        o.push_str("        }\n    }\n\n");
-        o.push_str("    fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {\n        match self {\n");
-        for a in apis {
-            writeln!(o, "            Self::{n}(b) => b.write_sized(version, out),", n = a.name).unwrap();
-        }
-        o.push_str("        }\n    }\n}\n\n");
-        o.push_str("#[cfg(feature = \"alloc\")]\n");
-        writeln!(o, "impl {kind}Body<'static> {{").unwrap();
-        writeln!(o, "    /// Decodes the {lower} body of `api_key` at `version` with the reference decoder.")
-            .unwrap();
-        o.push_str("    pub fn decode(bytes: &[u8], api_key: ApiKey, version: i16) -> Result<Self, DecodeError> {\n        Ok(match api_key {\n");
-        for a in apis {
-            writeln!(
-                o,
-                "            ApiKey::{n} => Self::{n}({n}{kind}::decode(bytes, version)?),",
-                n = a.name
-            )
-            .unwrap();
-        }
-        o.push_str("        })\n    }\n}\n\n");
-        o.push_str("#[cfg(feature = \"arbitrary\")]\n");
-        writeln!(o, "impl<'a> {kind}Body<'a> {{").unwrap();
-        writeln!(o, "    /// An arbitrary {lower} body of `api_key`, for fuzzing and property tests.")
-            .unwrap();
-        o.push_str("    pub fn arbitrary_for(api_key: ApiKey, u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {\n        use arbitrary::Arbitrary;\n        Ok(match api_key {\n");
-        for a in apis {
-            writeln!(o, "            ApiKey::{n} => Self::{n}({n}{kind}::arbitrary(u)?),", n = a.name)
-                .unwrap();
-        }
-        o.push_str("        })\n    }\n}\n\n");
-        o.push_str("#[cfg(feature = \"alloc\")]\n");
-        writeln!(o, "impl crate::testing::AsVersion for {kind}Body<'_> {{").unwrap();
-        o.push_str("    fn as_version(&self, ver: crate::types::Ver) -> Self {\n        match self {\n");
-        for a in apis {
-            writeln!(o, "            Self::{n}(b) => Self::{n}(b.as_version(ver)),", n = a.name).unwrap();
-        }
-        o.push_str("        }\n    }\n}\n\n");
-        o.push_str("#[cfg(feature = \"alloc\")]\n");
-        writeln!(o, "impl<'a> From<{kind}BodyView<'a>> for {kind}Body<'a> {{").unwrap();
-        writeln!(o, "    fn from(view: {kind}BodyView<'a>) -> Self {{\n        match view {{").unwrap();
-        for a in apis {
-            writeln!(o, "            {kind}BodyView::{n}(v) => Self::{n}(v.into()),", n = a.name).unwrap();
-        }
-        o.push_str("        }\n    }\n}\n\n");
-    }
-    gate_dispatch(&o, apis)
+    o.push_str("}\n");
+    o
 }

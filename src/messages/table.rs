@@ -1,0 +1,311 @@
+//! The macro behind `messages/mod.rs`: from one row per API (its key, module, feature and
+//! version tables) it writes the `ApiKey` table and the dispatch enums with their `match`
+//! over every API. Written by hand; the generated `mod.rs` invokes it once, with the rows.
+//!
+//! An API whose feature is off keeps its `ApiKey` row (key, versions and header versions are
+//! facts) but loses its re-exports, its variants and their arms; each `match api_key` then
+//! ends with an arm that answers such an API as one this build does not support.
+
+/// Writes the API table and dispatch from rows of the form
+///
+/// ```text
+/// ListOffsets = 2 {
+///     module: list_offsets, feature: "api-list-offsets", flexible: (6, i16::MAX),
+///     request: ListOffsetsRequest, ListOffsetsRequestView, (1, 11),
+///     response: ListOffsetsResponse, ListOffsetsResponseView, (1, 11),
+/// }
+/// ```
+///
+/// `feature` is left out for an API that is always compiled (ApiVersions). Version ranges
+/// are `(lowest, highest)`.
+macro_rules! api_table {
+    ($(
+        $name:ident = $key:literal {
+            module: $module:ident, $(feature: $feature:literal,)? flexible: ($flo:expr, $fhi:expr),
+            request: $req:ident, $req_view:ident, ($qlo:expr, $qhi:expr),
+            response: $resp:ident, $resp_view:ident, ($slo:expr, $shi:expr) $(,)?
+        }
+    )*) => {
+        $(
+            $(#[cfg(feature = $feature)])?
+            pub use $module::{$req, $req_view, $resp, $resp_view};
+        )*
+
+        /// The APIs this crate supports, with their version tables.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum ApiKey {
+            $(
+                #[doc = concat!(stringify!($name), " (key ", stringify!($key), ").")]
+                $name = $key,
+            )*
+        }
+
+        impl ApiKey {
+            /// Every supported API, by key.
+            pub const ALL: &'static [ApiKey] = &[$(ApiKey::$name),*];
+
+            /// The API with this key, if this crate supports it.
+            pub const fn from_i16(key: i16) -> Option<ApiKey> {
+                match key {
+                    $($key => Some(ApiKey::$name),)*
+                    _ => None,
+                }
+            }
+
+            /// The key on the wire.
+            pub const fn key(self) -> i16 {
+                self as i16
+            }
+
+            /// Whether this build has the API's messages: every API has a feature `api-<name>` (all
+            /// are on by default, through `all-apis`); ApiVersions is always there.
+            pub const fn is_enabled(self) -> bool {
+                match self {
+                    $(ApiKey::$name => true $(&& cfg!(feature = $feature))?,)*
+                }
+            }
+
+            /// The API's name, as Kafka spells it.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(ApiKey::$name => stringify!($name),)*
+                }
+            }
+
+            /// The request versions this crate supports.
+            pub const fn request_versions(self) -> $crate::types::Versions {
+                match self {
+                    $(ApiKey::$name => $crate::types::Versions::new($qlo, $qhi),)*
+                }
+            }
+
+            /// The response versions this crate supports.
+            pub const fn response_versions(self) -> $crate::types::Versions {
+                match self {
+                    $(ApiKey::$name => $crate::types::Versions::new($slo, $shi),)*
+                }
+            }
+
+            /// The versions that use the flexible encoding (compact strings and arrays, tagged fields).
+            pub const fn flexible_versions(self) -> $crate::types::Versions {
+                match self {
+                    $(ApiKey::$name => $crate::types::Versions::new($flo, $fhi),)*
+                }
+            }
+
+            /// The request header version for `version`: 2 for flexible versions, else 1.
+            pub const fn request_header_version(self, version: i16) -> i16 {
+                if self.flexible_versions().contains(version) { 2 } else { 1 }
+            }
+
+            /// The response header version for `version`: 1 for flexible versions, else 0; always 0
+            /// for ApiVersions, whose response header never changes so that any client can read it.
+            pub const fn response_header_version(self, version: i16) -> i16 {
+                match self {
+                    ApiKey::ApiVersions => 0,
+                    _ if self.flexible_versions().contains(version) => 1,
+                    _ => 0,
+                }
+            }
+        }
+
+        dispatch!(request, RequestBodyView, RequestBody, $($name $(($feature))? $req $req_view)*);
+        dispatch!(response, ResponseBodyView, ResponseBody, $($name $(($feature))? $resp $resp_view)*);
+    };
+}
+
+/// The dispatch enums of one direction (requests or responses): the view enum and the value
+/// enum, with a `match` over every API compiled in.
+macro_rules! dispatch {
+    ($lower:ident, $view_enum:ident, $body_enum:ident,
+        $($name:ident $(($feature:literal))? $body:ident $view:ident)*) => {
+        #[doc = concat!("A view of any supported ", stringify!($lower), " body, chosen by API key.")]
+        #[derive(Clone, Copy, Debug)]
+        #[non_exhaustive]
+        pub enum $view_enum<'a> {
+            $(
+                #[doc = concat!(stringify!($name), " ", stringify!($lower), ".")]
+                $(#[cfg(feature = $feature)])?
+                $name($view<'a>),
+            )*
+        }
+
+        impl<'a> $view_enum<'a> {
+            #[doc = concat!("Checks `bytes` as the ", stringify!($lower), " body of `api_key` at `version`.")]
+            pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, $crate::error::DecodeError> {
+                Ok(match api_key {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        ApiKey::$name => Self::$name($view::new(bytes, version)?),
+                    )*
+                    // An API this build leaves out.
+                    #[allow(unreachable_patterns)]
+                    _ => return Err($crate::messages::table::left_out(api_key, version)),
+                })
+            }
+
+            /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
+            pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, $crate::error::DecodeError> {
+                Ok(match api_key {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        ApiKey::$name => Self::$name($view::new_prefix(bytes, version)?),
+                    )*
+                    // An API this build leaves out.
+                    #[allow(unreachable_patterns)]
+                    _ => return Err($crate::messages::table::left_out(api_key, version)),
+                })
+            }
+
+            /// The API this body belongs to.
+            pub const fn api_key(&self) -> ApiKey {
+                match self {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        Self::$name(_) => ApiKey::$name,
+                    )*
+                }
+            }
+
+            /// The bytes of the body.
+            pub const fn as_bytes(&self) -> &'a [u8] {
+                match self {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        Self::$name(v) => v.as_bytes(),
+                    )*
+                }
+            }
+        }
+
+        #[doc = concat!("Any supported ", stringify!($lower), " body as a value, chosen by API key.")]
+        #[derive(Clone, Debug, PartialEq)]
+        #[non_exhaustive]
+        pub enum $body_enum<'a> {
+            $(
+                #[doc = concat!(stringify!($name), " ", stringify!($lower), ".")]
+                $(#[cfg(feature = $feature)])?
+                $name($body<'a>),
+            )*
+        }
+
+        impl $body_enum<'_> {
+            /// The API this body belongs to.
+            pub const fn api_key(&self) -> ApiKey {
+                match self {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        Self::$name(_) => ApiKey::$name,
+                    )*
+                }
+            }
+        }
+
+        impl $crate::encode::private::Sealed for $body_enum<'_> {}
+
+        impl $crate::encode::AnyBody for $body_enum<'_> {
+            fn api_key(&self) -> i16 {
+                self.api_key().key()
+            }
+
+            fn encoded_len(&self, version: i16) -> Result<usize, $crate::error::EncodeError> {
+                match self {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        Self::$name(b) => b.encoded_len(version),
+                    )*
+                }
+            }
+
+            fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, $crate::error::EncodeError> {
+                match self {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        Self::$name(b) => b.encode(version, buf),
+                    )*
+                }
+            }
+
+            fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, $crate::error::EncodeError> {
+                match self {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        Self::$name(b) => b.write_sized(version, out),
+                    )*
+                }
+            }
+        }
+
+        #[cfg(feature = "alloc")]
+        impl $body_enum<'static> {
+            #[doc = concat!(
+                "Decodes the ", stringify!($lower), " body of `api_key` at `version` with the reference decoder."
+            )]
+            pub fn decode(bytes: &[u8], api_key: ApiKey, version: i16) -> Result<Self, $crate::error::DecodeError> {
+                Ok(match api_key {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        ApiKey::$name => Self::$name($body::decode(bytes, version)?),
+                    )*
+                    // An API this build leaves out.
+                    #[allow(unreachable_patterns)]
+                    _ => return Err($crate::messages::table::left_out(api_key, version)),
+                })
+            }
+        }
+
+        #[cfg(feature = "arbitrary")]
+        impl<'a> $body_enum<'a> {
+            #[doc = concat!("An arbitrary ", stringify!($lower), " body of `api_key`, for fuzzing and property tests.")]
+            pub fn arbitrary_for(api_key: ApiKey, u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+                use arbitrary::Arbitrary;
+                Ok(match api_key {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        ApiKey::$name => Self::$name($body::arbitrary(u)?),
+                    )*
+                    // An API this build leaves out.
+                    #[allow(unreachable_patterns)]
+                    _ => return Err(arbitrary::Error::IncorrectFormat),
+                })
+            }
+        }
+
+        #[cfg(feature = "alloc")]
+        impl $crate::testing::AsVersion for $body_enum<'_> {
+            fn as_version(&self, ver: $crate::types::Ver) -> Self {
+                match self {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        Self::$name(b) => Self::$name(b.as_version(ver)),
+                    )*
+                }
+            }
+        }
+
+        #[cfg(feature = "alloc")]
+        impl<'a> From<$view_enum<'a>> for $body_enum<'a> {
+            fn from(view: $view_enum<'a>) -> Self {
+                match view {
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        $view_enum::$name(v) => Self::$name(v.into()),
+                    )*
+                }
+            }
+        }
+    };
+}
+
+/// The error for an API this build leaves out (its feature is off): the version is not one
+/// this build can read, as for an API it does not know.
+#[cold]
+pub(super) fn left_out(api_key: ApiKey, version: i16) -> DecodeError {
+    DecodeError::new(DecodeErrorKind::UnsupportedVersion(version), 0, api_key.name())
+}
+
+pub(super) use {api_table, dispatch};
+
+use super::ApiKey;
+use crate::error::{DecodeError, DecodeErrorKind};
