@@ -158,6 +158,7 @@ impl<'a> AlterUserScramCredentialsRequestView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
@@ -208,6 +209,7 @@ impl<'a> ScramCredentialDeletionView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 1, &[])
     }
@@ -277,6 +279,7 @@ impl<'a> ScramCredentialUpsertionView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
@@ -431,6 +434,7 @@ impl<'a> AlterUserScramCredentialsResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
@@ -482,6 +486,7 @@ impl<'a> AlterUserScramCredentialsResultView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }

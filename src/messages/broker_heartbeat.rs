@@ -202,6 +202,7 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(22, &[0, 1])
     }
@@ -352,6 +353,7 @@ impl<'a> BrokerHeartbeatResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(9, &[])
     }

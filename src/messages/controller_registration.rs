@@ -191,6 +191,7 @@ impl<'a> ControllerRegistrationRequestView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
@@ -253,6 +254,7 @@ impl<'a> ListenerView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + 4, &[])
     }
@@ -313,6 +315,7 @@ impl<'a> FeatureView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 4, &[])
     }
@@ -435,6 +438,7 @@ impl<'a> ControllerRegistrationResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }

@@ -135,6 +135,7 @@ impl<'a> DescribeClientQuotasRequestView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize + 1, &[]) } else { TaggedIter::EMPTY }
     }
@@ -184,6 +185,7 @@ impl<'a> ComponentDataView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
@@ -449,6 +451,7 @@ impl<'a> DescribeClientQuotasResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
@@ -500,6 +503,7 @@ impl<'a> EntryDataView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
@@ -556,6 +560,7 @@ impl<'a> EntityDataView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
     }
@@ -612,6 +617,7 @@ impl<'a> ValueDataView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize + 8, &[]) } else { TaggedIter::EMPTY }
     }

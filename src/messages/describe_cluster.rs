@@ -111,6 +111,7 @@ impl<'a> DescribeClusterRequestView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(
             if self.ver.version >= 2 {
@@ -352,6 +353,7 @@ impl<'a> DescribeClusterResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize + 4, &[])
     }
@@ -420,6 +422,7 @@ impl<'a> DescribeClusterBrokerView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize + (if self.ver.version >= 2 { 1 } else { 0 }), &[])
     }

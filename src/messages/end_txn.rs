@@ -96,6 +96,7 @@ impl<'a> EndTxnRequestView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(self.at[0] as usize + 11, &[]) } else { TaggedIter::EMPTY }
     }
@@ -234,6 +235,7 @@ impl<'a> EndTxnResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible {
             self.src.tagged(if self.ver.version >= 5 { 16 } else { 6 }, &[])

@@ -163,6 +163,7 @@ impl<'a> InitProducerIdRequestView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible {
             self.src.tagged(self.at[0] as usize + (if self.ver.version >= 3 { 14 } else { 4 }), &[])
@@ -322,6 +323,7 @@ impl<'a> InitProducerIdResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         if self.ver.flexible { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
     }

@@ -231,6 +231,7 @@ impl<'a> ShareAcknowledgeRequestView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
@@ -279,6 +280,7 @@ impl<'a> AcknowledgeTopicView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
@@ -329,6 +331,7 @@ impl<'a> AcknowledgePartitionView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
@@ -389,6 +392,7 @@ impl<'a> AcknowledgementBatchView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
@@ -681,6 +685,7 @@ impl<'a> ShareAcknowledgeResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
@@ -736,6 +741,7 @@ impl<'a> ShareAcknowledgeTopicResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
@@ -798,6 +804,7 @@ impl<'a> PartitionDataView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
@@ -849,6 +856,7 @@ impl<'a> LeaderIdAndEpochView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(8, &[])
     }
@@ -911,6 +919,7 @@ impl<'a> NodeEndpointView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }

@@ -644,6 +644,7 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[12] as usize + 1, &[])
     }
@@ -741,6 +742,7 @@ impl<'a> TopologyView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
@@ -829,6 +831,7 @@ impl<'a> SubtopologyView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[6] as usize, &[])
     }
@@ -908,6 +911,7 @@ impl<'a> TopicInfoView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
@@ -962,6 +966,7 @@ impl<'a> KeyValueView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
@@ -1020,6 +1025,7 @@ impl<'a> CopartitionGroupView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
@@ -1075,6 +1081,7 @@ impl<'a> StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
@@ -1127,6 +1134,7 @@ impl<'a> StreamsGroupHeartbeatRequestEndpointView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
@@ -1184,6 +1192,7 @@ impl<'a> TaskOffsetView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 12, &[])
     }
@@ -1691,6 +1700,7 @@ impl<'a> StreamsGroupHeartbeatResponseView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[6] as usize, &[])
     }
@@ -1784,6 +1794,7 @@ impl<'a> StatusView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize, &[])
     }
@@ -1834,6 +1845,7 @@ impl<'a> StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }
@@ -1892,6 +1904,7 @@ impl<'a> EndpointToPartitionsView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[2] as usize, &[])
     }
@@ -1947,6 +1960,7 @@ impl<'a> StreamsGroupHeartbeatResponseEndpointView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[0] as usize + 2, &[])
     }
@@ -1998,6 +2012,7 @@ impl<'a> TopicPartitionView<'a> {
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
+    #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
         self.src.tagged(self.at[1] as usize, &[])
     }

@@ -190,11 +190,11 @@ impl<'b> Writer<'b> {
     /// Writes raw bytes.
     #[inline]
     pub fn put(&mut self, bytes: &[u8]) {
-        let n = bytes.len();
-        if let Some(dst) = self.buf.get_mut(self.pos..).and_then(|rest| rest.get_mut(..n)) {
+        let end = self.pos + bytes.len();
+        if let Some(dst) = self.buf.get_mut(self.pos..end) {
             copy_short(dst, bytes);
         }
-        self.pos += n;
+        self.pos = end;
     }
 
     /// Writes `N` bytes that `fill` sets: a run of fixed-width fields in one bounds check.

@@ -895,7 +895,7 @@ impl Gen<'_> {
                 ),
             };
             self.line(format!(
-                "    /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.\n    pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {{\n        {}\n    }}\n",
+                "    /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.\n    #[inline]\n    pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {{\n        {}\n    }}\n",
                 expr.replace("ver.version", "self.ver.version")
             ));
         }
