@@ -3,50 +3,15 @@
 //! every vector, streams, the input layouts, the hex dump, and the error messages.
 #![cfg(feature = "cli")]
 
-use std::io::Write;
+#[path = "common/kwire_cmd.rs"]
+mod kwire_cmd;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+
+use kwire_cmd::{fails, ok, run as kwire, text};
 
 fn vectors() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
-}
-
-/// Runs `kwire` with `args`, feeding `stdin`.
-fn kwire(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kwire runs");
-    let mut input = child.stdin.take().expect("stdin");
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        // kwire may exit before reading everything (on a usage error); ignore that.
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().expect("kwire finishes");
-    writer.join().expect("stdin writer");
-    out
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Runs `kwire` and expects success; returns stdout.
-fn ok(args: &[&str], stdin: &[u8]) -> String {
-    let out = kwire(args, stdin);
-    assert!(out.status.success(), "kwire {args:?} failed: {}", text(&out.stderr));
-    text(&out.stdout)
-}
-
-/// Runs `kwire` and expects exit status 1; returns (stdout, stderr).
-fn fails(args: &[&str], stdin: &[u8]) -> (String, String) {
-    let out = kwire(args, stdin);
-    assert_eq!(out.status.code(), Some(1), "kwire {args:?}: {}{}", text(&out.stdout), text(&out.stderr));
-    (text(&out.stdout), text(&out.stderr))
 }
 
 fn read_hex(path: &Path) -> String {

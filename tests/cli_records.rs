@@ -4,53 +4,19 @@
 //! batches, and `--format json | encode` round trips of the records vectors.
 #![cfg(feature = "cli")]
 
+#[path = "common/kwire_cmd.rs"]
+mod kwire_cmd;
+
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+
+use kwire_cmd::{fails, ok, run as kwire, text};
 
 use kwire::records::{BatchBuilder, Compression, NewHeader, NewRecord};
 use serde_json::Value;
 
 fn vectors() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/records")
-}
-
-fn kwire(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kwire runs");
-    let mut input = child.stdin.take().expect("stdin");
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().expect("kwire finishes");
-    writer.join().expect("stdin writer");
-    out
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(args: &[&str], stdin: &[u8]) -> String {
-    let out = kwire(args, stdin);
-    assert!(out.status.success(), "kwire {args:?} failed: {}", text(&out.stderr));
-    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
-    text(&out.stdout)
-}
-
-/// Runs `kwire` expecting exit status 1 without a panic; returns (stdout, stderr).
-fn fails(args: &[&str], stdin: &[u8]) -> (String, String) {
-    let out = kwire(args, stdin);
-    assert_eq!(out.status.code(), Some(1), "kwire {args:?}: {}{}", text(&out.stdout), text(&out.stderr));
-    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
-    (text(&out.stdout), text(&out.stderr))
 }
 
 fn index() -> Value {

@@ -26,10 +26,12 @@
 #![cfg(feature = "cli")]
 
 mod common;
+#[path = "common/java.rs"]
+mod java;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -405,54 +407,19 @@ fn kwire_json(frames: &[Frame]) -> Vec<Result<Value, String>> {
     out.into_iter().map(|v| v.expect("every frame decoded or refused")).collect()
 }
 
-/// Builds the Java harness (cached) and returns its classpath.
-fn harness_classpath() -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let status = Command::new("bash")
-        .arg(root.join("tests/java/build.sh"))
-        .status()
-        .expect("bash runs tests/java/build.sh");
-    assert!(
-        status.success(),
-        "tests/java/build.sh failed ({status}): the Kafka codec check needs Java 17+ and Maven with access to Maven \
-         Central (or a filled local repository)"
-    );
-    let path = root.join("target/java/harness.classpath");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).trim().to_string()
-}
-
 /// Kafka's answer for every frame, from one JVM.
 fn kafka_json(frames: &[Frame]) -> Vec<Value> {
-    let classpath = harness_classpath();
-    let mut input = String::new();
-    for f in frames {
-        let _ = write!(input, "{} {} {} ", f.kind(), f.api.key(), f.version);
-        for b in &f.bytes[4..] {
-            let _ = write!(input, "{b:02x}");
-        }
-        input.push('\n');
-    }
-    let mut command = Command::new("java");
-    command.args(["-Xmx256m", "-XX:+UseSerialGC", "-cp", &classpath, "kwire.harness.Harness"]);
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run java: {e}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let mut answers = Vec::with_capacity(frames.len());
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.expect("the harness's output");
-        answers
-            .push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("the harness's JSON: {e}: {line}")));
-    }
-    writer.join().unwrap().expect("the harness reads every frame");
-    let status = child.wait().unwrap();
-    assert!(status.success(), "the Java harness failed: {status}");
-    assert_eq!(answers.len(), frames.len(), "the Java harness answers every frame");
-    answers
+    let lines = frames
+        .iter()
+        .map(|f| {
+            let mut line = format!("{} {} {} ", f.kind(), f.api.key(), f.version);
+            for b in &f.bytes[4..] {
+                let _ = write!(line, "{b:02x}");
+            }
+            line
+        })
+        .collect();
+    java::answers(lines, "Kafka codec check")
 }
 
 // ------------------------------------------------------------------ comparing

@@ -24,11 +24,10 @@
 //! number of fields each way (default 600).
 
 mod common;
+#[path = "common/java.rs"]
+mod java;
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write as _};
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use common::XorShift;
@@ -613,53 +612,9 @@ fn kafka_spec(rng: &mut XorShift, i: usize, t: &mut Tally) -> Field {
 
 // ------------------------------------------------------------------ the JVM
 
-/// Builds the Java harness (cached) and returns its classpath.
-fn harness_classpath() -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let status = Command::new("bash")
-        .arg(root.join("tests/java/build.sh"))
-        .status()
-        .expect("bash runs tests/java/build.sh");
-    assert!(
-        status.success(),
-        "tests/java/build.sh failed ({status}): the Kafka records check needs Java 17+ and Maven with access to \
-         Maven Central (or a filled local repository)"
-    );
-    let path = root.join("target/java/harness.classpath");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).trim().to_string()
-}
-
 /// Kafka's answer to every line, from one JVM.
 fn kafka(lines: Vec<String>) -> Vec<Value> {
-    let classpath = harness_classpath();
-    let n = lines.len();
-    let mut command = Command::new("java");
-    command.args(["-Xmx256m", "-XX:+UseSerialGC", "-cp", &classpath, "kwire.harness.Harness"]);
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run java: {e}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        for line in lines {
-            stdin.write_all(line.as_bytes())?;
-            stdin.write_all(b"\n")?;
-        }
-        Ok::<(), std::io::Error>(())
-    });
-    let mut answers = Vec::with_capacity(n);
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.expect("the harness's output");
-        answers
-            .push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("the harness's JSON: {e}: {line}")));
-    }
-    writer.join().unwrap().expect("the harness reads every line");
-    let status = child.wait().unwrap();
-    assert!(status.success(), "the Java harness failed: {status}");
-    assert_eq!(answers.len(), n, "the Java harness answers every line");
-    answers
+    java::answers(lines, "Kafka records check")
 }
 
 // ------------------------------------------------------------------ the test

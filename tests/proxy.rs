@@ -13,6 +13,9 @@
 //! is missing). A test that cannot get them fails. See docs/proxy.md.
 #![cfg(feature = "cli")]
 
+#[path = "common/kwire_cmd.rs"]
+mod kwire_cmd;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -687,25 +690,8 @@ fn slow_reader_does_not_grow_memory() {
 
 /// Runs `kwire` with `args`, `stdin` as its input; returns (success, stdout, stderr).
 fn kwire(args: &[&str], stdin: &[u8]) -> (bool, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kwire");
-    let mut input = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let writer = thread::spawn(move || {
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().expect("kwire output");
-    let _ = writer.join();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = kwire_cmd::run(args, stdin);
+    (out.status.success(), kwire_cmd::text(&out.stdout), kwire_cmd::text(&out.stderr))
 }
 
 /// The frames recorded between real clients and Apache Kafka 4.4.0

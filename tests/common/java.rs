@@ -1,0 +1,59 @@
+//! The Java harness of `tests/java` (Apache Kafka's own codec), built once by
+//! `tests/java/build.sh` and started once per test: one line in, one JSON line out.
+//! Included with `#[path]` by `tests/kafka_codec.rs` and `tests/kafka_records.rs`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// The harness's class path, after building it if needed (fails loudly without Java 17+
+/// and Maven: these checks are not skipped).
+fn classpath(check: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let status = Command::new("bash")
+        .arg(root.join("tests/java/build.sh"))
+        .status()
+        .expect("bash runs tests/java/build.sh");
+    assert!(
+        status.success(),
+        "tests/java/build.sh failed ({status}): the {check} needs Java 17+ and Maven with access to Maven \
+         Central (or a filled local repository)"
+    );
+    let path = root.join("target/java/harness.classpath");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).trim().to_string()
+}
+
+/// Kafka's answer to every line, in order, from one JVM with a modest heap. `check` names
+/// the test in the message given when Java is missing.
+pub fn answers(lines: Vec<String>, check: &str) -> Vec<Value> {
+    let classpath = classpath(check);
+    let n = lines.len();
+    let mut child = Command::new("java")
+        .args(["-Xmx256m", "-XX:+UseSerialGC", "-cp", &classpath, "kwire.harness.Harness"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run java: {e}"));
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for line in lines {
+            stdin.write_all(line.as_bytes())?;
+            stdin.write_all(b"\n")?;
+        }
+        Ok::<(), std::io::Error>(())
+    });
+    let mut answers = Vec::with_capacity(n);
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.expect("the harness's output");
+        answers
+            .push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("the harness's JSON: {e}: {line}")));
+    }
+    writer.join().unwrap().expect("the harness reads every line");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the Java harness failed: {status}");
+    assert_eq!(answers.len(), n, "the Java harness answers every line");
+    answers
+}
