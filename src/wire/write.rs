@@ -359,10 +359,9 @@ impl<'b> Writer<'b> {
     pub fn raw_tagged_fields(&mut self, unknown: &[RawTaggedField<'_>]) {
         if unknown.is_empty() {
             self.byte(0);
-            return;
+        } else {
+            self.pos = write_raw_tagged_fields(self.buf, self.pos, unknown);
         }
-        self.uvarint(unknown.len() as u32);
-        self.raw_tags_below(unknown, &mut 0, None);
     }
 
     /// Writes the unknown tagged fields from index `next` on whose tags are below `below`
@@ -378,6 +377,17 @@ impl<'b> Writer<'b> {
             *next += 1;
         }
     }
+}
+
+/// [`Writer::raw_tagged_fields`] when there are fields, out of the inlined path. It takes
+/// the buffer and position by value, not the writer, so that the writer of the caller's
+/// loop stays in registers.
+#[inline(never)]
+fn write_raw_tagged_fields(buf: &mut [u8], pos: usize, unknown: &[RawTaggedField<'_>]) -> usize {
+    let mut w = Writer { buf, pos };
+    w.uvarint(unknown.len() as u32);
+    w.raw_tags_below(unknown, &mut 0, None);
+    w.pos
 }
 
 /// `dst.copy_from_slice(src)` for slices of equal length, with short lengths (Kafka's
