@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// inside it.
 ///
 /// Versions 0-4; flexible from version 3. Decode it without allocating with [`AddOffsetsToTxnRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddOffsetsToTxnRequest<'a> {
     /// Transactional ID of the transaction. (`string`, versions 0+.)
@@ -129,7 +129,7 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
 /// Reports whether the group was added to the transaction.
 ///
 /// Versions 0-4; flexible from version 3. Decode it without allocating with [`AddOffsetsToTxnResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddOffsetsToTxnResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// can batch several transactions or only verify membership.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`AddPartitionsToTxnRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnRequest<'a> {
     /// Transactions to add partitions to (from version 4, sent by brokers).
@@ -35,7 +35,7 @@ pub struct AddPartitionsToTxnRequest<'a> {
 }
 
 /// Transactions to add partitions to (from version 4, sent by brokers).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnTransaction<'a> {
     /// Transactional ID of the transaction. (`string`, versions 4+; map key.)
@@ -54,7 +54,7 @@ pub struct AddPartitionsToTxnTransaction<'a> {
 }
 
 /// Partitions to add, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnTopic<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -439,7 +439,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
 /// transaction.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`AddPartitionsToTxnResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -458,7 +458,7 @@ pub struct AddPartitionsToTxnResponse<'a> {
 }
 
 /// Results for each transaction (from version 4).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnResult<'a> {
     /// Transactional ID of the transaction. (`string`, versions 4+; map key.)
@@ -470,7 +470,7 @@ pub struct AddPartitionsToTxnResult<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnTopicResult<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -483,7 +483,7 @@ pub struct AddPartitionsToTxnTopicResult<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddPartitionsToTxnPartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+; map key.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// KRaft: adds a replica to the voters of the controller quorum.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`AddRaftVoterRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddRaftVoterRequest<'a> {
     /// ID of the cluster; may be null. (`string`, versions 0+; nullable in 0+.)
@@ -50,7 +50,7 @@ impl<'a> Default for AddRaftVoterRequest<'a> {
 }
 
 /// Listeners on which the new voter can be reached.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
     /// Listener name. (`string`, versions 0+; map key.)
@@ -270,7 +270,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
 /// KRaft: reports whether the voter was added.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`AddRaftVoterResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AddRaftVoterResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

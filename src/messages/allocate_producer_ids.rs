@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// A broker asks the controller for a new block of producer IDs to hand out.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AllocateProducerIdsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AllocateProducerIdsRequest<'a> {
     /// ID of the broker asking. (`int32`, versions 0+.)
@@ -104,7 +104,7 @@ impl<'a> AllocateProducerIdsRequestView<'a> {
 /// Hands a broker a block of producer IDs.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AllocateProducerIdsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AllocateProducerIdsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Sets or removes client quotas for users, client IDs and IPs.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`AlterClientQuotasRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasRequest<'a> {
     /// One entry for each entity whose quotas change. (`[]AlterClientQuotasRequestEntryData`,
@@ -27,7 +27,7 @@ pub struct AlterClientQuotasRequest<'a> {
 }
 
 /// One entry for each entity whose quotas change.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasRequestEntryData<'a> {
     /// Parts that together name the entity, one for each entity type.
@@ -40,7 +40,7 @@ pub struct AlterClientQuotasRequestEntryData<'a> {
 }
 
 /// Parts that together name the entity, one for each entity type.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasRequestEntityData<'a> {
     /// Entity type of this part, such as "user" or "client-id". (`string`, versions 0+.)
@@ -63,7 +63,7 @@ impl<'a> Default for AlterClientQuotasRequestEntityData<'a> {
 }
 
 /// Quota changes for this entity.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OpData<'a> {
     /// Quota name, such as "producer_byte_rate". (`string`, versions 0+.)
@@ -75,6 +75,18 @@ pub struct OpData<'a> {
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
+
+/// Compares `float64` fields by their bits, so that every value equals itself (NaN included).
+impl<'a> PartialEq for OpData<'a> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+            && self.value.to_bits() == other.value.to_bits()
+            && self.remove == other.remove
+            && self.unknown_tagged_fields == other.unknown_tagged_fields
+    }
+}
+
+impl<'a> Eq for OpData<'a> {}
 
 impl_body!(AlterClientQuotasRequest { key: 49, request: true, versions: (0, 1), flexible: (1, i16::MAX) });
 
@@ -419,7 +431,7 @@ impl<'a> ElementImpl<'a> for OpDataView<'a> {
 /// Reports, for each entity, whether its quota changes were applied.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`AlterClientQuotasResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -433,7 +445,7 @@ pub struct AlterClientQuotasResponse<'a> {
 }
 
 /// One result for each entity in the request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasResponseEntryData<'a> {
     /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
@@ -459,7 +471,7 @@ impl<'a> Default for AlterClientQuotasResponseEntryData<'a> {
 }
 
 /// Parts that together name the entity.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterClientQuotasResponseEntityData<'a> {
     /// Entity type of this part. (`string`, versions 0+.)

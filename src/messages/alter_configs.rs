@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Replaces the whole set of configs of resources (configs left out go back to their defaults).
 ///
 /// Versions 0-2; flexible from version 2. Decode it without allocating with [`AlterConfigsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsRequest<'a> {
     /// Resources whose configs are replaced. (`[]AlterConfigsResource`, versions 0+.)
@@ -26,7 +26,7 @@ pub struct AlterConfigsRequest<'a> {
 }
 
 /// Resources whose configs are replaced.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResource<'a> {
     /// Type of the resource (a config-resource type code). (`int8`, versions 0+; map key.)
@@ -40,7 +40,7 @@ pub struct AlterConfigsResource<'a> {
 }
 
 /// The new set of configs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterableConfig<'a> {
     /// Name of the config. (`string`, versions 0+; map key.)
@@ -309,7 +309,7 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
 /// Reports for each resource whether its configs were replaced.
 ///
 /// Versions 0-2; flexible from version 2. Decode it without allocating with [`AlterConfigsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -322,7 +322,7 @@ pub struct AlterConfigsResponse<'a> {
 }
 
 /// One result for each resource.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResourceResponse<'a> {
     /// Error code for this resource; 0 means success. (`int16`, versions 0+.)

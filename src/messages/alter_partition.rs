@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// (ISR).
 ///
 /// Versions 2-3; flexible from version 0. Decode it without allocating with [`AlterPartitionRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionRequest<'a> {
     /// ID of the leader broker sending the request. (`int32`, versions 0+.)
@@ -41,7 +41,7 @@ impl<'a> Default for AlterPartitionRequest<'a> {
 }
 
 /// Topics with partitions whose ISR changes.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionRequestTopicData<'a> {
     /// ID of the topic. (`uuid`, versions 2+; ignorable.)
@@ -54,7 +54,7 @@ pub struct AlterPartitionRequestTopicData<'a> {
 }
 
 /// Partitions of this topic whose ISR changes.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionRequestPartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -78,7 +78,7 @@ pub struct AlterPartitionRequestPartitionData<'a> {
 }
 
 /// Brokers of the proposed ISR, each with its registration epoch.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerState<'a> {
     /// ID of the broker. (`int32`, versions 3+.)
@@ -477,7 +477,7 @@ impl<'a> ElementImpl<'a> for BrokerStateView<'a> {
 /// The controller's answer to an ISR change, with the partition state it now holds.
 ///
 /// Versions 2-3; flexible from version 0. Decode it without allocating with [`AlterPartitionResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -492,7 +492,7 @@ pub struct AlterPartitionResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionResponseTopicData<'a> {
     /// ID of the topic. (`uuid`, versions 2+; ignorable.)
@@ -505,7 +505,7 @@ pub struct AlterPartitionResponseTopicData<'a> {
 }
 
 /// One result for each partition in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionResponsePartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Starts or cancels moves of partition replicas to other brokers.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`AlterPartitionReassignmentsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionReassignmentsRequest<'a> {
     /// How long to wait, in milliseconds, before answering. (`int32`, versions 0+; default
@@ -41,7 +41,7 @@ impl<'a> Default for AlterPartitionReassignmentsRequest<'a> {
 }
 
 /// Topics with partitions to move.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReassignableTopic<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -53,7 +53,7 @@ pub struct ReassignableTopic<'a> {
 }
 
 /// Partitions of this topic to move.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReassignablePartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -302,7 +302,7 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
 /// Reports, for each partition, whether its reassignment was started or cancelled.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`AlterPartitionReassignmentsResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterPartitionReassignmentsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -336,7 +336,7 @@ impl<'a> Default for AlterPartitionReassignmentsResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReassignableTopicResponse<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -349,7 +349,7 @@ pub struct ReassignableTopicResponse<'a> {
 }
 
 /// One result for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReassignablePartitionResponse<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Moves replicas on a broker to other log directories.
 ///
 /// Versions 1-2; flexible from version 2. Decode it without allocating with [`AlterReplicaLogDirsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirsRequest<'a> {
     /// Target log directories with the replicas to move into each. (`[]AlterReplicaLogDir`,
@@ -25,7 +25,7 @@ pub struct AlterReplicaLogDirsRequest<'a> {
 }
 
 /// Target log directories with the replicas to move into each.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDir<'a> {
     /// Absolute path of the target log directory. (`string`, versions 0+; map key.)
@@ -37,7 +37,7 @@ pub struct AlterReplicaLogDir<'a> {
 }
 
 /// Replicas to move there, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirTopic<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -280,7 +280,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
 /// Reports for every replica whether its move was accepted.
 ///
 /// Versions 1-2; flexible from version 2. Decode it without allocating with [`AlterReplicaLogDirsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -293,7 +293,7 @@ pub struct AlterReplicaLogDirsResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirTopicResult<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -306,7 +306,7 @@ pub struct AlterReplicaLogDirTopicResult<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterReplicaLogDirPartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Sets the start offsets of a share group on given partitions.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AlterShareGroupOffsetsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsRequest<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -26,7 +26,7 @@ pub struct AlterShareGroupOffsetsRequest<'a> {
 }
 
 /// Topics whose start offsets to set.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsRequestTopic<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -39,7 +39,7 @@ pub struct AlterShareGroupOffsetsRequestTopic<'a> {
 }
 
 /// Partitions whose start offset to set.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsRequestPartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -287,7 +287,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestPartitionView<'a> {
 /// Reports, for each partition, whether the share group's start offset was set.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AlterShareGroupOffsetsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -305,7 +305,7 @@ pub struct AlterShareGroupOffsetsResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsResponseTopic<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -319,7 +319,7 @@ pub struct AlterShareGroupOffsetsResponseTopic<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterShareGroupOffsetsResponsePartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

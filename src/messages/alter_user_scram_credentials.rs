@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Adds, replaces and removes users' SCRAM credentials.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AlterUserScramCredentialsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterUserScramCredentialsRequest<'a> {
     /// Credentials to remove. (`[]ScramCredentialDeletion`, versions 0+.)
@@ -26,7 +26,7 @@ pub struct AlterUserScramCredentialsRequest<'a> {
 }
 
 /// Credentials to remove.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ScramCredentialDeletion<'a> {
     /// User name. (`string`, versions 0+.)
@@ -38,7 +38,7 @@ pub struct ScramCredentialDeletion<'a> {
 }
 
 /// Credentials to add or replace.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ScramCredentialUpsertion<'a> {
     /// User name. (`string`, versions 0+.)
@@ -315,7 +315,7 @@ impl<'a> ElementImpl<'a> for ScramCredentialUpsertionView<'a> {
 /// Reports, for each user, whether the credential changes were applied.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AlterUserScramCredentialsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterUserScramCredentialsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -329,7 +329,7 @@ pub struct AlterUserScramCredentialsResponse<'a> {
 }
 
 /// One result for each user named in the request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterUserScramCredentialsResult<'a> {
     /// User name. (`string`, versions 0+.)

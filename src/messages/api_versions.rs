@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// clients normally send it first on a new connection.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`ApiVersionsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersionsRequest<'a> {
     /// Name of the client software that sent the request. (`string`, versions 3+; ignorable.)
@@ -192,7 +192,7 @@ impl<'a> ApiVersionsRequestView<'a> {
 /// version 3 it can also carry supported and finalized feature information in tagged fields.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`ApiVersionsResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersionsResponse<'a> {
     /// Error code for the response as a whole; 0 means success. (`int16`, versions 0+.)
@@ -237,7 +237,7 @@ impl<'a> Default for ApiVersionsResponse<'a> {
 }
 
 /// One entry for each API the broker accepts.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ApiVersion<'a> {
     /// Numeric key that identifies the API. (`int16`, versions 0+; map key.)
@@ -252,7 +252,7 @@ pub struct ApiVersion<'a> {
 
 /// Features this broker supports, each with its supported version range. In versions 0 to 3,
 /// features whose minimum supported version is 0 are left out.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SupportedFeatureKey<'a> {
     /// Feature name. (`string`, versions 3+; map key.)
@@ -267,7 +267,7 @@ pub struct SupportedFeatureKey<'a> {
 
 /// Feature version levels finalized for the whole cluster; only meaningful when
 /// FinalizedFeaturesEpoch is 0 or greater.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FinalizedFeatureKey<'a> {
     /// Feature name. (`string`, versions 3+; map key.)

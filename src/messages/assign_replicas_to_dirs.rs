@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// replicas.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AssignReplicasToDirsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsRequest<'a> {
     /// ID of the broker sending the request. (`int32`, versions 0+.)
@@ -42,7 +42,7 @@ impl<'a> Default for AssignReplicasToDirsRequest<'a> {
 }
 
 /// One entry for each log directory.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsRequestDirectoryData<'a> {
     /// ID of the log directory. (`uuid`, versions 0+.)
@@ -55,7 +55,7 @@ pub struct AssignReplicasToDirsRequestDirectoryData<'a> {
 }
 
 /// Topics with replicas in this directory.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsRequestTopicData<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -68,7 +68,7 @@ pub struct AssignReplicasToDirsRequestTopicData<'a> {
 }
 
 /// Partitions of this topic in this directory.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsRequestPartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -376,7 +376,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestPartitionDataView<'a> {
 /// Reports, for each replica, whether its directory assignment was recorded.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AssignReplicasToDirsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -392,7 +392,7 @@ pub struct AssignReplicasToDirsResponse<'a> {
 }
 
 /// Results grouped by log directory.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsResponseDirectoryData<'a> {
     /// ID of the log directory. (`uuid`, versions 0+.)
@@ -404,7 +404,7 @@ pub struct AssignReplicasToDirsResponseDirectoryData<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsResponseTopicData<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -416,7 +416,7 @@ pub struct AssignReplicasToDirsResponseTopicData<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AssignReplicasToDirsResponsePartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

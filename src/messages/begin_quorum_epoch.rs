@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// new epoch.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`BeginQuorumEpochRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochRequest<'a> {
     /// ID of the cluster; null when not known. (`string`, versions 0+; nullable in 0+; default
@@ -47,7 +47,7 @@ impl<'a> Default for BeginQuorumEpochRequest<'a> {
 }
 
 /// Topics whose quorum has a new leader; in practice the metadata log.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochRequestTopicData<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -59,7 +59,7 @@ pub struct BeginQuorumEpochRequestTopicData<'a> {
 }
 
 /// Partitions with a new leader.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochRequestPartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -75,7 +75,7 @@ pub struct BeginQuorumEpochRequestPartitionData<'a> {
 }
 
 /// Listeners on which the new leader can be reached.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderEndpoint<'a> {
     /// Listener name. (`string`, versions 1+; map key.)
@@ -495,7 +495,7 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
 /// KRaft: a voter acknowledges a new leader epoch, or reports the leader it knows instead.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`BeginQuorumEpochResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
@@ -510,7 +510,7 @@ pub struct BeginQuorumEpochResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochResponseTopicData<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -523,7 +523,7 @@ pub struct BeginQuorumEpochResponseTopicData<'a> {
 }
 
 /// One result for each partition in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BeginQuorumEpochResponsePartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -539,7 +539,7 @@ pub struct BeginQuorumEpochResponsePartitionData<'a> {
 }
 
 /// Network endpoints of the leaders named in the results.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
     /// ID of the node. (`int32`, versions 1+; map key.)

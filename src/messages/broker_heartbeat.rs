@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// and reports its progress.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`BrokerHeartbeatRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerHeartbeatRequest<'a> {
     /// ID of the broker. (`int32`, versions 0+.)
@@ -245,7 +245,7 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
 /// up, fenced or may shut down.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`BrokerHeartbeatResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerHeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// features and log directories.
 ///
 /// Versions 0-4; flexible from version 0. Decode it without allocating with [`BrokerRegistrationRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerRegistrationRequest<'a> {
     /// ID of the broker. (`int32`, versions 0+.)
@@ -61,7 +61,7 @@ impl<'a> Default for BrokerRegistrationRequest<'a> {
 }
 
 /// Listeners on which the broker can be reached.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
     /// Listener name. (`string`, versions 0+; map key.)
@@ -79,7 +79,7 @@ pub struct Listener<'a> {
 
 /// Features the broker supports, with their level ranges; before version 4, features whose
 /// lowest level is 0 are left out.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Feature<'a> {
     /// Feature name. (`string`, versions 0+; map key.)
@@ -432,7 +432,7 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
 /// KRaft: the controller's answer to a broker registration, with the broker's new epoch.
 ///
 /// Versions 0-4; flexible from version 0. Decode it without allocating with [`BrokerRegistrationResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BrokerRegistrationResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Describes consumer groups that use the new rebalance protocol.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`ConsumerGroupDescribeRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupDescribeRequest<'a> {
     /// Groups to describe, by ID. (`[]string`, versions 0+.)
@@ -102,7 +102,7 @@ impl<'a> ConsumerGroupDescribeRequestView<'a> {
 /// member with its current and target assignment.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`ConsumerGroupDescribeResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupDescribeResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -115,7 +115,7 @@ pub struct ConsumerGroupDescribeResponse<'a> {
 }
 
 /// One entry for each group in the request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedGroup<'a> {
     /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
@@ -161,7 +161,7 @@ impl<'a> Default for DescribedGroup<'a> {
 }
 
 /// The group's members.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Member<'a> {
     /// ID of the member. (`string`, versions 0+.)
@@ -214,7 +214,7 @@ impl<'a> Default for Member<'a> {
 }
 
 /// Partitions the member owns now.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Assignment<'a> {
     /// The assigned partitions, grouped by topic. (`[]TopicPartitions`, versions 0+.)
@@ -224,7 +224,7 @@ pub struct Assignment<'a> {
 }
 
 /// The assigned partitions, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicPartitions<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// and reports its subscription.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`ConsumerGroupHeartbeatRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupHeartbeatRequest<'a> {
     /// ID of the group. (`string`, versions 0+.)
@@ -71,7 +71,7 @@ impl<'a> Default for ConsumerGroupHeartbeatRequest<'a> {
 }
 
 /// Partitions the member owns now; null when unchanged since the last heartbeat.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupHeartbeatRequestTopicPartitions<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -358,7 +358,7 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a
 /// changed, its new assignment.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`ConsumerGroupHeartbeatResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupHeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -384,7 +384,7 @@ pub struct ConsumerGroupHeartbeatResponse<'a> {
 }
 
 /// Partitions assigned to the member; null when unchanged.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Assignment<'a> {
     /// Partitions the member may consume at once.
@@ -395,7 +395,7 @@ pub struct Assignment<'a> {
 }
 
 /// Partitions the member may consume at once.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConsumerGroupHeartbeatResponseTopicPartitions<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// cluster metadata.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`ControllerRegistrationRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ControllerRegistrationRequest<'a> {
     /// ID of the controller. (`int32`, versions 0+.)
@@ -34,7 +34,7 @@ pub struct ControllerRegistrationRequest<'a> {
 }
 
 /// Listeners on which the controller can be reached.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
     /// Listener name. (`string`, versions 0+; map key.)
@@ -51,7 +51,7 @@ pub struct Listener<'a> {
 }
 
 /// Features the controller supports, with their level ranges.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Feature<'a> {
     /// Feature name. (`string`, versions 0+; map key.)
@@ -345,7 +345,7 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
 /// KRaft: reports whether the controller was registered.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`ControllerRegistrationResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ControllerRegistrationResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

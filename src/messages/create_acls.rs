@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Adds ACL bindings.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`CreateAclsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateAclsRequest<'a> {
     /// Bindings to add. (`[]AclCreation`, versions 0+.)
@@ -24,7 +24,7 @@ pub struct CreateAclsRequest<'a> {
 }
 
 /// Bindings to add.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AclCreation<'a> {
     /// Type of the resource (a resource-type code). (`int8`, versions 0+.)
@@ -261,7 +261,7 @@ impl<'a> ElementImpl<'a> for AclCreationView<'a> {
 /// Reports, in request order, whether each binding was added.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`CreateAclsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateAclsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -275,7 +275,7 @@ pub struct CreateAclsResponse<'a> {
 }
 
 /// One result for each binding in the request, in the same order.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AclCreationResult<'a> {
     /// Error code for this binding; 0 means success. (`int16`, versions 0+.)

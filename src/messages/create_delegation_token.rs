@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// own credentials.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`CreateDelegationTokenRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateDelegationTokenRequest<'a> {
     /// Principal type of the owner the token is made for; null makes the requester the owner.
@@ -47,7 +47,7 @@ impl<'a> Default for CreateDelegationTokenRequest<'a> {
 }
 
 /// Principals allowed to extend the token's life before it expires.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableRenewers<'a> {
     /// Principal type, such as "User". (`string`, versions 0+.)
@@ -280,7 +280,7 @@ impl<'a> ElementImpl<'a> for CreatableRenewersView<'a> {
 /// Returns the new delegation token: its ID, its HMAC secret and its timestamps.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`CreateDelegationTokenResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateDelegationTokenResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// partitions.
 ///
 /// Versions 0-3; flexible from version 2. Decode it without allocating with [`CreatePartitionsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsRequest<'a> {
     /// Topics to add partitions to. (`[]CreatePartitionsTopic`, versions 0+.)
@@ -29,7 +29,7 @@ pub struct CreatePartitionsRequest<'a> {
 }
 
 /// Topics to add partitions to.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsTopic<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -55,7 +55,7 @@ impl<'a> Default for CreatePartitionsTopic<'a> {
 }
 
 /// Replica brokers for each new partition, in order; null lets the controller choose.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsAssignment<'a> {
     /// IDs of the brokers that hold the replicas of this new partition. (`[]int32`, versions 0+.)
@@ -319,7 +319,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsAssignmentView<'a> {
 /// Reports, for each topic, whether its partitions were added.
 ///
 /// Versions 0-3; flexible from version 2. Decode it without allocating with [`CreatePartitionsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -332,7 +332,7 @@ pub struct CreatePartitionsResponse<'a> {
 }
 
 /// One result for each topic in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatePartitionsTopicResult<'a> {
     /// Name of the topic. (`string`, versions 0+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// explicit replica assignment, and topic configs.
 ///
 /// Versions 2-7; flexible from version 5. Decode it without allocating with [`CreateTopicsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateTopicsRequest<'a> {
     /// The new topics. (`[]CreatableTopic`, versions 0+.)
@@ -42,7 +42,7 @@ impl<'a> Default for CreateTopicsRequest<'a> {
 }
 
 /// The new topics.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableTopic<'a> {
     /// Name of the new topic. (`string`, versions 0+; map key.)
@@ -63,7 +63,7 @@ pub struct CreatableTopic<'a> {
 }
 
 /// Explicit replica placement for each partition; empty to let the controller place them.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableReplicaAssignment<'a> {
     /// Index of the partition. (`int32`, versions 0+; map key.)
@@ -76,7 +76,7 @@ pub struct CreatableReplicaAssignment<'a> {
 }
 
 /// Topic configs to set at creation.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableTopicConfig<'a> {
     /// Name of the config. (`string`, versions 0+; map key.)
@@ -455,7 +455,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
 /// ended up with.
 ///
 /// Versions 2-7; flexible from version 5. Decode it without allocating with [`CreateTopicsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreateTopicsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -468,7 +468,7 @@ pub struct CreateTopicsResponse<'a> {
 }
 
 /// One result for each topic in the request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableTopicResult<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -512,7 +512,7 @@ impl<'a> Default for CreatableTopicResult<'a> {
 }
 
 /// Configs of the new topic, or null when they could not be read.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CreatableTopicConfigs<'a> {
     /// Name of the config. (`string`, versions 5+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Removes every ACL binding that matches one of the given filters.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`DeleteAclsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsRequest<'a> {
     /// Filters selecting the bindings to remove. (`[]DeleteAclsFilter`, versions 0+.)
@@ -24,7 +24,7 @@ pub struct DeleteAclsRequest<'a> {
 }
 
 /// Filters selecting the bindings to remove.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsFilter<'a> {
     /// Resource type to match (a resource-type code; 1 matches any). (`int8`, versions 0+.)
@@ -274,7 +274,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterView<'a> {
 /// Returns, for each filter, the bindings it removed.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`DeleteAclsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -287,7 +287,7 @@ pub struct DeleteAclsResponse<'a> {
 }
 
 /// One result for each filter, in request order.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsFilterResult<'a> {
     /// Error code for this filter; 0 means success. (`int16`, versions 0+.)
@@ -312,7 +312,7 @@ impl<'a> Default for DeleteAclsFilterResult<'a> {
 }
 
 /// Bindings the filter matched and removed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteAclsMatchingAcl<'a> {
     /// Error code for this binding; 0 means it was removed. (`int16`, versions 0+.)

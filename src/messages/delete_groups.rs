@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Deletes consumer groups, together with their committed offsets.
 ///
 /// Versions 0-3; flexible from version 2. Decode it without allocating with [`DeleteGroupsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteGroupsRequest<'a> {
     /// IDs of the groups to delete. (`[]string`, versions 0+.)
@@ -91,7 +91,7 @@ impl<'a> DeleteGroupsRequestView<'a> {
 /// Reports, for each group, whether it was deleted.
 ///
 /// Versions 0-3; flexible from version 2. Decode it without allocating with [`DeleteGroupsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteGroupsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -104,7 +104,7 @@ pub struct DeleteGroupsResponse<'a> {
 }
 
 /// One result for each group in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeletableGroupResult<'a> {
     /// ID of the group. (`string`, versions 0+; map key.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// offsets.
 ///
 /// Versions 0-2; flexible from version 2. Decode it without allocating with [`DeleteRecordsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsRequest<'a> {
     /// Partitions to trim, grouped by topic. (`[]DeleteRecordsTopic`, versions 0+.)
@@ -28,7 +28,7 @@ pub struct DeleteRecordsRequest<'a> {
 }
 
 /// Partitions to trim, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsTopic<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -40,7 +40,7 @@ pub struct DeleteRecordsTopic<'a> {
 }
 
 /// Partitions of this topic to trim.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsPartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -291,7 +291,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionView<'a> {
 /// deletion.
 ///
 /// Versions 0-2; flexible from version 2. Decode it without allocating with [`DeleteRecordsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -304,7 +304,7 @@ pub struct DeleteRecordsResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsTopicResult<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -316,7 +316,7 @@ pub struct DeleteRecordsTopicResult<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteRecordsPartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+; map key.)

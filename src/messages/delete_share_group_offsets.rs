@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Deletes a share group's stored offsets for whole topics.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DeleteShareGroupOffsetsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupOffsetsRequest<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -27,7 +27,7 @@ pub struct DeleteShareGroupOffsetsRequest<'a> {
 }
 
 /// Topics whose share group offsets to delete.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupOffsetsRequestTopic<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -180,7 +180,7 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
 /// Reports, for each topic, whether the share group's offsets were deleted.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DeleteShareGroupOffsetsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -199,7 +199,7 @@ pub struct DeleteShareGroupOffsetsResponse<'a> {
 }
 
 /// One result for each topic in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupOffsetsResponseTopic<'a> {
     /// Name of the topic. (`string`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Sent to the share coordinator to delete the stored state of share-partitions.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DeleteShareGroupStateRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupStateRequest<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -26,7 +26,7 @@ pub struct DeleteShareGroupStateRequest<'a> {
 }
 
 /// Topics whose share-partition state to delete.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteStateData<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -38,7 +38,7 @@ pub struct DeleteStateData<'a> {
 }
 
 /// Partitions whose state to delete.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -250,7 +250,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 /// Reports, for each share-partition, whether its state was deleted.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DeleteShareGroupStateResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteShareGroupStateResponse<'a> {
     /// Results grouped by topic. (`[]DeleteStateResult`, versions 0+.)
@@ -260,7 +260,7 @@ pub struct DeleteShareGroupStateResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteStateResult<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -272,7 +272,7 @@ pub struct DeleteStateResult<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

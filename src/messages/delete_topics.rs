@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Asks the controller to delete topics, named by name or (from version 6) by ID.
 ///
 /// Versions 1-6; flexible from version 4. Decode it without allocating with [`DeleteTopicsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteTopicsRequest<'a> {
     /// Topics to delete, each by name or by ID (from version 6). (`[]DeleteTopicState`, versions
@@ -30,7 +30,7 @@ pub struct DeleteTopicsRequest<'a> {
 }
 
 /// Topics to delete, each by name or by ID (from version 6).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteTopicState<'a> {
     /// Name of the topic, or null when it is named by ID. (`string`, versions 6+; nullable in 6+;
@@ -218,7 +218,7 @@ impl<'a> ElementImpl<'a> for DeleteTopicStateView<'a> {
 /// Reports for every topic whether it was deleted.
 ///
 /// Versions 1-6; flexible from version 4. Decode it without allocating with [`DeleteTopicsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeleteTopicsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -231,7 +231,7 @@ pub struct DeleteTopicsResponse<'a> {
 }
 
 /// One result for each topic in the request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DeletableTopicResult<'a> {
     /// Name of the topic; null (from version 6) when it was named by an unknown ID. (`string`,

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Lists the ACL bindings that match a filter.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`DescribeAclsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeAclsRequest<'a> {
     /// Resource type to match (a resource-type code; 1 matches any). (`int8`, versions 0+.)
@@ -191,7 +191,7 @@ impl<'a> DescribeAclsRequestView<'a> {
 /// Returns the matching ACL bindings grouped by resource.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`DescribeAclsResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeAclsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -220,7 +220,7 @@ impl<'a> Default for DescribeAclsResponse<'a> {
 }
 
 /// Matching bindings, grouped by resource.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeAclsResource<'a> {
     /// Type of the resource (a resource-type code). (`int8`, versions 0+.)
@@ -248,7 +248,7 @@ impl<'a> Default for DescribeAclsResource<'a> {
 }
 
 /// ACL entries on this resource.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AclDescription<'a> {
     /// Principal the entry applies to. (`string`, versions 0+.)

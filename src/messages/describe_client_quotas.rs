@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// matching a filter.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`DescribeClientQuotasRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClientQuotasRequest<'a> {
     /// Filter parts, each matching one entity type; an entity must match all of them.
@@ -29,7 +29,7 @@ pub struct DescribeClientQuotasRequest<'a> {
 }
 
 /// Filter parts, each matching one entity type; an entity must match all of them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ComponentData<'a> {
     /// Entity type this part matches, such as "user", "client-id" or "ip". (`string`, versions 0+.)
@@ -222,7 +222,7 @@ impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
 /// Lists the quota entities that matched, with the quota values set for each.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`DescribeClientQuotasResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClientQuotasResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -253,7 +253,7 @@ impl<'a> Default for DescribeClientQuotasResponse<'a> {
 }
 
 /// One entry for each matching entity; null on error.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EntryData<'a> {
     /// Parts that together name the entity, one for each entity type. (`[]EntityData`, versions
@@ -266,7 +266,7 @@ pub struct EntryData<'a> {
 }
 
 /// Parts that together name the entity, one for each entity type.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EntityData<'a> {
     /// Entity type of this part, such as "user" or "client-id". (`string`, versions 0+.)
@@ -289,7 +289,7 @@ impl<'a> Default for EntityData<'a> {
 }
 
 /// Quota values set for this entity.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ValueData<'a> {
     /// Quota name, such as "producer_byte_rate". (`string`, versions 0+.)
@@ -299,6 +299,17 @@ pub struct ValueData<'a> {
     /// Tagged fields this schema does not know, kept so that they can be written back.
     pub unknown_tagged_fields: List<'a, RawTaggedField<'a>>,
 }
+
+/// Compares `float64` fields by their bits, so that every value equals itself (NaN included).
+impl<'a> PartialEq for ValueData<'a> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+            && self.value.to_bits() == other.value.to_bits()
+            && self.unknown_tagged_fields == other.unknown_tagged_fields
+    }
+}
+
+impl<'a> Eq for ValueData<'a> {}
 
 impl_body!(DescribeClientQuotasResponse {
     key: 48,

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Asks for the cluster ID, the controller and the brokers (or controllers) of the cluster.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`DescribeClusterRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClusterRequest<'a> {
     /// True to also return which cluster operations the requester may perform. (`bool`, versions
@@ -142,7 +142,7 @@ impl<'a> DescribeClusterRequestView<'a> {
 /// Describes the cluster: its ID, its controller and its brokers or controllers.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`DescribeClusterResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClusterResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -186,7 +186,7 @@ impl<'a> Default for DescribeClusterResponse<'a> {
 }
 
 /// The nodes listed.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeClusterBroker<'a> {
     /// ID of the node. (`int32`, versions 0+; map key.)

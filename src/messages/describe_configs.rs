@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Reads the configs of topics, brokers and other resources.
 ///
 /// Versions 1-4; flexible from version 4. Decode it without allocating with [`DescribeConfigsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsRequest<'a> {
     /// Resources whose configs are read. (`[]DescribeConfigsResource`, versions 0+.)
@@ -29,7 +29,7 @@ pub struct DescribeConfigsRequest<'a> {
 }
 
 /// Resources whose configs are read.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsResource<'a> {
     /// Type of the resource (a config-resource type code, e.g. 2 topic, 4 broker). (`int8`,
@@ -247,7 +247,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceView<'a> {
 /// synonyms and documentation.
 ///
 /// Versions 1-4; flexible from version 4. Decode it without allocating with [`DescribeConfigsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -260,7 +260,7 @@ pub struct DescribeConfigsResponse<'a> {
 }
 
 /// One result for each requested resource.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsResult<'a> {
     /// Error code for this resource; 0 means success. (`int16`, versions 0+.)
@@ -291,7 +291,7 @@ impl<'a> Default for DescribeConfigsResult<'a> {
 }
 
 /// Configs of the resource.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsResourceResult<'a> {
     /// Name of the config. (`string`, versions 0+.)
@@ -335,7 +335,7 @@ impl<'a> Default for DescribeConfigsResourceResult<'a> {
 }
 
 /// Values of this config at each level, highest precedence first.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeConfigsSynonym<'a> {
     /// Name of the config at that level. (`string`, versions 1+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Lists delegation tokens, optionally only those of given owners.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`DescribeDelegationTokenRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeDelegationTokenRequest<'a> {
     /// Owners whose tokens to list; null lists every token. (`[]DescribeDelegationTokenOwner`,
@@ -34,7 +34,7 @@ impl<'a> Default for DescribeDelegationTokenRequest<'a> {
 }
 
 /// Owners whose tokens to list; null lists every token.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeDelegationTokenOwner<'a> {
     /// Principal type of the owner. (`string`, versions 0+.)
@@ -216,7 +216,7 @@ impl<'a> ElementImpl<'a> for DescribeDelegationTokenOwnerView<'a> {
 /// Describes the delegation tokens the requester may see.
 ///
 /// Versions 1-3; flexible from version 2. Decode it without allocating with [`DescribeDelegationTokenResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeDelegationTokenResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
@@ -231,7 +231,7 @@ pub struct DescribeDelegationTokenResponse<'a> {
 }
 
 /// One entry for each token.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedDelegationToken<'a> {
     /// Type of the principal that owns the token. (`string`, versions 0+.)
@@ -261,7 +261,7 @@ pub struct DescribedDelegationToken<'a> {
 }
 
 /// Principals allowed to renew the token.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedDelegationTokenRenewer<'a> {
     /// Principal type of the renewer. (`string`, versions 0+.)

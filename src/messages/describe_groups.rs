@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Asks for the state, protocol and members of the given classic groups.
 ///
 /// Versions 0-6; flexible from version 5. Decode it without allocating with [`DescribeGroupsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeGroupsRequest<'a> {
     /// Group IDs to describe. (`[]string`, versions 0+.)
@@ -112,7 +112,7 @@ impl<'a> DescribeGroupsRequestView<'a> {
 /// assignments.
 ///
 /// Versions 0-6; flexible from version 5. Decode it without allocating with [`DescribeGroupsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeGroupsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -125,7 +125,7 @@ pub struct DescribeGroupsResponse<'a> {
 }
 
 /// One entry for each requested group.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedGroup<'a> {
     /// Error code for this group; 0 means success. (`int16`, versions 0+.)
@@ -168,7 +168,7 @@ impl<'a> Default for DescribedGroup<'a> {
 }
 
 /// Members of the group.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedGroupMember<'a> {
     /// ID the coordinator gave the member. (`string`, versions 0+.)

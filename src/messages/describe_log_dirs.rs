@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// in each.
 ///
 /// Versions 1-5; flexible from version 2. Decode it without allocating with [`DescribeLogDirsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsRequest<'a> {
     /// Topics to describe; null means every topic the broker hosts. (`[]DescribableLogDirTopic`,
@@ -35,7 +35,7 @@ impl<'a> Default for DescribeLogDirsRequest<'a> {
 }
 
 /// Topics to describe; null means every topic the broker hosts.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribableLogDirTopic<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -201,7 +201,7 @@ impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
 /// lags, and the space on each volume.
 ///
 /// Versions 1-5; flexible from version 2. Decode it without allocating with [`DescribeLogDirsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -216,7 +216,7 @@ pub struct DescribeLogDirsResponse<'a> {
 }
 
 /// One entry for each log directory.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsResult<'a> {
     /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
@@ -253,7 +253,7 @@ impl<'a> Default for DescribeLogDirsResult<'a> {
 }
 
 /// Topics with replicas in this directory.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsTopic<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -266,7 +266,7 @@ pub struct DescribeLogDirsTopic<'a> {
 }
 
 /// Replicas of this topic's partitions in this directory.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeLogDirsPartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Lists the producers with state on given partitions, as the partition leader sees them.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DescribeProducersRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeProducersRequest<'a> {
     /// Topics to look at. (`[]TopicRequest`, versions 0+.)
@@ -24,7 +24,7 @@ pub struct DescribeProducersRequest<'a> {
 }
 
 /// Topics to look at.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicRequest<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -169,7 +169,7 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
 /// and open transactions.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DescribeProducersResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeProducersResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -182,7 +182,7 @@ pub struct DescribeProducersResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicResponse<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -194,7 +194,7 @@ pub struct TopicResponse<'a> {
 }
 
 /// One result for each partition in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResponse<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -211,7 +211,7 @@ pub struct PartitionResponse<'a> {
 }
 
 /// Producers with state on this partition.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ProducerState<'a> {
     /// Producer ID. (`int64`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// KRaft: asks for the state of the controller quorum: its leader, voters and observers.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`DescribeQuorumRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumRequest<'a> {
     /// Topics whose quorum to describe; in practice the metadata log.
@@ -25,7 +25,7 @@ pub struct DescribeQuorumRequest<'a> {
 }
 
 /// Topics whose quorum to describe; in practice the metadata log.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumRequestTopicData<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -37,7 +37,7 @@ pub struct DescribeQuorumRequestTopicData<'a> {
 }
 
 /// Partitions whose quorum to describe.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumRequestPartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -248,7 +248,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestPartitionDataView<'a> {
 /// each voter and observer has replicated.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`DescribeQuorumResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
@@ -277,7 +277,7 @@ impl<'a> Default for DescribeQuorumResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumResponseTopicData<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -290,7 +290,7 @@ pub struct DescribeQuorumResponseTopicData<'a> {
 }
 
 /// One result for each partition in the request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeQuorumResponsePartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -333,7 +333,7 @@ impl<'a> Default for DescribeQuorumResponsePartitionData<'a> {
 }
 
 /// Replication state of each voter.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReplicaState<'a> {
     /// Replica ID. (`int32`, versions 0+.)
@@ -368,7 +368,7 @@ impl<'a> Default for ReplicaState<'a> {
 }
 
 /// Network endpoints of the quorum's nodes.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Node<'a> {
     /// ID of the node. (`int32`, versions 2+; map key.)
@@ -380,7 +380,7 @@ pub struct Node<'a> {
 }
 
 /// Listeners of this node.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
     /// Listener name. (`string`, versions 2+; map key.)

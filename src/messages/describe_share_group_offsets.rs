@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Asks for the start offsets of share groups on their partitions.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`DescribeShareGroupOffsetsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsRequest<'a> {
     /// Groups to look up. (`[]DescribeShareGroupOffsetsRequestGroup`, versions 0+.)
@@ -24,7 +24,7 @@ pub struct DescribeShareGroupOffsetsRequest<'a> {
 }
 
 /// Groups to look up.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsRequestGroup<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -47,7 +47,7 @@ impl<'a> Default for DescribeShareGroupOffsetsRequestGroup<'a> {
 }
 
 /// Topics to look up; null means every partition the group has state for.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsRequestTopic<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -289,7 +289,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
 /// Returns each share group's start offset, leader epoch and lag on each partition.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`DescribeShareGroupOffsetsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -303,7 +303,7 @@ pub struct DescribeShareGroupOffsetsResponse<'a> {
 }
 
 /// One result for each group in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsResponseGroup<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -320,7 +320,7 @@ pub struct DescribeShareGroupOffsetsResponseGroup<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsResponseTopic<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -335,7 +335,7 @@ pub struct DescribeShareGroupOffsetsResponseTopic<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeShareGroupOffsetsResponsePartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

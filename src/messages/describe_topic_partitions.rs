@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// a time.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DescribeTopicPartitionsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsRequest<'a> {
     /// Topics to describe. (`[]TopicRequest`, versions 0+.)
@@ -43,7 +43,7 @@ impl<'a> Default for DescribeTopicPartitionsRequest<'a> {
 }
 
 /// Topics to describe.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicRequest<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -54,7 +54,7 @@ pub struct TopicRequest<'a> {
 
 /// Where to start: a topic and partition from an earlier answer's NextCursor; null starts at
 /// the beginning.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsRequestCursor<'a> {
     /// Name of the topic to start at. (`string`, versions 0+.)
@@ -301,7 +301,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsRequestCursorView<'a> {
 /// Describes one page of topic partitions and says where the next page starts.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DescribeTopicPartitionsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -317,7 +317,7 @@ pub struct DescribeTopicPartitionsResponse<'a> {
 }
 
 /// One entry for each topic described.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsResponseTopic<'a> {
     /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
@@ -354,7 +354,7 @@ impl<'a> Default for DescribeTopicPartitionsResponseTopic<'a> {
 }
 
 /// Partitions of this topic in this page.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsResponsePartition<'a> {
     /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
@@ -400,7 +400,7 @@ impl<'a> Default for DescribeTopicPartitionsResponsePartition<'a> {
 }
 
 /// Where the next page starts; null when this is the last page.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTopicPartitionsResponseCursor<'a> {
     /// Name of the topic the next page starts at. (`string`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Asks transaction coordinators for the state of given transactional IDs.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DescribeTransactionsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTransactionsRequest<'a> {
     /// Transactional IDs to describe; an empty list returns nothing. (`[]string`, versions 0+.)
@@ -87,7 +87,7 @@ impl<'a> DescribeTransactionsRequestView<'a> {
 /// the open transaction.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DescribeTransactionsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeTransactionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -100,7 +100,7 @@ pub struct DescribeTransactionsResponse<'a> {
 }
 
 /// One entry for each transactional ID in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TransactionState<'a> {
     /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
@@ -127,7 +127,7 @@ pub struct TransactionState<'a> {
 
 /// Partitions in the open transaction; while it commits or aborts, only those still waiting for
 /// a marker.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicData<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Lists which SCRAM mechanisms users have credentials for, without the secrets.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DescribeUserScramCredentialsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeUserScramCredentialsRequest<'a> {
     /// Users to describe; null or empty describes every user. (`[]UserName`, versions 0+; nullable
@@ -34,7 +34,7 @@ impl<'a> Default for DescribeUserScramCredentialsRequest<'a> {
 }
 
 /// Users to describe; null or empty describes every user.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UserName<'a> {
     /// User name. (`string`, versions 0+.)
@@ -174,7 +174,7 @@ impl<'a> ElementImpl<'a> for UserNameView<'a> {
 /// Lists, for each user, the SCRAM mechanisms and iteration counts of their credentials.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DescribeUserScramCredentialsResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeUserScramCredentialsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -205,7 +205,7 @@ impl<'a> Default for DescribeUserScramCredentialsResponse<'a> {
 }
 
 /// One result for each user.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribeUserScramCredentialsResult<'a> {
     /// User name. (`string`, versions 0+.)
@@ -234,7 +234,7 @@ impl<'a> Default for DescribeUserScramCredentialsResult<'a> {
 }
 
 /// The user's SCRAM credentials.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CredentialInfo<'a> {
     /// SCRAM mechanism: 1 for SCRAM-SHA-256, 2 for SCRAM-SHA-512. (`int8`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Asks the controller to run leader elections for partitions.
 ///
 /// Versions 0-2; flexible from version 2. Decode it without allocating with [`ElectLeadersRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ElectLeadersRequest<'a> {
     /// Kind of election: 0 makes the preferred replica leader, 1 (unclean) picks any live replica
@@ -41,7 +41,7 @@ impl<'a> Default for ElectLeadersRequest<'a> {
 }
 
 /// Partitions to elect leaders for; null means every partition.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicPartitions<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -228,7 +228,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
 /// Reports the outcome of the leader election for each partition.
 ///
 /// Versions 0-2; flexible from version 2. Decode it without allocating with [`ElectLeadersResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ElectLeadersResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -245,7 +245,7 @@ pub struct ElectLeadersResponse<'a> {
 
 /// Results grouped by topic; empty when the requester asked for every partition but may not run
 /// elections.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReplicaElectionResult<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -257,7 +257,7 @@ pub struct ReplicaElectionResult<'a> {
 }
 
 /// One result for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

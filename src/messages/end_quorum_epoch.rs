@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// KRaft: a leader that is stepping down asks the voters to start a new election.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`EndQuorumEpochRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochRequest<'a> {
     /// ID of the cluster; null when not known. (`string`, versions 0+; nullable in 0+; default
@@ -31,7 +31,7 @@ pub struct EndQuorumEpochRequest<'a> {
 }
 
 /// Topics whose quorum leader resigns; in practice the metadata log.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochRequestTopicData<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -43,7 +43,7 @@ pub struct EndQuorumEpochRequestTopicData<'a> {
 }
 
 /// Partitions whose leader resigns.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochRequestPartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -63,7 +63,7 @@ pub struct EndQuorumEpochRequestPartitionData<'a> {
 }
 
 /// Replicas the leader would like to succeed it, best first.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReplicaInfo<'a> {
     /// Replica ID of the candidate. (`int32`, versions 1+.)
@@ -75,7 +75,7 @@ pub struct ReplicaInfo<'a> {
 }
 
 /// Listeners on which the resigning leader can be reached.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderEndpoint<'a> {
     /// Listener name. (`string`, versions 1+; map key.)
@@ -577,7 +577,7 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
 /// KRaft: a voter acknowledges that the leader is stepping down.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`EndQuorumEpochResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
@@ -592,7 +592,7 @@ pub struct EndQuorumEpochResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochResponseTopicData<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -605,7 +605,7 @@ pub struct EndQuorumEpochResponseTopicData<'a> {
 }
 
 /// One result for each partition in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndQuorumEpochResponsePartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -621,7 +621,7 @@ pub struct EndQuorumEpochResponsePartitionData<'a> {
 }
 
 /// Network endpoints of the leaders named in the results.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
     /// ID of the node. (`int32`, versions 1+; map key.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Asks the transaction coordinator to commit or abort a transaction.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`EndTxnRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndTxnRequest<'a> {
     /// Transactional ID of the transaction. (`string`, versions 0+.)
@@ -126,7 +126,7 @@ impl<'a> EndTxnRequestView<'a> {
 /// epoch.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`EndTxnResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndTxnResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// it and from where.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`EnvelopeRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EnvelopeRequest<'a> {
     /// The forwarded request: its header followed by its body. (`bytes`, versions 0+.)
@@ -122,7 +122,7 @@ impl<'a> EnvelopeRequestView<'a> {
 /// Carries the controller's answer to a forwarded request back to the forwarding broker.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`EnvelopeResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EnvelopeResponse<'a> {
     /// The answer to the forwarded request: its header followed by its body; null on error.

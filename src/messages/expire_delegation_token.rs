@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Sets a new, usually earlier, expiry time for a delegation token, or expires it at once.
 ///
 /// Versions 1-2; flexible from version 2. Decode it without allocating with [`ExpireDelegationTokenRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ExpireDelegationTokenRequest<'a> {
     /// HMAC that identifies the token to expire. (`bytes`, versions 0+.)
@@ -107,7 +107,7 @@ impl<'a> ExpireDelegationTokenRequestView<'a> {
 /// Reports the expiry time a delegation token now has.
 ///
 /// Versions 1-2; flexible from version 2. Decode it without allocating with [`ExpireDelegationTokenResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ExpireDelegationTokenResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)

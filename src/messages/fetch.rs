@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// replicating broker, optionally within an incremental fetch session.
 ///
 /// Versions 4-18; flexible from version 12. Decode it without allocating with [`FetchRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchRequest<'a> {
     /// Cluster ID the sender expects the receiver to belong to, or null to skip the check.
@@ -78,7 +78,7 @@ impl<'a> Default for FetchRequest<'a> {
 }
 
 /// Identity of the fetching follower (from version 15).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReplicaState<'a> {
     /// Broker ID of the fetching follower, or -1 for a consumer. (`int32`, versions 15+; default
@@ -98,7 +98,7 @@ impl<'a> Default for ReplicaState<'a> {
 }
 
 /// Topics to fetch from (in a session, only the changes).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchTopic<'a> {
     /// Name of the topic (up to version 12). (`string`, versions 0-12; ignorable.)
@@ -112,7 +112,7 @@ pub struct FetchTopic<'a> {
 }
 
 /// Partitions of this topic to fetch.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchPartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -157,7 +157,7 @@ impl<'a> Default for FetchPartition<'a> {
 }
 
 /// Partitions to drop from the fetch session.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ForgottenTopic<'a> {
     /// Name of the topic (up to version 12). (`string`, versions 7-12; ignorable.)
@@ -969,7 +969,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
 /// ID.
 ///
 /// Versions 4-18; flexible from version 12. Decode it without allocating with [`FetchResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -990,7 +990,7 @@ pub struct FetchResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchableTopicResponse<'a> {
     /// Name of the topic (up to version 12). (`string`, versions 0-12; ignorable.)
@@ -1004,7 +1004,7 @@ pub struct FetchableTopicResponse<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -1061,7 +1061,7 @@ impl<'a> Default for PartitionData<'a> {
 
 /// Set when the follower's log has diverged from the leader's: the epoch and end offset to
 /// truncate to.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EpochEndOffset<'a> {
     /// Leader epoch of the divergence point; -1 when unset. (`int32`, versions 12+; default `-1`.)
@@ -1081,7 +1081,7 @@ impl<'a> Default for EpochEndOffset<'a> {
 
 /// The partition's current leader, sent when the request reached a broker that no longer leads
 /// it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
     /// Broker ID of the current leader; -1 when unknown. (`int32`, versions 12+; default `-1`.)
@@ -1100,7 +1100,7 @@ impl<'a> Default for LeaderIdAndEpoch<'a> {
 
 /// Set when the fetcher must load a snapshot because the offset it asked for is no longer in
 /// the log.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SnapshotId<'a> {
     /// End offset of the snapshot; -1 when unset. (`int64`, versions 0+; default `-1`.)
@@ -1118,7 +1118,7 @@ impl<'a> Default for SnapshotId<'a> {
 }
 
 /// Transactions aborted within the returned records (read-committed fetches only), or null.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AbortedTransaction<'a> {
     /// Producer ID that ran the aborted transaction. (`int64`, versions 4+.)
@@ -1131,7 +1131,7 @@ pub struct AbortedTransaction<'a> {
 }
 
 /// Addresses of the brokers named as new leaders in CurrentLeader.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
     /// ID of the broker. (`int32`, versions 16+; map key.)

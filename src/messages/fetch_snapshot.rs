@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// KRaft: a follower fetches a piece of a snapshot of the replicated log from the leader.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`FetchSnapshotRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotRequest<'a> {
     /// ID of the cluster, if the sender knows it; lets the leader reject fetches from another
@@ -44,7 +44,7 @@ impl<'a> Default for FetchSnapshotRequest<'a> {
 }
 
 /// Topics to fetch snapshots of.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotRequestTopicSnapshot<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -56,7 +56,7 @@ pub struct FetchSnapshotRequestTopicSnapshot<'a> {
 }
 
 /// Partitions to fetch snapshots of.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotRequestPartitionSnapshot<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -75,7 +75,7 @@ pub struct FetchSnapshotRequestPartitionSnapshot<'a> {
 }
 
 /// Which snapshot to fetch.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotRequestSnapshotId<'a> {
     /// Offset at which the snapshot ends. (`int64`, versions 0+.)
@@ -502,7 +502,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
 /// KRaft: returns a piece of a snapshot of the replicated log.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`FetchSnapshotResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -520,7 +520,7 @@ pub struct FetchSnapshotResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotResponseTopicSnapshot<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -533,7 +533,7 @@ pub struct FetchSnapshotResponseTopicSnapshot<'a> {
 }
 
 /// One result for each partition in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotResponsePartitionSnapshot<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -557,7 +557,7 @@ pub struct FetchSnapshotResponsePartitionSnapshot<'a> {
 }
 
 /// Which snapshot the bytes come from.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSnapshotResponseSnapshotId<'a> {
     /// Offset at which the snapshot ends. (`int64`, versions 0+.)
@@ -569,7 +569,7 @@ pub struct FetchSnapshotResponseSnapshotId<'a> {
 }
 
 /// Leader of the partition as the answering node knows it.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
     /// ID of the leader, or -1 when unknown. (`int32`, versions 0+.)
@@ -581,7 +581,7 @@ pub struct LeaderIdAndEpoch<'a> {
 }
 
 /// Network endpoints of the leaders named in the results.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
     /// ID of the node. (`int32`, versions 1+; map key.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Asks which broker coordinates a given group, transaction or share-group state.
 ///
 /// Versions 0-6; flexible from version 3. Decode it without allocating with [`FindCoordinatorRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FindCoordinatorRequest<'a> {
     /// The group ID or transactional ID to look up (up to version 3). (`string`, versions 0-3.)
@@ -145,7 +145,7 @@ impl<'a> FindCoordinatorRequestView<'a> {
 /// it.
 ///
 /// Versions 0-6; flexible from version 3. Decode it without allocating with [`FindCoordinatorResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FindCoordinatorResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -183,7 +183,7 @@ impl<'a> Default for FindCoordinatorResponse<'a> {
 }
 
 /// One result for each key looked up (from version 4).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Coordinator<'a> {
     /// The key that was looked up. (`string`, versions 4+.)

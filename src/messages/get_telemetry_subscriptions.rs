@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// telemetry).
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`GetTelemetrySubscriptionsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct GetTelemetrySubscriptionsRequest<'a> {
     /// Client instance ID from an earlier answer, or the all-zero UUID on the first request.
@@ -86,7 +86,7 @@ impl<'a> GetTelemetrySubscriptionsRequestView<'a> {
 /// Tells a client which metrics to push, how often, in what form and how large.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`GetTelemetrySubscriptionsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct GetTelemetrySubscriptionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Tells the coordinator that a member of a classic group is still alive.
 ///
 /// Versions 0-4; flexible from version 4. Decode it without allocating with [`HeartbeatRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct HeartbeatRequest<'a> {
     /// ID of the group. (`string`, versions 0+.)
@@ -139,7 +139,7 @@ impl<'a> HeartbeatRequestView<'a> {
 /// Acknowledges a heartbeat, or returns an error such as one that asks the member to rejoin.
 ///
 /// Versions 0-4; flexible from version 4. Decode it without allocating with [`HeartbeatResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct HeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

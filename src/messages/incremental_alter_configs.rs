@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// other entries as they are.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`IncrementalAlterConfigsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct IncrementalAlterConfigsRequest<'a> {
     /// Resources whose configuration changes. (`[]AlterConfigsResource`, versions 0+.)
@@ -27,7 +27,7 @@ pub struct IncrementalAlterConfigsRequest<'a> {
 }
 
 /// Resources whose configuration changes.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResource<'a> {
     /// Kind of resource, e.g. 2 for a topic or 4 for a broker. (`int8`, versions 0+; map key.)
@@ -41,7 +41,7 @@ pub struct AlterConfigsResource<'a> {
 }
 
 /// Changes to make to this resource's configuration.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterableConfig<'a> {
     /// Configuration key. (`string`, versions 0+; map key.)
@@ -332,7 +332,7 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
 /// Reports, for each resource, whether its configuration changes were applied.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`IncrementalAlterConfigsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct IncrementalAlterConfigsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -346,7 +346,7 @@ pub struct IncrementalAlterConfigsResponse<'a> {
 }
 
 /// One result for each resource in the request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AlterConfigsResourceResponse<'a> {
     /// Error code for this entry; 0 means success. (`int16`, versions 0+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// (fencing older producers that use it).
 ///
 /// Versions 0-5; flexible from version 2. Decode it without allocating with [`InitProducerIdRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitProducerIdRequest<'a> {
     /// Transactional ID of the producer, or null for an idempotent producer without transactions.
@@ -195,7 +195,7 @@ impl<'a> InitProducerIdRequestView<'a> {
 /// Returns the producer ID and epoch the client must use.
 ///
 /// Versions 0-5; flexible from version 2. Decode it without allocating with [`InitProducerIdResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitProducerIdResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

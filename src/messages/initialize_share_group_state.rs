@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// delivery state of a share group on a partition.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`InitializeShareGroupStateRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitializeShareGroupStateRequest<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -27,7 +27,7 @@ pub struct InitializeShareGroupStateRequest<'a> {
 }
 
 /// Topics whose share-partition state to initialize.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitializeStateData<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -39,7 +39,7 @@ pub struct InitializeStateData<'a> {
 }
 
 /// Partitions whose state to initialize.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -279,7 +279,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 /// Reports, for each share-partition, whether its state was initialized.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`InitializeShareGroupStateResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitializeShareGroupStateResponse<'a> {
     /// Results grouped by topic. (`[]InitializeStateResult`, versions 0+.)
@@ -289,7 +289,7 @@ pub struct InitializeShareGroupStateResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InitializeStateResult<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -301,7 +301,7 @@ pub struct InitializeStateResult<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

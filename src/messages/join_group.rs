@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Joins a member to a classic group, or rejoins it, offering the protocols it can use.
 ///
 /// Versions 0-9; flexible from version 6. Decode it without allocating with [`JoinGroupRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct JoinGroupRequest<'a> {
     /// ID of the group to join. (`string`, versions 0+.)
@@ -60,7 +60,7 @@ impl<'a> Default for JoinGroupRequest<'a> {
 }
 
 /// Protocols the member supports, in order of preference.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct JoinGroupRequestProtocol<'a> {
     /// Name of the protocol, e.g. an assignor name. (`string`, versions 0+; map key.)
@@ -330,7 +330,7 @@ impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
 /// gets the other members' metadata.
 ///
 /// Versions 0-9; flexible from version 6. Decode it without allocating with [`JoinGroupResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct JoinGroupResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -379,7 +379,7 @@ impl<'a> Default for JoinGroupResponse<'a> {
 }
 
 /// Every member with its metadata; filled only in the leader's response.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct JoinGroupResponseMember<'a> {
     /// ID of the member. (`string`, versions 0+.)

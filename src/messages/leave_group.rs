@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Removes one or more members from a classic group.
 ///
 /// Versions 0-5; flexible from version 4. Decode it without allocating with [`LeaveGroupRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaveGroupRequest<'a> {
     /// ID of the group. (`string`, versions 0+.)
@@ -28,7 +28,7 @@ pub struct LeaveGroupRequest<'a> {
 }
 
 /// Members leaving the group (from version 3).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MemberIdentity<'a> {
     /// ID of the member. (`string`, versions 3+.)
@@ -259,7 +259,7 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
 /// Reports whether the members could leave the group.
 ///
 /// Versions 0-5; flexible from version 4. Decode it without allocating with [`LeaveGroupResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaveGroupResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -275,7 +275,7 @@ pub struct LeaveGroupResponse<'a> {
 }
 
 /// Result for each member that was asked to leave (from version 3).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MemberResponse<'a> {
     /// ID of the member. (`string`, versions 3+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// topics.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`ListConfigResourcesRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListConfigResourcesRequest<'a> {
     /// Resource types to list; an empty list uses the broker's default set of types. (`[]int8`,
@@ -95,7 +95,7 @@ impl<'a> ListConfigResourcesRequestView<'a> {
 /// Lists the resources found that have configuration.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`ListConfigResourcesResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListConfigResourcesResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -110,7 +110,7 @@ pub struct ListConfigResourcesResponse<'a> {
 }
 
 /// One entry for each resource.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ConfigResource<'a> {
     /// Name of the resource. (`string`, versions 0+.)

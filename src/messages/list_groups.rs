@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// group type.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`ListGroupsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListGroupsRequest<'a> {
     /// Only list groups in one of these states; an empty list returns groups in every state, each
@@ -127,7 +127,7 @@ impl<'a> ListGroupsRequestView<'a> {
 /// in later versions, its state and type.
 ///
 /// Versions 0-5; flexible from version 3. Decode it without allocating with [`ListGroupsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListGroupsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -142,7 +142,7 @@ pub struct ListGroupsResponse<'a> {
 }
 
 /// One entry for each group listed.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListedGroup<'a> {
     /// Identifier of the group. (`string`, versions 0+.)

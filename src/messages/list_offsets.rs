@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// position such as the earliest or latest offset, in each listed partition.
 ///
 /// Versions 1-11; flexible from version 6. Decode it without allocating with [`ListOffsetsRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsRequest<'a> {
     /// Broker ID of the sender when a broker makes the request, or -1 when an ordinary consumer
@@ -36,7 +36,7 @@ pub struct ListOffsetsRequest<'a> {
 }
 
 /// Topics whose offsets are being looked up.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsTopic<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -48,7 +48,7 @@ pub struct ListOffsetsTopic<'a> {
 }
 
 /// Partitions of this topic to look up.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsPartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -374,7 +374,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
 /// with its timestamp and leader epoch.
 ///
 /// Versions 1-11; flexible from version 6. Decode it without allocating with [`ListOffsetsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -387,7 +387,7 @@ pub struct ListOffsetsResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsTopicResponse<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -399,7 +399,7 @@ pub struct ListOffsetsTopicResponse<'a> {
 }
 
 /// Results for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListOffsetsPartitionResponse<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Lists the partition reassignments that are in progress.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`ListPartitionReassignmentsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListPartitionReassignmentsRequest<'a> {
     /// How long to wait, in milliseconds, before answering. (`int32`, versions 0+; default
@@ -38,7 +38,7 @@ impl<'a> Default for ListPartitionReassignmentsRequest<'a> {
 }
 
 /// Topics to look at; null lists every reassignment in progress.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListPartitionReassignmentsTopics<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -211,7 +211,7 @@ impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
 /// removed.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`ListPartitionReassignmentsResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListPartitionReassignmentsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -241,7 +241,7 @@ impl<'a> Default for ListPartitionReassignmentsResponse<'a> {
 }
 
 /// Reassignments in progress, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OngoingTopicReassignment<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -254,7 +254,7 @@ pub struct OngoingTopicReassignment<'a> {
 }
 
 /// One entry for each partition of this topic being reassigned.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OngoingPartitionReassignment<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

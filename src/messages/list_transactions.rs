@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// ID pattern.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`ListTransactionsRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListTransactionsRequest<'a> {
     /// Keep only transactions in one of these states; empty keeps all. (`[]string`, versions 0+.)
@@ -161,7 +161,7 @@ impl<'a> ListTransactionsRequestView<'a> {
 /// Lists the transactions that passed the filters, with their producer and state.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`ListTransactionsResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ListTransactionsResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -179,7 +179,7 @@ pub struct ListTransactionsResponse<'a> {
 }
 
 /// One entry for each transaction listed.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TransactionState<'a> {
     /// Transactional ID. (`string`, versions 0+.)

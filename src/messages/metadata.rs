@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// some or all topics.
 ///
 /// Versions 0-13; flexible from version 9. Decode it without allocating with [`MetadataRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataRequest<'a> {
     /// Topics to describe. In version 0 an empty list means every topic; from version 1 an empty
@@ -49,7 +49,7 @@ impl<'a> Default for MetadataRequest<'a> {
 
 /// Topics to describe. In version 0 an empty list means every topic; from version 1 an empty
 /// list means none and null means every topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataRequestTopic<'a> {
     /// Topic ID to look up; the all-zero UUID when the topic is named instead. (`uuid`, versions
@@ -309,7 +309,7 @@ impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
 /// partitions with their leaders and replicas.
 ///
 /// Versions 0-13; flexible from version 9. Decode it without allocating with [`MetadataResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -350,7 +350,7 @@ impl<'a> Default for MetadataResponse<'a> {
 }
 
 /// The brokers of the cluster.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataResponseBroker<'a> {
     /// ID of the broker. (`int32`, versions 0+; map key.)
@@ -367,7 +367,7 @@ pub struct MetadataResponseBroker<'a> {
 }
 
 /// One entry for each topic described.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataResponseTopic<'a> {
     /// Error code for this topic; 0 means success. (`int16`, versions 0+.)
@@ -405,7 +405,7 @@ impl<'a> Default for MetadataResponseTopic<'a> {
 }
 
 /// The partitions of the topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MetadataResponsePartition<'a> {
     /// Error code for this partition; 0 means success. (`int16`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Stores consumed offsets for partitions on behalf of a consumer group.
 ///
 /// Versions 2-10; flexible from version 8. Decode it without allocating with [`OffsetCommitRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitRequest<'a> {
     /// ID of the group the offsets belong to. (`string`, versions 0+.)
@@ -52,7 +52,7 @@ impl<'a> Default for OffsetCommitRequest<'a> {
 }
 
 /// Offsets to store, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitRequestTopic<'a> {
     /// Name of the topic (up to version 9). (`string`, versions 0-9; ignorable.)
@@ -66,7 +66,7 @@ pub struct OffsetCommitRequestTopic<'a> {
 }
 
 /// Offsets for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitRequestPartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -467,7 +467,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
 /// Reports, for every partition of an offset commit, whether the offset was stored.
 ///
 /// Versions 2-10; flexible from version 8. Decode it without allocating with [`OffsetCommitResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -480,7 +480,7 @@ pub struct OffsetCommitResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitResponseTopic<'a> {
     /// Name of the topic (up to version 9). (`string`, versions 0-9; ignorable.)
@@ -494,7 +494,7 @@ pub struct OffsetCommitResponseTopic<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetCommitResponsePartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

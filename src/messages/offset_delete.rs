@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Deletes a consumer group's committed offsets for given partitions.
 ///
 /// Versions 0; flexible from version 1. Decode it without allocating with [`OffsetDeleteRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteRequest<'a> {
     /// ID of the group. (`string`, versions 0+.)
@@ -24,7 +24,7 @@ pub struct OffsetDeleteRequest<'a> {
 }
 
 /// Topics whose committed offsets to delete.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteRequestTopic<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -35,7 +35,7 @@ pub struct OffsetDeleteRequestTopic<'a> {
 }
 
 /// Partitions of this topic whose committed offsets to delete.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteRequestPartition {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -218,7 +218,7 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestPartitionView<'a> {
 /// Reports, for each partition, whether the group's committed offset was deleted.
 ///
 /// Versions 0; flexible from version 1. Decode it without allocating with [`OffsetDeleteResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
@@ -231,7 +231,7 @@ pub struct OffsetDeleteResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteResponseTopic<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -242,7 +242,7 @@ pub struct OffsetDeleteResponseTopic<'a> {
 }
 
 /// One result for each partition of this topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetDeleteResponsePartition {
     /// Index of the partition. (`int32`, versions 0+; map key.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// 8).
 ///
 /// Versions 1-10; flexible from version 6. Decode it without allocating with [`OffsetFetchRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchRequest<'a> {
     /// ID of the group whose offsets are read (up to version 7). (`string`, versions 0-7.)
@@ -48,7 +48,7 @@ impl<'a> Default for OffsetFetchRequest<'a> {
 
 /// Partitions to read offsets for, grouped by topic; null (from version 2) means every
 /// partition with a committed offset.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchRequestTopic<'a> {
     /// Name of the topic. (`string`, versions 0-7.)
@@ -60,7 +60,7 @@ pub struct OffsetFetchRequestTopic<'a> {
 }
 
 /// Groups whose offsets are read (from version 8).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchRequestGroup<'a> {
     /// ID of the group. (`string`, versions 8+.)
@@ -92,7 +92,7 @@ impl<'a> Default for OffsetFetchRequestGroup<'a> {
 
 /// Partitions to read offsets for, grouped by topic; null means every partition with a
 /// committed offset.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchRequestTopics<'a> {
     /// Name of the topic (versions 8 and 9). (`string`, versions 8-9; ignorable.)
@@ -558,7 +558,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
 /// group from version 8.
 ///
 /// Versions 1-10; flexible from version 6. Decode it without allocating with [`OffsetFetchResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -577,7 +577,7 @@ pub struct OffsetFetchResponse<'a> {
 }
 
 /// Results grouped by topic (up to version 7).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponseTopic<'a> {
     /// Name of the topic. (`string`, versions 0-7.)
@@ -589,7 +589,7 @@ pub struct OffsetFetchResponseTopic<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponsePartition<'a> {
     /// Index of the partition. (`int32`, versions 0-7.)
@@ -621,7 +621,7 @@ impl<'a> Default for OffsetFetchResponsePartition<'a> {
 }
 
 /// Results for each requested group (from version 8).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponseGroup<'a> {
     /// ID of the group. (`string`, versions 8+.)
@@ -635,7 +635,7 @@ pub struct OffsetFetchResponseGroup<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponseTopics<'a> {
     /// Name of the topic (versions 8 and 9). (`string`, versions 8-9; ignorable.)
@@ -649,7 +649,7 @@ pub struct OffsetFetchResponseTopics<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetFetchResponsePartitions<'a> {
     /// Index of the partition. (`int32`, versions 8+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// consumer can detect and truncate a diverged log.
 ///
 /// Versions 2-4; flexible from version 4. Decode it without allocating with [`OffsetForLeaderEpochRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderEpochRequest<'a> {
     /// Broker ID of the follower asking, -1 for a consumer, or -2 for a debugging tool that may ask
@@ -38,7 +38,7 @@ impl<'a> Default for OffsetForLeaderEpochRequest<'a> {
 }
 
 /// Partitions to look up, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderTopic<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -50,7 +50,7 @@ pub struct OffsetForLeaderTopic<'a> {
 }
 
 /// Partitions of this topic to look up.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderPartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -336,7 +336,7 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderPartitionView<'a> {
 /// where it ends.
 ///
 /// Versions 2-4; flexible from version 4. Decode it without allocating with [`OffsetForLeaderEpochResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderEpochResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -349,7 +349,7 @@ pub struct OffsetForLeaderEpochResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct OffsetForLeaderTopicResult<'a> {
     /// Name of the topic. (`string`, versions 0+; map key.)
@@ -361,7 +361,7 @@ pub struct OffsetForLeaderTopicResult<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EpochEndOffset<'a> {
     /// Error code for this partition; 0 means success. (`int16`, versions 0+.)

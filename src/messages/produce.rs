@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Sends record batches to the leaders of the given partitions to be appended to their logs.
 ///
 /// Versions 3-13; flexible from version 9. Decode it without allocating with [`ProduceRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ProduceRequest<'a> {
     /// Transactional ID of the producer, or null when the records are not part of a transaction.
@@ -33,7 +33,7 @@ pub struct ProduceRequest<'a> {
 }
 
 /// Records to append, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicProduceData<'a> {
     /// Name of the topic (up to version 12). (`string`, versions 0-12; ignorable; map key.)
@@ -48,7 +48,7 @@ pub struct TopicProduceData<'a> {
 }
 
 /// Records for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionProduceData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -350,7 +350,7 @@ impl<'a> ElementImpl<'a> for PartitionProduceDataView<'a> {
 /// Reports, for every partition written to, whether the append succeeded and at which offset.
 ///
 /// Versions 3-13; flexible from version 9. Decode it without allocating with [`ProduceResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ProduceResponse<'a> {
     /// Results grouped by topic. (`[]TopicProduceResponse`, versions 0+.)
@@ -366,7 +366,7 @@ pub struct ProduceResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicProduceResponse<'a> {
     /// Name of the topic (up to version 12). (`string`, versions 0-12; ignorable; map key.)
@@ -380,7 +380,7 @@ pub struct TopicProduceResponse<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionProduceResponse<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -426,7 +426,7 @@ impl<'a> Default for PartitionProduceResponse<'a> {
 
 /// Batch-relative indexes of the records that caused the batch to be rejected, with their
 /// errors.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct BatchIndexAndErrorMessage<'a> {
     /// Position of the failing record within its batch. (`int32`, versions 8+.)
@@ -440,7 +440,7 @@ pub struct BatchIndexAndErrorMessage<'a> {
 
 /// The partition's current leader, sent when the request reached a broker that no longer leads
 /// it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
     /// Broker ID of the current leader; -1 when unknown. (`int32`, versions 10+; default `-1`.)
@@ -459,7 +459,7 @@ impl<'a> Default for LeaderIdAndEpoch<'a> {
 
 /// Addresses of the brokers named as new leaders in CurrentLeader, so the client can reach them
 /// without a metadata request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
     /// ID of the broker. (`int32`, versions 10+; map key.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// A client pushes its metrics to the broker (KIP-714 client telemetry).
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`PushTelemetryRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PushTelemetryRequest<'a> {
     /// Client instance ID given by the broker. (`uuid`, versions 0+.)
@@ -136,7 +136,7 @@ impl<'a> PushTelemetryRequestView<'a> {
 /// Reports whether the broker accepted the pushed metrics.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`PushTelemetryResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PushTelemetryResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// share-partitions.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`ReadShareGroupStateRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadShareGroupStateRequest<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -27,7 +27,7 @@ pub struct ReadShareGroupStateRequest<'a> {
 }
 
 /// Topics whose share-partition state to read.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadStateData<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -39,7 +39,7 @@ pub struct ReadStateData<'a> {
 }
 
 /// Partitions whose state to read.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -258,7 +258,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 /// offset ranges above it.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`ReadShareGroupStateResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadShareGroupStateResponse<'a> {
     /// Results grouped by topic. (`[]ReadStateResult`, versions 0+.)
@@ -268,7 +268,7 @@ pub struct ReadShareGroupStateResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadStateResult<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -280,7 +280,7 @@ pub struct ReadStateResult<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -303,7 +303,7 @@ pub struct PartitionResult<'a> {
 }
 
 /// Delivery state of ranges of offsets.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StateBatch<'a> {
     /// First offset of the range. (`int64`, versions 0+.)

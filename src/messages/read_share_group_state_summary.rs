@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// offset, without the offset ranges.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`ReadShareGroupStateSummaryRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadShareGroupStateSummaryRequest<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -27,7 +27,7 @@ pub struct ReadShareGroupStateSummaryRequest<'a> {
 }
 
 /// Topics whose share-partition state to summarise.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadStateSummaryData<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -39,7 +39,7 @@ pub struct ReadStateSummaryData<'a> {
 }
 
 /// Partitions whose state to summarise.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -267,7 +267,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 /// Returns a summary of each share-partition's stored state.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`ReadShareGroupStateSummaryResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadShareGroupStateSummaryResponse<'a> {
     /// Results grouped by topic. (`[]ReadStateSummaryResult`, versions 0+.)
@@ -277,7 +277,7 @@ pub struct ReadShareGroupStateSummaryResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReadStateSummaryResult<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -289,7 +289,7 @@ pub struct ReadStateSummaryResult<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

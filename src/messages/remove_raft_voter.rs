@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// KRaft: removes a replica from the voters of the controller quorum.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`RemoveRaftVoterRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RemoveRaftVoterRequest<'a> {
     /// ID of the cluster; may be null. (`string`, versions 0+; nullable in 0+.)
@@ -120,7 +120,7 @@ impl<'a> RemoveRaftVoterRequestView<'a> {
 /// KRaft: reports whether the voter was removed.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`RemoveRaftVoterResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RemoveRaftVoterResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Extends the life of a delegation token.
 ///
 /// Versions 1-2; flexible from version 2. Decode it without allocating with [`RenewDelegationTokenRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RenewDelegationTokenRequest<'a> {
     /// HMAC that identifies the token to renew. (`bytes`, versions 0+.)
@@ -101,7 +101,7 @@ impl<'a> RenewDelegationTokenRequestView<'a> {
 /// Reports the new expiry time of a renewed delegation token.
 ///
 /// Versions 1-2; flexible from version 2. Decode it without allocating with [`RenewDelegationTokenResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RenewDelegationTokenResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Carries one step of a SASL exchange from the client to the broker.
 ///
 /// Versions 0-2; flexible from version 2. Decode it without allocating with [`SaslAuthenticateRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SaslAuthenticateRequest<'a> {
     /// Opaque SASL token from the client; its form depends on the mechanism. (`bytes`, versions
@@ -92,7 +92,7 @@ impl<'a> SaslAuthenticateRequestView<'a> {
 /// Carries the broker's answer to one step of a SASL exchange.
 ///
 /// Versions 0-2; flexible from version 2. Decode it without allocating with [`SaslAuthenticateResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SaslAuthenticateResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Names the SASL mechanism the client wants to authenticate with.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`SaslHandshakeRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SaslHandshakeRequest<'a> {
     /// Name of the SASL mechanism, e.g. PLAIN or SCRAM-SHA-256. (`string`, versions 0+.)
@@ -66,7 +66,7 @@ impl<'a> SaslHandshakeRequestView<'a> {
 /// Accepts or refuses the SASL mechanism and lists the mechanisms the broker allows.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`SaslHandshakeResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SaslHandshakeResponse<'a> {
     /// Error code for the handshake; 0 means the mechanism is accepted. (`int16`, versions 0+.)

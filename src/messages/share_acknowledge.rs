@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// A share group member acknowledges records it has processed, without fetching more.
 ///
 /// Versions 1-2; flexible from version 0. Decode it without allocating with [`ShareAcknowledgeRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareAcknowledgeRequest<'a> {
     /// ID of the share group; may be null. (`string`, versions 0+; nullable in 0+; default `null`.)
@@ -47,7 +47,7 @@ impl<'a> Default for ShareAcknowledgeRequest<'a> {
 }
 
 /// Topics with records to acknowledge.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcknowledgeTopic<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+; map key.)
@@ -59,7 +59,7 @@ pub struct AcknowledgeTopic<'a> {
 }
 
 /// Partitions of this topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcknowledgePartition<'a> {
     /// Index of the partition. (`int32`, versions 0+; map key.)
@@ -71,7 +71,7 @@ pub struct AcknowledgePartition<'a> {
 }
 
 /// Ranges of offsets being acknowledged.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcknowledgementBatch<'a> {
     /// First offset of the range. (`int64`, versions 0+.)
@@ -421,7 +421,7 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
 /// Reports, for each partition, whether the share group member's acknowledgements were applied.
 ///
 /// Versions 1-2; flexible from version 0. Decode it without allocating with [`ShareAcknowledgeResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareAcknowledgeResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -445,7 +445,7 @@ pub struct ShareAcknowledgeResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareAcknowledgeTopicResponse<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+; map key.)
@@ -457,7 +457,7 @@ pub struct ShareAcknowledgeTopicResponse<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -474,7 +474,7 @@ pub struct PartitionData<'a> {
 }
 
 /// Leader of the partition as the answering broker knows it.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
     /// ID of the leader, or -1 when unknown. (`int32`, versions 0+.)
@@ -486,7 +486,7 @@ pub struct LeaderIdAndEpoch<'a> {
 }
 
 /// Network endpoints of the new leaders of partitions that answered NOT_LEADER_OR_FOLLOWER.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
     /// ID of the node. (`int32`, versions 0+; map key.)

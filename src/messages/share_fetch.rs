@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// within a share session.
 ///
 /// Versions 1-2; flexible from version 0. Decode it without allocating with [`ShareFetchRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareFetchRequest<'a> {
     /// ID of the share group; may be null. (`string`, versions 0+; nullable in 0+; default `null`.)
@@ -74,7 +74,7 @@ impl<'a> Default for ShareFetchRequest<'a> {
 }
 
 /// Topics to fetch from or acknowledge on.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchTopic<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+; map key.)
@@ -86,7 +86,7 @@ pub struct FetchTopic<'a> {
 }
 
 /// Partitions of this topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchPartition<'a> {
     /// Index of the partition. (`int32`, versions 0+; map key.)
@@ -101,7 +101,7 @@ pub struct FetchPartition<'a> {
 }
 
 /// Ranges of offsets being acknowledged.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcknowledgementBatch<'a> {
     /// First offset of the range. (`int64`, versions 0+.)
@@ -116,7 +116,7 @@ pub struct AcknowledgementBatch<'a> {
 }
 
 /// Partitions to drop from the share session.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ForgottenTopic<'a> {
     /// ID of the topic. (`uuid`, versions 0+.)
@@ -611,7 +611,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
 /// outcome of its acknowledgements.
 ///
 /// Versions 1-2; flexible from version 0. Decode it without allocating with [`ShareFetchResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareFetchResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -634,7 +634,7 @@ pub struct ShareFetchResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareFetchableTopicResponse<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+; map key.)
@@ -646,7 +646,7 @@ pub struct ShareFetchableTopicResponse<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -674,7 +674,7 @@ pub struct PartitionData<'a> {
 }
 
 /// Leader of the partition as the answering broker knows it.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LeaderIdAndEpoch<'a> {
     /// ID of the leader, or -1 when unknown. (`int32`, versions 0+.)
@@ -686,7 +686,7 @@ pub struct LeaderIdAndEpoch<'a> {
 }
 
 /// Ranges of the returned records that this member has acquired.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AcquiredRecords<'a> {
     /// First offset of the range. (`int64`, versions 0+.)
@@ -700,7 +700,7 @@ pub struct AcquiredRecords<'a> {
 }
 
 /// Network endpoints of the new leaders of partitions that answered NOT_LEADER_OR_FOLLOWER.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
     /// ID of the node. (`int32`, versions 0+; map key.)

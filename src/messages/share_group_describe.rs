@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Describes share groups.
 ///
 /// Versions 1; flexible from version 0. Decode it without allocating with [`ShareGroupDescribeRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareGroupDescribeRequest<'a> {
     /// Groups to describe, by ID. (`[]string`, versions 0+.)
@@ -96,7 +96,7 @@ impl<'a> ShareGroupDescribeRequestView<'a> {
 /// Describes share groups: state, epochs, assignor, and each member with its assignment.
 ///
 /// Versions 1; flexible from version 0. Decode it without allocating with [`ShareGroupDescribeResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareGroupDescribeResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -109,7 +109,7 @@ pub struct ShareGroupDescribeResponse<'a> {
 }
 
 /// One entry for each group in the request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedGroup<'a> {
     /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
@@ -155,7 +155,7 @@ impl<'a> Default for DescribedGroup<'a> {
 }
 
 /// The group's members.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Member<'a> {
     /// ID of the member. (`string`, versions 0+.)
@@ -177,7 +177,7 @@ pub struct Member<'a> {
 }
 
 /// Partitions assigned to the member.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Assignment<'a> {
     /// The assigned partitions, grouped by topic. (`[]TopicPartitions`, versions 0+.)
@@ -187,7 +187,7 @@ pub struct Assignment<'a> {
 }
 
 /// The assigned partitions, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicPartitions<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// subscription.
 ///
 /// Versions 1; flexible from version 0. Decode it without allocating with [`ShareGroupHeartbeatRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareGroupHeartbeatRequest<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -149,7 +149,7 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
 /// changed, its new assignment.
 ///
 /// Versions 1; flexible from version 0. Decode it without allocating with [`ShareGroupHeartbeatResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ShareGroupHeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -175,7 +175,7 @@ pub struct ShareGroupHeartbeatResponse<'a> {
 }
 
 /// Partitions assigned to the member; null when unchanged.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Assignment<'a> {
     /// The assigned partitions, grouped by topic. (`[]TopicPartitions`, versions 0+.)
@@ -185,7 +185,7 @@ pub struct Assignment<'a> {
 }
 
 /// The assigned partitions, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicPartitions<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)

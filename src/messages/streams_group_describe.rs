@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Describes Kafka Streams groups.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`StreamsGroupDescribeRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupDescribeRequest<'a> {
     /// Groups to describe, by ID. (`[]string`, versions 0+.)
@@ -124,7 +124,7 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
 /// progress and assignment.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`StreamsGroupDescribeResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupDescribeResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -137,7 +137,7 @@ pub struct StreamsGroupDescribeResponse<'a> {
 }
 
 /// One entry for each group in the request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct DescribedGroup<'a> {
     /// Error code for this entry; 0 means success. (`int16`, versions 0+.)
@@ -197,7 +197,7 @@ impl<'a> Default for DescribedGroup<'a> {
 }
 
 /// Topology the group was set up with; null on a describe error.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Topology<'a> {
     /// Epoch of that topology. (`int32`, versions 0+.)
@@ -213,7 +213,7 @@ pub struct Topology<'a> {
 /// Sub-topologies as configured, with partition counts set and regular expressions resolved to
 /// topics; null while the group is not set up or its source topics are missing or wrongly
 /// partitioned.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Subtopology<'a> {
     /// ID of the sub-topology. (`string`, versions 0+.)
@@ -231,7 +231,7 @@ pub struct Subtopology<'a> {
 }
 
 /// Changelog topics of the sub-topology's state stores.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicInfo<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -248,7 +248,7 @@ pub struct TopicInfo<'a> {
 }
 
 /// Topic configuration entries to create the topic with.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct KeyValue<'a> {
     /// The key. (`string`, versions 0+.)
@@ -260,7 +260,7 @@ pub struct KeyValue<'a> {
 }
 
 /// The group's members.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Member<'a> {
     /// ID of the member. (`string`, versions 0+.)
@@ -301,7 +301,7 @@ pub struct Member<'a> {
 }
 
 /// Host and port the member serves interactive queries on, or null when it has none.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Endpoint<'a> {
     /// Host name. (`string`, versions 0+.)
@@ -313,7 +313,7 @@ pub struct Endpoint<'a> {
 }
 
 /// Changelog offsets the member's tasks have reached.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TaskOffset<'a> {
     /// ID of the task's sub-topology. (`string`, versions 0+.)
@@ -327,7 +327,7 @@ pub struct TaskOffset<'a> {
 }
 
 /// Tasks the member owns now.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Assignment<'a> {
     /// Active tasks. (`[]TaskIds`, versions 0+.)
@@ -341,7 +341,7 @@ pub struct Assignment<'a> {
 }
 
 /// Active tasks.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TaskIds<'a> {
     /// ID of the sub-topology. (`string`, versions 0+.)
@@ -354,7 +354,7 @@ pub struct TaskIds<'a> {
 
 /// Full description of the group's topology; present exactly when TopologyDescriptionStatus is
 /// 3, otherwise null.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescription<'a> {
     /// The topology's sub-topologies. (`[]TopologyDescriptionSubtopology`, versions 1+.)
@@ -366,7 +366,7 @@ pub struct TopologyDescription<'a> {
 }
 
 /// The topology's sub-topologies.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionSubtopology<'a> {
     /// ID of the sub-topology, unique within the topology. (`string`, versions 1+.)
@@ -378,7 +378,7 @@ pub struct TopologyDescriptionSubtopology<'a> {
 }
 
 /// Processing nodes of the sub-topology.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionNode<'a> {
     /// Name of the node, such as KSTREAM-SOURCE-0000000000. (`string`, versions 1+.)
@@ -400,7 +400,7 @@ pub struct TopologyDescriptionNode<'a> {
 }
 
 /// Global state stores of the topology.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionGlobalStore<'a> {
     /// Source node that feeds the store. (`TopologyDescriptionNode`, versions 1+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// topology, owned tasks and progress.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`StreamsGroupHeartbeatRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatRequest<'a> {
     /// ID of the group. (`string`, versions 0+.)
@@ -98,7 +98,7 @@ impl<'a> Default for StreamsGroupHeartbeatRequest<'a> {
 }
 
 /// Topology of the Streams application; sent only when joining (epoch 0), otherwise null.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Topology<'a> {
     /// Epoch of the topology, used to tell whether it matches the one the group has. (`int32`,
@@ -111,7 +111,7 @@ pub struct Topology<'a> {
 }
 
 /// The topology's sub-topologies.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Subtopology<'a> {
     /// ID of the sub-topology, derived from the topology so that it is stable. (`string`, versions
@@ -137,7 +137,7 @@ pub struct Subtopology<'a> {
 }
 
 /// Changelog topics of the sub-topology's state stores; created by the broker.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicInfo<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -154,7 +154,7 @@ pub struct TopicInfo<'a> {
 }
 
 /// Topic configuration entries to create the topic with.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct KeyValue<'a> {
     /// The key. (`string`, versions 0+.)
@@ -166,7 +166,7 @@ pub struct KeyValue<'a> {
 }
 
 /// Sets of source topics that must have the same number of partitions.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CopartitionGroup<'a> {
     /// Positions in the sub-topology's SourceTopics list. (`[]int16`, versions 0+.)
@@ -180,7 +180,7 @@ pub struct CopartitionGroup<'a> {
 }
 
 /// Active tasks the member owns; null when unchanged since the last heartbeat.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatRequestTaskIds<'a> {
     /// ID of the sub-topology. (`string`, versions 0+.)
@@ -193,7 +193,7 @@ pub struct StreamsGroupHeartbeatRequestTaskIds<'a> {
 
 /// Host and port the application serves interactive queries on; null when unchanged or not
 /// configured.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatRequestEndpoint<'a> {
     /// Host name. (`string`, versions 0+.)
@@ -206,7 +206,7 @@ pub struct StreamsGroupHeartbeatRequestEndpoint<'a> {
 
 /// Changelog offsets the member's tasks have reached; null when unchanged since the last
 /// heartbeat.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TaskOffset<'a> {
     /// ID of the task's sub-topology. (`string`, versions 0+.)
@@ -1223,7 +1223,7 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
 /// tasks, group status and where other members' partitions are served.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`StreamsGroupHeartbeatResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -1300,7 +1300,7 @@ impl<'a> Default for StreamsGroupHeartbeatResponse<'a> {
 }
 
 /// Statuses currently set for the group; may be null.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Status<'a> {
     /// Code of the status condition. (`int8`, versions 0+.)
@@ -1312,7 +1312,7 @@ pub struct Status<'a> {
 }
 
 /// Active tasks assigned to the member; null when unchanged since the last heartbeat.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatResponseTaskIds<'a> {
     /// ID of the sub-topology. (`string`, versions 0+.)
@@ -1326,7 +1326,7 @@ pub struct StreamsGroupHeartbeatResponseTaskIds<'a> {
 /// For interactive queries: which partitions each member's endpoint serves, one entry per
 /// member (entries for the same endpoint must be merged); null when unchanged since the last
 /// heartbeat.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct EndpointToPartitions<'a> {
     /// Host and port the member serves queries on. (`StreamsGroupHeartbeatResponseEndpoint`,
@@ -1343,7 +1343,7 @@ pub struct EndpointToPartitions<'a> {
 }
 
 /// Host and port the member serves queries on.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupHeartbeatResponseEndpoint<'a> {
     /// Host name. (`string`, versions 0+.)
@@ -1355,7 +1355,7 @@ pub struct StreamsGroupHeartbeatResponseEndpoint<'a> {
 }
 
 /// Source partitions, repartition topics included, of the member's active tasks.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopicPartition<'a> {
     /// Name of the topic. (`string`, versions 0+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// tools to show.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`StreamsGroupTopologyDescriptionUpdateRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupTopologyDescriptionUpdateRequest<'a> {
     /// ID of the Streams group. (`string`, versions 0+.)
@@ -32,7 +32,7 @@ pub struct StreamsGroupTopologyDescriptionUpdateRequest<'a> {
 }
 
 /// The description.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescription<'a> {
     /// The topology's sub-topologies. (`[]TopologyDescriptionSubtopology`, versions 0+.)
@@ -44,7 +44,7 @@ pub struct TopologyDescription<'a> {
 }
 
 /// The topology's sub-topologies.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionSubtopology<'a> {
     /// ID of the sub-topology, unique within the topology. (`string`, versions 0+.)
@@ -56,7 +56,7 @@ pub struct TopologyDescriptionSubtopology<'a> {
 }
 
 /// Processing nodes of the sub-topology.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionNode<'a> {
     /// Name of the node, such as KSTREAM-SOURCE-0000000000. (`string`, versions 0+.)
@@ -78,7 +78,7 @@ pub struct TopologyDescriptionNode<'a> {
 }
 
 /// Global state stores of the topology.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TopologyDescriptionGlobalStore<'a> {
     /// Source node that feeds the store. (`TopologyDescriptionNode`, versions 0+.)
@@ -557,7 +557,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
 /// Reports whether the broker stored the topology description.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`StreamsGroupTopologyDescriptionUpdateResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StreamsGroupTopologyDescriptionUpdateResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// fetch their own.
 ///
 /// Versions 0-5; flexible from version 4. Decode it without allocating with [`SyncGroupRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SyncGroupRequest<'a> {
     /// ID of the group. (`string`, versions 0+.)
@@ -41,7 +41,7 @@ pub struct SyncGroupRequest<'a> {
 }
 
 /// Assignment of each member; sent only by the leader, empty otherwise.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SyncGroupRequestAssignment<'a> {
     /// ID of the member the assignment is for. (`string`, versions 0+.)
@@ -307,7 +307,7 @@ impl<'a> ElementImpl<'a> for SyncGroupRequestAssignmentView<'a> {
 /// Returns the member's own assignment for the new generation.
 ///
 /// Versions 0-5; flexible from version 4. Decode it without allocating with [`SyncGroupResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct SyncGroupResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -180,7 +180,7 @@ macro_rules! dispatch {
         }
 
         #[doc = concat!("Any supported ", stringify!($lower), " body as a value, chosen by API key.")]
-        #[derive(Clone, Debug, PartialEq)]
+        #[derive(Clone, Debug, PartialEq, Eq)]
         #[non_exhaustive]
         pub enum $body_enum<'a> {
             $(

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// commits.
 ///
 /// Versions 0-6; flexible from version 3. Decode it without allocating with [`TxnOffsetCommitRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitRequest<'a> {
     /// Transactional ID of the transaction. (`string`, versions 0+.)
@@ -58,7 +58,7 @@ impl<'a> Default for TxnOffsetCommitRequest<'a> {
 }
 
 /// Offsets to commit, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitRequestTopic<'a> {
     /// Name of the topic (up to version 5). (`string`, versions 0-5; ignorable.)
@@ -73,7 +73,7 @@ pub struct TxnOffsetCommitRequestTopic<'a> {
 }
 
 /// Offsets for each partition of this topic.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitRequestPartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -510,7 +510,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
 /// Reports for every partition whether its offset was added to the transaction.
 ///
 /// Versions 0-6; flexible from version 3. Decode it without allocating with [`TxnOffsetCommitResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -523,7 +523,7 @@ pub struct TxnOffsetCommitResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitResponseTopic<'a> {
     /// Name of the topic (up to version 5). (`string`, versions 0-5; ignorable.)
@@ -538,7 +538,7 @@ pub struct TxnOffsetCommitResponseTopic<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct TxnOffsetCommitResponsePartition<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Removes a broker's registration from the cluster metadata.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`UnregisterBrokerRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UnregisterBrokerRequest<'a> {
     /// ID of the broker to unregister. (`int32`, versions 0+.)
@@ -79,7 +79,7 @@ impl<'a> UnregisterBrokerRequestView<'a> {
 /// Reports whether the broker was unregistered.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`UnregisterBrokerResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UnregisterBrokerResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// Removes a controller's registration from the cluster metadata.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`UnregisterControllerRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UnregisterControllerRequest<'a> {
     /// ID of the controller to unregister. (`int32`, versions 0+.)
@@ -79,7 +79,7 @@ impl<'a> UnregisterControllerRequestView<'a> {
 /// Reports whether the controller was unregistered.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`UnregisterControllerResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UnregisterControllerResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// metadata.version.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`UpdateFeaturesRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdateFeaturesRequest<'a> {
     /// Milliseconds to wait for the update before giving up. (`int32`, versions 0+; default
@@ -42,7 +42,7 @@ impl<'a> Default for UpdateFeaturesRequest<'a> {
 }
 
 /// One change for each feature.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FeatureUpdateKey<'a> {
     /// Feature name. (`string`, versions 0+; map key.)
@@ -262,7 +262,7 @@ impl<'a> ElementImpl<'a> for FeatureUpdateKeyView<'a> {
 /// Reports whether the feature level changes were applied.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`UpdateFeaturesResponseView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdateFeaturesResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -294,7 +294,7 @@ impl<'a> Default for UpdateFeaturesResponse<'a> {
 
 /// One result for each feature; dropped in version 2, where the top-level error covers every
 /// feature.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdatableFeatureResult<'a> {
     /// Feature name. (`string`, versions 0+; map key.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// KRaft: a voter tells the leader its current listeners and supported KRaft protocol versions.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`UpdateRaftVoterRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdateRaftVoterRequest<'a> {
     /// ID of the cluster; may be null. (`string`, versions 0+; nullable in 0+.)
@@ -48,7 +48,7 @@ impl<'a> Default for UpdateRaftVoterRequest<'a> {
 }
 
 /// Listeners on which the voter can be reached.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Listener<'a> {
     /// Listener name. (`string`, versions 0+; map key.)
@@ -62,7 +62,7 @@ pub struct Listener<'a> {
 }
 
 /// Range of kraft.version levels the voter supports.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct KRaftVersionFeature<'a> {
     /// Lowest kraft.version level supported. (`int16`, versions 0+.)
@@ -346,7 +346,7 @@ impl<'a> ElementImpl<'a> for KRaftVersionFeatureView<'a> {
 /// KRaft: reports whether the voter's information was updated, and who the leader is.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`UpdateRaftVoterResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct UpdateRaftVoterResponse<'a> {
     /// Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when
@@ -362,7 +362,7 @@ pub struct UpdateRaftVoterResponse<'a> {
 }
 
 /// Leader of the quorum as the answering node knows it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct CurrentLeader<'a> {
     /// Replica ID of the leader, or -1 when unknown. (`int32`, versions 0+; default `-1`.)

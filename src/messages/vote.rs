@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// KRaft: a candidate asks another voter for its vote in a controller quorum election.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`VoteRequestView`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteRequest<'a> {
     /// ID of the cluster; null when not known. (`string`, versions 0+; nullable in 0+; default
@@ -42,7 +42,7 @@ impl<'a> Default for VoteRequest<'a> {
 }
 
 /// Topics whose quorum the election is for; in practice the metadata log.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteRequestTopicData<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -54,7 +54,7 @@ pub struct VoteRequestTopicData<'a> {
 }
 
 /// Partitions whose election this is.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteRequestPartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -427,7 +427,7 @@ impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
 /// knows as leader.
 ///
 /// Versions 0-2; flexible from version 0. Decode it without allocating with [`VoteResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteResponse<'a> {
     /// Error code for the request as a whole; 0 means success. (`int16`, versions 0+.)
@@ -442,7 +442,7 @@ pub struct VoteResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteResponseTopicData<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -454,7 +454,7 @@ pub struct VoteResponseTopicData<'a> {
 }
 
 /// One result for each partition in the request.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct VoteResponsePartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -472,7 +472,7 @@ pub struct VoteResponsePartitionData<'a> {
 }
 
 /// Network endpoints of the leaders named in the results.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeEndpoint<'a> {
     /// ID of the node. (`int32`, versions 1+; map key.)

@@ -14,7 +14,7 @@ use crate::prelude::*;
 /// A partition leader writes to the share coordinator the delivery state of share-partitions.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`WriteShareGroupStateRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteShareGroupStateRequest<'a> {
     /// ID of the share group. (`string`, versions 0+.)
@@ -26,7 +26,7 @@ pub struct WriteShareGroupStateRequest<'a> {
 }
 
 /// Topics whose share-partition state to write.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteStateData<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -38,7 +38,7 @@ pub struct WriteStateData<'a> {
 }
 
 /// Partitions whose state to write.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionData<'a> {
     /// Index of the partition. (`int32`, versions 0+.)
@@ -75,7 +75,7 @@ impl<'a> Default for PartitionData<'a> {
 }
 
 /// Delivery state of ranges of offsets.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct StateBatch<'a> {
     /// First offset of the range. (`int64`, versions 0+.)
@@ -440,7 +440,7 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
 /// Reports, for each share-partition, whether its state was written.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`WriteShareGroupStateResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteShareGroupStateResponse<'a> {
     /// Results grouped by topic. (`[]WriteStateResult`, versions 0+.)
@@ -450,7 +450,7 @@ pub struct WriteShareGroupStateResponse<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteStateResult<'a> {
     /// Unique ID of the topic. (`uuid`, versions 0+.)
@@ -462,7 +462,7 @@ pub struct WriteStateResult<'a> {
 }
 
 /// One result for each partition.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

@@ -15,7 +15,7 @@ use crate::prelude::*;
 /// end transactions.
 ///
 /// Versions 1-2; flexible from version 1. Decode it without allocating with [`WriteTxnMarkersRequestView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteTxnMarkersRequest<'a> {
     /// Markers to write, one per transaction. (`[]WritableTxnMarker`, versions 0+.)
@@ -25,7 +25,7 @@ pub struct WriteTxnMarkersRequest<'a> {
 }
 
 /// Markers to write, one per transaction.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarker<'a> {
     /// Producer ID of the transaction. (`int64`, versions 0+.)
@@ -47,7 +47,7 @@ pub struct WritableTxnMarker<'a> {
 }
 
 /// Partitions to write the marker to, grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarkerTopic<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -316,7 +316,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
 /// Reports for every partition whether its transaction marker was written.
 ///
 /// Versions 1-2; flexible from version 1. Decode it without allocating with [`WriteTxnMarkersResponseView`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WriteTxnMarkersResponse<'a> {
     /// Results for each transaction. (`[]WritableTxnMarkerResult`, versions 0+.)
@@ -326,7 +326,7 @@ pub struct WriteTxnMarkersResponse<'a> {
 }
 
 /// Results for each transaction.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarkerResult<'a> {
     /// Producer ID of the transaction. (`int64`, versions 0+.)
@@ -338,7 +338,7 @@ pub struct WritableTxnMarkerResult<'a> {
 }
 
 /// Results grouped by topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarkerTopicResult<'a> {
     /// Name of the topic. (`string`, versions 0+.)
@@ -351,7 +351,7 @@ pub struct WritableTxnMarkerTopicResult<'a> {
 }
 
 /// Result for each partition of this topic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct WritableTxnMarkerPartitionResult<'a> {
     /// Index of the partition. (`int32`, versions 0+.)

@@ -255,11 +255,12 @@ impl Gen<'_> {
                 "0" | "false" | "0.0" | "Str::Borrowed(\"\")" | "List::Borrowed(&[])" | "None" | "Uuid::ZERO"
             ) || d.ends_with("::default()")
         });
-        self.line(if derived {
-            "#[derive(Clone, Debug, Default, PartialEq)]"
-        } else {
-            "#[derive(Clone, Debug, PartialEq)]"
-        });
+        // `float64` fields compare by their bits (below), so that equality is reflexive with
+        // NaN; every other struct derives it.
+        let floats = s.fields.iter().any(|f| f.ty == Type::Float64);
+        let eq = if floats { "" } else { ", PartialEq, Eq" };
+        let default = if derived { ", Default" } else { "" };
+        self.line(format!("#[derive(Clone, Debug{default}{eq})]"));
         self.line("#[cfg_attr(feature = \"arbitrary\", derive(arbitrary::Arbitrary))]");
         self.line(format!("pub struct {name} {{"));
         for f in &s.fields {
@@ -277,10 +278,13 @@ impl Gen<'_> {
         }
         self.line("}\n");
 
+        let generics = if self.struct_needs_lifetime(s) { "<'a>" } else { "" };
+        if floats {
+            self.emit_bitwise_eq(s, &name, generics);
+        }
         if derived {
             return;
         }
-        let generics = if self.struct_needs_lifetime(s) { "<'a>" } else { "" };
         self.line(format!("impl{generics} Default for {name} {{"));
         self.line("    fn default() -> Self {");
         self.line(format!("        {} {{", s.name));
@@ -293,6 +297,34 @@ impl Gen<'_> {
             self.line("            unknown_tagged_fields: List::Borrowed(&[]),");
         }
         self.line("        }\n    }\n}\n");
+    }
+
+    /// `PartialEq` and `Eq` for a struct with `float64` fields, which compare by their bits
+    /// (`f64::to_bits`): NaN equals a NaN of the same bits, and `0.0` differs from `-0.0`.
+    fn emit_bitwise_eq(&mut self, s: &Struct, name: &str, generics: &str) {
+        let mut terms: Vec<String> = s
+            .fields
+            .iter()
+            .map(|f| {
+                let x = snake(&f.name);
+                // A float64 is never nullable (the schema check allows null only on strings,
+                // bytes, records, arrays and structs).
+                if f.ty == Type::Float64 {
+                    format!("self.{x}.to_bits() == other.{x}.to_bits()")
+                } else {
+                    format!("self.{x} == other.{x}")
+                }
+            })
+            .collect();
+        if self.has_tags(s) {
+            terms.push("self.unknown_tagged_fields == other.unknown_tagged_fields".into());
+        }
+        self.line("/// Compares `float64` fields by their bits, so that every value equals itself (NaN included).");
+        self.line(format!("impl{generics} PartialEq for {name} {{"));
+        self.line("    fn eq(&self, other: &Self) -> bool {");
+        self.line(format!("        {}", terms.join("\n            && ")));
+        self.line("    }\n}\n");
+        self.line(format!("impl{generics} Eq for {name} {{}}\n"));
     }
 
     fn doc(&mut self, text: &str, indent: &str) {
