@@ -17,6 +17,8 @@ use kwire::messages::metadata::{
     MetadataRequestView, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
     MetadataResponseTopic,
 };
+use kwire::messages::sasl_authenticate::SaslAuthenticateResponse;
+use kwire::messages::sasl_handshake::SaslHandshakeResponse;
 use kwire::messages::{ApiKey, RequestBodyView};
 use kwire::{AnyBody, ErrorCode, List, Str, Uuid, Versions};
 
@@ -34,6 +36,9 @@ const CLUSTER_OPERATIONS: i32 = (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 <
 pub const SERVED: &[ApiKey] =
     &[ApiKey::ListOffsets, ApiKey::Metadata, ApiKey::ListGroups, ApiKey::ApiVersions];
 
+/// The SASL APIs, answered (and advertised) when the catalogue has users.
+pub const SASL: &[ApiKey] = &[ApiKey::SaslHandshake, ApiKey::SaslAuthenticate];
+
 /// What the server knows and advertises; shared, read-only, by every connection.
 pub struct Broker {
     catalog: Catalog,
@@ -44,6 +49,8 @@ pub struct Broker {
     port: i32,
     /// The highest version served for each API (lower than kwire's when limited).
     max_versions: Vec<(ApiKey, i16)>,
+    /// The APIs served: [`SERVED`], and [`SASL`] with users.
+    served: Vec<ApiKey>,
 }
 
 impl Broker {
@@ -74,7 +81,12 @@ impl Broker {
                     .collect()
             })
             .collect();
-        let max_versions = SERVED
+        let served: Vec<ApiKey> = SERVED
+            .iter()
+            .chain(if catalog.users.is_empty() { &[][..] } else { SASL })
+            .copied()
+            .collect();
+        let max_versions = served
             .iter()
             .map(|&key| {
                 let max = key.request_versions().max;
@@ -82,7 +94,23 @@ impl Broker {
                 (key, limit)
             })
             .collect();
-        Ok(Broker { catalog, topic_ids, partitions, host, port, max_versions })
+        Ok(Broker { catalog, topic_ids, partitions, host, port, max_versions, served })
+    }
+
+    /// The APIs served, in the order they are advertised.
+    pub fn served(&self) -> &[ApiKey] {
+        &self.served
+    }
+
+    /// Whether `token` is a SASL/PLAIN token (`authzid NUL user NUL password`) of a user
+    /// of the catalogue. The password is compared, never kept or logged.
+    fn plain_ok(&self, token: &[u8]) -> bool {
+        let mut parts = token.split(|&b| b == 0);
+        let (Some(_authzid), Some(user), Some(password), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        self.catalog.users.iter().any(|u| u.name.as_bytes() == user && u.password.as_bytes() == password)
     }
 
     /// The versions served for `key`.
@@ -116,6 +144,8 @@ pub struct Handler<'b> {
     metadata_topics: Vec<MetadataResponseTopic<'static>>,
     api_keys: Vec<ApiVersion<'static>>,
     ignored_trailing_bytes: usize,
+    /// After a SaslHandshake v0 for PLAIN: the next frame is the raw PLAIN token.
+    raw_sasl: bool,
 }
 
 /// `v`'s allocation, emptied, for elements of another lifetime. Collecting a `map` over
@@ -144,7 +174,14 @@ impl<'b> Handler<'b> {
             metadata_topics: Vec::new(),
             api_keys: Vec::new(),
             ignored_trailing_bytes: 0,
+            raw_sasl: false,
         }
+    }
+
+    /// Whether the next frame is a raw SASL token (after a SaslHandshake v0), not a Kafka
+    /// request.
+    pub fn expects_raw_sasl(&self) -> bool {
+        self.raw_sasl
     }
 
     /// The response written by the last [`Outcome::Reply`].
@@ -165,6 +202,19 @@ impl<'b> Handler<'b> {
     /// requests. [`Handler::ignored_trailing_bytes`] tells how many were ignored.
     pub fn handle(&mut self, frame_bytes: &[u8]) -> Outcome {
         self.ignored_trailing_bytes = 0;
+        if self.raw_sasl {
+            // SaslHandshake v0: the PLAIN token comes bare, and so does the answer, an
+            // empty token; a failure closes the connection, as Kafka does.
+            self.raw_sasl = false;
+            if !self.broker.plain_ok(frame_bytes) {
+                return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
+            }
+            if self.out.len() < 4 {
+                self.out.resize(4, 0);
+            }
+            self.out[..4].fill(0);
+            return Outcome::Reply(4);
+        }
         let parsed = dispatch::parse_request_lenient(frame_bytes).map(|(request, ignored)| {
             self.ignored_trailing_bytes = ignored;
             request
@@ -200,6 +250,26 @@ impl<'b> Handler<'b> {
             RequestBodyView::Metadata(body) => self.metadata(body, version, correlation_id),
             RequestBodyView::ListGroups(body) => self.list_groups(body, version, correlation_id),
             RequestBodyView::ListOffsets(body) => self.list_offsets(body, version, correlation_id),
+            RequestBodyView::SaslHandshake(body) if self.broker.served.contains(&key) => {
+                let accepted = body.mechanism() == "PLAIN";
+                self.raw_sasl = accepted && version == 0;
+                let mechanisms = [Str::Borrowed("PLAIN")];
+                let error_code = if accepted { 0 } else { ErrorCode::UnsupportedSaslMechanism.code() };
+                let body = SaslHandshakeResponse { error_code, mechanisms: List::Borrowed(&mechanisms) };
+                Self::encode(&mut self.out, &body, version, correlation_id)
+            }
+            RequestBodyView::SaslAuthenticate(body) if self.broker.served.contains(&key) => {
+                let body = if self.broker.plain_ok(body.auth_bytes()) {
+                    SaslAuthenticateResponse { error_message: None, ..Default::default() }
+                } else {
+                    SaslAuthenticateResponse {
+                        error_code: ErrorCode::SaslAuthenticationFailed.code(),
+                        error_message: Some(Str::Borrowed("Authentication failed: invalid username or password")),
+                        ..Default::default()
+                    }
+                };
+                Self::encode(&mut self.out, &body, version, correlation_id)
+            }
             _ => Err(format!("{} is not served", key.name())),
         };
         outcome(result)
@@ -243,7 +313,7 @@ impl<'b> Handler<'b> {
     fn api_versions(&mut self, version: i16, correlation_id: i32) -> Result<usize, String> {
         let mut keys = std::mem::take(&mut self.api_keys);
         keys.clear();
-        for &key in SERVED {
+        for &key in &self.broker.served {
             let range = self.broker.versions(key);
             keys.push(ApiVersion {
                 api_key: key.key(),

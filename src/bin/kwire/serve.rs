@@ -57,6 +57,7 @@ fn parse_limit(spec: &str) -> Result<(ApiKey, i16), String> {
         spec.split_once('=').ok_or(format!("--max-version {spec}: expected API=VERSION"))?;
     let key = crate::broker::SERVED
         .iter()
+        .chain(crate::broker::SASL)
         .copied()
         .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
         .ok_or(format!("--max-version {spec}: unknown API {name:?} (see `kwire versions`)"))?;
@@ -104,7 +105,7 @@ pub fn run(args: Args) -> Result<(), String> {
     // The first line says where to connect; tests read it.
     println!("kwire serve: listening on {local}, advertising {host}:{port}");
     let _ = std::io::stdout().flush();
-    for key in crate::broker::SERVED {
+    for key in broker.served() {
         log(format_args!("serving {} versions {}", key.name(), broker.versions(*key)));
     }
     let open = AtomicUsize::new(0);
@@ -182,10 +183,14 @@ fn serve_connection(
                         ])
                     };
                     let (key, version) = (field(0), field(2));
-                    let api = ApiKey::from_i16(key).map_or("unknown API", |k| k.name());
+                    let token = handler.expects_raw_sasl();
+                    let api = if token { "SASL token" } else { ApiKey::from_i16(key).map_or("unknown API", |k| k.name()) };
+                    if token && verbose {
+                        log(format_args!("{peer}: SASL token (v0 handshake): {} bytes, not shown", frame.len()));
+                    }
                     match handler.handle(frame) {
                         Outcome::Reply(n) => {
-                            if verbose {
+                            if verbose && !token {
                                 log(format_args!("{peer}: {api} v{version}: {consumed} bytes in, {n} out"));
                             }
                             let ignored = handler.ignored_trailing_bytes();

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use kwire::secrets::RawSasl;
+
 use super::decode::{self, Decoded, Split};
 use super::{Format, Shared, now};
 
@@ -26,6 +28,21 @@ struct Pending {
 /// connection in order, so a response pairs with the oldest entry of its correlation id,
 /// and the entries before it got no response (Produce with acks=0).
 type Queue = Arc<Mutex<VecDeque<Pending>>>;
+
+/// Where the connection is in a SaslHandshake v0 exchange, whose raw SASL tokens (frames
+/// without a Kafka header) pass through undecoded and unlogged. Shared by both directions:
+/// the request side enters it on a v0 handshake request, the response side ends it.
+type Sasl = Arc<Mutex<RawSasl>>;
+
+/// What the request side knows of a frame before forwarding it.
+enum Head {
+    /// A request, registered: its API's name and the name it is recorded under.
+    Request(String, Option<String>),
+    /// A raw SASL token (SaslHandshake v0).
+    Token,
+    /// A request whose header does not parse.
+    Bad,
+}
 
 /// Entries kept at most; beyond, the oldest is dropped (a client sending many acks=0
 /// produces between two answered requests).
@@ -133,15 +150,17 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
         return;
     };
     let closing = Arc::new(AtomicBool::new(false));
+    let sasl: Sasl = Arc::new(Mutex::new(RawSasl::new()));
     let responses = {
         let shared = shared.clone();
         let queue = queue.clone();
         let closing_r = closing.clone();
+        let sasl = sasl.clone();
         std::thread::Builder::new()
             .name(format!("conn-{id}-resp"))
-            .spawn(move || responses(server, client, id, &shared, &queue, &closing_r))
+            .spawn(move || responses(server, client, id, &shared, &queue, &sasl, &closing_r))
     };
-    let mut why = requests(client_r, server_w, id, shared, &queue, &closing);
+    let mut why = requests(client_r, server_w, id, shared, &queue, &sasl, &closing);
     if let Ok(handle) = responses
         && let Ok(Some(broker_side)) = handle.join()
     {
@@ -165,6 +184,7 @@ fn requests(
     id: u64,
     shared: &Shared,
     queue: &Queue,
+    sasl: &Sasl,
     closing: &AtomicBool,
 ) -> String {
     let mut buf = FrameBuf::new();
@@ -186,6 +206,16 @@ fn requests(
         let mut heads = Vec::with_capacity(frames.len());
         for &(start, end) in &frames {
             let frame = &buf.buf[start + 4..end];
+            {
+                let mut sasl = sasl.lock().unwrap_or_else(|e| e.into_inner());
+                if sasl.client_token() {
+                    heads.push(Head::Token);
+                    continue;
+                }
+                if let Some(mechanism) = decode::sasl_handshake_v0(frame) {
+                    sasl.on_request(kwire::ApiKey::SaslHandshake.key(), 0, mechanism.as_deref());
+                }
+            }
             let head = decode::request_head(frame);
             if let Ok(h) = &head {
                 let client_id = match (&h.client_id, &last_client) {
@@ -215,16 +245,16 @@ fn requests(
                     size: end - start,
                     record_name: record_name.clone(),
                 });
-                heads.push(Some((api, record_name)));
+                heads.push(Head::Request(api, record_name));
             } else {
-                heads.push(None);
+                heads.push(Head::Bad);
             }
         }
         if let Err(e) = write_all(&mut server, &buf.buf[..pos]) {
             break format!("broker write error: {e}");
         }
         for (&(start, end), head) in frames.iter().zip(&heads) {
-            on_request(&buf.buf[start..end], head.as_ref(), id, shared);
+            on_request(&buf.buf[start..end], head, id, shared);
         }
         if let Err(violation) = split {
             shared.stats.violations.fetch_add(1, Ordering::Relaxed);
@@ -245,23 +275,46 @@ fn requests(
     why
 }
 
-fn on_request(frame: &[u8], head: Option<&(String, Option<String>)>, id: u64, shared: &Shared) {
+/// A raw SASL token passed through: one line saying so, never its bytes.
+fn on_token(frame: &[u8], from: &str, id: u64, shared: &Shared) {
+    shared.stats.sasl_tokens.fetch_add(1, Ordering::Relaxed);
+    let n = frame.len() - 4;
+    match shared.format {
+        Format::Text if !shared.quiet => shared
+            .log
+            .line(format!("{} conn={id} SASL tokens (v0 handshake): {n} bytes from the {from}, not shown", now())),
+        Format::Json => shared.log.line(format!(
+            "{{\"time\":\"{}\",\"conn\":{id},\"direction\":\"{}\",\"saslToken\":true,\"size\":{},\"shown\":false}}",
+            now(),
+            if from == "client" { "request" } else { "response" },
+            frame.len()
+        )),
+        Format::Text => {}
+    }
+}
+
+fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
+    let (api, record_name) = match head {
+        Head::Request(api, name) => (api, name),
+        Head::Token => return on_token(frame, "client", id, shared),
+        Head::Bad => {
+            shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+            let reason = decode::request_head(&frame[4..]).err().unwrap_or_default();
+            shared.count_undecoded("request", "?", "malformed");
+            shared.log.line(format!("{} conn={id} request not decoded: {reason}", now()));
+            if let Some(r) = &shared.recorder {
+                let _ = r.save_undecoded("request", frame, None, &reason, shared.show_secrets);
+            }
+            return;
+        }
+    };
     shared.stats.requests.fetch_add(1, Ordering::Relaxed);
     let body = &frame[4..];
-    let Some((api, record_name)) = head else {
-        let reason = decode::request_head(body).err().unwrap_or_default();
-        shared.count_undecoded("request", "?", "malformed");
-        shared.log.line(format!("{} conn={id} request not decoded: {reason}", now()));
-        if let Some(r) = &shared.recorder {
-            let _ = r.save_undecoded("request", frame, &reason);
-        }
-        return;
-    };
     let decoded = decode::decode_request(body);
     let roundtrip =
         if shared.verify && decoded == Decoded::Ok { Some(decode::roundtrip_request(body)) } else { None };
     if let (Some(r), Some(name)) = (&shared.recorder, record_name) {
-        let _ = r.save("requests", name, frame);
+        let _ = r.save("requests", name, frame, None, shared.show_secrets);
     }
     report("request", frame, api, None, &decoded, roundtrip.as_ref(), id, shared, None);
 }
@@ -284,7 +337,7 @@ fn report(
         let what = if unknown { "unknown" } else { "malformed" };
         let before = shared.count_undecoded(direction, api, what);
         if let Some(r) = &shared.recorder {
-            let _ = r.save_undecoded(&format!("{direction}_{api}"), frame, reason);
+            let _ = r.save_undecoded(&format!("{direction}_{api}"), frame, response_to, reason, shared.show_secrets);
         }
         // A malformed frame is logged each time; an API kwire does not know, once.
         if shared.format == Format::Text && (!unknown || before == 0) {
@@ -318,7 +371,12 @@ fn report(
             Some(Err(e)) => serde_json::to_string(&format!("mismatch: {e}")).unwrap_or_default(),
         };
         let decoded_frame = if *decoded == Decoded::Ok {
-            decode::frame_json(frame, response_to).unwrap_or_else(|| "null".into())
+            let shown = if shared.show_secrets {
+                std::borrow::Cow::Borrowed(frame)
+            } else {
+                std::borrow::Cow::Owned(decode::redacted(frame, response_to).0)
+            };
+            decode::frame_json(&shown, response_to).unwrap_or_else(|| "null".into())
         } else {
             "null".into()
         };
@@ -346,11 +404,13 @@ fn responses(
     id: u64,
     shared: &Arc<Shared>,
     queue: &Queue,
+    sasl: &Sasl,
     closing: &AtomicBool,
 ) -> Option<String> {
     let mut buf = FrameBuf::new();
     let mut frames = Vec::new();
     let mut paired: Vec<Option<Pending>> = Vec::new();
+    let mut tokens: Vec<bool> = Vec::new();
     let mut rewritten: Vec<Option<Vec<u8>>> = Vec::new();
     let why = loop {
         match buf.fill(&mut server) {
@@ -366,12 +426,21 @@ fn responses(
             Err(_) => frames.last().map_or(0, |f| f.1),
         };
         paired.clear();
+        tokens.clear();
         rewritten.clear();
         let mut infos = Vec::with_capacity(frames.len());
         {
             let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-            for &(start, _) in &frames {
-                let cid = decode::response_correlation_id(&buf.buf[start + 4..]);
+            for &(start, end) in &frames {
+                // Decided before the frame is forwarded: after the broker's last token the
+                // client sends Kafka requests again.
+                let token = sasl.lock().unwrap_or_else(|e| e.into_inner()).server_token(end - start - 4);
+                tokens.push(token);
+                if token {
+                    paired.push(None);
+                    continue;
+                }
+                let cid = decode::response_correlation_id(&buf.buf[start + 4..end]);
                 let mut found = None;
                 if let Some(cid) = cid
                     && q.iter().any(|p| p.correlation_id == cid)
@@ -384,6 +453,13 @@ fn responses(
                         // No response for it (Produce with acks=0).
                         no_response(&p, id, shared);
                     }
+                }
+                if let Some(p) = &found
+                    && p.api_key == kwire::ApiKey::SaslHandshake.key()
+                    && p.api_version == 0
+                {
+                    let code = decode::sasl_handshake_error(&buf.buf[start + 4..end], 0);
+                    sasl.lock().unwrap_or_else(|e| e.into_inner()).on_handshake_response(code);
                 }
                 paired.push(found);
             }
@@ -415,9 +491,13 @@ fn responses(
         }
         result = result.and_then(|()| write_all(&mut client, &buf.buf[from..pos]));
         let done = Instant::now();
-        for (((&(start, end), p), info), new) in
-            frames.iter().zip(paired.drain(..)).zip(infos).zip(&rewritten)
+        for ((((&(start, end), p), info), new), &token) in
+            frames.iter().zip(paired.drain(..)).zip(infos).zip(&rewritten).zip(&tokens)
         {
+            if token {
+                on_token(&buf.buf[start..end], "broker", id, shared);
+                continue;
+            }
             on_response(&buf.buf[start..end], p, info, new.is_some(), done, id, shared);
         }
         if let Err(e) = result {
@@ -493,7 +573,7 @@ fn on_response(
         shared.count_undecoded("response", "?", "unpaired");
         shared.log.line(format!("{} conn={id} response not decoded: {reason}", now()));
         if let Some(r) = &shared.recorder {
-            let _ = r.save_undecoded("response", frame, &reason);
+            let _ = r.save_undecoded("response", frame, Some((-1, -1)), &reason, shared.show_secrets);
         }
         return;
     };
@@ -501,7 +581,7 @@ fn on_response(
     let api = decode::api_name(p.api_key);
     let latency = done.saturating_duration_since(p.sent);
     if let (Some(r), Some(name)) = (&shared.recorder, &p.record_name) {
-        let _ = r.save("responses", name, frame);
+        let _ = r.save("responses", name, frame, Some((p.api_key, info.version)), shared.show_secrets);
     }
     let roundtrip = if shared.verify && info.decoded == Decoded::Ok {
         Some(decode::roundtrip_response(body, p.api_key, info.version))

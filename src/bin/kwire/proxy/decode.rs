@@ -7,6 +7,8 @@
 
 use kwire::frame::{self, FrameError};
 use kwire::messages::{ApiKey, RequestBody, ResponseBody};
+use kwire::messages::ResponseBodyView;
+use kwire::secrets::{self, Redaction};
 use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
 use kwire::reflect::StructSchema;
@@ -353,6 +355,61 @@ pub fn may_carry_addresses(api_key: i16, version: i16) -> bool {
             })
     }
     response_schema(api_key, version).is_some_and(|(s, _, _)| has_host(s, version, 0))
+}
+
+/// The mechanism of a SaslHandshake **v0** request (`Some(None)` if it cannot be read),
+/// or `None` for any other frame: after a v0 handshake, raw SASL tokens follow.
+pub fn sasl_handshake_v0(frame: &[u8]) -> Option<Option<String>> {
+    let (key, version, _) = kwire::frame::RequestHeaderView::peek(frame).ok()?;
+    if key != ApiKey::SaslHandshake.key() || version != 0 {
+        return None;
+    }
+    Some(match dispatch::parse_request_lenient(frame) {
+        Ok((dispatch::Request { body: kwire::messages::RequestBodyView::SaslHandshake(v), .. }, _)) => {
+            Some(v.mechanism().to_string())
+        }
+        _ => None,
+    })
+}
+
+/// The error code of a SaslHandshake response at `version` (-1 if it cannot be read).
+pub fn sasl_handshake_error(frame: &[u8], version: i16) -> i16 {
+    match dispatch::parse_response(frame, ApiKey::SaslHandshake, version) {
+        Ok(dispatch::Response { body: ResponseBodyView::SaslHandshake(v), .. }) => v.error_code(),
+        _ => -1,
+    }
+}
+
+/// A copy of `frame_with_prefix` for logs and recordings, with its secrets masked
+/// (`kwire::secrets`): `response_to` is `Some((api_key, version))` for a response, `None`
+/// for a request; `Some((-1, -1))` for a response that answers no known request (masked
+/// whole). The size prefix is kept.
+pub fn redacted(frame_with_prefix: &[u8], response_to: Option<(i16, i16)>) -> (Vec<u8>, Redaction) {
+    let mut out = frame_with_prefix.to_vec();
+    let (prefix, body) = out.split_at_mut(4.min(frame_with_prefix.len()));
+    let _ = prefix;
+    let frame = &frame_with_prefix[4.min(frame_with_prefix.len())..];
+    let r = match response_to {
+        None => secrets::mask_request(frame, body),
+        Some((-1, _)) => secrets::mask_unknown_response(frame, body),
+        Some((key, version)) => secrets::mask_response(frame, key, version, body),
+    };
+    (out, r)
+}
+
+/// What masking did, in words, for the note beside a recorded frame; `None` if nothing.
+pub fn redaction_note(r: &Redaction) -> Option<String> {
+    match *r {
+        Redaction::Clean | Redaction::Masked { bytes: 0, .. } | Redaction::Whole { bytes: 0 } => None,
+        Redaction::Masked { fields, bytes } => Some(format!(
+            "secrets masked: {fields} secret field(s), {bytes} bytes, overwritten with 0x2a ('*'); the frame keeps \
+             its length (kwire::secrets; --show-secrets records them unmasked)"
+        )),
+        Redaction::Whole { bytes } => Some(format!(
+            "masked whole: kwire could not read this frame, so its last {bytes} bytes were overwritten with 0x2a \
+             ('*'); the frame keeps its length (--show-secrets records it unmasked)"
+        )),
+    }
 }
 
 #[cfg(test)]
