@@ -66,6 +66,9 @@ pub mod dispatch;
 pub mod frame;
 
 #[cfg(feature = "alloc")]
+pub mod conn;
+
+#[cfg(feature = "alloc")]
 mod reference;
 
 #[cfg(feature = "reflect")]

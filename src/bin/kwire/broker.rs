@@ -165,7 +165,7 @@ impl<'b> Handler<'b> {
     /// requests. [`Handler::ignored_trailing_bytes`] tells how many were ignored.
     pub fn handle(&mut self, frame_bytes: &[u8]) -> Outcome {
         self.ignored_trailing_bytes = 0;
-        let parsed = dispatch::parse_request_lenient(frame_bytes).map(|(request, ignored)| {
+        let parsed = dispatch::parse_request_prefix(frame_bytes).map(|(request, ignored)| {
             self.ignored_trailing_bytes = ignored;
             request
         });
