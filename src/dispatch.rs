@@ -78,7 +78,7 @@ fn parse_request_with<'a>(
         return Err(FrameError::UnsupportedApiKey { api_key, api_version, correlation_id });
     };
     if !key.request_versions().contains(api_version) {
-        return Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id });
+        return Err(FrameError::UnsupportedVersion { api_key: key, api_version, correlation_id });
     }
     let (header, at) = RequestHeaderView::parse(frame, key.request_header_version(api_version))?;
     let body = frame.get(at..).unwrap_or_default();
@@ -90,11 +90,7 @@ fn parse_request_with<'a>(
 /// `api_version`; responses do not say what they answer.
 pub fn parse_response(frame: &[u8], api_key: ApiKey, api_version: i16) -> Result<Response<'_>, FrameError> {
     if !api_key.response_versions().contains(api_version) {
-        return Err(FrameError::UnsupportedVersion {
-            api_key: api_key.key(),
-            api_version,
-            correlation_id: -1,
-        });
+        return Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id: -1 });
     }
     let (header, at) = ResponseHeaderView::parse(frame, api_key.response_header_version(api_version))?;
     let body = frame.get(at..).unwrap_or_default();

@@ -72,8 +72,8 @@ pub enum FrameError {
     /// error 35 (UNSUPPORTED_VERSION) and a version-0 body listing what it supports, under
     /// this correlation id.
     UnsupportedVersion {
-        /// The API key.
-        api_key: i16,
+        /// The API.
+        api_key: crate::ApiKey,
         /// The version sent.
         api_version: i16,
         /// The correlation id sent (`-1` for a response, which is parsed after the fact).
@@ -100,7 +100,9 @@ impl fmt::Display for FrameError {
             }
             FrameError::UnsupportedVersion { api_key, api_version, correlation_id } => write!(
                 f,
-                "unsupported version {api_version} of API key {api_key} (correlation id {correlation_id})"
+                "unsupported version {api_version} of {} (API key {}, correlation id {correlation_id})",
+                api_key.name(),
+                api_key.key()
             ),
             FrameError::Decode(e) => e.fmt(f),
         }

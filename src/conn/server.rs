@@ -245,7 +245,7 @@ pub(crate) fn read_request(frame: &[u8], api_versions_max: i16) -> Result<Receiv
                 frame,
             }))
         }
-        Err(FrameError::UnsupportedVersion { api_key, .. }) if api_key == ApiKey::ApiVersions.key() => {
+        Err(FrameError::UnsupportedVersion { api_key: ApiKey::ApiVersions, .. }) => {
             unsupported_api_versions(frame)
         }
         Err(e) => Err(e.into()),

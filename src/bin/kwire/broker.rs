@@ -171,12 +171,11 @@ impl<'b> Handler<'b> {
         });
         let request = match parsed {
             Ok(r) => r,
-            Err(FrameError::UnsupportedVersion { api_key: 18, correlation_id, .. }) => {
+            Err(FrameError::UnsupportedVersion { api_key: ApiKey::ApiVersions, correlation_id, .. }) => {
                 return outcome(self.unsupported_api_versions(correlation_id));
             }
             Err(FrameError::UnsupportedVersion { api_key, api_version, .. }) => {
-                let name = ApiKey::from_i16(api_key).map_or("unknown API", ApiKey::name);
-                return Outcome::Close(format!("{name} v{api_version} is not supported"));
+                return Outcome::Close(format!("{} v{api_version} is not supported", api_key.name()));
             }
             Err(FrameError::UnsupportedApiKey { api_key, .. }) => {
                 return Outcome::Close(format!("unsupported API key {api_key}"));
