@@ -195,8 +195,9 @@ impl<T> ClientConn<T> {
     }
 
     /// Encodes a request frame of `body` at `version`, appended to `out`, and tracks it
-    /// with `payload` unless it gets no response. Fails without writing anything when the
-    /// in-flight table is full or the body cannot be encoded.
+    /// with `payload` unless it gets no response. Fails, leaving `out` and the next
+    /// correlation id as they were, when the body cannot be encoded, or when the request
+    /// expects a response and the in-flight table is full.
     pub fn encode_request(
         &mut self,
         body: &impl AnyBody,
@@ -204,21 +205,21 @@ impl<T> ClientConn<T> {
         payload: T,
         out: &mut Vec<u8>,
     ) -> Result<Sent, ConnError> {
-        self.check_room()?;
         let header = self.header();
         let n = dispatch::request_len(body, version, &header)?;
         let at = out.len();
         out.resize(at + n, 0);
-        match dispatch::encode_request_with(body, version, &header, &mut out[at..]) {
-            Ok(n) => self.track(body, version, payload, &out[at..at + n]),
-            Err(e) => {
-                out.truncate(at);
-                Err(e.into())
-            }
+        let sent = dispatch::encode_request_with(body, version, &header, &mut out[at..])
+            .map_err(ConnError::from)
+            .and_then(|n| self.track(body, version, payload, &out[at..at + n]));
+        if sent.is_err() {
+            out.truncate(at);
         }
+        sent
     }
 
-    /// [`ClientConn::encode_request`] into the front of `buf`.
+    /// [`ClientConn::encode_request`] into the front of `buf` (which may have been written
+    /// to when it fails).
     pub fn encode_request_into(
         &mut self,
         body: &impl AnyBody,
@@ -226,17 +227,9 @@ impl<T> ClientConn<T> {
         payload: T,
         buf: &mut [u8],
     ) -> Result<Sent, ConnError> {
-        self.check_room()?;
         let header = self.header();
         let n = dispatch::encode_request_with(body, version, &header, buf)?;
         self.track(body, version, payload, buf.get(..n).unwrap_or_default())
-    }
-
-    fn check_room(&self) -> Result<(), ConnError> {
-        if self.in_flight.is_full() {
-            return Err(ConnError::InFlightFull { capacity: self.in_flight.capacity() });
-        }
-        Ok(())
     }
 
     fn header(&self) -> RequestHeader<'_> {
@@ -255,7 +248,6 @@ impl<T> ClientConn<T> {
         frame: &[u8],
     ) -> Result<Sent, ConnError> {
         let correlation_id = self.next_id;
-        self.next_id = if correlation_id >= LAST_CORRELATION_ID { 0 } else { correlation_id.wrapping_add(1) };
         let expects_response = frame_expects_response(frame.get(4..).unwrap_or_default())?;
         if expects_response {
             // Every body this crate encodes has a key in the table.
@@ -263,6 +255,7 @@ impl<T> ClientConn<T> {
                 .ok_or(ConnError::WrongApi { expected: ApiKey::ApiVersions, api_key: body.api_key() })?;
             self.in_flight.push(correlation_id, key, version, payload)?;
         }
+        self.next_id = if correlation_id >= LAST_CORRELATION_ID { 0 } else { correlation_id.wrapping_add(1) };
         Ok(Sent { correlation_id, len: frame.len(), expects_response })
     }
 

@@ -182,7 +182,8 @@ impl FrameBuf {
 
     /// Copies bytes in, as many as fit, and returns how many that was: all of them, unless
     /// whole frames are buffered and the rest would not fit in the buffer's bounds (take
-    /// the frames with [`FrameBuf::next_frame`], then feed the rest), or the stream failed.
+    /// the frames with [`FrameBuf::next_frame`], then feed the rest), or the stream failed
+    /// (none then). A bad size prefix is reported by `next_frame`, not here.
     pub fn feed(&mut self, mut bytes: &[u8]) -> usize {
         let total = bytes.len();
         while !bytes.is_empty() {
@@ -197,21 +198,8 @@ impl FrameBuf {
             spare[..n].copy_from_slice(&bytes[..n]);
             self.commit(n);
             bytes = &bytes[n..];
-            // A bad prefix stops the stream here: take nothing after it.
-            if self.first_frame_len().is_none() && self.buffered() >= 4 {
-                self.check_prefix();
-                if self.error.is_some() {
-                    break;
-                }
-            }
         }
         total - bytes.len()
-    }
-
-    fn check_prefix(&mut self) {
-        if let Err(e) = frame::split_frame(self.pending(), self.max_frame) {
-            self.error = Some(e);
-        }
     }
 
     /// The next whole frame (the bytes after its size prefix), `None` if it is not all
