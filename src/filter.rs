@@ -329,7 +329,8 @@ impl FilterChain {
 
     /// Runs a request frame (without its size prefix) through the filters.
     pub fn on_request(&mut self, frame: &[u8]) -> Verdict {
-        let Ok((key, version, _)) = RequestHeaderView::peek(frame) else { return Verdict::Forward };
+        let Ok(peek) = RequestHeaderView::peek(frame) else { return Verdict::Forward };
+        let (key, version) = (peek.api_key, peek.api_version);
         let Some(key) = ApiKey::from_i16(key) else { return Verdict::Forward };
         if !self.wants_request(key, version) {
             return Verdict::Forward;
@@ -340,7 +341,7 @@ impl FilterChain {
                 continue;
             }
             let bytes = current.as_deref().unwrap_or(frame);
-            let Ok((request, _)) = dispatch::parse_request_lenient(bytes) else {
+            let Ok((request, _)) = dispatch::parse_request_prefix(bytes) else {
                 // Only the original frame can fail here: a rewritten one was encoded by kwire.
                 break;
             };

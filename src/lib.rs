@@ -72,6 +72,9 @@ pub mod secrets;
 pub mod filter;
 
 #[cfg(feature = "alloc")]
+pub mod conn;
+
+#[cfg(feature = "alloc")]
 mod reference;
 
 #[cfg(feature = "reflect")]

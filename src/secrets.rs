@@ -204,7 +204,7 @@ fn range_in(outer: &[u8], inner: &[u8]) -> Option<Range<usize>> {
 pub fn request_secrets(frame: &[u8], mut f: impl FnMut(Range<usize>)) -> Result<(), ()> {
     // A frame that does not parse is not trusted to be what its first bytes say (a raw
     // SASL token can begin like a request header of a known API).
-    let Ok((request, ignored)) = dispatch::parse_request_lenient(frame) else { return Err(()) };
+    let Ok((request, ignored)) = dispatch::parse_request_prefix(frame) else { return Err(()) };
     let mut put = |bytes: &[u8]| {
         if let Some(r) = range_in(frame, bytes) {
             f(r);

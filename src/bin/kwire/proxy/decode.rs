@@ -136,7 +136,7 @@ impl Decoded {
 /// Decodes a request frame with kwire's views (checked once, when made). Bytes after the
 /// body are ignored, as Apache Kafka's broker ignores them (librdkafka sends some).
 pub fn decode_request(frame: &[u8]) -> Decoded {
-    match dispatch::parse_request_lenient(frame) {
+    match dispatch::parse_request_prefix(frame) {
         Ok(_) => Decoded::Ok,
         Err(e @ (FrameError::UnsupportedApiKey { .. } | FrameError::UnsupportedVersion { .. })) => {
             Decoded::Unknown(format!("kwire: {e}"))
@@ -268,7 +268,7 @@ pub fn rewrite_addresses(
 /// Decodes a request into kwire's owned value, encodes it again and compares with the
 /// frame. `Ok(false)` when kwire does not know the API or version.
 pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
-    let (req, ignored) = match dispatch::parse_request_lenient(frame) {
+    let (req, ignored) = match dispatch::parse_request_prefix(frame) {
         Ok(r) => r,
         Err(FrameError::UnsupportedApiKey { .. } | FrameError::UnsupportedVersion { .. }) => {
             return Ok(false);
@@ -360,11 +360,11 @@ pub fn may_carry_addresses(api_key: i16, version: i16) -> bool {
 /// The mechanism of a SaslHandshake **v0** request (`Some(None)` if it cannot be read),
 /// or `None` for any other frame: after a v0 handshake, raw SASL tokens follow.
 pub fn sasl_handshake_v0(frame: &[u8]) -> Option<Option<String>> {
-    let (key, version, _) = kwire::frame::RequestHeaderView::peek(frame).ok()?;
-    if key != ApiKey::SaslHandshake.key() || version != 0 {
+    let peek = kwire::frame::RequestHeaderView::peek(frame).ok()?;
+    if peek.api_key != ApiKey::SaslHandshake.key() || peek.api_version != 0 {
         return None;
     }
-    Some(match dispatch::parse_request_lenient(frame) {
+    Some(match dispatch::parse_request_prefix(frame) {
         Ok((dispatch::Request { body: kwire::messages::RequestBodyView::SaslHandshake(v), .. }, _)) => {
             Some(v.mechanism().to_string())
         }
