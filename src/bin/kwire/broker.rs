@@ -5,8 +5,8 @@
 //! builds responses in from one request to the next, so that once warm a request costs no
 //! allocation (see the test at the bottom).
 
+use kwire::conn::Received;
 use kwire::dispatch;
-use kwire::frame::FrameError;
 use kwire::messages::api_versions::{ApiVersion, ApiVersionsResponse};
 use kwire::messages::list_groups::{ListGroupsRequestView, ListGroupsResponse, ListedGroup};
 use kwire::messages::list_offsets::{
@@ -194,44 +194,37 @@ impl<'b> Handler<'b> {
         self.ignored_trailing_bytes
     }
 
-    /// Answers one request frame (without its size prefix).
+    /// Answers a raw SASL/PLAIN token, the frame after a SaslHandshake v0 for PLAIN (see
+    /// [`Handler::expects_raw_sasl`]): an empty token back on success; a failure closes
+    /// the connection, as Kafka does.
+    pub fn raw_token(&mut self, token: &[u8]) -> Outcome {
+        self.raw_sasl = false;
+        if !self.broker.plain_ok(token) {
+            return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
+        }
+        if self.out.len() < 4 {
+            self.out.resize(4, 0);
+        }
+        self.out[..4].fill(0);
+        Outcome::Reply(4)
+    }
+
+    /// Answers one request, as `kwire::conn::ServerConn` read it.
     ///
     /// Bytes after the end of a request body are ignored, as Apache Kafka ignores them (it
     /// reads a body up to its end and never looks at the rest of the frame): librdkafka
     /// 2.16 sends three stray bytes after the body of its all-topics Metadata v9+
     /// requests. [`Handler::ignored_trailing_bytes`] tells how many were ignored.
-    pub fn handle(&mut self, frame_bytes: &[u8]) -> Outcome {
+    pub fn handle(&mut self, received: Received<'_>) -> Outcome {
         self.ignored_trailing_bytes = 0;
-        if self.raw_sasl {
-            // SaslHandshake v0: the PLAIN token comes bare, and so does the answer, an
-            // empty token; a failure closes the connection, as Kafka does.
-            self.raw_sasl = false;
-            if !self.broker.plain_ok(frame_bytes) {
-                return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
+        let request = match received {
+            Received::Request(r) => r,
+            Received::ApiVersionsUnsupported { reply_to, .. } => {
+                return outcome(self.unsupported_api_versions(reply_to.correlation_id));
             }
-            if self.out.len() < 4 {
-                self.out.resize(4, 0);
-            }
-            self.out[..4].fill(0);
-            return Outcome::Reply(4);
-        }
-        let parsed = dispatch::parse_request_prefix(frame_bytes).map(|(request, ignored)| {
-            self.ignored_trailing_bytes = ignored;
-            request
-        });
-        let request = match parsed {
-            Ok(r) => r,
-            Err(FrameError::UnsupportedVersion { api_key: ApiKey::ApiVersions, correlation_id, .. }) => {
-                return outcome(self.unsupported_api_versions(correlation_id));
-            }
-            Err(FrameError::UnsupportedVersion { api_key, api_version, .. }) => {
-                return Outcome::Close(format!("{} v{api_version} is not supported", api_key.name()));
-            }
-            Err(FrameError::UnsupportedApiKey { api_key, .. }) => {
-                return Outcome::Close(format!("unsupported API key {api_key}"));
-            }
-            Err(FrameError::Decode(e)) => return Outcome::Close(format!("malformed request: {e}")),
+            _ => return Outcome::Close("unexpected input".into()),
         };
+        self.ignored_trailing_bytes = request.trailing_bytes;
         let version = request.header.api_version();
         let correlation_id = request.header.correlation_id();
         let key = request.body.api_key();
@@ -535,7 +528,8 @@ fn lookup(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kwire::frame::FrameStatus;
+    use kwire::conn::{ConnError, ServerConn};
+    use kwire::frame::FrameError;
     use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
     use kwire::messages::{
         ApiVersionsRequest, ListGroupsRequest, MetadataRequest, ResponseBodyView,
@@ -579,12 +573,15 @@ mod tests {
         buf
     }
 
+    fn handle(h: &mut Handler<'_>, frame_bytes: &[u8]) -> Result<Outcome, ConnError> {
+        let mut conn = ServerConn::new();
+        assert_eq!(conn.feed(frame_bytes), frame_bytes.len());
+        let received = conn.next_request()?.expect("a whole frame");
+        Ok(h.handle(received))
+    }
+
     fn answer<'h>(h: &'h mut Handler<'_>, frame_bytes: &[u8]) -> &'h [u8] {
-        let FrameStatus::Complete { frame, .. } = kwire::frame::split_frame(frame_bytes, 1 << 20).unwrap()
-        else {
-            panic!()
-        };
-        match h.handle(frame) {
+        match handle(h, frame_bytes).expect("read") {
             Outcome::Reply(n) => &h.output()[4..n],
             Outcome::Close(why) => panic!("closed: {why}"),
         }
@@ -727,7 +724,7 @@ mod tests {
         let mut h = Handler::new(&b);
         let mut req = request(&ApiVersionsRequest::default(), 3);
         req[5] = 99;
-        assert!(matches!(h.handle(&req[4..]), Outcome::Close(_)));
+        assert!(matches!(handle(&mut h, &req), Err(ConnError::Frame(FrameError::UnsupportedApiKey { .. }))));
     }
 
     #[test]
@@ -785,7 +782,9 @@ mod tests {
         // Anything else that is malformed still closes the connection.
         let mut truncated = request(&ListGroupsRequest::default(), 5);
         truncated.pop();
-        assert!(matches!(h.handle(&truncated[4..]), Outcome::Close(_)));
+        let size = (truncated.len() as i32 - 4).to_be_bytes();
+        truncated[..4].copy_from_slice(&size);
+        assert!(matches!(handle(&mut h, &truncated), Err(ConnError::Frame(FrameError::Decode(_)))));
     }
 
     fn kwire_hex(text: &str) -> Vec<u8> {
@@ -803,14 +802,19 @@ mod tests {
             offsets_request(-1, 1),
             offsets_request(1_700_000_002_000, 0),
         ];
-        let frames: Vec<&[u8]> = requests.iter().map(|r| &r[4..]).collect();
-        for f in &frames {
-            assert!(matches!(h.handle(f), Outcome::Reply(_)));
+        let mut conn = ServerConn::new();
+        let mut step = |conn: &mut ServerConn, f: &[u8]| {
+            assert_eq!(conn.feed(f), f.len());
+            let received = conn.next_request().unwrap().unwrap();
+            assert!(matches!(h.handle(received), Outcome::Reply(_)));
+        };
+        for f in &requests {
+            step(&mut conn, f);
         }
         let before = ALLOCATIONS.with(Cell::get);
         for _ in 0..100 {
-            for f in &frames {
-                assert!(matches!(h.handle(f), Outcome::Reply(_)));
+            for f in &requests {
+                step(&mut conn, f);
             }
         }
         assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "allocations in 500 warm requests");

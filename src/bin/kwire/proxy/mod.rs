@@ -13,12 +13,17 @@
 //! a blocking read and write per batch of frames is the fewest system calls and wake-ups a
 //! frame can cost, with no dependency (see docs/proxy.md for the figures).
 //!
-//! Every call into the kwire library is in `decode.rs` (and `scan.rs`, which reads kwire's
-//! schema tables).
+//! The connection state is kwire's: `kwire::conn` (frame buffers, requests in flight),
+//! `kwire::secrets` (masked copies for the log and recordings, SaslHandshake v0 tokens) and
+//! `kwire::filter` (broker addresses rewritten, denied APIs). The decoding for the log is in
+//! `decode.rs` (and `scan.rs`, which finds error codes through kwire's schema tables).
 
 mod conn;
 pub mod decode;
 mod names;
+// Only `scan` (error codes) is used now; the address rewriting moved to
+// `kwire::filter::RewriteAddresses`. The schema walker in `kwire::reflect` replaces it.
+#[allow(dead_code)]
 mod scan;
 
 use std::collections::{BTreeMap, HashMap};
@@ -92,6 +97,11 @@ pub struct Args {
     /// Log only connections and problems, not every request (text format).
     #[arg(long, short)]
     quiet: bool,
+    /// Refuse requests of this API (repeatable, e.g. `--deny-api DeleteTopics`): the
+    /// connection is closed, as a broker closes one that sends an API it does not offer,
+    /// and ApiVersions answers no longer list it.
+    #[arg(long = "deny-api", value_name = "API")]
+    deny_api: Vec<String>,
     /// Show secrets (SASL tokens, delegation-token HMACs, SCRAM credentials, password
     /// configs) in the JSON log and in recorded frames, where they are masked by default.
     /// Raw SaslHandshake v0 tokens are never shown.
@@ -106,6 +116,8 @@ pub struct Shared {
     verify: bool,
     /// `--show-secrets`: no masking in the JSON log and recordings.
     show_secrets: bool,
+    /// `--deny-api`.
+    denied: Vec<kwire::ApiKey>,
     max_frame: usize,
     bind_ip: IpAddr,
     advertise: String,
@@ -331,6 +343,18 @@ fn now() -> String {
     )
 }
 
+/// The filters every connection runs: the deny-list, then the rewriting of broker
+/// addresses (nearest the broker, so it sees responses first).
+fn filters(shared: &Arc<Shared>) -> kwire::filter::FilterChain {
+    let mut chain = kwire::filter::FilterChain::new();
+    if !shared.denied.is_empty() {
+        chain.push(kwire::filter::DenyApis::new(shared.denied.iter().copied()));
+    }
+    let routes = shared.clone();
+    chain.push(kwire::filter::RewriteAddresses::new(move |host: &str, port: i32| routes.route(host, port)));
+    chain
+}
+
 fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
     loop {
         match listener.accept() {
@@ -371,6 +395,17 @@ pub fn run(args: Args) -> Result<(), String> {
     if args.record_limit == 0 && args.record.is_some() {
         return Err("--record-limit must be at least 1".into());
     }
+    let denied = args
+        .deny_api
+        .iter()
+        .map(|name| {
+            kwire::ApiKey::ALL
+                .iter()
+                .copied()
+                .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
+                .ok_or(format!("--deny-api {name}: no such API (see `kwire versions`)"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let listener =
         TcpListener::bind(&args.listen).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
@@ -394,6 +429,7 @@ pub fn run(args: Args) -> Result<(), String> {
         quiet: args.quiet,
         verify: args.verify,
         show_secrets: args.show_secrets,
+        denied,
         max_frame: args.max_frame_bytes,
         bind_ip: local.ip(),
         advertise,
