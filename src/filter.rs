@@ -71,10 +71,11 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 
+use crate::conn::expects_response;
 use crate::dispatch::{self, Request, Response};
 use crate::encode::AnyBody;
 use crate::frame::{RequestHeader, RequestHeaderView};
-use crate::messages::{ApiKey, RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};
+use crate::messages::{ApiKey, RequestBody, ResponseBody, ResponseBodyView};
 use crate::types::{List, RawTaggedField, Str};
 
 pub use crate::secrets::{redact_request, redact_response};
@@ -187,15 +188,6 @@ impl core::fmt::Debug for FilterChain {
     }
 }
 
-/// Whether a request expects an answer: all do but Produce with `acks = 0`.
-fn expects_response(body: &RequestBodyView<'_>) -> bool {
-    match body {
-        #[cfg(feature = "api-produce")]
-        RequestBodyView::Produce(p) => p.acks() != 0,
-        _ => true,
-    }
-}
-
 fn encode_body(body: &impl AnyBody, version: i16) -> Result<Vec<u8>, String> {
     let n = body.encoded_len(version).map_err(|e| e.to_string())?;
     let mut out = vec![0u8; n];
@@ -234,7 +226,10 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
             }
             match encode_body(&body, version) {
                 Ok(b) => Step::New(splice(&frame[..header.as_bytes().len()], &b)),
-                Err(e) => Step::Done(Verdict::Close(alloc::format!("a filter's rewritten {} request: {e}", key.name()))),
+                Err(e) => Step::Done(Verdict::Close(alloc::format!(
+                    "a filter's rewritten {} request: {e}",
+                    key.name()
+                ))),
             }
         }
         RequestAction::RewriteHeader { client_id } => {
@@ -276,7 +271,9 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
                     out.drain(..4);
                     Step::Done(Verdict::Respond(out))
                 }
-                Err(e) => Step::Done(Verdict::Close(alloc::format!("a filter's answer to {}: {e}", key.name()))),
+                Err(e) => {
+                    Step::Done(Verdict::Close(alloc::format!("a filter's answer to {}: {e}", key.name())))
+                }
             }
         }
         RequestAction::Drop if expects_response(&request.body) => Step::Done(Verdict::Close(alloc::format!(
@@ -383,7 +380,10 @@ impl FilterChain {
                     match encode_body(&body, read_at) {
                         Ok(b) => current = Some(splice(response.header.as_bytes(), &b)),
                         Err(e) => {
-                            return Verdict::Close(alloc::format!("a filter's rewritten {} response: {e}", api_key.name()));
+                            return Verdict::Close(alloc::format!(
+                                "a filter's rewritten {} response: {e}",
+                                api_key.name()
+                            ));
                         }
                     }
                 }
@@ -431,7 +431,10 @@ impl Filter for DenyApis {
     }
 
     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
-        RequestAction::Close(alloc::format!("{} requests are denied by this proxy", request.body.api_key().name()))
+        RequestAction::Close(alloc::format!(
+            "{} requests are denied by this proxy",
+            request.body.api_key().name()
+        ))
     }
 
     fn wants_response(&self, api_key: ApiKey, _: i16) -> bool {
@@ -512,7 +515,11 @@ fn owned<'l, 'a, T: Clone>(list: &'l mut List<'a, T>) -> &'l mut Vec<T> {
 }
 
 /// Asks `route` about one address; rewrites it and returns true if it changes.
-fn route_one(route: &mut impl FnMut(&str, i32) -> Option<(String, i32)>, host: &mut Str<'_>, port: &mut i32) -> bool {
+fn route_one(
+    route: &mut impl FnMut(&str, i32) -> Option<(String, i32)>,
+    host: &mut Str<'_>,
+    port: &mut i32,
+) -> bool {
     match route(host.as_str(), *port) {
         Some((h, p)) if h != host.as_str() || p != *port => {
             *host = Str::Owned(h);
@@ -604,9 +611,105 @@ impl<F: FnMut(&str, i32) -> Option<(String, i32)>> Filter for RewriteAddresses<F
 
 /// Masks the secrets of a frame copy for a log or a recording: [`redact_request`] or
 /// [`redact_response`] by direction (`response_to` is the request's API key and version).
-pub fn redact<'f>(frame: &'f [u8], response_to: Option<(i16, i16)>) -> (Cow<'f, [u8]>, crate::secrets::Redaction) {
+pub fn redact<'f>(
+    frame: &'f [u8],
+    response_to: Option<(i16, i16)>,
+) -> (Cow<'f, [u8]>, crate::secrets::Redaction) {
     match response_to {
         None => redact_request(frame),
         Some((key, version)) => redact_response(frame, key, version),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::api_versions::ApiVersion;
+    use crate::messages::{
+        ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ProduceResponse,
+    };
+
+    fn request(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
+        let mut buf = vec![0u8; 256];
+        let n = dispatch::encode_request(body, version, correlation_id, Some("c"), &mut buf).unwrap();
+        buf.truncate(n);
+        buf.drain(..4);
+        buf
+    }
+
+    struct Answer;
+    impl Filter for Answer {
+        fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+            match request.body.api_key() {
+                ApiKey::Produce => RequestAction::Respond(ResponseBody::Produce(ProduceResponse::default())),
+                ApiKey::Metadata => RequestAction::Drop,
+                _ => RequestAction::Respond(ResponseBody::Produce(ProduceResponse::default())),
+            }
+        }
+    }
+
+    #[test]
+    fn answers_drops_and_their_rules() {
+        let mut chain = FilterChain::new();
+        chain.push(Answer);
+        // An answer comes back with the request's correlation id and version.
+        let produce = ProduceRequest { acks: -1, timeout_ms: 1000, ..Default::default() };
+        let Verdict::Respond(frame) = chain.on_request(&request(&produce, 9, 41)) else { panic!() };
+        let response = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap();
+        assert_eq!(response.header.correlation_id(), 41);
+        // Answering acks=0, which expects nothing, drops it.
+        let quiet = ProduceRequest { acks: 0, ..Default::default() };
+        assert_eq!(chain.on_request(&request(&quiet, 9, 42)), Verdict::Drop);
+        // Dropping a request that expects an answer closes instead of leaving a hole.
+        assert!(matches!(chain.on_request(&request(&MetadataRequest::default(), 12, 43)), Verdict::Close(_)));
+        // An answer of another API is refused.
+        assert!(matches!(
+            chain.on_request(&request(&ApiVersionsRequest::default(), 3, 44)),
+            Verdict::Close(_)
+        ));
+        // Frames kwire cannot read reach no filter.
+        assert_eq!(chain.on_request(&[0, 99, 0, 0, 0, 0, 0, 1, 0xff, 0xff]), Verdict::Forward);
+    }
+
+    #[test]
+    fn deny_list_hides_apis_from_api_versions() {
+        let mut chain = FilterChain::new();
+        chain.push(DenyApis::new([ApiKey::Metadata]));
+        let keys = [
+            ApiVersion { api_key: 3, min_version: 0, max_version: 13, ..Default::default() },
+            ApiVersion { api_key: 18, min_version: 0, max_version: 4, ..Default::default() },
+        ];
+        let body = ApiVersionsResponse { api_keys: List::Borrowed(&keys), ..Default::default() };
+        let mut frame = vec![0u8; dispatch::response_len(&body, 3).unwrap()];
+        dispatch::encode_response(&body, 3, 5, &mut frame).unwrap();
+        let Verdict::Replace(new) = chain.on_response(&frame[4..], ApiKey::ApiVersions, 3) else { panic!() };
+        let ResponseBodyView::ApiVersions(v) =
+            dispatch::parse_response(&new, ApiKey::ApiVersions, 3).unwrap().body
+        else {
+            panic!()
+        };
+        let listed: Vec<i16> = v.api_keys().iter().map(|k| k.api_key()).collect();
+        assert_eq!(listed, [18]);
+        assert!(matches!(chain.on_request(&request(&MetadataRequest::default(), 12, 1)), Verdict::Close(_)));
+        assert_eq!(chain.on_request(&request(&ApiVersionsRequest::default(), 3, 2)), Verdict::Forward);
+    }
+
+    /// Requests go first to last, responses last to first; each sees the one before's rewrite.
+    #[test]
+    fn chain_order() {
+        struct Rename(&'static str);
+        impl Filter for Rename {
+            fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+                let id = alloc::format!("{}+{}", request.header.client_id().unwrap_or(""), self.0);
+                RequestAction::RewriteHeader { client_id: Some(id) }
+            }
+        }
+        let mut chain = FilterChain::new();
+        chain.push(Rename("a")).push(Rename("b"));
+        let Verdict::Replace(new) = chain.on_request(&request(&ApiVersionsRequest::default(), 3, 7)) else {
+            panic!()
+        };
+        let r = dispatch::parse_request(&new).unwrap();
+        assert_eq!((r.header.client_id(), r.header.correlation_id()), (Some("c+a+b"), 7));
     }
 }

@@ -66,10 +66,10 @@ pub mod view;
 pub mod messages;
 
 pub mod dispatch;
-pub mod frame;
-pub mod secrets;
 #[cfg(feature = "alloc")]
 pub mod filter;
+pub mod frame;
+pub mod secrets;
 
 #[cfg(feature = "alloc")]
 pub mod conn;

@@ -112,22 +112,106 @@ use When::{Always, SensitiveConfig};
 
 /// Every secret field of every message kwire knows (Apache Kafka 4.4), by schema.
 pub static SECRET_FIELDS: &[SecretField] = &[
-    field(ApiKey::SaslAuthenticate, Req, "AuthBytes", (0, 2), Always, "SASL token: PLAIN password, SCRAM proof, OAUTHBEARER token"),
-    field(ApiKey::SaslAuthenticate, Resp, "AuthBytes", (0, 2), Always, "SASL token: SCRAM salt, nonce and server signature"),
+    field(
+        ApiKey::SaslAuthenticate,
+        Req,
+        "AuthBytes",
+        (0, 2),
+        Always,
+        "SASL token: PLAIN password, SCRAM proof, OAUTHBEARER token",
+    ),
+    field(
+        ApiKey::SaslAuthenticate,
+        Resp,
+        "AuthBytes",
+        (0, 2),
+        Always,
+        "SASL token: SCRAM salt, nonce and server signature",
+    ),
     field(ApiKey::AlterUserScramCredentials, Req, "Upsertions.Salt", (0, 0), Always, "SCRAM salt"),
-    field(ApiKey::AlterUserScramCredentials, Req, "Upsertions.SaltedPassword", (0, 0), Always, "SCRAM salted password"),
-    field(ApiKey::CreateDelegationToken, Resp, "Hmac", (1, 3), Always, "delegation token HMAC (the token's password)"),
+    field(
+        ApiKey::AlterUserScramCredentials,
+        Req,
+        "Upsertions.SaltedPassword",
+        (0, 0),
+        Always,
+        "SCRAM salted password",
+    ),
+    field(
+        ApiKey::CreateDelegationToken,
+        Resp,
+        "Hmac",
+        (1, 3),
+        Always,
+        "delegation token HMAC (the token's password)",
+    ),
     field(ApiKey::DescribeDelegationToken, Resp, "Tokens.Hmac", (1, 3), Always, "delegation token HMAC"),
     field(ApiKey::RenewDelegationToken, Req, "Hmac", (1, 2), Always, "delegation token HMAC"),
     field(ApiKey::ExpireDelegationToken, Req, "Hmac", (1, 2), Always, "delegation token HMAC"),
-    field(ApiKey::Envelope, Req, "RequestData", (0, 0), Always, "a wrapped request, which may be any of these"),
-    field(ApiKey::Envelope, Resp, "ResponseData", (0, 0), Always, "a wrapped response, which may be any of these"),
-    field(ApiKey::AlterConfigs, Req, "Resources.Configs.Value", (0, 2), SensitiveConfig, "a password-type configuration value"),
-    field(ApiKey::IncrementalAlterConfigs, Req, "Resources.Configs.Value", (0, 1), SensitiveConfig, "a password-type configuration value"),
-    field(ApiKey::CreateTopics, Req, "Topics.Configs.Value", (2, 7), SensitiveConfig, "a password-type configuration value"),
-    field(ApiKey::CreateTopics, Resp, "Topics.Configs.Value", (5, 7), SensitiveConfig, "a password-type configuration value"),
-    field(ApiKey::DescribeConfigs, Resp, "Results.Configs.Value", (1, 4), SensitiveConfig, "a password-type configuration value"),
-    field(ApiKey::DescribeConfigs, Resp, "Results.Configs.Synonyms.Value", (1, 4), SensitiveConfig, "a password-type configuration value"),
+    field(
+        ApiKey::Envelope,
+        Req,
+        "RequestData",
+        (0, 0),
+        Always,
+        "a wrapped request, which may be any of these",
+    ),
+    field(
+        ApiKey::Envelope,
+        Resp,
+        "ResponseData",
+        (0, 0),
+        Always,
+        "a wrapped response, which may be any of these",
+    ),
+    field(
+        ApiKey::AlterConfigs,
+        Req,
+        "Resources.Configs.Value",
+        (0, 2),
+        SensitiveConfig,
+        "a password-type configuration value",
+    ),
+    field(
+        ApiKey::IncrementalAlterConfigs,
+        Req,
+        "Resources.Configs.Value",
+        (0, 1),
+        SensitiveConfig,
+        "a password-type configuration value",
+    ),
+    field(
+        ApiKey::CreateTopics,
+        Req,
+        "Topics.Configs.Value",
+        (2, 7),
+        SensitiveConfig,
+        "a password-type configuration value",
+    ),
+    field(
+        ApiKey::CreateTopics,
+        Resp,
+        "Topics.Configs.Value",
+        (5, 7),
+        SensitiveConfig,
+        "a password-type configuration value",
+    ),
+    field(
+        ApiKey::DescribeConfigs,
+        Resp,
+        "Results.Configs.Value",
+        (1, 4),
+        SensitiveConfig,
+        "a password-type configuration value",
+    ),
+    field(
+        ApiKey::DescribeConfigs,
+        Resp,
+        "Results.Configs.Synonyms.Value",
+        (1, 4),
+        SensitiveConfig,
+        "a password-type configuration value",
+    ),
 ];
 
 /// The secret fields of `api_key`'s requests or responses.
@@ -308,7 +392,9 @@ fn response_fields<'a>(body: &ResponseBodyView<'a>, put: &mut impl FnMut(&'a [u8
                         put(value.as_bytes());
                     }
                     for s in c.synonyms() {
-                        if let Some(value) = s.value().filter(|_| sensitive || is_sensitive_config_name(s.name())) {
+                        if let Some(value) =
+                            s.value().filter(|_| sensitive || is_sensitive_config_name(s.name()))
+                        {
                             put(value.as_bytes());
                         }
                     }
@@ -398,7 +484,11 @@ pub fn redact_request(frame: &[u8]) -> (alloc::borrow::Cow<'_, [u8]>, Redaction)
 
 /// The response `frame` with its secrets masked: borrowed when it holds none.
 #[cfg(feature = "alloc")]
-pub fn redact_response(frame: &[u8], api_key: i16, version: i16) -> (alloc::borrow::Cow<'_, [u8]>, Redaction) {
+pub fn redact_response(
+    frame: &[u8],
+    api_key: i16,
+    version: i16,
+) -> (alloc::borrow::Cow<'_, [u8]>, Redaction) {
     let mut out = alloc::vec![0u8; frame.len()];
     match mask_response(frame, api_key, version, &mut out) {
         Redaction::Clean => (alloc::borrow::Cow::Borrowed(frame), Redaction::Clean),

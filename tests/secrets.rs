@@ -14,8 +14,12 @@ use std::time::Duration;
 use kwire::dispatch;
 use kwire::messages::alter_configs::{AlterConfigsResource, AlterableConfig};
 use kwire::messages::alter_user_scram_credentials::ScramCredentialUpsertion;
-use kwire::messages::create_topics::{CreatableTopic, CreatableTopicConfig, CreatableTopicConfigs, CreatableTopicResult};
-use kwire::messages::describe_configs::{DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym};
+use kwire::messages::create_topics::{
+    CreatableTopic, CreatableTopicConfig, CreatableTopicConfigs, CreatableTopicResult,
+};
+use kwire::messages::describe_configs::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
 use kwire::messages::describe_delegation_token::DescribedDelegationToken;
 use kwire::messages::incremental_alter_configs as iac;
 use kwire::messages::*;
@@ -55,21 +59,31 @@ fn every_entry_names_a_real_field() {
         };
         let f = find_field(schema.body, e.path)
             .unwrap_or_else(|| panic!("{} {:?}: no field {}", e.api_key.name(), e.direction, e.path));
-        assert!(matches!(f.ty, FieldType::Bytes | FieldType::String), "{} {}: {:?}", e.api_key.name(), e.path, f.ty);
+        assert!(
+            matches!(f.ty, FieldType::Bytes | FieldType::String),
+            "{} {}: {:?}",
+            e.api_key.name(),
+            e.path,
+            f.ty
+        );
         let (lo, hi) = (f.versions.min.max(schema.versions.min), f.versions.max.min(schema.versions.max));
         assert_eq!(e.versions, Versions::new(lo, hi), "{} {:?} {}", e.api_key.name(), e.direction, e.path);
         assert_eq!(secrets::lookup(e.api_key, e.direction, e.path), Some(e));
         assert!(secrets::may_carry_secrets(e.api_key, e.direction));
     }
     assert!(!secrets::may_carry_secrets(ApiKey::Metadata, Direction::Response));
-    assert_eq!(secrets::lookup(ApiKey::SaslAuthenticate, Direction::Request, "AuthBytes").unwrap().path, "AuthBytes");
+    assert_eq!(
+        secrets::lookup(ApiKey::SaslAuthenticate, Direction::Request, "AuthBytes").unwrap().path,
+        "AuthBytes"
+    );
 }
 
 /// Every field of every schema whose name says it is a credential is in the table (so a new
 /// schema with such a field fails here until it is listed or rejected in docs/design.md).
 #[test]
 fn credential_like_fields_are_all_listed() {
-    const CREDENTIAL_NAMES: &[&str] = &["AuthBytes", "Hmac", "Salt", "SaltedPassword", "RequestData", "ResponseData"];
+    const CREDENTIAL_NAMES: &[&str] =
+        &["AuthBytes", "Hmac", "Salt", "SaltedPassword", "RequestData", "ResponseData"];
     fn walk(s: &StructSchema, path: String, out: &mut Vec<String>) {
         for f in s.fields {
             let p = if path.is_empty() { f.name.to_string() } else { format!("{path}.{}", f.name) };
@@ -109,9 +123,15 @@ fn credential_like_fields_are_all_listed() {
 
 #[test]
 fn sensitive_config_names() {
-    for name in ["ssl.keystore.password", "sasl.jaas.config", "listener.name.x.scram-sha-256.sasl.jaas.config",
-        "ssl.keystore.key", "password.encoder.secret", "SSL.KEY.PASSWORD", "ssl.keystore.certificate.chain"]
-    {
+    for name in [
+        "ssl.keystore.password",
+        "sasl.jaas.config",
+        "listener.name.x.scram-sha-256.sasl.jaas.config",
+        "ssl.keystore.key",
+        "password.encoder.secret",
+        "SSL.KEY.PASSWORD",
+        "ssl.keystore.certificate.chain",
+    ] {
         assert!(secrets::is_sensitive_config_name(name), "{name}");
     }
     for name in ["retention.ms", "cleanup.policy", "ssl.keystore.type", "min.insync.replicas", "key"] {
@@ -136,11 +156,23 @@ fn plain_token() -> Vec<u8> {
 
 /// Every secret the tests plant.
 fn planted() -> Vec<Vec<u8>> {
-    vec![PASSWORD.into(), SALT.into(), SALTED.into(), HMAC.into(), SERVER_TOKEN.into(), CONFIG_SECRET.into(), WRAPPED.into()]
+    vec![
+        PASSWORD.into(),
+        SALT.into(),
+        SALTED.into(),
+        HMAC.into(),
+        SERVER_TOKEN.into(),
+        CONFIG_SECRET.into(),
+        WRAPPED.into(),
+    ]
 }
 
 fn request_frame(body: &impl AnyBody, version: i16) -> Vec<u8> {
-    let header = kwire::frame::RequestHeader { correlation_id: 7, client_id: Some("secrets-test"), unknown_tagged_fields: &[] };
+    let header = kwire::frame::RequestHeader {
+        correlation_id: 7,
+        client_id: Some("secrets-test"),
+        unknown_tagged_fields: &[],
+    };
     let mut buf = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
     dispatch::encode_request_with(body, version, &header, &mut buf).unwrap();
     buf
@@ -171,7 +203,10 @@ fn request_bodies() -> Vec<(ApiKey, RequestBody<'static>, usize)> {
     vec![
         (
             ApiKey::SaslAuthenticate,
-            RequestBody::SaslAuthenticate(SaslAuthenticateRequest { auth_bytes: List::Borrowed(token), ..Default::default() }),
+            RequestBody::SaslAuthenticate(SaslAuthenticateRequest {
+                auth_bytes: List::Borrowed(token),
+                ..Default::default()
+            }),
             1,
         ),
         (
@@ -191,17 +226,26 @@ fn request_bodies() -> Vec<(ApiKey, RequestBody<'static>, usize)> {
         ),
         (
             ApiKey::RenewDelegationToken,
-            RequestBody::RenewDelegationToken(RenewDelegationTokenRequest { hmac: List::Borrowed(HMAC), ..Default::default() }),
+            RequestBody::RenewDelegationToken(RenewDelegationTokenRequest {
+                hmac: List::Borrowed(HMAC),
+                ..Default::default()
+            }),
             1,
         ),
         (
             ApiKey::ExpireDelegationToken,
-            RequestBody::ExpireDelegationToken(ExpireDelegationTokenRequest { hmac: List::Borrowed(HMAC), ..Default::default() }),
+            RequestBody::ExpireDelegationToken(ExpireDelegationTokenRequest {
+                hmac: List::Borrowed(HMAC),
+                ..Default::default()
+            }),
             1,
         ),
         (
             ApiKey::Envelope,
-            RequestBody::Envelope(EnvelopeRequest { request_data: List::Borrowed(WRAPPED), ..Default::default() }),
+            RequestBody::Envelope(EnvelopeRequest {
+                request_data: List::Borrowed(WRAPPED),
+                ..Default::default()
+            }),
             1,
         ),
         (
@@ -210,7 +254,10 @@ fn request_bodies() -> Vec<(ApiKey, RequestBody<'static>, usize)> {
                 resources: List::Owned(vec![AlterConfigsResource {
                     resource_type: 4,
                     resource_name: Str::Borrowed("1"),
-                    configs: List::Owned(vec![cfg("retention.ms", "1000"), cfg("ssl.keystore.password", CONFIG_SECRET)]),
+                    configs: List::Owned(vec![
+                        cfg("retention.ms", "1000"),
+                        cfg("ssl.keystore.password", CONFIG_SECRET),
+                    ]),
                     ..Default::default()
                 }]),
                 ..Default::default()
@@ -223,7 +270,10 @@ fn request_bodies() -> Vec<(ApiKey, RequestBody<'static>, usize)> {
                 resources: List::Owned(vec![iac::AlterConfigsResource {
                     resource_type: 4,
                     resource_name: Str::Borrowed("1"),
-                    configs: List::Owned(vec![icfg("sasl.jaas.config", CONFIG_SECRET), icfg("retention.ms", "1000")]),
+                    configs: List::Owned(vec![
+                        icfg("sasl.jaas.config", CONFIG_SECRET),
+                        icfg("retention.ms", "1000"),
+                    ]),
                     ..Default::default()
                 }]),
                 ..Default::default()
@@ -238,8 +288,16 @@ fn request_bodies() -> Vec<(ApiKey, RequestBody<'static>, usize)> {
                     num_partitions: 1,
                     replication_factor: 1,
                     configs: List::Owned(vec![
-                        CreatableTopicConfig { name: Str::Borrowed("x.password"), value: Some(Str::Borrowed(CONFIG_SECRET)), ..Default::default() },
-                        CreatableTopicConfig { name: Str::Borrowed("cleanup.policy"), value: Some(Str::Borrowed("compact")), ..Default::default() },
+                        CreatableTopicConfig {
+                            name: Str::Borrowed("x.password"),
+                            value: Some(Str::Borrowed(CONFIG_SECRET)),
+                            ..Default::default()
+                        },
+                        CreatableTopicConfig {
+                            name: Str::Borrowed("cleanup.policy"),
+                            value: Some(Str::Borrowed("compact")),
+                            ..Default::default()
+                        },
                     ]),
                     ..Default::default()
                 }]),
@@ -254,7 +312,10 @@ fn response_bodies() -> Vec<(ApiKey, ResponseBody<'static>, usize)> {
     vec![
         (
             ApiKey::SaslAuthenticate,
-            ResponseBody::SaslAuthenticate(SaslAuthenticateResponse { auth_bytes: List::Borrowed(SERVER_TOKEN), ..Default::default() }),
+            ResponseBody::SaslAuthenticate(SaslAuthenticateResponse {
+                auth_bytes: List::Borrowed(SERVER_TOKEN),
+                ..Default::default()
+            }),
             1,
         ),
         (
@@ -270,8 +331,16 @@ fn response_bodies() -> Vec<(ApiKey, ResponseBody<'static>, usize)> {
             ApiKey::DescribeDelegationToken,
             ResponseBody::DescribeDelegationToken(DescribeDelegationTokenResponse {
                 tokens: List::Owned(vec![
-                    DescribedDelegationToken { token_id: Str::Borrowed("t1"), hmac: List::Borrowed(HMAC), ..Default::default() },
-                    DescribedDelegationToken { token_id: Str::Borrowed("t2"), hmac: List::Borrowed(HMAC), ..Default::default() },
+                    DescribedDelegationToken {
+                        token_id: Str::Borrowed("t1"),
+                        hmac: List::Borrowed(HMAC),
+                        ..Default::default()
+                    },
+                    DescribedDelegationToken {
+                        token_id: Str::Borrowed("t2"),
+                        hmac: List::Borrowed(HMAC),
+                        ..Default::default()
+                    },
                 ]),
                 ..Default::default()
             }),
@@ -279,7 +348,10 @@ fn response_bodies() -> Vec<(ApiKey, ResponseBody<'static>, usize)> {
         ),
         (
             ApiKey::Envelope,
-            ResponseBody::Envelope(EnvelopeResponse { response_data: Some(List::Borrowed(WRAPPED)), ..Default::default() }),
+            ResponseBody::Envelope(EnvelopeResponse {
+                response_data: Some(List::Borrowed(WRAPPED)),
+                ..Default::default()
+            }),
             1,
         ),
         (
@@ -288,8 +360,17 @@ fn response_bodies() -> Vec<(ApiKey, ResponseBody<'static>, usize)> {
                 topics: List::Owned(vec![CreatableTopicResult {
                     name: Str::Borrowed("t"),
                     configs: Some(List::Owned(vec![
-                        CreatableTopicConfigs { name: Str::Borrowed("custom"), value: Some(Str::Borrowed(CONFIG_SECRET)), is_sensitive: true, ..Default::default() },
-                        CreatableTopicConfigs { name: Str::Borrowed("cleanup.policy"), value: Some(Str::Borrowed("delete")), ..Default::default() },
+                        CreatableTopicConfigs {
+                            name: Str::Borrowed("custom"),
+                            value: Some(Str::Borrowed(CONFIG_SECRET)),
+                            is_sensitive: true,
+                            ..Default::default()
+                        },
+                        CreatableTopicConfigs {
+                            name: Str::Borrowed("cleanup.policy"),
+                            value: Some(Str::Borrowed("delete")),
+                            ..Default::default()
+                        },
                     ])),
                     ..Default::default()
                 }]),
@@ -377,7 +458,12 @@ fn masking_finds_every_secret_at_every_version() {
     }
     // Every API and direction of the table was exercised.
     for e in SECRET_FIELDS {
-        assert!(seen.contains(&(e.api_key, e.direction)), "{} {:?} not exercised", e.api_key.name(), e.direction);
+        assert!(
+            seen.contains(&(e.api_key, e.direction)),
+            "{} {:?} not exercised",
+            e.api_key.name(),
+            e.direction
+        );
     }
 }
 
@@ -400,7 +486,11 @@ fn unreadable_frames_are_masked_whole() {
     assert!(matches!(r, Redaction::Whole { .. }), "{r:?}");
     assert!(!contains(&masked, PASSWORD.as_bytes()));
     // A response that answers nothing known.
-    let resp = response_frame(&SaslAuthenticateResponse { auth_bytes: List::Borrowed(SERVER_TOKEN), ..Default::default() }, 2, 3);
+    let resp = response_frame(
+        &SaslAuthenticateResponse { auth_bytes: List::Borrowed(SERVER_TOKEN), ..Default::default() },
+        2,
+        3,
+    );
     let mut out = vec![0; resp.len() - 4];
     assert!(matches!(secrets::mask_unknown_response(&resp[4..], &mut out), Redaction::Whole { .. }));
     assert!(!contains(&out, SERVER_TOKEN));
@@ -425,7 +515,8 @@ struct Running {
 }
 
 fn start(mut cmd: Command) -> Running {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("kwire starts");
+    let mut child =
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("kwire starts");
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     out.read_line(&mut first).expect("first line");
@@ -524,8 +615,11 @@ fn scripted_broker() -> String {
             std::thread::spawn(move || {
                 while let Some(frame) = read_frame(&mut s) {
                     let Ok(req) = dispatch::parse_request(&frame) else { return };
-                    let (key, v, cid) = (req.body.api_key(), req.header.api_version(), req.header.correlation_id());
-                    let Some((_, body, _)) = response_bodies().into_iter().find(|(k, _, _)| *k == key) else { return };
+                    let (key, v, cid) =
+                        (req.body.api_key(), req.header.api_version(), req.header.correlation_id());
+                    let Some((_, body, _)) = response_bodies().into_iter().find(|(k, _, _)| *k == key) else {
+                        return;
+                    };
                     if s.write_all(&response_frame(&body, v, cid)).is_err() {
                         return;
                     }
@@ -544,7 +638,13 @@ fn talk_to_scripted(addr: &str) {
         (ApiKey::SaslAuthenticate, request_frame(&auth, 2)),
         (ApiKey::CreateDelegationToken, request_frame(&CreateDelegationTokenRequest::default(), 3)),
         (ApiKey::DescribeDelegationToken, request_frame(&DescribeDelegationTokenRequest::default(), 3)),
-        (ApiKey::Envelope, request_frame(&EnvelopeRequest { request_data: List::Borrowed(WRAPPED), ..Default::default() }, 0)),
+        (
+            ApiKey::Envelope,
+            request_frame(
+                &EnvelopeRequest { request_data: List::Borrowed(WRAPPED), ..Default::default() },
+                0,
+            ),
+        ),
         (ApiKey::CreateTopics, request_frame(&CreateTopicsRequest::default(), 7)),
         (ApiKey::DescribeConfigs, request_frame(&DescribeConfigsRequest::default(), 4)),
     ];
@@ -552,7 +652,11 @@ fn talk_to_scripted(addr: &str) {
         s.write_all(&frame).unwrap();
         let answer = read_frame(&mut s).unwrap_or_else(|| panic!("{} answered", key.name()));
         // The client gets the secrets: the proxy masks only its own outputs.
-        assert!(planted().iter().any(|p| contains(&answer, p)), "{}: the answer carries its secret", key.name());
+        assert!(
+            planted().iter().any(|p| contains(&answer, p)),
+            "{}: the answer carries its secret",
+            key.name()
+        );
     }
 }
 
@@ -593,7 +697,11 @@ fn leaks(outputs: &[(String, Vec<u8>)]) -> Vec<String> {
         for form in forms(&secret) {
             for (name, bytes) in outputs {
                 if contains(bytes, &form) {
-                    found.push(format!("{:?} as {:?} in {name}", String::from_utf8_lossy(&secret), String::from_utf8_lossy(&form)));
+                    found.push(format!(
+                        "{:?} as {:?} in {name}",
+                        String::from_utf8_lossy(&secret),
+                        String::from_utf8_lossy(&form)
+                    ));
                 }
             }
         }
@@ -645,7 +753,8 @@ fn tempdir(name: &str) -> PathBuf {
 
 #[test]
 fn no_secret_in_any_output_mode() {
-    let modes: &[&[&str]] = &[&[], &["--format", "json"], &["--verify"], &["--quiet"], &["--format", "json", "--verify"]];
+    let modes: &[&[&str]] =
+        &[&[], &["--format", "json"], &["--verify"], &["--quiet"], &["--format", "json", "--verify"]];
     for (i, mode) in modes.iter().enumerate() {
         // Every other mode records too.
         let record = (i % 2 == 0).then(|| tempdir(&format!("record-{i}")));
@@ -663,13 +772,18 @@ fn no_secret_in_any_output_mode() {
             );
         }
         if mode.contains(&"json") {
-            assert!(text.contains("\"api\":\"SaslAuthenticate\""), "the SaslAuthenticate frames are logged, masked");
+            assert!(
+                text.contains("\"api\":\"SaslAuthenticate\""),
+                "the SaslAuthenticate frames are logged, masked"
+            );
             assert!(text.contains("\"api\":\"DescribeDelegationToken\""));
         }
         if let Some(r) = record {
             let mut files = Vec::new();
             files_under(&r, &mut files);
-            assert!(files.iter().any(|(p, _)| p.to_string_lossy().ends_with("saslauthenticate_v2_1.masked.txt")));
+            assert!(
+                files.iter().any(|(p, _)| p.to_string_lossy().ends_with("saslauthenticate_v2_1.masked.txt"))
+            );
             let _ = std::fs::remove_dir_all(r);
         }
     }

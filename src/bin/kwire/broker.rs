@@ -81,11 +81,8 @@ impl Broker {
                     .collect()
             })
             .collect();
-        let served: Vec<ApiKey> = SERVED
-            .iter()
-            .chain(if catalog.users.is_empty() { &[][..] } else { SASL })
-            .copied()
-            .collect();
+        let served: Vec<ApiKey> =
+            SERVED.iter().chain(if catalog.users.is_empty() { &[][..] } else { SASL }).copied().collect();
         let max_versions = served
             .iter()
             .map(|&key| {
@@ -106,7 +103,8 @@ impl Broker {
     /// of the catalogue. The password is compared, never kept or logged.
     fn plain_ok(&self, token: &[u8]) -> bool {
         let mut parts = token.split(|&b| b == 0);
-        let (Some(_authzid), Some(user), Some(password), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(_authzid), Some(user), Some(password), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return false;
         };
@@ -256,7 +254,9 @@ impl<'b> Handler<'b> {
                 } else {
                     SaslAuthenticateResponse {
                         error_code: ErrorCode::SaslAuthenticationFailed.code(),
-                        error_message: Some(Str::Borrowed("Authentication failed: invalid username or password")),
+                        error_message: Some(Str::Borrowed(
+                            "Authentication failed: invalid username or password",
+                        )),
                         ..Default::default()
                     }
                 };

@@ -180,7 +180,10 @@ fn serve_connection(
                 match conn.frame_buf_mut().next_frame() {
                     Ok(Some(token)) => {
                         if verbose {
-                            log(format_args!("{peer}: SASL token (v0 handshake): {} bytes, not shown", token.len()));
+                            log(format_args!(
+                                "{peer}: SASL token (v0 handshake): {} bytes, not shown",
+                                token.len()
+                            ));
                         }
                         (handler.raw_token(token), None)
                     }
@@ -194,20 +197,30 @@ fn serve_connection(
                 match conn.next_request() {
                     Ok(Some(received)) => {
                         let (key, version, size) = match received {
-                            Received::Request(r) => (Some(r.body.api_key()), r.header.api_version(), r.frame.len()),
+                            Received::Request(r) => {
+                                (Some(r.body.api_key()), r.header.api_version(), r.frame.len())
+                            }
                             Received::ApiVersionsUnsupported { header, .. } => {
                                 (Some(ApiKey::ApiVersions), header.api_version, 0)
                             }
                             _ => (None, -1, 0),
                         };
-                        (handler.handle(received), Some((key.map_or("unknown API", |k| k.name()), version, size)))
+                        (
+                            handler.handle(received),
+                            Some((key.map_or("unknown API", |k| k.name()), version, size)),
+                        )
                     }
                     Ok(None) => break,
                     Err(e) => {
                         let _ = flush(&mut stream, &mut pending);
                         return match (conn.frame_buf().error(), e) {
                             (Some(_), e) => format!("refused: {e}"),
-                            (None, ConnError::Frame(FrameError::UnsupportedVersion { api_key, api_version, .. })) => {
+                            (
+                                None,
+                                ConnError::Frame(FrameError::UnsupportedVersion {
+                                    api_key, api_version, ..
+                                }),
+                            ) => {
                                 format!("{} v{api_version} is not supported", api_key.name())
                             }
                             (None, ConnError::Frame(FrameError::UnsupportedApiKey { api_key, .. })) => {

@@ -182,7 +182,12 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
 
 /// Classifies and registers a request frame (without its size prefix) before it is
 /// forwarded; returns what it is and what to forward.
-fn admit(frame: &[u8], state: &mut State, shared: &Shared, last_client: &mut Option<Arc<str>>) -> (Head, Verdict) {
+fn admit(
+    frame: &[u8],
+    state: &mut State,
+    shared: &Shared,
+    last_client: &mut Option<Arc<str>>,
+) -> (Head, Verdict) {
     if state.sasl.client_token() {
         return (Head::Token, Verdict::Forward);
     }
@@ -210,8 +215,14 @@ fn admit(frame: &[u8], state: &mut State, shared: &Shared, last_client: &mut Opt
         _ => frame,
     };
     // A request that gets no answer (Produce with acks=0) is never entered.
-    let expects = !matches!(verdict, Verdict::Drop) && kwire::conn::frame_expects_response(forwarded).unwrap_or(true);
-    let meta = Meta { client_id: client_id.clone(), sent: Instant::now(), size: frame.len() + 4, record_name: record_name.clone() };
+    let expects =
+        !matches!(verdict, Verdict::Drop) && kwire::conn::frame_expects_response(forwarded).unwrap_or(true);
+    let meta = Meta {
+        client_id: client_id.clone(),
+        sent: Instant::now(),
+        size: frame.len() + 4,
+        record_name: record_name.clone(),
+    };
     let verdict = match ApiKey::from_i16(peek.api_key) {
         Some(key) if expects && !matches!(verdict, Verdict::Close(_)) => {
             match state.in_flight.push(peek.correlation_id, key, peek.api_version, meta) {
@@ -361,7 +372,12 @@ fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
     }
     report("request", frame, api, None, &decoded, roundtrip.as_ref(), id, shared, None);
     if !expects && let Ok(peek) = RequestHeaderView::peek(frame) {
-        let meta = Meta { client_id: client_id.clone(), sent: Instant::now(), size: frame.len() + 4, record_name: None };
+        let meta = Meta {
+            client_id: client_id.clone(),
+            sent: Instant::now(),
+            size: frame.len() + 4,
+            record_name: None,
+        };
         no_response(peek.api_key, peek.api_version, &meta, id, shared);
     }
 }
@@ -603,7 +619,13 @@ fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Sh
             shared.count_undecoded("response", "?", "unpaired");
             shared.log.line(format!("{} conn={id} response not decoded: {reason}", now()));
             if let Some(r) = &shared.recorder {
-                let _ = r.save_undecoded("response", &with_prefix(frame), Some((-1, -1)), &reason, shared.show_secrets);
+                let _ = r.save_undecoded(
+                    "response",
+                    &with_prefix(frame),
+                    Some((-1, -1)),
+                    &reason,
+                    shared.show_secrets,
+                );
             }
             return;
         }
@@ -618,7 +640,8 @@ fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Sh
     let m = &p.payload;
     let latency = done.saturating_duration_since(m.sent);
     if let (Some(r), Some(name)) = (&shared.recorder, &m.record_name) {
-        let _ = r.save("responses", name, &with_prefix(frame), Some((key, info.version)), shared.show_secrets);
+        let _ =
+            r.save("responses", name, &with_prefix(frame), Some((key, info.version)), shared.show_secrets);
     }
     let roundtrip = if shared.verify && info.decoded == Decoded::Ok {
         Some(decode::roundtrip_response(frame, key, info.version))
@@ -651,5 +674,15 @@ fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Sh
         latency.as_micros(),
         info.errors,
     );
-    report("response", frame, &api, Some((key, info.version)), &info.decoded, roundtrip.as_ref(), id, shared, Some(extra));
+    report(
+        "response",
+        frame,
+        &api,
+        Some((key, info.version)),
+        &info.decoded,
+        roundtrip.as_ref(),
+        id,
+        shared,
+        Some(extra),
+    );
 }

@@ -6,8 +6,8 @@
 //! `kwire::frame::split_frame` returns them), except where a function says otherwise.
 
 use kwire::frame::{self, FrameError};
-use kwire::messages::{ApiKey, RequestBody, ResponseBody};
 use kwire::messages::ResponseBodyView;
+use kwire::messages::{ApiKey, RequestBody, ResponseBody};
 use kwire::secrets::{self, Redaction};
 use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
@@ -26,15 +26,12 @@ pub fn error_name(code: i16) -> String {
     }
 }
 
-/// The name of an API key: kwire's name when it knows the API, else Apache Kafka 4.4's
-/// name for it, else `api<N>`.
+/// The name of an API key: kwire's name (kwire has every API of Apache Kafka 4.4), else
+/// `api<N>`.
 pub fn api_name(api_key: i16) -> String {
     match ApiKey::from_i16(api_key) {
         Some(k) => k.name().to_string(),
-        None => match super::names::kafka_api_name(api_key) {
-            Some(name) => name.to_string(),
-            None => format!("api{api_key}"),
-        },
+        None => format!("api{api_key}"),
     }
 }
 
@@ -110,10 +107,14 @@ fn response_schema(api_key: i16, version: i16) -> Option<(&'static StructSchema,
 /// error codes.
 pub fn decode_response(frame: &[u8], api_key: i16, api_version: i16) -> ResponseInfo {
     let (decoded, version) = match ApiKey::from_i16(api_key) {
-        None => (Decoded::Unknown(format!("kwire: unsupported API key {api_key} (version {api_version})")), api_version),
-        Some(key) if !key.response_versions().contains(api_version) => {
-            (Decoded::Unknown(format!("kwire: unsupported version {api_version} of {}", key.name())), api_version)
-        }
+        None => (
+            Decoded::Unknown(format!("kwire: unsupported API key {api_key} (version {api_version})")),
+            api_version,
+        ),
+        Some(key) if !key.response_versions().contains(api_version) => (
+            Decoded::Unknown(format!("kwire: unsupported version {api_version} of {}", key.name())),
+            api_version,
+        ),
         Some(key) => match kwire::conn::read_response(frame, key, api_version) {
             Ok((_, version)) => (Decoded::Ok, version),
             Err(e) => (Decoded::Malformed(e.to_string()), api_version),
@@ -257,11 +258,12 @@ pub fn redaction_note(r: &Redaction) -> Option<String> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use kwire::filter::{FilterChain, RewriteAddresses, Verdict};
-    use kwire::messages::metadata::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+    use kwire::messages::metadata::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
     use kwire::messages::{ApiKey, MetadataResponse};
     use kwire::{List, Str};
 
@@ -307,7 +309,12 @@ mod tests {
     }
 
     /// The proxy's rewriting: `kwire::filter::RewriteAddresses` with a route per address.
-    fn rewrite(frame: &[u8], key: ApiKey, version: i16, to: fn(&str, i32) -> Option<(String, i32)>) -> Verdict {
+    fn rewrite(
+        frame: &[u8],
+        key: ApiKey,
+        version: i16,
+        to: fn(&str, i32) -> Option<(String, i32)>,
+    ) -> Verdict {
         let mut chain = FilterChain::new();
         chain.push(RewriteAddresses::new(to));
         chain.on_response(frame, key, version)
@@ -316,12 +323,17 @@ mod tests {
     #[test]
     fn metadata_addresses_are_rewritten_at_every_version() {
         for version in ApiKey::Metadata.response_versions().min..=ApiKey::Metadata.response_versions().max {
-            let before = response_frame(&metadata(&[(1, "broker-1.example", 9092), (2, "b2", 9093)]), version);
+            let before =
+                response_frame(&metadata(&[(1, "broker-1.example", 9092), (2, "b2", 9093)]), version);
             let info = decode_response(&before[4..], ApiKey::Metadata.key(), version);
             assert_eq!(info.decoded, Decoded::Ok, "v{version}");
             assert_eq!(info.errors, vec![6], "v{version}");
-            let to = |host: &str, port| (host == "broker-1.example").then(|| ("127.0.0.1".to_string(), 40001 + port - 9092));
-            let Verdict::Replace(after) = rewrite(&before[4..], ApiKey::Metadata, version, to) else { panic!("v{version}") };
+            let to = |host: &str, port| {
+                (host == "broker-1.example").then(|| ("127.0.0.1".to_string(), 40001 + port - 9092))
+            };
+            let Verdict::Replace(after) = rewrite(&before[4..], ApiKey::Metadata, version, to) else {
+                panic!("v{version}")
+            };
             let expected = response_frame(&metadata(&[(1, "127.0.0.1", 40001), (2, "b2", 9093)]), version);
             assert_eq!(after, expected[4..], "v{version}");
             assert_eq!(roundtrip_response(&after, ApiKey::Metadata.key(), version), Ok(true));

@@ -20,7 +20,6 @@
 
 mod conn;
 pub mod decode;
-mod names;
 // Only `scan` (error codes) is used now; the address rewriting moved to
 // `kwire::filter::RewriteAddresses`. The schema walker in `kwire::reflect` replaces it.
 #[allow(dead_code)]
