@@ -119,6 +119,9 @@ pub enum RequestAction<'a> {
 
 /// What a filter does with a response. Responses cannot be dropped: the client waits for
 /// each answer in order.
+// An action is returned once per frame and moved at once; boxing the body would cost an
+// allocation per rewrite.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ResponseAction<'a> {

@@ -275,6 +275,19 @@ impl Redaction {
     }
 }
 
+/// A frame whose secrets cannot be found: it does not parse (an unknown API or version, a
+/// malformed header or body), so nothing is known of its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unreadable;
+
+impl core::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("the frame does not parse, so its secrets cannot be found")
+    }
+}
+
+impl core::error::Error for Unreadable {}
+
 /// Where `inner` (a subslice of `outer`, as views hand them out) lies in `outer`.
 fn range_in(outer: &[u8], inner: &[u8]) -> Option<Range<usize>> {
     let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
@@ -283,12 +296,12 @@ fn range_in(outer: &[u8], inner: &[u8]) -> Option<Range<usize>> {
 }
 
 /// Calls `f` with the byte range of every secret in a request frame (without its size
-/// prefix). `Err(())` when the frame does not parse (unknown API or version, malformed):
+/// prefix). [`Unreadable`] when the frame does not parse (unknown API or version, malformed):
 /// then nothing is known of its bytes.
-pub fn request_secrets(frame: &[u8], mut f: impl FnMut(Range<usize>)) -> Result<(), ()> {
+pub fn request_secrets(frame: &[u8], mut f: impl FnMut(Range<usize>)) -> Result<(), Unreadable> {
     // A frame that does not parse is not trusted to be what its first bytes say (a raw
     // SASL token can begin like a request header of a known API).
-    let Ok((request, ignored)) = dispatch::parse_request_prefix(frame) else { return Err(()) };
+    let Ok((request, ignored)) = dispatch::parse_request_prefix(frame) else { return Err(Unreadable) };
     let mut put = |bytes: &[u8]| {
         if let Some(r) = range_in(frame, bytes) {
             f(r);
@@ -406,16 +419,16 @@ fn response_fields<'a>(body: &ResponseBodyView<'a>, put: &mut impl FnMut(&'a [u8
 }
 
 /// Calls `f` with the byte range of every secret in a response frame (without its size
-/// prefix) that answers a request of `api_key` at `version`. `Err(())` when the frame does
-/// not parse at that version.
+/// prefix) that answers a request of `api_key` at `version`. [`Unreadable`] when the frame
+/// does not parse at that version.
 pub fn response_secrets(
     frame: &[u8],
     api_key: i16,
     version: i16,
     mut f: impl FnMut(Range<usize>),
-) -> Result<(), ()> {
-    let Some(key) = ApiKey::from_i16(api_key) else { return Err(()) };
-    let Ok(response) = dispatch::parse_response(frame, key, version) else { return Err(()) };
+) -> Result<(), Unreadable> {
+    let Some(key) = ApiKey::from_i16(api_key) else { return Err(Unreadable) };
+    let Ok(response) = dispatch::parse_response(frame, key, version) else { return Err(Unreadable) };
     response_fields(&response.body, &mut |bytes: &[u8]| {
         if let Some(r) = range_in(frame, bytes) {
             f(r);
@@ -430,7 +443,7 @@ fn mask_copy(
     frame: &[u8],
     out: &mut [u8],
     keep: usize,
-    find: impl FnOnce(&mut dyn FnMut(Range<usize>)) -> Result<(), ()>,
+    find: impl FnOnce(&mut dyn FnMut(Range<usize>)) -> Result<(), Unreadable>,
 ) -> Redaction {
     let n = frame.len().min(out.len());
     out[..n].copy_from_slice(&frame[..n]);
@@ -446,7 +459,7 @@ fn mask_copy(
     match found {
         Ok(()) if fields == 0 => Redaction::Clean,
         Ok(()) => Redaction::Masked { fields, bytes },
-        Err(()) => {
+        Err(Unreadable) => {
             let keep = keep.min(n);
             out[keep..].fill(MASK);
             Redaction::Whole { bytes: n - keep }
@@ -469,7 +482,7 @@ pub fn mask_response(frame: &[u8], api_key: i16, version: i16, out: &mut [u8]) -
 /// Masks a response frame that answers no known request: everything after its correlation
 /// id, since nothing says what it is.
 pub fn mask_unknown_response(frame: &[u8], out: &mut [u8]) -> Redaction {
-    mask_copy(frame, out, 4, |_| Err(()))
+    mask_copy(frame, out, 4, |_| Err(Unreadable))
 }
 
 /// The request `frame` with its secrets masked: borrowed when it holds none.
