@@ -30,8 +30,10 @@ struct Meta {
 type Pending = kwire::conn::Pending<Meta>;
 
 /// Requests awaiting their responses, in order (Kafka answers a connection's requests in
-/// order; Produce with acks=0 gets no answer and is never entered), at most this many.
-const MAX_IN_FLIGHT: usize = 4096;
+/// order; Produce with acks=0 gets no answer and is never entered), at most this many: the
+/// table is allocated whole when the connection opens (about 70 KB, untouched until used),
+/// and a client with more unanswered requests is disconnected.
+const MAX_IN_FLIGHT: usize = kwire::conn::DEFAULT_MAX_IN_FLIGHT;
 /// The read buffers' base size; they grow for a larger frame and shrink back after.
 const READ_BUF: usize = 64 * 1024;
 /// Frames up to this size are copied into the batch written at the end of a read; larger
