@@ -665,7 +665,12 @@ fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Sh
             line.push_str(&format!(" errors={}", names.join(",")));
         }
         if rewritten {
-            line.push_str(" (broker addresses rewritten)");
+            // The deny-list rewrites ApiVersions answers; the address rewriter the others.
+            line.push_str(if p.api_key == ApiKey::ApiVersions {
+                " (denied APIs removed)"
+            } else {
+                " (broker addresses rewritten)"
+            });
         }
         shared.log.line(line);
     }
