@@ -21,9 +21,9 @@
 use kwire::conn::{ClientConn, ConnError, FrameBuf, InFlight, Received, ServerConn, read_response};
 use kwire::dispatch;
 use kwire::frame::{self, DEFAULT_MAX_FRAME_SIZE, FrameError, FrameStatus, ResponseHeaderView};
+use kwire::messages::ApiKey;
 use kwire::messages::api_versions::ApiVersionsRequest;
 use kwire::messages::metadata::MetadataRequest;
-use kwire::messages::ApiKey;
 
 const LIMITS: [usize; 4] = [16, 300, 64 << 10, DEFAULT_MAX_FRAME_SIZE];
 
@@ -82,9 +82,26 @@ pub fn conn(data: &[u8]) {
     let chunk_max = if mode & 0x80 != 0 { 4096 } else { 64 };
     let (want_frames, want_error) = split_whole(stream, max);
 
-    frame_buf(stream, base, max, use_feed, Chunks(u64::from(seed) | 0x100, chunk_max), &want_frames, want_error);
+    frame_buf(
+        stream,
+        base,
+        max,
+        use_feed,
+        Chunks(u64::from(seed) | 0x100, chunk_max),
+        &want_frames,
+        want_error,
+    );
     server(stream, base, max, use_feed, Chunks(u64::from(seed) | 0x200, chunk_max), &want_frames, want_error);
-    client(stream, base, max, use_feed, metadata, Chunks(u64::from(seed) | 0x300, chunk_max), &want_frames, want_error);
+    client(
+        stream,
+        base,
+        max,
+        use_feed,
+        metadata,
+        Chunks(u64::from(seed) | 0x300, chunk_max),
+        &want_frames,
+        want_error,
+    );
 }
 
 fn frame_buf(
@@ -134,7 +151,8 @@ fn frame_buf(
 fn server_model(frame: &[u8], api_versions_max: i16) -> Result<(i16, i16, i32, usize, bool), ConnError> {
     match dispatch::parse_request_prefix(frame) {
         Ok((r, trailing)) => {
-            let unsupported = r.body.api_key() == ApiKey::ApiVersions && r.header.api_version() > api_versions_max;
+            let unsupported =
+                r.body.api_key() == ApiKey::ApiVersions && r.header.api_version() > api_versions_max;
             Ok((r.header.api_key(), r.header.api_version(), r.header.correlation_id(), trailing, unsupported))
         }
         Err(FrameError::UnsupportedVersion { api_key: ApiKey::ApiVersions, api_version, correlation_id }) => {
@@ -168,7 +186,11 @@ fn server(
             let got = match conn.next_request() {
                 Ok(None) => None,
                 Ok(Some(Received::Request(r))) => {
-                    assert_eq!(Some(r.frame), want_frames.get(i).copied(), "a request split_frame does not find");
+                    assert_eq!(
+                        Some(r.frame),
+                        want_frames.get(i).copied(),
+                        "a request split_frame does not find"
+                    );
                     let reply = r.reply_to();
                     // An answer for ApiVersions, to exercise the encoder.
                     if r.body.api_key() == ApiKey::ApiVersions {
@@ -176,11 +198,21 @@ fn server(
                         let n = ServerConn::encode_response(reply, &body, &mut out).expect("encode");
                         assert_eq!(n, dispatch::response_len(&body, reply.api_version).unwrap());
                     }
-                    Some(Ok((r.header.api_key(), r.header.api_version(), r.header.correlation_id(), r.trailing_bytes, false)))
+                    Some(Ok((
+                        r.header.api_key(),
+                        r.header.api_version(),
+                        r.header.correlation_id(),
+                        r.trailing_bytes,
+                        false,
+                    )))
                 }
                 Ok(Some(Received::ApiVersionsUnsupported { header, reply_to })) => {
-                    ServerConn::encode_api_versions_unsupported(reply_to, kwire::Versions::new(0, 2), &mut out)
-                        .expect("encode");
+                    ServerConn::encode_api_versions_unsupported(
+                        reply_to,
+                        kwire::Versions::new(0, 2),
+                        &mut out,
+                    )
+                    .expect("encode");
                     Some(Ok((header.api_key, header.api_version, header.correlation_id, 0, true)))
                 }
                 Ok(Some(_)) => panic!("an unknown kind of request"),
@@ -231,8 +263,11 @@ fn client(
     want_frames: &[&[u8]],
     want_error: Option<FrameError>,
 ) {
-    let mut conn: ClientConn<usize> =
-        ClientConn::with_limits(Some("fuzz"), FrameBuf::with_base_capacity(base, max), InFlight::with_capacity(16));
+    let mut conn: ClientConn<usize> = ClientConn::with_limits(
+        Some("fuzz"),
+        FrameBuf::with_base_capacity(base, max),
+        InFlight::with_capacity(16),
+    );
     let mut model: InFlight<usize> = InFlight::with_capacity(16);
     let mut out = Vec::new();
     let newest = ApiKey::ApiVersions.request_versions().max;
@@ -261,7 +296,11 @@ fn client(
             let got = match conn.next_response() {
                 Ok(None) => None,
                 Ok(Some(r)) => {
-                    assert_eq!(Some(r.frame), want_frames.get(i).copied(), "a response split_frame does not find");
+                    assert_eq!(
+                        Some(r.frame),
+                        want_frames.get(i).copied(),
+                        "a response split_frame does not find"
+                    );
                     Some(Ok((r.correlation_id, r.api_key, r.requested_version, r.version, r.payload)))
                 }
                 Err(e) => Some(Err(e)),
