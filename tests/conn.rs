@@ -97,7 +97,7 @@ fn split_in_chunks(
         }
         let want = 1 + rng.next() as usize % max_chunk;
         let chunk = &input[at..(at + want).min(input.len())];
-        let took = if rng.next() % 2 == 0 {
+        let took = if rng.next().is_multiple_of(2) {
             fb.feed(chunk)
         } else {
             let spare = fb.spare();

@@ -1,6 +1,6 @@
 //! `tokio_util::codec` codecs (feature `tokio`): [`FrameCodec`] for raw frames and
 //! [`ServerCodec`] for a broker's typed requests and responses, both built on the rules
-//! of [`FrameBuf`](super::FrameBuf) and [`ServerConn`](super::ServerConn).
+//! of [`FrameBuf`](super::FrameBuf) and [`ServerConn`].
 //!
 //! **Framing.** The same limits and errors as `FrameBuf`: a negative or oversized size
 //! prefix is a [`FrameError`] as soon as its four bytes are there. The codecs never

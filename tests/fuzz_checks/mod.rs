@@ -1010,4 +1010,5 @@ pub fn primitives(data: &[u8]) {
         }
     };
 }
+pub mod conn;
 pub mod records;
