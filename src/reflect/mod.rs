@@ -9,8 +9,18 @@
 use crate::types::Versions;
 
 mod schemas;
+pub mod walk;
+#[cfg(feature = "alloc")]
+pub mod value;
+#[cfg(feature = "json")]
+pub mod json;
+#[cfg(feature = "alloc")]
+pub mod addresses;
 
 pub use schemas::{request_schema, response_schema};
+pub use walk::{Field, Path, Scalar, Visitor, WalkError, walk_body, walk_body_prefix, walk_request_header, walk_response_header};
+#[cfg(feature = "alloc")]
+pub use value::{Builder, Encoding, StructValue, Value, ValueError};
 
 /// The schema of a request or response body.
 #[derive(Debug)]
