@@ -98,7 +98,8 @@ pub struct Path {
 }
 
 impl Path {
-    const fn new(part: Part) -> Self {
+    /// The path of the top struct of `part`, before any field.
+    pub const fn new(part: Part) -> Self {
         Path { part, steps: [Step { field: &NO_FIELD, index: None }; MAX_DEPTH], len: 0, tagged: false }
     }
 
@@ -289,6 +290,11 @@ pub trait Visitor<'a> {
     /// A tagged field the schema does not know in this version, with its raw bytes.
     fn unknown_tagged_field(&mut self, field: &TaggedField, data: &'a [u8]) {
         let _ = (field, data);
+    }
+    /// The walk is over: `end` is where the reader stood (after the last byte read, or
+    /// where it stopped at an error). Called once per walk, also after an error.
+    fn finish(&mut self, end: usize) {
+        let _ = end;
     }
 }
 
@@ -684,8 +690,9 @@ pub fn walk_body_prefix<'a, V: Visitor<'a>>(
     }
     let flexible = schema.is_flexible(version);
     let mut w = Walk { visitor, mode: Mode { version, flexible, tagged: flexible }, path: Path::new(Part::Body) };
-    w.strukt(&mut r, schema.body)?;
-    Ok(r.offset())
+    let result = w.strukt(&mut r, schema.body);
+    w.visitor.finish(r.offset());
+    result.map(|()| r.offset())
 }
 
 /// Walks a request header at the start of `frame` (the bytes after the size prefix):
@@ -699,6 +706,16 @@ pub fn walk_request_header<'a, V: Visitor<'a>>(
 ) -> Result<RequestHeaderInfo, WalkError> {
     let mut r = Reader::with_base(frame, base);
     let mut w = Walk { visitor, mode: Mode { version: 0, flexible: false, tagged: false }, path: Path::new(Part::Header) };
+    let result = request_header(&mut w, &mut r, base);
+    w.visitor.finish(r.offset());
+    result
+}
+
+fn request_header<'a, V: Visitor<'a>>(
+    w: &mut Walk<'_, V>,
+    r: &mut Reader<'a>,
+    base: usize,
+) -> Result<RequestHeaderInfo, WalkError> {
     let mut values = [0i32; 3];
     for (i, f) in REQUEST_HEADER.fields.iter().take(3).enumerate() {
         w.path.push(f);
@@ -724,10 +741,10 @@ pub fn walk_request_header<'a, V: Visitor<'a>>(
     let header_version = api_key.request_header_version(version);
     let client = &REQUEST_HEADER.fields[3];
     w.path.push(client);
-    w.value(&mut r, client, &client.ty, None, None)?;
+    w.value(r, client, &client.ty, None, None)?;
     w.path.pop();
     if header_version >= 2 {
-        w.tagged_section(&mut r, None)?;
+        w.tagged_section(r, None)?;
     }
     Ok(RequestHeaderInfo { api_key, api_version: version, header_version, end: r.offset() - base })
 }
@@ -744,6 +761,7 @@ pub fn walk_response_header<'a, V: Visitor<'a>>(
     let mut r = Reader::with_base(frame, base);
     let tagged = header_version >= 1;
     let mut w = Walk { visitor, mode: Mode { version: 0, flexible: false, tagged }, path: Path::new(Part::Header) };
-    w.strukt(&mut r, &RESPONSE_HEADER)?;
-    Ok(r.offset() - base)
+    let result = w.strukt(&mut r, &RESPONSE_HEADER);
+    w.visitor.finish(r.offset());
+    result.map(|()| r.offset() - base)
 }

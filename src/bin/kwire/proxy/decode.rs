@@ -11,7 +11,7 @@ use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
 use kwire::reflect::StructSchema;
 
-use super::scan;
+use kwire::reflect::addresses;
 
 /// Apache Kafka's default limit on a request's size (`socket.request.max.bytes`).
 pub const DEFAULT_MAX_FRAME: usize = frame::DEFAULT_MAX_FRAME_SIZE;
@@ -230,9 +230,10 @@ pub fn decode_response(frame: &[u8], api_key: i16, api_version: i16) -> Response
         }
     };
     let mut info = ResponseInfo { decoded, version, errors: Vec::new(), addresses: Vec::new() };
-    if let Some((schema, flexible, flexible_header)) = response_schema(api_key, version)
+    if let Some((_, _, flexible_header)) = response_schema(api_key, version)
         && let Some(header_len) = response_header_len(frame, flexible_header)
-        && let Ok(found) = scan::scan(schema, version, flexible, &frame[header_len..])
+        && let Some(key) = ApiKey::from_i16(api_key)
+        && let Ok(found) = addresses::scan(kwire::reflect::response_schema(key), version, &frame[header_len..])
     {
         info.errors = found.errors;
         // Addresses only from a body the schema describes to its last byte.
@@ -252,9 +253,12 @@ pub fn rewrite_addresses(
     version: i16,
     replace: &[Option<(String, i32)>],
 ) -> Result<Vec<u8>, String> {
-    let (schema, flexible, flexible_header) = response_schema(api_key, version).ok_or("no schema")?;
+    let (_, _, flexible_header) = response_schema(api_key, version).ok_or("no schema")?;
     let header_len = response_header_len(frame, flexible_header).ok_or("truncated response header")?;
-    let body = scan::rewrite(schema, version, flexible, &frame[header_len..], replace)?;
+    let schema = kwire::reflect::response_schema(ApiKey::from_i16(api_key).ok_or("no schema")?);
+    let rewritten = addresses::rewrite(schema, version, &frame[header_len..], |i, _, _| replace.get(i).cloned().flatten())
+        .map_err(|e| e.to_string())?;
+    let body = rewritten.unwrap_or_else(|| frame[header_len..].to_vec());
     let size = i32::try_from(header_len + body.len()).map_err(|_| "rewritten frame too large")?;
     let mut out = Vec::with_capacity(4 + header_len + body.len());
     out.extend_from_slice(&size.to_be_bytes());

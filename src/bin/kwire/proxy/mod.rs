@@ -19,7 +19,6 @@
 mod conn;
 pub mod decode;
 mod names;
-mod scan;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
