@@ -255,6 +255,14 @@ fn request(frame: &[u8], rest: &[u8], root: &mut Node, walked: &mut Walked) -> R
     let mut v = Both::new(frame, header, Region::Header, &REQUEST_HEADER);
     let result = rwalk::walk_request_header(rest, 4, &mut v);
     let (mut header, value, end) = v.finish();
+    // The header version is known once the key and version are (also if a later field fails).
+    if let (Some(Value::Int16(key)), Some(Value::Int16(version))) =
+        (value.get("RequestApiKey"), value.get("RequestApiVersion"))
+        && let Some(key) = ApiKey::from_i16(*key)
+        && key.request_versions().contains(*version)
+    {
+        header.ty = format!("v{}", key.request_header_version(*version));
+    }
     walked.header = Some((value, reflect::Encoding::request_header(2)));
     let info = match result {
         Ok(info) => info,
@@ -287,7 +295,6 @@ fn request(frame: &[u8], rest: &[u8], root: &mut Node, walked: &mut Walked) -> R
             });
         }
     };
-    header.ty = format!("v{}", info.header_version);
     let body_at = 4 + info.end;
     root.children.push(header.end(body_at));
     let (key, version) = (info.api_key, info.api_version);
