@@ -42,7 +42,8 @@ fn schema(b: &Body) -> &'static reflect::MessageSchema {
 }
 
 fn request_body(name: String, frame: Vec<u8>) -> Body {
-    let info = walk::walk_request_header(&frame[4..], 4, &mut Nothing).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let info =
+        walk::walk_request_header(&frame[4..], 4, &mut Nothing).unwrap_or_else(|e| panic!("{name}: {e}"));
     Body {
         name,
         key: info.api_key,
@@ -73,7 +74,12 @@ fn bodies() -> Vec<Body> {
                 let frame = vector(&resp_path);
                 // An ApiVersions error answer is a v0 body (the fallback Kafka's clients do).
                 let v = if key == ApiKey::ApiVersions
-                    && ResponseBodyView::new(&frame[response_body(resp_path.clone(), frame.clone(), key, version).body_at..], key, version).is_err()
+                    && ResponseBodyView::new(
+                        &frame[response_body(resp_path.clone(), frame.clone(), key, version).body_at..],
+                        key,
+                        version,
+                    )
+                    .is_err()
                 {
                     0
                 } else {
@@ -98,7 +104,13 @@ fn bodies() -> Vec<Body> {
 }
 
 /// Walks `body` and checks it the typed way; both results.
-fn both(schema: &reflect::MessageSchema, request: bool, key: ApiKey, version: i16, body: &[u8]) -> (Result<(), walk::WalkError>, Result<(), DecodeError>) {
+fn both(
+    schema: &reflect::MessageSchema,
+    request: bool,
+    key: ApiKey,
+    version: i16,
+    body: &[u8],
+) -> (Result<(), walk::WalkError>, Result<(), DecodeError>) {
     let walked = walk::walk_body(schema, version, body, 0, &mut Nothing);
     let typed = if request {
         RequestBodyView::new(body, key, version).map(|_| ())
@@ -161,7 +173,8 @@ fn vectors_agree_and_encode_again() {
 
         // Value -> JSON -> Value -> bytes
         let json = to_json(&value, encoding);
-        let back = from_json(s.body, s.name, encoding, &json, "body").unwrap_or_else(|e| panic!("{}: {e}", b.name));
+        let back =
+            from_json(s.body, s.name, encoding, &json, "body").unwrap_or_else(|e| panic!("{}: {e}", b.name));
         assert!(back.warnings.is_empty());
         assert_eq!(back.value.to_bytes(encoding).unwrap(), body, "{}: through JSON", b.name);
     }
@@ -194,7 +207,7 @@ fn mutations_agree() {
 
 #[test]
 fn random_bodies_agree() {
-    let mut rng = XorShift(0x5eed_0f_3a1c);
+    let mut rng = XorShift(0x005e_ed0f_3a1c);
     let mut accepted = 0;
     for &key in ApiKey::ALL {
         for request in [true, false] {
@@ -224,7 +237,9 @@ macro_rules! arbitrary_alike {
                 let versions = key.$versions();
                 for _ in 0..60 {
                     let data = rng.bytes(1024);
-                    let Ok(value) = $Body::arbitrary_for(key, &mut Unstructured::new(&data)) else { continue };
+                    let Ok(value) = $Body::arbitrary_for(key, &mut Unstructured::new(&data)) else {
+                        continue;
+                    };
                     for version in versions.min..=versions.max {
                         let Ok(n) = value.encoded_len(version) else { continue };
                         let mut bytes = vec![0u8; n];
@@ -236,7 +251,12 @@ macro_rules! arbitrary_alike {
                         assert_eq!(dynamic.to_bytes(encoding).unwrap(), bytes, "{} v{version}", s.name);
                         let json = to_json(&dynamic, encoding);
                         let back = from_json(s.body, s.name, encoding, &json, "body").unwrap();
-                        assert_eq!(back.value.to_bytes(encoding).unwrap(), bytes, "{} v{version} JSON", s.name);
+                        assert_eq!(
+                            back.value.to_bytes(encoding).unwrap(),
+                            bytes,
+                            "{} v{version} JSON",
+                            s.name
+                        );
                         compared += 1;
                     }
                 }
@@ -246,8 +266,20 @@ macro_rules! arbitrary_alike {
     };
 }
 
-arbitrary_alike!(arbitrary_requests_encode_alike, RequestBody, request_versions, reflect::request_schema, 0x1234_5678);
-arbitrary_alike!(arbitrary_responses_encode_alike, ResponseBody, response_versions, reflect::response_schema, 0x8765_4321);
+arbitrary_alike!(
+    arbitrary_requests_encode_alike,
+    RequestBody,
+    request_versions,
+    reflect::request_schema,
+    0x1234_5678
+);
+arbitrary_alike!(
+    arbitrary_responses_encode_alike,
+    ResponseBody,
+    response_versions,
+    reflect::response_schema,
+    0x8765_4321
+);
 
 #[test]
 fn value_refuses_what_the_encoders_refuse() {
@@ -294,7 +326,10 @@ fn visitor_sees_paths_and_offsets() {
             }
         }
     }
-    let req = SaslAuthenticateRequest { auth_bytes: kwire::Bytes::Borrowed(b"\0user\0secret"), ..Default::default() };
+    let req = SaslAuthenticateRequest {
+        auth_bytes: kwire::Bytes::Borrowed(b"\0user\0secret"),
+        ..Default::default()
+    };
     let mut bytes = vec![0u8; req.encoded_len(2).unwrap()];
     req.encode(2, &mut bytes).unwrap();
     let mut v = Secrets(Vec::new());
@@ -347,7 +382,11 @@ fn addresses_in_metadata_at_every_version() {
     for version in versions.min..=versions.max {
         let bytes = encode(&value, version);
         let found = addresses::find(s, version, &bytes).unwrap();
-        assert_eq!(found, vec![("kafka-1.internal".into(), 9092), ("kafka-2.internal".into(), 9093)], "v{version}");
+        assert_eq!(
+            found,
+            vec![("kafka-1.internal".into(), 9092), ("kafka-2.internal".into(), 9093)],
+            "v{version}"
+        );
         let scan = addresses::scan(s, version, &bytes).unwrap();
         assert_eq!((scan.addresses, scan.end), (found, bytes.len()));
 
@@ -360,7 +399,8 @@ fn addresses_in_metadata_at_every_version() {
         assert_eq!(back.brokers[0].host.as_str(), "kafka-1.internal");
         assert_eq!(back.brokers[1].host.as_str(), "proxy-for-kafka-2.internal");
         assert_eq!(back.brokers[1].port, 10093);
-        let mut expected = metadata(&[(1, "kafka-1.internal", 9092), (2, "proxy-for-kafka-2.internal", 10093)]);
+        let mut expected =
+            metadata(&[(1, "kafka-1.internal", 9092), (2, "proxy-for-kafka-2.internal", 10093)]);
         expected.brokers = List::Owned(expected.brokers.as_slice().to_vec());
         assert_eq!(new, encode(&expected, version), "v{version}: only the address changes");
         // Nothing to change: no new body.
@@ -383,7 +423,12 @@ fn addresses_in_other_responses() {
         ..Default::default()
     };
     assert_eq!(addresses::find(s, 4, &encode(&v4, 4)).unwrap(), vec![("broker-3".into(), 9094)]);
-    let v1 = FindCoordinatorResponse { error_code: 15, host: Str::Borrowed("broker-4"), port: 9095, ..Default::default() };
+    let v1 = FindCoordinatorResponse {
+        error_code: 15,
+        host: Str::Borrowed("broker-4"),
+        port: 9095,
+        ..Default::default()
+    };
     let bytes = encode(&v1, 1);
     let scan = addresses::scan(s, 1, &bytes).unwrap();
     assert_eq!(scan.addresses, vec![("broker-4".into(), 9095)]);

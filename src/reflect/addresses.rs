@@ -200,7 +200,8 @@ impl<M: FnMut(usize, &str, i32) -> Option<(String, i32)>> Rewriter<'_, M> {
     }
 
     fn address(&mut self, s: &mut StructValue, h: usize, p: usize, index: usize) {
-        let (Some(Some(Value::String(host))), Some(Some(Value::Int32(port)))) = (s.fields.get(h), s.fields.get(p))
+        let (Some(Some(Value::String(host))), Some(Some(Value::Int32(port)))) =
+            (s.fields.get(h), s.fields.get(p))
         else {
             return;
         };

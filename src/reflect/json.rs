@@ -260,9 +260,12 @@ pub fn unknown_tags(v: &Json, path: &str, known: &[u32]) -> Result<Vec<(u32, Vec
     let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let p = format!("{path}[{i}]");
-        let obj = item.as_object().ok_or_else(|| format!("{p}: expected an object, found {}", describe(item)))?;
+        let obj =
+            item.as_object().ok_or_else(|| format!("{p}: expected an object, found {}", describe(item)))?;
         if let Some(extra) = obj.keys().find(|k| *k != "tag" && *k != "data") {
-            return Err(format!("{p}.{extra}: unknown key; an unknown tagged field has only \"tag\" and \"data\""));
+            return Err(format!(
+                "{p}.{extra}: unknown key; an unknown tagged field has only \"tag\" and \"data\""
+            ));
         }
         let tag_value = obj.get("tag").ok_or_else(|| format!("{p}.tag: missing"))?;
         let tag = integer(tag_value, 0, i128::from(u32::MAX), "uint32", &join(&p, "tag"))? as u32;
@@ -274,7 +277,9 @@ pub fn unknown_tags(v: &Json, path: &str, known: &[u32]) -> Result<Vec<(u32, Vec
             None => return Err(format!("{p}.data: missing")),
         };
         if known.contains(&tag) {
-            return Err(format!("{p}.tag: tag {tag} belongs to a field this struct knows; set that field instead"));
+            return Err(format!(
+                "{p}.tag: tag {tag} belongs to a field this struct knows; set that field instead"
+            ));
         }
         if out.last().is_some_and(|(prev, _)| tag <= *prev) {
             return Err(format!(
@@ -300,7 +305,9 @@ fn expected(ty: &FieldType) -> String {
         | FieldType::Uint16
         | FieldType::Uint32 => "an integer".into(),
         FieldType::Float64 => "a number".into(),
-        FieldType::Uuid => "a UUID (22 characters of URL-safe base64, as Kafka writes it, or 8-4-4-4-12 hex)".into(),
+        FieldType::Uuid => {
+            "a UUID (22 characters of URL-safe base64, as Kafka writes it, or 8-4-4-4-12 hex)".into()
+        }
         FieldType::String => "a string".into(),
         FieldType::Bytes | FieldType::Records => "a base64 string".into(),
         FieldType::Array(_) => format!("an array ({})", type_name(ty)),
@@ -310,14 +317,19 @@ fn expected(ty: &FieldType) -> String {
 
 impl Read<'_> {
     fn strukt(&mut self, s: &'static StructSchema, json: &Json, path: &str) -> Result<StructValue, String> {
-        let obj =
-            json.as_object().ok_or_else(|| format!("{path}: expected an object ({}), found {}", s.name, describe(json)))?;
+        let obj = json
+            .as_object()
+            .ok_or_else(|| format!("{path}: expected an object ({}), found {}", s.name, describe(json)))?;
         for key in obj.keys() {
             if key == "_unknownTaggedFields" || s.fields.iter().any(|f| json_key(f.name) == *key) {
                 continue;
             }
-            let here: Vec<String> =
-                s.fields.iter().filter(|f| f.versions.contains(self.version)).map(|f| json_key(f.name)).collect();
+            let here: Vec<String> = s
+                .fields
+                .iter()
+                .filter(|f| f.versions.contains(self.version))
+                .map(|f| json_key(f.name))
+                .collect();
             let hint = match s.fields.iter().find(|f| f.name.eq_ignore_ascii_case(key)) {
                 Some(f) => format!(" (did you mean {:?}?)", json_key(f.name)),
                 None => String::new(),
@@ -381,11 +393,21 @@ impl Read<'_> {
         Ok(out)
     }
 
-    fn value(&mut self, ty: &'static FieldType, nullable: bool, j: &Json, path: &str) -> Result<Value, String> {
+    fn value(
+        &mut self,
+        ty: &'static FieldType,
+        nullable: bool,
+        j: &Json,
+        path: &str,
+    ) -> Result<Value, String> {
         if j.is_null() {
             let may_be_null = matches!(
                 ty,
-                FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Array(_) | FieldType::Struct(_)
+                FieldType::String
+                    | FieldType::Bytes
+                    | FieldType::Records
+                    | FieldType::Array(_)
+                    | FieldType::Struct(_)
             );
             if !may_be_null {
                 return Err(format!("{path}: expected {}, found null", expected(ty)));
@@ -402,9 +424,15 @@ impl Read<'_> {
         Ok(match ty {
             FieldType::Bool => Value::Bool(j.as_bool().ok_or_else(wrong)?),
             FieldType::Int8 => Value::Int8(integer(j, i8::MIN.into(), i8::MAX.into(), "int8", path)? as i8),
-            FieldType::Int16 => Value::Int16(integer(j, i16::MIN.into(), i16::MAX.into(), "int16", path)? as i16),
-            FieldType::Int32 => Value::Int32(integer(j, i32::MIN.into(), i32::MAX.into(), "int32", path)? as i32),
-            FieldType::Int64 => Value::Int64(integer(j, i64::MIN.into(), i64::MAX.into(), "int64", path)? as i64),
+            FieldType::Int16 => {
+                Value::Int16(integer(j, i16::MIN.into(), i16::MAX.into(), "int16", path)? as i16)
+            }
+            FieldType::Int32 => {
+                Value::Int32(integer(j, i32::MIN.into(), i32::MAX.into(), "int32", path)? as i32)
+            }
+            FieldType::Int64 => {
+                Value::Int64(integer(j, i64::MIN.into(), i64::MAX.into(), "int64", path)? as i64)
+            }
             FieldType::Uint16 => Value::Uint16(integer(j, 0, u16::MAX.into(), "uint16", path)? as u16),
             FieldType::Uint32 => Value::Uint32(integer(j, 0, u32::MAX.into(), "uint32", path)? as u32),
             FieldType::Float64 => Value::Float64(match j {
@@ -418,7 +446,10 @@ impl Read<'_> {
             FieldType::String => {
                 let s = j.as_str().ok_or_else(wrong)?;
                 if s.len() > MAX_STRING_LEN {
-                    return Err(format!("{path}: the string is {} bytes; Kafka strings are at most 32767", s.len()));
+                    return Err(format!(
+                        "{path}: the string is {} bytes; Kafka strings are at most 32767",
+                        s.len()
+                    ));
                 }
                 Value::String(s.into())
             }

@@ -71,7 +71,11 @@ impl PartialEq for StructValue {
 impl StructValue {
     /// A struct whose every field is unset (encodes as the defaults).
     pub fn new(schema: &'static StructSchema) -> Self {
-        StructValue { schema, fields: alloc::vec![None; schema.fields.len()], unknown_tagged_fields: Vec::new() }
+        StructValue {
+            schema,
+            fields: alloc::vec![None; schema.fields.len()],
+            unknown_tagged_fields: Vec::new(),
+        }
     }
 
     /// The value of the field named `name` (schema spelling), if set.
@@ -263,7 +267,12 @@ fn is_default(v: Option<&Value>, ty: &'static FieldType, default: Option<&str>) 
         (Value::Struct(sv), FieldType::Struct(_)) => {
             default != Some("null")
                 && sv.unknown_tagged_fields.is_empty()
-                && sv.schema.fields.iter().zip(&sv.fields).all(|(f, v)| is_default(v.as_ref(), &f.ty, f.default))
+                && sv
+                    .schema
+                    .fields
+                    .iter()
+                    .zip(&sv.fields)
+                    .all(|(f, v)| is_default(v.as_ref(), &f.ty, f.default))
         }
         (Value::Float64(x), _) => {
             matches!(Value::default_of(ty, default), Some(Value::Float64(d)) if d.to_bits() == x.to_bits())
@@ -416,7 +425,10 @@ impl Enc {
     /// ignorable is refused, as the generated encoders refuse it).
     fn check_absent(&self, sv: &StructValue) -> Result<(), ValueError> {
         for (f, v) in sv.schema.fields.iter().zip(&sv.fields) {
-            if !f.versions.contains(self.e.version) && !f.ignorable && !is_default(v.as_ref(), &f.ty, f.default) {
+            if !f.versions.contains(self.e.version)
+                && !f.ignorable
+                && !is_default(v.as_ref(), &f.ty, f.default)
+            {
                 return Err(EncodeError::FieldNotInVersion { field: f.name, version: self.e.version }.into());
             }
         }
@@ -457,11 +469,24 @@ impl Enc {
         }
     }
 
-    fn size_value(&self, f: &'static FieldSchema, ty: &'static FieldType, v: &Value, nullable: bool) -> Result<usize, ValueError> {
+    fn size_value(
+        &self,
+        f: &'static FieldSchema,
+        ty: &'static FieldType,
+        v: &Value,
+        nullable: bool,
+    ) -> Result<usize, ValueError> {
         let flex = self.e.flexible;
         let wrong = ValueError::WrongType { field: f.name };
         Ok(match (ty, v) {
-            (FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Array(_) | FieldType::Struct(_), Value::Null) => {
+            (
+                FieldType::String
+                | FieldType::Bytes
+                | FieldType::Records
+                | FieldType::Array(_)
+                | FieldType::Struct(_),
+                Value::Null,
+            ) => {
                 if !nullable {
                     return Err(EncodeError::NullNotAllowed { field: f.name }.into());
                 }

@@ -1,7 +1,7 @@
 //! The schema walker: reads any body (or header) field by field from its
 //! [`MessageSchema`](super::MessageSchema) and hands every field to a [`Visitor`].
 //!
-//! It reads with the crate's own [`Reader`](crate::wire::Reader), the cursor the typed
+//! It reads with the crate's own `wire::Reader`, the cursor the typed
 //! views and the reference decoder use, so every length, count, varint, null, UTF-8 and
 //! tagged-field rule is applied by the same code, and the walker accepts and rejects the
 //! same bodies as the typed views, with the same [`DecodeErrorKind`]s at the same
@@ -9,7 +9,7 @@
 //! schema field, e.g. `"Timestamp"`, and its [`Path`] says where it is).
 //!
 //! It neither allocates nor needs `alloc`: the [`Path`] to the current field is a fixed
-//! array of [`MAX_DEPTH`] steps, enough for every Kafka schema.
+//! array of [`MAX_DEPTH`] steps (Kafka's schemas nest at most four deep).
 
 use core::fmt;
 
@@ -19,9 +19,9 @@ use crate::messages::ApiKey;
 use crate::types::{Uuid, Versions};
 use crate::wire::Reader;
 
-/// The deepest nesting of fields the walker follows (Kafka's schemas nest at most six
+/// The deepest nesting of fields the walker follows (Kafka's schemas nest at most four
 /// deep); a deeper schema is refused with [`WalkError::TooDeep`].
-pub const MAX_DEPTH: usize = 16;
+pub const MAX_DEPTH: usize = 8;
 
 /// A decoded value that is not a container: what [`Visitor::value`] receives.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,34 +73,27 @@ pub struct Step {
     pub index: Option<usize>,
 }
 
-static NO_FIELD: FieldSchema = FieldSchema {
-    name: "",
-    ty: FieldType::Bool,
-    versions: Versions::new(0, -1),
-    nullable_versions: Versions::new(0, -1),
-    tagged_versions: Versions::new(0, -1),
-    tag: None,
-    default: None,
-    ignorable: false,
-    about: "",
-};
-
 /// Where the walk is: the part, then the fields (and array indexes) from the top struct
 /// down to the current field. It displays as Kafka's JSON path,
 /// `body.topics[0].partitions[2].timestamp`, with ` (tagged fields)` appended inside a
 /// tagged-field section's framing.
+///
+/// It is small and `Copy` (each step is a field's position in its struct and an element
+/// index; the fields are found from the top struct's schema when asked for).
 #[derive(Clone, Copy)]
 pub struct Path {
     part: Part,
-    steps: [Step; MAX_DEPTH],
+    root: &'static StructSchema,
+    /// Per step: the field's index in its struct, and the element index plus one (0: none).
+    steps: [(u16, u32); MAX_DEPTH],
     len: u8,
     tagged: bool,
 }
 
 impl Path {
-    /// The path of the top struct of `part`, before any field.
-    pub const fn new(part: Part) -> Self {
-        Path { part, steps: [Step { field: &NO_FIELD, index: None }; MAX_DEPTH], len: 0, tagged: false }
+    /// The path of the top struct `root` of `part`, before any field.
+    pub const fn new(part: Part, root: &'static StructSchema) -> Self {
+        Path { part, root, steps: [(0, 0); MAX_DEPTH], len: 0, tagged: false }
     }
 
     /// The part of the frame.
@@ -108,9 +101,31 @@ impl Path {
         self.part
     }
 
+    /// The top struct's schema.
+    pub const fn root(&self) -> &'static StructSchema {
+        self.root
+    }
+
     /// The steps from the top struct down, the current field last.
-    pub fn steps(&self) -> &[Step] {
-        self.steps.get(..usize::from(self.len)).unwrap_or_default()
+    pub fn steps(&self) -> impl Iterator<Item = Step> + '_ {
+        let mut owner = Some(self.root);
+        self.steps.iter().take(usize::from(self.len)).map_while(move |&(field, index)| {
+            let field = owner?.fields.get(usize::from(field))?;
+            let mut ty = &field.ty;
+            while let FieldType::Array(inner) = ty {
+                ty = inner;
+            }
+            owner = match ty {
+                FieldType::Struct(s) => Some(*s),
+                _ => None,
+            };
+            Some(Step { field, index: index.checked_sub(1).map(|i| i as usize) })
+        })
+    }
+
+    /// The number of steps.
+    pub const fn depth(&self) -> usize {
+        self.len as usize
     }
 
     /// The current field (the last step), if the walk is inside one.
@@ -124,14 +139,14 @@ impl Path {
         self.tagged
     }
 
-    fn push(&mut self, field: &'static FieldSchema) -> bool {
-        match self.steps.get_mut(usize::from(self.len)) {
-            Some(slot) => {
-                *slot = Step { field, index: None };
+    fn push(&mut self, field: usize) -> bool {
+        match (self.steps.get_mut(usize::from(self.len)), u16::try_from(field)) {
+            (Some(slot), Ok(field)) => {
+                *slot = (field, 0);
                 self.len += 1;
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
@@ -139,9 +154,10 @@ impl Path {
         self.len = self.len.saturating_sub(1);
     }
 
-    fn set_index(&mut self, index: usize) {
+    /// Sets (or with `None` clears) the element index of the last step.
+    fn set_index(&mut self, index: Option<usize>) {
         if let Some(last) = self.len.checked_sub(1).and_then(|i| self.steps.get_mut(usize::from(i))) {
-            last.index = Some(index);
+            last.1 = index.map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX - 1) + 1);
         }
     }
 }
@@ -419,12 +435,7 @@ pub static REQUEST_HEADER: StructSchema = StructSchema {
 /// The response header's fields (version 1 adds a tagged-field section).
 pub static RESPONSE_HEADER: StructSchema = StructSchema {
     name: "ResponseHeader",
-    fields: &[header_field(
-        "CorrelationId",
-        FieldType::Int32,
-        false,
-        "The correlation ID of this response.",
-    )],
+    fields: &[header_field("CorrelationId", FieldType::Int32, false, "The correlation ID of this response.")],
 };
 
 /// How a struct's fields are encoded.
@@ -452,6 +463,7 @@ impl<'a, V: Visitor<'a>> Walk<'_, V> {
         decode_err(error, &self.path)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn field<'p>(
         path: &'p Path,
         f: &'static FieldSchema,
@@ -476,14 +488,13 @@ impl<'a, V: Visitor<'a>> Walk<'_, V> {
     }
 
     fn strukt(&mut self, r: &mut Reader<'a>, s: &'static StructSchema) -> Result<(), WalkError> {
-        for f in s.fields {
+        for (i, f) in s.fields.iter().enumerate() {
             if f.is_inline(self.mode.version) {
-                if !self.path.push(f) {
+                if !self.path.push(i) {
                     return Err(WalkError::TooDeep { offset: r.offset() });
                 }
-                let result = self.value(r, f, &f.ty, None, None);
+                self.value(r, f, &f.ty, None, None)?;
                 self.path.pop();
-                result?;
             }
         }
         if self.mode.tagged {
@@ -516,34 +527,38 @@ impl<'a, V: Visitor<'a>> Walk<'_, V> {
             FieldType::Uint32 => r.u32(name).map(Scalar::Uint32),
             FieldType::Float64 => r.f64(name).map(Scalar::Float64),
             FieldType::Uuid => r.uuid(name).map(Scalar::Uuid),
-            FieldType::String if nullable => r.nullable_str(flex, name).map(|s| s.map_or(Scalar::Null, Scalar::String)),
+            FieldType::String if nullable => {
+                r.nullable_str(flex, name).map(|s| s.map_or(Scalar::Null, Scalar::String))
+            }
             FieldType::String => r.str(flex, name).map(Scalar::String),
-            FieldType::Bytes if nullable => r.nullable_bytes(flex, name).map(|b| b.map_or(Scalar::Null, Scalar::Bytes)),
+            FieldType::Bytes if nullable => {
+                r.nullable_bytes(flex, name).map(|b| b.map_or(Scalar::Null, Scalar::Bytes))
+            }
             FieldType::Bytes => r.bytes(flex, name).map(Scalar::Bytes),
             FieldType::Records if nullable => {
                 r.nullable_bytes(flex, name).map(|b| b.map_or(Scalar::Null, Scalar::Records))
             }
             FieldType::Records => r.bytes(flex, name).map(Scalar::Records),
             FieldType::Array(elem) => {
-                let count = if nullable { r.array_len(flex, name) } else { r.array_len_non_null(flex, name).map(Some) }
-                    .map_err(|e| self.err(e))?;
+                let count = if nullable {
+                    r.array_len(flex, name)
+                } else {
+                    r.array_len_non_null(flex, name).map(Some)
+                }
+                .map_err(|e| self.err(e))?;
                 let at = Self::field(&self.path, f, ty, index, start, r.offset(), mode, tag);
                 self.visitor.enter_array(&at, count);
                 let mut result = Ok(());
                 for i in 0..count.unwrap_or(0) {
-                    self.path.set_index(i);
+                    self.path.set_index(Some(i));
                     result = self.value(r, f, elem, Some(i), None);
                     if result.is_err() {
                         break;
                     }
                 }
-                if index.is_none() {
+                if result.is_ok() {
                     // The path names the array again, not its last element.
-                    if let Some(last) = self.path.len.checked_sub(1).and_then(|i| self.path.steps.get_mut(usize::from(i))) {
-                        if result.is_ok() {
-                            last.index = None;
-                        }
-                    }
+                    self.path.set_index(None);
                 }
                 let at = Self::field(&self.path, f, ty, index, start, r.offset(), mode, tag);
                 self.visitor.leave_array(&at, count);
@@ -574,7 +589,11 @@ impl<'a, V: Visitor<'a>> Walk<'_, V> {
 
     /// Reads a tagged-field section with the checks of [`Reader::tagged_fields`],
     /// decoding the fields `s` knows in this version and handing on the others raw.
-    fn tagged_section(&mut self, r: &mut Reader<'a>, s: Option<&'static StructSchema>) -> Result<(), WalkError> {
+    fn tagged_section(
+        &mut self,
+        r: &mut Reader<'a>,
+        s: Option<&'static StructSchema>,
+    ) -> Result<(), WalkError> {
         const FIELD: &str = "_tagged_fields";
         let start = r.offset();
         self.path.tagged = true;
@@ -586,7 +605,8 @@ impl<'a, V: Visitor<'a>> Walk<'_, V> {
             return Err(self.err(DecodeError::new(DecodeErrorKind::ArrayTooLong(count), start, FIELD)));
         }
         let section_path = self.path;
-        let section = TaggedSection { owner: s, offset: start, count_end: r.offset(), count, path: &section_path };
+        let section =
+            TaggedSection { owner: s, offset: start, count_end: r.offset(), count, path: &section_path };
         self.visitor.enter_tagged_fields(&section);
         let result = self.tagged_entries(r, s, count);
         self.visitor.leave_tagged_fields(&section, r.offset());
@@ -596,7 +616,12 @@ impl<'a, V: Visitor<'a>> Walk<'_, V> {
         result
     }
 
-    fn tagged_entries(&mut self, r: &mut Reader<'a>, s: Option<&'static StructSchema>, count: u32) -> Result<(), WalkError> {
+    fn tagged_entries(
+        &mut self,
+        r: &mut Reader<'a>,
+        s: Option<&'static StructSchema>,
+        count: u32,
+    ) -> Result<(), WalkError> {
         const FIELD: &str = "_tagged_fields";
         let mut last: Option<u32> = None;
         for _ in 0..count {
@@ -610,14 +635,14 @@ impl<'a, V: Visitor<'a>> Walk<'_, V> {
             let size = r.uvarint(FIELD).map_err(|e| self.err(e))? as usize;
             let value_offset = r.offset();
             let mut value = r.sub(size, FIELD).map_err(|e| self.err(e))?;
-            let known = s.and_then(|s| s.fields.iter().find(|f| f.tag == Some(tag)));
+            let known = s.and_then(|s| s.fields.iter().enumerate().find(|(_, f)| f.tag == Some(tag)));
             let mut info = TaggedField { tag, offset: entry, size_offset, value_offset, size, known: None };
             match known {
-                Some(f) if f.is_tagged(self.mode.version) => {
+                Some((i, f)) if f.is_tagged(self.mode.version) => {
                     info.known = Some(f);
                     self.visitor.tagged_field(&info);
                     self.path.tagged = false;
-                    if !self.path.push(f) {
+                    if !self.path.push(i) {
                         return Err(WalkError::TooDeep { offset: value_offset });
                     }
                     let mut result = self.value(&mut value, f, &f.ty, None, Some(tag));
@@ -630,9 +655,7 @@ impl<'a, V: Visitor<'a>> Walk<'_, V> {
                         result = Err(self.err(DecodeError::new(kind, value.offset(), FIELD)));
                     }
                     self.visitor.leave_tagged_field(&info, r.offset());
-                    if result.is_err() {
-                        return result;
-                    }
+                    result?;
                     self.path.pop();
                     self.path.tagged = true;
                 }
@@ -669,7 +692,7 @@ pub fn walk_body<'a, V: Visitor<'a>>(
         0 => Ok(()),
         n => Err(decode_err(
             DecodeError::new(DecodeErrorKind::TrailingBytes(n as u32), end, "body"),
-            &Path::new(Part::Body),
+            &Path::new(Part::Body, schema.body),
         )),
     }
 }
@@ -686,10 +709,14 @@ pub fn walk_body_prefix<'a, V: Visitor<'a>>(
     let mut r = Reader::with_base(body, base);
     if !schema.versions.contains(version) {
         let error = DecodeError::new(DecodeErrorKind::UnsupportedVersion(version), base, schema.name);
-        return Err(decode_err(error, &Path::new(Part::Body)));
+        return Err(decode_err(error, &Path::new(Part::Body, schema.body)));
     }
     let flexible = schema.is_flexible(version);
-    let mut w = Walk { visitor, mode: Mode { version, flexible, tagged: flexible }, path: Path::new(Part::Body) };
+    let mut w = Walk {
+        visitor,
+        mode: Mode { version, flexible, tagged: flexible },
+        path: Path::new(Part::Body, schema.body),
+    };
     let result = w.strukt(&mut r, schema.body);
     w.visitor.finish(r.offset());
     result.map(|()| r.offset())
@@ -705,7 +732,11 @@ pub fn walk_request_header<'a, V: Visitor<'a>>(
     visitor: &mut V,
 ) -> Result<RequestHeaderInfo, WalkError> {
     let mut r = Reader::with_base(frame, base);
-    let mut w = Walk { visitor, mode: Mode { version: 0, flexible: false, tagged: false }, path: Path::new(Part::Header) };
+    let mut w = Walk {
+        visitor,
+        mode: Mode { version: 0, flexible: false, tagged: false },
+        path: Path::new(Part::Header, &REQUEST_HEADER),
+    };
     let result = request_header(&mut w, &mut r, base);
     w.visitor.finish(r.offset());
     result
@@ -718,7 +749,7 @@ fn request_header<'a, V: Visitor<'a>>(
 ) -> Result<RequestHeaderInfo, WalkError> {
     let mut values = [0i32; 3];
     for (i, f) in REQUEST_HEADER.fields.iter().take(3).enumerate() {
-        w.path.push(f);
+        w.path.push(i);
         let start = r.offset();
         let v = match f.ty {
             FieldType::Int16 => r.i16(f.name).map(|v| (i32::from(v), Scalar::Int16(v))),
@@ -740,7 +771,7 @@ fn request_header<'a, V: Visitor<'a>>(
     }
     let header_version = api_key.request_header_version(version);
     let client = &REQUEST_HEADER.fields[3];
-    w.path.push(client);
+    w.path.push(3);
     w.value(r, client, &client.ty, None, None)?;
     w.path.pop();
     if header_version >= 2 {
@@ -760,7 +791,11 @@ pub fn walk_response_header<'a, V: Visitor<'a>>(
 ) -> Result<usize, WalkError> {
     let mut r = Reader::with_base(frame, base);
     let tagged = header_version >= 1;
-    let mut w = Walk { visitor, mode: Mode { version: 0, flexible: false, tagged }, path: Path::new(Part::Header) };
+    let mut w = Walk {
+        visitor,
+        mode: Mode { version: 0, flexible: false, tagged },
+        path: Path::new(Part::Header, &RESPONSE_HEADER),
+    };
     let result = w.strukt(&mut r, &RESPONSE_HEADER);
     w.visitor.finish(r.offset());
     result.map(|()| r.offset() - base)

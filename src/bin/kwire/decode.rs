@@ -343,7 +343,8 @@ pub struct JsonDoc(pub Json);
 impl JsonDoc {
     /// The document as text: pretty-printed with two-space indents, or on one line.
     pub fn to_text(&self, pretty: bool) -> String {
-        let text = if pretty { serde_json::to_string_pretty(&self.0) } else { serde_json::to_string(&self.0) };
+        let text =
+            if pretty { serde_json::to_string_pretty(&self.0) } else { serde_json::to_string(&self.0) };
         // Serialising a serde_json value cannot fail.
         text.unwrap_or_default()
     }

@@ -10,10 +10,10 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use kwire::AnyBody;
+use kwire::ApiKey;
 use kwire::dispatch;
 use kwire::frame;
 use kwire::messages::{RequestBody, ResponseBody};
-use kwire::ApiKey;
 use kwire::reflect::json::{describe, from_json, integer, unknown_tags, versions_text};
 use kwire::reflect::walk::{REQUEST_HEADER, RESPONSE_HEADER};
 use kwire::reflect::{self, Encoding, StructValue, Value as V};

@@ -10,8 +10,7 @@
 
 use kwire::reflect::json::{json_key, type_name, uuid_string};
 use kwire::reflect::walk::{
-    self as rwalk, Field, REQUEST_HEADER, RESPONSE_HEADER, Scalar, TaggedField, TaggedSection,
-    Visitor,
+    self as rwalk, Field, REQUEST_HEADER, RESPONSE_HEADER, Scalar, TaggedField, TaggedSection, Visitor,
 };
 use kwire::reflect::{self, Builder, FieldSchema, FieldType, StructSchema, StructValue, Value};
 use kwire::{ApiKey, DecodeErrorKind, ErrorCode};
@@ -186,7 +185,13 @@ impl Walked {
 pub fn walk(frame: &[u8], kind: Kind) -> Walked {
     let mut root = Node::new("Request", "message", 0, Region::Frame)
         .about("the whole frame: size prefix, header and body");
-    let mut walked = Walked { root: Node::new("", "", 0, Region::Frame), api: None, error: None, header: None, body: None };
+    let mut walked = Walked {
+        root: Node::new("", "", 0, Region::Frame),
+        api: None,
+        error: None,
+        header: None,
+        body: None,
+    };
     let result = frame_walk(frame, kind, &mut root, &mut walked);
     root.size = frame.len();
     walked.root = root;
@@ -202,7 +207,12 @@ fn decode_error(e: &rwalk::WalkError, fallback_path: &str) -> WalkError {
             message: error.kind().to_string(),
             kind: Some(error.kind()),
         },
-        other => WalkError { offset: other.offset(), path: fallback_path.into(), message: other.to_string(), kind: None },
+        other => WalkError {
+            offset: other.offset(),
+            path: fallback_path.into(),
+            message: other.to_string(),
+            kind: None,
+        },
     }
 }
 
@@ -211,11 +221,17 @@ fn fail(offset: usize, path: &str, message: String) -> WalkError {
 }
 
 fn frame_walk(frame: &[u8], kind: Kind, root: &mut Node, walked: &mut Walked) -> Result<(), WalkError> {
-    let mut framing = Node::new("Frame", "", 0, Region::Frame).about("the size prefix that frames the message");
+    let mut framing =
+        Node::new("Frame", "", 0, Region::Frame).about("the size prefix that frames the message");
     let Some(prefix) = frame.first_chunk::<4>() else {
         root.children.push(framing.end(0));
         let kind = DecodeErrorKind::Truncated { needed: 4, available: frame.len() as u32 };
-        return Err(WalkError { offset: 0, path: "frame.size".into(), message: kind.to_string(), kind: Some(kind) });
+        return Err(WalkError {
+            offset: 0,
+            path: "frame.size".into(),
+            message: kind.to_string(),
+            kind: Some(kind),
+        });
     };
     let size = i32::from_be_bytes(*prefix);
     framing.children.push(
@@ -227,7 +243,12 @@ fn frame_walk(frame: &[u8], kind: Kind, root: &mut Node, walked: &mut Walked) ->
     root.children.push(framing.end(4));
     let Ok(declared) = usize::try_from(size) else {
         let kind = DecodeErrorKind::InvalidLength(size);
-        return Err(WalkError { offset: 0, path: "frame.size".into(), message: kind.to_string(), kind: Some(kind) });
+        return Err(WalkError {
+            offset: 0,
+            path: "frame.size".into(),
+            message: kind.to_string(),
+            kind: Some(kind),
+        });
     };
     let rest = &frame[4..];
     match kind {
@@ -337,7 +358,12 @@ fn response(
         return Err(fail(
             body_at,
             "body",
-            format!("{} has no response version {version} in kwire (versions {}-{})", key.name(), v.min, v.max),
+            format!(
+                "{} has no response version {version} in kwire (versions {}-{})",
+                key.name(),
+                v.min,
+                v.max
+            ),
         ));
     }
     body(frame, schema, version, body_at, root, walked)
@@ -468,7 +494,9 @@ impl TreeBuilder<'_> {
                 };
                 Node::new(format!("{base}[{i}]"), ty, field.offset, self.region())
             }
-            None => Node::new(f.name, ty, field.offset, self.region()).about(f.about).key(Some(json_key(f.name))),
+            None => {
+                Node::new(f.name, ty, field.offset, self.region()).about(f.about).key(Some(json_key(f.name)))
+            }
         };
         node.element = field.index.is_some();
         node
@@ -486,9 +514,12 @@ impl TreeBuilder<'_> {
                 };
                 ("request_api_key", "int16", "which API the request calls", shown)
             }
-            ("RequestApiVersion", Scalar::Int16(v)) => {
-                ("request_api_version", "int16", "which version of that API the body is encoded in", v.to_string())
-            }
+            ("RequestApiVersion", Scalar::Int16(v)) => (
+                "request_api_version",
+                "int16",
+                "which version of that API the body is encoded in",
+                v.to_string(),
+            ),
             ("CorrelationId", Scalar::Int32(c)) => {
                 let about = if core::ptr::eq(field.schema, &RESPONSE_HEADER.fields[0]) {
                     "the correlation id of the request this answers"
@@ -678,7 +709,14 @@ fn head(t: &TaggedField) -> Vec<Node> {
 
 /// Wraps the node of a decoded known tagged field into its entry: the entry spans the tag
 /// and size as well, which become its first children.
-fn tagged_entry(inner: Node, f: &'static FieldSchema, tag: u32, head: Vec<Node>, start: usize, end: usize) -> Node {
+fn tagged_entry(
+    inner: Node,
+    f: &'static FieldSchema,
+    tag: u32,
+    head: Vec<Node>,
+    start: usize,
+    end: usize,
+) -> Node {
     let json_default = match &inner.role {
         Role::Leaf(v) => v.is_default_for(f),
         Role::Array { null } => {

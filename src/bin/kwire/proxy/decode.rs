@@ -233,7 +233,8 @@ pub fn decode_response(frame: &[u8], api_key: i16, api_version: i16) -> Response
     if let Some((_, _, flexible_header)) = response_schema(api_key, version)
         && let Some(header_len) = response_header_len(frame, flexible_header)
         && let Some(key) = ApiKey::from_i16(api_key)
-        && let Ok(found) = addresses::scan(kwire::reflect::response_schema(key), version, &frame[header_len..])
+        && let Ok(found) =
+            addresses::scan(kwire::reflect::response_schema(key), version, &frame[header_len..])
     {
         info.errors = found.errors;
         // Addresses only from a body the schema describes to its last byte.
@@ -256,8 +257,10 @@ pub fn rewrite_addresses(
     let (_, _, flexible_header) = response_schema(api_key, version).ok_or("no schema")?;
     let header_len = response_header_len(frame, flexible_header).ok_or("truncated response header")?;
     let schema = kwire::reflect::response_schema(ApiKey::from_i16(api_key).ok_or("no schema")?);
-    let rewritten = addresses::rewrite(schema, version, &frame[header_len..], |i, _, _| replace.get(i).cloned().flatten())
-        .map_err(|e| e.to_string())?;
+    let rewritten = addresses::rewrite(schema, version, &frame[header_len..], |i, _, _| {
+        replace.get(i).cloned().flatten()
+    })
+    .map_err(|e| e.to_string())?;
     let body = rewritten.unwrap_or_else(|| frame[header_len..].to_vec());
     let size = i32::try_from(header_len + body.len()).map_err(|_| "rewritten frame too large")?;
     let mut out = Vec::with_capacity(4 + header_len + body.len());
