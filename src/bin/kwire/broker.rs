@@ -165,18 +165,17 @@ impl<'b> Handler<'b> {
     /// requests. [`Handler::ignored_trailing_bytes`] tells how many were ignored.
     pub fn handle(&mut self, frame_bytes: &[u8]) -> Outcome {
         self.ignored_trailing_bytes = 0;
-        let parsed = dispatch::parse_request_lenient(frame_bytes).map(|(request, ignored)| {
+        let parsed = dispatch::parse_request_prefix(frame_bytes).map(|(request, ignored)| {
             self.ignored_trailing_bytes = ignored;
             request
         });
         let request = match parsed {
             Ok(r) => r,
-            Err(FrameError::UnsupportedVersion { api_key: 18, correlation_id, .. }) => {
+            Err(FrameError::UnsupportedVersion { api_key: ApiKey::ApiVersions, correlation_id, .. }) => {
                 return outcome(self.unsupported_api_versions(correlation_id));
             }
             Err(FrameError::UnsupportedVersion { api_key, api_version, .. }) => {
-                let name = ApiKey::from_i16(api_key).map_or("unknown API", ApiKey::name);
-                return Outcome::Close(format!("{name} v{api_version} is not supported"));
+                return Outcome::Close(format!("{} v{api_version} is not supported", api_key.name()));
             }
             Err(FrameError::UnsupportedApiKey { api_key, .. }) => {
                 return Outcome::Close(format!("unsupported API key {api_key}"));
@@ -376,13 +375,14 @@ impl<'b> Handler<'b> {
                 }
             }
         }
+        let brokers = [MetadataResponseBroker {
+            node_id: broker.catalog.node_id,
+            host: Str::Borrowed(&broker.host),
+            port: broker.port,
+            ..Default::default()
+        }];
         let body = MetadataResponse {
-            brokers: List::Borrowed(&[MetadataResponseBroker {
-                node_id: broker.catalog.node_id,
-                host: Str::Borrowed(&broker.host),
-                port: broker.port,
-                ..Default::default()
-            }]),
+            brokers: List::Borrowed(&brokers),
             cluster_id: Some(Str::Borrowed(&broker.catalog.cluster_id)),
             controller_id: broker.catalog.node_id,
             topics: List::Borrowed(&topics),

@@ -134,7 +134,7 @@ impl Decoded {
 /// Decodes a request frame with kwire's views (checked once, when made). Bytes after the
 /// body are ignored, as Apache Kafka's broker ignores them (librdkafka sends some).
 pub fn decode_request(frame: &[u8]) -> Decoded {
-    match dispatch::parse_request_lenient(frame) {
+    match dispatch::parse_request_prefix(frame) {
         Ok(_) => Decoded::Ok,
         Err(e @ (FrameError::UnsupportedApiKey { .. } | FrameError::UnsupportedVersion { .. })) => {
             Decoded::Unknown(format!("kwire: {e}"))
@@ -273,7 +273,7 @@ pub fn rewrite_addresses(
 /// Decodes a request into kwire's owned value, encodes it again and compares with the
 /// frame. `Ok(false)` when kwire does not know the API or version.
 pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
-    let (req, ignored) = match dispatch::parse_request_lenient(frame) {
+    let (req, ignored) = match dispatch::parse_request_prefix(frame) {
         Ok(r) => r,
         Err(FrameError::UnsupportedApiKey { .. } | FrameError::UnsupportedVersion { .. }) => {
             return Ok(false);
