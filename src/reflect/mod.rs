@@ -8,9 +8,22 @@
 
 use crate::types::Versions;
 
+#[cfg(feature = "alloc")]
+pub mod addresses;
+#[cfg(feature = "json")]
+pub mod json;
 mod schemas;
+#[cfg(feature = "alloc")]
+pub mod value;
+pub mod walk;
 
 pub use schemas::{request_schema, response_schema};
+#[cfg(feature = "alloc")]
+pub use value::{Builder, Encoding, StructValue, Value, ValueError};
+pub use walk::{
+    Field, Path, Scalar, Visitor, WalkError, walk_body, walk_body_prefix, walk_request_header,
+    walk_response_header,
+};
 
 /// The schema of a request or response body.
 #[derive(Debug)]

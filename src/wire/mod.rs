@@ -11,6 +11,17 @@
 //! [`crate::DecodeErrorKind::Truncated`] error at the offset where it happened. The writer is
 //! only used after the size step has checked that the buffer is large enough; it still
 //! never panics (a write past the end is dropped and counted).
+//!
+//! # What is public
+//!
+//! The documented surface is what the views hand out: [`TaggedSection`] and
+//! [`TaggedIter`] (unknown tagged fields), and [`MAX_STRING_LEN`]. Generic code that
+//! walks or builds any message uses [`crate::reflect`] (its walker and `Value`), which is
+//! built on these primitives, not a copy of them.
+//!
+//! The reader, the writer and the size functions stay reachable as `kwire::wire::*` only
+//! for kwire's own tests, fuzz checks and benches, and are `#[doc(hidden)]`: they are not
+//! part of the stable API and may change in any release.
 
 /// Kafka's limit on the length of any string, classic or compact.
 pub const MAX_STRING_LEN: usize = 0x7fff;
@@ -20,7 +31,9 @@ mod tagged;
 mod utf8;
 mod write;
 
+#[doc(hidden)]
 pub use read::{Reader, utf8};
 pub use tagged::{TaggedIter, TaggedSection};
 pub(crate) use utf8::str_from;
+#[doc(hidden)]
 pub use write::*;

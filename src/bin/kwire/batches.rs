@@ -10,9 +10,11 @@
 use kwire::records::legacy::{Entries, Entry, LegacyMessage, LegacyMessages};
 use kwire::records::{Attributes, Compression, ControlRecordType, Record, RecordBatch, TimestampType};
 
-use crate::json::J;
-use crate::value::{Scalar, base64, bytes_preview, uuid_string};
-use crate::walk::{Node, Region, Role, Walked};
+use kwire::reflect::Value;
+use kwire::reflect::json::{base64, scalar_json, uuid_string};
+use serde_json::{Map, Value as J};
+
+use crate::walk::{Node, Region, Role, Walked, bytes_preview};
 
 /// The most bytes one compressed batch (or legacy wrapper) may decompress to.
 pub const DECOMPRESS_LIMIT: usize = 64 << 20;
@@ -52,7 +54,7 @@ pub fn annotate(node: &mut Node) {
     if node.ty != "records" {
         return;
     }
-    let Role::Leaf(Scalar::Bytes(Some(bytes))) = &node.role else { return };
+    let Role::Leaf(Value::Records(bytes)) = &node.role else { return };
     let start = (node.offset + node.size).saturating_sub(bytes.len());
     let place = Place { base: start, inner: false, region: node.region };
     node.children = field_nodes(bytes, place);
@@ -621,29 +623,26 @@ pub struct Line {
 impl Line {
     /// The JSON object, on one line.
     pub fn to_json(&self) -> J {
-        let bytes = |b: &Option<Vec<u8>>| b.as_ref().map_or(J::Null, |b| J::Str(base64(b)));
-        J::Obj(vec![
-            ("topic".into(), self.topic.clone()),
-            ("partition".into(), self.partition.clone()),
-            ("offset".into(), J::Int(self.offset)),
-            ("timestamp".into(), J::Int(self.timestamp.unwrap_or(NO_TIMESTAMP))),
-            ("key".into(), bytes(&self.key)),
-            ("value".into(), bytes(&self.value)),
-            (
-                "headers".into(),
-                J::Arr(
-                    self.headers
-                        .iter()
-                        .map(|(k, v)| {
-                            J::Obj(vec![
-                                ("key".into(), J::Str(String::from_utf8_lossy(k).into_owned())),
-                                ("value".into(), bytes(v)),
-                            ])
-                        })
-                        .collect(),
-                ),
-            ),
-        ])
+        let bytes = |b: &Option<Vec<u8>>| b.as_ref().map_or(J::Null, |b| J::String(base64(b)));
+        let mut m = Map::new();
+        m.insert("topic".into(), self.topic.clone());
+        m.insert("partition".into(), self.partition.clone());
+        m.insert("offset".into(), J::from(self.offset));
+        m.insert("timestamp".into(), J::from(self.timestamp.unwrap_or(NO_TIMESTAMP)));
+        m.insert("key".into(), bytes(&self.key));
+        m.insert("value".into(), bytes(&self.value));
+        let headers = self
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                let mut h = Map::new();
+                h.insert("key".into(), J::String(String::from_utf8_lossy(k).into_owned()));
+                h.insert("value".into(), bytes(v));
+                J::Object(h)
+            })
+            .collect();
+        m.insert("headers".into(), J::Array(headers));
+        J::Object(m)
     }
 }
 
@@ -654,7 +653,7 @@ pub fn records(walked: &Walked) -> (Vec<Line>, Option<String>) {
     let mut out = Vec::new();
     let mut ancestors = Vec::new();
     let mut notes = Vec::new();
-    let err = match walked.body() {
+    let err = match walked.body_node() {
         Some(body) => visit(body, &mut ancestors, &mut out, &mut notes).err(),
         None => None,
     };
@@ -671,10 +670,10 @@ fn visit<'n>(
     notes: &mut Vec<String>,
 ) -> Result<(), String> {
     if node.ty == "records"
-        && let Role::Leaf(Scalar::Bytes(Some(bytes))) = &node.role
+        && let Role::Leaf(Value::Records(bytes)) = &node.role
     {
         let (topic, partition) = whereabouts(ancestors);
-        let place = format!("topic {}, partition {}", topic.to_text(false), partition.to_text(false));
+        let place = format!("topic {topic}, partition {partition}");
         return field_records(bytes, &topic, &partition, out)
             .map(|partial| {
                 if partial {
@@ -694,7 +693,7 @@ fn visit<'n>(
 /// The topic and partition of a `records` field, from the structs that hold it: the
 /// partition index in the nearest struct, the topic name (or id) further up.
 fn whereabouts(ancestors: &[&Node]) -> (J, J) {
-    let leaf = |n: &Node, keys: &[&str]| -> Option<Scalar> {
+    let leaf = |n: &Node, keys: &[&str]| -> Option<Value> {
         n.children.iter().find_map(|c| match (&c.key, &c.role) {
             (Some(k), Role::Leaf(s)) if keys.contains(&k.as_str()) => Some(s.clone()),
             _ => None,
@@ -704,14 +703,14 @@ fn whereabouts(ancestors: &[&Node]) -> (J, J) {
         .iter()
         .rev()
         .find_map(|n| leaf(n, &["partitionIndex", "index", "partition"]))
-        .map_or(J::Null, |s| s.to_json());
+        .map_or(J::Null, |s| scalar_json(&s));
     let topic = ancestors
         .iter()
         .rev()
         .find_map(|n| match leaf(n, &["topic", "name", "topicName"]) {
-            Some(Scalar::Str(Some(s))) => Some(J::Str(s)),
+            Some(Value::String(s)) => Some(J::String(s)),
             _ => match leaf(n, &["topicId"]) {
-                Some(Scalar::Uuid(u)) => Some(J::Str(uuid_string(&u))),
+                Some(Value::Uuid(u)) => Some(J::String(uuid_string(&u))),
                 _ => None,
             },
         })

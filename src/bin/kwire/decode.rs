@@ -9,8 +9,10 @@ use kwire::dispatch;
 use kwire::frame::FrameError;
 use kwire::{ApiKey, DecodeErrorKind};
 
+use kwire::reflect::json::to_json;
+use serde_json::{Map, Value as Json};
+
 use crate::input::{self, parse_api_key};
-use crate::json::{self, J};
 use crate::walk::{self, Kind, WalkError, Walked};
 use crate::{batches, hexdump, tree};
 
@@ -286,7 +288,7 @@ pub fn run(args: Args) -> Result<(), String> {
             Format::Records => {
                 let (lines, error) = batches::records(&decoded.walked);
                 for line in lines {
-                    text.push_str(&line.to_json().to_text(false));
+                    text.push_str(&line.to_json().to_string());
                     text.push('\n');
                 }
                 if let Some(e) = error {
@@ -320,19 +322,32 @@ pub fn run(args: Args) -> Result<(), String> {
 
 /// The JSON document of one frame: `{"header": ..., "body": ...}`, with `apiKey` and
 /// `apiVersion` first for responses (which do not say what they answer).
-pub fn frame_json(walked: &Walked, kind: Kind) -> J {
-    let mut top = Vec::new();
+pub fn frame_json(walked: &Walked, kind: Kind) -> JsonDoc {
+    let mut top = Map::new();
     if let (Kind::Response(..), Some((key, version))) = (kind, walked.api) {
-        top.push(("apiKey".to_string(), J::Int(i64::from(key.key()))));
-        top.push(("apiVersion".to_string(), J::Int(i64::from(version))));
+        top.insert("apiKey".into(), Json::from(key.key()));
+        top.insert("apiVersion".into(), Json::from(version));
     }
-    if let Some(header) = walked.header() {
-        top.push(("header".into(), json::object(header)));
+    if let Some((value, encoding)) = &walked.header {
+        top.insert("header".into(), to_json(value, *encoding));
     }
-    if let Some(body) = walked.body() {
-        top.push(("body".into(), json::object(body)));
+    if let Some((value, encoding)) = &walked.body {
+        top.insert("body".into(), to_json(value, *encoding));
     }
-    J::Obj(top)
+    JsonDoc(Json::Object(top))
+}
+
+/// A frame's JSON document.
+pub struct JsonDoc(pub Json);
+
+impl JsonDoc {
+    /// The document as text: pretty-printed with two-space indents, or on one line.
+    pub fn to_text(&self, pretty: bool) -> String {
+        let text =
+            if pretty { serde_json::to_string_pretty(&self.0) } else { serde_json::to_string(&self.0) };
+        // Serialising a serde_json value cannot fail.
+        text.unwrap_or_default()
+    }
 }
 
 #[cfg(test)]

@@ -8,11 +8,9 @@ mod decode;
 mod encode;
 mod hexdump;
 mod input;
-mod json;
 mod proxy;
 mod serve;
 mod tree;
-mod value;
 mod versions;
 mod walk;
 

@@ -1,18 +1,19 @@
-//! A table-driven walker over the reflect schemas: it reads a frame field by field with
-//! kwire's [`Reader`] primitives and builds a tree of nodes (name, type, value, offset,
-//! size, description, children) from which the tree, JSON and hex outputs are printed.
+//! The object tree of a frame, built by a visitor of the library's schema walker
+//! (`kwire::reflect::walk`): a tree of nodes (name, type, value, offset, size,
+//! description, children) from which the tree, hex and records outputs are printed. The
+//! same walk builds the frame's `kwire::reflect::Value`s, from which the JSON is made.
 //!
-//! The walker applies the same rules as kwire's typed views (it uses the same primitives
-//! for every length, count, varint, null and tagged-field check), so both accept and
-//! reject the same frames; `kwire decode` runs both and reports any disagreement. When
+//! The walker reads with kwire's own wire primitives, so it accepts and rejects the same
+//! frames as the typed views; `kwire decode` runs both and reports any disagreement. When
 //! the input is malformed the walk stops at the first problem and keeps every node read
 //! before it, so the outputs can show what decoded.
 
-use kwire::reflect::{self, FieldSchema, FieldType, StructSchema};
-use kwire::wire::{self, Reader};
-use kwire::{ApiKey, DecodeError, DecodeErrorKind, ErrorCode};
-
-use crate::value::{Scalar, bytes_preview, json_key, type_name};
+use kwire::reflect::json::{json_key, type_name, uuid_string};
+use kwire::reflect::walk::{
+    self as rwalk, Field, REQUEST_HEADER, RESPONSE_HEADER, Scalar, TaggedField, TaggedSection, Visitor,
+};
+use kwire::reflect::{self, Builder, FieldSchema, FieldType, StructSchema, StructValue, Value};
+use kwire::{ApiKey, DecodeErrorKind, ErrorCode};
 
 /// Which part of a frame a byte belongs to, for colouring the hex dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub enum Role {
         null: bool,
     },
     /// A single value.
-    Leaf(Scalar),
+    Leaf(Value),
     /// A tagged-field section, whose children are the fields in it.
     Tagged,
     /// A tagged field that the schema does not know.
@@ -166,16 +167,15 @@ pub struct Walked {
     pub api: Option<(ApiKey, i16)>,
     /// The first problem, if the frame is malformed.
     pub error: Option<WalkError>,
+    /// The header's value (what was read of it), once the header was reached.
+    pub header: Option<(StructValue, reflect::Encoding)>,
+    /// The body's value (what was read of it), once the body was reached.
+    pub body: Option<(StructValue, reflect::Encoding)>,
 }
 
 impl Walked {
-    /// The header node.
-    pub fn header(&self) -> Option<&Node> {
-        self.root.children.iter().find(|c| c.region == Region::Header)
-    }
-
     /// The body node.
-    pub fn body(&self) -> Option<&Node> {
+    pub fn body_node(&self) -> Option<&Node> {
         self.root.children.iter().find(|c| c.region == Region::Body)
     }
 }
@@ -183,593 +183,542 @@ impl Walked {
 /// Walks one frame: `frame` starts at its size prefix and ends where the prefix says (or
 /// where the input ends, if it is shorter).
 pub fn walk(frame: &[u8], kind: Kind) -> Walked {
-    let mut w = Walker { version: 0, flexible: false, path: String::new() };
     let mut root = Node::new("Request", "message", 0, Region::Frame)
         .about("the whole frame: size prefix, header and body");
-    let mut api = None;
-    let result = w.frame(frame, kind, &mut root, &mut api);
+    let mut walked = Walked {
+        root: Node::new("", "", 0, Region::Frame),
+        api: None,
+        error: None,
+        header: None,
+        body: None,
+    };
+    let result = frame_walk(frame, kind, &mut root, &mut walked);
     root.size = frame.len();
-    Walked { root, api, error: result.err() }
+    walked.root = root;
+    walked.error = result.err();
+    walked
 }
 
-struct Walker {
+fn decode_error(e: &rwalk::WalkError, fallback_path: &str) -> WalkError {
+    match e {
+        rwalk::WalkError::Decode { error, path } => WalkError {
+            offset: error.offset(),
+            path: path.to_string(),
+            message: error.kind().to_string(),
+            kind: Some(error.kind()),
+        },
+        other => WalkError {
+            offset: other.offset(),
+            path: fallback_path.into(),
+            message: other.to_string(),
+            kind: None,
+        },
+    }
+}
+
+fn fail(offset: usize, path: &str, message: String) -> WalkError {
+    WalkError { offset, path: path.into(), message, kind: None }
+}
+
+fn frame_walk(frame: &[u8], kind: Kind, root: &mut Node, walked: &mut Walked) -> Result<(), WalkError> {
+    let mut framing =
+        Node::new("Frame", "", 0, Region::Frame).about("the size prefix that frames the message");
+    let Some(prefix) = frame.first_chunk::<4>() else {
+        root.children.push(framing.end(0));
+        let kind = DecodeErrorKind::Truncated { needed: 4, available: frame.len() as u32 };
+        return Err(WalkError {
+            offset: 0,
+            path: "frame.size".into(),
+            message: kind.to_string(),
+            kind: Some(kind),
+        });
+    };
+    let size = i32::from_be_bytes(*prefix);
+    framing.children.push(
+        Node::new("size", "int32", 0, Region::Frame)
+            .value(size.to_string())
+            .about("number of bytes that follow: header and body")
+            .end(4),
+    );
+    root.children.push(framing.end(4));
+    let Ok(declared) = usize::try_from(size) else {
+        let kind = DecodeErrorKind::InvalidLength(size);
+        return Err(WalkError {
+            offset: 0,
+            path: "frame.size".into(),
+            message: kind.to_string(),
+            kind: Some(kind),
+        });
+    };
+    let rest = &frame[4..];
+    match kind {
+        Kind::Request => request(frame, rest, root, walked)?,
+        Kind::Response(key, version) => {
+            walked.api = Some((key, version));
+            response(frame, rest, key, version, root, walked)?;
+        }
+    }
+    let available = frame.len() - 4;
+    if declared > available {
+        return Err(fail(
+            frame.len(),
+            "frame.size",
+            format!("the size prefix says {declared} bytes follow, but the input ends after {available}"),
+        ));
+    }
+    Ok(())
+}
+
+fn request(frame: &[u8], rest: &[u8], root: &mut Node, walked: &mut Walked) -> Result<(), WalkError> {
+    let header = Node::new("RequestHeader", "", 4, Region::Header)
+        .about("request header: which API and version, and who asks")
+        .role(Role::Object);
+    let mut v = Both::new(frame, header, Region::Header, &REQUEST_HEADER);
+    let result = rwalk::walk_request_header(rest, 4, &mut v);
+    let (mut header, value, end) = v.finish();
+    // The header version is known once the key and version are (also if a later field fails).
+    if let (Some(Value::Int16(key)), Some(Value::Int16(version))) =
+        (value.get("RequestApiKey"), value.get("RequestApiVersion"))
+        && let Some(key) = ApiKey::from_i16(*key)
+        && key.request_versions().contains(*version)
+    {
+        header.ty = format!("v{}", key.request_header_version(*version));
+    }
+    walked.header = Some((value, reflect::Encoding::request_header(2)));
+    let info = match result {
+        Ok(info) => info,
+        Err(e) => {
+            root.children.push(header.end(end.unwrap_or(4)));
+            return Err(match e {
+                rwalk::WalkError::UnknownApiKey { key, offset } => fail(
+                    offset,
+                    "header.requestApiKey",
+                    format!(
+                        "API key {key} is not one kwire supports ({}); if the frame is a response, say what it \
+                         answers with --api-key and --api-version, or --request",
+                        supported_list()
+                    ),
+                ),
+                rwalk::WalkError::UnsupportedVersion { key, version, offset } => {
+                    let v = key.request_versions();
+                    fail(
+                        offset,
+                        "header.requestApiVersion",
+                        format!(
+                            "{} has no request version {version} in kwire (versions {}-{})",
+                            key.name(),
+                            v.min,
+                            v.max
+                        ),
+                    )
+                }
+                other => decode_error(&other, "header"),
+            });
+        }
+    };
+    let body_at = 4 + info.end;
+    root.children.push(header.end(body_at));
+    let (key, version) = (info.api_key, info.api_version);
+    walked.api = Some((key, version));
+    let schema = reflect::request_schema(key);
+    root.name = schema.name.into();
+    root.ty = format!("message v{version}");
+    body(frame, schema, version, body_at, root, walked)
+}
+
+fn response(
+    frame: &[u8],
+    rest: &[u8],
+    key: ApiKey,
     version: i16,
-    flexible: bool,
-    path: String,
+    root: &mut Node,
+    walked: &mut Walked,
+) -> Result<(), WalkError> {
+    let schema = reflect::response_schema(key);
+    root.name = schema.name.into();
+    root.ty = format!("message v{version}");
+    let header_version = key.response_header_version(version);
+    let header = Node::new("ResponseHeader", format!("v{header_version}"), 4, Region::Header)
+        .about("response header: which request this answers")
+        .role(Role::Object);
+    let mut v = Both::new(frame, header, Region::Header, &RESPONSE_HEADER);
+    let result = rwalk::walk_response_header(rest, header_version, 4, &mut v);
+    let (header, value, end) = v.finish();
+    walked.header = Some((value, reflect::Encoding::response_header(header_version)));
+    let body_at = match result {
+        Ok(n) => 4 + n,
+        Err(e) => {
+            root.children.push(header.end(end.unwrap_or(4)));
+            return Err(decode_error(&e, "header"));
+        }
+    };
+    root.children.push(header.end(body_at));
+    if !key.response_versions().contains(version) {
+        let v = key.response_versions();
+        return Err(fail(
+            body_at,
+            "body",
+            format!(
+                "{} has no response version {version} in kwire (versions {}-{})",
+                key.name(),
+                v.min,
+                v.max
+            ),
+        ));
+    }
+    body(frame, schema, version, body_at, root, walked)
 }
 
-type Res = Result<(), WalkError>;
+fn body(
+    frame: &[u8],
+    schema: &'static reflect::MessageSchema,
+    version: i16,
+    at: usize,
+    root: &mut Node,
+    walked: &mut Walked,
+) -> Result<(), WalkError> {
+    let node = Node::new(schema.body.name, "struct", at, Region::Body)
+        .about(format!("message body, version {version}"))
+        .role(Role::Object);
+    let mut v = Both::new(frame, node, Region::Body, schema.body);
+    let bytes = frame.get(at..).unwrap_or_default();
+    let result = rwalk::walk_body(schema, version, bytes, at, &mut v);
+    let (node, value, end) = v.finish();
+    walked.body = Some((value, reflect::Encoding::body(schema, version)));
+    root.children.push(node.end(end.unwrap_or(at)));
+    result.map_err(|e| decode_error(&e, "body"))
+}
 
-impl Walker {
-    fn err(&self, e: DecodeError) -> WalkError {
-        WalkError {
-            offset: e.offset(),
-            path: self.path.clone(),
-            message: e.kind().to_string(),
-            kind: Some(e.kind()),
+/// The visitor of a walk: builds the node tree (under `root`) and the value.
+struct Both<'f> {
+    tree: TreeBuilder<'f>,
+    value: Builder,
+}
+
+impl<'f> Both<'f> {
+    fn new(frame: &'f [u8], root: Node, region: Region, schema: &'static StructSchema) -> Self {
+        Both {
+            tree: TreeBuilder { frame, stack: vec![root], region, tagged: 0, end: None },
+            value: Builder::new(schema),
         }
     }
 
-    fn fail(&self, offset: usize, message: String) -> WalkError {
-        WalkError { offset, path: self.path.clone(), message, kind: None }
-    }
-
-    fn enter(&mut self, segment: &str) -> usize {
-        let mark = self.path.len();
-        if !self.path.is_empty() && !segment.starts_with('[') {
-            self.path.push('.');
-        }
-        self.path.push_str(segment);
-        mark
-    }
-
-    fn leave(&mut self, mark: usize) {
-        self.path.truncate(mark);
-    }
-
-    fn frame(&mut self, frame: &[u8], kind: Kind, root: &mut Node, api: &mut Option<(ApiKey, i16)>) -> Res {
-        let mut r = Reader::new(frame);
-        let mut framing =
-            Node::new("Frame", "", 0, Region::Frame).about("the size prefix that frames the message");
-        self.path = "frame.size".into();
-        let size = r.i32("Frame.size");
-        let size = match size {
-            Ok(size) => size,
-            Err(e) => {
-                root.children.push(framing.end(r.offset()));
-                return Err(self.err(e));
-            }
-        };
-        framing.children.push(
-            Node::new("size", "int32", 0, Region::Frame)
-                .value(size.to_string())
-                .about("number of bytes that follow: header and body")
-                .end(4),
-        );
-        root.children.push(framing.end(4));
-        let Ok(declared) = usize::try_from(size) else {
-            let e = DecodeError::new(DecodeErrorKind::InvalidLength(size), 0, "Frame.size");
-            return Err(self.err(e));
-        };
-        let kind_result = match kind {
-            Kind::Request => self.request(&mut r, root, api),
-            Kind::Response(key, version) => {
-                *api = Some((key, version));
-                self.response(&mut r, key, version, root)
-            }
-        };
-        kind_result?;
-        let available = frame.len() - 4;
-        if declared > available {
-            self.path = "frame.size".into();
-            return Err(self.fail(
-                frame.len(),
-                format!("the size prefix says {declared} bytes follow, but the input ends after {available}"),
-            ));
-        }
-        Ok(())
-    }
-
-    fn request(&mut self, r: &mut Reader<'_>, root: &mut Node, api: &mut Option<(ApiKey, i16)>) -> Res {
-        let mut header = Node::new("RequestHeader", "", 4, Region::Header)
-            .about("request header: which API and version, and who asks")
-            .role(Role::Object);
-        let result = self.request_header(r, &mut header, api);
-        header = header.end(r.offset());
-        root.children.push(header);
-        result?;
-        let Some((key, version)) = *api else { return Ok(()) };
-        let schema = reflect::request_schema(key);
-        root.name = schema.name.into();
-        root.ty = format!("message v{version}");
-        self.body(r, schema.body, version, key.flexible_versions().contains(version), root)
-    }
-
-    fn request_header(
-        &mut self,
-        r: &mut Reader<'_>,
-        header: &mut Node,
-        api: &mut Option<(ApiKey, i16)>,
-    ) -> Res {
-        let out = &mut header.children;
-        let at = r.offset();
-        self.path = "header.requestApiKey".into();
-        let key = r.i16("RequestHeader.RequestApiKey").map_err(|e| self.err(e))?;
-        let known = ApiKey::from_i16(key);
-        let shown = match known {
-            Some(k) => format!("{key} ({})", k.name()),
-            None => format!("{key} (not supported)"),
-        };
-        out.push(
-            Node::new("request_api_key", "int16", at, Region::Header)
-                .value(shown)
-                .about("which API the request calls")
-                .role(Role::Leaf(Scalar::I16(key)))
-                .key(Some("requestApiKey".into()))
-                .end(r.offset()),
-        );
-        let at = r.offset();
-        self.path = "header.requestApiVersion".into();
-        let version = r.i16("RequestHeader.RequestApiVersion").map_err(|e| self.err(e))?;
-        out.push(
-            Node::new("request_api_version", "int16", at, Region::Header)
-                .value(version.to_string())
-                .about("which version of that API the body is encoded in")
-                .role(Role::Leaf(Scalar::I16(version)))
-                .key(Some("requestApiVersion".into()))
-                .end(r.offset()),
-        );
-        let at = r.offset();
-        self.path = "header.correlationId".into();
-        let correlation = r.i32("RequestHeader.CorrelationId").map_err(|e| self.err(e))?;
-        out.push(
-            Node::new("correlation_id", "int32", at, Region::Header)
-                .value(correlation.to_string())
-                .about("chosen by the client; the response carries it back")
-                .role(Role::Leaf(Scalar::I32(correlation)))
-                .key(Some("correlationId".into()))
-                .end(r.offset()),
-        );
-        let Some(key) = known else {
-            self.path = "header.requestApiKey".into();
-            return Err(self.fail(
-                4,
-                format!(
-                    "API key {key} is not one kwire supports ({}); if the frame is a response, say what it \
-                     answers with --api-key and --api-version, or --request",
-                    supported_list()
-                ),
-            ));
-        };
-        if !key.request_versions().contains(version) {
-            self.path = "header.requestApiVersion".into();
-            let v = key.request_versions();
-            return Err(self.fail(
-                6,
-                format!(
-                    "{} has no request version {version} in kwire (versions {}-{})",
-                    key.name(),
-                    v.min,
-                    v.max
-                ),
-            ));
-        }
-        let header_version = key.request_header_version(version);
-        header.ty = format!("v{header_version}");
-        let out = &mut header.children;
-        let at = r.offset();
-        self.path = "header.clientId".into();
-        let bytes = r.nullable_str_bytes(false, "RequestHeader.ClientId").map_err(|e| self.err(e))?;
-        let client = match bytes {
-            Some(b) => {
-                Some(wire::utf8(b, at, "RequestHeader.ClientId").map_err(|e| self.err(e))?.to_string())
-            }
-            None => None,
-        };
-        let shown = match &client {
-            Some(s) => format!("{s:?} (int16 len={})", s.len()),
-            None => "null (int16 len=-1)".into(),
-        };
-        out.push(
-            Node::new("client_id", "nullable_string", at, Region::Header)
-                .value(shown)
-                .about("names the client; an int16-length string in every header version")
-                .role(Role::Leaf(Scalar::Str(client)))
-                .key(Some("clientId".into()))
-                .end(r.offset()),
-        );
-        if header_version >= 2 {
-            self.path = "header".into();
-            self.tagged_section(r, None, "number of tagged fields in the header", out)?;
-        }
-        *api = Some((key, version));
-        Ok(())
-    }
-
-    fn response(&mut self, r: &mut Reader<'_>, key: ApiKey, version: i16, root: &mut Node) -> Res {
-        let schema = reflect::response_schema(key);
-        root.name = schema.name.into();
-        root.ty = format!("message v{version}");
-        let header_version = key.response_header_version(version);
-        let mut header = Node::new("ResponseHeader", format!("v{header_version}"), 4, Region::Header)
-            .about("response header: which request this answers")
-            .role(Role::Object);
-        let result = (|| {
-            let at = r.offset();
-            self.path = "header.correlationId".into();
-            let correlation = r.i32("ResponseHeader.CorrelationId").map_err(|e| self.err(e))?;
-            header.children.push(
-                Node::new("correlation_id", "int32", at, Region::Header)
-                    .value(correlation.to_string())
-                    .about("the correlation id of the request this answers")
-                    .role(Role::Leaf(Scalar::I32(correlation)))
-                    .key(Some("correlationId".into()))
-                    .end(r.offset()),
-            );
-            if header_version >= 1 {
-                self.path = "header".into();
-                self.tagged_section(r, None, "number of tagged fields in the header", &mut header.children)?;
-            }
-            Ok(())
-        })();
-        root.children.push(header.end(r.offset()));
-        result?;
-        if !key.response_versions().contains(version) {
-            self.path = "body".into();
-            let v = key.response_versions();
-            return Err(self.fail(
-                r.offset(),
-                format!(
-                    "{} has no response version {version} in kwire (versions {}-{})",
-                    key.name(),
-                    v.min,
-                    v.max
-                ),
-            ));
-        }
-        self.body(r, schema.body, version, key.flexible_versions().contains(version), root)
-    }
-
-    fn body(
-        &mut self,
-        r: &mut Reader<'_>,
-        s: &'static StructSchema,
-        version: i16,
-        flexible: bool,
-        root: &mut Node,
-    ) -> Res {
-        self.version = version;
-        self.flexible = flexible;
-        self.path = "body".into();
-        let mut body = Node::new(s.name, "struct", r.offset(), Region::Body)
-            .about(format!("message body, version {version}"))
-            .role(Role::Object);
-        let result = self.struct_fields(r, s, Region::Body, &mut body.children);
-        root.children.push(body.end(r.offset()));
-        result?;
-        self.path = "body".into();
-        r.finish("body").map_err(|e| self.err(e))
-    }
-
-    fn struct_fields(
-        &mut self,
-        r: &mut Reader<'_>,
-        s: &'static StructSchema,
-        region: Region,
-        out: &mut Vec<Node>,
-    ) -> Res {
-        for f in s.fields {
-            if f.is_inline(self.version) {
-                let mark = self.enter(&json_key(f.name));
-                let result = self.value(r, f, &f.ty, region, out, None);
-                self.leave(mark);
-                result?;
+    /// The root node (its end not set), the value, and the end of the last event.
+    fn finish(mut self) -> (Node, StructValue, Option<usize>) {
+        while self.tree.stack.len() > 1 {
+            let n = self.tree.stack.pop();
+            if let (Some(n), Some(top)) = (n, self.tree.stack.last_mut()) {
+                top.children.push(n);
             }
         }
-        if self.flexible {
-            self.tagged_section(r, Some(s), "number of tagged fields in this struct", out)?;
-        }
-        Ok(())
+        let root = self.tree.stack.pop().unwrap_or_else(|| Node::new("", "", 0, Region::Frame));
+        (root, self.value.finish(), self.tree.end)
+    }
+}
+
+impl<'a> Visitor<'a> for Both<'_> {
+    fn value(&mut self, field: &Field<'_>, value: Scalar<'a>) {
+        self.tree.value(field, value);
+        self.value.value(field, value);
+    }
+    fn enter_struct(&mut self, field: &Field<'_>, schema: &'static StructSchema) {
+        self.tree.enter_struct(field, schema);
+        self.value.enter_struct(field, schema);
+    }
+    fn leave_struct(&mut self, field: &Field<'_>, schema: &'static StructSchema) {
+        self.tree.leave_struct(field, schema);
+        self.value.leave_struct(field, schema);
+    }
+    fn enter_array(&mut self, field: &Field<'_>, count: Option<usize>) {
+        self.tree.enter_array(field, count);
+        self.value.enter_array(field, count);
+    }
+    fn leave_array(&mut self, field: &Field<'_>, count: Option<usize>) {
+        self.tree.leave_array(field, count);
+        self.value.leave_array(field, count);
+    }
+    fn enter_tagged_fields(&mut self, section: &TaggedSection<'_>) {
+        self.tree.enter_tagged_fields(section);
+    }
+    fn leave_tagged_fields(&mut self, section: &TaggedSection<'_>, end: usize) {
+        self.tree.leave_tagged_fields(section, end);
+    }
+    fn tagged_field(&mut self, field: &TaggedField) {
+        self.tree.tagged_field(field);
+    }
+    fn leave_tagged_field(&mut self, field: &TaggedField, end: usize) {
+        self.tree.leave_tagged_field(field, end);
+    }
+    fn unknown_tagged_field(&mut self, field: &TaggedField, data: &'a [u8]) {
+        self.tree.unknown_tagged_field(field, data);
+        self.value.unknown_tagged_field(field, data);
+    }
+    fn finish(&mut self, end: usize) {
+        self.tree.end = Some(end);
+    }
+}
+
+/// Builds the nodes of a header or body.
+struct TreeBuilder<'f> {
+    /// The whole frame (offsets count from its first byte).
+    frame: &'f [u8],
+    /// The open nodes, the header or body at the bottom.
+    stack: Vec<Node>,
+    /// The region outside tagged fields.
+    region: Region,
+    /// How many known tagged fields are open.
+    tagged: usize,
+    /// Where the walk ended (or stopped).
+    end: Option<usize>,
+}
+
+impl TreeBuilder<'_> {
+    fn region(&self) -> Region {
+        if self.tagged > 0 { Region::Tagged } else { self.region }
     }
 
-    /// Reads one value of type `ty`: the field `f` itself, or (with `index`) element
-    /// `index` of the array field `f`.
-    fn value(
-        &mut self,
-        r: &mut Reader<'_>,
-        f: &'static FieldSchema,
-        ty: &'static FieldType,
-        region: Region,
-        out: &mut Vec<Node>,
-        index: Option<usize>,
-    ) -> Res {
-        let start = r.offset();
-        let flex = self.flexible;
-        // Elements are never null; fields follow their nullable versions.
-        let nullable = index.is_none() && f.is_nullable(self.version);
-        let (name, about, key) = match index {
+    fn push(&mut self, node: Node) {
+        if let Some(top) = self.stack.last_mut() {
+            top.children.push(node);
+        }
+    }
+
+    /// A node for `field`: named after the field, or `Name[i]` for an element.
+    fn node(&self, field: &Field<'_>, ty: String) -> Node {
+        let f = field.schema;
+        let mut node = match field.index {
             Some(i) => {
-                let base = match ty {
+                let base = match field.ty {
                     FieldType::Struct(s) => s.name.to_string(),
                     other => type_name(other),
                 };
-                (format!("{base}[{i}]"), String::new(), None)
+                Node::new(format!("{base}[{i}]"), ty, field.offset, self.region())
             }
-            None => (f.name.to_string(), f.about.to_string(), Some(json_key(f.name))),
+            None => {
+                Node::new(f.name, ty, field.offset, self.region()).about(f.about).key(Some(json_key(f.name)))
+            }
         };
-        let field = f.name;
-        let leaf = |value: String, scalar: Scalar, end: usize| {
-            let mut node = Node::new(name.clone(), type_name(ty), start, region)
-                .value(value)
-                .about(about.clone())
-                .role(Role::Leaf(scalar))
-                .key(key.clone())
-                .end(end);
-            node.element = index.is_some();
-            node
-        };
-        macro_rules! scalar {
-            ($read:ident, $variant:ident) => {{
-                let v = r.$read(field).map_err(|e| self.err(e))?;
-                let shown = if f.name == "ErrorCode" && index.is_none() {
-                    error_code(i64::from(v))
-                } else {
-                    v.to_string()
-                };
-                out.push(leaf(shown, Scalar::$variant(v), r.offset()));
-                Ok(())
-            }};
+        node.element = field.index.is_some();
+        node
+    }
+
+    fn header_value(&mut self, field: &Field<'_>, value: Scalar<'_>) -> bool {
+        if self.region != Region::Header {
+            return false;
         }
-        match ty {
-            FieldType::Bool => {
-                let v = r.bool(field).map_err(|e| self.err(e))?;
-                out.push(leaf(v.to_string(), Scalar::Bool(v), r.offset()));
-                Ok(())
+        let (name, ty, about, shown) = match (field.schema.name, value) {
+            ("RequestApiKey", Scalar::Int16(key)) => {
+                let shown = match ApiKey::from_i16(key) {
+                    Some(k) => format!("{key} ({})", k.name()),
+                    None => format!("{key} (not supported)"),
+                };
+                ("request_api_key", "int16", "which API the request calls", shown)
             }
-            FieldType::Int8 => scalar!(i8, I8),
-            FieldType::Int16 => scalar!(i16, I16),
-            FieldType::Int32 => scalar!(i32, I32),
-            FieldType::Int64 => scalar!(i64, I64),
-            FieldType::Uint16 => scalar!(u16, U16),
-            FieldType::Uint32 => scalar!(u32, U32),
-            FieldType::Float64 => {
-                let v = r.f64(field).map_err(|e| self.err(e))?;
-                out.push(leaf(v.to_string(), Scalar::F64(v), r.offset()));
-                Ok(())
-            }
-            FieldType::Uuid => {
-                let v = r.uuid(field).map_err(|e| self.err(e))?;
-                let s = Scalar::Uuid(v.0);
-                out.push(leaf(s.display(), s, r.offset()));
-                Ok(())
-            }
-            FieldType::String => {
-                let bytes = if nullable {
-                    r.nullable_str_bytes(flex, field)
+            ("RequestApiVersion", Scalar::Int16(v)) => (
+                "request_api_version",
+                "int16",
+                "which version of that API the body is encoded in",
+                v.to_string(),
+            ),
+            ("CorrelationId", Scalar::Int32(c)) => {
+                let about = if core::ptr::eq(field.schema, &RESPONSE_HEADER.fields[0]) {
+                    "the correlation id of the request this answers"
                 } else {
-                    r.str_bytes(flex, field).map(Some)
-                }
-                .map_err(|e| self.err(e))?;
-                let s = match bytes {
-                    Some(b) => Some(wire::utf8(b, start, field).map_err(|e| self.err(e))?.to_string()),
-                    None => None,
+                    "chosen by the client; the response carries it back"
                 };
-                let len = s.as_ref().map(String::len);
-                let shown =
-                    format!("{} ({})", Scalar::Str(s.clone()).display(), prefix_note(len, flex, "int16"));
-                out.push(leaf(shown, Scalar::Str(s), r.offset()));
-                Ok(())
+                ("correlation_id", "int32", about, c.to_string())
             }
-            FieldType::Bytes | FieldType::Records => {
-                let bytes =
-                    if nullable { r.nullable_bytes(flex, field) } else { r.bytes(flex, field).map(Some) }
-                        .map_err(|e| self.err(e))?;
-                let shown = match bytes {
-                    Some(b) => {
-                        format!("{} ({})", bytes_preview(b), prefix_note(Some(b.len()), flex, "int32"))
-                    }
-                    None => format!("null ({})", prefix_note(None, flex, "int32")),
-                };
-                out.push(leaf(shown, Scalar::Bytes(bytes.map(<[u8]>::to_vec)), r.offset()));
-                Ok(())
+            ("ClientId", Scalar::String(s)) => (
+                "client_id",
+                "nullable_string",
+                "names the client; an int16-length string in every header version",
+                format!("{s:?} (int16 len={})", s.len()),
+            ),
+            ("ClientId", Scalar::Null) => (
+                "client_id",
+                "nullable_string",
+                "names the client; an int16-length string in every header version",
+                "null (int16 len=-1)".to_string(),
+            ),
+            _ => return false,
+        };
+        let node = Node::new(name, ty, field.offset, Region::Header)
+            .value(shown)
+            .about(about)
+            .role(Role::Leaf(Value::from_scalar(value)))
+            .key(Some(json_key(field.schema.name)))
+            .end(field.end);
+        self.push(node);
+        true
+    }
+}
+
+impl<'a> Visitor<'a> for TreeBuilder<'_> {
+    fn value(&mut self, field: &Field<'_>, value: Scalar<'a>) {
+        if self.header_value(field, value) {
+            return;
+        }
+        let flex = field.flexible;
+        let f = field.schema;
+        let number = |v: i64| {
+            if f.name == "ErrorCode" && field.index.is_none() { error_code(v) } else { v.to_string() }
+        };
+        let shown = match value {
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Int8(v) => number(v.into()),
+            Scalar::Int16(v) => number(v.into()),
+            Scalar::Int32(v) => number(v.into()),
+            Scalar::Int64(v) => number(v),
+            Scalar::Uint16(v) => number(v.into()),
+            Scalar::Uint32(v) => number(v.into()),
+            Scalar::Float64(v) => v.to_string(),
+            Scalar::Uuid(u) => uuid_string(&u),
+            Scalar::String(s) => format!("{s:?} ({})", prefix_note(Some(s.len()), flex, "int16")),
+            Scalar::Bytes(b) | Scalar::Records(b) => {
+                format!("{} ({})", bytes_preview(b), prefix_note(Some(b.len()), flex, "int32"))
             }
-            FieldType::Array(elem) => {
-                let count = if nullable {
-                    r.array_len(flex, field)
-                } else {
-                    r.array_len_non_null(flex, field).map(Some)
+            Scalar::Null => match field.ty {
+                FieldType::String => format!("null ({})", prefix_note(None, flex, "int16")),
+                FieldType::Struct(_) => {
+                    let marker = self.frame.get(field.offset).map_or(-1, |b| *b as i8);
+                    format!("null (marker {marker})")
                 }
-                .map_err(|e| self.err(e))?;
-                let value = match count {
-                    None => "null".to_string(),
-                    Some(1) => "1 element".to_string(),
-                    Some(n) => format!("{n} elements"),
-                };
-                let mut node = Node::new(name.clone(), type_name(ty), start, region)
-                    .value(value)
-                    .about(about.clone())
-                    .role(Role::Array { null: count.is_none() })
-                    .key(key.clone());
-                node.element = index.is_some();
-                let length = match (count, flex) {
-                    (Some(n), true) => format!("{} (compact, n+1)", n + 1),
-                    (None, true) => "0 (compact, null)".to_string(),
-                    (Some(n), false) => n.to_string(),
-                    (None, false) => "-1 (null)".to_string(),
-                };
-                let about = match count {
-                    None => "the array is null",
-                    Some(_) if flex => "element count plus one; 0 would mean null",
-                    Some(_) => "element count; -1 would mean null",
-                };
-                node.children.push(
-                    Node::new("length", if flex { "uvarint" } else { "int32" }, start, region)
-                        .value(length)
-                        .about(about)
-                        .end(r.offset()),
-                );
-                let mut result = Ok(());
-                for i in 0..count.unwrap_or(0) {
-                    let mark = self.enter(&format!("[{i}]"));
-                    result = self.value(r, f, elem, region, &mut node.children, Some(i));
-                    self.leave(mark);
-                    if result.is_err() {
-                        break;
-                    }
-                }
-                out.push(node.end(r.offset()));
-                result
-            }
-            FieldType::Struct(s) => {
-                if nullable {
-                    let marker = r.i8(field).map_err(|e| self.err(e))?;
-                    if marker < 0 {
-                        out.push(leaf(format!("null (marker {marker})"), Scalar::Null, r.offset()));
-                        return Ok(());
-                    }
-                }
-                let mut node = Node::new(name.clone(), s.name, start, region)
-                    .value("struct")
-                    .about(about.clone())
-                    .role(Role::Object)
-                    .key(key.clone());
-                node.element = index.is_some();
-                let result = self.struct_fields(r, s, region, &mut node.children);
-                out.push(node.end(r.offset()));
-                result
-            }
+                _ => format!("null ({})", prefix_note(None, flex, "int32")),
+            },
+        };
+        let node = self
+            .node(field, type_name(field.ty))
+            .value(shown)
+            .role(Role::Leaf(Value::from_scalar(value)))
+            .end(field.end);
+        self.push(node);
+    }
+
+    fn enter_struct(&mut self, field: &Field<'_>, schema: &'static StructSchema) {
+        let node = self.node(field, schema.name.to_string()).value("struct").role(Role::Object);
+        self.stack.push(node);
+    }
+
+    fn leave_struct(&mut self, field: &Field<'_>, _: &'static StructSchema) {
+        if let Some(node) = self.stack.pop() {
+            self.push(node.end(field.end));
         }
     }
 
-    /// Reads a tagged-field section with the same checks as [`Reader::tagged_fields`],
-    /// decoding the fields `s` knows and keeping the others raw.
-    fn tagged_section(
-        &mut self,
-        r: &mut Reader<'_>,
-        s: Option<&'static StructSchema>,
-        about: &str,
-        out: &mut Vec<Node>,
-    ) -> Res {
-        let start = r.offset();
-        let mark = self.path.len();
-        self.path.push_str(" (tagged fields)");
-        let count = match r.uvarint("tagged_fields") {
-            Ok(count) => count,
-            Err(e) => {
-                let err = self.err(e);
-                self.leave(mark);
-                return Err(err);
-            }
+    fn enter_array(&mut self, field: &Field<'_>, count: Option<usize>) {
+        let flex = field.flexible;
+        let value = match count {
+            None => "null".to_string(),
+            Some(1) => "1 element".to_string(),
+            Some(n) => format!("{n} elements"),
         };
-        if u64::from(count) > r.remaining() as u64 {
-            let e = DecodeError::new(DecodeErrorKind::ArrayTooLong(count), start, "tagged_fields");
-            let err = self.err(e);
-            self.leave(mark);
-            return Err(err);
+        let mut node =
+            self.node(field, type_name(field.ty)).value(value).role(Role::Array { null: count.is_none() });
+        let length = match (count, flex) {
+            (Some(n), true) => format!("{} (compact, n+1)", n + 1),
+            (None, true) => "0 (compact, null)".to_string(),
+            (Some(n), false) => n.to_string(),
+            (None, false) => "-1 (null)".to_string(),
+        };
+        let about = match count {
+            None => "the array is null",
+            Some(_) if flex => "element count plus one; 0 would mean null",
+            Some(_) => "element count; -1 would mean null",
+        };
+        node.children.push(
+            Node::new("length", if flex { "uvarint" } else { "int32" }, field.offset, self.region())
+                .value(length)
+                .about(about)
+                .end(field.end),
+        );
+        self.stack.push(node);
+    }
+
+    fn leave_array(&mut self, field: &Field<'_>, _: Option<usize>) {
+        if let Some(node) = self.stack.pop() {
+            self.push(node.end(field.end));
         }
-        let about = if count == 0 { about.to_string() } else { format!("{about}, then the fields") };
-        let mut node = Node::new("tagged_fields", "uvarint", start, Region::Tagged)
-            .value(count.to_string())
+    }
+
+    fn enter_tagged_fields(&mut self, section: &TaggedSection<'_>) {
+        let about = if self.region == Region::Header {
+            "number of tagged fields in the header"
+        } else {
+            "number of tagged fields in this struct"
+        };
+        let about = if section.count == 0 { about.to_string() } else { format!("{about}, then the fields") };
+        let node = Node::new("tagged_fields", "uvarint", section.offset, Region::Tagged)
+            .value(section.count.to_string())
             .about(about)
             .role(Role::Tagged);
-        let result = self.tagged_entries(r, s, count, &mut node.children);
-        self.leave(mark);
-        out.push(node.end(r.offset()));
-        result
+        self.stack.push(node);
     }
 
-    fn tagged_entries(
-        &mut self,
-        r: &mut Reader<'_>,
-        s: Option<&'static StructSchema>,
-        count: u32,
-        out: &mut Vec<Node>,
-    ) -> Res {
-        let mut last: Option<u32> = None;
-        for _ in 0..count {
-            let entry = r.offset();
-            let tag = r.uvarint("tagged_fields").map_err(|e| self.err(e))?;
-            if last.is_some_and(|prev| tag <= prev) {
-                let e = DecodeError::new(DecodeErrorKind::TagOutOfOrder(tag), entry, "tagged_fields");
-                return Err(self.err(e));
-            }
-            last = Some(tag);
-            let size_at = r.offset();
-            let size = r.uvarint("tagged_fields").map_err(|e| self.err(e))? as usize;
-            let value_at = r.offset();
-            let mut value = r.sub(size, "tagged_fields").map_err(|e| self.err(e))?;
-            let head = vec![
-                Node::new("tag", "uvarint", entry, Region::Tagged)
-                    .value(tag.to_string())
-                    .about("the field's tag")
-                    .end(size_at),
-                Node::new("size", "uvarint", size_at, Region::Tagged)
-                    .value(size.to_string())
-                    .about("bytes of the field's value")
-                    .end(value_at),
-            ];
-            let known = s.and_then(|s| s.fields.iter().find(|f| f.tag == Some(tag)));
-            match known {
-                Some(f) if f.is_tagged(self.version) => {
-                    let mark = self.path.rfind(" (tagged fields)").unwrap_or(self.path.len());
-                    let saved = self.path.clone();
-                    self.path.truncate(mark);
-                    self.enter(&json_key(f.name));
-                    let mut decoded = Vec::new();
-                    let result = self.value(&mut value, f, &f.ty, Region::Tagged, &mut decoded, None);
-                    let result = result.and_then(|()| {
-                        if value.remaining() != 0 {
-                            let kind = DecodeErrorKind::TaggedSizeMismatch {
-                                tag,
-                                declared: size as u32,
-                                actual: value.pos() as u32,
-                            };
-                            Err(self.err(DecodeError::new(kind, value.offset(), "tagged_fields")))
-                        } else {
-                            Ok(())
-                        }
-                    });
-                    self.path = saved;
-                    if let Some(inner) = decoded.pop() {
-                        out.push(tagged_entry(inner, f, tag, head, entry, r.offset()));
-                    }
-                    result?;
-                }
-                Some(_) => {
-                    let e = DecodeError::new(
-                        DecodeErrorKind::TagNotValidForVersion(tag),
-                        value_at,
-                        "tagged_fields",
-                    );
-                    return Err(self.err(e));
-                }
-                None => {
-                    let data = value.take(size, "tagged_fields").map_err(|e| self.err(e))?;
-                    let mut node = Node::new(format!("tag {tag}"), "raw", entry, Region::Tagged)
-                        .value(bytes_preview(data))
-                        .about("a tagged field this schema does not know, kept as raw bytes")
-                        .role(Role::Unknown { tag, data: data.to_vec() })
-                        .end(r.offset());
-                    node.children = head;
-                    node.children.push(
-                        Node::new("data", "bytes", value_at, Region::Tagged)
-                            .value(bytes_preview(data))
-                            .about("the field's raw value")
-                            .end(r.offset()),
-                    );
-                    out.push(node);
-                }
-            }
+    fn leave_tagged_fields(&mut self, _: &TaggedSection<'_>, end: usize) {
+        if let Some(node) = self.stack.pop() {
+            self.push(node.end(end));
         }
-        Ok(())
     }
+
+    fn tagged_field(&mut self, _: &TaggedField) {
+        self.tagged += 1;
+        // Collects the value's node.
+        self.stack.push(Node::new("", "", 0, Region::Tagged));
+    }
+
+    fn leave_tagged_field(&mut self, t: &TaggedField, end: usize) {
+        self.tagged = self.tagged.saturating_sub(1);
+        let Some(mut collector) = self.stack.pop() else { return };
+        if let (Some(inner), Some(f)) = (collector.children.pop(), t.known) {
+            let entry = tagged_entry(inner, f, t.tag, head(t), t.offset, end);
+            self.push(entry);
+        }
+    }
+
+    fn unknown_tagged_field(&mut self, t: &TaggedField, data: &'a [u8]) {
+        let end = t.value_offset + data.len();
+        let mut node = Node::new(format!("tag {}", t.tag), "raw", t.offset, Region::Tagged)
+            .value(bytes_preview(data))
+            .about("a tagged field this schema does not know, kept as raw bytes")
+            .role(Role::Unknown { tag: t.tag, data: data.to_vec() })
+            .end(end);
+        node.children = head(t);
+        node.children.push(
+            Node::new("data", "bytes", t.value_offset, Region::Tagged)
+                .value(bytes_preview(data))
+                .about("the field's raw value")
+                .end(end),
+        );
+        self.push(node);
+    }
+}
+
+/// The tag and size nodes of a tagged field.
+fn head(t: &TaggedField) -> Vec<Node> {
+    vec![
+        Node::new("tag", "uvarint", t.offset, Region::Tagged)
+            .value(t.tag.to_string())
+            .about("the field's tag")
+            .end(t.size_offset),
+        Node::new("size", "uvarint", t.size_offset, Region::Tagged)
+            .value(t.size.to_string())
+            .about("bytes of the field's value")
+            .end(t.value_offset),
+    ]
 }
 
 /// Wraps the node of a decoded known tagged field into its entry: the entry spans the tag
 /// and size as well, which become its first children.
-fn tagged_entry(inner: Node, f: &FieldSchema, tag: u32, head: Vec<Node>, start: usize, end: usize) -> Node {
+fn tagged_entry(
+    inner: Node,
+    f: &'static FieldSchema,
+    tag: u32,
+    head: Vec<Node>,
+    start: usize,
+    end: usize,
+) -> Node {
     let json_default = match &inner.role {
-        Role::Leaf(s) => s.is_default(f),
+        Role::Leaf(v) => v.is_default_for(f),
         Role::Array { null } => {
             let null_default = f.default == Some("null");
             if *null { null_default } else { !null_default && inner.children.iter().all(|c| !c.element) }
@@ -812,6 +761,17 @@ fn error_code(code: i64) -> String {
     match i16::try_from(code).ok().filter(|c| *c != 0).and_then(ErrorCode::from_code) {
         Some(e) => format!("{code} ({})", e.name()),
         None => code.to_string(),
+    }
+}
+
+/// A short form of a byte string: its length and up to 16 bytes in hex.
+pub fn bytes_preview(b: &[u8]) -> String {
+    let shown: String = b.iter().take(16).map(|x| format!("{x:02x}")).collect();
+    let more = if b.len() > 16 { "..." } else { "" };
+    match b.len() {
+        0 => "0 bytes".into(),
+        1 => format!("1 byte: {shown}"),
+        n => format!("{n} bytes: {shown}{more}"),
     }
 }
 

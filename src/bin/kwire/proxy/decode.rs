@@ -1,5 +1,5 @@
 //! The proxy's adapter to the kwire library: every call the proxy makes into kwire is in
-//! this file (and in `scan.rs`, which reads kwire's schema tables). The rest of the proxy
+//! this file. The rest of the proxy
 //! sees only the plain types below, so a change of kwire's view API is ported here.
 //!
 //! Frames here are whole frames *without* their 4-byte size prefix (as
@@ -13,7 +13,7 @@ use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
 use kwire::reflect::StructSchema;
 
-use super::scan;
+use kwire::reflect::addresses;
 
 /// Apache Kafka's default limit on a request's size (`socket.request.max.bytes`).
 pub const DEFAULT_MAX_FRAME: usize = frame::DEFAULT_MAX_FRAME_SIZE;
@@ -121,9 +121,11 @@ pub fn decode_response(frame: &[u8], api_key: i16, api_version: i16) -> Response
         },
     };
     let mut info = ResponseInfo { decoded, version, errors: Vec::new() };
-    if let Some((schema, flexible, header_version)) = response_schema(api_key, version)
+    if let Some(key) = ApiKey::from_i16(api_key)
+        && let Some((_, _, header_version)) = response_schema(api_key, version)
         && let Ok((_, header_len)) = frame::ResponseHeaderView::parse(frame, header_version)
-        && let Ok(found) = scan::scan(schema, version, flexible, &frame[header_len..])
+        && let Ok(found) =
+            addresses::scan(kwire::reflect::response_schema(key), version, &frame[header_len..])
     {
         info.errors = found.errors;
     }

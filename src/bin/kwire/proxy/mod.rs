@@ -16,14 +16,10 @@
 //! The connection state is kwire's: `kwire::conn` (frame buffers, requests in flight),
 //! `kwire::secrets` (masked copies for the log and recordings, SaslHandshake v0 tokens) and
 //! `kwire::filter` (broker addresses rewritten, denied APIs). The decoding for the log is in
-//! `decode.rs` (and `scan.rs`, which finds error codes through kwire's schema tables).
+//! `decode.rs`.
 
 mod conn;
 pub mod decode;
-// Only `scan` (error codes) is used now; the address rewriting moved to
-// `kwire::filter::RewriteAddresses`. The schema walker in `kwire::reflect` replaces it.
-#[allow(dead_code)]
-mod scan;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
