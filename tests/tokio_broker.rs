@@ -524,3 +524,88 @@ fn confluent_against_the_tokio_broker() {
 fn confluent_falls_back_from_an_unsupported_api_versions_version() {
     confluent(Versions::new(0, 2));
 }
+
+// ------------------------------------------------------------------ the codecs, in memory
+
+#[test]
+fn frame_codec_limits_errors_and_reservation() {
+    use kwire::conn::tokio::FrameCodec;
+    use kwire::frame::FrameError;
+    use kwire::{DecodeError, DecodeErrorKind};
+    let mut codec = FrameCodec::new(1000);
+    let mut src = BytesMut::new();
+    src.extend_from_slice(&[0, 0, 0, 2, 7, 8, 0, 0]);
+    assert_eq!(codec.decode(&mut src).unwrap().as_deref(), Some(&[7u8, 8][..]));
+    assert_eq!(codec.decode(&mut src).unwrap(), None);
+    // A claim of 1 MiB with a few bytes there: room for what arrives next (at most the
+    // bytes buffered or 16 KiB), never the claim.
+    let mut big = FrameCodec::new(1 << 20);
+    let mut src = BytesMut::new();
+    src.extend_from_slice(&(1i32 << 20).to_be_bytes());
+    src.extend_from_slice(&[0; 100]);
+    assert_eq!(big.decode(&mut src).unwrap(), None);
+    assert!(src.capacity() <= 32 * 1024, "reserved {} for a 1 MiB claim", src.capacity());
+    let mut over = BytesMut::from(&1001i32.to_be_bytes()[..]);
+    let want = FrameError::Decode(DecodeError::new(
+        DecodeErrorKind::FrameTooLarge { size: 1001, max: 1000 },
+        0,
+        "Frame.size",
+    ));
+    let mut codec = FrameCodec::new(1000);
+    assert!(matches!(codec.decode(&mut over), Err(CodecError::Frame(e)) if e == want));
+    // The error sticks, even with good bytes after it.
+    let mut good = BytesMut::from(&[0u8, 0, 0, 1, 5][..]);
+    assert!(matches!(codec.decode(&mut good), Err(CodecError::Frame(e)) if e == want));
+    assert_eq!(codec.error(), Some(want));
+    let mut dst = BytesMut::new();
+    codec.encode(&[1u8, 2, 3][..], &mut dst).unwrap();
+    assert_eq!(&dst[..], &[0, 0, 0, 3, 1, 2, 3]);
+}
+
+#[test]
+fn client_codec_pairs_responses_and_skips_acks_zero() {
+    use kwire::conn::ConnError;
+    use kwire::conn::tokio::{ClientCodec, Request};
+    use kwire::messages::api_versions::ApiVersionsRequest;
+    use kwire::messages::produce::ProduceRequest;
+    let mut client: ClientCodec<&str> = ClientCodec::new(Some("c"));
+    let mut server = ServerCodec::new();
+    let (mut to_server, mut to_client) = (BytesMut::new(), BytesMut::new());
+    let produce = ProduceRequest { acks: 0, ..Default::default() };
+    client.encode(Request { body: &produce, version: 9, payload: "produce" }, &mut to_server).unwrap();
+    client
+        .encode(
+            Request { body: &ApiVersionsRequest::default(), version: 3, payload: "versions" },
+            &mut to_server,
+        )
+        .unwrap();
+    assert_eq!(client.in_flight().iter().map(|p| p.correlation_id).collect::<Vec<_>>(), [1]);
+    let mut ids = Vec::new();
+    while let Some(frame) = server.decode(&mut to_server).unwrap() {
+        let Received::Request(r) = frame.received().unwrap() else { panic!() };
+        ids.push(r.header.correlation_id());
+        if r.reply_to().expects_response {
+            server.encode((r.reply_to(), &ApiVersionsResponse::default()), &mut to_client).unwrap();
+        }
+    }
+    assert_eq!(ids, [0, 1]);
+    // An answer nobody asked for, after the real one.
+    let stray = kwire::conn::ReplyTo { correlation_id: 55, ..ids_reply(1) };
+    server.encode((stray, &ApiVersionsResponse::default()), &mut to_client).unwrap();
+    let answer = client.decode(&mut to_client).unwrap().unwrap();
+    assert_eq!((answer.request.correlation_id, answer.request.payload), (1, "versions"));
+    assert_eq!(answer.response().unwrap().1, 3);
+    assert!(matches!(
+        client.decode(&mut to_client),
+        Err(CodecError::Conn(ConnError::UnknownCorrelationId { correlation_id: 55 }))
+    ));
+}
+
+fn ids_reply(correlation_id: i32) -> kwire::conn::ReplyTo {
+    kwire::conn::ReplyTo {
+        api_key: ApiKey::ApiVersions,
+        api_version: 3,
+        correlation_id,
+        expects_response: true,
+    }
+}

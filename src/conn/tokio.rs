@@ -1,6 +1,7 @@
-//! `tokio_util::codec` codecs (feature `tokio`): [`FrameCodec`] for raw frames and
-//! [`ServerCodec`] for a broker's typed requests and responses, both built on the rules
-//! of [`FrameBuf`](super::FrameBuf) and [`ServerConn`].
+//! `tokio_util::codec` codecs (feature `tokio`): [`FrameCodec`] for raw frames,
+//! [`ServerCodec`] for a broker's typed requests and responses, and [`ClientCodec`] for a
+//! client's, built on the rules of [`FrameBuf`](super::FrameBuf), [`ServerConn`] and
+//! [`ClientConn`](super::ClientConn).
 //!
 //! **Framing.** The same limits and errors as `FrameBuf`: a negative or oversized size
 //! prefix is a [`FrameError`] as soon as its four bytes are there. The codecs never
@@ -40,6 +41,32 @@
 //! assert_eq!(answer.header.correlation_id(), 7);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! A client and a broker talking through their codecs:
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use kwire::conn::Received;
+//! use kwire::conn::tokio::{ClientCodec, Request, ServerCodec};
+//! use kwire::messages::ResponseBodyView;
+//! use kwire::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
+//! use tokio_util::codec::{Decoder, Encoder};
+//!
+//! let (mut client, mut server) = (ClientCodec::new(Some("c")), ServerCodec::new());
+//! let (mut to_server, mut to_client) = (BytesMut::new(), BytesMut::new());
+//! client.encode(Request { body: &ApiVersionsRequest::default(), version: 3, payload: "hello" }, &mut to_server)?;
+//!
+//! let frame = server.decode(&mut to_server)?.expect("a whole request");
+//! let Received::Request(r) = frame.received()? else { unreachable!() };
+//! server.encode((r.reply_to(), &ApiVersionsResponse::default()), &mut to_client)?;
+//!
+//! let answer = client.decode(&mut to_client)?.expect("a whole response");
+//! assert_eq!(answer.request.payload, "hello");
+//! let (response, version) = answer.response()?;
+//! assert!(matches!(response.body, ResponseBodyView::ApiVersions(_)));
+//! assert_eq!(version, 3);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::fmt;
 use std::io;
@@ -50,9 +77,13 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use super::frame_buf::DEFAULT_BASE_CAPACITY;
 use super::server::read_request;
-use super::{ConnError, Received, ReplyTo, ServerConn};
+use super::{
+    ConnError, InFlight, Pending, Received, ReplyTo, ServerConn, frame_expects_response, read_response,
+};
+use crate::dispatch::{self, Response};
 use crate::encode::AnyBody;
 use crate::frame::{self, DEFAULT_MAX_FRAME_SIZE, FrameError, FrameStatus};
+use crate::frame::{RequestHeader, ResponseHeaderView};
 use crate::messages::ApiKey;
 use crate::types::Versions;
 
@@ -294,6 +325,116 @@ impl Encoder<ApiVersionsUnsupported> for ServerCodec {
         let mut out = Vec::new();
         ServerConn::encode_api_versions_unsupported(item.reply_to, item.supported, &mut out)?;
         dst.extend_from_slice(&out);
+        Ok(())
+    }
+}
+
+/// A response frame [`ClientCodec`] decoded, paired with its request; the body is read on
+/// demand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResponseFrame<T = ()> {
+    frame: Bytes,
+    /// The request it answers, with its payload.
+    pub request: Pending<T>,
+}
+
+impl<T> ResponseFrame<T> {
+    /// The frame after its size prefix.
+    pub fn bytes(&self) -> &Bytes {
+        &self.frame
+    }
+
+    /// The response as typed views, with the version its body was read at (see
+    /// [`read_response`]: ApiVersions falls back to version 0).
+    pub fn response(&self) -> Result<(Response<'_>, i16), FrameError> {
+        read_response(&self.frame, self.request.api_key, self.request.api_version)
+    }
+}
+
+/// A request for [`ClientCodec`]: a body, its version and the payload kept until its
+/// response.
+#[derive(Debug)]
+pub struct Request<'b, B, T = ()> {
+    /// The body.
+    pub body: &'b B,
+    /// Its version.
+    pub version: i16,
+    /// What comes back with the response.
+    pub payload: T,
+}
+
+/// A client's codec: encodes [`Request`]s with fresh correlation ids (tracked in an
+/// [`InFlight`] table unless they get no response), decodes [`ResponseFrame`]s paired with
+/// their requests. A response whose correlation id is not the oldest request's is a
+/// [`CodecError::Conn`] ([`ConnError::UnknownCorrelationId`] or [`ConnError::OutOfOrder`]);
+/// close the connection.
+#[derive(Debug)]
+pub struct ClientCodec<T = ()> {
+    frames: FrameCodec,
+    in_flight: InFlight<T>,
+    next_id: i32,
+    client_id: Option<std::string::String>,
+}
+
+impl<T> ClientCodec<T> {
+    /// A codec sending `client_id`, with Kafka's default frame limit and
+    /// [`super::DEFAULT_MAX_IN_FLIGHT`] requests in flight at most.
+    pub fn new(client_id: Option<&str>) -> Self {
+        Self::with_limits(client_id, FrameCodec::default(), InFlight::new())
+    }
+
+    /// A codec framing with `frames` and tracking requests in `in_flight`.
+    pub fn with_limits(client_id: Option<&str>, frames: FrameCodec, in_flight: InFlight<T>) -> Self {
+        ClientCodec { frames, in_flight, next_id: 0, client_id: client_id.map(Into::into) }
+    }
+
+    /// The requests awaiting responses.
+    pub fn in_flight(&self) -> &InFlight<T> {
+        &self.in_flight
+    }
+}
+
+impl<T> Decoder for ClientCodec<T> {
+    type Item = ResponseFrame<T>;
+    type Error = CodecError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<ResponseFrame<T>>, CodecError> {
+        let Some(frame) = self.frames.decode(src)? else { return Ok(None) };
+        let (header, _) = ResponseHeaderView::parse(&frame, 0).map_err(ConnError::from)?;
+        let request = self.in_flight.complete(header.correlation_id())?;
+        Ok(Some(ResponseFrame { frame, request }))
+    }
+}
+
+impl<B: AnyBody, T> Encoder<Request<'_, B, T>> for ClientCodec<T> {
+    type Error = CodecError;
+
+    fn encode(&mut self, item: Request<'_, B, T>, dst: &mut BytesMut) -> Result<(), CodecError> {
+        let correlation_id = self.next_id;
+        let header = RequestHeader {
+            correlation_id,
+            client_id: self.client_id.as_deref(),
+            unknown_tagged_fields: &[],
+        };
+        let n = dispatch::request_len(item.body, item.version, &header).map_err(ConnError::from)?;
+        let at = dst.len();
+        dst.resize(at + n, 0);
+        let tracked = (|| {
+            dispatch::encode_request_with(item.body, item.version, &header, &mut dst[at..])?;
+            if frame_expects_response(&dst[at + 4..])? {
+                let key = ApiKey::from_i16(item.body.api_key()).ok_or(ConnError::WrongApi {
+                    expected: ApiKey::ApiVersions,
+                    api_key: item.body.api_key(),
+                })?;
+                self.in_flight.push(correlation_id, key, item.version, item.payload)?;
+            }
+            Ok::<(), ConnError>(())
+        })();
+        if let Err(e) = tracked {
+            dst.truncate(at);
+            return Err(e.into());
+        }
+        self.next_id = if correlation_id >= i32::MAX - 8 { 0 } else { correlation_id.wrapping_add(1) };
         Ok(())
     }
 }
