@@ -60,17 +60,18 @@ impl Ver {
     }
 
     /// A value that depends on the version (see [`versions::runs`]).
-    pub fn by_version<T: PartialEq + Clone>(
+    pub fn by_version<T: PartialEq>(
         &self,
         possible: Versions,
         value: impl Fn(i16) -> T,
         show: impl Fn(&T) -> String,
-    ) -> String {
+    ) -> ByVersion<T> {
         let runs = versions::runs(possible, value);
         if runs.len() > 1 {
             self.used.set(true);
         }
-        versions::show_runs(&runs, &self.version(), show)
+        let text = versions::show_runs(&runs, &self.version(), show);
+        ByVersion { runs, text }
     }
 
     /// Whether generated code asked for the version.
@@ -81,6 +82,28 @@ impl Ver {
     /// The name a closure or function parameter for it takes: `ver`, or `_` when unused.
     pub fn param_name(&self) -> &'static str {
         if self.used() { "ver" } else { "_" }
+    }
+}
+
+/// A value that depends on the version: its runs of versions, and the expression.
+pub struct ByVersion<T> {
+    runs: Vec<(Versions, T)>,
+    /// A literal, or an `if` chain over the version.
+    pub text: String,
+}
+
+impl<T> ByVersion<T> {
+    /// The value, when it is the same in every version.
+    pub fn constant(&self) -> Option<&T> {
+        match self.runs.as_slice() {
+            [(_, v)] => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The expression, in parentheses when it is an `if` chain (so that it can be added to).
+    pub fn operand(&self) -> String {
+        if self.constant().is_some() { self.text.clone() } else { format!("({})", self.text) }
     }
 }
 

@@ -417,6 +417,6 @@ fn write_fn(cx: &Ctx, s: &Struct) -> String {
 fn fixed_size_fn(cx: &Ctx, s: &Struct) -> Option<String> {
     let fb = FnBuilder::new("fixed_size").inline().ver_param().returns("Option<usize>");
     let show = |v: &Option<usize>| v.map_or("None".to_string(), |n| format!("Some({n})"));
-    let expr = fb.ver.by_version(s.versions, |v| encode_fixed_size(cx, s, v), show);
-    (expr != "None").then(|| fb.finish(Stmt::line(expr)))
+    let size = fb.ver.by_version(s.versions, |v| encode_fixed_size(cx, s, v), show);
+    (size.constant() != Some(&None)).then(|| fb.finish(Stmt::line(size.text)))
 }

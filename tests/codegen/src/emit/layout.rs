@@ -76,11 +76,10 @@ impl Place {
             |v| self.fixed.iter().filter(|(vs, _)| vs.contains(v)).map(|(_, w)| w).sum::<usize>(),
             |n| n.to_string(),
         );
-        match (self.base, sum.as_str()) {
-            (None, _) => sum,
-            (Some(a), "0") => format!("{anchors}[{a}] as usize"),
-            (Some(a), _) if sum.starts_with("if") => format!("{anchors}[{a}] as usize + ({sum})"),
-            (Some(a), _) => format!("{anchors}[{a}] as usize + {sum}"),
+        match (self.base, sum.constant()) {
+            (None, _) => sum.text,
+            (Some(a), Some(0)) => format!("{anchors}[{a}] as usize"),
+            (Some(a), _) => format!("{anchors}[{a}] as usize + {}", sum.operand()),
         }
     }
 }
@@ -104,7 +103,7 @@ pub fn fixed_bytes(s: &Struct, v: i16) -> usize {
 
 /// The bytes of fixed-width fields of an all-fixed struct, by version.
 pub fn fixed_sum(s: &Struct, ver: &Ver) -> String {
-    ver.by_version(s.versions, |v| fixed_bytes(s, v), |n| n.to_string())
+    ver.by_version(s.versions, |v| fixed_bytes(s, v), |n| n.to_string()).text
 }
 
 /// The fixed size of the struct in version `v` for the view decoder, if it has one.

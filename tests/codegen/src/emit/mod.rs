@@ -440,8 +440,3 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     }
     lines
 }
-
-/// `e` in parentheses when it is an `if` expression (so that it can be added to).
-pub fn paren(e: &str) -> String {
-    if e.starts_with("if") { format!("({e})") } else { e.to_string() }
-}

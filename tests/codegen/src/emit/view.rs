@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::layout::{StructLayout, all_fixed, all_fixed_in, fixed_bytes, fixed_sum};
-use super::{Ctx, F, known_tags, lower_first, paren, q, scalar_method};
+use super::{Ctx, F, known_tags, lower_first, q, scalar_method};
 use crate::code::{Block, FnBuilder, Stmt, Ver};
 use crate::schema::{Struct, Type};
 use crate::versions::{Cond, Versions};
@@ -22,12 +22,17 @@ fn if_else(c: &str, a: &str, b: &str) -> String {
     format!("if {c} {{ {a} }} else {{ {b} }}")
 }
 
+/// Whether the view's default of `f` is `None`.
+fn default_is_none(f: &F) -> bool {
+    (f.nullable && f.f.default.as_deref() == Some("null")) || matches!(f.f.ty, Type::Struct(_))
+}
+
 /// The default value of `f` as a view expression.
 fn view_default(cx: &Ctx, f: &F, ver: &Ver) -> String {
-    let d = f.f.default.as_deref();
-    if (f.nullable && d == Some("null")) || matches!(f.f.ty, Type::Struct(_)) {
+    if default_is_none(f) {
         return "None".into();
     }
+    let d = f.f.default.as_deref();
     let v = match &f.f.ty {
         Type::String => q(d.unwrap_or("")),
         Type::Bytes => "&[]".into(),
@@ -38,17 +43,31 @@ fn view_default(cx: &Ctx, f: &F, ver: &Ver) -> String {
     if f.nullable { format!("Some({v})") } else { v }
 }
 
+/// A field read from a view: an expression of the accessor's type, or one known to be
+/// `Some` of an inner expression (which a tagged read maps into the tag's `Option`).
+enum Read {
+    Plain(String),
+    Some(String),
+}
+
+impl Read {
+    fn expr(self) -> String {
+        match self {
+            Read::Plain(e) => e,
+            Read::Some(e) => format!("Some({e})"),
+        }
+    }
+}
+
 /// Reads field `f` at offset `off` of `src` (a view of checked bytes); `nullable_now` says
 /// whether it can be null there.
-fn read(cx: &Ctx, f: &F, src: &str, off: &str, nullable_now: &Cond, ver: &Ver) -> String {
+fn read(cx: &Ctx, f: &F, src: &str, off: &str, nullable_now: &Cond, ver: &Ver) -> Read {
     let flex = || cx.flex_expr(f.s, ver);
-    let pick = |plain: &dyn Fn() -> String, nullable: &dyn Fn() -> String| -> String {
-        if !f.nullable {
-            return plain();
-        }
-        match nullable_now {
-            Cond::Never => format!("Some({})", plain()),
-            _ => nullable(),
+    let pick = |plain: &dyn Fn() -> String, nullable: &dyn Fn() -> String| -> Read {
+        match (f.nullable, nullable_now) {
+            (false, _) => Read::Plain(plain()),
+            (true, Cond::Never) => Read::Some(plain()),
+            (true, _) => Read::Plain(nullable()),
         }
     };
     match &f.f.ty {
@@ -74,14 +93,14 @@ fn read(cx: &Ctx, f: &F, src: &str, off: &str, nullable_now: &Cond, ver: &Ver) -
                 )
             };
             match (f.nullable, nullable_now) {
-                (false, _) if cx.optional_struct(f) => format!("Some({})", at(off)),
-                (false, _) => at(off),
-                (true, Cond::Never) => format!("Some({})", at(off)),
-                (true, Cond::Always) => marked(off),
-                (true, Cond::If(c)) => if_else(c, &marked(off), &format!("Some({})", at(off))),
+                (false, _) if cx.optional_struct(f) => Read::Some(at(off)),
+                (false, _) => Read::Plain(at(off)),
+                (true, Cond::Never) => Read::Some(at(off)),
+                (true, Cond::Always) => Read::Plain(marked(off)),
+                (true, Cond::If(c)) => Read::Plain(if_else(c, &marked(off), &format!("Some({})", at(off)))),
             }
         }
-        ty => format!("{src}.{}({off})", scalar_method(ty)),
+        ty => Read::Plain(format!("{src}.{}({off})", scalar_method(ty))),
     }
 }
 
@@ -214,19 +233,20 @@ fn accessor(cx: &Ctx, f: &F, lay: &StructLayout, i: usize) -> String {
     let inline_read = || {
         let off = lay.places[i].expr(s, "self.at", f.inline, ver);
         let nullable_now = ver.cond(f.f.nullable, f.inline);
-        read(cx, f, "self.src", &off, &nullable_now, ver)
+        read(cx, f, "self.src", &off, &nullable_now, ver).expr()
     };
     let tagged_read = || {
         let nullable_now = ver.cond(f.f.nullable, f.tagged);
         let read = read(cx, f, "v", "0", &nullable_now, ver);
-        let default = view_default(cx, f, ver);
-        let tag_off = lay.tags.expr(s, "self.at", f.tagged.intersect(cx.msg.flexible), ver);
+        let tag_off = lay.tags.expr(s, "self.at", f.tagged, ver);
         let tag = format!("self.src.tag({tag_off}, {})", f.tag());
-        match read.strip_prefix("Some(").and_then(|r| r.strip_suffix(')')) {
-            Some(inner) if default == "None" && !inner.contains("Some(") => format!("{tag}.map(|v| {inner})"),
-            _ if default == "None" => format!("{tag}.and_then(|v| {read})"),
-            _ if default == "false" => format!("{tag}.is_some_and(|v| {read})"),
-            _ => format!("{tag}.map_or({default}, |v| {read})"),
+        // The tag's `Option<Reader>` becomes the accessor's value.
+        let false_by_default = f.f.ty == Type::Bool && f.f.default.as_deref().is_none_or(|d| d == "false");
+        match (read, default_is_none(f)) {
+            (Read::Some(inner), true) => format!("{tag}.map(|v| {inner})"),
+            (read, true) => format!("{tag}.and_then(|v| {})", read.expr()),
+            (read, false) if false_by_default => format!("{tag}.is_some_and(|v| {})", read.expr()),
+            (read, false) => format!("{tag}.map_or({}, |v| {})", view_default(cx, f, ver), read.expr()),
         }
     };
     let is_tagged = !f.tagged.is_empty();
@@ -354,26 +374,40 @@ fn check_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> String {
     fb.finish(body)
 }
 
+/// An element's `Layout` in one version.
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    Var,
+    Fixed(usize),
+    Tagged(usize),
+}
+
+impl Layout {
+    fn expr(&self) -> String {
+        match self {
+            Layout::Var => "Layout::Var".into(),
+            Layout::Fixed(n) => format!("Layout::Fixed({n})"),
+            Layout::Tagged(n) => format!("Layout::Tagged({n})"),
+        }
+    }
+}
+
 fn element(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
     let n = &s.name;
     let mut out = format!("impl<'a> ElementImpl<'a> for {n}View<'a> {{\n");
     let fb = FnBuilder::new("layout").inline().ver_param().returns("Layout");
-    let layout_expr = fb.ver.by_version(
+    let layout = fb.ver.by_version(
         s.versions,
-        |v| {
-            if !all_fixed_in(s, v) {
-                "Layout::Var".to_string()
-            } else if cx.msg.flexible.contains(v) {
-                format!("Layout::Tagged({})", fixed_bytes(s, v))
-            } else {
-                format!("Layout::Fixed({})", fixed_bytes(s, v))
-            }
+        |v| match (all_fixed_in(s, v), cx.msg.flexible.contains(v)) {
+            (false, _) => Layout::Var,
+            (true, true) => Layout::Tagged(fixed_bytes(s, v)),
+            (true, false) => Layout::Fixed(fixed_bytes(s, v)),
         },
-        |s| s.clone(),
+        Layout::expr,
     );
     // `Layout::Var` is the trait's default.
-    if layout_expr != "Layout::Var" {
-        out.push_str(&fb.finish(Stmt::line(layout_expr)));
+    if layout.constant() != Some(&Layout::Var) {
+        out.push_str(&fb.finish(Stmt::line(layout.text)));
         out.push('\n');
     }
     out.push_str(&check_pass(cx, s, lay, false));
@@ -417,14 +451,13 @@ fn at_fn(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
             |n| n.to_string(),
         );
         if *first {
-            body.line(if sum == "0" {
-                "let mut p = pos;".to_string()
-            } else {
-                format!("let mut p = pos + {};", paren(&sum))
+            body.line(match sum.constant() {
+                Some(0) => "let mut p = pos;".to_string(),
+                _ => format!("let mut p = pos + {};", sum.operand()),
             });
             *first = false;
-        } else if sum != "0" {
-            body.line(format!("p += {sum};"));
+        } else if sum.constant() != Some(&0) {
+            body.line(format!("p += {};", sum.text));
         }
         pending.clear();
     };
