@@ -8,6 +8,7 @@
 
 use crate::types::Versions;
 
+mod build;
 mod schemas;
 
 pub use schemas::{request_schema, response_schema};

@@ -1,90 +1,108 @@
 //! The schemas as data: `src/reflect/schemas.rs`, every message's `MessageSchema` and the
-//! `StructSchema` of every struct in it.
+//! `StructSchema` of every struct in it, one line per field with the builders of the
+//! hand-written `src/reflect/build.rs`.
 
 use std::fmt::Write as _;
 
 use super::{Api, GENERATED_FROM_ALL, q, snake, upper_snake};
-use crate::schema::{Message, Type};
-use crate::versions::Versions;
+use crate::schema::{Field, Message, Type};
+use crate::versions::{MAX, Versions};
 
-fn versions_expr(v: Versions) -> String {
+/// A version range with the builders: `NONE`, `since(3)`, `v(0, 4)`.
+fn versions(v: Versions) -> String {
     if v.is_empty() {
-        "Versions::NONE".into()
-    } else if v.hi == i16::MAX {
-        format!("Versions::new({}, i16::MAX)", v.lo)
+        "NONE".into()
+    } else if v.hi == MAX {
+        format!("since({})", v.lo)
     } else {
-        format!("Versions::new({}, {})", v.lo, v.hi)
+        format!("v({}, {})", v.lo, v.hi)
     }
 }
 
-fn field_type_expr(ty: &Type) -> String {
+/// The name of the static holding struct `name`'s schema.
+fn struct_static(name: &str) -> String {
+    upper_snake(name)
+}
+
+/// A `FieldType`, its variants imported: `Int32`, `Array(&Struct(&LIST_OFFSETS_TOPIC))`.
+fn field_type(ty: &Type) -> String {
     match ty {
-        Type::Bool => "FieldType::Bool".into(),
-        Type::Int8 => "FieldType::Int8".into(),
-        Type::Int16 => "FieldType::Int16".into(),
-        Type::Int32 => "FieldType::Int32".into(),
-        Type::Int64 => "FieldType::Int64".into(),
-        Type::Uint16 => "FieldType::Uint16".into(),
-        Type::Uint32 => "FieldType::Uint32".into(),
-        Type::Float64 => "FieldType::Float64".into(),
-        Type::Uuid => "FieldType::Uuid".into(),
-        Type::String => "FieldType::String".into(),
-        Type::Bytes => "FieldType::Bytes".into(),
-        Type::Records => "FieldType::Records".into(),
-        Type::Struct(n) => format!("FieldType::Struct(&{}_SCHEMA)", upper_snake(n)),
-        Type::Array(t) => format!("FieldType::Array(&{})", field_type_expr(t)),
+        Type::Struct(n) => format!("Struct(&{})", struct_static(n)),
+        Type::Array(t) => format!("Array(&{})", field_type(t)),
+        Type::Bool => "Bool".into(),
+        Type::Int8 => "Int8".into(),
+        Type::Int16 => "Int16".into(),
+        Type::Int32 => "Int32".into(),
+        Type::Int64 => "Int64".into(),
+        Type::Uint16 => "Uint16".into(),
+        Type::Uint32 => "Uint32".into(),
+        Type::Float64 => "Float64".into(),
+        Type::Uuid => "Uuid".into(),
+        Type::String => "String".into(),
+        Type::Bytes => "Bytes".into(),
+        Type::Records => "Records".into(),
     }
 }
 
-/// The message's schema as static data (`crate::reflect`).
-fn schema_tables(m: &Message) -> String {
-    let mut o = String::new();
-    let root = upper_snake(&m.name);
-    writeln!(o, "/// The schema of {} as data, for generic tools.", m.name).unwrap();
-    writeln!(o, "pub static {root}_MESSAGE_SCHEMA: MessageSchema = MessageSchema {{").unwrap();
-    writeln!(o, "    name: {},", q(&m.name)).unwrap();
-    writeln!(o, "    api_key: {},", m.api_key).unwrap();
-    writeln!(o, "    is_request: {},", m.is_request).unwrap();
-    writeln!(o, "    versions: {},", versions_expr(m.valid)).unwrap();
-    writeln!(o, "    flexible_versions: {},", versions_expr(m.flexible)).unwrap();
-    writeln!(o, "    about: {},", q(&m.about)).unwrap();
-    writeln!(o, "    body: &{root}_SCHEMA,\n}};\n").unwrap();
-    for s in &m.structs {
-        writeln!(o, "/// The schema of {} as data.", s.name).unwrap();
-        writeln!(o, "pub static {}_SCHEMA: StructSchema = StructSchema {{", upper_snake(&s.name)).unwrap();
-        writeln!(o, "    name: {},\n    fields: &[", q(&s.name)).unwrap();
-        for f in &s.fields {
-            writeln!(o, "        FieldSchema {{").unwrap();
-            writeln!(o, "            name: {},", q(&f.name)).unwrap();
-            writeln!(o, "            ty: {},", field_type_expr(&f.ty)).unwrap();
-            writeln!(o, "            versions: {},", versions_expr(f.versions)).unwrap();
-            writeln!(o, "            nullable_versions: {},", versions_expr(f.nullable)).unwrap();
-            writeln!(o, "            tagged_versions: {},", versions_expr(f.tagged)).unwrap();
-            writeln!(o, "            tag: {:?},", f.tag).unwrap();
-            writeln!(
-                o,
-                "            default: {},",
-                f.default.as_ref().map_or("None".to_string(), |d| format!("Some({})", q(d)))
-            )
-            .unwrap();
-            writeln!(o, "            ignorable: {},", f.ignorable).unwrap();
-            writeln!(o, "            about: {},", q(&f.about)).unwrap();
-            writeln!(o, "        }},").unwrap();
-        }
-        writeln!(o, "    ],\n}};\n").unwrap();
+/// One field: `field(name, type, versions)`, a method per further fact, then `.about(..)`.
+fn field(f: &Field) -> String {
+    let mut o = format!("field({}, {}, {})", q(&f.name), field_type(&f.ty), versions(f.versions));
+    if !f.nullable.is_empty() {
+        write!(o, ".nullable({})", versions(f.nullable)).unwrap();
     }
+    if let Some(tag) = f.tag {
+        write!(o, ".tagged({tag}, {})", versions(f.tagged)).unwrap();
+    }
+    if let Some(d) = &f.default {
+        write!(o, ".default_value({})", q(d)).unwrap();
+    }
+    if f.ignorable {
+        o.push_str(".ignorable()");
+    }
+    write!(o, ".about({})", q(&f.about)).unwrap();
     o
 }
 
-/// `src/reflect/schemas.rs`: every message's schema as data, for the `kwire` command.
+/// The items of the message: its schema (`REQUEST` or `RESPONSE`) and its structs'
+/// schemas, indented for the API's module.
+fn message(m: &Message) -> Vec<String> {
+    let mut items = vec![format!(
+        "    pub static {}: MessageSchema = MessageSchema {{ name: {}, api_key: {}, is_request: {}, versions: {}, flexible_versions: {}, body: &{}, about: {} }};\n",
+        if m.is_request { "REQUEST" } else { "RESPONSE" },
+        q(&m.name),
+        m.api_key,
+        m.is_request,
+        versions(m.valid),
+        versions(m.flexible),
+        struct_static(&m.name),
+        q(&m.about),
+    )];
+    for s in &m.structs {
+        let mut o = format!(
+            "    static {}: StructSchema = StructSchema {{ name: {}, fields: &[\n",
+            struct_static(&s.name),
+            q(&s.name)
+        );
+        for f in &s.fields {
+            writeln!(o, "        {},", field(f)).unwrap();
+        }
+        o.push_str("    ] };\n");
+        items.push(o);
+    }
+    items
+}
+
+/// `src/reflect/schemas.rs`: every message's schema as data, for generic tools.
 pub fn module(apis: &[Api]) -> String {
-    let mut o = String::new();
-    o.push_str(GENERATED_FROM_ALL);
-    o.push_str("//! Every message's schema as static data.\n\n");
-    o.push_str("use super::{FieldSchema, FieldType, MessageSchema, StructSchema};\nuse crate::messages::ApiKey;\nuse crate::types::Versions;\n\n");
-    for (fname, doc, pick) in [
-        ("request_schema", "The request schema of `api`.", true),
-        ("response_schema", "The response schema of `api`.", false),
+    let mut o = String::from(GENERATED_FROM_ALL);
+    o.push_str("//! Every message's schema as static data: a module per API, one line per field (the\n");
+    o.push_str("//! builders are in `build.rs`).\n\n");
+    o.push_str(
+        "use super::build::*;\nuse super::{MessageSchema, StructSchema};\nuse crate::messages::ApiKey;\n\n",
+    );
+    for (fname, doc, side) in [
+        ("request_schema", "The request schema of `api`.", "REQUEST"),
+        ("response_schema", "The response schema of `api`.", "RESPONSE"),
     ] {
         writeln!(
             o,
@@ -92,23 +110,24 @@ pub fn module(apis: &[Api]) -> String {
         )
         .unwrap();
         for a in apis {
-            let m = if pick { a.request } else { a.response };
-            writeln!(
-                o,
-                "        ApiKey::{} => &{}::{}_MESSAGE_SCHEMA,",
-                a.name,
-                snake(&a.name),
-                upper_snake(&m.name)
-            )
-            .unwrap();
+            writeln!(o, "        ApiKey::{} => &{}::{side},", a.name, snake(&a.name)).unwrap();
         }
         o.push_str("    }\n}\n\n");
     }
-    for a in apis {
-        writeln!(o, "/// {}.\nmod {} {{\n    use super::*;\n", a.name, snake(&a.name)).unwrap();
-        o.push_str(&schema_tables(a.request));
-        o.push_str(&schema_tables(a.response));
-        o.push_str("}\n\n");
-    }
+    let modules: Vec<String> = apis
+        .iter()
+        .map(|a| {
+            let mut items = message(a.request);
+            items.extend(message(a.response));
+            // One line per field reads as a table; rustfmt would break the long ones.
+            format!(
+                "/// {}.\n#[rustfmt::skip]\nmod {} {{\n    use super::*;\n\n{}}}\n",
+                a.name,
+                snake(&a.name),
+                items.join("\n")
+            )
+        })
+        .collect();
+    o.push_str(&modules.join("\n"));
     o
 }
