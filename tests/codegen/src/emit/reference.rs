@@ -18,7 +18,7 @@ pub fn emit(cx: &Ctx) -> String {
         out.push_str(&from_view(cx, s));
         out.push_str(&as_version(cx, s));
         if cx.is_root(s) {
-            writeln!(out, "reference_body!({n}, {n}View);\n", n = s.name).unwrap();
+            writeln!(out, "reference_body!({});\n", s.name).unwrap();
         }
     }
     out
@@ -97,11 +97,13 @@ fn read_owned(cx: &Ctx, s: &Struct) -> String {
     format!("impl ReadOwned for {n}{} {{\n{}}}\n\n", cx.generics(s, "'static"), fb.finish(body))
 }
 
-/// The conversion from the view: strings and bytes borrowed, arrays collected.
+/// The conversion from the view (public, so that one struct of a message can be taken
+/// out of its view): strings and bytes borrowed, arrays collected.
 fn from_view(cx: &Ctx, s: &Struct) -> String {
     let n = &s.name;
-    let mut out = format!("impl<'a> FromView<{n}View<'a>> for {n}{} {{\n", cx.generics(s, "'a"));
-    writeln!(out, "    fn from_view(view: {n}View<'a>) -> Self {{\n        {n} {{").unwrap();
+    let mut out = format!("impl<'a> From<{n}View<'a>> for {n}{} {{\n", cx.generics(s, "'a"));
+    out.push_str("    /// Borrows the view's strings and bytes, and collects its arrays.\n");
+    writeln!(out, "    fn from(view: {n}View<'a>) -> Self {{\n        {n} {{").unwrap();
     for f in F::all(s) {
         let x = format!("view.{}()", f.ident);
         let conv = match (&f.f.ty, f.nullable) {
@@ -114,10 +116,10 @@ fn from_view(cx: &Ctx, s: &Struct) -> String {
             (Type::Array(_), false) => format!("list_from_view({x})"),
             (Type::Array(_), true) => format!("{x}.map(list_from_view)"),
             (Type::Struct(_), false) if cx.optional_struct(&f) => {
-                format!("{x}.map(FromView::from_view).unwrap_or_default()")
+                format!("{x}.map(Into::into).unwrap_or_default()")
             }
-            (Type::Struct(_), false) => format!("FromView::from_view({x})"),
-            (Type::Struct(_), true) => format!("{x}.map(FromView::from_view)"),
+            (Type::Struct(_), false) => format!("{x}.into()"),
+            (Type::Struct(_), true) => format!("{x}.map(Into::into)"),
             _ => x,
         };
         writeln!(out, "            {}: {conv},", f.ident).unwrap();
