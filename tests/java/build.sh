@@ -23,7 +23,7 @@ for tool in java javac mvn; do
   fi
 done
 
-stamp="$( (cat "$src/pom.xml"; find "$src/src" -type f -name '*.java' | LC_ALL=C sort | xargs cat; javac -version 2>&1) | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$src/pom.xml" "$root/tests/kafka/VERSION"; find "$src/src" -type f -name '*.java' | LC_ALL=C sort | xargs cat; javac -version 2>&1) | sha256sum | cut -d' ' -f1)"
 if [[ -f "$out/harness.classpath" && -f "$out/stamp" && "$(cat "$out/stamp")" == "$stamp" ]]; then
   missing=0
   IFS=: read -r -a entries < "$out/harness.classpath"
@@ -37,7 +37,8 @@ mkdir -p "$out"
 rm -f "$out/stamp" "$out/harness.classpath"
 # -Xmx for Maven's own JVM too: the machine is shared.
 # (Debian's Maven prints colour resets even when told not to: they are filtered out.)
-MAVEN_OPTS="${MAVEN_OPTS:-} -Xmx512m" mvn -q -B -Dstyle.color=never -f "$src/pom.xml" "-Dkwire.out=$out" compile 2>&1 \
+MAVEN_OPTS="${MAVEN_OPTS:-} -Xmx512m" mvn -q -B -Dstyle.color=never -f "$src/pom.xml" "-Dkwire.out=$out" \
+  "-Dkafka.version=$(cat "$root/tests/kafka/VERSION")" compile 2>&1 \
   | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$/d'
 echo "$out/harness/classes:$(cat "$out/dependencies.classpath")" > "$out/harness.classpath"
 echo "$stamp" > "$out/stamp"

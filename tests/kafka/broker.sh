@@ -14,7 +14,7 @@
 #
 # DIR holds everything of one server: server.properties, data/, server.log, pid, address.
 # Nothing of Kafka is committed: the jars come from Maven Central through tests/kafka/pom.xml
-# (Apache Kafka 4.4.0). Needs Java 17+, Maven and python3 (for picking free ports).
+# (the release named in tests/kafka/VERSION). Needs Java 17+, Maven and python3 (for picking free ports).
 #
 # Environment: KWIRE_KAFKA_HEAP (default 768m), KWIRE_KAFKA_START_TIMEOUT (seconds, default
 # 90), KWIRE_KAFKA_LIB (default target/kafka/lib of this checkout).
@@ -22,6 +22,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pom=$root/tests/kafka/pom.xml
+version=$(cat "$root/tests/kafka/VERSION")
 lib=${KWIRE_KAFKA_LIB:-$root/target/kafka/lib}
 heap=${KWIRE_KAFKA_HEAP:-768m}
 start_timeout=${KWIRE_KAFKA_START_TIMEOUT:-90}
@@ -33,15 +34,15 @@ fetch() {
   # The jar set is keyed by the pom's content: editing the pom fetches again.
   local stamp key
   stamp=$lib/.pom-sha256
-  key=$(sha256sum "$pom" | cut -d' ' -f1)
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ] && [ -f "$lib/kafka_2.13-4.4.0.jar" ]; then
+  key=$(cat "$pom" "$root/tests/kafka/VERSION" | sha256sum | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ] && [ -f "$lib/kafka_2.13-$version.jar" ]; then
     return 0
   fi
   command -v mvn >/dev/null || die "mvn is not installed (needed to fetch Kafka from Maven Central)"
-  say "fetching Apache Kafka 4.4.0 from Maven Central into $lib"
+  say "fetching Apache Kafka $version from Maven Central into $lib"
   rm -rf "$lib.tmp"
   mkdir -p "$(dirname "$lib")"
-  if ! timeout 900 mvn -q -B -f "$pom" dependency:copy-dependencies \
+  if ! timeout 900 mvn -q -B -f "$pom" "-Dkafka.version=$version" dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$lib.tmp" >"$(dirname "$lib")/mvn.log" 2>&1; then
     tail -30 "$(dirname "$lib")/mvn.log" >&2
     die "mvn could not resolve $pom (log: $(dirname "$lib")/mvn.log)"

@@ -5,9 +5,9 @@
 # Nothing it fetches is committed.
 set -euo pipefail
 
-KAFKA_VERSION=4.4.0
-
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# The one place the Kafka release is named; every script, pom and test reads it.
+KAFKA_VERSION=$(cat "$root/tests/kafka/VERSION")
 out="$root/target/kafka"
 jar="$out/kafka-clients-$KAFKA_VERSION.jar"
 messages="$out/message"

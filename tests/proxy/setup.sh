@@ -2,13 +2,14 @@
 # Installs what the proxy interop tests (tests/proxy.rs) need, into target/ of this
 # checkout, on top of tests/interop/setup.sh (kafka-python, confluent-kafka, kafkajs):
 #   - the compression codecs kafka-python and kafkajs need for snappy, lz4 and zstd;
-#   - Apache Kafka 4.4.0's broker jars (tests/kafka/broker.sh fetch);
+#   - Apache Kafka $kafka_version's broker jars (tests/kafka/broker.sh fetch);
 #   - the Java kafka-clients program (tests/interop/java, Maven) in target/java-client/;
 #   - the franz-go program (tests/interop/go) in target/go-client/, when Go is installed.
 # Idempotent; writes target/proxy-clients/ready last, which the tests look for.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+kafka_version=$(cat "$root/tests/kafka/VERSION")
 dir=$root/target/proxy-clients
 say() { echo "proxy setup: $*"; }
 mkdir -p "$dir"
@@ -30,13 +31,14 @@ if ! NODE_PATH=$node_dir/node_modules node -e 'require("kafkajs-snappy"); requir
     kafkajs-snappy@1.1.0 kafkajs-lz4@1.2.1
 fi
 
-say "Apache Kafka 4.4.0 broker jars"
+say "Apache Kafka $kafka_version broker jars"
 bash "$root/tests/kafka/broker.sh" fetch
 
 java_dir=$root/target/java-client
-if [ ! -f "$java_dir/proxy-java-client-0.jar" ] || [ -n "$(find "$root/tests/interop/java" -newer "$java_dir/proxy-java-client-0.jar" -type f)" ]; then
+if [ ! -f "$java_dir/proxy-java-client-0.jar" ] || [ -n "$(find "$root/tests/interop/java" "$root/tests/kafka/VERSION" -newer "$java_dir/proxy-java-client-0.jar" -type f)" ]; then
   say "Java kafka-clients program"
-  timeout 900 mvn -q -B -f "$root/tests/interop/java/pom.xml" package dependency:copy-dependencies \
+  timeout 900 mvn -q -B -f "$root/tests/interop/java/pom.xml" "-Dkafka.version=$kafka_version" \
+    package dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$java_dir/lib" >"$dir/java-build.log" 2>&1 \
     || { tail -30 "$dir/java-build.log"; exit 1; }
 fi
@@ -53,9 +55,9 @@ fi
 
 {
   cat "$root/target/interop/versions.txt"
-  echo "kafka-clients 4.4.0 (Java $(java -version 2>&1 | sed -n 1p))"
+  echo "kafka-clients $kafka_version (Java $(java -version 2>&1 | sed -n 1p))"
   command -v go >/dev/null && echo "franz-go $(sed -n 's/^\s*github.com\/twmb\/franz-go \(v[^ ]*\)$/\1/p' "$root/tests/interop/go/go.mod")"
-  echo "Apache Kafka 4.4.0 broker"
+  echo "Apache Kafka $kafka_version broker"
 } >"$dir/versions.txt"
 cp "$dir/versions.txt" "$dir/ready"
 say "ready:"

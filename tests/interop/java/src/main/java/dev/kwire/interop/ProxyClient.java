@@ -115,7 +115,7 @@ public final class ProxyClient {
         String group = prefix + "-g";
         String group2 = prefix + "-g2";
         StringBuilder out = new StringBuilder("{");
-        out.append("\"client\":").append(q("kafka-clients 4.4.0"));
+        out.append("\"client\":").append(q("kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion()));
         out.append(",\"codecs\":").append(list(List.of(CODECS)));
         out.append(",\"errors\":[]");
 
