@@ -345,3 +345,53 @@ impl FnBuilder {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Versions {
+        Versions::parse(s).unwrap()
+    }
+
+    #[test]
+    fn the_version_parameter_is_named_from_what_the_body_asked() {
+        let f = FnBuilder::new("fixed").ver_param().returns("usize");
+        // Always true in the versions the code runs in: no test, so no use of `ver`.
+        assert!(matches!(f.ver.cond(v("0+"), v("2-4")), Cond::Always));
+        assert!(f.finish(Stmt::line("4")).contains("fn fixed(_: Ver) -> usize {"));
+
+        let f = FnBuilder::method("size").ver_param().unused("&'static str");
+        let Cond::If(c) = f.ver.cond(v("3+"), v("2-4")) else { panic!("a test") };
+        assert_eq!(c, "ver.version >= 3");
+        let text = f.finish(Stmt::when(c, Stmt::line("n += 1;")));
+        assert!(text.contains("fn size(&self, ver: Ver, _: &'static str) {"), "{text}");
+
+        // A view's method reads its own `ver`, and has no version parameter to name.
+        let f = FnBuilder::view_method("name").public().returns("i32");
+        let Cond::If(c) = f.ver.cond(v("0-1"), v("0+")) else { panic!("a test") };
+        assert_eq!(c, "self.ver.version <= 1");
+        assert!(f.ver.used());
+    }
+
+    #[test]
+    fn an_if_under_a_condition_becomes_one_if() {
+        let mut b = Block::new();
+        b.under(&Cond::If("a".into()), Stmt::when("x || y", Stmt::line("f();")));
+        // With an else, it stays nested.
+        let nested = Stmt::If {
+            cond: "b".into(),
+            then: Stmt::line("g();").into(),
+            otherwise: Some(Else::Block(Stmt::line("h();").into())),
+        };
+        b.under(&Cond::If("a".into()), nested);
+        b.under(&Cond::Never, Stmt::line("never();"));
+        b.under(&Cond::Always, Stmt::line("always();"));
+        let mut out = String::new();
+        b.render(0, &mut out);
+        assert_eq!(
+            out,
+            "if a && (x || y) {\n    f();\n}\nif a {\n    if b {\n        g();\n    } else {\n        h();\n    }\n}\nalways();\n"
+        );
+    }
+}
