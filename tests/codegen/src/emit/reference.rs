@@ -26,35 +26,45 @@ pub fn emit(cx: &Ctx) -> String {
 
 /// The expression reading field `f` with reader `r`.
 fn read_expr(cx: &Ctx, f: &F, r: &str, ver: &Ver) -> String {
-    let flex = || cx.flex_expr(f.s, ver);
     let p = q(&f.path);
     let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
-    let pick = |plain: &dyn Fn() -> String, nullable: &dyn Fn() -> String| -> String {
-        if !f.nullable {
-            return plain();
-        }
-        match &nullable_now {
-            Cond::Always => nullable(),
-            Cond::Never => format!("Some({})", plain()),
-            Cond::If(c) => format!("if {c} {{ {} }} else {{ Some({}) }}", nullable(), plain()),
-        }
+    // Both forms of a type use the same parts of the version, so building the one left
+    // unused records nothing the other would not.
+    let pick = |plain: String, nullable: String| match (f.nullable, &nullable_now) {
+        (false, _) => plain,
+        (true, Cond::Always) => nullable,
+        (true, Cond::Never) => format!("Some({plain})"),
+        (true, Cond::If(c)) => format!("if {c} {{ {nullable} }} else {{ Some({plain}) }}"),
     };
     match &f.f.ty {
-        Type::String => pick(&|| format!("owned_str({r}.str({}, {p})?)", flex()), &|| {
-            format!("{r}.nullable_str({}, {p})?.map(owned_str)", flex())
-        }),
-        Type::Bytes | Type::Records => pick(&|| format!("owned_bytes({r}.bytes({}, {p})?)", flex()), &|| {
-            format!("{r}.nullable_bytes({}, {p})?.map(owned_bytes)", flex())
-        }),
-        Type::Array(_) => pick(&|| format!("List::Owned(read_list({r}, {}, {p})?)", ver.value()), &|| {
-            format!("read_nullable_list({r}, {}, {p})?.map(List::Owned)", ver.value())
-        }),
-        Type::Struct(n) => pick(&|| format!("{n}::read_owned({r}, {}, {p})?", ver.value()), &|| {
-            format!(
-                "if {r}.i8({p})? < 0 {{ None }} else {{ Some({n}::read_owned({r}, {}, {p})?) }}",
-                ver.value()
+        Type::String => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(
+                format!("owned_str({r}.str({flex}, {p})?)"),
+                format!("{r}.nullable_str({flex}, {p})?.map(owned_str)"),
             )
-        }),
+        }
+        Type::Bytes | Type::Records => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(
+                format!("owned_bytes({r}.bytes({flex}, {p})?)"),
+                format!("{r}.nullable_bytes({flex}, {p})?.map(owned_bytes)"),
+            )
+        }
+        Type::Array(_) => {
+            let v = ver.value();
+            pick(
+                format!("List::Owned(read_list({r}, {v}, {p})?)"),
+                format!("read_nullable_list({r}, {v}, {p})?.map(List::Owned)"),
+            )
+        }
+        Type::Struct(n) => {
+            let v = ver.value();
+            pick(
+                format!("{n}::read_owned({r}, {v}, {p})?"),
+                format!("if {r}.i8({p})? < 0 {{ None }} else {{ Some({n}::read_owned({r}, {v}, {p})?) }}"),
+            )
+        }
         ty => format!("{r}.{}({p})?", scalar_method(ty)),
     }
 }

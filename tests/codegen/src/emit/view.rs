@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::layout::{StructLayout, all_fixed, all_fixed_in, fixed_bytes, fixed_sum};
 use super::{Ctx, F, known_tags, lower_first, q, scalar_method};
-use crate::code::{Block, FnBuilder, Stmt, Ver};
+use crate::code::{Block, Else, FnBuilder, Stmt, Ver};
 use crate::schema::{Struct, Type};
 use crate::versions::{Cond, Versions};
 
@@ -62,42 +62,50 @@ impl Read {
 /// Reads field `f` at offset `off` of `src` (a view of checked bytes); `nullable_now` says
 /// whether it can be null there.
 fn read(cx: &Ctx, f: &F, src: &str, off: &str, nullable_now: &Cond, ver: &Ver) -> Read {
-    let flex = || cx.flex_expr(f.s, ver);
-    let pick = |plain: &dyn Fn() -> String, nullable: &dyn Fn() -> String| -> Read {
-        match (f.nullable, nullable_now) {
-            (false, _) => Read::Plain(plain()),
-            (true, Cond::Never) => Read::Some(plain()),
-            (true, _) => Read::Plain(nullable()),
-        }
+    // Both forms of a type use the same parts of the version, so building the one left
+    // unused records nothing the other would not.
+    let pick = |plain: String, nullable: String| match (f.nullable, nullable_now) {
+        (false, _) => Read::Plain(plain),
+        (true, Cond::Never) => Read::Some(plain),
+        (true, _) => Read::Plain(nullable),
     };
     match &f.f.ty {
-        Type::String => pick(&|| format!("{src}.str({off}, {})", flex()), &|| {
-            format!("{src}.nullable_str({off}, {})", flex())
-        }),
-        Type::Bytes => pick(&|| format!("{src}.bytes_at({off}, {})", flex()), &|| {
-            format!("{src}.nullable_bytes({off}, {})", flex())
-        }),
-        Type::Records => pick(&|| format!("RecordBatches::new({src}.bytes_at({off}, {}))", flex()), &|| {
-            format!("{src}.nullable_bytes({off}, {}).map(RecordBatches::new)", flex())
-        }),
-        Type::Array(_) => pick(&|| format!("ArrayView::at({src}, {off}, {})", ver.value()), &|| {
-            format!("ArrayView::nullable_at({src}, {off}, {})", ver.value())
-        }),
+        Type::String => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(format!("{src}.str({off}, {flex})"), format!("{src}.nullable_str({off}, {flex})"))
+        }
+        Type::Bytes => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(format!("{src}.bytes_at({off}, {flex})"), format!("{src}.nullable_bytes({off}, {flex})"))
+        }
+        Type::Records => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(
+                format!("RecordBatches::new({src}.bytes_at({off}, {flex}))"),
+                format!("{src}.nullable_bytes({off}, {flex}).map(RecordBatches::new)"),
+            )
+        }
+        Type::Array(_) => {
+            let v = ver.value();
+            pick(
+                format!("ArrayView::at({src}, {off}, {v})"),
+                format!("ArrayView::nullable_at({src}, {off}, {v})"),
+            )
+        }
         Type::Struct(n) => {
-            let at = |off: &str| format!("{n}View::at({src}, {off}, {}).0", ver.value());
-            let marked = |off: &str| {
-                if_else(
-                    &format!("{src}.i8({off}) < 0"),
-                    "None",
-                    &format!("Some({})", at(&format!("{off} + 1"))),
-                )
-            };
+            let v = ver.value();
+            let at = format!("{n}View::at({src}, {off}, {v}).0");
+            let marked = if_else(
+                &format!("{src}.i8({off}) < 0"),
+                "None",
+                &format!("Some({n}View::at({src}, {off} + 1, {v}).0)"),
+            );
             match (f.nullable, nullable_now) {
-                (false, _) if cx.optional_struct(f) => Read::Some(at(off)),
-                (false, _) => Read::Plain(at(off)),
-                (true, Cond::Never) => Read::Some(at(off)),
-                (true, Cond::Always) => Read::Plain(marked(off)),
-                (true, Cond::If(c)) => Read::Plain(if_else(c, &marked(off), &format!("Some({})", at(off)))),
+                (false, _) if cx.optional_struct(f) => Read::Some(at),
+                (false, _) => Read::Plain(at),
+                (true, Cond::Never) => Read::Some(at),
+                (true, Cond::Always) => Read::Plain(marked),
+                (true, Cond::If(c)) => Read::Plain(if_else(c, &marked, &format!("Some({at})"))),
             }
         }
         ty => Read::Plain(format!("{src}.{}({off})", scalar_method(ty))),
@@ -106,40 +114,44 @@ fn read(cx: &Ctx, f: &F, src: &str, off: &str, nullable_now: &Cond, ver: &Ver) -
 
 /// The statement checking field `f` with reader `r`.
 fn check(cx: &Ctx, f: &F, r: &str, ver: &Ver) -> Stmt {
-    let flex = || cx.flex_expr(f.s, ver);
     let p = q(&f.path);
     let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
-    let pick = |plain: &dyn Fn() -> Stmt, nullable: &dyn Fn() -> Stmt| -> Stmt {
-        match &nullable_now {
-            Cond::Always => nullable(),
-            Cond::Never => plain(),
-            Cond::If(c) => Stmt::If {
-                cond: c.clone(),
-                then: nullable().into(),
-                otherwise: Some(crate::code::Else::Block(plain().into())),
-            },
+    // As in `read`, both forms use the same parts of the version.
+    let pick = |plain: Stmt, nullable: Stmt| match &nullable_now {
+        Cond::Always => nullable,
+        Cond::Never => plain,
+        Cond::If(c) => {
+            Stmt::If { cond: c.clone(), then: nullable.into(), otherwise: Some(Else::Block(plain.into())) }
         }
     };
-    let elem = cx.view_elem_ty(f.elem());
+    let line = |s: String| Stmt::line(s);
     match &f.f.ty {
-        Type::String => pick(&|| Stmt::line(format!("{r}.check_str({}, {p})?;", flex())), &|| {
-            Stmt::line(format!("{r}.check_nullable_str({}, {p})?;", flex()))
-        }),
-        Type::Bytes | Type::Records => pick(&|| Stmt::line(format!("{r}.bytes({}, {p})?;", flex())), &|| {
-            Stmt::line(format!("{r}.nullable_bytes({}, {p})?;", flex()))
-        }),
+        Type::String => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(
+                line(format!("{r}.check_str({flex}, {p})?;")),
+                line(format!("{r}.check_nullable_str({flex}, {p})?;")),
+            )
+        }
+        Type::Bytes | Type::Records => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(
+                line(format!("{r}.bytes({flex}, {p})?;")),
+                line(format!("{r}.nullable_bytes({flex}, {p})?;")),
+            )
+        }
         Type::Array(_) => {
-            pick(&|| Stmt::line(format!("view::check_array::<{elem}>({r}, {}, {p})?;", ver.value())), &|| {
-                Stmt::line(format!("view::check_nullable_array::<{elem}>({r}, {}, {p})?;", ver.value()))
-            })
+            let (elem, v) = (cx.view_elem_ty(f.elem()), ver.value());
+            pick(
+                line(format!("view::check_array::<{elem}>({r}, {v}, {p})?;")),
+                line(format!("view::check_nullable_array::<{elem}>({r}, {v}, {p})?;")),
+            )
         }
         Type::Struct(n) => {
-            pick(&|| Stmt::line(format!("{n}View::check({r}, {}, {p})?;", ver.value())), &|| {
-                let check = Stmt::line(format!("{n}View::check({r}, {}, {p})?;", ver.value()));
-                Stmt::when(format!("{r}.i8({p})? >= 0"), check)
-            })
+            let check = format!("{n}View::check({r}, {}, {p})?;", ver.value());
+            pick(line(check.clone()), Stmt::when(format!("{r}.i8({p})? >= 0"), line(check)))
         }
-        ty => Stmt::line(format!("{r}.take({}, {p})?;", ty.fixed_width().unwrap())),
+        ty => line(format!("{r}.take({}, {p})?;", ty.fixed_width().unwrap())),
     }
 }
 
