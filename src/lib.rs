@@ -70,9 +70,16 @@ mod reference;
 
 #[cfg(feature = "reflect")]
 pub mod reflect;
-#[cfg(feature = "alloc")]
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
+
+/// Without the `testing` feature there is no `AsVersion` to implement: the generated
+/// `as_version!` invocations expand to nothing.
+#[cfg(all(feature = "alloc", not(feature = "testing")))]
+macro_rules! as_version {
+    ($($any:tt)*) => {};
+}
 
 pub use encode::{AnyBody, Body};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
@@ -97,7 +104,7 @@ mod prelude {
         ReadOwned, list_from_view, owned_bytes, owned_str, raw_tagged_field, read_list, read_nullable_list,
         read_owned_body, read_unknown_tagged_fields, reference_body, unknown_from_view,
     };
-    #[cfg(feature = "alloc")]
+    #[cfg(feature = "testing")]
     pub(crate) use crate::testing::{AsVersion, as_version, tagged_as_version};
     pub(crate) use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver, Versions};
     pub(crate) use crate::view::{
@@ -106,5 +113,7 @@ mod prelude {
     pub(crate) use crate::wire::{self, Reader, Size, TaggedIter, TaggedSize, Writer};
     #[cfg(feature = "alloc")]
     pub(crate) use alloc::vec::Vec;
+    #[cfg(all(feature = "alloc", not(feature = "testing")))]
+    pub(crate) use as_version;
     pub(crate) use core::fmt;
 }

@@ -1,4 +1,5 @@
-//! Helpers for tests and fuzz targets, not part of the supported API.
+//! Helpers for tests and fuzz targets, not part of the supported API: compiled only with the
+//! `testing` feature, which the crate's own tests and fuzz targets turn on.
 
 use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver};
 

@@ -272,7 +272,7 @@ macro_rules! dispatch {
             }
         }
 
-        #[cfg(feature = "alloc")]
+        #[cfg(feature = "testing")]
         impl $crate::testing::AsVersion for $body_enum<'_> {
             fn as_version(&self, ver: $crate::types::Ver) -> Self {
                 match self {

@@ -376,13 +376,14 @@ impl<'b> Handler<'b> {
                 }
             }
         }
+        let brokers = [MetadataResponseBroker {
+            node_id: broker.catalog.node_id,
+            host: Str::Borrowed(&broker.host),
+            port: broker.port,
+            ..Default::default()
+        }];
         let body = MetadataResponse {
-            brokers: List::Borrowed(&[MetadataResponseBroker {
-                node_id: broker.catalog.node_id,
-                host: Str::Borrowed(&broker.host),
-                port: broker.port,
-                ..Default::default()
-            }]),
+            brokers: List::Borrowed(&brokers),
             cluster_id: Some(Str::Borrowed(&broker.catalog.cluster_id)),
             controller_id: broker.catalog.node_id,
             topics: List::Borrowed(&topics),
