@@ -25,7 +25,7 @@
 
 use crate::encode::AnyBody;
 use crate::error::{DecodeError, EncodeError};
-use crate::frame::{FrameError, RequestHeader, RequestHeaderView, ResponseHeaderView};
+use crate::frame::{FrameError, RequestHeader, RequestHeaderView, ResponseHeader, ResponseHeaderView};
 use crate::messages::{ApiKey, RequestBodyView, ResponseBodyView};
 use crate::wire::Writer;
 
@@ -53,25 +53,32 @@ pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
     parse_request_with(frame, RequestBodyView::new)
 }
 
-/// [`parse_request`] as Apache Kafka's broker reads requests: bytes after the body are
-/// ignored (librdkafka 2.16 sends three after the body of its all-topics Metadata v9+
-/// requests). Returns the request and the number of bytes ignored.
-pub fn parse_request_lenient(frame: &[u8]) -> Result<(Request<'_>, usize), FrameError> {
+/// [`parse_request`] for a frame whose body may be followed by other bytes: the `_prefix`
+/// convention of views ([`RequestBodyView::new_prefix`]), and how Apache Kafka's broker
+/// reads requests (librdkafka 2.16 sends three bytes after the body of its all-topics
+/// Metadata v9+ requests). Returns the request and the number of bytes after the body.
+pub fn parse_request_prefix(frame: &[u8]) -> Result<(Request<'_>, usize), FrameError> {
     let request = parse_request_with(frame, RequestBodyView::new_prefix)?;
     let ignored = frame.len() - request.header.as_bytes().len() - request.body.as_bytes().len();
     Ok((request, ignored))
+}
+
+/// The former name of [`parse_request_prefix`].
+#[deprecated(since = "0.1.0", note = "renamed to `parse_request_prefix` (one `_prefix` convention)")]
+pub fn parse_request_lenient(frame: &[u8]) -> Result<(Request<'_>, usize), FrameError> {
+    parse_request_prefix(frame)
 }
 
 fn parse_request_with<'a>(
     frame: &'a [u8],
     body_view: impl FnOnce(&'a [u8], ApiKey, i16) -> Result<RequestBodyView<'a>, DecodeError>,
 ) -> Result<Request<'a>, FrameError> {
-    let (api_key, api_version, correlation_id) = RequestHeaderView::peek(frame)?;
+    let (api_key, api_version, correlation_id) = crate::frame::peek_ids(frame)?;
     let Some(key) = ApiKey::from_i16(api_key).filter(|k| k.is_enabled()) else {
         return Err(FrameError::UnsupportedApiKey { api_key, api_version, correlation_id });
     };
     if !key.request_versions().contains(api_version) {
-        return Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id });
+        return Err(FrameError::UnsupportedVersion { api_key: key, api_version, correlation_id });
     }
     let (header, at) = RequestHeaderView::parse(frame, key.request_header_version(api_version))?;
     let body = frame.get(at..).unwrap_or_default();
@@ -83,11 +90,7 @@ fn parse_request_with<'a>(
 /// `api_version`; responses do not say what they answer.
 pub fn parse_response(frame: &[u8], api_key: ApiKey, api_version: i16) -> Result<Response<'_>, FrameError> {
     if !api_key.response_versions().contains(api_version) {
-        return Err(FrameError::UnsupportedVersion {
-            api_key: api_key.key(),
-            api_version,
-            correlation_id: -1,
-        });
+        return Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id: -1 });
     }
     let (header, at) = ResponseHeaderView::parse(frame, api_key.response_header_version(api_version))?;
     let body = frame.get(at..).unwrap_or_default();
@@ -150,32 +153,51 @@ pub fn encode_request_with(
     Ok(total)
 }
 
-/// The exact size of a whole response frame.
+/// The exact size of a whole response frame (with an empty response header).
 pub fn response_len(body: &impl AnyBody, version: i16) -> Result<usize, EncodeError> {
-    let header_len = if key_of(body)?.response_header_version(version) >= 1 { 5 } else { 4 };
-    frame_size(header_len, body.encoded_len(version)?)
+    response_len_with(body, version, &ResponseHeader::default())
+}
+
+/// The exact size of a whole response frame with this `header`.
+pub fn response_len_with(
+    body: &impl AnyBody,
+    version: i16,
+    header: &ResponseHeader<'_>,
+) -> Result<usize, EncodeError> {
+    let header_version = key_of(body)?.response_header_version(version);
+    frame_size(header.encoded_len(header_version)?, body.encoded_len(version)?)
 }
 
 /// Encodes a whole response frame (size prefix, header, body) into the front of `buf`
-/// and returns its length.
+/// and returns its length. The response header's version follows from the body's API and
+/// `version` (always v0 for ApiVersions).
 pub fn encode_response(
     body: &impl AnyBody,
     version: i16,
     correlation_id: i32,
     buf: &mut [u8],
 ) -> Result<usize, EncodeError> {
-    let total = response_len(body, version)?;
-    let flexible_header = key_of(body)?.response_header_version(version) >= 1;
+    let header = ResponseHeader { correlation_id, unknown_tagged_fields: &[] };
+    encode_response_with(body, version, &header, buf)
+}
+
+/// [`encode_response`] with every header field, including header tagged fields.
+pub fn encode_response_with(
+    body: &impl AnyBody,
+    version: i16,
+    header: &ResponseHeader<'_>,
+    buf: &mut [u8],
+) -> Result<usize, EncodeError> {
+    let header_version = key_of(body)?.response_header_version(version);
+    let header_len = header.encoded_len(header_version)?;
+    let total = frame_size(header_len, body.encoded_len(version)?)?;
     let Some(out) = buf.get_mut(..total) else {
         return Err(EncodeError::BufferTooSmall { needed: total, available: buf.len() });
     };
-    let (head, rest) = out.split_at_mut(if flexible_header { 9 } else { 8 });
+    let (head, rest) = out.split_at_mut(4 + header_len);
     let mut w = Writer::new(head);
     w.i32((total - 4) as i32);
-    w.i32(correlation_id);
-    if flexible_header {
-        w.byte(0);
-    }
+    header.write(&mut w, header_version);
     body.write_sized(version, rest)?;
     Ok(total)
 }

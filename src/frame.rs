@@ -72,8 +72,8 @@ pub enum FrameError {
     /// error 35 (UNSUPPORTED_VERSION) and a version-0 body listing what it supports, under
     /// this correlation id.
     UnsupportedVersion {
-        /// The API key.
-        api_key: i16,
+        /// The API.
+        api_key: crate::ApiKey,
         /// The version sent.
         api_version: i16,
         /// The correlation id sent (`-1` for a response, which is parsed after the fact).
@@ -100,7 +100,9 @@ impl fmt::Display for FrameError {
             }
             FrameError::UnsupportedVersion { api_key, api_version, correlation_id } => write!(
                 f,
-                "unsupported version {api_version} of API key {api_key} (correlation id {correlation_id})"
+                "unsupported version {api_version} of {} (API key {}, correlation id {correlation_id})",
+                api_key.name(),
+                api_key.key()
             ),
             FrameError::Decode(e) => e.fmt(f),
         }
@@ -158,7 +160,7 @@ impl<'a> RequestHeaderView<'a> {
     /// [`RequestHeaderView::peek`]). Returns the header and the offset of the body.
     pub fn parse(frame: &'a [u8], version: i16) -> Result<(Self, usize), DecodeError> {
         let mut r = Reader::new(frame);
-        let (api_key, api_version, correlation_id) = Self::peek(frame)?;
+        let (api_key, api_version, correlation_id) = peek_ids(frame)?;
         r.take(8, "RequestHeader.CorrelationId")?;
         let client_id = r.nullable_str(false, "RequestHeader.ClientId")?;
         let tagged = if version >= 2 {
@@ -178,15 +180,51 @@ impl<'a> RequestHeaderView<'a> {
         Ok((header, r.pos()))
     }
 
-    /// The API key, API version and correlation id at the start of a request frame: what
-    /// decides the header version and the body's type.
-    pub fn peek(frame: &[u8]) -> Result<(i16, i16, i32), DecodeError> {
+    /// The fields every request header starts with, for any API key, known or not: the
+    /// API key and version (what decides the header version and the body's type), the
+    /// correlation id and the client id. Borrowed, nothing allocated; the client id is an
+    /// int16-length nullable string in every header version and must be UTF-8. Header v2's
+    /// tagged fields, which follow it, are not read.
+    pub fn peek(frame: &'a [u8]) -> Result<RequestHeaderPeek<'a>, DecodeError> {
+        let (api_key, api_version, correlation_id) = peek_ids(frame)?;
         let mut r = Reader::new(frame);
-        Ok((
-            r.i16("RequestHeader.RequestApiKey")?,
-            r.i16("RequestHeader.RequestApiVersion")?,
-            r.i32("RequestHeader.CorrelationId")?,
-        ))
+        r.take(8, "RequestHeader.CorrelationId")?;
+        let client_id = r.nullable_str(false, "RequestHeader.ClientId")?;
+        Ok(RequestHeaderPeek { api_key, api_version, correlation_id, client_id, len: r.pos() })
+    }
+}
+
+/// The API key, API version and correlation id at the start of a request frame.
+pub(crate) fn peek_ids(frame: &[u8]) -> Result<(i16, i16, i32), DecodeError> {
+    let mut r = Reader::new(frame);
+    Ok((
+        r.i16("RequestHeader.RequestApiKey")?,
+        r.i16("RequestHeader.RequestApiVersion")?,
+        r.i32("RequestHeader.CorrelationId")?,
+    ))
+}
+
+/// What [`RequestHeaderView::peek`] reads: the fields every request header starts with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestHeaderPeek<'a> {
+    /// The API key as sent (a raw wire value: the key may be one this crate does not know;
+    /// see [`RequestHeaderPeek::key`]).
+    pub api_key: i16,
+    /// The API version as sent.
+    pub api_version: i16,
+    /// The correlation id, echoed in the response.
+    pub correlation_id: i32,
+    /// The client id (`None` when sent as null).
+    pub client_id: Option<&'a str>,
+    /// The bytes read: up to the end of the client id.
+    pub len: usize,
+}
+
+impl RequestHeaderPeek<'_> {
+    /// The API, if this crate knows its key (whether or not this build compiles it in,
+    /// see [`crate::ApiKey::is_enabled`]).
+    pub const fn key(&self) -> Option<crate::ApiKey> {
+        crate::ApiKey::from_i16(self.api_key)
     }
 }
 
@@ -267,6 +305,36 @@ impl RequestHeader<'_> {
         w.i32(self.correlation_id);
         w.nullable_str(self.client_id, false);
         if version >= 2 {
+            w.raw_tagged_fields(self.unknown_tagged_fields);
+        }
+    }
+}
+
+/// Response header fields for [`crate::dispatch::encode_response_with`]: the value type
+/// beside [`ResponseHeaderView`], as [`RequestHeader`] is beside [`RequestHeaderView`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResponseHeader<'a> {
+    /// The correlation id of the request answered.
+    pub correlation_id: i32,
+    /// Tagged fields for header v1, in ascending tag order (dropped at header v0).
+    pub unknown_tagged_fields: &'a [RawTaggedField<'a>],
+}
+
+impl ResponseHeader<'_> {
+    /// The exact size of this header at header `version` (0 or 1).
+    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
+        let tags = if version >= 1 {
+            wire::raw_tagged_fields_size(self.unknown_tagged_fields, "ResponseHeader._tagged_fields")?
+        } else {
+            0
+        };
+        Ok(4 + tags)
+    }
+
+    /// Writes this header, sized by [`ResponseHeader::encoded_len`].
+    pub(crate) fn write(&self, w: &mut Writer<'_>, version: i16) {
+        w.i32(self.correlation_id);
+        if version >= 1 {
             w.raw_tagged_fields(self.unknown_tagged_fields);
         }
     }

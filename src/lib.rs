@@ -16,6 +16,9 @@
 //!   owned values by a separate, straightforward path; `From<View>` converts views.
 //! - **Frames** ([`frame`]): size-prefixed framing and headers; [`dispatch`] puts frames,
 //!   headers and typed body views together and encodes whole frames.
+//! - **Secrets** ([`secrets`]): the fields that carry credentials, and masked copies of
+//!   frames for logs and recordings; **filters** ([`filter`], feature `alloc`) that pass,
+//!   rewrite, answer or refuse frames for a proxy.
 //! - **Record batches** ([`records`]): zero-copy views of the batches in `records` fields,
 //!   checked lazily, as they are iterated.
 //!
@@ -63,7 +66,13 @@ pub mod view;
 pub mod messages;
 
 pub mod dispatch;
+#[cfg(feature = "alloc")]
+pub mod filter;
 pub mod frame;
+pub mod secrets;
+
+#[cfg(feature = "alloc")]
+pub mod conn;
 
 #[cfg(feature = "alloc")]
 mod reference;

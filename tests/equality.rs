@@ -49,7 +49,7 @@ fn inputs() -> Vec<Vec<u8>> {
             let mut data = rng.bytes(2048);
             if i % 2 == 1 {
                 for b in &mut data {
-                    if rng.next() % 8 != 0 {
+                    if !rng.next().is_multiple_of(8) {
                         *b = 0xff;
                     }
                 }

@@ -30,13 +30,14 @@ fn replay_dir(dir: &Path, check: Check) -> usize {
 
 type Check = fn(&[u8]);
 
-fn targets() -> [(&'static str, Check); 5] {
+fn targets() -> [(&'static str, Check); 6] {
     [
         ("request_frame", fuzz_checks::request_frame),
         ("response", fuzz_checks::response),
         ("roundtrip", fuzz_checks::roundtrip),
         ("primitives", fuzz_checks::primitives),
         ("records", fuzz_checks::records::records),
+        ("conn", fuzz_checks::conn::conn),
     ]
 }
 

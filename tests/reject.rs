@@ -299,7 +299,7 @@ fn unsupported_request_version_and_key() {
     assert_eq!(
         dispatch::parse_request(&f).map(drop),
         Err(frame::FrameError::UnsupportedVersion {
-            api_key: ApiKey::ApiVersions.key(),
+            api_key: ApiKey::ApiVersions,
             api_version: 6,
             correlation_id: 77
         })

@@ -401,7 +401,7 @@ pub fn request(frame_bytes: &[u8]) {
     if !key.request_versions().contains(api_version) {
         assert_eq!(
             parsed.map(drop),
-            Err(FrameError::UnsupportedVersion { api_key, api_version, correlation_id })
+            Err(FrameError::UnsupportedVersion { api_key: key, api_version, correlation_id })
         );
         return;
     }
@@ -480,11 +480,7 @@ pub fn response(data: &[u8]) {
     if !supported {
         assert_eq!(
             parsed.map(drop),
-            Err(FrameError::UnsupportedVersion {
-                api_key: key.key(),
-                api_version: version,
-                correlation_id: -1
-            })
+            Err(FrameError::UnsupportedVersion { api_key: key, api_version: version, correlation_id: -1 })
         );
         return;
     }
@@ -1014,4 +1010,5 @@ pub fn primitives(data: &[u8]) {
         }
     };
 }
+pub mod conn;
 pub mod records;

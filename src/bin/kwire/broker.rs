@@ -5,8 +5,8 @@
 //! builds responses in from one request to the next, so that once warm a request costs no
 //! allocation (see the test at the bottom).
 
+use kwire::conn::Received;
 use kwire::dispatch;
-use kwire::frame::FrameError;
 use kwire::messages::api_versions::{ApiVersion, ApiVersionsResponse};
 use kwire::messages::list_groups::{ListGroupsRequestView, ListGroupsResponse, ListedGroup};
 use kwire::messages::list_offsets::{
@@ -17,6 +17,8 @@ use kwire::messages::metadata::{
     MetadataRequestView, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
     MetadataResponseTopic,
 };
+use kwire::messages::sasl_authenticate::SaslAuthenticateResponse;
+use kwire::messages::sasl_handshake::SaslHandshakeResponse;
 use kwire::messages::{ApiKey, RequestBodyView};
 use kwire::{AnyBody, ErrorCode, List, Str, Uuid, Versions};
 
@@ -34,6 +36,9 @@ const CLUSTER_OPERATIONS: i32 = (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 <
 pub const SERVED: &[ApiKey] =
     &[ApiKey::ListOffsets, ApiKey::Metadata, ApiKey::ListGroups, ApiKey::ApiVersions];
 
+/// The SASL APIs, answered (and advertised) when the catalogue has users.
+pub const SASL: &[ApiKey] = &[ApiKey::SaslHandshake, ApiKey::SaslAuthenticate];
+
 /// What the server knows and advertises; shared, read-only, by every connection.
 pub struct Broker {
     catalog: Catalog,
@@ -44,6 +49,8 @@ pub struct Broker {
     port: i32,
     /// The highest version served for each API (lower than kwire's when limited).
     max_versions: Vec<(ApiKey, i16)>,
+    /// The APIs served: [`SERVED`], and [`SASL`] with users.
+    served: Vec<ApiKey>,
 }
 
 impl Broker {
@@ -74,7 +81,9 @@ impl Broker {
                     .collect()
             })
             .collect();
-        let max_versions = SERVED
+        let served: Vec<ApiKey> =
+            SERVED.iter().chain(if catalog.users.is_empty() { &[][..] } else { SASL }).copied().collect();
+        let max_versions = served
             .iter()
             .map(|&key| {
                 let max = key.request_versions().max;
@@ -82,7 +91,24 @@ impl Broker {
                 (key, limit)
             })
             .collect();
-        Ok(Broker { catalog, topic_ids, partitions, host, port, max_versions })
+        Ok(Broker { catalog, topic_ids, partitions, host, port, max_versions, served })
+    }
+
+    /// The APIs served, in the order they are advertised.
+    pub fn served(&self) -> &[ApiKey] {
+        &self.served
+    }
+
+    /// Whether `token` is a SASL/PLAIN token (`authzid NUL user NUL password`) of a user
+    /// of the catalogue. The password is compared, never kept or logged.
+    fn plain_ok(&self, token: &[u8]) -> bool {
+        let mut parts = token.split(|&b| b == 0);
+        let (Some(_authzid), Some(user), Some(password), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        self.catalog.users.iter().any(|u| u.name.as_bytes() == user && u.password.as_bytes() == password)
     }
 
     /// The versions served for `key`.
@@ -116,6 +142,8 @@ pub struct Handler<'b> {
     metadata_topics: Vec<MetadataResponseTopic<'static>>,
     api_keys: Vec<ApiVersion<'static>>,
     ignored_trailing_bytes: usize,
+    /// After a SaslHandshake v0 for PLAIN: the next frame is the raw PLAIN token.
+    raw_sasl: bool,
 }
 
 /// `v`'s allocation, emptied, for elements of another lifetime. Collecting a `map` over
@@ -144,7 +172,14 @@ impl<'b> Handler<'b> {
             metadata_topics: Vec::new(),
             api_keys: Vec::new(),
             ignored_trailing_bytes: 0,
+            raw_sasl: false,
         }
+    }
+
+    /// Whether the next frame is a raw SASL token (after a SaslHandshake v0), not a Kafka
+    /// request.
+    pub fn expects_raw_sasl(&self) -> bool {
+        self.raw_sasl
     }
 
     /// The response written by the last [`Outcome::Reply`].
@@ -157,32 +192,37 @@ impl<'b> Handler<'b> {
         self.ignored_trailing_bytes
     }
 
-    /// Answers one request frame (without its size prefix).
+    /// Answers a raw SASL/PLAIN token, the frame after a SaslHandshake v0 for PLAIN (see
+    /// [`Handler::expects_raw_sasl`]): an empty token back on success; a failure closes
+    /// the connection, as Kafka does.
+    pub fn raw_token(&mut self, token: &[u8]) -> Outcome {
+        self.raw_sasl = false;
+        if !self.broker.plain_ok(token) {
+            return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
+        }
+        if self.out.len() < 4 {
+            self.out.resize(4, 0);
+        }
+        self.out[..4].fill(0);
+        Outcome::Reply(4)
+    }
+
+    /// Answers one request, as `kwire::conn::ServerConn` read it.
     ///
     /// Bytes after the end of a request body are ignored, as Apache Kafka ignores them (it
     /// reads a body up to its end and never looks at the rest of the frame): librdkafka
     /// 2.16 sends three stray bytes after the body of its all-topics Metadata v9+
     /// requests. [`Handler::ignored_trailing_bytes`] tells how many were ignored.
-    pub fn handle(&mut self, frame_bytes: &[u8]) -> Outcome {
+    pub fn handle(&mut self, received: Received<'_>) -> Outcome {
         self.ignored_trailing_bytes = 0;
-        let parsed = dispatch::parse_request_lenient(frame_bytes).map(|(request, ignored)| {
-            self.ignored_trailing_bytes = ignored;
-            request
-        });
-        let request = match parsed {
-            Ok(r) => r,
-            Err(FrameError::UnsupportedVersion { api_key: 18, correlation_id, .. }) => {
-                return outcome(self.unsupported_api_versions(correlation_id));
+        let request = match received {
+            Received::Request(r) => r,
+            Received::ApiVersionsUnsupported { reply_to, .. } => {
+                return outcome(self.unsupported_api_versions(reply_to.correlation_id));
             }
-            Err(FrameError::UnsupportedVersion { api_key, api_version, .. }) => {
-                let name = ApiKey::from_i16(api_key).map_or("unknown API", ApiKey::name);
-                return Outcome::Close(format!("{name} v{api_version} is not supported"));
-            }
-            Err(FrameError::UnsupportedApiKey { api_key, .. }) => {
-                return Outcome::Close(format!("unsupported API key {api_key}"));
-            }
-            Err(FrameError::Decode(e)) => return Outcome::Close(format!("malformed request: {e}")),
+            _ => return Outcome::Close("unexpected input".into()),
         };
+        self.ignored_trailing_bytes = request.trailing_bytes;
         let version = request.header.api_version();
         let correlation_id = request.header.correlation_id();
         let key = request.body.api_key();
@@ -200,6 +240,28 @@ impl<'b> Handler<'b> {
             RequestBodyView::Metadata(body) => self.metadata(body, version, correlation_id),
             RequestBodyView::ListGroups(body) => self.list_groups(body, version, correlation_id),
             RequestBodyView::ListOffsets(body) => self.list_offsets(body, version, correlation_id),
+            RequestBodyView::SaslHandshake(body) if self.broker.served.contains(&key) => {
+                let accepted = body.mechanism() == "PLAIN";
+                self.raw_sasl = accepted && version == 0;
+                let mechanisms = [Str::Borrowed("PLAIN")];
+                let error_code = if accepted { 0 } else { ErrorCode::UnsupportedSaslMechanism.code() };
+                let body = SaslHandshakeResponse { error_code, mechanisms: List::Borrowed(&mechanisms) };
+                Self::encode(&mut self.out, &body, version, correlation_id)
+            }
+            RequestBodyView::SaslAuthenticate(body) if self.broker.served.contains(&key) => {
+                let body = if self.broker.plain_ok(body.auth_bytes()) {
+                    SaslAuthenticateResponse { error_message: None, ..Default::default() }
+                } else {
+                    SaslAuthenticateResponse {
+                        error_code: ErrorCode::SaslAuthenticationFailed.code(),
+                        error_message: Some(Str::Borrowed(
+                            "Authentication failed: invalid username or password",
+                        )),
+                        ..Default::default()
+                    }
+                };
+                Self::encode(&mut self.out, &body, version, correlation_id)
+            }
             _ => Err(format!("{} is not served", key.name())),
         };
         outcome(result)
@@ -243,7 +305,7 @@ impl<'b> Handler<'b> {
     fn api_versions(&mut self, version: i16, correlation_id: i32) -> Result<usize, String> {
         let mut keys = std::mem::take(&mut self.api_keys);
         keys.clear();
-        for &key in SERVED {
+        for &key in &self.broker.served {
             let range = self.broker.versions(key);
             keys.push(ApiVersion {
                 api_key: key.key(),
@@ -467,7 +529,8 @@ fn lookup(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kwire::frame::FrameStatus;
+    use kwire::conn::{ConnError, ServerConn};
+    use kwire::frame::FrameError;
     use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
     use kwire::messages::{
         ApiVersionsRequest, ListGroupsRequest, MetadataRequest, ResponseBodyView,
@@ -511,12 +574,15 @@ mod tests {
         buf
     }
 
+    fn handle(h: &mut Handler<'_>, frame_bytes: &[u8]) -> Result<Outcome, ConnError> {
+        let mut conn = ServerConn::new();
+        assert_eq!(conn.feed(frame_bytes), frame_bytes.len());
+        let received = conn.next_request()?.expect("a whole frame");
+        Ok(h.handle(received))
+    }
+
     fn answer<'h>(h: &'h mut Handler<'_>, frame_bytes: &[u8]) -> &'h [u8] {
-        let FrameStatus::Complete { frame, .. } = kwire::frame::split_frame(frame_bytes, 1 << 20).unwrap()
-        else {
-            panic!()
-        };
-        match h.handle(frame) {
+        match handle(h, frame_bytes).expect("read") {
             Outcome::Reply(n) => &h.output()[4..n],
             Outcome::Close(why) => panic!("closed: {why}"),
         }
@@ -659,7 +725,7 @@ mod tests {
         let mut h = Handler::new(&b);
         let mut req = request(&ApiVersionsRequest::default(), 3);
         req[5] = 99;
-        assert!(matches!(h.handle(&req[4..]), Outcome::Close(_)));
+        assert!(matches!(handle(&mut h, &req), Err(ConnError::Frame(FrameError::UnsupportedApiKey { .. }))));
     }
 
     #[test]
@@ -717,7 +783,9 @@ mod tests {
         // Anything else that is malformed still closes the connection.
         let mut truncated = request(&ListGroupsRequest::default(), 5);
         truncated.pop();
-        assert!(matches!(h.handle(&truncated[4..]), Outcome::Close(_)));
+        let size = (truncated.len() as i32 - 4).to_be_bytes();
+        truncated[..4].copy_from_slice(&size);
+        assert!(matches!(handle(&mut h, &truncated), Err(ConnError::Frame(FrameError::Decode(_)))));
     }
 
     fn kwire_hex(text: &str) -> Vec<u8> {
@@ -735,14 +803,19 @@ mod tests {
             offsets_request(-1, 1),
             offsets_request(1_700_000_002_000, 0),
         ];
-        let frames: Vec<&[u8]> = requests.iter().map(|r| &r[4..]).collect();
-        for f in &frames {
-            assert!(matches!(h.handle(f), Outcome::Reply(_)));
+        let mut conn = ServerConn::new();
+        let mut step = |conn: &mut ServerConn, f: &[u8]| {
+            assert_eq!(conn.feed(f), f.len());
+            let received = conn.next_request().unwrap().unwrap();
+            assert!(matches!(h.handle(received), Outcome::Reply(_)));
+        };
+        for f in &requests {
+            step(&mut conn, f);
         }
         let before = ALLOCATIONS.with(Cell::get);
         for _ in 0..100 {
-            for f in &frames {
-                assert!(matches!(h.handle(f), Outcome::Reply(_)));
+            for f in &requests {
+                step(&mut conn, f);
             }
         }
         assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "allocations in 500 warm requests");

@@ -18,6 +18,25 @@ pub struct Catalog {
     pub topics: Vec<Topic>,
     #[serde(default)]
     pub groups: Vec<Group>,
+    /// SASL/PLAIN users: with at least one, the server also answers SaslHandshake and
+    /// SaslAuthenticate (PLAIN only; authentication is offered, not required).
+    #[serde(default)]
+    pub users: Vec<User>,
+}
+
+/// A SASL/PLAIN user.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct User {
+    pub name: String,
+    pub password: String,
+}
+
+/// Written by hand: a password is never printed.
+impl std::fmt::Debug for User {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("User").field("name", &self.name).field("password", &"<redacted>").finish()
+    }
 }
 
 fn default_cluster_id() -> String {

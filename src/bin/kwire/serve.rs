@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use kwire::frame::{self, FrameStatus};
+use kwire::conn::{ConnError, FrameBuf, Received, ServerConn};
+use kwire::frame::FrameError;
 use kwire::messages::ApiKey;
 
 use crate::broker::{Broker, Handler, Outcome};
@@ -57,6 +58,7 @@ fn parse_limit(spec: &str) -> Result<(ApiKey, i16), String> {
         spec.split_once('=').ok_or(format!("--max-version {spec}: expected API=VERSION"))?;
     let key = crate::broker::SERVED
         .iter()
+        .chain(crate::broker::SASL)
         .copied()
         .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
         .ok_or(format!("--max-version {spec}: unknown API {name:?} (see `kwire versions`)"))?;
@@ -104,7 +106,7 @@ pub fn run(args: Args) -> Result<(), String> {
     // The first line says where to connect; tests read it.
     println!("kwire serve: listening on {local}, advertising {host}:{port}");
     let _ = std::io::stdout().flush();
-    for key in crate::broker::SERVED {
+    for key in broker.served() {
         log(format_args!("serving {} versions {}", key.name(), broker.versions(*key)));
     }
     let open = AtomicUsize::new(0);
@@ -142,7 +144,8 @@ fn log(message: std::fmt::Arguments<'_>) {
 }
 
 /// Serves one connection until the peer closes it, it misbehaves, or the server stops;
-/// returns why it ended.
+/// returns why it ended. The connection state is `kwire::conn::ServerConn` (frame buffer,
+/// request parsing, the ApiVersions fallback); this is its I/O loop.
 fn serve_connection(
     mut stream: TcpStream,
     broker: &Broker,
@@ -157,8 +160,7 @@ fn serve_connection(
     }
     let _ = stream.set_nodelay(true);
     let mut handler = Handler::new(broker);
-    let mut buf = vec![0u8; 64 * 1024];
-    let (mut start, mut end) = (0usize, 0usize);
+    let mut conn = ServerConn::with_frame_buf(FrameBuf::new(max_frame));
     // Trailing bytes after a request body are logged once per connection (always when
     // verbose).
     let mut warned_trailing = false;
@@ -173,65 +175,96 @@ fn serve_connection(
     loop {
         // Answer every complete frame already buffered, in order.
         loop {
-            match frame::split_frame(&buf[start..end], max_frame) {
-                Ok(FrameStatus::Complete { frame, consumed }) => {
-                    let field = |at: usize| {
-                        i16::from_be_bytes([
-                            frame.get(at).copied().unwrap_or(0),
-                            frame.get(at + 1).copied().unwrap_or(0),
-                        ])
-                    };
-                    let (key, version) = (field(0), field(2));
-                    let api = ApiKey::from_i16(key).map_or("unknown API", |k| k.name());
-                    match handler.handle(frame) {
-                        Outcome::Reply(n) => {
-                            if verbose {
-                                log(format_args!("{peer}: {api} v{version}: {consumed} bytes in, {n} out"));
-                            }
-                            let ignored = handler.ignored_trailing_bytes();
-                            if ignored > 0 && (verbose || !warned_trailing) {
-                                log(format_args!(
-                                    "{peer}: {api} v{version}: ignored {ignored} bytes after the request body, \
-                                     as Apache Kafka does"
-                                ));
-                                warned_trailing = true;
-                            }
-                            pending.extend_from_slice(&handler.output()[..n]);
-                            if pending.len() >= 256 * 1024
-                                && let Err(e) = flush(&mut stream, &mut pending)
-                            {
-                                return format!("write failed: {e}");
-                            }
+            let (outcome, what) = if handler.expects_raw_sasl() {
+                // After a SaslHandshake v0: a bare token, no Kafka header.
+                match conn.frame_buf_mut().next_frame() {
+                    Ok(Some(token)) => {
+                        if verbose {
+                            log(format_args!(
+                                "{peer}: SASL token (v0 handshake): {} bytes, not shown",
+                                token.len()
+                            ));
                         }
-                        Outcome::Close(why) => {
-                            let _ = flush(&mut stream, &mut pending);
-                            return why;
-                        }
+                        (handler.raw_token(token), None)
                     }
-                    start += consumed;
+                    Ok(None) => break,
+                    Err(e) => {
+                        let _ = flush(&mut stream, &mut pending);
+                        return format!("refused: {e}");
+                    }
                 }
-                Ok(FrameStatus::Incomplete { needed }) => {
-                    // Make room: move the partial frame to the front, grow if it cannot fit.
-                    buf.copy_within(start..end, 0);
-                    end -= start;
-                    start = 0;
-                    if end + needed > buf.len() {
-                        buf.resize(end + needed, 0);
+            } else {
+                match conn.next_request() {
+                    Ok(Some(received)) => {
+                        let (key, version, size) = match received {
+                            Received::Request(r) => {
+                                (Some(r.body.api_key()), r.header.api_version(), r.frame.len())
+                            }
+                            Received::ApiVersionsUnsupported { header, .. } => {
+                                (Some(ApiKey::ApiVersions), header.api_version, 0)
+                            }
+                            _ => (None, -1, 0),
+                        };
+                        (
+                            handler.handle(received),
+                            Some((key.map_or("unknown API", |k| k.name()), version, size)),
+                        )
                     }
-                    if let Err(e) = flush(&mut stream, &mut pending) {
+                    Ok(None) => break,
+                    Err(e) => {
+                        let _ = flush(&mut stream, &mut pending);
+                        return match (conn.frame_buf().error(), e) {
+                            (Some(_), e) => format!("refused: {e}"),
+                            (
+                                None,
+                                ConnError::Frame(FrameError::UnsupportedVersion {
+                                    api_key, api_version, ..
+                                }),
+                            ) => {
+                                format!("{} v{api_version} is not supported", api_key.name())
+                            }
+                            (None, ConnError::Frame(FrameError::UnsupportedApiKey { api_key, .. })) => {
+                                format!("unsupported API key {api_key}")
+                            }
+                            (None, e) => format!("malformed request: {e}"),
+                        };
+                    }
+                }
+            };
+            match outcome {
+                Outcome::Reply(n) => {
+                    if let Some((api, version, size)) = what {
+                        if verbose {
+                            log(format_args!("{peer}: {api} v{version}: {} bytes in, {n} out", size + 4));
+                        }
+                        let ignored = handler.ignored_trailing_bytes();
+                        if ignored > 0 && (verbose || !warned_trailing) {
+                            log(format_args!(
+                                "{peer}: {api} v{version}: ignored {ignored} bytes after the request body, \
+                                 as Apache Kafka does"
+                            ));
+                            warned_trailing = true;
+                        }
+                    }
+                    pending.extend_from_slice(&handler.output()[..n]);
+                    if pending.len() >= 256 * 1024
+                        && let Err(e) = flush(&mut stream, &mut pending)
+                    {
                         return format!("write failed: {e}");
                     }
-                    break;
                 }
-                Err(e) => {
+                Outcome::Close(why) => {
                     let _ = flush(&mut stream, &mut pending);
-                    return format!("refused: {e}");
+                    return why;
                 }
             }
         }
-        match stream.read(&mut buf[end..]) {
+        if let Err(e) = flush(&mut stream, &mut pending) {
+            return format!("write failed: {e}");
+        }
+        match stream.read(conn.spare()) {
             Ok(0) => return "peer closed the connection".into(),
-            Ok(n) => end += n,
+            Ok(n) => conn.commit(n),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 if stop.load(Ordering::SeqCst) {
                     return "server shutting down".into();

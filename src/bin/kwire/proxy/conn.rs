@@ -1,109 +1,129 @@
-//! One client connection: a thread per direction.
+//! One client connection: a thread per direction, each an I/O loop over kwire's sans-IO
+//! connection state (`kwire::conn::{FrameBuf, InFlight}`), `kwire::secrets::RawSasl` and a
+//! `kwire::filter::FilterChain`.
 
-use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::decode::{self, Decoded, Split};
+use kwire::ApiKey;
+use kwire::conn::{ConnError, FrameBuf, InFlight};
+use kwire::filter::{FilterChain, Verdict};
+use kwire::frame::RequestHeaderView;
+use kwire::secrets::RawSasl;
+
+use super::decode::{self, Decoded};
 use super::{Format, Shared, now};
 
-/// A request awaiting its response.
-struct Pending {
-    correlation_id: i32,
-    api_key: i16,
-    api_version: i16,
+/// What the proxy keeps of a request awaiting its response.
+struct Meta {
     client_id: Option<Arc<str>>,
     sent: Instant,
+    /// The whole frame's size, prefix included.
     size: usize,
     /// The name its frames are recorded under.
     record_name: Option<String>,
 }
 
-/// Requests sent without a response yet, oldest first. Kafka answers the requests of a
-/// connection in order, so a response pairs with the oldest entry of its correlation id,
-/// and the entries before it got no response (Produce with acks=0).
-type Queue = Arc<Mutex<VecDeque<Pending>>>;
+type Pending = kwire::conn::Pending<Meta>;
 
-/// Entries kept at most; beyond, the oldest is dropped (a client sending many acks=0
-/// produces between two answered requests).
-const MAX_PENDING: usize = 4096;
-/// First size of a read buffer; it grows to the largest frame and shrinks back after.
+/// Requests awaiting their responses, in order (Kafka answers a connection's requests in
+/// order; Produce with acks=0 gets no answer and is never entered), at most this many: the
+/// table is allocated whole when the connection opens (about 70 KB, untouched until used),
+/// and a client with more unanswered requests is disconnected.
+const MAX_IN_FLIGHT: usize = kwire::conn::DEFAULT_MAX_IN_FLIGHT;
+/// The read buffers' base size; they grow for a larger frame and shrink back after.
 const READ_BUF: usize = 64 * 1024;
+/// Frames up to this size are copied into the batch written at the end of a read; larger
+/// ones are written from the read buffer.
+const COPY_MAX: usize = 16 * 1024;
 
-/// A read buffer holding whole frames and the start of the next.
-struct FrameBuf {
-    buf: Vec<u8>,
-    len: usize,
-    /// Bytes the buffer must hold once the frames split off are consumed: the part of the
-    /// next frame already read and the rest of it.
-    want: usize,
+/// What both directions of a connection share.
+struct State {
+    in_flight: InFlight<Meta>,
+    /// Where the connection is in a SaslHandshake v0 exchange, whose raw SASL tokens
+    /// (frames without a Kafka header) pass through undecoded and unlogged: the request
+    /// side enters it on a v0 handshake request, the response side ends it.
+    sasl: RawSasl,
+    filters: FilterChain,
 }
 
-impl FrameBuf {
-    fn new() -> Self {
-        FrameBuf { buf: vec![0; READ_BUF], len: 0, want: 0 }
+type Conn = Arc<Mutex<State>>;
+
+fn lock(conn: &Conn) -> MutexGuard<'_, State> {
+    conn.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the request side knows of a frame before forwarding it.
+enum Head {
+    /// A request: its API's name, whether it expects an answer, and the name it is
+    /// recorded under.
+    Request { api: String, expects: bool, client_id: Option<Arc<str>>, record_name: Option<String> },
+    /// A raw SASL token (SaslHandshake v0).
+    Token,
+    /// A request whose header does not parse.
+    Bad(String),
+}
+
+/// Frames to write in one go: small frames are copied in, with their size prefix.
+struct Batch {
+    out: Vec<u8>,
+}
+
+impl Batch {
+    fn push(&mut self, frame: &[u8]) -> usize {
+        let at = self.out.len();
+        self.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+        self.out.extend_from_slice(frame);
+        at
     }
 
-    /// Reads once; `Ok(0)` at end of stream.
-    fn fill(&mut self, from: &mut TcpStream) -> std::io::Result<usize> {
-        if self.len == self.buf.len() {
-            // Never reached through split/consume, which size the buffer for the frame
-            // being read; a read into no room would look like the end of the stream.
-            self.buf.resize(self.buf.len() + READ_BUF, 0);
-        }
-        loop {
-            match from.read(&mut self.buf[self.len..]) {
-                Ok(n) => {
-                    self.len += n;
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
+    fn flush(&mut self, to: &mut TcpStream) -> std::io::Result<()> {
+        to.write_all(&self.out)
     }
 
-    /// Frame ranges `(start, end)` (size prefix included) of the whole frames buffered,
-    /// into `frames`; returns where they end. An error is a framing violation; the frames
-    /// before it are in `frames`.
-    fn split(&mut self, max: usize, frames: &mut Vec<(usize, usize)>) -> Result<usize, String> {
-        frames.clear();
-        let mut pos = 0;
-        loop {
-            match decode::split(&self.buf[pos..self.len], max)? {
-                Split::Frame(n) => {
-                    frames.push((pos, pos + n));
-                    pos += n;
-                }
-                Split::Incomplete(needed) => {
-                    self.want = self.len - pos + needed;
-                    return Ok(pos);
-                }
-            }
-        }
-    }
-
-    /// Drops the first `pos` bytes (forwarded frames) and sizes the buffer for the next
-    /// frame: it grows to one frame (bounded by the size limit `split` checked) and
-    /// shrinks back after a large one.
-    fn consume(&mut self, pos: usize) {
-        self.buf.copy_within(pos..self.len, 0);
-        self.len -= pos;
-        let want = self.want.max(READ_BUF);
-        if self.buf.len() < want {
-            self.buf.resize(want, 0);
-        } else if self.buf.len() > 4 * READ_BUF && want <= READ_BUF {
-            self.buf.truncate(READ_BUF);
-            self.buf.shrink_to_fit();
-        }
+    /// The frame (without prefix) pushed at `at`.
+    fn frame(&self, at: usize) -> &[u8] {
+        let len = u32::from_be_bytes([self.out[at], self.out[at + 1], self.out[at + 2], self.out[at + 3]]);
+        &self.out[at + 4..at + 4 + len as usize]
     }
 }
 
-fn write_all(to: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
-    to.write_all(bytes)
+/// Writes a large frame from where it lies, after the batch before it.
+fn write_large(to: &mut TcpStream, batch: &mut Batch, frame: &[u8]) -> std::io::Result<()> {
+    batch.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+    batch.flush(to)?;
+    to.write_all(frame)
+}
+
+/// Reads once into the frame buffer; `Ok(0)` at the end of the stream.
+fn fill(frames: &mut FrameBuf, from: &mut TcpStream) -> std::io::Result<usize> {
+    loop {
+        match from.read(frames.spare()) {
+            Ok(n) => {
+                frames.commit(n);
+                return Ok(n);
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The words for a framing violation (a negative size, or one over the limit).
+fn violation(e: &kwire::frame::FrameError) -> String {
+    match e {
+        kwire::frame::FrameError::Decode(d) => match d.kind() {
+            kwire::DecodeErrorKind::InvalidLength(n) => format!("negative frame size {n}"),
+            kwire::DecodeErrorKind::FrameTooLarge { size, max } => {
+                format!("frame size {size} is over the limit of {max} bytes (--max-frame-bytes)")
+            }
+            _ => d.to_string(),
+        },
+        e => e.to_string(),
+    }
 }
 
 /// Serves one client connection until either side closes it.
@@ -127,35 +147,95 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     shared.log.line(format!("{} conn={id} {peer}: connected, forwarding to {upstream}", now()));
-    let queue: Queue = Arc::new(Mutex::new(VecDeque::new()));
     let (Ok(client_r), Ok(server_w)) = (client.try_clone(), server.try_clone()) else {
         shared.log.line(format!("{} conn={id} {peer}: cannot clone sockets; closing", now()));
         return;
     };
+    let conn: Conn = Arc::new(Mutex::new(State {
+        in_flight: InFlight::with_capacity(MAX_IN_FLIGHT),
+        sasl: RawSasl::new(),
+        filters: super::filters(shared),
+    }));
     let closing = Arc::new(AtomicBool::new(false));
     let responses = {
         let shared = shared.clone();
-        let queue = queue.clone();
+        let conn = conn.clone();
         let closing_r = closing.clone();
         std::thread::Builder::new()
             .name(format!("conn-{id}-resp"))
-            .spawn(move || responses(server, client, id, &shared, &queue, &closing_r))
+            .spawn(move || responses(server, client, id, &shared, &conn, &closing_r))
     };
-    let mut why = requests(client_r, server_w, id, shared, &queue, &closing);
+    let mut why = requests(client_r, server_w, id, shared, &conn, &closing);
     if let Ok(handle) = responses
         && let Ok(Some(broker_side)) = handle.join()
     {
         // The client side saw the end the broker side caused.
-        if !why.starts_with("framing violation") {
+        if !why.starts_with("framing violation") && !why.starts_with("closed by") {
             why = broker_side;
         }
     }
-    // Requests left without a response: Produce with acks=0, or the connection closed.
-    let left: Vec<Pending> = queue.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
+    // Requests left without a response: the connection closed first.
+    let left: Vec<Pending> = lock(&conn).in_flight.drain().collect();
     for p in &left {
-        no_response(p, id, shared);
+        no_response(p.api_key.key(), p.api_version, &p.payload, id, shared);
     }
     shared.log.line(format!("{} conn={id} {peer}: closed ({why})", now()));
+}
+
+/// Classifies and registers a request frame (without its size prefix) before it is
+/// forwarded; returns what it is and what to forward.
+fn admit(
+    frame: &[u8],
+    state: &mut State,
+    shared: &Shared,
+    last_client: &mut Option<Arc<str>>,
+) -> (Head, Verdict) {
+    if state.sasl.client_token() {
+        return (Head::Token, Verdict::Forward);
+    }
+    let peek = match RequestHeaderView::peek(frame) {
+        Ok(p) => p,
+        Err(e) => return (Head::Bad(e.to_string()), Verdict::Forward),
+    };
+    if let Some(mechanism) = decode::sasl_handshake_v0(frame) {
+        state.sasl.on_request(ApiKey::SaslHandshake.key(), 0, mechanism.as_deref());
+    }
+    let verdict = state.filters.on_request(frame);
+    let client_id = match (peek.client_id, &*last_client) {
+        (Some(c), Some(last)) if **last == *c => Some(last.clone()),
+        (Some(c), _) => {
+            let arc: Arc<str> = Arc::from(c);
+            *last_client = Some(arc.clone());
+            Some(arc)
+        }
+        (None, _) => None,
+    };
+    let api = decode::api_name(peek.api_key);
+    let record_name = shared.recorder.as_ref().and_then(|r| r.name(peek.client_id, &api, peek.api_version));
+    let forwarded = match &verdict {
+        Verdict::Replace(new) => &new[..],
+        _ => frame,
+    };
+    // A request that gets no answer (Produce with acks=0) is never entered.
+    let expects =
+        !matches!(verdict, Verdict::Drop) && kwire::conn::frame_expects_response(forwarded).unwrap_or(true);
+    let meta = Meta {
+        client_id: client_id.clone(),
+        sent: Instant::now(),
+        size: frame.len() + 4,
+        record_name: record_name.clone(),
+    };
+    let verdict = match ApiKey::from_i16(peek.api_key) {
+        Some(key) if expects && !matches!(verdict, Verdict::Close(_)) => {
+            match state.in_flight.push(peek.correlation_id, key, peek.api_version, meta) {
+                Ok(()) => verdict,
+                Err(e) => Verdict::Close(e.to_string()),
+            }
+        }
+        // An API kwire does not know is forwarded, and its answer is reported unpaired.
+        _ => verdict,
+    };
+    (Head::Request { api, expects, client_id, record_name }, verdict)
 }
 
 /// Client to broker: forwards requests, then decodes them.
@@ -164,78 +244,84 @@ fn requests(
     mut server: TcpStream,
     id: u64,
     shared: &Shared,
-    queue: &Queue,
+    conn: &Conn,
     closing: &AtomicBool,
 ) -> String {
-    let mut buf = FrameBuf::new();
-    let mut frames = Vec::new();
+    let mut frames = FrameBuf::with_base_capacity(READ_BUF, shared.max_frame);
+    let mut batch = Batch { out: Vec::with_capacity(READ_BUF) };
+    let mut copied: Vec<(usize, Head)> = Vec::new();
     let mut last_client: Option<Arc<str>> = None;
-    let why = loop {
-        match buf.fill(&mut client) {
+    let why = 'conn: loop {
+        match fill(&mut frames, &mut client) {
             Ok(0) => break "client closed".to_string(),
             Ok(_) => {}
             Err(e) => break format!("client read error: {e}"),
         }
-        let split = buf.split(shared.max_frame, &mut frames);
-        let pos = match split {
-            Ok(pos) => pos,
-            Err(_) => frames.last().map_or(0, |f| f.1),
-        };
-        // Register before forwarding: the response may come back before this thread
-        // runs again.
-        let mut heads = Vec::with_capacity(frames.len());
-        for &(start, end) in &frames {
-            let frame = &buf.buf[start + 4..end];
-            let head = decode::request_head(frame);
-            if let Ok(h) = &head {
-                let client_id = match (&h.client_id, &last_client) {
-                    (Some(c), Some(last)) if **last == **c => Some(last.clone()),
-                    (Some(c), _) => {
-                        let arc: Arc<str> = Arc::from(c.as_str());
-                        last_client = Some(arc.clone());
-                        Some(arc)
+        batch.out.clear();
+        copied.clear();
+        loop {
+            let frame = match frames.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    // The frames before it are still forwarded.
+                    let _ = batch.flush(&mut server);
+                    for (at, head) in &copied {
+                        on_request(batch.frame(*at), head, id, shared);
                     }
-                    (None, _) => None,
-                };
-                let api = decode::api_name(h.api_key);
-                let record_name = shared
-                    .recorder
-                    .as_ref()
-                    .and_then(|r| r.name(h.client_id.as_deref(), &api, h.api_version));
-                let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-                if q.len() >= MAX_PENDING {
-                    q.pop_front();
+                    let violation = violation(&e);
+                    shared.stats.violations.fetch_add(1, Ordering::Relaxed);
+                    shared.log.line(format!(
+                        "{} conn={id} framing violation from the client: {violation}; closing this connection",
+                        now()
+                    ));
+                    break 'conn format!("framing violation: {violation}");
                 }
-                q.push_back(Pending {
-                    correlation_id: h.correlation_id,
-                    api_key: h.api_key,
-                    api_version: h.api_version,
-                    client_id,
-                    sent: Instant::now(),
-                    size: end - start,
-                    record_name: record_name.clone(),
-                });
-                heads.push(Some((api, record_name)));
+            };
+            // Registered before forwarding: the response may come back before this thread
+            // runs again.
+            let (head, verdict) = admit(frame, &mut lock(conn), shared, &mut last_client);
+            let forward: &[u8] = match &verdict {
+                Verdict::Forward => frame,
+                Verdict::Replace(new) => new,
+                Verdict::Drop => &[],
+                Verdict::Respond(_) | Verdict::Close(_) => {
+                    let why = match verdict {
+                        Verdict::Close(why) => why,
+                        _ => "a filter answered a request itself, which kwire proxy does not do".into(),
+                    };
+                    let _ = batch.flush(&mut server);
+                    for (at, head) in &copied {
+                        on_request(batch.frame(*at), head, id, shared);
+                    }
+                    shared.log.line(format!("{} conn={id} closing this connection: {why}", now()));
+                    break 'conn format!("closed by the proxy: {why}");
+                }
+            };
+            if matches!(verdict, Verdict::Drop) {
+                on_request(frame, &head, id, shared);
+            } else if forward.len() <= COPY_MAX {
+                let at = batch.push(forward);
+                copied.push((at, head));
             } else {
-                heads.push(None);
+                let r = write_large(&mut server, &mut batch, forward);
+                for (at, head) in &copied {
+                    on_request(batch.frame(*at), head, id, shared);
+                }
+                batch.out.clear();
+                copied.clear();
+                if let Err(e) = r {
+                    break 'conn format!("broker write error: {e}");
+                }
+                on_request(forward, &head, id, shared);
             }
         }
-        if let Err(e) = write_all(&mut server, &buf.buf[..pos]) {
+        if let Err(e) = batch.flush(&mut server) {
             break format!("broker write error: {e}");
         }
-        for (&(start, end), head) in frames.iter().zip(&heads) {
-            on_request(&buf.buf[start..end], head.as_ref(), id, shared);
+        for (at, head) in &copied {
+            on_request(batch.frame(*at), head, id, shared);
         }
-        if let Err(violation) = split {
-            shared.stats.violations.fetch_add(1, Ordering::Relaxed);
-            let line = format!(
-                "{} conn={id} framing violation from the client: {violation}; closing this connection",
-                now()
-            );
-            shared.log.line(line);
-            break format!("framing violation: {violation}");
-        }
-        buf.consume(pos);
     };
     // End both directions: the response thread's read returns, and the broker sees the
     // client go.
@@ -245,28 +331,68 @@ fn requests(
     why
 }
 
-fn on_request(frame: &[u8], head: Option<&(String, Option<String>)>, id: u64, shared: &Shared) {
-    shared.stats.requests.fetch_add(1, Ordering::Relaxed);
-    let body = &frame[4..];
-    let Some((api, record_name)) = head else {
-        let reason = decode::request_head(body).err().unwrap_or_default();
-        shared.count_undecoded("request", "?", "malformed");
-        shared.log.line(format!("{} conn={id} request not decoded: {reason}", now()));
-        if let Some(r) = &shared.recorder {
-            let _ = r.save_undecoded("request", frame, &reason);
-        }
-        return;
-    };
-    let decoded = decode::decode_request(body);
-    let roundtrip =
-        if shared.verify && decoded == Decoded::Ok { Some(decode::roundtrip_request(body)) } else { None };
-    if let (Some(r), Some(name)) = (&shared.recorder, record_name) {
-        let _ = r.save("requests", name, frame);
+/// A raw SASL token passed through: one line saying so, never its bytes.
+fn on_token(frame: &[u8], from: &str, id: u64, shared: &Shared) {
+    shared.stats.sasl_tokens.fetch_add(1, Ordering::Relaxed);
+    match shared.format {
+        Format::Text if !shared.quiet => shared.log.line(format!(
+            "{} conn={id} SASL tokens (v0 handshake): {} bytes from the {from}, not shown",
+            now(),
+            frame.len()
+        )),
+        Format::Json => shared.log.line(format!(
+            "{{\"time\":\"{}\",\"conn\":{id},\"direction\":\"{}\",\"saslToken\":true,\"size\":{},\"shown\":false}}",
+            now(),
+            if from == "client" { "request" } else { "response" },
+            frame.len() + 4
+        )),
+        Format::Text => {}
     }
-    report("request", frame, api, None, &decoded, roundtrip.as_ref(), id, shared, None);
 }
 
-/// Logs a frame's decoding problems (text) or the frame itself (JSON).
+/// Logs (and records) a forwarded request (`frame` without its size prefix).
+fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
+    let (api, expects, client_id, record_name) = match head {
+        Head::Request { api, expects, client_id, record_name } => (api, *expects, client_id, record_name),
+        Head::Token => return on_token(frame, "client", id, shared),
+        Head::Bad(reason) => {
+            shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+            shared.count_undecoded("request", "?", "malformed");
+            shared.log.line(format!("{} conn={id} request not decoded: {reason}", now()));
+            if let Some(r) = &shared.recorder {
+                let _ = r.save_undecoded("request", &with_prefix(frame), None, reason, shared.show_secrets);
+            }
+            return;
+        }
+    };
+    shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+    let decoded = decode::decode_request(frame);
+    let roundtrip =
+        if shared.verify && decoded == Decoded::Ok { Some(decode::roundtrip_request(frame)) } else { None };
+    if let (Some(r), Some(name)) = (&shared.recorder, record_name) {
+        let _ = r.save("requests", name, &with_prefix(frame), None, shared.show_secrets);
+    }
+    report("request", frame, api, None, &decoded, roundtrip.as_ref(), id, shared, None);
+    if !expects && let Ok(peek) = RequestHeaderView::peek(frame) {
+        let meta = Meta {
+            client_id: client_id.clone(),
+            sent: Instant::now(),
+            size: frame.len() + 4,
+            record_name: None,
+        };
+        no_response(peek.api_key, peek.api_version, &meta, id, shared);
+    }
+}
+
+fn with_prefix(frame: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(frame.len() + 4);
+    v.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+    v.extend_from_slice(frame);
+    v
+}
+
+/// Logs a frame's decoding problems (text) or the frame itself (JSON); `frame` is without
+/// its size prefix.
 #[allow(clippy::too_many_arguments)]
 fn report(
     direction: &str,
@@ -284,7 +410,13 @@ fn report(
         let what = if unknown { "unknown" } else { "malformed" };
         let before = shared.count_undecoded(direction, api, what);
         if let Some(r) = &shared.recorder {
-            let _ = r.save_undecoded(&format!("{direction}_{api}"), frame, reason);
+            let _ = r.save_undecoded(
+                &format!("{direction}_{api}"),
+                &with_prefix(frame),
+                response_to,
+                reason,
+                shared.show_secrets,
+            );
         }
         // A malformed frame is logged each time; an API kwire does not know, once.
         if shared.format == Format::Text && (!unknown || before == 0) {
@@ -303,10 +435,9 @@ fn report(
         }
     }
     if shared.format == Format::Json {
-        let body = &frame[4..];
         let (key, version) = match response_to {
             Some(kv) => kv,
-            None => match decode::request_head(body) {
+            None => match RequestHeaderView::peek(frame) {
                 Ok(h) => (h.api_key, h.api_version),
                 Err(_) => (-1, -1),
             },
@@ -318,7 +449,9 @@ fn report(
             Some(Err(e)) => serde_json::to_string(&format!("mismatch: {e}")).unwrap_or_default(),
         };
         let decoded_frame = if *decoded == Decoded::Ok {
-            decode::frame_json(frame, response_to).unwrap_or_else(|| "null".into())
+            let whole = with_prefix(frame);
+            let shown = if shared.show_secrets { whole } else { decode::redacted(&whole, response_to).0 };
+            decode::frame_json(&shown, response_to).unwrap_or_else(|| "null".into())
         } else {
             "null".into()
         };
@@ -329,7 +462,7 @@ fn report(
              \"frame\":{decoded_frame}}}",
             now(),
             serde_json::to_string(api).unwrap_or_default(),
-            frame.len(),
+            frame.len() + 4,
             decoded.word(),
             extra.unwrap_or_default(),
         );
@@ -337,174 +470,183 @@ fn report(
     }
 }
 
-/// Broker to client: decodes responses (before forwarding those that may carry broker
-/// addresses, which are rewritten), forwards them, and logs one line per request.
+/// What the response side knows of a frame before forwarding it.
+enum Answer {
+    /// The response to this request; whether a filter rewrote it.
+    Paired(Pending, bool),
+    /// A response that answers no request awaiting one.
+    Unpaired(String),
+    /// A raw SASL token (SaslHandshake v0).
+    Token,
+}
+
+/// Pairs a response frame (without its size prefix) with its request and runs it through
+/// the filters, before it is forwarded.
+fn pair(frame: &[u8], state: &mut State, id: u64, shared: &Shared) -> (Answer, Verdict) {
+    // Decided before the frame is forwarded: after the broker's last token the client
+    // sends Kafka requests again.
+    if state.sasl.server_token(frame.len()) {
+        return (Answer::Token, Verdict::Forward);
+    }
+    let correlation_id = match kwire::frame::ResponseHeaderView::parse(frame, 0) {
+        Ok((h, _)) => h.correlation_id(),
+        Err(e) => return (Answer::Unpaired(format!("no response header: {e}")), Verdict::Forward),
+    };
+    let p = match state.in_flight.complete(correlation_id) {
+        Ok(p) => p,
+        Err(ConnError::OutOfOrder { expected, .. }) => {
+            // Kafka answers in order; forward it all the same, and say so.
+            shared.log.line(format!(
+                "{} conn={id} the broker answered correlation id {correlation_id} before {expected}",
+                now()
+            ));
+            match state.in_flight.remove(correlation_id) {
+                Ok(p) => p,
+                Err(e) => return (Answer::Unpaired(e.to_string()), Verdict::Forward),
+            }
+        }
+        Err(e) => return (Answer::Unpaired(e.to_string()), Verdict::Forward),
+    };
+    if p.api_key == ApiKey::SaslHandshake && p.api_version == 0 {
+        state.sasl.on_handshake_response(decode::sasl_handshake_error(frame, 0));
+    }
+    let verdict = state.filters.on_response(frame, p.api_key, p.api_version);
+    let rewritten = matches!(verdict, Verdict::Replace(_));
+    (Answer::Paired(p, rewritten), verdict)
+}
+
+/// Broker to client: pairs each response with its request, runs it through the filters
+/// (broker addresses rewritten) before forwarding it, and logs one line per request.
 /// Returns why it ended when the broker side ended the connection.
 fn responses(
     mut server: TcpStream,
     mut client: TcpStream,
     id: u64,
     shared: &Arc<Shared>,
-    queue: &Queue,
+    conn: &Conn,
     closing: &AtomicBool,
 ) -> Option<String> {
-    let mut buf = FrameBuf::new();
-    let mut frames = Vec::new();
-    let mut paired: Vec<Option<Pending>> = Vec::new();
-    let mut rewritten: Vec<Option<Vec<u8>>> = Vec::new();
-    let why = loop {
-        match buf.fill(&mut server) {
+    let mut frames = FrameBuf::with_base_capacity(READ_BUF, shared.max_frame);
+    let mut batch = Batch { out: Vec::with_capacity(READ_BUF) };
+    let mut copied: Vec<(usize, Answer)> = Vec::new();
+    let why = 'conn: loop {
+        match fill(&mut frames, &mut server) {
             // Unless the request side shut the sockets down (it then says why).
             Ok(0) | Err(_) if closing.load(Ordering::SeqCst) => break None,
             Ok(0) => break Some("the broker closed the connection".to_string()),
             Err(e) => break Some(format!("broker read error: {e}")),
             Ok(_) => {}
         }
-        let split = buf.split(shared.max_frame, &mut frames);
-        let pos = match split {
-            Ok(pos) => pos,
-            Err(_) => frames.last().map_or(0, |f| f.1),
-        };
-        paired.clear();
-        rewritten.clear();
-        let mut infos = Vec::with_capacity(frames.len());
-        {
-            let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-            for &(start, _) in &frames {
-                let cid = decode::response_correlation_id(&buf.buf[start + 4..]);
-                let mut found = None;
-                if let Some(cid) = cid
-                    && q.iter().any(|p| p.correlation_id == cid)
-                {
-                    while let Some(p) = q.pop_front() {
-                        if p.correlation_id == cid {
-                            found = Some(p);
-                            break;
-                        }
-                        // No response for it (Produce with acks=0).
-                        no_response(&p, id, shared);
+        batch.out.clear();
+        copied.clear();
+        loop {
+            let frame = match frames.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    let _ = batch.flush(&mut client);
+                    let done = Instant::now();
+                    for (at, answer) in copied.drain(..) {
+                        on_response(batch.frame(at), answer, done, id, shared);
                     }
+                    let violation = violation(&e);
+                    shared.stats.violations.fetch_add(1, Ordering::Relaxed);
+                    shared.log.line(format!(
+                        "{} conn={id} framing violation from the broker: {violation}; closing this connection",
+                        now()
+                    ));
+                    break 'conn Some(format!("framing violation from the broker: {violation}"));
                 }
-                paired.push(found);
-            }
-        }
-        // Responses that may name brokers are decoded, and rewritten, before forwarding.
-        for (&(start, end), p) in frames.iter().zip(&paired) {
-            let mut info = None;
-            let mut new_frame = None;
-            if let Some(p) = p
-                && decode::may_carry_addresses(p.api_key, p.api_version)
-            {
-                let i = decode::decode_response(&buf.buf[start + 4..end], p.api_key, p.api_version);
-                if !i.addresses.is_empty() {
-                    new_frame = rewrite(&buf.buf[start + 4..end], p, &i, id, shared);
+            };
+            let (answer, verdict) = pair(frame, &mut lock(conn), id, shared);
+            let forward: &[u8] = match &verdict {
+                Verdict::Replace(new) => new,
+                Verdict::Close(why) => {
+                    let _ = batch.flush(&mut client);
+                    shared.log.line(format!("{} conn={id} closing this connection: {why}", now()));
+                    break 'conn Some(format!("closed by the proxy: {why}"));
                 }
-                info = Some(i);
+                _ => frame,
+            };
+            if forward.len() <= COPY_MAX {
+                let at = batch.push(forward);
+                copied.push((at, answer));
+            } else {
+                let r = write_large(&mut client, &mut batch, forward);
+                let done = Instant::now();
+                for (at, answer) in copied.drain(..) {
+                    on_response(batch.frame(at), answer, done, id, shared);
+                }
+                batch.out.clear();
+                if let Err(e) = r {
+                    break 'conn Some(format!("client write error: {e}"));
+                }
+                on_response(forward, answer, done, id, shared);
             }
-            infos.push(info);
-            rewritten.push(new_frame);
         }
-        let mut result = Ok(());
-        let mut from = 0;
-        for (&(start, end), new) in frames.iter().zip(&rewritten) {
-            if let Some(new) = new {
-                result = result.and_then(|()| write_all(&mut client, &buf.buf[from..start]));
-                result = result.and_then(|()| write_all(&mut client, new));
-                from = end;
-            }
-        }
-        result = result.and_then(|()| write_all(&mut client, &buf.buf[from..pos]));
+        let result = batch.flush(&mut client);
         let done = Instant::now();
-        for (((&(start, end), p), info), new) in
-            frames.iter().zip(paired.drain(..)).zip(infos).zip(&rewritten)
-        {
-            on_response(&buf.buf[start..end], p, info, new.is_some(), done, id, shared);
+        for (at, answer) in copied.drain(..) {
+            on_response(batch.frame(at), answer, done, id, shared);
         }
         if let Err(e) = result {
             break Some(format!("client write error: {e}"));
         }
-        if let Err(violation) = split {
-            shared.stats.violations.fetch_add(1, Ordering::Relaxed);
-            shared.log.line(format!(
-                "{} conn={id} framing violation from the broker: {violation}; closing this connection",
-                now()
-            ));
-            break Some(format!("framing violation from the broker: {violation}"));
-        }
-        buf.consume(pos);
     };
     let _ = client.shutdown(Shutdown::Both);
     let _ = server.shutdown(Shutdown::Both);
     why
 }
 
-fn rewrite(
-    frame: &[u8],
-    p: &Pending,
-    info: &decode::ResponseInfo,
-    id: u64,
-    shared: &Arc<Shared>,
-) -> Option<Vec<u8>> {
-    let replace: Vec<Option<(String, i32)>> =
-        info.addresses.iter().map(|(host, port)| shared.route(host, *port)).collect();
-    match decode::rewrite_addresses(frame, p.api_key, info.version, &replace) {
-        Ok(new) => {
-            shared.stats.rewritten.fetch_add(1, Ordering::Relaxed);
-            Some(new)
-        }
-        Err(e) => {
-            shared.log.line(format!(
-                "{} conn={id} cannot rewrite the broker addresses of a {} response ({e}); forwarded unchanged",
-                now(),
-                decode::api_name(p.api_key)
-            ));
-            None
-        }
-    }
-}
-
-fn no_response(p: &Pending, id: u64, shared: &Shared) {
+fn no_response(api_key: i16, api_version: i16, meta: &Meta, id: u64, shared: &Shared) {
     if shared.format == Format::Text && !shared.quiet {
         shared.log.line(format!(
-            "{} conn={id} {} {} v{} req={}B no response",
+            "{} conn={id} {} {} v{api_version} req={}B no response",
             now(),
-            p.client_id.as_deref().unwrap_or("-"),
-            decode::api_name(p.api_key),
-            p.api_version,
-            p.size
+            meta.client_id.as_deref().unwrap_or("-"),
+            decode::api_name(api_key),
+            meta.size
         ));
     }
 }
 
-fn on_response(
-    frame: &[u8],
-    p: Option<Pending>,
-    info: Option<decode::ResponseInfo>,
-    rewritten: bool,
-    done: Instant,
-    id: u64,
-    shared: &Shared,
-) {
-    shared.stats.responses.fetch_add(1, Ordering::Relaxed);
-    let body = &frame[4..];
-    let Some(p) = p else {
-        let cid = decode::response_correlation_id(body);
-        let reason = format!("no request with correlation id {cid:?} is awaiting a response");
-        shared.count_undecoded("response", "?", "unpaired");
-        shared.log.line(format!("{} conn={id} response not decoded: {reason}", now()));
-        if let Some(r) = &shared.recorder {
-            let _ = r.save_undecoded("response", frame, &reason);
+/// Logs (and records) a forwarded response (`frame` without its size prefix; the frame as
+/// forwarded, after any rewriting).
+fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Shared) {
+    let (p, rewritten) = match answer {
+        Answer::Token => return on_token(frame, "broker", id, shared),
+        Answer::Paired(p, rewritten) => (p, rewritten),
+        Answer::Unpaired(reason) => {
+            shared.stats.responses.fetch_add(1, Ordering::Relaxed);
+            shared.count_undecoded("response", "?", "unpaired");
+            shared.log.line(format!("{} conn={id} response not decoded: {reason}", now()));
+            if let Some(r) = &shared.recorder {
+                let _ = r.save_undecoded(
+                    "response",
+                    &with_prefix(frame),
+                    Some((-1, -1)),
+                    &reason,
+                    shared.show_secrets,
+                );
+            }
+            return;
         }
-        return;
     };
-    let info = info.unwrap_or_else(|| decode::decode_response(body, p.api_key, p.api_version));
-    let api = decode::api_name(p.api_key);
-    let latency = done.saturating_duration_since(p.sent);
-    if let (Some(r), Some(name)) = (&shared.recorder, &p.record_name) {
-        let _ = r.save("responses", name, frame);
+    shared.stats.responses.fetch_add(1, Ordering::Relaxed);
+    if rewritten {
+        shared.stats.rewritten.fetch_add(1, Ordering::Relaxed);
+    }
+    let key = p.api_key.key();
+    let info = decode::decode_response(frame, key, p.api_version);
+    let api = decode::api_name(key);
+    let m = &p.payload;
+    let latency = done.saturating_duration_since(m.sent);
+    if let (Some(r), Some(name)) = (&shared.recorder, &m.record_name) {
+        let _ =
+            r.save("responses", name, &with_prefix(frame), Some((key, info.version)), shared.show_secrets);
     }
     let roundtrip = if shared.verify && info.decoded == Decoded::Ok {
-        Some(decode::roundtrip_response(body, p.api_key, info.version))
+        Some(decode::roundtrip_response(frame, key, info.version))
     } else {
         None
     };
@@ -512,10 +654,10 @@ fn on_response(
         let mut line = format!(
             "{} conn={id} {} {api} v{} req={}B resp={}B {:.3}ms",
             now(),
-            p.client_id.as_deref().unwrap_or("-"),
+            m.client_id.as_deref().unwrap_or("-"),
             p.api_version,
-            p.size,
-            frame.len(),
+            m.size,
+            frame.len() + 4,
             latency.as_secs_f64() * 1e3
         );
         if !info.errors.is_empty() {
@@ -523,14 +665,19 @@ fn on_response(
             line.push_str(&format!(" errors={}", names.join(",")));
         }
         if rewritten {
-            line.push_str(" (broker addresses rewritten)");
+            // The deny-list rewrites ApiVersions answers; the address rewriter the others.
+            line.push_str(if p.api_key == ApiKey::ApiVersions {
+                " (denied APIs removed)"
+            } else {
+                " (broker addresses rewritten)"
+            });
         }
         shared.log.line(line);
     }
     let extra = format!(
         ",\"correlationId\":{},\"clientId\":{},\"latencyUs\":{},\"errors\":{:?},\"rewritten\":{rewritten}",
         p.correlation_id,
-        serde_json::to_string(&p.client_id.as_deref()).unwrap_or_default(),
+        serde_json::to_string(&m.client_id.as_deref()).unwrap_or_default(),
         latency.as_micros(),
         info.errors,
     );
@@ -538,53 +685,11 @@ fn on_response(
         "response",
         frame,
         &api,
-        Some((p.api_key, info.version)),
+        Some((key, info.version)),
         &info.decoded,
         roundtrip.as_ref(),
         id,
         shared,
         Some(extra),
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A frame larger than the buffer: the buffer grows to hold it, whatever was read of
-    /// it so far, and shrinks back once it is gone.
-    #[test]
-    fn buffer_grows_for_a_large_frame_and_shrinks_after() {
-        let mut b = FrameBuf::new();
-        let mut frames = Vec::new();
-        let size = 1_000_000usize;
-        b.buf[..4].copy_from_slice(&(size as i32).to_be_bytes());
-        b.len = READ_BUF;
-        assert_eq!(b.split(1 << 24, &mut frames), Ok(0));
-        b.consume(0);
-        assert!(b.buf.len() >= size + 4, "{}", b.buf.len());
-        assert_eq!(b.len, READ_BUF);
-        // The rest arrives.
-        b.len = size + 4;
-        assert_eq!(b.split(1 << 24, &mut frames), Ok(size + 4));
-        assert_eq!(frames, vec![(0, size + 4)]);
-        b.consume(size + 4);
-        assert_eq!(b.len, 0);
-        assert_eq!(b.buf.len(), READ_BUF);
-        // Two frames and a part in one read: the part moves to the front.
-        let mut data = vec![0, 0, 0, 1, 7, 0, 0, 0, 2, 8, 9, 0, 0, 0, 3, 1];
-        b.buf[..data.len()].copy_from_slice(&data);
-        b.len = data.len();
-        assert_eq!(b.split(100, &mut frames), Ok(11));
-        assert_eq!(frames, vec![(0, 5), (5, 11)]);
-        b.consume(11);
-        data.drain(..11);
-        assert_eq!(&b.buf[..b.len], &data[..]);
-        // A violation after a whole frame: the frame is still reported.
-        b.len = 0;
-        b.buf[..9].copy_from_slice(&[0, 0, 0, 1, 7, 0xff, 0xff, 0xff, 0xff]);
-        b.len = 9;
-        assert!(b.split(100, &mut frames).is_err());
-        assert_eq!(frames, vec![(0, 5)]);
-    }
 }

@@ -13,12 +13,16 @@
 //! a blocking read and write per batch of frames is the fewest system calls and wake-ups a
 //! frame can cost, with no dependency (see docs/proxy.md for the figures).
 //!
-//! Every call into the kwire library is in `decode.rs` (and `scan.rs`, which reads kwire's
-//! schema tables).
+//! The connection state is kwire's: `kwire::conn` (frame buffers, requests in flight),
+//! `kwire::secrets` (masked copies for the log and recordings, SaslHandshake v0 tokens) and
+//! `kwire::filter` (broker addresses rewritten, denied APIs). The decoding for the log is in
+//! `decode.rs` (and `scan.rs`, which finds error codes through kwire's schema tables).
 
 mod conn;
 pub mod decode;
-mod names;
+// Only `scan` (error codes) is used now; the address rewriting moved to
+// `kwire::filter::RewriteAddresses`. The schema walker in `kwire::reflect` replaces it.
+#[allow(dead_code)]
 mod scan;
 
 use std::collections::{BTreeMap, HashMap};
@@ -74,7 +78,8 @@ pub struct Args {
     format: Format,
     /// Save frames as hex test vectors in DIR/requests and DIR/responses (named
     /// CLIENT_API_vVERSION_N.hex), and frames kwire cannot decode in DIR/undecoded with
-    /// the reason beside them.
+    /// the reason beside them. Secret fields are masked (same length, 0x2a bytes) unless
+    /// --show-secrets, with a note NAME.masked.txt beside a masked frame.
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
     /// Save at most this many request/response pairs per client, API and version.
@@ -91,6 +96,16 @@ pub struct Args {
     /// Log only connections and problems, not every request (text format).
     #[arg(long, short)]
     quiet: bool,
+    /// Refuse requests of this API (repeatable, e.g. `--deny-api DeleteTopics`): the
+    /// connection is closed, as a broker closes one that sends an API it does not offer,
+    /// and ApiVersions answers no longer list it.
+    #[arg(long = "deny-api", value_name = "API")]
+    deny_api: Vec<String>,
+    /// Show secrets (SASL tokens, delegation-token HMACs, SCRAM credentials, password
+    /// configs) in the JSON log and in recorded frames, where they are masked by default.
+    /// Raw SaslHandshake v0 tokens are never shown.
+    #[arg(long)]
+    show_secrets: bool,
 }
 
 /// Everything connections share.
@@ -98,6 +113,10 @@ pub struct Shared {
     format: Format,
     quiet: bool,
     verify: bool,
+    /// `--show-secrets`: no masking in the JSON log and recordings.
+    show_secrets: bool,
+    /// `--deny-api`.
+    denied: Vec<kwire::ApiKey>,
     max_frame: usize,
     bind_ip: IpAddr,
     advertise: String,
@@ -116,6 +135,8 @@ struct Stats {
     requests: AtomicU64,
     responses: AtomicU64,
     rewritten: AtomicU64,
+    /// Raw SASL tokens passed through (SaslHandshake v0).
+    sasl_tokens: AtomicU64,
     violations: AtomicU64,
     mismatches: AtomicU64,
     /// `(direction, api, why)` to count, for frames kwire did not decode.
@@ -244,14 +265,40 @@ impl Recorder {
         Some(format!("{stem}_{n}"))
     }
 
-    fn save(&self, sub: &str, name: &str, frame_with_prefix: &[u8]) -> std::io::Result<()> {
+    /// Saves a frame as `DIR/SUB/NAME.hex`, its secrets masked unless `show_secrets`
+    /// (`response_to` as for [`decode::redacted`]); a masked frame gets a note beside it,
+    /// `NAME.masked.txt`, saying what was masked.
+    fn save(
+        &self,
+        sub: &str,
+        name: &str,
+        frame_with_prefix: &[u8],
+        response_to: Option<(i16, i16)>,
+        show_secrets: bool,
+    ) -> std::io::Result<()> {
         let dir = self.dir.join(sub);
         std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join(format!("{name}.hex")), hex(frame_with_prefix))
+        if show_secrets {
+            return std::fs::write(dir.join(format!("{name}.hex")), hex(frame_with_prefix));
+        }
+        let (masked, redaction) = decode::redacted(frame_with_prefix, response_to);
+        std::fs::write(dir.join(format!("{name}.hex")), hex(&masked))?;
+        if let Some(note) = decode::redaction_note(&redaction) {
+            std::fs::write(dir.join(format!("{name}.masked.txt")), format!("{note}\n"))?;
+        }
+        Ok(())
     }
 
-    /// Saves a frame kwire could not decode, with the reason beside it; at most 1000.
-    fn save_undecoded(&self, what: &str, frame_with_prefix: &[u8], reason: &str) -> std::io::Result<()> {
+    /// Saves a frame kwire could not decode, with the reason beside it; at most 1000. Such
+    /// a frame is masked whole unless `show_secrets`: nothing says what it holds.
+    fn save_undecoded(
+        &self,
+        what: &str,
+        frame_with_prefix: &[u8],
+        response_to: Option<(i16, i16)>,
+        reason: &str,
+        show_secrets: bool,
+    ) -> std::io::Result<()> {
         let n = self.undecoded.fetch_add(1, Ordering::Relaxed) + 1;
         if n > 1000 {
             return Ok(());
@@ -259,8 +306,15 @@ impl Recorder {
         let dir = self.dir.join("undecoded");
         std::fs::create_dir_all(&dir)?;
         let name = format!("{n:04}_{}", file_part(what));
-        std::fs::write(dir.join(format!("{name}.hex")), hex(frame_with_prefix))?;
-        std::fs::write(dir.join(format!("{name}.txt")), format!("{what}\n{reason}\n"))
+        let (bytes, note) = if show_secrets {
+            (frame_with_prefix.to_vec(), None)
+        } else {
+            let (masked, redaction) = decode::redacted(frame_with_prefix, response_to);
+            (masked, decode::redaction_note(&redaction))
+        };
+        std::fs::write(dir.join(format!("{name}.hex")), hex(&bytes))?;
+        let note = note.map(|n| format!("{n}\n")).unwrap_or_default();
+        std::fs::write(dir.join(format!("{name}.txt")), format!("{what}\n{reason}\n{note}"))
     }
 }
 
@@ -286,6 +340,18 @@ fn now() -> String {
         rem % 60,
         t.subsec_millis()
     )
+}
+
+/// The filters every connection runs: the deny-list, then the rewriting of broker
+/// addresses (nearest the broker, so it sees responses first).
+fn filters(shared: &Arc<Shared>) -> kwire::filter::FilterChain {
+    let mut chain = kwire::filter::FilterChain::new();
+    if !shared.denied.is_empty() {
+        chain.push(kwire::filter::DenyApis::new(shared.denied.iter().copied()));
+    }
+    let routes = shared.clone();
+    chain.push(kwire::filter::RewriteAddresses::new(move |host: &str, port: i32| routes.route(host, port)));
+    chain
 }
 
 fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
@@ -328,6 +394,17 @@ pub fn run(args: Args) -> Result<(), String> {
     if args.record_limit == 0 && args.record.is_some() {
         return Err("--record-limit must be at least 1".into());
     }
+    let denied = args
+        .deny_api
+        .iter()
+        .map(|name| {
+            kwire::ApiKey::ALL
+                .iter()
+                .copied()
+                .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
+                .ok_or(format!("--deny-api {name}: no such API (see `kwire versions`)"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let listener =
         TcpListener::bind(&args.listen).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
@@ -339,11 +416,19 @@ pub fn run(args: Args) -> Result<(), String> {
     if let Some(dir) = &args.record {
         std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?;
     }
+    if args.show_secrets {
+        eprintln!(
+            "kwire proxy: WARNING: --show-secrets: SASL tokens, delegation-token HMACs, SCRAM credentials and \
+             password configs will appear unmasked in the JSON log and in recorded frames"
+        );
+    }
     let (log, log_thread) = Logger::start();
     let shared = Arc::new(Shared {
         format: args.format,
         quiet: args.quiet,
         verify: args.verify,
+        show_secrets: args.show_secrets,
+        denied,
         max_frame: args.max_frame_bytes,
         bind_ip: local.ip(),
         advertise,
@@ -379,12 +464,13 @@ pub fn run(args: Args) -> Result<(), String> {
 fn summary(shared: &Shared) {
     let s = &shared.stats;
     let mut out = format!(
-        "kwire proxy: {} connections, {} requests, {} responses, {} rewritten, {} framing violations, {} \
-         re-encoding mismatches, {} log lines dropped",
+        "kwire proxy: {} connections, {} requests, {} responses, {} rewritten, {} SASL tokens (v0, not shown), {} \
+         framing violations, {} re-encoding mismatches, {} log lines dropped",
         s.connections.load(Ordering::Relaxed),
         s.requests.load(Ordering::Relaxed),
         s.responses.load(Ordering::Relaxed),
         s.rewritten.load(Ordering::Relaxed),
+        s.sasl_tokens.load(Ordering::Relaxed),
         s.violations.load(Ordering::Relaxed),
         s.mismatches.load(Ordering::Relaxed),
         shared.log.dropped.load(Ordering::Relaxed),

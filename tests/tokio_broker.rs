@@ -1,0 +1,526 @@
+//! An async example broker on `kwire::conn` and tokio, and real clients talking to it.
+//!
+//! The broker (below, about 200 lines) reads requests with `conn::tokio::ServerCodec`,
+//! answers ApiVersions, Metadata, ListGroups and DescribeCluster from a small fixed
+//! catalogue, and answers an ApiVersions request of a version it does not serve as Apache
+//! Kafka does (error 35 in a v0 body). kafka-python and confluent-kafka (librdkafka) run
+//! against it on a loopback port, once with every version kwire reads and once with
+//! ApiVersions limited to v2, so that both clients go through the ApiVersions fallback; what
+//! they report is compared with the catalogue, and the broker's log with what each client
+//! must have sent.
+//!
+//! The clients live in `target/interop/` (`tests/interop/setup.sh`, run first when
+//! `target/interop/ready` is missing, as `tests/interop.rs` does). A client that is
+//! missing, fails or hangs fails its test.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use kwire::conn::tokio::{ApiVersionsUnsupported, CodecError, ServerCodec};
+use kwire::conn::{Received, ServerRequest};
+use kwire::messages::api_versions::{ApiVersion, ApiVersionsResponse};
+use kwire::messages::describe_cluster::{DescribeClusterBroker, DescribeClusterResponse};
+use kwire::messages::list_groups::{ListGroupsResponse, ListedGroup};
+use kwire::messages::metadata::{
+    MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kwire::messages::{ApiKey, RequestBodyView};
+use kwire::{ErrorCode, List, Str, Uuid, Versions};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::codec::{Decoder, Encoder};
+
+// ------------------------------------------------------------------ the broker
+
+const CLUSTER_ID: &str = "kwire-tokio-test";
+const NODE_ID: i32 = 1;
+/// Topics and their partition counts.
+const TOPICS: [(&str, i32); 2] = [("orders", 3), ("payments", 1)];
+/// Groups: id, protocol type, state.
+const GROUPS: [(&str, &str, &str); 2] = [("billing", "consumer", "Stable"), ("audit", "consumer", "Empty")];
+/// What the broker serves, at every version kwire reads.
+const SERVED: [ApiKey; 4] =
+    [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::ListGroups, ApiKey::DescribeCluster];
+
+/// What the broker saw: every request answered as (API, version), and the ApiVersions
+/// versions it refused.
+#[derive(Default, Debug)]
+struct Log {
+    answered: Vec<(ApiKey, i16)>,
+    refused_api_versions: Vec<i16>,
+    closed: Vec<String>,
+}
+
+struct Broker {
+    host: String,
+    port: i32,
+    api_versions: Versions,
+    log: Mutex<Log>,
+}
+
+impl Broker {
+    fn versions(&self, key: ApiKey) -> Versions {
+        if key == ApiKey::ApiVersions { self.api_versions } else { key.request_versions() }
+    }
+}
+
+/// Stable topic ids, derived from the names.
+fn topic_id(name: &str) -> Uuid {
+    let mut b = [0u8; 16];
+    for (i, c) in name.bytes().enumerate() {
+        b[i % 16] ^= c.wrapping_mul(31).wrapping_add(i as u8);
+    }
+    b[0] |= 1;
+    Uuid(b)
+}
+
+/// Serves one connection until the client closes it or breaks the protocol.
+async fn connection(mut socket: TcpStream, broker: Arc<Broker>) -> Result<(), String> {
+    let mut codec = ServerCodec::new();
+    codec.set_api_versions_max(broker.api_versions.max);
+    let mut input = BytesMut::with_capacity(16 * 1024);
+    let mut output = BytesMut::new();
+    loop {
+        // Answer every whole request buffered, in order, then write the answers at once.
+        while let Some(frame) = codec.decode(&mut input).map_err(|e| e.to_string())? {
+            match frame.received() {
+                Ok(Received::Request(request)) => answer(&request, &broker, &mut codec, &mut output)?,
+                Ok(Received::ApiVersionsUnsupported { header, reply_to }) => {
+                    broker.log.lock().unwrap().refused_api_versions.push(header.api_version);
+                    let item = ApiVersionsUnsupported { reply_to, supported: broker.api_versions };
+                    codec.encode(item, &mut output).map_err(|e| e.to_string())?;
+                }
+                Ok(_) => return Err("an unknown kind of request".into()),
+                // Kafka closes the connection on an unknown API, a version it does not
+                // serve or a malformed request.
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        if !output.is_empty() {
+            socket.write_all(&output).await.map_err(|e| e.to_string())?;
+            output.clear();
+        }
+        if socket.read_buf(&mut input).await.map_err(|e| e.to_string())? == 0 {
+            return Ok(());
+        }
+    }
+}
+
+fn answer(
+    request: &ServerRequest<'_>,
+    broker: &Broker,
+    codec: &mut ServerCodec,
+    out: &mut BytesMut,
+) -> Result<(), String> {
+    let reply = request.reply_to();
+    let (key, version) = (reply.api_key, reply.api_version);
+    if !SERVED.contains(&key) || !broker.versions(key).contains(version) {
+        return Err(format!("{} v{version} is not served", key.name()));
+    }
+    broker.log.lock().unwrap().answered.push((key, version));
+    let done = |r: Result<(), CodecError>| {
+        r.map_err(|e| format!("cannot encode the {} v{version} answer: {e}", key.name()))
+    };
+    match request.body {
+        RequestBodyView::ApiVersions(_) => {
+            let keys: Vec<ApiVersion<'_>> = SERVED
+                .iter()
+                .map(|&k| ApiVersion {
+                    api_key: k.key(),
+                    min_version: broker.versions(k).min,
+                    max_version: broker.versions(k).max,
+                    ..Default::default()
+                })
+                .collect();
+            let body = ApiVersionsResponse { api_keys: List::Borrowed(&keys), ..Default::default() };
+            done(codec.encode((reply, &body), out))
+        }
+        RequestBodyView::Metadata(req) => {
+            // Null topics: all; an empty list is all only in v0.
+            let wanted: Option<Vec<Option<&str>>> = match req.topics() {
+                None => None,
+                Some(t) if t.is_empty() && version == 0 => None,
+                Some(t) => Some(t.iter().map(|t| t.name()).collect()),
+            };
+            let names: Vec<Option<&str>> = match &wanted {
+                None => TOPICS.iter().map(|(n, _)| Some(*n)).collect(),
+                Some(w) => w.clone(),
+            };
+            let partitions: Vec<Vec<MetadataResponsePartition<'_>>> = names
+                .iter()
+                .map(|name| {
+                    let count = TOPICS.iter().find(|(n, _)| Some(*n) == *name).map_or(0, |t| t.1);
+                    (0..count)
+                        .map(|p| MetadataResponsePartition {
+                            partition_index: p,
+                            leader_id: NODE_ID,
+                            leader_epoch: 0,
+                            replica_nodes: vec![NODE_ID].into(),
+                            isr_nodes: vec![NODE_ID].into(),
+                            ..Default::default()
+                        })
+                        .collect()
+                })
+                .collect();
+            let topics: Vec<MetadataResponseTopic<'_>> = names
+                .iter()
+                .zip(&partitions)
+                .map(|(name, partitions)| {
+                    let known = TOPICS.iter().any(|(n, _)| Some(*n) == *name);
+                    MetadataResponseTopic {
+                        error_code: if known { 0 } else { ErrorCode::UnknownTopicOrPartition.code() },
+                        name: name.map(Str::Borrowed),
+                        topic_id: if known && version >= 10 {
+                            topic_id(name.unwrap_or(""))
+                        } else {
+                            Uuid::ZERO
+                        },
+                        partitions: List::Borrowed(partitions),
+                        ..Default::default()
+                    }
+                })
+                .collect();
+            let brokers = [MetadataResponseBroker {
+                node_id: NODE_ID,
+                host: Str::Borrowed(&broker.host),
+                port: broker.port,
+                ..Default::default()
+            }];
+            let body = MetadataResponse {
+                brokers: List::Borrowed(&brokers),
+                cluster_id: Some(Str::Borrowed(CLUSTER_ID)),
+                controller_id: NODE_ID,
+                topics: List::Borrowed(&topics),
+                ..Default::default()
+            };
+            done(codec.encode((reply, &body), out))
+        }
+        RequestBodyView::ListGroups(req) => {
+            let states: Vec<&str> = req.states_filter().iter().collect();
+            let groups: Vec<ListedGroup<'_>> = GROUPS
+                .iter()
+                .filter(|g| states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(g.2)))
+                .map(|&(id, protocol_type, state)| ListedGroup {
+                    group_id: Str::Borrowed(id),
+                    protocol_type: Str::Borrowed(protocol_type),
+                    group_state: Str::Borrowed(state),
+                    group_type: Str::Borrowed("classic"),
+                    ..Default::default()
+                })
+                .collect();
+            let body = ListGroupsResponse { groups: List::Borrowed(&groups), ..Default::default() };
+            done(codec.encode((reply, &body), out))
+        }
+        RequestBodyView::DescribeCluster(_) => {
+            let brokers = [DescribeClusterBroker {
+                broker_id: NODE_ID,
+                host: Str::Borrowed(&broker.host),
+                port: broker.port,
+                ..Default::default()
+            }];
+            let body = DescribeClusterResponse {
+                cluster_id: Str::Borrowed(CLUSTER_ID),
+                controller_id: NODE_ID,
+                brokers: List::Borrowed(&brokers),
+                ..Default::default()
+            };
+            done(codec.encode((reply, &body), out))
+        }
+        _ => Err(format!("{} is not served", key.name())),
+    }
+}
+
+/// The broker on its own runtime thread; stops when dropped (the runtime is shut down).
+struct Running {
+    broker: Arc<Broker>,
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn start(api_versions: Versions) -> Running {
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let broker = Arc::new(Broker {
+            host: addr.ip().to_string(),
+            port: i32::from(addr.port()),
+            api_versions,
+            log: Mutex::new(Log::default()),
+        });
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let b = broker.clone();
+        let thread = thread::spawn(move || {
+            runtime.block_on(async move {
+                let accept = async {
+                    loop {
+                        let Ok((socket, _)) = listener.accept().await else { continue };
+                        let _ = socket.set_nodelay(true);
+                        let b = b.clone();
+                        tokio::spawn(async move {
+                            if let Err(why) = connection(socket, b.clone()).await {
+                                b.log.lock().unwrap().closed.push(why);
+                            }
+                        });
+                    }
+                };
+                tokio::select! {
+                    () = accept => {}
+                    _ = stopped => {}
+                }
+            });
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        });
+        Running { broker, addr, stop: Some(stop), thread: Some(thread) }
+    }
+
+    fn log(&self) -> String {
+        format!("{:?}", self.broker.log.lock().unwrap())
+    }
+
+    fn answered(&self) -> BTreeSet<(ApiKey, i16)> {
+        self.broker.log.lock().unwrap().answered.iter().copied().collect()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+// ------------------------------------------------------------------ the clients
+
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+const SETUP_TIMEOUT: Duration = Duration::from_secs(1200);
+
+const KAFKA_PYTHON: &str = r#"
+import json, sys
+from kafka import KafkaAdminClient
+admin = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=10000)
+c = admin.describe_cluster()
+out = {
+    "cluster_id": c.get("cluster_id"),
+    "controller_id": c.get("controller_id"),
+    "brokers": [[b["broker_id"], b["host"], b["port"]] for b in c["brokers"]],
+    "topics": sorted(admin.list_topics()),
+    "partitions": {
+        t["name"]: sorted([p["partition_index"], p["leader_id"]] for p in t["partitions"])
+        for t in admin.describe_topics(["orders", "payments"])
+    },
+    "groups": sorted([g["group_id"], g.get("protocol_type")] for g in admin.list_groups()),
+}
+admin.close()
+print(json.dumps(out, sort_keys=True))
+"#;
+
+const CONFLUENT: &str = r#"
+import json, sys
+from confluent_kafka.admin import AdminClient
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+md = admin.list_topics(timeout=10)
+c = admin.describe_cluster(request_timeout=10).result(timeout=10)
+groups = admin.list_consumer_groups(request_timeout=10).result(timeout=10)
+stable = admin.list_consumer_groups(request_timeout=10, states={__import__("confluent_kafka").ConsumerGroupState.STABLE}).result(timeout=10)
+out = {
+    "cluster_id": md.cluster_id,
+    "controller_id": md.controller_id,
+    "brokers": sorted([b.id, b.host, b.port] for b in md.brokers.values()),
+    "topics": sorted(md.topics),
+    "partitions": {n: sorted([p.id, p.leader] for p in t.partitions.values()) for n, t in md.topics.items()},
+    "describe_cluster": [c.cluster_id, c.controller.id, sorted([n.id, n.host, n.port] for n in c.nodes)],
+    "groups": sorted([g.group_id, g.state.name] for g in groups.valid),
+    "stable_groups": sorted(g.group_id for g in stable.valid),
+}
+print(json.dumps(out, sort_keys=True))
+"#;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn interop_dir() -> PathBuf {
+    std::env::var_os("KWIRE_INTEROP_DIR").map_or_else(|| root().join("target/interop"), PathBuf::from)
+}
+
+/// Runs `cmd` to the end or until `timeout`; returns (success, stdout, stderr), `None` for
+/// success when the deadline passed.
+fn run_bounded(cmd: &mut Command, timeout: Duration) -> (Option<bool>, String, String) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let read = |mut from: Box<dyn Read + Send>| {
+        thread::spawn(move || {
+            let mut s = String::new();
+            let _ = from.read_to_string(&mut s);
+            s
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status.success());
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    (status, stdout.join().unwrap(), stderr.join().unwrap())
+}
+
+/// The Python of the interop venv, after running `tests/interop/setup.sh` if needed.
+fn python() -> &'static Path {
+    static READY: OnceLock<PathBuf> = OnceLock::new();
+    READY.get_or_init(|| {
+        let dir = interop_dir();
+        if !dir.join("ready").exists() {
+            eprintln!("{} is not ready: running tests/interop/setup.sh", dir.display());
+            let (ok, out, err) =
+                run_bounded(Command::new("bash").arg(root().join("tests/interop/setup.sh")), SETUP_TIMEOUT);
+            assert!(
+                ok == Some(true) && dir.join("ready").exists(),
+                "the real clients are missing and tests/interop/setup.sh failed ({ok:?}):\n{out}\n{err}"
+            );
+        }
+        let python = dir.join("venv/bin/python");
+        assert!(python.exists(), "{} is missing: run tests/interop/setup.sh", python.display());
+        python
+    })
+}
+
+fn run_client(name: &str, script: &str, broker: &Running) -> Value {
+    let mut cmd = Command::new(python());
+    cmd.arg("-c").arg(script).arg(broker.addr.to_string()).env("PYTHONDONTWRITEBYTECODE", "1");
+    let (ok, stdout, stderr) = run_bounded(&mut cmd, CLIENT_TIMEOUT);
+    let context = || format!("--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- broker\n{}", broker.log());
+    match ok {
+        None => panic!("{name} did not finish within {CLIENT_TIMEOUT:?}\n{}", context()),
+        Some(false) => panic!("{name} failed\n{}", context()),
+        Some(true) => {}
+    }
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{name} printed no JSON: {e}\n{}", context()))
+}
+
+fn expected_partitions() -> Value {
+    json!({"orders": [[0, 1], [1, 1], [2, 1]], "payments": [[0, 1]]})
+}
+
+/// The ApiVersions exchange the broker saw: with ApiVersions limited below what the
+/// client asks first, one refusal and then answers at the limit or below.
+fn check_api_versions(broker: &Running, limited: bool, client: &str) {
+    let log = broker.broker.log.lock().unwrap();
+    let asked: Vec<i16> =
+        log.answered.iter().filter(|(k, _)| *k == ApiKey::ApiVersions).map(|&(_, v)| v).collect();
+    assert!(!asked.is_empty(), "{client}: no ApiVersions answered: {log:?}");
+    if limited {
+        assert!(!log.refused_api_versions.is_empty(), "{client}: never refused: {log:?}");
+        assert!(log.refused_api_versions.iter().all(|&v| v > 2), "{log:?}");
+        assert!(asked.iter().all(|&v| v <= 2), "{client}: answered above the limit: {log:?}");
+    } else {
+        assert!(log.refused_api_versions.is_empty(), "{client}: refused with every version served: {log:?}");
+    }
+    assert!(log.closed.is_empty(), "{client}: connections closed for a protocol error: {log:?}");
+}
+
+fn kafka_python(api_versions: Versions) {
+    let broker = Running::start(api_versions);
+    let report = run_client("kafka-python", KAFKA_PYTHON, &broker);
+    let host = broker.addr.ip().to_string();
+    let port = broker.addr.port();
+    assert_eq!(report["cluster_id"], json!(CLUSTER_ID), "{report}");
+    assert_eq!(report["controller_id"], json!(NODE_ID), "{report}");
+    assert_eq!(report["brokers"], json!([[NODE_ID, host, port]]), "{report}");
+    assert_eq!(report["topics"], json!(["orders", "payments"]), "{report}");
+    assert_eq!(report["partitions"], expected_partitions(), "{report}");
+    assert_eq!(report["groups"], json!([["audit", "consumer"], ["billing", "consumer"]]), "{report}");
+    let answered = broker.answered();
+    for key in [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::ListGroups] {
+        assert!(
+            answered.iter().any(|(k, _)| *k == key),
+            "kafka-python sent no {}: {}",
+            key.name(),
+            broker.log()
+        );
+    }
+    check_api_versions(
+        &broker,
+        api_versions.max < ApiKey::ApiVersions.request_versions().max,
+        "kafka-python",
+    );
+    eprintln!("kafka-python: answered {answered:?}");
+}
+
+fn confluent(api_versions: Versions) {
+    let broker = Running::start(api_versions);
+    let report = run_client("confluent-kafka", CONFLUENT, &broker);
+    let host = broker.addr.ip().to_string();
+    let port = broker.addr.port();
+    assert_eq!(report["cluster_id"], json!(CLUSTER_ID), "{report}");
+    assert_eq!(report["controller_id"], json!(NODE_ID), "{report}");
+    assert_eq!(report["brokers"], json!([[NODE_ID, host, port]]), "{report}");
+    assert_eq!(report["topics"], json!(["orders", "payments"]), "{report}");
+    assert_eq!(report["partitions"], expected_partitions(), "{report}");
+    assert_eq!(report["describe_cluster"], json!([CLUSTER_ID, NODE_ID, [[NODE_ID, host, port]]]), "{report}");
+    assert_eq!(report["groups"], json!([["audit", "EMPTY"], ["billing", "STABLE"]]), "{report}");
+    assert_eq!(report["stable_groups"], json!(["billing"]), "{report}");
+    let answered = broker.answered();
+    // librdkafka's describe_cluster reads Metadata; DescribeCluster is served but not needed.
+    for key in [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::ListGroups] {
+        assert!(
+            answered.iter().any(|(k, _)| *k == key),
+            "librdkafka sent no {}: {}",
+            key.name(),
+            broker.log()
+        );
+    }
+    check_api_versions(
+        &broker,
+        api_versions.max < ApiKey::ApiVersions.request_versions().max,
+        "confluent-kafka",
+    );
+    eprintln!("confluent-kafka: answered {answered:?}");
+}
+
+#[test]
+fn kafka_python_against_the_tokio_broker() {
+    kafka_python(ApiKey::ApiVersions.request_versions());
+}
+
+#[test]
+fn kafka_python_falls_back_from_an_unsupported_api_versions_version() {
+    kafka_python(Versions::new(0, 2));
+}
+
+#[test]
+fn confluent_against_the_tokio_broker() {
+    confluent(ApiKey::ApiVersions.request_versions());
+}
+
+#[test]
+fn confluent_falls_back_from_an_unsupported_api_versions_version() {
+    confluent(Versions::new(0, 2));
+}
