@@ -25,8 +25,9 @@ impl ReadOwned for AddOffsetsToTxnRequest<'static> {
     }
 }
 
-impl<'a> FromView<AddOffsetsToTxnRequestView<'a>> for AddOffsetsToTxnRequest<'a> {
-    fn from_view(view: AddOffsetsToTxnRequestView<'a>) -> Self {
+impl<'a> From<AddOffsetsToTxnRequestView<'a>> for AddOffsetsToTxnRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddOffsetsToTxnRequestView<'a>) -> Self {
         AddOffsetsToTxnRequest {
             transactional_id: Str::Borrowed(view.transactional_id()),
             producer_id: view.producer_id(),
@@ -41,7 +42,7 @@ as_version!(AddOffsetsToTxnRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AddOffsetsToTxnRequest, AddOffsetsToTxnRequestView);
+reference_body!(AddOffsetsToTxnRequest);
 
 impl ReadOwned for AddOffsetsToTxnResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -53,8 +54,9 @@ impl ReadOwned for AddOffsetsToTxnResponse<'static> {
     }
 }
 
-impl<'a> FromView<AddOffsetsToTxnResponseView<'a>> for AddOffsetsToTxnResponse<'a> {
-    fn from_view(view: AddOffsetsToTxnResponseView<'a>) -> Self {
+impl<'a> From<AddOffsetsToTxnResponseView<'a>> for AddOffsetsToTxnResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddOffsetsToTxnResponseView<'a>) -> Self {
         AddOffsetsToTxnResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -67,4 +69,4 @@ as_version!(AddOffsetsToTxnResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AddOffsetsToTxnResponse, AddOffsetsToTxnResponseView);
+reference_body!(AddOffsetsToTxnResponse);

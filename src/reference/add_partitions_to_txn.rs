@@ -38,8 +38,9 @@ impl ReadOwned for AddPartitionsToTxnRequest<'static> {
     }
 }
 
-impl<'a> FromView<AddPartitionsToTxnRequestView<'a>> for AddPartitionsToTxnRequest<'a> {
-    fn from_view(view: AddPartitionsToTxnRequestView<'a>) -> Self {
+impl<'a> From<AddPartitionsToTxnRequestView<'a>> for AddPartitionsToTxnRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddPartitionsToTxnRequestView<'a>) -> Self {
         AddPartitionsToTxnRequest {
             transactions: list_from_view(view.transactions()),
             v3_and_below_transactional_id: Str::Borrowed(view.v3_and_below_transactional_id()),
@@ -67,7 +68,7 @@ as_version!(AddPartitionsToTxnRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AddPartitionsToTxnRequest, AddPartitionsToTxnRequestView);
+reference_body!(AddPartitionsToTxnRequest);
 
 impl ReadOwned for AddPartitionsToTxnTransaction<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -82,8 +83,9 @@ impl ReadOwned for AddPartitionsToTxnTransaction<'static> {
     }
 }
 
-impl<'a> FromView<AddPartitionsToTxnTransactionView<'a>> for AddPartitionsToTxnTransaction<'a> {
-    fn from_view(view: AddPartitionsToTxnTransactionView<'a>) -> Self {
+impl<'a> From<AddPartitionsToTxnTransactionView<'a>> for AddPartitionsToTxnTransaction<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddPartitionsToTxnTransactionView<'a>) -> Self {
         AddPartitionsToTxnTransaction {
             transactional_id: Str::Borrowed(view.transactional_id()),
             producer_id: view.producer_id(),
@@ -109,8 +111,9 @@ impl ReadOwned for AddPartitionsToTxnTopic<'static> {
     }
 }
 
-impl<'a> FromView<AddPartitionsToTxnTopicView<'a>> for AddPartitionsToTxnTopic<'a> {
-    fn from_view(view: AddPartitionsToTxnTopicView<'a>) -> Self {
+impl<'a> From<AddPartitionsToTxnTopicView<'a>> for AddPartitionsToTxnTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddPartitionsToTxnTopicView<'a>) -> Self {
         AddPartitionsToTxnTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -143,8 +146,9 @@ impl ReadOwned for AddPartitionsToTxnResponse<'static> {
     }
 }
 
-impl<'a> FromView<AddPartitionsToTxnResponseView<'a>> for AddPartitionsToTxnResponse<'a> {
-    fn from_view(view: AddPartitionsToTxnResponseView<'a>) -> Self {
+impl<'a> From<AddPartitionsToTxnResponseView<'a>> for AddPartitionsToTxnResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddPartitionsToTxnResponseView<'a>) -> Self {
         AddPartitionsToTxnResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -166,7 +170,7 @@ as_version!(AddPartitionsToTxnResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AddPartitionsToTxnResponse, AddPartitionsToTxnResponseView);
+reference_body!(AddPartitionsToTxnResponse);
 
 impl ReadOwned for AddPartitionsToTxnResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -178,8 +182,9 @@ impl ReadOwned for AddPartitionsToTxnResult<'static> {
     }
 }
 
-impl<'a> FromView<AddPartitionsToTxnResultView<'a>> for AddPartitionsToTxnResult<'a> {
-    fn from_view(view: AddPartitionsToTxnResultView<'a>) -> Self {
+impl<'a> From<AddPartitionsToTxnResultView<'a>> for AddPartitionsToTxnResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddPartitionsToTxnResultView<'a>) -> Self {
         AddPartitionsToTxnResult {
             transactional_id: Str::Borrowed(view.transactional_id()),
             topic_results: list_from_view(view.topic_results()),
@@ -203,8 +208,9 @@ impl ReadOwned for AddPartitionsToTxnTopicResult<'static> {
     }
 }
 
-impl<'a> FromView<AddPartitionsToTxnTopicResultView<'a>> for AddPartitionsToTxnTopicResult<'a> {
-    fn from_view(view: AddPartitionsToTxnTopicResultView<'a>) -> Self {
+impl<'a> From<AddPartitionsToTxnTopicResultView<'a>> for AddPartitionsToTxnTopicResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddPartitionsToTxnTopicResultView<'a>) -> Self {
         AddPartitionsToTxnTopicResult {
             name: Str::Borrowed(view.name()),
             results_by_partition: list_from_view(view.results_by_partition()),
@@ -228,8 +234,9 @@ impl ReadOwned for AddPartitionsToTxnPartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<AddPartitionsToTxnPartitionResultView<'a>> for AddPartitionsToTxnPartitionResult<'a> {
-    fn from_view(view: AddPartitionsToTxnPartitionResultView<'a>) -> Self {
+impl<'a> From<AddPartitionsToTxnPartitionResultView<'a>> for AddPartitionsToTxnPartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddPartitionsToTxnPartitionResultView<'a>) -> Self {
         AddPartitionsToTxnPartitionResult {
             partition_index: view.partition_index(),
             partition_error_code: view.partition_error_code(),

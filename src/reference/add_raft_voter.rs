@@ -29,8 +29,9 @@ impl ReadOwned for AddRaftVoterRequest<'static> {
     }
 }
 
-impl<'a> FromView<AddRaftVoterRequestView<'a>> for AddRaftVoterRequest<'a> {
-    fn from_view(view: AddRaftVoterRequestView<'a>) -> Self {
+impl<'a> From<AddRaftVoterRequestView<'a>> for AddRaftVoterRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddRaftVoterRequestView<'a>) -> Self {
         AddRaftVoterRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             timeout_ms: view.timeout_ms(),
@@ -50,7 +51,7 @@ as_version!(AddRaftVoterRequest<'_>, |v, ver| {
     }
 });
 
-reference_body!(AddRaftVoterRequest, AddRaftVoterRequestView);
+reference_body!(AddRaftVoterRequest);
 
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -63,8 +64,9 @@ impl ReadOwned for Listener<'static> {
     }
 }
 
-impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
-    fn from_view(view: ListenerView<'a>) -> Self {
+impl<'a> From<ListenerView<'a>> for Listener<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
@@ -87,8 +89,9 @@ impl ReadOwned for AddRaftVoterResponse<'static> {
     }
 }
 
-impl<'a> FromView<AddRaftVoterResponseView<'a>> for AddRaftVoterResponse<'a> {
-    fn from_view(view: AddRaftVoterResponseView<'a>) -> Self {
+impl<'a> From<AddRaftVoterResponseView<'a>> for AddRaftVoterResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AddRaftVoterResponseView<'a>) -> Self {
         AddRaftVoterResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -100,4 +103,4 @@ impl<'a> FromView<AddRaftVoterResponseView<'a>> for AddRaftVoterResponse<'a> {
 
 as_version!(AddRaftVoterResponse<'_>);
 
-reference_body!(AddRaftVoterResponse, AddRaftVoterResponseView);
+reference_body!(AddRaftVoterResponse);

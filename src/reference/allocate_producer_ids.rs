@@ -23,8 +23,9 @@ impl ReadOwned for AllocateProducerIdsRequest<'static> {
     }
 }
 
-impl<'a> FromView<AllocateProducerIdsRequestView<'a>> for AllocateProducerIdsRequest<'a> {
-    fn from_view(view: AllocateProducerIdsRequestView<'a>) -> Self {
+impl<'a> From<AllocateProducerIdsRequestView<'a>> for AllocateProducerIdsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AllocateProducerIdsRequestView<'a>) -> Self {
         AllocateProducerIdsRequest {
             broker_id: view.broker_id(),
             broker_epoch: view.broker_epoch(),
@@ -35,7 +36,7 @@ impl<'a> FromView<AllocateProducerIdsRequestView<'a>> for AllocateProducerIdsReq
 
 as_version!(AllocateProducerIdsRequest<'_>);
 
-reference_body!(AllocateProducerIdsRequest, AllocateProducerIdsRequestView);
+reference_body!(AllocateProducerIdsRequest);
 
 impl ReadOwned for AllocateProducerIdsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -49,8 +50,9 @@ impl ReadOwned for AllocateProducerIdsResponse<'static> {
     }
 }
 
-impl<'a> FromView<AllocateProducerIdsResponseView<'a>> for AllocateProducerIdsResponse<'a> {
-    fn from_view(view: AllocateProducerIdsResponseView<'a>) -> Self {
+impl<'a> From<AllocateProducerIdsResponseView<'a>> for AllocateProducerIdsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AllocateProducerIdsResponseView<'a>) -> Self {
         AllocateProducerIdsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -63,4 +65,4 @@ impl<'a> FromView<AllocateProducerIdsResponseView<'a>> for AllocateProducerIdsRe
 
 as_version!(AllocateProducerIdsResponse<'_>);
 
-reference_body!(AllocateProducerIdsResponse, AllocateProducerIdsResponseView);
+reference_body!(AllocateProducerIdsResponse);

@@ -23,8 +23,9 @@ impl ReadOwned for AlterClientQuotasRequest<'static> {
     }
 }
 
-impl<'a> FromView<AlterClientQuotasRequestView<'a>> for AlterClientQuotasRequest<'a> {
-    fn from_view(view: AlterClientQuotasRequestView<'a>) -> Self {
+impl<'a> From<AlterClientQuotasRequestView<'a>> for AlterClientQuotasRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterClientQuotasRequestView<'a>) -> Self {
         AlterClientQuotasRequest {
             entries: list_from_view(view.entries()),
             validate_only: view.validate_only(),
@@ -38,7 +39,7 @@ as_version!(AlterClientQuotasRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AlterClientQuotasRequest, AlterClientQuotasRequestView);
+reference_body!(AlterClientQuotasRequest);
 
 impl ReadOwned for AlterClientQuotasRequestEntryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -50,8 +51,9 @@ impl ReadOwned for AlterClientQuotasRequestEntryData<'static> {
     }
 }
 
-impl<'a> FromView<AlterClientQuotasRequestEntryDataView<'a>> for AlterClientQuotasRequestEntryData<'a> {
-    fn from_view(view: AlterClientQuotasRequestEntryDataView<'a>) -> Self {
+impl<'a> From<AlterClientQuotasRequestEntryDataView<'a>> for AlterClientQuotasRequestEntryData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterClientQuotasRequestEntryDataView<'a>) -> Self {
         AlterClientQuotasRequestEntryData {
             entity: list_from_view(view.entity()),
             ops: list_from_view(view.ops()),
@@ -77,8 +79,9 @@ impl ReadOwned for AlterClientQuotasRequestEntityData<'static> {
     }
 }
 
-impl<'a> FromView<AlterClientQuotasRequestEntityDataView<'a>> for AlterClientQuotasRequestEntityData<'a> {
-    fn from_view(view: AlterClientQuotasRequestEntityDataView<'a>) -> Self {
+impl<'a> From<AlterClientQuotasRequestEntityDataView<'a>> for AlterClientQuotasRequestEntityData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterClientQuotasRequestEntityDataView<'a>) -> Self {
         AlterClientQuotasRequestEntityData {
             entity_type: Str::Borrowed(view.entity_type()),
             entity_name: view.entity_name().map(Str::Borrowed),
@@ -102,8 +105,9 @@ impl ReadOwned for OpData<'static> {
     }
 }
 
-impl<'a> FromView<OpDataView<'a>> for OpData<'a> {
-    fn from_view(view: OpDataView<'a>) -> Self {
+impl<'a> From<OpDataView<'a>> for OpData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OpDataView<'a>) -> Self {
         OpData {
             key: Str::Borrowed(view.key()),
             value: view.value(),
@@ -127,8 +131,9 @@ impl ReadOwned for AlterClientQuotasResponse<'static> {
     }
 }
 
-impl<'a> FromView<AlterClientQuotasResponseView<'a>> for AlterClientQuotasResponse<'a> {
-    fn from_view(view: AlterClientQuotasResponseView<'a>) -> Self {
+impl<'a> From<AlterClientQuotasResponseView<'a>> for AlterClientQuotasResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterClientQuotasResponseView<'a>) -> Self {
         AlterClientQuotasResponse {
             throttle_time_ms: view.throttle_time_ms(),
             entries: list_from_view(view.entries()),
@@ -142,7 +147,7 @@ as_version!(AlterClientQuotasResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AlterClientQuotasResponse, AlterClientQuotasResponseView);
+reference_body!(AlterClientQuotasResponse);
 
 impl ReadOwned for AlterClientQuotasResponseEntryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -156,8 +161,9 @@ impl ReadOwned for AlterClientQuotasResponseEntryData<'static> {
     }
 }
 
-impl<'a> FromView<AlterClientQuotasResponseEntryDataView<'a>> for AlterClientQuotasResponseEntryData<'a> {
-    fn from_view(view: AlterClientQuotasResponseEntryDataView<'a>) -> Self {
+impl<'a> From<AlterClientQuotasResponseEntryDataView<'a>> for AlterClientQuotasResponseEntryData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterClientQuotasResponseEntryDataView<'a>) -> Self {
         AlterClientQuotasResponseEntryData {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
@@ -183,8 +189,9 @@ impl ReadOwned for AlterClientQuotasResponseEntityData<'static> {
     }
 }
 
-impl<'a> FromView<AlterClientQuotasResponseEntityDataView<'a>> for AlterClientQuotasResponseEntityData<'a> {
-    fn from_view(view: AlterClientQuotasResponseEntityDataView<'a>) -> Self {
+impl<'a> From<AlterClientQuotasResponseEntityDataView<'a>> for AlterClientQuotasResponseEntityData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterClientQuotasResponseEntityDataView<'a>) -> Self {
         AlterClientQuotasResponseEntityData {
             entity_type: Str::Borrowed(view.entity_type()),
             entity_name: view.entity_name().map(Str::Borrowed),

@@ -23,8 +23,9 @@ impl ReadOwned for AlterConfigsRequest<'static> {
     }
 }
 
-impl<'a> FromView<AlterConfigsRequestView<'a>> for AlterConfigsRequest<'a> {
-    fn from_view(view: AlterConfigsRequestView<'a>) -> Self {
+impl<'a> From<AlterConfigsRequestView<'a>> for AlterConfigsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterConfigsRequestView<'a>) -> Self {
         AlterConfigsRequest {
             resources: list_from_view(view.resources()),
             validate_only: view.validate_only(),
@@ -38,7 +39,7 @@ as_version!(AlterConfigsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AlterConfigsRequest, AlterConfigsRequestView);
+reference_body!(AlterConfigsRequest);
 
 impl ReadOwned for AlterConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -51,8 +52,9 @@ impl ReadOwned for AlterConfigsResource<'static> {
     }
 }
 
-impl<'a> FromView<AlterConfigsResourceView<'a>> for AlterConfigsResource<'a> {
-    fn from_view(view: AlterConfigsResourceView<'a>) -> Self {
+impl<'a> From<AlterConfigsResourceView<'a>> for AlterConfigsResource<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterConfigsResourceView<'a>) -> Self {
         AlterConfigsResource {
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
@@ -77,8 +79,9 @@ impl ReadOwned for AlterableConfig<'static> {
     }
 }
 
-impl<'a> FromView<AlterableConfigView<'a>> for AlterableConfig<'a> {
-    fn from_view(view: AlterableConfigView<'a>) -> Self {
+impl<'a> From<AlterableConfigView<'a>> for AlterableConfig<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterableConfigView<'a>) -> Self {
         AlterableConfig {
             name: Str::Borrowed(view.name()),
             value: view.value().map(Str::Borrowed),
@@ -101,8 +104,9 @@ impl ReadOwned for AlterConfigsResponse<'static> {
     }
 }
 
-impl<'a> FromView<AlterConfigsResponseView<'a>> for AlterConfigsResponse<'a> {
-    fn from_view(view: AlterConfigsResponseView<'a>) -> Self {
+impl<'a> From<AlterConfigsResponseView<'a>> for AlterConfigsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterConfigsResponseView<'a>) -> Self {
         AlterConfigsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             responses: list_from_view(view.responses()),
@@ -116,7 +120,7 @@ as_version!(AlterConfigsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AlterConfigsResponse, AlterConfigsResponseView);
+reference_body!(AlterConfigsResponse);
 
 impl ReadOwned for AlterConfigsResourceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -131,8 +135,9 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
     }
 }
 
-impl<'a> FromView<AlterConfigsResourceResponseView<'a>> for AlterConfigsResourceResponse<'a> {
-    fn from_view(view: AlterConfigsResourceResponseView<'a>) -> Self {
+impl<'a> From<AlterConfigsResourceResponseView<'a>> for AlterConfigsResourceResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterConfigsResourceResponseView<'a>) -> Self {
         AlterConfigsResourceResponse {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),

@@ -24,8 +24,9 @@ impl ReadOwned for AlterPartitionRequest<'static> {
     }
 }
 
-impl<'a> FromView<AlterPartitionRequestView<'a>> for AlterPartitionRequest<'a> {
-    fn from_view(view: AlterPartitionRequestView<'a>) -> Self {
+impl<'a> From<AlterPartitionRequestView<'a>> for AlterPartitionRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterPartitionRequestView<'a>) -> Self {
         AlterPartitionRequest {
             broker_id: view.broker_id(),
             broker_epoch: view.broker_epoch(),
@@ -39,7 +40,7 @@ as_version!(AlterPartitionRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(AlterPartitionRequest, AlterPartitionRequestView);
+reference_body!(AlterPartitionRequest);
 
 impl ReadOwned for AlterPartitionRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -51,8 +52,9 @@ impl ReadOwned for AlterPartitionRequestTopicData<'static> {
     }
 }
 
-impl<'a> FromView<AlterPartitionRequestTopicDataView<'a>> for AlterPartitionRequestTopicData<'a> {
-    fn from_view(view: AlterPartitionRequestTopicDataView<'a>) -> Self {
+impl<'a> From<AlterPartitionRequestTopicDataView<'a>> for AlterPartitionRequestTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterPartitionRequestTopicDataView<'a>) -> Self {
         AlterPartitionRequestTopicData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -84,8 +86,9 @@ impl ReadOwned for AlterPartitionRequestPartitionData<'static> {
     }
 }
 
-impl<'a> FromView<AlterPartitionRequestPartitionDataView<'a>> for AlterPartitionRequestPartitionData<'a> {
-    fn from_view(view: AlterPartitionRequestPartitionDataView<'a>) -> Self {
+impl<'a> From<AlterPartitionRequestPartitionDataView<'a>> for AlterPartitionRequestPartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterPartitionRequestPartitionDataView<'a>) -> Self {
         AlterPartitionRequestPartitionData {
             partition_index: view.partition_index(),
             leader_epoch: view.leader_epoch(),
@@ -116,8 +119,9 @@ impl ReadOwned for BrokerState<'static> {
     }
 }
 
-impl<'a> FromView<BrokerStateView<'a>> for BrokerState<'a> {
-    fn from_view(view: BrokerStateView<'a>) -> Self {
+impl<'a> From<BrokerStateView<'a>> for BrokerState<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BrokerStateView<'a>) -> Self {
         BrokerState {
             broker_id: view.broker_id(),
             broker_epoch: view.broker_epoch(),
@@ -139,8 +143,9 @@ impl ReadOwned for AlterPartitionResponse<'static> {
     }
 }
 
-impl<'a> FromView<AlterPartitionResponseView<'a>> for AlterPartitionResponse<'a> {
-    fn from_view(view: AlterPartitionResponseView<'a>) -> Self {
+impl<'a> From<AlterPartitionResponseView<'a>> for AlterPartitionResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterPartitionResponseView<'a>) -> Self {
         AlterPartitionResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -154,7 +159,7 @@ as_version!(AlterPartitionResponse<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(AlterPartitionResponse, AlterPartitionResponseView);
+reference_body!(AlterPartitionResponse);
 
 impl ReadOwned for AlterPartitionResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -166,8 +171,9 @@ impl ReadOwned for AlterPartitionResponseTopicData<'static> {
     }
 }
 
-impl<'a> FromView<AlterPartitionResponseTopicDataView<'a>> for AlterPartitionResponseTopicData<'a> {
-    fn from_view(view: AlterPartitionResponseTopicDataView<'a>) -> Self {
+impl<'a> From<AlterPartitionResponseTopicDataView<'a>> for AlterPartitionResponseTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterPartitionResponseTopicDataView<'a>) -> Self {
         AlterPartitionResponseTopicData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -195,8 +201,9 @@ impl ReadOwned for AlterPartitionResponsePartitionData<'static> {
     }
 }
 
-impl<'a> FromView<AlterPartitionResponsePartitionDataView<'a>> for AlterPartitionResponsePartitionData<'a> {
-    fn from_view(view: AlterPartitionResponsePartitionDataView<'a>) -> Self {
+impl<'a> From<AlterPartitionResponsePartitionDataView<'a>> for AlterPartitionResponsePartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterPartitionResponsePartitionDataView<'a>) -> Self {
         AlterPartitionResponsePartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

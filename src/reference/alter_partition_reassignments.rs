@@ -27,8 +27,9 @@ impl ReadOwned for AlterPartitionReassignmentsRequest<'static> {
     }
 }
 
-impl<'a> FromView<AlterPartitionReassignmentsRequestView<'a>> for AlterPartitionReassignmentsRequest<'a> {
-    fn from_view(view: AlterPartitionReassignmentsRequestView<'a>) -> Self {
+impl<'a> From<AlterPartitionReassignmentsRequestView<'a>> for AlterPartitionReassignmentsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterPartitionReassignmentsRequestView<'a>) -> Self {
         AlterPartitionReassignmentsRequest {
             timeout_ms: view.timeout_ms(),
             allow_replication_factor_change: view.allow_replication_factor_change(),
@@ -45,7 +46,7 @@ as_version!(AlterPartitionReassignmentsRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsRequestView);
+reference_body!(AlterPartitionReassignmentsRequest);
 
 impl ReadOwned for ReassignableTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -57,8 +58,9 @@ impl ReadOwned for ReassignableTopic<'static> {
     }
 }
 
-impl<'a> FromView<ReassignableTopicView<'a>> for ReassignableTopic<'a> {
-    fn from_view(view: ReassignableTopicView<'a>) -> Self {
+impl<'a> From<ReassignableTopicView<'a>> for ReassignableTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReassignableTopicView<'a>) -> Self {
         ReassignableTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -81,8 +83,9 @@ impl ReadOwned for ReassignablePartition<'static> {
     }
 }
 
-impl<'a> FromView<ReassignablePartitionView<'a>> for ReassignablePartition<'a> {
-    fn from_view(view: ReassignablePartitionView<'a>) -> Self {
+impl<'a> From<ReassignablePartitionView<'a>> for ReassignablePartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReassignablePartitionView<'a>) -> Self {
         ReassignablePartition {
             partition_index: view.partition_index(),
             replicas: view.replicas().map(list_from_view),
@@ -110,8 +113,9 @@ impl ReadOwned for AlterPartitionReassignmentsResponse<'static> {
     }
 }
 
-impl<'a> FromView<AlterPartitionReassignmentsResponseView<'a>> for AlterPartitionReassignmentsResponse<'a> {
-    fn from_view(view: AlterPartitionReassignmentsResponseView<'a>) -> Self {
+impl<'a> From<AlterPartitionReassignmentsResponseView<'a>> for AlterPartitionReassignmentsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterPartitionReassignmentsResponseView<'a>) -> Self {
         AlterPartitionReassignmentsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             allow_replication_factor_change: view.allow_replication_factor_change(),
@@ -130,7 +134,7 @@ as_version!(AlterPartitionReassignmentsResponse<'_>, |v, ver| {
     v.responses = v.responses.as_version(ver);
 });
 
-reference_body!(AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsResponseView);
+reference_body!(AlterPartitionReassignmentsResponse);
 
 impl ReadOwned for ReassignableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -142,8 +146,9 @@ impl ReadOwned for ReassignableTopicResponse<'static> {
     }
 }
 
-impl<'a> FromView<ReassignableTopicResponseView<'a>> for ReassignableTopicResponse<'a> {
-    fn from_view(view: ReassignableTopicResponseView<'a>) -> Self {
+impl<'a> From<ReassignableTopicResponseView<'a>> for ReassignableTopicResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReassignableTopicResponseView<'a>) -> Self {
         ReassignableTopicResponse {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -168,8 +173,9 @@ impl ReadOwned for ReassignablePartitionResponse<'static> {
     }
 }
 
-impl<'a> FromView<ReassignablePartitionResponseView<'a>> for ReassignablePartitionResponse<'a> {
-    fn from_view(view: ReassignablePartitionResponseView<'a>) -> Self {
+impl<'a> From<ReassignablePartitionResponseView<'a>> for ReassignablePartitionResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReassignablePartitionResponseView<'a>) -> Self {
         ReassignablePartitionResponse {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

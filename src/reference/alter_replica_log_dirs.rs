@@ -22,8 +22,9 @@ impl ReadOwned for AlterReplicaLogDirsRequest<'static> {
     }
 }
 
-impl<'a> FromView<AlterReplicaLogDirsRequestView<'a>> for AlterReplicaLogDirsRequest<'a> {
-    fn from_view(view: AlterReplicaLogDirsRequestView<'a>) -> Self {
+impl<'a> From<AlterReplicaLogDirsRequestView<'a>> for AlterReplicaLogDirsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterReplicaLogDirsRequestView<'a>) -> Self {
         AlterReplicaLogDirsRequest {
             dirs: list_from_view(view.dirs()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -36,7 +37,7 @@ as_version!(AlterReplicaLogDirsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AlterReplicaLogDirsRequest, AlterReplicaLogDirsRequestView);
+reference_body!(AlterReplicaLogDirsRequest);
 
 impl ReadOwned for AlterReplicaLogDir<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -48,8 +49,9 @@ impl ReadOwned for AlterReplicaLogDir<'static> {
     }
 }
 
-impl<'a> FromView<AlterReplicaLogDirView<'a>> for AlterReplicaLogDir<'a> {
-    fn from_view(view: AlterReplicaLogDirView<'a>) -> Self {
+impl<'a> From<AlterReplicaLogDirView<'a>> for AlterReplicaLogDir<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterReplicaLogDirView<'a>) -> Self {
         AlterReplicaLogDir {
             path: Str::Borrowed(view.path()),
             topics: list_from_view(view.topics()),
@@ -73,8 +75,9 @@ impl ReadOwned for AlterReplicaLogDirTopic<'static> {
     }
 }
 
-impl<'a> FromView<AlterReplicaLogDirTopicView<'a>> for AlterReplicaLogDirTopic<'a> {
-    fn from_view(view: AlterReplicaLogDirTopicView<'a>) -> Self {
+impl<'a> From<AlterReplicaLogDirTopicView<'a>> for AlterReplicaLogDirTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterReplicaLogDirTopicView<'a>) -> Self {
         AlterReplicaLogDirTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -97,8 +100,9 @@ impl ReadOwned for AlterReplicaLogDirsResponse<'static> {
     }
 }
 
-impl<'a> FromView<AlterReplicaLogDirsResponseView<'a>> for AlterReplicaLogDirsResponse<'a> {
-    fn from_view(view: AlterReplicaLogDirsResponseView<'a>) -> Self {
+impl<'a> From<AlterReplicaLogDirsResponseView<'a>> for AlterReplicaLogDirsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterReplicaLogDirsResponseView<'a>) -> Self {
         AlterReplicaLogDirsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
@@ -112,7 +116,7 @@ as_version!(AlterReplicaLogDirsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(AlterReplicaLogDirsResponse, AlterReplicaLogDirsResponseView);
+reference_body!(AlterReplicaLogDirsResponse);
 
 impl ReadOwned for AlterReplicaLogDirTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -124,8 +128,9 @@ impl ReadOwned for AlterReplicaLogDirTopicResult<'static> {
     }
 }
 
-impl<'a> FromView<AlterReplicaLogDirTopicResultView<'a>> for AlterReplicaLogDirTopicResult<'a> {
-    fn from_view(view: AlterReplicaLogDirTopicResultView<'a>) -> Self {
+impl<'a> From<AlterReplicaLogDirTopicResultView<'a>> for AlterReplicaLogDirTopicResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterReplicaLogDirTopicResultView<'a>) -> Self {
         AlterReplicaLogDirTopicResult {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -149,8 +154,9 @@ impl ReadOwned for AlterReplicaLogDirPartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<AlterReplicaLogDirPartitionResultView<'a>> for AlterReplicaLogDirPartitionResult<'a> {
-    fn from_view(view: AlterReplicaLogDirPartitionResultView<'a>) -> Self {
+impl<'a> From<AlterReplicaLogDirPartitionResultView<'a>> for AlterReplicaLogDirPartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterReplicaLogDirPartitionResultView<'a>) -> Self {
         AlterReplicaLogDirPartitionResult {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

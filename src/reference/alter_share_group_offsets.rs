@@ -23,8 +23,9 @@ impl ReadOwned for AlterShareGroupOffsetsRequest<'static> {
     }
 }
 
-impl<'a> FromView<AlterShareGroupOffsetsRequestView<'a>> for AlterShareGroupOffsetsRequest<'a> {
-    fn from_view(view: AlterShareGroupOffsetsRequestView<'a>) -> Self {
+impl<'a> From<AlterShareGroupOffsetsRequestView<'a>> for AlterShareGroupOffsetsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterShareGroupOffsetsRequestView<'a>) -> Self {
         AlterShareGroupOffsetsRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -37,7 +38,7 @@ as_version!(AlterShareGroupOffsetsRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsRequestView);
+reference_body!(AlterShareGroupOffsetsRequest);
 
 impl ReadOwned for AlterShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -49,8 +50,9 @@ impl ReadOwned for AlterShareGroupOffsetsRequestTopic<'static> {
     }
 }
 
-impl<'a> FromView<AlterShareGroupOffsetsRequestTopicView<'a>> for AlterShareGroupOffsetsRequestTopic<'a> {
-    fn from_view(view: AlterShareGroupOffsetsRequestTopicView<'a>) -> Self {
+impl<'a> From<AlterShareGroupOffsetsRequestTopicView<'a>> for AlterShareGroupOffsetsRequestTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterShareGroupOffsetsRequestTopicView<'a>) -> Self {
         AlterShareGroupOffsetsRequestTopic {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -73,10 +75,9 @@ impl ReadOwned for AlterShareGroupOffsetsRequestPartition<'static> {
     }
 }
 
-impl<'a> FromView<AlterShareGroupOffsetsRequestPartitionView<'a>>
-    for AlterShareGroupOffsetsRequestPartition<'a>
-{
-    fn from_view(view: AlterShareGroupOffsetsRequestPartitionView<'a>) -> Self {
+impl<'a> From<AlterShareGroupOffsetsRequestPartitionView<'a>> for AlterShareGroupOffsetsRequestPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterShareGroupOffsetsRequestPartitionView<'a>) -> Self {
         AlterShareGroupOffsetsRequestPartition {
             partition_index: view.partition_index(),
             start_offset: view.start_offset(),
@@ -100,8 +101,9 @@ impl ReadOwned for AlterShareGroupOffsetsResponse<'static> {
     }
 }
 
-impl<'a> FromView<AlterShareGroupOffsetsResponseView<'a>> for AlterShareGroupOffsetsResponse<'a> {
-    fn from_view(view: AlterShareGroupOffsetsResponseView<'a>) -> Self {
+impl<'a> From<AlterShareGroupOffsetsResponseView<'a>> for AlterShareGroupOffsetsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterShareGroupOffsetsResponseView<'a>) -> Self {
         AlterShareGroupOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -116,7 +118,7 @@ as_version!(AlterShareGroupOffsetsResponse<'_>, |v, ver| {
     v.responses = v.responses.as_version(ver);
 });
 
-reference_body!(AlterShareGroupOffsetsResponse, AlterShareGroupOffsetsResponseView);
+reference_body!(AlterShareGroupOffsetsResponse);
 
 impl ReadOwned for AlterShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -129,8 +131,9 @@ impl ReadOwned for AlterShareGroupOffsetsResponseTopic<'static> {
     }
 }
 
-impl<'a> FromView<AlterShareGroupOffsetsResponseTopicView<'a>> for AlterShareGroupOffsetsResponseTopic<'a> {
-    fn from_view(view: AlterShareGroupOffsetsResponseTopicView<'a>) -> Self {
+impl<'a> From<AlterShareGroupOffsetsResponseTopicView<'a>> for AlterShareGroupOffsetsResponseTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterShareGroupOffsetsResponseTopicView<'a>) -> Self {
         AlterShareGroupOffsetsResponseTopic {
             topic_name: Str::Borrowed(view.topic_name()),
             topic_id: view.topic_id(),
@@ -156,10 +159,11 @@ impl ReadOwned for AlterShareGroupOffsetsResponsePartition<'static> {
     }
 }
 
-impl<'a> FromView<AlterShareGroupOffsetsResponsePartitionView<'a>>
+impl<'a> From<AlterShareGroupOffsetsResponsePartitionView<'a>>
     for AlterShareGroupOffsetsResponsePartition<'a>
 {
-    fn from_view(view: AlterShareGroupOffsetsResponsePartitionView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterShareGroupOffsetsResponsePartitionView<'a>) -> Self {
         AlterShareGroupOffsetsResponsePartition {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

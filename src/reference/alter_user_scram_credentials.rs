@@ -23,8 +23,9 @@ impl ReadOwned for AlterUserScramCredentialsRequest<'static> {
     }
 }
 
-impl<'a> FromView<AlterUserScramCredentialsRequestView<'a>> for AlterUserScramCredentialsRequest<'a> {
-    fn from_view(view: AlterUserScramCredentialsRequestView<'a>) -> Self {
+impl<'a> From<AlterUserScramCredentialsRequestView<'a>> for AlterUserScramCredentialsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterUserScramCredentialsRequestView<'a>) -> Self {
         AlterUserScramCredentialsRequest {
             deletions: list_from_view(view.deletions()),
             upsertions: list_from_view(view.upsertions()),
@@ -38,7 +39,7 @@ as_version!(AlterUserScramCredentialsRequest<'_>, |v, ver| {
     v.upsertions = v.upsertions.as_version(ver);
 });
 
-reference_body!(AlterUserScramCredentialsRequest, AlterUserScramCredentialsRequestView);
+reference_body!(AlterUserScramCredentialsRequest);
 
 impl ReadOwned for ScramCredentialDeletion<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -50,8 +51,9 @@ impl ReadOwned for ScramCredentialDeletion<'static> {
     }
 }
 
-impl<'a> FromView<ScramCredentialDeletionView<'a>> for ScramCredentialDeletion<'a> {
-    fn from_view(view: ScramCredentialDeletionView<'a>) -> Self {
+impl<'a> From<ScramCredentialDeletionView<'a>> for ScramCredentialDeletion<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ScramCredentialDeletionView<'a>) -> Self {
         ScramCredentialDeletion {
             name: Str::Borrowed(view.name()),
             mechanism: view.mechanism(),
@@ -75,8 +77,9 @@ impl ReadOwned for ScramCredentialUpsertion<'static> {
     }
 }
 
-impl<'a> FromView<ScramCredentialUpsertionView<'a>> for ScramCredentialUpsertion<'a> {
-    fn from_view(view: ScramCredentialUpsertionView<'a>) -> Self {
+impl<'a> From<ScramCredentialUpsertionView<'a>> for ScramCredentialUpsertion<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ScramCredentialUpsertionView<'a>) -> Self {
         ScramCredentialUpsertion {
             name: Str::Borrowed(view.name()),
             mechanism: view.mechanism(),
@@ -100,8 +103,9 @@ impl ReadOwned for AlterUserScramCredentialsResponse<'static> {
     }
 }
 
-impl<'a> FromView<AlterUserScramCredentialsResponseView<'a>> for AlterUserScramCredentialsResponse<'a> {
-    fn from_view(view: AlterUserScramCredentialsResponseView<'a>) -> Self {
+impl<'a> From<AlterUserScramCredentialsResponseView<'a>> for AlterUserScramCredentialsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterUserScramCredentialsResponseView<'a>) -> Self {
         AlterUserScramCredentialsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
@@ -114,7 +118,7 @@ as_version!(AlterUserScramCredentialsResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
-reference_body!(AlterUserScramCredentialsResponse, AlterUserScramCredentialsResponseView);
+reference_body!(AlterUserScramCredentialsResponse);
 
 impl ReadOwned for AlterUserScramCredentialsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -128,8 +132,9 @@ impl ReadOwned for AlterUserScramCredentialsResult<'static> {
     }
 }
 
-impl<'a> FromView<AlterUserScramCredentialsResultView<'a>> for AlterUserScramCredentialsResult<'a> {
-    fn from_view(view: AlterUserScramCredentialsResultView<'a>) -> Self {
+impl<'a> From<AlterUserScramCredentialsResultView<'a>> for AlterUserScramCredentialsResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterUserScramCredentialsResultView<'a>) -> Self {
         AlterUserScramCredentialsResult {
             user: Str::Borrowed(view.user()),
             error_code: view.error_code(),

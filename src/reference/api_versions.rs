@@ -35,8 +35,9 @@ impl ReadOwned for ApiVersionsRequest<'static> {
     }
 }
 
-impl<'a> FromView<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
-    fn from_view(view: ApiVersionsRequestView<'a>) -> Self {
+impl<'a> From<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ApiVersionsRequestView<'a>) -> Self {
         ApiVersionsRequest {
             client_software_name: Str::Borrowed(view.client_software_name()),
             client_software_version: Str::Borrowed(view.client_software_version()),
@@ -63,7 +64,7 @@ as_version!(ApiVersionsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ApiVersionsRequest, ApiVersionsRequestView);
+reference_body!(ApiVersionsRequest);
 
 impl ReadOwned for ApiVersionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -103,8 +104,9 @@ impl ReadOwned for ApiVersionsResponse<'static> {
     }
 }
 
-impl<'a> FromView<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
-    fn from_view(view: ApiVersionsResponseView<'a>) -> Self {
+impl<'a> From<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ApiVersionsResponseView<'a>) -> Self {
         ApiVersionsResponse {
             error_code: view.error_code(),
             api_keys: list_from_view(view.api_keys()),
@@ -136,7 +138,7 @@ as_version!(ApiVersionsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ApiVersionsResponse, ApiVersionsResponseView);
+reference_body!(ApiVersionsResponse);
 
 impl ReadOwned for ApiVersion<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -149,8 +151,9 @@ impl ReadOwned for ApiVersion<'static> {
     }
 }
 
-impl<'a> FromView<ApiVersionView<'a>> for ApiVersion<'a> {
-    fn from_view(view: ApiVersionView<'a>) -> Self {
+impl<'a> From<ApiVersionView<'a>> for ApiVersion<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ApiVersionView<'a>) -> Self {
         ApiVersion {
             api_key: view.api_key(),
             min_version: view.min_version(),
@@ -175,8 +178,9 @@ impl ReadOwned for SupportedFeatureKey<'static> {
     }
 }
 
-impl<'a> FromView<SupportedFeatureKeyView<'a>> for SupportedFeatureKey<'a> {
-    fn from_view(view: SupportedFeatureKeyView<'a>) -> Self {
+impl<'a> From<SupportedFeatureKeyView<'a>> for SupportedFeatureKey<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SupportedFeatureKeyView<'a>) -> Self {
         SupportedFeatureKey {
             name: Str::Borrowed(view.name()),
             min_version: view.min_version(),
@@ -199,8 +203,9 @@ impl ReadOwned for FinalizedFeatureKey<'static> {
     }
 }
 
-impl<'a> FromView<FinalizedFeatureKeyView<'a>> for FinalizedFeatureKey<'a> {
-    fn from_view(view: FinalizedFeatureKeyView<'a>) -> Self {
+impl<'a> From<FinalizedFeatureKeyView<'a>> for FinalizedFeatureKey<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FinalizedFeatureKeyView<'a>) -> Self {
         FinalizedFeatureKey {
             name: Str::Borrowed(view.name()),
             max_version_level: view.max_version_level(),

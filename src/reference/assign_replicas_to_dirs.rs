@@ -24,8 +24,9 @@ impl ReadOwned for AssignReplicasToDirsRequest<'static> {
     }
 }
 
-impl<'a> FromView<AssignReplicasToDirsRequestView<'a>> for AssignReplicasToDirsRequest<'a> {
-    fn from_view(view: AssignReplicasToDirsRequestView<'a>) -> Self {
+impl<'a> From<AssignReplicasToDirsRequestView<'a>> for AssignReplicasToDirsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignReplicasToDirsRequestView<'a>) -> Self {
         AssignReplicasToDirsRequest {
             broker_id: view.broker_id(),
             broker_epoch: view.broker_epoch(),
@@ -39,7 +40,7 @@ as_version!(AssignReplicasToDirsRequest<'_>, |v, ver| {
     v.directories = v.directories.as_version(ver);
 });
 
-reference_body!(AssignReplicasToDirsRequest, AssignReplicasToDirsRequestView);
+reference_body!(AssignReplicasToDirsRequest);
 
 impl ReadOwned for AssignReplicasToDirsRequestDirectoryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -51,10 +52,11 @@ impl ReadOwned for AssignReplicasToDirsRequestDirectoryData<'static> {
     }
 }
 
-impl<'a> FromView<AssignReplicasToDirsRequestDirectoryDataView<'a>>
+impl<'a> From<AssignReplicasToDirsRequestDirectoryDataView<'a>>
     for AssignReplicasToDirsRequestDirectoryData<'a>
 {
-    fn from_view(view: AssignReplicasToDirsRequestDirectoryDataView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignReplicasToDirsRequestDirectoryDataView<'a>) -> Self {
         AssignReplicasToDirsRequestDirectoryData {
             id: view.id(),
             topics: list_from_view(view.topics()),
@@ -77,8 +79,9 @@ impl ReadOwned for AssignReplicasToDirsRequestTopicData<'static> {
     }
 }
 
-impl<'a> FromView<AssignReplicasToDirsRequestTopicDataView<'a>> for AssignReplicasToDirsRequestTopicData<'a> {
-    fn from_view(view: AssignReplicasToDirsRequestTopicDataView<'a>) -> Self {
+impl<'a> From<AssignReplicasToDirsRequestTopicDataView<'a>> for AssignReplicasToDirsRequestTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignReplicasToDirsRequestTopicDataView<'a>) -> Self {
         AssignReplicasToDirsRequestTopicData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -100,10 +103,11 @@ impl ReadOwned for AssignReplicasToDirsRequestPartitionData<'static> {
     }
 }
 
-impl<'a> FromView<AssignReplicasToDirsRequestPartitionDataView<'a>>
+impl<'a> From<AssignReplicasToDirsRequestPartitionDataView<'a>>
     for AssignReplicasToDirsRequestPartitionData<'a>
 {
-    fn from_view(view: AssignReplicasToDirsRequestPartitionDataView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignReplicasToDirsRequestPartitionDataView<'a>) -> Self {
         AssignReplicasToDirsRequestPartitionData {
             partition_index: view.partition_index(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -124,8 +128,9 @@ impl ReadOwned for AssignReplicasToDirsResponse<'static> {
     }
 }
 
-impl<'a> FromView<AssignReplicasToDirsResponseView<'a>> for AssignReplicasToDirsResponse<'a> {
-    fn from_view(view: AssignReplicasToDirsResponseView<'a>) -> Self {
+impl<'a> From<AssignReplicasToDirsResponseView<'a>> for AssignReplicasToDirsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignReplicasToDirsResponseView<'a>) -> Self {
         AssignReplicasToDirsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -139,7 +144,7 @@ as_version!(AssignReplicasToDirsResponse<'_>, |v, ver| {
     v.directories = v.directories.as_version(ver);
 });
 
-reference_body!(AssignReplicasToDirsResponse, AssignReplicasToDirsResponseView);
+reference_body!(AssignReplicasToDirsResponse);
 
 impl ReadOwned for AssignReplicasToDirsResponseDirectoryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -151,10 +156,11 @@ impl ReadOwned for AssignReplicasToDirsResponseDirectoryData<'static> {
     }
 }
 
-impl<'a> FromView<AssignReplicasToDirsResponseDirectoryDataView<'a>>
+impl<'a> From<AssignReplicasToDirsResponseDirectoryDataView<'a>>
     for AssignReplicasToDirsResponseDirectoryData<'a>
 {
-    fn from_view(view: AssignReplicasToDirsResponseDirectoryDataView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignReplicasToDirsResponseDirectoryDataView<'a>) -> Self {
         AssignReplicasToDirsResponseDirectoryData {
             id: view.id(),
             topics: list_from_view(view.topics()),
@@ -177,10 +183,9 @@ impl ReadOwned for AssignReplicasToDirsResponseTopicData<'static> {
     }
 }
 
-impl<'a> FromView<AssignReplicasToDirsResponseTopicDataView<'a>>
-    for AssignReplicasToDirsResponseTopicData<'a>
-{
-    fn from_view(view: AssignReplicasToDirsResponseTopicDataView<'a>) -> Self {
+impl<'a> From<AssignReplicasToDirsResponseTopicDataView<'a>> for AssignReplicasToDirsResponseTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignReplicasToDirsResponseTopicDataView<'a>) -> Self {
         AssignReplicasToDirsResponseTopicData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -203,10 +208,11 @@ impl ReadOwned for AssignReplicasToDirsResponsePartitionData<'static> {
     }
 }
 
-impl<'a> FromView<AssignReplicasToDirsResponsePartitionDataView<'a>>
+impl<'a> From<AssignReplicasToDirsResponsePartitionDataView<'a>>
     for AssignReplicasToDirsResponsePartitionData<'a>
 {
-    fn from_view(view: AssignReplicasToDirsResponsePartitionDataView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignReplicasToDirsResponsePartitionDataView<'a>) -> Self {
         AssignReplicasToDirsResponsePartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

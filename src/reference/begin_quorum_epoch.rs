@@ -30,8 +30,9 @@ impl ReadOwned for BeginQuorumEpochRequest<'static> {
     }
 }
 
-impl<'a> FromView<BeginQuorumEpochRequestView<'a>> for BeginQuorumEpochRequest<'a> {
-    fn from_view(view: BeginQuorumEpochRequestView<'a>) -> Self {
+impl<'a> From<BeginQuorumEpochRequestView<'a>> for BeginQuorumEpochRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BeginQuorumEpochRequestView<'a>) -> Self {
         BeginQuorumEpochRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             voter_id: view.voter_id(),
@@ -52,7 +53,7 @@ as_version!(BeginQuorumEpochRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(BeginQuorumEpochRequest, BeginQuorumEpochRequestView);
+reference_body!(BeginQuorumEpochRequest);
 
 impl ReadOwned for BeginQuorumEpochRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -64,8 +65,9 @@ impl ReadOwned for BeginQuorumEpochRequestTopicData<'static> {
     }
 }
 
-impl<'a> FromView<BeginQuorumEpochRequestTopicDataView<'a>> for BeginQuorumEpochRequestTopicData<'a> {
-    fn from_view(view: BeginQuorumEpochRequestTopicDataView<'a>) -> Self {
+impl<'a> From<BeginQuorumEpochRequestTopicDataView<'a>> for BeginQuorumEpochRequestTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BeginQuorumEpochRequestTopicDataView<'a>) -> Self {
         BeginQuorumEpochRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -93,8 +95,9 @@ impl ReadOwned for BeginQuorumEpochRequestPartitionData<'static> {
     }
 }
 
-impl<'a> FromView<BeginQuorumEpochRequestPartitionDataView<'a>> for BeginQuorumEpochRequestPartitionData<'a> {
-    fn from_view(view: BeginQuorumEpochRequestPartitionDataView<'a>) -> Self {
+impl<'a> From<BeginQuorumEpochRequestPartitionDataView<'a>> for BeginQuorumEpochRequestPartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BeginQuorumEpochRequestPartitionDataView<'a>) -> Self {
         BeginQuorumEpochRequestPartitionData {
             partition_index: view.partition_index(),
             voter_directory_id: view.voter_directory_id(),
@@ -123,8 +126,9 @@ impl ReadOwned for LeaderEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
-    fn from_view(view: LeaderEndpointView<'a>) -> Self {
+impl<'a> From<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: LeaderEndpointView<'a>) -> Self {
         LeaderEndpoint {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
@@ -162,8 +166,9 @@ impl ReadOwned for BeginQuorumEpochResponse<'static> {
     }
 }
 
-impl<'a> FromView<BeginQuorumEpochResponseView<'a>> for BeginQuorumEpochResponse<'a> {
-    fn from_view(view: BeginQuorumEpochResponseView<'a>) -> Self {
+impl<'a> From<BeginQuorumEpochResponseView<'a>> for BeginQuorumEpochResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BeginQuorumEpochResponseView<'a>) -> Self {
         BeginQuorumEpochResponse {
             error_code: view.error_code(),
             topics: list_from_view(view.topics()),
@@ -179,7 +184,7 @@ as_version!(BeginQuorumEpochResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(BeginQuorumEpochResponse, BeginQuorumEpochResponseView);
+reference_body!(BeginQuorumEpochResponse);
 
 impl ReadOwned for BeginQuorumEpochResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -191,8 +196,9 @@ impl ReadOwned for BeginQuorumEpochResponseTopicData<'static> {
     }
 }
 
-impl<'a> FromView<BeginQuorumEpochResponseTopicDataView<'a>> for BeginQuorumEpochResponseTopicData<'a> {
-    fn from_view(view: BeginQuorumEpochResponseTopicDataView<'a>) -> Self {
+impl<'a> From<BeginQuorumEpochResponseTopicDataView<'a>> for BeginQuorumEpochResponseTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BeginQuorumEpochResponseTopicDataView<'a>) -> Self {
         BeginQuorumEpochResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -218,10 +224,9 @@ impl ReadOwned for BeginQuorumEpochResponsePartitionData<'static> {
     }
 }
 
-impl<'a> FromView<BeginQuorumEpochResponsePartitionDataView<'a>>
-    for BeginQuorumEpochResponsePartitionData<'a>
-{
-    fn from_view(view: BeginQuorumEpochResponsePartitionDataView<'a>) -> Self {
+impl<'a> From<BeginQuorumEpochResponsePartitionDataView<'a>> for BeginQuorumEpochResponsePartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BeginQuorumEpochResponsePartitionDataView<'a>) -> Self {
         BeginQuorumEpochResponsePartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
@@ -247,8 +252,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
-    fn from_view(view: NodeEndpointView<'a>) -> Self {
+impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),

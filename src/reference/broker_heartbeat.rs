@@ -50,8 +50,9 @@ impl ReadOwned for BrokerHeartbeatRequest<'static> {
     }
 }
 
-impl<'a> FromView<BrokerHeartbeatRequestView<'a>> for BrokerHeartbeatRequest<'a> {
-    fn from_view(view: BrokerHeartbeatRequestView<'a>) -> Self {
+impl<'a> From<BrokerHeartbeatRequestView<'a>> for BrokerHeartbeatRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BrokerHeartbeatRequestView<'a>) -> Self {
         BrokerHeartbeatRequest {
             broker_id: view.broker_id(),
             broker_epoch: view.broker_epoch(),
@@ -74,7 +75,7 @@ as_version!(BrokerHeartbeatRequest<'_>, |v, ver| {
     }
 });
 
-reference_body!(BrokerHeartbeatRequest, BrokerHeartbeatRequestView);
+reference_body!(BrokerHeartbeatRequest);
 
 impl ReadOwned for BrokerHeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -89,8 +90,9 @@ impl ReadOwned for BrokerHeartbeatResponse<'static> {
     }
 }
 
-impl<'a> FromView<BrokerHeartbeatResponseView<'a>> for BrokerHeartbeatResponse<'a> {
-    fn from_view(view: BrokerHeartbeatResponseView<'a>) -> Self {
+impl<'a> From<BrokerHeartbeatResponseView<'a>> for BrokerHeartbeatResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BrokerHeartbeatResponseView<'a>) -> Self {
         BrokerHeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -104,4 +106,4 @@ impl<'a> FromView<BrokerHeartbeatResponseView<'a>> for BrokerHeartbeatResponse<'
 
 as_version!(BrokerHeartbeatResponse<'_>);
 
-reference_body!(BrokerHeartbeatResponse, BrokerHeartbeatResponseView);
+reference_body!(BrokerHeartbeatResponse);

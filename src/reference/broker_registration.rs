@@ -36,8 +36,9 @@ impl ReadOwned for BrokerRegistrationRequest<'static> {
     }
 }
 
-impl<'a> FromView<BrokerRegistrationRequestView<'a>> for BrokerRegistrationRequest<'a> {
-    fn from_view(view: BrokerRegistrationRequestView<'a>) -> Self {
+impl<'a> From<BrokerRegistrationRequestView<'a>> for BrokerRegistrationRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BrokerRegistrationRequestView<'a>) -> Self {
         BrokerRegistrationRequest {
             broker_id: view.broker_id(),
             cluster_id: Str::Borrowed(view.cluster_id()),
@@ -67,7 +68,7 @@ as_version!(BrokerRegistrationRequest<'_>, |v, ver| {
     }
 });
 
-reference_body!(BrokerRegistrationRequest, BrokerRegistrationRequestView);
+reference_body!(BrokerRegistrationRequest);
 
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -81,8 +82,9 @@ impl ReadOwned for Listener<'static> {
     }
 }
 
-impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
-    fn from_view(view: ListenerView<'a>) -> Self {
+impl<'a> From<ListenerView<'a>> for Listener<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
@@ -106,8 +108,9 @@ impl ReadOwned for Feature<'static> {
     }
 }
 
-impl<'a> FromView<FeatureView<'a>> for Feature<'a> {
-    fn from_view(view: FeatureView<'a>) -> Self {
+impl<'a> From<FeatureView<'a>> for Feature<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FeatureView<'a>) -> Self {
         Feature {
             name: Str::Borrowed(view.name()),
             min_supported_version: view.min_supported_version(),
@@ -130,8 +133,9 @@ impl ReadOwned for BrokerRegistrationResponse<'static> {
     }
 }
 
-impl<'a> FromView<BrokerRegistrationResponseView<'a>> for BrokerRegistrationResponse<'a> {
-    fn from_view(view: BrokerRegistrationResponseView<'a>) -> Self {
+impl<'a> From<BrokerRegistrationResponseView<'a>> for BrokerRegistrationResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BrokerRegistrationResponseView<'a>) -> Self {
         BrokerRegistrationResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -143,4 +147,4 @@ impl<'a> FromView<BrokerRegistrationResponseView<'a>> for BrokerRegistrationResp
 
 as_version!(BrokerRegistrationResponse<'_>);
 
-reference_body!(BrokerRegistrationResponse, BrokerRegistrationResponseView);
+reference_body!(BrokerRegistrationResponse);

@@ -24,8 +24,9 @@ impl ReadOwned for ConsumerGroupDescribeRequest<'static> {
     }
 }
 
-impl<'a> FromView<ConsumerGroupDescribeRequestView<'a>> for ConsumerGroupDescribeRequest<'a> {
-    fn from_view(view: ConsumerGroupDescribeRequestView<'a>) -> Self {
+impl<'a> From<ConsumerGroupDescribeRequestView<'a>> for ConsumerGroupDescribeRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ConsumerGroupDescribeRequestView<'a>) -> Self {
         ConsumerGroupDescribeRequest {
             group_ids: list_from_view(view.group_ids()),
             include_authorized_operations: view.include_authorized_operations(),
@@ -36,7 +37,7 @@ impl<'a> FromView<ConsumerGroupDescribeRequestView<'a>> for ConsumerGroupDescrib
 
 as_version!(ConsumerGroupDescribeRequest<'_>);
 
-reference_body!(ConsumerGroupDescribeRequest, ConsumerGroupDescribeRequestView);
+reference_body!(ConsumerGroupDescribeRequest);
 
 impl ReadOwned for ConsumerGroupDescribeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -48,8 +49,9 @@ impl ReadOwned for ConsumerGroupDescribeResponse<'static> {
     }
 }
 
-impl<'a> FromView<ConsumerGroupDescribeResponseView<'a>> for ConsumerGroupDescribeResponse<'a> {
-    fn from_view(view: ConsumerGroupDescribeResponseView<'a>) -> Self {
+impl<'a> From<ConsumerGroupDescribeResponseView<'a>> for ConsumerGroupDescribeResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ConsumerGroupDescribeResponseView<'a>) -> Self {
         ConsumerGroupDescribeResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
@@ -62,7 +64,7 @@ as_version!(ConsumerGroupDescribeResponse<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
-reference_body!(ConsumerGroupDescribeResponse, ConsumerGroupDescribeResponseView);
+reference_body!(ConsumerGroupDescribeResponse);
 
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -81,8 +83,9 @@ impl ReadOwned for DescribedGroup<'static> {
     }
 }
 
-impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
-    fn from_view(view: DescribedGroupView<'a>) -> Self {
+impl<'a> From<DescribedGroupView<'a>> for DescribedGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribedGroupView<'a>) -> Self {
         DescribedGroup {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
@@ -123,8 +126,9 @@ impl ReadOwned for Member<'static> {
     }
 }
 
-impl<'a> FromView<MemberView<'a>> for Member<'a> {
-    fn from_view(view: MemberView<'a>) -> Self {
+impl<'a> From<MemberView<'a>> for Member<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MemberView<'a>) -> Self {
         Member {
             member_id: Str::Borrowed(view.member_id()),
             instance_id: view.instance_id().map(Str::Borrowed),
@@ -134,8 +138,8 @@ impl<'a> FromView<MemberView<'a>> for Member<'a> {
             client_host: Str::Borrowed(view.client_host()),
             subscribed_topic_names: list_from_view(view.subscribed_topic_names()),
             subscribed_topic_regex: view.subscribed_topic_regex().map(Str::Borrowed),
-            assignment: FromView::from_view(view.assignment()),
-            target_assignment: FromView::from_view(view.target_assignment()),
+            assignment: view.assignment().into(),
+            target_assignment: view.target_assignment().into(),
             member_type: view.member_type(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
@@ -159,8 +163,9 @@ impl ReadOwned for Assignment<'static> {
     }
 }
 
-impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
-    fn from_view(view: AssignmentView<'a>) -> Self {
+impl<'a> From<AssignmentView<'a>> for Assignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -183,8 +188,9 @@ impl ReadOwned for TopicPartitions<'static> {
     }
 }
 
-impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
-    fn from_view(view: TopicPartitionsView<'a>) -> Self {
+impl<'a> From<TopicPartitionsView<'a>> for TopicPartitions<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicPartitionsView<'a>) -> Self {
         TopicPartitions {
             topic_id: view.topic_id(),
             topic_name: Str::Borrowed(view.topic_name()),

@@ -38,8 +38,9 @@ impl ReadOwned for ConsumerGroupHeartbeatRequest<'static> {
     }
 }
 
-impl<'a> FromView<ConsumerGroupHeartbeatRequestView<'a>> for ConsumerGroupHeartbeatRequest<'a> {
-    fn from_view(view: ConsumerGroupHeartbeatRequestView<'a>) -> Self {
+impl<'a> From<ConsumerGroupHeartbeatRequestView<'a>> for ConsumerGroupHeartbeatRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ConsumerGroupHeartbeatRequestView<'a>) -> Self {
         ConsumerGroupHeartbeatRequest {
             group_id: Str::Borrowed(view.group_id()),
             member_id: Str::Borrowed(view.member_id()),
@@ -63,7 +64,7 @@ as_version!(ConsumerGroupHeartbeatRequest<'_>, |v, ver| {
     v.topic_partitions = v.topic_partitions.as_version(ver);
 });
 
-reference_body!(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestView);
+reference_body!(ConsumerGroupHeartbeatRequest);
 
 impl ReadOwned for ConsumerGroupHeartbeatRequestTopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -81,10 +82,11 @@ impl ReadOwned for ConsumerGroupHeartbeatRequestTopicPartitions<'static> {
     }
 }
 
-impl<'a> FromView<ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>>
+impl<'a> From<ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>>
     for ConsumerGroupHeartbeatRequestTopicPartitions<'a>
 {
-    fn from_view(view: ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>) -> Self {
         ConsumerGroupHeartbeatRequestTopicPartitions {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -115,8 +117,9 @@ impl ReadOwned for ConsumerGroupHeartbeatResponse<'static> {
     }
 }
 
-impl<'a> FromView<ConsumerGroupHeartbeatResponseView<'a>> for ConsumerGroupHeartbeatResponse<'a> {
-    fn from_view(view: ConsumerGroupHeartbeatResponseView<'a>) -> Self {
+impl<'a> From<ConsumerGroupHeartbeatResponseView<'a>> for ConsumerGroupHeartbeatResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ConsumerGroupHeartbeatResponseView<'a>) -> Self {
         ConsumerGroupHeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -124,7 +127,7 @@ impl<'a> FromView<ConsumerGroupHeartbeatResponseView<'a>> for ConsumerGroupHeart
             member_id: view.member_id().map(Str::Borrowed),
             member_epoch: view.member_epoch(),
             heartbeat_interval_ms: view.heartbeat_interval_ms(),
-            assignment: view.assignment().map(FromView::from_view),
+            assignment: view.assignment().map(Into::into),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -134,7 +137,7 @@ as_version!(ConsumerGroupHeartbeatResponse<'_>, |v, ver| {
     v.assignment = v.assignment.as_version(ver);
 });
 
-reference_body!(ConsumerGroupHeartbeatResponse, ConsumerGroupHeartbeatResponseView);
+reference_body!(ConsumerGroupHeartbeatResponse);
 
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -145,8 +148,9 @@ impl ReadOwned for Assignment<'static> {
     }
 }
 
-impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
-    fn from_view(view: AssignmentView<'a>) -> Self {
+impl<'a> From<AssignmentView<'a>> for Assignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -174,10 +178,11 @@ impl ReadOwned for ConsumerGroupHeartbeatResponseTopicPartitions<'static> {
     }
 }
 
-impl<'a> FromView<ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>>
+impl<'a> From<ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>>
     for ConsumerGroupHeartbeatResponseTopicPartitions<'a>
 {
-    fn from_view(view: ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>) -> Self {
         ConsumerGroupHeartbeatResponseTopicPartitions {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),

@@ -26,8 +26,9 @@ impl ReadOwned for ControllerRegistrationRequest<'static> {
     }
 }
 
-impl<'a> FromView<ControllerRegistrationRequestView<'a>> for ControllerRegistrationRequest<'a> {
-    fn from_view(view: ControllerRegistrationRequestView<'a>) -> Self {
+impl<'a> From<ControllerRegistrationRequestView<'a>> for ControllerRegistrationRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ControllerRegistrationRequestView<'a>) -> Self {
         ControllerRegistrationRequest {
             controller_id: view.controller_id(),
             incarnation_id: view.incarnation_id(),
@@ -44,7 +45,7 @@ as_version!(ControllerRegistrationRequest<'_>, |v, ver| {
     v.features = v.features.as_version(ver);
 });
 
-reference_body!(ControllerRegistrationRequest, ControllerRegistrationRequestView);
+reference_body!(ControllerRegistrationRequest);
 
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -58,8 +59,9 @@ impl ReadOwned for Listener<'static> {
     }
 }
 
-impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
-    fn from_view(view: ListenerView<'a>) -> Self {
+impl<'a> From<ListenerView<'a>> for Listener<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
@@ -83,8 +85,9 @@ impl ReadOwned for Feature<'static> {
     }
 }
 
-impl<'a> FromView<FeatureView<'a>> for Feature<'a> {
-    fn from_view(view: FeatureView<'a>) -> Self {
+impl<'a> From<FeatureView<'a>> for Feature<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FeatureView<'a>) -> Self {
         Feature {
             name: Str::Borrowed(view.name()),
             min_supported_version: view.min_supported_version(),
@@ -108,8 +111,9 @@ impl ReadOwned for ControllerRegistrationResponse<'static> {
     }
 }
 
-impl<'a> FromView<ControllerRegistrationResponseView<'a>> for ControllerRegistrationResponse<'a> {
-    fn from_view(view: ControllerRegistrationResponseView<'a>) -> Self {
+impl<'a> From<ControllerRegistrationResponseView<'a>> for ControllerRegistrationResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ControllerRegistrationResponseView<'a>) -> Self {
         ControllerRegistrationResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -121,4 +125,4 @@ impl<'a> FromView<ControllerRegistrationResponseView<'a>> for ControllerRegistra
 
 as_version!(ControllerRegistrationResponse<'_>);
 
-reference_body!(ControllerRegistrationResponse, ControllerRegistrationResponseView);
+reference_body!(ControllerRegistrationResponse);

@@ -22,8 +22,9 @@ impl ReadOwned for CreateAclsRequest<'static> {
     }
 }
 
-impl<'a> FromView<CreateAclsRequestView<'a>> for CreateAclsRequest<'a> {
-    fn from_view(view: CreateAclsRequestView<'a>) -> Self {
+impl<'a> From<CreateAclsRequestView<'a>> for CreateAclsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreateAclsRequestView<'a>) -> Self {
         CreateAclsRequest {
             creations: list_from_view(view.creations()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -36,7 +37,7 @@ as_version!(CreateAclsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(CreateAclsRequest, CreateAclsRequestView);
+reference_body!(CreateAclsRequest);
 
 impl ReadOwned for AclCreation<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -53,8 +54,9 @@ impl ReadOwned for AclCreation<'static> {
     }
 }
 
-impl<'a> FromView<AclCreationView<'a>> for AclCreation<'a> {
-    fn from_view(view: AclCreationView<'a>) -> Self {
+impl<'a> From<AclCreationView<'a>> for AclCreation<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AclCreationView<'a>) -> Self {
         AclCreation {
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
@@ -82,8 +84,9 @@ impl ReadOwned for CreateAclsResponse<'static> {
     }
 }
 
-impl<'a> FromView<CreateAclsResponseView<'a>> for CreateAclsResponse<'a> {
-    fn from_view(view: CreateAclsResponseView<'a>) -> Self {
+impl<'a> From<CreateAclsResponseView<'a>> for CreateAclsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreateAclsResponseView<'a>) -> Self {
         CreateAclsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
@@ -97,7 +100,7 @@ as_version!(CreateAclsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(CreateAclsResponse, CreateAclsResponseView);
+reference_body!(CreateAclsResponse);
 
 impl ReadOwned for AclCreationResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -109,8 +112,9 @@ impl ReadOwned for AclCreationResult<'static> {
     }
 }
 
-impl<'a> FromView<AclCreationResultView<'a>> for AclCreationResult<'a> {
-    fn from_view(view: AclCreationResultView<'a>) -> Self {
+impl<'a> From<AclCreationResultView<'a>> for AclCreationResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AclCreationResultView<'a>) -> Self {
         AclCreationResult {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),

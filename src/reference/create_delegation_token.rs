@@ -33,8 +33,9 @@ impl ReadOwned for CreateDelegationTokenRequest<'static> {
     }
 }
 
-impl<'a> FromView<CreateDelegationTokenRequestView<'a>> for CreateDelegationTokenRequest<'a> {
-    fn from_view(view: CreateDelegationTokenRequestView<'a>) -> Self {
+impl<'a> From<CreateDelegationTokenRequestView<'a>> for CreateDelegationTokenRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreateDelegationTokenRequestView<'a>) -> Self {
         CreateDelegationTokenRequest {
             owner_principal_type: view.owner_principal_type().map(Str::Borrowed),
             owner_principal_name: view.owner_principal_name().map(Str::Borrowed),
@@ -56,7 +57,7 @@ as_version!(CreateDelegationTokenRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(CreateDelegationTokenRequest, CreateDelegationTokenRequestView);
+reference_body!(CreateDelegationTokenRequest);
 
 impl ReadOwned for CreatableRenewers<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -68,8 +69,9 @@ impl ReadOwned for CreatableRenewers<'static> {
     }
 }
 
-impl<'a> FromView<CreatableRenewersView<'a>> for CreatableRenewers<'a> {
-    fn from_view(view: CreatableRenewersView<'a>) -> Self {
+impl<'a> From<CreatableRenewersView<'a>> for CreatableRenewers<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatableRenewersView<'a>) -> Self {
         CreatableRenewers {
             principal_type: Str::Borrowed(view.principal_type()),
             principal_name: Str::Borrowed(view.principal_name()),
@@ -107,8 +109,9 @@ impl ReadOwned for CreateDelegationTokenResponse<'static> {
     }
 }
 
-impl<'a> FromView<CreateDelegationTokenResponseView<'a>> for CreateDelegationTokenResponse<'a> {
-    fn from_view(view: CreateDelegationTokenResponseView<'a>) -> Self {
+impl<'a> From<CreateDelegationTokenResponseView<'a>> for CreateDelegationTokenResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreateDelegationTokenResponseView<'a>) -> Self {
         CreateDelegationTokenResponse {
             error_code: view.error_code(),
             principal_type: Str::Borrowed(view.principal_type()),
@@ -136,4 +139,4 @@ as_version!(CreateDelegationTokenResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(CreateDelegationTokenResponse, CreateDelegationTokenResponseView);
+reference_body!(CreateDelegationTokenResponse);

@@ -24,8 +24,9 @@ impl ReadOwned for CreatePartitionsRequest<'static> {
     }
 }
 
-impl<'a> FromView<CreatePartitionsRequestView<'a>> for CreatePartitionsRequest<'a> {
-    fn from_view(view: CreatePartitionsRequestView<'a>) -> Self {
+impl<'a> From<CreatePartitionsRequestView<'a>> for CreatePartitionsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatePartitionsRequestView<'a>) -> Self {
         CreatePartitionsRequest {
             topics: list_from_view(view.topics()),
             timeout_ms: view.timeout_ms(),
@@ -40,7 +41,7 @@ as_version!(CreatePartitionsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(CreatePartitionsRequest, CreatePartitionsRequestView);
+reference_body!(CreatePartitionsRequest);
 
 impl ReadOwned for CreatePartitionsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -53,8 +54,9 @@ impl ReadOwned for CreatePartitionsTopic<'static> {
     }
 }
 
-impl<'a> FromView<CreatePartitionsTopicView<'a>> for CreatePartitionsTopic<'a> {
-    fn from_view(view: CreatePartitionsTopicView<'a>) -> Self {
+impl<'a> From<CreatePartitionsTopicView<'a>> for CreatePartitionsTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatePartitionsTopicView<'a>) -> Self {
         CreatePartitionsTopic {
             name: Str::Borrowed(view.name()),
             count: view.count(),
@@ -78,8 +80,9 @@ impl ReadOwned for CreatePartitionsAssignment<'static> {
     }
 }
 
-impl<'a> FromView<CreatePartitionsAssignmentView<'a>> for CreatePartitionsAssignment<'a> {
-    fn from_view(view: CreatePartitionsAssignmentView<'a>) -> Self {
+impl<'a> From<CreatePartitionsAssignmentView<'a>> for CreatePartitionsAssignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatePartitionsAssignmentView<'a>) -> Self {
         CreatePartitionsAssignment {
             broker_ids: list_from_view(view.broker_ids()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -101,8 +104,9 @@ impl ReadOwned for CreatePartitionsResponse<'static> {
     }
 }
 
-impl<'a> FromView<CreatePartitionsResponseView<'a>> for CreatePartitionsResponse<'a> {
-    fn from_view(view: CreatePartitionsResponseView<'a>) -> Self {
+impl<'a> From<CreatePartitionsResponseView<'a>> for CreatePartitionsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatePartitionsResponseView<'a>) -> Self {
         CreatePartitionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
@@ -116,7 +120,7 @@ as_version!(CreatePartitionsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(CreatePartitionsResponse, CreatePartitionsResponseView);
+reference_body!(CreatePartitionsResponse);
 
 impl ReadOwned for CreatePartitionsTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -130,8 +134,9 @@ impl ReadOwned for CreatePartitionsTopicResult<'static> {
     }
 }
 
-impl<'a> FromView<CreatePartitionsTopicResultView<'a>> for CreatePartitionsTopicResult<'a> {
-    fn from_view(view: CreatePartitionsTopicResultView<'a>) -> Self {
+impl<'a> From<CreatePartitionsTopicResultView<'a>> for CreatePartitionsTopicResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatePartitionsTopicResultView<'a>) -> Self {
         CreatePartitionsTopicResult {
             name: Str::Borrowed(view.name()),
             error_code: view.error_code(),

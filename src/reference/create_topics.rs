@@ -24,8 +24,9 @@ impl ReadOwned for CreateTopicsRequest<'static> {
     }
 }
 
-impl<'a> FromView<CreateTopicsRequestView<'a>> for CreateTopicsRequest<'a> {
-    fn from_view(view: CreateTopicsRequestView<'a>) -> Self {
+impl<'a> From<CreateTopicsRequestView<'a>> for CreateTopicsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreateTopicsRequestView<'a>) -> Self {
         CreateTopicsRequest {
             topics: list_from_view(view.topics()),
             timeout_ms: view.timeout_ms(),
@@ -40,7 +41,7 @@ as_version!(CreateTopicsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(CreateTopicsRequest, CreateTopicsRequestView);
+reference_body!(CreateTopicsRequest);
 
 impl ReadOwned for CreatableTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -55,8 +56,9 @@ impl ReadOwned for CreatableTopic<'static> {
     }
 }
 
-impl<'a> FromView<CreatableTopicView<'a>> for CreatableTopic<'a> {
-    fn from_view(view: CreatableTopicView<'a>) -> Self {
+impl<'a> From<CreatableTopicView<'a>> for CreatableTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatableTopicView<'a>) -> Self {
         CreatableTopic {
             name: Str::Borrowed(view.name()),
             num_partitions: view.num_partitions(),
@@ -84,8 +86,9 @@ impl ReadOwned for CreatableReplicaAssignment<'static> {
     }
 }
 
-impl<'a> FromView<CreatableReplicaAssignmentView<'a>> for CreatableReplicaAssignment<'a> {
-    fn from_view(view: CreatableReplicaAssignmentView<'a>) -> Self {
+impl<'a> From<CreatableReplicaAssignmentView<'a>> for CreatableReplicaAssignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatableReplicaAssignmentView<'a>) -> Self {
         CreatableReplicaAssignment {
             partition_index: view.partition_index(),
             broker_ids: list_from_view(view.broker_ids()),
@@ -108,8 +111,9 @@ impl ReadOwned for CreatableTopicConfig<'static> {
     }
 }
 
-impl<'a> FromView<CreatableTopicConfigView<'a>> for CreatableTopicConfig<'a> {
-    fn from_view(view: CreatableTopicConfigView<'a>) -> Self {
+impl<'a> From<CreatableTopicConfigView<'a>> for CreatableTopicConfig<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatableTopicConfigView<'a>) -> Self {
         CreatableTopicConfig {
             name: Str::Borrowed(view.name()),
             value: view.value().map(Str::Borrowed),
@@ -132,8 +136,9 @@ impl ReadOwned for CreateTopicsResponse<'static> {
     }
 }
 
-impl<'a> FromView<CreateTopicsResponseView<'a>> for CreateTopicsResponse<'a> {
-    fn from_view(view: CreateTopicsResponseView<'a>) -> Self {
+impl<'a> From<CreateTopicsResponseView<'a>> for CreateTopicsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreateTopicsResponseView<'a>) -> Self {
         CreateTopicsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
@@ -147,7 +152,7 @@ as_version!(CreateTopicsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(CreateTopicsResponse, CreateTopicsResponseView);
+reference_body!(CreateTopicsResponse);
 
 impl ReadOwned for CreatableTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -189,8 +194,9 @@ impl ReadOwned for CreatableTopicResult<'static> {
     }
 }
 
-impl<'a> FromView<CreatableTopicResultView<'a>> for CreatableTopicResult<'a> {
-    fn from_view(view: CreatableTopicResultView<'a>) -> Self {
+impl<'a> From<CreatableTopicResultView<'a>> for CreatableTopicResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatableTopicResultView<'a>) -> Self {
         CreatableTopicResult {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
@@ -235,8 +241,9 @@ impl ReadOwned for CreatableTopicConfigs<'static> {
     }
 }
 
-impl<'a> FromView<CreatableTopicConfigsView<'a>> for CreatableTopicConfigs<'a> {
-    fn from_view(view: CreatableTopicConfigsView<'a>) -> Self {
+impl<'a> From<CreatableTopicConfigsView<'a>> for CreatableTopicConfigs<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CreatableTopicConfigsView<'a>) -> Self {
         CreatableTopicConfigs {
             name: Str::Borrowed(view.name()),
             value: view.value().map(Str::Borrowed),

@@ -22,8 +22,9 @@ impl ReadOwned for DeleteAclsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DeleteAclsRequestView<'a>> for DeleteAclsRequest<'a> {
-    fn from_view(view: DeleteAclsRequestView<'a>) -> Self {
+impl<'a> From<DeleteAclsRequestView<'a>> for DeleteAclsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteAclsRequestView<'a>) -> Self {
         DeleteAclsRequest {
             filters: list_from_view(view.filters()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -36,7 +37,7 @@ as_version!(DeleteAclsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DeleteAclsRequest, DeleteAclsRequestView);
+reference_body!(DeleteAclsRequest);
 
 impl ReadOwned for DeleteAclsFilter<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -55,8 +56,9 @@ impl ReadOwned for DeleteAclsFilter<'static> {
     }
 }
 
-impl<'a> FromView<DeleteAclsFilterView<'a>> for DeleteAclsFilter<'a> {
-    fn from_view(view: DeleteAclsFilterView<'a>) -> Self {
+impl<'a> From<DeleteAclsFilterView<'a>> for DeleteAclsFilter<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteAclsFilterView<'a>) -> Self {
         DeleteAclsFilter {
             resource_type_filter: view.resource_type_filter(),
             resource_name_filter: view.resource_name_filter().map(Str::Borrowed),
@@ -84,8 +86,9 @@ impl ReadOwned for DeleteAclsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DeleteAclsResponseView<'a>> for DeleteAclsResponse<'a> {
-    fn from_view(view: DeleteAclsResponseView<'a>) -> Self {
+impl<'a> From<DeleteAclsResponseView<'a>> for DeleteAclsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteAclsResponseView<'a>) -> Self {
         DeleteAclsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             filter_results: list_from_view(view.filter_results()),
@@ -99,7 +102,7 @@ as_version!(DeleteAclsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DeleteAclsResponse, DeleteAclsResponseView);
+reference_body!(DeleteAclsResponse);
 
 impl ReadOwned for DeleteAclsFilterResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -113,8 +116,9 @@ impl ReadOwned for DeleteAclsFilterResult<'static> {
     }
 }
 
-impl<'a> FromView<DeleteAclsFilterResultView<'a>> for DeleteAclsFilterResult<'a> {
-    fn from_view(view: DeleteAclsFilterResultView<'a>) -> Self {
+impl<'a> From<DeleteAclsFilterResultView<'a>> for DeleteAclsFilterResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteAclsFilterResultView<'a>) -> Self {
         DeleteAclsFilterResult {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
@@ -147,8 +151,9 @@ impl ReadOwned for DeleteAclsMatchingAcl<'static> {
     }
 }
 
-impl<'a> FromView<DeleteAclsMatchingAclView<'a>> for DeleteAclsMatchingAcl<'a> {
-    fn from_view(view: DeleteAclsMatchingAclView<'a>) -> Self {
+impl<'a> From<DeleteAclsMatchingAclView<'a>> for DeleteAclsMatchingAcl<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteAclsMatchingAclView<'a>) -> Self {
         DeleteAclsMatchingAcl {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),

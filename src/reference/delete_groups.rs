@@ -22,8 +22,9 @@ impl ReadOwned for DeleteGroupsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DeleteGroupsRequestView<'a>> for DeleteGroupsRequest<'a> {
-    fn from_view(view: DeleteGroupsRequestView<'a>) -> Self {
+impl<'a> From<DeleteGroupsRequestView<'a>> for DeleteGroupsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteGroupsRequestView<'a>) -> Self {
         DeleteGroupsRequest {
             groups_names: list_from_view(view.groups_names()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -35,7 +36,7 @@ as_version!(DeleteGroupsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DeleteGroupsRequest, DeleteGroupsRequestView);
+reference_body!(DeleteGroupsRequest);
 
 impl ReadOwned for DeleteGroupsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -47,8 +48,9 @@ impl ReadOwned for DeleteGroupsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DeleteGroupsResponseView<'a>> for DeleteGroupsResponse<'a> {
-    fn from_view(view: DeleteGroupsResponseView<'a>) -> Self {
+impl<'a> From<DeleteGroupsResponseView<'a>> for DeleteGroupsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteGroupsResponseView<'a>) -> Self {
         DeleteGroupsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
@@ -62,7 +64,7 @@ as_version!(DeleteGroupsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DeleteGroupsResponse, DeleteGroupsResponseView);
+reference_body!(DeleteGroupsResponse);
 
 impl ReadOwned for DeletableGroupResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -78,8 +80,9 @@ impl ReadOwned for DeletableGroupResult<'static> {
     }
 }
 
-impl<'a> FromView<DeletableGroupResultView<'a>> for DeletableGroupResult<'a> {
-    fn from_view(view: DeletableGroupResultView<'a>) -> Self {
+impl<'a> From<DeletableGroupResultView<'a>> for DeletableGroupResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeletableGroupResultView<'a>) -> Self {
         DeletableGroupResult {
             group_id: Str::Borrowed(view.group_id()),
             error_code: view.error_code(),

@@ -23,8 +23,9 @@ impl ReadOwned for DeleteRecordsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DeleteRecordsRequestView<'a>> for DeleteRecordsRequest<'a> {
-    fn from_view(view: DeleteRecordsRequestView<'a>) -> Self {
+impl<'a> From<DeleteRecordsRequestView<'a>> for DeleteRecordsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteRecordsRequestView<'a>) -> Self {
         DeleteRecordsRequest {
             topics: list_from_view(view.topics()),
             timeout_ms: view.timeout_ms(),
@@ -38,7 +39,7 @@ as_version!(DeleteRecordsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DeleteRecordsRequest, DeleteRecordsRequestView);
+reference_body!(DeleteRecordsRequest);
 
 impl ReadOwned for DeleteRecordsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -50,8 +51,9 @@ impl ReadOwned for DeleteRecordsTopic<'static> {
     }
 }
 
-impl<'a> FromView<DeleteRecordsTopicView<'a>> for DeleteRecordsTopic<'a> {
-    fn from_view(view: DeleteRecordsTopicView<'a>) -> Self {
+impl<'a> From<DeleteRecordsTopicView<'a>> for DeleteRecordsTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteRecordsTopicView<'a>) -> Self {
         DeleteRecordsTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -75,8 +77,9 @@ impl ReadOwned for DeleteRecordsPartition<'static> {
     }
 }
 
-impl<'a> FromView<DeleteRecordsPartitionView<'a>> for DeleteRecordsPartition<'a> {
-    fn from_view(view: DeleteRecordsPartitionView<'a>) -> Self {
+impl<'a> From<DeleteRecordsPartitionView<'a>> for DeleteRecordsPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteRecordsPartitionView<'a>) -> Self {
         DeleteRecordsPartition {
             partition_index: view.partition_index(),
             offset: view.offset(),
@@ -99,8 +102,9 @@ impl ReadOwned for DeleteRecordsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DeleteRecordsResponseView<'a>> for DeleteRecordsResponse<'a> {
-    fn from_view(view: DeleteRecordsResponseView<'a>) -> Self {
+impl<'a> From<DeleteRecordsResponseView<'a>> for DeleteRecordsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteRecordsResponseView<'a>) -> Self {
         DeleteRecordsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
@@ -114,7 +118,7 @@ as_version!(DeleteRecordsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DeleteRecordsResponse, DeleteRecordsResponseView);
+reference_body!(DeleteRecordsResponse);
 
 impl ReadOwned for DeleteRecordsTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -126,8 +130,9 @@ impl ReadOwned for DeleteRecordsTopicResult<'static> {
     }
 }
 
-impl<'a> FromView<DeleteRecordsTopicResultView<'a>> for DeleteRecordsTopicResult<'a> {
-    fn from_view(view: DeleteRecordsTopicResultView<'a>) -> Self {
+impl<'a> From<DeleteRecordsTopicResultView<'a>> for DeleteRecordsTopicResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteRecordsTopicResultView<'a>) -> Self {
         DeleteRecordsTopicResult {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -152,8 +157,9 @@ impl ReadOwned for DeleteRecordsPartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<DeleteRecordsPartitionResultView<'a>> for DeleteRecordsPartitionResult<'a> {
-    fn from_view(view: DeleteRecordsPartitionResultView<'a>) -> Self {
+impl<'a> From<DeleteRecordsPartitionResultView<'a>> for DeleteRecordsPartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteRecordsPartitionResultView<'a>) -> Self {
         DeleteRecordsPartitionResult {
             partition_index: view.partition_index(),
             low_watermark: view.low_watermark(),

@@ -23,8 +23,9 @@ impl ReadOwned for DeleteShareGroupOffsetsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DeleteShareGroupOffsetsRequestView<'a>> for DeleteShareGroupOffsetsRequest<'a> {
-    fn from_view(view: DeleteShareGroupOffsetsRequestView<'a>) -> Self {
+impl<'a> From<DeleteShareGroupOffsetsRequestView<'a>> for DeleteShareGroupOffsetsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteShareGroupOffsetsRequestView<'a>) -> Self {
         DeleteShareGroupOffsetsRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -37,7 +38,7 @@ as_version!(DeleteShareGroupOffsetsRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequestView);
+reference_body!(DeleteShareGroupOffsetsRequest);
 
 impl ReadOwned for DeleteShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -48,8 +49,9 @@ impl ReadOwned for DeleteShareGroupOffsetsRequestTopic<'static> {
     }
 }
 
-impl<'a> FromView<DeleteShareGroupOffsetsRequestTopicView<'a>> for DeleteShareGroupOffsetsRequestTopic<'a> {
-    fn from_view(view: DeleteShareGroupOffsetsRequestTopicView<'a>) -> Self {
+impl<'a> From<DeleteShareGroupOffsetsRequestTopicView<'a>> for DeleteShareGroupOffsetsRequestTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteShareGroupOffsetsRequestTopicView<'a>) -> Self {
         DeleteShareGroupOffsetsRequestTopic {
             topic_name: Str::Borrowed(view.topic_name()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -72,8 +74,9 @@ impl ReadOwned for DeleteShareGroupOffsetsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DeleteShareGroupOffsetsResponseView<'a>> for DeleteShareGroupOffsetsResponse<'a> {
-    fn from_view(view: DeleteShareGroupOffsetsResponseView<'a>) -> Self {
+impl<'a> From<DeleteShareGroupOffsetsResponseView<'a>> for DeleteShareGroupOffsetsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteShareGroupOffsetsResponseView<'a>) -> Self {
         DeleteShareGroupOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -88,7 +91,7 @@ as_version!(DeleteShareGroupOffsetsResponse<'_>, |v, ver| {
     v.responses = v.responses.as_version(ver);
 });
 
-reference_body!(DeleteShareGroupOffsetsResponse, DeleteShareGroupOffsetsResponseView);
+reference_body!(DeleteShareGroupOffsetsResponse);
 
 impl ReadOwned for DeleteShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -103,8 +106,9 @@ impl ReadOwned for DeleteShareGroupOffsetsResponseTopic<'static> {
     }
 }
 
-impl<'a> FromView<DeleteShareGroupOffsetsResponseTopicView<'a>> for DeleteShareGroupOffsetsResponseTopic<'a> {
-    fn from_view(view: DeleteShareGroupOffsetsResponseTopicView<'a>) -> Self {
+impl<'a> From<DeleteShareGroupOffsetsResponseTopicView<'a>> for DeleteShareGroupOffsetsResponseTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteShareGroupOffsetsResponseTopicView<'a>) -> Self {
         DeleteShareGroupOffsetsResponseTopic {
             topic_name: Str::Borrowed(view.topic_name()),
             topic_id: view.topic_id(),

@@ -23,8 +23,9 @@ impl ReadOwned for DeleteShareGroupStateRequest<'static> {
     }
 }
 
-impl<'a> FromView<DeleteShareGroupStateRequestView<'a>> for DeleteShareGroupStateRequest<'a> {
-    fn from_view(view: DeleteShareGroupStateRequestView<'a>) -> Self {
+impl<'a> From<DeleteShareGroupStateRequestView<'a>> for DeleteShareGroupStateRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteShareGroupStateRequestView<'a>) -> Self {
         DeleteShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -37,7 +38,7 @@ as_version!(DeleteShareGroupStateRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(DeleteShareGroupStateRequest, DeleteShareGroupStateRequestView);
+reference_body!(DeleteShareGroupStateRequest);
 
 impl ReadOwned for DeleteStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -49,8 +50,9 @@ impl ReadOwned for DeleteStateData<'static> {
     }
 }
 
-impl<'a> FromView<DeleteStateDataView<'a>> for DeleteStateData<'a> {
-    fn from_view(view: DeleteStateDataView<'a>) -> Self {
+impl<'a> From<DeleteStateDataView<'a>> for DeleteStateData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteStateDataView<'a>) -> Self {
         DeleteStateData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -72,8 +74,9 @@ impl ReadOwned for PartitionData<'static> {
     }
 }
 
-impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
-    fn from_view(view: PartitionDataView<'a>) -> Self {
+impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -92,8 +95,9 @@ impl ReadOwned for DeleteShareGroupStateResponse<'static> {
     }
 }
 
-impl<'a> FromView<DeleteShareGroupStateResponseView<'a>> for DeleteShareGroupStateResponse<'a> {
-    fn from_view(view: DeleteShareGroupStateResponseView<'a>) -> Self {
+impl<'a> From<DeleteShareGroupStateResponseView<'a>> for DeleteShareGroupStateResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteShareGroupStateResponseView<'a>) -> Self {
         DeleteShareGroupStateResponse {
             results: list_from_view(view.results()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -105,7 +109,7 @@ as_version!(DeleteShareGroupStateResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
-reference_body!(DeleteShareGroupStateResponse, DeleteShareGroupStateResponseView);
+reference_body!(DeleteShareGroupStateResponse);
 
 impl ReadOwned for DeleteStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -117,8 +121,9 @@ impl ReadOwned for DeleteStateResult<'static> {
     }
 }
 
-impl<'a> FromView<DeleteStateResultView<'a>> for DeleteStateResult<'a> {
-    fn from_view(view: DeleteStateResultView<'a>) -> Self {
+impl<'a> From<DeleteStateResultView<'a>> for DeleteStateResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteStateResultView<'a>) -> Self {
         DeleteStateResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -142,8 +147,9 @@ impl ReadOwned for PartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
-    fn from_view(view: PartitionResultView<'a>) -> Self {
+impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),
             error_code: view.error_code(),

@@ -28,8 +28,9 @@ impl ReadOwned for DeleteTopicsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DeleteTopicsRequestView<'a>> for DeleteTopicsRequest<'a> {
-    fn from_view(view: DeleteTopicsRequestView<'a>) -> Self {
+impl<'a> From<DeleteTopicsRequestView<'a>> for DeleteTopicsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteTopicsRequestView<'a>) -> Self {
         DeleteTopicsRequest {
             topics: list_from_view(view.topics()),
             topic_names: list_from_view(view.topic_names()),
@@ -47,7 +48,7 @@ as_version!(DeleteTopicsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DeleteTopicsRequest, DeleteTopicsRequestView);
+reference_body!(DeleteTopicsRequest);
 
 impl ReadOwned for DeleteTopicState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -59,8 +60,9 @@ impl ReadOwned for DeleteTopicState<'static> {
     }
 }
 
-impl<'a> FromView<DeleteTopicStateView<'a>> for DeleteTopicState<'a> {
-    fn from_view(view: DeleteTopicStateView<'a>) -> Self {
+impl<'a> From<DeleteTopicStateView<'a>> for DeleteTopicState<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteTopicStateView<'a>) -> Self {
         DeleteTopicState {
             name: view.name().map(Str::Borrowed),
             topic_id: view.topic_id(),
@@ -81,8 +83,9 @@ impl ReadOwned for DeleteTopicsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DeleteTopicsResponseView<'a>> for DeleteTopicsResponse<'a> {
-    fn from_view(view: DeleteTopicsResponseView<'a>) -> Self {
+impl<'a> From<DeleteTopicsResponseView<'a>> for DeleteTopicsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeleteTopicsResponseView<'a>) -> Self {
         DeleteTopicsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             responses: list_from_view(view.responses()),
@@ -96,7 +99,7 @@ as_version!(DeleteTopicsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DeleteTopicsResponse, DeleteTopicsResponseView);
+reference_body!(DeleteTopicsResponse);
 
 impl ReadOwned for DeletableTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -119,8 +122,9 @@ impl ReadOwned for DeletableTopicResult<'static> {
     }
 }
 
-impl<'a> FromView<DeletableTopicResultView<'a>> for DeletableTopicResult<'a> {
-    fn from_view(view: DeletableTopicResultView<'a>) -> Self {
+impl<'a> From<DeletableTopicResultView<'a>> for DeletableTopicResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DeletableTopicResultView<'a>) -> Self {
         DeletableTopicResult {
             name: view.name().map(Str::Borrowed),
             topic_id: view.topic_id(),

@@ -30,8 +30,9 @@ impl ReadOwned for DescribeAclsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeAclsRequestView<'a>> for DescribeAclsRequest<'a> {
-    fn from_view(view: DescribeAclsRequestView<'a>) -> Self {
+impl<'a> From<DescribeAclsRequestView<'a>> for DescribeAclsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeAclsRequestView<'a>) -> Self {
         DescribeAclsRequest {
             resource_type_filter: view.resource_type_filter(),
             resource_name_filter: view.resource_name_filter().map(Str::Borrowed),
@@ -49,7 +50,7 @@ as_version!(DescribeAclsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeAclsRequest, DescribeAclsRequestView);
+reference_body!(DescribeAclsRequest);
 
 impl ReadOwned for DescribeAclsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -64,8 +65,9 @@ impl ReadOwned for DescribeAclsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeAclsResponseView<'a>> for DescribeAclsResponse<'a> {
-    fn from_view(view: DescribeAclsResponseView<'a>) -> Self {
+impl<'a> From<DescribeAclsResponseView<'a>> for DescribeAclsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeAclsResponseView<'a>) -> Self {
         DescribeAclsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -81,7 +83,7 @@ as_version!(DescribeAclsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeAclsResponse, DescribeAclsResponseView);
+reference_body!(DescribeAclsResponse);
 
 impl ReadOwned for DescribeAclsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -95,8 +97,9 @@ impl ReadOwned for DescribeAclsResource<'static> {
     }
 }
 
-impl<'a> FromView<DescribeAclsResourceView<'a>> for DescribeAclsResource<'a> {
-    fn from_view(view: DescribeAclsResourceView<'a>) -> Self {
+impl<'a> From<DescribeAclsResourceView<'a>> for DescribeAclsResource<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeAclsResourceView<'a>) -> Self {
         DescribeAclsResource {
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
@@ -124,8 +127,9 @@ impl ReadOwned for AclDescription<'static> {
     }
 }
 
-impl<'a> FromView<AclDescriptionView<'a>> for AclDescription<'a> {
-    fn from_view(view: AclDescriptionView<'a>) -> Self {
+impl<'a> From<AclDescriptionView<'a>> for AclDescription<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AclDescriptionView<'a>) -> Self {
         AclDescription {
             principal: Str::Borrowed(view.principal()),
             host: Str::Borrowed(view.host()),

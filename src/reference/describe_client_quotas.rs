@@ -23,8 +23,9 @@ impl ReadOwned for DescribeClientQuotasRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeClientQuotasRequestView<'a>> for DescribeClientQuotasRequest<'a> {
-    fn from_view(view: DescribeClientQuotasRequestView<'a>) -> Self {
+impl<'a> From<DescribeClientQuotasRequestView<'a>> for DescribeClientQuotasRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeClientQuotasRequestView<'a>) -> Self {
         DescribeClientQuotasRequest {
             components: list_from_view(view.components()),
             strict: view.strict(),
@@ -38,7 +39,7 @@ as_version!(DescribeClientQuotasRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeClientQuotasRequest, DescribeClientQuotasRequestView);
+reference_body!(DescribeClientQuotasRequest);
 
 impl ReadOwned for ComponentData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -51,8 +52,9 @@ impl ReadOwned for ComponentData<'static> {
     }
 }
 
-impl<'a> FromView<ComponentDataView<'a>> for ComponentData<'a> {
-    fn from_view(view: ComponentDataView<'a>) -> Self {
+impl<'a> From<ComponentDataView<'a>> for ComponentData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ComponentDataView<'a>) -> Self {
         ComponentData {
             entity_type: Str::Borrowed(view.entity_type()),
             match_type: view.match_type(),
@@ -79,8 +81,9 @@ impl ReadOwned for DescribeClientQuotasResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeClientQuotasResponseView<'a>> for DescribeClientQuotasResponse<'a> {
-    fn from_view(view: DescribeClientQuotasResponseView<'a>) -> Self {
+impl<'a> From<DescribeClientQuotasResponseView<'a>> for DescribeClientQuotasResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeClientQuotasResponseView<'a>) -> Self {
         DescribeClientQuotasResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -96,7 +99,7 @@ as_version!(DescribeClientQuotasResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeClientQuotasResponse, DescribeClientQuotasResponseView);
+reference_body!(DescribeClientQuotasResponse);
 
 impl ReadOwned for EntryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -108,8 +111,9 @@ impl ReadOwned for EntryData<'static> {
     }
 }
 
-impl<'a> FromView<EntryDataView<'a>> for EntryData<'a> {
-    fn from_view(view: EntryDataView<'a>) -> Self {
+impl<'a> From<EntryDataView<'a>> for EntryData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EntryDataView<'a>) -> Self {
         EntryData {
             entity: list_from_view(view.entity()),
             values: list_from_view(view.values()),
@@ -134,8 +138,9 @@ impl ReadOwned for EntityData<'static> {
     }
 }
 
-impl<'a> FromView<EntityDataView<'a>> for EntityData<'a> {
-    fn from_view(view: EntityDataView<'a>) -> Self {
+impl<'a> From<EntityDataView<'a>> for EntityData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EntityDataView<'a>) -> Self {
         EntityData {
             entity_type: Str::Borrowed(view.entity_type()),
             entity_name: view.entity_name().map(Str::Borrowed),
@@ -158,8 +163,9 @@ impl ReadOwned for ValueData<'static> {
     }
 }
 
-impl<'a> FromView<ValueDataView<'a>> for ValueData<'a> {
-    fn from_view(view: ValueDataView<'a>) -> Self {
+impl<'a> From<ValueDataView<'a>> for ValueData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ValueDataView<'a>) -> Self {
         ValueData {
             key: Str::Borrowed(view.key()),
             value: view.value(),

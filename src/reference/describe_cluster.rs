@@ -29,8 +29,9 @@ impl ReadOwned for DescribeClusterRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeClusterRequestView<'a>> for DescribeClusterRequest<'a> {
-    fn from_view(view: DescribeClusterRequestView<'a>) -> Self {
+impl<'a> From<DescribeClusterRequestView<'a>> for DescribeClusterRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeClusterRequestView<'a>) -> Self {
         DescribeClusterRequest {
             include_cluster_authorized_operations: view.include_cluster_authorized_operations(),
             endpoint_type: view.endpoint_type(),
@@ -49,7 +50,7 @@ as_version!(DescribeClusterRequest<'_>, |v, ver| {
     }
 });
 
-reference_body!(DescribeClusterRequest, DescribeClusterRequestView);
+reference_body!(DescribeClusterRequest);
 
 impl ReadOwned for DescribeClusterResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -69,8 +70,9 @@ impl ReadOwned for DescribeClusterResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeClusterResponseView<'a>> for DescribeClusterResponse<'a> {
-    fn from_view(view: DescribeClusterResponseView<'a>) -> Self {
+impl<'a> From<DescribeClusterResponseView<'a>> for DescribeClusterResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeClusterResponseView<'a>) -> Self {
         DescribeClusterResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -92,7 +94,7 @@ as_version!(DescribeClusterResponse<'_>, |v, ver| {
     v.brokers = v.brokers.as_version(ver);
 });
 
-reference_body!(DescribeClusterResponse, DescribeClusterResponseView);
+reference_body!(DescribeClusterResponse);
 
 impl ReadOwned for DescribeClusterBroker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -109,8 +111,9 @@ impl ReadOwned for DescribeClusterBroker<'static> {
     }
 }
 
-impl<'a> FromView<DescribeClusterBrokerView<'a>> for DescribeClusterBroker<'a> {
-    fn from_view(view: DescribeClusterBrokerView<'a>) -> Self {
+impl<'a> From<DescribeClusterBrokerView<'a>> for DescribeClusterBroker<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeClusterBrokerView<'a>) -> Self {
         DescribeClusterBroker {
             broker_id: view.broker_id(),
             host: Str::Borrowed(view.host()),

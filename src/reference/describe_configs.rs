@@ -26,8 +26,9 @@ impl ReadOwned for DescribeConfigsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeConfigsRequestView<'a>> for DescribeConfigsRequest<'a> {
-    fn from_view(view: DescribeConfigsRequestView<'a>) -> Self {
+impl<'a> From<DescribeConfigsRequestView<'a>> for DescribeConfigsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeConfigsRequestView<'a>) -> Self {
         DescribeConfigsRequest {
             resources: list_from_view(view.resources()),
             include_synonyms: view.include_synonyms(),
@@ -45,7 +46,7 @@ as_version!(DescribeConfigsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeConfigsRequest, DescribeConfigsRequestView);
+reference_body!(DescribeConfigsRequest);
 
 impl ReadOwned for DescribeConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -59,8 +60,9 @@ impl ReadOwned for DescribeConfigsResource<'static> {
     }
 }
 
-impl<'a> FromView<DescribeConfigsResourceView<'a>> for DescribeConfigsResource<'a> {
-    fn from_view(view: DescribeConfigsResourceView<'a>) -> Self {
+impl<'a> From<DescribeConfigsResourceView<'a>> for DescribeConfigsResource<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeConfigsResourceView<'a>) -> Self {
         DescribeConfigsResource {
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
@@ -84,8 +86,9 @@ impl ReadOwned for DescribeConfigsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeConfigsResponseView<'a>> for DescribeConfigsResponse<'a> {
-    fn from_view(view: DescribeConfigsResponseView<'a>) -> Self {
+impl<'a> From<DescribeConfigsResponseView<'a>> for DescribeConfigsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeConfigsResponseView<'a>) -> Self {
         DescribeConfigsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             results: list_from_view(view.results()),
@@ -99,7 +102,7 @@ as_version!(DescribeConfigsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeConfigsResponse, DescribeConfigsResponseView);
+reference_body!(DescribeConfigsResponse);
 
 impl ReadOwned for DescribeConfigsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -115,8 +118,9 @@ impl ReadOwned for DescribeConfigsResult<'static> {
     }
 }
 
-impl<'a> FromView<DescribeConfigsResultView<'a>> for DescribeConfigsResult<'a> {
-    fn from_view(view: DescribeConfigsResultView<'a>) -> Self {
+impl<'a> From<DescribeConfigsResultView<'a>> for DescribeConfigsResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeConfigsResultView<'a>) -> Self {
         DescribeConfigsResult {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
@@ -154,8 +158,9 @@ impl ReadOwned for DescribeConfigsResourceResult<'static> {
     }
 }
 
-impl<'a> FromView<DescribeConfigsResourceResultView<'a>> for DescribeConfigsResourceResult<'a> {
-    fn from_view(view: DescribeConfigsResourceResultView<'a>) -> Self {
+impl<'a> From<DescribeConfigsResourceResultView<'a>> for DescribeConfigsResourceResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeConfigsResourceResultView<'a>) -> Self {
         DescribeConfigsResourceResult {
             name: Str::Borrowed(view.name()),
             value: view.value().map(Str::Borrowed),
@@ -192,8 +197,9 @@ impl ReadOwned for DescribeConfigsSynonym<'static> {
     }
 }
 
-impl<'a> FromView<DescribeConfigsSynonymView<'a>> for DescribeConfigsSynonym<'a> {
-    fn from_view(view: DescribeConfigsSynonymView<'a>) -> Self {
+impl<'a> From<DescribeConfigsSynonymView<'a>> for DescribeConfigsSynonym<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeConfigsSynonymView<'a>) -> Self {
         DescribeConfigsSynonym {
             name: Str::Borrowed(view.name()),
             value: view.value().map(Str::Borrowed),

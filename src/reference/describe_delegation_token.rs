@@ -22,8 +22,9 @@ impl ReadOwned for DescribeDelegationTokenRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeDelegationTokenRequestView<'a>> for DescribeDelegationTokenRequest<'a> {
-    fn from_view(view: DescribeDelegationTokenRequestView<'a>) -> Self {
+impl<'a> From<DescribeDelegationTokenRequestView<'a>> for DescribeDelegationTokenRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeDelegationTokenRequestView<'a>) -> Self {
         DescribeDelegationTokenRequest {
             owners: view.owners().map(list_from_view),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -36,7 +37,7 @@ as_version!(DescribeDelegationTokenRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeDelegationTokenRequest, DescribeDelegationTokenRequestView);
+reference_body!(DescribeDelegationTokenRequest);
 
 impl ReadOwned for DescribeDelegationTokenOwner<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -48,8 +49,9 @@ impl ReadOwned for DescribeDelegationTokenOwner<'static> {
     }
 }
 
-impl<'a> FromView<DescribeDelegationTokenOwnerView<'a>> for DescribeDelegationTokenOwner<'a> {
-    fn from_view(view: DescribeDelegationTokenOwnerView<'a>) -> Self {
+impl<'a> From<DescribeDelegationTokenOwnerView<'a>> for DescribeDelegationTokenOwner<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeDelegationTokenOwnerView<'a>) -> Self {
         DescribeDelegationTokenOwner {
             principal_type: Str::Borrowed(view.principal_type()),
             principal_name: Str::Borrowed(view.principal_name()),
@@ -73,8 +75,9 @@ impl ReadOwned for DescribeDelegationTokenResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeDelegationTokenResponseView<'a>> for DescribeDelegationTokenResponse<'a> {
-    fn from_view(view: DescribeDelegationTokenResponseView<'a>) -> Self {
+impl<'a> From<DescribeDelegationTokenResponseView<'a>> for DescribeDelegationTokenResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeDelegationTokenResponseView<'a>) -> Self {
         DescribeDelegationTokenResponse {
             error_code: view.error_code(),
             tokens: list_from_view(view.tokens()),
@@ -89,7 +92,7 @@ as_version!(DescribeDelegationTokenResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeDelegationTokenResponse, DescribeDelegationTokenResponseView);
+reference_body!(DescribeDelegationTokenResponse);
 
 impl ReadOwned for DescribedDelegationToken<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -115,8 +118,9 @@ impl ReadOwned for DescribedDelegationToken<'static> {
     }
 }
 
-impl<'a> FromView<DescribedDelegationTokenView<'a>> for DescribedDelegationToken<'a> {
-    fn from_view(view: DescribedDelegationTokenView<'a>) -> Self {
+impl<'a> From<DescribedDelegationTokenView<'a>> for DescribedDelegationToken<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribedDelegationTokenView<'a>) -> Self {
         DescribedDelegationToken {
             principal_type: Str::Borrowed(view.principal_type()),
             principal_name: Str::Borrowed(view.principal_name()),
@@ -156,8 +160,9 @@ impl ReadOwned for DescribedDelegationTokenRenewer<'static> {
     }
 }
 
-impl<'a> FromView<DescribedDelegationTokenRenewerView<'a>> for DescribedDelegationTokenRenewer<'a> {
-    fn from_view(view: DescribedDelegationTokenRenewerView<'a>) -> Self {
+impl<'a> From<DescribedDelegationTokenRenewerView<'a>> for DescribedDelegationTokenRenewer<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribedDelegationTokenRenewerView<'a>) -> Self {
         DescribedDelegationTokenRenewer {
             principal_type: Str::Borrowed(view.principal_type()),
             principal_name: Str::Borrowed(view.principal_name()),

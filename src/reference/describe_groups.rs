@@ -26,8 +26,9 @@ impl ReadOwned for DescribeGroupsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeGroupsRequestView<'a>> for DescribeGroupsRequest<'a> {
-    fn from_view(view: DescribeGroupsRequestView<'a>) -> Self {
+impl<'a> From<DescribeGroupsRequestView<'a>> for DescribeGroupsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeGroupsRequestView<'a>) -> Self {
         DescribeGroupsRequest {
             groups: list_from_view(view.groups()),
             include_authorized_operations: view.include_authorized_operations(),
@@ -43,7 +44,7 @@ as_version!(DescribeGroupsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeGroupsRequest, DescribeGroupsRequestView);
+reference_body!(DescribeGroupsRequest);
 
 impl ReadOwned for DescribeGroupsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -57,8 +58,9 @@ impl ReadOwned for DescribeGroupsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeGroupsResponseView<'a>> for DescribeGroupsResponse<'a> {
-    fn from_view(view: DescribeGroupsResponseView<'a>) -> Self {
+impl<'a> From<DescribeGroupsResponseView<'a>> for DescribeGroupsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeGroupsResponseView<'a>) -> Self {
         DescribeGroupsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
@@ -75,7 +77,7 @@ as_version!(DescribeGroupsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeGroupsResponse, DescribeGroupsResponseView);
+reference_body!(DescribeGroupsResponse);
 
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -97,8 +99,9 @@ impl ReadOwned for DescribedGroup<'static> {
     }
 }
 
-impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
-    fn from_view(view: DescribedGroupView<'a>) -> Self {
+impl<'a> From<DescribedGroupView<'a>> for DescribedGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribedGroupView<'a>) -> Self {
         DescribedGroup {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
@@ -141,8 +144,9 @@ impl ReadOwned for DescribedGroupMember<'static> {
     }
 }
 
-impl<'a> FromView<DescribedGroupMemberView<'a>> for DescribedGroupMember<'a> {
-    fn from_view(view: DescribedGroupMemberView<'a>) -> Self {
+impl<'a> From<DescribedGroupMemberView<'a>> for DescribedGroupMember<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribedGroupMemberView<'a>) -> Self {
         DescribedGroupMember {
             member_id: Str::Borrowed(view.member_id()),
             group_instance_id: view.group_instance_id().map(Str::Borrowed),

@@ -22,8 +22,9 @@ impl ReadOwned for DescribeLogDirsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeLogDirsRequestView<'a>> for DescribeLogDirsRequest<'a> {
-    fn from_view(view: DescribeLogDirsRequestView<'a>) -> Self {
+impl<'a> From<DescribeLogDirsRequestView<'a>> for DescribeLogDirsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeLogDirsRequestView<'a>) -> Self {
         DescribeLogDirsRequest {
             topics: view.topics().map(list_from_view),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -36,7 +37,7 @@ as_version!(DescribeLogDirsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeLogDirsRequest, DescribeLogDirsRequestView);
+reference_body!(DescribeLogDirsRequest);
 
 impl ReadOwned for DescribableLogDirTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -48,8 +49,9 @@ impl ReadOwned for DescribableLogDirTopic<'static> {
     }
 }
 
-impl<'a> FromView<DescribableLogDirTopicView<'a>> for DescribableLogDirTopic<'a> {
-    fn from_view(view: DescribableLogDirTopicView<'a>) -> Self {
+impl<'a> From<DescribableLogDirTopicView<'a>> for DescribableLogDirTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribableLogDirTopicView<'a>) -> Self {
         DescribableLogDirTopic {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
@@ -75,8 +77,9 @@ impl ReadOwned for DescribeLogDirsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeLogDirsResponseView<'a>> for DescribeLogDirsResponse<'a> {
-    fn from_view(view: DescribeLogDirsResponseView<'a>) -> Self {
+impl<'a> From<DescribeLogDirsResponseView<'a>> for DescribeLogDirsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeLogDirsResponseView<'a>) -> Self {
         DescribeLogDirsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -94,7 +97,7 @@ as_version!(DescribeLogDirsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(DescribeLogDirsResponse, DescribeLogDirsResponseView);
+reference_body!(DescribeLogDirsResponse);
 
 impl ReadOwned for DescribeLogDirsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -116,8 +119,9 @@ impl ReadOwned for DescribeLogDirsResult<'static> {
     }
 }
 
-impl<'a> FromView<DescribeLogDirsResultView<'a>> for DescribeLogDirsResult<'a> {
-    fn from_view(view: DescribeLogDirsResultView<'a>) -> Self {
+impl<'a> From<DescribeLogDirsResultView<'a>> for DescribeLogDirsResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeLogDirsResultView<'a>) -> Self {
         DescribeLogDirsResult {
             error_code: view.error_code(),
             log_dir: Str::Borrowed(view.log_dir()),
@@ -154,8 +158,9 @@ impl ReadOwned for DescribeLogDirsTopic<'static> {
     }
 }
 
-impl<'a> FromView<DescribeLogDirsTopicView<'a>> for DescribeLogDirsTopic<'a> {
-    fn from_view(view: DescribeLogDirsTopicView<'a>) -> Self {
+impl<'a> From<DescribeLogDirsTopicView<'a>> for DescribeLogDirsTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeLogDirsTopicView<'a>) -> Self {
         DescribeLogDirsTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -181,8 +186,9 @@ impl ReadOwned for DescribeLogDirsPartition<'static> {
     }
 }
 
-impl<'a> FromView<DescribeLogDirsPartitionView<'a>> for DescribeLogDirsPartition<'a> {
-    fn from_view(view: DescribeLogDirsPartitionView<'a>) -> Self {
+impl<'a> From<DescribeLogDirsPartitionView<'a>> for DescribeLogDirsPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeLogDirsPartitionView<'a>) -> Self {
         DescribeLogDirsPartition {
             partition_index: view.partition_index(),
             partition_size: view.partition_size(),

@@ -22,8 +22,9 @@ impl ReadOwned for DescribeProducersRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeProducersRequestView<'a>> for DescribeProducersRequest<'a> {
-    fn from_view(view: DescribeProducersRequestView<'a>) -> Self {
+impl<'a> From<DescribeProducersRequestView<'a>> for DescribeProducersRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeProducersRequestView<'a>) -> Self {
         DescribeProducersRequest {
             topics: list_from_view(view.topics()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -35,7 +36,7 @@ as_version!(DescribeProducersRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(DescribeProducersRequest, DescribeProducersRequestView);
+reference_body!(DescribeProducersRequest);
 
 impl ReadOwned for TopicRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -47,8 +48,9 @@ impl ReadOwned for TopicRequest<'static> {
     }
 }
 
-impl<'a> FromView<TopicRequestView<'a>> for TopicRequest<'a> {
-    fn from_view(view: TopicRequestView<'a>) -> Self {
+impl<'a> From<TopicRequestView<'a>> for TopicRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicRequestView<'a>) -> Self {
         TopicRequest {
             name: Str::Borrowed(view.name()),
             partition_indexes: list_from_view(view.partition_indexes()),
@@ -69,8 +71,9 @@ impl ReadOwned for DescribeProducersResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeProducersResponseView<'a>> for DescribeProducersResponse<'a> {
-    fn from_view(view: DescribeProducersResponseView<'a>) -> Self {
+impl<'a> From<DescribeProducersResponseView<'a>> for DescribeProducersResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeProducersResponseView<'a>) -> Self {
         DescribeProducersResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
@@ -83,7 +86,7 @@ as_version!(DescribeProducersResponse<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(DescribeProducersResponse, DescribeProducersResponseView);
+reference_body!(DescribeProducersResponse);
 
 impl ReadOwned for TopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -95,8 +98,9 @@ impl ReadOwned for TopicResponse<'static> {
     }
 }
 
-impl<'a> FromView<TopicResponseView<'a>> for TopicResponse<'a> {
-    fn from_view(view: TopicResponseView<'a>) -> Self {
+impl<'a> From<TopicResponseView<'a>> for TopicResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicResponseView<'a>) -> Self {
         TopicResponse {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -121,8 +125,9 @@ impl ReadOwned for PartitionResponse<'static> {
     }
 }
 
-impl<'a> FromView<PartitionResponseView<'a>> for PartitionResponse<'a> {
-    fn from_view(view: PartitionResponseView<'a>) -> Self {
+impl<'a> From<PartitionResponseView<'a>> for PartitionResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionResponseView<'a>) -> Self {
         PartitionResponse {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
@@ -151,8 +156,9 @@ impl ReadOwned for ProducerState<'static> {
     }
 }
 
-impl<'a> FromView<ProducerStateView<'a>> for ProducerState<'a> {
-    fn from_view(view: ProducerStateView<'a>) -> Self {
+impl<'a> From<ProducerStateView<'a>> for ProducerState<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ProducerStateView<'a>) -> Self {
         ProducerState {
             producer_id: view.producer_id(),
             producer_epoch: view.producer_epoch(),

@@ -22,8 +22,9 @@ impl ReadOwned for DescribeQuorumRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeQuorumRequestView<'a>> for DescribeQuorumRequest<'a> {
-    fn from_view(view: DescribeQuorumRequestView<'a>) -> Self {
+impl<'a> From<DescribeQuorumRequestView<'a>> for DescribeQuorumRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeQuorumRequestView<'a>) -> Self {
         DescribeQuorumRequest {
             topics: list_from_view(view.topics()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -35,7 +36,7 @@ as_version!(DescribeQuorumRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(DescribeQuorumRequest, DescribeQuorumRequestView);
+reference_body!(DescribeQuorumRequest);
 
 impl ReadOwned for DescribeQuorumRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -47,8 +48,9 @@ impl ReadOwned for DescribeQuorumRequestTopicData<'static> {
     }
 }
 
-impl<'a> FromView<DescribeQuorumRequestTopicDataView<'a>> for DescribeQuorumRequestTopicData<'a> {
-    fn from_view(view: DescribeQuorumRequestTopicDataView<'a>) -> Self {
+impl<'a> From<DescribeQuorumRequestTopicDataView<'a>> for DescribeQuorumRequestTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeQuorumRequestTopicDataView<'a>) -> Self {
         DescribeQuorumRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -70,8 +72,9 @@ impl ReadOwned for DescribeQuorumRequestPartitionData<'static> {
     }
 }
 
-impl<'a> FromView<DescribeQuorumRequestPartitionDataView<'a>> for DescribeQuorumRequestPartitionData<'a> {
-    fn from_view(view: DescribeQuorumRequestPartitionDataView<'a>) -> Self {
+impl<'a> From<DescribeQuorumRequestPartitionDataView<'a>> for DescribeQuorumRequestPartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeQuorumRequestPartitionDataView<'a>) -> Self {
         DescribeQuorumRequestPartitionData {
             partition_index: view.partition_index(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -97,8 +100,9 @@ impl ReadOwned for DescribeQuorumResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeQuorumResponseView<'a>> for DescribeQuorumResponse<'a> {
-    fn from_view(view: DescribeQuorumResponseView<'a>) -> Self {
+impl<'a> From<DescribeQuorumResponseView<'a>> for DescribeQuorumResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeQuorumResponseView<'a>) -> Self {
         DescribeQuorumResponse {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
@@ -117,7 +121,7 @@ as_version!(DescribeQuorumResponse<'_>, |v, ver| {
     v.nodes = if ver.version <= 1 { List::Borrowed(&[]) } else { v.nodes.as_version(ver) };
 });
 
-reference_body!(DescribeQuorumResponse, DescribeQuorumResponseView);
+reference_body!(DescribeQuorumResponse);
 
 impl ReadOwned for DescribeQuorumResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -129,8 +133,9 @@ impl ReadOwned for DescribeQuorumResponseTopicData<'static> {
     }
 }
 
-impl<'a> FromView<DescribeQuorumResponseTopicDataView<'a>> for DescribeQuorumResponseTopicData<'a> {
-    fn from_view(view: DescribeQuorumResponseTopicDataView<'a>) -> Self {
+impl<'a> From<DescribeQuorumResponseTopicDataView<'a>> for DescribeQuorumResponseTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeQuorumResponseTopicDataView<'a>) -> Self {
         DescribeQuorumResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -163,8 +168,9 @@ impl ReadOwned for DescribeQuorumResponsePartitionData<'static> {
     }
 }
 
-impl<'a> FromView<DescribeQuorumResponsePartitionDataView<'a>> for DescribeQuorumResponsePartitionData<'a> {
-    fn from_view(view: DescribeQuorumResponsePartitionDataView<'a>) -> Self {
+impl<'a> From<DescribeQuorumResponsePartitionDataView<'a>> for DescribeQuorumResponsePartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeQuorumResponsePartitionDataView<'a>) -> Self {
         DescribeQuorumResponsePartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
@@ -206,8 +212,9 @@ impl ReadOwned for ReplicaState<'static> {
     }
 }
 
-impl<'a> FromView<ReplicaStateView<'a>> for ReplicaState<'a> {
-    fn from_view(view: ReplicaStateView<'a>) -> Self {
+impl<'a> From<ReplicaStateView<'a>> for ReplicaState<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReplicaStateView<'a>) -> Self {
         ReplicaState {
             replica_id: view.replica_id(),
             replica_directory_id: view.replica_directory_id(),
@@ -241,8 +248,9 @@ impl ReadOwned for Node<'static> {
     }
 }
 
-impl<'a> FromView<NodeView<'a>> for Node<'a> {
-    fn from_view(view: NodeView<'a>) -> Self {
+impl<'a> From<NodeView<'a>> for Node<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: NodeView<'a>) -> Self {
         Node {
             node_id: view.node_id(),
             listeners: list_from_view(view.listeners()),
@@ -266,8 +274,9 @@ impl ReadOwned for Listener<'static> {
     }
 }
 
-impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
-    fn from_view(view: ListenerView<'a>) -> Self {
+impl<'a> From<ListenerView<'a>> for Listener<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),

@@ -22,8 +22,9 @@ impl ReadOwned for DescribeShareGroupOffsetsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeShareGroupOffsetsRequestView<'a>> for DescribeShareGroupOffsetsRequest<'a> {
-    fn from_view(view: DescribeShareGroupOffsetsRequestView<'a>) -> Self {
+impl<'a> From<DescribeShareGroupOffsetsRequestView<'a>> for DescribeShareGroupOffsetsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeShareGroupOffsetsRequestView<'a>) -> Self {
         DescribeShareGroupOffsetsRequest {
             groups: list_from_view(view.groups()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -35,7 +36,7 @@ as_version!(DescribeShareGroupOffsetsRequest<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
-reference_body!(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequestView);
+reference_body!(DescribeShareGroupOffsetsRequest);
 
 impl ReadOwned for DescribeShareGroupOffsetsRequestGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -48,10 +49,9 @@ impl ReadOwned for DescribeShareGroupOffsetsRequestGroup<'static> {
     }
 }
 
-impl<'a> FromView<DescribeShareGroupOffsetsRequestGroupView<'a>>
-    for DescribeShareGroupOffsetsRequestGroup<'a>
-{
-    fn from_view(view: DescribeShareGroupOffsetsRequestGroupView<'a>) -> Self {
+impl<'a> From<DescribeShareGroupOffsetsRequestGroupView<'a>> for DescribeShareGroupOffsetsRequestGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeShareGroupOffsetsRequestGroupView<'a>) -> Self {
         DescribeShareGroupOffsetsRequestGroup {
             group_id: Str::Borrowed(view.group_id()),
             topics: view.topics().map(list_from_view),
@@ -74,10 +74,9 @@ impl ReadOwned for DescribeShareGroupOffsetsRequestTopic<'static> {
     }
 }
 
-impl<'a> FromView<DescribeShareGroupOffsetsRequestTopicView<'a>>
-    for DescribeShareGroupOffsetsRequestTopic<'a>
-{
-    fn from_view(view: DescribeShareGroupOffsetsRequestTopicView<'a>) -> Self {
+impl<'a> From<DescribeShareGroupOffsetsRequestTopicView<'a>> for DescribeShareGroupOffsetsRequestTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeShareGroupOffsetsRequestTopicView<'a>) -> Self {
         DescribeShareGroupOffsetsRequestTopic {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -98,8 +97,9 @@ impl ReadOwned for DescribeShareGroupOffsetsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeShareGroupOffsetsResponseView<'a>> for DescribeShareGroupOffsetsResponse<'a> {
-    fn from_view(view: DescribeShareGroupOffsetsResponseView<'a>) -> Self {
+impl<'a> From<DescribeShareGroupOffsetsResponseView<'a>> for DescribeShareGroupOffsetsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeShareGroupOffsetsResponseView<'a>) -> Self {
         DescribeShareGroupOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
@@ -112,7 +112,7 @@ as_version!(DescribeShareGroupOffsetsResponse<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
-reference_body!(DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseView);
+reference_body!(DescribeShareGroupOffsetsResponse);
 
 impl ReadOwned for DescribeShareGroupOffsetsResponseGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -127,10 +127,9 @@ impl ReadOwned for DescribeShareGroupOffsetsResponseGroup<'static> {
     }
 }
 
-impl<'a> FromView<DescribeShareGroupOffsetsResponseGroupView<'a>>
-    for DescribeShareGroupOffsetsResponseGroup<'a>
-{
-    fn from_view(view: DescribeShareGroupOffsetsResponseGroupView<'a>) -> Self {
+impl<'a> From<DescribeShareGroupOffsetsResponseGroupView<'a>> for DescribeShareGroupOffsetsResponseGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeShareGroupOffsetsResponseGroupView<'a>) -> Self {
         DescribeShareGroupOffsetsResponseGroup {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -157,10 +156,9 @@ impl ReadOwned for DescribeShareGroupOffsetsResponseTopic<'static> {
     }
 }
 
-impl<'a> FromView<DescribeShareGroupOffsetsResponseTopicView<'a>>
-    for DescribeShareGroupOffsetsResponseTopic<'a>
-{
-    fn from_view(view: DescribeShareGroupOffsetsResponseTopicView<'a>) -> Self {
+impl<'a> From<DescribeShareGroupOffsetsResponseTopicView<'a>> for DescribeShareGroupOffsetsResponseTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeShareGroupOffsetsResponseTopicView<'a>) -> Self {
         DescribeShareGroupOffsetsResponseTopic {
             topic_name: Str::Borrowed(view.topic_name()),
             topic_id: view.topic_id(),
@@ -196,10 +194,11 @@ impl ReadOwned for DescribeShareGroupOffsetsResponsePartition<'static> {
     }
 }
 
-impl<'a> FromView<DescribeShareGroupOffsetsResponsePartitionView<'a>>
+impl<'a> From<DescribeShareGroupOffsetsResponsePartitionView<'a>>
     for DescribeShareGroupOffsetsResponsePartition<'a>
 {
-    fn from_view(view: DescribeShareGroupOffsetsResponsePartitionView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeShareGroupOffsetsResponsePartitionView<'a>) -> Self {
         DescribeShareGroupOffsetsResponsePartition {
             partition_index: view.partition_index(),
             start_offset: view.start_offset(),

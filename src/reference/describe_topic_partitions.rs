@@ -32,12 +32,13 @@ impl ReadOwned for DescribeTopicPartitionsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeTopicPartitionsRequestView<'a>> for DescribeTopicPartitionsRequest<'a> {
-    fn from_view(view: DescribeTopicPartitionsRequestView<'a>) -> Self {
+impl<'a> From<DescribeTopicPartitionsRequestView<'a>> for DescribeTopicPartitionsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeTopicPartitionsRequestView<'a>) -> Self {
         DescribeTopicPartitionsRequest {
             topics: list_from_view(view.topics()),
             response_partition_limit: view.response_partition_limit(),
-            cursor: view.cursor().map(FromView::from_view),
+            cursor: view.cursor().map(Into::into),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -48,7 +49,7 @@ as_version!(DescribeTopicPartitionsRequest<'_>, |v, ver| {
     v.cursor = v.cursor.as_version(ver);
 });
 
-reference_body!(DescribeTopicPartitionsRequest, DescribeTopicPartitionsRequestView);
+reference_body!(DescribeTopicPartitionsRequest);
 
 impl ReadOwned for TopicRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -59,8 +60,9 @@ impl ReadOwned for TopicRequest<'static> {
     }
 }
 
-impl<'a> FromView<TopicRequestView<'a>> for TopicRequest<'a> {
-    fn from_view(view: TopicRequestView<'a>) -> Self {
+impl<'a> From<TopicRequestView<'a>> for TopicRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicRequestView<'a>) -> Self {
         TopicRequest {
             name: Str::Borrowed(view.name()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -80,8 +82,9 @@ impl ReadOwned for DescribeTopicPartitionsRequestCursor<'static> {
     }
 }
 
-impl<'a> FromView<DescribeTopicPartitionsRequestCursorView<'a>> for DescribeTopicPartitionsRequestCursor<'a> {
-    fn from_view(view: DescribeTopicPartitionsRequestCursorView<'a>) -> Self {
+impl<'a> From<DescribeTopicPartitionsRequestCursorView<'a>> for DescribeTopicPartitionsRequestCursor<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeTopicPartitionsRequestCursorView<'a>) -> Self {
         DescribeTopicPartitionsRequestCursor {
             topic_name: Str::Borrowed(view.topic_name()),
             partition_index: view.partition_index(),
@@ -111,12 +114,13 @@ impl ReadOwned for DescribeTopicPartitionsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeTopicPartitionsResponseView<'a>> for DescribeTopicPartitionsResponse<'a> {
-    fn from_view(view: DescribeTopicPartitionsResponseView<'a>) -> Self {
+impl<'a> From<DescribeTopicPartitionsResponseView<'a>> for DescribeTopicPartitionsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeTopicPartitionsResponseView<'a>) -> Self {
         DescribeTopicPartitionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
-            next_cursor: view.next_cursor().map(FromView::from_view),
+            next_cursor: view.next_cursor().map(Into::into),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -127,7 +131,7 @@ as_version!(DescribeTopicPartitionsResponse<'_>, |v, ver| {
     v.next_cursor = v.next_cursor.as_version(ver);
 });
 
-reference_body!(DescribeTopicPartitionsResponse, DescribeTopicPartitionsResponseView);
+reference_body!(DescribeTopicPartitionsResponse);
 
 impl ReadOwned for DescribeTopicPartitionsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -144,8 +148,9 @@ impl ReadOwned for DescribeTopicPartitionsResponseTopic<'static> {
     }
 }
 
-impl<'a> FromView<DescribeTopicPartitionsResponseTopicView<'a>> for DescribeTopicPartitionsResponseTopic<'a> {
-    fn from_view(view: DescribeTopicPartitionsResponseTopicView<'a>) -> Self {
+impl<'a> From<DescribeTopicPartitionsResponseTopicView<'a>> for DescribeTopicPartitionsResponseTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeTopicPartitionsResponseTopicView<'a>) -> Self {
         DescribeTopicPartitionsResponseTopic {
             error_code: view.error_code(),
             name: view.name().map(Str::Borrowed),
@@ -185,10 +190,11 @@ impl ReadOwned for DescribeTopicPartitionsResponsePartition<'static> {
     }
 }
 
-impl<'a> FromView<DescribeTopicPartitionsResponsePartitionView<'a>>
+impl<'a> From<DescribeTopicPartitionsResponsePartitionView<'a>>
     for DescribeTopicPartitionsResponsePartition<'a>
 {
-    fn from_view(view: DescribeTopicPartitionsResponsePartitionView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeTopicPartitionsResponsePartitionView<'a>) -> Self {
         DescribeTopicPartitionsResponsePartition {
             error_code: view.error_code(),
             partition_index: view.partition_index(),
@@ -216,10 +222,9 @@ impl ReadOwned for DescribeTopicPartitionsResponseCursor<'static> {
     }
 }
 
-impl<'a> FromView<DescribeTopicPartitionsResponseCursorView<'a>>
-    for DescribeTopicPartitionsResponseCursor<'a>
-{
-    fn from_view(view: DescribeTopicPartitionsResponseCursorView<'a>) -> Self {
+impl<'a> From<DescribeTopicPartitionsResponseCursorView<'a>> for DescribeTopicPartitionsResponseCursor<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeTopicPartitionsResponseCursorView<'a>) -> Self {
         DescribeTopicPartitionsResponseCursor {
             topic_name: Str::Borrowed(view.topic_name()),
             partition_index: view.partition_index(),

@@ -23,8 +23,9 @@ impl ReadOwned for DescribeTransactionsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeTransactionsRequestView<'a>> for DescribeTransactionsRequest<'a> {
-    fn from_view(view: DescribeTransactionsRequestView<'a>) -> Self {
+impl<'a> From<DescribeTransactionsRequestView<'a>> for DescribeTransactionsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeTransactionsRequestView<'a>) -> Self {
         DescribeTransactionsRequest {
             transactional_ids: list_from_view(view.transactional_ids()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -34,7 +35,7 @@ impl<'a> FromView<DescribeTransactionsRequestView<'a>> for DescribeTransactionsR
 
 as_version!(DescribeTransactionsRequest<'_>);
 
-reference_body!(DescribeTransactionsRequest, DescribeTransactionsRequestView);
+reference_body!(DescribeTransactionsRequest);
 
 impl ReadOwned for DescribeTransactionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -47,8 +48,9 @@ impl ReadOwned for DescribeTransactionsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeTransactionsResponseView<'a>> for DescribeTransactionsResponse<'a> {
-    fn from_view(view: DescribeTransactionsResponseView<'a>) -> Self {
+impl<'a> From<DescribeTransactionsResponseView<'a>> for DescribeTransactionsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeTransactionsResponseView<'a>) -> Self {
         DescribeTransactionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             transaction_states: list_from_view(view.transaction_states()),
@@ -61,7 +63,7 @@ as_version!(DescribeTransactionsResponse<'_>, |v, ver| {
     v.transaction_states = v.transaction_states.as_version(ver);
 });
 
-reference_body!(DescribeTransactionsResponse, DescribeTransactionsResponseView);
+reference_body!(DescribeTransactionsResponse);
 
 impl ReadOwned for TransactionState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -79,8 +81,9 @@ impl ReadOwned for TransactionState<'static> {
     }
 }
 
-impl<'a> FromView<TransactionStateView<'a>> for TransactionState<'a> {
-    fn from_view(view: TransactionStateView<'a>) -> Self {
+impl<'a> From<TransactionStateView<'a>> for TransactionState<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TransactionStateView<'a>) -> Self {
         TransactionState {
             error_code: view.error_code(),
             transactional_id: Str::Borrowed(view.transactional_id()),
@@ -109,8 +112,9 @@ impl ReadOwned for TopicData<'static> {
     }
 }
 
-impl<'a> FromView<TopicDataView<'a>> for TopicData<'a> {
-    fn from_view(view: TopicDataView<'a>) -> Self {
+impl<'a> From<TopicDataView<'a>> for TopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicDataView<'a>) -> Self {
         TopicData {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),

@@ -23,8 +23,9 @@ impl ReadOwned for DescribeUserScramCredentialsRequest<'static> {
     }
 }
 
-impl<'a> FromView<DescribeUserScramCredentialsRequestView<'a>> for DescribeUserScramCredentialsRequest<'a> {
-    fn from_view(view: DescribeUserScramCredentialsRequestView<'a>) -> Self {
+impl<'a> From<DescribeUserScramCredentialsRequestView<'a>> for DescribeUserScramCredentialsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeUserScramCredentialsRequestView<'a>) -> Self {
         DescribeUserScramCredentialsRequest {
             users: view.users().map(list_from_view),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -36,7 +37,7 @@ as_version!(DescribeUserScramCredentialsRequest<'_>, |v, ver| {
     v.users = v.users.as_version(ver);
 });
 
-reference_body!(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsRequestView);
+reference_body!(DescribeUserScramCredentialsRequest);
 
 impl ReadOwned for UserName<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -47,8 +48,9 @@ impl ReadOwned for UserName<'static> {
     }
 }
 
-impl<'a> FromView<UserNameView<'a>> for UserName<'a> {
-    fn from_view(view: UserNameView<'a>) -> Self {
+impl<'a> From<UserNameView<'a>> for UserName<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UserNameView<'a>) -> Self {
         UserName {
             name: Str::Borrowed(view.name()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -71,8 +73,9 @@ impl ReadOwned for DescribeUserScramCredentialsResponse<'static> {
     }
 }
 
-impl<'a> FromView<DescribeUserScramCredentialsResponseView<'a>> for DescribeUserScramCredentialsResponse<'a> {
-    fn from_view(view: DescribeUserScramCredentialsResponseView<'a>) -> Self {
+impl<'a> From<DescribeUserScramCredentialsResponseView<'a>> for DescribeUserScramCredentialsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeUserScramCredentialsResponseView<'a>) -> Self {
         DescribeUserScramCredentialsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -87,7 +90,7 @@ as_version!(DescribeUserScramCredentialsResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
-reference_body!(DescribeUserScramCredentialsResponse, DescribeUserScramCredentialsResponseView);
+reference_body!(DescribeUserScramCredentialsResponse);
 
 impl ReadOwned for DescribeUserScramCredentialsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -103,8 +106,9 @@ impl ReadOwned for DescribeUserScramCredentialsResult<'static> {
     }
 }
 
-impl<'a> FromView<DescribeUserScramCredentialsResultView<'a>> for DescribeUserScramCredentialsResult<'a> {
-    fn from_view(view: DescribeUserScramCredentialsResultView<'a>) -> Self {
+impl<'a> From<DescribeUserScramCredentialsResultView<'a>> for DescribeUserScramCredentialsResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribeUserScramCredentialsResultView<'a>) -> Self {
         DescribeUserScramCredentialsResult {
             user: Str::Borrowed(view.user()),
             error_code: view.error_code(),
@@ -129,8 +133,9 @@ impl ReadOwned for CredentialInfo<'static> {
     }
 }
 
-impl<'a> FromView<CredentialInfoView<'a>> for CredentialInfo<'a> {
-    fn from_view(view: CredentialInfoView<'a>) -> Self {
+impl<'a> From<CredentialInfoView<'a>> for CredentialInfo<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CredentialInfoView<'a>) -> Self {
         CredentialInfo {
             mechanism: view.mechanism(),
             iterations: view.iterations(),

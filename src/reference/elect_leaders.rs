@@ -27,8 +27,9 @@ impl ReadOwned for ElectLeadersRequest<'static> {
     }
 }
 
-impl<'a> FromView<ElectLeadersRequestView<'a>> for ElectLeadersRequest<'a> {
-    fn from_view(view: ElectLeadersRequestView<'a>) -> Self {
+impl<'a> From<ElectLeadersRequestView<'a>> for ElectLeadersRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ElectLeadersRequestView<'a>) -> Self {
         ElectLeadersRequest {
             election_type: view.election_type(),
             topic_partitions: view.topic_partitions().map(list_from_view),
@@ -46,7 +47,7 @@ as_version!(ElectLeadersRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ElectLeadersRequest, ElectLeadersRequestView);
+reference_body!(ElectLeadersRequest);
 
 impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -58,8 +59,9 @@ impl ReadOwned for TopicPartitions<'static> {
     }
 }
 
-impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
-    fn from_view(view: TopicPartitionsView<'a>) -> Self {
+impl<'a> From<TopicPartitionsView<'a>> for TopicPartitions<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicPartitionsView<'a>) -> Self {
         TopicPartitions {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
@@ -86,8 +88,9 @@ impl ReadOwned for ElectLeadersResponse<'static> {
     }
 }
 
-impl<'a> FromView<ElectLeadersResponseView<'a>> for ElectLeadersResponse<'a> {
-    fn from_view(view: ElectLeadersResponseView<'a>) -> Self {
+impl<'a> From<ElectLeadersResponseView<'a>> for ElectLeadersResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ElectLeadersResponseView<'a>) -> Self {
         ElectLeadersResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -105,7 +108,7 @@ as_version!(ElectLeadersResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ElectLeadersResponse, ElectLeadersResponseView);
+reference_body!(ElectLeadersResponse);
 
 impl ReadOwned for ReplicaElectionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -117,8 +120,9 @@ impl ReadOwned for ReplicaElectionResult<'static> {
     }
 }
 
-impl<'a> FromView<ReplicaElectionResultView<'a>> for ReplicaElectionResult<'a> {
-    fn from_view(view: ReplicaElectionResultView<'a>) -> Self {
+impl<'a> From<ReplicaElectionResultView<'a>> for ReplicaElectionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReplicaElectionResultView<'a>) -> Self {
         ReplicaElectionResult {
             topic: Str::Borrowed(view.topic()),
             partition_result: list_from_view(view.partition_result()),
@@ -143,8 +147,9 @@ impl ReadOwned for PartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
-    fn from_view(view: PartitionResultView<'a>) -> Self {
+impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition_id: view.partition_id(),
             error_code: view.error_code(),

@@ -26,8 +26,9 @@ impl ReadOwned for EndQuorumEpochRequest<'static> {
     }
 }
 
-impl<'a> FromView<EndQuorumEpochRequestView<'a>> for EndQuorumEpochRequest<'a> {
-    fn from_view(view: EndQuorumEpochRequestView<'a>) -> Self {
+impl<'a> From<EndQuorumEpochRequestView<'a>> for EndQuorumEpochRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndQuorumEpochRequestView<'a>) -> Self {
         EndQuorumEpochRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             topics: list_from_view(view.topics()),
@@ -44,7 +45,7 @@ as_version!(EndQuorumEpochRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(EndQuorumEpochRequest, EndQuorumEpochRequestView);
+reference_body!(EndQuorumEpochRequest);
 
 impl ReadOwned for EndQuorumEpochRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -56,8 +57,9 @@ impl ReadOwned for EndQuorumEpochRequestTopicData<'static> {
     }
 }
 
-impl<'a> FromView<EndQuorumEpochRequestTopicDataView<'a>> for EndQuorumEpochRequestTopicData<'a> {
-    fn from_view(view: EndQuorumEpochRequestTopicDataView<'a>) -> Self {
+impl<'a> From<EndQuorumEpochRequestTopicDataView<'a>> for EndQuorumEpochRequestTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndQuorumEpochRequestTopicDataView<'a>) -> Self {
         EndQuorumEpochRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -90,8 +92,9 @@ impl ReadOwned for EndQuorumEpochRequestPartitionData<'static> {
     }
 }
 
-impl<'a> FromView<EndQuorumEpochRequestPartitionDataView<'a>> for EndQuorumEpochRequestPartitionData<'a> {
-    fn from_view(view: EndQuorumEpochRequestPartitionDataView<'a>) -> Self {
+impl<'a> From<EndQuorumEpochRequestPartitionDataView<'a>> for EndQuorumEpochRequestPartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndQuorumEpochRequestPartitionDataView<'a>) -> Self {
         EndQuorumEpochRequestPartitionData {
             partition_index: view.partition_index(),
             leader_id: view.leader_id(),
@@ -122,8 +125,9 @@ impl ReadOwned for ReplicaInfo<'static> {
     }
 }
 
-impl<'a> FromView<ReplicaInfoView<'a>> for ReplicaInfo<'a> {
-    fn from_view(view: ReplicaInfoView<'a>) -> Self {
+impl<'a> From<ReplicaInfoView<'a>> for ReplicaInfo<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReplicaInfoView<'a>) -> Self {
         ReplicaInfo {
             candidate_id: view.candidate_id(),
             candidate_directory_id: view.candidate_directory_id(),
@@ -145,8 +149,9 @@ impl ReadOwned for LeaderEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
-    fn from_view(view: LeaderEndpointView<'a>) -> Self {
+impl<'a> From<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: LeaderEndpointView<'a>) -> Self {
         LeaderEndpoint {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
@@ -184,8 +189,9 @@ impl ReadOwned for EndQuorumEpochResponse<'static> {
     }
 }
 
-impl<'a> FromView<EndQuorumEpochResponseView<'a>> for EndQuorumEpochResponse<'a> {
-    fn from_view(view: EndQuorumEpochResponseView<'a>) -> Self {
+impl<'a> From<EndQuorumEpochResponseView<'a>> for EndQuorumEpochResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndQuorumEpochResponseView<'a>) -> Self {
         EndQuorumEpochResponse {
             error_code: view.error_code(),
             topics: list_from_view(view.topics()),
@@ -201,7 +207,7 @@ as_version!(EndQuorumEpochResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(EndQuorumEpochResponse, EndQuorumEpochResponseView);
+reference_body!(EndQuorumEpochResponse);
 
 impl ReadOwned for EndQuorumEpochResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -213,8 +219,9 @@ impl ReadOwned for EndQuorumEpochResponseTopicData<'static> {
     }
 }
 
-impl<'a> FromView<EndQuorumEpochResponseTopicDataView<'a>> for EndQuorumEpochResponseTopicData<'a> {
-    fn from_view(view: EndQuorumEpochResponseTopicDataView<'a>) -> Self {
+impl<'a> From<EndQuorumEpochResponseTopicDataView<'a>> for EndQuorumEpochResponseTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndQuorumEpochResponseTopicDataView<'a>) -> Self {
         EndQuorumEpochResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -240,8 +247,9 @@ impl ReadOwned for EndQuorumEpochResponsePartitionData<'static> {
     }
 }
 
-impl<'a> FromView<EndQuorumEpochResponsePartitionDataView<'a>> for EndQuorumEpochResponsePartitionData<'a> {
-    fn from_view(view: EndQuorumEpochResponsePartitionDataView<'a>) -> Self {
+impl<'a> From<EndQuorumEpochResponsePartitionDataView<'a>> for EndQuorumEpochResponsePartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndQuorumEpochResponsePartitionDataView<'a>) -> Self {
         EndQuorumEpochResponsePartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
@@ -267,8 +275,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
-    fn from_view(view: NodeEndpointView<'a>) -> Self {
+impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),

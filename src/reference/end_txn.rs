@@ -25,8 +25,9 @@ impl ReadOwned for EndTxnRequest<'static> {
     }
 }
 
-impl<'a> FromView<EndTxnRequestView<'a>> for EndTxnRequest<'a> {
-    fn from_view(view: EndTxnRequestView<'a>) -> Self {
+impl<'a> From<EndTxnRequestView<'a>> for EndTxnRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndTxnRequestView<'a>) -> Self {
         EndTxnRequest {
             transactional_id: Str::Borrowed(view.transactional_id()),
             producer_id: view.producer_id(),
@@ -41,7 +42,7 @@ as_version!(EndTxnRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(EndTxnRequest, EndTxnRequestView);
+reference_body!(EndTxnRequest);
 
 impl ReadOwned for EndTxnResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -59,8 +60,9 @@ impl ReadOwned for EndTxnResponse<'static> {
     }
 }
 
-impl<'a> FromView<EndTxnResponseView<'a>> for EndTxnResponse<'a> {
-    fn from_view(view: EndTxnResponseView<'a>) -> Self {
+impl<'a> From<EndTxnResponseView<'a>> for EndTxnResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndTxnResponseView<'a>) -> Self {
         EndTxnResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -81,4 +83,4 @@ as_version!(EndTxnResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(EndTxnResponse, EndTxnResponseView);
+reference_body!(EndTxnResponse);

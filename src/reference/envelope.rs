@@ -24,8 +24,9 @@ impl ReadOwned for EnvelopeRequest<'static> {
     }
 }
 
-impl<'a> FromView<EnvelopeRequestView<'a>> for EnvelopeRequest<'a> {
-    fn from_view(view: EnvelopeRequestView<'a>) -> Self {
+impl<'a> From<EnvelopeRequestView<'a>> for EnvelopeRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EnvelopeRequestView<'a>) -> Self {
         EnvelopeRequest {
             request_data: List::Borrowed(view.request_data()),
             request_principal: view.request_principal().map(List::Borrowed),
@@ -37,7 +38,7 @@ impl<'a> FromView<EnvelopeRequestView<'a>> for EnvelopeRequest<'a> {
 
 as_version!(EnvelopeRequest<'_>);
 
-reference_body!(EnvelopeRequest, EnvelopeRequestView);
+reference_body!(EnvelopeRequest);
 
 impl ReadOwned for EnvelopeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -49,8 +50,9 @@ impl ReadOwned for EnvelopeResponse<'static> {
     }
 }
 
-impl<'a> FromView<EnvelopeResponseView<'a>> for EnvelopeResponse<'a> {
-    fn from_view(view: EnvelopeResponseView<'a>) -> Self {
+impl<'a> From<EnvelopeResponseView<'a>> for EnvelopeResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EnvelopeResponseView<'a>) -> Self {
         EnvelopeResponse {
             response_data: view.response_data().map(List::Borrowed),
             error_code: view.error_code(),
@@ -61,4 +63,4 @@ impl<'a> FromView<EnvelopeResponseView<'a>> for EnvelopeResponse<'a> {
 
 as_version!(EnvelopeResponse<'_>);
 
-reference_body!(EnvelopeResponse, EnvelopeResponseView);
+reference_body!(EnvelopeResponse);

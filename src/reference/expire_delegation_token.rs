@@ -23,8 +23,9 @@ impl ReadOwned for ExpireDelegationTokenRequest<'static> {
     }
 }
 
-impl<'a> FromView<ExpireDelegationTokenRequestView<'a>> for ExpireDelegationTokenRequest<'a> {
-    fn from_view(view: ExpireDelegationTokenRequestView<'a>) -> Self {
+impl<'a> From<ExpireDelegationTokenRequestView<'a>> for ExpireDelegationTokenRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ExpireDelegationTokenRequestView<'a>) -> Self {
         ExpireDelegationTokenRequest {
             hmac: List::Borrowed(view.hmac()),
             expiry_time_period_ms: view.expiry_time_period_ms(),
@@ -37,7 +38,7 @@ as_version!(ExpireDelegationTokenRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ExpireDelegationTokenRequest, ExpireDelegationTokenRequestView);
+reference_body!(ExpireDelegationTokenRequest);
 
 impl ReadOwned for ExpireDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -50,8 +51,9 @@ impl ReadOwned for ExpireDelegationTokenResponse<'static> {
     }
 }
 
-impl<'a> FromView<ExpireDelegationTokenResponseView<'a>> for ExpireDelegationTokenResponse<'a> {
-    fn from_view(view: ExpireDelegationTokenResponseView<'a>) -> Self {
+impl<'a> From<ExpireDelegationTokenResponseView<'a>> for ExpireDelegationTokenResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ExpireDelegationTokenResponseView<'a>) -> Self {
         ExpireDelegationTokenResponse {
             error_code: view.error_code(),
             expiry_timestamp_ms: view.expiry_timestamp_ms(),
@@ -65,4 +67,4 @@ as_version!(ExpireDelegationTokenResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ExpireDelegationTokenResponse, ExpireDelegationTokenResponseView);
+reference_body!(ExpireDelegationTokenResponse);

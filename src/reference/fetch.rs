@@ -66,12 +66,13 @@ impl ReadOwned for FetchRequest<'static> {
     }
 }
 
-impl<'a> FromView<FetchRequestView<'a>> for FetchRequest<'a> {
-    fn from_view(view: FetchRequestView<'a>) -> Self {
+impl<'a> From<FetchRequestView<'a>> for FetchRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchRequestView<'a>) -> Self {
         FetchRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             replica_id: view.replica_id(),
-            replica_state: view.replica_state().map(FromView::from_view).unwrap_or_default(),
+            replica_state: view.replica_state().map(Into::into).unwrap_or_default(),
             max_wait_ms: view.max_wait_ms(),
             min_bytes: view.min_bytes(),
             max_bytes: view.max_bytes(),
@@ -110,7 +111,7 @@ as_version!(FetchRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(FetchRequest, FetchRequestView);
+reference_body!(FetchRequest);
 
 impl ReadOwned for ReplicaState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -122,8 +123,9 @@ impl ReadOwned for ReplicaState<'static> {
     }
 }
 
-impl<'a> FromView<ReplicaStateView<'a>> for ReplicaState<'a> {
-    fn from_view(view: ReplicaStateView<'a>) -> Self {
+impl<'a> From<ReplicaStateView<'a>> for ReplicaState<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReplicaStateView<'a>) -> Self {
         ReplicaState {
             replica_id: view.replica_id(),
             replica_epoch: view.replica_epoch(),
@@ -149,8 +151,9 @@ impl ReadOwned for FetchTopic<'static> {
     }
 }
 
-impl<'a> FromView<FetchTopicView<'a>> for FetchTopic<'a> {
-    fn from_view(view: FetchTopicView<'a>) -> Self {
+impl<'a> From<FetchTopicView<'a>> for FetchTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchTopicView<'a>) -> Self {
         FetchTopic {
             topic: Str::Borrowed(view.topic()),
             topic_id: view.topic_id(),
@@ -215,8 +218,9 @@ impl ReadOwned for FetchPartition<'static> {
     }
 }
 
-impl<'a> FromView<FetchPartitionView<'a>> for FetchPartition<'a> {
-    fn from_view(view: FetchPartitionView<'a>) -> Self {
+impl<'a> From<FetchPartitionView<'a>> for FetchPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchPartitionView<'a>) -> Self {
         FetchPartition {
             partition: view.partition(),
             current_leader_epoch: view.current_leader_epoch(),
@@ -265,8 +269,9 @@ impl ReadOwned for ForgottenTopic<'static> {
     }
 }
 
-impl<'a> FromView<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
-    fn from_view(view: ForgottenTopicView<'a>) -> Self {
+impl<'a> From<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ForgottenTopicView<'a>) -> Self {
         ForgottenTopic {
             topic: Str::Borrowed(view.topic()),
             topic_id: view.topic_id(),
@@ -324,8 +329,9 @@ impl ReadOwned for FetchResponse<'static> {
     }
 }
 
-impl<'a> FromView<FetchResponseView<'a>> for FetchResponse<'a> {
-    fn from_view(view: FetchResponseView<'a>) -> Self {
+impl<'a> From<FetchResponseView<'a>> for FetchResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchResponseView<'a>) -> Self {
         FetchResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -349,7 +355,7 @@ as_version!(FetchResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(FetchResponse, FetchResponseView);
+reference_body!(FetchResponse);
 
 impl ReadOwned for FetchableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -366,8 +372,9 @@ impl ReadOwned for FetchableTopicResponse<'static> {
     }
 }
 
-impl<'a> FromView<FetchableTopicResponseView<'a>> for FetchableTopicResponse<'a> {
-    fn from_view(view: FetchableTopicResponseView<'a>) -> Self {
+impl<'a> From<FetchableTopicResponseView<'a>> for FetchableTopicResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchableTopicResponseView<'a>) -> Self {
         FetchableTopicResponse {
             topic: Str::Borrowed(view.topic()),
             topic_id: view.topic_id(),
@@ -430,17 +437,18 @@ impl ReadOwned for PartitionData<'static> {
     }
 }
 
-impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
-    fn from_view(view: PartitionDataView<'a>) -> Self {
+impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
             high_watermark: view.high_watermark(),
             last_stable_offset: view.last_stable_offset(),
             log_start_offset: view.log_start_offset(),
-            diverging_epoch: view.diverging_epoch().map(FromView::from_view).unwrap_or_default(),
-            current_leader: view.current_leader().map(FromView::from_view).unwrap_or_default(),
-            snapshot_id: view.snapshot_id().map(FromView::from_view).unwrap_or_default(),
+            diverging_epoch: view.diverging_epoch().map(Into::into).unwrap_or_default(),
+            current_leader: view.current_leader().map(Into::into).unwrap_or_default(),
+            snapshot_id: view.snapshot_id().map(Into::into).unwrap_or_default(),
             aborted_transactions: view.aborted_transactions().map(list_from_view),
             preferred_read_replica: view.preferred_read_replica(),
             records: view.records().map(|r| List::Borrowed(r.bytes())),
@@ -475,8 +483,9 @@ impl ReadOwned for EpochEndOffset<'static> {
     }
 }
 
-impl<'a> FromView<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
-    fn from_view(view: EpochEndOffsetView<'a>) -> Self {
+impl<'a> From<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EpochEndOffsetView<'a>) -> Self {
         EpochEndOffset {
             epoch: view.epoch(),
             end_offset: view.end_offset(),
@@ -497,8 +506,9 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
     }
 }
 
-impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
-    fn from_view(view: LeaderIdAndEpochView<'a>) -> Self {
+impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
@@ -519,8 +529,9 @@ impl ReadOwned for SnapshotId<'static> {
     }
 }
 
-impl<'a> FromView<SnapshotIdView<'a>> for SnapshotId<'a> {
-    fn from_view(view: SnapshotIdView<'a>) -> Self {
+impl<'a> From<SnapshotIdView<'a>> for SnapshotId<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SnapshotIdView<'a>) -> Self {
         SnapshotId {
             end_offset: view.end_offset(),
             epoch: view.epoch(),
@@ -541,8 +552,9 @@ impl ReadOwned for AbortedTransaction<'static> {
     }
 }
 
-impl<'a> FromView<AbortedTransactionView<'a>> for AbortedTransaction<'a> {
-    fn from_view(view: AbortedTransactionView<'a>) -> Self {
+impl<'a> From<AbortedTransactionView<'a>> for AbortedTransaction<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AbortedTransactionView<'a>) -> Self {
         AbortedTransaction {
             producer_id: view.producer_id(),
             first_offset: view.first_offset(),
@@ -567,8 +579,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
-    fn from_view(view: NodeEndpointView<'a>) -> Self {
+impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),

@@ -35,8 +35,9 @@ impl ReadOwned for FetchSnapshotRequest<'static> {
     }
 }
 
-impl<'a> FromView<FetchSnapshotRequestView<'a>> for FetchSnapshotRequest<'a> {
-    fn from_view(view: FetchSnapshotRequestView<'a>) -> Self {
+impl<'a> From<FetchSnapshotRequestView<'a>> for FetchSnapshotRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchSnapshotRequestView<'a>) -> Self {
         FetchSnapshotRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             replica_id: view.replica_id(),
@@ -51,7 +52,7 @@ as_version!(FetchSnapshotRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(FetchSnapshotRequest, FetchSnapshotRequestView);
+reference_body!(FetchSnapshotRequest);
 
 impl ReadOwned for FetchSnapshotRequestTopicSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -63,8 +64,9 @@ impl ReadOwned for FetchSnapshotRequestTopicSnapshot<'static> {
     }
 }
 
-impl<'a> FromView<FetchSnapshotRequestTopicSnapshotView<'a>> for FetchSnapshotRequestTopicSnapshot<'a> {
-    fn from_view(view: FetchSnapshotRequestTopicSnapshotView<'a>) -> Self {
+impl<'a> From<FetchSnapshotRequestTopicSnapshotView<'a>> for FetchSnapshotRequestTopicSnapshot<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchSnapshotRequestTopicSnapshotView<'a>) -> Self {
         FetchSnapshotRequestTopicSnapshot {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -113,14 +115,13 @@ impl ReadOwned for FetchSnapshotRequestPartitionSnapshot<'static> {
     }
 }
 
-impl<'a> FromView<FetchSnapshotRequestPartitionSnapshotView<'a>>
-    for FetchSnapshotRequestPartitionSnapshot<'a>
-{
-    fn from_view(view: FetchSnapshotRequestPartitionSnapshotView<'a>) -> Self {
+impl<'a> From<FetchSnapshotRequestPartitionSnapshotView<'a>> for FetchSnapshotRequestPartitionSnapshot<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchSnapshotRequestPartitionSnapshotView<'a>) -> Self {
         FetchSnapshotRequestPartitionSnapshot {
             partition: view.partition(),
             current_leader_epoch: view.current_leader_epoch(),
-            snapshot_id: FromView::from_view(view.snapshot_id()),
+            snapshot_id: view.snapshot_id().into(),
             position: view.position(),
             replica_directory_id: view.replica_directory_id(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -145,8 +146,9 @@ impl ReadOwned for FetchSnapshotRequestSnapshotId<'static> {
     }
 }
 
-impl<'a> FromView<FetchSnapshotRequestSnapshotIdView<'a>> for FetchSnapshotRequestSnapshotId<'a> {
-    fn from_view(view: FetchSnapshotRequestSnapshotIdView<'a>) -> Self {
+impl<'a> From<FetchSnapshotRequestSnapshotIdView<'a>> for FetchSnapshotRequestSnapshotId<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchSnapshotRequestSnapshotIdView<'a>) -> Self {
         FetchSnapshotRequestSnapshotId {
             end_offset: view.end_offset(),
             epoch: view.epoch(),
@@ -188,8 +190,9 @@ impl ReadOwned for FetchSnapshotResponse<'static> {
     }
 }
 
-impl<'a> FromView<FetchSnapshotResponseView<'a>> for FetchSnapshotResponse<'a> {
-    fn from_view(view: FetchSnapshotResponseView<'a>) -> Self {
+impl<'a> From<FetchSnapshotResponseView<'a>> for FetchSnapshotResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchSnapshotResponseView<'a>) -> Self {
         FetchSnapshotResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -205,7 +208,7 @@ as_version!(FetchSnapshotResponse<'_>, |v, ver| {
     v.node_endpoints = if ver.version == 0 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
 });
 
-reference_body!(FetchSnapshotResponse, FetchSnapshotResponseView);
+reference_body!(FetchSnapshotResponse);
 
 impl ReadOwned for FetchSnapshotResponseTopicSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -217,8 +220,9 @@ impl ReadOwned for FetchSnapshotResponseTopicSnapshot<'static> {
     }
 }
 
-impl<'a> FromView<FetchSnapshotResponseTopicSnapshotView<'a>> for FetchSnapshotResponseTopicSnapshot<'a> {
-    fn from_view(view: FetchSnapshotResponseTopicSnapshotView<'a>) -> Self {
+impl<'a> From<FetchSnapshotResponseTopicSnapshotView<'a>> for FetchSnapshotResponseTopicSnapshot<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchSnapshotResponseTopicSnapshotView<'a>) -> Self {
         FetchSnapshotResponseTopicSnapshot {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -267,15 +271,14 @@ impl ReadOwned for FetchSnapshotResponsePartitionSnapshot<'static> {
     }
 }
 
-impl<'a> FromView<FetchSnapshotResponsePartitionSnapshotView<'a>>
-    for FetchSnapshotResponsePartitionSnapshot<'a>
-{
-    fn from_view(view: FetchSnapshotResponsePartitionSnapshotView<'a>) -> Self {
+impl<'a> From<FetchSnapshotResponsePartitionSnapshotView<'a>> for FetchSnapshotResponsePartitionSnapshot<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchSnapshotResponsePartitionSnapshotView<'a>) -> Self {
         FetchSnapshotResponsePartitionSnapshot {
             index: view.index(),
             error_code: view.error_code(),
-            snapshot_id: FromView::from_view(view.snapshot_id()),
-            current_leader: view.current_leader().map(FromView::from_view).unwrap_or_default(),
+            snapshot_id: view.snapshot_id().into(),
+            current_leader: view.current_leader().map(Into::into).unwrap_or_default(),
             size: view.size(),
             position: view.position(),
             unaligned_records: List::Borrowed(view.unaligned_records().bytes()),
@@ -299,8 +302,9 @@ impl ReadOwned for FetchSnapshotResponseSnapshotId<'static> {
     }
 }
 
-impl<'a> FromView<FetchSnapshotResponseSnapshotIdView<'a>> for FetchSnapshotResponseSnapshotId<'a> {
-    fn from_view(view: FetchSnapshotResponseSnapshotIdView<'a>) -> Self {
+impl<'a> From<FetchSnapshotResponseSnapshotIdView<'a>> for FetchSnapshotResponseSnapshotId<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchSnapshotResponseSnapshotIdView<'a>) -> Self {
         FetchSnapshotResponseSnapshotId {
             end_offset: view.end_offset(),
             epoch: view.epoch(),
@@ -321,8 +325,9 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
     }
 }
 
-impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
-    fn from_view(view: LeaderIdAndEpochView<'a>) -> Self {
+impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
@@ -344,8 +349,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
-    fn from_view(view: NodeEndpointView<'a>) -> Self {
+impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),

@@ -30,8 +30,9 @@ impl ReadOwned for FindCoordinatorRequest<'static> {
     }
 }
 
-impl<'a> FromView<FindCoordinatorRequestView<'a>> for FindCoordinatorRequest<'a> {
-    fn from_view(view: FindCoordinatorRequestView<'a>) -> Self {
+impl<'a> From<FindCoordinatorRequestView<'a>> for FindCoordinatorRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FindCoordinatorRequestView<'a>) -> Self {
         FindCoordinatorRequest {
             key: Str::Borrowed(view.key()),
             key_type: view.key_type(),
@@ -54,7 +55,7 @@ as_version!(FindCoordinatorRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(FindCoordinatorRequest, FindCoordinatorRequestView);
+reference_body!(FindCoordinatorRequest);
 
 impl ReadOwned for FindCoordinatorResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -86,8 +87,9 @@ impl ReadOwned for FindCoordinatorResponse<'static> {
     }
 }
 
-impl<'a> FromView<FindCoordinatorResponseView<'a>> for FindCoordinatorResponse<'a> {
-    fn from_view(view: FindCoordinatorResponseView<'a>) -> Self {
+impl<'a> From<FindCoordinatorResponseView<'a>> for FindCoordinatorResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FindCoordinatorResponseView<'a>) -> Self {
         FindCoordinatorResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -124,7 +126,7 @@ as_version!(FindCoordinatorResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(FindCoordinatorResponse, FindCoordinatorResponseView);
+reference_body!(FindCoordinatorResponse);
 
 impl ReadOwned for Coordinator<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -140,8 +142,9 @@ impl ReadOwned for Coordinator<'static> {
     }
 }
 
-impl<'a> FromView<CoordinatorView<'a>> for Coordinator<'a> {
-    fn from_view(view: CoordinatorView<'a>) -> Self {
+impl<'a> From<CoordinatorView<'a>> for Coordinator<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CoordinatorView<'a>) -> Self {
         Coordinator {
             key: Str::Borrowed(view.key()),
             node_id: view.node_id(),

@@ -22,8 +22,9 @@ impl ReadOwned for GetTelemetrySubscriptionsRequest<'static> {
     }
 }
 
-impl<'a> FromView<GetTelemetrySubscriptionsRequestView<'a>> for GetTelemetrySubscriptionsRequest<'a> {
-    fn from_view(view: GetTelemetrySubscriptionsRequestView<'a>) -> Self {
+impl<'a> From<GetTelemetrySubscriptionsRequestView<'a>> for GetTelemetrySubscriptionsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: GetTelemetrySubscriptionsRequestView<'a>) -> Self {
         GetTelemetrySubscriptionsRequest {
             client_instance_id: view.client_instance_id(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -33,7 +34,7 @@ impl<'a> FromView<GetTelemetrySubscriptionsRequestView<'a>> for GetTelemetrySubs
 
 as_version!(GetTelemetrySubscriptionsRequest<'_>);
 
-reference_body!(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsRequestView);
+reference_body!(GetTelemetrySubscriptionsRequest);
 
 impl ReadOwned for GetTelemetrySubscriptionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -54,8 +55,9 @@ impl ReadOwned for GetTelemetrySubscriptionsResponse<'static> {
     }
 }
 
-impl<'a> FromView<GetTelemetrySubscriptionsResponseView<'a>> for GetTelemetrySubscriptionsResponse<'a> {
-    fn from_view(view: GetTelemetrySubscriptionsResponseView<'a>) -> Self {
+impl<'a> From<GetTelemetrySubscriptionsResponseView<'a>> for GetTelemetrySubscriptionsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: GetTelemetrySubscriptionsResponseView<'a>) -> Self {
         GetTelemetrySubscriptionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -73,4 +75,4 @@ impl<'a> FromView<GetTelemetrySubscriptionsResponseView<'a>> for GetTelemetrySub
 
 as_version!(GetTelemetrySubscriptionsResponse<'_>);
 
-reference_body!(GetTelemetrySubscriptionsResponse, GetTelemetrySubscriptionsResponseView);
+reference_body!(GetTelemetrySubscriptionsResponse);

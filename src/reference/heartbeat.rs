@@ -28,8 +28,9 @@ impl ReadOwned for HeartbeatRequest<'static> {
     }
 }
 
-impl<'a> FromView<HeartbeatRequestView<'a>> for HeartbeatRequest<'a> {
-    fn from_view(view: HeartbeatRequestView<'a>) -> Self {
+impl<'a> From<HeartbeatRequestView<'a>> for HeartbeatRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: HeartbeatRequestView<'a>) -> Self {
         HeartbeatRequest {
             group_id: Str::Borrowed(view.group_id()),
             generation_id: view.generation_id(),
@@ -47,7 +48,7 @@ as_version!(HeartbeatRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(HeartbeatRequest, HeartbeatRequestView);
+reference_body!(HeartbeatRequest);
 
 impl ReadOwned for HeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -61,8 +62,9 @@ impl ReadOwned for HeartbeatResponse<'static> {
     }
 }
 
-impl<'a> FromView<HeartbeatResponseView<'a>> for HeartbeatResponse<'a> {
-    fn from_view(view: HeartbeatResponseView<'a>) -> Self {
+impl<'a> From<HeartbeatResponseView<'a>> for HeartbeatResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: HeartbeatResponseView<'a>) -> Self {
         HeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -78,4 +80,4 @@ as_version!(HeartbeatResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(HeartbeatResponse, HeartbeatResponseView);
+reference_body!(HeartbeatResponse);

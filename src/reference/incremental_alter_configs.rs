@@ -23,8 +23,9 @@ impl ReadOwned for IncrementalAlterConfigsRequest<'static> {
     }
 }
 
-impl<'a> FromView<IncrementalAlterConfigsRequestView<'a>> for IncrementalAlterConfigsRequest<'a> {
-    fn from_view(view: IncrementalAlterConfigsRequestView<'a>) -> Self {
+impl<'a> From<IncrementalAlterConfigsRequestView<'a>> for IncrementalAlterConfigsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: IncrementalAlterConfigsRequestView<'a>) -> Self {
         IncrementalAlterConfigsRequest {
             resources: list_from_view(view.resources()),
             validate_only: view.validate_only(),
@@ -38,7 +39,7 @@ as_version!(IncrementalAlterConfigsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(IncrementalAlterConfigsRequest, IncrementalAlterConfigsRequestView);
+reference_body!(IncrementalAlterConfigsRequest);
 
 impl ReadOwned for AlterConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -51,8 +52,9 @@ impl ReadOwned for AlterConfigsResource<'static> {
     }
 }
 
-impl<'a> FromView<AlterConfigsResourceView<'a>> for AlterConfigsResource<'a> {
-    fn from_view(view: AlterConfigsResourceView<'a>) -> Self {
+impl<'a> From<AlterConfigsResourceView<'a>> for AlterConfigsResource<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterConfigsResourceView<'a>) -> Self {
         AlterConfigsResource {
             resource_type: view.resource_type(),
             resource_name: Str::Borrowed(view.resource_name()),
@@ -78,8 +80,9 @@ impl ReadOwned for AlterableConfig<'static> {
     }
 }
 
-impl<'a> FromView<AlterableConfigView<'a>> for AlterableConfig<'a> {
-    fn from_view(view: AlterableConfigView<'a>) -> Self {
+impl<'a> From<AlterableConfigView<'a>> for AlterableConfig<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterableConfigView<'a>) -> Self {
         AlterableConfig {
             name: Str::Borrowed(view.name()),
             config_operation: view.config_operation(),
@@ -103,8 +106,9 @@ impl ReadOwned for IncrementalAlterConfigsResponse<'static> {
     }
 }
 
-impl<'a> FromView<IncrementalAlterConfigsResponseView<'a>> for IncrementalAlterConfigsResponse<'a> {
-    fn from_view(view: IncrementalAlterConfigsResponseView<'a>) -> Self {
+impl<'a> From<IncrementalAlterConfigsResponseView<'a>> for IncrementalAlterConfigsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: IncrementalAlterConfigsResponseView<'a>) -> Self {
         IncrementalAlterConfigsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             responses: list_from_view(view.responses()),
@@ -118,7 +122,7 @@ as_version!(IncrementalAlterConfigsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(IncrementalAlterConfigsResponse, IncrementalAlterConfigsResponseView);
+reference_body!(IncrementalAlterConfigsResponse);
 
 impl ReadOwned for AlterConfigsResourceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -133,8 +137,9 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
     }
 }
 
-impl<'a> FromView<AlterConfigsResourceResponseView<'a>> for AlterConfigsResourceResponse<'a> {
-    fn from_view(view: AlterConfigsResourceResponseView<'a>) -> Self {
+impl<'a> From<AlterConfigsResourceResponseView<'a>> for AlterConfigsResourceResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AlterConfigsResourceResponseView<'a>) -> Self {
         AlterConfigsResourceResponse {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),

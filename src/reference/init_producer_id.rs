@@ -30,8 +30,9 @@ impl ReadOwned for InitProducerIdRequest<'static> {
     }
 }
 
-impl<'a> FromView<InitProducerIdRequestView<'a>> for InitProducerIdRequest<'a> {
-    fn from_view(view: InitProducerIdRequestView<'a>) -> Self {
+impl<'a> From<InitProducerIdRequestView<'a>> for InitProducerIdRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: InitProducerIdRequestView<'a>) -> Self {
         InitProducerIdRequest {
             transactional_id: view.transactional_id().map(Str::Borrowed),
             transaction_timeout_ms: view.transaction_timeout_ms(),
@@ -56,7 +57,7 @@ as_version!(InitProducerIdRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(InitProducerIdRequest, InitProducerIdRequestView);
+reference_body!(InitProducerIdRequest);
 
 impl ReadOwned for InitProducerIdResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -70,8 +71,9 @@ impl ReadOwned for InitProducerIdResponse<'static> {
     }
 }
 
-impl<'a> FromView<InitProducerIdResponseView<'a>> for InitProducerIdResponse<'a> {
-    fn from_view(view: InitProducerIdResponseView<'a>) -> Self {
+impl<'a> From<InitProducerIdResponseView<'a>> for InitProducerIdResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: InitProducerIdResponseView<'a>) -> Self {
         InitProducerIdResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -90,4 +92,4 @@ as_version!(InitProducerIdResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(InitProducerIdResponse, InitProducerIdResponseView);
+reference_body!(InitProducerIdResponse);

@@ -23,8 +23,9 @@ impl ReadOwned for InitializeShareGroupStateRequest<'static> {
     }
 }
 
-impl<'a> FromView<InitializeShareGroupStateRequestView<'a>> for InitializeShareGroupStateRequest<'a> {
-    fn from_view(view: InitializeShareGroupStateRequestView<'a>) -> Self {
+impl<'a> From<InitializeShareGroupStateRequestView<'a>> for InitializeShareGroupStateRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: InitializeShareGroupStateRequestView<'a>) -> Self {
         InitializeShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -37,7 +38,7 @@ as_version!(InitializeShareGroupStateRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(InitializeShareGroupStateRequest, InitializeShareGroupStateRequestView);
+reference_body!(InitializeShareGroupStateRequest);
 
 impl ReadOwned for InitializeStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -49,8 +50,9 @@ impl ReadOwned for InitializeStateData<'static> {
     }
 }
 
-impl<'a> FromView<InitializeStateDataView<'a>> for InitializeStateData<'a> {
-    fn from_view(view: InitializeStateDataView<'a>) -> Self {
+impl<'a> From<InitializeStateDataView<'a>> for InitializeStateData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: InitializeStateDataView<'a>) -> Self {
         InitializeStateData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -74,8 +76,9 @@ impl ReadOwned for PartitionData<'static> {
     }
 }
 
-impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
-    fn from_view(view: PartitionDataView<'a>) -> Self {
+impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
             state_epoch: view.state_epoch(),
@@ -96,8 +99,9 @@ impl ReadOwned for InitializeShareGroupStateResponse<'static> {
     }
 }
 
-impl<'a> FromView<InitializeShareGroupStateResponseView<'a>> for InitializeShareGroupStateResponse<'a> {
-    fn from_view(view: InitializeShareGroupStateResponseView<'a>) -> Self {
+impl<'a> From<InitializeShareGroupStateResponseView<'a>> for InitializeShareGroupStateResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: InitializeShareGroupStateResponseView<'a>) -> Self {
         InitializeShareGroupStateResponse {
             results: list_from_view(view.results()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -109,7 +113,7 @@ as_version!(InitializeShareGroupStateResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
-reference_body!(InitializeShareGroupStateResponse, InitializeShareGroupStateResponseView);
+reference_body!(InitializeShareGroupStateResponse);
 
 impl ReadOwned for InitializeStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -121,8 +125,9 @@ impl ReadOwned for InitializeStateResult<'static> {
     }
 }
 
-impl<'a> FromView<InitializeStateResultView<'a>> for InitializeStateResult<'a> {
-    fn from_view(view: InitializeStateResultView<'a>) -> Self {
+impl<'a> From<InitializeStateResultView<'a>> for InitializeStateResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: InitializeStateResultView<'a>) -> Self {
         InitializeStateResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -146,8 +151,9 @@ impl ReadOwned for PartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
-    fn from_view(view: PartitionResultView<'a>) -> Self {
+impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),
             error_code: view.error_code(),

@@ -36,8 +36,9 @@ impl ReadOwned for JoinGroupRequest<'static> {
     }
 }
 
-impl<'a> FromView<JoinGroupRequestView<'a>> for JoinGroupRequest<'a> {
-    fn from_view(view: JoinGroupRequestView<'a>) -> Self {
+impl<'a> From<JoinGroupRequestView<'a>> for JoinGroupRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: JoinGroupRequestView<'a>) -> Self {
         JoinGroupRequest {
             group_id: Str::Borrowed(view.group_id()),
             session_timeout_ms: view.session_timeout_ms(),
@@ -66,7 +67,7 @@ as_version!(JoinGroupRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(JoinGroupRequest, JoinGroupRequestView);
+reference_body!(JoinGroupRequest);
 
 impl ReadOwned for JoinGroupRequestProtocol<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -78,8 +79,9 @@ impl ReadOwned for JoinGroupRequestProtocol<'static> {
     }
 }
 
-impl<'a> FromView<JoinGroupRequestProtocolView<'a>> for JoinGroupRequestProtocol<'a> {
-    fn from_view(view: JoinGroupRequestProtocolView<'a>) -> Self {
+impl<'a> From<JoinGroupRequestProtocolView<'a>> for JoinGroupRequestProtocol<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: JoinGroupRequestProtocolView<'a>) -> Self {
         JoinGroupRequestProtocol {
             name: Str::Borrowed(view.name()),
             metadata: List::Borrowed(view.metadata()),
@@ -120,8 +122,9 @@ impl ReadOwned for JoinGroupResponse<'static> {
     }
 }
 
-impl<'a> FromView<JoinGroupResponseView<'a>> for JoinGroupResponse<'a> {
-    fn from_view(view: JoinGroupResponseView<'a>) -> Self {
+impl<'a> From<JoinGroupResponseView<'a>> for JoinGroupResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: JoinGroupResponseView<'a>) -> Self {
         JoinGroupResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -151,7 +154,7 @@ as_version!(JoinGroupResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(JoinGroupResponse, JoinGroupResponseView);
+reference_body!(JoinGroupResponse);
 
 impl ReadOwned for JoinGroupResponseMember<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -167,8 +170,9 @@ impl ReadOwned for JoinGroupResponseMember<'static> {
     }
 }
 
-impl<'a> FromView<JoinGroupResponseMemberView<'a>> for JoinGroupResponseMember<'a> {
-    fn from_view(view: JoinGroupResponseMemberView<'a>) -> Self {
+impl<'a> From<JoinGroupResponseMemberView<'a>> for JoinGroupResponseMember<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: JoinGroupResponseMemberView<'a>) -> Self {
         JoinGroupResponseMember {
             member_id: Str::Borrowed(view.member_id()),
             group_instance_id: view.group_instance_id().map(Str::Borrowed),

@@ -28,8 +28,9 @@ impl ReadOwned for LeaveGroupRequest<'static> {
     }
 }
 
-impl<'a> FromView<LeaveGroupRequestView<'a>> for LeaveGroupRequest<'a> {
-    fn from_view(view: LeaveGroupRequestView<'a>) -> Self {
+impl<'a> From<LeaveGroupRequestView<'a>> for LeaveGroupRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: LeaveGroupRequestView<'a>) -> Self {
         LeaveGroupRequest {
             group_id: Str::Borrowed(view.group_id()),
             member_id: Str::Borrowed(view.member_id()),
@@ -47,7 +48,7 @@ as_version!(LeaveGroupRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(LeaveGroupRequest, LeaveGroupRequestView);
+reference_body!(LeaveGroupRequest);
 
 impl ReadOwned for MemberIdentity<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -63,8 +64,9 @@ impl ReadOwned for MemberIdentity<'static> {
     }
 }
 
-impl<'a> FromView<MemberIdentityView<'a>> for MemberIdentity<'a> {
-    fn from_view(view: MemberIdentityView<'a>) -> Self {
+impl<'a> From<MemberIdentityView<'a>> for MemberIdentity<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MemberIdentityView<'a>) -> Self {
         MemberIdentity {
             member_id: Str::Borrowed(view.member_id()),
             group_instance_id: view.group_instance_id().map(Str::Borrowed),
@@ -96,8 +98,9 @@ impl ReadOwned for LeaveGroupResponse<'static> {
     }
 }
 
-impl<'a> FromView<LeaveGroupResponseView<'a>> for LeaveGroupResponse<'a> {
-    fn from_view(view: LeaveGroupResponseView<'a>) -> Self {
+impl<'a> From<LeaveGroupResponseView<'a>> for LeaveGroupResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: LeaveGroupResponseView<'a>) -> Self {
         LeaveGroupResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -115,7 +118,7 @@ as_version!(LeaveGroupResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(LeaveGroupResponse, LeaveGroupResponseView);
+reference_body!(LeaveGroupResponse);
 
 impl ReadOwned for MemberResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -129,8 +132,9 @@ impl ReadOwned for MemberResponse<'static> {
     }
 }
 
-impl<'a> FromView<MemberResponseView<'a>> for MemberResponse<'a> {
-    fn from_view(view: MemberResponseView<'a>) -> Self {
+impl<'a> From<MemberResponseView<'a>> for MemberResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MemberResponseView<'a>) -> Self {
         MemberResponse {
             member_id: Str::Borrowed(view.member_id()),
             group_instance_id: view.group_instance_id().map(Str::Borrowed),

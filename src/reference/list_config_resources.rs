@@ -24,8 +24,9 @@ impl ReadOwned for ListConfigResourcesRequest<'static> {
     }
 }
 
-impl<'a> FromView<ListConfigResourcesRequestView<'a>> for ListConfigResourcesRequest<'a> {
-    fn from_view(view: ListConfigResourcesRequestView<'a>) -> Self {
+impl<'a> From<ListConfigResourcesRequestView<'a>> for ListConfigResourcesRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListConfigResourcesRequestView<'a>) -> Self {
         ListConfigResourcesRequest {
             resource_types: list_from_view(view.resource_types()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -39,7 +40,7 @@ as_version!(ListConfigResourcesRequest<'_>, |v, ver| {
     }
 });
 
-reference_body!(ListConfigResourcesRequest, ListConfigResourcesRequestView);
+reference_body!(ListConfigResourcesRequest);
 
 impl ReadOwned for ListConfigResourcesResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -53,8 +54,9 @@ impl ReadOwned for ListConfigResourcesResponse<'static> {
     }
 }
 
-impl<'a> FromView<ListConfigResourcesResponseView<'a>> for ListConfigResourcesResponse<'a> {
-    fn from_view(view: ListConfigResourcesResponseView<'a>) -> Self {
+impl<'a> From<ListConfigResourcesResponseView<'a>> for ListConfigResourcesResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListConfigResourcesResponseView<'a>) -> Self {
         ListConfigResourcesResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -68,7 +70,7 @@ as_version!(ListConfigResourcesResponse<'_>, |v, ver| {
     v.config_resources = v.config_resources.as_version(ver);
 });
 
-reference_body!(ListConfigResourcesResponse, ListConfigResourcesResponseView);
+reference_body!(ListConfigResourcesResponse);
 
 impl ReadOwned for ConfigResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -82,8 +84,9 @@ impl ReadOwned for ConfigResource<'static> {
     }
 }
 
-impl<'a> FromView<ConfigResourceView<'a>> for ConfigResource<'a> {
-    fn from_view(view: ConfigResourceView<'a>) -> Self {
+impl<'a> From<ConfigResourceView<'a>> for ConfigResource<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ConfigResourceView<'a>) -> Self {
         ConfigResource {
             resource_name: Str::Borrowed(view.resource_name()),
             resource_type: view.resource_type(),

@@ -27,8 +27,9 @@ impl ReadOwned for ListGroupsRequest<'static> {
     }
 }
 
-impl<'a> FromView<ListGroupsRequestView<'a>> for ListGroupsRequest<'a> {
-    fn from_view(view: ListGroupsRequestView<'a>) -> Self {
+impl<'a> From<ListGroupsRequestView<'a>> for ListGroupsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListGroupsRequestView<'a>) -> Self {
         ListGroupsRequest {
             states_filter: list_from_view(view.states_filter()),
             types_filter: list_from_view(view.types_filter()),
@@ -47,7 +48,7 @@ as_version!(ListGroupsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ListGroupsRequest, ListGroupsRequestView);
+reference_body!(ListGroupsRequest);
 
 impl ReadOwned for ListGroupsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -62,8 +63,9 @@ impl ReadOwned for ListGroupsResponse<'static> {
     }
 }
 
-impl<'a> FromView<ListGroupsResponseView<'a>> for ListGroupsResponse<'a> {
-    fn from_view(view: ListGroupsResponseView<'a>) -> Self {
+impl<'a> From<ListGroupsResponseView<'a>> for ListGroupsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListGroupsResponseView<'a>) -> Self {
         ListGroupsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -81,7 +83,7 @@ as_version!(ListGroupsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ListGroupsResponse, ListGroupsResponseView);
+reference_body!(ListGroupsResponse);
 
 impl ReadOwned for ListedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -99,8 +101,9 @@ impl ReadOwned for ListedGroup<'static> {
     }
 }
 
-impl<'a> FromView<ListedGroupView<'a>> for ListedGroup<'a> {
-    fn from_view(view: ListedGroupView<'a>) -> Self {
+impl<'a> From<ListedGroupView<'a>> for ListedGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListedGroupView<'a>) -> Self {
         ListedGroup {
             group_id: Str::Borrowed(view.group_id()),
             protocol_type: Str::Borrowed(view.protocol_type()),

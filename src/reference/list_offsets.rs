@@ -29,8 +29,9 @@ impl ReadOwned for ListOffsetsRequest<'static> {
     }
 }
 
-impl<'a> FromView<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
-    fn from_view(view: ListOffsetsRequestView<'a>) -> Self {
+impl<'a> From<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListOffsetsRequestView<'a>) -> Self {
         ListOffsetsRequest {
             replica_id: view.replica_id(),
             isolation_level: view.isolation_level(),
@@ -52,7 +53,7 @@ as_version!(ListOffsetsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ListOffsetsRequest, ListOffsetsRequestView);
+reference_body!(ListOffsetsRequest);
 
 impl ReadOwned for ListOffsetsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -64,8 +65,9 @@ impl ReadOwned for ListOffsetsTopic<'static> {
     }
 }
 
-impl<'a> FromView<ListOffsetsTopicView<'a>> for ListOffsetsTopic<'a> {
-    fn from_view(view: ListOffsetsTopicView<'a>) -> Self {
+impl<'a> From<ListOffsetsTopicView<'a>> for ListOffsetsTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListOffsetsTopicView<'a>) -> Self {
         ListOffsetsTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -92,8 +94,9 @@ impl ReadOwned for ListOffsetsPartition<'static> {
     }
 }
 
-impl<'a> FromView<ListOffsetsPartitionView<'a>> for ListOffsetsPartition<'a> {
-    fn from_view(view: ListOffsetsPartitionView<'a>) -> Self {
+impl<'a> From<ListOffsetsPartitionView<'a>> for ListOffsetsPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListOffsetsPartitionView<'a>) -> Self {
         ListOffsetsPartition {
             partition_index: view.partition_index(),
             current_leader_epoch: view.current_leader_epoch(),
@@ -122,8 +125,9 @@ impl ReadOwned for ListOffsetsResponse<'static> {
     }
 }
 
-impl<'a> FromView<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
-    fn from_view(view: ListOffsetsResponseView<'a>) -> Self {
+impl<'a> From<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListOffsetsResponseView<'a>) -> Self {
         ListOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
@@ -140,7 +144,7 @@ as_version!(ListOffsetsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ListOffsetsResponse, ListOffsetsResponseView);
+reference_body!(ListOffsetsResponse);
 
 impl ReadOwned for ListOffsetsTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -152,8 +156,9 @@ impl ReadOwned for ListOffsetsTopicResponse<'static> {
     }
 }
 
-impl<'a> FromView<ListOffsetsTopicResponseView<'a>> for ListOffsetsTopicResponse<'a> {
-    fn from_view(view: ListOffsetsTopicResponseView<'a>) -> Self {
+impl<'a> From<ListOffsetsTopicResponseView<'a>> for ListOffsetsTopicResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListOffsetsTopicResponseView<'a>) -> Self {
         ListOffsetsTopicResponse {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -182,8 +187,9 @@ impl ReadOwned for ListOffsetsPartitionResponse<'static> {
     }
 }
 
-impl<'a> FromView<ListOffsetsPartitionResponseView<'a>> for ListOffsetsPartitionResponse<'a> {
-    fn from_view(view: ListOffsetsPartitionResponseView<'a>) -> Self {
+impl<'a> From<ListOffsetsPartitionResponseView<'a>> for ListOffsetsPartitionResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListOffsetsPartitionResponseView<'a>) -> Self {
         ListOffsetsPartitionResponse {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

@@ -24,8 +24,9 @@ impl ReadOwned for ListPartitionReassignmentsRequest<'static> {
     }
 }
 
-impl<'a> FromView<ListPartitionReassignmentsRequestView<'a>> for ListPartitionReassignmentsRequest<'a> {
-    fn from_view(view: ListPartitionReassignmentsRequestView<'a>) -> Self {
+impl<'a> From<ListPartitionReassignmentsRequestView<'a>> for ListPartitionReassignmentsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListPartitionReassignmentsRequestView<'a>) -> Self {
         ListPartitionReassignmentsRequest {
             timeout_ms: view.timeout_ms(),
             topics: view.topics().map(list_from_view),
@@ -38,7 +39,7 @@ as_version!(ListPartitionReassignmentsRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(ListPartitionReassignmentsRequest, ListPartitionReassignmentsRequestView);
+reference_body!(ListPartitionReassignmentsRequest);
 
 impl ReadOwned for ListPartitionReassignmentsTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -51,8 +52,9 @@ impl ReadOwned for ListPartitionReassignmentsTopics<'static> {
     }
 }
 
-impl<'a> FromView<ListPartitionReassignmentsTopicsView<'a>> for ListPartitionReassignmentsTopics<'a> {
-    fn from_view(view: ListPartitionReassignmentsTopicsView<'a>) -> Self {
+impl<'a> From<ListPartitionReassignmentsTopicsView<'a>> for ListPartitionReassignmentsTopics<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListPartitionReassignmentsTopicsView<'a>) -> Self {
         ListPartitionReassignmentsTopics {
             name: Str::Borrowed(view.name()),
             partition_indexes: list_from_view(view.partition_indexes()),
@@ -76,8 +78,9 @@ impl ReadOwned for ListPartitionReassignmentsResponse<'static> {
     }
 }
 
-impl<'a> FromView<ListPartitionReassignmentsResponseView<'a>> for ListPartitionReassignmentsResponse<'a> {
-    fn from_view(view: ListPartitionReassignmentsResponseView<'a>) -> Self {
+impl<'a> From<ListPartitionReassignmentsResponseView<'a>> for ListPartitionReassignmentsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListPartitionReassignmentsResponseView<'a>) -> Self {
         ListPartitionReassignmentsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -92,7 +95,7 @@ as_version!(ListPartitionReassignmentsResponse<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(ListPartitionReassignmentsResponse, ListPartitionReassignmentsResponseView);
+reference_body!(ListPartitionReassignmentsResponse);
 
 impl ReadOwned for OngoingTopicReassignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -104,8 +107,9 @@ impl ReadOwned for OngoingTopicReassignment<'static> {
     }
 }
 
-impl<'a> FromView<OngoingTopicReassignmentView<'a>> for OngoingTopicReassignment<'a> {
-    fn from_view(view: OngoingTopicReassignmentView<'a>) -> Self {
+impl<'a> From<OngoingTopicReassignmentView<'a>> for OngoingTopicReassignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OngoingTopicReassignmentView<'a>) -> Self {
         OngoingTopicReassignment {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -131,8 +135,9 @@ impl ReadOwned for OngoingPartitionReassignment<'static> {
     }
 }
 
-impl<'a> FromView<OngoingPartitionReassignmentView<'a>> for OngoingPartitionReassignment<'a> {
-    fn from_view(view: OngoingPartitionReassignmentView<'a>) -> Self {
+impl<'a> From<OngoingPartitionReassignmentView<'a>> for OngoingPartitionReassignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OngoingPartitionReassignmentView<'a>) -> Self {
         OngoingPartitionReassignment {
             partition_index: view.partition_index(),
             replicas: list_from_view(view.replicas()),

@@ -31,8 +31,9 @@ impl ReadOwned for ListTransactionsRequest<'static> {
     }
 }
 
-impl<'a> FromView<ListTransactionsRequestView<'a>> for ListTransactionsRequest<'a> {
-    fn from_view(view: ListTransactionsRequestView<'a>) -> Self {
+impl<'a> From<ListTransactionsRequestView<'a>> for ListTransactionsRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListTransactionsRequestView<'a>) -> Self {
         ListTransactionsRequest {
             state_filters: list_from_view(view.state_filters()),
             producer_id_filters: list_from_view(view.producer_id_filters()),
@@ -52,7 +53,7 @@ as_version!(ListTransactionsRequest<'_>, |v, ver| {
     }
 });
 
-reference_body!(ListTransactionsRequest, ListTransactionsRequestView);
+reference_body!(ListTransactionsRequest);
 
 impl ReadOwned for ListTransactionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -68,8 +69,9 @@ impl ReadOwned for ListTransactionsResponse<'static> {
     }
 }
 
-impl<'a> FromView<ListTransactionsResponseView<'a>> for ListTransactionsResponse<'a> {
-    fn from_view(view: ListTransactionsResponseView<'a>) -> Self {
+impl<'a> From<ListTransactionsResponseView<'a>> for ListTransactionsResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListTransactionsResponseView<'a>) -> Self {
         ListTransactionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -84,7 +86,7 @@ as_version!(ListTransactionsResponse<'_>, |v, ver| {
     v.transaction_states = v.transaction_states.as_version(ver);
 });
 
-reference_body!(ListTransactionsResponse, ListTransactionsResponseView);
+reference_body!(ListTransactionsResponse);
 
 impl ReadOwned for TransactionState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -97,8 +99,9 @@ impl ReadOwned for TransactionState<'static> {
     }
 }
 
-impl<'a> FromView<TransactionStateView<'a>> for TransactionState<'a> {
-    fn from_view(view: TransactionStateView<'a>) -> Self {
+impl<'a> From<TransactionStateView<'a>> for TransactionState<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TransactionStateView<'a>) -> Self {
         TransactionState {
             transactional_id: Str::Borrowed(view.transactional_id()),
             producer_id: view.producer_id(),

@@ -37,8 +37,9 @@ impl ReadOwned for MetadataRequest<'static> {
     }
 }
 
-impl<'a> FromView<MetadataRequestView<'a>> for MetadataRequest<'a> {
-    fn from_view(view: MetadataRequestView<'a>) -> Self {
+impl<'a> From<MetadataRequestView<'a>> for MetadataRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MetadataRequestView<'a>) -> Self {
         MetadataRequest {
             topics: view.topics().map(list_from_view),
             allow_auto_topic_creation: view.allow_auto_topic_creation(),
@@ -63,7 +64,7 @@ as_version!(MetadataRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(MetadataRequest, MetadataRequestView);
+reference_body!(MetadataRequest);
 
 impl ReadOwned for MetadataRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -81,8 +82,9 @@ impl ReadOwned for MetadataRequestTopic<'static> {
     }
 }
 
-impl<'a> FromView<MetadataRequestTopicView<'a>> for MetadataRequestTopic<'a> {
-    fn from_view(view: MetadataRequestTopicView<'a>) -> Self {
+impl<'a> From<MetadataRequestTopicView<'a>> for MetadataRequestTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MetadataRequestTopicView<'a>) -> Self {
         MetadataRequestTopic {
             topic_id: view.topic_id(),
             name: view.name().map(Str::Borrowed),
@@ -123,8 +125,9 @@ impl ReadOwned for MetadataResponse<'static> {
     }
 }
 
-impl<'a> FromView<MetadataResponseView<'a>> for MetadataResponse<'a> {
-    fn from_view(view: MetadataResponseView<'a>) -> Self {
+impl<'a> From<MetadataResponseView<'a>> for MetadataResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MetadataResponseView<'a>) -> Self {
         MetadataResponse {
             throttle_time_ms: view.throttle_time_ms(),
             brokers: list_from_view(view.brokers()),
@@ -159,7 +162,7 @@ as_version!(MetadataResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(MetadataResponse, MetadataResponseView);
+reference_body!(MetadataResponse);
 
 impl ReadOwned for MetadataResponseBroker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -175,8 +178,9 @@ impl ReadOwned for MetadataResponseBroker<'static> {
     }
 }
 
-impl<'a> FromView<MetadataResponseBrokerView<'a>> for MetadataResponseBroker<'a> {
-    fn from_view(view: MetadataResponseBrokerView<'a>) -> Self {
+impl<'a> From<MetadataResponseBrokerView<'a>> for MetadataResponseBroker<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MetadataResponseBrokerView<'a>) -> Self {
         MetadataResponseBroker {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),
@@ -218,8 +222,9 @@ impl ReadOwned for MetadataResponseTopic<'static> {
     }
 }
 
-impl<'a> FromView<MetadataResponseTopicView<'a>> for MetadataResponseTopic<'a> {
-    fn from_view(view: MetadataResponseTopicView<'a>) -> Self {
+impl<'a> From<MetadataResponseTopicView<'a>> for MetadataResponseTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MetadataResponseTopicView<'a>) -> Self {
         MetadataResponseTopic {
             error_code: view.error_code(),
             name: view.name().map(Str::Borrowed),
@@ -266,8 +271,9 @@ impl ReadOwned for MetadataResponsePartition<'static> {
     }
 }
 
-impl<'a> FromView<MetadataResponsePartitionView<'a>> for MetadataResponsePartition<'a> {
-    fn from_view(view: MetadataResponsePartitionView<'a>) -> Self {
+impl<'a> From<MetadataResponsePartitionView<'a>> for MetadataResponsePartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MetadataResponsePartitionView<'a>) -> Self {
         MetadataResponsePartition {
             error_code: view.error_code(),
             partition_index: view.partition_index(),

@@ -32,8 +32,9 @@ impl ReadOwned for OffsetCommitRequest<'static> {
     }
 }
 
-impl<'a> FromView<OffsetCommitRequestView<'a>> for OffsetCommitRequest<'a> {
-    fn from_view(view: OffsetCommitRequestView<'a>) -> Self {
+impl<'a> From<OffsetCommitRequestView<'a>> for OffsetCommitRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetCommitRequestView<'a>) -> Self {
         OffsetCommitRequest {
             group_id: Str::Borrowed(view.group_id()),
             generation_id_or_member_epoch: view.generation_id_or_member_epoch(),
@@ -57,7 +58,7 @@ as_version!(OffsetCommitRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(OffsetCommitRequest, OffsetCommitRequestView);
+reference_body!(OffsetCommitRequest);
 
 impl ReadOwned for OffsetCommitRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -74,8 +75,9 @@ impl ReadOwned for OffsetCommitRequestTopic<'static> {
     }
 }
 
-impl<'a> FromView<OffsetCommitRequestTopicView<'a>> for OffsetCommitRequestTopic<'a> {
-    fn from_view(view: OffsetCommitRequestTopicView<'a>) -> Self {
+impl<'a> From<OffsetCommitRequestTopicView<'a>> for OffsetCommitRequestTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetCommitRequestTopicView<'a>) -> Self {
         OffsetCommitRequestTopic {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
@@ -111,8 +113,9 @@ impl ReadOwned for OffsetCommitRequestPartition<'static> {
     }
 }
 
-impl<'a> FromView<OffsetCommitRequestPartitionView<'a>> for OffsetCommitRequestPartition<'a> {
-    fn from_view(view: OffsetCommitRequestPartitionView<'a>) -> Self {
+impl<'a> From<OffsetCommitRequestPartitionView<'a>> for OffsetCommitRequestPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetCommitRequestPartitionView<'a>) -> Self {
         OffsetCommitRequestPartition {
             partition_index: view.partition_index(),
             committed_offset: view.committed_offset(),
@@ -142,8 +145,9 @@ impl ReadOwned for OffsetCommitResponse<'static> {
     }
 }
 
-impl<'a> FromView<OffsetCommitResponseView<'a>> for OffsetCommitResponse<'a> {
-    fn from_view(view: OffsetCommitResponseView<'a>) -> Self {
+impl<'a> From<OffsetCommitResponseView<'a>> for OffsetCommitResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetCommitResponseView<'a>) -> Self {
         OffsetCommitResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
@@ -160,7 +164,7 @@ as_version!(OffsetCommitResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(OffsetCommitResponse, OffsetCommitResponseView);
+reference_body!(OffsetCommitResponse);
 
 impl ReadOwned for OffsetCommitResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -177,8 +181,9 @@ impl ReadOwned for OffsetCommitResponseTopic<'static> {
     }
 }
 
-impl<'a> FromView<OffsetCommitResponseTopicView<'a>> for OffsetCommitResponseTopic<'a> {
-    fn from_view(view: OffsetCommitResponseTopicView<'a>) -> Self {
+impl<'a> From<OffsetCommitResponseTopicView<'a>> for OffsetCommitResponseTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetCommitResponseTopicView<'a>) -> Self {
         OffsetCommitResponseTopic {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
@@ -209,8 +214,9 @@ impl ReadOwned for OffsetCommitResponsePartition<'static> {
     }
 }
 
-impl<'a> FromView<OffsetCommitResponsePartitionView<'a>> for OffsetCommitResponsePartition<'a> {
-    fn from_view(view: OffsetCommitResponsePartitionView<'a>) -> Self {
+impl<'a> From<OffsetCommitResponsePartitionView<'a>> for OffsetCommitResponsePartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetCommitResponsePartitionView<'a>) -> Self {
         OffsetCommitResponsePartition {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

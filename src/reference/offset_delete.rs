@@ -22,8 +22,9 @@ impl ReadOwned for OffsetDeleteRequest<'static> {
     }
 }
 
-impl<'a> FromView<OffsetDeleteRequestView<'a>> for OffsetDeleteRequest<'a> {
-    fn from_view(view: OffsetDeleteRequestView<'a>) -> Self {
+impl<'a> From<OffsetDeleteRequestView<'a>> for OffsetDeleteRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetDeleteRequestView<'a>) -> Self {
         OffsetDeleteRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -35,7 +36,7 @@ as_version!(OffsetDeleteRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(OffsetDeleteRequest, OffsetDeleteRequestView);
+reference_body!(OffsetDeleteRequest);
 
 impl ReadOwned for OffsetDeleteRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -46,8 +47,9 @@ impl ReadOwned for OffsetDeleteRequestTopic<'static> {
     }
 }
 
-impl<'a> FromView<OffsetDeleteRequestTopicView<'a>> for OffsetDeleteRequestTopic<'a> {
-    fn from_view(view: OffsetDeleteRequestTopicView<'a>) -> Self {
+impl<'a> From<OffsetDeleteRequestTopicView<'a>> for OffsetDeleteRequestTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetDeleteRequestTopicView<'a>) -> Self {
         OffsetDeleteRequestTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -67,8 +69,9 @@ impl ReadOwned for OffsetDeleteRequestPartition {
     }
 }
 
-impl<'a> FromView<OffsetDeleteRequestPartitionView<'a>> for OffsetDeleteRequestPartition {
-    fn from_view(view: OffsetDeleteRequestPartitionView<'a>) -> Self {
+impl<'a> From<OffsetDeleteRequestPartitionView<'a>> for OffsetDeleteRequestPartition {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetDeleteRequestPartitionView<'a>) -> Self {
         OffsetDeleteRequestPartition { partition_index: view.partition_index() }
     }
 }
@@ -85,8 +88,9 @@ impl ReadOwned for OffsetDeleteResponse<'static> {
     }
 }
 
-impl<'a> FromView<OffsetDeleteResponseView<'a>> for OffsetDeleteResponse<'a> {
-    fn from_view(view: OffsetDeleteResponseView<'a>) -> Self {
+impl<'a> From<OffsetDeleteResponseView<'a>> for OffsetDeleteResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetDeleteResponseView<'a>) -> Self {
         OffsetDeleteResponse {
             error_code: view.error_code(),
             throttle_time_ms: view.throttle_time_ms(),
@@ -99,7 +103,7 @@ as_version!(OffsetDeleteResponse<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(OffsetDeleteResponse, OffsetDeleteResponseView);
+reference_body!(OffsetDeleteResponse);
 
 impl ReadOwned for OffsetDeleteResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -110,8 +114,9 @@ impl ReadOwned for OffsetDeleteResponseTopic<'static> {
     }
 }
 
-impl<'a> FromView<OffsetDeleteResponseTopicView<'a>> for OffsetDeleteResponseTopic<'a> {
-    fn from_view(view: OffsetDeleteResponseTopicView<'a>) -> Self {
+impl<'a> From<OffsetDeleteResponseTopicView<'a>> for OffsetDeleteResponseTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetDeleteResponseTopicView<'a>) -> Self {
         OffsetDeleteResponseTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -132,8 +137,9 @@ impl ReadOwned for OffsetDeleteResponsePartition {
     }
 }
 
-impl<'a> FromView<OffsetDeleteResponsePartitionView<'a>> for OffsetDeleteResponsePartition {
-    fn from_view(view: OffsetDeleteResponsePartitionView<'a>) -> Self {
+impl<'a> From<OffsetDeleteResponsePartitionView<'a>> for OffsetDeleteResponsePartition {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetDeleteResponsePartitionView<'a>) -> Self {
         OffsetDeleteResponsePartition {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

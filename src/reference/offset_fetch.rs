@@ -37,8 +37,9 @@ impl ReadOwned for OffsetFetchRequest<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchRequestView<'a>> for OffsetFetchRequest<'a> {
-    fn from_view(view: OffsetFetchRequestView<'a>) -> Self {
+impl<'a> From<OffsetFetchRequestView<'a>> for OffsetFetchRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchRequestView<'a>) -> Self {
         OffsetFetchRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: view.topics().map(list_from_view),
@@ -61,7 +62,7 @@ as_version!(OffsetFetchRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(OffsetFetchRequest, OffsetFetchRequestView);
+reference_body!(OffsetFetchRequest);
 
 impl ReadOwned for OffsetFetchRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -73,8 +74,9 @@ impl ReadOwned for OffsetFetchRequestTopic<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchRequestTopicView<'a>> for OffsetFetchRequestTopic<'a> {
-    fn from_view(view: OffsetFetchRequestTopicView<'a>) -> Self {
+impl<'a> From<OffsetFetchRequestTopicView<'a>> for OffsetFetchRequestTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchRequestTopicView<'a>) -> Self {
         OffsetFetchRequestTopic {
             name: Str::Borrowed(view.name()),
             partition_indexes: list_from_view(view.partition_indexes()),
@@ -103,8 +105,9 @@ impl ReadOwned for OffsetFetchRequestGroup<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchRequestGroupView<'a>> for OffsetFetchRequestGroup<'a> {
-    fn from_view(view: OffsetFetchRequestGroupView<'a>) -> Self {
+impl<'a> From<OffsetFetchRequestGroupView<'a>> for OffsetFetchRequestGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchRequestGroupView<'a>) -> Self {
         OffsetFetchRequestGroup {
             group_id: Str::Borrowed(view.group_id()),
             member_id: view.member_id().map(Str::Borrowed),
@@ -140,8 +143,9 @@ impl ReadOwned for OffsetFetchRequestTopics<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchRequestTopicsView<'a>> for OffsetFetchRequestTopics<'a> {
-    fn from_view(view: OffsetFetchRequestTopicsView<'a>) -> Self {
+impl<'a> From<OffsetFetchRequestTopicsView<'a>> for OffsetFetchRequestTopics<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchRequestTopicsView<'a>) -> Self {
         OffsetFetchRequestTopics {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
@@ -180,8 +184,9 @@ impl ReadOwned for OffsetFetchResponse<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchResponseView<'a>> for OffsetFetchResponse<'a> {
-    fn from_view(view: OffsetFetchResponseView<'a>) -> Self {
+impl<'a> From<OffsetFetchResponseView<'a>> for OffsetFetchResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchResponseView<'a>) -> Self {
         OffsetFetchResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
@@ -204,7 +209,7 @@ as_version!(OffsetFetchResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(OffsetFetchResponse, OffsetFetchResponseView);
+reference_body!(OffsetFetchResponse);
 
 impl ReadOwned for OffsetFetchResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -216,8 +221,9 @@ impl ReadOwned for OffsetFetchResponseTopic<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchResponseTopicView<'a>> for OffsetFetchResponseTopic<'a> {
-    fn from_view(view: OffsetFetchResponseTopicView<'a>) -> Self {
+impl<'a> From<OffsetFetchResponseTopicView<'a>> for OffsetFetchResponseTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchResponseTopicView<'a>) -> Self {
         OffsetFetchResponseTopic {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -246,8 +252,9 @@ impl ReadOwned for OffsetFetchResponsePartition<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchResponsePartitionView<'a>> for OffsetFetchResponsePartition<'a> {
-    fn from_view(view: OffsetFetchResponsePartitionView<'a>) -> Self {
+impl<'a> From<OffsetFetchResponsePartitionView<'a>> for OffsetFetchResponsePartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchResponsePartitionView<'a>) -> Self {
         OffsetFetchResponsePartition {
             partition_index: view.partition_index(),
             committed_offset: view.committed_offset(),
@@ -277,8 +284,9 @@ impl ReadOwned for OffsetFetchResponseGroup<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchResponseGroupView<'a>> for OffsetFetchResponseGroup<'a> {
-    fn from_view(view: OffsetFetchResponseGroupView<'a>) -> Self {
+impl<'a> From<OffsetFetchResponseGroupView<'a>> for OffsetFetchResponseGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchResponseGroupView<'a>) -> Self {
         OffsetFetchResponseGroup {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -307,8 +315,9 @@ impl ReadOwned for OffsetFetchResponseTopics<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchResponseTopicsView<'a>> for OffsetFetchResponseTopics<'a> {
-    fn from_view(view: OffsetFetchResponseTopicsView<'a>) -> Self {
+impl<'a> From<OffsetFetchResponseTopicsView<'a>> for OffsetFetchResponseTopics<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchResponseTopicsView<'a>) -> Self {
         OffsetFetchResponseTopics {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
@@ -341,8 +350,9 @@ impl ReadOwned for OffsetFetchResponsePartitions<'static> {
     }
 }
 
-impl<'a> FromView<OffsetFetchResponsePartitionsView<'a>> for OffsetFetchResponsePartitions<'a> {
-    fn from_view(view: OffsetFetchResponsePartitionsView<'a>) -> Self {
+impl<'a> From<OffsetFetchResponsePartitionsView<'a>> for OffsetFetchResponsePartitions<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetFetchResponsePartitionsView<'a>) -> Self {
         OffsetFetchResponsePartitions {
             partition_index: view.partition_index(),
             committed_offset: view.committed_offset(),

@@ -25,8 +25,9 @@ impl ReadOwned for OffsetForLeaderEpochRequest<'static> {
     }
 }
 
-impl<'a> FromView<OffsetForLeaderEpochRequestView<'a>> for OffsetForLeaderEpochRequest<'a> {
-    fn from_view(view: OffsetForLeaderEpochRequestView<'a>) -> Self {
+impl<'a> From<OffsetForLeaderEpochRequestView<'a>> for OffsetForLeaderEpochRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetForLeaderEpochRequestView<'a>) -> Self {
         OffsetForLeaderEpochRequest {
             replica_id: view.replica_id(),
             topics: list_from_view(view.topics()),
@@ -43,7 +44,7 @@ as_version!(OffsetForLeaderEpochRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(OffsetForLeaderEpochRequest, OffsetForLeaderEpochRequestView);
+reference_body!(OffsetForLeaderEpochRequest);
 
 impl ReadOwned for OffsetForLeaderTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -55,8 +56,9 @@ impl ReadOwned for OffsetForLeaderTopic<'static> {
     }
 }
 
-impl<'a> FromView<OffsetForLeaderTopicView<'a>> for OffsetForLeaderTopic<'a> {
-    fn from_view(view: OffsetForLeaderTopicView<'a>) -> Self {
+impl<'a> From<OffsetForLeaderTopicView<'a>> for OffsetForLeaderTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetForLeaderTopicView<'a>) -> Self {
         OffsetForLeaderTopic {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
@@ -81,8 +83,9 @@ impl ReadOwned for OffsetForLeaderPartition<'static> {
     }
 }
 
-impl<'a> FromView<OffsetForLeaderPartitionView<'a>> for OffsetForLeaderPartition<'a> {
-    fn from_view(view: OffsetForLeaderPartitionView<'a>) -> Self {
+impl<'a> From<OffsetForLeaderPartitionView<'a>> for OffsetForLeaderPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetForLeaderPartitionView<'a>) -> Self {
         OffsetForLeaderPartition {
             partition: view.partition(),
             current_leader_epoch: view.current_leader_epoch(),
@@ -106,8 +109,9 @@ impl ReadOwned for OffsetForLeaderEpochResponse<'static> {
     }
 }
 
-impl<'a> FromView<OffsetForLeaderEpochResponseView<'a>> for OffsetForLeaderEpochResponse<'a> {
-    fn from_view(view: OffsetForLeaderEpochResponseView<'a>) -> Self {
+impl<'a> From<OffsetForLeaderEpochResponseView<'a>> for OffsetForLeaderEpochResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetForLeaderEpochResponseView<'a>) -> Self {
         OffsetForLeaderEpochResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
@@ -121,7 +125,7 @@ as_version!(OffsetForLeaderEpochResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(OffsetForLeaderEpochResponse, OffsetForLeaderEpochResponseView);
+reference_body!(OffsetForLeaderEpochResponse);
 
 impl ReadOwned for OffsetForLeaderTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -133,8 +137,9 @@ impl ReadOwned for OffsetForLeaderTopicResult<'static> {
     }
 }
 
-impl<'a> FromView<OffsetForLeaderTopicResultView<'a>> for OffsetForLeaderTopicResult<'a> {
-    fn from_view(view: OffsetForLeaderTopicResultView<'a>) -> Self {
+impl<'a> From<OffsetForLeaderTopicResultView<'a>> for OffsetForLeaderTopicResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: OffsetForLeaderTopicResultView<'a>) -> Self {
         OffsetForLeaderTopicResult {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),
@@ -160,8 +165,9 @@ impl ReadOwned for EpochEndOffset<'static> {
     }
 }
 
-impl<'a> FromView<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
-    fn from_view(view: EpochEndOffsetView<'a>) -> Self {
+impl<'a> From<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EpochEndOffsetView<'a>) -> Self {
         EpochEndOffset {
             error_code: view.error_code(),
             partition: view.partition(),

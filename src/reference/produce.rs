@@ -26,8 +26,9 @@ impl ReadOwned for ProduceRequest<'static> {
     }
 }
 
-impl<'a> FromView<ProduceRequestView<'a>> for ProduceRequest<'a> {
-    fn from_view(view: ProduceRequestView<'a>) -> Self {
+impl<'a> From<ProduceRequestView<'a>> for ProduceRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ProduceRequestView<'a>) -> Self {
         ProduceRequest {
             transactional_id: view.transactional_id().map(Str::Borrowed),
             acks: view.acks(),
@@ -43,7 +44,7 @@ as_version!(ProduceRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ProduceRequest, ProduceRequestView);
+reference_body!(ProduceRequest);
 
 impl ReadOwned for TopicProduceData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -60,8 +61,9 @@ impl ReadOwned for TopicProduceData<'static> {
     }
 }
 
-impl<'a> FromView<TopicProduceDataView<'a>> for TopicProduceData<'a> {
-    fn from_view(view: TopicProduceDataView<'a>) -> Self {
+impl<'a> From<TopicProduceDataView<'a>> for TopicProduceData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicProduceDataView<'a>) -> Self {
         TopicProduceData {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
@@ -92,8 +94,9 @@ impl ReadOwned for PartitionProduceData<'static> {
     }
 }
 
-impl<'a> FromView<PartitionProduceDataView<'a>> for PartitionProduceData<'a> {
-    fn from_view(view: PartitionProduceDataView<'a>) -> Self {
+impl<'a> From<PartitionProduceDataView<'a>> for PartitionProduceData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionProduceDataView<'a>) -> Self {
         PartitionProduceData {
             index: view.index(),
             records: view.records().map(|r| List::Borrowed(r.bytes())),
@@ -138,8 +141,9 @@ impl ReadOwned for ProduceResponse<'static> {
     }
 }
 
-impl<'a> FromView<ProduceResponseView<'a>> for ProduceResponse<'a> {
-    fn from_view(view: ProduceResponseView<'a>) -> Self {
+impl<'a> From<ProduceResponseView<'a>> for ProduceResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ProduceResponseView<'a>) -> Self {
         ProduceResponse {
             responses: list_from_view(view.responses()),
             throttle_time_ms: view.throttle_time_ms(),
@@ -155,7 +159,7 @@ as_version!(ProduceResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(ProduceResponse, ProduceResponseView);
+reference_body!(ProduceResponse);
 
 impl ReadOwned for TopicProduceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -172,8 +176,9 @@ impl ReadOwned for TopicProduceResponse<'static> {
     }
 }
 
-impl<'a> FromView<TopicProduceResponseView<'a>> for TopicProduceResponse<'a> {
-    fn from_view(view: TopicProduceResponseView<'a>) -> Self {
+impl<'a> From<TopicProduceResponseView<'a>> for TopicProduceResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicProduceResponseView<'a>) -> Self {
         TopicProduceResponse {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
@@ -241,8 +246,9 @@ impl ReadOwned for PartitionProduceResponse<'static> {
     }
 }
 
-impl<'a> FromView<PartitionProduceResponseView<'a>> for PartitionProduceResponse<'a> {
-    fn from_view(view: PartitionProduceResponseView<'a>) -> Self {
+impl<'a> From<PartitionProduceResponseView<'a>> for PartitionProduceResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionProduceResponseView<'a>) -> Self {
         PartitionProduceResponse {
             index: view.index(),
             error_code: view.error_code(),
@@ -251,7 +257,7 @@ impl<'a> FromView<PartitionProduceResponseView<'a>> for PartitionProduceResponse
             log_start_offset: view.log_start_offset(),
             record_errors: list_from_view(view.record_errors()),
             error_message: view.error_message().map(Str::Borrowed),
-            current_leader: view.current_leader().map(FromView::from_view).unwrap_or_default(),
+            current_leader: view.current_leader().map(Into::into).unwrap_or_default(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -281,8 +287,9 @@ impl ReadOwned for BatchIndexAndErrorMessage<'static> {
     }
 }
 
-impl<'a> FromView<BatchIndexAndErrorMessageView<'a>> for BatchIndexAndErrorMessage<'a> {
-    fn from_view(view: BatchIndexAndErrorMessageView<'a>) -> Self {
+impl<'a> From<BatchIndexAndErrorMessageView<'a>> for BatchIndexAndErrorMessage<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: BatchIndexAndErrorMessageView<'a>) -> Self {
         BatchIndexAndErrorMessage {
             batch_index: view.batch_index(),
             batch_index_error_message: view.batch_index_error_message().map(Str::Borrowed),
@@ -305,8 +312,9 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
     }
 }
 
-impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
-    fn from_view(view: LeaderIdAndEpochView<'a>) -> Self {
+impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
@@ -329,8 +337,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
-    fn from_view(view: NodeEndpointView<'a>) -> Self {
+impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),

@@ -26,8 +26,9 @@ impl ReadOwned for PushTelemetryRequest<'static> {
     }
 }
 
-impl<'a> FromView<PushTelemetryRequestView<'a>> for PushTelemetryRequest<'a> {
-    fn from_view(view: PushTelemetryRequestView<'a>) -> Self {
+impl<'a> From<PushTelemetryRequestView<'a>> for PushTelemetryRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PushTelemetryRequestView<'a>) -> Self {
         PushTelemetryRequest {
             client_instance_id: view.client_instance_id(),
             subscription_id: view.subscription_id(),
@@ -41,7 +42,7 @@ impl<'a> FromView<PushTelemetryRequestView<'a>> for PushTelemetryRequest<'a> {
 
 as_version!(PushTelemetryRequest<'_>);
 
-reference_body!(PushTelemetryRequest, PushTelemetryRequestView);
+reference_body!(PushTelemetryRequest);
 
 impl ReadOwned for PushTelemetryResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -53,8 +54,9 @@ impl ReadOwned for PushTelemetryResponse<'static> {
     }
 }
 
-impl<'a> FromView<PushTelemetryResponseView<'a>> for PushTelemetryResponse<'a> {
-    fn from_view(view: PushTelemetryResponseView<'a>) -> Self {
+impl<'a> From<PushTelemetryResponseView<'a>> for PushTelemetryResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PushTelemetryResponseView<'a>) -> Self {
         PushTelemetryResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -65,4 +67,4 @@ impl<'a> FromView<PushTelemetryResponseView<'a>> for PushTelemetryResponse<'a> {
 
 as_version!(PushTelemetryResponse<'_>);
 
-reference_body!(PushTelemetryResponse, PushTelemetryResponseView);
+reference_body!(PushTelemetryResponse);

@@ -23,8 +23,9 @@ impl ReadOwned for ReadShareGroupStateRequest<'static> {
     }
 }
 
-impl<'a> FromView<ReadShareGroupStateRequestView<'a>> for ReadShareGroupStateRequest<'a> {
-    fn from_view(view: ReadShareGroupStateRequestView<'a>) -> Self {
+impl<'a> From<ReadShareGroupStateRequestView<'a>> for ReadShareGroupStateRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReadShareGroupStateRequestView<'a>) -> Self {
         ReadShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -37,7 +38,7 @@ as_version!(ReadShareGroupStateRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(ReadShareGroupStateRequest, ReadShareGroupStateRequestView);
+reference_body!(ReadShareGroupStateRequest);
 
 impl ReadOwned for ReadStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -49,8 +50,9 @@ impl ReadOwned for ReadStateData<'static> {
     }
 }
 
-impl<'a> FromView<ReadStateDataView<'a>> for ReadStateData<'a> {
-    fn from_view(view: ReadStateDataView<'a>) -> Self {
+impl<'a> From<ReadStateDataView<'a>> for ReadStateData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReadStateDataView<'a>) -> Self {
         ReadStateData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -73,8 +75,9 @@ impl ReadOwned for PartitionData<'static> {
     }
 }
 
-impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
-    fn from_view(view: PartitionDataView<'a>) -> Self {
+impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
             leader_epoch: view.leader_epoch(),
@@ -94,8 +97,9 @@ impl ReadOwned for ReadShareGroupStateResponse<'static> {
     }
 }
 
-impl<'a> FromView<ReadShareGroupStateResponseView<'a>> for ReadShareGroupStateResponse<'a> {
-    fn from_view(view: ReadShareGroupStateResponseView<'a>) -> Self {
+impl<'a> From<ReadShareGroupStateResponseView<'a>> for ReadShareGroupStateResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReadShareGroupStateResponseView<'a>) -> Self {
         ReadShareGroupStateResponse {
             results: list_from_view(view.results()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -107,7 +111,7 @@ as_version!(ReadShareGroupStateResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
-reference_body!(ReadShareGroupStateResponse, ReadShareGroupStateResponseView);
+reference_body!(ReadShareGroupStateResponse);
 
 impl ReadOwned for ReadStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -119,8 +123,9 @@ impl ReadOwned for ReadStateResult<'static> {
     }
 }
 
-impl<'a> FromView<ReadStateResultView<'a>> for ReadStateResult<'a> {
-    fn from_view(view: ReadStateResultView<'a>) -> Self {
+impl<'a> From<ReadStateResultView<'a>> for ReadStateResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReadStateResultView<'a>) -> Self {
         ReadStateResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -147,8 +152,9 @@ impl ReadOwned for PartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
-    fn from_view(view: PartitionResultView<'a>) -> Self {
+impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),
             error_code: view.error_code(),
@@ -177,8 +183,9 @@ impl ReadOwned for StateBatch<'static> {
     }
 }
 
-impl<'a> FromView<StateBatchView<'a>> for StateBatch<'a> {
-    fn from_view(view: StateBatchView<'a>) -> Self {
+impl<'a> From<StateBatchView<'a>> for StateBatch<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StateBatchView<'a>) -> Self {
         StateBatch {
             first_offset: view.first_offset(),
             last_offset: view.last_offset(),

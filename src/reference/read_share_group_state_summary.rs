@@ -23,8 +23,9 @@ impl ReadOwned for ReadShareGroupStateSummaryRequest<'static> {
     }
 }
 
-impl<'a> FromView<ReadShareGroupStateSummaryRequestView<'a>> for ReadShareGroupStateSummaryRequest<'a> {
-    fn from_view(view: ReadShareGroupStateSummaryRequestView<'a>) -> Self {
+impl<'a> From<ReadShareGroupStateSummaryRequestView<'a>> for ReadShareGroupStateSummaryRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReadShareGroupStateSummaryRequestView<'a>) -> Self {
         ReadShareGroupStateSummaryRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -37,7 +38,7 @@ as_version!(ReadShareGroupStateSummaryRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryRequestView);
+reference_body!(ReadShareGroupStateSummaryRequest);
 
 impl ReadOwned for ReadStateSummaryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -49,8 +50,9 @@ impl ReadOwned for ReadStateSummaryData<'static> {
     }
 }
 
-impl<'a> FromView<ReadStateSummaryDataView<'a>> for ReadStateSummaryData<'a> {
-    fn from_view(view: ReadStateSummaryDataView<'a>) -> Self {
+impl<'a> From<ReadStateSummaryDataView<'a>> for ReadStateSummaryData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReadStateSummaryDataView<'a>) -> Self {
         ReadStateSummaryData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -73,8 +75,9 @@ impl ReadOwned for PartitionData<'static> {
     }
 }
 
-impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
-    fn from_view(view: PartitionDataView<'a>) -> Self {
+impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
             leader_epoch: view.leader_epoch(),
@@ -94,8 +97,9 @@ impl ReadOwned for ReadShareGroupStateSummaryResponse<'static> {
     }
 }
 
-impl<'a> FromView<ReadShareGroupStateSummaryResponseView<'a>> for ReadShareGroupStateSummaryResponse<'a> {
-    fn from_view(view: ReadShareGroupStateSummaryResponseView<'a>) -> Self {
+impl<'a> From<ReadShareGroupStateSummaryResponseView<'a>> for ReadShareGroupStateSummaryResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReadShareGroupStateSummaryResponseView<'a>) -> Self {
         ReadShareGroupStateSummaryResponse {
             results: list_from_view(view.results()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -107,7 +111,7 @@ as_version!(ReadShareGroupStateSummaryResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
-reference_body!(ReadShareGroupStateSummaryResponse, ReadShareGroupStateSummaryResponseView);
+reference_body!(ReadShareGroupStateSummaryResponse);
 
 impl ReadOwned for ReadStateSummaryResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -119,8 +123,9 @@ impl ReadOwned for ReadStateSummaryResult<'static> {
     }
 }
 
-impl<'a> FromView<ReadStateSummaryResultView<'a>> for ReadStateSummaryResult<'a> {
-    fn from_view(view: ReadStateSummaryResultView<'a>) -> Self {
+impl<'a> From<ReadStateSummaryResultView<'a>> for ReadStateSummaryResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ReadStateSummaryResultView<'a>) -> Self {
         ReadStateSummaryResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -150,8 +155,9 @@ impl ReadOwned for PartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
-    fn from_view(view: PartitionResultView<'a>) -> Self {
+impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),
             error_code: view.error_code(),

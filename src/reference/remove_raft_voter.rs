@@ -24,8 +24,9 @@ impl ReadOwned for RemoveRaftVoterRequest<'static> {
     }
 }
 
-impl<'a> FromView<RemoveRaftVoterRequestView<'a>> for RemoveRaftVoterRequest<'a> {
-    fn from_view(view: RemoveRaftVoterRequestView<'a>) -> Self {
+impl<'a> From<RemoveRaftVoterRequestView<'a>> for RemoveRaftVoterRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: RemoveRaftVoterRequestView<'a>) -> Self {
         RemoveRaftVoterRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             voter_id: view.voter_id(),
@@ -37,7 +38,7 @@ impl<'a> FromView<RemoveRaftVoterRequestView<'a>> for RemoveRaftVoterRequest<'a>
 
 as_version!(RemoveRaftVoterRequest<'_>);
 
-reference_body!(RemoveRaftVoterRequest, RemoveRaftVoterRequestView);
+reference_body!(RemoveRaftVoterRequest);
 
 impl ReadOwned for RemoveRaftVoterResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -50,8 +51,9 @@ impl ReadOwned for RemoveRaftVoterResponse<'static> {
     }
 }
 
-impl<'a> FromView<RemoveRaftVoterResponseView<'a>> for RemoveRaftVoterResponse<'a> {
-    fn from_view(view: RemoveRaftVoterResponseView<'a>) -> Self {
+impl<'a> From<RemoveRaftVoterResponseView<'a>> for RemoveRaftVoterResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: RemoveRaftVoterResponseView<'a>) -> Self {
         RemoveRaftVoterResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -63,4 +65,4 @@ impl<'a> FromView<RemoveRaftVoterResponseView<'a>> for RemoveRaftVoterResponse<'
 
 as_version!(RemoveRaftVoterResponse<'_>);
 
-reference_body!(RemoveRaftVoterResponse, RemoveRaftVoterResponseView);
+reference_body!(RemoveRaftVoterResponse);

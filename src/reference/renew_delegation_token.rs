@@ -23,8 +23,9 @@ impl ReadOwned for RenewDelegationTokenRequest<'static> {
     }
 }
 
-impl<'a> FromView<RenewDelegationTokenRequestView<'a>> for RenewDelegationTokenRequest<'a> {
-    fn from_view(view: RenewDelegationTokenRequestView<'a>) -> Self {
+impl<'a> From<RenewDelegationTokenRequestView<'a>> for RenewDelegationTokenRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: RenewDelegationTokenRequestView<'a>) -> Self {
         RenewDelegationTokenRequest {
             hmac: List::Borrowed(view.hmac()),
             renew_period_ms: view.renew_period_ms(),
@@ -37,7 +38,7 @@ as_version!(RenewDelegationTokenRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(RenewDelegationTokenRequest, RenewDelegationTokenRequestView);
+reference_body!(RenewDelegationTokenRequest);
 
 impl ReadOwned for RenewDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -50,8 +51,9 @@ impl ReadOwned for RenewDelegationTokenResponse<'static> {
     }
 }
 
-impl<'a> FromView<RenewDelegationTokenResponseView<'a>> for RenewDelegationTokenResponse<'a> {
-    fn from_view(view: RenewDelegationTokenResponseView<'a>) -> Self {
+impl<'a> From<RenewDelegationTokenResponseView<'a>> for RenewDelegationTokenResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: RenewDelegationTokenResponseView<'a>) -> Self {
         RenewDelegationTokenResponse {
             error_code: view.error_code(),
             expiry_timestamp_ms: view.expiry_timestamp_ms(),
@@ -65,4 +67,4 @@ as_version!(RenewDelegationTokenResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(RenewDelegationTokenResponse, RenewDelegationTokenResponseView);
+reference_body!(RenewDelegationTokenResponse);

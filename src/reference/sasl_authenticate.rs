@@ -22,8 +22,9 @@ impl ReadOwned for SaslAuthenticateRequest<'static> {
     }
 }
 
-impl<'a> FromView<SaslAuthenticateRequestView<'a>> for SaslAuthenticateRequest<'a> {
-    fn from_view(view: SaslAuthenticateRequestView<'a>) -> Self {
+impl<'a> From<SaslAuthenticateRequestView<'a>> for SaslAuthenticateRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SaslAuthenticateRequestView<'a>) -> Self {
         SaslAuthenticateRequest {
             auth_bytes: List::Borrowed(view.auth_bytes()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -35,7 +36,7 @@ as_version!(SaslAuthenticateRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(SaslAuthenticateRequest, SaslAuthenticateRequestView);
+reference_body!(SaslAuthenticateRequest);
 
 impl ReadOwned for SaslAuthenticateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -52,8 +53,9 @@ impl ReadOwned for SaslAuthenticateResponse<'static> {
     }
 }
 
-impl<'a> FromView<SaslAuthenticateResponseView<'a>> for SaslAuthenticateResponse<'a> {
-    fn from_view(view: SaslAuthenticateResponseView<'a>) -> Self {
+impl<'a> From<SaslAuthenticateResponseView<'a>> for SaslAuthenticateResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SaslAuthenticateResponseView<'a>) -> Self {
         SaslAuthenticateResponse {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
@@ -71,4 +73,4 @@ as_version!(SaslAuthenticateResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(SaslAuthenticateResponse, SaslAuthenticateResponseView);
+reference_body!(SaslAuthenticateResponse);

@@ -21,15 +21,16 @@ impl ReadOwned for SaslHandshakeRequest<'static> {
     }
 }
 
-impl<'a> FromView<SaslHandshakeRequestView<'a>> for SaslHandshakeRequest<'a> {
-    fn from_view(view: SaslHandshakeRequestView<'a>) -> Self {
+impl<'a> From<SaslHandshakeRequestView<'a>> for SaslHandshakeRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SaslHandshakeRequestView<'a>) -> Self {
         SaslHandshakeRequest { mechanism: Str::Borrowed(view.mechanism()) }
     }
 }
 
 as_version!(SaslHandshakeRequest<'_>);
 
-reference_body!(SaslHandshakeRequest, SaslHandshakeRequestView);
+reference_body!(SaslHandshakeRequest);
 
 impl ReadOwned for SaslHandshakeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -40,12 +41,13 @@ impl ReadOwned for SaslHandshakeResponse<'static> {
     }
 }
 
-impl<'a> FromView<SaslHandshakeResponseView<'a>> for SaslHandshakeResponse<'a> {
-    fn from_view(view: SaslHandshakeResponseView<'a>) -> Self {
+impl<'a> From<SaslHandshakeResponseView<'a>> for SaslHandshakeResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SaslHandshakeResponseView<'a>) -> Self {
         SaslHandshakeResponse { error_code: view.error_code(), mechanisms: list_from_view(view.mechanisms()) }
     }
 }
 
 as_version!(SaslHandshakeResponse<'_>);
 
-reference_body!(SaslHandshakeResponse, SaslHandshakeResponseView);
+reference_body!(SaslHandshakeResponse);

@@ -28,8 +28,9 @@ impl ReadOwned for ShareAcknowledgeRequest<'static> {
     }
 }
 
-impl<'a> FromView<ShareAcknowledgeRequestView<'a>> for ShareAcknowledgeRequest<'a> {
-    fn from_view(view: ShareAcknowledgeRequestView<'a>) -> Self {
+impl<'a> From<ShareAcknowledgeRequestView<'a>> for ShareAcknowledgeRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareAcknowledgeRequestView<'a>) -> Self {
         ShareAcknowledgeRequest {
             group_id: view.group_id().map(Str::Borrowed),
             member_id: view.member_id().map(Str::Borrowed),
@@ -48,7 +49,7 @@ as_version!(ShareAcknowledgeRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(ShareAcknowledgeRequest, ShareAcknowledgeRequestView);
+reference_body!(ShareAcknowledgeRequest);
 
 impl ReadOwned for AcknowledgeTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -60,8 +61,9 @@ impl ReadOwned for AcknowledgeTopic<'static> {
     }
 }
 
-impl<'a> FromView<AcknowledgeTopicView<'a>> for AcknowledgeTopic<'a> {
-    fn from_view(view: AcknowledgeTopicView<'a>) -> Self {
+impl<'a> From<AcknowledgeTopicView<'a>> for AcknowledgeTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AcknowledgeTopicView<'a>) -> Self {
         AcknowledgeTopic {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -85,8 +87,9 @@ impl ReadOwned for AcknowledgePartition<'static> {
     }
 }
 
-impl<'a> FromView<AcknowledgePartitionView<'a>> for AcknowledgePartition<'a> {
-    fn from_view(view: AcknowledgePartitionView<'a>) -> Self {
+impl<'a> From<AcknowledgePartitionView<'a>> for AcknowledgePartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AcknowledgePartitionView<'a>) -> Self {
         AcknowledgePartition {
             partition_index: view.partition_index(),
             acknowledgement_batches: list_from_view(view.acknowledgement_batches()),
@@ -110,8 +113,9 @@ impl ReadOwned for AcknowledgementBatch<'static> {
     }
 }
 
-impl<'a> FromView<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
-    fn from_view(view: AcknowledgementBatchView<'a>) -> Self {
+impl<'a> From<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AcknowledgementBatchView<'a>) -> Self {
         AcknowledgementBatch {
             first_offset: view.first_offset(),
             last_offset: view.last_offset(),
@@ -139,8 +143,9 @@ impl ReadOwned for ShareAcknowledgeResponse<'static> {
     }
 }
 
-impl<'a> FromView<ShareAcknowledgeResponseView<'a>> for ShareAcknowledgeResponse<'a> {
-    fn from_view(view: ShareAcknowledgeResponseView<'a>) -> Self {
+impl<'a> From<ShareAcknowledgeResponseView<'a>> for ShareAcknowledgeResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareAcknowledgeResponseView<'a>) -> Self {
         ShareAcknowledgeResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -161,7 +166,7 @@ as_version!(ShareAcknowledgeResponse<'_>, |v, ver| {
     v.node_endpoints = v.node_endpoints.as_version(ver);
 });
 
-reference_body!(ShareAcknowledgeResponse, ShareAcknowledgeResponseView);
+reference_body!(ShareAcknowledgeResponse);
 
 impl ReadOwned for ShareAcknowledgeTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -173,8 +178,9 @@ impl ReadOwned for ShareAcknowledgeTopicResponse<'static> {
     }
 }
 
-impl<'a> FromView<ShareAcknowledgeTopicResponseView<'a>> for ShareAcknowledgeTopicResponse<'a> {
-    fn from_view(view: ShareAcknowledgeTopicResponseView<'a>) -> Self {
+impl<'a> From<ShareAcknowledgeTopicResponseView<'a>> for ShareAcknowledgeTopicResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareAcknowledgeTopicResponseView<'a>) -> Self {
         ShareAcknowledgeTopicResponse {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -199,13 +205,14 @@ impl ReadOwned for PartitionData<'static> {
     }
 }
 
-impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
-    fn from_view(view: PartitionDataView<'a>) -> Self {
+impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
-            current_leader: FromView::from_view(view.current_leader()),
+            current_leader: view.current_leader().into(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -225,8 +232,9 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
     }
 }
 
-impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
-    fn from_view(view: LeaderIdAndEpochView<'a>) -> Self {
+impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
@@ -249,8 +257,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
-    fn from_view(view: NodeEndpointView<'a>) -> Self {
+impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),

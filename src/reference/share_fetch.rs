@@ -37,8 +37,9 @@ impl ReadOwned for ShareFetchRequest<'static> {
     }
 }
 
-impl<'a> FromView<ShareFetchRequestView<'a>> for ShareFetchRequest<'a> {
-    fn from_view(view: ShareFetchRequestView<'a>) -> Self {
+impl<'a> From<ShareFetchRequestView<'a>> for ShareFetchRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareFetchRequestView<'a>) -> Self {
         ShareFetchRequest {
             group_id: view.group_id().map(Str::Borrowed),
             member_id: view.member_id().map(Str::Borrowed),
@@ -68,7 +69,7 @@ as_version!(ShareFetchRequest<'_>, |v, ver| {
     v.forgotten_topics_data = v.forgotten_topics_data.as_version(ver);
 });
 
-reference_body!(ShareFetchRequest, ShareFetchRequestView);
+reference_body!(ShareFetchRequest);
 
 impl ReadOwned for FetchTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -80,8 +81,9 @@ impl ReadOwned for FetchTopic<'static> {
     }
 }
 
-impl<'a> FromView<FetchTopicView<'a>> for FetchTopic<'a> {
-    fn from_view(view: FetchTopicView<'a>) -> Self {
+impl<'a> From<FetchTopicView<'a>> for FetchTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchTopicView<'a>) -> Self {
         FetchTopic {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -105,8 +107,9 @@ impl ReadOwned for FetchPartition<'static> {
     }
 }
 
-impl<'a> FromView<FetchPartitionView<'a>> for FetchPartition<'a> {
-    fn from_view(view: FetchPartitionView<'a>) -> Self {
+impl<'a> From<FetchPartitionView<'a>> for FetchPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FetchPartitionView<'a>) -> Self {
         FetchPartition {
             partition_index: view.partition_index(),
             partition_max_bytes: view.partition_max_bytes(),
@@ -132,8 +135,9 @@ impl ReadOwned for AcknowledgementBatch<'static> {
     }
 }
 
-impl<'a> FromView<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
-    fn from_view(view: AcknowledgementBatchView<'a>) -> Self {
+impl<'a> From<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AcknowledgementBatchView<'a>) -> Self {
         AcknowledgementBatch {
             first_offset: view.first_offset(),
             last_offset: view.last_offset(),
@@ -155,8 +159,9 @@ impl ReadOwned for ForgottenTopic<'static> {
     }
 }
 
-impl<'a> FromView<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
-    fn from_view(view: ForgottenTopicView<'a>) -> Self {
+impl<'a> From<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ForgottenTopicView<'a>) -> Self {
         ForgottenTopic {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -181,8 +186,9 @@ impl ReadOwned for ShareFetchResponse<'static> {
     }
 }
 
-impl<'a> FromView<ShareFetchResponseView<'a>> for ShareFetchResponse<'a> {
-    fn from_view(view: ShareFetchResponseView<'a>) -> Self {
+impl<'a> From<ShareFetchResponseView<'a>> for ShareFetchResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareFetchResponseView<'a>) -> Self {
         ShareFetchResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -200,7 +206,7 @@ as_version!(ShareFetchResponse<'_>, |v, ver| {
     v.node_endpoints = v.node_endpoints.as_version(ver);
 });
 
-reference_body!(ShareFetchResponse, ShareFetchResponseView);
+reference_body!(ShareFetchResponse);
 
 impl ReadOwned for ShareFetchableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -212,8 +218,9 @@ impl ReadOwned for ShareFetchableTopicResponse<'static> {
     }
 }
 
-impl<'a> FromView<ShareFetchableTopicResponseView<'a>> for ShareFetchableTopicResponse<'a> {
-    fn from_view(view: ShareFetchableTopicResponseView<'a>) -> Self {
+impl<'a> From<ShareFetchableTopicResponseView<'a>> for ShareFetchableTopicResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareFetchableTopicResponseView<'a>) -> Self {
         ShareFetchableTopicResponse {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -243,15 +250,16 @@ impl ReadOwned for PartitionData<'static> {
     }
 }
 
-impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
-    fn from_view(view: PartitionDataView<'a>) -> Self {
+impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
             acknowledge_error_code: view.acknowledge_error_code(),
             acknowledge_error_message: view.acknowledge_error_message().map(Str::Borrowed),
-            current_leader: FromView::from_view(view.current_leader()),
+            current_leader: view.current_leader().into(),
             records: List::Borrowed(view.records().bytes()),
             acquired_records: list_from_view(view.acquired_records()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -274,8 +282,9 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
     }
 }
 
-impl<'a> FromView<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
-    fn from_view(view: LeaderIdAndEpochView<'a>) -> Self {
+impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),
@@ -297,8 +306,9 @@ impl ReadOwned for AcquiredRecords<'static> {
     }
 }
 
-impl<'a> FromView<AcquiredRecordsView<'a>> for AcquiredRecords<'a> {
-    fn from_view(view: AcquiredRecordsView<'a>) -> Self {
+impl<'a> From<AcquiredRecordsView<'a>> for AcquiredRecords<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AcquiredRecordsView<'a>) -> Self {
         AcquiredRecords {
             first_offset: view.first_offset(),
             last_offset: view.last_offset(),
@@ -322,8 +332,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
-    fn from_view(view: NodeEndpointView<'a>) -> Self {
+impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),

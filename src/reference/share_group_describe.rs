@@ -24,8 +24,9 @@ impl ReadOwned for ShareGroupDescribeRequest<'static> {
     }
 }
 
-impl<'a> FromView<ShareGroupDescribeRequestView<'a>> for ShareGroupDescribeRequest<'a> {
-    fn from_view(view: ShareGroupDescribeRequestView<'a>) -> Self {
+impl<'a> From<ShareGroupDescribeRequestView<'a>> for ShareGroupDescribeRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareGroupDescribeRequestView<'a>) -> Self {
         ShareGroupDescribeRequest {
             group_ids: list_from_view(view.group_ids()),
             include_authorized_operations: view.include_authorized_operations(),
@@ -36,7 +37,7 @@ impl<'a> FromView<ShareGroupDescribeRequestView<'a>> for ShareGroupDescribeReque
 
 as_version!(ShareGroupDescribeRequest<'_>);
 
-reference_body!(ShareGroupDescribeRequest, ShareGroupDescribeRequestView);
+reference_body!(ShareGroupDescribeRequest);
 
 impl ReadOwned for ShareGroupDescribeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -48,8 +49,9 @@ impl ReadOwned for ShareGroupDescribeResponse<'static> {
     }
 }
 
-impl<'a> FromView<ShareGroupDescribeResponseView<'a>> for ShareGroupDescribeResponse<'a> {
-    fn from_view(view: ShareGroupDescribeResponseView<'a>) -> Self {
+impl<'a> From<ShareGroupDescribeResponseView<'a>> for ShareGroupDescribeResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareGroupDescribeResponseView<'a>) -> Self {
         ShareGroupDescribeResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
@@ -62,7 +64,7 @@ as_version!(ShareGroupDescribeResponse<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
-reference_body!(ShareGroupDescribeResponse, ShareGroupDescribeResponseView);
+reference_body!(ShareGroupDescribeResponse);
 
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -81,8 +83,9 @@ impl ReadOwned for DescribedGroup<'static> {
     }
 }
 
-impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
-    fn from_view(view: DescribedGroupView<'a>) -> Self {
+impl<'a> From<DescribedGroupView<'a>> for DescribedGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribedGroupView<'a>) -> Self {
         DescribedGroup {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
@@ -117,8 +120,9 @@ impl ReadOwned for Member<'static> {
     }
 }
 
-impl<'a> FromView<MemberView<'a>> for Member<'a> {
-    fn from_view(view: MemberView<'a>) -> Self {
+impl<'a> From<MemberView<'a>> for Member<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MemberView<'a>) -> Self {
         Member {
             member_id: Str::Borrowed(view.member_id()),
             rack_id: view.rack_id().map(Str::Borrowed),
@@ -126,7 +130,7 @@ impl<'a> FromView<MemberView<'a>> for Member<'a> {
             client_id: Str::Borrowed(view.client_id()),
             client_host: Str::Borrowed(view.client_host()),
             subscribed_topic_names: list_from_view(view.subscribed_topic_names()),
-            assignment: FromView::from_view(view.assignment()),
+            assignment: view.assignment().into(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -145,8 +149,9 @@ impl ReadOwned for Assignment<'static> {
     }
 }
 
-impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
-    fn from_view(view: AssignmentView<'a>) -> Self {
+impl<'a> From<AssignmentView<'a>> for Assignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -169,8 +174,9 @@ impl ReadOwned for TopicPartitions<'static> {
     }
 }
 
-impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
-    fn from_view(view: TopicPartitionsView<'a>) -> Self {
+impl<'a> From<TopicPartitionsView<'a>> for TopicPartitions<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicPartitionsView<'a>) -> Self {
         TopicPartitions {
             topic_id: view.topic_id(),
             topic_name: Str::Borrowed(view.topic_name()),

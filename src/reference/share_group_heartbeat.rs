@@ -27,8 +27,9 @@ impl ReadOwned for ShareGroupHeartbeatRequest<'static> {
     }
 }
 
-impl<'a> FromView<ShareGroupHeartbeatRequestView<'a>> for ShareGroupHeartbeatRequest<'a> {
-    fn from_view(view: ShareGroupHeartbeatRequestView<'a>) -> Self {
+impl<'a> From<ShareGroupHeartbeatRequestView<'a>> for ShareGroupHeartbeatRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareGroupHeartbeatRequestView<'a>) -> Self {
         ShareGroupHeartbeatRequest {
             group_id: Str::Borrowed(view.group_id()),
             member_id: Str::Borrowed(view.member_id()),
@@ -42,7 +43,7 @@ impl<'a> FromView<ShareGroupHeartbeatRequestView<'a>> for ShareGroupHeartbeatReq
 
 as_version!(ShareGroupHeartbeatRequest<'_>);
 
-reference_body!(ShareGroupHeartbeatRequest, ShareGroupHeartbeatRequestView);
+reference_body!(ShareGroupHeartbeatRequest);
 
 impl ReadOwned for ShareGroupHeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -63,8 +64,9 @@ impl ReadOwned for ShareGroupHeartbeatResponse<'static> {
     }
 }
 
-impl<'a> FromView<ShareGroupHeartbeatResponseView<'a>> for ShareGroupHeartbeatResponse<'a> {
-    fn from_view(view: ShareGroupHeartbeatResponseView<'a>) -> Self {
+impl<'a> From<ShareGroupHeartbeatResponseView<'a>> for ShareGroupHeartbeatResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ShareGroupHeartbeatResponseView<'a>) -> Self {
         ShareGroupHeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -72,7 +74,7 @@ impl<'a> FromView<ShareGroupHeartbeatResponseView<'a>> for ShareGroupHeartbeatRe
             member_id: view.member_id().map(Str::Borrowed),
             member_epoch: view.member_epoch(),
             heartbeat_interval_ms: view.heartbeat_interval_ms(),
-            assignment: view.assignment().map(FromView::from_view),
+            assignment: view.assignment().map(Into::into),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -82,7 +84,7 @@ as_version!(ShareGroupHeartbeatResponse<'_>, |v, ver| {
     v.assignment = v.assignment.as_version(ver);
 });
 
-reference_body!(ShareGroupHeartbeatResponse, ShareGroupHeartbeatResponseView);
+reference_body!(ShareGroupHeartbeatResponse);
 
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -93,8 +95,9 @@ impl ReadOwned for Assignment<'static> {
     }
 }
 
-impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
-    fn from_view(view: AssignmentView<'a>) -> Self {
+impl<'a> From<AssignmentView<'a>> for Assignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -116,8 +119,9 @@ impl ReadOwned for TopicPartitions<'static> {
     }
 }
 
-impl<'a> FromView<TopicPartitionsView<'a>> for TopicPartitions<'a> {
-    fn from_view(view: TopicPartitionsView<'a>) -> Self {
+impl<'a> From<TopicPartitionsView<'a>> for TopicPartitions<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicPartitionsView<'a>) -> Self {
         TopicPartitions {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),

@@ -28,8 +28,9 @@ impl ReadOwned for StreamsGroupDescribeRequest<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupDescribeRequestView<'a>> for StreamsGroupDescribeRequest<'a> {
-    fn from_view(view: StreamsGroupDescribeRequestView<'a>) -> Self {
+impl<'a> From<StreamsGroupDescribeRequestView<'a>> for StreamsGroupDescribeRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupDescribeRequestView<'a>) -> Self {
         StreamsGroupDescribeRequest {
             group_ids: list_from_view(view.group_ids()),
             include_authorized_operations: view.include_authorized_operations(),
@@ -45,7 +46,7 @@ as_version!(StreamsGroupDescribeRequest<'_>, |v, ver| {
     }
 });
 
-reference_body!(StreamsGroupDescribeRequest, StreamsGroupDescribeRequestView);
+reference_body!(StreamsGroupDescribeRequest);
 
 impl ReadOwned for StreamsGroupDescribeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -57,8 +58,9 @@ impl ReadOwned for StreamsGroupDescribeResponse<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupDescribeResponseView<'a>> for StreamsGroupDescribeResponse<'a> {
-    fn from_view(view: StreamsGroupDescribeResponseView<'a>) -> Self {
+impl<'a> From<StreamsGroupDescribeResponseView<'a>> for StreamsGroupDescribeResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupDescribeResponseView<'a>) -> Self {
         StreamsGroupDescribeResponse {
             throttle_time_ms: view.throttle_time_ms(),
             groups: list_from_view(view.groups()),
@@ -71,7 +73,7 @@ as_version!(StreamsGroupDescribeResponse<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
-reference_body!(StreamsGroupDescribeResponse, StreamsGroupDescribeResponseView);
+reference_body!(StreamsGroupDescribeResponse);
 
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -107,8 +109,9 @@ impl ReadOwned for DescribedGroup<'static> {
     }
 }
 
-impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
-    fn from_view(view: DescribedGroupView<'a>) -> Self {
+impl<'a> From<DescribedGroupView<'a>> for DescribedGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: DescribedGroupView<'a>) -> Self {
         DescribedGroup {
             error_code: view.error_code(),
             error_message: view.error_message().map(Str::Borrowed),
@@ -116,10 +119,10 @@ impl<'a> FromView<DescribedGroupView<'a>> for DescribedGroup<'a> {
             group_state: Str::Borrowed(view.group_state()),
             group_epoch: view.group_epoch(),
             assignment_epoch: view.assignment_epoch(),
-            topology: view.topology().map(FromView::from_view),
+            topology: view.topology().map(Into::into),
             members: list_from_view(view.members()),
             authorized_operations: view.authorized_operations(),
-            topology_description: view.topology_description().map(FromView::from_view),
+            topology_description: view.topology_description().map(Into::into),
             topology_description_status: view.topology_description_status(),
             assignor_name: view.assignor_name().map(Str::Borrowed),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -149,8 +152,9 @@ impl ReadOwned for Topology<'static> {
     }
 }
 
-impl<'a> FromView<TopologyView<'a>> for Topology<'a> {
-    fn from_view(view: TopologyView<'a>) -> Self {
+impl<'a> From<TopologyView<'a>> for Topology<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyView<'a>) -> Self {
         Topology {
             epoch: view.epoch(),
             subtopologies: view.subtopologies().map(list_from_view),
@@ -177,8 +181,9 @@ impl ReadOwned for Subtopology<'static> {
     }
 }
 
-impl<'a> FromView<SubtopologyView<'a>> for Subtopology<'a> {
-    fn from_view(view: SubtopologyView<'a>) -> Self {
+impl<'a> From<SubtopologyView<'a>> for Subtopology<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SubtopologyView<'a>) -> Self {
         Subtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             source_topics: list_from_view(view.source_topics()),
@@ -207,8 +212,9 @@ impl ReadOwned for TopicInfo<'static> {
     }
 }
 
-impl<'a> FromView<TopicInfoView<'a>> for TopicInfo<'a> {
-    fn from_view(view: TopicInfoView<'a>) -> Self {
+impl<'a> From<TopicInfoView<'a>> for TopicInfo<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicInfoView<'a>) -> Self {
         TopicInfo {
             name: Str::Borrowed(view.name()),
             partitions: view.partitions(),
@@ -233,8 +239,9 @@ impl ReadOwned for KeyValue<'static> {
     }
 }
 
-impl<'a> FromView<KeyValueView<'a>> for KeyValue<'a> {
-    fn from_view(view: KeyValueView<'a>) -> Self {
+impl<'a> From<KeyValueView<'a>> for KeyValue<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: KeyValueView<'a>) -> Self {
         KeyValue {
             key: Str::Borrowed(view.key()),
             value: Str::Borrowed(view.value()),
@@ -272,8 +279,9 @@ impl ReadOwned for Member<'static> {
     }
 }
 
-impl<'a> FromView<MemberView<'a>> for Member<'a> {
-    fn from_view(view: MemberView<'a>) -> Self {
+impl<'a> From<MemberView<'a>> for Member<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: MemberView<'a>) -> Self {
         Member {
             member_id: Str::Borrowed(view.member_id()),
             member_epoch: view.member_epoch(),
@@ -283,12 +291,12 @@ impl<'a> FromView<MemberView<'a>> for Member<'a> {
             client_host: Str::Borrowed(view.client_host()),
             topology_epoch: view.topology_epoch(),
             process_id: Str::Borrowed(view.process_id()),
-            user_endpoint: view.user_endpoint().map(FromView::from_view),
+            user_endpoint: view.user_endpoint().map(Into::into),
             client_tags: list_from_view(view.client_tags()),
             task_offsets: list_from_view(view.task_offsets()),
             task_end_offsets: list_from_view(view.task_end_offsets()),
-            assignment: FromView::from_view(view.assignment()),
-            target_assignment: FromView::from_view(view.target_assignment()),
+            assignment: view.assignment().into(),
+            target_assignment: view.target_assignment().into(),
             is_classic: view.is_classic(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
@@ -314,8 +322,9 @@ impl ReadOwned for Endpoint<'static> {
     }
 }
 
-impl<'a> FromView<EndpointView<'a>> for Endpoint<'a> {
-    fn from_view(view: EndpointView<'a>) -> Self {
+impl<'a> From<EndpointView<'a>> for Endpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndpointView<'a>) -> Self {
         Endpoint {
             host: Str::Borrowed(view.host()),
             port: view.port(),
@@ -337,8 +346,9 @@ impl ReadOwned for TaskOffset<'static> {
     }
 }
 
-impl<'a> FromView<TaskOffsetView<'a>> for TaskOffset<'a> {
-    fn from_view(view: TaskOffsetView<'a>) -> Self {
+impl<'a> From<TaskOffsetView<'a>> for TaskOffset<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TaskOffsetView<'a>) -> Self {
         TaskOffset {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partition: view.partition(),
@@ -361,8 +371,9 @@ impl ReadOwned for Assignment<'static> {
     }
 }
 
-impl<'a> FromView<AssignmentView<'a>> for Assignment<'a> {
-    fn from_view(view: AssignmentView<'a>) -> Self {
+impl<'a> From<AssignmentView<'a>> for Assignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: AssignmentView<'a>) -> Self {
         Assignment {
             active_tasks: list_from_view(view.active_tasks()),
             standby_tasks: list_from_view(view.standby_tasks()),
@@ -388,8 +399,9 @@ impl ReadOwned for TaskIds<'static> {
     }
 }
 
-impl<'a> FromView<TaskIdsView<'a>> for TaskIds<'a> {
-    fn from_view(view: TaskIdsView<'a>) -> Self {
+impl<'a> From<TaskIdsView<'a>> for TaskIds<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TaskIdsView<'a>) -> Self {
         TaskIds {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partitions: list_from_view(view.partitions()),
@@ -410,8 +422,9 @@ impl ReadOwned for TopologyDescription<'static> {
     }
 }
 
-impl<'a> FromView<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
-    fn from_view(view: TopologyDescriptionView<'a>) -> Self {
+impl<'a> From<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyDescriptionView<'a>) -> Self {
         TopologyDescription {
             subtopologies: list_from_view(view.subtopologies()),
             global_stores: list_from_view(view.global_stores()),
@@ -435,8 +448,9 @@ impl ReadOwned for TopologyDescriptionSubtopology<'static> {
     }
 }
 
-impl<'a> FromView<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptionSubtopology<'a> {
-    fn from_view(view: TopologyDescriptionSubtopologyView<'a>) -> Self {
+impl<'a> From<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptionSubtopology<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyDescriptionSubtopologyView<'a>) -> Self {
         TopologyDescriptionSubtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             nodes: list_from_view(view.nodes()),
@@ -463,8 +477,9 @@ impl ReadOwned for TopologyDescriptionNode<'static> {
     }
 }
 
-impl<'a> FromView<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'a> {
-    fn from_view(view: TopologyDescriptionNodeView<'a>) -> Self {
+impl<'a> From<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyDescriptionNodeView<'a>) -> Self {
         TopologyDescriptionNode {
             name: Str::Borrowed(view.name()),
             node_type: view.node_type(),
@@ -490,11 +505,12 @@ impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
     }
 }
 
-impl<'a> FromView<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptionGlobalStore<'a> {
-    fn from_view(view: TopologyDescriptionGlobalStoreView<'a>) -> Self {
+impl<'a> From<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptionGlobalStore<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyDescriptionGlobalStoreView<'a>) -> Self {
         TopologyDescriptionGlobalStore {
-            source: FromView::from_view(view.source()),
-            processor: FromView::from_view(view.processor()),
+            source: view.source().into(),
+            processor: view.processor().into(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }

@@ -56,8 +56,9 @@ impl ReadOwned for StreamsGroupHeartbeatRequest<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupHeartbeatRequestView<'a>> for StreamsGroupHeartbeatRequest<'a> {
-    fn from_view(view: StreamsGroupHeartbeatRequestView<'a>) -> Self {
+impl<'a> From<StreamsGroupHeartbeatRequestView<'a>> for StreamsGroupHeartbeatRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupHeartbeatRequestView<'a>) -> Self {
         StreamsGroupHeartbeatRequest {
             group_id: Str::Borrowed(view.group_id()),
             member_id: Str::Borrowed(view.member_id()),
@@ -66,12 +67,12 @@ impl<'a> FromView<StreamsGroupHeartbeatRequestView<'a>> for StreamsGroupHeartbea
             instance_id: view.instance_id().map(Str::Borrowed),
             rack_id: view.rack_id().map(Str::Borrowed),
             rebalance_timeout_ms: view.rebalance_timeout_ms(),
-            topology: view.topology().map(FromView::from_view),
+            topology: view.topology().map(Into::into),
             active_tasks: view.active_tasks().map(list_from_view),
             standby_tasks: view.standby_tasks().map(list_from_view),
             warmup_tasks: view.warmup_tasks().map(list_from_view),
             process_id: view.process_id().map(Str::Borrowed),
-            user_endpoint: view.user_endpoint().map(FromView::from_view),
+            user_endpoint: view.user_endpoint().map(Into::into),
             client_tags: view.client_tags().map(list_from_view),
             task_offsets: view.task_offsets().map(list_from_view),
             task_end_offsets: view.task_end_offsets().map(list_from_view),
@@ -92,7 +93,7 @@ as_version!(StreamsGroupHeartbeatRequest<'_>, |v, ver| {
     v.task_end_offsets = v.task_end_offsets.as_version(ver);
 });
 
-reference_body!(StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatRequestView);
+reference_body!(StreamsGroupHeartbeatRequest);
 
 impl ReadOwned for Topology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -104,8 +105,9 @@ impl ReadOwned for Topology<'static> {
     }
 }
 
-impl<'a> FromView<TopologyView<'a>> for Topology<'a> {
-    fn from_view(view: TopologyView<'a>) -> Self {
+impl<'a> From<TopologyView<'a>> for Topology<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyView<'a>) -> Self {
         Topology {
             epoch: view.epoch(),
             subtopologies: list_from_view(view.subtopologies()),
@@ -134,8 +136,9 @@ impl ReadOwned for Subtopology<'static> {
     }
 }
 
-impl<'a> FromView<SubtopologyView<'a>> for Subtopology<'a> {
-    fn from_view(view: SubtopologyView<'a>) -> Self {
+impl<'a> From<SubtopologyView<'a>> for Subtopology<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SubtopologyView<'a>) -> Self {
         Subtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             source_topics: list_from_view(view.source_topics()),
@@ -167,8 +170,9 @@ impl ReadOwned for TopicInfo<'static> {
     }
 }
 
-impl<'a> FromView<TopicInfoView<'a>> for TopicInfo<'a> {
-    fn from_view(view: TopicInfoView<'a>) -> Self {
+impl<'a> From<TopicInfoView<'a>> for TopicInfo<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicInfoView<'a>) -> Self {
         TopicInfo {
             name: Str::Borrowed(view.name()),
             partitions: view.partitions(),
@@ -193,8 +197,9 @@ impl ReadOwned for KeyValue<'static> {
     }
 }
 
-impl<'a> FromView<KeyValueView<'a>> for KeyValue<'a> {
-    fn from_view(view: KeyValueView<'a>) -> Self {
+impl<'a> From<KeyValueView<'a>> for KeyValue<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: KeyValueView<'a>) -> Self {
         KeyValue {
             key: Str::Borrowed(view.key()),
             value: Str::Borrowed(view.value()),
@@ -217,8 +222,9 @@ impl ReadOwned for CopartitionGroup<'static> {
     }
 }
 
-impl<'a> FromView<CopartitionGroupView<'a>> for CopartitionGroup<'a> {
-    fn from_view(view: CopartitionGroupView<'a>) -> Self {
+impl<'a> From<CopartitionGroupView<'a>> for CopartitionGroup<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CopartitionGroupView<'a>) -> Self {
         CopartitionGroup {
             source_topics: list_from_view(view.source_topics()),
             source_topic_regex: list_from_view(view.source_topic_regex()),
@@ -240,8 +246,9 @@ impl ReadOwned for StreamsGroupHeartbeatRequestTaskIds<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupHeartbeatRequestTaskIdsView<'a>> for StreamsGroupHeartbeatRequestTaskIds<'a> {
-    fn from_view(view: StreamsGroupHeartbeatRequestTaskIdsView<'a>) -> Self {
+impl<'a> From<StreamsGroupHeartbeatRequestTaskIdsView<'a>> for StreamsGroupHeartbeatRequestTaskIds<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupHeartbeatRequestTaskIdsView<'a>) -> Self {
         StreamsGroupHeartbeatRequestTaskIds {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partitions: list_from_view(view.partitions()),
@@ -262,8 +269,9 @@ impl ReadOwned for StreamsGroupHeartbeatRequestEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupHeartbeatRequestEndpointView<'a>> for StreamsGroupHeartbeatRequestEndpoint<'a> {
-    fn from_view(view: StreamsGroupHeartbeatRequestEndpointView<'a>) -> Self {
+impl<'a> From<StreamsGroupHeartbeatRequestEndpointView<'a>> for StreamsGroupHeartbeatRequestEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupHeartbeatRequestEndpointView<'a>) -> Self {
         StreamsGroupHeartbeatRequestEndpoint {
             host: Str::Borrowed(view.host()),
             port: view.port(),
@@ -285,8 +293,9 @@ impl ReadOwned for TaskOffset<'static> {
     }
 }
 
-impl<'a> FromView<TaskOffsetView<'a>> for TaskOffset<'a> {
-    fn from_view(view: TaskOffsetView<'a>) -> Self {
+impl<'a> From<TaskOffsetView<'a>> for TaskOffset<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TaskOffsetView<'a>) -> Self {
         TaskOffset {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partition: view.partition(),
@@ -336,8 +345,9 @@ impl ReadOwned for StreamsGroupHeartbeatResponse<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupHeartbeatResponseView<'a>> for StreamsGroupHeartbeatResponse<'a> {
-    fn from_view(view: StreamsGroupHeartbeatResponseView<'a>) -> Self {
+impl<'a> From<StreamsGroupHeartbeatResponseView<'a>> for StreamsGroupHeartbeatResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupHeartbeatResponseView<'a>) -> Self {
         StreamsGroupHeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -377,7 +387,7 @@ as_version!(StreamsGroupHeartbeatResponse<'_>, |v, ver| {
     v.partitions_by_user_endpoint = v.partitions_by_user_endpoint.as_version(ver);
 });
 
-reference_body!(StreamsGroupHeartbeatResponse, StreamsGroupHeartbeatResponseView);
+reference_body!(StreamsGroupHeartbeatResponse);
 
 impl ReadOwned for Status<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -389,8 +399,9 @@ impl ReadOwned for Status<'static> {
     }
 }
 
-impl<'a> FromView<StatusView<'a>> for Status<'a> {
-    fn from_view(view: StatusView<'a>) -> Self {
+impl<'a> From<StatusView<'a>> for Status<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StatusView<'a>) -> Self {
         Status {
             status_code: view.status_code(),
             status_detail: Str::Borrowed(view.status_detail()),
@@ -411,8 +422,9 @@ impl ReadOwned for StreamsGroupHeartbeatResponseTaskIds<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupHeartbeatResponseTaskIdsView<'a>> for StreamsGroupHeartbeatResponseTaskIds<'a> {
-    fn from_view(view: StreamsGroupHeartbeatResponseTaskIdsView<'a>) -> Self {
+impl<'a> From<StreamsGroupHeartbeatResponseTaskIdsView<'a>> for StreamsGroupHeartbeatResponseTaskIds<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupHeartbeatResponseTaskIdsView<'a>) -> Self {
         StreamsGroupHeartbeatResponseTaskIds {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             partitions: list_from_view(view.partitions()),
@@ -435,10 +447,11 @@ impl ReadOwned for EndpointToPartitions<'static> {
     }
 }
 
-impl<'a> FromView<EndpointToPartitionsView<'a>> for EndpointToPartitions<'a> {
-    fn from_view(view: EndpointToPartitionsView<'a>) -> Self {
+impl<'a> From<EndpointToPartitionsView<'a>> for EndpointToPartitions<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: EndpointToPartitionsView<'a>) -> Self {
         EndpointToPartitions {
-            user_endpoint: FromView::from_view(view.user_endpoint()),
+            user_endpoint: view.user_endpoint().into(),
             active_partitions: list_from_view(view.active_partitions()),
             standby_partitions: list_from_view(view.standby_partitions()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -462,10 +475,9 @@ impl ReadOwned for StreamsGroupHeartbeatResponseEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupHeartbeatResponseEndpointView<'a>>
-    for StreamsGroupHeartbeatResponseEndpoint<'a>
-{
-    fn from_view(view: StreamsGroupHeartbeatResponseEndpointView<'a>) -> Self {
+impl<'a> From<StreamsGroupHeartbeatResponseEndpointView<'a>> for StreamsGroupHeartbeatResponseEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupHeartbeatResponseEndpointView<'a>) -> Self {
         StreamsGroupHeartbeatResponseEndpoint {
             host: Str::Borrowed(view.host()),
             port: view.port(),
@@ -486,8 +498,9 @@ impl ReadOwned for TopicPartition<'static> {
     }
 }
 
-impl<'a> FromView<TopicPartitionView<'a>> for TopicPartition<'a> {
-    fn from_view(view: TopicPartitionView<'a>) -> Self {
+impl<'a> From<TopicPartitionView<'a>> for TopicPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopicPartitionView<'a>) -> Self {
         TopicPartition {
             topic: Str::Borrowed(view.topic()),
             partitions: list_from_view(view.partitions()),

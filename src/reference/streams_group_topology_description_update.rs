@@ -34,15 +34,16 @@ impl ReadOwned for StreamsGroupTopologyDescriptionUpdateRequest<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupTopologyDescriptionUpdateRequestView<'a>>
+impl<'a> From<StreamsGroupTopologyDescriptionUpdateRequestView<'a>>
     for StreamsGroupTopologyDescriptionUpdateRequest<'a>
 {
-    fn from_view(view: StreamsGroupTopologyDescriptionUpdateRequestView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupTopologyDescriptionUpdateRequestView<'a>) -> Self {
         StreamsGroupTopologyDescriptionUpdateRequest {
             group_id: Str::Borrowed(view.group_id()),
             member_id: Str::Borrowed(view.member_id()),
             topology_epoch: view.topology_epoch(),
-            topology_description: FromView::from_view(view.topology_description()),
+            topology_description: view.topology_description().into(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -52,10 +53,7 @@ as_version!(StreamsGroupTopologyDescriptionUpdateRequest<'_>, |v, ver| {
     v.topology_description = v.topology_description.as_version(ver);
 });
 
-reference_body!(
-    StreamsGroupTopologyDescriptionUpdateRequest,
-    StreamsGroupTopologyDescriptionUpdateRequestView
-);
+reference_body!(StreamsGroupTopologyDescriptionUpdateRequest);
 
 impl ReadOwned for TopologyDescription<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -67,8 +65,9 @@ impl ReadOwned for TopologyDescription<'static> {
     }
 }
 
-impl<'a> FromView<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
-    fn from_view(view: TopologyDescriptionView<'a>) -> Self {
+impl<'a> From<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyDescriptionView<'a>) -> Self {
         TopologyDescription {
             subtopologies: list_from_view(view.subtopologies()),
             global_stores: list_from_view(view.global_stores()),
@@ -92,8 +91,9 @@ impl ReadOwned for TopologyDescriptionSubtopology<'static> {
     }
 }
 
-impl<'a> FromView<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptionSubtopology<'a> {
-    fn from_view(view: TopologyDescriptionSubtopologyView<'a>) -> Self {
+impl<'a> From<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptionSubtopology<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyDescriptionSubtopologyView<'a>) -> Self {
         TopologyDescriptionSubtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
             nodes: list_from_view(view.nodes()),
@@ -120,8 +120,9 @@ impl ReadOwned for TopologyDescriptionNode<'static> {
     }
 }
 
-impl<'a> FromView<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'a> {
-    fn from_view(view: TopologyDescriptionNodeView<'a>) -> Self {
+impl<'a> From<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyDescriptionNodeView<'a>) -> Self {
         TopologyDescriptionNode {
             name: Str::Borrowed(view.name()),
             node_type: view.node_type(),
@@ -147,11 +148,12 @@ impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
     }
 }
 
-impl<'a> FromView<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptionGlobalStore<'a> {
-    fn from_view(view: TopologyDescriptionGlobalStoreView<'a>) -> Self {
+impl<'a> From<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptionGlobalStore<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TopologyDescriptionGlobalStoreView<'a>) -> Self {
         TopologyDescriptionGlobalStore {
-            source: FromView::from_view(view.source()),
-            processor: FromView::from_view(view.processor()),
+            source: view.source().into(),
+            processor: view.processor().into(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -180,10 +182,11 @@ impl ReadOwned for StreamsGroupTopologyDescriptionUpdateResponse<'static> {
     }
 }
 
-impl<'a> FromView<StreamsGroupTopologyDescriptionUpdateResponseView<'a>>
+impl<'a> From<StreamsGroupTopologyDescriptionUpdateResponseView<'a>>
     for StreamsGroupTopologyDescriptionUpdateResponse<'a>
 {
-    fn from_view(view: StreamsGroupTopologyDescriptionUpdateResponseView<'a>) -> Self {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StreamsGroupTopologyDescriptionUpdateResponseView<'a>) -> Self {
         StreamsGroupTopologyDescriptionUpdateResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -195,7 +198,4 @@ impl<'a> FromView<StreamsGroupTopologyDescriptionUpdateResponseView<'a>>
 
 as_version!(StreamsGroupTopologyDescriptionUpdateResponse<'_>);
 
-reference_body!(
-    StreamsGroupTopologyDescriptionUpdateResponse,
-    StreamsGroupTopologyDescriptionUpdateResponseView
-);
+reference_body!(StreamsGroupTopologyDescriptionUpdateResponse);

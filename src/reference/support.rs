@@ -106,34 +106,10 @@ pub(crate) fn read_owned_body<B: Body + ReadOwned>(bytes: &[u8], version: i16) -
     Ok(body)
 }
 
-/// Conversion from a view to a value that borrows the view's strings and bytes (arrays
-/// become vectors).
-pub(crate) trait FromView<V>: Sized {
-    /// Converts.
-    fn from_view(view: V) -> Self;
-}
-
-macro_rules! from_view_identity {
-    ($($t:ty),*) => {$(
-        impl FromView<$t> for $t {
-            fn from_view(view: $t) -> Self {
-                view
-            }
-        }
-    )*};
-}
-
-from_view_identity!(i8, i16, i32, i64, u16, u32, f64, bool, Uuid);
-
-impl<'a> FromView<&'a str> for Str<'a> {
-    fn from_view(view: &'a str) -> Self {
-        Str::Borrowed(view)
-    }
-}
-
-/// Converts every element of an array view.
-pub(crate) fn list_from_view<'a, V: Element<'a>, T: FromView<V>>(view: ArrayView<'a, V>) -> List<'a, T> {
-    List::Owned(view.iter().map(T::from_view).collect())
+/// Converts every element of an array view (the generated `From` of each struct's view,
+/// or the identity for scalars, or `Str::from` for strings).
+pub(crate) fn list_from_view<'a, V: Element<'a>, T: From<V>>(view: ArrayView<'a, V>) -> List<'a, T> {
+    List::Owned(view.iter().map(T::from).collect())
 }
 
 /// Reads the tagged section of a struct that knows no tagged fields into
@@ -161,23 +137,16 @@ pub(crate) fn unknown_from_view(fields: TaggedIter<'_>) -> List<'_, RawTaggedFie
     fields.map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) }).collect()
 }
 
-/// What every body has in the reference decoder: `decode`, and `From` its view. The
-/// generated code invokes it once per body, e.g.
-/// `reference_body!(ListOffsetsRequest, ListOffsetsRequestView)`.
+/// What every body has in the reference decoder beyond what every struct has (`From` its
+/// view): `decode`. The generated code invokes it once per body, e.g.
+/// `reference_body!(ListOffsetsRequest)`.
 macro_rules! reference_body {
-    ($body:ident, $view:ident) => {
+    ($body:ident) => {
         impl $body<'static> {
             #[doc = concat!("Decodes a ", stringify!($body), " body of `version` with the reference decoder, which")]
             /// allocates owned strings and vectors.
             pub fn decode(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
                 read_owned_body(bytes, version)
-            }
-        }
-
-        impl<'a> From<$view<'a>> for $body<'a> {
-            /// Converts a view, borrowing its strings and bytes and allocating its arrays.
-            fn from(view: $view<'a>) -> Self {
-                Self::from_view(view)
             }
         }
     };

@@ -37,8 +37,9 @@ impl ReadOwned for SyncGroupRequest<'static> {
     }
 }
 
-impl<'a> FromView<SyncGroupRequestView<'a>> for SyncGroupRequest<'a> {
-    fn from_view(view: SyncGroupRequestView<'a>) -> Self {
+impl<'a> From<SyncGroupRequestView<'a>> for SyncGroupRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SyncGroupRequestView<'a>) -> Self {
         SyncGroupRequest {
             group_id: Str::Borrowed(view.group_id()),
             generation_id: view.generation_id(),
@@ -66,7 +67,7 @@ as_version!(SyncGroupRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(SyncGroupRequest, SyncGroupRequestView);
+reference_body!(SyncGroupRequest);
 
 impl ReadOwned for SyncGroupRequestAssignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -78,8 +79,9 @@ impl ReadOwned for SyncGroupRequestAssignment<'static> {
     }
 }
 
-impl<'a> FromView<SyncGroupRequestAssignmentView<'a>> for SyncGroupRequestAssignment<'a> {
-    fn from_view(view: SyncGroupRequestAssignmentView<'a>) -> Self {
+impl<'a> From<SyncGroupRequestAssignmentView<'a>> for SyncGroupRequestAssignment<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SyncGroupRequestAssignmentView<'a>) -> Self {
         SyncGroupRequestAssignment {
             member_id: Str::Borrowed(view.member_id()),
             assignment: List::Borrowed(view.assignment()),
@@ -113,8 +115,9 @@ impl ReadOwned for SyncGroupResponse<'static> {
     }
 }
 
-impl<'a> FromView<SyncGroupResponseView<'a>> for SyncGroupResponse<'a> {
-    fn from_view(view: SyncGroupResponseView<'a>) -> Self {
+impl<'a> From<SyncGroupResponseView<'a>> for SyncGroupResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: SyncGroupResponseView<'a>) -> Self {
         SyncGroupResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -139,4 +142,4 @@ as_version!(SyncGroupResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(SyncGroupResponse, SyncGroupResponseView);
+reference_body!(SyncGroupResponse);

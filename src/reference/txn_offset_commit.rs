@@ -36,8 +36,9 @@ impl ReadOwned for TxnOffsetCommitRequest<'static> {
     }
 }
 
-impl<'a> FromView<TxnOffsetCommitRequestView<'a>> for TxnOffsetCommitRequest<'a> {
-    fn from_view(view: TxnOffsetCommitRequestView<'a>) -> Self {
+impl<'a> From<TxnOffsetCommitRequestView<'a>> for TxnOffsetCommitRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TxnOffsetCommitRequestView<'a>) -> Self {
         TxnOffsetCommitRequest {
             transactional_id: Str::Borrowed(view.transactional_id()),
             group_id: Str::Borrowed(view.group_id()),
@@ -66,7 +67,7 @@ as_version!(TxnOffsetCommitRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(TxnOffsetCommitRequest, TxnOffsetCommitRequestView);
+reference_body!(TxnOffsetCommitRequest);
 
 impl ReadOwned for TxnOffsetCommitRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -83,8 +84,9 @@ impl ReadOwned for TxnOffsetCommitRequestTopic<'static> {
     }
 }
 
-impl<'a> FromView<TxnOffsetCommitRequestTopicView<'a>> for TxnOffsetCommitRequestTopic<'a> {
-    fn from_view(view: TxnOffsetCommitRequestTopicView<'a>) -> Self {
+impl<'a> From<TxnOffsetCommitRequestTopicView<'a>> for TxnOffsetCommitRequestTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TxnOffsetCommitRequestTopicView<'a>) -> Self {
         TxnOffsetCommitRequestTopic {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
@@ -120,8 +122,9 @@ impl ReadOwned for TxnOffsetCommitRequestPartition<'static> {
     }
 }
 
-impl<'a> FromView<TxnOffsetCommitRequestPartitionView<'a>> for TxnOffsetCommitRequestPartition<'a> {
-    fn from_view(view: TxnOffsetCommitRequestPartitionView<'a>) -> Self {
+impl<'a> From<TxnOffsetCommitRequestPartitionView<'a>> for TxnOffsetCommitRequestPartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TxnOffsetCommitRequestPartitionView<'a>) -> Self {
         TxnOffsetCommitRequestPartition {
             partition_index: view.partition_index(),
             committed_offset: view.committed_offset(),
@@ -149,8 +152,9 @@ impl ReadOwned for TxnOffsetCommitResponse<'static> {
     }
 }
 
-impl<'a> FromView<TxnOffsetCommitResponseView<'a>> for TxnOffsetCommitResponse<'a> {
-    fn from_view(view: TxnOffsetCommitResponseView<'a>) -> Self {
+impl<'a> From<TxnOffsetCommitResponseView<'a>> for TxnOffsetCommitResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TxnOffsetCommitResponseView<'a>) -> Self {
         TxnOffsetCommitResponse {
             throttle_time_ms: view.throttle_time_ms(),
             topics: list_from_view(view.topics()),
@@ -164,7 +168,7 @@ as_version!(TxnOffsetCommitResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
-reference_body!(TxnOffsetCommitResponse, TxnOffsetCommitResponseView);
+reference_body!(TxnOffsetCommitResponse);
 
 impl ReadOwned for TxnOffsetCommitResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -181,8 +185,9 @@ impl ReadOwned for TxnOffsetCommitResponseTopic<'static> {
     }
 }
 
-impl<'a> FromView<TxnOffsetCommitResponseTopicView<'a>> for TxnOffsetCommitResponseTopic<'a> {
-    fn from_view(view: TxnOffsetCommitResponseTopicView<'a>) -> Self {
+impl<'a> From<TxnOffsetCommitResponseTopicView<'a>> for TxnOffsetCommitResponseTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TxnOffsetCommitResponseTopicView<'a>) -> Self {
         TxnOffsetCommitResponseTopic {
             name: Str::Borrowed(view.name()),
             topic_id: view.topic_id(),
@@ -213,8 +218,9 @@ impl ReadOwned for TxnOffsetCommitResponsePartition<'static> {
     }
 }
 
-impl<'a> FromView<TxnOffsetCommitResponsePartitionView<'a>> for TxnOffsetCommitResponsePartition<'a> {
-    fn from_view(view: TxnOffsetCommitResponsePartitionView<'a>) -> Self {
+impl<'a> From<TxnOffsetCommitResponsePartitionView<'a>> for TxnOffsetCommitResponsePartition<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: TxnOffsetCommitResponsePartitionView<'a>) -> Self {
         TxnOffsetCommitResponsePartition {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

@@ -22,8 +22,9 @@ impl ReadOwned for UnregisterBrokerRequest<'static> {
     }
 }
 
-impl<'a> FromView<UnregisterBrokerRequestView<'a>> for UnregisterBrokerRequest<'a> {
-    fn from_view(view: UnregisterBrokerRequestView<'a>) -> Self {
+impl<'a> From<UnregisterBrokerRequestView<'a>> for UnregisterBrokerRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UnregisterBrokerRequestView<'a>) -> Self {
         UnregisterBrokerRequest {
             broker_id: view.broker_id(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -33,7 +34,7 @@ impl<'a> FromView<UnregisterBrokerRequestView<'a>> for UnregisterBrokerRequest<'
 
 as_version!(UnregisterBrokerRequest<'_>);
 
-reference_body!(UnregisterBrokerRequest, UnregisterBrokerRequestView);
+reference_body!(UnregisterBrokerRequest);
 
 impl ReadOwned for UnregisterBrokerResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -46,8 +47,9 @@ impl ReadOwned for UnregisterBrokerResponse<'static> {
     }
 }
 
-impl<'a> FromView<UnregisterBrokerResponseView<'a>> for UnregisterBrokerResponse<'a> {
-    fn from_view(view: UnregisterBrokerResponseView<'a>) -> Self {
+impl<'a> From<UnregisterBrokerResponseView<'a>> for UnregisterBrokerResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UnregisterBrokerResponseView<'a>) -> Self {
         UnregisterBrokerResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -59,4 +61,4 @@ impl<'a> FromView<UnregisterBrokerResponseView<'a>> for UnregisterBrokerResponse
 
 as_version!(UnregisterBrokerResponse<'_>);
 
-reference_body!(UnregisterBrokerResponse, UnregisterBrokerResponseView);
+reference_body!(UnregisterBrokerResponse);

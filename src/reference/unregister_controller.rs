@@ -22,8 +22,9 @@ impl ReadOwned for UnregisterControllerRequest<'static> {
     }
 }
 
-impl<'a> FromView<UnregisterControllerRequestView<'a>> for UnregisterControllerRequest<'a> {
-    fn from_view(view: UnregisterControllerRequestView<'a>) -> Self {
+impl<'a> From<UnregisterControllerRequestView<'a>> for UnregisterControllerRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UnregisterControllerRequestView<'a>) -> Self {
         UnregisterControllerRequest {
             controller_id: view.controller_id(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -33,7 +34,7 @@ impl<'a> FromView<UnregisterControllerRequestView<'a>> for UnregisterControllerR
 
 as_version!(UnregisterControllerRequest<'_>);
 
-reference_body!(UnregisterControllerRequest, UnregisterControllerRequestView);
+reference_body!(UnregisterControllerRequest);
 
 impl ReadOwned for UnregisterControllerResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -47,8 +48,9 @@ impl ReadOwned for UnregisterControllerResponse<'static> {
     }
 }
 
-impl<'a> FromView<UnregisterControllerResponseView<'a>> for UnregisterControllerResponse<'a> {
-    fn from_view(view: UnregisterControllerResponseView<'a>) -> Self {
+impl<'a> From<UnregisterControllerResponseView<'a>> for UnregisterControllerResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UnregisterControllerResponseView<'a>) -> Self {
         UnregisterControllerResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -60,4 +62,4 @@ impl<'a> FromView<UnregisterControllerResponseView<'a>> for UnregisterController
 
 as_version!(UnregisterControllerResponse<'_>);
 
-reference_body!(UnregisterControllerResponse, UnregisterControllerResponseView);
+reference_body!(UnregisterControllerResponse);

@@ -26,8 +26,9 @@ impl ReadOwned for UpdateFeaturesRequest<'static> {
     }
 }
 
-impl<'a> FromView<UpdateFeaturesRequestView<'a>> for UpdateFeaturesRequest<'a> {
-    fn from_view(view: UpdateFeaturesRequestView<'a>) -> Self {
+impl<'a> From<UpdateFeaturesRequestView<'a>> for UpdateFeaturesRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UpdateFeaturesRequestView<'a>) -> Self {
         UpdateFeaturesRequest {
             timeout_ms: view.timeout_ms(),
             feature_updates: list_from_view(view.feature_updates()),
@@ -44,7 +45,7 @@ as_version!(UpdateFeaturesRequest<'_>, |v, ver| {
     }
 });
 
-reference_body!(UpdateFeaturesRequest, UpdateFeaturesRequestView);
+reference_body!(UpdateFeaturesRequest);
 
 impl ReadOwned for FeatureUpdateKey<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -62,8 +63,9 @@ impl ReadOwned for FeatureUpdateKey<'static> {
     }
 }
 
-impl<'a> FromView<FeatureUpdateKeyView<'a>> for FeatureUpdateKey<'a> {
-    fn from_view(view: FeatureUpdateKeyView<'a>) -> Self {
+impl<'a> From<FeatureUpdateKeyView<'a>> for FeatureUpdateKey<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: FeatureUpdateKeyView<'a>) -> Self {
         FeatureUpdateKey {
             feature: Str::Borrowed(view.feature()),
             max_version_level: view.max_version_level(),
@@ -97,8 +99,9 @@ impl ReadOwned for UpdateFeaturesResponse<'static> {
     }
 }
 
-impl<'a> FromView<UpdateFeaturesResponseView<'a>> for UpdateFeaturesResponse<'a> {
-    fn from_view(view: UpdateFeaturesResponseView<'a>) -> Self {
+impl<'a> From<UpdateFeaturesResponseView<'a>> for UpdateFeaturesResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UpdateFeaturesResponseView<'a>) -> Self {
         UpdateFeaturesResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
@@ -113,7 +116,7 @@ as_version!(UpdateFeaturesResponse<'_>, |v, ver| {
     v.results = if ver.version == 2 { List::Borrowed(&[]) } else { v.results.as_version(ver) };
 });
 
-reference_body!(UpdateFeaturesResponse, UpdateFeaturesResponseView);
+reference_body!(UpdateFeaturesResponse);
 
 impl ReadOwned for UpdatableFeatureResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -126,8 +129,9 @@ impl ReadOwned for UpdatableFeatureResult<'static> {
     }
 }
 
-impl<'a> FromView<UpdatableFeatureResultView<'a>> for UpdatableFeatureResult<'a> {
-    fn from_view(view: UpdatableFeatureResultView<'a>) -> Self {
+impl<'a> From<UpdatableFeatureResultView<'a>> for UpdatableFeatureResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UpdatableFeatureResultView<'a>) -> Self {
         UpdatableFeatureResult {
             feature: Str::Borrowed(view.feature()),
             error_code: view.error_code(),

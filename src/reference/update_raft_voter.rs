@@ -28,15 +28,16 @@ impl ReadOwned for UpdateRaftVoterRequest<'static> {
     }
 }
 
-impl<'a> FromView<UpdateRaftVoterRequestView<'a>> for UpdateRaftVoterRequest<'a> {
-    fn from_view(view: UpdateRaftVoterRequestView<'a>) -> Self {
+impl<'a> From<UpdateRaftVoterRequestView<'a>> for UpdateRaftVoterRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UpdateRaftVoterRequestView<'a>) -> Self {
         UpdateRaftVoterRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             current_leader_epoch: view.current_leader_epoch(),
             voter_id: view.voter_id(),
             voter_directory_id: view.voter_directory_id(),
             listeners: list_from_view(view.listeners()),
-            k_raft_version_feature: FromView::from_view(view.k_raft_version_feature()),
+            k_raft_version_feature: view.k_raft_version_feature().into(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -47,7 +48,7 @@ as_version!(UpdateRaftVoterRequest<'_>, |v, ver| {
     v.k_raft_version_feature = v.k_raft_version_feature.as_version(ver);
 });
 
-reference_body!(UpdateRaftVoterRequest, UpdateRaftVoterRequestView);
+reference_body!(UpdateRaftVoterRequest);
 
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -60,8 +61,9 @@ impl ReadOwned for Listener<'static> {
     }
 }
 
-impl<'a> FromView<ListenerView<'a>> for Listener<'a> {
-    fn from_view(view: ListenerView<'a>) -> Self {
+impl<'a> From<ListenerView<'a>> for Listener<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),
             host: Str::Borrowed(view.host()),
@@ -83,8 +85,9 @@ impl ReadOwned for KRaftVersionFeature<'static> {
     }
 }
 
-impl<'a> FromView<KRaftVersionFeatureView<'a>> for KRaftVersionFeature<'a> {
-    fn from_view(view: KRaftVersionFeatureView<'a>) -> Self {
+impl<'a> From<KRaftVersionFeatureView<'a>> for KRaftVersionFeature<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: KRaftVersionFeatureView<'a>) -> Self {
         KRaftVersionFeature {
             min_supported_version: view.min_supported_version(),
             max_supported_version: view.max_supported_version(),
@@ -119,12 +122,13 @@ impl ReadOwned for UpdateRaftVoterResponse<'static> {
     }
 }
 
-impl<'a> FromView<UpdateRaftVoterResponseView<'a>> for UpdateRaftVoterResponse<'a> {
-    fn from_view(view: UpdateRaftVoterResponseView<'a>) -> Self {
+impl<'a> From<UpdateRaftVoterResponseView<'a>> for UpdateRaftVoterResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: UpdateRaftVoterResponseView<'a>) -> Self {
         UpdateRaftVoterResponse {
             throttle_time_ms: view.throttle_time_ms(),
             error_code: view.error_code(),
-            current_leader: view.current_leader().map(FromView::from_view).unwrap_or_default(),
+            current_leader: view.current_leader().map(Into::into).unwrap_or_default(),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
         }
     }
@@ -134,7 +138,7 @@ as_version!(UpdateRaftVoterResponse<'_>, |v, ver| {
     v.current_leader = v.current_leader.as_version(ver);
 });
 
-reference_body!(UpdateRaftVoterResponse, UpdateRaftVoterResponseView);
+reference_body!(UpdateRaftVoterResponse);
 
 impl ReadOwned for CurrentLeader<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -148,8 +152,9 @@ impl ReadOwned for CurrentLeader<'static> {
     }
 }
 
-impl<'a> FromView<CurrentLeaderView<'a>> for CurrentLeader<'a> {
-    fn from_view(view: CurrentLeaderView<'a>) -> Self {
+impl<'a> From<CurrentLeaderView<'a>> for CurrentLeader<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: CurrentLeaderView<'a>) -> Self {
         CurrentLeader {
             leader_id: view.leader_id(),
             leader_epoch: view.leader_epoch(),

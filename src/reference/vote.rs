@@ -26,8 +26,9 @@ impl ReadOwned for VoteRequest<'static> {
     }
 }
 
-impl<'a> FromView<VoteRequestView<'a>> for VoteRequest<'a> {
-    fn from_view(view: VoteRequestView<'a>) -> Self {
+impl<'a> From<VoteRequestView<'a>> for VoteRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: VoteRequestView<'a>) -> Self {
         VoteRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
             voter_id: view.voter_id(),
@@ -44,7 +45,7 @@ as_version!(VoteRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(VoteRequest, VoteRequestView);
+reference_body!(VoteRequest);
 
 impl ReadOwned for VoteRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -56,8 +57,9 @@ impl ReadOwned for VoteRequestTopicData<'static> {
     }
 }
 
-impl<'a> FromView<VoteRequestTopicDataView<'a>> for VoteRequestTopicData<'a> {
-    fn from_view(view: VoteRequestTopicDataView<'a>) -> Self {
+impl<'a> From<VoteRequestTopicDataView<'a>> for VoteRequestTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: VoteRequestTopicDataView<'a>) -> Self {
         VoteRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -92,8 +94,9 @@ impl ReadOwned for VoteRequestPartitionData<'static> {
     }
 }
 
-impl<'a> FromView<VoteRequestPartitionDataView<'a>> for VoteRequestPartitionData<'a> {
-    fn from_view(view: VoteRequestPartitionDataView<'a>) -> Self {
+impl<'a> From<VoteRequestPartitionDataView<'a>> for VoteRequestPartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: VoteRequestPartitionDataView<'a>) -> Self {
         VoteRequestPartitionData {
             partition_index: view.partition_index(),
             replica_epoch: view.replica_epoch(),
@@ -147,8 +150,9 @@ impl ReadOwned for VoteResponse<'static> {
     }
 }
 
-impl<'a> FromView<VoteResponseView<'a>> for VoteResponse<'a> {
-    fn from_view(view: VoteResponseView<'a>) -> Self {
+impl<'a> From<VoteResponseView<'a>> for VoteResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: VoteResponseView<'a>) -> Self {
         VoteResponse {
             error_code: view.error_code(),
             topics: list_from_view(view.topics()),
@@ -163,7 +167,7 @@ as_version!(VoteResponse<'_>, |v, ver| {
     v.node_endpoints = if ver.version == 0 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
 });
 
-reference_body!(VoteResponse, VoteResponseView);
+reference_body!(VoteResponse);
 
 impl ReadOwned for VoteResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -175,8 +179,9 @@ impl ReadOwned for VoteResponseTopicData<'static> {
     }
 }
 
-impl<'a> FromView<VoteResponseTopicDataView<'a>> for VoteResponseTopicData<'a> {
-    fn from_view(view: VoteResponseTopicDataView<'a>) -> Self {
+impl<'a> From<VoteResponseTopicDataView<'a>> for VoteResponseTopicData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: VoteResponseTopicDataView<'a>) -> Self {
         VoteResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
             partitions: list_from_view(view.partitions()),
@@ -202,8 +207,9 @@ impl ReadOwned for VoteResponsePartitionData<'static> {
     }
 }
 
-impl<'a> FromView<VoteResponsePartitionDataView<'a>> for VoteResponsePartitionData<'a> {
-    fn from_view(view: VoteResponsePartitionDataView<'a>) -> Self {
+impl<'a> From<VoteResponsePartitionDataView<'a>> for VoteResponsePartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: VoteResponsePartitionDataView<'a>) -> Self {
         VoteResponsePartitionData {
             partition_index: view.partition_index(),
             error_code: view.error_code(),
@@ -228,8 +234,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     }
 }
 
-impl<'a> FromView<NodeEndpointView<'a>> for NodeEndpoint<'a> {
-    fn from_view(view: NodeEndpointView<'a>) -> Self {
+impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),
             host: Str::Borrowed(view.host()),

@@ -23,8 +23,9 @@ impl ReadOwned for WriteShareGroupStateRequest<'static> {
     }
 }
 
-impl<'a> FromView<WriteShareGroupStateRequestView<'a>> for WriteShareGroupStateRequest<'a> {
-    fn from_view(view: WriteShareGroupStateRequestView<'a>) -> Self {
+impl<'a> From<WriteShareGroupStateRequestView<'a>> for WriteShareGroupStateRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WriteShareGroupStateRequestView<'a>) -> Self {
         WriteShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
             topics: list_from_view(view.topics()),
@@ -37,7 +38,7 @@ as_version!(WriteShareGroupStateRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
-reference_body!(WriteShareGroupStateRequest, WriteShareGroupStateRequestView);
+reference_body!(WriteShareGroupStateRequest);
 
 impl ReadOwned for WriteStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -49,8 +50,9 @@ impl ReadOwned for WriteStateData<'static> {
     }
 }
 
-impl<'a> FromView<WriteStateDataView<'a>> for WriteStateData<'a> {
-    fn from_view(view: WriteStateDataView<'a>) -> Self {
+impl<'a> From<WriteStateDataView<'a>> for WriteStateData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WriteStateDataView<'a>) -> Self {
         WriteStateData {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -79,8 +81,9 @@ impl ReadOwned for PartitionData<'static> {
     }
 }
 
-impl<'a> FromView<PartitionDataView<'a>> for PartitionData<'a> {
-    fn from_view(view: PartitionDataView<'a>) -> Self {
+impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
             state_epoch: view.state_epoch(),
@@ -112,8 +115,9 @@ impl ReadOwned for StateBatch<'static> {
     }
 }
 
-impl<'a> FromView<StateBatchView<'a>> for StateBatch<'a> {
-    fn from_view(view: StateBatchView<'a>) -> Self {
+impl<'a> From<StateBatchView<'a>> for StateBatch<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: StateBatchView<'a>) -> Self {
         StateBatch {
             first_offset: view.first_offset(),
             last_offset: view.last_offset(),
@@ -135,8 +139,9 @@ impl ReadOwned for WriteShareGroupStateResponse<'static> {
     }
 }
 
-impl<'a> FromView<WriteShareGroupStateResponseView<'a>> for WriteShareGroupStateResponse<'a> {
-    fn from_view(view: WriteShareGroupStateResponseView<'a>) -> Self {
+impl<'a> From<WriteShareGroupStateResponseView<'a>> for WriteShareGroupStateResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WriteShareGroupStateResponseView<'a>) -> Self {
         WriteShareGroupStateResponse {
             results: list_from_view(view.results()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -148,7 +153,7 @@ as_version!(WriteShareGroupStateResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
-reference_body!(WriteShareGroupStateResponse, WriteShareGroupStateResponseView);
+reference_body!(WriteShareGroupStateResponse);
 
 impl ReadOwned for WriteStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -160,8 +165,9 @@ impl ReadOwned for WriteStateResult<'static> {
     }
 }
 
-impl<'a> FromView<WriteStateResultView<'a>> for WriteStateResult<'a> {
-    fn from_view(view: WriteStateResultView<'a>) -> Self {
+impl<'a> From<WriteStateResultView<'a>> for WriteStateResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WriteStateResultView<'a>) -> Self {
         WriteStateResult {
             topic_id: view.topic_id(),
             partitions: list_from_view(view.partitions()),
@@ -185,8 +191,9 @@ impl ReadOwned for PartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<PartitionResultView<'a>> for PartitionResult<'a> {
-    fn from_view(view: PartitionResultView<'a>) -> Self {
+impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),
             error_code: view.error_code(),

@@ -22,8 +22,9 @@ impl ReadOwned for WriteTxnMarkersRequest<'static> {
     }
 }
 
-impl<'a> FromView<WriteTxnMarkersRequestView<'a>> for WriteTxnMarkersRequest<'a> {
-    fn from_view(view: WriteTxnMarkersRequestView<'a>) -> Self {
+impl<'a> From<WriteTxnMarkersRequestView<'a>> for WriteTxnMarkersRequest<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WriteTxnMarkersRequestView<'a>) -> Self {
         WriteTxnMarkersRequest {
             markers: list_from_view(view.markers()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -35,7 +36,7 @@ as_version!(WriteTxnMarkersRequest<'_>, |v, ver| {
     v.markers = v.markers.as_version(ver);
 });
 
-reference_body!(WriteTxnMarkersRequest, WriteTxnMarkersRequestView);
+reference_body!(WriteTxnMarkersRequest);
 
 impl ReadOwned for WritableTxnMarker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -53,8 +54,9 @@ impl ReadOwned for WritableTxnMarker<'static> {
     }
 }
 
-impl<'a> FromView<WritableTxnMarkerView<'a>> for WritableTxnMarker<'a> {
-    fn from_view(view: WritableTxnMarkerView<'a>) -> Self {
+impl<'a> From<WritableTxnMarkerView<'a>> for WritableTxnMarker<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WritableTxnMarkerView<'a>) -> Self {
         WritableTxnMarker {
             producer_id: view.producer_id(),
             producer_epoch: view.producer_epoch(),
@@ -84,8 +86,9 @@ impl ReadOwned for WritableTxnMarkerTopic<'static> {
     }
 }
 
-impl<'a> FromView<WritableTxnMarkerTopicView<'a>> for WritableTxnMarkerTopic<'a> {
-    fn from_view(view: WritableTxnMarkerTopicView<'a>) -> Self {
+impl<'a> From<WritableTxnMarkerTopicView<'a>> for WritableTxnMarkerTopic<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WritableTxnMarkerTopicView<'a>) -> Self {
         WritableTxnMarkerTopic {
             name: Str::Borrowed(view.name()),
             partition_indexes: list_from_view(view.partition_indexes()),
@@ -105,8 +108,9 @@ impl ReadOwned for WriteTxnMarkersResponse<'static> {
     }
 }
 
-impl<'a> FromView<WriteTxnMarkersResponseView<'a>> for WriteTxnMarkersResponse<'a> {
-    fn from_view(view: WriteTxnMarkersResponseView<'a>) -> Self {
+impl<'a> From<WriteTxnMarkersResponseView<'a>> for WriteTxnMarkersResponse<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WriteTxnMarkersResponseView<'a>) -> Self {
         WriteTxnMarkersResponse {
             markers: list_from_view(view.markers()),
             unknown_tagged_fields: unknown_from_view(view.unknown_tagged_fields()),
@@ -118,7 +122,7 @@ as_version!(WriteTxnMarkersResponse<'_>, |v, ver| {
     v.markers = v.markers.as_version(ver);
 });
 
-reference_body!(WriteTxnMarkersResponse, WriteTxnMarkersResponseView);
+reference_body!(WriteTxnMarkersResponse);
 
 impl ReadOwned for WritableTxnMarkerResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
@@ -130,8 +134,9 @@ impl ReadOwned for WritableTxnMarkerResult<'static> {
     }
 }
 
-impl<'a> FromView<WritableTxnMarkerResultView<'a>> for WritableTxnMarkerResult<'a> {
-    fn from_view(view: WritableTxnMarkerResultView<'a>) -> Self {
+impl<'a> From<WritableTxnMarkerResultView<'a>> for WritableTxnMarkerResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WritableTxnMarkerResultView<'a>) -> Self {
         WritableTxnMarkerResult {
             producer_id: view.producer_id(),
             topics: list_from_view(view.topics()),
@@ -154,8 +159,9 @@ impl ReadOwned for WritableTxnMarkerTopicResult<'static> {
     }
 }
 
-impl<'a> FromView<WritableTxnMarkerTopicResultView<'a>> for WritableTxnMarkerTopicResult<'a> {
-    fn from_view(view: WritableTxnMarkerTopicResultView<'a>) -> Self {
+impl<'a> From<WritableTxnMarkerTopicResultView<'a>> for WritableTxnMarkerTopicResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WritableTxnMarkerTopicResultView<'a>) -> Self {
         WritableTxnMarkerTopicResult {
             name: Str::Borrowed(view.name()),
             partitions: list_from_view(view.partitions()),
@@ -178,8 +184,9 @@ impl ReadOwned for WritableTxnMarkerPartitionResult<'static> {
     }
 }
 
-impl<'a> FromView<WritableTxnMarkerPartitionResultView<'a>> for WritableTxnMarkerPartitionResult<'a> {
-    fn from_view(view: WritableTxnMarkerPartitionResultView<'a>) -> Self {
+impl<'a> From<WritableTxnMarkerPartitionResultView<'a>> for WritableTxnMarkerPartitionResult<'a> {
+    /// Borrows the view's strings and bytes, and collects its arrays.
+    fn from(view: WritableTxnMarkerPartitionResultView<'a>) -> Self {
         WritableTxnMarkerPartitionResult {
             partition_index: view.partition_index(),
             error_code: view.error_code(),

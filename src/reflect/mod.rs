@@ -10,6 +10,7 @@ use crate::types::Versions;
 
 #[cfg(feature = "alloc")]
 pub mod addresses;
+mod build;
 #[cfg(feature = "json")]
 pub mod json;
 mod schemas;

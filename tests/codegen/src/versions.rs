@@ -130,14 +130,9 @@ pub fn cond_not(wanted: Versions, possible: Versions, var: &str) -> Cond {
     }
 }
 
-/// A Rust expression, over `var`, for a value that depends on the version: a literal when
-/// it is the same in every possible version, else an `if` chain over version ranges.
-pub fn by_version<T: PartialEq + Clone>(
-    possible: Versions,
-    var: &str,
-    value: impl Fn(i16) -> T,
-    show: impl Fn(&T) -> String,
-) -> String {
+/// The values a version-dependent quantity takes over `possible`, as runs of versions
+/// with the same value, in order; the last run reaches `possible.hi`.
+pub fn runs<T: PartialEq>(possible: Versions, value: impl Fn(i16) -> T) -> Vec<(Versions, T)> {
     let mut runs: Vec<(Versions, T)> = Vec::new();
     for v in possible.iter() {
         let val = value(v);
@@ -149,6 +144,12 @@ pub fn by_version<T: PartialEq + Clone>(
     if let Some((r, _)) = runs.last_mut() {
         r.hi = possible.hi;
     }
+    runs
+}
+
+/// A Rust expression, over `var`, for the value of [`runs`]: a literal when there is one
+/// run, else an `if` chain over version ranges, latest first.
+pub fn show_runs<T>(runs: &[(Versions, T)], var: &str, show: impl Fn(&T) -> String) -> String {
     if runs.len() == 1 {
         return show(&runs[0].1);
     }

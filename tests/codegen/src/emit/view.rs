@@ -1,0 +1,504 @@
+//! The zero-copy views: the second half of `src/messages/<api>.rs`.
+//!
+//! A body's view checks every byte once (`checked`) and keeps the offsets that follow
+//! variable-length fields; an element's view (`ElementImpl`) checks the same way, then
+//! finds its fields again from the checked bytes (`at`).
+
+use std::fmt::Write as _;
+
+use super::layout::{StructLayout, all_fixed, all_fixed_in, fixed_bytes, fixed_sum};
+use super::{Ctx, F, known_tags, lower_first, q, scalar_method};
+use crate::code::{Block, Else, FnBuilder, Stmt, Ver};
+use crate::schema::{Struct, Type};
+use crate::versions::{Cond, Versions};
+
+/// Every view of the message.
+pub fn emit(cx: &Ctx) -> String {
+    cx.msg.structs.iter().map(|s| view(cx, s)).collect()
+}
+
+/// `if c { a } else { b }` as an expression.
+fn if_else(c: &str, a: &str, b: &str) -> String {
+    format!("if {c} {{ {a} }} else {{ {b} }}")
+}
+
+/// Whether the view's default of `f` is `None`.
+fn default_is_none(f: &F) -> bool {
+    (f.nullable && f.f.default.as_deref() == Some("null")) || matches!(f.f.ty, Type::Struct(_))
+}
+
+/// The default value of `f` as a view expression.
+fn view_default(cx: &Ctx, f: &F, ver: &Ver) -> String {
+    if default_is_none(f) {
+        return "None".into();
+    }
+    let d = f.f.default.as_deref();
+    let v = match &f.f.ty {
+        Type::String => q(d.unwrap_or("")),
+        Type::Bytes => "&[]".into(),
+        Type::Records => "RecordBatches::new(&[])".into(),
+        Type::Array(_) => format!("ArrayView::empty({})", ver.value()),
+        _ => cx.data_default(f),
+    };
+    if f.nullable { format!("Some({v})") } else { v }
+}
+
+/// A field read from a view: an expression of the accessor's type, or one known to be
+/// `Some` of an inner expression (which a tagged read maps into the tag's `Option`).
+enum Read {
+    Plain(String),
+    Some(String),
+}
+
+impl Read {
+    fn expr(self) -> String {
+        match self {
+            Read::Plain(e) => e,
+            Read::Some(e) => format!("Some({e})"),
+        }
+    }
+}
+
+/// Reads field `f` at offset `off` of `src` (a view of checked bytes); `nullable_now` says
+/// whether it can be null there.
+fn read(cx: &Ctx, f: &F, src: &str, off: &str, nullable_now: &Cond, ver: &Ver) -> Read {
+    // Both forms of a type use the same parts of the version, so building the one left
+    // unused records nothing the other would not.
+    let pick = |plain: String, nullable: String| match (f.nullable, nullable_now) {
+        (false, _) => Read::Plain(plain),
+        (true, Cond::Never) => Read::Some(plain),
+        (true, _) => Read::Plain(nullable),
+    };
+    match &f.f.ty {
+        Type::String => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(format!("{src}.str({off}, {flex})"), format!("{src}.nullable_str({off}, {flex})"))
+        }
+        Type::Bytes => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(format!("{src}.bytes_at({off}, {flex})"), format!("{src}.nullable_bytes({off}, {flex})"))
+        }
+        Type::Records => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(
+                format!("RecordBatches::new({src}.bytes_at({off}, {flex}))"),
+                format!("{src}.nullable_bytes({off}, {flex}).map(RecordBatches::new)"),
+            )
+        }
+        Type::Array(_) => {
+            let v = ver.value();
+            pick(
+                format!("ArrayView::at({src}, {off}, {v})"),
+                format!("ArrayView::nullable_at({src}, {off}, {v})"),
+            )
+        }
+        Type::Struct(n) => {
+            let v = ver.value();
+            let at = format!("{n}View::at({src}, {off}, {v}).0");
+            let marked = if_else(
+                &format!("{src}.i8({off}) < 0"),
+                "None",
+                &format!("Some({n}View::at({src}, {off} + 1, {v}).0)"),
+            );
+            match (f.nullable, nullable_now) {
+                (false, _) if cx.optional_struct(f) => Read::Some(at),
+                (false, _) => Read::Plain(at),
+                (true, Cond::Never) => Read::Some(at),
+                (true, Cond::Always) => Read::Plain(marked),
+                (true, Cond::If(c)) => Read::Plain(if_else(c, &marked, &format!("Some({at})"))),
+            }
+        }
+        ty => Read::Plain(format!("{src}.{}({off})", scalar_method(ty))),
+    }
+}
+
+/// The statement checking field `f` with reader `r`.
+fn check(cx: &Ctx, f: &F, r: &str, ver: &Ver) -> Stmt {
+    let p = q(&f.path);
+    let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
+    // As in `read`, both forms use the same parts of the version.
+    let pick = |plain: Stmt, nullable: Stmt| match &nullable_now {
+        Cond::Always => nullable,
+        Cond::Never => plain,
+        Cond::If(c) => {
+            Stmt::If { cond: c.clone(), then: nullable.into(), otherwise: Some(Else::Block(plain.into())) }
+        }
+    };
+    let line = |s: String| Stmt::line(s);
+    match &f.f.ty {
+        Type::String => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(
+                line(format!("{r}.check_str({flex}, {p})?;")),
+                line(format!("{r}.check_nullable_str({flex}, {p})?;")),
+            )
+        }
+        Type::Bytes | Type::Records => {
+            let flex = cx.flex_expr(f.s, ver);
+            pick(
+                line(format!("{r}.bytes({flex}, {p})?;")),
+                line(format!("{r}.nullable_bytes({flex}, {p})?;")),
+            )
+        }
+        Type::Array(_) => {
+            let (elem, v) = (cx.view_elem_ty(f.elem()), ver.value());
+            pick(
+                line(format!("view::check_array::<{elem}>({r}, {v}, {p})?;")),
+                line(format!("view::check_nullable_array::<{elem}>({r}, {v}, {p})?;")),
+            )
+        }
+        Type::Struct(n) => {
+            let check = format!("{n}View::check({r}, {}, {p})?;", ver.value());
+            pick(line(check.clone()), Stmt::when(format!("{r}.i8({p})? >= 0"), line(check)))
+        }
+        ty => line(format!("{r}.take({}, {p})?;", ty.fixed_width().unwrap())),
+    }
+}
+
+/// The expression for the offset after field `f`, which starts at `p` of `src`.
+fn skip(cx: &Ctx, f: &F, src: &str, ver: &Ver) -> String {
+    let flex = || cx.flex_expr(f.s, ver);
+    let elem = cx.view_elem_ty(f.elem());
+    match &f.f.ty {
+        Type::String => format!("{src}.skip_str(p, {})", flex()),
+        Type::Bytes | Type::Records => format!("{src}.skip_bytes(p, {})", flex()),
+        Type::Array(_) => format!("ArrayView::<{elem}>::skip({src}, p, {})", ver.value()),
+        Type::Struct(n) => {
+            let at = |off: &str| format!("{n}View::at({src}, {off}, {}).1", ver.value());
+            let marked = || if_else(&format!("{src}.i8(p) < 0"), "p + 1", &at("p + 1"));
+            let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
+            match nullable_now {
+                Cond::Never => at("p"),
+                Cond::Always => marked(),
+                Cond::If(c) => if_else(&c, &marked(), &at("p")),
+            }
+        }
+        _ => unreachable!("fixed-width fields are added to p"),
+    }
+}
+
+fn view(cx: &Ctx, s: &Struct) -> String {
+    let n = &s.name;
+    let root = cx.is_root(s);
+    let lay = StructLayout::of(cx, s);
+    let k = lay.anchors;
+    let mut out = String::new();
+    if root {
+        writeln!(out, "/// A zero-copy view of a {n} body: {}", lower_first(&s.about)).unwrap();
+        out.push_str("///\n");
+        writeln!(
+            out,
+            "/// [`{n}View::new`] checks the whole body; after that accessors and iterators cannot fail."
+        )
+        .unwrap();
+    } else {
+        writeln!(out, "/// A zero-copy view of a {n}: {}", lower_first(&s.about)).unwrap();
+    }
+    out.push_str("#[derive(Clone, Copy)]\n");
+    writeln!(out, "pub struct {n}View<'a> {{\n    src: Src<'a>,\n    ver: Ver,").unwrap();
+    if k > 0 {
+        writeln!(out, "    /// Offsets of the fields after variable-length ones.\n    at: [u32; {k}],")
+            .unwrap();
+    }
+    out.push_str("}\n\n");
+
+    let fields = F::all(s);
+    if root {
+        writeln!(out, "body_view!({n}View, {n}{});", if k > 0 { ", at" } else { "" }).unwrap();
+    }
+    let names: Vec<&str> = fields.iter().map(|f| f.ident.as_str()).collect();
+    writeln!(out, "view_common!({n}View {{ {} }});\n", names.join(", ")).unwrap();
+
+    let mut items = Vec::new();
+    for (i, f) in fields.iter().enumerate() {
+        items.push(accessor(cx, f, &lay, i));
+    }
+    if cx.has_tags(s) {
+        items.push(unknown_tagged_fields(cx, s, &lay));
+    }
+    if root {
+        items.push(check_pass(cx, s, &lay, true));
+    }
+    if !items.is_empty() {
+        writeln!(out, "impl<'a> {n}View<'a> {{").unwrap();
+        for item in items {
+            out.push_str(&item);
+        }
+        out.push_str("}\n\n");
+    }
+    if !root {
+        out.push_str(&element(cx, s, &lay));
+    }
+    out
+}
+
+/// The accessor of field `i`.
+fn accessor(cx: &Ctx, f: &F, lay: &StructLayout, i: usize) -> String {
+    let s = f.s;
+    let field = f.bare();
+    let fb = FnBuilder::view_method(&f.ident)
+        .doc(format!("See [`{n}::{field}`]({n}#structfield.{field}).", n = s.name))
+        .inline()
+        .public()
+        .returns(cx.view_ty(f));
+    let ver = &fb.ver;
+    let inline_read = || {
+        let off = lay.places[i].expr(s, "self.at", f.inline, ver);
+        let nullable_now = ver.cond(f.f.nullable, f.inline);
+        read(cx, f, "self.src", &off, &nullable_now, ver).expr()
+    };
+    let tagged_read = || {
+        let nullable_now = ver.cond(f.f.nullable, f.tagged);
+        let read = read(cx, f, "v", "0", &nullable_now, ver);
+        let tag_off = lay.tags.expr(s, "self.at", f.tagged, ver);
+        let tag = format!("self.src.tag({tag_off}, {})", f.tag());
+        // The tag's `Option<Reader>` becomes the accessor's value.
+        let false_by_default = f.f.ty == Type::Bool && f.f.default.as_deref().is_none_or(|d| d == "false");
+        match (read, default_is_none(f)) {
+            (Read::Some(inner), true) => format!("{tag}.map(|v| {inner})"),
+            (read, true) => format!("{tag}.and_then(|v| {})", read.expr()),
+            (read, false) if false_by_default => format!("{tag}.is_some_and(|v| {})", read.expr()),
+            (read, false) => format!("{tag}.map_or({}, |v| {})", view_default(cx, f, ver), read.expr()),
+        }
+    };
+    let is_tagged = !f.tagged.is_empty();
+    let body = match ver.cond(f.inline, s.versions) {
+        Cond::Always => inline_read(),
+        Cond::Never if !is_tagged => view_default(cx, f, ver),
+        Cond::Never => match ver.cond(f.tagged, s.versions) {
+            Cond::Always => tagged_read(),
+            Cond::Never => view_default(cx, f, ver),
+            Cond::If(c) => if_else(&c, &tagged_read(), &view_default(cx, f, ver)),
+        },
+        Cond::If(c) if !is_tagged => if_else(&c, &inline_read(), &view_default(cx, f, ver)),
+        Cond::If(c) => if_else(&c, &inline_read(), &tagged_read()),
+    };
+    fb.finish(Stmt::line(body)) + "\n"
+}
+
+fn unknown_tagged_fields(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
+    let fb = FnBuilder::view_method("unknown_tagged_fields")
+        .doc("The tagged fields this schema does not know, as `(tag, bytes)` in wire order.")
+        .inline()
+        .public()
+        .returns("TaggedIter<'a>");
+    let ver = &fb.ver;
+    let known = known_tags(&cx.tagged_fields(s));
+    let tagged =
+        || format!("self.src.tagged({}, &[{known}])", lay.tags.expr(s, "self.at", cx.flexible_in(s), ver));
+    let body = match cx.flex(s) {
+        Some(true) => tagged(),
+        _ => if_else(&ver.flexible(), &tagged(), "TaggedIter::EMPTY"),
+    };
+    fb.finish(Stmt::line(body)) + "\n"
+}
+
+/// The closure handed to `Reader::tagged_fields`: one arm per known tag.
+fn tag_match(cx: &Ctx, s: &Struct, tagged: &[F], ver: &Ver) -> String {
+    if tagged.is_empty() {
+        return "|_, _| Ok(false)".into();
+    }
+    let arms = cx.tag_arms(s, tagged, ver, |f| {
+        let mut b = String::new();
+        check(cx, f, "value", ver).render(0, &mut b);
+        format!("{{ {b} }}")
+    });
+    format!("|tag, value| {{\n match tag {{\n{arms}_ => return Ok(false),\n}}\nOk(true)\n}}")
+}
+
+/// The checking pass: every byte, once. A body's (`checked`) records the offsets its view
+/// keeps; an element's (`ElementImpl::check`) records nothing, as `at` finds them again.
+fn check_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> String {
+    let n = &s.name;
+    let k = if root { lay.anchors } else { 0 };
+    let fb = if root {
+        FnBuilder::new("checked")
+            .inline()
+            .param("r", "&mut Reader<'a>")
+            .ver_param()
+            .returns(format!("Result<[u32; {k}], DecodeError>"))
+    } else {
+        FnBuilder::new("check")
+            .inline()
+            .param("r", "&mut Reader<'a>")
+            .ver_param()
+            .unused("&'static str")
+            .returns("Result<(), DecodeError>")
+    };
+    let ver = &fb.ver;
+    let mut body = Block::new();
+    if k > 0 {
+        body.line("let start = r.pos();");
+        body.line(format!("let mut at = [0; {k}];"));
+    }
+    let mut anchor = 0;
+    let fields = F::all(s);
+    let mut i = 0;
+    while i < fields.len() {
+        let f = &fields[i];
+        let c = ver.cond(f.inline, s.versions);
+        if matches!(c, Cond::Never) {
+            i += 1;
+            continue;
+        }
+        if let Some(w) = f.f.ty.fixed_width() {
+            // A run of fixed-width fields present in the same versions: one bounds check.
+            let mut j = i + 1;
+            while j < fields.len() && fields[j].f.ty.fixed_width().is_some() && fields[j].inline == f.inline {
+                j += 1;
+            }
+            let stmt = if j == i + 1 {
+                format!("r.take({w}, {})?;", q(&f.path))
+            } else {
+                let run = &fields[i..j];
+                let total: usize = run.iter().map(|g| g.f.ty.fixed_width().unwrap()).sum();
+                let list: Vec<String> = run
+                    .iter()
+                    .map(|g| format!("({}, {})", q(&g.path), g.f.ty.fixed_width().unwrap()))
+                    .collect();
+                format!("r.run({total}, &[{}])?;", list.join(", "))
+            };
+            body.under(&c, Stmt::line(stmt));
+            i = j;
+            continue;
+        }
+        body.under(&c, check(cx, f, "r", ver));
+        if anchor < k && lay.anchor_after(i, anchor) {
+            body.line(format!("at[{anchor}] = (r.pos() - start) as u32;"));
+            anchor += 1;
+        }
+        i += 1;
+    }
+    if cx.has_tags(s) && cx.flex(s) != Some(false) {
+        let tagged = cx.tagged_fields(s);
+        let arms = tag_match(cx, s, &tagged, ver);
+        // A struct of fixed-width fields with tagged fields has no one stride (see
+        // `Ver::uniform`), wherever it is.
+        let method = if all_fixed(s) { "fixed_struct_tagged_fields" } else { "tagged_fields" };
+        let field = q(&format!("{n}._tagged_fields"));
+        body.extend(cx.if_flexible(s, ver, Stmt::line(format!("r.{method}({field}, {arms})?;")).into()));
+    }
+    body.line(match (root, k > 0) {
+        (false, _) => "Ok(())",
+        (true, true) => "Ok(at)",
+        (true, false) => "Ok([])",
+    });
+    fb.finish(body)
+}
+
+/// An element's `Layout` in one version.
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    Var,
+    Fixed(usize),
+    Tagged(usize),
+}
+
+impl Layout {
+    fn expr(&self) -> String {
+        match self {
+            Layout::Var => "Layout::Var".into(),
+            Layout::Fixed(n) => format!("Layout::Fixed({n})"),
+            Layout::Tagged(n) => format!("Layout::Tagged({n})"),
+        }
+    }
+}
+
+fn element(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
+    let n = &s.name;
+    let mut out = format!("impl<'a> ElementImpl<'a> for {n}View<'a> {{\n");
+    let fb = FnBuilder::new("layout").inline().ver_param().returns("Layout");
+    let layout = fb.ver.by_version(
+        s.versions,
+        |v| match (all_fixed_in(s, v), cx.msg.flexible.contains(v)) {
+            (false, _) => Layout::Var,
+            (true, true) => Layout::Tagged(fixed_bytes(s, v)),
+            (true, false) => Layout::Fixed(fixed_bytes(s, v)),
+        },
+        Layout::expr,
+    );
+    // `Layout::Var` is the trait's default.
+    if layout.constant() != Some(&Layout::Var) {
+        out.push_str(&fb.finish(Stmt::line(layout.text)));
+        out.push('\n');
+    }
+    out.push_str(&check_pass(cx, s, lay, false));
+    out.push('\n');
+    out.push_str(&at_fn(cx, s, lay));
+    out.push_str("}\n\n");
+    out
+}
+
+/// `ElementImpl::at`: the element at `pos` of checked bytes, and where it ends.
+fn at_fn(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
+    let fb = FnBuilder::new("at")
+        .inline()
+        .param("src", "Src<'a>")
+        .param("pos", "usize")
+        .ver_param()
+        .returns("(Self, usize)");
+    let ver = &fb.ver;
+    let k = lay.anchors;
+    let mut body = Block::new();
+    if all_fixed(s) {
+        let sum = fixed_sum(s, ver);
+        let end = match cx.flex(s) {
+            Some(false) => format!("pos + {sum}"),
+            _ => format!("view::fixed_end(src, pos, {sum}, {})", ver.value()),
+        };
+        body.line(format!("let end = {end};"));
+        body.line(format!("({}, end)", self_init(k, "src.sub(pos, end)", ver)));
+        return fb.finish(body);
+    }
+    if k > 0 {
+        body.line(format!("let mut at = [0; {k}];"));
+    }
+    let mut anchor = 0;
+    let mut pending: Vec<(Versions, usize)> = Vec::new();
+    let mut first = true;
+    let flush = |pending: &mut Vec<(Versions, usize)>, first: &mut bool, body: &mut Block| {
+        let sum = ver.by_version(
+            s.versions,
+            |v| pending.iter().filter(|(vs, _)| vs.contains(v)).map(|(_, w)| w).sum::<usize>(),
+            |n| n.to_string(),
+        );
+        if *first {
+            body.line(match sum.constant() {
+                Some(0) => "let mut p = pos;".to_string(),
+                _ => format!("let mut p = pos + {};", sum.operand()),
+            });
+            *first = false;
+        } else if sum.constant() != Some(&0) {
+            body.line(format!("p += {};", sum.text));
+        }
+        pending.clear();
+    };
+    for (i, f) in F::all(s).iter().enumerate() {
+        let c = ver.cond(f.inline, s.versions);
+        if matches!(c, Cond::Never) {
+            continue;
+        }
+        if let Some(w) = f.f.ty.fixed_width() {
+            pending.push((f.inline, w));
+            continue;
+        }
+        flush(&mut pending, &mut first, &mut body);
+        body.under(&c, Stmt::line(format!("p = {};", skip(cx, f, "src", ver))));
+        if anchor < k && lay.anchor_after(i, anchor) {
+            body.line(format!("at[{anchor}] = (p - pos) as u32;"));
+            anchor += 1;
+        }
+    }
+    flush(&mut pending, &mut first, &mut body);
+    if cx.has_tags(s) && cx.flex(s) != Some(false) {
+        body.extend(cx.if_flexible(s, ver, Stmt::line("p = src.skip_tagged(p);").into()));
+    }
+    body.line(format!("({}, p)", self_init(k, "src.sub(pos, p)", ver)));
+    fb.finish(body)
+}
+
+/// `Self { .. }` of a view with `k` stored offsets.
+fn self_init(k: usize, src: &str, ver: &Ver) -> String {
+    let v = ver.value();
+    if k > 0 { format!("Self {{ src: {src}, {v}, at }}") } else { format!("Self {{ src: {src}, {v} }}") }
+}
