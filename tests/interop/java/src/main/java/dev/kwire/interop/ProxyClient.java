@@ -108,6 +108,17 @@ public final class ProxyClient {
         return consumed;
     }
 
+    /** The kafka-clients release on the class path, from the version file inside its jar. */
+    static String clientVersion() throws java.io.IOException {
+        Properties p = new Properties();
+        try (java.io.InputStream in = Admin.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            if (in != null) {
+                p.load(in);
+            }
+        }
+        return p.getProperty("version", "unknown");
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String prefix = args[1];
@@ -115,7 +126,7 @@ public final class ProxyClient {
         String group = prefix + "-g";
         String group2 = prefix + "-g2";
         StringBuilder out = new StringBuilder("{");
-        out.append("\"client\":").append(q("kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion()));
+        out.append("\"client\":").append(q("kafka-clients " + clientVersion()));
         out.append(",\"codecs\":").append(list(List.of(CODECS)));
         out.append(",\"errors\":[]");
 
