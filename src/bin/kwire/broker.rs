@@ -100,7 +100,8 @@ impl Broker {
     }
 
     /// Whether `token` is a SASL/PLAIN token (`authzid NUL user NUL password`) of a user
-    /// of the catalogue. The password is compared, never kept or logged.
+    /// of the catalogue. The token is a secret (`kwire::secrets`): it is compared, never
+    /// kept, logged or echoed, and a failure answers with a fixed message naming no user.
     fn plain_ok(&self, token: &[u8]) -> bool {
         let mut parts = token.split(|&b| b == 0);
         let (Some(_authzid), Some(user), Some(password), None) =
