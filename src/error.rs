@@ -209,9 +209,19 @@ pub enum EncodeError {
         /// Entries the array has.
         available: usize,
     },
-    /// The encoder wrote a different number of bytes than it had sized (for a vectored
-    /// encoder: bytes or parts): a bug in kwire (please report it). Checked in every build
-    /// profile; the bytes are not usable.
+    /// A vectored encoder handed out a different number of parts than it had counted: a bug
+    /// in kwire (please report it), checked in every build profile, like
+    /// [`EncodeError::SizeMismatch`].
+    PartsMismatch {
+        /// The message being encoded.
+        message: &'static str,
+        /// The parts counted first.
+        counted: usize,
+        /// The parts handed out.
+        written: usize,
+    },
+    /// The encoder wrote a different number of bytes than it had sized: a bug in kwire
+    /// (please report it). Checked in every build profile; the bytes are not usable.
     SizeMismatch {
         /// The message being encoded.
         message: &'static str,
@@ -246,6 +256,12 @@ impl fmt::Display for EncodeError {
             }
             EncodeError::TooFewParts { needed, available } => {
                 write!(f, "part array too small: need {needed} entries, have {available}")
+            }
+            EncodeError::PartsMismatch { message, counted, written } => {
+                write!(
+                    f,
+                    "bug in kwire: {message} was counted at {counted} parts but {written} were handed out"
+                )
             }
             EncodeError::SizeMismatch { message, sized, written } => {
                 write!(f, "bug in kwire: {message} was sized at {sized} bytes but {written} were written")

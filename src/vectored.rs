@@ -436,7 +436,7 @@ fn write_body<'b, B: VectoredBody, S: Slot<'b>>(
         return Err(EncodeError::SizeMismatch { message: B::NAME, sized: len.buf, written: buf });
     }
     if n != len.parts {
-        return Err(EncodeError::SizeMismatch { message: B::NAME, sized: len.parts, written: n });
+        return Err(EncodeError::PartsMismatch { message: B::NAME, counted: len.parts, written: n });
     }
     Ok(len)
 }

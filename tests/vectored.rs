@@ -509,21 +509,19 @@ fn nothing_allocates() {
     assert_eq!(checked, vectors.len());
 }
 
-/// A writer that takes at most 7 bytes a call, and sometimes is interrupted.
+/// A writer that takes at most 7 bytes a call, from at most two slices, and is
+/// interrupted every fifth call.
 struct Trickle(Vec<u8>, usize);
 
 impl std::io::Write for Trickle {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.1 += 1;
-        if self.1 % 5 == 0 {
-            return Err(std::io::ErrorKind::Interrupted.into());
-        }
-        let n = buf.len().min(7);
-        self.0.extend_from_slice(&buf[..n]);
-        Ok(n)
+        self.write_vectored(&[IoSlice::new(buf)])
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
-        // Takes from up to two slices, to cross part boundaries.
+        self.1 += 1;
+        if self.1.is_multiple_of(5) {
+            return Err(std::io::ErrorKind::Interrupted.into());
+        }
         let mut taken = 0;
         for b in bufs.iter().take(2) {
             let n = b.len().min(7 - taken);
@@ -533,7 +531,6 @@ impl std::io::Write for Trickle {
                 break;
             }
         }
-        self.1 += 1;
         Ok(taken)
     }
     fn flush(&mut self) -> std::io::Result<()> {

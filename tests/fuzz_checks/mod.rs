@@ -16,6 +16,8 @@
 //! - [`roundtrip`]: byte 0 picks the message (`m = b % (2 * ALL.len())`: API `ALL[m / 2]`, response if `m` is
 //!   odd), byte 1 the version (`min + b % count`), the rest feeds `arbitrary`.
 //! - [`primitives`]: byte 0 picks the primitive, the rest feeds `arbitrary`.
+//! - [`vectored::vectored`]: byte 0 picks the body with records and the mode, byte 1 the
+//!   version, the rest feeds `arbitrary` (see the module).
 #![allow(dead_code)]
 
 use std::hint::black_box;
@@ -1012,3 +1014,4 @@ pub fn primitives(data: &[u8]) {
 }
 pub mod conn;
 pub mod records;
+pub mod vectored;
