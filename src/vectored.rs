@@ -269,9 +269,8 @@ impl PartCount {
 }
 
 /// Counts the parts of an array of values with records: its count prefix, then each.
-#[doc(hidden)]
 #[inline]
-pub fn count_array<T: EncodeVectored>(c: &mut PartCount, items: &[T], ver: Ver) {
+pub(crate) fn count_array<T: EncodeVectored>(c: &mut PartCount, items: &[T], ver: Ver) {
     c.head();
     for item in items {
         item.count_parts(c, ver);
@@ -279,9 +278,8 @@ pub fn count_array<T: EncodeVectored>(c: &mut PartCount, items: &[T], ver: Ver) 
 }
 
 /// [`count_array`] for a nullable array.
-#[doc(hidden)]
 #[inline]
-pub fn count_nullable_array<T: EncodeVectored>(c: &mut PartCount, items: Option<&[T]>, ver: Ver) {
+pub(crate) fn count_nullable_array<T: EncodeVectored>(c: &mut PartCount, items: Option<&[T]>, ver: Ver) {
     c.head();
     for item in items.unwrap_or_default() {
         item.count_parts(c, ver);
@@ -364,9 +362,8 @@ impl<'b, S> DerefMut for VecWriter<'b, '_, S> {
 }
 
 /// Writes an array of values with records: its count prefix, then each around its records.
-#[doc(hidden)]
 #[inline]
-pub fn write_array<'b, T: EncodeVectored, S: Slot<'b>>(
+pub(crate) fn write_array<'b, T: EncodeVectored, S: Slot<'b>>(
     w: &mut VecWriter<'b, '_, S>,
     items: &'b [T],
     ver: Ver,
@@ -378,9 +375,8 @@ pub fn write_array<'b, T: EncodeVectored, S: Slot<'b>>(
 }
 
 /// [`write_array`] for a nullable array.
-#[doc(hidden)]
 #[inline]
-pub fn write_nullable_array<'b, T: EncodeVectored, S: Slot<'b>>(
+pub(crate) fn write_nullable_array<'b, T: EncodeVectored, S: Slot<'b>>(
     w: &mut VecWriter<'b, '_, S>,
     items: Option<&'b [T]>,
     ver: Ver,
