@@ -233,7 +233,9 @@ pub enum ValidateError {
     NoBatch,
     /// A batch length field below 14. CORRUPT_MESSAGE.
     LengthTooSmall(i32),
-    /// A magic byte other than 2. INVALID_RECORD.
+    /// A magic byte outside 0-2: Kafka's batch iterator calls it corrupt. CORRUPT_MESSAGE.
+    InvalidMagic(i8),
+    /// Magic 0 or 1: Produce v3 and later take magic 2 only. INVALID_RECORD.
     UnsupportedMagic(i8),
     /// A zstd batch in a Produce request older than v7. UNSUPPORTED_COMPRESSION_TYPE.
     ZstdBeforeV7(i16),
@@ -321,7 +323,9 @@ impl ValidateError {
     pub const fn error_code(&self) -> ErrorCode {
         use ValidateError as E;
         match self {
-            E::LengthTooSmall(_) | E::HeaderTooShort(_) | E::CrcMismatch { .. } => ErrorCode::CorruptMessage,
+            E::LengthTooSmall(_) | E::InvalidMagic(_) | E::HeaderTooShort(_) | E::CrcMismatch { .. } => {
+                ErrorCode::CorruptMessage
+            }
             E::ZstdBeforeV7(_) | E::CodecNotEnabled(_) => ErrorCode::UnsupportedCompressionType,
             E::MessageTooLarge { .. } => ErrorCode::MessageTooLarge,
             E::UnknownCompression(_) | E::RecordLengthVarint(_) | E::Decompress(_) => {
@@ -351,6 +355,7 @@ impl fmt::Display for ValidateError {
         match *self {
             E::NoBatch => f.write_str("the records hold no complete record batch"),
             E::LengthTooSmall(n) => write!(f, "record batch length {n} is below the minimum of 14"),
+            E::InvalidMagic(m) => write!(f, "invalid magic {m}"),
             E::UnsupportedMagic(m) => write!(f, "record batch magic {m}: produce requests take magic 2 only"),
             E::ZstdBeforeV7(v) => write!(f, "produce requests with version {v} may not use zstd"),
             E::MoreThanOneBatch => f.write_str("produce requests take exactly one record batch a partition"),
@@ -422,21 +427,30 @@ fn be_i64(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(a)
 }
 
-/// The framing of the entry at the start of `rest`, as Kafka's batch iterator reads it:
-/// `Ok(None)` when it is incomplete, else its total length and magic.
+/// The framing of the entry at the start of `rest`, as Kafka's batch iterator
+/// (`ByteBufferLogInputStream`) reads it: `Ok(None)` when it is incomplete, else its total
+/// length and magic. A length below 14, or a magic outside 0-2, is corrupt even in an
+/// incomplete entry once the bytes to read it are there.
 fn frame(rest: &[u8]) -> Result<Option<(usize, i8)>, ValidateError> {
-    if rest.len() < HEADER_UP_TO_MAGIC {
+    if rest.len() < LOG_OVERHEAD {
         return Ok(None);
     }
     let len = be_i32(rest, 8);
     if len < MIN_ENTRY_LEN {
         return Err(ValidateError::LengthTooSmall(len));
     }
+    if rest.len() < HEADER_UP_TO_MAGIC {
+        return Ok(None);
+    }
+    let magic = rest[MAGIC_OFFSET] as i8;
+    if !(0..=2).contains(&magic) {
+        return Err(ValidateError::InvalidMagic(magic));
+    }
     let total = LOG_OVERHEAD + len as usize;
     if rest.len() < total {
         return Ok(None);
     }
-    Ok(Some((total, rest[MAGIC_OFFSET] as i8)))
+    Ok(Some((total, magic)))
 }
 
 /// Validates one Produce partition's `records` (its whole field) and assigns offsets in
@@ -525,7 +539,13 @@ pub fn validate_and_assign_with(
         base_timestamp,
         log_append_time: batch_lat.then_some(header_max_timestamp),
         config,
-        stream: source != Compression::None,
+        mode: if source == Compression::None {
+            Mode::InPlace
+        } else if source == target {
+            Mode::Partial
+        } else {
+            Mode::Body
+        },
     };
 
     let walk = if source == Compression::None {
@@ -617,9 +637,28 @@ struct WalkContext<'c> {
     /// timestamp then, as Kafka reads it).
     log_append_time: Option<i64>,
     config: &'c ValidateConfig,
-    /// Records read from a decompressed stream: Kafka reads each record's body on its own,
-    /// and rejects a negative length or a bad length varint as INVALID_RECORD.
-    stream: bool,
+    /// How Kafka reads these records.
+    mode: Mode,
+}
+
+/// The three record readers Kafka's validator uses, which differ on malformed records.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// An uncompressed batch: `DefaultRecord.readFrom(ByteBuffer)` over the records section.
+    InPlace,
+    /// A compressed batch Kafka will rebuild: `readFrom(InputStream)`, each body read whole.
+    Body,
+    /// A compressed batch Kafka keeps: `readPartiallyFrom(InputStream)`, keys and values
+    /// skipped.
+    Partial,
+}
+
+fn check_length(size: i32, read: usize) -> Result<(), ErrorKind> {
+    if read as i64 == i64::from(size) {
+        Ok(())
+    } else {
+        Err(ErrorKind::RecordLengthMismatch { declared: size as u32, actual: read as u32 })
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -667,38 +706,43 @@ fn walk_records(
         }
         let size = match cur.varint() {
             Ok(s) => s,
-            Err(ErrorKind::VarintTooLong) if !ctx.stream => {
+            Err(ErrorKind::VarintTooLong) if ctx.mode == Mode::InPlace => {
                 return Err(ValidateError::RecordLengthVarint(index));
             }
             Err(kind) => return Err(rec_err(kind)),
         };
-        if ctx.stream && size < 0 {
-            return Err(rec_err(ErrorKind::InvalidLength(size)));
-        }
-        if size >= 0 && cur.remaining() < size as usize {
-            let needed = size as u32;
-            return Err(rec_err(ErrorKind::Truncated { needed, available: cur.remaining() as u32 }));
-        }
-        // Kafka reads a stream record's body on its own, an uncompressed one in place (its
-        // fields may run past a wrong length, then the length check fails).
-        let start = cur.pos;
-        let mut body = if ctx.stream {
-            let b = cur.take(size as usize).map_err(rec_err)?;
-            Cursor::new(b)
-        } else {
-            Cursor { buf: bytes, pos: start }
+        let fields = match ctx.mode {
+            Mode::InPlace => {
+                // DefaultRecord.readFrom(ByteBuffer): the fields are read in place, and may
+                // run past a wrong length before the length check fails.
+                if size >= 0 && cur.remaining() < size as usize {
+                    let needed = size as u32;
+                    return Err(rec_err(ErrorKind::Truncated { needed, available: cur.remaining() as u32 }));
+                }
+                let start = cur.pos;
+                let fields = read_fields(&mut cur).map_err(rec_err)?;
+                check_length(size, cur.pos - start).map_err(rec_err)?;
+                fields
+            }
+            Mode::Body => {
+                // DefaultRecord.readFrom(InputStream): the body is read whole, then parsed.
+                if size < 0 {
+                    return Err(rec_err(ErrorKind::InvalidLength(size)));
+                }
+                let mut body = Cursor::new(cur.take(size as usize).map_err(rec_err)?);
+                let fields = read_fields(&mut body).map_err(rec_err)?;
+                check_length(size, body.pos).map_err(rec_err)?;
+                fields
+            }
+            Mode::Partial => {
+                // DefaultRecord.readPartiallyFrom: the fields are read one after the other
+                // from the stream; the length is not held against them.
+                if size < 0 {
+                    return Err(rec_err(ErrorKind::InvalidLength(size)));
+                }
+                read_fields_partially(&mut cur).map_err(rec_err)?
+            }
         };
-        let fields = read_fields(&mut body).map_err(rec_err)?;
-        let read = body.pos - if ctx.stream { 0 } else { start };
-        if read as i64 != i64::from(size) {
-            return Err(rec_err(ErrorKind::RecordLengthMismatch {
-                declared: size as u32,
-                actual: read as u32,
-            }));
-        }
-        if !ctx.stream {
-            cur.pos = body.pos;
-        }
 
         let timestamp = match ctx.log_append_time {
             Some(t) => t,
@@ -766,6 +810,36 @@ fn lenient_bytes(cur: &mut Cursor<'_>) -> Result<bool, ErrorKind> {
     }
     cur.take(len as usize)?;
     Ok(true)
+}
+
+/// Kafka's `skipBytes`: nothing for a length of 0 or less.
+fn skip(cur: &mut Cursor<'_>) -> Result<bool, ErrorKind> {
+    let len = cur.varint()?;
+    if len > 0 {
+        cur.take(len as usize)?;
+    }
+    Ok(len >= 0)
+}
+
+fn read_fields_partially(cur: &mut Cursor<'_>) -> Result<Fields, ErrorKind> {
+    let _attributes = cur.u8()?;
+    let timestamp_delta = cur.varlong()?;
+    let offset_delta = cur.varint()?;
+    let has_key = skip(cur)?;
+    skip(cur)?;
+    let headers = cur.varint()?;
+    if headers < 0 {
+        return Err(ErrorKind::NegativeHeaderCount(headers));
+    }
+    for _ in 0..headers {
+        let klen = cur.varint()?;
+        if klen < 0 {
+            return Err(ErrorKind::InvalidLength(klen));
+        }
+        cur.take(klen as usize)?;
+        skip(cur)?;
+    }
+    Ok(Fields { timestamp_delta, offset_delta, has_key })
 }
 
 fn read_fields(cur: &mut Cursor<'_>) -> Result<Fields, ErrorKind> {
@@ -908,7 +982,8 @@ mod tests {
     #[test]
     fn hostile_headers() {
         let config = ValidateConfig::new(0, NOW);
-        let cases: [(&str, fn(&mut Vec<u8>), ErrorCode); 9] = [
+        type Mutation = (&'static str, fn(&mut Vec<u8>), ErrorCode);
+        let cases: [Mutation; 9] = [
             ("crc", |b| b[30] ^= 1, ErrorCode::CorruptMessage),
             ("magic", |b| b[16] = 1, ErrorCode::InvalidRecord),
             ("base offset", |b| b[7] = 1, ErrorCode::InvalidRecord),
