@@ -10,7 +10,6 @@
 mod fetch_path;
 
 use std::hint::black_box;
-use std::io::IoSlice;
 
 use fetch_path::*;
 use gungraun::prelude::*;
@@ -23,12 +22,36 @@ fn kwire_setup() -> (Vec<u8>, KwireScratch) {
 #[bench::request_1mb(setup = kwire_setup)]
 fn kwire_validate_vectored_fetch(input: (Vec<u8>, KwireScratch)) -> (Vec<u8>, KwireScratch) {
     let (mut log, mut s) = input;
-    {
-        let mut iov = [IoSlice::new(&[]); 32];
-        black_box(kwire_path(black_box(&mut log), &mut s, &mut iov));
-        black_box(&iov);
-    }
+    black_box(kwire_path(black_box(&mut log), &mut s, |len, iov| {
+        black_box(iov);
+        len.total
+    }));
     (log, s)
+}
+
+#[library_benchmark]
+#[bench::request_1mb(setup = kwire_setup)]
+fn kwire_validate_only(input: (Vec<u8>, KwireScratch)) -> (Vec<u8>, KwireScratch) {
+    let (mut log, mut s) = input;
+    black_box(kwire_validate(black_box(&mut log), &mut s));
+    (log, s)
+}
+
+fn fetch_setup() -> (Vec<u8>, Assigned, Vec<u8>) {
+    let (mut log, mut s) = kwire_setup();
+    let assigned = kwire_validate(&mut log, &mut s);
+    (log, assigned, vec![0u8; 4096])
+}
+
+#[library_benchmark]
+#[bench::request_1mb(setup = fetch_setup)]
+fn kwire_vectored_fetch_only(input: (Vec<u8>, Assigned, Vec<u8>)) -> (Vec<u8>, Assigned, Vec<u8>) {
+    let (log, assigned, mut head) = input;
+    black_box(kwire_fetch(black_box(&log), &assigned, &mut head, |len, iov| {
+        black_box(iov);
+        len.total
+    }));
+    (log, assigned, head)
 }
 
 fn kp_setup() -> bytes::Bytes {
@@ -64,8 +87,15 @@ fn crc32c(batches: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
 }
 
 library_benchmark_group!(
-    name = fetch_path,
-    benchmarks = [kwire_validate_vectored_fetch, kafka_protocol_decode_encode, copy_floor, crc32c]
+    name = broker_path,
+    benchmarks = [
+        kwire_validate_vectored_fetch,
+        kwire_validate_only,
+        kwire_vectored_fetch_only,
+        kafka_protocol_decode_encode,
+        copy_floor,
+        crc32c
+    ]
 );
 
-main!(library_benchmark_groups = fetch_path);
+main!(library_benchmark_groups = broker_path);

@@ -446,6 +446,8 @@ FETCH_PATH = [
      "kwire: `validate_and_assign` in place + `vectored::encode_response` into `IoSlice`s"),
     ("kafka_protocol_decode_encode", "kafka_protocol_decode_encode",
      "kafka-protocol 0.18: decode the request and its records, assign, encode the batches and the Fetch response"),
+    ("kwire_validate_only", "kwire_validate_only", "… of which `validate_and_assign` of the 8 batches (with parsing the request)"),
+    ("kwire_vectored_fetch_only", "kwire_vectored_fetch_only", "… of which the vectored Fetch response encode"),
     ("copy", "copy_floor", "copy of the batches into one buffer (floor)"),
     ("crc32c", "crc32c", "CRC-32C of the batches (`records::crc::crc32c`)"),
 ]
@@ -459,6 +461,8 @@ def fetch_path_section(crit, gg, meta, facts):
     # Bytes written into new buffers, and record-batch bytes among them, per operation.
     written = {
         "kwire_validate_vectored_fetch": (facts["kwire_buf_bytes"], facts["kwire_record_bytes_copied"]),
+        "kwire_validate_only": (0, 0),
+        "kwire_vectored_fetch_only": (facts["kwire_buf_bytes"], facts["kwire_record_bytes_copied"]),
         "kafka_protocol_decode_encode": (facts["kp_batch_bytes_encoded"] + facts["kp_response_bytes"],
                                          facts["kp_batch_bytes_encoded"] + batch),
         "copy": (batch, batch),
@@ -482,13 +486,13 @@ def fetch_path_section(crit, gg, meta, facts):
         c = crit.get(("fetch_path", cid))
         ns = c["ns"] if c else None
         t = f"{fmt_ns(ns)} [{fmt_ns(c['lo'])}, {fmt_ns(c['hi'])}]" if c else "–"
-        per = fmt_ns(ns / records) if ns else "–"
-        vs = f"{ns / base:.2f}×" if ns and base else "–"
-        ir = gg.get((gfn, "request_1mb"))
+        per = (f"{ns / records:.3f} ns" if ns / records < 1 else fmt_ns(ns / records)) if ns else "–"
+        vs = f"{ns / base:.3g}×" if ns and base else "–"
+        ir = gg.get((gfn, "request_1mb")) if gfn else None
         irs = f"{ir:,}" if ir is not None else "–"
         irp = f"{ir / records:,.1f}" if ir is not None else "–"
         w, rec = written[cid]
-        rows.append(f"| {label} | {t} | {per} | {vs} | {irs} | {irp} | {w / records:.1f} | {rec / records:.1f} |")
+        rows.append(f"| {label} | {t} | {per} | {vs} | {irs} | {irp} | {w / records:.2f} | {rec / records:.2f} |")
     rows.append("")
     kp = crit.get(("fetch_path", "kafka_protocol_decode_encode"), {}).get("ns")
     crc = crit.get(("fetch_path", "crc32c"), {}).get("ns")

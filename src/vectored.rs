@@ -50,6 +50,10 @@
 //!   caller's `IoSlice` array directly, with no copy of anything, and [`write_all`] sends it.
 //! - `&[u8]`, for a caller with its own I/O.
 //!
+//! The parts borrow the body as well as the buffer (a records field may own its bytes), so
+//! the body value lives until the parts are sent; it is a few structs that borrow the log,
+//! built for the response and dropped after it.
+//!
 //! ```
 //! use kwire::messages::fetch::{FetchResponse, FetchableTopicResponse, PartitionData};
 //! use kwire::vectored::{self, Part};
@@ -277,15 +281,6 @@ pub(crate) fn count_array<T: EncodeVectored>(c: &mut PartCount, items: &[T], ver
     }
 }
 
-/// [`count_array`] for a nullable array.
-#[inline]
-pub(crate) fn count_nullable_array<T: EncodeVectored>(c: &mut PartCount, items: Option<&[T]>, ver: Ver) {
-    c.head();
-    for item in items.unwrap_or_default() {
-        item.count_parts(c, ver);
-    }
-}
-
 /// The writer of a vectored encoding: a [`Writer`] over the caller's buffer (which it
 /// dereferences to, for every field but records) that hands out each piece it wrote when
 /// a records part comes.
@@ -371,19 +366,6 @@ pub(crate) fn write_array<'b, T: EncodeVectored, S: Slot<'b>>(
     w.array_len(Some(items.len()), ver.flexible);
     for item in items {
         item.write_vectored(w, ver);
-    }
-}
-
-/// [`write_array`] for a nullable array.
-#[inline]
-pub(crate) fn write_nullable_array<'b, T: EncodeVectored, S: Slot<'b>>(
-    w: &mut VecWriter<'b, '_, S>,
-    items: Option<&'b [T]>,
-    ver: Ver,
-) {
-    match items {
-        Some(items) => write_array(w, items, ver),
-        None => w.array_len(None, ver.flexible),
     }
 }
 

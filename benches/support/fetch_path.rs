@@ -52,11 +52,16 @@ pub fn produce_frame() -> Vec<u8> {
     };
     let batches: Vec<Vec<u8>> = (0..PARTITIONS)
         .map(|p| {
-            let keys: Vec<Vec<u8>> = (0..RECORDS).map(|i| format!("user-{}", (i * 7919 + p) % 100_000).into_bytes()).collect();
+            let keys: Vec<Vec<u8>> =
+                (0..RECORDS).map(|i| format!("user-{}", (i * 7919 + p) % 100_000).into_bytes()).collect();
             let values: Vec<Vec<u8>> = (0..RECORDS)
                 .map(|i| {
-                    let mut v = format!("{{\"id\":{i},\"amount\":{},\"tag\":\"{:x}\",\"pad\":\"", next() % 1_000_000, next())
-                        .into_bytes();
+                    let mut v = format!(
+                        "{{\"id\":{i},\"amount\":{},\"tag\":\"{:x}\",\"pad\":\"",
+                        next() % 1_000_000,
+                        next()
+                    )
+                    .into_bytes();
                     while v.len() < VALUE - 2 {
                         v.push(b'a' + (next() % 26) as u8);
                     }
@@ -83,23 +88,46 @@ pub fn produce_frame() -> Vec<u8> {
     let partitions: Vec<PartitionProduceData<'_>> = batches
         .iter()
         .enumerate()
-        .map(|(i, b)| PartitionProduceData { index: i as i32, records: Some(List::Borrowed(b)), ..Default::default() })
+        .map(|(i, b)| PartitionProduceData {
+            index: i as i32,
+            records: Some(List::Borrowed(b)),
+            ..Default::default()
+        })
         .collect();
     let topics = [TopicProduceData {
         topic_id: Uuid(TOPIC_ID),
         partition_data: List::Borrowed(&partitions),
         ..Default::default()
     }];
-    let body = ProduceRequest { acks: -1, timeout_ms: 30_000, topic_data: List::Borrowed(&topics), ..Default::default() };
-    let header = RequestHeader { correlation_id: 7, client_id: Some("bench-producer"), unknown_tagged_fields: &[] };
+    let body = ProduceRequest {
+        acks: -1,
+        timeout_ms: 30_000,
+        topic_data: List::Borrowed(&topics),
+        ..Default::default()
+    };
+    let header =
+        RequestHeader { correlation_id: 7, client_id: Some("bench-producer"), unknown_tagged_fields: &[] };
     let n = dispatch::request_len(&body, PRODUCE_VERSION, &header).unwrap();
     let mut frame = vec![0u8; n];
     dispatch::encode_request_with(&body, PRODUCE_VERSION, &header, &mut frame).unwrap();
     frame
 }
 
-/// Where each partition's records are in the frame: `(partition, start, end)`.
-pub type Ranges = [(i32, usize, usize); PARTITIONS];
+/// Where each batch starts in the request frame.
+pub fn batch_starts(frame: &[u8]) -> Vec<usize> {
+    let base = frame.as_ptr() as usize;
+    batches(frame).iter().map(|b| b.as_ptr() as usize - base).collect()
+}
+
+/// Puts back what the producer sent in each batch's header (base offset 0, leader epoch
+/// -1), which validation rewrote: the log buffer is validated again on every iteration, and
+/// Kafka refuses a Produce batch whose base offset is not 0. 12 bytes a batch.
+pub fn as_received(log: &mut [u8], starts: &[usize]) {
+    for &at in starts {
+        log[at..at + 8].copy_from_slice(&0i64.to_be_bytes());
+        log[at + 12..at + 16].copy_from_slice(&(-1i32).to_be_bytes());
+    }
+}
 
 /// What the kwire path keeps between calls: the scratch buffer validation wants (unused for
 /// uncompressed batches), the buffer for the response's other bytes and the `IoSlice`s.
@@ -114,12 +142,28 @@ impl KwireScratch {
     }
 }
 
+/// Where validation left each partition's batch in the log: `(partition, start, end)`,
+/// and the high watermark after it.
+pub struct Assigned {
+    pub ranges: [(i32, usize, usize); PARTITIONS],
+    pub high_watermarks: [i64; PARTITIONS],
+}
+
 /// The kwire path on `log`, a Produce request frame that the broker keeps as its log:
-/// validates and assigns every partition's batch in place, then encodes the Fetch response
-/// frame around the log's bytes into `iov`. Returns the sizes, `iov`'s parts filled.
-pub fn kwire_path<'b>(log: &'b mut [u8], s: &'b mut KwireScratch, iov: &mut [IoSlice<'b>]) -> VectoredLen {
-    // Parse the request, and note where each partition's records are.
-    let mut ranges: Ranges = [(0, 0, 0); PARTITIONS];
+/// [`kwire_validate`], then [`kwire_fetch`].
+pub fn kwire_path<R>(
+    log: &mut [u8],
+    s: &mut KwireScratch,
+    send: impl FnOnce(VectoredLen, &[IoSlice<'_>]) -> R,
+) -> R {
+    let assigned = kwire_validate(log, s);
+    kwire_fetch(log, &assigned, &mut s.head, send)
+}
+
+/// Parses the Produce request in `log` and validates and assigns every partition's batch
+/// in place: the request's buffer is the log.
+pub fn kwire_validate(log: &mut [u8], s: &mut KwireScratch) -> Assigned {
+    let mut ranges = [(0, 0, 0); PARTITIONS];
     {
         let request = dispatch::parse_request(&log[4..]).unwrap();
         let RequestBodyView::Produce(body) = request.body else { unreachable!("a Produce request") };
@@ -134,21 +178,30 @@ pub fn kwire_path<'b>(log: &'b mut [u8], s: &'b mut KwireScratch, iov: &mut [IoS
             }
         }
     }
-    // Validate and assign offsets in place: the request's buffer is the log.
     let mut high_watermarks = [0i64; PARTITIONS];
     for (i, &(_, start, end)) in ranges.iter().enumerate() {
         let config = ValidateConfig::new(LOG_END, NOW_MS);
         let v = validate_and_assign(&mut log[start..end], &config, &mut s.scratch).unwrap();
         high_watermarks[i] = v.last_offset + 1;
     }
-    // Fetch them back: one response around the log's bytes.
-    let log: &'b [u8] = log;
-    let partitions: [PartitionData<'b>; PARTITIONS] = std::array::from_fn(|i| {
-        let (index, start, end) = ranges[i];
+    Assigned { ranges, high_watermarks }
+}
+
+/// Fetches the assigned batches back: one Fetch response frame encoded around the log's
+/// bytes into `IoSlice`s (the other bytes into `head`), which `send` gets (a broker's
+/// `writev`).
+pub fn kwire_fetch<R>(
+    log: &[u8],
+    a: &Assigned,
+    head: &mut [u8],
+    send: impl FnOnce(VectoredLen, &[IoSlice<'_>]) -> R,
+) -> R {
+    let partitions: [PartitionData<'_>; PARTITIONS] = std::array::from_fn(|i| {
+        let (index, start, end) = a.ranges[i];
         PartitionData {
             partition_index: index,
-            high_watermark: high_watermarks[i],
-            last_stable_offset: high_watermarks[i],
+            high_watermark: a.high_watermarks[i],
+            last_stable_offset: a.high_watermarks[i],
             log_start_offset: 0,
             records: Some(List::Borrowed(&log[start..end])),
             ..Default::default()
@@ -161,7 +214,9 @@ pub fn kwire_path<'b>(log: &'b mut [u8], s: &'b mut KwireScratch, iov: &mut [IoS
     }];
     let body = FetchResponse { responses: List::Borrowed(&topics), session_id: 1, ..Default::default() };
     let header = ResponseHeader { correlation_id: 8, unknown_tagged_fields: &[] };
-    vectored::encode_response(&body, FETCH_VERSION, &header, &mut s.head, iov).unwrap()
+    let mut iov = [IoSlice::new(&[]); 2 * PARTITIONS + 1];
+    let len = vectored::encode_response(&body, FETCH_VERSION, &header, head, &mut iov).unwrap();
+    send(len, &iov[..len.parts])
 }
 
 /// The request as kafka-protocol reads it.
@@ -230,7 +285,11 @@ pub fn owned_batches() -> Vec<Vec<u8>> {
 pub fn batches(frame: &[u8]) -> Vec<&[u8]> {
     let request = dispatch::parse_request(&frame[4..]).unwrap();
     let RequestBodyView::Produce(body) = request.body else { unreachable!("a Produce request") };
-    body.topic_data().flat_map(|t| t.partition_data()).map(|p| p.records().unwrap().bytes()).collect()
+    body.topic_data()
+        .into_iter()
+        .flat_map(|t| t.partition_data())
+        .map(|p| p.records().unwrap().bytes())
+        .collect()
 }
 
 /// The floor: every batch copied into `dst`.

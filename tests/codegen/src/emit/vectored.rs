@@ -24,12 +24,10 @@ pub fn emit(cx: &Ctx) -> String {
     let mut out = String::new();
     writeln!(out, "vectored_body!({});\n", root.name).unwrap();
     for s in cx.msg.structs.iter().filter(|s| has_records(cx, s)) {
-        for f in cx.tagged_fields(s) {
-            assert!(
-                !type_has_records(cx, &f.f.ty),
-                "{}: a tagged field with records is not supported",
-                f.path
-            );
+        for f in F::all(s).iter().filter(|f| type_has_records(cx, &f.f.ty)) {
+            assert!(f.tagged.is_empty(), "{}: a tagged field with records is not supported", f.path);
+            let nullable_array = f.nullable && matches!(f.f.ty, Type::Array(_));
+            assert!(!nullable_array, "{}: a nullable array with records is not supported", f.path);
         }
         writeln!(out, "impl EncodeVectored for {}{} {{", s.name, cx.generics(s, "'_")).unwrap();
         out.push_str(&count_fn(cx, s));
@@ -107,10 +105,7 @@ fn count_stmt(f: &F, ver: &Ver) -> String {
     match (&f.f.ty, f.nullable) {
         (Type::Records, true) => format!("c.records({x}.as_deref());"),
         (Type::Records, false) => format!("c.records(Some({x}.as_slice()));"),
-        (Type::Array(_), true) => {
-            format!("vectored::count_nullable_array(c, {x}.as_deref(), {});", ver.value())
-        }
-        (Type::Array(_), false) => format!("vectored::count_array(c, &{x}, {});", ver.value()),
+        (Type::Array(_), _) => format!("vectored::count_array(c, &{x}, {});", ver.value()),
         (Type::Struct(_), true) => {
             format!("c.head();\nif let Some(v) = &{x} {{\n    v.count_parts(c, {});\n}}", ver.value())
         }
@@ -134,10 +129,7 @@ fn write_fn(cx: &Ctx, s: &Struct) -> String {
         Some(match (&f.f.ty, f.nullable) {
             (Type::Records, true) => format!("w.records({x}.as_deref(), {});", cx.flex_expr(f.s, ver)),
             (Type::Records, false) => format!("w.records(Some({x}.as_slice()), {});", cx.flex_expr(f.s, ver)),
-            (Type::Array(_), true) => {
-                format!("vectored::write_nullable_array(w, {x}.as_deref(), {});", ver.value())
-            }
-            (Type::Array(_), false) => format!("vectored::write_array(w, &{x}, {});", ver.value()),
+            (Type::Array(_), _) => format!("vectored::write_array(w, &{x}, {});", ver.value()),
             (Type::Struct(_), true) => format!(
                 "match &{x} {{ Some(v) => {{ w.i8(1); v.write_vectored(w, {}); }} None => w.i8(-1), }}",
                 ver.value()
