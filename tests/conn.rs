@@ -485,7 +485,7 @@ fn server_reads_requests_and_answers_with_the_right_header() {
     // A body of another API.
     assert_eq!(
         ServerConn::encode_response(reply, &body, &mut out),
-        Err(ConnError::WrongApi { expected: ApiKey::ApiVersions, api_key: 3 })
+        Err(ConnError::WrongApi { expected: ApiKey::ApiVersions, api_key: ApiKey::Metadata })
     );
 }
 

@@ -5,8 +5,11 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 
+use std::borrow::Cow;
+
 use kwire::dispatch;
 use kwire::frame::FrameError;
+use kwire::secrets::{self, Direction, Redaction};
 use kwire::{ApiKey, DecodeErrorKind};
 
 use kwire::reflect::json::to_json;
@@ -38,6 +41,12 @@ Examples:
 Input: hex digits with any whitespace, 0x prefixes, offset columns (`0000:`) and the
 character columns of xxd and hexdump -C; or raw bytes (detected, or forced with
 --binary). Several frames may follow each other; each starts with its int32 size.
+
+Secrets (SASL tokens and passwords, SCRAM salts, delegation-token HMACs, sensitive
+config values: the fields of `kwire::secrets`) are printed as `*` bytes of the same
+length, with a note on stderr; --show-secrets prints them as given. A frame that does not
+decode is shown as given, unless its API can carry secrets: then everything after its
+header's first fields is masked.
 
 Exit status: 0 when every frame decoded, 1 when the input is malformed (everything
 that decoded is printed first, then the error with its byte offset and field),
@@ -96,6 +105,62 @@ pub struct Args {
     /// With --format hex: when to use colours.
     #[arg(long, value_enum, default_value_t = Colour::Auto, value_name = "WHEN")]
     color: Colour,
+    /// Print secret fields as given instead of masked.
+    #[arg(long)]
+    show_secrets: bool,
+}
+
+/// `frame` (with its size prefix) with its secrets masked, and what was masked. A frame
+/// that does not decode is masked whole after its header (when that parses) only when its
+/// API can carry a secret in that direction: `kwire decode` is a debugging tool, and a
+/// malformed frame of any other API is shown so that the problem can be seen.
+fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
+    let Some(inner) = frame.get(4..) else { return (Cow::Borrowed(frame), None) };
+    let mut copy = frame.to_vec();
+    let (redaction, api, direction) = match kind {
+        Kind::Request => {
+            let key = inner.get(..2).and_then(|b| ApiKey::from_i16(i16::from_be_bytes([b[0], b[1]])));
+            (secrets::mask_request(inner, &mut copy[4..]), key, Direction::Request)
+        }
+        Kind::Response(key, version) => {
+            (secrets::mask_response(inner, key.key(), version, &mut copy[4..]), Some(key), Direction::Response)
+        }
+    };
+    let note = match redaction {
+        Redaction::Clean => return (Cow::Borrowed(frame), None),
+        Redaction::Masked { fields, bytes } => {
+            format!("{fields} secret field(s), {bytes} bytes, masked with '*'; --show-secrets shows them")
+        }
+        Redaction::Whole { .. } if !api.is_some_and(|a| secrets::may_carry_secrets(a, direction)) => {
+            return (Cow::Borrowed(frame), None);
+        }
+        Redaction::Whole { .. } => {
+            // Keep the header, which holds no secret, so that the output still says what
+            // the frame is.
+            let header = match (kind, api) {
+                (Kind::Request, Some(key)) => {
+                    let version = i16::from_be_bytes([inner[2], inner[3]]);
+                    kwire::frame::RequestHeaderView::parse(inner, key.request_header_version(version)).ok()
+                        .map(|(_, at)| at)
+                }
+                (Kind::Response(key, version), _) => {
+                    kwire::frame::ResponseHeaderView::parse(inner, key.response_header_version(version))
+                        .ok()
+                        .map(|(_, at)| at)
+                }
+                _ => None,
+            };
+            if let Some(at) = header {
+                copy[4..4 + at].copy_from_slice(&inner[..at]);
+            }
+            format!(
+                "the frame does not decode and its API can carry secrets, so its {} body bytes are shown \
+                 as '*'; --show-secrets shows them",
+                inner.len() - header.unwrap_or(8.min(inner.len()))
+            )
+        }
+    };
+    (Cow::Owned(copy), Some(note))
 }
 
 /// Reads the API, version and correlation id of each request frame in `path`.
@@ -269,7 +334,16 @@ pub fn run(args: Args) -> Result<(), String> {
             (None, Some(key), Some(version)) => Kind::Response(key, version),
             _ => Kind::Request,
         };
-        let decoded = decode_frame(f.bytes, kind);
+        let (bytes, masking) = if args.show_secrets { (Cow::Borrowed(f.bytes), None) } else { masked(f.bytes, kind) };
+        if let Some(note) = masking {
+            eprintln!("kwire: note: frame {n}: {note}");
+        }
+        let mut decoded = decode_frame(&bytes, kind);
+        if bytes.as_ref() != f.bytes && decoded.problem.is_some() {
+            // The problem is the given frame's, not the masked copy's (whose masked lengths
+            // read differently); where and what it is reveals no secret.
+            decoded.problem = decode_frame(f.bytes, kind).problem;
+        }
         if let Some(note) = &decoded.note {
             eprintln!("kwire: note: frame {n}: {note}");
         }
@@ -302,7 +376,7 @@ pub fn run(args: Args) -> Result<(), String> {
                     return Err(format!("cannot read the records of {place}: {e}"));
                 }
             }
-            Format::Hex => text.push_str(&hexdump::render(&decoded.walked.root, f.bytes, colour)),
+            Format::Hex => text.push_str(&hexdump::render(&decoded.walked.root, &bytes, colour)),
             Format::Json => {
                 text.push_str(&frame_json(&decoded.walked, kind).to_text(!args.compact));
                 text.push('\n');
