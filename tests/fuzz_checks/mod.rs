@@ -16,6 +16,7 @@
 //! - [`roundtrip`]: byte 0 picks the message (`m = b % (2 * ALL.len())`: API `ALL[m / 2]`, response if `m` is
 //!   odd), byte 1 the version (`min + b % count`), the rest feeds `arbitrary`.
 //! - [`primitives`]: byte 0 picks the primitive, the rest feeds `arbitrary`.
+//! - [`explain::explain`]: see its module.
 #![allow(dead_code)]
 
 use std::hint::black_box;
@@ -1011,4 +1012,5 @@ pub fn primitives(data: &[u8]) {
     };
 }
 pub mod conn;
+pub mod explain;
 pub mod records;

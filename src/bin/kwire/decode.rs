@@ -12,12 +12,9 @@ use kwire::frame::FrameError;
 use kwire::secrets::{self, Direction, Redaction};
 use kwire::{ApiKey, DecodeErrorKind};
 
-use kwire::reflect::json::to_json;
-use serde_json::{Map, Value as Json};
+use kwire::reflect::explain::{self, Explained, FrameKind as Kind, Problem};
 
-use crate::input::{self, parse_api_key};
-use crate::walk::{self, Kind, WalkError, Walked};
-use crate::{batches, hexdump, tree};
+use crate::input::{self, parse_api_key, supported_list};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -175,7 +172,7 @@ fn requests_in(path: &std::path::Path) -> Result<Vec<(ApiKey, i16, i32)>, String
         let version = i16::from_be_bytes([head[2], head[3]]);
         let correlation = i32::from_be_bytes([head[4], head[5], head[6], head[7]]);
         let api = ApiKey::from_i16(key)
-            .ok_or_else(|| at(format!("API key {key} is not supported; {}", walk::supported_list())))?;
+            .ok_or_else(|| at(format!("API key {key} is not supported; {}", supported_list())))?;
         out.push((api, version, correlation));
     }
     if out.is_empty() {
@@ -210,7 +207,7 @@ fn typed_check(frame_bytes: &[u8], kind: Kind) -> Result<(), (Option<DecodeError
 /// Whether the typed decoder's error names the same problem as the walker's: the same
 /// kind at the same offset. A truncation may be found at different places (the typed
 /// views check a run of fixed-width fields at once), so only its kind must match.
-fn same_problem(w: &WalkError, kind: Option<DecodeErrorKind>, offset: usize) -> bool {
+fn same_problem(w: &Problem, kind: Option<DecodeErrorKind>, offset: usize) -> bool {
     let (Some(a), Some(b)) = (w.kind, kind) else { return true };
     match (a, b) {
         (DecodeErrorKind::Truncated { .. }, DecodeErrorKind::Truncated { .. }) => true,
@@ -220,20 +217,20 @@ fn same_problem(w: &WalkError, kind: Option<DecodeErrorKind>, offset: usize) -> 
 
 /// A decoded frame with the problem to report, if any.
 struct Decoded {
-    walked: Walked,
+    walked: Explained,
     problem: Option<String>,
     note: Option<String>,
 }
 
 fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
-    let walked = walk::walk(bytes, kind);
+    let walked = explain::explain_frame(bytes, kind);
     // Brokers answer an ApiVersions version they do not support with a version-0 body, and
     // clients read it as such when the expected version does not parse (as Kafka's do).
-    if let (Some(_), Kind::Response(ApiKey::ApiVersions, v)) = (&walked.error, kind)
+    if let (Some(_), Kind::Response(ApiKey::ApiVersions, v)) = (&walked.problem, kind)
         && v > 0
     {
-        let v0 = walk::walk(bytes, Kind::Response(ApiKey::ApiVersions, 0));
-        if v0.error.is_none() && typed_check(bytes, Kind::Response(ApiKey::ApiVersions, 0)).is_ok() {
+        let v0 = explain::explain_frame(bytes, Kind::Response(ApiKey::ApiVersions, 0));
+        if v0.problem.is_none() && typed_check(bytes, Kind::Response(ApiKey::ApiVersions, 0)).is_ok() {
             return Decoded {
                 walked: v0,
                 problem: None,
@@ -249,7 +246,7 @@ fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
         usize::try_from(declared).is_ok_and(|d| d + 4 == bytes.len())
     };
     let typed = if complete { Some(typed_check(bytes, kind)) } else { None };
-    let problem = match (&walked.error, typed) {
+    let problem = match (&walked.problem, typed) {
         (None, None | Some(Ok(()))) => None,
         (None, Some(Err((_, _, e)))) => Some(format!(
             "kwire's typed decoder rejects this frame, which the schema walker accepted: {e}; please report this"
@@ -261,7 +258,7 @@ fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
         (Some(w), Some(Err((kind, offset, e)))) if !same_problem(w, kind, offset) => {
             Some(format!("{w} (kwire's typed decoder reports: {e})"))
         }
-        (Some(w), _) => Some(w.to_string()),
+        (Some(w), _) => Some(with_hint(w)),
     };
     Decoded { walked, problem, note: None }
 }
@@ -313,7 +310,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let many = frames.len() > 1;
     let mut text = String::new();
     if args.format == Format::Hex {
-        text.push_str(&hexdump::legend(colour));
+        text.push_str(&explain::hex_legend(colour));
         text.push('\n');
     }
     for (i, f) in frames.iter().enumerate() {
@@ -356,12 +353,16 @@ pub fn run(args: Args) -> Result<(), String> {
         match args.format {
             Format::Tree => {
                 let mut root = decoded.walked.root.clone();
-                batches::annotate(&mut root);
-                text.push_str(&tree::render(&root));
+                explain::annotate_records(&mut root);
+                text.push_str(&explain::render_tree(&root));
             }
             Format::Records => {
-                let (lines, error) = batches::records(&decoded.walked);
-                for line in lines {
+                let records = explain::record_lines(&decoded.walked);
+                for note in &records.notes {
+                    eprintln!("kwire: note: {note}");
+                }
+                let error = records.error;
+                for line in records.lines {
                     text.push_str(&line.to_json().to_string());
                     text.push('\n');
                 }
@@ -376,9 +377,12 @@ pub fn run(args: Args) -> Result<(), String> {
                     return Err(format!("cannot read the records of {place}: {e}"));
                 }
             }
-            Format::Hex => text.push_str(&hexdump::render(&decoded.walked.root, &bytes, colour)),
+            Format::Hex => text.push_str(&explain::render_hex(&decoded.walked.root, &bytes, colour)),
             Format::Json => {
-                text.push_str(&frame_json(&decoded.walked, kind).to_text(!args.compact));
+                let json = decoded.walked.to_json();
+                // Serialising a serde_json value cannot fail.
+                let json = if args.compact { serde_json::to_string(&json) } else { serde_json::to_string_pretty(&json) };
+                text.push_str(&json.unwrap_or_default());
                 text.push('\n');
             }
         }
@@ -394,34 +398,17 @@ pub fn run(args: Args) -> Result<(), String> {
     out.flush().map_err(|e| format!("cannot write the output: {e}"))
 }
 
-/// The JSON document of one frame: `{"header": ..., "body": ...}`, with `apiKey` and
-/// `apiVersion` first for responses (which do not say what they answer).
-pub fn frame_json(walked: &Walked, kind: Kind) -> JsonDoc {
-    let mut top = Map::new();
-    if let (Kind::Response(..), Some((key, version))) = (kind, walked.api) {
-        top.insert("apiKey".into(), Json::from(key.key()));
-        top.insert("apiVersion".into(), Json::from(version));
+/// The walker's problem as the command reports it: an unknown API key gets the list of
+/// supported ones and a hint for responses.
+fn with_hint(p: &Problem) -> String {
+    if p.path == "header.requestApiKey" && p.message.starts_with("API key") {
+        return format!(
+            "{p} ({}); if the frame is a response, say what it answers with --api-key and --api-version, or \
+             --request",
+            supported_list()
+        );
     }
-    if let Some((value, encoding)) = &walked.header {
-        top.insert("header".into(), to_json(value, *encoding));
-    }
-    if let Some((value, encoding)) = &walked.body {
-        top.insert("body".into(), to_json(value, *encoding));
-    }
-    JsonDoc(Json::Object(top))
-}
-
-/// A frame's JSON document.
-pub struct JsonDoc(pub Json);
-
-impl JsonDoc {
-    /// The document as text: pretty-printed with two-space indents, or on one line.
-    pub fn to_text(&self, pretty: bool) -> String {
-        let text =
-            if pretty { serde_json::to_string_pretty(&self.0) } else { serde_json::to_string(&self.0) };
-        // Serialising a serde_json value cannot fail.
-        text.unwrap_or_default()
-    }
+    p.to_string()
 }
 
 #[cfg(test)]
@@ -546,8 +533,8 @@ mod tests {
                 if d.note.is_some() {
                     continue;
                 }
-                let text = frame_json(&d.walked, kind).to_text(false);
-                let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let doc = d.walked.to_json();
+                let text = doc.to_string();
                 let (key, version) = match kind {
                     Kind::Response(k, v) => (Some(k), Some(v)),
                     Kind::Request => (None, None),
@@ -565,11 +552,5 @@ mod tests {
             }
         }
         assert!(checked > 1000, "only {checked} frames decoded");
-    }
-
-    #[test]
-    fn walk_error_display() {
-        let e = WalkError { offset: 19, path: "body.x".into(), message: "bad".into(), kind: None };
-        assert_eq!(e.to_string(), "at byte 19 (0x0013), body.x: bad");
     }
 }
