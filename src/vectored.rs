@@ -106,12 +106,23 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// A build without any API that has records (`api-produce`, `api-fetch`, `api-share-fetch`,
+// `api-fetch-snapshot`) has no generated code using the helpers below.
+#![cfg_attr(
+    not(any(
+        feature = "api-produce",
+        feature = "api-fetch",
+        feature = "api-share-fetch",
+        feature = "api-fetch-snapshot"
+    )),
+    allow(dead_code, unused_macros)
+)]
+
 use core::ops::{Deref, DerefMut};
 
 use crate::encode::Body;
 use crate::error::EncodeError;
 use crate::frame::{RequestHeader, ResponseHeader};
-use crate::messages::ApiKey;
 use crate::types::Ver;
 use crate::wire::Writer;
 
@@ -441,11 +452,6 @@ pub(crate) fn encode_body<'b, B: VectoredBody, S: Slot<'b>>(
     write_body(body, ver, len, Writer::new(buf), parts)
 }
 
-fn key_of<B: Body>() -> Result<ApiKey, EncodeError> {
-    // Every body type of this crate has its API key in the table.
-    ApiKey::from_i16(B::API_KEY).ok_or(EncodeError::UnsupportedVersion { message: B::NAME, version: -1 })
-}
-
 /// The frame's sizes: the size prefix and header take `head` bytes.
 fn frame_sizes<B: VectoredBody>(body: &B, ver: Ver, head: usize) -> Result<VectoredLen, EncodeError> {
     let (len, body_len) = sizes(body, ver, head)?;
@@ -463,7 +469,7 @@ pub fn request_len<B: VectoredBody>(
     header: &RequestHeader<'_>,
 ) -> Result<VectoredLen, EncodeError> {
     let ver = ver_of::<B>(version)?;
-    let header_version = key_of::<B>()?.request_header_version(version);
+    let header_version = B::API_KEY.request_header_version(version);
     frame_sizes(body, ver, 4 + header.encoded_len(header_version)?)
 }
 
@@ -478,13 +484,13 @@ pub fn encode_request<'b, B: VectoredBody, S: Slot<'b>>(
     parts: &mut [S],
 ) -> Result<VectoredLen, EncodeError> {
     let ver = ver_of::<B>(version)?;
-    let header_version = key_of::<B>()?.request_header_version(version);
+    let header_version = B::API_KEY.request_header_version(version);
     let head = 4 + header.encoded_len(header_version)?;
     let len = frame_sizes(body, ver, head)?;
     check_room(len, buf, parts)?;
     let mut w = Writer::new(&mut buf[..len.buf]);
     w.i32((len.total - 4) as i32);
-    header.write(&mut w, B::API_KEY, version, header_version);
+    header.write(&mut w, B::API_KEY.key(), version, header_version);
     write_body(body, ver, len, w, parts)
 }
 
@@ -496,7 +502,7 @@ pub fn response_len<B: VectoredBody>(
     header: &ResponseHeader<'_>,
 ) -> Result<VectoredLen, EncodeError> {
     let ver = ver_of::<B>(version)?;
-    let header_version = key_of::<B>()?.response_header_version(version);
+    let header_version = B::API_KEY.response_header_version(version);
     frame_sizes(body, ver, 4 + header.encoded_len(header_version)?)
 }
 
@@ -510,7 +516,7 @@ pub fn encode_response<'b, B: VectoredBody, S: Slot<'b>>(
     parts: &mut [S],
 ) -> Result<VectoredLen, EncodeError> {
     let ver = ver_of::<B>(version)?;
-    let header_version = key_of::<B>()?.response_header_version(version);
+    let header_version = B::API_KEY.response_header_version(version);
     let head = 4 + header.encoded_len(header_version)?;
     let len = frame_sizes(body, ver, head)?;
     check_room(len, buf, parts)?;

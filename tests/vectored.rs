@@ -8,12 +8,10 @@
 //! value's own slice (same pointer: nothing copied) in wire order, every other part is a
 //! non-empty piece of the caller's buffer, and a buffer or part array one short is refused
 //! with its typed error. Whole frames are held against `dispatch::encode_*_with`. Nothing
-//! allocates (a counting allocator, as in tests/alloc.rs).
+//! allocates (`tests/common/counting.rs`).
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io::IoSlice;
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -28,39 +26,13 @@ use kwire::types::Ver;
 use kwire::vectored::{self, Part, VectoredBody, VectoredLen};
 use kwire::{Body, EncodeError, List, dispatch};
 
-// ------------------------------------------------------------------ allocation counting
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: as for `alloc` and `dealloc`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: common::counting::Counting = common::counting::Counting;
 
+/// `f`'s result and the allocations it made (fails if the counter is not installed).
 fn allocations<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let before = ALLOCATIONS.with(Cell::get);
-    let out = f();
-    (out, ALLOCATIONS.with(Cell::get) - before)
+    let (n, out) = common::counting::allocations(f);
+    (out, n)
 }
 
 // ------------------------------------------------------------------ the bodies
