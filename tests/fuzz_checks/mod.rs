@@ -1012,3 +1012,4 @@ pub fn primitives(data: &[u8]) {
 }
 pub mod conn;
 pub mod records;
+pub mod validate;
