@@ -394,7 +394,18 @@ const MUTATIONS: &[Mutation] = &[
         },
         false,
     ),
+    ("trailing 11 bytes", |b| b.extend_from_slice(&[0xab; 11]), false),
     ("trailing 16 bytes", |b| b.extend_from_slice(&[0xab; 16]), false),
+    (
+        "trailing 12 bytes, length 100",
+        |b| b.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 100]),
+        false,
+    ),
+    (
+        "trailing 17 bytes, magic 9",
+        |b| b.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 100, 0, 0, 0, 0, 9]),
+        false,
+    ),
     ("trailing 17 zero bytes", |b| b.extend_from_slice(&[0; 17]), false),
     (
         "trailing cut-short batch",
@@ -595,6 +606,15 @@ fn kwire_validates_and_assigns_as_kafkas_log_validator() {
     let mut disagreements = Vec::new();
     let mut codes: std::collections::BTreeMap<i64, usize> = Default::default();
     for (case, kafka) in cases.iter().zip(&answers) {
+        if case.name.starts_with("inflate bomb") {
+            // Rejected for the limit on both sides, not for anything else.
+            let mut field = case.field.clone();
+            let mut scratch = vec![0u8; case.limit];
+            let got = kwire::records::validate::validate_and_assign(&mut field, &case.config, &mut scratch);
+            assert_eq!(got, Err(ValidateError::DecompressedTooLarge { limit: case.limit }), "{}", case.name);
+            let e = kafka["exception"].as_str().unwrap_or_default();
+            assert!(e.contains("exceeds the configured maximum record size"), "{}: Kafka {kafka}", case.name);
+        }
         *codes.entry(kafka["error"].as_i64().unwrap_or(i64::MIN)).or_default() += 1;
         match compare(case, kafka) {
             Verdict::Agree(how) => *tally.entry(how).or_default() += 1,
@@ -621,4 +641,55 @@ fn kwire_validates_and_assigns_as_kafkas_log_validator() {
     {
         assert!(tally.get(how).copied().unwrap_or(0) > 0, "no case ended in `{how}`");
     }
+}
+
+/// A Produce request with a corrupt batch in one partition: that partition gets Kafka's error,
+/// the others validate as before, in place inside the request frame. (Runs without Java.)
+#[test]
+fn a_corrupt_partition_fails_alone() {
+    let mut checked = 0;
+    for (name, rel) in common::hex_files("records/requests") {
+        let frame = common::vector(&rel);
+        // Where each partition's records lie in the frame.
+        let spans: Vec<(usize, usize)> = {
+            let request = kwire::dispatch::parse_request(common::unframe(&frame)).unwrap();
+            let kwire::messages::RequestBodyView::Produce(body) = request.body else { panic!("{name}") };
+            let mut spans = Vec::new();
+            for topic in body.topic_data() {
+                for partition in topic.partition_data() {
+                    let r = partition.records().unwrap().bytes();
+                    spans.push((r.as_ptr() as usize - frame.as_ptr() as usize, r.len()));
+                }
+            }
+            spans
+        };
+        if spans.len() < 2 {
+            continue;
+        }
+        for bad in 0..spans.len() {
+            let mut frame = frame.clone();
+            // A flipped bit in the last byte of the bad partition's batch: its CRC no longer holds.
+            let (at, len) = spans[bad];
+            frame[at + len - 1] ^= 0x40;
+            let mut scratch = vec![0u8; LIMIT];
+            for (i, &(at, len)) in spans.iter().enumerate() {
+                let mut config = ValidateConfig::new(100 * i as i64, NOW);
+                config.timestamp_after_max_ms = i64::MAX;
+                let got = kwire::records::validate::validate_and_assign(
+                    &mut frame[at..at + len],
+                    &config,
+                    &mut scratch,
+                );
+                if i == bad {
+                    let e = got.expect_err("the corrupt partition fails");
+                    assert_eq!(e.error_code(), ErrorCode::CorruptMessage, "{name}: {e}");
+                } else {
+                    let v = got.unwrap_or_else(|e| panic!("{name}: partition {i} fails too: {e}"));
+                    assert_eq!(v.first_offset, 100 * i as i64);
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 30, "only {checked} healthy partitions checked");
 }
