@@ -27,6 +27,9 @@ mod common;
 #[path = "common/java.rs"]
 mod java;
 
+#[global_allocator]
+static GLOBAL: common::counting::Counting = common::counting::Counting;
+
 use std::fmt::Write as _;
 
 use common::XorShift;
@@ -692,4 +695,37 @@ fn a_corrupt_partition_fails_alone() {
         }
     }
     assert!(checked >= 30, "only {checked} healthy partitions checked");
+}
+
+/// Validation allocates nothing for uncompressed, lz4 and snappy batches (gzip's and zstd's
+/// decoders keep their own state), log-append time (a CRC rewrite) and record errors included.
+/// (Runs without Java.)
+#[test]
+fn validation_allocates_nothing() {
+    let mut scratch = vec![0u8; LIMIT];
+    let mut seen = std::collections::BTreeMap::new();
+    for (name, version, field) in vector_fields() {
+        let codec = RecordBatches::new(&field).next().unwrap().unwrap().compression().unwrap();
+        let now = max_record_timestamp(&field) + 1_000;
+        let mut configs =
+            [ValidateConfig::new(7, now), ValidateConfig::new(9, now), ValidateConfig::new(1, now)];
+        configs[1].timestamp_type = TimestampType::LogAppendTime;
+        configs[2].timestamp_before_max_ms = 1_500;
+        for mut config in configs {
+            config.produce_version = version;
+            let mut bytes = field.clone();
+            let mut errors = 0u32;
+            let (n, got) = common::counting::allocations(|| {
+                validate_and_assign_with(&mut bytes, &config, &mut scratch, &mut |_| errors += 1)
+            });
+            assert!(got.is_ok() || errors > 0, "{name}: {got:?}");
+            if matches!(codec, Compression::None | Compression::Lz4 | Compression::Snappy) {
+                assert_eq!(n, 0, "{name} ({codec:?}): {n} allocations");
+            }
+            let e = seen.entry(format!("{codec:?}")).or_insert(0);
+            *e = (*e).max(n);
+        }
+    }
+    assert_eq!(seen.len(), 5, "every codec: {seen:?}");
+    eprintln!("validation_allocates_nothing: most allocations per call, by codec: {seen:?}");
 }
