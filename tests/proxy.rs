@@ -745,3 +745,183 @@ fn kafka44_vectors_round_trip() {
         assert!(known.contains_key(api), "no {api} vector round-tripped");
     }
 }
+
+/// An upstream for the connection tests (no Kafka needed): answers every request with an
+/// ApiVersions v0 response (error 0, no APIs) of the request's correlation id, for as many
+/// connections as come, on one tokio thread. Runs until the test process ends.
+fn answering_upstream() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap().to_string()).unwrap();
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else { continue };
+                tokio::spawn(async move {
+                    let mut head = [0u8; 12];
+                    loop {
+                        if s.read_exact(&mut head).await.is_err() {
+                            return;
+                        }
+                        let size = i32::from_be_bytes(head[..4].try_into().unwrap()) as usize;
+                        let mut rest = vec![0u8; size.saturating_sub(8)];
+                        if s.read_exact(&mut rest).await.is_err() {
+                            return;
+                        }
+                        let correlation_id = i32::from_be_bytes(head[8..12].try_into().unwrap());
+                        if s.write_all(&api_versions_v0_response(correlation_id)).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    });
+    rx.recv().unwrap()
+}
+
+fn api_versions_v0_response(correlation_id: i32) -> Vec<u8> {
+    let body = kwire::messages::ApiVersionsResponse { error_code: 0, ..Default::default() };
+    let mut buf = vec![0u8; kwire::dispatch::response_len(&body, 0).unwrap()];
+    kwire::dispatch::encode_response(&body, 0, correlation_id, &mut buf).unwrap();
+    buf
+}
+
+/// An ApiVersions v0 request (no client id) with `correlation_id`.
+fn api_versions_v0_request(correlation_id: i32) -> [u8; 14] {
+    let mut f = [0u8, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+    f[8..12].copy_from_slice(&correlation_id.to_be_bytes());
+    f
+}
+
+/// One ApiVersions round trip on `s`: the answer carries the request's correlation id.
+fn round_trip(s: &mut TcpStream, correlation_id: i32) -> std::io::Result<()> {
+    s.write_all(&api_versions_v0_request(correlation_id))?;
+    let want = api_versions_v0_response(correlation_id);
+    let mut got = vec![0u8; want.len()];
+    s.read_exact(&mut got)?;
+    if got != want {
+        return Err(std::io::Error::other(format!("unexpected answer {got:?}")));
+    }
+    Ok(())
+}
+
+/// A `kwire proxy --quiet` run by bash after `ulimit` (`limits`, e.g. `-Sn 100`), with
+/// its stdout lines collected.
+struct QuietProxy {
+    child: Child,
+    addr: String,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl QuietProxy {
+    fn start(upstream: &str, limits: &str, args: &[&str]) -> QuietProxy {
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c")
+            .arg(format!("ulimit {limits} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_kwire"))
+            .args(["proxy", "--quiet", "--listen", "127.0.0.1:0", "--upstream", upstream])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("start kwire proxy");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).expect("read the proxy's first line");
+        let addr = first
+            .strip_prefix("kwire proxy: listening on ")
+            .and_then(|r| r.split(',').next())
+            .unwrap_or_else(|| panic!("unexpected first line from kwire proxy: {first:?}"))
+            .to_string();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        QuietProxy { child, addr, lines }
+    }
+
+    /// The first log line containing `needle`, waiting up to 10 s for it.
+    fn wait_for(&self, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(needle)) {
+                return l.clone();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "no proxy log line with {needle:?}:\n{}",
+                self.lines.lock().unwrap().join("\n")
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for QuietProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Under a hard descriptor limit of 300 and a soft one of 64, the proxy raises the soft
+/// limit to 300, says so, and serves the (300 - 128) / 2 = 86 connections that limit
+/// allows, each one through to the upstream. The 87th client is refused by the kernel
+/// (connection refused: the proxy closed its listener, with a log line) rather than
+/// accepted and dropped; once a connection ends the listener opens again and a new client
+/// is served. No connection is ever accepted and then closed for want of a descriptor.
+#[test]
+fn descriptor_limit_raised_and_connections_past_it_refused() {
+    let _serial = serial();
+    let upstream = answering_upstream();
+    let proxy = QuietProxy::start(&upstream, "-Sn 64 && ulimit -Hn 300", &[]);
+    let line = proxy.wait_for("descriptor limit");
+    assert!(
+        line.contains("descriptor limit 300 (soft 64 at start, hard 300): serving at most 86 connections"),
+        "{line}"
+    );
+    let mut held = Vec::new();
+    for i in 0..86 {
+        let mut s = TcpStream::connect(&proxy.addr).unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        round_trip(&mut s, i).unwrap_or_else(|e| panic!("connection {i} not served: {e}"));
+        held.push(s);
+    }
+    proxy.wait_for("at 86 connections (--max-connections)");
+    let refused = TcpStream::connect(&proxy.addr);
+    assert!(
+        matches!(&refused, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused),
+        "the 87th connection was not refused: {refused:?}"
+    );
+    // Every held connection still works.
+    for (i, s) in held.iter_mut().enumerate() {
+        round_trip(s, 1000 + i as i32).unwrap_or_else(|e| panic!("connection {i} after the refusal: {e}"));
+    }
+    drop(held.pop());
+    proxy.wait_for("open again, accepting connections");
+    let mut s = TcpStream::connect(&proxy.addr).expect("a connection once one has ended");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    round_trip(&mut s, 7).expect("served once one has ended");
+    let log = proxy.log();
+    let dropped: Vec<&String> = log
+        .iter()
+        .filter(|l| l.contains("cannot connect") || l.contains("accept on") || l.contains("open files"))
+        .collect();
+    assert!(dropped.is_empty(), "connections accepted and dropped:\n{dropped:?}");
+    eprintln!("descriptor limit: {line}");
+}

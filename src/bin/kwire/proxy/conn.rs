@@ -80,7 +80,7 @@ impl Batch {
         at
     }
 
-    fn flush(&mut self, to: &mut TcpStream) -> std::io::Result<()> {
+    fn flush(&mut self, mut to: &TcpStream) -> std::io::Result<()> {
         to.write_all(&self.out)
     }
 
@@ -92,14 +92,14 @@ impl Batch {
 }
 
 /// Writes a large frame from where it lies, after the batch before it.
-fn write_large(to: &mut TcpStream, batch: &mut Batch, frame: &[u8]) -> std::io::Result<()> {
+fn write_large(mut to: &TcpStream, batch: &mut Batch, frame: &[u8]) -> std::io::Result<()> {
     batch.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
     batch.flush(to)?;
     to.write_all(frame)
 }
 
 /// Reads once into the frame buffer; `Ok(0)` at the end of the stream.
-fn fill(frames: &mut FrameBuf, from: &mut TcpStream) -> std::io::Result<usize> {
+fn fill(frames: &mut FrameBuf, mut from: &TcpStream) -> std::io::Result<usize> {
     loop {
         match from.read(frames.spare()) {
             Ok(n) => {
@@ -147,10 +147,10 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     shared.log.line(format!("{} conn={id} {peer}: connected, forwarding to {upstream}", now()));
-    let (Ok(client_r), Ok(server_w)) = (client.try_clone(), server.try_clone()) else {
-        shared.log.line(format!("{} conn={id} {peer}: cannot clone sockets; closing", now()));
-        return;
-    };
+    // Both threads use each socket (`&TcpStream` reads and writes): two descriptors per
+    // connection, not four.
+    let (client, server) = (Arc::new(client), Arc::new(server));
+    let (client_r, server_w) = (client.clone(), server.clone());
     let conn: Conn = Arc::new(Mutex::new(State {
         in_flight: InFlight::with_capacity(MAX_IN_FLIGHT),
         sasl: RawSasl::new(),
@@ -240,8 +240,8 @@ fn admit(
 
 /// Client to broker: forwards requests, then decodes them.
 fn requests(
-    mut client: TcpStream,
-    mut server: TcpStream,
+    client: Arc<TcpStream>,
+    server: Arc<TcpStream>,
     id: u64,
     shared: &Shared,
     conn: &Conn,
@@ -252,7 +252,7 @@ fn requests(
     let mut copied: Vec<(usize, Head)> = Vec::new();
     let mut last_client: Option<Arc<str>> = None;
     let why = 'conn: loop {
-        match fill(&mut frames, &mut client) {
+        match fill(&mut frames, &client) {
             Ok(0) => break "client closed".to_string(),
             Ok(_) => {}
             Err(e) => break format!("client read error: {e}"),
@@ -265,7 +265,7 @@ fn requests(
                 Ok(None) => break,
                 Err(e) => {
                     // The frames before it are still forwarded.
-                    let _ = batch.flush(&mut server);
+                    let _ = batch.flush(&server);
                     for (at, head) in &copied {
                         on_request(batch.frame(*at), head, id, shared);
                     }
@@ -290,7 +290,7 @@ fn requests(
                         Verdict::Close(why) => why,
                         _ => "a filter answered a request itself, which kwire proxy does not do".into(),
                     };
-                    let _ = batch.flush(&mut server);
+                    let _ = batch.flush(&server);
                     for (at, head) in &copied {
                         on_request(batch.frame(*at), head, id, shared);
                     }
@@ -304,7 +304,7 @@ fn requests(
                 let at = batch.push(forward);
                 copied.push((at, head));
             } else {
-                let r = write_large(&mut server, &mut batch, forward);
+                let r = write_large(&server, &mut batch, forward);
                 for (at, head) in &copied {
                     on_request(batch.frame(*at), head, id, shared);
                 }
@@ -316,7 +316,7 @@ fn requests(
                 on_request(forward, &head, id, shared);
             }
         }
-        if let Err(e) = batch.flush(&mut server) {
+        if let Err(e) = batch.flush(&server) {
             break format!("broker write error: {e}");
         }
         for (at, head) in &copied {
@@ -519,8 +519,8 @@ fn pair(frame: &[u8], state: &mut State, id: u64, shared: &Shared) -> (Answer, V
 /// (broker addresses rewritten) before forwarding it, and logs one line per request.
 /// Returns why it ended when the broker side ended the connection.
 fn responses(
-    mut server: TcpStream,
-    mut client: TcpStream,
+    server: Arc<TcpStream>,
+    client: Arc<TcpStream>,
     id: u64,
     shared: &Arc<Shared>,
     conn: &Conn,
@@ -530,7 +530,7 @@ fn responses(
     let mut batch = Batch { out: Vec::with_capacity(READ_BUF) };
     let mut copied: Vec<(usize, Answer)> = Vec::new();
     let why = 'conn: loop {
-        match fill(&mut frames, &mut server) {
+        match fill(&mut frames, &server) {
             // Unless the request side shut the sockets down (it then says why).
             Ok(0) | Err(_) if closing.load(Ordering::SeqCst) => break None,
             Ok(0) => break Some("the broker closed the connection".to_string()),
@@ -544,7 +544,7 @@ fn responses(
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(e) => {
-                    let _ = batch.flush(&mut client);
+                    let _ = batch.flush(&client);
                     let done = Instant::now();
                     for (at, answer) in copied.drain(..) {
                         on_response(batch.frame(at), answer, done, id, shared);
@@ -562,7 +562,7 @@ fn responses(
             let forward: &[u8] = match &verdict {
                 Verdict::Replace(new) => new,
                 Verdict::Close(why) => {
-                    let _ = batch.flush(&mut client);
+                    let _ = batch.flush(&client);
                     shared.log.line(format!("{} conn={id} closing this connection: {why}", now()));
                     break 'conn Some(format!("closed by the proxy: {why}"));
                 }
@@ -572,7 +572,7 @@ fn responses(
                 let at = batch.push(forward);
                 copied.push((at, answer));
             } else {
-                let r = write_large(&mut client, &mut batch, forward);
+                let r = write_large(&client, &mut batch, forward);
                 let done = Instant::now();
                 for (at, answer) in copied.drain(..) {
                     on_response(batch.frame(at), answer, done, id, shared);
@@ -584,7 +584,7 @@ fn responses(
                 on_response(forward, answer, done, id, shared);
             }
         }
-        let result = batch.flush(&mut client);
+        let result = batch.flush(&client);
         let done = Instant::now();
         for (at, answer) in copied.drain(..) {
             on_response(batch.frame(at), answer, done, id, shared);

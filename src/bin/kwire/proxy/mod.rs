@@ -20,6 +20,7 @@
 
 mod conn;
 pub mod decode;
+mod limits;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -102,6 +103,12 @@ pub struct Args {
     /// Raw SaslHandshake v0 tokens are never shown.
     #[arg(long)]
     show_secrets: bool,
+    /// Serve at most this many client connections at once (default: what the descriptor
+    /// limit serves, two descriptors each, after the soft limit is raised to the hard
+    /// limit). Past it every listener closes, so new clients are refused (connection
+    /// refused, logged) rather than accepted and dropped, until a connection ends.
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
 }
 
 /// Everything connections share.
@@ -122,6 +129,8 @@ pub struct Shared {
     routes: Mutex<HashMap<(String, i32), u16>>,
     stats: Stats,
     next_conn: AtomicU64,
+    /// Open client connections, at most `--max-connections`.
+    gate: limits::Gate,
 }
 
 /// Counters for the summary printed at exit.
@@ -350,24 +359,60 @@ fn filters(shared: &Arc<Shared>) -> kwire::filter::FilterChain {
     chain
 }
 
+/// Accepts clients on `listener` for `upstream`, while the gate has room: when it is full
+/// the listener is closed (new clients are refused by the kernel) and opened again on the
+/// same address once a connection ends.
 fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
+    let Ok(addr) = listener.local_addr() else { return };
+    let mut listener = Some(listener);
     loop {
-        match listener.accept() {
+        if !shared.gate.try_take() {
+            if listener.take().is_some() {
+                shared.log.line(format!(
+                    "{} at {} connections (--max-connections): {addr} closed, new connections are refused until one ends",
+                    now(),
+                    shared.gate.max()
+                ));
+            }
+            shared.gate.wait_for_room();
+            continue;
+        }
+        let l = match &listener {
+            Some(l) => l,
+            None => match TcpListener::bind(addr) {
+                Ok(l) => {
+                    shared.log.line(format!("{} {addr} open again, accepting connections", now()));
+                    listener.insert(l)
+                }
+                Err(e) => {
+                    shared.gate.release();
+                    shared.log.line(format!("{} cannot listen on {addr} again: {e}; retrying", now()));
+                    std::thread::sleep(Duration::from_secs(1));
+                    continue;
+                }
+            },
+        };
+        match l.accept() {
             Ok((stream, peer)) => {
                 let id = shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
                 shared.stats.connections.fetch_add(1, Ordering::Relaxed);
-                let shared = shared.clone();
+                let conn_shared = shared.clone();
                 let upstream = upstream.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("conn-{id}"))
-                    .spawn(move || conn::run(stream, peer, &upstream, id, &shared));
+                let spawned = std::thread::Builder::new().name(format!("conn-{id}")).spawn(move || {
+                    conn::run(stream, peer, &upstream, id, &conn_shared);
+                    conn_shared.gate.release();
+                });
                 if let Err(e) = spawned {
-                    eprintln!("kwire proxy: cannot start a thread for a connection: {e}");
+                    shared.gate.release();
+                    shared
+                        .log
+                        .line(format!("{} conn={id} {peer}: cannot start a thread: {e}; closing", now()));
                 }
             }
             Err(e) => {
+                shared.gate.release();
                 // Out of file descriptors, for example: wait, do not spin.
-                eprintln!("kwire proxy: accept failed: {e}");
+                shared.log.line(format!("{} accept on {addr} failed: {e}", now()));
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
@@ -401,6 +446,24 @@ pub fn run(args: Args) -> Result<(), String> {
                 .ok_or(format!("--deny-api {name}: no such API (see `kwire versions`)"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let nofile = limits::raise_nofile()?;
+    let max_connections = match args.max_connections {
+        Some(n) if n > nofile.connections() => {
+            eprintln!(
+                "kwire proxy: --max-connections {n} is more than the descriptor limit ({}) serves ({}); \
+                 connections past that will fail",
+                nofile.now,
+                nofile.connections()
+            );
+            n
+        }
+        Some(0) => return Err("--max-connections must be at least 1".into()),
+        Some(n) => n,
+        None if nofile.connections() == 0 => {
+            return Err(format!("the descriptor limit ({}) serves no connection", nofile.now));
+        }
+        None => nofile.connections(),
+    };
     let listener =
         TcpListener::bind(&args.listen).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
@@ -438,6 +501,7 @@ pub fn run(args: Args) -> Result<(), String> {
         routes: Mutex::new(HashMap::from([((up_host, up_port), local.port())])),
         stats: Stats::default(),
         next_conn: AtomicU64::new(0),
+        gate: limits::Gate::new(max_connections),
     });
     let (stop_tx, stop_rx) = sync_channel::<()>(1);
     ctrlc::set_handler(move || {
@@ -447,6 +511,14 @@ pub fn run(args: Args) -> Result<(), String> {
     // The first line says where to connect; tests read it.
     println!("kwire proxy: listening on {local}, forwarding to {}", args.upstream);
     let _ = std::io::stdout().flush();
+    shared.log.line(format!(
+        "{} descriptor limit {} (soft {} at start, hard {}): serving at most {max_connections} connections{}",
+        now(),
+        nofile.now,
+        nofile.before,
+        nofile.hard,
+        if args.max_connections.is_some() { " (--max-connections)" } else { "" }
+    ));
     let accept_shared = shared.clone();
     let upstream = args.upstream.clone();
     std::thread::spawn(move || accept_loop(listener, upstream, accept_shared));
