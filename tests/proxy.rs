@@ -162,6 +162,8 @@ impl Proxy {
                 "--format",
                 "json",
                 "--verify",
+                "--metrics",
+                "127.0.0.1:0",
             ])
             .arg("--max-frame-bytes")
             .arg("16777216")
@@ -195,6 +197,24 @@ impl Proxy {
             s
         });
         Proxy { child, addr, lines, reader: Some(reader), stderr: Some(stderr) }
+    }
+
+    /// The `--metrics` address, from the log.
+    fn metrics_addr(&self) -> String {
+        let start = Instant::now();
+        loop {
+            let found = self.lines.lock().unwrap().iter().find_map(|l| {
+                l.split("metrics on http://")
+                    .nth(1)
+                    .and_then(|r| r.strip_suffix("/metrics"))
+                    .map(String::from)
+            });
+            if let Some(addr) = found {
+                return addr;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "the proxy logged no metrics address");
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Stops the proxy; returns its log lines and whether it was still running (it must
@@ -418,7 +438,25 @@ fn client_through_proxy(client: &str) {
     let record = root().join("target/proxy-vectors").join(client);
     let proxy = Proxy::start(upstream, &record);
     let prefix = prefix(client);
+    // Metrics scraped while the client runs, and once after.
+    let metrics = proxy.metrics_addr();
+    let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let scraper = {
+        let (running, metrics) = (running.clone(), metrics.clone());
+        thread::spawn(move || {
+            let mut scrapes = Vec::new();
+            while running.load(std::sync::atomic::Ordering::Relaxed) {
+                scrapes.push(scrape(&metrics));
+                thread::sleep(Duration::from_millis(200));
+            }
+            scrapes
+        })
+    };
     let out = run(client_command(client, &proxy.addr, &prefix), client, CLIENT_TIMEOUT);
+    running.store(false, std::sync::atomic::Ordering::Relaxed);
+    let during = scraper.join().expect("scraper");
+    thread::sleep(Duration::from_millis(300));
+    let after = scrape(&metrics);
     let (lines, alive) = proxy.stop();
     assert!(alive, "kwire proxy exited during the {client} run");
     assert!(out.ok, "{client} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
@@ -474,6 +512,127 @@ fn client_through_proxy(client: &str) {
     let heard =
         frames.count("request", "FindCoordinator") + frames.count("request", "ConsumerGroupHeartbeat");
     assert!(heard > 0, "{client}: no coordinator lookup went through the proxy\n{report}");
+    check_metrics(client, &during, &after, &lines, &frames);
+}
+
+/// One scrape of `GET /metrics`: the body of a 200 answer.
+fn scrape(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect to --metrics {addr}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: kwire\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP answer: {text:?}"));
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(head.contains("Content-Type: text/plain; version=0.0.4"), "{head}");
+    body.to_string()
+}
+
+/// The scrapes as the Prometheus Python client's parser reads them (tests/proxy/parse_metrics.py):
+/// per scrape, sample name and sorted labels to value.
+fn parse_scrapes(scrapes: &[String]) -> Vec<BTreeMap<(String, String), f64>> {
+    let dir = root().join("target/proxy-vectors/metrics");
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: Vec<PathBuf> = scrapes
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let f = dir.join(format!("{}-{i}.txt", std::process::id()));
+            std::fs::write(&f, text).unwrap();
+            f
+        })
+        .collect();
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.arg(root().join("tests/proxy/parse_metrics.py")).args(&files);
+    let out = run(cmd, "parse_metrics.py", Duration::from_secs(60));
+    assert!(out.ok, "the Prometheus parser rejected a scrape: {}", out.stderr);
+    for f in files {
+        let _ = std::fs::remove_file(f);
+    }
+    out.stdout
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["types"]["kwire_proxy_request_duration_seconds"], "histogram", "{line}");
+            assert_eq!(v["types"]["kwire_proxy_requests"], "counter", "{line}");
+            assert_eq!(v["types"]["kwire_proxy_connections_open"], "gauge", "{line}");
+            v["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| {
+                    let labels: BTreeMap<String, String> = serde_json::from_value(s[1].clone()).unwrap();
+                    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    ((s[0].as_str().unwrap().to_string(), labels.join(",")), s[2].as_f64().unwrap())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The metrics agree with the JSON log of the same run: requests by API, responses
+/// (histogram counts) by API, bytes each way, connections; no upstream error and no
+/// undecoded frame; counters never go down between scrapes; every bucket series is
+/// cumulative.
+fn check_metrics(client: &str, during: &[String], after: &str, lines: &[String], frames: &Frames) {
+    assert!(!during.is_empty(), "{client}: no scrape during the run");
+    let mut all = during.to_vec();
+    all.push(after.to_string());
+    let parsed = parse_scrapes(&all);
+    let last = parsed.last().unwrap();
+    let sum = |name: &str, filter: &dyn Fn(&str) -> bool| -> f64 {
+        last.iter().filter(|((n, l), _)| n == name && filter(l)).map(|(_, v)| v).sum()
+    };
+    // Counters only grow.
+    for pair in parsed.windows(2) {
+        for ((name, labels), v) in &pair[0] {
+            if name.ends_with("_total") || name.ends_with("_bucket") || name.ends_with("_count") {
+                let later = pair[1].get(&(name.clone(), labels.clone())).copied().unwrap_or(-1.0);
+                assert!(later >= *v, "{client}: {name}{{{labels}}} went from {v} to {later}");
+            }
+        }
+    }
+    let mut bytes = [0f64; 2];
+    for line in lines.iter().filter(|l| l.starts_with('{')) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let d = usize::from(v["direction"] != "request");
+        bytes[d] += v["size"].as_f64().unwrap_or(0.0);
+    }
+    for (d, name) in ["request", "response"].iter().enumerate() {
+        let got = sum("kwire_proxy_bytes_total", &|l| l == format!("direction={name}"));
+        assert_eq!(got, bytes[d], "{client}: {name} bytes in the metrics and in the log");
+        assert!(got > 0.0);
+    }
+    let apis: std::collections::BTreeSet<&String> = frames.decoded.keys().map(|(_, api)| api).collect();
+    for api in apis {
+        let requests = sum("kwire_proxy_requests_total", &|l| l.starts_with(&format!("api={api},")));
+        assert_eq!(requests as usize, frames.count("request", api), "{client}: {api} requests");
+        let count = sum("kwire_proxy_request_duration_seconds_count", &|l| l == format!("api={api}"));
+        assert_eq!(count as usize, frames.count("response", api), "{client}: {api} latencies");
+        if count > 0.0 {
+            let mut buckets: Vec<(f64, f64)> = last
+                .iter()
+                .filter(|((n, l), _)| {
+                    n == "kwire_proxy_request_duration_seconds_bucket"
+                        && l.starts_with(&format!("api={api},"))
+                })
+                .map(|((_, l), v)| (l.rsplit("le=").next().unwrap().parse::<f64>().unwrap(), *v))
+                .collect();
+            buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{client}: {api} buckets {buckets:?}");
+            assert_eq!(buckets.last().map(|b| (b.0, b.1)), Some((f64::INFINITY, count)), "{client}: {api}");
+        }
+    }
+    let accepted = frames.events.iter().filter(|l| l.contains(": connected, forwarding")).count();
+    assert_eq!(sum("kwire_proxy_connections_total", &|_| true) as usize, accepted, "{client}: connections");
+    assert!(accepted > 0);
+    assert_eq!(sum("kwire_proxy_upstream_errors_total", &|_| true), 0.0, "{client}: upstream errors");
+    assert_eq!(sum("kwire_proxy_undecoded_frames_total", &|_| true), 0.0, "{client}: undecoded frames");
+    eprintln!(
+        "{client}: metrics scraped {} times during the run and once after, parsed by prometheus_client; {} samples agree with the log",
+        during.len(),
+        last.len()
+    );
 }
 
 #[test]

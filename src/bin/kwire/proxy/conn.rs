@@ -140,6 +140,7 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
             shared
                 .log
                 .line(format!("{} conn={id} {peer}: cannot connect to {upstream}: {e}; closing", now()));
+            shared.metrics.upstream("connect");
             let _ = client.shutdown(Shutdown::Both);
             return;
         }
@@ -271,6 +272,7 @@ fn requests(
                     }
                     let violation = violation(&e);
                     shared.stats.violations.fetch_add(1, Ordering::Relaxed);
+                    shared.metrics.violation("request");
                     shared.log.line(format!(
                         "{} conn={id} framing violation from the client: {violation}; closing this connection",
                         now()
@@ -311,12 +313,14 @@ fn requests(
                 batch.out.clear();
                 copied.clear();
                 if let Err(e) = r {
+                    shared.metrics.upstream("write");
                     break 'conn format!("broker write error: {e}");
                 }
                 on_request(forward, &head, id, shared);
             }
         }
         if let Err(e) = batch.flush(&server) {
+            shared.metrics.upstream("write");
             break format!("broker write error: {e}");
         }
         for (at, head) in &copied {
@@ -334,6 +338,7 @@ fn requests(
 /// A raw SASL token passed through: one line saying so, never its bytes.
 fn on_token(frame: &[u8], from: &str, id: u64, shared: &Shared) {
     shared.stats.sasl_tokens.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.bytes(if from == "client" { "request" } else { "response" }, frame.len() + 4);
     match shared.format {
         Format::Text if !shared.quiet => shared.log.line(format!(
             "{} conn={id} SASL tokens (v0 handshake): {} bytes from the {from}, not shown",
@@ -357,6 +362,7 @@ fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
         Head::Token => return on_token(frame, "client", id, shared),
         Head::Bad(reason) => {
             shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+            shared.metrics.bytes("request", frame.len() + 4);
             shared.count_undecoded("request", "?", "malformed");
             shared.log.line(format!("{} conn={id} request not decoded: {reason}", now()));
             if let Some(r) = &shared.recorder {
@@ -366,6 +372,9 @@ fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
         }
     };
     shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+    if let Ok(peek) = RequestHeaderView::peek(frame) {
+        shared.metrics.request(peek.api_key, peek.api_version, frame.len() + 4);
+    }
     let decoded = decode::decode_request(frame);
     let roundtrip =
         if shared.verify && decoded == Decoded::Ok { Some(decode::roundtrip_request(frame)) } else { None };
@@ -533,8 +542,14 @@ fn responses(
         match fill(&mut frames, &server) {
             // Unless the request side shut the sockets down (it then says why).
             Ok(0) | Err(_) if closing.load(Ordering::SeqCst) => break None,
-            Ok(0) => break Some("the broker closed the connection".to_string()),
-            Err(e) => break Some(format!("broker read error: {e}")),
+            Ok(0) => {
+                shared.metrics.upstream("closed");
+                break Some("the broker closed the connection".to_string());
+            }
+            Err(e) => {
+                shared.metrics.upstream("read");
+                break Some(format!("broker read error: {e}"));
+            }
             Ok(_) => {}
         }
         batch.out.clear();
@@ -551,6 +566,7 @@ fn responses(
                     }
                     let violation = violation(&e);
                     shared.stats.violations.fetch_add(1, Ordering::Relaxed);
+                    shared.metrics.violation("response");
                     shared.log.line(format!(
                         "{} conn={id} framing violation from the broker: {violation}; closing this connection",
                         now()
@@ -618,6 +634,7 @@ fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Sh
         Answer::Paired(p, rewritten) => (p, rewritten),
         Answer::Unpaired(reason) => {
             shared.stats.responses.fetch_add(1, Ordering::Relaxed);
+            shared.metrics.bytes("response", frame.len() + 4);
             shared.count_undecoded("response", "?", "unpaired");
             shared.log.line(format!("{} conn={id} response not decoded: {reason}", now()));
             if let Some(r) = &shared.recorder {
@@ -641,6 +658,7 @@ fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Sh
     let api = decode::api_name(key);
     let m = &p.payload;
     let latency = done.saturating_duration_since(m.sent);
+    shared.metrics.response(p.api_key, frame.len() + 4, latency);
     if let (Some(r), Some(name)) = (&shared.recorder, &m.record_name) {
         let _ =
             r.save("responses", name, &with_prefix(frame), Some((key, info.version)), shared.show_secrets);

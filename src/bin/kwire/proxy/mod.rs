@@ -21,6 +21,7 @@
 mod conn;
 pub mod decode;
 mod limits;
+mod metrics;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -109,6 +110,10 @@ pub struct Args {
     /// refused, logged) rather than accepted and dropped, until a connection ends.
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
+    /// Serve metrics in the Prometheus text format on ADDR (HOST:PORT, any path; port 0
+    /// picks one, logged as `metrics on http://ADDR/metrics`).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
 }
 
 /// Everything connections share.
@@ -131,6 +136,8 @@ pub struct Shared {
     next_conn: AtomicU64,
     /// Open client connections, at most `--max-connections`.
     gate: limits::Gate,
+    /// What `--metrics` serves (always counted).
+    metrics: metrics::Metrics,
 }
 
 /// Counters for the summary printed at exit.
@@ -151,6 +158,7 @@ struct Stats {
 impl Shared {
     /// Counts a frame kwire did not decode; returns how many were counted before.
     fn count_undecoded(&self, direction: &str, api: &str, what: &'static str) -> u64 {
+        self.metrics.undecoded(direction, what);
         let mut map = self.stats.undecoded.lock().unwrap_or_else(|e| e.into_inner());
         let n = map.entry((direction.to_string(), api.to_string(), what)).or_insert(0);
         *n += 1;
@@ -368,6 +376,7 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
     loop {
         if !shared.gate.try_take() {
             if listener.take().is_some() {
+                shared.metrics.listener_closes.fetch_add(1, Ordering::Relaxed);
                 shared.log.line(format!(
                     "{} at {} connections (--max-connections): {addr} closed, new connections are refused until one ends",
                     now(),
@@ -396,6 +405,7 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
             Ok((stream, peer)) => {
                 let id = shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
                 shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+                shared.metrics.connections.fetch_add(1, Ordering::Relaxed);
                 let conn_shared = shared.clone();
                 let upstream = upstream.clone();
                 let spawned = std::thread::Builder::new().name(format!("conn-{id}")).spawn(move || {
@@ -502,6 +512,7 @@ pub fn run(args: Args) -> Result<(), String> {
         stats: Stats::default(),
         next_conn: AtomicU64::new(0),
         gate: limits::Gate::new(max_connections),
+        metrics: metrics::Metrics::new(),
     });
     let (stop_tx, stop_rx) = sync_channel::<()>(1);
     ctrlc::set_handler(move || {
@@ -519,6 +530,13 @@ pub fn run(args: Args) -> Result<(), String> {
         nofile.hard,
         if args.max_connections.is_some() { " (--max-connections)" } else { "" }
     ));
+    if let Some(addr) = &args.metrics {
+        let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: {e}"))?;
+        let at = listener.local_addr().map_err(|e| e.to_string())?;
+        shared.log.line(format!("{} metrics on http://{at}/metrics", now()));
+        let metrics_shared = shared.clone();
+        std::thread::spawn(move || metrics::serve(listener, metrics_shared));
+    }
     let accept_shared = shared.clone();
     let upstream = args.upstream.clone();
     std::thread::spawn(move || accept_loop(listener, upstream, accept_shared));
