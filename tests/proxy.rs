@@ -1044,11 +1044,18 @@ impl Drop for QuietProxy {
 /// (connection refused: the proxy closed its listener, with a log line) rather than
 /// accepted and dropped; once a connection ends the listener opens again and a new client
 /// is served. No connection is ever accepted and then closed for want of a descriptor.
+/// Both architectures (`--io tokio`, `--io threads`).
 #[test]
 fn descriptor_limit_raised_and_connections_past_it_refused() {
     let _serial = serial();
     let upstream = answering_upstream();
-    let proxy = QuietProxy::start(&upstream, "-Sn 64 && ulimit -Hn 300", &[]);
+    for io in ["tokio", "threads"] {
+        refused_past_the_limit(&upstream, io);
+    }
+}
+
+fn refused_past_the_limit(upstream: &str, io: &str) {
+    let proxy = QuietProxy::start(upstream, "-Sn 64 && ulimit -Hn 300", &["--io", io]);
     let line = proxy.wait_for("descriptor limit");
     assert!(
         line.contains("descriptor limit 300 (soft 64 at start, hard 300): serving at most 86 connections"),
@@ -1082,5 +1089,5 @@ fn descriptor_limit_raised_and_connections_past_it_refused() {
         .filter(|l| l.contains("cannot connect") || l.contains("accept on") || l.contains("open files"))
         .collect();
     assert!(dropped.is_empty(), "connections accepted and dropped:\n{dropped:?}");
-    eprintln!("descriptor limit: {line}");
+    eprintln!("descriptor limit (--io {io}): {line}");
 }

@@ -25,9 +25,12 @@ pub struct Pending<T = ()> {
 /// Requests awaiting their responses on one connection, oldest first: correlation id to
 /// `(ApiKey, version)` and a caller payload `T`.
 ///
-/// **Bounded.** The table holds at most its capacity, allocated when it is made; a
-/// [`InFlight::push`] beyond it fails with [`ConnError::InFlightFull`] and the table never
-/// grows (as Kafka's client stops sending at `max.in.flight.requests.per.connection`).
+/// **Bounded.** The table holds at most its capacity; a [`InFlight::push`] beyond it fails
+/// with [`ConnError::InFlightFull`] (as Kafka's client stops sending at
+/// `max.in.flight.requests.per.connection`). Its storage grows as entries are pushed, never
+/// past the bound, and is kept once grown: a table that is made allocates nothing, so a
+/// server or proxy holding thousands of idle connections pays for the entries they have
+/// had in flight at once, not for the bound.
 ///
 /// **Only requests that get a response go in.** A Produce request with `acks = 0` is never
 /// answered ([`super::expects_response`] says which); the caller does not push it, so it
@@ -68,9 +71,9 @@ impl<T> InFlight<T> {
         Self::with_capacity(DEFAULT_MAX_IN_FLIGHT)
     }
 
-    /// A table of at most `capacity` entries (allocated now).
+    /// A table of at most `capacity` entries (allocated as they are pushed).
     pub fn with_capacity(capacity: usize) -> Self {
-        InFlight { entries: VecDeque::with_capacity(capacity), capacity }
+        InFlight { entries: VecDeque::new(), capacity }
     }
 
     /// The bound.
@@ -104,6 +107,11 @@ impl<T> InFlight<T> {
     ) -> Result<(), ConnError> {
         if self.is_full() {
             return Err(ConnError::InFlightFull { capacity: self.capacity });
+        }
+        if self.entries.len() == self.entries.capacity() {
+            // Doubling (from 4), never past the bound.
+            let more = self.entries.len().max(4).min(self.capacity - self.entries.len());
+            self.entries.reserve_exact(more);
         }
         self.entries.push_back(Pending { correlation_id, api_key, api_version, payload });
         Ok(())

@@ -18,7 +18,7 @@ use super::decode::{self, Decoded};
 use super::{Format, Shared, now};
 
 /// What the proxy keeps of a request awaiting its response.
-struct Meta {
+pub(super) struct Meta {
     client_id: Option<Arc<str>>,
     sent: Instant,
     /// The whole frame's size, prefix included.
@@ -27,37 +27,37 @@ struct Meta {
     record_name: Option<String>,
 }
 
-type Pending = kwire::conn::Pending<Meta>;
+pub(super) type Pending = kwire::conn::Pending<Meta>;
 
 /// Requests awaiting their responses, in order (Kafka answers a connection's requests in
-/// order; Produce with acks=0 gets no answer and is never entered), at most this many: the
-/// table is allocated whole when the connection opens (about 70 KB, untouched until used),
-/// and a client with more unanswered requests is disconnected.
-const MAX_IN_FLIGHT: usize = kwire::conn::DEFAULT_MAX_IN_FLIGHT;
+/// order; Produce with acks=0 gets no answer and is never entered), at most this many (the
+/// table grows as requests are pipelined, up to this), and a client with more unanswered
+/// requests is disconnected.
+pub(super) const MAX_IN_FLIGHT: usize = kwire::conn::DEFAULT_MAX_IN_FLIGHT;
 /// The read buffers' base size; they grow for a larger frame and shrink back after.
-const READ_BUF: usize = 64 * 1024;
+pub(super) const READ_BUF: usize = 64 * 1024;
 /// Frames up to this size are copied into the batch written at the end of a read; larger
 /// ones are written from the read buffer.
-const COPY_MAX: usize = 16 * 1024;
+pub(super) const COPY_MAX: usize = 16 * 1024;
 
 /// What both directions of a connection share.
-struct State {
-    in_flight: InFlight<Meta>,
+pub(super) struct State {
+    pub(super) in_flight: InFlight<Meta>,
     /// Where the connection is in a SaslHandshake v0 exchange, whose raw SASL tokens
     /// (frames without a Kafka header) pass through undecoded and unlogged: the request
     /// side enters it on a v0 handshake request, the response side ends it.
-    sasl: RawSasl,
-    filters: FilterChain,
+    pub(super) sasl: RawSasl,
+    pub(super) filters: FilterChain,
 }
 
-type Conn = Arc<Mutex<State>>;
+pub(super) type Conn = Arc<Mutex<State>>;
 
-fn lock(conn: &Conn) -> MutexGuard<'_, State> {
+pub(super) fn lock(conn: &Conn) -> MutexGuard<'_, State> {
     conn.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What the request side knows of a frame before forwarding it.
-enum Head {
+pub(super) enum Head {
     /// A request: its API's name, whether it expects an answer, and the name it is
     /// recorded under.
     Request { api: String, expects: bool, client_id: Option<Arc<str>>, record_name: Option<String> },
@@ -68,12 +68,12 @@ enum Head {
 }
 
 /// Frames to write in one go: small frames are copied in, with their size prefix.
-struct Batch {
-    out: Vec<u8>,
+pub(super) struct Batch {
+    pub(super) out: Vec<u8>,
 }
 
 impl Batch {
-    fn push(&mut self, frame: &[u8]) -> usize {
+    pub(super) fn push(&mut self, frame: &[u8]) -> usize {
         let at = self.out.len();
         self.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
         self.out.extend_from_slice(frame);
@@ -85,7 +85,7 @@ impl Batch {
     }
 
     /// The frame (without prefix) pushed at `at`.
-    fn frame(&self, at: usize) -> &[u8] {
+    pub(super) fn frame(&self, at: usize) -> &[u8] {
         let len = u32::from_be_bytes([self.out[at], self.out[at + 1], self.out[at + 2], self.out[at + 3]]);
         &self.out[at + 4..at + 4 + len as usize]
     }
@@ -113,7 +113,7 @@ fn fill(frames: &mut FrameBuf, mut from: &TcpStream) -> std::io::Result<usize> {
 }
 
 /// The words for a framing violation (a negative size, or one over the limit).
-fn violation(e: &kwire::frame::FrameError) -> String {
+pub(super) fn violation(e: &kwire::frame::FrameError) -> String {
     match e {
         kwire::frame::FrameError::Decode(d) => match d.kind() {
             kwire::DecodeErrorKind::InvalidLength(n) => format!("negative frame size {n}"),
@@ -185,7 +185,7 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
 
 /// Classifies and registers a request frame (without its size prefix) before it is
 /// forwarded; returns what it is and what to forward.
-fn admit(
+pub(super) fn admit(
     frame: &[u8],
     state: &mut State,
     shared: &Shared,
@@ -356,7 +356,7 @@ fn on_token(frame: &[u8], from: &str, id: u64, shared: &Shared) {
 }
 
 /// Logs (and records) a forwarded request (`frame` without its size prefix).
-fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
+pub(super) fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
     let (api, expects, client_id, record_name) = match head {
         Head::Request { api, expects, client_id, record_name } => (api, *expects, client_id, record_name),
         Head::Token => return on_token(frame, "client", id, shared),
@@ -480,7 +480,7 @@ fn report(
 }
 
 /// What the response side knows of a frame before forwarding it.
-enum Answer {
+pub(super) enum Answer {
     /// The response to this request; whether a filter rewrote it.
     Paired(Pending, bool),
     /// A response that answers no request awaiting one.
@@ -491,7 +491,7 @@ enum Answer {
 
 /// Pairs a response frame (without its size prefix) with its request and runs it through
 /// the filters, before it is forwarded.
-fn pair(frame: &[u8], state: &mut State, id: u64, shared: &Shared) -> (Answer, Verdict) {
+pub(super) fn pair(frame: &[u8], state: &mut State, id: u64, shared: &Shared) -> (Answer, Verdict) {
     // Decided before the frame is forwarded: after the broker's last token the client
     // sends Kafka requests again.
     if state.sasl.server_token(frame.len()) {
@@ -614,7 +614,7 @@ fn responses(
     why
 }
 
-fn no_response(api_key: i16, api_version: i16, meta: &Meta, id: u64, shared: &Shared) {
+pub(super) fn no_response(api_key: i16, api_version: i16, meta: &Meta, id: u64, shared: &Shared) {
     if shared.format == Format::Text && !shared.quiet {
         shared.log.line(format!(
             "{} conn={id} {} {} v{api_version} req={}B no response",
@@ -628,7 +628,7 @@ fn no_response(api_key: i16, api_version: i16, meta: &Meta, id: u64, shared: &Sh
 
 /// Logs (and records) a forwarded response (`frame` without its size prefix; the frame as
 /// forwarded, after any rewriting).
-fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Shared) {
+pub(super) fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Shared) {
     let (p, rewritten) = match answer {
         Answer::Token => return on_token(frame, "broker", id, shared),
         Answer::Paired(p, rewritten) => (p, rewritten),

@@ -50,12 +50,14 @@ pub struct Gate {
     max: usize,
     open: Mutex<usize>,
     room: Condvar,
+    /// The same, for tasks.
+    notify: tokio::sync::Notify,
 }
 
 impl Gate {
     /// A gate of at most `max` connections.
     pub fn new(max: usize) -> Gate {
-        Gate { max, open: Mutex::new(0), room: Condvar::new() }
+        Gate { max, open: Mutex::new(0), room: Condvar::new(), notify: tokio::sync::Notify::new() }
     }
 
     /// The bound.
@@ -84,6 +86,20 @@ impl Gate {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         *open = open.saturating_sub(1);
         self.room.notify_all();
+        self.notify.notify_waiters();
+    }
+
+    /// Waits until a place is free (for tasks).
+    pub async fn room(&self) {
+        loop {
+            let notified = self.notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.open() < self.max {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Blocks until a place is free.

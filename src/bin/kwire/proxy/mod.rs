@@ -22,6 +22,7 @@ mod conn;
 pub mod decode;
 mod limits;
 mod metrics;
+mod tokio_io;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -48,6 +49,15 @@ Log (text): one line per request when its response arrives:
   TIME conn=N CLIENT_ID API vVERSION req=BYTES resp=BYTES LATENCY [errors=NAME,...]
 and a line for each frame kwire could not decode, each framing violation (the connection
 is closed) and each connection opened or closed.";
+
+/// How connections are served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Io {
+    /// One task per connection on a tokio runtime of one thread per core.
+    Tokio,
+    /// Two threads per connection, blocking reads and writes.
+    Threads,
+}
 
 /// How to log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -114,6 +124,10 @@ pub struct Args {
     /// picks one, logged as `metrics on http://ADDR/metrics`).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// How connections are served: tasks on a tokio runtime (a few KB per idle
+    /// connection), or two threads each (see docs/proxy.md, "Architecture").
+    #[arg(long, value_enum, default_value_t = Io::Tokio)]
+    io: Io,
 }
 
 /// Everything connections share.
@@ -138,6 +152,7 @@ pub struct Shared {
     gate: limits::Gate,
     /// What `--metrics` serves (always counted).
     metrics: metrics::Metrics,
+    io: Io,
 }
 
 /// Counters for the summary printed at exit.
@@ -189,7 +204,24 @@ impl Shared {
         self.log.line(format!("{} listening on {}:{local} for broker {host}:{port}", now(), self.bind_ip));
         let upstream = format!("{host}:{port}");
         let shared = self.clone();
-        std::thread::spawn(move || accept_loop(listener, upstream, shared));
+        match self.io {
+            Io::Threads => drop(std::thread::spawn(move || accept_loop(listener, upstream, shared))),
+            // Called from a connection's task (its filters), so within the runtime.
+            Io::Tokio => {
+                let listener =
+                    listener.set_nonblocking(true).and_then(|()| tokio::net::TcpListener::from_std(listener));
+                match listener {
+                    Ok(l) => drop(tokio::spawn(tokio_io::accept_loop(l, upstream, shared))),
+                    Err(e) => {
+                        self.log.line(format!(
+                            "{} cannot serve the listener for broker {host}:{port}: {e}",
+                            now()
+                        ));
+                        return None;
+                    }
+                }
+            }
+        }
         Some((self.advertise.clone(), i32::from(local)))
     }
 }
@@ -367,9 +399,40 @@ fn filters(shared: &Arc<Shared>) -> kwire::filter::FilterChain {
     chain
 }
 
-/// Accepts clients on `listener` for `upstream`, while the gate has room: when it is full
-/// the listener is closed (new clients are refused by the kernel) and opened again on the
-/// same address once a connection ends.
+/// Logs that the gate is full and `addr` closed.
+fn log_full(shared: &Shared, addr: SocketAddr) {
+    shared.log.line(format!(
+        "{} at {} connections (--max-connections): {addr} closed, new connections are refused until one ends",
+        now(),
+        shared.gate.max()
+    ));
+}
+
+/// Listens on `addr` again once the gate has room (nonblocking for tokio).
+fn rebind(shared: &Shared, addr: SocketAddr) -> Option<TcpListener> {
+    let bound = TcpListener::bind(addr).and_then(|l| l.set_nonblocking(shared.io == Io::Tokio).map(|()| l));
+    match bound {
+        Ok(l) => {
+            shared.log.line(format!("{} {addr} open again, accepting connections", now()));
+            Some(l)
+        }
+        Err(e) => {
+            shared.log.line(format!("{} cannot listen on {addr} again: {e}; retrying", now()));
+            None
+        }
+    }
+}
+
+/// Counts a connection accepted; returns its number.
+fn accepted(shared: &Shared) -> u64 {
+    shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.connections.fetch_add(1, Ordering::Relaxed);
+    shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// Accepts clients on `listener` for `upstream` while the gate has room (`--io threads`):
+/// when it is full the listener is closed (new clients are refused by the kernel) and
+/// opened again on the same address once a connection ends.
 fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
     let Ok(addr) = listener.local_addr() else { return };
     let mut listener = Some(listener);
@@ -377,25 +440,17 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
         if !shared.gate.try_take() {
             if listener.take().is_some() {
                 shared.metrics.listener_closes.fetch_add(1, Ordering::Relaxed);
-                shared.log.line(format!(
-                    "{} at {} connections (--max-connections): {addr} closed, new connections are refused until one ends",
-                    now(),
-                    shared.gate.max()
-                ));
+                log_full(&shared, addr);
             }
             shared.gate.wait_for_room();
             continue;
         }
         let l = match &listener {
             Some(l) => l,
-            None => match TcpListener::bind(addr) {
-                Ok(l) => {
-                    shared.log.line(format!("{} {addr} open again, accepting connections", now()));
-                    listener.insert(l)
-                }
-                Err(e) => {
+            None => match rebind(&shared, addr) {
+                Some(l) => listener.insert(l),
+                None => {
                     shared.gate.release();
-                    shared.log.line(format!("{} cannot listen on {addr} again: {e}; retrying", now()));
                     std::thread::sleep(Duration::from_secs(1));
                     continue;
                 }
@@ -403,9 +458,7 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
         };
         match l.accept() {
             Ok((stream, peer)) => {
-                let id = shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
-                shared.stats.connections.fetch_add(1, Ordering::Relaxed);
-                shared.metrics.connections.fetch_add(1, Ordering::Relaxed);
+                let id = accepted(&shared);
                 let conn_shared = shared.clone();
                 let upstream = upstream.clone();
                 let spawned = std::thread::Builder::new().name(format!("conn-{id}")).spawn(move || {
@@ -513,6 +566,7 @@ pub fn run(args: Args) -> Result<(), String> {
         next_conn: AtomicU64::new(0),
         gate: limits::Gate::new(max_connections),
         metrics: metrics::Metrics::new(),
+        io: args.io,
     });
     let (stop_tx, stop_rx) = sync_channel::<()>(1);
     ctrlc::set_handler(move || {
@@ -539,9 +593,32 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let accept_shared = shared.clone();
     let upstream = args.upstream.clone();
-    std::thread::spawn(move || accept_loop(listener, upstream, accept_shared));
+    let runtime = match args.io {
+        Io::Threads => {
+            std::thread::spawn(move || accept_loop(listener, upstream, accept_shared));
+            None
+        }
+        Io::Tokio => {
+            let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .thread_name("kwire-proxy-io")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the runtime: {e}"))?;
+            listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let _entered = rt.enter();
+            let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+            rt.spawn(tokio_io::accept_loop(listener, upstream, accept_shared));
+            drop(_entered);
+            Some(rt)
+        }
+    };
     let _ = stop_rx.recv();
     summary(&shared);
+    if let Some(rt) = runtime {
+        rt.shutdown_background();
+    }
     drop(log_thread);
     Ok(())
 }
