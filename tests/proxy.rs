@@ -1091,3 +1091,104 @@ fn refused_past_the_limit(upstream: &str, io: &str) {
     assert!(dropped.is_empty(), "connections accepted and dropped:\n{dropped:?}");
     eprintln!("descriptor limit (--io {io}): {line}");
 }
+
+/// Threads and descriptors of a process.
+fn threads_and_fds(pid: u32) -> (usize, usize) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+    (threads, fds)
+}
+
+/// The value of an unlabelled sample in a scrape.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Many connections held through `kwire proxy` (the default `--io tokio`), started with
+/// the common soft descriptor limit of 1024: it raises the limit itself. The test process
+/// holds both ends (its clients and the upstream), so it holds up to 9,000 connections
+/// (2 × 9,000 descriptors within the hard limit of 20,000). Each connection makes one
+/// round trip through to the upstream and then idles; then 100 of them are active (200
+/// round trips each, all at once) while the rest idle, and every connection makes one
+/// more round trip at the end. Checks: the proxy's resident memory per idle connection
+/// stays within 64 KiB, it runs on a fixed set of threads (not a thread per connection),
+/// it holds two descriptors per connection, its metrics count the open connections, and
+/// they drop back to 0 when the clients close.
+#[test]
+fn many_idle_connections_held() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let _serial = serial();
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).expect("raise this test's descriptor limit");
+    let n = 9_000.min(usize::try_from(hard.saturating_sub(400) / 2).unwrap_or(0));
+    assert!(n >= 1_000, "the hard descriptor limit {hard} leaves room for {n} connections only");
+    let upstream = answering_upstream();
+    let proxy = QuietProxy::start(&upstream, "-Sn 1024", &["--metrics", "127.0.0.1:0"]);
+    let metrics = proxy
+        .wait_for("metrics on http://")
+        .split("metrics on http://")
+        .nth(1)
+        .and_then(|r| r.strip_suffix("/metrics"))
+        .expect("metrics address")
+        .to_string();
+    let limit = proxy.wait_for("descriptor limit");
+    let start = Instant::now();
+    let (rss_before, (threads_before, _)) = (rss_kib(proxy.pid()), threads_and_fds(proxy.pid()));
+    let mut conns = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut s = TcpStream::connect(&proxy.addr).unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        round_trip(&mut s, i as i32).unwrap_or_else(|e| panic!("connection {i} not served: {e}"));
+        conns.push(s);
+    }
+    let opened = start.elapsed();
+    thread::sleep(Duration::from_millis(500));
+    let rss_idle = rss_kib(proxy.pid());
+    let (threads, fds) = threads_and_fds(proxy.pid());
+    let open = sample(&scrape(&metrics), "kwire_proxy_connections_open");
+    // 100 active connections while the others idle.
+    let active: Vec<TcpStream> = conns.drain(..100).collect();
+    let workers: Vec<_> = active
+        .into_iter()
+        .enumerate()
+        .map(|(k, mut s)| {
+            thread::spawn(move || {
+                for j in 0..200 {
+                    round_trip(&mut s, (k * 1000 + j) as i32).unwrap_or_else(|e| panic!("active {k}: {e}"));
+                }
+                s
+            })
+        })
+        .collect();
+    let active: Vec<TcpStream> = workers.into_iter().map(|w| w.join().expect("active connection")).collect();
+    let rss_active = rss_kib(proxy.pid());
+    conns.extend(active);
+    for (i, s) in conns.iter_mut().enumerate() {
+        round_trip(s, -(i as i32)).unwrap_or_else(|e| panic!("connection {i} after idling: {e}"));
+    }
+    let per_conn = rss_idle.saturating_sub(rss_before) * 1024 / n as u64;
+    eprintln!(
+        "{n} connections through kwire proxy in {opened:.1?} ({limit}): RSS {rss_before} KiB before, {rss_idle} KiB \
+         idle ({per_conn} bytes per connection), {rss_active} KiB with 100 active; {threads} threads (\
+         {threads_before} before); {fds} descriptors"
+    );
+    assert_eq!(open, Some(n as f64), "kwire_proxy_connections_open");
+    assert!(per_conn <= 64 * 1024, "{per_conn} bytes of RSS per idle connection");
+    assert!(threads <= threads_before + 4, "{threads} threads for {n} connections ({threads_before} before)");
+    assert!((2 * n..2 * n + 64).contains(&fds), "{fds} descriptors for {n} connections");
+    drop(conns);
+    let closed = Instant::now();
+    while sample(&scrape(&metrics), "kwire_proxy_connections_open") != Some(0.0) {
+        assert!(
+            closed.elapsed() < Duration::from_secs(20),
+            "connections still open 20 s after the clients closed"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(start.elapsed() < Duration::from_secs(60), "took {:?}", start.elapsed());
+}

@@ -52,6 +52,8 @@ pub struct Metrics {
     undecoded: [[AtomicU64; UNDECODED.len()]; 2],
     /// Connections accepted.
     pub connections: AtomicU64,
+    /// Connections open (accepted and not yet ended).
+    pub open: AtomicU64,
     /// Listener closes (the gate was full).
     pub listener_closes: AtomicU64,
     upstream: [AtomicU64; UPSTREAM.len()],
@@ -77,6 +79,7 @@ impl Metrics {
             bytes: Default::default(),
             undecoded: Default::default(),
             connections: AtomicU64::new(0),
+            open: AtomicU64::new(0),
             listener_closes: AtomicU64::new(0),
             upstream: Default::default(),
             violations: Default::default(),
@@ -133,8 +136,9 @@ impl Metrics {
         self.violations[side(direction)].fetch_add(1, Relaxed);
     }
 
-    /// The text exposition, with the connection gauges given.
-    pub fn render(&self, open: usize, max: usize) -> String {
+    /// The text exposition, with the connection bound given.
+    pub fn render(&self, max: usize) -> String {
+        let open = self.open.load(Relaxed);
         let mut s = String::with_capacity(8 * 1024);
         let head = |s: &mut String, name: &str, kind: &str, help: &str| {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -279,7 +283,7 @@ pub fn serve(listener: TcpListener, shared: Arc<super::Shared>) {
                 break;
             }
         }
-        let body = shared.metrics.render(shared.gate.open(), shared.gate.max());
+        let body = shared.metrics.render(shared.gate.max());
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\n\
              Connection: close\r\n\r\n",
@@ -299,7 +303,7 @@ mod tests {
         m.request(ApiKey::Produce.key(), 11, 100);
         m.response(ApiKey::Produce, 50, Duration::from_micros(300));
         m.response(ApiKey::Produce, 50, Duration::from_secs(60));
-        let text = m.render(1, 10);
+        let text = m.render(10);
         assert!(text.contains("kwire_proxy_requests_total{api=\"Produce\",version=\"11\"} 1"), "{text}");
         assert!(text.contains("api=\"Produce\",le=\"0.0005\"} 1"), "{text}");
         assert!(text.contains("api=\"Produce\",le=\"10\"} 1"), "{text}");

@@ -427,7 +427,14 @@ fn rebind(shared: &Shared, addr: SocketAddr) -> Option<TcpListener> {
 fn accepted(shared: &Shared) -> u64 {
     shared.stats.connections.fetch_add(1, Ordering::Relaxed);
     shared.metrics.connections.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.open.fetch_add(1, Ordering::Relaxed);
     shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// A connection accepted by [`accepted`] has ended: its place in the gate is free.
+fn finished(shared: &Shared) {
+    shared.metrics.open.fetch_sub(1, Ordering::Relaxed);
+    shared.gate.release();
 }
 
 /// Accepts clients on `listener` for `upstream` while the gate has room (`--io threads`):
@@ -463,7 +470,7 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
                 let upstream = upstream.clone();
                 let spawned = std::thread::Builder::new().name(format!("conn-{id}")).spawn(move || {
                     conn::run(stream, peer, &upstream, id, &conn_shared);
-                    conn_shared.gate.release();
+                    finished(&conn_shared);
                 });
                 if let Err(e) = spawned {
                     shared.gate.release();

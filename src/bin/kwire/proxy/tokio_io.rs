@@ -4,10 +4,13 @@
 //! the I/O differs.
 //!
 //! An idle connection holds no buffer: each direction waits for its socket to become
-//! readable before it takes a frame buffer, and gives the buffer (and its batch of
-//! writes) back when it has been idle for [`IDLE`] with nothing buffered. So an idle
+//! readable before it takes a frame buffer ([`BASE`] bytes, growing for a larger frame),
+//! and gives the buffer (and its batch of writes) back as soon as the socket is drained
+//! (a read returned less than it asked for) with no partial frame left. So an idle
 //! connection costs its task, its sockets and its connection state, a few KB; a busy
-//! one as much as with threads (two buffers of at most one frame each).
+//! one two buffers of at most one frame each, as with threads. Buffers given back go to
+//! the allocator's free lists, where the next connection to wake takes them: a burst over
+//! many connections costs what is read at once, not a buffer per connection.
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;
@@ -21,11 +24,12 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::conn::{self, Answer, Batch, COPY_MAX, Conn, Head, MAX_IN_FLIGHT, Pending, READ_BUF, State, lock};
+use super::conn::{self, Answer, Batch, COPY_MAX, Conn, Head, MAX_IN_FLIGHT, Pending, State, lock};
 use super::{Shared, now};
 
-/// A direction idle this long with nothing buffered gives its buffers back.
-const IDLE: Duration = Duration::from_secs(1);
+/// The frame buffers' base size (`kwire::conn`'s default): they grow as a larger frame's
+/// bytes arrive.
+const BASE: usize = kwire::conn::DEFAULT_BASE_CAPACITY;
 
 /// Accepts clients on `listener` for `upstream` while the gate has room; when it is full
 /// the listener is closed (new clients are refused by the kernel) and opened again on the
@@ -59,7 +63,7 @@ pub async fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Sh
                 let (shared, upstream) = (shared.clone(), upstream.clone());
                 tokio::spawn(async move {
                     run(stream, peer, &upstream, id, &shared).await;
-                    shared.gate.release();
+                    super::finished(&shared);
                 });
             }
             Err(e) => {
@@ -119,35 +123,46 @@ async fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, share
     shared.log.line(format!("{} conn={id} {peer}: closed ({why})", now()));
 }
 
-/// Buffers taken when a direction has bytes to read, given back when it idles.
+/// Buffers taken when a direction has bytes to read, given back when it is drained.
 struct Buffers {
     frames: FrameBuf,
     batch: Batch,
+    /// The last read returned less than it asked for: the socket had no more.
+    drained: bool,
+}
+
+impl Buffers {
+    /// Whether to give the buffers back: nothing left to read, no partial frame.
+    fn idle(&self) -> bool {
+        self.drained && self.frames.buffered() == 0
+    }
 }
 
 /// Waits until `from` has bytes (or an end) and reads them into the direction's buffers,
 /// taking them if it had none; `Ok(0)` at the end of the stream.
 async fn fill(from: &OwnedReadHalf, bufs: &mut Option<Buffers>, max_frame: usize) -> std::io::Result<usize> {
     loop {
-        match bufs {
-            Some(b) if b.frames.buffered() == 0 => {
-                if tokio::time::timeout(IDLE, from.readable()).await.is_err() {
-                    *bufs = None;
-                    continue;
-                }
-            }
-            _ => from.readable().await?,
-        }
+        from.readable().await?;
         let b = bufs.get_or_insert_with(|| Buffers {
-            frames: FrameBuf::with_base_capacity(READ_BUF, max_frame),
+            frames: FrameBuf::with_base_capacity(BASE, max_frame),
             batch: Batch { out: Vec::new() },
+            drained: false,
         });
-        match from.try_read(b.frames.spare()) {
+        let spare = b.frames.spare();
+        let asked = spare.len();
+        match from.try_read(spare) {
             Ok(n) => {
                 b.frames.commit(n);
+                b.drained = n < asked;
                 return Ok(n);
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                // Readiness without bytes (a new socket's first wake-up, for one): hold
+                // no buffer while waiting again.
+                if b.frames.buffered() == 0 {
+                    *bufs = None;
+                }
+            }
             Err(e) => return Err(e),
         }
     }
@@ -170,7 +185,7 @@ async fn requests(
             Ok(_) => {}
             Err(e) => return format!("client read error: {e}"),
         }
-        let Some(Buffers { frames, batch }) = bufs.as_mut() else { continue };
+        let Some(Buffers { frames, batch, .. }) = bufs.as_mut() else { continue };
         batch.out.clear();
         copied.clear();
         let mut end = None;
@@ -240,6 +255,10 @@ async fn requests(
             shared.metrics.upstream("write");
             return format!("broker write error: {e}");
         }
+        if bufs.as_ref().is_some_and(Buffers::idle) {
+            bufs = None;
+            copied = Vec::new();
+        }
     }
 }
 
@@ -266,7 +285,7 @@ async fn responses(
                 return format!("broker read error: {e}");
             }
         }
-        let Some(Buffers { frames, batch }) = bufs.as_mut() else { continue };
+        let Some(Buffers { frames, batch, .. }) = bufs.as_mut() else { continue };
         batch.out.clear();
         copied.clear();
         let mut end = None;
@@ -326,6 +345,10 @@ async fn responses(
         }
         if let Err(e) = r {
             return format!("client write error: {e}");
+        }
+        if bufs.as_ref().is_some_and(Buffers::idle) {
+            bufs = None;
+            copied = Vec::new();
         }
     }
 }
