@@ -1,17 +1,20 @@
 //! `kwire proxy`: forwards Kafka traffic between clients and a cluster, unchanged, and
 //! decodes every frame on the way.
 //!
-//! Architecture: two threads per client connection, one per direction, each with blocking
-//! reads and writes and one buffer. A thread reads what the socket has, splits off the
-//! whole frames, forwards them in one write from that same buffer, then decodes them.
-//! Nothing is queued between the directions but the requests awaiting their responses, so
-//! back-pressure is TCP's own: a client that does not read stops the proxy reading the
-//! broker, and the broker stops reading that client. Memory per connection is bounded by
-//! two buffers of at most one frame (`--max-frame-bytes`) each.
+//! Architecture (`--io`, docs/proxy.md "Architecture" for the measurements): by default
+//! one tokio task per client connection (`tokio_io.rs`), on a runtime of one thread per
+//! core, holding no buffer while idle (about 4 KB per idle connection); or two threads per
+//! connection (`conn.rs`), one per direction, blocking reads and writes. Either way a
+//! direction reads what the socket has, splits off the whole frames, forwards them in one
+//! write, then decodes them. Nothing is queued between the directions but the requests
+//! awaiting their responses, so back-pressure is TCP's own: a client that does not read
+//! stops the proxy reading the broker, and the broker stops reading that client. Memory
+//! per connection is bounded by two buffers of at most one frame (`--max-frame-bytes`).
 //!
-//! Threads rather than an async runtime: with 2 cores and a few hundred connections at most,
-//! a blocking read and write per batch of frames is the fewest system calls and wake-ups a
-//! frame can cost, with no dependency (see docs/proxy.md for the figures).
+//! Descriptors (`limits.rs`): the soft limit is raised to the hard one at start-up, and
+//! past `--max-connections` (by default what the limit serves) the listeners close, so
+//! that clients are refused rather than accepted and dropped. `--metrics` (`metrics.rs`)
+//! serves counters in the Prometheus text format.
 //!
 //! The connection state is kwire's: `kwire::conn` (frame buffers, requests in flight),
 //! `kwire::secrets` (masked copies for the log and recordings, SaslHandshake v0 tokens) and
@@ -40,6 +43,10 @@ Examples:
 
   # Every frame decoded, as JSON lines; frames saved as hex test vectors
   kwire proxy --listen 127.0.0.1:19092 --upstream 127.0.0.1:9092 --format json --record captured/
+
+  # Problems only, and Prometheus metrics on http://127.0.0.1:9464/metrics
+  kwire proxy --listen 0.0.0.0:19092 --upstream broker1:9092 --advertise proxy.example --quiet \
+    --metrics 127.0.0.1:9464
 
 Each broker named in a Metadata (FindCoordinator, DescribeCluster, ...) response gets a
 listener of its own on the --listen address, and the response names that listener
