@@ -31,6 +31,15 @@ impl NoFile {
     }
 }
 
+/// The connections `--io threads` can serve within the kernel's limit of memory maps per
+/// process (`vm.max_map_count`): each thread maps its stack, a guard page and a signal
+/// stack, about 8 maps per connection of two threads (the spawn that finds none aborts the
+/// process). `None` if the limit cannot be read.
+pub fn thread_connections() -> Option<usize> {
+    let maps: usize = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
+    Some(maps.saturating_sub(2048) / 8)
+}
+
 /// Raises the soft descriptor limit to the hard limit.
 pub fn raise_nofile() -> Result<NoFile, String> {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};

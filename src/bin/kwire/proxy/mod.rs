@@ -539,7 +539,13 @@ pub fn run(args: Args) -> Result<(), String> {
         None if nofile.connections() == 0 => {
             return Err(format!("the descriptor limit ({}) serves no connection", nofile.now));
         }
-        None => nofile.connections(),
+        None => match (args.io, limits::thread_connections()) {
+            (Io::Threads, Some(maps)) if maps < nofile.connections() => {
+                eprintln!("kwire proxy: --io threads: at most {maps} connections within vm.max_map_count");
+                maps
+            }
+            _ => nofile.connections(),
+        },
     };
     let listener =
         TcpListener::bind(&args.listen).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
