@@ -27,10 +27,12 @@ pub struct Pending<T = ()> {
 ///
 /// **Bounded.** The table holds at most its capacity; a [`InFlight::push`] beyond it fails
 /// with [`ConnError::InFlightFull`] (as Kafka's client stops sending at
-/// `max.in.flight.requests.per.connection`). Its storage grows as entries are pushed, never
-/// past the bound, and is kept once grown: a table that is made allocates nothing, so a
-/// server or proxy holding thousands of idle connections pays for the entries they have
-/// had in flight at once, not for the bound.
+/// `max.in.flight.requests.per.connection`). [`InFlight::with_capacity`] allocates the
+/// whole bound when the table is made, and the table never allocates after.
+/// [`InFlight::new`] (the default bound, far above what clients pipeline) allocates
+/// nothing until the first push and grows as entries are pushed, never past the bound,
+/// keeping what it grew: a server or proxy holding thousands of idle connections pays for
+/// the entries each has had in flight at once, not for the bound.
 ///
 /// **Only requests that get a response go in.** A Produce request with `acks = 0` is never
 /// answered ([`super::expects_response`] says which); the caller does not push it, so it
@@ -66,14 +68,14 @@ pub struct InFlight<T = ()> {
 }
 
 impl<T> InFlight<T> {
-    /// A table of at most [`DEFAULT_MAX_IN_FLIGHT`] entries.
+    /// A table of at most [`DEFAULT_MAX_IN_FLIGHT`] entries, allocated as they are pushed.
     pub fn new() -> Self {
-        Self::with_capacity(DEFAULT_MAX_IN_FLIGHT)
+        InFlight { entries: VecDeque::new(), capacity: DEFAULT_MAX_IN_FLIGHT }
     }
 
-    /// A table of at most `capacity` entries (allocated as they are pushed).
+    /// A table of at most `capacity` entries, allocated now.
     pub fn with_capacity(capacity: usize) -> Self {
-        InFlight { entries: VecDeque::new(), capacity }
+        InFlight { entries: VecDeque::with_capacity(capacity), capacity }
     }
 
     /// The bound.

@@ -29,11 +29,6 @@ pub(super) struct Meta {
 
 pub(super) type Pending = kwire::conn::Pending<Meta>;
 
-/// Requests awaiting their responses, in order (Kafka answers a connection's requests in
-/// order; Produce with acks=0 gets no answer and is never entered), at most this many (the
-/// table grows as requests are pipelined, up to this), and a client with more unanswered
-/// requests is disconnected.
-pub(super) const MAX_IN_FLIGHT: usize = kwire::conn::DEFAULT_MAX_IN_FLIGHT;
 /// The read buffers' base size; they grow for a larger frame and shrink back after.
 pub(super) const READ_BUF: usize = 64 * 1024;
 /// Frames up to this size are copied into the batch written at the end of a read; larger
@@ -42,6 +37,10 @@ pub(super) const COPY_MAX: usize = 16 * 1024;
 
 /// What both directions of a connection share.
 pub(super) struct State {
+    /// Requests awaiting their responses, in order (Kafka answers a connection's requests
+    /// in order; Produce with acks=0 gets no answer and is never entered), at most
+    /// `kwire::conn::DEFAULT_MAX_IN_FLIGHT` (`InFlight::new`: the table grows as requests
+    /// are pipelined, up to that); a client with more unanswered requests is disconnected.
     pub(super) in_flight: InFlight<Meta>,
     /// Where the connection is in a SaslHandshake v0 exchange, whose raw SASL tokens
     /// (frames without a Kafka header) pass through undecoded and unlogged: the request
@@ -153,7 +152,7 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
     let (client, server) = (Arc::new(client), Arc::new(server));
     let (client_r, server_w) = (client.clone(), server.clone());
     let conn: Conn = Arc::new(Mutex::new(State {
-        in_flight: InFlight::with_capacity(MAX_IN_FLIGHT),
+        in_flight: InFlight::new(),
         sasl: RawSasl::new(),
         filters: super::filters(shared),
     }));

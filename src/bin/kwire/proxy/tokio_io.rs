@@ -24,7 +24,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::conn::{self, Answer, Batch, COPY_MAX, Conn, Head, MAX_IN_FLIGHT, Pending, State, lock};
+use super::conn::{self, Answer, Batch, COPY_MAX, Conn, Head, Pending, State, lock};
 use super::{Shared, now};
 
 /// The frame buffers' base size (`kwire::conn`'s default): they grow as a larger frame's
@@ -104,7 +104,7 @@ async fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, share
     let _ = server.set_nodelay(true);
     shared.log.line(format!("{} conn={id} {peer}: connected, forwarding to {upstream}", now()));
     let conn: Conn = Arc::new(Mutex::new(State {
-        in_flight: InFlight::with_capacity(MAX_IN_FLIGHT),
+        in_flight: InFlight::new(),
         sasl: RawSasl::new(),
         filters: super::filters(shared),
     }));
