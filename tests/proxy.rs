@@ -96,7 +96,14 @@ fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
 fn setup() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
-        if root().join("target/proxy-clients/ready").exists() {
+        // A checkout set up before the metrics test lacks its parser: set up again.
+        let parser = Command::new(root().join("target/interop/venv/bin/python"))
+            .args(["-c", "import prometheus_client"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if root().join("target/proxy-clients/ready").exists() && parser {
             return;
         }
         let mut cmd = Command::new("bash");
