@@ -1016,4 +1016,5 @@ pub fn primitives(data: &[u8]) {
 pub mod conn;
 pub mod explain;
 pub mod records;
+pub mod validate;
 pub mod vectored;
