@@ -74,6 +74,9 @@ pub mod secrets;
 #[cfg(feature = "alloc")]
 pub mod conn;
 
+#[cfg(feature = "broker")]
+pub mod broker;
+
 #[cfg(feature = "alloc")]
 mod reference;
 
