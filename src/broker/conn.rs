@@ -74,6 +74,22 @@ fn serve(mut stream: TcpStream, shared: &Shared, peer: &str) -> String {
                 return "broker stopping".into();
             }
             let before = pending.len();
+            if handler.raw_sasl {
+                match conn.frame_buf_mut().next_frame() {
+                    Ok(Some(token)) => {
+                        if shared.config.verbose {
+                            shared.log(format_args!("{peer}: SASL token (v0 handshake): {} bytes, not shown", token.len()));
+                        }
+                        if let Outcome::Close(why) = handler.raw_token(token, &mut pending) {
+                            let _ = flush(&mut stream, &mut pending);
+                            return why;
+                        }
+                        continue;
+                    }
+                    Ok(None) => break,
+                    Err(e) => return std::format!("refused: {e}"),
+                }
+            }
             let what = match conn.next_request() {
                 Ok(None) => break,
                 Ok(Some(Received::Request(request))) => {

@@ -79,6 +79,8 @@ pub(crate) enum Outcome {
 /// One connection's request handler: its scratch buffers live as long as it does.
 pub(crate) struct Handler<'s> {
     shared: &'s Shared,
+    /// After a SaslHandshake v0 for PLAIN: the next frame is the bare token.
+    pub raw_sasl: bool,
     client_host: String,
     scratch: Vec<u8>,
 }
@@ -91,7 +93,7 @@ const CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
 impl<'s> Handler<'s> {
     pub fn new(shared: &'s Shared, peer: &str) -> Self {
         let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h).to_string();
-        Handler { shared, client_host: std::format!("/{host}"), scratch: Vec::new() }
+        Handler { shared, raw_sasl: false, client_host: std::format!("/{host}"), scratch: Vec::new() }
     }
 
     /// Answers one request, appending the response frame (if it gets one) to `out`.
@@ -193,14 +195,14 @@ impl<'s> Handler<'s> {
                     .map(|(error_code, name, topic_id, n)| MetadataResponseTopic {
                         error_code,
                         name: name.map(Into::into),
-                        topic_id,
+                        topic_id: if v >= 10 { topic_id } else { Uuid::ZERO },
                         is_internal: false,
                         partitions: (0..n)
                             .map(|i| MetadataResponsePartition {
                                 error_code: 0,
                                 partition_index: i,
                                 leader_id: node,
-                                leader_epoch: 0,
+                                leader_epoch: if v >= 7 { 0 } else { -1 },
                                 replica_nodes: std::vec![node].into(),
                                 isr_nodes: std::vec![node].into(),
                                 offline_replicas: List::Borrowed(&[]),
@@ -220,8 +222,8 @@ impl<'s> Handler<'s> {
                 }];
                 let body = MetadataResponse {
                     brokers: (&brokers).into(),
-                    cluster_id: Some(self.shared.config.cluster_id.as_str().into()),
-                    controller_id: node,
+                    cluster_id: (v >= 2).then(|| self.shared.config.cluster_id.as_str().into()),
+                    controller_id: if v >= 1 { node } else { -1 },
                     topics: topics.into(),
                     cluster_authorized_operations: cluster_ops,
                     ..Default::default()
@@ -324,7 +326,7 @@ impl<'s> Handler<'s> {
                     }
                     results.push(DeletableTopicResult {
                         name: name.map(Into::into),
-                        topic_id,
+                        topic_id: if v >= 6 { topic_id } else { Uuid::ZERO },
                         error_code: code.code(),
                         ..Default::default()
                     });
@@ -400,7 +402,7 @@ impl<'s> Handler<'s> {
                 let body = JoinGroupResponse {
                     error_code: result.error.map_or(0, |e| e.code()),
                     generation_id: result.generation,
-                    protocol_type: result.protocol_type.as_deref().map(Into::into),
+                    protocol_type: result.protocol_type.as_deref().filter(|_| v >= 7).map(Into::into),
                     protocol_name,
                     leader: result.leader.as_str().into(),
                     member_id: result.member_id.as_str().into(),
@@ -424,8 +426,8 @@ impl<'s> Handler<'s> {
                 );
                 let body = SyncGroupResponse {
                     error_code: code.code(),
-                    protocol_type: ptype.map(Into::into),
-                    protocol_name: pname.map(Into::into),
+                    protocol_type: ptype.filter(|_| v >= 5).map(Into::into),
+                    protocol_name: pname.filter(|_| v >= 5).map(Into::into),
                     assignment: assignment.into(),
                     ..Default::default()
                 };
@@ -532,8 +534,8 @@ impl<'s> Handler<'s> {
                     .map(|(id, ptype, state)| ListedGroup {
                         group_id: id.as_str().into(),
                         protocol_type: ptype.as_str().into(),
-                        group_state: (*state).into(),
-                        group_type: "classic".into(),
+                        group_state: if v >= 4 { *state } else { "" }.into(),
+                        group_type: if v >= 5 { "classic" } else { "" }.into(),
                         ..Default::default()
                     })
                     .collect();
@@ -563,7 +565,7 @@ impl<'s> Handler<'s> {
                         .values()
                         .map(|m| DescribedGroupMember {
                             member_id: m.id.as_str().into(),
-                            group_instance_id: m.instance_id.as_deref().map(Into::into),
+                            group_instance_id: m.instance_id.as_deref().filter(|_| v >= 4).map(Into::into),
                             client_id: m.client_id.as_str().into(),
                             client_host: m.client_host.as_str().into(),
                             member_metadata: if show { group.metadata_of(m).into() } else { List::Borrowed(&[]) },
@@ -589,9 +591,42 @@ impl<'s> Handler<'s> {
                 ServerConn::encode_response(reply, &body, out)?;
             }
             RequestBodyView::DescribeConfigs(d) => self.describe_configs(reply, d, out)?,
+            RequestBodyView::SaslHandshake(h) => {
+                use crate::messages::sasl_handshake::SaslHandshakeResponse;
+                let accepted = h.mechanism() == "PLAIN";
+                self.raw_sasl = accepted && v == 0;
+                let mechanisms = ["PLAIN".into()];
+                let code = if accepted { 0 } else { ErrorCode::UnsupportedSaslMechanism.code() };
+                let body = SaslHandshakeResponse { error_code: code, mechanisms: (&mechanisms).into() };
+                ServerConn::encode_response(reply, &body, out)?;
+            }
+            RequestBodyView::SaslAuthenticate(a) => {
+                use crate::messages::sasl_authenticate::SaslAuthenticateResponse;
+                let body = if self.shared.plain_ok(a.auth_bytes()) {
+                    SaslAuthenticateResponse::default()
+                } else {
+                    SaslAuthenticateResponse {
+                        error_code: ErrorCode::SaslAuthenticationFailed.code(),
+                        error_message: Some("Authentication failed: invalid username or password".into()),
+                        ..Default::default()
+                    }
+                };
+                ServerConn::encode_response(reply, &body, out)?;
+            }
             _ => unsupported(reply, out)?,
         }
         Ok(Outcome::Continue)
+    }
+
+    /// Answers the bare SASL/PLAIN token after a SaslHandshake v0: an empty frame on
+    /// success; a failure closes the connection, as Kafka does.
+    pub fn raw_token(&mut self, token: &[u8], out: &mut Vec<u8>) -> Outcome {
+        self.raw_sasl = false;
+        if !self.shared.plain_ok(token) {
+            return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
+        }
+        out.extend_from_slice(&0i32.to_be_bytes());
+        Outcome::Continue
     }
 
     fn produce(
@@ -663,7 +698,7 @@ impl<'s> Handler<'s> {
                     error_code: code,
                     base_offset,
                     log_append_time_ms: -1,
-                    log_start_offset: if code == 0 { 0 } else { -1 },
+                    log_start_offset: if code == 0 && v >= 5 { 0 } else { -1 },
                     record_errors: record_errors.into(),
                     error_message: message.map(Into::into),
                     ..Default::default()
@@ -768,7 +803,7 @@ impl<'s> Handler<'s> {
         let responses: Vec<FetchableTopicResponse<'_>> = answers
             .iter()
             .map(|(name, id, parts)| FetchableTopicResponse {
-                topic: name.as_str().into(),
+                topic: if v >= 13 { "" } else { name.as_str() }.into(),
                 topic_id: *id,
                 partitions: parts
                     .iter()
@@ -777,7 +812,7 @@ impl<'s> Handler<'s> {
                         error_code: *code,
                         high_watermark: *hw,
                         last_stable_offset: *hw,
-                        log_start_offset: 0,
+                        log_start_offset: if v >= 5 { 0 } else { -1 },
                         aborted_transactions: None,
                         records: Some(bytes.as_slice().into()),
                         ..Default::default()
@@ -831,7 +866,9 @@ impl<'s> Handler<'s> {
                         if let Some((ts, offset)) = found {
                             r.timestamp = ts;
                             r.offset = offset;
-                            r.leader_epoch = 0;
+                            if v >= 4 {
+                                r.leader_epoch = 0;
+                            }
                         }
                     }
                 }
@@ -920,13 +957,17 @@ impl<'s> Handler<'s> {
                             }
                         })
                         .collect();
-                    CreatableTopicResult {
-                        name: name.into(),
-                        topic_id: id,
-                        num_partitions: partitions,
-                        replication_factor: 1,
-                        configs: Some(described.into()),
-                        ..Default::default()
+                    if reply.api_version >= 5 {
+                        CreatableTopicResult {
+                            name: name.into(),
+                            topic_id: if reply.api_version >= 7 { id } else { Uuid::ZERO },
+                            num_partitions: partitions,
+                            replication_factor: 1,
+                            configs: Some(described.into()),
+                            ..Default::default()
+                        }
+                    } else {
+                        CreatableTopicResult { name: name.into(), ..Default::default() }
                     }
                 }
                 Err((code, message)) => CreatableTopicResult {
@@ -1013,7 +1054,7 @@ impl<'s> Handler<'s> {
                         .map(|(p, offset, epoch, md, code)| OffsetFetchResponsePartition {
                             partition_index: *p,
                             committed_offset: *offset,
-                            committed_leader_epoch: *epoch,
+                            committed_leader_epoch: if v >= 5 { *epoch } else { -1 },
                             metadata: md.as_deref().map(Into::into),
                             error_code: *code,
                             ..Default::default()
@@ -1048,8 +1089,8 @@ impl<'s> Handler<'s> {
                 topics: topics
                     .iter()
                     .map(|(name, tid, parts)| OffsetFetchResponseTopics {
-                        name: name.as_str().into(),
-                        topic_id: *tid,
+                        name: if v >= 10 { "" } else { name.as_str() }.into(),
+                        topic_id: if v >= 10 { *tid } else { Uuid::ZERO },
                         partitions: parts
                             .iter()
                             .map(|(p, offset, epoch, md, code)| OffsetFetchResponsePartitions {
@@ -1145,7 +1186,7 @@ impl<'s> Handler<'s> {
                         read_only: *ty == 4,
                         config_source: *source,
                         is_sensitive: false,
-                        config_type: *config_type,
+                        config_type: if reply.api_version >= 3 { *config_type } else { 0 },
                         ..Default::default()
                     })
                     .collect(),

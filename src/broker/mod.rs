@@ -37,9 +37,12 @@
 //! [`Config::default_partitions`] partitions. Produce to an unknown topic gets
 //! UNKNOWN_TOPIC_OR_PARTITION, as from Kafka.
 //!
+//! **SASL/PLAIN** ([`Config::plain_users`]) is offered, not required: SaslHandshake v0
+//! and v1, SaslAuthenticate, and the bare token frame after a v0 handshake.
+//!
 //! **Not here:** transactions (InitProducerId with a transactional id gets
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a transactional batch INVALID_TXN_STATE), the
-//! KIP-848 consumer protocol, share groups, SASL and TLS, retention and compaction (logs
+//! KIP-848 consumer protocol, share groups, other SASL mechanisms and TLS, retention and compaction (logs
 //! only grow), log-append time, replication. It is a test double, not a broker to keep data
 //! in.
 
@@ -102,6 +105,10 @@ pub struct Config {
     pub session_timeout_range: (Duration, Duration),
     /// Serve at most these versions of these APIs (ApiVersions lists the result).
     pub max_versions: Vec<(ApiKey, i16)>,
+    /// SASL/PLAIN users (name, password): with at least one, SaslHandshake and
+    /// SaslAuthenticate are served too (PLAIN only; authentication is offered, not
+    /// required). Passwords and tokens are compared, never logged or echoed.
+    pub plain_users: Vec<(String, String)>,
     /// Where log lines go (default: nowhere).
     pub logger: Option<Logger>,
     /// Log every request (API, version, bytes in and out), not only connections.
@@ -124,6 +131,7 @@ impl Default for Config {
             initial_rebalance_delay: Duration::ZERO,
             session_timeout_range: (Duration::from_secs(6), Duration::from_secs(1800)),
             max_versions: Vec::new(),
+            plain_users: Vec::new(),
             logger: None,
             verbose: false,
         }
@@ -140,6 +148,7 @@ impl core::fmt::Debug for Config {
             .field("default_partitions", &self.default_partitions)
             .field("auto_create_topics", &self.auto_create_topics)
             .field("max_versions", &self.max_versions)
+            .field("plain_users", &self.plain_users.iter().map(|(u, _)| u.as_str()).collect::<Vec<_>>())
             .field("verbose", &self.verbose)
             .finish_non_exhaustive()
     }

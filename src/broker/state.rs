@@ -135,8 +135,11 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub fn new(config: Config, host: String, port: i32) -> Shared {
+        let sasl: &[ApiKey] =
+            if config.plain_users.is_empty() { &[] } else { &[ApiKey::SaslHandshake, ApiKey::SaslAuthenticate] };
         let versions = super::handle::SERVED
             .iter()
+            .chain(sasl)
             .map(|&k| {
                 let mut v = k.request_versions();
                 if let Some(&(_, max)) = config.max_versions.iter().find(|(key, _)| *key == k) {
@@ -177,6 +180,17 @@ impl Shared {
 
     pub fn served(&self) -> &[(ApiKey, Versions)] {
         &self.versions
+    }
+
+    /// Whether `token` is a SASL/PLAIN token (`authzid NUL user NUL password`) of a user.
+    /// The token is a secret: compared, never kept, logged or echoed.
+    pub fn plain_ok(&self, token: &[u8]) -> bool {
+        let mut parts = token.split(|&b| b == 0);
+        let (Some(_authzid), Some(user), Some(password), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        self.config.plain_users.iter().any(|(u, p)| u.as_bytes() == user && p.as_bytes() == password)
     }
 
     pub fn new_producer_id(&self) -> i64 {

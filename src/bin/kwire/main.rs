@@ -2,8 +2,6 @@
 //! broker front end for development and tests.
 
 mod batches;
-mod broker;
-mod catalog;
 mod decode;
 mod encode;
 mod hexdump;
