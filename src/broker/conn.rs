@@ -36,7 +36,11 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         shared.connection_opened();
         let spawned = std::thread::Builder::new().name("kwire-broker-conn".into()).spawn(move || {
             s.log(format_args!("{peer}: connected"));
-            let why = serve(stream, &s, &peer);
+            let mut stream = stream;
+            let why = serve(&mut stream, &s, &peer);
+            // The accept loop keeps a handle to the socket (to shut it down on stop), so
+            // dropping this one would not close it.
+            let _ = stream.shutdown(Shutdown::Both);
             s.log(format_args!("{peer}: closed ({why})"));
             s.connection_closed();
         });
@@ -58,10 +62,13 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 /// Serves one connection until the peer closes it, sends what cannot be read, or the
 /// broker stops; returns why it ended.
-fn serve(mut stream: TcpStream, shared: &Shared, peer: &str) -> String {
+fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
     let _ = stream.set_nodelay(true);
     let mut handler = Handler::new(shared, peer);
     let mut conn = ServerConn::with_frame_buf(FrameBuf::new(shared.config.max_frame_bytes));
+    if let Some(v) = shared.versions(crate::messages::ApiKey::ApiVersions) {
+        conn.set_api_versions_max(v.max);
+    }
     let mut pending: Vec<u8> = Vec::new();
     let flush = |stream: &mut TcpStream, pending: &mut Vec<u8>| {
         let r = stream.write_all(pending);
@@ -81,7 +88,7 @@ fn serve(mut stream: TcpStream, shared: &Shared, peer: &str) -> String {
                             shared.log(format_args!("{peer}: SASL token (v0 handshake): {} bytes, not shown", token.len()));
                         }
                         if let Outcome::Close(why) = handler.raw_token(token, &mut pending) {
-                            let _ = flush(&mut stream, &mut pending);
+                            let _ = flush(stream, &mut pending);
                             return why;
                         }
                         continue;
@@ -97,11 +104,11 @@ fn serve(mut stream: TcpStream, shared: &Shared, peer: &str) -> String {
                     match handler.handle(&request, &mut pending) {
                         Ok(Outcome::Continue) => {}
                         Ok(Outcome::Close(why)) => {
-                            let _ = flush(&mut stream, &mut pending);
+                            let _ = flush(stream, &mut pending);
                             return why;
                         }
                         Err(e) => {
-                            let _ = flush(&mut stream, &mut pending);
+                            let _ = flush(stream, &mut pending);
                             return std::format!("cannot answer {} v{}: {e}", what.0, what.1);
                         }
                     }
@@ -117,7 +124,7 @@ fn serve(mut stream: TcpStream, shared: &Shared, peer: &str) -> String {
                     ("ApiVersions", header.api_version, 0)
                 }
                 Err(e) => {
-                    let _ = flush(&mut stream, &mut pending);
+                    let _ = flush(stream, &mut pending);
                     return match (conn.frame_buf().error(), e) {
                         (Some(_), e) => std::format!("refused: {e}"),
                         (None, ConnError::Frame(FrameError::UnsupportedVersion { api_key, api_version, .. })) => {
@@ -135,12 +142,12 @@ fn serve(mut stream: TcpStream, shared: &Shared, peer: &str) -> String {
                 shared.log(format_args!("{peer}: {api} v{version}: {size} bytes in, {} out", pending.len() - before));
             }
             if pending.len() >= FLUSH_AT
-                && let Err(e) = flush(&mut stream, &mut pending)
+                && let Err(e) = flush(stream, &mut pending)
             {
                 return std::format!("write failed: {e}");
             }
         }
-        if let Err(e) = flush(&mut stream, &mut pending) {
+        if let Err(e) = flush(stream, &mut pending) {
             return std::format!("write failed: {e}");
         }
         // The stream is shut down by the accept loop on stop, which ends this read.
