@@ -194,13 +194,57 @@ fn check_answers(client: &str, out: &Value, prefix: &str, broker: &Broker) -> (u
     (total, codecs)
 }
 
+/// Older versions a broker of the Kafka 2.4 era served (what clients fall back to): no
+/// flexible versions, no topic ids, no KIP-848.
+const OLDER: &[(ApiKey, i16)] = &[
+    (ApiKey::ApiVersions, 2),
+    (ApiKey::Metadata, 8),
+    (ApiKey::Produce, 7),
+    (ApiKey::Fetch, 11),
+    (ApiKey::ListOffsets, 5),
+    (ApiKey::FindCoordinator, 2),
+    (ApiKey::JoinGroup, 5),
+    (ApiKey::SyncGroup, 3),
+    (ApiKey::Heartbeat, 3),
+    (ApiKey::LeaveGroup, 2),
+    (ApiKey::OffsetCommit, 7),
+    (ApiKey::OffsetFetch, 5),
+    (ApiKey::ListGroups, 2),
+    (ApiKey::DescribeGroups, 4),
+    (ApiKey::CreateTopics, 4),
+    (ApiKey::DeleteTopics, 3),
+    (ApiKey::InitProducerId, 1),
+    (ApiKey::DescribeConfigs, 2),
+    (ApiKey::CreatePartitions, 1),
+];
+
 fn client_against_broker(client: &str) {
+    client_against(client, &[]);
+}
+
+/// The highest version of each API the broker answered, from its verbose log lines
+/// (`PEER: API vN: X bytes in, Y out`).
+fn versions_answered(lines: &str) -> BTreeMap<String, i16> {
+    let mut seen: BTreeMap<String, i16> = BTreeMap::new();
+    for l in lines.lines().filter(|l| l.ends_with(" out")) {
+        let mut words = l.split(": ").nth(1).unwrap_or_default().split(' ');
+        let (Some(api), Some(v)) = (words.next(), words.next()) else { continue };
+        let Ok(v) = v.trim_start_matches('v').parse::<i16>() else { continue };
+        let e = seen.entry(api.to_string()).or_insert(v);
+        *e = (*e).max(v);
+    }
+    seen
+}
+
+fn client_against(client: &str, limits: &[(ApiKey, i16)]) {
     let _serial = serial();
     setup();
     let log = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = log.clone();
     let config = Config {
         logger: Some(std::sync::Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_string()))),
+        verbose: true,
+        max_versions: limits.to_vec(),
         ..Config::default()
     };
     let broker = Broker::start(config).expect("start the broker");
@@ -217,7 +261,21 @@ fn client_against_broker(client: &str) {
     let closed: Vec<&str> =
         lines.lines().filter(|l| l.contains(": closed (") && !l.contains("peer closed") && !l.contains("reset by peer")).collect();
     assert!(closed.is_empty(), "{client}: connections the broker closed:\n{closed:?}");
-    eprintln!("{client} against kwire::broker: {records} records with {codecs} codecs, each consumed once and in order");
+    let answered = versions_answered(&lines);
+    // ApiVersions above the limit is answered with error 35 and the range to retry with,
+    // which is the fallback; anything else above it would be an error answer.
+    for (key, max) in limits.iter().filter(|(k, _)| *k != ApiKey::ApiVersions) {
+        if let Some(&v) = answered.get(key.name()) {
+            assert!(v <= *max, "{client}: {} v{v} answered above the limit {max}", key.name());
+        }
+    }
+    for api in ["Produce", "Fetch", "JoinGroup", "SyncGroup", "OffsetCommit"] {
+        assert!(answered.contains_key(api), "{client}: no {api} request: {answered:?}");
+    }
+    eprintln!(
+        "{client} against kwire::broker ({}): {records} records with {codecs} codecs, each consumed once and in order; highest versions {answered:?}",
+        if limits.is_empty() { "every version" } else { "older versions" }
+    );
 }
 
 #[test]
@@ -243,6 +301,31 @@ fn java_kafka_clients_against_broker() {
 #[test]
 fn franz_go_against_broker() {
     client_against_broker("franz-go");
+}
+
+#[test]
+fn kafka_python_falls_back() {
+    client_against("kafka-python", OLDER);
+}
+
+#[test]
+fn confluent_kafka_falls_back() {
+    client_against("confluent-kafka", OLDER);
+}
+
+#[test]
+fn kafkajs_falls_back() {
+    client_against("kafkajs", OLDER);
+}
+
+#[test]
+fn java_kafka_clients_fall_back() {
+    client_against("java", OLDER);
+}
+
+#[test]
+fn franz_go_falls_back() {
+    client_against("franz-go", OLDER);
 }
 
 // ---- raw frames ----
