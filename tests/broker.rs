@@ -87,7 +87,11 @@ fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
         }
         thread::sleep(Duration::from_millis(50));
     };
-    Output { ok: status.success(), stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
+    Output {
+        ok: status.success(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
 }
 
 /// Installs the clients once per test process (tests/proxy/setup.sh).
@@ -108,7 +112,8 @@ fn client_command(client: &str, bootstrap: &str, prefix: &str) -> Command {
     let r = root();
     match client {
         "kafka-python" | "confluent-kafka" => {
-            let script = if client == "kafka-python" { "kafka_python_client.py" } else { "confluent_client.py" };
+            let script =
+                if client == "kafka-python" { "kafka_python_client.py" } else { "confluent_client.py" };
             let mut c = Command::new(r.join("target/interop/venv/bin/python"));
             c.arg(r.join("tests/proxy").join(script)).args([bootstrap, prefix]);
             c
@@ -182,9 +187,17 @@ fn check_answers(client: &str, out: &Value, prefix: &str, broker: &Broker) -> (u
             "{client}: partition {p}: the records consumed are not every record produced, once and in order"
         );
         let n = sent.len() as i64;
-        assert_eq!(out["committed"][p].as_i64(), Some(n), "{client}: committed offset of partition {p}: {out}");
+        assert_eq!(
+            out["committed"][p].as_i64(),
+            Some(n),
+            "{client}: committed offset of partition {p}: {out}"
+        );
         assert_eq!(out["latest"][p].as_i64(), Some(n), "{client}: latest offset of partition {p}: {out}");
-        assert_eq!(broker.end_offset(&topic, p.parse().unwrap()), Some(n), "{client}: the broker's own end offset");
+        assert_eq!(
+            broker.end_offset(&topic, p.parse().unwrap()),
+            Some(n),
+            "{client}: the broker's own end offset"
+        );
     }
     let extra = out["extra_records"].as_u64().unwrap_or(0) as usize;
     assert_eq!(total, codecs * 12 + extra, "{client}: records produced");
@@ -251,15 +264,21 @@ fn client_against(client: &str, limits: &[(ApiKey, i16)]) {
     let prefix = format!("{client}-{}", std::process::id());
     let out = run(client_command(client, &broker.addr().to_string(), &prefix), client, CLIENT_TIMEOUT);
     let lines = log.lock().unwrap().join("\n");
-    assert!(out.ok, "{client} failed\nstdout:\n{}\nstderr:\n{}\nbroker log:\n{lines}", out.stdout, out.stderr);
+    assert!(
+        out.ok,
+        "{client} failed\nstdout:\n{}\nstderr:\n{}\nbroker log:\n{lines}",
+        out.stdout, out.stderr
+    );
     let answer = out.stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
         panic!("{client} printed no JSON\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr)
     });
     let answer: Value = serde_json::from_str(answer).expect("client JSON");
     let (records, codecs) = check_answers(client, &answer, &prefix, &broker);
     // The broker closed no connection itself: each ended with its client.
-    let closed: Vec<&str> =
-        lines.lines().filter(|l| l.contains(": closed (") && !l.contains("peer closed") && !l.contains("reset by peer")).collect();
+    let closed: Vec<&str> = lines
+        .lines()
+        .filter(|l| l.contains(": closed (") && !l.contains("peer closed") && !l.contains("reset by peer"))
+        .collect();
     assert!(closed.is_empty(), "{client}: connections the broker closed:\n{closed:?}");
     let answered = versions_answered(&lines);
     // ApiVersions above the limit is answered with error 35 and the range to retry with,
@@ -346,7 +365,11 @@ impl Conn {
     fn send(&mut self, body: &impl AnyBody, version: i16) -> i32 {
         let id = self.next_id;
         self.next_id += 1;
-        let header = kwire::frame::RequestHeader { correlation_id: id, client_id: Some("broker-test"), unknown_tagged_fields: &[] };
+        let header = kwire::frame::RequestHeader {
+            correlation_id: id,
+            client_id: Some("broker-test"),
+            unknown_tagged_fields: &[],
+        };
         let mut buf = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
         dispatch::encode_request_with(body, version, &header, &mut buf).unwrap();
         self.s.write_all(&buf).unwrap();
@@ -394,29 +417,52 @@ fn batch(rs: &[(Vec<u8>, Vec<u8>)], compression: Compression, producer: Option<(
 
 /// (partition, error code, base offset) of each partition of a Produce v9 response.
 fn produce(c: &mut Conn, topic: &str, acks: i16, parts: &[(i32, &[u8])]) -> Option<Vec<(i32, i16, i64)>> {
-    let data: Vec<PartitionProduceData<'_>> =
-        parts.iter().map(|(i, b)| PartitionProduceData { index: *i, records: Some((*b).into()), ..Default::default() }).collect();
-    let topics = [TopicProduceData { name: topic.into(), partition_data: data.as_slice().into(), ..Default::default() }];
+    let data: Vec<PartitionProduceData<'_>> = parts
+        .iter()
+        .map(|(i, b)| PartitionProduceData { index: *i, records: Some((*b).into()), ..Default::default() })
+        .collect();
+    let topics = [TopicProduceData {
+        name: topic.into(),
+        partition_data: data.as_slice().into(),
+        ..Default::default()
+    }];
     let req = ProduceRequest { acks, timeout_ms: 5000, topic_data: (&topics).into(), ..Default::default() };
     if acks == 0 {
         c.send(&req, 9);
         return None;
     }
     let frame = c.call(&req, 9);
-    let ResponseBodyView::Produce(r) = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap().body else {
+    let ResponseBodyView::Produce(r) = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap().body
+    else {
         panic!()
     };
     Some(
         r.responses()
             .iter()
-            .flat_map(|t| t.partition_responses().iter().map(|p| (p.index(), p.error_code(), p.base_offset())).collect::<Vec<_>>())
+            .flat_map(|t| {
+                t.partition_responses()
+                    .iter()
+                    .map(|p| (p.index(), p.error_code(), p.base_offset()))
+                    .collect::<Vec<_>>()
+            })
             .collect(),
     )
 }
 
 /// Fetch v12 of one partition: (error, high watermark, the values of the records).
-fn fetch(c: &mut Conn, topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> (i16, i64, Vec<String>) {
-    let parts = [FetchPartition { partition, fetch_offset: offset, partition_max_bytes: 1 << 20, ..Default::default() }];
+fn fetch(
+    c: &mut Conn,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_wait_ms: i32,
+) -> (i16, i64, Vec<String>) {
+    let parts = [FetchPartition {
+        partition,
+        fetch_offset: offset,
+        partition_max_bytes: 1 << 20,
+        ..Default::default()
+    }];
     let topics = [FetchTopic { topic: topic.into(), partitions: (&parts).into(), ..Default::default() }];
     let req = FetchRequest {
         max_wait_ms,
@@ -427,7 +473,9 @@ fn fetch(c: &mut Conn, topic: &str, partition: i32, offset: i64, max_wait_ms: i3
         ..Default::default()
     };
     let frame = c.call(&req, 12);
-    let ResponseBodyView::Fetch(r) = dispatch::parse_response(&frame, ApiKey::Fetch, 12).unwrap().body else { panic!() };
+    let ResponseBodyView::Fetch(r) = dispatch::parse_response(&frame, ApiKey::Fetch, 12).unwrap().body else {
+        panic!()
+    };
     let t = r.responses().iter().next().unwrap();
     let p = t.partitions().iter().next().unwrap();
     let mut values = Vec::new();
@@ -459,7 +507,11 @@ fn a_corrupt_batch_fails_its_partition_only() {
     cut.truncate(good.len() - 5);
     let two = [good.clone(), good.clone()].concat();
     let answers = produce(&mut c, "t", -1, &[(0, &good), (1, &corrupt), (2, &cut)]).unwrap();
-    assert_eq!(answers, [(0, 0, 0), (1, 2, -1), (2, 2, -1)], "CORRUPT_MESSAGE (2) for the bad partitions only");
+    assert_eq!(
+        answers,
+        [(0, 0, 0), (1, 2, -1), (2, 2, -1)],
+        "CORRUPT_MESSAGE (2) for the bad partitions only"
+    );
     // Two batches in one partition: INVALID_RECORD (87), as Kafka answers Produce v3+.
     assert_eq!(produce(&mut c, "t", 1, &[(0, &two)]).unwrap(), [(0, 87, -1)]);
     // An unknown partition and topic: UNKNOWN_TOPIC_OR_PARTITION (3); Produce creates nothing.
@@ -516,8 +568,18 @@ fn idempotent_producers_duplicates_and_gaps() {
     use kwire::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
     let b = broker_with_topic(Config::default(), "t", 1);
     let mut c = Conn::open(b.addr());
-    let frame = c.call(&InitProducerIdRequest { transaction_timeout_ms: 60000, producer_id: -1, producer_epoch: -1, ..Default::default() }, 4);
-    let ResponseBodyView::InitProducerId(r) = dispatch::parse_response(&frame, ApiKey::InitProducerId, 4).unwrap().body else {
+    let frame = c.call(
+        &InitProducerIdRequest {
+            transaction_timeout_ms: 60000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        },
+        4,
+    );
+    let ResponseBodyView::InitProducerId(r) =
+        dispatch::parse_response(&frame, ApiKey::InitProducerId, 4).unwrap().body
+    else {
         panic!()
     };
     assert_eq!(r.error_code(), 0);
@@ -544,8 +606,19 @@ fn idempotent_producers_duplicates_and_gaps() {
     let values = fetch(&mut c, "t", 0, 0, 0).2;
     assert_eq!(values, ["s0-0", "s0-1", "s0-2", "s3-0", "s3-1", "e1-0"]);
     // Transactions are not served.
-    let frame = c.call(&InitProducerIdRequest { transactional_id: Some("tx".into()), transaction_timeout_ms: 60000, producer_id: -1, producer_epoch: -1, ..Default::default() }, 4);
-    let ResponseBodyView::InitProducerId(r) = dispatch::parse_response(&frame, ApiKey::InitProducerId, 4).unwrap().body else {
+    let frame = c.call(
+        &InitProducerIdRequest {
+            transactional_id: Some("tx".into()),
+            transaction_timeout_ms: 60000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        },
+        4,
+    );
+    let ResponseBodyView::InitProducerId(r) =
+        dispatch::parse_response(&frame, ApiKey::InitProducerId, 4).unwrap().body
+    else {
         panic!()
     };
     assert_eq!(r.error_code(), 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED");
@@ -583,9 +656,20 @@ fn fetch_long_polls_until_data_or_max_wait() {
     // Stopping the broker ends a waiting fetch.
     let waiting = thread::spawn(move || {
         let mut c = Conn::open(addr);
-        let parts = [FetchPartition { partition: 0, fetch_offset: 1, partition_max_bytes: 1 << 20, ..Default::default() }];
+        let parts = [FetchPartition {
+            partition: 0,
+            fetch_offset: 1,
+            partition_max_bytes: 1 << 20,
+            ..Default::default()
+        }];
         let topics = [FetchTopic { topic: "t".into(), partitions: (&parts).into(), ..Default::default() }];
-        let req = FetchRequest { max_wait_ms: 60_000, min_bytes: 1, max_bytes: 1 << 20, topics: (&topics).into(), ..Default::default() };
+        let req = FetchRequest {
+            max_wait_ms: 60_000,
+            min_bytes: 1,
+            max_bytes: 1 << 20,
+            topics: (&topics).into(),
+            ..Default::default()
+        };
         c.send(&req, 12);
         let start = Instant::now();
         let _ = c.read();
@@ -606,30 +690,50 @@ fn unsupported_apis_get_error_35_and_the_connection_stays_open() {
     let mut c = Conn::open(b.addr());
     // ApiVersions lists what is served, not DescribeAcls.
     let frame = c.call(&ApiVersionsRequest::default(), 3);
-    let ResponseBodyView::ApiVersions(v) = dispatch::parse_response(&frame, ApiKey::ApiVersions, 3).unwrap().body else {
+    let ResponseBodyView::ApiVersions(v) =
+        dispatch::parse_response(&frame, ApiKey::ApiVersions, 3).unwrap().body
+    else {
         panic!()
     };
-    let keys: Vec<(i16, i16, i16)> = v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
+    let keys: Vec<(i16, i16, i16)> =
+        v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
     assert!(keys.contains(&(ApiKey::Metadata.key(), 0, 9)), "{keys:?}");
     assert!(!keys.iter().any(|k| k.0 == ApiKey::DescribeAcls.key()));
     assert_eq!(keys.len(), kwire::broker::SERVED.len());
     // An API it does not serve: its response with UNSUPPORTED_VERSION.
     for version in [1, 3] {
-        let frame = c.call(&DescribeAclsRequest { resource_type_filter: 2, pattern_type_filter: 3, operation: 2, permission_type: 3, ..Default::default() }, version);
-        let ResponseBodyView::DescribeAcls(r) = dispatch::parse_response(&frame, ApiKey::DescribeAcls, version).unwrap().body else {
+        let frame = c.call(
+            &DescribeAclsRequest {
+                resource_type_filter: 2,
+                pattern_type_filter: 3,
+                operation: 2,
+                permission_type: 3,
+                ..Default::default()
+            },
+            version,
+        );
+        let ResponseBodyView::DescribeAcls(r) =
+            dispatch::parse_response(&frame, ApiKey::DescribeAcls, version).unwrap().body
+        else {
             panic!()
         };
         assert_eq!(r.error_code(), 35);
     }
     // A version above the limit: the same (Metadata has a top-level error code from v13).
     let frame = c.call(&MetadataRequest::default(), 13);
-    let ResponseBodyView::Metadata(m) = dispatch::parse_response(&frame, ApiKey::Metadata, 13).unwrap().body else { panic!() };
+    let ResponseBodyView::Metadata(m) = dispatch::parse_response(&frame, ApiKey::Metadata, 13).unwrap().body
+    else {
+        panic!()
+    };
     assert_eq!(m.error_code(), 35);
     // ApiVersions above what is served: error 35 in a v0 body, the ApiVersions range listed.
-    let b2 = Broker::start(Config { max_versions: vec![(ApiKey::ApiVersions, 2)], ..Config::default() }).unwrap();
+    let b2 =
+        Broker::start(Config { max_versions: vec![(ApiKey::ApiVersions, 2)], ..Config::default() }).unwrap();
     let mut c2 = Conn::open(b2.addr());
     let frame = c2.call(&ApiVersionsRequest::default(), 3);
-    let ResponseBodyView::ApiVersions(v) = dispatch::parse_response(&frame, ApiKey::ApiVersions, 0).unwrap().body else {
+    let ResponseBodyView::ApiVersions(v) =
+        dispatch::parse_response(&frame, ApiKey::ApiVersions, 0).unwrap().body
+    else {
         panic!()
     };
     assert_eq!(v.error_code(), 35);
@@ -664,10 +768,26 @@ fn a_client_that_never_reads_does_not_grow_memory() {
     let value = vec![(b"k".to_vec(), vec![b'v'; 900_000])];
     let one = batch(&value, Compression::None, None);
     assert_eq!(produce(&mut c, "t", 1, &[(0, &one)]).unwrap(), [(0, 0, 0)]);
-    let parts = [FetchPartition { partition: 0, fetch_offset: 0, partition_max_bytes: 1 << 20, ..Default::default() }];
+    let parts = [FetchPartition {
+        partition: 0,
+        fetch_offset: 0,
+        partition_max_bytes: 1 << 20,
+        ..Default::default()
+    }];
     let topics = [FetchTopic { topic: "t".into(), partitions: (&parts).into(), ..Default::default() }];
-    let req = FetchRequest { max_wait_ms: 0, min_bytes: 1, max_bytes: 1 << 20, session_epoch: -1, topics: (&topics).into(), ..Default::default() };
-    let header = kwire::frame::RequestHeader { correlation_id: 1, client_id: Some("slow"), unknown_tagged_fields: &[] };
+    let req = FetchRequest {
+        max_wait_ms: 0,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: (&topics).into(),
+        ..Default::default()
+    };
+    let header = kwire::frame::RequestHeader {
+        correlation_id: 1,
+        client_id: Some("slow"),
+        unknown_tagged_fields: &[],
+    };
     let mut frame = vec![0u8; dispatch::request_len(&req, 12, &header).unwrap()];
     dispatch::encode_request_with(&req, 12, &header, &mut frame).unwrap();
     let before = rss_kib();

@@ -85,7 +85,10 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
                 match conn.frame_buf_mut().next_frame() {
                     Ok(Some(token)) => {
                         if shared.config.verbose {
-                            shared.log(format_args!("{peer}: SASL token (v0 handshake): {} bytes, not shown", token.len()));
+                            shared.log(format_args!(
+                                "{peer}: SASL token (v0 handshake): {} bytes, not shown",
+                                token.len()
+                            ));
                         }
                         if let Outcome::Close(why) = handler.raw_token(token, &mut pending) {
                             let _ = flush(stream, &mut pending);
@@ -100,7 +103,11 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
             let what = match conn.next_request() {
                 Ok(None) => break,
                 Ok(Some(Received::Request(request))) => {
-                    let what = (request.body.api_key().name(), request.header.api_version(), request.frame.len() + 4);
+                    let what = (
+                        request.body.api_key().name(),
+                        request.header.api_version(),
+                        request.frame.len() + 4,
+                    );
                     match handler.handle(&request, &mut pending) {
                         Ok(Outcome::Continue) => {}
                         Ok(Outcome::Close(why)) => {
@@ -118,7 +125,9 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
                     let served = shared
                         .versions(crate::messages::ApiKey::ApiVersions)
                         .unwrap_or(crate::messages::ApiKey::ApiVersions.request_versions());
-                    if let Err(e) = ServerConn::encode_api_versions_unsupported(reply_to, served, &mut pending) {
+                    if let Err(e) =
+                        ServerConn::encode_api_versions_unsupported(reply_to, served, &mut pending)
+                    {
                         return std::format!("cannot answer ApiVersions: {e}");
                     }
                     ("ApiVersions", header.api_version, 0)
@@ -127,7 +136,10 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
                     let _ = flush(stream, &mut pending);
                     return match (conn.frame_buf().error(), e) {
                         (Some(_), e) => std::format!("refused: {e}"),
-                        (None, ConnError::Frame(FrameError::UnsupportedVersion { api_key, api_version, .. })) => {
+                        (
+                            None,
+                            ConnError::Frame(FrameError::UnsupportedVersion { api_key, api_version, .. }),
+                        ) => {
                             std::format!("{} v{api_version} is not a version kwire reads", api_key.name())
                         }
                         (None, ConnError::Frame(FrameError::UnsupportedApiKey { api_key, .. })) => {
@@ -139,7 +151,10 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
             };
             if shared.config.verbose {
                 let (api, version, size) = what;
-                shared.log(format_args!("{peer}: {api} v{version}: {size} bytes in, {} out", pending.len() - before));
+                shared.log(format_args!(
+                    "{peer}: {api} v{version}: {size} bytes in, {} out",
+                    pending.len() - before
+                ));
             }
             if pending.len() >= FLUSH_AT
                 && let Err(e) = flush(stream, &mut pending)

@@ -163,10 +163,10 @@ impl Group {
             .collect();
         let mut votes: Vec<(String, usize)> = candidates.iter().map(|c| (c.clone(), 0)).collect();
         for m in self.members.values() {
-            if let Some(first) = m.protocols.iter().find(|(n, _)| candidates.contains(n)) {
-                if let Some(v) = votes.iter_mut().find(|(c, _)| *c == first.0) {
-                    v.1 += 1;
-                }
+            if let Some(first) = m.protocols.iter().find(|(n, _)| candidates.contains(n))
+                && let Some(v) = votes.iter_mut().find(|(c, _)| *c == first.0)
+            {
+                v.1 += 1;
             }
         }
         let mut best: Option<(String, usize)> = None;
@@ -181,9 +181,13 @@ impl Group {
         }
         self.state = State::CompletingRebalance;
         let leader = self.leader.clone().unwrap_or_default();
-        let everyone: Vec<(String, Option<String>, Vec<u8>)> =
-            self.members.values().map(|m| (m.id.clone(), m.instance_id.clone(), self.metadata_of(m))).collect();
-        let (generation, ptype, protocol) = (self.generation, self.protocol_type.clone(), self.protocol.clone());
+        let everyone: Vec<(String, Option<String>, Vec<u8>)> = self
+            .members
+            .values()
+            .map(|m| (m.id.clone(), m.instance_id.clone(), self.metadata_of(m)))
+            .collect();
+        let (generation, ptype, protocol) =
+            (self.generation, self.protocol_type.clone(), self.protocol.clone());
         for m in self.members.values_mut() {
             m.joining = false;
             m.assignment.clear();
@@ -256,7 +260,10 @@ impl Groups {
         self.cv.notify_all();
     }
 
-    fn wait<'g>(&self, g: MutexGuard<'g, BTreeMap<String, Group>>) -> MutexGuard<'g, BTreeMap<String, Group>> {
+    fn wait<'g>(
+        &self,
+        g: MutexGuard<'g, BTreeMap<String, Group>>,
+    ) -> MutexGuard<'g, BTreeMap<String, Group>> {
         match self.cv.wait_timeout(g, POLL) {
             Ok((g, _)) => g,
             Err(e) => e.into_inner().0,
@@ -272,8 +279,12 @@ impl Groups {
         for (name, group) in g.iter_mut() {
             let before = (group.generation, group.state, group.members.len(), group.pending.len());
             group.pending.retain(|_, expires| *expires > now);
-            let expired: Vec<String> =
-                group.members.values().filter(|m| !m.joining && m.deadline <= now).map(|m| m.id.clone()).collect();
+            let expired: Vec<String> = group
+                .members
+                .values()
+                .filter(|m| !m.joining && m.deadline <= now)
+                .map(|m| m.id.clone())
+                .collect();
             for id in expired {
                 shared.log(format_args!("group {name}: member {id} expired (session timeout)"));
                 group.remove_member(&id, now, delay);
@@ -297,7 +308,8 @@ impl Groups {
         if session < min || session > max {
             return JoinResult::error(ErrorCode::InvalidSessionTimeout, req.member_id);
         }
-        let rebalance = Duration::from_millis(u64::try_from(req.rebalance_timeout_ms).unwrap_or(0)).max(session);
+        let rebalance =
+            Duration::from_millis(u64::try_from(req.rebalance_timeout_ms).unwrap_or(0)).max(session);
         if req.protocol_type.is_empty() || req.protocols.is_empty() {
             return JoinResult::error(ErrorCode::InconsistentGroupProtocol, req.member_id);
         }
@@ -438,7 +450,11 @@ impl Groups {
         }
         if group.state == State::CompletingRebalance && group.leader.as_deref() == Some(member_id) {
             for m in group.members.values_mut() {
-                m.assignment = assignments.iter().find(|(id, _)| *id == m.id).map(|(_, a)| a.clone()).unwrap_or_default();
+                m.assignment = assignments
+                    .iter()
+                    .find(|(id, _)| *id == m.id)
+                    .map(|(_, a)| a.clone())
+                    .unwrap_or_default();
             }
             group.state = State::Stable;
             self.cv.notify_all();
@@ -450,7 +466,12 @@ impl Groups {
                 return fail(ErrorCode::RebalanceInProgress);
             }
             if group.state == State::Stable {
-                return (ErrorCode::None, m.assignment.clone(), group.protocol_type.clone(), group.protocol.clone());
+                return (
+                    ErrorCode::None,
+                    m.assignment.clone(),
+                    group.protocol_type.clone(),
+                    group.protocol.clone(),
+                );
             }
             if shared.stopping() {
                 return fail(ErrorCode::CoordinatorNotAvailable);
@@ -473,16 +494,30 @@ impl Groups {
         if !m.joining {
             m.deadline = Instant::now() + m.session_timeout;
         }
-        if group.state == State::PreparingRebalance { ErrorCode::RebalanceInProgress } else { ErrorCode::None }
+        if group.state == State::PreparingRebalance {
+            ErrorCode::RebalanceInProgress
+        } else {
+            ErrorCode::None
+        }
     }
 
     /// LeaveGroup for one member (by id, or by instance id when the id is empty).
-    pub fn leave(&self, shared: &Shared, group_id: &str, member_id: &str, instance_id: Option<&str>) -> ErrorCode {
+    pub fn leave(
+        &self,
+        shared: &Shared,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> ErrorCode {
         let now = Instant::now();
         let mut g = self.lock();
         let Some(group) = g.get_mut(group_id) else { return ErrorCode::UnknownMemberId };
         let id = if member_id.is_empty() {
-            match group.members.values().find(|m| m.instance_id.as_deref() == instance_id && instance_id.is_some()) {
+            match group
+                .members
+                .values()
+                .find(|m| m.instance_id.as_deref() == instance_id && instance_id.is_some())
+            {
                 Some(m) => m.id.clone(),
                 None => return ErrorCode::UnknownMemberId,
             }

@@ -126,7 +126,8 @@ impl<'s> Handler<'s> {
             }
             RequestBodyView::Metadata(m) => {
                 use crate::messages::metadata::{
-                    MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+                    MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
+                    MetadataResponseTopic,
                 };
                 let auto = self.shared.config.auto_create_topics && (v < 4 || m.allow_auto_topic_creation());
                 let wanted: Option<Vec<(Option<String>, Uuid)>> = match m.topics() {
@@ -153,17 +154,25 @@ impl<'s> Handler<'s> {
                                     }
                                 },
                             };
-                            let found = self.shared.topics.with(|all| all.get(&name).map(|t| (t.id, t.partitions.len())));
+                            let found = self
+                                .shared
+                                .topics
+                                .with(|all| all.get(&name).map(|t| (t.id, t.partitions.len())));
                             match found {
                                 Some((id, n)) => answers.push((0, Some(name), id, n as i32)),
-                                None if valid_topic_name(&name).is_err() => {
-                                    answers.push((ErrorCode::InvalidTopicException.code(), Some(name), Uuid::ZERO, 0))
-                                }
+                                None if valid_topic_name(&name).is_err() => answers.push((
+                                    ErrorCode::InvalidTopicException.code(),
+                                    Some(name),
+                                    Uuid::ZERO,
+                                    0,
+                                )),
                                 None if auto => {
                                     let n = self.shared.config.default_partitions;
                                     match self.shared.topics.create(self.shared, &name, n, Vec::new()) {
                                         Ok(id) => {
-                                            self.shared.log(format_args!("auto-created topic {name} ({n} partitions)"));
+                                            self.shared.log(format_args!(
+                                                "auto-created topic {name} ({n} partitions)"
+                                            ));
                                             answers.push((0, Some(name), id, n));
                                         }
                                         Err(_) => {
@@ -182,14 +191,26 @@ impl<'s> Handler<'s> {
                                         }
                                     }
                                 }
-                                None => answers.push((ErrorCode::UnknownTopicOrPartition.code(), Some(name), Uuid::ZERO, 0)),
+                                None => answers.push((
+                                    ErrorCode::UnknownTopicOrPartition.code(),
+                                    Some(name),
+                                    Uuid::ZERO,
+                                    0,
+                                )),
                             }
                         }
                     }
                 }
-                let topic_ops = if v >= 8 && m.include_topic_authorized_operations() { TOPIC_OPERATIONS } else { i32::MIN };
-                let cluster_ops =
-                    if (8..=10).contains(&v) && m.include_cluster_authorized_operations() { CLUSTER_OPERATIONS } else { i32::MIN };
+                let topic_ops = if v >= 8 && m.include_topic_authorized_operations() {
+                    TOPIC_OPERATIONS
+                } else {
+                    i32::MIN
+                };
+                let cluster_ops = if (8..=10).contains(&v) && m.include_cluster_authorized_operations() {
+                    CLUSTER_OPERATIONS
+                } else {
+                    i32::MIN
+                };
                 let topics: Vec<MetadataResponseTopic<'_>> = answers
                     .into_iter()
                     .map(|(error_code, name, topic_id, n)| MetadataResponseTopic {
@@ -240,7 +261,8 @@ impl<'s> Handler<'s> {
                     is_fenced: false,
                     ..Default::default()
                 }];
-                let ops = if d.include_cluster_authorized_operations() { CLUSTER_OPERATIONS } else { i32::MIN };
+                let ops =
+                    if d.include_cluster_authorized_operations() { CLUSTER_OPERATIONS } else { i32::MIN };
                 let body = DescribeClusterResponse {
                     endpoint_type: if v >= 1 { d.endpoint_type() } else { 1 },
                     cluster_id: self.shared.config.cluster_id.as_str().into(),
@@ -274,7 +296,9 @@ impl<'s> Handler<'s> {
             }
             RequestBodyView::CreateTopics(c) => self.create_topics(reply, c, out)?,
             RequestBodyView::CreatePartitions(c) => {
-                use crate::messages::create_partitions::{CreatePartitionsResponse, CreatePartitionsTopicResult};
+                use crate::messages::create_partitions::{
+                    CreatePartitionsResponse, CreatePartitionsTopicResult,
+                };
                 let mut results = Vec::new();
                 for t in c.topics() {
                     let (code, message) = self.shared.topics.with(|all| match all.get_mut(t.name()) {
@@ -378,9 +402,17 @@ impl<'s> Handler<'s> {
                         client_id,
                         client_host: &self.client_host,
                         session_timeout_ms: j.session_timeout_ms(),
-                        rebalance_timeout_ms: if v >= 1 { j.rebalance_timeout_ms() } else { j.session_timeout_ms() },
+                        rebalance_timeout_ms: if v >= 1 {
+                            j.rebalance_timeout_ms()
+                        } else {
+                            j.session_timeout_ms()
+                        },
                         protocol_type: j.protocol_type(),
-                        protocols: j.protocols().iter().map(|p| (p.name().to_string(), p.metadata().to_vec())).collect(),
+                        protocols: j
+                            .protocols()
+                            .iter()
+                            .map(|p| (p.name().to_string(), p.metadata().to_vec()))
+                            .collect(),
                         require_known_member_id: v >= 4,
                     },
                 );
@@ -413,8 +445,11 @@ impl<'s> Handler<'s> {
             }
             RequestBodyView::SyncGroup(s) => {
                 use crate::messages::sync_group::SyncGroupResponse;
-                let assignments =
-                    s.assignments().iter().map(|a| (a.member_id().to_string(), a.assignment().to_vec())).collect();
+                let assignments = s
+                    .assignments()
+                    .iter()
+                    .map(|a| (a.member_id().to_string(), a.assignment().to_vec()))
+                    .collect();
                 let (code, assignment, ptype, pname) = self.shared.groups.sync(
                     self.shared,
                     s.group_id(),
@@ -468,17 +503,23 @@ impl<'s> Handler<'s> {
                     OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
                 };
                 let group = c.group_id();
-                let check = self.shared.groups.check_commit(group, c.generation_id_or_member_epoch(), c.member_id());
+                let check =
+                    self.shared.groups.check_commit(group, c.generation_id_or_member_epoch(), c.member_id());
                 let mut topics = Vec::new();
                 for t in c.topics() {
-                    let name: Option<String> =
-                        if v >= 10 { self.shared.topics.name_of(t.topic_id()) } else { Some(t.name().into()) };
+                    let name: Option<String> = if v >= 10 {
+                        self.shared.topics.name_of(t.topic_id())
+                    } else {
+                        Some(t.name().into())
+                    };
                     let mut parts = Vec::new();
                     for p in t.partitions() {
                         let i = p.partition_index();
                         let code = if check != ErrorCode::None {
                             check
-                        } else if let Some(name) = name.as_deref().filter(|n| self.shared.topics.partition(n, i).is_some()) {
+                        } else if let Some(name) =
+                            name.as_deref().filter(|n| self.shared.topics.partition(n, i).is_some())
+                        {
                             let metadata = p.committed_metadata();
                             if metadata.is_some_and(|m| m.len() > 4096) {
                                 ErrorCode::OffsetMetadataTooLarge
@@ -524,9 +565,15 @@ impl<'s> Handler<'s> {
                 let listed: Vec<(String, String, &'static str)> = {
                     let g = self.shared.groups.lock();
                     g.iter()
-                        .map(|(id, g)| (id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state.name()))
-                        .filter(|(_, _, s)| states.is_empty() || states.iter().any(|w| w.eq_ignore_ascii_case(s)))
-                        .filter(|_| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case("classic")))
+                        .map(|(id, g)| {
+                            (id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state.name())
+                        })
+                        .filter(|(_, _, s)| {
+                            states.is_empty() || states.iter().any(|w| w.eq_ignore_ascii_case(s))
+                        })
+                        .filter(|_| {
+                            types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case("classic"))
+                        })
                         .collect()
                 };
                 let groups: Vec<ListedGroup<'_>> = listed
@@ -543,7 +590,9 @@ impl<'s> Handler<'s> {
                 ServerConn::encode_response(reply, &body, out)?;
             }
             RequestBodyView::DescribeGroups(d) => {
-                use crate::messages::describe_groups::{DescribeGroupsResponse, DescribedGroup, DescribedGroupMember};
+                use crate::messages::describe_groups::{
+                    DescribeGroupsResponse, DescribedGroup, DescribedGroupMember,
+                };
                 let ops = if v >= 3 && d.include_authorized_operations() { 0b1_0001_1000 } else { i32::MIN };
                 let g = self.shared.groups.lock();
                 let mut groups = Vec::new();
@@ -568,7 +617,11 @@ impl<'s> Handler<'s> {
                             group_instance_id: m.instance_id.as_deref().filter(|_| v >= 4).map(Into::into),
                             client_id: m.client_id.as_str().into(),
                             client_host: m.client_host.as_str().into(),
-                            member_metadata: if show { group.metadata_of(m).into() } else { List::Borrowed(&[]) },
+                            member_metadata: if show {
+                                group.metadata_of(m).into()
+                            } else {
+                                List::Borrowed(&[])
+                            },
                             member_assignment: if group.state == State::Stable {
                                 m.assignment.as_slice().into()
                             } else {
@@ -581,7 +634,8 @@ impl<'s> Handler<'s> {
                         group_id: id.into(),
                         group_state: group.state.name().into(),
                         protocol_type: group.protocol_type.as_deref().unwrap_or_default().into(),
-                        protocol_data: if show { group.protocol.as_deref().unwrap_or_default() } else { "" }.into(),
+                        protocol_data: if show { group.protocol.as_deref().unwrap_or_default() } else { "" }
+                            .into(),
                         members: members.into(),
                         authorized_operations: ops,
                         ..Default::default()
@@ -653,7 +707,10 @@ impl<'s> Handler<'s> {
                 let index = d.index();
                 let result: Result<i64, Rejected> = (|| {
                     if !matches!(acks, -1..=1) {
-                        return Err(Rejected { code: ErrorCode::InvalidRequiredAcks, message: String::new() });
+                        return Err(Rejected {
+                            code: ErrorCode::InvalidRequiredAcks,
+                            message: String::new(),
+                        });
                     }
                     if transactional {
                         return Err(Rejected {
@@ -667,16 +724,22 @@ impl<'s> Handler<'s> {
                     let Some(partition) = self.shared.topics.partition(name, index) else {
                         return Err(Rejected {
                             code: ErrorCode::UnknownTopicOrPartition,
-                            message: std::format!("This server does not host this topic-partition."),
+                            message: "This server does not host this topic-partition.".into(),
                         });
                     };
                     let bytes = d.records().map(|r| r.bytes()).unwrap_or_default();
-                    let info =
-                        check_batch(bytes, &mut self.scratch, config.max_message_bytes, config.max_decompressed_bytes)?;
+                    let info = check_batch(
+                        bytes,
+                        &mut self.scratch,
+                        config.max_message_bytes,
+                        config.max_decompressed_bytes,
+                    )?;
                     if info.transactional {
                         return Err(Rejected {
                             code: ErrorCode::InvalidTxnState,
-                            message: "transactional batches need a transaction, which this broker does not serve".into(),
+                            message:
+                                "transactional batches need a transaction, which this broker does not serve"
+                                    .into(),
                         });
                     }
                     let done = partition.lock().append(bytes, &info, 0)?;
@@ -687,7 +750,8 @@ impl<'s> Handler<'s> {
                     Ok(base) => (0, base, None),
                     Err(r) => {
                         if first_error.is_none() {
-                            first_error = Some(std::format!("{}/{index}: {:?} {}", t.name(), r.code, r.message));
+                            first_error =
+                                Some(std::format!("{}/{index}: {:?} {}", t.name(), r.code, r.message));
                         }
                         (r.code.code(), -1, Some(r.message).filter(|m| !m.is_empty()))
                     }
@@ -768,8 +832,11 @@ impl<'s> Handler<'s> {
                     let partition = name.as_deref().and_then(|n| self.shared.topics.partition(n, index));
                     let Some(partition) = partition else {
                         errors = true;
-                        let code =
-                            if name.is_none() { ErrorCode::UnknownTopicId } else { ErrorCode::UnknownTopicOrPartition };
+                        let code = if name.is_none() {
+                            ErrorCode::UnknownTopicId
+                        } else {
+                            ErrorCode::UnknownTopicOrPartition
+                        };
                         parts.push((index, code.code(), -1, Vec::new()));
                         continue;
                     };
@@ -786,7 +853,9 @@ impl<'s> Handler<'s> {
                         parts.push((index, ErrorCode::OffsetOutOfRange.code(), hw, Vec::new()));
                         continue;
                     }
-                    let limit = usize::try_from(p.partition_max_bytes()).unwrap_or(0).min(max_bytes.saturating_sub(total));
+                    let limit = usize::try_from(p.partition_max_bytes())
+                        .unwrap_or(0)
+                        .min(max_bytes.saturating_sub(total));
                     let bytes = log.read(offset, limit, total == 0).to_vec();
                     drop(log);
                     total += bytes.len();
@@ -874,7 +943,11 @@ impl<'s> Handler<'s> {
                 }
                 parts.push(r);
             }
-            topics.push(ListOffsetsTopicResponse { name: t.name().into(), partitions: parts.into(), ..Default::default() });
+            topics.push(ListOffsetsTopicResponse {
+                name: t.name().into(),
+                partitions: parts.into(),
+                ..Default::default()
+            });
         }
         let body = ListOffsetsResponse { topics: topics.into(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
@@ -887,12 +960,18 @@ impl<'s> Handler<'s> {
         c: crate::messages::CreateTopicsRequestView<'_>,
         out: &mut Vec<u8>,
     ) -> Result<(), ConnError> {
-        use crate::messages::create_topics::{CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse};
+        use crate::messages::create_topics::{
+            CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse,
+        };
         let node = self.shared.config.node_id;
         let mut results = Vec::new();
         for t in c.topics() {
             let name = t.name();
-            let mut partitions = if t.num_partitions() == -1 { self.shared.config.default_partitions } else { t.num_partitions() };
+            let mut partitions = if t.num_partitions() == -1 {
+                self.shared.config.default_partitions
+            } else {
+                t.num_partitions()
+            };
             let rf = if t.replication_factor() == -1 { 1 } else { t.replication_factor() };
             let assignments = t.assignments();
             let check = (|| -> Result<Vec<(String, String)>, (ErrorCode, String)> {
@@ -901,11 +980,15 @@ impl<'s> Handler<'s> {
                     if t.num_partitions() != -1 || t.replication_factor() != -1 {
                         return Err((
                             ErrorCode::InvalidRequest,
-                            "Both numPartitions or replicationFactor and replicasAssignments were set.".into(),
+                            "Both numPartitions or replicationFactor and replicasAssignments were set."
+                                .into(),
                         ));
                     }
                     if assignments.iter().any(|a| a.broker_ids().iter().collect::<Vec<i32>>() != [node]) {
-                        return Err((ErrorCode::InvalidReplicaAssignment, std::format!("every replica must be broker {node}")));
+                        return Err((
+                            ErrorCode::InvalidReplicaAssignment,
+                            std::format!("every replica must be broker {node}"),
+                        ));
                     }
                     partitions = assignments.len() as i32;
                 } else if rf != 1 {
@@ -917,29 +1000,43 @@ impl<'s> Handler<'s> {
                     ));
                 }
                 if partitions <= 0 {
-                    return Err((ErrorCode::InvalidPartitions, "Number of partitions must be larger than 0.".into()));
+                    return Err((
+                        ErrorCode::InvalidPartitions,
+                        "Number of partitions must be larger than 0.".into(),
+                    ));
                 }
                 let mut configs = Vec::new();
                 for cfg in t.configs() {
                     if !TOPIC_CONFIGS.iter().any(|(n, _, _)| *n == cfg.name()) {
-                        return Err((ErrorCode::InvalidConfig, std::format!("Unknown topic config name: {}", cfg.name())));
+                        return Err((
+                            ErrorCode::InvalidConfig,
+                            std::format!("Unknown topic config name: {}", cfg.name()),
+                        ));
                     }
                     let Some(value) = cfg.value() else {
-                        return Err((ErrorCode::InvalidConfig, std::format!("Null value not supported for topic configs: {}", cfg.name())));
+                        return Err((
+                            ErrorCode::InvalidConfig,
+                            std::format!("Null value not supported for topic configs: {}", cfg.name()),
+                        ));
                     };
                     configs.push((cfg.name().to_string(), value.to_string()));
                 }
                 if self.shared.topics.id_of(name).is_some() {
-                    return Err((ErrorCode::TopicAlreadyExists, std::format!("Topic '{name}' already exists.")));
+                    return Err((
+                        ErrorCode::TopicAlreadyExists,
+                        std::format!("Topic '{name}' already exists."),
+                    ));
                 }
                 Ok(configs)
             })();
             let result = match check {
                 Err(e) => Err(e),
                 Ok(configs) if c.validate_only() => Ok((Uuid::ZERO, configs)),
-                Ok(configs) => {
-                    self.shared.topics.create(self.shared, name, partitions, configs.clone()).map(|id| (id, configs))
-                }
+                Ok(configs) => self
+                    .shared
+                    .topics
+                    .create(self.shared, name, partitions, configs.clone())
+                    .map(|id| (id, configs)),
             };
             results.push(match result {
                 Ok((id, configs)) => {
@@ -998,7 +1095,9 @@ impl<'s> Handler<'s> {
         let v = reply.api_version;
         // (group, [(topic name, topic id, [(partition, offset, epoch, metadata, error)])])
         type Parts = Vec<(i32, i64, i32, Option<String>, i16)>;
-        let lookup = |group: &str, wanted: Option<Vec<(Option<String>, Uuid, Vec<i32>)>>| -> Vec<(String, Uuid, Parts)> {
+        // A topic asked for: its name (None for an unknown id), its id, its partitions.
+        type Wanted = (Option<String>, Uuid, Vec<i32>);
+        let lookup = |group: &str, wanted: Option<Vec<Wanted>>| -> Vec<(String, Uuid, Parts)> {
             let g = self.shared.groups.lock();
             let committed = g.get(group).map(|g| &g.offsets);
             match wanted {
@@ -1073,7 +1172,11 @@ impl<'s> Handler<'s> {
                 ts.iter()
                     .map(|t| {
                         if v >= 10 {
-                            (self.shared.topics.name_of(t.topic_id()), t.topic_id(), t.partition_indexes().iter().collect())
+                            (
+                                self.shared.topics.name_of(t.topic_id()),
+                                t.topic_id(),
+                                t.partition_indexes().iter().collect(),
+                            )
                         } else {
                             (Some(t.name().to_string()), Uuid::ZERO, t.partition_indexes().iter().collect())
                         }
@@ -1131,44 +1234,49 @@ impl<'s> Handler<'s> {
             ("num.partitions", config.default_partitions.to_string(), 3),
             ("offsets.topic.replication.factor", "1".into(), 4),
         ];
+        // (name, value, config source, config type)
+        type Entry = (String, String, i8, i8);
         let mut results = Vec::new();
         for r in d.resources() {
             let keys: Option<Vec<&str>> = r.configuration_keys().map(|k| k.iter().collect());
             let wanted = |name: &str| keys.as_ref().is_none_or(|k| k.is_empty() || k.contains(&name));
             let name = r.resource_name();
-            let (code, message, entries): (ErrorCode, Option<String>, Vec<(String, String, i8, i8)>) =
-                match r.resource_type() {
-                    2 => match self.shared.topics.with(|all| all.get(name).map(|t| t.configs.clone())) {
-                        None => (ErrorCode::UnknownTopicOrPartition, Some(std::format!("Topic {name} does not exist")), Vec::new()),
-                        Some(set) => (
-                            ErrorCode::None,
-                            None,
-                            TOPIC_CONFIGS
-                                .iter()
-                                .filter(|(n, _, _)| wanted(n))
-                                .map(|&(n, default, ty)| match set.iter().find(|(k, _)| k == n) {
-                                    Some((_, value)) => (n.to_string(), value.clone(), 1, ty),
-                                    None => (n.to_string(), default.to_string(), 5, ty),
-                                })
-                                .collect(),
-                        ),
-                    },
-                    4 if name.is_empty() || name == config.node_id.to_string() => (
-                        ErrorCode::None,
-                        None,
-                        broker_configs
-                            .iter()
-                            .filter(|(n, _, _)| wanted(n))
-                            .map(|(n, value, ty)| (n.to_string(), value.clone(), 4, *ty))
-                            .collect(),
-                    ),
-                    4 => (ErrorCode::InvalidRequest, Some(std::format!("unknown broker {name}")), Vec::new()),
-                    other => (
-                        ErrorCode::InvalidRequest,
-                        Some(std::format!("resource type {other} is not described by this broker")),
+            let (code, message, entries): (ErrorCode, Option<String>, Vec<Entry>) = match r.resource_type() {
+                2 => match self.shared.topics.with(|all| all.get(name).map(|t| t.configs.clone())) {
+                    None => (
+                        ErrorCode::UnknownTopicOrPartition,
+                        Some(std::format!("Topic {name} does not exist")),
                         Vec::new(),
                     ),
-                };
+                    Some(set) => (
+                        ErrorCode::None,
+                        None,
+                        TOPIC_CONFIGS
+                            .iter()
+                            .filter(|(n, _, _)| wanted(n))
+                            .map(|&(n, default, ty)| match set.iter().find(|(k, _)| k == n) {
+                                Some((_, value)) => (n.to_string(), value.clone(), 1, ty),
+                                None => (n.to_string(), default.to_string(), 5, ty),
+                            })
+                            .collect(),
+                    ),
+                },
+                4 if name.is_empty() || name == config.node_id.to_string() => (
+                    ErrorCode::None,
+                    None,
+                    broker_configs
+                        .iter()
+                        .filter(|(n, _, _)| wanted(n))
+                        .map(|(n, value, ty)| (n.to_string(), value.clone(), 4, *ty))
+                        .collect(),
+                ),
+                4 => (ErrorCode::InvalidRequest, Some(std::format!("unknown broker {name}")), Vec::new()),
+                other => (
+                    ErrorCode::InvalidRequest,
+                    Some(std::format!("resource type {other} is not described by this broker")),
+                    Vec::new(),
+                ),
+            };
             results.push((code, message, r.resource_type(), name.to_string(), entries));
         }
         let results: Vec<DescribeConfigsResult<'_>> = results
@@ -1212,7 +1320,9 @@ pub(crate) fn unsupported(reply: ReplyTo, out: &mut Vec<u8>) -> Result<(), ConnE
     let mut body = StructValue::new(schema.body);
     let _ = body.set("ErrorCode", Value::Int16(ErrorCode::UnsupportedVersion.code()));
     let encoding = Encoding::body(schema, reply.api_version);
-    let len = body.encoded_len(encoding).map_err(|_| ConnError::Encode(crate::error::EncodeError::BufferTooSmall { needed: 0, available: 0 }))?;
+    let len = body.encoded_len(encoding).map_err(|_| {
+        ConnError::Encode(crate::error::EncodeError::BufferTooSmall { needed: 0, available: 0 })
+    })?;
     let flexible_header = reply.api_key.response_header_version(reply.api_version) >= 1;
     let header_len = 4 + usize::from(flexible_header);
     let size = i32::try_from(header_len + len).unwrap_or(i32::MAX);

@@ -42,7 +42,9 @@ pub(crate) fn check_batch(
 ) -> Result<BatchInfo, Rejected> {
     let mut batches = RecordBatches::new(records);
     let batch = match batches.next() {
-        None if batches.partial() => return Err(reject(ErrorCode::CorruptMessage, "the record batch is cut short")),
+        None if batches.partial() => {
+            return Err(reject(ErrorCode::CorruptMessage, "the record batch is cut short"));
+        }
         None => {
             return Err(reject(
                 ErrorCode::InvalidRecord,
@@ -78,7 +80,10 @@ pub(crate) fn check_batch(
         return Err(reject(ErrorCode::InvalidRecord, "a record batch must hold at least one record"));
     }
     if batch.last_offset_delta() != count - 1 {
-        return Err(reject(ErrorCode::InvalidRecord, "the last offset delta does not match the record count"));
+        return Err(reject(
+            ErrorCode::InvalidRecord,
+            "the last offset delta does not match the record count",
+        ));
     }
     let codec = batch.compression().map_err(|e| record_error(e.kind()))?;
     let records = if codec == Compression::None {
@@ -90,7 +95,10 @@ pub(crate) fn check_batch(
     for (i, r) in records.enumerate() {
         let r = r.map_err(|e| record_error(e.kind()))?;
         if i64::from(r.offset_delta()) != i as i64 {
-            return Err(reject(ErrorCode::InvalidRecord, std::format!("record {i} has offset delta {}", r.offset_delta())));
+            return Err(reject(
+                ErrorCode::InvalidRecord,
+                std::format!("record {i} has offset delta {}", r.offset_delta()),
+            ));
         }
     }
     Ok(BatchInfo {
@@ -178,44 +186,54 @@ impl Log {
 
     /// Appends one checked batch (`bytes`, described by `info`): the idempotence checks
     /// of Kafka's `ProducerStateManager`, then its offsets assigned in place.
-    pub fn append(&mut self, bytes: &[u8], info: &BatchInfo, leader_epoch: i32) -> Result<Appended, Rejected> {
+    pub fn append(
+        &mut self,
+        bytes: &[u8],
+        info: &BatchInfo,
+        leader_epoch: i32,
+    ) -> Result<Appended, Rejected> {
         let idempotent = info.producer_id >= 0;
-        if idempotent {
-            if let Some(state) = self.producers.get(&info.producer_id) {
-                let last_seq = info.base_sequence.wrapping_add(info.last_offset_delta);
-                if info.producer_epoch < state.epoch {
-                    return Err(reject(
-                        ErrorCode::InvalidProducerEpoch,
-                        std::format!("epoch {} is older than the producer's {}", info.producer_epoch, state.epoch),
-                    ));
+        if idempotent && let Some(state) = self.producers.get(&info.producer_id) {
+            let last_seq = info.base_sequence.wrapping_add(info.last_offset_delta);
+            if info.producer_epoch < state.epoch {
+                return Err(reject(
+                    ErrorCode::InvalidProducerEpoch,
+                    std::format!(
+                        "epoch {} is older than the producer's {}",
+                        info.producer_epoch,
+                        state.epoch
+                    ),
+                ));
+            }
+            if info.producer_epoch == state.epoch {
+                if let Some(&(_, _, base)) =
+                    state.batches.iter().find(|&&(f, l, _)| f == info.base_sequence && l == last_seq)
+                {
+                    return Ok(Appended { base_offset: base, duplicate: true });
                 }
-                if info.producer_epoch == state.epoch {
-                    if let Some(&(_, _, base)) =
-                        state.batches.iter().find(|&&(f, l, _)| f == info.base_sequence && l == last_seq)
-                    {
-                        return Ok(Appended { base_offset: base, duplicate: true });
-                    }
-                    let current = state.batches.back().map_or(-1, |b| b.1);
-                    let in_sequence = i64::from(info.base_sequence) == i64::from(current) + 1
-                        || (info.base_sequence == 0 && current == i32::MAX);
-                    if !in_sequence {
-                        return Err(reject(
-                            ErrorCode::OutOfOrderSequenceNumber,
-                            std::format!(
-                                "out of order sequence number for producer {}: {} (incoming seq. number), {current} (current end sequence number)",
-                                info.producer_id, info.base_sequence
-                            ),
-                        ));
-                    }
-                } else if info.base_sequence != 0 {
+                let current = state.batches.back().map_or(-1, |b| b.1);
+                let in_sequence = i64::from(info.base_sequence) == i64::from(current) + 1
+                    || (info.base_sequence == 0 && current == i32::MAX);
+                if !in_sequence {
                     return Err(reject(
                         ErrorCode::OutOfOrderSequenceNumber,
                         std::format!(
-                            "invalid sequence number for new epoch {} of producer {}: {} (must be 0)",
-                            info.producer_epoch, info.producer_id, info.base_sequence
+                            "out of order sequence number for producer {}: {} (incoming seq. number), {current} (current end sequence number)",
+                            info.producer_id,
+                            info.base_sequence
                         ),
                     ));
                 }
+            } else if info.base_sequence != 0 {
+                return Err(reject(
+                    ErrorCode::OutOfOrderSequenceNumber,
+                    std::format!(
+                        "invalid sequence number for new epoch {} of producer {}: {} (must be 0)",
+                        info.producer_epoch,
+                        info.producer_id,
+                        info.base_sequence
+                    ),
+                ));
             }
         }
         let base_offset = self.next_offset;

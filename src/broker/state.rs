@@ -82,7 +82,10 @@ impl Topics {
     ) -> Result<Uuid, (ErrorCode, String)> {
         valid_topic_name(name).map_err(|m| (ErrorCode::InvalidTopicException, m))?;
         if partitions <= 0 {
-            return Err((ErrorCode::InvalidPartitions, "the number of partitions must be larger than 0".into()));
+            return Err((
+                ErrorCode::InvalidPartitions,
+                "the number of partitions must be larger than 0".into(),
+            ));
         }
         if partitions > 100_000 {
             return Err((ErrorCode::InvalidPartitions, "at most 100000 partitions in this broker".into()));
@@ -135,8 +138,11 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub fn new(config: Config, host: String, port: i32) -> Shared {
-        let sasl: &[ApiKey] =
-            if config.plain_users.is_empty() { &[] } else { &[ApiKey::SaslHandshake, ApiKey::SaslAuthenticate] };
+        let sasl: &[ApiKey] = if config.plain_users.is_empty() {
+            &[]
+        } else {
+            &[ApiKey::SaslHandshake, ApiKey::SaslAuthenticate]
+        };
         let versions = super::handle::SERVED
             .iter()
             .chain(sasl)
@@ -186,7 +192,8 @@ impl Shared {
     /// The token is a secret: compared, never kept, logged or echoed.
     pub fn plain_ok(&self, token: &[u8]) -> bool {
         let mut parts = token.split(|&b| b == 0);
-        let (Some(_authzid), Some(user), Some(password), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(_authzid), Some(user), Some(password), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return false;
         };

@@ -67,7 +67,8 @@ struct User {
 }
 
 fn parse_limit(spec: &str) -> Result<(ApiKey, i16), String> {
-    let (name, version) = spec.split_once('=').ok_or(format!("--max-version {spec}: expected API=VERSION"))?;
+    let (name, version) =
+        spec.split_once('=').ok_or(format!("--max-version {spec}: expected API=VERSION"))?;
     let key = ApiKey::ALL
         .iter()
         .copied()
@@ -97,7 +98,8 @@ pub fn run(args: Args) -> Result<(), String> {
     config.max_versions = args.max_versions.iter().map(|s| parse_limit(s)).collect::<Result<_, _>>()?;
     if let Some(a) = &args.advertise {
         let (h, p) = a.rsplit_once(':').ok_or(format!("--advertise {a}: expected HOST:PORT"))?;
-        config.advertise = Some((h.to_string(), p.parse().map_err(|_| format!("--advertise {a}: bad port"))?));
+        config.advertise =
+            Some((h.to_string(), p.parse().map_err(|_| format!("--advertise {a}: bad port"))?));
     }
     if let Some(path) = &args.users {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
@@ -111,7 +113,9 @@ pub fn run(args: Args) -> Result<(), String> {
             None => (spec.as_str(), args.partitions),
         };
         if !broker.create_topic(name, n) {
-            return Err(format!("--topic {spec}: cannot create it (a bad name, a bad count, or given twice)"));
+            return Err(format!(
+                "--topic {spec}: cannot create it (a bad name, a bad count, or given twice)"
+            ));
         }
     }
     let (stop_tx, stop_rx) = std::sync::mpsc::channel();
