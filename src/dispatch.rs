@@ -98,11 +98,6 @@ pub fn parse_response(frame: &[u8], api_key: ApiKey, api_version: i16) -> Result
     Ok(Response { header, body })
 }
 
-fn key_of(body: &impl AnyBody) -> Result<ApiKey, EncodeError> {
-    // Every body type this crate defines has an API key in the table.
-    ApiKey::from_i16(body.api_key())
-        .ok_or(EncodeError::UnsupportedVersion { message: "unknown API", version: -1 })
-}
 
 fn frame_size(header_len: usize, body_len: usize) -> Result<usize, EncodeError> {
     let len = header_len.checked_add(body_len).filter(|&n| n <= i32::MAX as usize);
@@ -115,7 +110,7 @@ pub fn request_len(
     version: i16,
     header: &RequestHeader<'_>,
 ) -> Result<usize, EncodeError> {
-    let header_version = key_of(body)?.request_header_version(version);
+    let header_version = body.api_key().request_header_version(version);
     frame_size(header.encoded_len(header_version)?, body.encoded_len(version)?)
 }
 
@@ -139,7 +134,7 @@ pub fn encode_request_with(
     header: &RequestHeader<'_>,
     buf: &mut [u8],
 ) -> Result<usize, EncodeError> {
-    let header_version = key_of(body)?.request_header_version(version);
+    let header_version = body.api_key().request_header_version(version);
     let header_len = header.encoded_len(header_version)?;
     let total = frame_size(header_len, body.encoded_len(version)?)?;
     let Some(out) = buf.get_mut(..total) else {
@@ -148,7 +143,7 @@ pub fn encode_request_with(
     let (head, rest) = out.split_at_mut(4 + header_len);
     let mut w = Writer::new(head);
     w.i32((total - 4) as i32);
-    header.write(&mut w, body.api_key(), version, header_version);
+    header.write(&mut w, body.api_key().key(), version, header_version);
     body.write_sized(version, rest)?;
     Ok(total)
 }
@@ -164,7 +159,7 @@ pub fn response_len_with(
     version: i16,
     header: &ResponseHeader<'_>,
 ) -> Result<usize, EncodeError> {
-    let header_version = key_of(body)?.response_header_version(version);
+    let header_version = body.api_key().response_header_version(version);
     frame_size(header.encoded_len(header_version)?, body.encoded_len(version)?)
 }
 
@@ -188,7 +183,7 @@ pub fn encode_response_with(
     header: &ResponseHeader<'_>,
     buf: &mut [u8],
 ) -> Result<usize, EncodeError> {
-    let header_version = key_of(body)?.response_header_version(version);
+    let header_version = body.api_key().response_header_version(version);
     let header_len = header.encoded_len(header_version)?;
     let total = frame_size(header_len, body.encoded_len(version)?)?;
     let Some(out) = buf.get_mut(..total) else {

@@ -7,6 +7,7 @@
 //! be a bug; it is reported as [`EncodeError::SizeMismatch`] in every build profile.
 
 use crate::error::EncodeError;
+use crate::messages::ApiKey;
 use crate::types::{Str, Uuid, Ver, Versions};
 use crate::wire::{self, Writer};
 
@@ -47,7 +48,7 @@ pub trait Body: private::Encode {
     /// The message name, e.g. `"ListOffsetsRequest"`.
     const NAME: &'static str;
     /// The API key.
-    const API_KEY: i16;
+    const API_KEY: ApiKey;
     /// Whether this is a request (else a response).
     const IS_REQUEST: bool;
     /// The versions that exist.
@@ -68,7 +69,7 @@ pub trait Body: private::Encode {
 /// this. Sealed.
 pub trait AnyBody: private::Sealed {
     /// The API key.
-    fn api_key(&self) -> i16;
+    fn api_key(&self) -> ApiKey;
     /// The exact encoded size at `version`, or why it cannot be encoded.
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError>;
     /// Encodes at `version` into the front of `buf`; returns the bytes written.
@@ -81,7 +82,7 @@ pub trait AnyBody: private::Sealed {
 
 impl<B: Body> AnyBody for B {
     #[inline]
-    fn api_key(&self) -> i16 {
+    fn api_key(&self) -> ApiKey {
         B::API_KEY
     }
     #[inline]
@@ -246,7 +247,10 @@ macro_rules! impl_body {
     }) => {
         impl $crate::encode::Body for $name<'_> {
             const NAME: &'static str = stringify!($name);
-            const API_KEY: i16 = $key;
+            const API_KEY: $crate::messages::ApiKey = match $crate::messages::ApiKey::from_i16($key) {
+                Some(key) => key,
+                None => panic!("impl_body!: an API key the table does not have"),
+            };
             const IS_REQUEST: bool = $request;
             const VERSIONS: $crate::types::Versions = $crate::types::Versions::new($lo, $hi);
             const FLEXIBLE_VERSIONS: $crate::types::Versions = $crate::types::Versions::new($flo, $fhi);

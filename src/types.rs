@@ -232,7 +232,11 @@ impl Ver {
 
 /// An inclusive range of versions, as Kafka's schemas give them (`"3+"` reaches
 /// `i16::MAX`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// Two ranges are equal when they hold the same versions: every empty range equals
+/// [`Versions::NONE`], whatever its bounds (`Versions::new(5, 2) == Versions::new(0, -1)`).
+/// Hashing agrees with that.
+#[derive(Clone, Copy, Debug)]
 pub struct Versions {
     /// The lowest version in the range.
     pub min: i16,
@@ -257,6 +261,22 @@ impl Versions {
     /// Whether the range is empty.
     pub const fn is_empty(&self) -> bool {
         self.min > self.max
+    }
+}
+
+impl PartialEq for Versions {
+    fn eq(&self, other: &Self) -> bool {
+        (self.is_empty() && other.is_empty()) || (self.min == other.min && self.max == other.max)
+    }
+}
+
+impl Eq for Versions {}
+
+impl core::hash::Hash for Versions {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        // Every empty range hashes as `NONE` does, as they compare equal.
+        let v = if self.is_empty() { Versions::NONE } else { *self };
+        (v.min, v.max).hash(state);
     }
 }
 

@@ -3,53 +3,19 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use common::{hex_files, unframe, vector};
+
+#[global_allocator]
+static GLOBAL: common::counting::Counting = common::counting::Counting;
+
+/// Runs `f` and returns how many allocations it made.
+fn allocations(f: impl FnOnce()) -> usize {
+    common::counting::allocations(f).0
+}
 use kwire::AnyBody;
 use kwire::dispatch;
 use kwire::messages::{ApiKey, RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};
 
-struct Counting;
-
-thread_local! {
-    // Per thread, so that tests running in parallel do not count each other's allocations.
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() {
-    // `try_with`: the slot may be gone while the thread shuts down.
-    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: as for `alloc` and `dealloc`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Runs `f` and returns how many allocations it made.
-fn allocations(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.with(Cell::get);
-    f();
-    ALLOCATIONS.with(Cell::get) - before
-}
 
 /// Reads every field of every element at every depth, the way a broker would.
 fn walk_request(body: &RequestBodyView<'_>) -> u64 {

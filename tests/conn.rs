@@ -5,9 +5,6 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use common::{XorShift, unframe, vector};
 use kwire::conn::{
     ApiVersionsOutcome, ClientConn, ConnError, FrameBuf, InFlight, Received, ServerConn,
@@ -21,44 +18,11 @@ use kwire::messages::produce::ProduceRequest;
 use kwire::messages::{ApiKey, RequestBodyView, ResponseBodyView};
 use kwire::{DecodeError, DecodeErrorKind as K, ErrorCode, RawTaggedField, Str, Versions};
 
-// ------------------------------------------------------------------ counting allocator
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() {
-    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: as for `alloc` and `dealloc`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: common::counting::Counting = common::counting::Counting;
 
-fn allocations<R>(f: impl FnOnce() -> R) -> (usize, R) {
-    let before = ALLOCATIONS.with(Cell::get);
-    let r = f();
-    (ALLOCATIONS.with(Cell::get) - before, r)
-}
+use common::counting::allocations;
 
 // ------------------------------------------------------------------ helpers
 
@@ -485,7 +449,7 @@ fn server_reads_requests_and_answers_with_the_right_header() {
     // A body of another API.
     assert_eq!(
         ServerConn::encode_response(reply, &body, &mut out),
-        Err(ConnError::WrongApi { expected: ApiKey::ApiVersions, api_key: 3 })
+        Err(ConnError::WrongApi { expected: ApiKey::ApiVersions, api_key: ApiKey::Metadata })
     );
 }
 

@@ -209,3 +209,59 @@ fn float_equality_is_by_bits() {
     assert_eq!(op(0x7ff0_0000_0000_0001), op(0x7ff0_0000_0000_0001));
     assert_ne!(op(0x8000_0000_0000_0000), op(0));
 }
+
+/// The schema walker's dynamic values follow the same rule: a `Float64` compares by its
+/// bits, so a value holding a NaN equals itself and `-0.0` differs from `0.0`.
+#[test]
+fn reflect_values_compare_floats_by_bits() {
+    use kwire::reflect::{StructValue, Value, response_schema};
+    let schema = response_schema(ApiKey::DescribeClientQuotas);
+    let decode = |bits: u64| {
+        let body = DescribeClientQuotasResponse {
+            entries: Some(List::Owned(vec![EntryData {
+                values: List::Owned(vec![ValueData {
+                    key: Str::from("k"),
+                    value: f64::from_bits(bits),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }])),
+            ..Default::default()
+        };
+        let mut buf = vec![0u8; body.encoded_len(1).unwrap()];
+        body.encode(1, &mut buf).unwrap();
+        StructValue::decode_body(schema, 1, &buf).unwrap()
+    };
+    for bits in BITS {
+        let value = decode(bits);
+        assert_eq!(value, value.clone(), "{bits:#x}");
+    }
+    assert_ne!(decode(0x8000_0000_0000_0000), decode(0));
+    assert_ne!(decode(0x7ff8_0000_0000_0000), decode(0x7ff8_0000_0000_0001));
+    assert_eq!(Value::Float64(f64::NAN), Value::Float64(f64::NAN));
+    assert_ne!(Value::Float64(0.0), Value::Float64(-0.0));
+    assert_ne!(Value::Int32(1), Value::Int64(1));
+}
+
+/// Two version ranges are equal when they hold the same versions: every empty range is
+/// `Versions::NONE`, and hashes as it does.
+#[test]
+fn empty_version_ranges_are_equal() {
+    use kwire::Versions;
+    use std::collections::HashSet;
+    let empties = [Versions::NONE, Versions::new(5, 2), Versions::new(i16::MAX, i16::MIN), Versions::new(1, 0)];
+    for a in empties {
+        assert!(a.is_empty());
+        for b in empties {
+            assert_eq!(a, b);
+        }
+    }
+    assert_eq!(empties.iter().copied().collect::<HashSet<_>>().len(), 1);
+    assert_ne!(Versions::new(0, 0), Versions::NONE);
+    assert_ne!(Versions::new(0, 3), Versions::new(1, 3));
+    assert_eq!(Versions::new(2, 7), Versions::new(2, 7));
+    // Every API's range of versions is non-empty, so none of them equals NONE.
+    for key in ApiKey::ALL {
+        assert_ne!(key.request_versions(), Versions::NONE, "{}", key.name());
+    }
+}

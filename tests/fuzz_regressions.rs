@@ -30,7 +30,7 @@ fn replay_dir(dir: &Path, check: Check) -> usize {
 
 type Check = fn(&[u8]);
 
-fn targets() -> [(&'static str, Check); 6] {
+fn targets() -> [(&'static str, Check); 7] {
     [
         ("request_frame", fuzz_checks::request_frame),
         ("response", fuzz_checks::response),
@@ -38,6 +38,7 @@ fn targets() -> [(&'static str, Check); 6] {
         ("primitives", fuzz_checks::primitives),
         ("records", fuzz_checks::records::records),
         ("conn", fuzz_checks::conn::conn),
+        ("explain", fuzz_checks::explain::explain),
     ]
 }
 

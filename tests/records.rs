@@ -1126,49 +1126,11 @@ fn legacy_reference_agrees_on_mutations() {
 // ---------------------------------------------------------------------------------------
 // Zero allocations on the view and encode paths.
 
-mod counting {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    pub struct Counting;
-
-    thread_local! {
-        // Per thread: tests run in parallel.
-        static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-    }
-
-    fn count() {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-    }
-
-    // SAFETY: forwards every call to the system allocator unchanged; only counts them.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            count();
-            // SAFETY: the caller upholds `alloc`'s contract, passed on as is.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: `ptr` came from `System` with this layout.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            count();
-            // SAFETY: as for `alloc` and `dealloc`.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    /// Runs `f` and returns how many allocations it made on this thread.
-    pub fn allocations<T>(f: impl FnOnce() -> T) -> (usize, T) {
-        let before = ALLOCATIONS.with(Cell::get);
-        let out = f();
-        (ALLOCATIONS.with(Cell::get) - before, out)
-    }
-}
+use common::counting;
 
 #[global_allocator]
 static GLOBAL: counting::Counting = counting::Counting;
+
 
 fn walk(field: &[u8], scratch: &mut [u8]) -> u64 {
     let mut sum = 0u64;

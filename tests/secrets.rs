@@ -806,3 +806,82 @@ fn show_secrets_shows_them() {
     assert!(text.contains("\"saslToken\":true,\"size\":") && text.contains("\"shown\":false"));
     let _ = std::fs::remove_dir_all(record);
 }
+
+// ---------------------------------------------------------------------------------------
+// `kwire decode`
+
+/// Runs `kwire decode` on `frame` (binary, size prefix included) with `args`; returns its
+/// stdout, its stderr and whether it succeeded.
+fn decode(frame: &[u8], args: &[&str], name: &str) -> (Vec<u8>, String, bool) {
+    let dir = tempdir(&format!("decode-{name}"));
+    let file = dir.join("frame.bin");
+    std::fs::write(&file, frame).unwrap();
+    let out = kwire().arg("decode").arg("--binary").args(args).arg(&file).output().expect("kwire runs");
+    let _ = std::fs::remove_dir_all(dir);
+    (out.stdout, String::from_utf8_lossy(&out.stderr).into_owned(), out.status.success())
+}
+
+/// Every secret of every listed message, in every output of `kwire decode`, is masked by
+/// default (with a note), and printed with `--show-secrets`.
+#[test]
+fn decode_masks_secrets_unless_asked() {
+    let mut frames: Vec<(String, Vec<u8>, Vec<&str>)> = Vec::new();
+    for (key, body, _) in request_bodies() {
+        let v = key.request_versions().max;
+        frames.push((format!("{}-request", key.name()), request_frame(&body, v), Vec::new()));
+    }
+    let mut responses = Vec::new();
+    for (key, body, _) in response_bodies() {
+        let v = key.response_versions().max;
+        responses.push((key, v, response_frame(&body, v, 7)));
+    }
+    let versions: Vec<String> = responses.iter().map(|(_, v, _)| v.to_string()).collect();
+    for ((key, _, frame), version) in responses.iter().zip(&versions) {
+        frames.push((
+            format!("{}-response", key.name()),
+            frame.clone(),
+            vec!["--api-key", key.name(), "--api-version", version],
+        ));
+    }
+    for (name, frame, extra) in &frames {
+        for format in ["tree", "json", "hex"] {
+            let mut args = extra.clone();
+            args.extend(["--format", format, "--color", "never"]);
+            let (stdout, stderr, ok) = decode(frame, &args, name);
+            assert!(ok, "{name} {format}: {stderr}");
+            let found = leaks(&[(format!("{name} {format}"), stdout), ("stderr".into(), stderr.clone().into())]);
+            assert!(found.is_empty(), "kwire decode {name} --format {format}: {found:#?}");
+            assert!(stderr.contains("masked with '*'"), "{name} {format}: no note on stderr: {stderr}");
+        }
+        // The tree and the hex dump cut long values and split bytes over rows; the JSON
+        // holds every byte, so it shows that the checks above can fail.
+        let mut args = extra.clone();
+        args.extend(["--format", "json", "--show-secrets"]);
+        let (shown, stderr, ok) = decode(frame, &args, name);
+        assert!(ok && !leaks(&[(name.clone(), shown)]).is_empty(), "{name}: --show-secrets shows a secret");
+        assert!(!stderr.contains("masked"), "{stderr}");
+    }
+    // A SaslAuthenticate request that does not decode (its body cut short) is masked whole
+    // after the header's first fields; a truncated Metadata request is shown as given.
+    let sasl = frames.iter().find(|(n, ..)| n == "SaslAuthenticate-request").unwrap().1.clone();
+    let mut cut = sasl[..sasl.len() - 3].to_vec();
+    let size = (cut.len() - 4) as i32;
+    cut[..4].copy_from_slice(&size.to_be_bytes());
+    let hex = ["--format", "hex", "--color", "never"];
+    let (stdout, stderr, ok) = decode(&cut, &hex, "cut");
+    assert!(!ok, "a truncated frame is an error");
+    assert!(leaks(&[("cut".into(), stdout.clone())]).is_empty(), "{stderr}");
+    assert!(stderr.contains("does not decode and its API can carry secrets"), "{stderr}");
+    // The error is the given frame's (the token's true length), and the header is shown.
+    assert!(stderr.contains("body.authBytes: truncated"), "{stderr}");
+    assert!(String::from_utf8_lossy(&stdout).contains("client_id"));
+    let (shown, stderr_shown, _) = decode(&cut, &[&hex[..], &["--show-secrets"]].concat(), "cut");
+    assert_ne!(shown, stdout, "--show-secrets shows the bytes");
+    assert!(!stderr_shown.contains("masked") && !stderr_shown.contains("shown as '*'"));
+    let mut metadata = request_frame(&kwire::messages::MetadataRequest::default(), 12);
+    metadata.pop(); // the body's tagged-field count cut off
+    let size = (metadata.len() - 4) as i32;
+    metadata[..4].copy_from_slice(&size.to_be_bytes());
+    let (_, stderr, ok) = decode(&metadata, &hex, "metadata");
+    assert!(!ok && !stderr.contains("'*'"), "a malformed Metadata request is shown as given: {stderr}");
+}

@@ -252,10 +252,7 @@ impl<T> ClientConn<T> {
         let correlation_id = self.next_id;
         let expects_response = frame_expects_response(frame.get(4..).unwrap_or_default())?;
         if expects_response {
-            // Every body this crate encodes has a key in the table.
-            let key = ApiKey::from_i16(body.api_key())
-                .ok_or(ConnError::WrongApi { expected: ApiKey::ApiVersions, api_key: body.api_key() })?;
-            self.in_flight.push(correlation_id, key, version, payload)?;
+            self.in_flight.push(correlation_id, body.api_key(), version, payload)?;
         }
         self.next_id = if correlation_id >= LAST_CORRELATION_ID { 0 } else { correlation_id.wrapping_add(1) };
         Ok(Sent { correlation_id, len: frame.len(), expects_response })

@@ -104,8 +104,8 @@ pub enum ConnError {
     WrongApi {
         /// The request's API.
         expected: ApiKey,
-        /// The body's API key.
-        api_key: i16,
+        /// The body's API.
+        api_key: ApiKey,
     },
 }
 
@@ -146,7 +146,7 @@ impl fmt::Display for ConnError {
                 write!(f, "request {correlation_id} gets no response (Produce with acks=0)")
             }
             ConnError::WrongApi { expected, api_key } => {
-                write!(f, "a response body of API key {api_key} answers a {} request", expected.name())
+                write!(f, "a {} response body answers a {} request", api_key.name(), expected.name())
             }
         }
     }

@@ -214,7 +214,7 @@ fn check_reply(reply_to: ReplyTo, body: &impl AnyBody) -> Result<(), ConnError> 
     if !reply_to.expects_response {
         return Err(ConnError::NoResponseExpected { correlation_id: reply_to.correlation_id });
     }
-    if body.api_key() != reply_to.api_key.key() {
+    if body.api_key() != reply_to.api_key {
         return Err(ConnError::WrongApi { expected: reply_to.api_key, api_key: body.api_key() });
     }
     Ok(())

@@ -422,11 +422,7 @@ impl<B: AnyBody, T> Encoder<Request<'_, B, T>> for ClientCodec<T> {
         let tracked = (|| {
             dispatch::encode_request_with(item.body, item.version, &header, &mut dst[at..])?;
             if frame_expects_response(&dst[at + 4..])? {
-                let key = ApiKey::from_i16(item.body.api_key()).ok_or(ConnError::WrongApi {
-                    expected: ApiKey::ApiVersions,
-                    api_key: item.body.api_key(),
-                })?;
-                self.in_flight.push(correlation_id, key, item.version, item.payload)?;
+                self.in_flight.push(correlation_id, item.body.api_key(), item.version, item.payload)?;
             }
             Ok::<(), ConnError>(())
         })();

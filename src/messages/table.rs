@@ -205,8 +205,8 @@ macro_rules! dispatch {
         impl $crate::encode::private::Sealed for $body_enum<'_> {}
 
         impl $crate::encode::AnyBody for $body_enum<'_> {
-            fn api_key(&self) -> i16 {
-                self.api_key().key()
+            fn api_key(&self) -> $crate::messages::ApiKey {
+                self.api_key()
             }
 
             fn encoded_len(&self, version: i16) -> Result<usize, $crate::error::EncodeError> {

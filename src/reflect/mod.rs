@@ -11,6 +11,8 @@ use crate::types::Versions;
 #[cfg(feature = "alloc")]
 pub mod addresses;
 mod build;
+#[cfg(feature = "explain")]
+pub mod explain;
 #[cfg(feature = "json")]
 pub mod json;
 mod schemas;

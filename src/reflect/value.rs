@@ -13,7 +13,11 @@ use crate::types::Uuid;
 use crate::wire::{self, Writer};
 
 /// A value of any schema type.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Equality is the generated types' (docs/design.md, "Value equality"): a `Float64`
+/// compares by its bits, so a value equals itself even when it holds a NaN, and `0.0`
+/// differs from `-0.0`. That makes it an equivalence, so `Value` is `Eq`.
+#[derive(Clone, Debug)]
 pub enum Value {
     /// `bool`.
     Bool(bool),
@@ -60,6 +64,31 @@ pub struct StructValue {
     pub unknown_tagged_fields: Vec<(u32, Vec<u8>)>,
 }
 
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Bool(a), Bool(b)) => a == b,
+            (Int8(a), Int8(b)) => a == b,
+            (Int16(a), Int16(b)) => a == b,
+            (Int32(a), Int32(b)) => a == b,
+            (Int64(a), Int64(b)) => a == b,
+            (Uint16(a), Uint16(b)) => a == b,
+            (Uint32(a), Uint32(b)) => a == b,
+            (Float64(a), Float64(b)) => a.to_bits() == b.to_bits(),
+            (Uuid(a), Uuid(b)) => a == b,
+            (String(a), String(b)) => a == b,
+            (Bytes(a), Bytes(b)) | (Records(a), Records(b)) => a == b,
+            (Null, Null) => true,
+            (Array(a), Array(b)) => a == b,
+            (Struct(a), Struct(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Value {}
+
 impl PartialEq for StructValue {
     fn eq(&self, other: &Self) -> bool {
         core::ptr::eq(self.schema, other.schema)
@@ -67,6 +96,8 @@ impl PartialEq for StructValue {
             && self.unknown_tagged_fields == other.unknown_tagged_fields
     }
 }
+
+impl Eq for StructValue {}
 
 impl StructValue {
     /// A struct whose every field is unset (encodes as the defaults).

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod counting;
+
 /// Decodes lowercase or uppercase hex, ignoring whitespace.
 pub fn hex(text: &str) -> Vec<u8> {
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();

@@ -16,6 +16,7 @@
 //! - [`roundtrip`]: byte 0 picks the message (`m = b % (2 * ALL.len())`: API `ALL[m / 2]`, response if `m` is
 //!   odd), byte 1 the version (`min + b % count`), the rest feeds `arbitrary`.
 //! - [`primitives`]: byte 0 picks the primitive, the rest feeds `arbitrary`.
+//! - [`explain::explain`]: see its module.
 #![allow(dead_code)]
 
 use std::hint::black_box;
@@ -613,7 +614,7 @@ fn frame_roundtrip<B: AnyBody>(
     body_bytes: &[u8],
     u: &mut Unstructured<'_>,
 ) {
-    let key = ApiKey::from_i16(body.api_key()).expect("supported");
+    let key = body.api_key();
     let correlation_id: i32 = u.arbitrary().unwrap_or(0);
     if is_request {
         let client_id: Option<&str> = u.arbitrary().unwrap_or(None);
@@ -1011,4 +1012,5 @@ pub fn primitives(data: &[u8]) {
     };
 }
 pub mod conn;
+pub mod explain;
 pub mod records;

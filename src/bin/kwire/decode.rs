@@ -5,16 +5,16 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 
+use std::borrow::Cow;
+
 use kwire::dispatch;
 use kwire::frame::FrameError;
+use kwire::secrets::{self, Direction, Redaction};
 use kwire::{ApiKey, DecodeErrorKind};
 
-use kwire::reflect::json::to_json;
-use serde_json::{Map, Value as Json};
+use kwire::reflect::explain::{self, Explained, FrameKind as Kind, Problem};
 
-use crate::input::{self, parse_api_key};
-use crate::walk::{self, Kind, WalkError, Walked};
-use crate::{batches, hexdump, tree};
+use crate::input::{self, parse_api_key, supported_list};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -38,6 +38,12 @@ Examples:
 Input: hex digits with any whitespace, 0x prefixes, offset columns (`0000:`) and the
 character columns of xxd and hexdump -C; or raw bytes (detected, or forced with
 --binary). Several frames may follow each other; each starts with its int32 size.
+
+Secrets (SASL tokens and passwords, SCRAM salts, delegation-token HMACs, sensitive
+config values: the fields of `kwire::secrets`) are printed as `*` bytes of the same
+length, with a note on stderr; --show-secrets prints them as given. A frame that does not
+decode is shown as given, unless its API can carry secrets: then everything after its
+header's first fields is masked.
 
 Exit status: 0 when every frame decoded, 1 when the input is malformed (everything
 that decoded is printed first, then the error with its byte offset and field),
@@ -96,6 +102,62 @@ pub struct Args {
     /// With --format hex: when to use colours.
     #[arg(long, value_enum, default_value_t = Colour::Auto, value_name = "WHEN")]
     color: Colour,
+    /// Print secret fields as given instead of masked.
+    #[arg(long)]
+    show_secrets: bool,
+}
+
+/// `frame` (with its size prefix) with its secrets masked, and what was masked. A frame
+/// that does not decode is masked whole after its header (when that parses) only when its
+/// API can carry a secret in that direction: `kwire decode` is a debugging tool, and a
+/// malformed frame of any other API is shown so that the problem can be seen.
+fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
+    let Some(inner) = frame.get(4..) else { return (Cow::Borrowed(frame), None) };
+    let mut copy = frame.to_vec();
+    let (redaction, api, direction) = match kind {
+        Kind::Request => {
+            let key = inner.get(..2).and_then(|b| ApiKey::from_i16(i16::from_be_bytes([b[0], b[1]])));
+            (secrets::mask_request(inner, &mut copy[4..]), key, Direction::Request)
+        }
+        Kind::Response(key, version) => {
+            (secrets::mask_response(inner, key.key(), version, &mut copy[4..]), Some(key), Direction::Response)
+        }
+    };
+    let note = match redaction {
+        Redaction::Clean => return (Cow::Borrowed(frame), None),
+        Redaction::Masked { fields, bytes } => {
+            format!("{fields} secret field(s), {bytes} bytes, masked with '*'; --show-secrets shows them")
+        }
+        Redaction::Whole { .. } if !api.is_some_and(|a| secrets::may_carry_secrets(a, direction)) => {
+            return (Cow::Borrowed(frame), None);
+        }
+        Redaction::Whole { .. } => {
+            // Keep the header, which holds no secret, so that the output still says what
+            // the frame is.
+            let header = match (kind, api) {
+                (Kind::Request, Some(key)) => {
+                    let version = i16::from_be_bytes([inner[2], inner[3]]);
+                    kwire::frame::RequestHeaderView::parse(inner, key.request_header_version(version)).ok()
+                        .map(|(_, at)| at)
+                }
+                (Kind::Response(key, version), _) => {
+                    kwire::frame::ResponseHeaderView::parse(inner, key.response_header_version(version))
+                        .ok()
+                        .map(|(_, at)| at)
+                }
+                _ => None,
+            };
+            if let Some(at) = header {
+                copy[4..4 + at].copy_from_slice(&inner[..at]);
+            }
+            format!(
+                "the frame does not decode and its API can carry secrets, so its {} body bytes are shown \
+                 as '*'; --show-secrets shows them",
+                inner.len() - header.unwrap_or(8.min(inner.len()))
+            )
+        }
+    };
+    (Cow::Owned(copy), Some(note))
 }
 
 /// Reads the API, version and correlation id of each request frame in `path`.
@@ -110,7 +172,7 @@ fn requests_in(path: &std::path::Path) -> Result<Vec<(ApiKey, i16, i32)>, String
         let version = i16::from_be_bytes([head[2], head[3]]);
         let correlation = i32::from_be_bytes([head[4], head[5], head[6], head[7]]);
         let api = ApiKey::from_i16(key)
-            .ok_or_else(|| at(format!("API key {key} is not supported; {}", walk::supported_list())))?;
+            .ok_or_else(|| at(format!("API key {key} is not supported; {}", supported_list())))?;
         out.push((api, version, correlation));
     }
     if out.is_empty() {
@@ -145,7 +207,7 @@ fn typed_check(frame_bytes: &[u8], kind: Kind) -> Result<(), (Option<DecodeError
 /// Whether the typed decoder's error names the same problem as the walker's: the same
 /// kind at the same offset. A truncation may be found at different places (the typed
 /// views check a run of fixed-width fields at once), so only its kind must match.
-fn same_problem(w: &WalkError, kind: Option<DecodeErrorKind>, offset: usize) -> bool {
+fn same_problem(w: &Problem, kind: Option<DecodeErrorKind>, offset: usize) -> bool {
     let (Some(a), Some(b)) = (w.kind, kind) else { return true };
     match (a, b) {
         (DecodeErrorKind::Truncated { .. }, DecodeErrorKind::Truncated { .. }) => true,
@@ -155,20 +217,20 @@ fn same_problem(w: &WalkError, kind: Option<DecodeErrorKind>, offset: usize) -> 
 
 /// A decoded frame with the problem to report, if any.
 struct Decoded {
-    walked: Walked,
+    walked: Explained,
     problem: Option<String>,
     note: Option<String>,
 }
 
 fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
-    let walked = walk::walk(bytes, kind);
+    let walked = explain::explain_frame(bytes, kind);
     // Brokers answer an ApiVersions version they do not support with a version-0 body, and
     // clients read it as such when the expected version does not parse (as Kafka's do).
-    if let (Some(_), Kind::Response(ApiKey::ApiVersions, v)) = (&walked.error, kind)
+    if let (Some(_), Kind::Response(ApiKey::ApiVersions, v)) = (&walked.problem, kind)
         && v > 0
     {
-        let v0 = walk::walk(bytes, Kind::Response(ApiKey::ApiVersions, 0));
-        if v0.error.is_none() && typed_check(bytes, Kind::Response(ApiKey::ApiVersions, 0)).is_ok() {
+        let v0 = explain::explain_frame(bytes, Kind::Response(ApiKey::ApiVersions, 0));
+        if v0.problem.is_none() && typed_check(bytes, Kind::Response(ApiKey::ApiVersions, 0)).is_ok() {
             return Decoded {
                 walked: v0,
                 problem: None,
@@ -184,7 +246,7 @@ fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
         usize::try_from(declared).is_ok_and(|d| d + 4 == bytes.len())
     };
     let typed = if complete { Some(typed_check(bytes, kind)) } else { None };
-    let problem = match (&walked.error, typed) {
+    let problem = match (&walked.problem, typed) {
         (None, None | Some(Ok(()))) => None,
         (None, Some(Err((_, _, e)))) => Some(format!(
             "kwire's typed decoder rejects this frame, which the schema walker accepted: {e}; please report this"
@@ -196,7 +258,7 @@ fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
         (Some(w), Some(Err((kind, offset, e)))) if !same_problem(w, kind, offset) => {
             Some(format!("{w} (kwire's typed decoder reports: {e})"))
         }
-        (Some(w), _) => Some(w.to_string()),
+        (Some(w), _) => Some(with_hint(w)),
     };
     Decoded { walked, problem, note: None }
 }
@@ -248,7 +310,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let many = frames.len() > 1;
     let mut text = String::new();
     if args.format == Format::Hex {
-        text.push_str(&hexdump::legend(colour));
+        text.push_str(&explain::hex_legend(colour));
         text.push('\n');
     }
     for (i, f) in frames.iter().enumerate() {
@@ -269,7 +331,16 @@ pub fn run(args: Args) -> Result<(), String> {
             (None, Some(key), Some(version)) => Kind::Response(key, version),
             _ => Kind::Request,
         };
-        let decoded = decode_frame(f.bytes, kind);
+        let (bytes, masking) = if args.show_secrets { (Cow::Borrowed(f.bytes), None) } else { masked(f.bytes, kind) };
+        if let Some(note) = masking {
+            eprintln!("kwire: note: frame {n}: {note}");
+        }
+        let mut decoded = decode_frame(&bytes, kind);
+        if bytes.as_ref() != f.bytes && decoded.problem.is_some() {
+            // The problem is the given frame's, not the masked copy's (whose masked lengths
+            // read differently); where and what it is reveals no secret.
+            decoded.problem = decode_frame(f.bytes, kind).problem;
+        }
         if let Some(note) = &decoded.note {
             eprintln!("kwire: note: frame {n}: {note}");
         }
@@ -282,12 +353,16 @@ pub fn run(args: Args) -> Result<(), String> {
         match args.format {
             Format::Tree => {
                 let mut root = decoded.walked.root.clone();
-                batches::annotate(&mut root);
-                text.push_str(&tree::render(&root));
+                explain::annotate_records(&mut root);
+                text.push_str(&explain::render_tree(&root));
             }
             Format::Records => {
-                let (lines, error) = batches::records(&decoded.walked);
-                for line in lines {
+                let records = explain::record_lines(&decoded.walked);
+                for note in &records.notes {
+                    eprintln!("kwire: note: {note}");
+                }
+                let error = records.error;
+                for line in records.lines {
                     text.push_str(&line.to_json().to_string());
                     text.push('\n');
                 }
@@ -302,9 +377,12 @@ pub fn run(args: Args) -> Result<(), String> {
                     return Err(format!("cannot read the records of {place}: {e}"));
                 }
             }
-            Format::Hex => text.push_str(&hexdump::render(&decoded.walked.root, f.bytes, colour)),
+            Format::Hex => text.push_str(&explain::render_hex(&decoded.walked.root, &bytes, colour)),
             Format::Json => {
-                text.push_str(&frame_json(&decoded.walked, kind).to_text(!args.compact));
+                let json = decoded.walked.to_json();
+                // Serialising a serde_json value cannot fail.
+                let json = if args.compact { serde_json::to_string(&json) } else { serde_json::to_string_pretty(&json) };
+                text.push_str(&json.unwrap_or_default());
                 text.push('\n');
             }
         }
@@ -320,34 +398,17 @@ pub fn run(args: Args) -> Result<(), String> {
     out.flush().map_err(|e| format!("cannot write the output: {e}"))
 }
 
-/// The JSON document of one frame: `{"header": ..., "body": ...}`, with `apiKey` and
-/// `apiVersion` first for responses (which do not say what they answer).
-pub fn frame_json(walked: &Walked, kind: Kind) -> JsonDoc {
-    let mut top = Map::new();
-    if let (Kind::Response(..), Some((key, version))) = (kind, walked.api) {
-        top.insert("apiKey".into(), Json::from(key.key()));
-        top.insert("apiVersion".into(), Json::from(version));
+/// The walker's problem as the command reports it: an unknown API key gets the list of
+/// supported ones and a hint for responses.
+fn with_hint(p: &Problem) -> String {
+    if p.path == "header.requestApiKey" && p.message.starts_with("API key") {
+        return format!(
+            "{p} ({}); if the frame is a response, say what it answers with --api-key and --api-version, or \
+             --request",
+            supported_list()
+        );
     }
-    if let Some((value, encoding)) = &walked.header {
-        top.insert("header".into(), to_json(value, *encoding));
-    }
-    if let Some((value, encoding)) = &walked.body {
-        top.insert("body".into(), to_json(value, *encoding));
-    }
-    JsonDoc(Json::Object(top))
-}
-
-/// A frame's JSON document.
-pub struct JsonDoc(pub Json);
-
-impl JsonDoc {
-    /// The document as text: pretty-printed with two-space indents, or on one line.
-    pub fn to_text(&self, pretty: bool) -> String {
-        let text =
-            if pretty { serde_json::to_string_pretty(&self.0) } else { serde_json::to_string(&self.0) };
-        // Serialising a serde_json value cannot fail.
-        text.unwrap_or_default()
-    }
+    p.to_string()
 }
 
 #[cfg(test)]
@@ -472,8 +533,8 @@ mod tests {
                 if d.note.is_some() {
                     continue;
                 }
-                let text = frame_json(&d.walked, kind).to_text(false);
-                let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let doc = d.walked.to_json();
+                let text = doc.to_string();
                 let (key, version) = match kind {
                     Kind::Response(k, v) => (Some(k), Some(v)),
                     Kind::Request => (None, None),
@@ -491,11 +552,5 @@ mod tests {
             }
         }
         assert!(checked > 1000, "only {checked} frames decoded");
-    }
-
-    #[test]
-    fn walk_error_display() {
-        let e = WalkError { offset: 19, path: "body.x".into(), message: "bad".into(), kind: None };
-        assert_eq!(e.to_string(), "at byte 19 (0x0013), body.x: bad");
     }
 }

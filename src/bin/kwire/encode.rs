@@ -145,7 +145,7 @@ pub fn build(doc: &Value, cli_key: Option<ApiKey>, cli_version: Option<i16>) -> 
         Some(v) => {
             let k = integer(v, i16::MIN.into(), i16::MAX.into(), "int16", "apiKey")? as i16;
             Some(ApiKey::from_i16(k).ok_or_else(|| {
-                format!("apiKey: API key {k} is not supported; {}", crate::walk::supported_list())
+                format!("apiKey: API key {k} is not supported; {}", crate::input::supported_list())
             })?)
         }
     };
@@ -167,7 +167,7 @@ pub fn build(doc: &Value, cli_key: Option<ApiKey>, cli_version: Option<i16>) -> 
             "header.requestApiKey",
         )? as i16;
         let key = ApiKey::from_i16(k).ok_or_else(|| {
-            format!("header.requestApiKey: API key {k} is not supported; {}", crate::walk::supported_list())
+            format!("header.requestApiKey: API key {k} is not supported; {}", crate::input::supported_list())
         })?;
         let version = integer(
             required(h, "requestApiVersion", "header")?,

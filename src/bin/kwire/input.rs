@@ -186,14 +186,20 @@ pub fn split_frames(input: &[u8]) -> Vec<FrameSlice<'_>> {
 pub fn parse_api_key(s: &str) -> Result<ApiKey, String> {
     if let Ok(n) = s.trim().parse::<i16>() {
         return ApiKey::from_i16(n)
-            .ok_or_else(|| format!("API key {n} is not supported; {}", crate::walk::supported_list()));
+            .ok_or_else(|| format!("API key {n} is not supported; {}", supported_list()));
     }
     let wanted: String = s.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_lowercase();
     ApiKey::ALL
         .iter()
         .copied()
         .find(|k| k.name().to_lowercase() == wanted)
-        .ok_or_else(|| format!("unknown API {s:?}; {}", crate::walk::supported_list()))
+        .ok_or_else(|| format!("unknown API {s:?}; {}", supported_list()))
+}
+
+/// The supported API keys, for error messages.
+pub fn supported_list() -> String {
+    let keys: Vec<String> = ApiKey::ALL.iter().map(|k| format!("{} {}", k.key(), k.name())).collect();
+    format!("supported: {}", keys.join(", "))
 }
 
 #[cfg(test)]

@@ -1,16 +1,12 @@
 //! `kwire`: inspect, explain and build Kafka frames, and serve a small Kafka-speaking
 //! broker front end for development and tests.
 
-mod batches;
 mod decode;
 mod encode;
-mod hexdump;
 mod input;
 mod proxy;
 mod serve;
-mod tree;
 mod versions;
-mod walk;
 
 use clap::{CommandFactory, Parser, Subcommand};
 

@@ -193,16 +193,16 @@ fn compare(encoded: &[u8], frame: &[u8]) -> Result<bool, String> {
 /// --format json` prints), on one line. `response` is `Some((api_key, version))` for a
 /// response.
 pub fn frame_json(frame_with_prefix: &[u8], response: Option<(i16, i16)>) -> Option<String> {
-    use crate::walk::{self, Kind};
+    use kwire::reflect::explain::{FrameKind, explain_frame};
     let kind = match response {
-        None => Kind::Request,
-        Some((key, version)) => Kind::Response(ApiKey::from_i16(key)?, version),
+        None => FrameKind::Request,
+        Some((key, version)) => FrameKind::Response(ApiKey::from_i16(key)?, version),
     };
-    let walked = walk::walk(frame_with_prefix, kind);
-    if walked.error.is_some() {
+    let explained = explain_frame(frame_with_prefix, kind);
+    if explained.problem.is_some() {
         return None;
     }
-    Some(crate::decode::frame_json(&walked, kind).to_text(false))
+    Some(explained.to_json().to_string())
 }
 
 /// The mechanism of a SaslHandshake **v0** request (`Some(None)` if it cannot be read),
