@@ -53,6 +53,7 @@ pub mod legacy;
 mod record;
 #[cfg(feature = "alloc")]
 pub mod reference;
+pub mod validate;
 mod varint;
 #[cfg(feature = "lz4")]
 mod xxh32;

@@ -1014,3 +1014,4 @@ pub fn primitives(data: &[u8]) {
 pub mod conn;
 pub mod explain;
 pub mod records;
+pub mod validate;

@@ -41,7 +41,8 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  * reading or converting, or the bytes it left unread.
  *
  * <p>Lines starting {@code records-read} or {@code records-build} are the records mode of
- * tests/kafka_records.rs, answered by {@link RecordsMode}.
+ * tests/kafka_records.rs, answered by {@link RecordsMode}; lines starting {@code validate}, the
+ * LogValidator mode of tests/kafka_validator.rs, by {@link ValidateMode}.
  */
 public final class Harness {
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -82,6 +83,10 @@ public final class Harness {
         JsonNode records = RecordsMode.handle(line, Harness::unhex, Harness::hex);
         if (records != null) {
             return records;
+        }
+        JsonNode validated = ValidateMode.handle(line, Harness::unhex, Harness::hex);
+        if (validated != null) {
+            return validated;
         }
         String[] parts = line.split(" ", -1);
         if (parts.length != 4) {
