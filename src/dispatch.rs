@@ -98,7 +98,6 @@ pub fn parse_response(frame: &[u8], api_key: ApiKey, api_version: i16) -> Result
     Ok(Response { header, body })
 }
 
-
 fn frame_size(header_len: usize, body_len: usize) -> Result<usize, EncodeError> {
     let len = header_len.checked_add(body_len).filter(|&n| n <= i32::MAX as usize);
     len.map(|n| n + 4).ok_or(EncodeError::TooLong { field: "Frame.size" })

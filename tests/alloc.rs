@@ -16,7 +16,6 @@ use kwire::AnyBody;
 use kwire::dispatch;
 use kwire::messages::{ApiKey, RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};
 
-
 /// Reads every field of every element at every depth, the way a broker would.
 fn walk_request(body: &RequestBodyView<'_>) -> u64 {
     let mut sum = 0u64;

@@ -18,7 +18,6 @@ use kwire::messages::produce::ProduceRequest;
 use kwire::messages::{ApiKey, RequestBodyView, ResponseBodyView};
 use kwire::{DecodeError, DecodeErrorKind as K, ErrorCode, RawTaggedField, Str, Versions};
 
-
 #[global_allocator]
 static GLOBAL: common::counting::Counting = common::counting::Counting;
 

@@ -249,7 +249,8 @@ fn reflect_values_compare_floats_by_bits() {
 fn empty_version_ranges_are_equal() {
     use kwire::Versions;
     use std::collections::HashSet;
-    let empties = [Versions::NONE, Versions::new(5, 2), Versions::new(i16::MAX, i16::MIN), Versions::new(1, 0)];
+    let empties =
+        [Versions::NONE, Versions::new(5, 2), Versions::new(i16::MAX, i16::MIN), Versions::new(1, 0)];
     for a in empties {
         assert!(a.is_empty());
         for b in empties {

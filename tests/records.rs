@@ -1131,7 +1131,6 @@ use common::counting;
 #[global_allocator]
 static GLOBAL: counting::Counting = counting::Counting;
 
-
 fn walk(field: &[u8], scratch: &mut [u8]) -> u64 {
     let mut sum = 0u64;
     let mut batches = RecordBatches::new(field);

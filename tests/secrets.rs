@@ -849,7 +849,8 @@ fn decode_masks_secrets_unless_asked() {
             args.extend(["--format", format, "--color", "never"]);
             let (stdout, stderr, ok) = decode(frame, &args, name);
             assert!(ok, "{name} {format}: {stderr}");
-            let found = leaks(&[(format!("{name} {format}"), stdout), ("stderr".into(), stderr.clone().into())]);
+            let found =
+                leaks(&[(format!("{name} {format}"), stdout), ("stderr".into(), stderr.clone().into())]);
             assert!(found.is_empty(), "kwire decode {name} --format {format}: {found:#?}");
             assert!(stderr.contains("masked with '*'"), "{name} {format}: no note on stderr: {stderr}");
         }

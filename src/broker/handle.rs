@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use std::vec::Vec;
 
 use super::groups::{Committed, Join, State};
-use super::log::{Rejected, check_batch};
+use super::log::Rejected;
 use super::state::{Shared, valid_topic_name};
 use crate::conn::{ConnError, ReplyTo, ServerConn, ServerRequest};
 use crate::error_code::ErrorCode;
@@ -699,13 +699,17 @@ impl<'s> Handler<'s> {
         let mut topics = Vec::new();
         let mut appended = false;
         let mut first_error: Option<String> = None;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         for t in p.topic_data() {
             let name: Option<String> =
                 if v >= 13 { self.shared.topics.name_of(t.topic_id()) } else { Some(t.name().into()) };
             let mut parts = Vec::new();
             for d in t.partition_data() {
                 let index = d.index();
-                let result: Result<i64, Rejected> = (|| {
+                let mut errors = Vec::new();
+                let result: Result<(i64, i64), Rejected> = (|| {
                     if !matches!(acks, -1..=1) {
                         return Err(Rejected {
                             code: ErrorCode::InvalidRequiredAcks,
@@ -721,47 +725,60 @@ impl<'s> Handler<'s> {
                     let Some(name) = name.as_deref() else {
                         return Err(Rejected { code: ErrorCode::UnknownTopicId, message: String::new() });
                     };
-                    let Some(partition) = self.shared.topics.partition(name, index) else {
+                    let Some((partition, settings)) =
+                        self.shared.topics.partition_with_settings(name, index, v, now_ms)
+                    else {
                         return Err(Rejected {
                             code: ErrorCode::UnknownTopicOrPartition,
                             message: "This server does not host this topic-partition.".into(),
                         });
                     };
+                    let mut settings = settings;
+                    settings.max_message_bytes = i32::try_from(config.max_message_bytes).unwrap_or(i32::MAX);
                     let bytes = d.records().map(|r| r.bytes()).unwrap_or_default();
-                    let info = check_batch(
+                    let done = partition.lock().append(
                         bytes,
+                        &settings,
                         &mut self.scratch,
-                        config.max_message_bytes,
                         config.max_decompressed_bytes,
+                        &mut errors,
                     )?;
-                    if info.transactional {
-                        return Err(Rejected {
-                            code: ErrorCode::InvalidTxnState,
-                            message:
-                                "transactional batches need a transaction, which this broker does not serve"
-                                    .into(),
-                        });
-                    }
-                    let done = partition.lock().append(bytes, &info, 0)?;
                     appended |= !done.duplicate;
-                    Ok(done.base_offset)
+                    let append_time =
+                        if settings.timestamp_type == crate::records::TimestampType::LogAppendTime {
+                            now_ms
+                        } else {
+                            -1
+                        };
+                    Ok((done.base_offset, append_time))
                 })();
-                let (code, base_offset, message) = match result {
-                    Ok(base) => (0, base, None),
+                let (code, (base_offset, log_append_time_ms), message) = match result {
+                    Ok(done) => (0, done, None),
                     Err(r) => {
                         if first_error.is_none() {
                             first_error =
                                 Some(std::format!("{}/{index}: {:?} {}", t.name(), r.code, r.message));
                         }
-                        (r.code.code(), -1, Some(r.message).filter(|m| !m.is_empty()))
+                        (r.code.code(), (-1, -1), Some(r.message).filter(|m| !m.is_empty() && v >= 8))
                     }
                 };
-                let record_errors: Vec<BatchIndexAndErrorMessage<'_>> = Vec::new();
+                let record_errors: Vec<BatchIndexAndErrorMessage<'_>> = if v >= 8 {
+                    errors
+                        .iter()
+                        .map(|e| BatchIndexAndErrorMessage {
+                            batch_index: i32::try_from(e.batch_index).unwrap_or(i32::MAX),
+                            batch_index_error_message: Some(std::format!("{e}").into()),
+                            ..Default::default()
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 parts.push(PartitionProduceResponse {
                     index,
                     error_code: code,
                     base_offset,
-                    log_append_time_ms: -1,
+                    log_append_time_ms,
                     log_start_offset: if code == 0 && v >= 5 { 0 } else { -1 },
                     record_errors: record_errors.into(),
                     error_message: message.map(Into::into),

@@ -1,12 +1,15 @@
 //! A partition's log: the record batches' bytes, one after another, with an index, and the
-//! idempotent producers' state.
+//! idempotent producers' state. Appends go through `kwire::records::validate` (Kafka's
+//! `LogValidator`): the batch is copied to the log's end once and its offsets assigned
+//! there, in place.
 
 use std::collections::{HashMap, VecDeque};
 use std::string::String;
 use std::vec::Vec;
 
 use crate::error_code::ErrorCode;
-use crate::records::{Compression, ErrorKind, RecordBatch, RecordBatches};
+use crate::records::RecordBatch;
+use crate::records::validate::{RecordError, ValidateConfig, ValidateError, validate_and_assign_with};
 
 /// Why a partition's records were refused: the error code and message of its Produce
 /// response.
@@ -18,125 +21,6 @@ pub(crate) struct Rejected {
 
 fn reject(code: ErrorCode, message: impl Into<String>) -> Rejected {
     Rejected { code, message: message.into() }
-}
-
-/// What the producer-state and append steps need of a checked batch.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BatchInfo {
-    pub producer_id: i64,
-    pub producer_epoch: i16,
-    pub base_sequence: i32,
-    pub last_offset_delta: i32,
-    pub max_timestamp: i64,
-    pub transactional: bool,
-}
-
-/// Checks the records of one Produce partition as Apache Kafka does for Produce v3 and up:
-/// exactly one magic-2 batch, its CRC, its size, its records (decompressed into `scratch`,
-/// at most `max_decompressed` bytes) against its header.
-pub(crate) fn check_batch(
-    records: &[u8],
-    scratch: &mut Vec<u8>,
-    max_message_bytes: usize,
-    max_decompressed: usize,
-) -> Result<BatchInfo, Rejected> {
-    let mut batches = RecordBatches::new(records);
-    let batch = match batches.next() {
-        None if batches.partial() => {
-            return Err(reject(ErrorCode::CorruptMessage, "the record batch is cut short"));
-        }
-        None => {
-            return Err(reject(
-                ErrorCode::InvalidRecord,
-                "Produce requests with version 3 or later must contain exactly one record batch",
-            ));
-        }
-        Some(Err(e)) => return Err(record_error(e.kind())),
-        Some(Ok(b)) => b,
-    };
-    match batches.next() {
-        None if batches.partial() => {
-            return Err(reject(ErrorCode::CorruptMessage, "bytes after the record batch"));
-        }
-        None => {}
-        Some(_) => {
-            return Err(reject(
-                ErrorCode::InvalidRecord,
-                "Produce requests with version 3 or later must contain exactly one record batch",
-            ));
-        }
-    }
-    if batch.bytes().len() > max_message_bytes {
-        return Err(reject(
-            ErrorCode::MessageTooLarge,
-            std::format!("the batch is {} bytes, over the limit of {max_message_bytes}", batch.bytes().len()),
-        ));
-    }
-    if batch.is_control() {
-        return Err(reject(ErrorCode::InvalidRecord, "clients may not send control batches"));
-    }
-    let count = batch.records_count();
-    if count <= 0 {
-        return Err(reject(ErrorCode::InvalidRecord, "a record batch must hold at least one record"));
-    }
-    if batch.last_offset_delta() != count - 1 {
-        return Err(reject(
-            ErrorCode::InvalidRecord,
-            "the last offset delta does not match the record count",
-        ));
-    }
-    let codec = batch.compression().map_err(|e| record_error(e.kind()))?;
-    let records = if codec == Compression::None {
-        batch.records()
-    } else {
-        batch.records_in_vec(scratch, max_decompressed)
-    }
-    .map_err(|e| record_error(e.kind()))?;
-    for (i, r) in records.enumerate() {
-        let r = r.map_err(|e| record_error(e.kind()))?;
-        if i64::from(r.offset_delta()) != i as i64 {
-            return Err(reject(
-                ErrorCode::InvalidRecord,
-                std::format!("record {i} has offset delta {}", r.offset_delta()),
-            ));
-        }
-    }
-    Ok(BatchInfo {
-        producer_id: batch.producer_id(),
-        producer_epoch: batch.producer_epoch(),
-        base_sequence: batch.base_sequence(),
-        last_offset_delta: batch.last_offset_delta(),
-        max_timestamp: batch.max_timestamp(),
-        transactional: batch.is_transactional(),
-    })
-}
-
-fn record_error(kind: ErrorKind) -> Rejected {
-    match kind {
-        ErrorKind::DecompressedTooLarge { limit } => reject(
-            ErrorCode::CorruptMessage,
-            std::format!("the batch inflates past the broker's limit of {limit} bytes"),
-        ),
-        ErrorKind::UnsupportedMagic(m) => reject(
-            ErrorCode::InvalidRecord,
-            std::format!("Produce requests with version 3 or later must use magic 2, not {m}"),
-        ),
-        ErrorKind::UnknownCompression(_) | ErrorKind::CodecNotEnabled(_) => {
-            reject(ErrorCode::UnsupportedCompressionType, std::format!("{kind}"))
-        }
-        other => reject(ErrorCode::CorruptMessage, std::format!("{other}")),
-    }
-}
-
-/// Writes the base offset and the partition leader epoch into a batch's header, in place.
-/// Neither is covered by the CRC (which starts at the attributes), so it stays valid.
-pub(crate) fn assign_offsets(batch: &mut [u8], base_offset: i64, leader_epoch: i32) {
-    if let Some(b) = batch.get_mut(0..8) {
-        b.copy_from_slice(&base_offset.to_be_bytes());
-    }
-    if let Some(b) = batch.get_mut(12..16) {
-        b.copy_from_slice(&leader_epoch.to_be_bytes());
-    }
 }
 
 /// One batch's place in the log.
@@ -184,79 +68,108 @@ impl Log {
         self.bytes.len()
     }
 
-    /// Appends one checked batch (`bytes`, described by `info`): the idempotence checks
-    /// of Kafka's `ProducerStateManager`, then its offsets assigned in place.
+    /// Appends one Produce partition's `records`: copied to the end of the log, validated
+    /// and given their offsets there in place (`config` without its base offset, which is
+    /// the log's end), then the idempotence checks of Kafka's `ProducerStateManager`. On
+    /// any error, or for a duplicate, the log is left as it was. A compressed batch is
+    /// inflated into `scratch` to be checked, which grows (up to `max_inflate` bytes) only
+    /// when a batch needs more. Record-level errors go to `record_errors`.
     pub fn append(
         &mut self,
-        bytes: &[u8],
-        info: &BatchInfo,
-        leader_epoch: i32,
+        records: &[u8],
+        config: &ValidateConfig,
+        scratch: &mut Vec<u8>,
+        max_inflate: usize,
+        record_errors: &mut Vec<RecordError>,
     ) -> Result<Appended, Rejected> {
-        let idempotent = info.producer_id >= 0;
-        if idempotent && let Some(state) = self.producers.get(&info.producer_id) {
-            let last_seq = info.base_sequence.wrapping_add(info.last_offset_delta);
-            if info.producer_epoch < state.epoch {
-                return Err(reject(
-                    ErrorCode::InvalidProducerEpoch,
-                    std::format!(
-                        "epoch {} is older than the producer's {}",
-                        info.producer_epoch,
-                        state.epoch
-                    ),
-                ));
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(records);
+        let mut config = *config;
+        config.base_offset = self.next_offset;
+        let validated = loop {
+            record_errors.clear();
+            let result = validate_and_assign_with(&mut self.bytes[start..], &config, scratch, &mut |e| {
+                record_errors.push(e)
+            });
+            match result {
+                Err(ValidateError::DecompressedTooLarge { .. }) if scratch.len() < max_inflate => {
+                    let grown = (scratch.len() * 4).max(1 << 20).min(max_inflate);
+                    scratch.resize(grown, 0);
+                }
+                other => break other,
             }
-            if info.producer_epoch == state.epoch {
+        };
+        let v = match validated {
+            Ok(v) => v,
+            Err(e) => {
+                self.bytes.truncate(start);
+                return Err(reject(e.error_code(), std::format!("{e}")));
+            }
+        };
+        self.bytes.truncate(start + v.valid_bytes);
+        let p = v.producer;
+        if p.transactional {
+            self.bytes.truncate(start);
+            return Err(reject(
+                ErrorCode::InvalidTxnState,
+                "transactional batches need a transaction, which this broker does not serve",
+            ));
+        }
+        if p.has_producer_id()
+            && let Some(state) = self.producers.get(&p.producer_id)
+        {
+            let refuse = |log: &mut Log, code, message: String| {
+                log.bytes.truncate(start);
+                Err(reject(code, message))
+            };
+            if p.producer_epoch < state.epoch {
+                let m =
+                    std::format!("epoch {} is older than the producer's {}", p.producer_epoch, state.epoch);
+                return refuse(self, ErrorCode::InvalidProducerEpoch, m);
+            }
+            if p.producer_epoch == state.epoch {
                 if let Some(&(_, _, base)) =
-                    state.batches.iter().find(|&&(f, l, _)| f == info.base_sequence && l == last_seq)
+                    state.batches.iter().find(|&&(f, l, _)| f == p.base_sequence && l == p.last_sequence)
                 {
+                    self.bytes.truncate(start);
                     return Ok(Appended { base_offset: base, duplicate: true });
                 }
                 let current = state.batches.back().map_or(-1, |b| b.1);
-                let in_sequence = i64::from(info.base_sequence) == i64::from(current) + 1
-                    || (info.base_sequence == 0 && current == i32::MAX);
+                let in_sequence = i64::from(p.base_sequence) == i64::from(current) + 1
+                    || (p.base_sequence == 0 && current == i32::MAX);
                 if !in_sequence {
-                    return Err(reject(
-                        ErrorCode::OutOfOrderSequenceNumber,
-                        std::format!(
-                            "out of order sequence number for producer {}: {} (incoming seq. number), {current} (current end sequence number)",
-                            info.producer_id,
-                            info.base_sequence
-                        ),
-                    ));
+                    let m = std::format!(
+                        "out of order sequence number for producer {}: {} (incoming seq. number), {current} (current end sequence number)",
+                        p.producer_id,
+                        p.base_sequence
+                    );
+                    return refuse(self, ErrorCode::OutOfOrderSequenceNumber, m);
                 }
-            } else if info.base_sequence != 0 {
-                return Err(reject(
-                    ErrorCode::OutOfOrderSequenceNumber,
-                    std::format!(
-                        "invalid sequence number for new epoch {} of producer {}: {} (must be 0)",
-                        info.producer_epoch,
-                        info.producer_id,
-                        info.base_sequence
-                    ),
-                ));
+            } else if p.base_sequence != 0 {
+                let m = std::format!(
+                    "invalid sequence number for new epoch {} of producer {}: {} (must be 0)",
+                    p.producer_epoch,
+                    p.producer_id,
+                    p.base_sequence
+                );
+                return refuse(self, ErrorCode::OutOfOrderSequenceNumber, m);
             }
         }
-        let base_offset = self.next_offset;
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(bytes);
         let end = self.bytes.len();
-        assign_offsets(&mut self.bytes[start..end], base_offset, leader_epoch);
-        let last_offset = base_offset + i64::from(info.last_offset_delta);
-        self.index.push(Entry { last_offset, max_timestamp: info.max_timestamp, start, end });
-        self.next_offset = last_offset + 1;
-        if idempotent {
-            let state = self.producers.entry(info.producer_id).or_default();
-            if state.epoch != info.producer_epoch {
-                state.epoch = info.producer_epoch;
+        self.index.push(Entry { last_offset: v.last_offset, max_timestamp: v.max_timestamp, start, end });
+        self.next_offset = v.last_offset + 1;
+        if p.has_producer_id() {
+            let state = self.producers.entry(p.producer_id).or_default();
+            if state.epoch != p.producer_epoch {
+                state.epoch = p.producer_epoch;
                 state.batches.clear();
             }
             if state.batches.len() == PRODUCER_BATCHES {
                 state.batches.pop_front();
             }
-            let last_seq = info.base_sequence.wrapping_add(info.last_offset_delta);
-            state.batches.push_back((info.base_sequence, last_seq, base_offset));
+            state.batches.push_back((p.base_sequence, p.last_sequence, v.first_offset));
         }
-        Ok(Appended { base_offset, duplicate: false })
+        Ok(Appended { base_offset: v.first_offset, duplicate: false })
     }
 
     /// The batches from the one holding `offset`: whole batches while they fit in

@@ -13,6 +13,8 @@ use super::groups::Groups;
 use super::log::Log;
 use crate::error_code::ErrorCode;
 use crate::messages::ApiKey;
+use crate::records::validate::{TopicCompression, ValidateConfig};
+use crate::records::{Compression, TimestampType};
 use crate::types::{Uuid, Versions};
 
 /// Locks a mutex, carrying on after a panic elsewhere (the state stays usable: every
@@ -105,6 +107,49 @@ impl Topics {
     /// A partition by topic name and index.
     pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
         self.with(|t| t.get(topic)?.partitions.get(usize::try_from(index).ok()?).cloned())
+    }
+
+    /// A partition with what validation needs of its topic's configs (`compression.type`,
+    /// `message.timestamp.*`, `cleanup.policy`), for a Produce of `version` at `now_ms`.
+    pub fn partition_with_settings(
+        &self,
+        topic: &str,
+        index: i32,
+        version: i16,
+        now_ms: i64,
+    ) -> Option<(Arc<Partition>, ValidateConfig)> {
+        self.with(|t| {
+            let topic = t.get(topic)?;
+            let partition = topic.partitions.get(usize::try_from(index).ok()?)?.clone();
+            let mut c = ValidateConfig::new(0, now_ms);
+            c.produce_version = version;
+            for (name, value) in &topic.configs {
+                match name.as_str() {
+                    "message.timestamp.type" if value == "LogAppendTime" => {
+                        c.timestamp_type = TimestampType::LogAppendTime
+                    }
+                    "message.timestamp.before.max.ms" => {
+                        c.timestamp_before_max_ms = value.parse().unwrap_or(i64::MAX)
+                    }
+                    "message.timestamp.after.max.ms" => {
+                        c.timestamp_after_max_ms = value.parse().unwrap_or(i64::MAX)
+                    }
+                    "cleanup.policy" => c.compacted = value.split(',').any(|p| p.trim() == "compact"),
+                    "compression.type" => {
+                        c.compression = match value.as_str() {
+                            "uncompressed" => TopicCompression::Codec(Compression::None),
+                            "gzip" => TopicCompression::Codec(Compression::Gzip),
+                            "snappy" => TopicCompression::Codec(Compression::Snappy),
+                            "lz4" => TopicCompression::Codec(Compression::Lz4),
+                            "zstd" => TopicCompression::Codec(Compression::Zstd),
+                            _ => TopicCompression::Producer,
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Some((partition, c))
+        })
     }
 
     /// A topic's name by its id.

@@ -119,9 +119,11 @@ fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
             let key = inner.get(..2).and_then(|b| ApiKey::from_i16(i16::from_be_bytes([b[0], b[1]])));
             (secrets::mask_request(inner, &mut copy[4..]), key, Direction::Request)
         }
-        Kind::Response(key, version) => {
-            (secrets::mask_response(inner, key.key(), version, &mut copy[4..]), Some(key), Direction::Response)
-        }
+        Kind::Response(key, version) => (
+            secrets::mask_response(inner, key.key(), version, &mut copy[4..]),
+            Some(key),
+            Direction::Response,
+        ),
     };
     let note = match redaction {
         Redaction::Clean => return (Cow::Borrowed(frame), None),
@@ -137,7 +139,8 @@ fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
             let header = match (kind, api) {
                 (Kind::Request, Some(key)) => {
                     let version = i16::from_be_bytes([inner[2], inner[3]]);
-                    kwire::frame::RequestHeaderView::parse(inner, key.request_header_version(version)).ok()
+                    kwire::frame::RequestHeaderView::parse(inner, key.request_header_version(version))
+                        .ok()
                         .map(|(_, at)| at)
                 }
                 (Kind::Response(key, version), _) => {
@@ -331,7 +334,8 @@ pub fn run(args: Args) -> Result<(), String> {
             (None, Some(key), Some(version)) => Kind::Response(key, version),
             _ => Kind::Request,
         };
-        let (bytes, masking) = if args.show_secrets { (Cow::Borrowed(f.bytes), None) } else { masked(f.bytes, kind) };
+        let (bytes, masking) =
+            if args.show_secrets { (Cow::Borrowed(f.bytes), None) } else { masked(f.bytes, kind) };
         if let Some(note) = masking {
             eprintln!("kwire: note: frame {n}: {note}");
         }
@@ -381,7 +385,11 @@ pub fn run(args: Args) -> Result<(), String> {
             Format::Json => {
                 let json = decoded.walked.to_json();
                 // Serialising a serde_json value cannot fail.
-                let json = if args.compact { serde_json::to_string(&json) } else { serde_json::to_string_pretty(&json) };
+                let json = if args.compact {
+                    serde_json::to_string(&json)
+                } else {
+                    serde_json::to_string_pretty(&json)
+                };
                 text.push_str(&json.unwrap_or_default());
                 text.push('\n');
             }

@@ -52,7 +52,6 @@ use crate::error::DecodeErrorKind;
 use crate::error_code::ErrorCode;
 use crate::messages::ApiKey;
 
-
 /// Which part of a frame a byte belongs to, for colouring the hex dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Region {
