@@ -14,8 +14,9 @@
 //! ```
 //!
 //! **What it is.** One node (id [`Config::node_id`]) that leads every partition, keeps every
-//! partition's log in memory as the record batches' bytes (offsets and the leader epoch
-//! written into each batch in place), and forgets everything when dropped. Threads: one
+//! partition's log in memory as the record batches' bytes, and forgets everything when
+//! dropped. Produce runs [`crate::records::validate`] (Kafka's `LogValidator`) on each
+//! batch where it lands in the log, assigning its offsets and leader epoch in place. Threads: one
 //! accepts, one per connection serves requests in order through [`crate::conn::ServerConn`],
 //! and one ticks the group coordinator's timers. Fetch long-polls (`max_wait_ms`,
 //! `min_bytes`) wait on a condition variable that every append signals, never spinning.
@@ -42,8 +43,8 @@
 //!
 //! **Not here:** transactions (InitProducerId with a transactional id gets
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a transactional batch INVALID_TXN_STATE), the
-//! KIP-848 consumer protocol, share groups, other SASL mechanisms and TLS, retention and compaction (logs
-//! only grow), log-append time, replication. It is a test double, not a broker to keep data
+//! KIP-848 consumer protocol, share groups, other SASL mechanisms and TLS, retention and
+//! compaction (logs only grow), replication. It is a test double, not a broker to keep data
 //! in.
 
 mod conn;
