@@ -96,7 +96,14 @@ fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
 fn setup() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
-        if root().join("target/proxy-clients/ready").exists() {
+        // A checkout set up before the metrics test lacks its parser: set up again.
+        let parser = Command::new(root().join("target/interop/venv/bin/python"))
+            .args(["-c", "import prometheus_client"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if root().join("target/proxy-clients/ready").exists() && parser {
             return;
         }
         let mut cmd = Command::new("bash");
@@ -162,6 +169,8 @@ impl Proxy {
                 "--format",
                 "json",
                 "--verify",
+                "--metrics",
+                "127.0.0.1:0",
             ])
             .arg("--max-frame-bytes")
             .arg("16777216")
@@ -195,6 +204,24 @@ impl Proxy {
             s
         });
         Proxy { child, addr, lines, reader: Some(reader), stderr: Some(stderr) }
+    }
+
+    /// The `--metrics` address, from the log.
+    fn metrics_addr(&self) -> String {
+        let start = Instant::now();
+        loop {
+            let found = self.lines.lock().unwrap().iter().find_map(|l| {
+                l.split("metrics on http://")
+                    .nth(1)
+                    .and_then(|r| r.strip_suffix("/metrics"))
+                    .map(String::from)
+            });
+            if let Some(addr) = found {
+                return addr;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "the proxy logged no metrics address");
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Stops the proxy; returns its log lines and whether it was still running (it must
@@ -418,7 +445,25 @@ fn client_through_proxy(client: &str) {
     let record = root().join("target/proxy-vectors").join(client);
     let proxy = Proxy::start(upstream, &record);
     let prefix = prefix(client);
+    // Metrics scraped while the client runs, and once after.
+    let metrics = proxy.metrics_addr();
+    let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let scraper = {
+        let (running, metrics) = (running.clone(), metrics.clone());
+        thread::spawn(move || {
+            let mut scrapes = Vec::new();
+            while running.load(std::sync::atomic::Ordering::Relaxed) {
+                scrapes.push(scrape(&metrics));
+                thread::sleep(Duration::from_millis(200));
+            }
+            scrapes
+        })
+    };
     let out = run(client_command(client, &proxy.addr, &prefix), client, CLIENT_TIMEOUT);
+    running.store(false, std::sync::atomic::Ordering::Relaxed);
+    let during = scraper.join().expect("scraper");
+    thread::sleep(Duration::from_millis(300));
+    let after = scrape(&metrics);
     let (lines, alive) = proxy.stop();
     assert!(alive, "kwire proxy exited during the {client} run");
     assert!(out.ok, "{client} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
@@ -474,6 +519,127 @@ fn client_through_proxy(client: &str) {
     let heard =
         frames.count("request", "FindCoordinator") + frames.count("request", "ConsumerGroupHeartbeat");
     assert!(heard > 0, "{client}: no coordinator lookup went through the proxy\n{report}");
+    check_metrics(client, &during, &after, &lines, &frames);
+}
+
+/// One scrape of `GET /metrics`: the body of a 200 answer.
+fn scrape(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect to --metrics {addr}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: kwire\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP answer: {text:?}"));
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(head.contains("Content-Type: text/plain; version=0.0.4"), "{head}");
+    body.to_string()
+}
+
+/// The scrapes as the Prometheus Python client's parser reads them (tests/proxy/parse_metrics.py):
+/// per scrape, sample name and sorted labels to value.
+fn parse_scrapes(scrapes: &[String]) -> Vec<BTreeMap<(String, String), f64>> {
+    let dir = root().join("target/proxy-vectors/metrics");
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: Vec<PathBuf> = scrapes
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let f = dir.join(format!("{}-{i}.txt", std::process::id()));
+            std::fs::write(&f, text).unwrap();
+            f
+        })
+        .collect();
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.arg(root().join("tests/proxy/parse_metrics.py")).args(&files);
+    let out = run(cmd, "parse_metrics.py", Duration::from_secs(60));
+    assert!(out.ok, "the Prometheus parser rejected a scrape: {}", out.stderr);
+    for f in files {
+        let _ = std::fs::remove_file(f);
+    }
+    out.stdout
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["types"]["kwire_proxy_request_duration_seconds"], "histogram", "{line}");
+            assert_eq!(v["types"]["kwire_proxy_requests"], "counter", "{line}");
+            assert_eq!(v["types"]["kwire_proxy_connections_open"], "gauge", "{line}");
+            v["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| {
+                    let labels: BTreeMap<String, String> = serde_json::from_value(s[1].clone()).unwrap();
+                    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    ((s[0].as_str().unwrap().to_string(), labels.join(",")), s[2].as_f64().unwrap())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The metrics agree with the JSON log of the same run: requests by API, responses
+/// (histogram counts) by API, bytes each way, connections; no upstream error and no
+/// undecoded frame; counters never go down between scrapes; every bucket series is
+/// cumulative.
+fn check_metrics(client: &str, during: &[String], after: &str, lines: &[String], frames: &Frames) {
+    assert!(!during.is_empty(), "{client}: no scrape during the run");
+    let mut all = during.to_vec();
+    all.push(after.to_string());
+    let parsed = parse_scrapes(&all);
+    let last = parsed.last().unwrap();
+    let sum = |name: &str, filter: &dyn Fn(&str) -> bool| -> f64 {
+        last.iter().filter(|((n, l), _)| n == name && filter(l)).map(|(_, v)| v).sum()
+    };
+    // Counters only grow.
+    for pair in parsed.windows(2) {
+        for ((name, labels), v) in &pair[0] {
+            if name.ends_with("_total") || name.ends_with("_bucket") || name.ends_with("_count") {
+                let later = pair[1].get(&(name.clone(), labels.clone())).copied().unwrap_or(-1.0);
+                assert!(later >= *v, "{client}: {name}{{{labels}}} went from {v} to {later}");
+            }
+        }
+    }
+    let mut bytes = [0f64; 2];
+    for line in lines.iter().filter(|l| l.starts_with('{')) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let d = usize::from(v["direction"] != "request");
+        bytes[d] += v["size"].as_f64().unwrap_or(0.0);
+    }
+    for (d, name) in ["request", "response"].iter().enumerate() {
+        let got = sum("kwire_proxy_bytes_total", &|l| l == format!("direction={name}"));
+        assert_eq!(got, bytes[d], "{client}: {name} bytes in the metrics and in the log");
+        assert!(got > 0.0);
+    }
+    let apis: std::collections::BTreeSet<&String> = frames.decoded.keys().map(|(_, api)| api).collect();
+    for api in apis {
+        let requests = sum("kwire_proxy_requests_total", &|l| l.starts_with(&format!("api={api},")));
+        assert_eq!(requests as usize, frames.count("request", api), "{client}: {api} requests");
+        let count = sum("kwire_proxy_request_duration_seconds_count", &|l| l == format!("api={api}"));
+        assert_eq!(count as usize, frames.count("response", api), "{client}: {api} latencies");
+        if count > 0.0 {
+            let mut buckets: Vec<(f64, f64)> = last
+                .iter()
+                .filter(|((n, l), _)| {
+                    n == "kwire_proxy_request_duration_seconds_bucket"
+                        && l.starts_with(&format!("api={api},"))
+                })
+                .map(|((_, l), v)| (l.rsplit("le=").next().unwrap().parse::<f64>().unwrap(), *v))
+                .collect();
+            buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{client}: {api} buckets {buckets:?}");
+            assert_eq!(buckets.last().map(|b| (b.0, b.1)), Some((f64::INFINITY, count)), "{client}: {api}");
+        }
+    }
+    let accepted = frames.events.iter().filter(|l| l.contains(": connected, forwarding")).count();
+    assert_eq!(sum("kwire_proxy_connections_total", &|_| true) as usize, accepted, "{client}: connections");
+    assert!(accepted > 0);
+    assert_eq!(sum("kwire_proxy_upstream_errors_total", &|_| true), 0.0, "{client}: upstream errors");
+    assert_eq!(sum("kwire_proxy_undecoded_frames_total", &|_| true), 0.0, "{client}: undecoded frames");
+    eprintln!(
+        "{client}: metrics scraped {} times during the run and once after, parsed by prometheus_client; {} samples agree with the log",
+        during.len(),
+        last.len()
+    );
 }
 
 #[test]
@@ -744,4 +910,292 @@ fn kafka44_vectors_round_trip() {
     for api in ["apiversions", "metadata", "listgroups", "listoffsets"] {
         assert!(known.contains_key(api), "no {api} vector round-tripped");
     }
+}
+
+/// An upstream for the connection tests (no Kafka needed): answers every request with an
+/// ApiVersions v0 response (error 0, no APIs) of the request's correlation id, for as many
+/// connections as come, on one tokio thread. Runs until the test process ends.
+fn answering_upstream() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap().to_string()).unwrap();
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else { continue };
+                tokio::spawn(async move {
+                    let mut head = [0u8; 12];
+                    loop {
+                        if s.read_exact(&mut head).await.is_err() {
+                            return;
+                        }
+                        let size = i32::from_be_bytes(head[..4].try_into().unwrap()) as usize;
+                        let mut rest = vec![0u8; size.saturating_sub(8)];
+                        if s.read_exact(&mut rest).await.is_err() {
+                            return;
+                        }
+                        let correlation_id = i32::from_be_bytes(head[8..12].try_into().unwrap());
+                        if s.write_all(&api_versions_v0_response(correlation_id)).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    });
+    rx.recv().unwrap()
+}
+
+fn api_versions_v0_response(correlation_id: i32) -> Vec<u8> {
+    let body = kwire::messages::ApiVersionsResponse { error_code: 0, ..Default::default() };
+    let mut buf = vec![0u8; kwire::dispatch::response_len(&body, 0).unwrap()];
+    kwire::dispatch::encode_response(&body, 0, correlation_id, &mut buf).unwrap();
+    buf
+}
+
+/// An ApiVersions v0 request (no client id) with `correlation_id`.
+fn api_versions_v0_request(correlation_id: i32) -> [u8; 14] {
+    let mut f = [0u8, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+    f[8..12].copy_from_slice(&correlation_id.to_be_bytes());
+    f
+}
+
+/// One ApiVersions round trip on `s`: the answer carries the request's correlation id.
+fn round_trip(s: &mut TcpStream, correlation_id: i32) -> std::io::Result<()> {
+    s.write_all(&api_versions_v0_request(correlation_id))?;
+    let want = api_versions_v0_response(correlation_id);
+    let mut got = vec![0u8; want.len()];
+    s.read_exact(&mut got)?;
+    if got != want {
+        return Err(std::io::Error::other(format!("unexpected answer {got:?}")));
+    }
+    Ok(())
+}
+
+/// A `kwire proxy --quiet` run by bash after `ulimit` (`limits`, e.g. `-Sn 100`), with
+/// its stdout lines collected.
+struct QuietProxy {
+    child: Child,
+    addr: String,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl QuietProxy {
+    fn start(upstream: &str, limits: &str, args: &[&str]) -> QuietProxy {
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c")
+            .arg(format!("ulimit {limits} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_kwire"))
+            .args(["proxy", "--quiet", "--listen", "127.0.0.1:0", "--upstream", upstream])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("start kwire proxy");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).expect("read the proxy's first line");
+        let addr = first
+            .strip_prefix("kwire proxy: listening on ")
+            .and_then(|r| r.split(',').next())
+            .unwrap_or_else(|| panic!("unexpected first line from kwire proxy: {first:?}"))
+            .to_string();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        QuietProxy { child, addr, lines }
+    }
+
+    /// The first log line containing `needle`, waiting up to 10 s for it.
+    fn wait_for(&self, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(needle)) {
+                return l.clone();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "no proxy log line with {needle:?}:\n{}",
+                self.lines.lock().unwrap().join("\n")
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for QuietProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Under a hard descriptor limit of 300 and a soft one of 64, the proxy raises the soft
+/// limit to 300, says so, and serves the (300 - 128) / 2 = 86 connections that limit
+/// allows, each one through to the upstream. The 87th client is refused by the kernel
+/// (connection refused: the proxy closed its listener, with a log line) rather than
+/// accepted and dropped; once a connection ends the listener opens again and a new client
+/// is served. No connection is ever accepted and then closed for want of a descriptor.
+/// Both architectures (`--io tokio`, `--io threads`).
+#[test]
+fn descriptor_limit_raised_and_connections_past_it_refused() {
+    let _serial = serial();
+    let upstream = answering_upstream();
+    for io in ["tokio", "threads"] {
+        refused_past_the_limit(&upstream, io);
+    }
+}
+
+fn refused_past_the_limit(upstream: &str, io: &str) {
+    let proxy = QuietProxy::start(upstream, "-Sn 64 && ulimit -Hn 300", &["--io", io]);
+    let line = proxy.wait_for("descriptor limit");
+    assert!(
+        line.contains("descriptor limit 300 (soft 64 at start, hard 300): serving at most 86 connections"),
+        "{line}"
+    );
+    let mut held = Vec::new();
+    for i in 0..86 {
+        let mut s = TcpStream::connect(&proxy.addr).unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        round_trip(&mut s, i).unwrap_or_else(|e| panic!("connection {i} not served: {e}"));
+        held.push(s);
+    }
+    proxy.wait_for("at 86 connections (--max-connections)");
+    let refused = TcpStream::connect(&proxy.addr);
+    assert!(
+        matches!(&refused, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused),
+        "the 87th connection was not refused: {refused:?}"
+    );
+    // Every held connection still works.
+    for (i, s) in held.iter_mut().enumerate() {
+        round_trip(s, 1000 + i as i32).unwrap_or_else(|e| panic!("connection {i} after the refusal: {e}"));
+    }
+    drop(held.pop());
+    proxy.wait_for("open again, accepting connections");
+    let mut s = TcpStream::connect(&proxy.addr).expect("a connection once one has ended");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    round_trip(&mut s, 7).expect("served once one has ended");
+    let log = proxy.log();
+    let dropped: Vec<&String> = log
+        .iter()
+        .filter(|l| l.contains("cannot connect") || l.contains("accept on") || l.contains("open files"))
+        .collect();
+    assert!(dropped.is_empty(), "connections accepted and dropped:\n{dropped:?}");
+    eprintln!("descriptor limit (--io {io}): {line}");
+}
+
+/// Threads and descriptors of a process.
+fn threads_and_fds(pid: u32) -> (usize, usize) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+    (threads, fds)
+}
+
+/// The value of an unlabelled sample in a scrape.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Many connections held through `kwire proxy` (the default `--io tokio`), started with
+/// the common soft descriptor limit of 1024: it raises the limit itself. The test process
+/// holds both ends (its clients and the upstream), so it holds up to 9,000 connections
+/// (2 × 9,000 descriptors within the hard limit of 20,000). Each connection makes one
+/// round trip through to the upstream and then idles; then 100 of them are active (200
+/// round trips each, all at once) while the rest idle, and every connection makes one
+/// more round trip at the end. Checks: the proxy's resident memory per idle connection
+/// stays within 64 KiB, it runs on a fixed set of threads (not a thread per connection),
+/// it holds two descriptors per connection, its metrics count the open connections, and
+/// they drop back to 0 when the clients close.
+#[test]
+fn many_idle_connections_held() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let _serial = serial();
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).expect("raise this test's descriptor limit");
+    let n = 9_000.min(usize::try_from(hard.saturating_sub(400) / 2).unwrap_or(0));
+    assert!(n >= 1_000, "the hard descriptor limit {hard} leaves room for {n} connections only");
+    let upstream = answering_upstream();
+    let proxy = QuietProxy::start(&upstream, "-Sn 1024", &["--metrics", "127.0.0.1:0"]);
+    let metrics = proxy
+        .wait_for("metrics on http://")
+        .split("metrics on http://")
+        .nth(1)
+        .and_then(|r| r.strip_suffix("/metrics"))
+        .expect("metrics address")
+        .to_string();
+    let limit = proxy.wait_for("descriptor limit");
+    let start = Instant::now();
+    let (rss_before, (threads_before, _)) = (rss_kib(proxy.pid()), threads_and_fds(proxy.pid()));
+    let mut conns = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut s = TcpStream::connect(&proxy.addr).unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        round_trip(&mut s, i as i32).unwrap_or_else(|e| panic!("connection {i} not served: {e}"));
+        conns.push(s);
+    }
+    let opened = start.elapsed();
+    thread::sleep(Duration::from_millis(500));
+    let rss_idle = rss_kib(proxy.pid());
+    let (threads, fds) = threads_and_fds(proxy.pid());
+    let open = sample(&scrape(&metrics), "kwire_proxy_connections_open");
+    // 100 active connections while the others idle.
+    let active: Vec<TcpStream> = conns.drain(..100).collect();
+    let workers: Vec<_> = active
+        .into_iter()
+        .enumerate()
+        .map(|(k, mut s)| {
+            thread::spawn(move || {
+                for j in 0..200 {
+                    round_trip(&mut s, (k * 1000 + j) as i32).unwrap_or_else(|e| panic!("active {k}: {e}"));
+                }
+                s
+            })
+        })
+        .collect();
+    let active: Vec<TcpStream> = workers.into_iter().map(|w| w.join().expect("active connection")).collect();
+    let rss_active = rss_kib(proxy.pid());
+    conns.extend(active);
+    for (i, s) in conns.iter_mut().enumerate() {
+        round_trip(s, -(i as i32)).unwrap_or_else(|e| panic!("connection {i} after idling: {e}"));
+    }
+    let per_conn = rss_idle.saturating_sub(rss_before) * 1024 / n as u64;
+    eprintln!(
+        "{n} connections through kwire proxy in {opened:.1?} ({limit}): RSS {rss_before} KiB before, {rss_idle} KiB \
+         idle ({per_conn} bytes per connection), {rss_active} KiB with 100 active; {threads} threads (\
+         {threads_before} before); {fds} descriptors"
+    );
+    assert_eq!(open, Some(n as f64), "kwire_proxy_connections_open");
+    assert!(per_conn <= 64 * 1024, "{per_conn} bytes of RSS per idle connection");
+    assert!(threads <= threads_before + 4, "{threads} threads for {n} connections ({threads_before} before)");
+    assert!((2 * n..2 * n + 64).contains(&fds), "{fds} descriptors for {n} connections");
+    drop(conns);
+    let closed = Instant::now();
+    while sample(&scrape(&metrics), "kwire_proxy_connections_open") != Some(0.0) {
+        assert!(
+            closed.elapsed() < Duration::from_secs(20),
+            "connections still open 20 s after the clients closed"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(start.elapsed() < Duration::from_secs(60), "took {:?}", start.elapsed());
 }

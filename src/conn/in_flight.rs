@@ -25,9 +25,14 @@ pub struct Pending<T = ()> {
 /// Requests awaiting their responses on one connection, oldest first: correlation id to
 /// `(ApiKey, version)` and a caller payload `T`.
 ///
-/// **Bounded.** The table holds at most its capacity, allocated when it is made; a
-/// [`InFlight::push`] beyond it fails with [`ConnError::InFlightFull`] and the table never
-/// grows (as Kafka's client stops sending at `max.in.flight.requests.per.connection`).
+/// **Bounded.** The table holds at most its capacity; a [`InFlight::push`] beyond it fails
+/// with [`ConnError::InFlightFull`] (as Kafka's client stops sending at
+/// `max.in.flight.requests.per.connection`). [`InFlight::with_capacity`] allocates the
+/// whole bound when the table is made, and the table never allocates after.
+/// [`InFlight::new`] (the default bound, far above what clients pipeline) allocates
+/// nothing until the first push and grows as entries are pushed, never past the bound,
+/// keeping what it grew: a server or proxy holding thousands of idle connections pays for
+/// the entries each has had in flight at once, not for the bound.
 ///
 /// **Only requests that get a response go in.** A Produce request with `acks = 0` is never
 /// answered ([`super::expects_response`] says which); the caller does not push it, so it
@@ -63,12 +68,12 @@ pub struct InFlight<T = ()> {
 }
 
 impl<T> InFlight<T> {
-    /// A table of at most [`DEFAULT_MAX_IN_FLIGHT`] entries.
+    /// A table of at most [`DEFAULT_MAX_IN_FLIGHT`] entries, allocated as they are pushed.
     pub fn new() -> Self {
-        Self::with_capacity(DEFAULT_MAX_IN_FLIGHT)
+        InFlight { entries: VecDeque::new(), capacity: DEFAULT_MAX_IN_FLIGHT }
     }
 
-    /// A table of at most `capacity` entries (allocated now).
+    /// A table of at most `capacity` entries, allocated now.
     pub fn with_capacity(capacity: usize) -> Self {
         InFlight { entries: VecDeque::with_capacity(capacity), capacity }
     }
@@ -104,6 +109,11 @@ impl<T> InFlight<T> {
     ) -> Result<(), ConnError> {
         if self.is_full() {
             return Err(ConnError::InFlightFull { capacity: self.capacity });
+        }
+        if self.entries.len() == self.entries.capacity() {
+            // Doubling (from 4), never past the bound.
+            let more = self.entries.len().max(4).min(self.capacity - self.entries.len());
+            self.entries.reserve_exact(more);
         }
         self.entries.push_back(Pending { correlation_id, api_key, api_version, payload });
         Ok(())

@@ -78,7 +78,12 @@ start() {
   port=$(free_port)
   cport=$(free_port)
   while [ "$cport" = "$port" ]; do cport=$(free_port); done
-  cluster=$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+  # Not starting with '-', which the storage tool would read as an option.
+  cluster=$(python3 -c 'import base64,uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not s.startswith("-"): break
+print(s)')
   cat >"$dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=1

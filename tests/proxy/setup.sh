@@ -18,10 +18,11 @@ rm -f "$dir/ready"
 [ -f "$root/target/interop/ready" ] || bash "$root/tests/interop/setup.sh"
 
 venv=$root/target/interop/venv
-if ! "$venv/bin/python" -c 'import lz4, snappy, zstandard' 2>/dev/null; then
-  say "python codecs (lz4, python-snappy, zstandard)"
+if ! "$venv/bin/python" -c 'import lz4, snappy, zstandard, prometheus_client' 2>/dev/null; then
+  # prometheus_client: its text-format parser reads the proxy's --metrics in the tests.
+  say "python codecs (lz4, python-snappy, zstandard) and prometheus_client"
   timeout 600 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    lz4==4.4.5 python-snappy==0.7.3 zstandard==0.25.0
+    lz4==4.4.5 python-snappy==0.7.3 zstandard==0.25.0 prometheus_client==0.26.0
 fi
 
 node_dir=$root/target/interop/node

@@ -3,7 +3,7 @@
 //! value, `[offset, size]`, a short description and the part of the frame it is in; record
 //! batches in `records` fields get a node for every batch header field and every record
 //! ([`annotate_records`]). The same walk builds the header's and body's
-//! [`Value`](super::Value)s. [`render_tree`] prints the tree in aligned columns,
+//! [`Value`]s. [`render_tree`] prints the tree in aligned columns,
 //! [`render_hex`] an annotated hex dump, and [`record_lines`] one line per record.
 //!
 //! This is what `kwire decode` prints, for any program that must show a frame to a person:

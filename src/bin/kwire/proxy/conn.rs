@@ -18,7 +18,7 @@ use super::decode::{self, Decoded};
 use super::{Format, Shared, now};
 
 /// What the proxy keeps of a request awaiting its response.
-struct Meta {
+pub(super) struct Meta {
     client_id: Option<Arc<str>>,
     sent: Instant,
     /// The whole frame's size, prefix included.
@@ -27,37 +27,36 @@ struct Meta {
     record_name: Option<String>,
 }
 
-type Pending = kwire::conn::Pending<Meta>;
+pub(super) type Pending = kwire::conn::Pending<Meta>;
 
-/// Requests awaiting their responses, in order (Kafka answers a connection's requests in
-/// order; Produce with acks=0 gets no answer and is never entered), at most this many: the
-/// table is allocated whole when the connection opens (about 70 KB, untouched until used),
-/// and a client with more unanswered requests is disconnected.
-const MAX_IN_FLIGHT: usize = kwire::conn::DEFAULT_MAX_IN_FLIGHT;
 /// The read buffers' base size; they grow for a larger frame and shrink back after.
-const READ_BUF: usize = 64 * 1024;
+pub(super) const READ_BUF: usize = 64 * 1024;
 /// Frames up to this size are copied into the batch written at the end of a read; larger
 /// ones are written from the read buffer.
-const COPY_MAX: usize = 16 * 1024;
+pub(super) const COPY_MAX: usize = 16 * 1024;
 
 /// What both directions of a connection share.
-struct State {
-    in_flight: InFlight<Meta>,
+pub(super) struct State {
+    /// Requests awaiting their responses, in order (Kafka answers a connection's requests
+    /// in order; Produce with acks=0 gets no answer and is never entered), at most
+    /// `kwire::conn::DEFAULT_MAX_IN_FLIGHT` (`InFlight::new`: the table grows as requests
+    /// are pipelined, up to that); a client with more unanswered requests is disconnected.
+    pub(super) in_flight: InFlight<Meta>,
     /// Where the connection is in a SaslHandshake v0 exchange, whose raw SASL tokens
     /// (frames without a Kafka header) pass through undecoded and unlogged: the request
     /// side enters it on a v0 handshake request, the response side ends it.
-    sasl: RawSasl,
-    filters: FilterChain,
+    pub(super) sasl: RawSasl,
+    pub(super) filters: FilterChain,
 }
 
-type Conn = Arc<Mutex<State>>;
+pub(super) type Conn = Arc<Mutex<State>>;
 
-fn lock(conn: &Conn) -> MutexGuard<'_, State> {
+pub(super) fn lock(conn: &Conn) -> MutexGuard<'_, State> {
     conn.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What the request side knows of a frame before forwarding it.
-enum Head {
+pub(super) enum Head {
     /// A request: its API's name, whether it expects an answer, and the name it is
     /// recorded under.
     Request { api: String, expects: bool, client_id: Option<Arc<str>>, record_name: Option<String> },
@@ -68,38 +67,38 @@ enum Head {
 }
 
 /// Frames to write in one go: small frames are copied in, with their size prefix.
-struct Batch {
-    out: Vec<u8>,
+pub(super) struct Batch {
+    pub(super) out: Vec<u8>,
 }
 
 impl Batch {
-    fn push(&mut self, frame: &[u8]) -> usize {
+    pub(super) fn push(&mut self, frame: &[u8]) -> usize {
         let at = self.out.len();
         self.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
         self.out.extend_from_slice(frame);
         at
     }
 
-    fn flush(&mut self, to: &mut TcpStream) -> std::io::Result<()> {
+    fn flush(&mut self, mut to: &TcpStream) -> std::io::Result<()> {
         to.write_all(&self.out)
     }
 
     /// The frame (without prefix) pushed at `at`.
-    fn frame(&self, at: usize) -> &[u8] {
+    pub(super) fn frame(&self, at: usize) -> &[u8] {
         let len = u32::from_be_bytes([self.out[at], self.out[at + 1], self.out[at + 2], self.out[at + 3]]);
         &self.out[at + 4..at + 4 + len as usize]
     }
 }
 
 /// Writes a large frame from where it lies, after the batch before it.
-fn write_large(to: &mut TcpStream, batch: &mut Batch, frame: &[u8]) -> std::io::Result<()> {
+fn write_large(mut to: &TcpStream, batch: &mut Batch, frame: &[u8]) -> std::io::Result<()> {
     batch.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
     batch.flush(to)?;
     to.write_all(frame)
 }
 
 /// Reads once into the frame buffer; `Ok(0)` at the end of the stream.
-fn fill(frames: &mut FrameBuf, from: &mut TcpStream) -> std::io::Result<usize> {
+fn fill(frames: &mut FrameBuf, mut from: &TcpStream) -> std::io::Result<usize> {
     loop {
         match from.read(frames.spare()) {
             Ok(n) => {
@@ -113,7 +112,7 @@ fn fill(frames: &mut FrameBuf, from: &mut TcpStream) -> std::io::Result<usize> {
 }
 
 /// The words for a framing violation (a negative size, or one over the limit).
-fn violation(e: &kwire::frame::FrameError) -> String {
+pub(super) fn violation(e: &kwire::frame::FrameError) -> String {
     match e {
         kwire::frame::FrameError::Decode(d) => match d.kind() {
             kwire::DecodeErrorKind::InvalidLength(n) => format!("negative frame size {n}"),
@@ -140,6 +139,7 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
             shared
                 .log
                 .line(format!("{} conn={id} {peer}: cannot connect to {upstream}: {e}; closing", now()));
+            shared.metrics.upstream("connect");
             let _ = client.shutdown(Shutdown::Both);
             return;
         }
@@ -147,12 +147,12 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     shared.log.line(format!("{} conn={id} {peer}: connected, forwarding to {upstream}", now()));
-    let (Ok(client_r), Ok(server_w)) = (client.try_clone(), server.try_clone()) else {
-        shared.log.line(format!("{} conn={id} {peer}: cannot clone sockets; closing", now()));
-        return;
-    };
+    // Both threads use each socket (`&TcpStream` reads and writes): two descriptors per
+    // connection, not four.
+    let (client, server) = (Arc::new(client), Arc::new(server));
+    let (client_r, server_w) = (client.clone(), server.clone());
     let conn: Conn = Arc::new(Mutex::new(State {
-        in_flight: InFlight::with_capacity(MAX_IN_FLIGHT),
+        in_flight: InFlight::new(),
         sasl: RawSasl::new(),
         filters: super::filters(shared),
     }));
@@ -184,7 +184,7 @@ pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared:
 
 /// Classifies and registers a request frame (without its size prefix) before it is
 /// forwarded; returns what it is and what to forward.
-fn admit(
+pub(super) fn admit(
     frame: &[u8],
     state: &mut State,
     shared: &Shared,
@@ -240,8 +240,8 @@ fn admit(
 
 /// Client to broker: forwards requests, then decodes them.
 fn requests(
-    mut client: TcpStream,
-    mut server: TcpStream,
+    client: Arc<TcpStream>,
+    server: Arc<TcpStream>,
     id: u64,
     shared: &Shared,
     conn: &Conn,
@@ -252,7 +252,7 @@ fn requests(
     let mut copied: Vec<(usize, Head)> = Vec::new();
     let mut last_client: Option<Arc<str>> = None;
     let why = 'conn: loop {
-        match fill(&mut frames, &mut client) {
+        match fill(&mut frames, &client) {
             Ok(0) => break "client closed".to_string(),
             Ok(_) => {}
             Err(e) => break format!("client read error: {e}"),
@@ -265,12 +265,13 @@ fn requests(
                 Ok(None) => break,
                 Err(e) => {
                     // The frames before it are still forwarded.
-                    let _ = batch.flush(&mut server);
+                    let _ = batch.flush(&server);
                     for (at, head) in &copied {
                         on_request(batch.frame(*at), head, id, shared);
                     }
                     let violation = violation(&e);
                     shared.stats.violations.fetch_add(1, Ordering::Relaxed);
+                    shared.metrics.violation("request");
                     shared.log.line(format!(
                         "{} conn={id} framing violation from the client: {violation}; closing this connection",
                         now()
@@ -290,7 +291,7 @@ fn requests(
                         Verdict::Close(why) => why,
                         _ => "a filter answered a request itself, which kwire proxy does not do".into(),
                     };
-                    let _ = batch.flush(&mut server);
+                    let _ = batch.flush(&server);
                     for (at, head) in &copied {
                         on_request(batch.frame(*at), head, id, shared);
                     }
@@ -304,19 +305,21 @@ fn requests(
                 let at = batch.push(forward);
                 copied.push((at, head));
             } else {
-                let r = write_large(&mut server, &mut batch, forward);
+                let r = write_large(&server, &mut batch, forward);
                 for (at, head) in &copied {
                     on_request(batch.frame(*at), head, id, shared);
                 }
                 batch.out.clear();
                 copied.clear();
                 if let Err(e) = r {
+                    shared.metrics.upstream("write");
                     break 'conn format!("broker write error: {e}");
                 }
                 on_request(forward, &head, id, shared);
             }
         }
-        if let Err(e) = batch.flush(&mut server) {
+        if let Err(e) = batch.flush(&server) {
+            shared.metrics.upstream("write");
             break format!("broker write error: {e}");
         }
         for (at, head) in &copied {
@@ -334,6 +337,7 @@ fn requests(
 /// A raw SASL token passed through: one line saying so, never its bytes.
 fn on_token(frame: &[u8], from: &str, id: u64, shared: &Shared) {
     shared.stats.sasl_tokens.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.bytes(if from == "client" { "request" } else { "response" }, frame.len() + 4);
     match shared.format {
         Format::Text if !shared.quiet => shared.log.line(format!(
             "{} conn={id} SASL tokens (v0 handshake): {} bytes from the {from}, not shown",
@@ -351,12 +355,13 @@ fn on_token(frame: &[u8], from: &str, id: u64, shared: &Shared) {
 }
 
 /// Logs (and records) a forwarded request (`frame` without its size prefix).
-fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
+pub(super) fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
     let (api, expects, client_id, record_name) = match head {
         Head::Request { api, expects, client_id, record_name } => (api, *expects, client_id, record_name),
         Head::Token => return on_token(frame, "client", id, shared),
         Head::Bad(reason) => {
             shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+            shared.metrics.bytes("request", frame.len() + 4);
             shared.count_undecoded("request", "?", "malformed");
             shared.log.line(format!("{} conn={id} request not decoded: {reason}", now()));
             if let Some(r) = &shared.recorder {
@@ -366,6 +371,9 @@ fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
         }
     };
     shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+    if let Ok(peek) = RequestHeaderView::peek(frame) {
+        shared.metrics.request(peek.api_key, peek.api_version, frame.len() + 4);
+    }
     let decoded = decode::decode_request(frame);
     let roundtrip =
         if shared.verify && decoded == Decoded::Ok { Some(decode::roundtrip_request(frame)) } else { None };
@@ -471,7 +479,7 @@ fn report(
 }
 
 /// What the response side knows of a frame before forwarding it.
-enum Answer {
+pub(super) enum Answer {
     /// The response to this request; whether a filter rewrote it.
     Paired(Pending, bool),
     /// A response that answers no request awaiting one.
@@ -482,7 +490,7 @@ enum Answer {
 
 /// Pairs a response frame (without its size prefix) with its request and runs it through
 /// the filters, before it is forwarded.
-fn pair(frame: &[u8], state: &mut State, id: u64, shared: &Shared) -> (Answer, Verdict) {
+pub(super) fn pair(frame: &[u8], state: &mut State, id: u64, shared: &Shared) -> (Answer, Verdict) {
     // Decided before the frame is forwarded: after the broker's last token the client
     // sends Kafka requests again.
     if state.sasl.server_token(frame.len()) {
@@ -519,8 +527,8 @@ fn pair(frame: &[u8], state: &mut State, id: u64, shared: &Shared) -> (Answer, V
 /// (broker addresses rewritten) before forwarding it, and logs one line per request.
 /// Returns why it ended when the broker side ended the connection.
 fn responses(
-    mut server: TcpStream,
-    mut client: TcpStream,
+    server: Arc<TcpStream>,
+    client: Arc<TcpStream>,
     id: u64,
     shared: &Arc<Shared>,
     conn: &Conn,
@@ -530,11 +538,17 @@ fn responses(
     let mut batch = Batch { out: Vec::with_capacity(READ_BUF) };
     let mut copied: Vec<(usize, Answer)> = Vec::new();
     let why = 'conn: loop {
-        match fill(&mut frames, &mut server) {
+        match fill(&mut frames, &server) {
             // Unless the request side shut the sockets down (it then says why).
             Ok(0) | Err(_) if closing.load(Ordering::SeqCst) => break None,
-            Ok(0) => break Some("the broker closed the connection".to_string()),
-            Err(e) => break Some(format!("broker read error: {e}")),
+            Ok(0) => {
+                shared.metrics.upstream("closed");
+                break Some("the broker closed the connection".to_string());
+            }
+            Err(e) => {
+                shared.metrics.upstream("read");
+                break Some(format!("broker read error: {e}"));
+            }
             Ok(_) => {}
         }
         batch.out.clear();
@@ -544,13 +558,14 @@ fn responses(
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(e) => {
-                    let _ = batch.flush(&mut client);
+                    let _ = batch.flush(&client);
                     let done = Instant::now();
                     for (at, answer) in copied.drain(..) {
                         on_response(batch.frame(at), answer, done, id, shared);
                     }
                     let violation = violation(&e);
                     shared.stats.violations.fetch_add(1, Ordering::Relaxed);
+                    shared.metrics.violation("response");
                     shared.log.line(format!(
                         "{} conn={id} framing violation from the broker: {violation}; closing this connection",
                         now()
@@ -562,7 +577,7 @@ fn responses(
             let forward: &[u8] = match &verdict {
                 Verdict::Replace(new) => new,
                 Verdict::Close(why) => {
-                    let _ = batch.flush(&mut client);
+                    let _ = batch.flush(&client);
                     shared.log.line(format!("{} conn={id} closing this connection: {why}", now()));
                     break 'conn Some(format!("closed by the proxy: {why}"));
                 }
@@ -572,7 +587,7 @@ fn responses(
                 let at = batch.push(forward);
                 copied.push((at, answer));
             } else {
-                let r = write_large(&mut client, &mut batch, forward);
+                let r = write_large(&client, &mut batch, forward);
                 let done = Instant::now();
                 for (at, answer) in copied.drain(..) {
                     on_response(batch.frame(at), answer, done, id, shared);
@@ -584,7 +599,7 @@ fn responses(
                 on_response(forward, answer, done, id, shared);
             }
         }
-        let result = batch.flush(&mut client);
+        let result = batch.flush(&client);
         let done = Instant::now();
         for (at, answer) in copied.drain(..) {
             on_response(batch.frame(at), answer, done, id, shared);
@@ -598,7 +613,7 @@ fn responses(
     why
 }
 
-fn no_response(api_key: i16, api_version: i16, meta: &Meta, id: u64, shared: &Shared) {
+pub(super) fn no_response(api_key: i16, api_version: i16, meta: &Meta, id: u64, shared: &Shared) {
     if shared.format == Format::Text && !shared.quiet {
         shared.log.line(format!(
             "{} conn={id} {} {} v{api_version} req={}B no response",
@@ -612,12 +627,13 @@ fn no_response(api_key: i16, api_version: i16, meta: &Meta, id: u64, shared: &Sh
 
 /// Logs (and records) a forwarded response (`frame` without its size prefix; the frame as
 /// forwarded, after any rewriting).
-fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Shared) {
+pub(super) fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Shared) {
     let (p, rewritten) = match answer {
         Answer::Token => return on_token(frame, "broker", id, shared),
         Answer::Paired(p, rewritten) => (p, rewritten),
         Answer::Unpaired(reason) => {
             shared.stats.responses.fetch_add(1, Ordering::Relaxed);
+            shared.metrics.bytes("response", frame.len() + 4);
             shared.count_undecoded("response", "?", "unpaired");
             shared.log.line(format!("{} conn={id} response not decoded: {reason}", now()));
             if let Some(r) = &shared.recorder {
@@ -641,6 +657,7 @@ fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, shared: &Sh
     let api = decode::api_name(key);
     let m = &p.payload;
     let latency = done.saturating_duration_since(m.sent);
+    shared.metrics.response(p.api_key, frame.len() + 4, latency);
     if let (Some(r), Some(name)) = (&shared.recorder, &m.record_name) {
         let _ =
             r.save("responses", name, &with_prefix(frame), Some((key, info.version)), shared.show_secrets);

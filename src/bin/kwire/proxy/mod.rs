@@ -1,17 +1,20 @@
 //! `kwire proxy`: forwards Kafka traffic between clients and a cluster, unchanged, and
 //! decodes every frame on the way.
 //!
-//! Architecture: two threads per client connection, one per direction, each with blocking
-//! reads and writes and one buffer. A thread reads what the socket has, splits off the
-//! whole frames, forwards them in one write from that same buffer, then decodes them.
-//! Nothing is queued between the directions but the requests awaiting their responses, so
-//! back-pressure is TCP's own: a client that does not read stops the proxy reading the
-//! broker, and the broker stops reading that client. Memory per connection is bounded by
-//! two buffers of at most one frame (`--max-frame-bytes`) each.
+//! Architecture (`--io`, docs/proxy.md "Architecture" for the measurements): by default
+//! one tokio task per client connection (`tokio_io.rs`), on a runtime of one thread per
+//! core, holding no buffer while idle (about 4 KB per idle connection); or two threads per
+//! connection (`conn.rs`), one per direction, blocking reads and writes. Either way a
+//! direction reads what the socket has, splits off the whole frames, forwards them in one
+//! write, then decodes them. Nothing is queued between the directions but the requests
+//! awaiting their responses, so back-pressure is TCP's own: a client that does not read
+//! stops the proxy reading the broker, and the broker stops reading that client. Memory
+//! per connection is bounded by two buffers of at most one frame (`--max-frame-bytes`).
 //!
-//! Threads rather than an async runtime: with 2 cores and a few hundred connections at most,
-//! a blocking read and write per batch of frames is the fewest system calls and wake-ups a
-//! frame can cost, with no dependency (see docs/proxy.md for the figures).
+//! Descriptors (`limits.rs`): the soft limit is raised to the hard one at start-up, and
+//! past `--max-connections` (by default what the limit serves) the listeners close, so
+//! that clients are refused rather than accepted and dropped. `--metrics` (`metrics.rs`)
+//! serves counters in the Prometheus text format.
 //!
 //! The connection state is kwire's: `kwire::conn` (frame buffers, requests in flight),
 //! `kwire::secrets` (masked copies for the log and recordings, SaslHandshake v0 tokens) and
@@ -20,6 +23,9 @@
 
 mod conn;
 pub mod decode;
+mod limits;
+mod metrics;
+mod tokio_io;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -38,6 +44,10 @@ Examples:
   # Every frame decoded, as JSON lines; frames saved as hex test vectors
   kwire proxy --listen 127.0.0.1:19092 --upstream 127.0.0.1:9092 --format json --record captured/
 
+  # Problems only, and Prometheus metrics on http://127.0.0.1:9464/metrics
+  kwire proxy --listen 0.0.0.0:19092 --upstream broker1:9092 --advertise proxy.example --quiet \
+    --metrics 127.0.0.1:9464
+
 Each broker named in a Metadata (FindCoordinator, DescribeCluster, ...) response gets a
 listener of its own on the --listen address, and the response names that listener
 instead, so that clients keep talking through the proxy.
@@ -46,6 +56,15 @@ Log (text): one line per request when its response arrives:
   TIME conn=N CLIENT_ID API vVERSION req=BYTES resp=BYTES LATENCY [errors=NAME,...]
 and a line for each frame kwire could not decode, each framing violation (the connection
 is closed) and each connection opened or closed.";
+
+/// How connections are served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Io {
+    /// One task per connection on a tokio runtime of one thread per core.
+    Tokio,
+    /// Two threads per connection, blocking reads and writes.
+    Threads,
+}
 
 /// How to log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -102,6 +121,20 @@ pub struct Args {
     /// Raw SaslHandshake v0 tokens are never shown.
     #[arg(long)]
     show_secrets: bool,
+    /// Serve at most this many client connections at once (default: what the descriptor
+    /// limit serves, two descriptors each, after the soft limit is raised to the hard
+    /// limit). Past it every listener closes, so new clients are refused (connection
+    /// refused, logged) rather than accepted and dropped, until a connection ends.
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// Serve metrics in the Prometheus text format on ADDR (HOST:PORT, any path; port 0
+    /// picks one, logged as `metrics on http://ADDR/metrics`).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// How connections are served: tasks on a tokio runtime (a few KB per idle
+    /// connection), or two threads each (see docs/proxy.md, "Architecture").
+    #[arg(long, value_enum, default_value_t = Io::Tokio)]
+    io: Io,
 }
 
 /// Everything connections share.
@@ -122,6 +155,11 @@ pub struct Shared {
     routes: Mutex<HashMap<(String, i32), u16>>,
     stats: Stats,
     next_conn: AtomicU64,
+    /// Open client connections, at most `--max-connections`.
+    gate: limits::Gate,
+    /// What `--metrics` serves (always counted).
+    metrics: metrics::Metrics,
+    io: Io,
 }
 
 /// Counters for the summary printed at exit.
@@ -142,6 +180,7 @@ struct Stats {
 impl Shared {
     /// Counts a frame kwire did not decode; returns how many were counted before.
     fn count_undecoded(&self, direction: &str, api: &str, what: &'static str) -> u64 {
+        self.metrics.undecoded(direction, what);
         let mut map = self.stats.undecoded.lock().unwrap_or_else(|e| e.into_inner());
         let n = map.entry((direction.to_string(), api.to_string(), what)).or_insert(0);
         *n += 1;
@@ -172,7 +211,24 @@ impl Shared {
         self.log.line(format!("{} listening on {}:{local} for broker {host}:{port}", now(), self.bind_ip));
         let upstream = format!("{host}:{port}");
         let shared = self.clone();
-        std::thread::spawn(move || accept_loop(listener, upstream, shared));
+        match self.io {
+            Io::Threads => drop(std::thread::spawn(move || accept_loop(listener, upstream, shared))),
+            // Called from a connection's task (its filters), so within the runtime.
+            Io::Tokio => {
+                let listener =
+                    listener.set_nonblocking(true).and_then(|()| tokio::net::TcpListener::from_std(listener));
+                match listener {
+                    Ok(l) => drop(tokio::spawn(tokio_io::accept_loop(l, upstream, shared))),
+                    Err(e) => {
+                        self.log.line(format!(
+                            "{} cannot serve the listener for broker {host}:{port}: {e}",
+                            now()
+                        ));
+                        return None;
+                    }
+                }
+            }
+        }
         Some((self.advertise.clone(), i32::from(local)))
     }
 }
@@ -350,24 +406,90 @@ fn filters(shared: &Arc<Shared>) -> kwire::filter::FilterChain {
     chain
 }
 
+/// Logs that the gate is full and `addr` closed.
+fn log_full(shared: &Shared, addr: SocketAddr) {
+    shared.log.line(format!(
+        "{} at {} connections (--max-connections): {addr} closed, new connections are refused until one ends",
+        now(),
+        shared.gate.max()
+    ));
+}
+
+/// Listens on `addr` again once the gate has room (nonblocking for tokio).
+fn rebind(shared: &Shared, addr: SocketAddr) -> Option<TcpListener> {
+    let bound = TcpListener::bind(addr).and_then(|l| l.set_nonblocking(shared.io == Io::Tokio).map(|()| l));
+    match bound {
+        Ok(l) => {
+            shared.log.line(format!("{} {addr} open again, accepting connections", now()));
+            Some(l)
+        }
+        Err(e) => {
+            shared.log.line(format!("{} cannot listen on {addr} again: {e}; retrying", now()));
+            None
+        }
+    }
+}
+
+/// Counts a connection accepted; returns its number.
+fn accepted(shared: &Shared) -> u64 {
+    shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.connections.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.open.fetch_add(1, Ordering::Relaxed);
+    shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// A connection accepted by [`accepted`] has ended: its place in the gate is free.
+fn finished(shared: &Shared) {
+    shared.metrics.open.fetch_sub(1, Ordering::Relaxed);
+    shared.gate.release();
+}
+
+/// Accepts clients on `listener` for `upstream` while the gate has room (`--io threads`):
+/// when it is full the listener is closed (new clients are refused by the kernel) and
+/// opened again on the same address once a connection ends.
 fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
+    let Ok(addr) = listener.local_addr() else { return };
+    let mut listener = Some(listener);
     loop {
-        match listener.accept() {
+        if !shared.gate.try_take() {
+            if listener.take().is_some() {
+                shared.metrics.listener_closes.fetch_add(1, Ordering::Relaxed);
+                log_full(&shared, addr);
+            }
+            shared.gate.wait_for_room();
+            continue;
+        }
+        let l = match &listener {
+            Some(l) => l,
+            None => match rebind(&shared, addr) {
+                Some(l) => listener.insert(l),
+                None => {
+                    shared.gate.release();
+                    std::thread::sleep(Duration::from_secs(1));
+                    continue;
+                }
+            },
+        };
+        match l.accept() {
             Ok((stream, peer)) => {
-                let id = shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
-                shared.stats.connections.fetch_add(1, Ordering::Relaxed);
-                let shared = shared.clone();
+                let id = accepted(&shared);
+                let conn_shared = shared.clone();
                 let upstream = upstream.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("conn-{id}"))
-                    .spawn(move || conn::run(stream, peer, &upstream, id, &shared));
+                let spawned = std::thread::Builder::new().name(format!("conn-{id}")).spawn(move || {
+                    conn::run(stream, peer, &upstream, id, &conn_shared);
+                    finished(&conn_shared);
+                });
                 if let Err(e) = spawned {
-                    eprintln!("kwire proxy: cannot start a thread for a connection: {e}");
+                    shared.gate.release();
+                    shared
+                        .log
+                        .line(format!("{} conn={id} {peer}: cannot start a thread: {e}; closing", now()));
                 }
             }
             Err(e) => {
+                shared.gate.release();
                 // Out of file descriptors, for example: wait, do not spin.
-                eprintln!("kwire proxy: accept failed: {e}");
+                shared.log.line(format!("{} accept on {addr} failed: {e}", now()));
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
@@ -401,6 +523,30 @@ pub fn run(args: Args) -> Result<(), String> {
                 .ok_or(format!("--deny-api {name}: no such API (see `kwire versions`)"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let nofile = limits::raise_nofile()?;
+    let max_connections = match args.max_connections {
+        Some(n) if n > nofile.connections() => {
+            eprintln!(
+                "kwire proxy: --max-connections {n} is more than the descriptor limit ({}) serves ({}); \
+                 connections past that will fail",
+                nofile.now,
+                nofile.connections()
+            );
+            n
+        }
+        Some(0) => return Err("--max-connections must be at least 1".into()),
+        Some(n) => n,
+        None if nofile.connections() == 0 => {
+            return Err(format!("the descriptor limit ({}) serves no connection", nofile.now));
+        }
+        None => match (args.io, limits::thread_connections()) {
+            (Io::Threads, Some(maps)) if maps < nofile.connections() => {
+                eprintln!("kwire proxy: --io threads: at most {maps} connections within vm.max_map_count");
+                maps
+            }
+            _ => nofile.connections(),
+        },
+    };
     let listener =
         TcpListener::bind(&args.listen).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
@@ -438,6 +584,9 @@ pub fn run(args: Args) -> Result<(), String> {
         routes: Mutex::new(HashMap::from([((up_host, up_port), local.port())])),
         stats: Stats::default(),
         next_conn: AtomicU64::new(0),
+        gate: limits::Gate::new(max_connections),
+        metrics: metrics::Metrics::new(),
+        io: args.io,
     });
     let (stop_tx, stop_rx) = sync_channel::<()>(1);
     ctrlc::set_handler(move || {
@@ -447,11 +596,49 @@ pub fn run(args: Args) -> Result<(), String> {
     // The first line says where to connect; tests read it.
     println!("kwire proxy: listening on {local}, forwarding to {}", args.upstream);
     let _ = std::io::stdout().flush();
+    shared.log.line(format!(
+        "{} descriptor limit {} (soft {} at start, hard {}): serving at most {max_connections} connections{}",
+        now(),
+        nofile.now,
+        nofile.before,
+        nofile.hard,
+        if args.max_connections.is_some() { " (--max-connections)" } else { "" }
+    ));
+    if let Some(addr) = &args.metrics {
+        let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: {e}"))?;
+        let at = listener.local_addr().map_err(|e| e.to_string())?;
+        shared.log.line(format!("{} metrics on http://{at}/metrics", now()));
+        let metrics_shared = shared.clone();
+        std::thread::spawn(move || metrics::serve(listener, metrics_shared));
+    }
     let accept_shared = shared.clone();
     let upstream = args.upstream.clone();
-    std::thread::spawn(move || accept_loop(listener, upstream, accept_shared));
+    let runtime = match args.io {
+        Io::Threads => {
+            std::thread::spawn(move || accept_loop(listener, upstream, accept_shared));
+            None
+        }
+        Io::Tokio => {
+            let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .thread_name("kwire-proxy-io")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the runtime: {e}"))?;
+            listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let _entered = rt.enter();
+            let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+            rt.spawn(tokio_io::accept_loop(listener, upstream, accept_shared));
+            drop(_entered);
+            Some(rt)
+        }
+    };
     let _ = stop_rx.recv();
     summary(&shared);
+    if let Some(rt) = runtime {
+        rt.shutdown_background();
+    }
     drop(log_thread);
     Ok(())
 }
