@@ -368,7 +368,8 @@ fn kwire_json(frames: &[Frame]) -> Vec<Result<Value, String>> {
                 requests.extend_from_slice(&f.bytes[4..8]);
             }
             let mut command = Command::new(env!("CARGO_BIN_EXE_kwire"));
-            command.args(["decode", "--format", "json", "--compact", "--binary"]);
+            // --show-secrets: the comparison is of every byte, SASL tokens and HMACs included.
+            command.args(["decode", "--format", "json", "--compact", "--binary", "--show-secrets"]);
             let request_file =
                 response.then(|| tmp_dir().join(format!("requests-{}.bin", std::process::id())));
             if let Some(path) = &request_file {
