@@ -282,9 +282,17 @@ impl Metrics {
                 }
             }
         }
-        let _ =
-            writeln!(s, "{ns}_requests_total{{api=\"unknown\",version=\"\"}} {}", self.unknown_api.load(Relaxed));
-        head(s, "request_duration_seconds", "histogram", "From reading a request to writing its response, by API.");
+        let _ = writeln!(
+            s,
+            "{ns}_requests_total{{api=\"unknown\",version=\"\"}} {}",
+            self.unknown_api.load(Relaxed)
+        );
+        head(
+            s,
+            "request_duration_seconds",
+            "histogram",
+            "From reading a request to writing its response, by API.",
+        );
         for (i, key) in ApiKey::ALL.iter().enumerate() {
             let h = &self.latency[i];
             let count = h.count.load(Relaxed);
@@ -331,7 +339,12 @@ impl Metrics {
         }
         head(s, "connections_total", "counter", "Client connections accepted.");
         let _ = writeln!(s, "{ns}_connections_total {}", self.connections.load(Relaxed));
-        head(s, "listener_closes_total", "counter", "Times a listener closed because the connection bound was reached.");
+        head(
+            s,
+            "listener_closes_total",
+            "counter",
+            "Times a listener closed because the connection bound was reached.",
+        );
         let _ = writeln!(s, "{ns}_listener_closes_total {}", self.listener_closes.load(Relaxed));
         head(s, "upstream_errors_total", "counter", "Upstream broker connections that failed, by kind.");
         for kind in Upstream::ALL {
@@ -366,10 +379,19 @@ mod tests {
         m.response(ApiKey::Produce, 50, Duration::from_secs(60));
         let text = m.render(Some(10));
         assert_eq!(sample(&text, "t_requests_total{api=\"Produce\",version=\"11\"}"), Some(1.0));
-        assert_eq!(sample(&text, "t_request_duration_seconds_bucket{api=\"Produce\",le=\"0.00025\"}"), Some(0.0));
-        assert_eq!(sample(&text, "t_request_duration_seconds_bucket{api=\"Produce\",le=\"0.0005\"}"), Some(1.0));
+        assert_eq!(
+            sample(&text, "t_request_duration_seconds_bucket{api=\"Produce\",le=\"0.00025\"}"),
+            Some(0.0)
+        );
+        assert_eq!(
+            sample(&text, "t_request_duration_seconds_bucket{api=\"Produce\",le=\"0.0005\"}"),
+            Some(1.0)
+        );
         assert_eq!(sample(&text, "t_request_duration_seconds_bucket{api=\"Produce\",le=\"10\"}"), Some(1.0));
-        assert_eq!(sample(&text, "t_request_duration_seconds_bucket{api=\"Produce\",le=\"+Inf\"}"), Some(2.0));
+        assert_eq!(
+            sample(&text, "t_request_duration_seconds_bucket{api=\"Produce\",le=\"+Inf\"}"),
+            Some(2.0)
+        );
         assert_eq!(sample(&text, "t_request_duration_seconds_count{api=\"Produce\"}"), Some(2.0));
         let sum = sample(&text, "t_request_duration_seconds_sum{api=\"Produce\"}").unwrap();
         assert!((sum - 60.0003).abs() < 1e-9, "{sum}");
@@ -410,7 +432,8 @@ mod tests {
         assert_eq!(sample(&text, "ns_bytes_total{direction=\"response\"}"), Some(7.0));
         assert!(!text.contains("ns_connections_max"), "{text}");
         // Every sample line belongs to a declared family.
-        let declared: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next()).collect();
+        let declared: Vec<&str> =
+            text.lines().filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next()).collect();
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap();
             assert!(declared.iter().any(|d| name.starts_with(d)), "{line}");
