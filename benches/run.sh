@@ -4,7 +4,8 @@
 # its own on the newer toolchain that its rust-toolchain.toml pins; skipped with a message
 # if that toolchain is missing and cannot be installed), gungraun instruction counts if
 # gungraun-runner 0.20.0 is installed, the zero-allocation test, then benches/report.py,
-# which fills docs/benchmarks.md and draws docs/bench-chart.svg.
+# which fills docs/benchmarks.md, draws docs/bench-chart.svg and fills the broker path section
+# of docs/records.md.
 #
 #   bash benches/run.sh                      # everything
 #   CARGO=kcargo bash benches/run.sh         # through a wrapper (e.g. a lock on a shared machine)
@@ -23,6 +24,9 @@ started=$(date -u +%Y-%m-%dT%H:%MZ)
 # Fresh results, so that no stale benchmark from an earlier or filtered run is reported.
 rm -rf target/criterion target/gungraun
 "$CARGO" bench --bench codec -- "$@"
+# A broker's records path (issue 18): validate-and-assign and the vectored Fetch encode
+# beside kafka-protocol, the copy floor and CRC-32C; its sizes go to target/fetch-path.json.
+"$CARGO" bench --bench fetch_path -- "$@"
 
 # krabka-protocol 0.8 needs a newer rustc than kwire's: its bench crate pins one in
 # benches/krabka/rust-toolchain.toml, which rustup applies because cargo runs in that
@@ -46,6 +50,7 @@ fi
 
 if command -v gungraun-runner >/dev/null 2>&1 && gungraun-runner --version | grep -qx 'gungraun-runner 0.20.0'; then
   GUNGRAUN_SAVE_SUMMARY=json "$CARGO" bench --bench instructions
+  GUNGRAUN_SAVE_SUMMARY=json "$CARGO" bench --bench fetch_path_instructions
 else
   echo "gungraun-runner 0.20.0 not installed: no instruction counts" >&2
   echo "  (cargo install gungraun-runner --version 0.20.0 --locked)" >&2

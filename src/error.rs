@@ -146,7 +146,7 @@ impl core::error::Error for DecodeError {}
 
 /// An error from an encoder.
 ///
-/// Every variant but [`EncodeError::BufferTooSmall`] comes from the size step
+/// Every variant but [`EncodeError::BufferTooSmall`] (and [`EncodeError::TooFewParts`]) comes from the size step
 /// (`encoded_len`), before any byte is written; `encode` runs the size step first, so it
 /// reports the same errors, and after a successful size step it can only fail for a short
 /// buffer.
@@ -201,6 +201,25 @@ pub enum EncodeError {
         /// Bytes the buffer has.
         available: usize,
     },
+    /// The part array given to a vectored encoder ([`crate::vectored`]) has fewer entries
+    /// than the encoding has parts.
+    TooFewParts {
+        /// Parts the encoding has.
+        needed: usize,
+        /// Entries the array has.
+        available: usize,
+    },
+    /// A vectored encoder handed out a different number of parts than it had counted: a bug
+    /// in kwire (please report it), checked in every build profile, like
+    /// [`EncodeError::SizeMismatch`].
+    PartsMismatch {
+        /// The message being encoded.
+        message: &'static str,
+        /// The parts counted first.
+        counted: usize,
+        /// The parts handed out.
+        written: usize,
+    },
     /// The encoder wrote a different number of bytes than it had sized: a bug in kwire
     /// (please report it). Checked in every build profile; the bytes are not usable.
     SizeMismatch {
@@ -234,6 +253,15 @@ impl fmt::Display for EncodeError {
             }
             EncodeError::BufferTooSmall { needed, available } => {
                 write!(f, "buffer too small: need {needed} bytes, have {available}")
+            }
+            EncodeError::TooFewParts { needed, available } => {
+                write!(f, "part array too small: need {needed} entries, have {available}")
+            }
+            EncodeError::PartsMismatch { message, counted, written } => {
+                write!(
+                    f,
+                    "bug in kwire: {message} was counted at {counted} parts but {written} were handed out"
+                )
             }
             EncodeError::SizeMismatch { message, sized, written } => {
                 write!(f, "bug in kwire: {message} was sized at {sized} bytes but {written} were written")

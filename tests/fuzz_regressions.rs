@@ -30,7 +30,7 @@ fn replay_dir(dir: &Path, check: Check) -> usize {
 
 type Check = fn(&[u8]);
 
-fn targets() -> [(&'static str, Check); 8] {
+fn targets() -> [(&'static str, Check); 9] {
     [
         ("request_frame", fuzz_checks::request_frame),
         ("response", fuzz_checks::response),
@@ -40,6 +40,7 @@ fn targets() -> [(&'static str, Check); 8] {
         ("conn", fuzz_checks::conn::conn),
         ("explain", fuzz_checks::explain::explain),
         ("validate", fuzz_checks::validate::validate),
+        ("vectored", fuzz_checks::vectored::vectored),
     ]
 }
 

@@ -1456,6 +1456,131 @@ impl Encode for NodeEndpoint<'_> {
     }
 }
 
+vectored_body!(FetchResponse);
+
+impl EncodeVectored for FetchResponse<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        vectored::count_array(c, &self.responses, ver);
+        if ver.version >= 12 {
+            c.head();
+        }
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.i32(self.throttle_time_ms);
+        if ver.version >= 7 {
+            w.fixed(|b: &mut [u8; 6]| {
+                b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+                b[2..6].copy_from_slice(&self.session_id.to_be_bytes());
+            });
+        }
+        vectored::write_array(w, &self.responses, ver);
+        if ver.flexible {
+            let unknown = self.unknown_tagged_fields.as_slice();
+            let write_node_endpoints = ver.version >= 16 && !self.node_endpoints.is_empty();
+            w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
+            let mut next = 0;
+            if write_node_endpoints {
+                w.raw_tags_below(unknown, &mut next, Some(0));
+                w.tag_header(
+                    0,
+                    encode::array_size(&self.node_endpoints, ver, "FetchResponse.NodeEndpoints").unwrap_or(0),
+                );
+                encode::write_array(w, &self.node_endpoints, ver);
+            }
+            w.raw_tags_below(unknown, &mut next, None);
+        }
+    }
+}
+
+impl EncodeVectored for FetchableTopicResponse<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        vectored::count_array(c, &self.partitions, ver);
+        if ver.version >= 12 {
+            c.head();
+        }
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        if ver.version <= 12 {
+            w.str(&self.topic, ver.flexible);
+        }
+        if ver.version >= 13 {
+            w.uuid(self.topic_id);
+        }
+        vectored::write_array(w, &self.partitions, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
+    }
+}
+
+impl EncodeVectored for PartitionData<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        c.records(self.records.as_deref());
+        if ver.version >= 12 {
+            c.head();
+        }
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.fixed(|b: &mut [u8; 22]| {
+            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            b[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
+            b[14..22].copy_from_slice(&self.last_stable_offset.to_be_bytes());
+        });
+        if ver.version >= 5 {
+            w.i64(self.log_start_offset);
+        }
+        encode::write_nullable_array(w, self.aborted_transactions.as_deref(), ver);
+        if ver.version >= 11 {
+            w.i32(self.preferred_read_replica);
+        }
+        w.records(self.records.as_deref(), ver.flexible);
+        if ver.flexible {
+            let unknown = self.unknown_tagged_fields.as_slice();
+            let write_diverging_epoch =
+                ver.version >= 12 && self.diverging_epoch != EpochEndOffset::default();
+            let write_current_leader =
+                ver.version >= 12 && self.current_leader != LeaderIdAndEpoch::default();
+            let write_snapshot_id = ver.version >= 12 && self.snapshot_id != SnapshotId::default();
+            w.uvarint(
+                (unknown.len()
+                    + usize::from(write_diverging_epoch)
+                    + usize::from(write_current_leader)
+                    + usize::from(write_snapshot_id)) as u32,
+            );
+            let mut next = 0;
+            if write_diverging_epoch {
+                w.raw_tags_below(unknown, &mut next, Some(0));
+                w.tag_header(0, self.diverging_epoch.size(ver, "PartitionData.DivergingEpoch").unwrap_or(0));
+                self.diverging_epoch.write(w, ver);
+            }
+            if write_current_leader {
+                w.raw_tags_below(unknown, &mut next, Some(1));
+                w.tag_header(1, self.current_leader.size(ver, "PartitionData.CurrentLeader").unwrap_or(0));
+                self.current_leader.write(w, ver);
+            }
+            if write_snapshot_id {
+                w.raw_tags_below(unknown, &mut next, Some(2));
+                w.tag_header(2, self.snapshot_id.size(ver, "PartitionData.SnapshotId").unwrap_or(0));
+                self.snapshot_id.write(w, ver);
+            }
+            w.raw_tags_below(unknown, &mut next, None);
+        }
+    }
+}
+
 /// A zero-copy view of a FetchResponse body: returns records and offset information for each fetched partition, with the fetch session's ID.
 ///
 /// [`FetchResponseView::new`] checks the whole body; after that accessors and iterators cannot fail.

@@ -774,6 +774,94 @@ impl Encode for NodeEndpoint<'_> {
     }
 }
 
+vectored_body!(FetchSnapshotResponse);
+
+impl EncodeVectored for FetchSnapshotResponse<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        vectored::count_array(c, &self.topics, ver);
+        c.head();
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.fixed(|b: &mut [u8; 6]| {
+            b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+        });
+        vectored::write_array(w, &self.topics, ver);
+        let unknown = self.unknown_tagged_fields.as_slice();
+        let write_node_endpoints = ver.version == 1 && !self.node_endpoints.is_empty();
+        w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
+        let mut next = 0;
+        if write_node_endpoints {
+            w.raw_tags_below(unknown, &mut next, Some(0));
+            w.tag_header(
+                0,
+                encode::array_size(&self.node_endpoints, ver, "FetchSnapshotResponse.NodeEndpoints")
+                    .unwrap_or(0),
+            );
+            encode::write_array(w, &self.node_endpoints, ver);
+        }
+        w.raw_tags_below(unknown, &mut next, None);
+    }
+}
+
+impl EncodeVectored for FetchSnapshotResponseTopicSnapshot<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        vectored::count_array(c, &self.partitions, ver);
+        c.head();
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.str(&self.name, true);
+        vectored::write_array(w, &self.partitions, ver);
+        w.raw_tagged_fields(&self.unknown_tagged_fields);
+    }
+}
+
+impl EncodeVectored for FetchSnapshotResponsePartitionSnapshot<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, _: Ver) {
+        c.head();
+        c.records(Some(self.unaligned_records.as_slice()));
+        c.head();
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.fixed(|b: &mut [u8; 6]| {
+            b[0..4].copy_from_slice(&self.index.to_be_bytes());
+            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+        });
+        self.snapshot_id.write(w, ver);
+        w.fixed(|b: &mut [u8; 16]| {
+            b[0..8].copy_from_slice(&self.size.to_be_bytes());
+            b[8..16].copy_from_slice(&self.position.to_be_bytes());
+        });
+        w.records(Some(self.unaligned_records.as_slice()), true);
+        let unknown = self.unknown_tagged_fields.as_slice();
+        let write_current_leader = self.current_leader != LeaderIdAndEpoch::default();
+        w.uvarint((unknown.len() + usize::from(write_current_leader)) as u32);
+        let mut next = 0;
+        if write_current_leader {
+            w.raw_tags_below(unknown, &mut next, Some(0));
+            w.tag_header(
+                0,
+                self.current_leader
+                    .size(ver, "FetchSnapshotResponsePartitionSnapshot.CurrentLeader")
+                    .unwrap_or(0),
+            );
+            self.current_leader.write(w, ver);
+        }
+        w.raw_tags_below(unknown, &mut next, None);
+    }
+}
+
 /// A zero-copy view of a FetchSnapshotResponse body: kRaft: returns a piece of a snapshot of the replicated log.
 ///
 /// [`FetchSnapshotResponseView::new`] checks the whole body; after that accessors and iterators cannot fail.

@@ -160,6 +160,77 @@ impl Encode for PartitionProduceData<'_> {
     }
 }
 
+vectored_body!(ProduceRequest);
+
+impl EncodeVectored for ProduceRequest<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        vectored::count_array(c, &self.topic_data, ver);
+        if ver.version >= 9 {
+            c.head();
+        }
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.nullable_str(self.transactional_id.as_deref(), ver.flexible);
+        w.fixed(|b: &mut [u8; 6]| {
+            b[0..2].copy_from_slice(&self.acks.to_be_bytes());
+            b[2..6].copy_from_slice(&self.timeout_ms.to_be_bytes());
+        });
+        vectored::write_array(w, &self.topic_data, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
+    }
+}
+
+impl EncodeVectored for TopicProduceData<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        vectored::count_array(c, &self.partition_data, ver);
+        if ver.version >= 9 {
+            c.head();
+        }
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        if ver.version <= 12 {
+            w.str(&self.name, ver.flexible);
+        }
+        if ver.version == 13 {
+            w.uuid(self.topic_id);
+        }
+        vectored::write_array(w, &self.partition_data, ver);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
+    }
+}
+
+impl EncodeVectored for PartitionProduceData<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        c.records(self.records.as_deref());
+        if ver.version >= 9 {
+            c.head();
+        }
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.i32(self.index);
+        w.records(self.records.as_deref(), ver.flexible);
+        if ver.flexible {
+            w.raw_tagged_fields(&self.unknown_tagged_fields);
+        }
+    }
+}
+
 /// A zero-copy view of a ProduceRequest body: sends record batches to the leaders of the given partitions to be appended to their logs.
 ///
 /// [`ProduceRequestView::new`] checks the whole body; after that accessors and iterators cannot fail.

@@ -861,6 +861,70 @@ impl Encode for NodeEndpoint<'_> {
     }
 }
 
+vectored_body!(ShareFetchResponse);
+
+impl EncodeVectored for ShareFetchResponse<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        vectored::count_array(c, &self.responses, ver);
+        c.head();
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.fixed(|b: &mut [u8; 6]| {
+            b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+        });
+        w.nullable_str(self.error_message.as_deref(), true);
+        w.i32(self.acquisition_lock_timeout_ms);
+        vectored::write_array(w, &self.responses, ver);
+        encode::write_array(w, &self.node_endpoints, ver);
+        w.raw_tagged_fields(&self.unknown_tagged_fields);
+    }
+}
+
+impl EncodeVectored for ShareFetchableTopicResponse<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, ver: Ver) {
+        c.head();
+        vectored::count_array(c, &self.partitions, ver);
+        c.head();
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.uuid(self.topic_id);
+        vectored::write_array(w, &self.partitions, ver);
+        w.raw_tagged_fields(&self.unknown_tagged_fields);
+    }
+}
+
+impl EncodeVectored for PartitionData<'_> {
+    #[inline]
+    fn count_parts(&self, c: &mut PartCount, _: Ver) {
+        c.head();
+        c.records(Some(self.records.as_slice()));
+        c.head();
+    }
+
+    #[inline]
+    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        w.fixed(|b: &mut [u8; 6]| {
+            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+        });
+        w.nullable_str(self.error_message.as_deref(), true);
+        w.i16(self.acknowledge_error_code);
+        w.nullable_str(self.acknowledge_error_message.as_deref(), true);
+        self.current_leader.write(w, ver);
+        w.records(Some(self.records.as_slice()), true);
+        encode::write_array(w, &self.acquired_records, ver);
+        w.raw_tagged_fields(&self.unknown_tagged_fields);
+    }
+}
+
 /// A zero-copy view of a ShareFetchResponse body: returns records acquired for a share group member, the ranges it now holds locks on, and the outcome of its acknowledgements.
 ///
 /// [`ShareFetchResponseView::new`] checks the whole body; after that accessors and iterators cannot fail.

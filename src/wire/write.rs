@@ -187,6 +187,17 @@ impl<'b> Writer<'b> {
         self.pos
     }
 
+    /// Hands out the bytes written so far and goes on writing at the start of the rest of
+    /// the buffer, from position 0 (the vectored encoders' pieces, `crate::vectored`).
+    #[inline]
+    pub fn split_written(&mut self) -> &'b [u8] {
+        let buf = core::mem::take(&mut self.buf);
+        let (written, rest) = buf.split_at_mut(self.pos.min(buf.len()));
+        self.buf = rest;
+        self.pos = 0;
+        written
+    }
+
     /// Writes raw bytes.
     #[inline]
     pub fn put(&mut self, bytes: &[u8]) {

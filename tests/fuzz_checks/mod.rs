@@ -17,6 +17,8 @@
 //!   odd), byte 1 the version (`min + b % count`), the rest feeds `arbitrary`.
 //! - [`primitives`]: byte 0 picks the primitive, the rest feeds `arbitrary`.
 //! - [`explain::explain`]: see its module.
+//! - [`vectored::vectored`]: byte 0 picks the body with records and the mode, byte 1 the
+//!   version, the rest feeds `arbitrary` (see the module).
 #![allow(dead_code)]
 
 use std::hint::black_box;
@@ -1015,3 +1017,4 @@ pub mod conn;
 pub mod explain;
 pub mod records;
 pub mod validate;
+pub mod vectored;

@@ -289,6 +289,12 @@ impl FnBuilder {
         FnBuilder { receiver: Some("&self"), ..FnBuilder::new(name) }
     }
 
+    /// The receiver, e.g. `&'b self` (a method's is `&self`).
+    pub fn receiver(mut self, receiver: &'static str) -> Self {
+        self.receiver = Some(receiver);
+        self
+    }
+
     pub fn doc(mut self, line: impl AsRef<str>) -> Self {
         self.attrs.push(format!("/// {}", line.as_ref()));
         self

@@ -352,7 +352,14 @@ fn size_fn(cx: &Ctx, s: &Struct) -> String {
 
 fn write_fn(cx: &Ctx, s: &Struct) -> String {
     let fb = FnBuilder::method("write").inline().param("w", "&mut Writer<'_>").ver_param();
-    let ver = &fb.ver;
+    let body = write_body(cx, s, &fb.ver, &|_, _| None);
+    fb.finish(body)
+}
+
+/// The statements of `write`: every field in order, then the tagged section. `special`
+/// writes a field its own way where it returns a statement (the vectored encoder's records,
+/// `super::vectored`).
+pub fn write_body(cx: &Ctx, s: &Struct, ver: &Ver, special: &dyn Fn(&F, &Ver) -> Option<String>) -> Block {
     let fields = F::all(s);
     let mut body = Block::new();
     for (i, j) in layout::runs(&fields) {
@@ -379,7 +386,7 @@ fn write_fn(cx: &Ctx, s: &Struct) -> String {
             chunk.push_str("});");
             chunk
         } else {
-            write_stmt(cx, f, &format!("self.{}", f.ident), ver)
+            special(f, ver).unwrap_or_else(|| write_stmt(cx, f, &format!("self.{}", f.ident), ver))
         };
         body.under(&c, Stmt::line(stmt));
     }
@@ -410,7 +417,7 @@ fn write_fn(cx: &Ctx, s: &Struct) -> String {
         }
     }
     body.extend(cx.if_flexible(s, ver, tags));
-    fb.finish(body)
+    body
 }
 
 /// `fixed_size`, where some version of `s` has a size known without the value.

@@ -1,6 +1,8 @@
 //! IR → Rust source, one emitter per output:
 //!
 //! - [`data`]: the value types and their encoders (the first half of `src/messages/<api>.rs`);
+//! - [`vectored`]: the encoders around borrowed records, for the messages with `records`
+//!   fields (after the encoders);
 //! - [`view`]: the zero-copy views (its second half);
 //! - [`reference`]: the reference decoder and the conversions from views (`src/reference/<api>.rs`);
 //! - [`reflect`]: the schemas as data (`src/reflect/schemas.rs`);
@@ -17,6 +19,7 @@ pub mod layout;
 pub mod modules;
 pub mod reference;
 pub mod reflect;
+pub mod vectored;
 pub mod view;
 
 use std::fmt::Write as _;
@@ -95,6 +98,7 @@ pub fn api_module(api: &str, msgs: &[&Message]) -> String {
     for m in msgs {
         let cx = Ctx { msg: m };
         out.push_str(&data::emit(&cx));
+        out.push_str(&vectored::emit(&cx));
         out.push_str(&view::emit(&cx));
     }
     out
