@@ -361,6 +361,8 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
+    use std::format;
+
     use super::*;
 
     /// The value of the one sample line that starts with `series ` (name and labels).
