@@ -75,6 +75,9 @@ pub mod vectored;
 #[cfg(feature = "alloc")]
 pub mod conn;
 
+#[cfg(feature = "broker")]
+pub mod broker;
+
 #[cfg(feature = "alloc")]
 mod reference;
 

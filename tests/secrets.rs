@@ -715,7 +715,7 @@ fn through_proxy(args: &[&str], record: Option<&Path>) -> Vec<(String, Vec<u8>)>
     let catalog = dir.join("users.toml");
     std::fs::write(&catalog, format!("[[users]]\nname = \"alice\"\npassword = \"{PASSWORD}\"\n")).unwrap();
     let mut serve_cmd = kwire();
-    serve_cmd.args(["serve", "--listen", "127.0.0.1:0", "--verbose", "--catalog"]).arg(&catalog);
+    serve_cmd.args(["serve", "--listen", "127.0.0.1:0", "--verbose", "--users"]).arg(&catalog);
     let serve = start(serve_cmd);
     let mut outputs = Vec::new();
     for (n, upstream) in [serve.addr(), scripted_broker()].into_iter().enumerate() {

@@ -1,8 +1,6 @@
 //! `kwire`: inspect, explain and build Kafka frames, and serve a small Kafka-speaking
 //! broker front end for development and tests.
 
-mod broker;
-mod catalog;
 mod decode;
 mod encode;
 mod input;

@@ -192,9 +192,12 @@ public final class ProxyClient {
             Map<Integer, String> consumedJson = new HashMap<>();
             consume(bootstrap, topic, group, "classic").forEach((p, v) -> consumedJson.put(p, "[" + String.join(",", v) + "]"));
             out.append(",\"consumed\":").append(byPartition(consumedJson));
-            Map<Integer, String> consumed2Json = new HashMap<>();
-            consume(bootstrap, topic, group2, "consumer").forEach((p, v) -> consumed2Json.put(p, "[" + String.join(",", v) + "]"));
-            out.append(",\"consumed_consumer_protocol\":").append(byPartition(consumed2Json));
+            // KWIRE_CLASSIC_GROUPS_ONLY: a broker without the KIP-848 protocol (kwire::broker).
+            if (System.getenv("KWIRE_CLASSIC_GROUPS_ONLY") == null) {
+                Map<Integer, String> consumed2Json = new HashMap<>();
+                consume(bootstrap, topic, group2, "consumer").forEach((p, v) -> consumed2Json.put(p, "[" + String.join(",", v) + "]"));
+                out.append(",\"consumed_consumer_protocol\":").append(byPartition(consumed2Json));
+            }
 
             Map<TopicPartition, OffsetAndMetadata> committed =
                 admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();

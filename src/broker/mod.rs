@@ -1,0 +1,277 @@
+//! A single-node, in-memory Kafka broker for tests and demos (feature `broker`).
+//!
+//! Start one in a test the way Go users start franz-go's `kfake`, point any Kafka client
+//! at [`Broker::addr`], and it stops when dropped:
+//!
+//! ```
+//! use kwire::broker::{Broker, Config};
+//!
+//! let broker = Broker::start(Config::default())?;
+//! let bootstrap = broker.addr().to_string(); // e.g. "127.0.0.1:40321"
+//! # let _ = bootstrap;
+//! drop(broker); // closes the listener and every connection, joins the threads
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! **What it is.** One node (id [`Config::node_id`]) that leads every partition, keeps every
+//! partition's log in memory as the record batches' bytes, and forgets everything when
+//! dropped. Produce runs [`crate::records::validate`] (Kafka's `LogValidator`) on each
+//! batch where it lands in the log, assigning its offsets and leader epoch in place. Threads: one
+//! accepts, one per connection serves requests in order through [`crate::conn::ServerConn`],
+//! and one ticks the group coordinator's timers. Fetch long-polls (`max_wait_ms`,
+//! `min_bytes`) wait on a condition variable that every append signals, never spinning.
+//!
+//! **APIs served** ([`SERVED`]): ApiVersions, Metadata, DescribeCluster, Produce (acks 0, 1
+//! and all, which are the same on one node), Fetch, ListOffsets, InitProducerId (idempotent
+//! producers, with Kafka's duplicate and sequence checks), CreateTopics, CreatePartitions,
+//! DeleteTopics, FindCoordinator, the classic consumer-group protocol (JoinGroup, SyncGroup,
+//! Heartbeat, LeaveGroup with rebalances, generations, member ids, the join and sync
+//! barriers and session timeouts), OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and
+//! DescribeConfigs (a topic's defaults and the configs it was created with). Any other API
+//! kwire can read is answered with UNSUPPORTED_VERSION (35) in the response's error fields,
+//! and left out of ApiVersions, so the connection stays open; a frame kwire cannot read at
+//! all (an unknown API key or version, a malformed request, a bad size) closes that
+//! connection, as Apache Kafka does.
+//!
+//! **Topics** are auto-created as Apache Kafka's default (`auto.create.topics.enable=true`)
+//! does: by a Metadata request naming an unknown topic (when the request allows it), with
+//! [`Config::default_partitions`] partitions. Produce to an unknown topic gets
+//! UNKNOWN_TOPIC_OR_PARTITION, as from Kafka.
+//!
+//! **SASL/PLAIN** ([`Config::plain_users`]) is offered, not required: SaslHandshake v0
+//! and v1, SaslAuthenticate, and the bare token frame after a v0 handshake.
+//!
+//! **Not here:** transactions (InitProducerId with a transactional id gets
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a transactional batch INVALID_TXN_STATE), the
+//! KIP-848 consumer protocol, share groups, other SASL mechanisms and TLS, retention and
+//! compaction (logs only grow), replication. It is a test double, not a broker to keep data
+//! in.
+
+mod conn;
+mod groups;
+mod handle;
+mod log;
+mod state;
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use std::vec::Vec;
+
+use std::string::{String, ToString};
+
+pub use handle::SERVED;
+
+use crate::messages::ApiKey;
+
+/// A line the broker logs: connections always, every request when [`Config::verbose`].
+pub type Logger = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How a [`Broker`] starts. `Config::default()` listens on a free loopback port.
+#[derive(Clone)]
+pub struct Config {
+    /// The address to listen on (default `127.0.0.1:0`: a free port).
+    pub listen: SocketAddr,
+    /// The host and port Metadata, FindCoordinator and DescribeCluster give clients
+    /// (default: the address listened on).
+    pub advertise: Option<(String, u16)>,
+    /// This node's id (default 1).
+    pub node_id: i32,
+    /// The cluster id (default `"kwire-broker"`).
+    pub cluster_id: String,
+    /// Partitions of an auto-created topic, and of CreateTopics asking for -1 (default 1,
+    /// Kafka's `num.partitions`).
+    pub default_partitions: i32,
+    /// Whether Metadata creates the unknown topics it names (default true, as Kafka's
+    /// `auto.create.topics.enable`).
+    pub auto_create_topics: bool,
+    /// The largest request frame read (default 100 MiB, Kafka's `socket.request.max.bytes`).
+    pub max_frame_bytes: usize,
+    /// The largest record batch accepted (default 1048588, Kafka's `message.max.bytes`).
+    pub max_message_bytes: usize,
+    /// The most bytes a compressed batch may inflate to when its records are checked
+    /// (default 64 MiB); a larger one is rejected.
+    pub max_decompressed_bytes: usize,
+    /// The most bytes one Fetch response carries, whatever the client asks (default 55 MiB,
+    /// Kafka's `fetch.max.bytes`).
+    pub fetch_max_bytes: usize,
+    /// How long a new group waits for more members before its first rebalance completes
+    /// (default 0; Kafka's `group.initial.rebalance.delay.ms` is 3 s).
+    pub initial_rebalance_delay: Duration,
+    /// The session timeouts a member may ask for (default 6 s to 30 min, as Kafka's
+    /// `group.min.session.timeout.ms` and `group.max.session.timeout.ms`).
+    pub session_timeout_range: (Duration, Duration),
+    /// Serve at most these versions of these APIs (ApiVersions lists the result).
+    pub max_versions: Vec<(ApiKey, i16)>,
+    /// SASL/PLAIN users (name, password): with at least one, SaslHandshake and
+    /// SaslAuthenticate are served too (PLAIN only; authentication is offered, not
+    /// required). Passwords and tokens are compared, never logged or echoed.
+    pub plain_users: Vec<(String, String)>,
+    /// Where log lines go (default: nowhere).
+    pub logger: Option<Logger>,
+    /// Log every request (API, version, bytes in and out), not only connections.
+    pub verbose: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            advertise: None,
+            node_id: 1,
+            cluster_id: "kwire-broker".into(),
+            default_partitions: 1,
+            auto_create_topics: true,
+            max_frame_bytes: crate::frame::DEFAULT_MAX_FRAME_SIZE,
+            max_message_bytes: 1_048_588,
+            max_decompressed_bytes: 64 << 20,
+            fetch_max_bytes: 55 << 20,
+            initial_rebalance_delay: Duration::ZERO,
+            session_timeout_range: (Duration::from_secs(6), Duration::from_secs(1800)),
+            max_versions: Vec::new(),
+            plain_users: Vec::new(),
+            logger: None,
+            verbose: false,
+        }
+    }
+}
+
+impl core::fmt::Debug for Config {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("advertise", &self.advertise)
+            .field("node_id", &self.node_id)
+            .field("cluster_id", &self.cluster_id)
+            .field("default_partitions", &self.default_partitions)
+            .field("auto_create_topics", &self.auto_create_topics)
+            .field("max_versions", &self.max_versions)
+            .field("plain_users", &self.plain_users.iter().map(|(u, _)| u.as_str()).collect::<Vec<_>>())
+            .field("verbose", &self.verbose)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A running broker: listening from [`Broker::start`] until dropped.
+pub struct Broker {
+    addr: SocketAddr,
+    shared: Arc<state::Shared>,
+    accept: Option<JoinHandle<()>>,
+    ticker: Option<JoinHandle<()>>,
+}
+
+impl core::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Broker").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl Broker {
+    /// Binds [`Config::listen`] and starts serving. Fails if the address cannot be bound, a
+    /// [`Config::max_versions`] entry names a version kwire does not read, or a thread
+    /// cannot be started.
+    pub fn start(config: Config) -> io::Result<Broker> {
+        for &(key, v) in &config.max_versions {
+            if !key.request_versions().contains(v) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    std::format!("{} has versions {}, not {v}", key.name(), key.request_versions()),
+                ));
+            }
+        }
+        let listener = TcpListener::bind(config.listen)?;
+        let addr = listener.local_addr()?;
+        let (host, port) = match &config.advertise {
+            Some((h, p)) => (h.clone(), i32::from(*p)),
+            None => (addr.ip().to_string(), i32::from(addr.port())),
+        };
+        let shared = Arc::new(state::Shared::new(config, host, port));
+        let ticker = {
+            let shared = shared.clone();
+            std::thread::Builder::new().name("kwire-broker-groups".into()).spawn(move || {
+                while !shared.stopping() {
+                    shared.groups.tick(&shared);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })?
+        };
+        let accept = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("kwire-broker-accept".into())
+                .spawn(move || conn::accept_loop(listener, shared))?
+        };
+        Ok(Broker { addr, shared, accept: Some(accept), ticker: Some(ticker) })
+    }
+
+    /// The address it listens on (with the port picked when [`Config::listen`] had port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The host and port it advertises to clients.
+    pub fn advertised(&self) -> (&str, i32) {
+        (&self.shared.host, self.shared.port)
+    }
+
+    /// The versions of `key` it serves, or `None` for an API it does not serve.
+    pub fn versions(&self, key: ApiKey) -> Option<crate::types::Versions> {
+        self.shared.versions(key)
+    }
+
+    /// Creates a topic as CreateTopics would (no configs); `false` if it exists or the name
+    /// or count is invalid.
+    pub fn create_topic(&self, name: &str, partitions: i32) -> bool {
+        self.shared.topics.create(&self.shared, name, partitions, Vec::new()).is_ok()
+    }
+
+    /// The offset after the last record of a partition (its high watermark), if it exists.
+    pub fn end_offset(&self, topic: &str, partition: i32) -> Option<i64> {
+        let p = self.shared.topics.partition(topic, partition)?;
+        let log = p.lock();
+        Some(log.next_offset())
+    }
+
+    /// The bytes a partition's log holds (its record batches, as fetched).
+    pub fn log_bytes(&self, topic: &str, partition: i32) -> Option<usize> {
+        let p = self.shared.topics.partition(topic, partition)?;
+        let log = p.lock();
+        Some(log.len_bytes())
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> usize {
+        self.shared.open_connections()
+    }
+
+    /// Stops it: the listener closes, every connection is shut down, and the threads are
+    /// joined (what dropping it does).
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if self.accept.is_none() {
+            return;
+        }
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.wake_all();
+        // Wakes the blocking accept with a connection of its own.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,828 @@
+//! `kwire::broker` started in-process, as a Rust user would start it in a test.
+//!
+//! - Real clients: kafka-python, confluent-kafka (librdkafka), kafkajs, the Java
+//!   kafka-clients and franz-go each create a topic, describe it and its configs, produce
+//!   with every codec they have (acks=all; the Java client also acks=0), consume in a
+//!   classic consumer group with offsets committed, and list groups and offsets. The
+//!   programs are those of the proxy tests (tests/proxy/, tests/interop/java,
+//!   tests/interop/go); every record must come back exactly once and in order, and the
+//!   committed and latest offsets must be the ends of the partitions. The clients come
+//!   from tests/proxy/setup.sh (run when `target/proxy-clients/ready` is missing); a
+//!   missing client fails its test.
+//! - Bad input and edge cases over raw frames: a corrupt batch fails its partition only,
+//!   a batch that inflates past the limit is refused, acks=0 gets no answer (and an
+//!   acks=0 failure closes the connection, as Kafka does), idempotent producers'
+//!   duplicates and sequence gaps, Fetch long-polls, unsupported APIs, and a client that
+//!   never reads its Fetch responses.
+#![cfg(feature = "broker")]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use kwire::ApiKey;
+use kwire::broker::{Broker, Config};
+use kwire::dispatch;
+use kwire::encode::AnyBody;
+use kwire::messages::ResponseBodyView;
+use kwire::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
+use kwire::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
+use kwire::records::{BatchBuilder, Compression, NewRecord, RecordBatches};
+use serde_json::Value;
+
+/// How long one client run may take (a run takes a few seconds).
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(170);
+/// How long tests/proxy/setup.sh may take when the tests have to run it.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(1500);
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One heavy test at a time: the machine has two cores, and the slow-reader test reads
+/// this process's memory.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Output {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `cmd` to the end, or kills it at `timeout` and panics.
+fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            let (o, e) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+            panic!("{what} did not finish within {timeout:?}\nstdout:\n{o}\nstderr:\n{e}");
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        ok: status.success(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
+/// Installs the clients once per test process (tests/proxy/setup.sh).
+fn setup() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        if root().join("target/proxy-clients/ready").exists() {
+            return;
+        }
+        let mut cmd = Command::new("bash");
+        cmd.arg(root().join("tests/proxy/setup.sh"));
+        let out = run(cmd, "tests/proxy/setup.sh", SETUP_TIMEOUT);
+        assert!(out.ok, "tests/proxy/setup.sh failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    });
+}
+
+fn client_command(client: &str, bootstrap: &str, prefix: &str) -> Command {
+    let r = root();
+    match client {
+        "kafka-python" | "confluent-kafka" => {
+            let script =
+                if client == "kafka-python" { "kafka_python_client.py" } else { "confluent_client.py" };
+            let mut c = Command::new(r.join("target/interop/venv/bin/python"));
+            c.arg(r.join("tests/proxy").join(script)).args([bootstrap, prefix]);
+            c
+        }
+        "kafkajs" => {
+            let mut c = Command::new("node");
+            c.arg(r.join("tests/proxy/kafkajs_client.js"))
+                .args([bootstrap, prefix])
+                .env("NODE_PATH", r.join("target/interop/node/node_modules"));
+            c
+        }
+        "java" => {
+            let jar = r.join("target/java-client/proxy-java-client-0.jar");
+            let lib = r.join("target/java-client/lib/*");
+            let mut c = Command::new("java");
+            c.arg("-Xmx512m")
+                .arg("-cp")
+                .arg(format!("{}:{}", jar.display(), lib.display()))
+                .arg("dev.kwire.interop.ProxyClient")
+                .args([bootstrap, prefix])
+                // The broker serves the classic group protocol only (no KIP-848).
+                .env("KWIRE_CLASSIC_GROUPS_ONLY", "1");
+            c
+        }
+        "franz-go" => {
+            let mut c = Command::new(r.join("target/go-client/go-client"));
+            c.args([bootstrap, prefix]);
+            c
+        }
+        other => panic!("no client {other}"),
+    }
+}
+
+/// The records of a partition as the consumer saw them (`[offset, value]` in delivery
+/// order) as a log: offsets 0, 1, 2, ... each with one value. A record delivered again
+/// (a rebalance before a commit) must carry the same value at the same offset.
+fn partition_log(client: &str, what: &str, consumed: &Value) -> Vec<Value> {
+    let entries = consumed.as_array().unwrap_or_else(|| panic!("{client}: {what}: not a list: {consumed}"));
+    let mut log: BTreeMap<i64, Value> = BTreeMap::new();
+    for e in entries {
+        let (Some(offset), Some(value)) = (e[0].as_i64(), e.get(1)) else {
+            panic!("{client}: {what}: not [offset, value]: {e}");
+        };
+        if let Some(before) = log.insert(offset, value.clone()) {
+            assert_eq!(&before, value, "{client}: {what}: two values at offset {offset}");
+        }
+    }
+    for (i, offset) in log.keys().enumerate() {
+        assert_eq!(*offset, i as i64, "{client}: {what}: offsets not contiguous from 0: {:?}", log.keys());
+    }
+    log.into_values().collect()
+}
+
+/// Every record produced consumed exactly once and in order per partition, offsets
+/// committed up to the end, the admin answers right; returns (records, codecs).
+fn check_answers(client: &str, out: &Value, prefix: &str, broker: &Broker) -> (usize, usize) {
+    assert_eq!(out["topic_partitions"].as_u64(), Some(3), "{client}: describe topics: {out}");
+    assert_eq!(out["config"]["cleanup.policy"], "delete", "{client}: describe configs: {out}");
+    assert_eq!(out["errors"].as_array().map(Vec::len), Some(0), "{client}: errors: {}", out["errors"]);
+    let codecs = out["codecs"].as_array().map_or(0, Vec::len);
+    let produced = out["produced"].as_object().unwrap_or_else(|| panic!("{client}: no produced: {out}"));
+    let topic = format!("{prefix}-t");
+    let mut total = 0;
+    for p in ["0", "1", "2"] {
+        let sent = produced[p].as_array().unwrap_or_else(|| panic!("{client}: produced/{p}"));
+        total += sent.len();
+        let log = partition_log(client, &format!("consumed/{p}"), &out["consumed"][p]);
+        assert_eq!(
+            &Value::Array(log),
+            &produced[p],
+            "{client}: partition {p}: the records consumed are not every record produced, once and in order"
+        );
+        let n = sent.len() as i64;
+        assert_eq!(
+            out["committed"][p].as_i64(),
+            Some(n),
+            "{client}: committed offset of partition {p}: {out}"
+        );
+        assert_eq!(out["latest"][p].as_i64(), Some(n), "{client}: latest offset of partition {p}: {out}");
+        assert_eq!(
+            broker.end_offset(&topic, p.parse().unwrap()),
+            Some(n),
+            "{client}: the broker's own end offset"
+        );
+    }
+    let extra = out["extra_records"].as_u64().unwrap_or(0) as usize;
+    assert_eq!(total, codecs * 12 + extra, "{client}: records produced");
+    let group = format!("{prefix}-g");
+    let groups = out["groups"].as_array().unwrap_or_else(|| panic!("{client}: no groups: {out}"));
+    assert!(groups.iter().any(|g| g == &Value::String(group.clone())), "{client}: {group} not in {groups:?}");
+    (total, codecs)
+}
+
+/// Older versions a broker of the Kafka 2.4 era served (what clients fall back to): no
+/// flexible versions, no topic ids, no KIP-848.
+const OLDER: &[(ApiKey, i16)] = &[
+    (ApiKey::ApiVersions, 2),
+    (ApiKey::Metadata, 8),
+    (ApiKey::Produce, 7),
+    (ApiKey::Fetch, 11),
+    (ApiKey::ListOffsets, 5),
+    (ApiKey::FindCoordinator, 2),
+    (ApiKey::JoinGroup, 5),
+    (ApiKey::SyncGroup, 3),
+    (ApiKey::Heartbeat, 3),
+    (ApiKey::LeaveGroup, 2),
+    (ApiKey::OffsetCommit, 7),
+    (ApiKey::OffsetFetch, 5),
+    (ApiKey::ListGroups, 2),
+    (ApiKey::DescribeGroups, 4),
+    (ApiKey::CreateTopics, 4),
+    (ApiKey::DeleteTopics, 3),
+    (ApiKey::InitProducerId, 1),
+    (ApiKey::DescribeConfigs, 2),
+    (ApiKey::CreatePartitions, 1),
+];
+
+fn client_against_broker(client: &str) {
+    client_against(client, &[]);
+}
+
+/// The highest version of each API the broker answered, from its verbose log lines
+/// (`PEER: API vN: X bytes in, Y out`).
+fn versions_answered(lines: &str) -> BTreeMap<String, i16> {
+    let mut seen: BTreeMap<String, i16> = BTreeMap::new();
+    for l in lines.lines().filter(|l| l.ends_with(" out")) {
+        let mut words = l.split(": ").nth(1).unwrap_or_default().split(' ');
+        let (Some(api), Some(v)) = (words.next(), words.next()) else { continue };
+        let Ok(v) = v.trim_start_matches('v').parse::<i16>() else { continue };
+        let e = seen.entry(api.to_string()).or_insert(v);
+        *e = (*e).max(v);
+    }
+    seen
+}
+
+fn client_against(client: &str, limits: &[(ApiKey, i16)]) {
+    let _serial = serial();
+    setup();
+    let log = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = log.clone();
+    let config = Config {
+        logger: Some(std::sync::Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_string()))),
+        verbose: true,
+        max_versions: limits.to_vec(),
+        ..Config::default()
+    };
+    let broker = Broker::start(config).expect("start the broker");
+    let prefix = format!("{client}-{}", std::process::id());
+    let out = run(client_command(client, &broker.addr().to_string(), &prefix), client, CLIENT_TIMEOUT);
+    let lines = log.lock().unwrap().join("\n");
+    assert!(
+        out.ok,
+        "{client} failed\nstdout:\n{}\nstderr:\n{}\nbroker log:\n{lines}",
+        out.stdout, out.stderr
+    );
+    let answer = out.stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
+        panic!("{client} printed no JSON\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr)
+    });
+    let answer: Value = serde_json::from_str(answer).expect("client JSON");
+    let (records, codecs) = check_answers(client, &answer, &prefix, &broker);
+    // The broker closed no connection itself: each ended with its client.
+    let closed: Vec<&str> = lines
+        .lines()
+        .filter(|l| l.contains(": closed (") && !l.contains("peer closed") && !l.contains("reset by peer"))
+        .collect();
+    assert!(closed.is_empty(), "{client}: connections the broker closed:\n{closed:?}");
+    let answered = versions_answered(&lines);
+    // ApiVersions above the limit is answered with error 35 and the range to retry with,
+    // which is the fallback; anything else above it would be an error answer.
+    for (key, max) in limits.iter().filter(|(k, _)| *k != ApiKey::ApiVersions) {
+        if let Some(&v) = answered.get(key.name()) {
+            assert!(v <= *max, "{client}: {} v{v} answered above the limit {max}", key.name());
+        }
+    }
+    for api in ["Produce", "Fetch", "JoinGroup", "SyncGroup", "OffsetCommit"] {
+        assert!(answered.contains_key(api), "{client}: no {api} request: {answered:?}");
+    }
+    eprintln!(
+        "{client} against kwire::broker ({}): {records} records with {codecs} codecs, each consumed once and in order; highest versions {answered:?}",
+        if limits.is_empty() { "every version" } else { "older versions" }
+    );
+}
+
+#[test]
+fn kafka_python_against_broker() {
+    client_against_broker("kafka-python");
+}
+
+#[test]
+fn confluent_kafka_against_broker() {
+    client_against_broker("confluent-kafka");
+}
+
+#[test]
+fn kafkajs_against_broker() {
+    client_against_broker("kafkajs");
+}
+
+#[test]
+fn java_kafka_clients_against_broker() {
+    client_against_broker("java");
+}
+
+#[test]
+fn franz_go_against_broker() {
+    client_against_broker("franz-go");
+}
+
+#[test]
+fn kafka_python_falls_back() {
+    client_against("kafka-python", OLDER);
+}
+
+#[test]
+fn confluent_kafka_falls_back() {
+    client_against("confluent-kafka", OLDER);
+}
+
+#[test]
+fn kafkajs_falls_back() {
+    client_against("kafkajs", OLDER);
+}
+
+#[test]
+fn java_kafka_clients_fall_back() {
+    client_against("java", OLDER);
+}
+
+#[test]
+fn franz_go_falls_back() {
+    client_against("franz-go", OLDER);
+}
+
+// ---- raw frames ----
+
+/// A connection that writes request frames and reads response frames.
+struct Conn {
+    s: TcpStream,
+    next_id: i32,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Conn { s, next_id: 1 }
+    }
+
+    fn send(&mut self, body: &impl AnyBody, version: i16) -> i32 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let header = kwire::frame::RequestHeader {
+            correlation_id: id,
+            client_id: Some("broker-test"),
+            unknown_tagged_fields: &[],
+        };
+        let mut buf = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
+        dispatch::encode_request_with(body, version, &header, &mut buf).unwrap();
+        self.s.write_all(&buf).unwrap();
+        id
+    }
+
+    /// The next response frame (after its size), or `None` if the connection closed.
+    fn read(&mut self) -> Option<Vec<u8>> {
+        let mut size = [0u8; 4];
+        self.s.read_exact(&mut size).ok()?;
+        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+        self.s.read_exact(&mut frame).ok()?;
+        Some(frame)
+    }
+
+    /// Sends a request and returns its response frame, checking the correlation id.
+    fn call(&mut self, body: &impl AnyBody, version: i16) -> Vec<u8> {
+        let id = self.send(body, version);
+        let frame = self.read().expect("a response");
+        assert_eq!(i32::from_be_bytes(frame[..4].try_into().unwrap()), id, "correlation id");
+        frame
+    }
+}
+
+fn records(n: usize, tag: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..n).map(|i| (format!("k{i}").into_bytes(), format!("{tag}-{i}").into_bytes())).collect()
+}
+
+fn batch(rs: &[(Vec<u8>, Vec<u8>)], compression: Compression, producer: Option<(i64, i16, i32)>) -> Vec<u8> {
+    let new: Vec<NewRecord<'_>> = rs
+        .iter()
+        .map(|(k, v)| NewRecord { key: Some(k), value: Some(v), headers: &[], timestamp: None })
+        .collect();
+    let mut b = BatchBuilder::new(0, 1_700_000_000_000, &new);
+    b.compression = compression;
+    if let Some((id, epoch, seq)) = producer {
+        b.producer_id = id;
+        b.producer_epoch = epoch;
+        b.base_sequence = seq;
+    }
+    let mut out = Vec::new();
+    b.encode_to_vec(&mut out).unwrap();
+    out
+}
+
+/// (partition, error code, base offset) of each partition of a Produce v9 response.
+fn produce(c: &mut Conn, topic: &str, acks: i16, parts: &[(i32, &[u8])]) -> Option<Vec<(i32, i16, i64)>> {
+    let data: Vec<PartitionProduceData<'_>> = parts
+        .iter()
+        .map(|(i, b)| PartitionProduceData { index: *i, records: Some((*b).into()), ..Default::default() })
+        .collect();
+    let topics = [TopicProduceData {
+        name: topic.into(),
+        partition_data: data.as_slice().into(),
+        ..Default::default()
+    }];
+    let req = ProduceRequest { acks, timeout_ms: 5000, topic_data: (&topics).into(), ..Default::default() };
+    if acks == 0 {
+        c.send(&req, 9);
+        return None;
+    }
+    let frame = c.call(&req, 9);
+    let ResponseBodyView::Produce(r) = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap().body
+    else {
+        panic!()
+    };
+    Some(
+        r.responses()
+            .iter()
+            .flat_map(|t| {
+                t.partition_responses()
+                    .iter()
+                    .map(|p| (p.index(), p.error_code(), p.base_offset()))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+    )
+}
+
+/// Fetch v12 of one partition: (error, high watermark, the values of the records).
+fn fetch(
+    c: &mut Conn,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_wait_ms: i32,
+) -> (i16, i64, Vec<String>) {
+    let parts = [FetchPartition {
+        partition,
+        fetch_offset: offset,
+        partition_max_bytes: 1 << 20,
+        ..Default::default()
+    }];
+    let topics = [FetchTopic { topic: topic.into(), partitions: (&parts).into(), ..Default::default() }];
+    let req = FetchRequest {
+        max_wait_ms,
+        min_bytes: 1,
+        max_bytes: 50 << 20,
+        session_epoch: -1,
+        topics: (&topics).into(),
+        ..Default::default()
+    };
+    let frame = c.call(&req, 12);
+    let ResponseBodyView::Fetch(r) = dispatch::parse_response(&frame, ApiKey::Fetch, 12).unwrap().body else {
+        panic!()
+    };
+    let t = r.responses().iter().next().unwrap();
+    let p = t.partitions().iter().next().unwrap();
+    let mut values = Vec::new();
+    let mut scratch = Vec::new();
+    for b in RecordBatches::new(p.records().map(|r| r.bytes()).unwrap_or_default()) {
+        let b = b.expect("a batch as stored");
+        for r in b.records_in_vec(&mut scratch, 1 << 24).expect("its records") {
+            values.push(String::from_utf8(r.unwrap().value().unwrap().to_vec()).unwrap());
+        }
+    }
+    (p.error_code(), p.high_watermark(), values)
+}
+
+fn broker_with_topic(config: Config, topic: &str, partitions: i32) -> Broker {
+    let b = Broker::start(config).unwrap();
+    assert!(b.create_topic(topic, partitions));
+    b
+}
+
+#[test]
+fn a_corrupt_batch_fails_its_partition_only() {
+    let b = broker_with_topic(Config::default(), "t", 3);
+    let mut c = Conn::open(b.addr());
+    let good = batch(&records(3, "good"), Compression::None, None);
+    let mut corrupt = batch(&records(3, "bad"), Compression::None, None);
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0x55; // a value byte: the CRC no longer matches
+    let mut cut = good.clone();
+    cut.truncate(good.len() - 5);
+    let two = [good.clone(), good.clone()].concat();
+    let answers = produce(&mut c, "t", -1, &[(0, &good), (1, &corrupt), (2, &cut)]).unwrap();
+    // A bad CRC is CORRUPT_MESSAGE (2); a cut batch leaves no whole batch, INVALID_RECORD
+    // (87), as Kafka answers Produce v3+ (kwire::records::validate); partition 0 is fine.
+    assert_eq!(answers, [(0, 0, 0), (1, 2, -1), (2, 87, -1)], "errors for the bad partitions only");
+    // Two batches in one partition: INVALID_RECORD (87), as Kafka answers Produce v3+.
+    assert_eq!(produce(&mut c, "t", 1, &[(0, &two)]).unwrap(), [(0, 87, -1)]);
+    // An unknown partition and topic: UNKNOWN_TOPIC_OR_PARTITION (3); Produce creates nothing.
+    assert_eq!(produce(&mut c, "t", 1, &[(7, &good)]).unwrap(), [(7, 3, -1)]);
+    assert_eq!(produce(&mut c, "nope", 1, &[(0, &good)]).unwrap(), [(0, 3, -1)]);
+    assert_eq!(b.end_offset("nope", 0), None);
+    // A record two hours ahead of the broker's clock (message.timestamp.after.max.ms is one
+    // hour): INVALID_TIMESTAMP (32).
+    let ahead = {
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        let rs =
+            [NewRecord { key: None, value: Some(b"late"), headers: &[], timestamp: Some(now + 7_200_000) }];
+        let mut out = Vec::new();
+        BatchBuilder::new(0, now + 7_200_000, &rs).encode_to_vec(&mut out).unwrap();
+        out
+    };
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &ahead)]).unwrap(), [(0, 32, -1)]);
+    // Only the good batch is in the log, with its offsets assigned.
+    assert_eq!(fetch(&mut c, "t", 0, 0, 0), (0, 3, vec!["good-0".into(), "good-1".into(), "good-2".into()]));
+    assert_eq!((b.end_offset("t", 1), b.end_offset("t", 2)), (Some(0), Some(0)));
+    assert_eq!(b.log_bytes("t", 1), Some(0));
+    // A second batch gets the next offsets, written into its header in place.
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &good)]).unwrap(), [(0, 0, 3)]);
+    // A fetch from inside a batch returns that whole batch (offsets 3 to 5), as Kafka does.
+    let (_, hw, values) = fetch(&mut c, "t", 0, 4, 0);
+    assert_eq!((hw, values), (6, vec!["good-0".to_string(), "good-1".into(), "good-2".into()]));
+}
+
+#[cfg(feature = "gzip")]
+#[test]
+fn a_batch_inflating_past_the_limit_is_refused() {
+    let config = Config { max_decompressed_bytes: 64 * 1024, ..Config::default() };
+    let b = broker_with_topic(config, "t", 1);
+    let mut c = Conn::open(b.addr());
+    let big = vec![(b"k".to_vec(), vec![b'z'; 200_000])];
+    let bomb = batch(&big, Compression::Gzip, None);
+    assert!(bomb.len() < 2000, "gzip shrinks it to {} bytes", bomb.len());
+    // INVALID_RECORD (87), kwire::records::validate's code for a batch past the inflate limit.
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &bomb)]).unwrap(), [(0, 87, -1)]);
+    assert_eq!(b.log_bytes("t", 0), Some(0));
+    let small = batch(&records(5, "ok"), Compression::Gzip, None);
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &small)]).unwrap(), [(0, 0, 0)]);
+    assert_eq!(fetch(&mut c, "t", 0, 0, 0).2.len(), 5);
+}
+
+#[test]
+fn acks_zero_gets_no_answer_and_a_failure_closes_the_connection() {
+    use kwire::messages::ApiVersionsRequest;
+    let b = broker_with_topic(Config::default(), "t", 1);
+    let mut c = Conn::open(b.addr());
+    let good = batch(&records(2, "a0"), Compression::None, None);
+    assert!(produce(&mut c, "t", 0, &[(0, &good)]).is_none());
+    assert!(produce(&mut c, "t", 0, &[(0, &good)]).is_none());
+    // The next answer on the connection is the ApiVersions one: nothing came for acks=0.
+    let frame = c.call(&ApiVersionsRequest::default(), 3);
+    assert!(dispatch::parse_response(&frame, ApiKey::ApiVersions, 3).is_ok());
+    assert_eq!(b.end_offset("t", 0), Some(4));
+    // acks=0 to an unknown partition: Kafka closes the connection so the producer notices.
+    assert!(produce(&mut c, "t", 0, &[(5, &good)]).is_none());
+    c.send(&ApiVersionsRequest::default(), 3);
+    assert!(c.read().is_none(), "the connection is closed");
+    assert_eq!(b.end_offset("t", 0), Some(4));
+}
+
+#[test]
+fn idempotent_producers_duplicates_and_gaps() {
+    use kwire::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+    let b = broker_with_topic(Config::default(), "t", 1);
+    let mut c = Conn::open(b.addr());
+    let frame = c.call(
+        &InitProducerIdRequest {
+            transaction_timeout_ms: 60000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        },
+        4,
+    );
+    let ResponseBodyView::InitProducerId(r) =
+        dispatch::parse_response(&frame, ApiKey::InitProducerId, 4).unwrap().body
+    else {
+        panic!()
+    };
+    assert_eq!(r.error_code(), 0);
+    let (pid, epoch) = (r.producer_id(), r.producer_epoch());
+    let _ = InitProducerIdResponse::default();
+    let first = batch(&records(3, "s0"), Compression::None, Some((pid, epoch, 0)));
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &first)]).unwrap(), [(0, 0, 0)]);
+    // The same batch again (a retry): the same offset, nothing appended.
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &first)]).unwrap(), [(0, 0, 0)]);
+    assert_eq!(b.end_offset("t", 0), Some(3));
+    // A gap (sequence 5 after 0..=2): OUT_OF_ORDER_SEQUENCE_NUMBER (45).
+    let gap = batch(&records(1, "gap"), Compression::None, Some((pid, epoch, 5)));
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &gap)]).unwrap(), [(0, 45, -1)]);
+    // The next sequence: appended.
+    let next = batch(&records(2, "s3"), Compression::None, Some((pid, epoch, 3)));
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &next)]).unwrap(), [(0, 0, 3)]);
+    // An older epoch: INVALID_PRODUCER_EPOCH (47); a new epoch must start at 0.
+    let bumped = batch(&records(1, "e1"), Compression::None, Some((pid, epoch + 1, 0)));
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &bumped)]).unwrap(), [(0, 0, 5)]);
+    let stale = batch(&records(1, "old"), Compression::None, Some((pid, epoch, 5)));
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &stale)]).unwrap(), [(0, 47, -1)]);
+    let bad_start = batch(&records(1, "e2"), Compression::None, Some((pid, epoch + 2, 7)));
+    assert_eq!(produce(&mut c, "t", -1, &[(0, &bad_start)]).unwrap(), [(0, 45, -1)]);
+    let values = fetch(&mut c, "t", 0, 0, 0).2;
+    assert_eq!(values, ["s0-0", "s0-1", "s0-2", "s3-0", "s3-1", "e1-0"]);
+    // Transactions are not served.
+    let frame = c.call(
+        &InitProducerIdRequest {
+            transactional_id: Some("tx".into()),
+            transaction_timeout_ms: 60000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        },
+        4,
+    );
+    let ResponseBodyView::InitProducerId(r) =
+        dispatch::parse_response(&frame, ApiKey::InitProducerId, 4).unwrap().body
+    else {
+        panic!()
+    };
+    assert_eq!(r.error_code(), 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED");
+}
+
+#[test]
+fn fetch_long_polls_until_data_or_max_wait() {
+    let b = broker_with_topic(Config::default(), "t", 1);
+    let mut c = Conn::open(b.addr());
+    // Nothing to read: the answer comes at max_wait_ms, empty.
+    let start = Instant::now();
+    let (code, hw, values) = fetch(&mut c, "t", 0, 0, 600);
+    let waited = start.elapsed();
+    assert_eq!((code, hw, values.len()), (0, 0, 0));
+    assert!(waited >= Duration::from_millis(550), "answered after {waited:?}, before max_wait_ms");
+    assert!(waited < Duration::from_secs(10), "answered after {waited:?}");
+    // A long wait ends as soon as another connection produces.
+    let addr = b.addr();
+    let producer = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(300));
+        let mut p = Conn::open(addr);
+        let one = batch(&records(1, "late"), Compression::None, None);
+        produce(&mut p, "t", 1, &[(0, &one)]).unwrap()
+    });
+    let start = Instant::now();
+    let (code, _, values) = fetch(&mut c, "t", 0, 0, 30_000);
+    let waited = start.elapsed();
+    assert_eq!(producer.join().unwrap(), [(0, 0, 0)]);
+    assert_eq!((code, values), (0, vec!["late-0".to_string()]));
+    assert!(waited < Duration::from_secs(15), "the append did not end the wait ({waited:?})");
+    // An offset past the end: OFFSET_OUT_OF_RANGE (1), at once.
+    let start = Instant::now();
+    assert_eq!(fetch(&mut c, "t", 0, 9, 30_000).0, 1);
+    assert!(start.elapsed() < Duration::from_secs(15));
+    // Stopping the broker ends a waiting fetch.
+    let waiting = thread::spawn(move || {
+        let mut c = Conn::open(addr);
+        let parts = [FetchPartition {
+            partition: 0,
+            fetch_offset: 1,
+            partition_max_bytes: 1 << 20,
+            ..Default::default()
+        }];
+        let topics = [FetchTopic { topic: "t".into(), partitions: (&parts).into(), ..Default::default() }];
+        let req = FetchRequest {
+            max_wait_ms: 60_000,
+            min_bytes: 1,
+            max_bytes: 1 << 20,
+            topics: (&topics).into(),
+            ..Default::default()
+        };
+        c.send(&req, 12);
+        let start = Instant::now();
+        let _ = c.read();
+        start.elapsed()
+    });
+    thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    drop(b);
+    assert!(start.elapsed() < Duration::from_secs(15), "stopping took {:?}", start.elapsed());
+    assert!(waiting.join().unwrap() < Duration::from_secs(20));
+}
+
+#[test]
+fn unsupported_apis_get_error_35_and_the_connection_stays_open() {
+    use kwire::messages::describe_acls::DescribeAclsRequest;
+    use kwire::messages::{ApiVersionsRequest, MetadataRequest};
+    let b = Broker::start(Config { max_versions: vec![(ApiKey::Metadata, 9)], ..Config::default() }).unwrap();
+    let mut c = Conn::open(b.addr());
+    // ApiVersions lists what is served, not DescribeAcls.
+    let frame = c.call(&ApiVersionsRequest::default(), 3);
+    let ResponseBodyView::ApiVersions(v) =
+        dispatch::parse_response(&frame, ApiKey::ApiVersions, 3).unwrap().body
+    else {
+        panic!()
+    };
+    let keys: Vec<(i16, i16, i16)> =
+        v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
+    assert!(keys.contains(&(ApiKey::Metadata.key(), 0, 9)), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.0 == ApiKey::DescribeAcls.key()));
+    assert_eq!(keys.len(), kwire::broker::SERVED.len());
+    // An API it does not serve: its response with UNSUPPORTED_VERSION.
+    for version in [1, 3] {
+        let frame = c.call(
+            &DescribeAclsRequest {
+                resource_type_filter: 2,
+                pattern_type_filter: 3,
+                operation: 2,
+                permission_type: 3,
+                ..Default::default()
+            },
+            version,
+        );
+        let ResponseBodyView::DescribeAcls(r) =
+            dispatch::parse_response(&frame, ApiKey::DescribeAcls, version).unwrap().body
+        else {
+            panic!()
+        };
+        assert_eq!(r.error_code(), 35);
+    }
+    // A version above the limit: the same (Metadata has a top-level error code from v13).
+    let frame = c.call(&MetadataRequest::default(), 13);
+    let ResponseBodyView::Metadata(m) = dispatch::parse_response(&frame, ApiKey::Metadata, 13).unwrap().body
+    else {
+        panic!()
+    };
+    assert_eq!(m.error_code(), 35);
+    // ApiVersions above what is served: error 35 in a v0 body, the ApiVersions range listed.
+    let b2 =
+        Broker::start(Config { max_versions: vec![(ApiKey::ApiVersions, 2)], ..Config::default() }).unwrap();
+    let mut c2 = Conn::open(b2.addr());
+    let frame = c2.call(&ApiVersionsRequest::default(), 3);
+    let ResponseBodyView::ApiVersions(v) =
+        dispatch::parse_response(&frame, ApiKey::ApiVersions, 0).unwrap().body
+    else {
+        panic!()
+    };
+    assert_eq!(v.error_code(), 35);
+    // Still open after all that.
+    let frame = c.call(&ApiVersionsRequest::default(), 3);
+    assert!(dispatch::parse_response(&frame, ApiKey::ApiVersions, 3).is_ok());
+    // A frame kwire cannot read at all (an unknown API key) closes the connection.
+    let mut raw = vec![0u8, 0, 0, 10, 0x7f, 0x00, 0, 0, 0, 0, 0, 9, 0xff, 0xff];
+    raw[4] = 0x7f;
+    c.s.write_all(&raw).unwrap();
+    assert!(c.read().is_none());
+}
+
+/// The test process's resident memory in KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A client that sends Fetch after Fetch for a megabyte of records and never reads the
+/// answers: the connection's writes block (TCP back-pressure reaches the client), and
+/// the broker holds at most about one answer for it.
+#[test]
+fn a_client_that_never_reads_does_not_grow_memory() {
+    let _serial = serial();
+    let b = broker_with_topic(Config::default(), "t", 1);
+    let mut c = Conn::open(b.addr());
+    let value = vec![(b"k".to_vec(), vec![b'v'; 900_000])];
+    let one = batch(&value, Compression::None, None);
+    assert_eq!(produce(&mut c, "t", 1, &[(0, &one)]).unwrap(), [(0, 0, 0)]);
+    let parts = [FetchPartition {
+        partition: 0,
+        fetch_offset: 0,
+        partition_max_bytes: 1 << 20,
+        ..Default::default()
+    }];
+    let topics = [FetchTopic { topic: "t".into(), partitions: (&parts).into(), ..Default::default() }];
+    let req = FetchRequest {
+        max_wait_ms: 0,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: (&topics).into(),
+        ..Default::default()
+    };
+    let header = kwire::frame::RequestHeader {
+        correlation_id: 1,
+        client_id: Some("slow"),
+        unknown_tagged_fields: &[],
+    };
+    let mut frame = vec![0u8; dispatch::request_len(&req, 12, &header).unwrap()];
+    dispatch::encode_request_with(&req, 12, &header, &mut frame).unwrap();
+    let before = rss_kib();
+    c.s.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+    let start = Instant::now();
+    let mut sent = 0usize;
+    let blocked = loop {
+        if start.elapsed() > Duration::from_secs(30) {
+            break false;
+        }
+        match c.s.write_all(&frame) {
+            Ok(()) => sent += 1,
+            Err(_) => break true,
+        }
+    };
+    let during = rss_kib();
+    eprintln!(
+        "slow reader: {sent} Fetch requests ({} MB of answers asked for) before the writes blocked={blocked}; RSS {before} KiB before, {during} KiB while blocked",
+        sent * one.len() / 1_000_000
+    );
+    assert!(blocked, "writes never blocked after {sent} requests: no back-pressure");
+    assert!(sent * one.len() > 100 << 20, "only {sent} requests were taken before blocking");
+    assert!(during < before + 64 * 1024, "memory grew from {before} KiB to {during} KiB");
+    drop(c);
+    assert_eq!(b.end_offset("t", 0), Some(1));
+}
