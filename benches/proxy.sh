@@ -89,12 +89,11 @@ run_ping() { # target mode: ApiVersions round trips, one at a time
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq "$rounds"); do
-  for mode in direct proxy quiet threads; do
+  for mode in direct proxy quiet; do
     case $mode in
       direct) target=$broker ;;
       proxy) start_proxy ;;
       quiet) start_proxy --quiet ;;
-      threads) start_proxy --quiet --io threads ;;
     esac
     run_phase throughput "$target" "$mode" "$producers" 0
     run_phase latency "$target" "$mode" 1 "$rate"
@@ -129,8 +128,7 @@ def agg(phase, mode):
                 fp50=med("fetch_p50_us"), fp99=med("fetch_p99_us"),
                 cpu_req=(cpu / req * 1e6) if req and mode != "direct" else None,
                 cpu_mb=(cpu / mbytes * 1e3) if mbytes and mode != "direct" else None)
-names = {"direct": "direct", "proxy": "through kwire proxy (log on)", "quiet": "through kwire proxy --quiet",
-         "threads": "through kwire proxy --quiet --io threads"}
+names = {"direct": "direct", "proxy": "through kwire proxy (log on)", "quiet": "through kwire proxy --quiet"}
 print(f"{rounds} rounds of {secs} s per phase; throughput: {producers} producers as fast as they can and 1 consumer; "
       f"latency: 1 producer at {rate} records/s and 1 consumer; 1 KB records, no compression; "
       f"load average before {load_before}, after {load_after}\n")
@@ -139,7 +137,7 @@ for phase in ["throughput", "latency"]:
     print("| path | MB/s (produce + fetch) | vs direct | requests/s | Produce p50 / p99 µs | Fetch p50 / p99 µs | proxy CPU µs/request | proxy CPU ms/MB |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     d = agg(phase, "direct")
-    for mode in ["direct", "proxy", "quiet", "threads"]:
+    for mode in ["direct", "proxy", "quiet"]:
         a = agg(phase, mode)
         f = lambda v: "-" if v is None else f"{v:.1f}"
         print(f"| {names[mode]} | {a['mb']:.1f} | {100 * a['mb'] / d['mb']:.0f}% | {a['rps']:.0f} | "
@@ -150,7 +148,7 @@ if any(r["phase"] == "ping" for r in rows):
     print("| path | p50 µs | p99 µs | p99.9 µs | added p50 / p99 µs | proxy CPU µs/request |")
     print("| --- | --- | --- | --- | --- | --- |")
     d = ping("direct")
-    for mode in ["direct", "proxy", "quiet", "threads"]:
+    for mode in ["direct", "proxy", "quiet"]:
         a = ping(mode)
         cpu = "-" if a["cpu"] is None else f"{a['cpu']:.1f}"
         print(f"| {names[mode]} | {a['p50']:.0f} | {a['p99']:.0f} | {a['p999']:.0f} | "

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# `kwire proxy`'s two architectures (`--io threads`, `--io tokio`) holding many idle
+# `kwire proxy` (one tokio task per connection) holding many idle
 # client connections in front of a real Apache Kafka 4.4.0 broker while 100 connections
 # are active: N idle connections (each made one ApiVersions round trip through to the
 # broker, then idles), then franz-go (tests/interop/go, `bench`) with PRODUCERS producers
-# at RATE records/s each and one consumer for SECONDS_PER_RUN s. Per architecture and N,
+# at RATE records/s each and one consumer for SECONDS_PER_RUN s. Per N,
 # the proxy's resident memory, threads and descriptors before, with the idle connections,
 # and during the load. Prints a Markdown table; see docs/proxy.md, "Architecture".
 #
-#   bash benches/proxy_connections.sh   # KWIRE=path/to/kwire COUNTS="1000 5000 9800" COUNTS_THREADS="1000 5000 7500" SECONDS_PER_RUN=10 PRODUCERS=49 RATE=20
+#   bash benches/proxy_connections.sh   # KWIRE=path/to/kwire COUNTS="1000 5000 9800" SECONDS_PER_RUN=10 PRODUCERS=49 RATE=20
 #
 # The descriptor limit bounds N: two per connection in the proxy, within the hard limit
 # (20,000 here: at most 9,936 connections). Not a test.
@@ -16,9 +16,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 counts=${COUNTS:-1000 5000 9800}
-# Threads: two per connection, and each thread maps its stack, a guard page and a signal
-# stack, so vm.max_map_count (65,530 by default) stops it near 8,000 connections.
-counts_threads=${COUNTS_THREADS:-1000 5000 7500}
 secs=${SECONDS_PER_RUN:-10}
 producers=${PRODUCERS:-49}
 rate=${RATE:-20}
@@ -80,12 +77,11 @@ status() { # pid: "RSS_KIB THREADS FDS"
 results=$work/results.txt
 : >"$results"
 n_run=0
-for io in threads tokio; do
-  if [ "$io" = threads ]; then ns=$counts_threads; else ns=$counts; fi
-  for n in $ns; do
+for io in tokio; do
+  for n in $counts; do
     n_run=$((n_run + 1))
     rm -f "$work/proxy.log"
-    "$kwire" proxy --quiet --io "$io" --listen 127.0.0.1:0 --upstream "$broker" >"$work/proxy.log" 2>"$work/proxy.err" &
+    "$kwire" proxy --quiet --listen 127.0.0.1:0 --upstream "$broker" >"$work/proxy.log" 2>"$work/proxy.err" &
     proxy_pid=$!
     target=
     for _ in $(seq 200); do

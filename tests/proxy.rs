@@ -1051,18 +1051,11 @@ impl Drop for QuietProxy {
 /// (connection refused: the proxy closed its listener, with a log line) rather than
 /// accepted and dropped; once a connection ends the listener opens again and a new client
 /// is served. No connection is ever accepted and then closed for want of a descriptor.
-/// Both architectures (`--io tokio`, `--io threads`).
 #[test]
 fn descriptor_limit_raised_and_connections_past_it_refused() {
     let _serial = serial();
     let upstream = answering_upstream();
-    for io in ["tokio", "threads"] {
-        refused_past_the_limit(&upstream, io);
-    }
-}
-
-fn refused_past_the_limit(upstream: &str, io: &str) {
-    let proxy = QuietProxy::start(upstream, "-Sn 64 && ulimit -Hn 300", &["--io", io]);
+    let proxy = QuietProxy::start(&upstream, "-Sn 64 && ulimit -Hn 300", &[]);
     let line = proxy.wait_for("descriptor limit");
     assert!(
         line.contains("descriptor limit 300 (soft 64 at start, hard 300): serving at most 86 connections"),
@@ -1096,7 +1089,7 @@ fn refused_past_the_limit(upstream: &str, io: &str) {
         .filter(|l| l.contains("cannot connect") || l.contains("accept on") || l.contains("open files"))
         .collect();
     assert!(dropped.is_empty(), "connections accepted and dropped:\n{dropped:?}");
-    eprintln!("descriptor limit (--io {io}): {line}");
+    eprintln!("descriptor limit: {line}");
 }
 
 /// Threads and descriptors of a process.
@@ -1116,7 +1109,7 @@ fn sample(text: &str, name: &str) -> Option<f64> {
     text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
 
-/// Many connections held through `kwire proxy` (the default `--io tokio`), started with
+/// Many connections held through `kwire proxy`, started with
 /// the common soft descriptor limit of 1024: it raises the limit itself. The test process
 /// holds both ends (its clients and the upstream), so it holds up to 9,000 connections
 /// (2 × 9,000 descriptors within the hard limit of 20,000). Each connection makes one

@@ -7,6 +7,8 @@
 //!   the right header; [`ClientConn`] is a client's side: requests encoded with fresh
 //!   correlation ids, bytes in, typed responses out paired with their requests, with the
 //!   ApiVersions fallback Kafka's clients use.
+//! - [`metrics`] (feature `std`): counters by API and version, latency histograms and
+//!   connection counts for a broker or proxy, rendered in the Prometheus text format.
 //! - [`expects_response`] and [`frame_expects_response`] say which requests get no
 //!   answer (Produce with `acks = 0`).
 //!
@@ -51,6 +53,8 @@
 mod client;
 mod frame_buf;
 mod in_flight;
+#[cfg(feature = "std")]
+pub mod metrics;
 mod server;
 #[cfg(feature = "tokio")]
 pub mod tokio;

@@ -1,15 +1,15 @@
-//! One client connection: a thread per direction, each an I/O loop over kwire's sans-IO
-//! connection state (`kwire::conn::{FrameBuf, InFlight}`), `kwire::secrets::RawSasl` and a
-//! `kwire::filter::FilterChain`.
+//! One client connection's frames, whatever moves its bytes (`tokio_io.rs`): kwire's
+//! sans-IO connection state (`kwire::conn::InFlight`, `kwire::secrets::RawSasl`, a
+//! `kwire::filter::FilterChain`), and the reporting of each frame forwarded (log, metrics,
+//! recordings).
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use kwire::ApiKey;
-use kwire::conn::{ConnError, FrameBuf, InFlight};
+use kwire::conn::metrics::{Direction, Undecoded};
+use kwire::conn::{ConnError, InFlight};
 use kwire::filter::{FilterChain, Verdict};
 use kwire::frame::RequestHeaderView;
 use kwire::secrets::RawSasl;
@@ -29,8 +29,6 @@ pub(super) struct Meta {
 
 pub(super) type Pending = kwire::conn::Pending<Meta>;
 
-/// The read buffers' base size; they grow for a larger frame and shrink back after.
-pub(super) const READ_BUF: usize = 64 * 1024;
 /// Frames up to this size are copied into the batch written at the end of a read; larger
 /// ones are written from the read buffer.
 pub(super) const COPY_MAX: usize = 16 * 1024;
@@ -79,35 +77,10 @@ impl Batch {
         at
     }
 
-    fn flush(&mut self, mut to: &TcpStream) -> std::io::Result<()> {
-        to.write_all(&self.out)
-    }
-
     /// The frame (without prefix) pushed at `at`.
     pub(super) fn frame(&self, at: usize) -> &[u8] {
         let len = u32::from_be_bytes([self.out[at], self.out[at + 1], self.out[at + 2], self.out[at + 3]]);
         &self.out[at + 4..at + 4 + len as usize]
-    }
-}
-
-/// Writes a large frame from where it lies, after the batch before it.
-fn write_large(mut to: &TcpStream, batch: &mut Batch, frame: &[u8]) -> std::io::Result<()> {
-    batch.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
-    batch.flush(to)?;
-    to.write_all(frame)
-}
-
-/// Reads once into the frame buffer; `Ok(0)` at the end of the stream.
-fn fill(frames: &mut FrameBuf, mut from: &TcpStream) -> std::io::Result<usize> {
-    loop {
-        match from.read(frames.spare()) {
-            Ok(n) => {
-                frames.commit(n);
-                return Ok(n);
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
     }
 }
 
@@ -123,63 +96,6 @@ pub(super) fn violation(e: &kwire::frame::FrameError) -> String {
         },
         e => e.to_string(),
     }
-}
-
-/// Serves one client connection until either side closes it.
-pub fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared: &Arc<Shared>) {
-    let upstream_stream = upstream
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut addrs| addrs.next())
-        .ok_or_else(|| std::io::Error::new(ErrorKind::NotFound, "cannot resolve"))
-        .and_then(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(10)));
-    let server = match upstream_stream {
-        Ok(s) => s,
-        Err(e) => {
-            shared
-                .log
-                .line(format!("{} conn={id} {peer}: cannot connect to {upstream}: {e}; closing", now()));
-            shared.metrics.upstream("connect");
-            let _ = client.shutdown(Shutdown::Both);
-            return;
-        }
-    };
-    let _ = client.set_nodelay(true);
-    let _ = server.set_nodelay(true);
-    shared.log.line(format!("{} conn={id} {peer}: connected, forwarding to {upstream}", now()));
-    // Both threads use each socket (`&TcpStream` reads and writes): two descriptors per
-    // connection, not four.
-    let (client, server) = (Arc::new(client), Arc::new(server));
-    let (client_r, server_w) = (client.clone(), server.clone());
-    let conn: Conn = Arc::new(Mutex::new(State {
-        in_flight: InFlight::new(),
-        sasl: RawSasl::new(),
-        filters: super::filters(shared),
-    }));
-    let closing = Arc::new(AtomicBool::new(false));
-    let responses = {
-        let shared = shared.clone();
-        let conn = conn.clone();
-        let closing_r = closing.clone();
-        std::thread::Builder::new()
-            .name(format!("conn-{id}-resp"))
-            .spawn(move || responses(server, client, id, &shared, &conn, &closing_r))
-    };
-    let mut why = requests(client_r, server_w, id, shared, &conn, &closing);
-    if let Ok(handle) = responses
-        && let Ok(Some(broker_side)) = handle.join()
-    {
-        // The client side saw the end the broker side caused.
-        if !why.starts_with("framing violation") && !why.starts_with("closed by") {
-            why = broker_side;
-        }
-    }
-    // Requests left without a response: the connection closed first.
-    let left: Vec<Pending> = lock(&conn).in_flight.drain().collect();
-    for p in &left {
-        no_response(p.api_key.key(), p.api_version, &p.payload, id, shared);
-    }
-    shared.log.line(format!("{} conn={id} {peer}: closed ({why})", now()));
 }
 
 /// Classifies and registers a request frame (without its size prefix) before it is
@@ -238,106 +154,12 @@ pub(super) fn admit(
     (Head::Request { api, expects, client_id, record_name }, verdict)
 }
 
-/// Client to broker: forwards requests, then decodes them.
-fn requests(
-    client: Arc<TcpStream>,
-    server: Arc<TcpStream>,
-    id: u64,
-    shared: &Shared,
-    conn: &Conn,
-    closing: &AtomicBool,
-) -> String {
-    let mut frames = FrameBuf::with_base_capacity(READ_BUF, shared.max_frame);
-    let mut batch = Batch { out: Vec::with_capacity(READ_BUF) };
-    let mut copied: Vec<(usize, Head)> = Vec::new();
-    let mut last_client: Option<Arc<str>> = None;
-    let why = 'conn: loop {
-        match fill(&mut frames, &client) {
-            Ok(0) => break "client closed".to_string(),
-            Ok(_) => {}
-            Err(e) => break format!("client read error: {e}"),
-        }
-        batch.out.clear();
-        copied.clear();
-        loop {
-            let frame = match frames.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(e) => {
-                    // The frames before it are still forwarded.
-                    let _ = batch.flush(&server);
-                    for (at, head) in &copied {
-                        on_request(batch.frame(*at), head, id, shared);
-                    }
-                    let violation = violation(&e);
-                    shared.stats.violations.fetch_add(1, Ordering::Relaxed);
-                    shared.metrics.violation("request");
-                    shared.log.line(format!(
-                        "{} conn={id} framing violation from the client: {violation}; closing this connection",
-                        now()
-                    ));
-                    break 'conn format!("framing violation: {violation}");
-                }
-            };
-            // Registered before forwarding: the response may come back before this thread
-            // runs again.
-            let (head, verdict) = admit(frame, &mut lock(conn), shared, &mut last_client);
-            let forward: &[u8] = match &verdict {
-                Verdict::Forward => frame,
-                Verdict::Replace(new) => new,
-                Verdict::Drop => &[],
-                Verdict::Respond(_) | Verdict::Close(_) => {
-                    let why = match verdict {
-                        Verdict::Close(why) => why,
-                        _ => "a filter answered a request itself, which kwire proxy does not do".into(),
-                    };
-                    let _ = batch.flush(&server);
-                    for (at, head) in &copied {
-                        on_request(batch.frame(*at), head, id, shared);
-                    }
-                    shared.log.line(format!("{} conn={id} closing this connection: {why}", now()));
-                    break 'conn format!("closed by the proxy: {why}");
-                }
-            };
-            if matches!(verdict, Verdict::Drop) {
-                on_request(frame, &head, id, shared);
-            } else if forward.len() <= COPY_MAX {
-                let at = batch.push(forward);
-                copied.push((at, head));
-            } else {
-                let r = write_large(&server, &mut batch, forward);
-                for (at, head) in &copied {
-                    on_request(batch.frame(*at), head, id, shared);
-                }
-                batch.out.clear();
-                copied.clear();
-                if let Err(e) = r {
-                    shared.metrics.upstream("write");
-                    break 'conn format!("broker write error: {e}");
-                }
-                on_request(forward, &head, id, shared);
-            }
-        }
-        if let Err(e) = batch.flush(&server) {
-            shared.metrics.upstream("write");
-            break format!("broker write error: {e}");
-        }
-        for (at, head) in &copied {
-            on_request(batch.frame(*at), head, id, shared);
-        }
-    };
-    // End both directions: the response thread's read returns, and the broker sees the
-    // client go.
-    closing.store(true, Ordering::SeqCst);
-    let _ = server.shutdown(Shutdown::Both);
-    let _ = client.shutdown(Shutdown::Both);
-    why
-}
-
 /// A raw SASL token passed through: one line saying so, never its bytes.
 fn on_token(frame: &[u8], from: &str, id: u64, shared: &Shared) {
     shared.stats.sasl_tokens.fetch_add(1, Ordering::Relaxed);
-    shared.metrics.bytes(if from == "client" { "request" } else { "response" }, frame.len() + 4);
+    shared
+        .metrics
+        .bytes(if from == "client" { Direction::Request } else { Direction::Response }, frame.len() + 4);
     match shared.format {
         Format::Text if !shared.quiet => shared.log.line(format!(
             "{} conn={id} SASL tokens (v0 handshake): {} bytes from the {from}, not shown",
@@ -361,8 +183,8 @@ pub(super) fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
         Head::Token => return on_token(frame, "client", id, shared),
         Head::Bad(reason) => {
             shared.stats.requests.fetch_add(1, Ordering::Relaxed);
-            shared.metrics.bytes("request", frame.len() + 4);
-            shared.count_undecoded("request", "?", "malformed");
+            shared.metrics.bytes(Direction::Request, frame.len() + 4);
+            shared.count_undecoded(Direction::Request, "?", Undecoded::Malformed);
             shared.log.line(format!("{} conn={id} request not decoded: {reason}", now()));
             if let Some(r) = &shared.recorder {
                 let _ = r.save_undecoded("request", &with_prefix(frame), None, reason, shared.show_secrets);
@@ -415,8 +237,10 @@ fn report(
 ) {
     if let Some(reason) = decoded.reason() {
         let unknown = matches!(decoded, Decoded::Unknown(_));
-        let what = if unknown { "unknown" } else { "malformed" };
-        let before = shared.count_undecoded(direction, api, what);
+        let why = if unknown { Undecoded::Unknown } else { Undecoded::Malformed };
+        let side = if direction == "request" { Direction::Request } else { Direction::Response };
+        let before = shared.count_undecoded(side, api, why);
+        let what = why.label();
         if let Some(r) = &shared.recorder {
             let _ = r.save_undecoded(
                 &format!("{direction}_{api}"),
@@ -523,96 +347,6 @@ pub(super) fn pair(frame: &[u8], state: &mut State, id: u64, shared: &Shared) ->
     (Answer::Paired(p, rewritten), verdict)
 }
 
-/// Broker to client: pairs each response with its request, runs it through the filters
-/// (broker addresses rewritten) before forwarding it, and logs one line per request.
-/// Returns why it ended when the broker side ended the connection.
-fn responses(
-    server: Arc<TcpStream>,
-    client: Arc<TcpStream>,
-    id: u64,
-    shared: &Arc<Shared>,
-    conn: &Conn,
-    closing: &AtomicBool,
-) -> Option<String> {
-    let mut frames = FrameBuf::with_base_capacity(READ_BUF, shared.max_frame);
-    let mut batch = Batch { out: Vec::with_capacity(READ_BUF) };
-    let mut copied: Vec<(usize, Answer)> = Vec::new();
-    let why = 'conn: loop {
-        match fill(&mut frames, &server) {
-            // Unless the request side shut the sockets down (it then says why).
-            Ok(0) | Err(_) if closing.load(Ordering::SeqCst) => break None,
-            Ok(0) => {
-                shared.metrics.upstream("closed");
-                break Some("the broker closed the connection".to_string());
-            }
-            Err(e) => {
-                shared.metrics.upstream("read");
-                break Some(format!("broker read error: {e}"));
-            }
-            Ok(_) => {}
-        }
-        batch.out.clear();
-        copied.clear();
-        loop {
-            let frame = match frames.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(e) => {
-                    let _ = batch.flush(&client);
-                    let done = Instant::now();
-                    for (at, answer) in copied.drain(..) {
-                        on_response(batch.frame(at), answer, done, id, shared);
-                    }
-                    let violation = violation(&e);
-                    shared.stats.violations.fetch_add(1, Ordering::Relaxed);
-                    shared.metrics.violation("response");
-                    shared.log.line(format!(
-                        "{} conn={id} framing violation from the broker: {violation}; closing this connection",
-                        now()
-                    ));
-                    break 'conn Some(format!("framing violation from the broker: {violation}"));
-                }
-            };
-            let (answer, verdict) = pair(frame, &mut lock(conn), id, shared);
-            let forward: &[u8] = match &verdict {
-                Verdict::Replace(new) => new,
-                Verdict::Close(why) => {
-                    let _ = batch.flush(&client);
-                    shared.log.line(format!("{} conn={id} closing this connection: {why}", now()));
-                    break 'conn Some(format!("closed by the proxy: {why}"));
-                }
-                _ => frame,
-            };
-            if forward.len() <= COPY_MAX {
-                let at = batch.push(forward);
-                copied.push((at, answer));
-            } else {
-                let r = write_large(&client, &mut batch, forward);
-                let done = Instant::now();
-                for (at, answer) in copied.drain(..) {
-                    on_response(batch.frame(at), answer, done, id, shared);
-                }
-                batch.out.clear();
-                if let Err(e) = r {
-                    break 'conn Some(format!("client write error: {e}"));
-                }
-                on_response(forward, answer, done, id, shared);
-            }
-        }
-        let result = batch.flush(&client);
-        let done = Instant::now();
-        for (at, answer) in copied.drain(..) {
-            on_response(batch.frame(at), answer, done, id, shared);
-        }
-        if let Err(e) = result {
-            break Some(format!("client write error: {e}"));
-        }
-    };
-    let _ = client.shutdown(Shutdown::Both);
-    let _ = server.shutdown(Shutdown::Both);
-    why
-}
-
 pub(super) fn no_response(api_key: i16, api_version: i16, meta: &Meta, id: u64, shared: &Shared) {
     if shared.format == Format::Text && !shared.quiet {
         shared.log.line(format!(
@@ -633,8 +367,8 @@ pub(super) fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, 
         Answer::Paired(p, rewritten) => (p, rewritten),
         Answer::Unpaired(reason) => {
             shared.stats.responses.fetch_add(1, Ordering::Relaxed);
-            shared.metrics.bytes("response", frame.len() + 4);
-            shared.count_undecoded("response", "?", "unpaired");
+            shared.metrics.bytes(Direction::Response, frame.len() + 4);
+            shared.count_undecoded(Direction::Response, "?", Undecoded::Unpaired);
             shared.log.line(format!("{} conn={id} response not decoded: {reason}", now()));
             if let Some(r) = &shared.recorder {
                 let _ = r.save_undecoded(

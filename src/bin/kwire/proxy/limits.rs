@@ -6,7 +6,7 @@
 //! kernel (connection refused) instead of being accepted and dropped; a listener opens
 //! again on the same address as soon as a connection ends.
 
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 
 /// Descriptors per client connection: the client's socket and the broker's.
 pub const FDS_PER_CONNECTION: u64 = 2;
@@ -31,15 +31,6 @@ impl NoFile {
     }
 }
 
-/// The connections `--io threads` can serve within the kernel's limit of memory maps per
-/// process (`vm.max_map_count`): each thread maps its stack, a guard page and a signal
-/// stack, about 8 maps per connection of two threads (the spawn that finds none aborts the
-/// process). `None` if the limit cannot be read.
-pub fn thread_connections() -> Option<usize> {
-    let maps: usize = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
-    Some(maps.saturating_sub(2048) / 8)
-}
-
 /// Raises the soft descriptor limit to the hard limit.
 pub fn raise_nofile() -> Result<NoFile, String> {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
@@ -58,15 +49,14 @@ pub fn raise_nofile() -> Result<NoFile, String> {
 pub struct Gate {
     max: usize,
     open: Mutex<usize>,
-    room: Condvar,
-    /// The same, for tasks.
+    /// Woken when a place is given back.
     notify: tokio::sync::Notify,
 }
 
 impl Gate {
     /// A gate of at most `max` connections.
     pub fn new(max: usize) -> Gate {
-        Gate { max, open: Mutex::new(0), room: Condvar::new(), notify: tokio::sync::Notify::new() }
+        Gate { max, open: Mutex::new(0), notify: tokio::sync::Notify::new() }
     }
 
     /// The bound.
@@ -94,11 +84,10 @@ impl Gate {
     pub fn release(&self) {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         *open = open.saturating_sub(1);
-        self.room.notify_all();
         self.notify.notify_waiters();
     }
 
-    /// Waits until a place is free (for tasks).
+    /// Waits until a place is free.
     pub async fn room(&self) {
         loop {
             let notified = self.notify.notified();
@@ -108,14 +97,6 @@ impl Gate {
                 return;
             }
             notified.await;
-        }
-    }
-
-    /// Blocks until a place is free.
-    pub fn wait_for_room(&self) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        while *open >= self.max {
-            open = self.room.wait(open).unwrap_or_else(|e| e.into_inner());
         }
     }
 }
@@ -130,7 +111,7 @@ mod tests {
         assert!(gate.try_take() && gate.try_take());
         assert!(!gate.try_take());
         gate.release();
-        gate.wait_for_room();
+        assert_eq!(gate.open(), 1);
         assert!(gate.try_take());
         assert_eq!(gate.open(), 2);
     }

@@ -1,12 +1,11 @@
 //! `kwire proxy`: forwards Kafka traffic between clients and a cluster, unchanged, and
 //! decodes every frame on the way.
 //!
-//! Architecture (`--io`, docs/proxy.md "Architecture" for the measurements): by default
-//! one tokio task per client connection (`tokio_io.rs`), on a runtime of one thread per
-//! core, holding no buffer while idle (about 4 KB per idle connection); or two threads per
-//! connection (`conn.rs`), one per direction, blocking reads and writes. Either way a
-//! direction reads what the socket has, splits off the whole frames, forwards them in one
-//! write, then decodes them. Nothing is queued between the directions but the requests
+//! Architecture (docs/proxy.md "Architecture" for the measurements): one tokio task per
+//! client connection (`tokio_io.rs`), on a runtime of one thread per core, holding no
+//! buffer while idle (about 5 KB per idle connection); what is done with each frame is in
+//! `conn.rs`. A direction reads what the socket has, splits off the whole frames, forwards
+//! them in one write, then decodes them. Nothing is queued between the directions but the requests
 //! awaiting their responses, so back-pressure is TCP's own: a client that does not read
 //! stops the proxy reading the broker, and the broker stops reading that client. Memory
 //! per connection is bounded by two buffers of at most one frame (`--max-frame-bytes`).
@@ -14,7 +13,7 @@
 //! Descriptors (`limits.rs`): the soft limit is raised to the hard one at start-up, and
 //! past `--max-connections` (by default what the limit serves) the listeners close, so
 //! that clients are refused rather than accepted and dropped. `--metrics` (`metrics.rs`)
-//! serves counters in the Prometheus text format.
+//! serves `kwire::conn::metrics` counters in the Prometheus text format.
 //!
 //! The connection state is kwire's: `kwire::conn` (frame buffers, requests in flight),
 //! `kwire::secrets` (masked copies for the log and recordings, SaslHandshake v0 tokens) and
@@ -36,6 +35,8 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use kwire::conn::metrics::{Direction, Metrics, Undecoded};
+
 const AFTER_HELP: &str = "\
 Examples:
   # Clients connect to 127.0.0.1:19092 instead of the broker at 127.0.0.1:9092
@@ -56,15 +57,6 @@ Log (text): one line per request when its response arrives:
   TIME conn=N CLIENT_ID API vVERSION req=BYTES resp=BYTES LATENCY [errors=NAME,...]
 and a line for each frame kwire could not decode, each framing violation (the connection
 is closed) and each connection opened or closed.";
-
-/// How connections are served.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Io {
-    /// One task per connection on a tokio runtime of one thread per core.
-    Tokio,
-    /// Two threads per connection, blocking reads and writes.
-    Threads,
-}
 
 /// How to log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -131,10 +123,6 @@ pub struct Args {
     /// picks one, logged as `metrics on http://ADDR/metrics`).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
-    /// How connections are served: tasks on a tokio runtime (a few KB per idle
-    /// connection), or two threads each (see docs/proxy.md, "Architecture").
-    #[arg(long, value_enum, default_value_t = Io::Tokio)]
-    io: Io,
 }
 
 /// Everything connections share.
@@ -158,8 +146,7 @@ pub struct Shared {
     /// Open client connections, at most `--max-connections`.
     gate: limits::Gate,
     /// What `--metrics` serves (always counted).
-    metrics: metrics::Metrics,
-    io: Io,
+    metrics: Metrics,
 }
 
 /// Counters for the summary printed at exit.
@@ -179,10 +166,11 @@ struct Stats {
 
 impl Shared {
     /// Counts a frame kwire did not decode; returns how many were counted before.
-    fn count_undecoded(&self, direction: &str, api: &str, what: &'static str) -> u64 {
-        self.metrics.undecoded(direction, what);
+    fn count_undecoded(&self, direction: Direction, api: &str, why: Undecoded) -> u64 {
+        self.metrics.undecoded(direction, why);
+        let direction = if direction == Direction::Request { "request" } else { "response" };
         let mut map = self.stats.undecoded.lock().unwrap_or_else(|e| e.into_inner());
-        let n = map.entry((direction.to_string(), api.to_string(), what)).or_insert(0);
+        let n = map.entry((direction.to_string(), api.to_string(), why.label())).or_insert(0);
         *n += 1;
         *n - 1
     }
@@ -211,22 +199,14 @@ impl Shared {
         self.log.line(format!("{} listening on {}:{local} for broker {host}:{port}", now(), self.bind_ip));
         let upstream = format!("{host}:{port}");
         let shared = self.clone();
-        match self.io {
-            Io::Threads => drop(std::thread::spawn(move || accept_loop(listener, upstream, shared))),
-            // Called from a connection's task (its filters), so within the runtime.
-            Io::Tokio => {
-                let listener =
-                    listener.set_nonblocking(true).and_then(|()| tokio::net::TcpListener::from_std(listener));
-                match listener {
-                    Ok(l) => drop(tokio::spawn(tokio_io::accept_loop(l, upstream, shared))),
-                    Err(e) => {
-                        self.log.line(format!(
-                            "{} cannot serve the listener for broker {host}:{port}: {e}",
-                            now()
-                        ));
-                        return None;
-                    }
-                }
+        // Called from a connection's task (its filters), so within the runtime.
+        let listener =
+            listener.set_nonblocking(true).and_then(|()| tokio::net::TcpListener::from_std(listener));
+        match listener {
+            Ok(l) => drop(tokio::spawn(tokio_io::accept_loop(l, upstream, shared))),
+            Err(e) => {
+                self.log.line(format!("{} cannot serve the listener for broker {host}:{port}: {e}", now()));
+                return None;
             }
         }
         Some((self.advertise.clone(), i32::from(local)))
@@ -415,9 +395,9 @@ fn log_full(shared: &Shared, addr: SocketAddr) {
     ));
 }
 
-/// Listens on `addr` again once the gate has room (nonblocking for tokio).
+/// Listens on `addr` again (nonblocking) once the gate has room.
 fn rebind(shared: &Shared, addr: SocketAddr) -> Option<TcpListener> {
-    let bound = TcpListener::bind(addr).and_then(|l| l.set_nonblocking(shared.io == Io::Tokio).map(|()| l));
+    let bound = TcpListener::bind(addr).and_then(|l| l.set_nonblocking(true).map(|()| l));
     match bound {
         Ok(l) => {
             shared.log.line(format!("{} {addr} open again, accepting connections", now()));
@@ -433,67 +413,14 @@ fn rebind(shared: &Shared, addr: SocketAddr) -> Option<TcpListener> {
 /// Counts a connection accepted; returns its number.
 fn accepted(shared: &Shared) -> u64 {
     shared.stats.connections.fetch_add(1, Ordering::Relaxed);
-    shared.metrics.connections.fetch_add(1, Ordering::Relaxed);
-    shared.metrics.open.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.connection_opened();
     shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 /// A connection accepted by [`accepted`] has ended: its place in the gate is free.
 fn finished(shared: &Shared) {
-    shared.metrics.open.fetch_sub(1, Ordering::Relaxed);
+    shared.metrics.connection_closed();
     shared.gate.release();
-}
-
-/// Accepts clients on `listener` for `upstream` while the gate has room (`--io threads`):
-/// when it is full the listener is closed (new clients are refused by the kernel) and
-/// opened again on the same address once a connection ends.
-fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
-    let Ok(addr) = listener.local_addr() else { return };
-    let mut listener = Some(listener);
-    loop {
-        if !shared.gate.try_take() {
-            if listener.take().is_some() {
-                shared.metrics.listener_closes.fetch_add(1, Ordering::Relaxed);
-                log_full(&shared, addr);
-            }
-            shared.gate.wait_for_room();
-            continue;
-        }
-        let l = match &listener {
-            Some(l) => l,
-            None => match rebind(&shared, addr) {
-                Some(l) => listener.insert(l),
-                None => {
-                    shared.gate.release();
-                    std::thread::sleep(Duration::from_secs(1));
-                    continue;
-                }
-            },
-        };
-        match l.accept() {
-            Ok((stream, peer)) => {
-                let id = accepted(&shared);
-                let conn_shared = shared.clone();
-                let upstream = upstream.clone();
-                let spawned = std::thread::Builder::new().name(format!("conn-{id}")).spawn(move || {
-                    conn::run(stream, peer, &upstream, id, &conn_shared);
-                    finished(&conn_shared);
-                });
-                if let Err(e) = spawned {
-                    shared.gate.release();
-                    shared
-                        .log
-                        .line(format!("{} conn={id} {peer}: cannot start a thread: {e}; closing", now()));
-                }
-            }
-            Err(e) => {
-                shared.gate.release();
-                // Out of file descriptors, for example: wait, do not spin.
-                shared.log.line(format!("{} accept on {addr} failed: {e}", now()));
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    }
 }
 
 fn parse_upstream(s: &str) -> Result<(String, i32), String> {
@@ -539,13 +466,7 @@ pub fn run(args: Args) -> Result<(), String> {
         None if nofile.connections() == 0 => {
             return Err(format!("the descriptor limit ({}) serves no connection", nofile.now));
         }
-        None => match (args.io, limits::thread_connections()) {
-            (Io::Threads, Some(maps)) if maps < nofile.connections() => {
-                eprintln!("kwire proxy: --io threads: at most {maps} connections within vm.max_map_count");
-                maps
-            }
-            _ => nofile.connections(),
-        },
+        None => nofile.connections(),
     };
     let listener =
         TcpListener::bind(&args.listen).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
@@ -585,8 +506,7 @@ pub fn run(args: Args) -> Result<(), String> {
         stats: Stats::default(),
         next_conn: AtomicU64::new(0),
         gate: limits::Gate::new(max_connections),
-        metrics: metrics::Metrics::new(),
-        io: args.io,
+        metrics: Metrics::new(metrics::NAMESPACE),
     });
     let (stop_tx, stop_rx) = sync_channel::<()>(1);
     ctrlc::set_handler(move || {
@@ -613,32 +533,21 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let accept_shared = shared.clone();
     let upstream = args.upstream.clone();
-    let runtime = match args.io {
-        Io::Threads => {
-            std::thread::spawn(move || accept_loop(listener, upstream, accept_shared));
-            None
-        }
-        Io::Tokio => {
-            let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers)
-                .thread_name("kwire-proxy-io")
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the runtime: {e}"))?;
-            listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-            let _entered = rt.enter();
-            let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
-            rt.spawn(tokio_io::accept_loop(listener, upstream, accept_shared));
-            drop(_entered);
-            Some(rt)
-        }
-    };
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("kwire-proxy-io")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let entered = runtime.enter();
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+    runtime.spawn(tokio_io::accept_loop(listener, upstream, accept_shared));
+    drop(entered);
     let _ = stop_rx.recv();
     summary(&shared);
-    if let Some(rt) = runtime {
-        rt.shutdown_background();
-    }
+    runtime.shutdown_background();
     drop(log_thread);
     Ok(())
 }

@@ -1,14 +1,13 @@
-//! The tokio architecture (`--io tokio`, the default): one task per client connection,
-//! on a runtime of one worker thread per core, over the same sans-IO state as the
-//! threads (`conn.rs`: `kwire::conn::{FrameBuf, InFlight}`, `RawSasl`, the filters). Only
-//! the I/O differs.
+//! The proxy's I/O: one task per client connection, on a tokio runtime of one worker
+//! thread per core, over the sans-IO state of `conn.rs` (`kwire::conn::{FrameBuf,
+//! InFlight}`, `RawSasl`, the filters).
 //!
 //! An idle connection holds no buffer: each direction waits for its socket to become
 //! readable before it takes a frame buffer ([`BASE`] bytes, growing for a larger frame),
 //! and gives the buffer (and its batch of writes) back as soon as the socket is drained
 //! (a read returned less than it asked for) with no partial frame left. So an idle
 //! connection costs its task, its sockets and its connection state, a few KB; a busy
-//! one two buffers of at most one frame each, as with threads. Buffers given back go to
+//! one two buffers of at most one frame each. Buffers given back go to
 //! the allocator's free lists, where the next connection to wake takes them: a burst over
 //! many connections costs what is read at once, not a buffer per connection.
 
@@ -17,6 +16,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use kwire::conn::metrics::{Direction, Upstream};
 use kwire::conn::{FrameBuf, InFlight};
 use kwire::filter::Verdict;
 use kwire::secrets::RawSasl;
@@ -40,7 +40,7 @@ pub async fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Sh
     loop {
         if !shared.gate.try_take() {
             if listener.take().is_some() {
-                shared.metrics.listener_closes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                shared.metrics.listener_closed();
                 super::log_full(&shared, addr);
             }
             shared.gate.room().await;
@@ -96,7 +96,7 @@ async fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, share
             shared
                 .log
                 .line(format!("{} conn={id} {peer}: cannot connect to {upstream}: {e}; closing", now()));
-            shared.metrics.upstream("connect");
+            shared.metrics.upstream_error(Upstream::Connect);
             return;
         }
     };
@@ -111,7 +111,7 @@ async fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, share
     let (client_r, client_w) = client.into_split();
     let (server_r, server_w) = server.into_split();
     // Whichever direction ends first ends the connection (the other is dropped, and both
-    // sockets close), as the threads shut both sockets down.
+    // sockets close).
     let why = tokio::select! {
         why = requests(client_r, server_w, id, shared, &conn) => why,
         why = responses(server_r, client_w, id, shared, &conn) => why,
@@ -168,7 +168,7 @@ async fn fill(from: &OwnedReadHalf, bufs: &mut Option<Buffers>, max_frame: usize
     }
 }
 
-/// Client to broker: forwards requests, then decodes them (as `conn::requests`).
+/// Client to broker: forwards requests, then decodes them.
 async fn requests(
     from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
@@ -196,7 +196,7 @@ async fn requests(
                 Err(e) => {
                     let violation = conn::violation(&e);
                     shared.stats.violations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    shared.metrics.violation("request");
+                    shared.metrics.violation(Direction::Request);
                     shared.log.line(format!(
                         "{} conn={id} framing violation from the client: {violation}; closing this connection",
                         now()
@@ -237,7 +237,7 @@ async fn requests(
                 batch.out.clear();
                 copied.clear();
                 if let Err(e) = r {
-                    shared.metrics.upstream("write");
+                    shared.metrics.upstream_error(Upstream::Write);
                     return format!("broker write error: {e}");
                 }
                 conn::on_request(forward, &head, id, shared);
@@ -252,7 +252,7 @@ async fn requests(
             return why;
         }
         if let Err(e) = r {
-            shared.metrics.upstream("write");
+            shared.metrics.upstream_error(Upstream::Write);
             return format!("broker write error: {e}");
         }
         if bufs.as_ref().is_some_and(Buffers::idle) {
@@ -263,7 +263,7 @@ async fn requests(
 }
 
 /// Broker to client: pairs each response with its request, runs it through the filters
-/// and forwards it, then logs it (as `conn::responses`).
+/// (broker addresses rewritten) and forwards it, then logs it.
 async fn responses(
     from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
@@ -276,12 +276,12 @@ async fn responses(
     loop {
         match fill(&from, &mut bufs, shared.max_frame).await {
             Ok(0) => {
-                shared.metrics.upstream("closed");
+                shared.metrics.upstream_error(Upstream::Closed);
                 return "the broker closed the connection".to_string();
             }
             Ok(_) => {}
             Err(e) => {
-                shared.metrics.upstream("read");
+                shared.metrics.upstream_error(Upstream::Read);
                 return format!("broker read error: {e}");
             }
         }
@@ -296,7 +296,7 @@ async fn responses(
                 Err(e) => {
                     let violation = conn::violation(&e);
                     shared.stats.violations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    shared.metrics.violation("response");
+                    shared.metrics.violation(Direction::Response);
                     shared.log.line(format!(
                         "{} conn={id} framing violation from the broker: {violation}; closing this connection",
                         now()
