@@ -16,11 +16,15 @@
 //!   never reads its Fetch responses.
 #![cfg(feature = "broker")]
 
+#[path = "common/process.rs"]
+mod process;
+
+use process::run;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -49,49 +53,6 @@ fn root() -> PathBuf {
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-struct Output {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `cmd` to the end, or kills it at `timeout` and panics.
-fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let drain = |mut r: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            let (o, e) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
-            panic!("{what} did not finish within {timeout:?}\nstdout:\n{o}\nstderr:\n{e}");
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
-    Output {
-        ok: status.success(),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
 }
 
 /// Installs the clients once per test process (tests/proxy/setup.sh).

@@ -16,6 +16,10 @@
 #[path = "common/kwire_cmd.rs"]
 mod kwire_cmd;
 
+#[path = "common/process.rs"]
+mod process;
+
+use process::run;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -49,49 +53,6 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// What a finished process printed.
-struct Output {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `cmd` to the end, or kills it at `timeout` and panics.
-fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let drain = |mut r: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            let (o, e) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
-            panic!("{what} did not finish within {timeout:?}\nstdout:\n{o}\nstderr:\n{e}");
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
-    Output {
-        ok: status.success(),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
-}
-
 /// Installs the clients once per test process (see tests/proxy/setup.sh).
 fn setup() {
     static DONE: OnceLock<()> = OnceLock::new();
