@@ -137,12 +137,12 @@ fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
             // Keep the header, which holds no secret, so that the output still says what
             // the frame is.
             let header = match (kind, api) {
-                (Kind::Request, Some(key)) => {
-                    let version = i16::from_be_bytes([inner[2], inner[3]]);
+                (Kind::Request, Some(key)) => inner.get(2..4).and_then(|v| {
+                    let version = i16::from_be_bytes([v[0], v[1]]);
                     kwire::frame::RequestHeaderView::parse(inner, key.request_header_version(version))
                         .ok()
                         .map(|(_, at)| at)
-                }
+                }),
                 (Kind::Response(key, version), _) => {
                     kwire::frame::ResponseHeaderView::parse(inner, key.response_header_version(version))
                         .ok()
@@ -156,7 +156,9 @@ fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
             format!(
                 "the frame does not decode and its API can carry secrets, so its {} body bytes are shown \
                  as '*'; --show-secrets shows them",
-                inner.len() - header.unwrap_or(8.min(inner.len()))
+                // Without a header, masking keeps the identifying fields: the API key,
+                // version and correlation id of a request, the correlation id of a response.
+                inner.len() - header.unwrap_or(if kind == Kind::Request { 8 } else { 4 }).min(inner.len())
             )
         }
     };
