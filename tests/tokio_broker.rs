@@ -105,13 +105,26 @@ async fn connection(mut socket: TcpStream, broker: Arc<Broker>) -> Result<(), St
             }
         }
         if !output.is_empty() {
-            socket.write_all(&output).await.map_err(|e| e.to_string())?;
+            match socket.write_all(&output).await {
+                Err(e) if gone(&e) => return Ok(()),
+                r => r.map_err(|e| e.to_string())?,
+            }
             output.clear();
         }
-        if socket.read_buf(&mut input).await.map_err(|e| e.to_string())? == 0 {
-            return Ok(());
+        match socket.read_buf(&mut input).await {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if gone(&e) => return Ok(()),
+            Err(e) => return Err(e.to_string()),
         }
     }
+}
+
+/// Whether an I/O error says that the client went away: confluent-kafka (librdkafka) may
+/// reset a connection instead of closing it when it is done with it. That is the client's
+/// choice, not a protocol error of the broker's.
+fn gone(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe)
 }
 
 fn answer(
