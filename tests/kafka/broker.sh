@@ -18,6 +18,11 @@
 #
 # Environment: KWIRE_KAFKA_HEAP (default 768m), KWIRE_KAFKA_START_TIMEOUT (seconds, default
 # 90), KWIRE_KAFKA_LIB (default target/kafka/lib of this checkout).
+# KWIRE_KAFKA_PROPS: a file of properties appended to server.properties (a later key wins, so
+# it can replace the listeners, e.g. with SSL or SASL ones); @PORT@ (the port printed and
+# waited for), @PORT2@ (a second free port), @CPORT@ (the controller's) and @DIR@ are replaced.
+# KWIRE_KAFKA_FORMAT_ARGS: more arguments for `kafka-storage format` (e.g. --add-scram ...),
+# split on whitespace.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -74,10 +79,12 @@ start() {
     return 0
   fi
   rm -rf "$dir/data" "$dir/pid" "$dir/address" "$dir/server.log"
-  local port cport cluster
+  local port port2 cport cluster
   port=$(free_port)
   cport=$(free_port)
   while [ "$cport" = "$port" ]; do cport=$(free_port); done
+  port2=$(free_port)
+  while [ "$port2" = "$port" ] || [ "$port2" = "$cport" ]; do port2=$(free_port); done
   # Not starting with '-', which the storage tool would read as an option.
   cluster=$(python3 -c 'import base64,uuid
 while True:
@@ -106,6 +113,11 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.flush.interval.messages=9223372036854775807
 EOF
+  if [ -n "${KWIRE_KAFKA_PROPS:-}" ]; then
+    [ -f "$KWIRE_KAFKA_PROPS" ] || die "KWIRE_KAFKA_PROPS names no file: $KWIRE_KAFKA_PROPS"
+    sed -e "s|@PORT@|$port|g" -e "s|@PORT2@|$port2|g" -e "s|@CPORT@|$cport|g" -e "s|@DIR@|$dir|g" \
+      "$KWIRE_KAFKA_PROPS" >>"$dir/server.properties"
+  fi
   cat >"$dir/log4j2.properties" <<EOF
 appender.out.type=Console
 appender.out.name=out
@@ -120,8 +132,10 @@ logger.apache.level=INFO
 EOF
   local jargs
   java_args
+  local -a format_args
+  read -r -a format_args <<<"${KWIRE_KAFKA_FORMAT_ARGS:-}"
   if ! "${jargs[@]}" kafka.tools.StorageTool format -t "$cluster" -c "$dir/server.properties" \
-      >"$dir/format.log" 2>&1; then
+      "${format_args[@]}" >"$dir/format.log" 2>&1; then
     cat "$dir/format.log" >&2
     die "formatting storage failed (log: $dir/format.log)"
   fi
