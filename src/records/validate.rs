@@ -704,44 +704,14 @@ fn walk_records(
         if cur.remaining() == 0 {
             return Err(rec_err(ErrorKind::TooFewRecords { declared: ctx.count, found: index }));
         }
-        let size = match cur.varint() {
-            Ok(s) => s,
-            Err(ErrorKind::VarintTooLong) if ctx.mode == Mode::InPlace => {
-                return Err(ValidateError::RecordLengthVarint(index));
-            }
-            Err(kind) => return Err(rec_err(kind)),
-        };
-        let fields = match ctx.mode {
-            Mode::InPlace => {
-                // DefaultRecord.readFrom(ByteBuffer): the fields are read in place, and may
-                // run past a wrong length before the length check fails.
-                if size >= 0 && cur.remaining() < size as usize {
-                    let needed = size as u32;
-                    return Err(rec_err(ErrorKind::Truncated { needed, available: cur.remaining() as u32 }));
-                }
-                let start = cur.pos;
-                let fields = read_fields(&mut cur).map_err(rec_err)?;
-                check_length(size, cur.pos - start).map_err(rec_err)?;
+        // Most records are well formed: read them on a fast path that only says yes or no,
+        // and read any other record again, Kafka's way, for the error it makes.
+        let fields = match well_formed_record(cur.buf, cur.pos) {
+            Some((end, fields)) => {
+                cur.pos = end;
                 fields
             }
-            Mode::Body => {
-                // DefaultRecord.readFrom(InputStream): the body is read whole, then parsed.
-                if size < 0 {
-                    return Err(rec_err(ErrorKind::InvalidLength(size)));
-                }
-                let mut body = Cursor::new(cur.take(size as usize).map_err(rec_err)?);
-                let fields = read_fields(&mut body).map_err(rec_err)?;
-                check_length(size, body.pos).map_err(rec_err)?;
-                fields
-            }
-            Mode::Partial => {
-                // DefaultRecord.readPartiallyFrom: the fields are read one after the other
-                // from the stream; the length is not held against them.
-                if size < 0 {
-                    return Err(rec_err(ErrorKind::InvalidLength(size)));
-                }
-                read_fields_partially(&mut cur).map_err(rec_err)?
-            }
+            None => read_record(&mut cur, ctx.mode, index)?,
         };
 
         let timestamp = match ctx.log_append_time {
@@ -794,6 +764,154 @@ fn walk_records(
         });
     }
     Ok(walk)
+}
+
+/// Reads one record as Kafka's `DefaultRecord` does in `mode`, with the error it makes.
+fn read_record(cur: &mut Cursor<'_>, mode: Mode, index: u32) -> Result<Fields, ValidateError> {
+    let rec_err = |kind| ValidateError::Record { index, kind };
+    let size = match cur.varint() {
+        Ok(s) => s,
+        Err(ErrorKind::VarintTooLong) if mode == Mode::InPlace => {
+            return Err(ValidateError::RecordLengthVarint(index));
+        }
+        Err(kind) => return Err(rec_err(kind)),
+    };
+    match mode {
+        Mode::InPlace => {
+            // DefaultRecord.readFrom(ByteBuffer): the fields are read in place, and may
+            // run past a wrong length before the length check fails.
+            if size >= 0 && cur.remaining() < size as usize {
+                let needed = size as u32;
+                return Err(rec_err(ErrorKind::Truncated { needed, available: cur.remaining() as u32 }));
+            }
+            let start = cur.pos;
+            let fields = read_fields(cur).map_err(rec_err)?;
+            check_length(size, cur.pos - start).map_err(rec_err)?;
+            Ok(fields)
+        }
+        Mode::Body => {
+            // DefaultRecord.readFrom(InputStream): the body is read whole, then parsed.
+            if size < 0 {
+                return Err(rec_err(ErrorKind::InvalidLength(size)));
+            }
+            let mut body = Cursor::new(cur.take(size as usize).map_err(rec_err)?);
+            let fields = read_fields(&mut body).map_err(rec_err)?;
+            check_length(size, body.pos).map_err(rec_err)?;
+            Ok(fields)
+        }
+        Mode::Partial => {
+            // DefaultRecord.readPartiallyFrom: the fields are read one after the other
+            // from the stream; the length is not held against them.
+            if size < 0 {
+                return Err(rec_err(ErrorKind::InvalidLength(size)));
+            }
+            read_fields_partially(cur).map_err(rec_err)
+        }
+    }
+}
+
+/// A varint's bits of up to three bytes from `b` at `*p`, or `None` when it is longer or
+/// cut short (the fast path's callers then read it again through [`Cursor`]).
+#[inline(always)]
+fn short_uvarint_at(b: &[u8], p: &mut usize) -> Option<u32> {
+    let x = *b.get(*p)?;
+    if x < 0x80 {
+        *p += 1;
+        return Some(u32::from(x));
+    }
+    let y = *b.get(*p + 1)?;
+    if y < 0x80 {
+        *p += 2;
+        return Some(u32::from(x & 0x7f) | u32::from(y) << 7);
+    }
+    let z = *b.get(*p + 2)?;
+    if z < 0x80 {
+        *p += 3;
+        return Some(u32::from(x & 0x7f) | u32::from(y & 0x7f) << 7 | u32::from(z) << 14);
+    }
+    None
+}
+
+/// A varint from `b` at `*p`: short ones inline, longer ones through [`Cursor::varint`]
+/// (the same decoding); `None` where that fails.
+#[inline(always)]
+fn varint_at(b: &[u8], p: &mut usize) -> Option<i32> {
+    let v = match short_uvarint_at(b, p) {
+        Some(v) => v,
+        None => {
+            let mut cur = Cursor { buf: b, pos: *p };
+            let v = cur.uvarint().ok()?;
+            *p = cur.pos;
+            v
+        }
+    };
+    Some(((v >> 1) as i32) ^ -((v & 1) as i32))
+}
+
+/// A varlong, as [`varint_at`] reads a varint.
+#[inline(always)]
+fn varlong_at(b: &[u8], p: &mut usize) -> Option<i64> {
+    let v = match short_uvarint_at(b, p) {
+        Some(v) => u64::from(v),
+        None => {
+            let mut cur = Cursor { buf: b, pos: *p };
+            let v = cur.uvarlong().ok()?;
+            *p = cur.pos;
+            v
+        }
+    };
+    Some(((v >> 1) as i64) ^ -((v & 1) as i64))
+}
+
+/// Skips a varint length and that many bytes (none when negative, a null); whether it was
+/// not null.
+#[inline(always)]
+fn bytes_at(b: &[u8], p: &mut usize) -> Option<bool> {
+    let len = varint_at(b, p)?;
+    if len < 0 {
+        return Some(false);
+    }
+    let end = p.checked_add(len as usize)?;
+    if end > b.len() {
+        return None;
+    }
+    *p = end;
+    Some(true)
+}
+
+/// The fast path of [`read_record`]: a record whose length is a non-negative varint and
+/// whose fields, read as [`read_fields`] reads them, fill exactly that length within
+/// `bytes`. Returns the position after it and its fields, or `None` for any other record
+/// (which `read_record` then reads for its error; it reads a record this accepts in every
+/// mode, with the same fields).
+#[inline]
+fn well_formed_record(bytes: &[u8], at: usize) -> Option<(usize, Fields)> {
+    let mut p = at;
+    let size = varint_at(bytes, &mut p)?;
+    let end = p.checked_add(usize::try_from(size).ok()?)?;
+    let b = bytes.get(p..end)?;
+    let mut q = 1; // attributes
+    let timestamp_delta = varlong_at(b, &mut q)?;
+    let offset_delta = varint_at(b, &mut q)?;
+    let has_key = bytes_at(b, &mut q)?;
+    bytes_at(b, &mut q)?;
+    let headers = varint_at(b, &mut q)?;
+    if headers < 0 || headers as usize > b.len() - q.min(b.len()) {
+        return None;
+    }
+    for _ in 0..headers {
+        let key = varint_at(b, &mut q)?;
+        if key < 0 {
+            return None;
+        }
+        let key_end = q.checked_add(key as usize)?;
+        if key_end > b.len() {
+            return None;
+        }
+        q = key_end;
+        bytes_at(b, &mut q)?;
+    }
+    (q == b.len()).then_some((end, Fields { timestamp_delta, offset_delta, has_key }))
 }
 
 struct Fields {
@@ -977,6 +1095,53 @@ mod tests {
         let e = r.unwrap_err();
         assert_eq!(e.error_code(), ErrorCode::InvalidRecord);
         assert_eq!(errors, [RecordError { batch_index: 1, kind: RecordErrorKind::MissingKey }]);
+    }
+
+    /// The fast path accepts only records that `read_record` reads the same way in every
+    /// mode: checked over every byte flip and cut of records with and without keys,
+    /// headers and long varints.
+    #[test]
+    fn the_fast_path_agrees_with_kafkas_readers() {
+        let key = [7u8; 200];
+        let value = [9u8; 20_000];
+        let header = crate::records::NewHeader { key: b"h", value: Some(&key[..3]) };
+        let headers = [header, header];
+        let records = [
+            NewRecord { key: None, value: Some(&value[..5]), headers: &[], timestamp: None },
+            NewRecord { key: Some(&key), value: Some(&value), headers: &headers, timestamp: Some(1 << 40) },
+            NewRecord { key: Some(&key[..0]), value: None, headers: &headers[..1], timestamp: Some(-5) },
+        ];
+        let mut b = Vec::new();
+        BatchBuilder::new(0, NOW, &records).encode_to_vec(&mut b).unwrap();
+        let section = &b[BATCH_HEADER_LEN..];
+        let mut inputs = std::vec![section.to_vec()];
+        for i in 0..section.len().min(400) {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut m = section.to_vec();
+                m[i] ^= flip;
+                inputs.push(m);
+            }
+            inputs.push(section[..i].to_vec());
+        }
+        let mut fast = 0;
+        for input in &inputs {
+            let mut at = 0;
+            for index in 0..3 {
+                let Some((end, f)) = well_formed_record(input, at) else { break };
+                fast += 1;
+                for mode in [Mode::InPlace, Mode::Body, Mode::Partial] {
+                    let mut cur = Cursor { buf: input, pos: at };
+                    let g = read_record(&mut cur, mode, index).unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!(cur.pos, end);
+                    assert_eq!(
+                        (g.timestamp_delta, g.offset_delta, g.has_key),
+                        (f.timestamp_delta, f.offset_delta, f.has_key)
+                    );
+                }
+                at = end;
+            }
+        }
+        assert!(fast > inputs.len(), "the fast path took {fast} records of {} inputs", inputs.len());
     }
 
     #[test]
