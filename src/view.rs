@@ -285,6 +285,11 @@ pub(crate) mod private {
         fn check(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<(), DecodeError>;
         /// The element at `pos` of checked bytes, and the offset after it.
         fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize);
+        /// The element that is exactly `src`, for elements of one stride ([`super::stride`]).
+        #[inline]
+        fn whole(src: Src<'a>, ver: Ver) -> Self {
+            Self::at(src, 0, ver).0
+        }
     }
 }
 
@@ -467,7 +472,7 @@ impl<'a, T: Element<'a>> ArrayView<'a, T> {
             return None;
         }
         match stride::<T>(self.ver) {
-            Some(each) => Some(T::at(self.src, index * each, self.ver).0),
+            Some(each) => Some(T::whole(self.src.sub(index * each, (index + 1) * each), self.ver)),
             None => self.iter().nth(index),
         }
     }
@@ -561,6 +566,10 @@ macro_rules! scalar_element {
             fn at(src: Src<'a>, pos: usize, _: Ver) -> (Self, usize) {
                 (src.$read(pos), pos + $n)
             }
+            #[inline]
+            fn whole(src: Src<'a>, _: Ver) -> Self {
+                src.$read(0)
+            }
         }
     };
 }
@@ -596,21 +605,42 @@ impl<'a> private::ElementImpl<'a> for &'a str {
 /// view's `checked` pass. The generated messages invoke it once per body, e.g.
 /// `body_view!(ListOffsetsRequestView, ListOffsetsRequest, at)`; the last argument, `at`,
 /// says that the view keeps the offsets `checked` returns (views without it keep none).
+///
+/// Both go through `build`, which also serves the dispatch enums (`RequestBodyView::new`
+/// calls `build(bytes, version, true, RequestBodyView::ListOffsets)`): it is generic over
+/// what the view is wrapped in, so that the check writes its result straight into the
+/// caller's `Result` instead of into one that each level copies to the next (the copies and
+/// the calls were most of the cost of a small body; `docs/design.md`, "Fixed cost and
+/// walks").
 macro_rules! body_view {
     ($view:ident, $body:ident $(, $at:ident)?) => {
         impl<'a> $view<'a> {
             #[doc = concat!("Checks `bytes` as a ", stringify!($body), " body of `version` and returns a view of it.")]
+            #[inline]
             pub fn new(bytes: &'a [u8], version: i16) -> Result<Self, $crate::error::DecodeError> {
-                let view = Self::new_prefix(bytes, version)?;
-                $crate::view::no_trailing(bytes, view.as_bytes().len(), stringify!($body))?;
-                Ok(view)
+                Self::build(bytes, version, true, core::convert::identity)
             }
 
             /// Like [`Self::new`] for a body that is followed by bytes it does not own (Apache Kafka
             /// ignores them); the view covers the body only.
+            #[inline]
             pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, $crate::error::DecodeError> {
+                Self::build(bytes, version, false, core::convert::identity)
+            }
+
+            /// Checks the body (all of `bytes` when `whole`) and returns its view wrapped by `wrap`.
+            #[inline(never)]
+            pub(crate) fn build<T>(
+                bytes: &'a [u8],
+                version: i16,
+                whole: bool,
+                wrap: fn(Self) -> T,
+            ) -> Result<T, $crate::error::DecodeError> {
                 let (src, ver, _offsets) = $crate::view::check_body::<$body, _>(bytes, version, Self::checked)?;
-                Ok(Self { src, ver $(, $at: _offsets)? })
+                if whole {
+                    $crate::view::no_trailing(bytes, src.bytes().len(), stringify!($body))?;
+                }
+                Ok(wrap(Self { src, ver $(, $at: _offsets)? }))
             }
         }
     };

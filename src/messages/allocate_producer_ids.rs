@@ -87,7 +87,7 @@ impl<'a> AllocateProducerIdsRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(12, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(12, &[]) }
     }
 
     #[inline]
@@ -195,7 +195,7 @@ impl<'a> AllocateProducerIdsResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(18, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(18, &[]) }
     }
 
     #[inline]

@@ -347,7 +347,7 @@ impl<'a> AssignReplicasToDirsRequestPartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(4, &[]) }
     }
 }
 
@@ -370,6 +370,11 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestPartitionDataView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -714,7 +719,7 @@ impl<'a> AssignReplicasToDirsResponsePartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(6, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(6, &[]) }
     }
 }
 
@@ -743,5 +748,10 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponsePartitionDataView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }

@@ -393,7 +393,7 @@ impl<'a> BeginQuorumEpochRequestPartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(28, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform { self.src.tagged(28, &[]) } else { TaggedIter::EMPTY }
     }
 }
 
@@ -428,6 +428,11 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestPartitionDataView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, if ver.version >= 1 { 28 } else { 12 }, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -856,7 +861,7 @@ impl<'a> BeginQuorumEpochResponsePartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(14, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform { self.src.tagged(14, &[]) } else { TaggedIter::EMPTY }
     }
 }
 
@@ -889,6 +894,11 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponsePartitionDataView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 14, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 

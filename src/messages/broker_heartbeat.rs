@@ -204,7 +204,7 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(22, &[0, 1])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(22, &[0, 1]) }
     }
 
     #[inline]
@@ -355,7 +355,7 @@ impl<'a> BrokerHeartbeatResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(9, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(9, &[]) }
     }
 
     #[inline]

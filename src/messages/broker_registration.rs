@@ -516,7 +516,7 @@ impl<'a> BrokerRegistrationResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(14, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(14, &[]) }
     }
 
     #[inline]

@@ -261,7 +261,7 @@ impl<'a> DeleteRecordsPartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(12, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform { self.src.tagged(12, &[]) } else { TaggedIter::EMPTY }
     }
 }
 
@@ -284,6 +284,11 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -550,7 +555,7 @@ impl<'a> DeleteRecordsPartitionResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(14, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform { self.src.tagged(14, &[]) } else { TaggedIter::EMPTY }
     }
 }
 
@@ -580,5 +585,10 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionResultView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 14, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }

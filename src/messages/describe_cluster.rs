@@ -113,16 +113,20 @@ impl<'a> DescribeClusterRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(
-            if self.ver.version >= 2 {
-                3
-            } else if self.ver.version >= 1 {
-                2
-            } else {
-                1
-            },
-            &[],
-        )
+        if self.ver.uniform {
+            TaggedIter::EMPTY
+        } else {
+            self.src.tagged(
+                if self.ver.version >= 2 {
+                    3
+                } else if self.ver.version >= 1 {
+                    2
+                } else {
+                    1
+                },
+                &[],
+            )
+        }
     }
 
     #[inline]

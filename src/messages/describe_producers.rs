@@ -554,7 +554,7 @@ impl<'a> ProducerStateView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(36, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(36, &[]) }
     }
 }
 
@@ -585,5 +585,10 @@ impl<'a> ElementImpl<'a> for ProducerStateView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 36, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }

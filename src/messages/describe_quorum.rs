@@ -220,7 +220,7 @@ impl<'a> DescribeQuorumRequestPartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(4, &[]) }
     }
 }
 
@@ -241,6 +241,11 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestPartitionDataView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -874,16 +879,20 @@ impl<'a> ReplicaStateView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(
-            if self.ver.version >= 2 {
-                44
-            } else if self.ver.version >= 1 {
-                28
-            } else {
-                12
-            },
-            &[],
-        )
+        if self.ver.uniform {
+            TaggedIter::EMPTY
+        } else {
+            self.src.tagged(
+                if self.ver.version >= 2 {
+                    44
+                } else if self.ver.version >= 1 {
+                    28
+                } else {
+                    12
+                },
+                &[],
+            )
+        }
     }
 }
 
@@ -928,6 +937,11 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
             ver,
         );
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 

@@ -502,7 +502,7 @@ impl<'a> CredentialInfoView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(5, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(5, &[]) }
     }
 }
 
@@ -523,5 +523,10 @@ impl<'a> ElementImpl<'a> for CredentialInfoView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 5, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }

@@ -237,7 +237,7 @@ impl<'a> EndTxnResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
+        if self.ver.flexible && !self.ver.uniform {
             self.src.tagged(if self.ver.version >= 5 { 16 } else { 6 }, &[])
         } else {
             TaggedIter::EMPTY

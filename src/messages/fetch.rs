@@ -632,7 +632,7 @@ impl<'a> ReplicaStateView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(12, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(12, &[]) }
     }
 }
 
@@ -653,6 +653,11 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -819,7 +824,7 @@ impl<'a> FetchPartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(32, &[0, 1]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform { self.src.tagged(32, &[0, 1]) } else { TaggedIter::EMPTY }
     }
 }
 
@@ -891,6 +896,11 @@ impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
             ver,
         );
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -1939,7 +1949,7 @@ impl<'a> EpochEndOffsetView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(12, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(12, &[]) }
     }
 }
 
@@ -1960,6 +1970,11 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -1988,7 +2003,7 @@ impl<'a> LeaderIdAndEpochView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(8, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(8, &[]) }
     }
 }
 
@@ -2009,6 +2024,11 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -2037,7 +2057,7 @@ impl<'a> SnapshotIdView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(12, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(12, &[]) }
     }
 }
 
@@ -2058,6 +2078,11 @@ impl<'a> ElementImpl<'a> for SnapshotIdView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -2086,7 +2111,7 @@ impl<'a> AbortedTransactionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
     }
 }
 
@@ -2109,6 +2134,11 @@ impl<'a> ElementImpl<'a> for AbortedTransactionView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 16, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 

@@ -472,7 +472,7 @@ impl<'a> FetchSnapshotRequestSnapshotIdView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(12, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(12, &[]) }
     }
 }
 
@@ -496,6 +496,11 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -1151,7 +1156,7 @@ impl<'a> FetchSnapshotResponseSnapshotIdView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(12, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(12, &[]) }
     }
 }
 
@@ -1175,6 +1180,11 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponseSnapshotIdView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -1203,7 +1213,7 @@ impl<'a> LeaderIdAndEpochView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(8, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(8, &[]) }
     }
 }
 
@@ -1224,6 +1234,11 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 

@@ -220,7 +220,7 @@ impl<'a> HeartbeatResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]

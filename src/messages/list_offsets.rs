@@ -334,7 +334,7 @@ impl<'a> ListOffsetsPartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
     }
 }
 
@@ -367,6 +367,11 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, if ver.version >= 4 { 16 } else { 12 }, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -691,7 +696,7 @@ impl<'a> ListOffsetsPartitionResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(26, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform { self.src.tagged(26, &[]) } else { TaggedIter::EMPTY }
     }
 }
 
@@ -731,5 +736,10 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, if ver.version >= 4 { 26 } else { 22 }, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }

@@ -213,6 +213,11 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestPartitionView<'a> {
         let end = pos + 4;
         (Self { src: src.sub(pos, end), ver }, end)
     }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
+    }
 }
 
 /// Reports, for each partition, whether the group's committed offset was deleted.
@@ -439,5 +444,10 @@ impl<'a> ElementImpl<'a> for OffsetDeleteResponsePartitionView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = pos + 6;
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }

@@ -199,7 +199,7 @@ impl<'a> PushTelemetryResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(6, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(6, &[]) }
     }
 
     #[inline]

@@ -230,7 +230,7 @@ impl<'a> PartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(8, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(8, &[]) }
     }
 }
 
@@ -251,6 +251,11 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -623,7 +628,7 @@ impl<'a> StateBatchView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(19, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(19, &[]) }
     }
 }
 
@@ -652,5 +657,10 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 19, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }

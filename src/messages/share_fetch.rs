@@ -1192,7 +1192,7 @@ impl<'a> LeaderIdAndEpochView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(8, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(8, &[]) }
     }
 }
 
@@ -1213,6 +1213,11 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -1247,7 +1252,7 @@ impl<'a> AcquiredRecordsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(18, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(18, &[]) }
     }
 }
 
@@ -1275,6 +1280,11 @@ impl<'a> ElementImpl<'a> for AcquiredRecordsView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 18, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 

@@ -134,28 +134,30 @@ macro_rules! dispatch {
         impl<'a> $view_enum<'a> {
             #[doc = concat!("Checks `bytes` as the ", stringify!($lower), " body of `api_key` at `version`.")]
             pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, $crate::error::DecodeError> {
-                Ok(match api_key {
+                // Each view's check writes the enum itself: no copy between the levels.
+                match api_key {
                     $(
                         $(#[cfg(feature = $feature)])?
-                        ApiKey::$name => Self::$name($view::new(bytes, version)?),
+                        ApiKey::$name => $view::build(bytes, version, true, Self::$name),
                     )*
                     // An API this build leaves out.
                     #[allow(unreachable_patterns)]
-                    _ => return Err($crate::messages::table::left_out(api_key, version)),
-                })
+                    _ => Err($crate::messages::table::left_out(api_key, version)),
+                }
             }
 
             /// Like [`Self::new`], ignoring bytes after the body (as Apache Kafka does).
             pub fn new_prefix(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, $crate::error::DecodeError> {
-                Ok(match api_key {
+                // Each view's check writes the enum itself: no copy between the levels.
+                match api_key {
                     $(
                         $(#[cfg(feature = $feature)])?
-                        ApiKey::$name => Self::$name($view::new_prefix(bytes, version)?),
+                        ApiKey::$name => $view::build(bytes, version, false, Self::$name),
                     )*
                     // An API this build leaves out.
                     #[allow(unreachable_patterns)]
-                    _ => return Err($crate::messages::table::left_out(api_key, version)),
-                })
+                    _ => Err($crate::messages::table::left_out(api_key, version)),
+                }
             }
 
             /// The API this body belongs to.

@@ -65,7 +65,7 @@ impl<'a> UnregisterBrokerRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(4, &[]) }
     }
 
     #[inline]

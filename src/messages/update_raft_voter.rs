@@ -316,7 +316,7 @@ impl<'a> KRaftVersionFeatureView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(4, &[]) }
     }
 }
 
@@ -340,6 +340,11 @@ impl<'a> ElementImpl<'a> for KRaftVersionFeatureView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -484,7 +489,7 @@ impl<'a> UpdateRaftVoterResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(6, &[0])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(6, &[0]) }
     }
 
     #[inline]

@@ -350,16 +350,20 @@ impl<'a> VoteRequestPartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(
-            if self.ver.version >= 2 {
-                57
-            } else if self.ver.version >= 1 {
-                56
-            } else {
-                24
-            },
-            &[],
-        )
+        if self.ver.uniform {
+            TaggedIter::EMPTY
+        } else {
+            self.src.tagged(
+                if self.ver.version >= 2 {
+                    57
+                } else if self.ver.version >= 1 {
+                    56
+                } else {
+                    24
+                },
+                &[],
+            )
+        }
     }
 }
 
@@ -420,6 +424,11 @@ impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
             ver,
         );
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 
@@ -761,7 +770,7 @@ impl<'a> VoteResponsePartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(15, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(15, &[]) }
     }
 }
 
@@ -791,6 +800,11 @@ impl<'a> ElementImpl<'a> for VoteResponsePartitionDataView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 15, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 

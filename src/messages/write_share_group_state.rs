@@ -405,7 +405,7 @@ impl<'a> StateBatchView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(19, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(19, &[]) }
     }
 }
 
@@ -434,6 +434,11 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 19, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }
 

@@ -616,7 +616,7 @@ impl<'a> WritableTxnMarkerPartitionResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(6, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(6, &[]) }
     }
 }
 
@@ -643,5 +643,10 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerPartitionResultView<'a> {
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
         (Self { src: src.sub(pos, end), ver }, end)
+    }
+
+    #[inline]
+    fn whole(src: Src<'a>, ver: Ver) -> Self {
+        Self { src, ver }
     }
 }

@@ -111,13 +111,16 @@ impl<'a> Reader<'a> {
         Ok(Reader::with_base(self.take(n, field)?, base))
     }
 
-    #[cold]
+    /// The error for `needed` bytes where fewer are left.
+    ///
+    /// The out-of-line paths of the reader (errors, long varints, non-empty tagged sections)
+    /// take its parts (`buf`, `pos`, `base`) as values and return the new position, never
+    /// `&self` or a copy of the reader: a reader whose address reaches a call that LLVM does
+    /// not inline is kept in memory across the whole check pass that holds it, and every
+    /// field then loads and stores its position.
+    #[inline]
     fn truncated(&self, needed: usize, field: &'static str) -> DecodeError {
-        let kind = DecodeErrorKind::Truncated {
-            needed: u32::try_from(needed).unwrap_or(u32::MAX),
-            available: u32::try_from(self.remaining()).unwrap_or(u32::MAX),
-        };
-        self.error(kind, field)
+        truncated(self.offset(), self.remaining(), needed, field)
     }
 
     #[inline]
@@ -195,32 +198,45 @@ impl<'a> Reader<'a> {
             self.pos += 1;
             return Ok(u32::from(b));
         }
-        let start = self.pos;
+        let (value, pos) = Self::long_uvarint(self.buf, self.pos, self.base, field)?;
+        self.pos = pos;
+        Ok(value)
+    }
+
+    /// [`Reader::uvarint`] of more than one byte, out of line; it takes the reader's parts,
+    /// not the reader, and returns the position after the varint (see [`Reader::truncated`]).
+    #[inline(never)]
+    fn long_uvarint(
+        buf: &'a [u8],
+        pos: usize,
+        base: usize,
+        field: &'static str,
+    ) -> Result<(u32, usize), DecodeError> {
+        let mut r = Reader { buf, pos, base, uniform: true };
+        let start = r.pos;
         let mut value: u32 = 0;
         for i in 0..5 {
-            let Some(&b) = self.buf.get(self.pos) else {
-                let err = self.truncated(1, field);
-                self.pos = start;
-                return Err(err);
+            let Some(&b) = r.buf.get(r.pos) else {
+                return Err(r.truncated(1, field));
             };
-            self.pos += 1;
+            r.pos += 1;
             if i == 4 && b > 0x0f {
                 let kind = if b & 0x80 != 0 {
                     DecodeErrorKind::VarintTooLong
                 } else {
                     DecodeErrorKind::VarintOverflow
                 };
-                self.pos = start;
-                return Err(self.error(kind, field));
+                r.pos = start;
+                return Err(r.error(kind, field));
             }
             value |= u32::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
-                return Ok(value);
+                return Ok((value, r.pos));
             }
         }
         // Not reached: the fifth byte either ended the varint or was refused above.
-        self.pos = start;
-        Err(self.error(DecodeErrorKind::VarintTooLong, field))
+        r.pos = start;
+        Err(r.error(DecodeErrorKind::VarintTooLong, field))
     }
 
     /// Reads an unsigned varlong of at most 64 bits (at most ten bytes).
@@ -404,12 +420,29 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// [`Reader::check_str`] for what its fast path does not take (long or null strings,
+    /// text that is not ASCII, errors), out of line; the reader goes by value, so that its
+    /// address does not escape (see [`Reader::truncated`]).
+    #[inline]
+    fn check_str_general(&mut self, flexible: bool, field: &'static str) -> Result<(), DecodeError> {
+        self.pos = Self::check_str_slow(self.buf, self.pos, self.base, flexible, field)?;
+        Ok(())
+    }
+
     #[cold]
     #[inline(never)]
-    fn check_str_general(&mut self, flexible: bool, field: &'static str) -> Result<(), DecodeError> {
-        let start = self.offset();
-        let bytes = self.str_bytes(flexible, field)?;
-        self.check_text(bytes, start, field)
+    fn check_str_slow(
+        buf: &'a [u8],
+        pos: usize,
+        base: usize,
+        flexible: bool,
+        field: &'static str,
+    ) -> Result<usize, DecodeError> {
+        let mut r = Reader { buf, pos, base, uniform: true };
+        let start = r.offset();
+        let bytes = r.str_bytes(flexible, field)?;
+        r.check_text(bytes, start, field)?;
+        Ok(r.pos)
     }
 
     /// Checks that `bytes`, the string just read, is UTF-8.
@@ -448,20 +481,22 @@ impl<'a> Reader<'a> {
             self.pos += total;
             return Ok(());
         }
-        Err(self.short_run(fields))
+        Err(Self::short_run(self.offset(), self.remaining(), fields))
     }
 
     #[cold]
     #[inline(never)]
-    fn short_run(&mut self, fields: &'static [(&'static str, u8)]) -> DecodeError {
+    fn short_run(offset: usize, remaining: usize, fields: &'static [(&'static str, u8)]) -> DecodeError {
+        let (mut offset, mut remaining) = (offset, remaining);
         for &(field, width) in fields {
             let width = usize::from(width);
-            if self.remaining() < width {
-                return self.truncated(width, field);
+            if remaining < width {
+                return truncated(offset, remaining, width, field);
             }
-            self.pos += width;
+            offset += width;
+            remaining -= width;
         }
-        self.error(DecodeErrorKind::TrailingBytes(0), "")
+        DecodeError::new(DecodeErrorKind::TrailingBytes(0), offset, "")
     }
 
     /// Reads a non-nullable byte array (`bytes` or `records`).
@@ -492,33 +527,65 @@ impl<'a> Reader<'a> {
     /// the bytes left is rejected before anything looks at the elements.
     #[inline]
     pub fn array_len(&mut self, flexible: bool, field: &'static str) -> Result<Option<usize>, DecodeError> {
-        let start = self.pos;
-        let count: i64 =
-            if flexible { i64::from(self.uvarint(field)?) - 1 } else { i64::from(self.i32(field)?) };
+        // Fast path: a one-byte compact count, or an int32 count of zero or more, that fits.
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        match (flexible, rest) {
+            (true, &[0, ..]) => {
+                self.pos += 1;
+                return Ok(None);
+            }
+            (true, &[b, ref after @ ..]) if b < 0x80 && usize::from(b - 1) <= after.len() => {
+                self.pos += 1;
+                return Ok(Some(usize::from(b - 1)));
+            }
+            (false, &[a, b, c, d, ref after @ ..]) if a < 0x80 => {
+                let count = u32::from_be_bytes([a, b, c, d]) as usize;
+                if count <= after.len() {
+                    self.pos += 4;
+                    return Ok(Some(count));
+                }
+            }
+            _ => {}
+        }
+        let (count, pos) = Self::array_len_slow(self.buf, self.pos, self.base, flexible, field)?;
+        self.pos = pos;
+        Ok(count)
+    }
+
+    /// [`Reader::array_len`] for what its fast path does not take, out of line (see
+    /// [`Reader::parts`]).
+    #[inline(never)]
+    fn array_len_slow(
+        buf: &'a [u8],
+        pos: usize,
+        base: usize,
+        flexible: bool,
+        field: &'static str,
+    ) -> Result<(Option<usize>, usize), DecodeError> {
+        let mut r = Reader { buf, pos, base, uniform: true };
+        let start = r.pos;
+        let count: i64 = if flexible { i64::from(r.uvarint(field)?) - 1 } else { i64::from(r.i32(field)?) };
         if count == -1 {
-            return Ok(None);
+            return Ok((None, r.pos));
         }
         let err = if count < -1 {
             DecodeErrorKind::InvalidLength(count as i32)
-        } else if count as u64 > self.remaining() as u64 {
+        } else if count as u64 > r.remaining() as u64 {
             DecodeErrorKind::ArrayTooLong(count as u32)
         } else {
-            return Ok(Some(count as usize));
+            return Ok((Some(count as usize), r.pos));
         };
-        self.pos = start;
-        Err(self.error(err, field))
+        r.pos = start;
+        Err(r.error(err, field))
     }
 
     /// Reads a non-nullable array count.
     #[inline]
     pub fn array_len_non_null(&mut self, flexible: bool, field: &'static str) -> Result<usize, DecodeError> {
-        let start = self.pos;
+        let start = self.offset();
         match self.array_len(flexible, field)? {
             Some(n) => Ok(n),
-            None => {
-                self.pos = start;
-                Err(self.error(DecodeErrorKind::UnexpectedNull, field))
-            }
+            None => Err(unexpected_null(start, field)),
         }
     }
 
@@ -549,33 +616,53 @@ impl<'a> Reader<'a> {
     pub fn tagged_fields(
         &mut self,
         field: &'static str,
-        mut on_field: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, DecodeError>,
+        on_field: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, DecodeError>,
     ) -> Result<TaggedSection<'a>, DecodeError> {
         // Fast path: an empty section, by far the most common.
         if let Some(0) = self.buf.get(self.pos) {
             self.pos += 1;
             return Ok(TaggedSection::EMPTY);
         }
-        let count_at = self.pos;
-        let count = self.uvarint(field)?;
-        if count as u64 > self.remaining() as u64 {
-            self.pos = count_at;
-            return Err(self.error(DecodeErrorKind::ArrayTooLong(count), field));
+        let (section, pos, uniform) =
+            Self::tagged_fields_slow(self.buf, self.pos, self.base, self.uniform, field, on_field)?;
+        self.pos = pos;
+        self.uniform = uniform;
+        Ok(section)
+    }
+
+    /// [`Reader::tagged_fields`] for a section that has fields, out of line (see
+    /// [`Reader::parts`]); returns the section, the position after it and whether the reader
+    /// is still uniform.
+    #[inline(never)]
+    fn tagged_fields_slow(
+        buf: &'a [u8],
+        pos: usize,
+        base: usize,
+        uniform: bool,
+        field: &'static str,
+        mut on_field: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, DecodeError>,
+    ) -> Result<(TaggedSection<'a>, usize, bool), DecodeError> {
+        let mut r = Reader { buf, pos, base, uniform };
+        let count_at = r.pos;
+        let count = r.uvarint(field)?;
+        if count as u64 > r.remaining() as u64 {
+            r.pos = count_at;
+            return Err(r.error(DecodeErrorKind::ArrayTooLong(count), field));
         }
-        let start = self.pos;
+        let start = r.pos;
         let mut last: Option<u32> = None;
         for _ in 0..count {
-            let tag_at = self.pos;
-            let tag = self.uvarint(field)?;
+            let tag_at = r.pos;
+            let tag = r.uvarint(field)?;
             if last.is_some_and(|prev| tag <= prev) {
-                self.pos = tag_at;
-                return Err(self.error(DecodeErrorKind::TagOutOfOrder(tag), field));
+                r.pos = tag_at;
+                return Err(r.error(DecodeErrorKind::TagOutOfOrder(tag), field));
             }
             last = Some(tag);
-            let size = self.uvarint(field)? as usize;
-            let mut value = self.sub(size, field)?;
+            let size = r.uvarint(field)? as usize;
+            let mut value = r.sub(size, field)?;
             let known = on_field(tag, &mut value)?;
-            self.uniform &= value.uniform;
+            r.uniform &= value.uniform;
             if known && value.remaining() != 0 {
                 let kind = DecodeErrorKind::TaggedSizeMismatch {
                     tag,
@@ -585,8 +672,26 @@ impl<'a> Reader<'a> {
                 return Err(DecodeError::new(kind, value.offset(), field));
             }
         }
-        Ok(TaggedSection::new(self.since(start), count))
+        Ok((TaggedSection::new(r.since(start), count), r.pos, r.uniform))
     }
+}
+
+/// [`DecodeErrorKind::UnexpectedNull`] at `offset`.
+#[cold]
+#[inline(never)]
+fn unexpected_null(offset: usize, field: &'static str) -> DecodeError {
+    DecodeError::new(DecodeErrorKind::UnexpectedNull, offset, field)
+}
+
+/// [`DecodeErrorKind::Truncated`] at `offset`, with `available` bytes left of `needed`.
+#[cold]
+#[inline(never)]
+fn truncated(offset: usize, available: usize, needed: usize, field: &'static str) -> DecodeError {
+    let kind = DecodeErrorKind::Truncated {
+        needed: u32::try_from(needed).unwrap_or(u32::MAX),
+        available: u32::try_from(available).unwrap_or(u32::MAX),
+    };
+    DecodeError::new(kind, offset, field)
 }
 
 /// Checks UTF-8, reporting an error at `offset` (where the string's prefix starts).

@@ -286,9 +286,14 @@ fn unknown_tagged_fields(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
     let known = known_tags(&cx.tagged_fields(s));
     let tagged =
         || format!("self.src.tagged({}, &[{known}])", lay.tags.expr(s, "self.at", cx.flexible_in(s), ver));
-    let body = match cx.flex(s) {
-        Some(true) => tagged(),
-        _ => if_else(&ver.flexible(), &tagged(), "TaggedIter::EMPTY"),
+    // The check pass found every tagged section of a struct of fixed-width fields empty
+    // when the body is `uniform` (see `Ver::uniform`): no need to read it again.
+    let uniform = format!("{}.uniform", ver.value());
+    let body = match (cx.flex(s), all_fixed(s)) {
+        (Some(true), false) => tagged(),
+        (Some(true), true) => if_else(&uniform, "TaggedIter::EMPTY", &tagged()),
+        (_, false) => if_else(&ver.flexible(), &tagged(), "TaggedIter::EMPTY"),
+        (_, true) => if_else(&format!("{} && !{uniform}", ver.flexible()), &tagged(), "TaggedIter::EMPTY"),
     };
     fb.finish(Stmt::line(body)) + "\n"
 }
@@ -448,7 +453,7 @@ fn at_fn(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
         };
         body.line(format!("let end = {end};"));
         body.line(format!("({}, end)", self_init(k, "src.sub(pos, end)", ver)));
-        return fb.finish(body);
+        return fb.finish(body) + "\n" + &whole_fn();
     }
     if k > 0 {
         body.line(format!("let mut at = [0; {k}];"));
@@ -495,6 +500,14 @@ fn at_fn(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
     }
     body.line(format!("({}, p)", self_init(k, "src.sub(pos, p)", ver)));
     fb.finish(body)
+}
+
+/// `ElementImpl::whole` of a struct of fixed-width fields: the view of exactly `src`, for
+/// iterators that step over elements of one stride. Such a view stores no offsets.
+fn whole_fn() -> String {
+    let fb = FnBuilder::new("whole").inline().param("src", "Src<'a>").ver_param().returns("Self");
+    let init = format!("Self {{ src, {} }}", fb.ver.value());
+    fb.finish(Stmt::line(init))
 }
 
 /// `Self { .. }` of a view with `k` stored offsets.
