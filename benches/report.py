@@ -2,8 +2,10 @@
 """Turns benchmark output into docs/benchmarks.md tables and docs/bench-chart.svg.
 
 Reads criterion's results (target/criterion/<frame>/<bench>/new/{estimates,benchmark}.json,
-written by `cargo bench --bench codec` and, for the krabka_* ids, by the krabka-protocol
-bench crate in benches/krabka/) and, when present, gungraun's summaries
+written by `cargo bench --bench codec` and `--bench records`, for the krabka_* ids by the
+krabka-protocol bench crate in benches/krabka/, and for the odradek_*, nisshi_* and
+kwire_frame_view_walk ids and the records/*/odradek and nisshi readers by benches/peers/)
+and, when present, gungraun's summaries
 (target/gungraun/**/summary.json, written by `cargo bench --bench instructions` with
 GUNGRAUN_SAVE_SUMMARY=json). Times are criterion's median estimate per iteration.
 
