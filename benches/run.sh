@@ -54,7 +54,7 @@ else
   echo "the krabka-protocol bench failed: krabka-protocol not measured" >&2
 fi
 
-# odradek-protocol 0.1 and nisshi-sans-io 0.8 (benches/peers/, its own Cargo.lock): the same
+# odradek-protocol 0.1 and nisshi-sans-io 0.8 (benches/peers/, with its own Cargo.lock): the same
 # frames (target/criterion/<frame>/odradek_*, nisshi_*, kwire_frame_view_walk) and the same
 # record batches (target/criterion/records/*/odradek, nisshi). A peer that fails its checks
 # on a frame is listed on stderr and not measured there.
@@ -64,7 +64,9 @@ peers_toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' benches/peers/rust-toolc
 if ! rustup run "$peers_toolchain" rustc -V >/dev/null 2>&1; then
   peers="skipped: Rust $peers_toolchain is not installed"
   echo "Rust $peers_toolchain not installed: odradek-protocol and nisshi-sans-io not measured" >&2
-elif (export CRITERION_HOME="$PWD/target/criterion" && cd benches/peers && "$CARGO" bench --locked -- "$@"); then
+# Not --locked: the crate depends on kwire by path, so a new dependency of kwire's must be
+# able to enter its Cargo.lock (the peers themselves are pinned with `=` in its manifest).
+elif (export CRITERION_HOME="$PWD/target/criterion" && cd benches/peers && "$CARGO" bench -- "$@"); then
   peers="ran with $(rustup run "$peers_toolchain" rustc -V)"
 else
   peers="failed: see the output of benches/peers above"
