@@ -2,8 +2,10 @@
 """Turns benchmark output into docs/benchmarks.md tables and docs/bench-chart.svg.
 
 Reads criterion's results (target/criterion/<frame>/<bench>/new/{estimates,benchmark}.json,
-written by `cargo bench --bench codec` and, for the krabka_* ids, by the krabka-protocol
-bench crate in benches/krabka/) and, when present, gungraun's summaries
+written by `cargo bench --bench codec` and `--bench records`, for the krabka_* ids by the
+krabka-protocol bench crate in benches/krabka/, and for the odradek_*, nisshi_* and
+kwire_frame_view_walk ids and the records/*/odradek and nisshi readers by benches/peers/)
+and, when present, gungraun's summaries
 (target/gungraun/**/summary.json, written by `cargo bench --bench instructions` with
 GUNGRAUN_SAVE_SUMMARY=json). Times are criterion's median estimate per iteration.
 
@@ -48,21 +50,28 @@ REALISTIC = [
     "listoffsets_v10_response_10x100",
 ]
 
-# (criterion bench id, gungraun function, label, kafka-protocol counterpart, krabka-protocol counterpart)
+# (criterion bench id, gungraun function, label, kafka-protocol counterpart, krabka-protocol
+# counterpart, odradek-protocol counterpart, nisshi-sans-io counterpart). nisshi decodes and
+# encodes whole frames only, so its counterparts are kwire's whole-frame operations.
 OPS = [
-    ("copy", None, "copy (floor)", None, None),
-    ("kwire_view", "view", "kwire view", "kp_decode", "krabka_view_walk"),
-    ("kwire_view_walk", "view_walk", "kwire view + walk", "kp_decode", "krabka_view_walk"),
-    ("kwire_decode_ref", "decode_ref", "kwire reference decode", "kp_decode", "krabka_decode"),
-    ("kwire_encoded_len", "encoded_len", "kwire encoded_len", "kp_compute_size", None),
-    ("kwire_encode", "encode", "kwire encode", "kp_encode", "krabka_encode"),
-    ("kwire_encode_frame", "encode_frame", "kwire encode whole frame", None, None),
-    ("kp_decode", None, "kafka-protocol decode", None, None),
-    ("kp_encode", None, "kafka-protocol encode", None, None),
-    ("kp_compute_size", None, "kafka-protocol compute_size", None, None),
-    ("krabka_decode", None, "krabka-protocol owned decode", None, None),
-    ("krabka_view_walk", None, "krabka-protocol borrowed decode + walk", None, None),
-    ("krabka_encode", None, "krabka-protocol encode", None, None),
+    ("copy", None, "copy (floor)", None, None, None, None),
+    ("kwire_view", "view", "kwire view", "kp_decode", "krabka_view_walk", "odradek_decode", None),
+    ("kwire_view_walk", "view_walk", "kwire view + walk", "kp_decode", "krabka_view_walk", "odradek_decode", None),
+    ("kwire_frame_view_walk", None, "kwire whole frame: header + view + walk", None, None, None, "nisshi_decode_frame"),
+    ("kwire_decode_ref", "decode_ref", "kwire reference decode", "kp_decode", "krabka_decode", "odradek_decode", None),
+    ("kwire_encoded_len", "encoded_len", "kwire encoded_len", "kp_compute_size", None, None, None),
+    ("kwire_encode", "encode", "kwire encode", "kp_encode", "krabka_encode", "odradek_encode", None),
+    ("kwire_encode_frame", "encode_frame", "kwire encode whole frame", None, None, None, "nisshi_encode_frame"),
+    ("kp_decode", None, "kafka-protocol decode", None, None, None, None),
+    ("kp_encode", None, "kafka-protocol encode", None, None, None, None),
+    ("kp_compute_size", None, "kafka-protocol compute_size", None, None, None, None),
+    ("krabka_decode", None, "krabka-protocol owned decode", None, None, None, None),
+    ("krabka_view_walk", None, "krabka-protocol borrowed decode + walk", None, None, None, None),
+    ("krabka_encode", None, "krabka-protocol encode", None, None, None, None),
+    ("odradek_decode", None, "odradek-protocol decode (owned, from `Bytes`)", None, None, None, None),
+    ("odradek_encode", None, "odradek-protocol encode", None, None, None, None),
+    ("nisshi_decode_frame", None, "nisshi-sans-io decode of the whole frame (owned, serde)", None, None, None, None),
+    ("nisshi_encode_frame", None, "nisshi-sans-io encode of the whole frame (into a new `Bytes`)", None, None, None, None),
 ]
 
 # The krabka-protocol bench crate (benches/krabka/) and its pinned toolchain.
@@ -181,6 +190,8 @@ def machine(meta, crit):
         rows.append(("compiler (krabka-protocol bench, benches/krabka)", krustc))
     elif meta.get("krabka"):
         rows.append(("krabka-protocol bench (benches/krabka)", meta["krabka"]))
+    if meta.get("peers"):
+        rows.append(("odradek-protocol and nisshi-sans-io bench (benches/peers)", meta["peers"]))
     for key, label in [
         ("date", "run at (UTC)"),
         ("load_before", "load average before (1/5/15 min)"),
@@ -216,11 +227,12 @@ def frame_table(name, crit, gg):
     lines = [
         f"#### `{name}`",
         "",
-        "| operation | time (median) | GB/s | kafka-protocol time ÷ this | krabka-protocol time ÷ this | this ÷ copy | instructions |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| operation | time (median) | GB/s | kafka-protocol time ÷ this | krabka-protocol time ÷ this | "
+        "odradek-protocol time ÷ this | nisshi-sans-io time ÷ this | this ÷ copy | instructions |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     copy = crit.get((name, "copy"), {}).get("ns")
-    for bench, gfn, label, peer, kpeer in OPS:
+    for bench, gfn, label, peer, kpeer, opeer, npeer in OPS:
         r = crit.get((name, bench))
         if r is None:
             continue
@@ -230,10 +242,12 @@ def frame_table(name, crit, gg):
         if peer and (name, peer) in crit:
             vs_peer = crit[(name, peer)]["ns"] / ns
         vs_krabka = crit[(name, kpeer)]["ns"] / ns if kpeer and (name, kpeer) in crit else None
+        vs_odradek = crit[(name, opeer)]["ns"] / ns if opeer and (name, opeer) in crit else None
+        vs_nisshi = crit[(name, npeer)]["ns"] / ns if npeer and (name, npeer) in crit else None
         vs_copy = ns / copy if copy and bench != "copy" else None
         ir = gg.get((gfn, name)) if gfn else None
         lines.append(f"| {label} | {fmt_ns(ns)} | {gbs} | {fmt_ratio(vs_peer)} | {fmt_ratio(vs_krabka)} | "
-                     f"{fmt_ratio(vs_copy)} | {fmt_int(ir)} |")
+                     f"{fmt_ratio(vs_odradek)} | {fmt_ratio(vs_nisshi)} | {fmt_ratio(vs_copy)} | {fmt_int(ir)} |")
     lines.append("")
     return lines
 
@@ -329,6 +343,90 @@ def summary_table(crit):
     return lines
 
 
+def peers_summary_table(crit):
+    """odradek-protocol and nisshi-sans-io beside kwire (benches/peers/). nisshi works on whole
+    frames only, so it is set against kwire's whole-frame operations."""
+    lines = [
+        "| frame | kwire view + walk | odradek-protocol decode | speed-up | kwire whole frame: header + view + walk | "
+        "nisshi-sans-io decode of the frame | speed-up | kwire encode | odradek-protocol encode | speed-up | "
+        "kwire encode whole frame | nisshi-sans-io encode of the frame | speed-up |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    any_row = False
+    for name in SEED + REALISTIC:
+        g = lambda k: crit.get((name, k), {}).get("ns")  # noqa: E731
+        if not any(g(k) for k in ("odradek_decode", "nisshi_decode_frame")):
+            continue
+        any_row = True
+        lines.append(
+            f"| `{name}` | {fmt_ns(g('kwire_view_walk'))} | {fmt_ns(g('odradek_decode'))} | "
+            f"{fmt_ratio(ratio(crit, name, 'kwire_view_walk', 'odradek_decode'))} | {fmt_ns(g('kwire_frame_view_walk'))} | "
+            f"{fmt_ns(g('nisshi_decode_frame'))} | {fmt_ratio(ratio(crit, name, 'kwire_frame_view_walk', 'nisshi_decode_frame'))} | "
+            f"{fmt_ns(g('kwire_encode'))} | {fmt_ns(g('odradek_encode'))} | "
+            f"{fmt_ratio(ratio(crit, name, 'kwire_encode', 'odradek_encode'))} | {fmt_ns(g('kwire_encode_frame'))} | "
+            f"{fmt_ns(g('nisshi_encode_frame'))} | {fmt_ratio(ratio(crit, name, 'kwire_encode_frame', 'nisshi_encode_frame'))} |"
+        )
+    if not any_row:
+        return ["(No odradek-protocol or nisshi-sans-io results: benches/peers was not run.)", ""]
+    lines += [
+        "",
+        "Each speed-up is the peer's time ÷ kwire's time (above 1: kwire is faster). A frame without a",
+        "nisshi-sans-io figure is one it decodes wrongly: its schemas stop at ListOffsets v9, and it reads",
+        "v10 requests as v9 ones, without their TimeoutMs (benches/peers/ checks every decode).",
+        "",
+    ]
+    return lines
+
+
+# benches/records.rs and benches/peers/benches/peers_records.rs: (group, [(id, label)]).
+RECORDS = [
+    ("records/uncompressed", "uncompressed"),
+    ("records/lz4", "lz4"),
+    ("records/zstd", "zstd"),
+]
+RECORD_READERS = [
+    ("kwire", "kwire (`RecordBatches`, `records_in`, CRC-32C checked)"),
+    ("kwire_no_crc", "kwire without the CRC (`records_unverified`)"),
+    ("kafka-protocol", "kafka-protocol 0.18 (`RecordBatchDecoder::decode_all`)"),
+    ("odradek", "odradek-protocol 0.1 (`records::decode_set`, hardware CRC-32C)"),
+    ("nisshi", "nisshi-sans-io 0.8 (`deflated::Batch` then `inflated::Batch`)"),
+    ("decompress_only", "the decompressor alone (floor)"),
+    ("copy", "copy of the bytes (floor)"),
+]
+
+
+def records_table(crit):
+    """Every record of 10 batches of 1,000 read (key, value, headers), per codec."""
+    groups = [(g, label) for g, label in RECORDS if any(group == g for group, _ in crit)]
+    if not groups:
+        return ["(No record batch results: `cargo bench --bench records` was not run.)", ""]
+    lines = [
+        "| reader | " + " | ".join(f"{label}: time | GB/s | ÷ kwire" for _, label in groups) + " |",
+        "|---|" + "---:|---:|---:|" * len(groups),
+    ]
+    for rid, label in RECORD_READERS:
+        cells, seen = [], False
+        for g, _ in groups:
+            r = crit.get((g, rid))
+            base = crit.get((g, "kwire"), {}).get("ns")
+            if r is None:
+                cells += ["–", "–", "–"]
+                continue
+            seen = True
+            gbs = f'{r["bytes"] / r["ns"]:.2f}' if r.get("bytes") else "–"
+            cells += [fmt_ns(r["ns"]), gbs, fmt_ratio(r["ns"] / base) if base else "–"]
+        if seen:
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Throughput is the uncompressed size of the batches (about 1.2 MB). \"÷ kwire\" is the reader's",
+        "time ÷ kwire's (above 1: kwire is faster). odradek-protocol keeps compressed batches as raw",
+        "bytes (no codecs), so it has no lz4 or zstd figure.",
+        "",
+    ]
+    return lines
+
+
 def readme_block(crit, meta):
     """The README's short form: the chart and the speed-ups on the realistic frames."""
     lines = [
@@ -376,9 +474,13 @@ def chart(crit, path):
         ("kwire_view_walk", "kwire view + walk", "#1f77b4"),
         ("kp_decode", "kafka-protocol decode", "#ff7f0e"),
         ("krabka_view_walk", "krabka-protocol borrowed decode + walk", "#9467bd"),
+        ("odradek_decode", "odradek-protocol decode", "#bcbd22"),
+        ("nisshi_decode_frame", "nisshi-sans-io decode (whole frame)", "#17becf"),
         ("kwire_encode", "kwire encode", "#2ca02c"),
         ("kp_encode", "kafka-protocol encode", "#d62728"),
         ("krabka_encode", "krabka-protocol encode", "#8c564b"),
+        ("odradek_encode", "odradek-protocol encode", "#e377c2"),
+        ("nisshi_encode_frame", "nisshi-sans-io encode (whole frame)", "#7f7f7f"),
     ]
     # Without krabka-protocol results (its bench was skipped), no empty krabka bars.
     series = [s for s in series if any((n, s[0]) in crit for n in REALISTIC)]
@@ -564,6 +666,8 @@ def main():
     md += ["### Machine", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in machine(meta, crit)] + [""]
     md += ["### Targets", ""] + targets(crit, gg, meta)
     md += ["### Summary", ""] + summary_table(crit)
+    md += ["### odradek-protocol and nisshi-sans-io", ""] + peers_summary_table(crit)
+    md += ["### Record batches", ""] + records_table(crit)
     md += ["### encoded_len against the partition count", ""] + scaling_table(crit, gg)
     if gg:
         md += ["### Instructions per element", ""] + per_element_table(gg)

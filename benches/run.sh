@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs every benchmark and writes the report: criterion (kwire, kafka-protocol and the copy
-# floor, in one run), then krabka-protocol on the same frames (benches/krabka/, a crate of
-# its own on the newer toolchain that its rust-toolchain.toml pins; skipped with a message
-# if that toolchain is missing and cannot be installed), gungraun instruction counts if
+# floor, in one run; then the record batches of benches/records.rs), then krabka-protocol on
+# the same frames (benches/krabka/, a crate of its own on the newer toolchain that its
+# rust-toolchain.toml pins; skipped with a message if that toolchain is missing and cannot
+# be installed), then odradek-protocol and nisshi-sans-io on the same frames and record
+# batches (benches/peers/, a crate of its own for nisshi's dependencies, on the same pinned
+# toolchain as krabka's), gungraun
+# instruction counts if
 # gungraun-runner 0.20.0 is installed, the zero-allocation test, then benches/report.py,
 # which fills docs/benchmarks.md, draws docs/bench-chart.svg and fills the broker path section
 # of docs/records.md.
@@ -27,6 +31,8 @@ rm -rf target/criterion target/gungraun
 # A broker's records path (issue 18): validate-and-assign and the vectored Fetch encode
 # beside kafka-protocol, the copy floor and CRC-32C; its sizes go to target/fetch-path.json.
 "$CARGO" bench --bench fetch_path -- "$@"
+# Record batches: kwire, kafka-protocol, the decompressors and CRC-32C (records/*).
+"$CARGO" bench --bench records -- "$@"
 
 # krabka-protocol 0.8 needs a newer rustc than kwire's: its bench crate pins one in
 # benches/krabka/rust-toolchain.toml, which rustup applies because cargo runs in that
@@ -48,6 +54,25 @@ else
   echo "the krabka-protocol bench failed: krabka-protocol not measured" >&2
 fi
 
+# odradek-protocol 0.1 and nisshi-sans-io 0.8 (benches/peers/, with its own Cargo.lock): the same
+# frames (target/criterion/<frame>/odradek_*, nisshi_*, kwire_frame_view_walk) and the same
+# record batches (target/criterion/records/*/odradek, nisshi). A peer that fails its checks
+# on a frame is listed on stderr and not measured there.
+# nisshi-sans-io's rama needs rustc >= 1.96: benches/peers/rust-toolchain.toml pins a toolchain
+# (krabka's), installed above if it was missing.
+peers_toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' benches/peers/rust-toolchain.toml)
+if ! rustup run "$peers_toolchain" rustc -V >/dev/null 2>&1; then
+  peers="skipped: Rust $peers_toolchain is not installed"
+  echo "Rust $peers_toolchain not installed: odradek-protocol and nisshi-sans-io not measured" >&2
+# Not --locked: the crate depends on kwire by path, so a new dependency of kwire's must be
+# able to enter its Cargo.lock (the peers themselves are pinned with `=` in its manifest).
+elif (export CRITERION_HOME="$PWD/target/criterion" && cd benches/peers && "$CARGO" bench -- "$@"); then
+  peers="ran with $(rustup run "$peers_toolchain" rustc -V)"
+else
+  peers="failed: see the output of benches/peers above"
+  echo "the odradek-protocol / nisshi-sans-io bench failed: not measured" >&2
+fi
+
 if command -v gungraun-runner >/dev/null 2>&1 && gungraun-runner --version | grep -qx 'gungraun-runner 0.20.0'; then
   GUNGRAUN_SAVE_SUMMARY=json "$CARGO" bench --bench instructions
   GUNGRAUN_SAVE_SUMMARY=json "$CARGO" bench --bench fetch_path_instructions
@@ -63,6 +88,6 @@ if "$CARGO" test --all-features --test alloc --quiet; then alloc=passed; else al
 mkdir -p target
 cat >target/bench-meta.json <<EOF
 {"command": "bash benches/run.sh${*:+ $*}", "date": "$started", "load_before": "$load_before",
- "load_after": "$load_after", "alloc_test": "$alloc", "krabka": "$krabka"}
+ "load_after": "$load_after", "alloc_test": "$alloc", "krabka": "$krabka", "peers": "$peers"}
 EOF
 python3 benches/report.py
