@@ -67,13 +67,18 @@ cat >"$work/broker.props" <<EOF
 listeners=PLAINTEXT://127.0.0.1:@PORT@,HAP://127.0.0.1:@PORT2@,CONTROLLER://127.0.0.1:@CPORT@
 advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@,HAP://127.0.0.1:$hport
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,HAP:PLAINTEXT
+log.segment.bytes=67108864
+log.retention.ms=60000
+log.retention.check.interval.ms=10000
 EOF
+# Retention of a minute (64 MB segments): a run writes about 2 GB per throughput phase,
+# which would otherwise fill the disk.
 broker=$(KWIRE_KAFKA_PROPS=$work/broker.props bash tests/kafka/broker.sh start "$work/broker" $$)
 port2=$(sed -n 's/^listeners=.*HAP:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$work/broker/server.properties" | tail -1)
 [ -n "$port2" ] || { say "the broker's second listener is missing"; exit 1; }
 cat >"$work/haproxy.cfg" <<EOF
 global
-    maxconn 20000
+    maxconn 9000
 defaults
     mode tcp
     timeout connect 10s
@@ -215,46 +220,30 @@ def mbps(r):
 def mbytes(r):
     x = r["load"]
     return (x["produced_records"] + x["consumed_records"]) * 1024 / 1e6
-def cells(f):
-    vals = [f(rnd) for rnd in range(1, rounds + 1)]
-    return " / ".join("-" if v is None else v for v in vals)
-names = {"direct": "direct", "haproxy": f"haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet"}
+names = {"direct": "direct", "haproxy": "haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet"}
 paths = [p for p in ["direct", "haproxy", "kwire", "quiet"] if any(r["path"] == p for r in rows)]
-print(f"commit {commit}, {hap}; {rounds} rounds (each cell: round 1 / round 2 ...), {secs} s throughput phases "
+print(f"commit {commit}, {hap}; {rounds} rounds, {secs} s throughput phases "
       f"({producers} producers as fast as they can and 1 consumer, 1 KB records, no compression), "
       f"{pings} pings (ApiVersions v3, one at a time); load average before {load_before}, after {load_after}\n")
 for conns in ["few", idle]:
     label = "a few connections (the load's own)" if conns == "few" else f"{idle} idle connections held through the same path, plus the load's"
     print(f"**{label}**\n")
-    print("| path | MB/s | vs direct | proxy CPU ms per MB (= millicores per MB/s) | proxy CPU µs per request (throughput) | Produce p50 / p99 ms | ping p50 / p99 µs | ping added p50 / p99 µs | proxy CPU µs per ping | proxy RSS under load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| path | round | MB/s | vs direct | proxy CPU ms per MB (= millicores per MB/s) | proxy CPU µs per request | Produce p50 / p99 ms | ping p50 / p99 µs | ping added p50 / p99 µs | proxy CPU µs per ping | proxy RSS under load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for p in paths:
-        def tp(rnd): return get(rnd, p, conns, "throughput")
-        def pg(rnd): return get(rnd, p, conns, "ping")
-        def fmt_mb(rnd): return f"{mbps(tp(rnd)):.0f}"
-        def vs(rnd): return f"{100 * mbps(tp(rnd)) / mbps(get(rnd, 'direct', conns, 'throughput')):.0f}%"
-        def cpu_mb(rnd):
-            r = tp(rnd)
-            return None if p == "direct" else f"{r['proxy_cpu_s'] / mbytes(r) * 1e3:.2f}"
-        def cpu_req(rnd):
-            r = tp(rnd)
-            return None if p == "direct" or not r["load"]["requests"] else f"{r['proxy_cpu_s'] / r['load']['requests'] * 1e6:.0f}"
-        def prod(rnd):
-            x = tp(rnd)["load"]
-            return f"{x.get('produce_p50_us', 0) / 1e3:.1f} / {x.get('produce_p99_us', 0) / 1e3:.1f}"
-        def ping(rnd):
-            x = pg(rnd)["load"]
-            return f"{x['p50_us']} / {x['p99_us']}"
-        def added(rnd):
-            x, d = pg(rnd)["load"], get(rnd, "direct", conns, "ping")["load"]
-            return f"{x['p50_us'] - d['p50_us']:+d} / {x['p99_us'] - d['p99_us']:+d}"
-        def cpu_ping(rnd):
-            r = pg(rnd)
-            return None if p == "direct" else f"{r['proxy_cpu_s'] / r['load']['requests'] * 1e6:.0f}"
-        def rss(rnd):
-            return None if p == "direct" else f"{tp(rnd)['rss_kib'] / 1024:.0f} MB"
-        print(f"| {names[p]} | {cells(fmt_mb)} | {cells(vs)} | {cells(cpu_mb)} | {cells(cpu_req)} | {cells(prod)} | "
-              f"{cells(ping)} | {cells(added)} | {cells(cpu_ping)} | {cells(rss)} |")
+        for rnd in range(1, rounds + 1):
+            tp, pg = get(rnd, p, conns, "throughput"), get(rnd, p, conns, "ping")
+            d_tp, d_pg = get(rnd, "direct", conns, "throughput"), get(rnd, "direct", conns, "ping")
+            x, y, dy = tp["load"], pg["load"], d_pg["load"]
+            proxied = p != "direct"
+            cpu_mb = f"{tp['proxy_cpu_s'] / mbytes(tp) * 1e3:.2f}" if proxied else "-"
+            cpu_req = f"{tp['proxy_cpu_s'] / x['requests'] * 1e6:.0f}" if proxied and x["requests"] else "-"
+            cpu_ping = f"{pg['proxy_cpu_s'] / y['requests'] * 1e6:.0f}" if proxied else "-"
+            rss = f"{tp['rss_kib'] / 1024:.0f} MB" if proxied else "-"
+            print(f"| {names[p]} | {rnd} | {mbps(tp):.0f} | {100 * mbps(tp) / mbps(d_tp):.0f}% | {cpu_mb} | {cpu_req} | "
+                  f"{x.get('produce_p50_us', 0) / 1e3:.1f} / {x.get('produce_p99_us', 0) / 1e3:.1f} | "
+                  f"{y['p50_us']} / {y['p99_us']} | {y['p50_us'] - dy['p50_us']:+d} / {y['p99_us'] - dy['p99_us']:+d} | "
+                  f"{cpu_ping} | {rss} |")
     print()
 print(f"**memory** (RSS of the proxy process before any connection, and with {idle} idle connections)\n")
 print("| path | RSS at start | RSS with idle connections | per idle connection |")

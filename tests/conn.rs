@@ -269,6 +269,16 @@ fn keeps_its_capacity_between_large_frames_until_a_small_one() {
     assert_eq!(fb.capacity(), held);
     fb.feed(&big[50_000..]);
     assert_eq!(fb.next_frame().unwrap().map(<[u8]>::len), Some(100_000));
+    // keep_capacity: small frames after a large one leave it grown, until asked.
+    fb.keep_capacity(true);
+    for _ in 0..3 {
+        fb.feed(&framed(&[1, 2, 3]));
+        assert_eq!(fb.next_frame(), Ok(Some(&[1, 2, 3][..])));
+        let _ = fb.spare();
+    }
+    assert_eq!(fb.capacity(), big.len(), "kept");
+    fb.shrink_to_base();
+    assert_eq!(fb.capacity(), base);
 }
 
 #[test]

@@ -71,6 +71,8 @@ pub struct FrameBuf {
     error: Option<FrameError>,
     /// The last frame handed out fitted in the base capacity.
     last_small: bool,
+    /// Never shrink back by itself ([`FrameBuf::keep_capacity`]).
+    keep: bool,
 }
 
 impl FrameBuf {
@@ -87,7 +89,7 @@ impl FrameBuf {
         let mut buf = Vec::new();
         buf.reserve_exact(base);
         buf.resize(base, 0);
-        FrameBuf { buf, start: 0, end: 0, base, max_frame: max_frame_size, error: None, last_small: false }
+        FrameBuf { buf, start: 0, end: 0, base, max_frame: max_frame_size, error: None, last_small: false, keep: false }
     }
 
     /// The largest frame accepted (after the size prefix).
@@ -149,6 +151,14 @@ impl FrameBuf {
         frame_len(*self.pending().first_chunk::<4>()?, self.max_frame)
     }
 
+    /// With `true`, the buffer no longer shrinks back by itself after a large frame: it
+    /// keeps what it grew to until [`FrameBuf::shrink_to_base`] or until it is dropped. For
+    /// a caller that pools grown buffers between connections (`kwire proxy` does), so that
+    /// a connection of small frames that takes a grown buffer hands it back grown.
+    pub fn keep_capacity(&mut self, keep: bool) {
+        self.keep = keep;
+    }
+
     /// Gives back the capacity beyond the base capacity now, unless more than the base
     /// capacity is buffered (a frame being read keeps its room). For a connection gone
     /// idle after large frames; otherwise the buffer shrinks back by itself when a small
@@ -199,7 +209,7 @@ impl FrameBuf {
             None => self.end == 0 && self.last_small,
         };
         let len = self.buf.len();
-        if len > self.base && small && self.end <= self.base {
+        if len > self.base && small && !self.keep && self.end <= self.base {
             // After a large frame, a small one: back to the base capacity.
             self.shrink_now();
         } else if self.end == len && want > len {

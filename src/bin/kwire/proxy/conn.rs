@@ -56,7 +56,12 @@ pub(super) fn take_frame_buf(base: usize, max_frame: usize) -> FrameBuf {
             fb.set_max_frame_size(max_frame);
             fb
         }
-        None => FrameBuf::with_base_capacity(base, max_frame),
+        None => {
+            let mut fb = FrameBuf::with_base_capacity(base, max_frame);
+            // A grown buffer goes back to the pool grown, whoever used it last.
+            fb.keep_capacity(true);
+            fb
+        }
     }
 }
 
