@@ -9,7 +9,9 @@
 //! connection costs its task, its sockets and its connection state, a few KB; a busy
 //! one two buffers of at most one frame each. Buffers given back go to
 //! the allocator's free lists, where the next connection to wake takes them: a burst over
-//! many connections costs what is read at once, not a buffer per connection.
+//! many connections costs what is read at once, not a buffer per connection. A buffer
+//! grown by a large frame goes to a small pool instead (`conn::give_back_frame_buf`), so
+//! that large frames do not each pay for fresh memory.
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;
