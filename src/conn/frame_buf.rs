@@ -89,7 +89,16 @@ impl FrameBuf {
         let mut buf = Vec::new();
         buf.reserve_exact(base);
         buf.resize(base, 0);
-        FrameBuf { buf, start: 0, end: 0, base, max_frame: max_frame_size, error: None, last_small: false, keep: false }
+        FrameBuf {
+            buf,
+            start: 0,
+            end: 0,
+            base,
+            max_frame: max_frame_size,
+            error: None,
+            last_small: false,
+            keep: false,
+        }
     }
 
     /// The largest frame accepted (after the size prefix).
