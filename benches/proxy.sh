@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# `kwire proxy` against direct access to a real Apache Kafka 4.4.0 broker, in the same run:
-# producers sending 1 KB records and a consumer fetching them (franz-go, from
-# tests/interop/go), first as fast as they can (throughput), then at a low rate (latency
-# without queueing). Each phase runs directly against the broker and through the proxy,
-# alternately, ROUNDS times. Prints a Markdown table; see docs/proxy.md.
+# Three paths to one real Apache Kafka 4.4.0 broker, side by side in one run: direct,
+# through haproxy 2.x in TCP mode (the floor: it forwards bytes and decodes nothing), and
+# through `kwire proxy` with its text log (one line per request) and with --quiet.
 #
-#   bash benches/proxy.sh     # SECONDS_PER_RUN=10 ROUNDS=2 PRODUCERS=2 RATE=400 PINGS=20000
+#   bash benches/proxy.sh     # SECONDS_PER_RUN=10 ROUNDS=2 PRODUCERS=2 PINGS=20000 IDLE=1000
 #
-# A third phase, ping, sends ApiVersions requests one at a time on one connection (no
-# client library): the round trip with and without the proxy isolates what it adds.
+# Each path is measured at two connection counts:
+# - few: only the load's own connections (franz-go's 2 producers, 1 consumer and their
+#   metadata connections, about 6; the ping phase's one);
+# - IDLE (1,000): IDLE more connections opened through the same path first, each making one
+#   ApiVersions round trip to the broker and then idling for the rest of that path's
+#   phases (most idle; the load runs on top of them, as in `benches/proxy_connections.sh`).
+# and in two phases:
+# - throughput: PRODUCERS producers (franz-go, tests/interop/go) sending 1 KB records, no
+#   compression, as fast as they can, and a consumer fetching them, SECONDS_PER_RUN s;
+# - ping: PINGS ApiVersions v3 requests one at a time on one connection (no client
+#   library), timed from write to whole response: what a path adds to a round trip.
+# A round runs every path in turn (direct, haproxy, kwire, kwire --quiet), each path at
+# few connections and then at IDLE; ROUNDS rounds, each reported on its own.
 #
-# The proxy runs as a release build with its default text log (one line per request) and
-# again with --quiet. Its CPU time comes from /proc/PID/stat (10 ms ticks). Not a test:
-# figures depend on the machine and its load, which the output records.
+# haproxy rewrites nothing, so the broker has a second listener (HAP) whose advertised
+# address is haproxy's: clients that bootstrap through haproxy are sent back to haproxy.
+# `kwire proxy` rewrites the broker's address itself and uses the broker's first listener.
+#
+# Proxy CPU is the proxy process's utime + stime from /proc/PID/stat (10 ms ticks) over
+# the phase; memory is its VmRSS. haproxy is installed with apt-get if missing (needs
+# root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire.
+# Not a test: figures depend on the machine and its load, which the output records.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,14 +34,22 @@ cd "$root"
 secs=${SECONDS_PER_RUN:-10}
 rounds=${ROUNDS:-2}
 producers=${PRODUCERS:-2}
-rate=${RATE:-400}
 pings=${PINGS:-20000}
+idle=${IDLE:-1000}
+paths=${PATHS:-direct haproxy kwire quiet}
 work=$root/target/bench-proxy
 mkdir -p "$work"
 say() { echo "bench: $*" >&2; }
 
 command -v go >/dev/null || { say "Go is needed for the load generator"; exit 1; }
 (cd tests/interop/go && go build -o "$work/load" .)
+haproxy=${HAPROXY:-$(command -v haproxy || true)}
+if [ -z "$haproxy" ]; then
+  say "haproxy is missing: installing it (apt-get install -y haproxy)"
+  if [ "$(id -u)" = 0 ]; then apt-get install -y haproxy >&2; else sudo apt-get install -y haproxy >&2; fi ||
+    { say "could not install haproxy: install haproxy 2.x, or set HAPROXY=/path/to/haproxy"; exit 1; }
+  haproxy=$(command -v haproxy)
+fi
 if [ -n "${KWIRE:-}" ]; then
   kwire=$KWIRE # a release build of kwire, as it is
 else
@@ -36,122 +58,207 @@ else
   kwire=${CARGO_TARGET_DIR:-$root/target}/release/kwire
 fi
 
-broker=$(bash tests/kafka/broker.sh start "$work/broker" $$)
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+# haproxy's port, advertised by the broker's second listener.
+hport=$(free_port)
+cat >"$work/broker.props" <<EOF
+listeners=PLAINTEXT://127.0.0.1:@PORT@,HAP://127.0.0.1:@PORT2@,CONTROLLER://127.0.0.1:@CPORT@
+advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@,HAP://127.0.0.1:$hport
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,HAP:PLAINTEXT
+log.segment.bytes=67108864
+log.retention.ms=20000
+log.retention.check.interval.ms=5000
+file.delete.delay.ms=1000
+EOF
+# Retention of 20 s (64 MB segments, deleted a second after): a throughput phase writes
+# about 2.5 GB, which would otherwise fill the disk (a run kept 30 GB with Kafka's
+# defaults, 23 GB with a minute's retention and the default minute of delete delay). Each
+# phase has its own topic and ends before its records expire.
+broker=$(KWIRE_KAFKA_PROPS=$work/broker.props bash tests/kafka/broker.sh start "$work/broker" $$)
+port2=$(sed -n 's/^listeners=.*HAP:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$work/broker/server.properties" | tail -1)
+[ -n "$port2" ] || { say "the broker's second listener is missing"; exit 1; }
+cat >"$work/haproxy.cfg" <<EOF
+global
+    maxconn 9000
+defaults
+    mode tcp
+    timeout connect 10s
+    timeout client 1h
+    timeout server 1h
+frontend kafka
+    bind 127.0.0.1:$hport
+    default_backend broker
+backend broker
+    server broker 127.0.0.1:$port2
+EOF
+
 proxy_pid=
+opener_pid=
 cleanup() {
+  [ -n "$opener_pid" ] && kill "$opener_pid" 2>/dev/null || true
   [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null || true
   bash tests/kafka/broker.sh stop "$work/broker" || true
 }
 trap cleanup EXIT
 
-start_proxy() { # args: extra proxy flags; sets proxy_pid and target
-  : >"$work/proxy.log"
-  "$kwire" proxy --listen 127.0.0.1:0 --upstream "$broker" "$@" >"$work/proxy.log" 2>"$work/proxy.err" &
-  proxy_pid=$!
-  for _ in $(seq 100); do [ -s "$work/proxy.log" ] && break; sleep 0.05; done
-  target=$(sed -n '1s/.*listening on \([^,]*\),.*/\1/p' "$work/proxy.log")
-  [ -n "$target" ] || { say "the proxy did not start"; exit 1; }
+# Opens N connections to $1, one ApiVersions v0 round trip each, prints "ready", and holds
+# them until its stdin closes.
+cat >"$work/idle.py" <<'PY'
+import resource, socket, struct, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+host, port = sys.argv[1].rsplit(":", 1)
+conns = []
+for i in range(int(sys.argv[2])):
+    c = socket.create_connection((host, int(port)))
+    c.sendall(struct.pack(">ihhih", 10, 18, 0, i, -1))
+    head = b""
+    while len(head) < 4:
+        head += c.recv(4 - len(head))
+    size = struct.unpack(">i", head)[0]
+    got = 0
+    while got < size:
+        got += len(c.recv(size - got))
+    conns.append(c)
+print("ready", flush=True)
+sys.stdin.read()
+PY
+
+start_path() { # path: sets proxy_pid (empty for direct) and target
+  case $1 in
+    direct) proxy_pid=; target=$broker; return ;;
+    haproxy)
+      "$haproxy" -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+      proxy_pid=$!
+      target=127.0.0.1:$hport
+      for _ in $(seq 100); do
+        python3 -c "import socket; socket.create_connection(('127.0.0.1', $hport)).close()" 2>/dev/null && return
+        sleep 0.05
+      done
+      say "haproxy did not start"; cat "$work/haproxy.log" >&2; exit 1 ;;
+    kwire | quiet)
+      local flags=()
+      [ "$1" = quiet ] && flags=(--quiet)
+      : >"$work/proxy.log"
+      "$kwire" proxy --listen 127.0.0.1:0 --upstream "$broker" "${flags[@]}" >"$work/proxy.log" 2>"$work/proxy.err" &
+      proxy_pid=$!
+      target=
+      for _ in $(seq 200); do
+        target=$(sed -n '1s/.*listening on \([^,]*\),.*/\1/p' "$work/proxy.log" 2>/dev/null)
+        [ -n "$target" ] && return
+        sleep 0.05
+      done
+      say "the proxy did not start"; exit 1 ;;
+  esac
 }
-stop_proxy() {
+stop_path() {
+  [ -n "$proxy_pid" ] || return 0
   kill "$proxy_pid" 2>/dev/null || true
   wait "$proxy_pid" 2>/dev/null || true
   proxy_pid=
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+cpu_ticks() { if [ -n "$proxy_pid" ]; then awk '{print $14 + $15}' "/proc/$proxy_pid/stat"; else echo 0; fi; }
+rss_kib() { if [ -n "$proxy_pid" ]; then awk '/^VmRSS:/ {print $2}' "/proc/$proxy_pid/status"; else echo 0; fi; }
 
 results=$work/results.jsonl
 : >"$results"
 n=0
-run_phase() { # name target mode producers rate
-  local name=$1 target=$2 mode=$3 p=$4 r=$5 before after
-  n=$((n + 1))
-  before=0
-  [ "$mode" != direct ] && before=$(cpu_ticks "$proxy_pid")
-  local out
-  out=$(timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$p" "$r")
-  after=0
-  [ "$mode" != direct ] && after=$(cpu_ticks "$proxy_pid")
-  local cpu
-  cpu=$(awk "BEGIN { printf \"%.2f\", ($after - $before) / 100 }")
-  echo "{\"phase\":\"$name\",\"mode\":\"$mode\",\"proxy_cpu_s\":$cpu,\"load\":$out}" >>"$results"
-  say "$name $mode: $out"
+record() { # round path conns phase cpu_ticks rss_kib json
+  echo "{\"round\":$1,\"path\":\"$2\",\"conns\":\"$3\",\"phase\":\"$4\",\"proxy_cpu_s\":$(awk "BEGIN{print $5/100}"),\"rss_kib\":$6,\"load\":$7}" >>"$results"
+  say "round $1 $2 $3 $4: cpu $(awk "BEGIN{print $5/100}") s, rss $6 KiB, $7"
 }
-
-run_ping() { # target mode: ApiVersions round trips, one at a time
-  local target=$1 mode=$2 before=0 after=0 out cpu
-  [ "$mode" != direct ] && before=$(cpu_ticks "$proxy_pid")
+run_phases() { # round path conns
+  local before after out rss
+  n=$((n + 1))
+  before=$(cpu_ticks)
+  out=$(timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$producers" 0 &
+    sleep $((secs / 2 + 1)); rss_kib >"$work/rss"; wait)
+  after=$(cpu_ticks)
+  record "$1" "$2" "$3" throughput $((after - before)) "$(cat "$work/rss")" "$out"
+  before=$(cpu_ticks)
   out=$(timeout 120 "$work/load" ping "$target" "$pings")
-  [ "$mode" != direct ] && after=$(cpu_ticks "$proxy_pid")
-  cpu=$(awk "BEGIN { printf \"%.2f\", ($after - $before) / 100 }")
-  echo "{\"phase\":\"ping\",\"mode\":\"$mode\",\"proxy_cpu_s\":$cpu,\"load\":$out}" >>"$results"
-  say "ping $mode: $out"
+  after=$(cpu_ticks)
+  record "$1" "$2" "$3" ping $((after - before)) "$(rss_kib)" "$out"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 for round in $(seq "$rounds"); do
-  for mode in direct proxy quiet; do
-    case $mode in
-      direct) target=$broker ;;
-      proxy) start_proxy ;;
-      quiet) start_proxy --quiet ;;
-    esac
-    run_phase throughput "$target" "$mode" "$producers" 0
-    run_phase latency "$target" "$mode" 1 "$rate"
-    run_ping "$target" "$mode"
-    [ "$mode" != direct ] && stop_proxy
+  for path in $paths; do
+    start_path "$path"
+    sleep 0.5
+    rss0=$(rss_kib)
+    run_phases "$round" "$path" few
+    coproc IDLE_CONNS { python3 "$work/idle.py" "$target" "$idle"; }
+    opener_pid=$IDLE_CONNS_PID
+    read -r line <&"${IDLE_CONNS[0]}"
+    [ "$line" = ready ] || { say "the idle connections did not open"; exit 1; }
+    sleep 1
+    rss1=$(rss_kib)
+    echo "{\"round\":$round,\"path\":\"$path\",\"phase\":\"memory\",\"rss_before_kib\":$rss0,\"rss_idle_kib\":$rss1,\"idle\":$idle}" >>"$results"
+    say "round $round $path: RSS $rss0 KiB before, $rss1 KiB with $idle idle connections"
+    run_phases "$round" "$path" "$idle"
+    eval "exec ${IDLE_CONNS[1]}>&-"
+    wait "$opener_pid" 2>/dev/null || true
+    opener_pid=
+    stop_path
   done
-  say "round $round done"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$results" "$load_before" "$load_after" "$secs" "$rounds" "$producers" "$rate" "$pings" <<'PY'
-import json, sys, statistics
-path, load_before, load_after, secs, rounds, producers, rate, pings = sys.argv[1:]
+python3 - "$results" "$load_before" "$load_after" "$secs" "$rounds" "$producers" "$pings" "$idle" "$commit" "$("$haproxy" -v | head -1 | cut -d' ' -f1-3)" <<'PY'
+import json, sys
+path, load_before, load_after, secs, rounds, producers, pings, idle, commit, hap = sys.argv[1:]
+rounds = int(rounds)
 rows = [json.loads(l) for l in open(path)]
-def ping(mode):
-    rs = [r for r in rows if r["phase"] == "ping" and r["mode"] == mode]
-    med = lambda k: statistics.median(r["load"][k] for r in rs)
-    req = sum(r["load"]["requests"] for r in rs)
-    cpu = sum(r["proxy_cpu_s"] for r in rs)
-    return dict(p50=med("p50_us"), p99=med("p99_us"), p999=med("p999_us"),
-                cpu=(cpu / req * 1e6) if mode != "direct" else None)
-def agg(phase, mode):
-    rs = [r for r in rows if r["phase"] == phase and r["mode"] == mode]
-    l = [r["load"] for r in rs]
-    mb = statistics.mean(x["produce_mb_per_s"] + x["consume_mb_per_s"] for x in l)
-    req = sum(x["requests"] for x in l)
-    mbytes = sum((x["produced_records"] + x["consumed_records"]) * 1024 / 1e6 for x in l)
-    cpu = sum(r["proxy_cpu_s"] for r in rs)
-    med = lambda k: statistics.median(x.get(k, -1) for x in l)
-    return dict(mb=mb, rps=statistics.mean(x["requests"] / x["seconds"] for x in l),
-                pp50=med("produce_p50_us"), pp99=med("produce_p99_us"),
-                fp50=med("fetch_p50_us"), fp99=med("fetch_p99_us"),
-                cpu_req=(cpu / req * 1e6) if req and mode != "direct" else None,
-                cpu_mb=(cpu / mbytes * 1e3) if mbytes and mode != "direct" else None)
-names = {"direct": "direct", "proxy": "through kwire proxy (log on)", "quiet": "through kwire proxy --quiet"}
-print(f"{rounds} rounds of {secs} s per phase; throughput: {producers} producers as fast as they can and 1 consumer; "
-      f"latency: 1 producer at {rate} records/s and 1 consumer; 1 KB records, no compression; "
-      f"load average before {load_before}, after {load_after}\n")
-for phase in ["throughput", "latency"]:
-    print(f"**{phase}**\n")
-    print("| path | MB/s (produce + fetch) | vs direct | requests/s | Produce p50 / p99 µs | Fetch p50 / p99 µs | proxy CPU µs/request | proxy CPU ms/MB |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    d = agg(phase, "direct")
-    for mode in ["direct", "proxy", "quiet"]:
-        a = agg(phase, mode)
-        f = lambda v: "-" if v is None else f"{v:.1f}"
-        print(f"| {names[mode]} | {a['mb']:.1f} | {100 * a['mb'] / d['mb']:.0f}% | {a['rps']:.0f} | "
-              f"{a['pp50']:.0f} / {a['pp99']:.0f} | {a['fp50']:.0f} / {a['fp99']:.0f} | {f(a['cpu_req'])} | {f(a['cpu_mb'])} |")
+def get(rnd, p, conns, phase):
+    for r in rows:
+        if r["round"] == rnd and r["path"] == p and r.get("conns") == conns and r["phase"] == phase:
+            return r
+def mbps(r):
+    x = r["load"]
+    return x["produce_mb_per_s"] + x["consume_mb_per_s"]
+def mbytes(r):
+    x = r["load"]
+    return (x["produced_records"] + x["consumed_records"]) * 1024 / 1e6
+names = {"direct": "direct", "haproxy": "haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet"}
+paths = [p for p in ["direct", "haproxy", "kwire", "quiet"] if any(r["path"] == p for r in rows)]
+print(f"commit {commit}, {hap}; {rounds} rounds, {secs} s throughput phases "
+      f"({producers} producers as fast as they can and 1 consumer, 1 KB records, no compression), "
+      f"{pings} pings (ApiVersions v3, one at a time); load average before {load_before}, after {load_after}\n")
+for conns in ["few", idle]:
+    label = "a few connections (the load's own)" if conns == "few" else f"{idle} idle connections held through the same path, plus the load's"
+    print(f"**{label}**\n")
+    print("| path | round | MB/s | vs direct | proxy CPU ms per MB (= millicores per MB/s) | proxy CPU µs per request | Produce p50 / p99 ms | ping p50 / p99 µs | ping added p50 / p99 µs | proxy CPU µs per ping | proxy RSS under load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for p in paths:
+        for rnd in range(1, rounds + 1):
+            tp, pg = get(rnd, p, conns, "throughput"), get(rnd, p, conns, "ping")
+            d_tp, d_pg = get(rnd, "direct", conns, "throughput"), get(rnd, "direct", conns, "ping")
+            x, y, dy = tp["load"], pg["load"], d_pg["load"]
+            proxied = p != "direct"
+            cpu_mb = f"{tp['proxy_cpu_s'] / mbytes(tp) * 1e3:.2f}" if proxied else "-"
+            cpu_req = f"{tp['proxy_cpu_s'] / x['requests'] * 1e6:.0f}" if proxied and x["requests"] else "-"
+            cpu_ping = f"{pg['proxy_cpu_s'] / y['requests'] * 1e6:.0f}" if proxied else "-"
+            rss = f"{tp['rss_kib'] / 1024:.0f} MB" if proxied else "-"
+            print(f"| {names[p]} | {rnd} | {mbps(tp):.0f} | {100 * mbps(tp) / mbps(d_tp):.0f}% | {cpu_mb} | {cpu_req} | "
+                  f"{x.get('produce_p50_us', 0) / 1e3:.1f} / {x.get('produce_p99_us', 0) / 1e3:.1f} | "
+                  f"{y['p50_us']} / {y['p99_us']} | {y['p50_us'] - dy['p50_us']:+d} / {y['p99_us'] - dy['p99_us']:+d} | "
+                  f"{cpu_ping} | {rss} |")
     print()
-if any(r["phase"] == "ping" for r in rows):
-    print(f"**ping** ({pings} ApiVersions v3 requests one at a time, medians of the rounds)\n")
-    print("| path | p50 µs | p99 µs | p99.9 µs | added p50 / p99 µs | proxy CPU µs/request |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    d = ping("direct")
-    for mode in ["direct", "proxy", "quiet"]:
-        a = ping(mode)
-        cpu = "-" if a["cpu"] is None else f"{a['cpu']:.1f}"
-        print(f"| {names[mode]} | {a['p50']:.0f} | {a['p99']:.0f} | {a['p999']:.0f} | "
-              f"{a['p50'] - d['p50']:+.0f} / {a['p99'] - d['p99']:+.0f} | {cpu} |")
-    print()
+print(f"**memory** (RSS of the proxy process before any connection, and with {idle} idle connections)\n")
+print("| path | RSS at start | RSS with idle connections | per idle connection |")
+print("| --- | --- | --- | --- |")
+for p in paths:
+    if p == "direct":
+        continue
+    ms = [r for r in rows if r["path"] == p and r["phase"] == "memory"]
+    ms.sort(key=lambda r: r["round"])
+    start = " / ".join(f"{m['rss_before_kib'] / 1024:.1f} MB" for m in ms)
+    held = " / ".join(f"{m['rss_idle_kib'] / 1024:.1f} MB" for m in ms)
+    per = " / ".join(f"{(m['rss_idle_kib'] - m['rss_before_kib']) / m['idle']:.1f} KiB" for m in ms)
+    print(f"| {names[p]} | {start} | {held} | {per} |")
+print()
 PY

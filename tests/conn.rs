@@ -213,6 +213,75 @@ fn grows_for_a_large_frame_and_shrinks_back() {
 }
 
 #[test]
+fn keeps_its_capacity_between_large_frames_until_a_small_one() {
+    // A stream of large frames read from a socket (spare/commit) reuses the room grown for
+    // the first one: nothing is allocated for the next ones.
+    let base = 256;
+    let mut fb = FrameBuf::with_base_capacity(base, 1 << 20);
+    let big = framed(&vec![0xab; 100_000]);
+    let read_one = |fb: &mut FrameBuf| {
+        let mut at = 0;
+        while at < big.len() {
+            let spare = fb.spare();
+            let n = spare.len().min(big.len() - at).min(7000);
+            spare[..n].copy_from_slice(&big[at..at + n]);
+            fb.commit(n);
+            at += n;
+        }
+        assert_eq!(fb.next_frame().unwrap().map(<[u8]>::len), Some(100_000));
+    };
+    read_one(&mut fb);
+    assert_eq!(fb.capacity(), big.len());
+    let (n, ()) = allocations(|| {
+        for _ in 0..3 {
+            read_one(&mut fb);
+        }
+    });
+    assert_eq!(n, 0, "allocations for the later large frames");
+    assert_eq!(fb.capacity(), big.len(), "kept while nothing of the next frame is known");
+    // Given back at once on request (a connection gone idle)...
+    fb.shrink_to_base();
+    assert_eq!(fb.capacity(), base);
+    read_one(&mut fb);
+    // ... and by itself once a small frame follows: its prefix read in part says nothing
+    // yet; read whole and handed out, the next read shrinks the buffer.
+    let small = framed(&[1, 2, 3]);
+    let spare = fb.spare();
+    spare[..2].copy_from_slice(&small[..2]);
+    fb.commit(2);
+    let spare = fb.spare();
+    spare[..small.len() - 2].copy_from_slice(&small[2..]);
+    fb.commit(small.len() - 2);
+    assert_eq!(fb.capacity(), big.len(), "half a prefix said nothing yet");
+    assert_eq!(fb.next_frame(), Ok(Some(&[1, 2, 3][..])));
+    assert_eq!(fb.capacity(), big.len());
+    let _ = fb.spare();
+    assert_eq!(fb.capacity(), base, "shrunk back after a small frame");
+    // A small frame's prefix fed into an empty buffer shrinks it too.
+    read_one(&mut fb);
+    fb.feed(&[0, 0, 0, 1]);
+    assert_eq!(fb.capacity(), base, "shrunk back for a small frame");
+    // While a large frame is being read, shrink_to_base keeps its room.
+    let mut fb = FrameBuf::with_base_capacity(base, 1 << 20);
+    fb.feed(&big[..50_000]);
+    let held = fb.capacity();
+    fb.shrink_to_base();
+    assert_eq!(fb.capacity(), held);
+    fb.feed(&big[50_000..]);
+    assert_eq!(fb.next_frame().unwrap().map(<[u8]>::len), Some(100_000));
+    // keep_capacity: small frames after a large one leave it grown, until asked.
+    fb.keep_capacity(true);
+    for _ in 0..3 {
+        fb.feed(&framed(&[1, 2, 3]));
+        assert_eq!(fb.next_frame(), Ok(Some(&[1, 2, 3][..])));
+        let _ = fb.spare();
+    }
+    assert_eq!(fb.capacity(), big.len(), "kept");
+    fb.shrink_to_base();
+    assert_eq!(fb.capacity(), base);
+}
+
+#[test]
 fn feed_stops_when_whole_frames_fill_the_buffer() {
     let mut fb = FrameBuf::with_base_capacity(16, 100);
     let mut input = Vec::new();

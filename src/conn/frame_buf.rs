@@ -24,8 +24,13 @@ pub const DEFAULT_BASE_CAPACITY: usize = 16 * 1024;
 ///
 /// **Memory.** The buffer starts at its base capacity. It grows only for the frame being
 /// read, by doubling as that frame's bytes arrive (never to the size a prefix claims before
-/// the bytes are there), and never past that frame's size; after a frame larger than the
-/// base capacity it shrinks back. Its capacity never exceeds
+/// the bytes are there), and never past that frame's size. After a frame larger than the
+/// base capacity it shrinks back once a frame that fits in the base capacity follows (when
+/// bytes next go in after that frame's size prefix was seen, or after that frame was handed
+/// out); while frames larger than the base capacity follow each other it keeps its
+/// capacity, so a stream of them (Produce, Fetch) does not allocate, zero-fill and fault in
+/// a fresh buffer for each one. [`FrameBuf::shrink_to_base`] gives the capacity
+/// back at once (for a connection gone idle). Its capacity never exceeds
 /// [`FrameBuf::capacity_bound`], the larger of the base capacity and the maximum frame plus
 /// its prefix. Once it holds its base capacity, frames that fit in it are split without
 /// allocating.
@@ -64,6 +69,10 @@ pub struct FrameBuf {
     base: usize,
     max_frame: usize,
     error: Option<FrameError>,
+    /// The last frame handed out fitted in the base capacity.
+    last_small: bool,
+    /// Never shrink back by itself ([`FrameBuf::keep_capacity`]).
+    keep: bool,
 }
 
 impl FrameBuf {
@@ -80,7 +89,16 @@ impl FrameBuf {
         let mut buf = Vec::new();
         buf.reserve_exact(base);
         buf.resize(base, 0);
-        FrameBuf { buf, start: 0, end: 0, base, max_frame: max_frame_size, error: None }
+        FrameBuf {
+            buf,
+            start: 0,
+            end: 0,
+            base,
+            max_frame: max_frame_size,
+            error: None,
+            last_small: false,
+            keep: false,
+        }
     }
 
     /// The largest frame accepted (after the size prefix).
@@ -139,9 +157,31 @@ impl FrameBuf {
     /// The size of the first pending frame with its prefix, if its prefix is there and
     /// valid.
     fn first_frame_len(&self) -> Option<usize> {
-        let prefix = self.pending().first_chunk::<4>()?;
-        let size = usize::try_from(i32::from_be_bytes(*prefix)).ok()?;
-        (size <= self.max_frame).then_some(size + 4)
+        frame_len(*self.pending().first_chunk::<4>()?, self.max_frame)
+    }
+
+    /// With `true`, the buffer no longer shrinks back by itself after a large frame: it
+    /// keeps what it grew to until [`FrameBuf::shrink_to_base`] or until it is dropped. For
+    /// a caller that pools grown buffers between connections (`kwire proxy` does), so that
+    /// a connection of small frames that takes a grown buffer hands it back grown.
+    pub fn keep_capacity(&mut self, keep: bool) {
+        self.keep = keep;
+    }
+
+    /// Gives back the capacity beyond the base capacity now, unless more than the base
+    /// capacity is buffered (a frame being read keeps its room). For a connection gone
+    /// idle after large frames; otherwise the buffer shrinks back by itself when a small
+    /// frame follows (see the type's docs on memory).
+    pub fn shrink_to_base(&mut self) {
+        self.compact();
+        if self.buf.len() > self.base && self.end <= self.base {
+            self.shrink_now();
+        }
+    }
+
+    fn shrink_now(&mut self) {
+        self.buf.truncate(self.base);
+        self.buf.shrink_to_fit();
     }
 
     /// Space to read into, after the bytes already buffered; say how much was written with
@@ -152,19 +192,35 @@ impl FrameBuf {
     /// taken with [`FrameBuf::next_frame`] and no room is left: take them first (a read
     /// into an empty slice returns 0, which looks like the end of the stream).
     pub fn spare(&mut self) -> &mut [u8] {
+        self.spare_before(None)
+    }
+
+    /// [`FrameBuf::spare`], where `next` is the start of the bytes about to go in (known to
+    /// [`FrameBuf::feed`]): their size prefix tells the next frame's size when nothing is
+    /// pending.
+    fn spare_before(&mut self, next: Option<&[u8; 4]>) -> &mut [u8] {
         if self.error.is_some() {
             return &mut [];
         }
         self.compact();
-        // What the buffer must hold: the frame being read, whole.
-        // The frame being read, whole; with no prefix yet, or a bad one (refused by
-        // `next_frame`, which needs only the prefix), just the prefix.
-        let want = self.first_frame_len().unwrap_or(4);
+        // The frame being read, whole, if its prefix is there (or about to go in) and
+        // valid; a bad one is refused by `next_frame`, which needs only the prefix.
+        let known = match next {
+            Some(prefix) if self.end == 0 => frame_len(*prefix, self.max_frame),
+            _ => self.first_frame_len(),
+        };
+        // With no prefix yet, or a bad one, what the buffer must hold is just the prefix.
+        let want = known.unwrap_or(4);
+        // Whether the next frame is small: its prefix says so, or, with nothing of it here
+        // yet, the frame before it was.
+        let small = match known {
+            Some(w) => w <= self.base,
+            None => self.end == 0 && self.last_small,
+        };
         let len = self.buf.len();
-        if len > self.base && want <= self.base && self.end <= self.base {
-            // After a large frame: back to the base capacity.
-            self.buf.truncate(self.base);
-            self.buf.shrink_to_fit();
+        if len > self.base && small && !self.keep && self.end <= self.base {
+            // After a large frame, a small one: back to the base capacity.
+            self.shrink_now();
         } else if self.end == len && want > len {
             // Grow by doubling as the frame's bytes arrive, never past the frame.
             let new_len = len.saturating_mul(2).min(want).max(self.base);
@@ -190,7 +246,7 @@ impl FrameBuf {
             if self.error.is_some() {
                 break;
             }
-            let spare = self.spare();
+            let spare = self.spare_before(bytes.first_chunk::<4>());
             let n = spare.len().min(bytes.len());
             if n == 0 {
                 break;
@@ -215,6 +271,7 @@ impl FrameBuf {
             Ok(FrameStatus::Complete { consumed, frame }) => {
                 let len = frame.len();
                 self.start = start + consumed;
+                self.last_small = consumed <= self.base;
                 Ok(self.buf.get(start + 4..start + 4 + len))
             }
             Ok(FrameStatus::Incomplete { .. }) => Ok(None),
@@ -231,6 +288,7 @@ impl FrameBuf {
         self.start = 0;
         self.end = 0;
         self.error = None;
+        self.last_small = true;
     }
 
     fn compact(&mut self) {
@@ -243,4 +301,11 @@ impl FrameBuf {
         self.end -= self.start;
         self.start = 0;
     }
+}
+
+/// The size of a frame with its prefix, from a valid prefix (not negative, at most
+/// `max_frame` after the prefix).
+fn frame_len(prefix: [u8; 4], max_frame: usize) -> Option<usize> {
+    let size = usize::try_from(i32::from_be_bytes(prefix)).ok()?;
+    (size <= max_frame).then_some(size + 4)
 }

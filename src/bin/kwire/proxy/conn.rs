@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use kwire::ApiKey;
 use kwire::conn::metrics::{Direction, Undecoded};
-use kwire::conn::{ConnError, InFlight};
+use kwire::conn::{ConnError, FrameBuf, InFlight};
 use kwire::filter::{FilterChain, Verdict};
 use kwire::frame::RequestHeaderView;
 use kwire::secrets::RawSasl;
@@ -32,6 +32,52 @@ pub(super) type Pending = kwire::conn::Pending<Meta>;
 /// Frames up to this size are copied into the batch written at the end of a read; larger
 /// ones are written from the read buffer.
 pub(super) const COPY_MAX: usize = 16 * 1024;
+
+/// Frame buffers grown past their base capacity (by a large frame: Produce, Fetch), given
+/// back by connection directions gone idle and taken by the next direction to wake, so that
+/// large frames with pauses between them reuse memory already mapped instead of allocating,
+/// zero-filling and faulting in a fresh buffer each time (measured as most of the proxy's CPU
+/// per MB, docs/proxy.md). Bounded by [`POOL_BUFFERS`] and [`POOL_BYTES`]; past that a buffer
+/// is freed. Buffers of the base capacity are freed at once (the allocator reuses those
+/// well): an idle connection still holds no buffer.
+static POOL: Mutex<Vec<FrameBuf>> = Mutex::new(Vec::new());
+
+/// At most this many buffers wait in [`POOL`].
+const POOL_BUFFERS: usize = 8;
+
+/// At most this many bytes wait in [`POOL`], in all.
+const POOL_BYTES: usize = 32 << 20;
+
+/// A frame buffer for a direction that has bytes to read: a pooled one if any.
+pub(super) fn take_frame_buf(base: usize, max_frame: usize) -> FrameBuf {
+    let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    match pooled {
+        Some(mut fb) => {
+            fb.set_max_frame_size(max_frame);
+            fb
+        }
+        None => {
+            let mut fb = FrameBuf::with_base_capacity(base, max_frame);
+            // A grown buffer goes back to the pool grown, whoever used it last.
+            fb.keep_capacity(true);
+            fb
+        }
+    }
+}
+
+/// Takes back the frame buffer of a direction gone idle (nothing buffered): into the pool
+/// if it grew past its base capacity and the pool has room, else freed.
+pub(super) fn give_back_frame_buf(fb: FrameBuf) {
+    if fb.capacity() <= fb.base_capacity() || fb.buffered() != 0 || fb.error().is_some() {
+        return;
+    }
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let held: usize = pool.iter().map(FrameBuf::capacity).sum();
+    if pool.len() < POOL_BUFFERS && held.saturating_add(fb.capacity()) <= POOL_BYTES {
+        // Not cleared: it is empty, and `clear` would shrink it on its next read.
+        pool.push(fb);
+    }
+}
 
 /// What both directions of a connection share.
 pub(super) struct State {

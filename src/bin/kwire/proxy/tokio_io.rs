@@ -9,7 +9,9 @@
 //! connection costs its task, its sockets and its connection state, a few KB; a busy
 //! one two buffers of at most one frame each. Buffers given back go to
 //! the allocator's free lists, where the next connection to wake takes them: a burst over
-//! many connections costs what is read at once, not a buffer per connection.
+//! many connections costs what is read at once, not a buffer per connection. A buffer
+//! grown by a large frame goes to a small pool instead (`conn::give_back_frame_buf`), so
+//! that large frames do not each pay for fresh memory.
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;
@@ -138,13 +140,20 @@ impl Buffers {
     }
 }
 
+/// Gives a direction's buffers back (a grown frame buffer to the proxy's pool, `conn.rs`).
+fn give_back(bufs: &mut Option<Buffers>) {
+    if let Some(b) = bufs.take() {
+        conn::give_back_frame_buf(b.frames);
+    }
+}
+
 /// Waits until `from` has bytes (or an end) and reads them into the direction's buffers,
 /// taking them if it had none; `Ok(0)` at the end of the stream.
 async fn fill(from: &OwnedReadHalf, bufs: &mut Option<Buffers>, max_frame: usize) -> std::io::Result<usize> {
     loop {
         from.readable().await?;
         let b = bufs.get_or_insert_with(|| Buffers {
-            frames: FrameBuf::with_base_capacity(BASE, max_frame),
+            frames: conn::take_frame_buf(BASE, max_frame),
             batch: Batch { out: Vec::new() },
             drained: false,
         });
@@ -160,7 +169,7 @@ async fn fill(from: &OwnedReadHalf, bufs: &mut Option<Buffers>, max_frame: usize
                 // Readiness without bytes (a new socket's first wake-up, for one): hold
                 // no buffer while waiting again.
                 if b.frames.buffered() == 0 {
-                    *bufs = None;
+                    give_back(bufs);
                 }
             }
             Err(e) => return Err(e),
@@ -256,7 +265,7 @@ async fn requests(
             return format!("broker write error: {e}");
         }
         if bufs.as_ref().is_some_and(Buffers::idle) {
-            bufs = None;
+            give_back(&mut bufs);
             copied = Vec::new();
         }
     }
@@ -347,7 +356,7 @@ async fn responses(
             return format!("client write error: {e}");
         }
         if bufs.as_ref().is_some_and(Buffers::idle) {
-            bufs = None;
+            give_back(&mut bufs);
             copied = Vec::new();
         }
     }
