@@ -803,4 +803,72 @@ mod tests {
         let r = dispatch::parse_request(&new).unwrap();
         assert_eq!((r.header.client_id(), r.header.correlation_id()), (Some("c+a+b"), 7));
     }
+
+    /// `BrokerPorts` and `by_node` see each broker's node id: Metadata's brokers,
+    /// DescribeCluster's `broker_id`, FindCoordinator's top-level coordinator (v3).
+    #[test]
+    fn brokers_rewritten_by_node_id() {
+        use crate::messages::describe_cluster::DescribeClusterBroker;
+        use crate::messages::metadata::MetadataResponseBroker;
+        use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
+        let mut chain = FilterChain::new();
+        chain.push(RewriteAddresses::with_ports(BrokerPorts::new("proxy", 19000)));
+        let brokers = [
+            MetadataResponseBroker { node_id: 1, host: "b1".into(), port: 9092, ..Default::default() },
+            MetadataResponseBroker { node_id: 7, host: "b7".into(), port: 9092, ..Default::default() },
+        ];
+        let body = MetadataResponse { brokers: (&brokers).into(), ..Default::default() };
+        let mut frame = vec![0u8; dispatch::response_len(&body, 12).unwrap()];
+        dispatch::encode_response(&body, 12, 5, &mut frame).unwrap();
+        let Verdict::Replace(new) = chain.on_response(&frame[4..], ApiKey::Metadata, 12) else { panic!() };
+        let ResponseBodyView::Metadata(v) =
+            dispatch::parse_response(&new, ApiKey::Metadata, 12).unwrap().body
+        else {
+            panic!()
+        };
+        let got: Vec<(i32, &str, i32)> =
+            v.brokers().iter().map(|b| (b.node_id(), b.host(), b.port())).collect();
+        assert_eq!(got, [(1, "proxy", 19001), (7, "proxy", 19007)]);
+
+        let brokers =
+            [DescribeClusterBroker { broker_id: 3, host: "b3".into(), port: 9092, ..Default::default() }];
+        let body = DescribeClusterResponse { brokers: (&brokers).into(), ..Default::default() };
+        let mut frame = vec![0u8; dispatch::response_len(&body, 1).unwrap()];
+        dispatch::encode_response(&body, 1, 6, &mut frame).unwrap();
+        let Verdict::Replace(new) = chain.on_response(&frame[4..], ApiKey::DescribeCluster, 1) else {
+            panic!()
+        };
+        let ResponseBodyView::DescribeCluster(v) =
+            dispatch::parse_response(&new, ApiKey::DescribeCluster, 1).unwrap().body
+        else {
+            panic!()
+        };
+        assert_eq!(v.brokers().iter().next().map(|b| b.port()), Some(19003));
+
+        // A closure of (node, host, port); no coordinator (-1, "", -1) is left alone.
+        let mut seen = Vec::new();
+        let mut chain = FilterChain::new();
+        chain.push(RewriteAddresses::by_node(move |node: i32, host: &str, port: i32| {
+            seen.push(node);
+            (node >= 0).then(|| (alloc::format!("{host}.proxy"), port + node))
+        }));
+        for (node, host, port, rewritten) in [(2, "b2", 9092, true), (-1, "", -1, false)] {
+            let body =
+                FindCoordinatorResponse { node_id: node, host: host.into(), port, ..Default::default() };
+            let mut frame = vec![0u8; dispatch::response_len(&body, 3).unwrap()];
+            dispatch::encode_response(&body, 3, 7, &mut frame).unwrap();
+            match chain.on_response(&frame[4..], ApiKey::FindCoordinator, 3) {
+                Verdict::Replace(new) => {
+                    assert!(rewritten);
+                    let ResponseBodyView::FindCoordinator(v) =
+                        dispatch::parse_response(&new, ApiKey::FindCoordinator, 3).unwrap().body
+                    else {
+                        panic!()
+                    };
+                    assert_eq!((v.node_id(), v.host(), v.port()), (2, "b2.proxy", 9094));
+                }
+                v => assert!(!rewritten && v == Verdict::Forward, "{v:?}"),
+            }
+        }
+    }
 }

@@ -39,7 +39,7 @@ def create(bootstrap, topic, partitions, replicas, min_isr):
     while True:
         md = admin.list_topics(topic, timeout=10).topics.get(topic)
         if md and len(md.partitions) == int(partitions) and all(
-            p.leader >= 0 and len(p.isr) == int(replicas) for p in md.partitions.values()
+            p.leader >= 0 and len(p.isrs) == int(replicas) for p in md.partitions.values()
         ):
             break
         if time.time() > deadline:

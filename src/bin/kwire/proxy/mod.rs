@@ -463,7 +463,9 @@ fn filters(shared: &Arc<Shared>) -> kwire::filter::FilterChain {
             routes.route_node(node, host, port)
         }));
     } else {
-        chain.push(kwire::filter::RewriteAddresses::new(move |host: &str, port: i32| routes.route(host, port)));
+        chain.push(kwire::filter::RewriteAddresses::new(move |host: &str, port: i32| {
+            routes.route(host, port)
+        }));
     }
     chain
 }
