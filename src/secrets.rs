@@ -530,7 +530,7 @@ pub fn sasl_user<'t>(mechanism: &str, token: &'t [u8]) -> Option<&'t str> {
         let (_authzid, authcid, _password) = (parts.next()?, parts.next()?, parts.next()?);
         return name(authcid);
     }
-    if mechanism.len() > 6 && mechanism[..6].eq_ignore_ascii_case("SCRAM-") {
+    if mechanism.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("SCRAM-")) {
         // gs2-header ("n,," / "y,," / "p=...,," with an optional "a=authzid"), then
         // "n=user,r=nonce,...".
         let first = token.first()?;

@@ -422,7 +422,7 @@ fn acked(name: &str, out: &process::Output, log: &mut Log) -> usize {
 
 /// Checks that a group consumed exactly `log`: every record at its offset, no gap, no other
 /// value, each member's deliveries of a partition in offset order. Returns how many records
-/// were delivered more than once.
+/// were delivered more than once (the same record at the same offset).
 fn check_group(group: &str, members: &[(String, Vec<Rec>)], log: &Log) -> usize {
     let mut seen: Log = BTreeMap::new();
     let mut again = 0;
@@ -460,9 +460,19 @@ fn check_group(group: &str, members: &[(String, Vec<Rec>)], log: &Log) -> usize 
     again
 }
 
-/// A proxy log's connections: conn id to the broker it forwarded to, and the close lines.
-fn connections(lines: &[String]) -> (BTreeMap<String, String>, Vec<(String, String)>, Vec<String>) {
-    let (mut to, mut closed, mut refused) = (BTreeMap::new(), Vec::new(), Vec::new());
+/// A proxy log's connections.
+#[derive(Default)]
+struct Conns {
+    /// Conn id to the broker it was forwarded to.
+    to: BTreeMap<String, String>,
+    /// Conn id and why it closed.
+    closed: Vec<(String, String)>,
+    /// Lines saying a broker could not be reached.
+    refused: Vec<String>,
+}
+
+fn connections(lines: &[String]) -> Conns {
+    let Conns { mut to, mut closed, mut refused } = Conns::default();
     for l in lines {
         let Some(conn) = l.split_whitespace().nth(1).filter(|w| w.starts_with("conn=")) else { continue };
         if let Some(up) = l.split(": connected, forwarding to ").nth(1) {
@@ -473,13 +483,13 @@ fn connections(lines: &[String]) -> (BTreeMap<String, String>, Vec<(String, Stri
             refused.push(l.clone());
         }
     }
-    (to, closed, refused)
+    Conns { to, closed, refused }
 }
 
 /// The proxy closed no client connection but those to `dead`; returns how many it closed
 /// because `dead` went (the lost upstream, logged).
 fn check_closes(proxy: &str, lines: &[String], dead: &str) -> usize {
-    let (to, closed, refused) = connections(lines);
+    let Conns { to, closed, refused } = connections(lines);
     let mut lost = 0;
     for (conn, why) in &closed {
         if why.starts_with("client") {
@@ -598,9 +608,11 @@ fn failover_through_two_proxies() {
     let mut report = Vec::new();
     for (group, members) in &groups {
         let again = check_group(group, members, &log);
-        // The consumers commit after each poll and the group rebalances only between polls:
-        // no record comes twice, the broker's death notwithstanding.
-        assert_eq!(again, 0, "{group}: {again} records delivered more than once");
+        // Records delivered again, at their offsets, with their values: a commit lost with
+        // the killed broker when it was the group's coordinator, then a rebalance, re-delivers
+        // from the last commit (the consumer's at-least-once contract, proxy or not).
+        // Reported, not failed; a gap, a second value at an offset, or a record out of order
+        // fails above.
         let per: Vec<String> = members.iter().map(|(m, r)| format!("{m} {}", r.len())).collect();
         report.push(format!("{group}: {} ({again} delivered again)", per.join(", ")));
     }
@@ -611,8 +623,8 @@ fn failover_through_two_proxies() {
         let printed = p.stop();
         let lines = printed.lines;
         let n = check_closes(name, &lines, &dead);
-        let (to, _, _) = connections(&lines);
-        eprintln!("{name}: {} connections, {n} lost with broker {VICTIM} ({dead})", to.len());
+        let opened = connections(&lines).to.len();
+        eprintln!("{name}: {opened} connections, {n} lost with broker {VICTIM} ({dead})");
         for node in 1..=3 {
             let want = format!(
                 "listening on {}:{} for broker {node} ",
@@ -671,7 +683,7 @@ fn base64(bytes: &[u8]) -> String {
             | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
             | u32::from(*c.get(2).unwrap_or(&0));
         for i in 0..=c.len() {
-            s.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
+            s.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
         }
     }
     s
