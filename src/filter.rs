@@ -10,7 +10,8 @@
 //! one [`Verdict`] for the frame that the I/O loop carries out.
 //!
 //! Built in: [`DenyApis`] (an API deny-list), [`RewriteAddresses`] (broker addresses in
-//! responses replaced, so that clients keep talking through a proxy), and
+//! responses replaced, so that clients keep talking through a proxy; [`BrokerPorts`] is the
+//! rule of a port per broker by node id, the same in every proxy instance), and
 //! [`redact_request`] / [`redact_response`], the masking of secrets in copies of frames
 //! for logs and recordings (see [`crate::secrets`]).
 //!
@@ -494,9 +495,97 @@ pub struct RewriteAddresses<F> {
 }
 
 impl<F: FnMut(&str, i32) -> Option<(String, i32)>> RewriteAddresses<F> {
-    /// Rewrites with `route`.
+    /// Rewrites with `route(host, port)`.
     pub fn new(route: F) -> Self {
         RewriteAddresses { route }
+    }
+}
+
+impl<G: FnMut(i32, &str, i32) -> Option<(String, i32)>> RewriteAddresses<ByNode<G>> {
+    /// Rewrites with `route(node_id, host, port)`: the broker's node id as the response
+    /// names it (Metadata's and NodeEndpoints' `node_id`, DescribeCluster's `broker_id`,
+    /// FindCoordinator's coordinator `node_id`, `-1` when it has none).
+    pub fn by_node(route: G) -> Self {
+        RewriteAddresses { route: ByNode(route) }
+    }
+}
+
+impl RewriteAddresses<BrokerPorts> {
+    /// Rewrites by the port-per-broker rule `ports` ([`BrokerPorts`]).
+    pub fn with_ports(ports: BrokerPorts) -> Self {
+        RewriteAddresses { route: ports }
+    }
+}
+
+/// Where [`RewriteAddresses`] sends a broker: implemented for closures of `(host, port)`,
+/// for [`ByNode`] closures of `(node_id, host, port)` and for [`BrokerPorts`].
+pub trait Route {
+    /// The address to write for broker `node_id` at `host:port` (`None` keeps it).
+    fn route(&mut self, node_id: i32, host: &str, port: i32) -> Option<(String, i32)>;
+}
+
+impl<F: FnMut(&str, i32) -> Option<(String, i32)>> Route for F {
+    fn route(&mut self, _: i32, host: &str, port: i32) -> Option<(String, i32)> {
+        self(host, port)
+    }
+}
+
+/// A route that is a closure of `(node_id, host, port)` ([`RewriteAddresses::by_node`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ByNode<G>(pub G);
+
+impl<G: FnMut(i32, &str, i32) -> Option<(String, i32)>> Route for ByNode<G> {
+    fn route(&mut self, node_id: i32, host: &str, port: i32) -> Option<(String, i32)> {
+        (self.0)(node_id, host, port)
+    }
+}
+
+/// A port per broker, by node id: broker `N` is served at `host:base + N`. The rule needs no
+/// state, so that any number of proxy instances with the same `base` (on different hosts,
+/// or the same host's different addresses) give every broker the same port, and a client
+/// may talk to any of them. A broker without a node id (`-1`: no coordinator) or whose port
+/// would pass 65535 is not rewritten ([`BrokerPorts::port`] is `None`).
+///
+/// ```
+/// use kwire::filter::{BrokerPorts, Route};
+///
+/// let mut ports = BrokerPorts::new("proxy.local", 19000);
+/// assert_eq!(ports.port(2), Some(19002));
+/// assert_eq!(ports.route(2, "b2.internal", 9092), Some(("proxy.local".to_string(), 19002)));
+/// assert_eq!(ports.route(-1, "", -1), None);
+/// assert_eq!(BrokerPorts::new("p", 65535).port(1), None);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerPorts {
+    host: String,
+    base: u16,
+}
+
+impl BrokerPorts {
+    /// Broker `N` at `host:base + N`.
+    pub fn new(host: impl Into<String>, base: u16) -> Self {
+        BrokerPorts { host: host.into(), base }
+    }
+
+    /// The host written into rewritten addresses.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port of broker `node_id`: `base + node_id`, if that is a port (1 to 65535).
+    pub fn port(&self, node_id: i32) -> Option<u16> {
+        if node_id < 0 {
+            return None;
+        }
+        let port = i64::from(self.base) + i64::from(node_id);
+        u16::try_from(port).ok().filter(|p| *p != 0)
+    }
+}
+
+impl Route for BrokerPorts {
+    fn route(&mut self, node_id: i32, host: &str, port: i32) -> Option<(String, i32)> {
+        let _ = (host, port);
+        self.port(node_id).map(|p| (self.host.clone(), i32::from(p)))
     }
 }
 
@@ -518,12 +607,8 @@ fn owned<'l, 'a, T: Clone>(list: &'l mut List<'a, T>) -> &'l mut Vec<T> {
 }
 
 /// Asks `route` about one address; rewrites it and returns true if it changes.
-fn route_one(
-    route: &mut impl FnMut(&str, i32) -> Option<(String, i32)>,
-    host: &mut Str<'_>,
-    port: &mut i32,
-) -> bool {
-    match route(host.as_str(), *port) {
+fn route_one(route: &mut impl Route, node_id: i32, host: &mut Str<'_>, port: &mut i32) -> bool {
+    match route.route(node_id, host.as_str(), *port) {
         Some((h, p)) if h != host.as_str() || p != *port => {
             *host = Str::Owned(h);
             *port = p;
@@ -534,16 +619,19 @@ fn route_one(
 }
 
 macro_rules! rewrite_list {
-    ($route:expr, $list:expr) => {{
+    ($route:expr, $list:expr) => {
+        rewrite_list!($route, $list, node_id)
+    };
+    ($route:expr, $list:expr, $id:ident) => {{
         let mut changed = false;
         for item in owned($list).iter_mut() {
-            changed |= route_one($route, &mut item.host, &mut item.port);
+            changed |= route_one($route, item.$id, &mut item.host, &mut item.port);
         }
         changed
     }};
 }
 
-impl<F: FnMut(&str, i32) -> Option<(String, i32)>> Filter for RewriteAddresses<F> {
+impl<F: Route> Filter for RewriteAddresses<F> {
     fn wants_request(&self, _: ApiKey, _: i16) -> bool {
         false
     }
@@ -574,7 +662,7 @@ impl<F: FnMut(&str, i32) -> Option<(String, i32)>> Filter for RewriteAddresses<F
             #[cfg(feature = "api-describe-cluster")]
             ResponseBodyView::DescribeCluster(v) => {
                 let mut b = crate::messages::DescribeClusterResponse::from(v);
-                (rewrite_list!(route, &mut b.brokers), ResponseBody::DescribeCluster(b))
+                (rewrite_list!(route, &mut b.brokers, broker_id), ResponseBody::DescribeCluster(b))
             }
             #[cfg(feature = "api-find-coordinator")]
             ResponseBodyView::FindCoordinator(v) => {
@@ -582,7 +670,7 @@ impl<F: FnMut(&str, i32) -> Option<(String, i32)>> Filter for RewriteAddresses<F
                 let mut changed = rewrite_list!(route, &mut b.coordinators);
                 // Versions 0-3 answer one coordinator at the top level.
                 if v.coordinators().is_empty() {
-                    changed |= route_one(route, &mut b.host, &mut b.port);
+                    changed |= route_one(route, b.node_id, &mut b.host, &mut b.port);
                 }
                 (changed, ResponseBody::FindCoordinator(b))
             }
@@ -714,5 +802,73 @@ mod tests {
         };
         let r = dispatch::parse_request(&new).unwrap();
         assert_eq!((r.header.client_id(), r.header.correlation_id()), (Some("c+a+b"), 7));
+    }
+
+    /// `BrokerPorts` and `by_node` see each broker's node id: Metadata's brokers,
+    /// DescribeCluster's `broker_id`, FindCoordinator's top-level coordinator (v3).
+    #[test]
+    fn brokers_rewritten_by_node_id() {
+        use crate::messages::describe_cluster::DescribeClusterBroker;
+        use crate::messages::metadata::MetadataResponseBroker;
+        use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
+        let mut chain = FilterChain::new();
+        chain.push(RewriteAddresses::with_ports(BrokerPorts::new("proxy", 19000)));
+        let brokers = [
+            MetadataResponseBroker { node_id: 1, host: "b1".into(), port: 9092, ..Default::default() },
+            MetadataResponseBroker { node_id: 7, host: "b7".into(), port: 9092, ..Default::default() },
+        ];
+        let body = MetadataResponse { brokers: (&brokers).into(), ..Default::default() };
+        let mut frame = vec![0u8; dispatch::response_len(&body, 12).unwrap()];
+        dispatch::encode_response(&body, 12, 5, &mut frame).unwrap();
+        let Verdict::Replace(new) = chain.on_response(&frame[4..], ApiKey::Metadata, 12) else { panic!() };
+        let ResponseBodyView::Metadata(v) =
+            dispatch::parse_response(&new, ApiKey::Metadata, 12).unwrap().body
+        else {
+            panic!()
+        };
+        let got: Vec<(i32, &str, i32)> =
+            v.brokers().iter().map(|b| (b.node_id(), b.host(), b.port())).collect();
+        assert_eq!(got, [(1, "proxy", 19001), (7, "proxy", 19007)]);
+
+        let brokers =
+            [DescribeClusterBroker { broker_id: 3, host: "b3".into(), port: 9092, ..Default::default() }];
+        let body = DescribeClusterResponse { brokers: (&brokers).into(), ..Default::default() };
+        let mut frame = vec![0u8; dispatch::response_len(&body, 1).unwrap()];
+        dispatch::encode_response(&body, 1, 6, &mut frame).unwrap();
+        let Verdict::Replace(new) = chain.on_response(&frame[4..], ApiKey::DescribeCluster, 1) else {
+            panic!()
+        };
+        let ResponseBodyView::DescribeCluster(v) =
+            dispatch::parse_response(&new, ApiKey::DescribeCluster, 1).unwrap().body
+        else {
+            panic!()
+        };
+        assert_eq!(v.brokers().iter().next().map(|b| b.port()), Some(19003));
+
+        // A closure of (node, host, port); no coordinator (-1, "", -1) is left alone.
+        let mut seen = Vec::new();
+        let mut chain = FilterChain::new();
+        chain.push(RewriteAddresses::by_node(move |node: i32, host: &str, port: i32| {
+            seen.push(node);
+            (node >= 0).then(|| (alloc::format!("{host}.proxy"), port + node))
+        }));
+        for (node, host, port, rewritten) in [(2, "b2", 9092, true), (-1, "", -1, false)] {
+            let body =
+                FindCoordinatorResponse { node_id: node, host: host.into(), port, ..Default::default() };
+            let mut frame = vec![0u8; dispatch::response_len(&body, 3).unwrap()];
+            dispatch::encode_response(&body, 3, 7, &mut frame).unwrap();
+            match chain.on_response(&frame[4..], ApiKey::FindCoordinator, 3) {
+                Verdict::Replace(new) => {
+                    assert!(rewritten);
+                    let ResponseBodyView::FindCoordinator(v) =
+                        dispatch::parse_response(&new, ApiKey::FindCoordinator, 3).unwrap().body
+                    else {
+                        panic!()
+                    };
+                    assert_eq!((v.node_id(), v.host(), v.port()), (2, "b2.proxy", 9094));
+                }
+                v => assert!(!rewritten && v == Verdict::Forward, "{v:?}"),
+            }
+        }
     }
 }

@@ -509,6 +509,44 @@ pub fn redact_response(
     }
 }
 
+/// The user name a client's first SASL token gives, for a log line: the authentication
+/// identity of a `PLAIN` token (`authzid NUL authcid NUL password`), or the `n=` user of a
+/// `SCRAM-SHA-256`/`SCRAM-SHA-512` client-first message (as sent, `=2C` and `=3D` escapes
+/// kept). `None` for any other mechanism or token, SCRAM's client-final message included:
+/// the password, proofs and bearer tokens are never part of the answer.
+///
+/// ```
+/// use kwire::secrets::sasl_user;
+///
+/// assert_eq!(sasl_user("PLAIN", b"\0alice\0hunter2"), Some("alice"));
+/// assert_eq!(sasl_user("SCRAM-SHA-512", b"n,,n=bob,r=fyko+d2lbbFgONRv9qkxdawL"), Some("bob"));
+/// assert_eq!(sasl_user("SCRAM-SHA-512", b"c=biws,r=fyko,p=v0X8v3Bz2T0CJGbJQyF0X+HI4Ts="), None);
+/// assert_eq!(sasl_user("OAUTHBEARER", b"n,,\x01auth=Bearer eyJ\x01\x01"), None);
+/// ```
+pub fn sasl_user<'t>(mechanism: &str, token: &'t [u8]) -> Option<&'t str> {
+    let name = |b: &'t [u8]| core::str::from_utf8(b).ok().filter(|s| !s.is_empty());
+    if mechanism.eq_ignore_ascii_case("PLAIN") {
+        let mut parts = token.splitn(3, |&b| b == 0);
+        let (_authzid, authcid, _password) = (parts.next()?, parts.next()?, parts.next()?);
+        return name(authcid);
+    }
+    if mechanism.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("SCRAM-")) {
+        // gs2-header ("n,," / "y,," / "p=...,," with an optional "a=authzid"), then
+        // "n=user,r=nonce,...".
+        let first = token.first()?;
+        if !matches!(first, b'n' | b'y' | b'p') {
+            return None;
+        }
+        let mut commas = token.iter().enumerate().filter(|(_, b)| **b == b',').map(|(i, _)| i);
+        let (_, second) = (commas.next()?, commas.next()?);
+        let bare = token.get(second + 1..)?;
+        let user = bare.strip_prefix(b"n=")?;
+        let end = user.iter().position(|&b| b == b',')?;
+        return name(&user[..end]);
+    }
+    None
+}
+
 /// The SASL mechanism named in a SaslHandshake request, as far as the raw token exchange
 /// of SaslHandshake v0 is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

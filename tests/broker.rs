@@ -19,7 +19,7 @@
 #[path = "common/process.rs"]
 mod process;
 
-use process::run;
+use process::{client_command, run};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -67,45 +67,6 @@ fn setup() {
         let out = run(cmd, "tests/proxy/setup.sh", SETUP_TIMEOUT);
         assert!(out.ok, "tests/proxy/setup.sh failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
     });
-}
-
-fn client_command(client: &str, bootstrap: &str, prefix: &str) -> Command {
-    let r = root();
-    match client {
-        "kafka-python" | "confluent-kafka" => {
-            let script =
-                if client == "kafka-python" { "kafka_python_client.py" } else { "confluent_client.py" };
-            let mut c = Command::new(r.join("target/interop/venv/bin/python"));
-            c.arg(r.join("tests/proxy").join(script)).args([bootstrap, prefix]);
-            c
-        }
-        "kafkajs" => {
-            let mut c = Command::new("node");
-            c.arg(r.join("tests/proxy/kafkajs_client.js"))
-                .args([bootstrap, prefix])
-                .env("NODE_PATH", r.join("target/interop/node/node_modules"));
-            c
-        }
-        "java" => {
-            let jar = r.join("target/java-client/proxy-java-client-0.jar");
-            let lib = r.join("target/java-client/lib/*");
-            let mut c = Command::new("java");
-            c.arg("-Xmx512m")
-                .arg("-cp")
-                .arg(format!("{}:{}", jar.display(), lib.display()))
-                .arg("dev.kwire.interop.ProxyClient")
-                .args([bootstrap, prefix])
-                // The broker serves the classic group protocol only (no KIP-848).
-                .env("KWIRE_CLASSIC_GROUPS_ONLY", "1");
-            c
-        }
-        "franz-go" => {
-            let mut c = Command::new(r.join("target/go-client/go-client"));
-            c.args([bootstrap, prefix]);
-            c
-        }
-        other => panic!("no client {other}"),
-    }
 }
 
 /// The records of a partition as the consumer saw them (`[offset, value]` in delivery
@@ -223,7 +184,12 @@ fn client_against(client: &str, limits: &[(ApiKey, i16)]) {
     };
     let broker = Broker::start(config).expect("start the broker");
     let prefix = format!("{client}-{}", std::process::id());
-    let out = run(client_command(client, &broker.addr().to_string(), &prefix), client, CLIENT_TIMEOUT);
+    let mut cmd = client_command(client, &broker.addr().to_string(), &prefix);
+    if client == "java" {
+        // kwire::broker serves the classic group protocol only (no KIP-848).
+        cmd.env("KWIRE_CLASSIC_GROUPS_ONLY", "1");
+    }
+    let out = run(cmd, client, CLIENT_TIMEOUT);
     let lines = log.lock().unwrap().join("\n");
     assert!(
         out.ok,

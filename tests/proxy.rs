@@ -19,7 +19,7 @@ mod kwire_cmd;
 #[path = "common/process.rs"]
 mod process;
 
-use process::run;
+use process::{client_command, run};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -291,43 +291,6 @@ impl Frames {
 fn prefix(client: &str) -> String {
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
     format!("{client}-{}-{t}", std::process::id())
-}
-
-fn client_command(client: &str, bootstrap: &str, prefix: &str) -> Command {
-    let r = root();
-    match client {
-        "kafka-python" | "confluent-kafka" => {
-            let script =
-                if client == "kafka-python" { "kafka_python_client.py" } else { "confluent_client.py" };
-            let mut c = Command::new(r.join("target/interop/venv/bin/python"));
-            c.arg(r.join("tests/proxy").join(script)).args([bootstrap, prefix]);
-            c
-        }
-        "kafkajs" => {
-            let mut c = Command::new("node");
-            c.arg(r.join("tests/proxy/kafkajs_client.js"))
-                .args([bootstrap, prefix])
-                .env("NODE_PATH", r.join("target/interop/node/node_modules"));
-            c
-        }
-        "java" => {
-            let jar = r.join("target/java-client/proxy-java-client-0.jar");
-            let lib = r.join("target/java-client/lib/*");
-            let mut c = Command::new("java");
-            c.arg("-Xmx512m")
-                .arg("-cp")
-                .arg(format!("{}:{}", jar.display(), lib.display()))
-                .arg("dev.kwire.interop.ProxyClient")
-                .args([bootstrap, prefix]);
-            c
-        }
-        "franz-go" => {
-            let mut c = Command::new(r.join("target/go-client/go-client"));
-            c.args([bootstrap, prefix]);
-            c
-        }
-        other => panic!("no client {other}"),
-    }
 }
 
 /// The records of a partition as the consumer saw them, `[offset, value]` in delivery

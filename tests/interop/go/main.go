@@ -51,6 +51,14 @@ func main() {
 		ping(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "cluster-produce" {
+		clusterProduce(os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "cluster-consume" {
+		clusterConsume(os.Args[2:])
+		return
+	}
 	bootstrap, prefix := os.Args[1], os.Args[2]
 	topic, group := prefix+"-t", prefix+"-g"
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -91,6 +91,50 @@ pub(super) struct State {
     /// side enters it on a v0 handshake request, the response side ends it.
     pub(super) sasl: RawSasl,
     pub(super) filters: FilterChain,
+    /// The SASL mechanism of the connection's SaslHandshake, and whether its user was
+    /// logged: the log names both, never a secret.
+    pub(super) auth: Auth,
+}
+
+/// What the log says of a connection's SASL authentication.
+#[derive(Default)]
+pub(super) struct Auth {
+    mechanism: Option<String>,
+    user_logged: bool,
+}
+
+impl Auth {
+    /// A request of the connection (or a raw SaslHandshake v0 token when `token`): the
+    /// words for the log when it names the mechanism or the user for the first time.
+    fn on_request(&mut self, frame: &[u8], token: bool) -> Option<String> {
+        let auth_bytes: &[u8] = if token {
+            frame
+        } else {
+            match kwire::dispatch::parse_request(frame).map(|r| r.body) {
+                Ok(kwire::messages::RequestBodyView::SaslHandshake(v)) => {
+                    let mechanism = v.mechanism().to_string();
+                    let words = format!("SASL mechanism {mechanism} (SaslHandshake)");
+                    self.mechanism = Some(mechanism);
+                    self.user_logged = false;
+                    return Some(words);
+                }
+                Ok(kwire::messages::RequestBodyView::SaslAuthenticate(v)) => v.auth_bytes(),
+                _ => return None,
+            }
+        };
+        let mechanism = self.mechanism.as_deref()?;
+        if self.user_logged {
+            return None;
+        }
+        let user = kwire::secrets::sasl_user(mechanism, auth_bytes)?;
+        self.user_logged = true;
+        Some(format!("SASL {mechanism} user {user:?}"))
+    }
+}
+
+/// Whether a request of this API may name a SASL mechanism or user.
+fn sasl_api(api_key: i16) -> bool {
+    api_key == ApiKey::SaslHandshake.key() || api_key == ApiKey::SaslAuthenticate.key()
 }
 
 pub(super) type Conn = Arc<Mutex<State>>;
@@ -104,8 +148,11 @@ pub(super) enum Head {
     /// A request: its API's name, whether it expects an answer, and the name it is
     /// recorded under.
     Request { api: String, expects: bool, client_id: Option<Arc<str>>, record_name: Option<String> },
-    /// A raw SASL token (SaslHandshake v0).
-    Token,
+    /// A raw SASL token (SaslHandshake v0), and what the log says of it (its user).
+    Token(Option<String>),
+    /// A SaslHandshake or SaslAuthenticate request, with what the log says of it (the
+    /// mechanism or the user), then the request.
+    Sasl(String, Box<Head>),
     /// A request whose header does not parse.
     Bad(String),
 }
@@ -153,12 +200,28 @@ pub(super) fn admit(
     last_client: &mut Option<Arc<str>>,
 ) -> (Head, Verdict) {
     if state.sasl.client_token() {
-        return (Head::Token, Verdict::Forward);
+        return (Head::Token(state.auth.on_request(frame, true)), Verdict::Forward);
     }
     let peek = match RequestHeaderView::peek(frame) {
         Ok(p) => p,
         Err(e) => return (Head::Bad(e.to_string()), Verdict::Forward),
     };
+    if sasl_api(peek.api_key)
+        && let Some(words) = state.auth.on_request(frame, false)
+    {
+        let (head, verdict) = admit_request(frame, peek, state, shared, last_client);
+        return (Head::Sasl(words, Box::new(head)), verdict);
+    }
+    admit_request(frame, peek, state, shared, last_client)
+}
+
+fn admit_request(
+    frame: &[u8],
+    peek: kwire::frame::RequestHeaderPeek<'_>,
+    state: &mut State,
+    shared: &Shared,
+    last_client: &mut Option<Arc<str>>,
+) -> (Head, Verdict) {
     if let Some(mechanism) = decode::sasl_handshake_v0(frame) {
         state.sasl.on_request(ApiKey::SaslHandshake.key(), 0, mechanism.as_deref());
     }
@@ -200,6 +263,18 @@ pub(super) fn admit(
     (Head::Request { api, expects, client_id, record_name }, verdict)
 }
 
+/// The SASL mechanism or user of a connection, in the log (text, `--quiet` too, or JSON).
+fn log_sasl(words: &str, id: u64, shared: &Shared) {
+    match shared.format {
+        Format::Text => shared.log.line(format!("{} conn={id} {words}", now())),
+        Format::Json => shared.log.line(format!(
+            "{{\"time\":\"{}\",\"conn\":{id},\"sasl\":{}}}",
+            now(),
+            serde_json::to_string(words).unwrap_or_default()
+        )),
+    }
+}
+
 /// A raw SASL token passed through: one line saying so, never its bytes.
 fn on_token(frame: &[u8], from: &str, id: u64, shared: &Shared) {
     shared.stats.sasl_tokens.fetch_add(1, Ordering::Relaxed);
@@ -226,7 +301,16 @@ fn on_token(frame: &[u8], from: &str, id: u64, shared: &Shared) {
 pub(super) fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
     let (api, expects, client_id, record_name) = match head {
         Head::Request { api, expects, client_id, record_name } => (api, *expects, client_id, record_name),
-        Head::Token => return on_token(frame, "client", id, shared),
+        Head::Token(words) => {
+            if let Some(words) = words {
+                log_sasl(words, id, shared);
+            }
+            return on_token(frame, "client", id, shared);
+        }
+        Head::Sasl(words, head) => {
+            log_sasl(words, id, shared);
+            return on_request(frame, head, id, shared);
+        }
         Head::Bad(reason) => {
             shared.stats.requests.fetch_add(1, Ordering::Relaxed);
             shared.metrics.bytes(Direction::Request, frame.len() + 4);

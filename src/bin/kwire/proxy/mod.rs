@@ -49,9 +49,16 @@ Examples:
   kwire proxy --listen 0.0.0.0:19092 --upstream broker1:9092 --advertise proxy.example --quiet \
     --metrics 127.0.0.1:9464
 
+  # A cluster, port per broker by node id: broker N on 10.0.0.5:19100+N. Two proxies
+  # with the same flags on two hosts serve the same clients interchangeably.
+  kwire proxy --listen 10.0.0.5:19092 --upstream b1:9092,b2:9092,b3:9092 \
+    --broker-ports 19100 --advertise 10.0.0.5
+
 Each broker named in a Metadata (FindCoordinator, DescribeCluster, ...) response gets a
 listener of its own on the --listen address, and the response names that listener
-instead, so that clients keep talking through the proxy.
+instead, so that clients keep talking through the proxy: with --broker-ports BASE the
+listener of node id N is on port BASE+N; without it, on a free port, in the order the
+brokers are seen.
 
 Log (text): one line per request when its response arrives:
   TIME conn=N CLIENT_ID API vVERSION req=BYTES resp=BYTES LATENCY [errors=NAME,...]
@@ -74,9 +81,15 @@ pub struct Args {
     /// Address to listen on for clients (the bootstrap address); port 0 picks a free port.
     #[arg(long)]
     listen: String,
-    /// The broker (bootstrap server) to forward to, HOST:PORT.
+    /// The broker (bootstrap server) to forward to, HOST:PORT; or several, comma-separated,
+    /// tried in turn for each client connection to the bootstrap listener.
     #[arg(long)]
     upstream: String,
+    /// Serve broker node id N on port BASE+N of the --listen address (the same in every
+    /// proxy instance with the same flags; no state is shared). Without it, each broker gets
+    /// a free port when a response first names it.
+    #[arg(long, value_name = "BASE")]
+    broker_ports: Option<u16>,
     /// The host written into rewritten broker addresses (default: the --listen IP).
     #[arg(long)]
     advertise: Option<String>,
@@ -141,6 +154,9 @@ pub struct Shared {
     recorder: Option<Recorder>,
     /// Upstream `(host, port)` to the local port that forwards to it.
     routes: Mutex<HashMap<(String, i32), u16>>,
+    /// `--broker-ports`: the rule, and node id to the broker address its listener forwards to.
+    broker_ports: Option<kwire::filter::BrokerPorts>,
+    nodes: Mutex<HashMap<i32, String>>,
     stats: Stats,
     next_conn: AtomicU64,
     /// Open client connections, at most `--max-connections`.
@@ -210,6 +226,66 @@ impl Shared {
             }
         }
         Some((self.advertise.clone(), i32::from(local)))
+    }
+}
+
+impl Shared {
+    /// `--broker-ports`: the address clients should use for broker `node_id` at
+    /// `host:port`; its listener (port BASE+N) is opened when the node is first named.
+    fn route_node(self: &Arc<Self>, node_id: i32, host: &str, port: i32) -> Option<(String, i32)> {
+        let ports = self.broker_ports.as_ref()?;
+        if host.is_empty() || !(1..=65535).contains(&port) {
+            return None;
+        }
+        let upstream = format!("{host}:{port}");
+        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(local) = ports.port(node_id) else {
+            if nodes.insert(node_id, upstream).is_none() {
+                self.log.line(format!(
+                    "{} broker {node_id} ({host}:{port}) has no port under --broker-ports: its address is not \
+                     rewritten",
+                    now()
+                ));
+            }
+            return None;
+        };
+        match nodes.get(&node_id) {
+            Some(known) if *known == upstream => {}
+            Some(known) => {
+                // The listener forwards to the address it was opened for (a broker that
+                // moved keeps its node id; restart the proxy to follow it).
+                self.log.line(format!(
+                    "{} broker {node_id} is now named at {upstream}; port {local} still forwards to {known}",
+                    now()
+                ));
+                nodes.insert(node_id, upstream);
+            }
+            None => {
+                let listener = TcpListener::bind(SocketAddr::new(self.bind_ip, local))
+                    .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                    .and_then(tokio::net::TcpListener::from_std);
+                match listener {
+                    Ok(l) => {
+                        self.log.line(format!(
+                            "{} listening on {}:{local} for broker {node_id} at {upstream} (--broker-ports)",
+                            now(),
+                            self.bind_ip
+                        ));
+                        drop(tokio::spawn(tokio_io::accept_loop(l, upstream.clone(), self.clone())));
+                    }
+                    Err(e) => {
+                        self.log.line(format!(
+                            "{} cannot listen on {}:{local} for broker {node_id} at {upstream}: {e}",
+                            now(),
+                            self.bind_ip
+                        ));
+                        return None;
+                    }
+                }
+                nodes.insert(node_id, upstream);
+            }
+        }
+        Some((ports.host().to_string(), i32::from(local)))
     }
 }
 
@@ -382,7 +458,15 @@ fn filters(shared: &Arc<Shared>) -> kwire::filter::FilterChain {
         chain.push(kwire::filter::DenyApis::new(shared.denied.iter().copied()));
     }
     let routes = shared.clone();
-    chain.push(kwire::filter::RewriteAddresses::new(move |host: &str, port: i32| routes.route(host, port)));
+    if shared.broker_ports.is_some() {
+        chain.push(kwire::filter::RewriteAddresses::by_node(move |node: i32, host: &str, port: i32| {
+            routes.route_node(node, host, port)
+        }));
+    } else {
+        chain.push(kwire::filter::RewriteAddresses::new(move |host: &str, port: i32| {
+            routes.route(host, port)
+        }));
+    }
     chain
 }
 
@@ -432,9 +516,11 @@ fn parse_upstream(s: &str) -> Result<(String, i32), String> {
 
 /// Runs `kwire proxy`.
 pub fn run(args: Args) -> Result<(), String> {
-    let (up_host, up_port) = parse_upstream(&args.upstream)?;
-    if args.upstream.to_socket_addrs().map(|mut a| a.next().is_none()).unwrap_or(true) {
-        return Err(format!("--upstream {}: cannot resolve the address", args.upstream));
+    let upstreams = args.upstream.split(',').map(parse_upstream).collect::<Result<Vec<_>, _>>()?;
+    for one in args.upstream.split(',') {
+        if one.to_socket_addrs().map(|mut a| a.next().is_none()).unwrap_or(true) {
+            return Err(format!("--upstream {one}: cannot resolve the address"));
+        }
     }
     if args.record_limit == 0 && args.record.is_some() {
         return Err("--record-limit must be at least 1".into());
@@ -494,7 +580,7 @@ pub fn run(args: Args) -> Result<(), String> {
         denied,
         max_frame: args.max_frame_bytes,
         bind_ip: local.ip(),
-        advertise,
+        advertise: advertise.clone(),
         log,
         recorder: args.record.map(|dir| Recorder {
             dir,
@@ -502,7 +588,14 @@ pub fn run(args: Args) -> Result<(), String> {
             counts: Mutex::new(HashMap::new()),
             undecoded: AtomicU64::new(0),
         }),
-        routes: Mutex::new(HashMap::from([((up_host, up_port), local.port())])),
+        // One bootstrap broker is served at the bootstrap listener (without --broker-ports);
+        // with several, each gets a listener of its own.
+        routes: Mutex::new(match &upstreams[..] {
+            [one] if args.broker_ports.is_none() => HashMap::from([(one.clone(), local.port())]),
+            _ => HashMap::new(),
+        }),
+        broker_ports: args.broker_ports.map(|base| kwire::filter::BrokerPorts::new(advertise.clone(), base)),
+        nodes: Mutex::new(HashMap::new()),
         stats: Stats::default(),
         next_conn: AtomicU64::new(0),
         gate: limits::Gate::new(max_connections),

@@ -77,17 +77,24 @@ pub async fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Sh
     }
 }
 
+/// Connects to `upstream`, or to the first of a comma-separated list that answers (the
+/// bootstrap listener's `--upstream`).
 async fn connect(upstream: &str) -> std::io::Result<TcpStream> {
-    let connecting = async {
-        match upstream.parse::<SocketAddr>() {
-            Ok(addr) => TcpStream::connect(addr).await,
-            Err(_) => TcpStream::connect(upstream).await,
+    let mut last = std::io::Error::new(ErrorKind::InvalidInput, "no address");
+    for one in upstream.split(',') {
+        let connecting = async {
+            match one.parse::<SocketAddr>() {
+                Ok(addr) => TcpStream::connect(addr).await,
+                Err(_) => TcpStream::connect(one).await,
+            }
+        };
+        match tokio::time::timeout(Duration::from_secs(10), connecting).await {
+            Ok(Ok(s)) => return Ok(s),
+            Ok(Err(e)) => last = e,
+            Err(_) => last = std::io::Error::new(ErrorKind::TimedOut, "timed out"),
         }
-    };
-    match tokio::time::timeout(Duration::from_secs(10), connecting).await {
-        Ok(r) => r,
-        Err(_) => Err(std::io::Error::new(ErrorKind::TimedOut, "timed out")),
     }
+    Err(last)
 }
 
 /// Serves one client connection until either side closes it.
@@ -104,11 +111,14 @@ async fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, share
     };
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
-    shared.log.line(format!("{} conn={id} {peer}: connected, forwarding to {upstream}", now()));
+    // The broker's own address (one of a bootstrap list).
+    let to = server.peer_addr().map_or_else(|_| upstream.to_string(), |a| a.to_string());
+    shared.log.line(format!("{} conn={id} {peer}: connected, forwarding to {to}", now()));
     let conn: Conn = Arc::new(Mutex::new(State {
         in_flight: InFlight::new(),
         sasl: RawSasl::new(),
         filters: super::filters(shared),
+        auth: conn::Auth::default(),
     }));
     let (client_r, client_w) = client.into_split();
     let (server_r, server_w) = server.into_split();
