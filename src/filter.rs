@@ -1005,7 +1005,8 @@ mod tests {
     fn by_name_tells_each_brokers_address() {
         let names = BrokerNames::new("b{id}.example", "example").unwrap();
         let mut learned = Vec::new();
-        let mut route = ByName::new(names, 443, |id, host: &str, port| learned.push((id, host.to_string(), port)));
+        let mut route =
+            ByName::new(names, 443, |id, host: &str, port| learned.push((id, host.to_string(), port)));
         assert_eq!(route.route(3, "10.0.0.3", 9092), Some(("b3.example".to_string(), 443)));
         assert_eq!(route.route(-1, "", -1), None);
         // A broker id without a usable address is still named, but nothing is learned.
@@ -1046,18 +1047,26 @@ mod tests {
 
         let brokers = [
             MetadataResponseBroker { node_id: 1, host: "10.0.0.1".into(), port: 9092, ..Default::default() },
-            MetadataResponseBroker { node_id: 12, host: "b12.internal".into(), port: 19092, ..Default::default() },
+            MetadataResponseBroker {
+                node_id: 12,
+                host: "b12.internal".into(),
+                port: 19092,
+                ..Default::default()
+            },
         ];
         let frame = response(&MetadataResponse { brokers: (&brokers).into(), ..Default::default() }, 12);
         let Verdict::Replace(new) = chain.on_response(&frame, ApiKey::Metadata, 12) else { panic!() };
         let r = dispatch::parse_response(&new, ApiKey::Metadata, 12).unwrap();
         assert_eq!(r.header.correlation_id(), 77);
         let ResponseBodyView::Metadata(v) = r.body else { panic!() };
-        let got: Vec<(i32, &str, i32)> = v.brokers().iter().map(|b| (b.node_id(), b.host(), b.port())).collect();
+        let got: Vec<(i32, &str, i32)> =
+            v.brokers().iter().map(|b| (b.node_id(), b.host(), b.port())).collect();
         assert_eq!(got, [(1, "broker-1.kafka.example", 9093), (12, "broker-12.kafka.example", 9093)]);
 
-        let brokers = [DescribeClusterBroker { broker_id: 3, host: "h3".into(), port: 9000, ..Default::default() }];
-        let frame = response(&DescribeClusterResponse { brokers: (&brokers).into(), ..Default::default() }, 1);
+        let brokers =
+            [DescribeClusterBroker { broker_id: 3, host: "h3".into(), port: 9000, ..Default::default() }];
+        let frame =
+            response(&DescribeClusterResponse { brokers: (&brokers).into(), ..Default::default() }, 1);
         let Verdict::Replace(new) = chain.on_response(&frame, ApiKey::DescribeCluster, 1) else { panic!() };
         let ResponseBodyView::DescribeCluster(v) =
             dispatch::parse_response(&new, ApiKey::DescribeCluster, 1).unwrap().body
@@ -1078,12 +1087,25 @@ mod tests {
             panic!()
         };
         assert_eq!((v.node_id(), v.host(), v.port()), (5, "broker-5.kafka.example", 9093));
-        let none = FindCoordinatorResponse { node_id: -1, host: "".into(), port: -1, error_code: 15, ..Default::default() };
+        let none = FindCoordinatorResponse {
+            node_id: -1,
+            host: "".into(),
+            port: -1,
+            error_code: 15,
+            ..Default::default()
+        };
         assert_eq!(chain.on_response(&response(&none, 3), ApiKey::FindCoordinator, 3), Verdict::Forward);
         // Version 4+: a list, one of them without a coordinator.
         let coordinators = [
             Coordinator { key: "g1".into(), node_id: 2, host: "h2".into(), port: 9002, ..Default::default() },
-            Coordinator { key: "g2".into(), node_id: -1, host: "".into(), port: -1, error_code: 15, ..Default::default() },
+            Coordinator {
+                key: "g2".into(),
+                node_id: -1,
+                host: "".into(),
+                port: -1,
+                error_code: 15,
+                ..Default::default()
+            },
         ];
         let list = FindCoordinatorResponse { coordinators: (&coordinators).into(), ..Default::default() };
         let Verdict::Replace(new) = chain.on_response(&response(&list, 6), ApiKey::FindCoordinator, 6) else {
@@ -1094,7 +1116,8 @@ mod tests {
         else {
             panic!()
         };
-        let got: Vec<(i32, &str, i32)> = v.coordinators().iter().map(|c| (c.node_id(), c.host(), c.port())).collect();
+        let got: Vec<(i32, &str, i32)> =
+            v.coordinators().iter().map(|c| (c.node_id(), c.host(), c.port())).collect();
         assert_eq!(got, [(2, "broker-2.kafka.example", 9093), (-1, "", -1)]);
 
         // Leader hints of Produce (KIP-951).
@@ -1114,12 +1137,19 @@ mod tests {
         // Each broker's own address was told, none for "no coordinator".
         assert_eq!(seen.load(Ordering::Relaxed), 6);
         // Already named so: passed on without encoding again.
-        let frame = response(&MetadataResponse { brokers: (&[MetadataResponseBroker {
-            node_id: 1,
-            host: "broker-1.kafka.example".into(),
-            port: 9093,
-            ..Default::default()
-        }]).into(), ..Default::default() }, 12);
+        let frame = response(
+            &MetadataResponse {
+                brokers: (&[MetadataResponseBroker {
+                    node_id: 1,
+                    host: "broker-1.kafka.example".into(),
+                    port: 9093,
+                    ..Default::default()
+                }])
+                    .into(),
+                ..Default::default()
+            },
+            12,
+        );
         assert_eq!(chain.on_response(&frame, ApiKey::Metadata, 12), Verdict::Forward);
     }
 }
