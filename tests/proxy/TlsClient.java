@@ -84,8 +84,7 @@ public final class TlsClient {
                 }
             }
         }
-        String version = org.apache.kafka.common.utils.AppInfoParser.getVersion();
-        System.out.println("{\"client\":\"kafka-clients " + version + "\",\"produced\":" + list(produced)
+        System.out.println("{\"client\":\"kafka-clients (Java)\",\"produced\":" + list(produced)
                 + ",\"consumed\":" + list(consumed) + ",\"errors\":" + list(errors) + "}");
     }
 }

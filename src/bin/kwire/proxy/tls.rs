@@ -294,16 +294,25 @@ impl Tls {
     }
 }
 
-/// A client's TLS connection, with the server name it asked for.
+/// A client's TLS connection, with the server name it asked for and the broker it goes to.
 pub struct Accepted {
     pub stream: tokio_rustls::server::TlsStream<TcpStream>,
     pub server_name: Option<String>,
+    pub upstream: String,
 }
 
 /// The server side of a client's handshake, within `--tls-handshake-timeout`. The first
 /// byte is looked at before anything else, so that a client speaking plain Kafka to a TLS
-/// port is told apart from a broken handshake. `Err` is the log line's reason.
-pub async fn accept(tls: &Tls, stream: TcpStream) -> Result<Accepted, String> {
+/// port is told apart from a broken handshake; with SNI routing the server name of the
+/// ClientHello chooses the broker ([`route`]) before the handshake goes on, so that a name
+/// that is no broker's is refused before any certificate is shown. `Err` is the log line's
+/// reason.
+pub async fn accept(
+    tls: &Tls,
+    stream: TcpStream,
+    bootstrap: &str,
+    max_frame: usize,
+) -> Result<Accepted, String> {
     let Some(config) = &tls.server else { return Err("TLS is not configured".into()) };
     let handshake = async {
         let mut first = [0u8; 1];
@@ -323,11 +332,12 @@ pub async fn accept(tls: &Tls, stream: TcpStream) -> Result<Accepted, String> {
             .await
             .map_err(|e| format!("bad TLS ClientHello: {}", reason(&e)))?;
         let server_name = start.client_hello().server_name().map(str::to_ascii_lowercase);
+        let upstream = route(tls, server_name.as_deref(), bootstrap, max_frame).await?;
         let stream = start
             .into_stream(config.clone())
             .await
             .map_err(|e| format!("TLS handshake failed: {}", reason(&e)))?;
-        Ok(Accepted { stream, server_name })
+        Ok(Accepted { stream, server_name, upstream })
     };
     match tokio::time::timeout(tls.handshake_timeout, handshake).await {
         Ok(r) => r,
@@ -372,7 +382,7 @@ pub async fn connect(
 /// Where a client's server name sends it under SNI routing: the bootstrap broker, or the
 /// broker the name stands for (its address learned from responses, or asked of the
 /// bootstrap broker). `Err` is the log line's reason.
-pub async fn route(
+async fn route(
     tls: &Tls,
     server_name: Option<&str>,
     bootstrap: &str,

@@ -106,23 +106,15 @@ async fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, share
     if !shared.tls.terminates() {
         return to_broker(client, peer, upstream.to_string(), id, shared, String::new()).await;
     }
-    let accepted = match tls::accept(&shared.tls, client).await {
+    let accepted = match tls::accept(&shared.tls, client, upstream, shared.max_frame).await {
         Ok(a) => a,
         Err(why) => {
             shared.log.line(format!("{} conn={id} {peer}: {why}; closing this connection", now()));
             return;
         }
     };
-    let name = accepted.server_name.as_deref();
-    let target = match tls::route(&shared.tls, name, upstream, shared.max_frame).await {
-        Ok(t) => t,
-        Err(why) => {
-            shared.log.line(format!("{} conn={id} {peer}: {why}; closing this connection", now()));
-            return;
-        }
-    };
-    let note = format!(" (TLS, server name {})", name.unwrap_or("-"));
-    to_broker(accepted.stream, peer, target, id, shared, note).await;
+    let note = format!(" (TLS, server name {})", accepted.server_name.as_deref().unwrap_or("-"));
+    to_broker(accepted.stream, peer, accepted.upstream, id, shared, note).await;
 }
 
 /// Connects to the broker at `upstream` (with TLS if so configured) and serves the frames.
