@@ -1,16 +1,19 @@
 //! Requests in, responses out: one function per API, on the typed views and encoders.
 
 use std::string::{String, ToString};
+use std::ops::Range;
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
+use super::conn::Outbox;
 use super::groups::{Committed, Join, State};
-use super::log::Rejected;
+use super::log::{Rejected, Segment};
 use super::state::{Shared, valid_topic_name};
 use crate::conn::{ConnError, ReplyTo, ServerConn, ServerRequest};
 use crate::error_code::ErrorCode;
 use crate::messages::{ApiKey, RequestBodyView};
 use crate::types::{List, Uuid};
+use crate::vectored::Part;
 
 /// The APIs the broker serves (each at every version kwire reads, less
 /// [`super::Config::max_versions`]).
@@ -97,7 +100,7 @@ impl<'s> Handler<'s> {
     }
 
     /// Answers one request, appending the response frame (if it gets one) to `out`.
-    pub fn handle(&mut self, req: &ServerRequest<'_>, out: &mut Vec<u8>) -> Result<Outcome, ConnError> {
+    pub fn handle(&mut self, req: &ServerRequest<'_>, out: &mut Outbox) -> Result<Outcome, ConnError> {
         let reply = req.reply_to();
         let v = reply.api_version;
         let served = self.shared.versions(reply.api_key).is_some_and(|range| range.contains(v));
@@ -674,7 +677,7 @@ impl<'s> Handler<'s> {
 
     /// Answers the bare SASL/PLAIN token after a SaslHandshake v0: an empty frame on
     /// success; a failure closes the connection, as Kafka does.
-    pub fn raw_token(&mut self, token: &[u8], out: &mut Vec<u8>) -> Outcome {
+    pub fn raw_token(&mut self, token: &[u8], out: &mut Outbox) -> Outcome {
         self.raw_sasl = false;
         if !self.shared.plain_ok(token) {
             return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
@@ -687,7 +690,7 @@ impl<'s> Handler<'s> {
         &mut self,
         reply: ReplyTo,
         p: crate::messages::ProduceRequestView<'_>,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Result<Outcome, ConnError> {
         use crate::messages::produce::{
             BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
@@ -812,7 +815,7 @@ impl<'s> Handler<'s> {
         &mut self,
         reply: ReplyTo,
         f: crate::messages::FetchRequestView<'_>,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Result<(), ConnError> {
         use crate::messages::fetch::{FetchResponse, FetchableTopicResponse, PartitionData};
         let v = reply.api_version;
@@ -830,8 +833,9 @@ impl<'s> Handler<'s> {
         let deadline = start + max_wait;
         let min_bytes = usize::try_from(f.min_bytes()).unwrap_or(0);
         let max_bytes = usize::try_from(f.max_bytes()).unwrap_or(0).min(self.shared.config.fetch_max_bytes);
-        // (topic name, topic id, [(partition, error, high watermark, bytes)])
-        type Answer = (String, Uuid, Vec<(i32, i16, i64, Vec<u8>)>);
+        // (topic name, topic id, [(partition, error, high watermark, records)]): the records
+        // are held in their segment, not copied (written from there by `Outbox`).
+        type Answer = (String, Uuid, Vec<(i32, i16, i64, Option<(Segment, Range<usize>)>)>);
         let answers: Vec<Answer> = loop {
             let seen = self.shared.append_count();
             let mut total = 0usize;
@@ -854,12 +858,12 @@ impl<'s> Handler<'s> {
                         } else {
                             ErrorCode::UnknownTopicOrPartition
                         };
-                        parts.push((index, code.code(), -1, Vec::new()));
+                        parts.push((index, code.code(), -1, None));
                         continue;
                     };
                     if v >= 9 && p.current_leader_epoch() > 0 {
                         errors = true;
-                        parts.push((index, ErrorCode::UnknownLeaderEpoch.code(), -1, Vec::new()));
+                        parts.push((index, ErrorCode::UnknownLeaderEpoch.code(), -1, None));
                         continue;
                     }
                     let log = partition.lock();
@@ -867,16 +871,16 @@ impl<'s> Handler<'s> {
                     let offset = p.fetch_offset();
                     if offset < 0 || offset > hw {
                         errors = true;
-                        parts.push((index, ErrorCode::OffsetOutOfRange.code(), hw, Vec::new()));
+                        parts.push((index, ErrorCode::OffsetOutOfRange.code(), hw, None));
                         continue;
                     }
                     let limit = usize::try_from(p.partition_max_bytes())
                         .unwrap_or(0)
                         .min(max_bytes.saturating_sub(total));
-                    let bytes = log.read(offset, limit, total == 0).to_vec();
+                    let records = log.read(offset, limit, total == 0);
                     drop(log);
-                    total += bytes.len();
-                    parts.push((index, 0, hw, bytes));
+                    total += records.as_ref().map_or(0, |(_, r)| r.len());
+                    parts.push((index, 0, hw, records));
                 }
                 answers.push((name.unwrap_or_default(), id, parts));
             }
@@ -893,14 +897,14 @@ impl<'s> Handler<'s> {
                 topic_id: *id,
                 partitions: parts
                     .iter()
-                    .map(|(index, code, hw, bytes)| PartitionData {
+                    .map(|(index, code, hw, records)| PartitionData {
                         partition_index: *index,
                         error_code: *code,
                         high_watermark: *hw,
                         last_stable_offset: *hw,
                         log_start_offset: if v >= 5 { 0 } else { -1 },
                         aborted_transactions: None,
-                        records: Some(bytes.as_slice().into()),
+                        records: Some(records.as_ref().map_or(&[][..], |(s, r)| &s[r.clone()]).into()),
                         ..Default::default()
                     })
                     .collect(),
@@ -908,7 +912,31 @@ impl<'s> Handler<'s> {
             })
             .collect();
         let body = FetchResponse { responses: responses.into(), session_id: 0, ..Default::default() };
-        ServerConn::encode_response(reply, &body, out)?;
+        // Encoded around the records: the other bytes into `out`, and each partition's
+        // records spliced in where they go, from the segment that holds them.
+        let len = ServerConn::vectored_response_len(reply, &body)?;
+        let mut pieces = std::vec![Part::Encoded(&[]); len.parts];
+        let (at, before) = (out.len(), out.total_len());
+        let mut buf = std::vec![0u8; len.buf];
+        ServerConn::encode_response_vectored(reply, &body, &mut buf, &mut pieces)?;
+        let mut held = answers.iter().flat_map(|(_, _, parts)| parts).filter_map(|p| p.3.as_ref());
+        let mut encoded = 0;
+        for piece in &pieces {
+            match piece {
+                Part::Encoded(b) => {
+                    out.extend_from_slice(b);
+                    encoded += b.len();
+                }
+                Part::Records(r) => {
+                    // Every non-empty records field is a part, in wire order: the held
+                    // segments in the order of `answers`.
+                    let (segment, range) = held.next().expect("one held segment per records part");
+                    debug_assert_eq!(r.as_ptr(), segment[range.clone()].as_ptr());
+                    out.splice(segment.clone(), range.clone());
+                }
+            }
+        }
+        debug_assert_eq!((at + encoded, out.total_len() - before), (out.len(), len.total));
         Ok(())
     }
 
@@ -916,7 +944,7 @@ impl<'s> Handler<'s> {
         &mut self,
         reply: ReplyTo,
         l: crate::messages::ListOffsetsRequestView<'_>,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Result<(), ConnError> {
         use crate::messages::list_offsets::{
             ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
@@ -975,7 +1003,7 @@ impl<'s> Handler<'s> {
         &mut self,
         reply: ReplyTo,
         c: crate::messages::CreateTopicsRequestView<'_>,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Result<(), ConnError> {
         use crate::messages::create_topics::{
             CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse,
@@ -1103,7 +1131,7 @@ impl<'s> Handler<'s> {
         &mut self,
         reply: ReplyTo,
         f: crate::messages::OffsetFetchRequestView<'_>,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Result<(), ConnError> {
         use crate::messages::offset_fetch::{
             OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition,
@@ -1237,7 +1265,7 @@ impl<'s> Handler<'s> {
         &mut self,
         reply: ReplyTo,
         d: crate::messages::DescribeConfigsRequestView<'_>,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Result<(), ConnError> {
         use crate::messages::describe_configs::{
             DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
@@ -1328,7 +1356,7 @@ impl<'s> Handler<'s> {
 /// that API at the request's version, every field at its default but the top-level
 /// `ErrorCode`, which is UNSUPPORTED_VERSION (35). A request that gets no response gets
 /// none.
-pub(crate) fn unsupported(reply: ReplyTo, out: &mut Vec<u8>) -> Result<(), ConnError> {
+pub(crate) fn unsupported(reply: ReplyTo, out: &mut Outbox) -> Result<(), ConnError> {
     use crate::reflect::{Encoding, StructValue, Value};
     if !reply.expects_response {
         return Ok(());

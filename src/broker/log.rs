@@ -1,10 +1,19 @@
-//! A partition's log: the record batches' bytes, one after another, with an index, and the
+//! A partition's log: the record batches' bytes in segments, with an index, and the
 //! idempotent producers' state. Appends go through `kwire::records::validate` (Kafka's
 //! `LogValidator`): the batch is copied to the log's end once and its offsets assigned
 //! there, in place.
+//!
+//! Segments are shared (`Arc`), so that a Fetch answer holds the segment it reads instead of
+//! copying the batches out: the connection writes them to its socket from the segment
+//! itself ([`Log::read`], `conn::Outbox`). The last segment is appended to in place while no
+//! answer holds it; when one does, or when it is full, the next batch starts a new segment.
+//! As in Kafka, one partition's answer to a Fetch never spans two segments: the client
+//! fetches again from where it ended.
 
 use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
 use std::string::String;
+use std::sync::Arc;
 use std::vec::Vec;
 
 use crate::error_code::ErrorCode;
@@ -23,14 +32,22 @@ fn reject(code: ErrorCode, message: impl Into<String>) -> Rejected {
     Rejected { code, message: message.into() }
 }
 
-/// One batch's place in the log.
+/// One batch's place in the log: its segment, and its bytes there.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     last_offset: i64,
     max_timestamp: i64,
+    segment: usize,
     start: usize,
     end: usize,
 }
+
+/// A segment is closed for appends once it holds this many bytes (a larger batch gets a
+/// segment of its own).
+const SEGMENT_BYTES: usize = 4 << 20;
+
+/// Bytes of one segment, shared with the Fetch answers being written from it.
+pub(crate) type Segment = Arc<Vec<u8>>;
 
 /// The last batches of an idempotent producer (Kafka keeps five), for duplicates.
 #[derive(Debug, Default)]
@@ -45,7 +62,7 @@ const PRODUCER_BATCHES: usize = 5;
 /// One partition's records.
 #[derive(Debug, Default)]
 pub(crate) struct Log {
-    bytes: Vec<u8>,
+    segments: Vec<Segment>,
     index: Vec<Entry>,
     next_offset: i64,
     producers: HashMap<i64, ProducerState>,
@@ -64,8 +81,25 @@ impl Log {
         self.next_offset
     }
 
+    /// The bytes of its record batches.
     pub fn len_bytes(&self) -> usize {
-        self.bytes.len()
+        self.segments.iter().map(|s| s.len()).sum()
+    }
+
+    /// The segment the next append writes into, with room for `len` more bytes: the last
+    /// one, unless an answer holds it or it is full.
+    fn writable(&mut self, len: usize) -> (usize, &mut Vec<u8>) {
+        let reusable = self
+            .segments
+            .last_mut()
+            .and_then(Arc::get_mut)
+            .is_some_and(|s| s.is_empty() || s.len().saturating_add(len) <= SEGMENT_BYTES);
+        if !reusable {
+            self.segments.push(Arc::new(Vec::new()));
+        }
+        let at = self.segments.len() - 1;
+        let segment = Arc::get_mut(&mut self.segments[at]).expect("the last segment was just checked or made");
+        (at, segment)
     }
 
     /// Appends one Produce partition's `records`: copied to the end of the log, validated
@@ -82,13 +116,15 @@ impl Log {
         max_inflate: usize,
         record_errors: &mut Vec<RecordError>,
     ) -> Result<Appended, Rejected> {
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(records);
+        let next_offset = self.next_offset;
+        let (segment, bytes) = self.writable(records.len());
+        let start = bytes.len();
+        bytes.extend_from_slice(records);
         let mut config = *config;
-        config.base_offset = self.next_offset;
+        config.base_offset = next_offset;
         let validated = loop {
             record_errors.clear();
-            let result = validate_and_assign_with(&mut self.bytes[start..], &config, scratch, &mut |e| {
+            let result = validate_and_assign_with(&mut bytes[start..], &config, scratch, &mut |e| {
                 record_errors.push(e)
             });
             match result {
@@ -102,14 +138,21 @@ impl Log {
         let v = match validated {
             Ok(v) => v,
             Err(e) => {
-                self.bytes.truncate(start);
+                bytes.truncate(start);
                 return Err(reject(e.error_code(), std::format!("{e}")));
             }
         };
-        self.bytes.truncate(start + v.valid_bytes);
+        bytes.truncate(start + v.valid_bytes);
+        let end = bytes.len();
+        // Undoes the copy: `segment` is the last one, and no answer holds it (it was written).
+        let undo = |log: &mut Log| {
+            if let Some(bytes) = log.segments.get_mut(segment).and_then(Arc::get_mut) {
+                bytes.truncate(start);
+            }
+        };
         let p = v.producer;
         if p.transactional {
-            self.bytes.truncate(start);
+            undo(self);
             return Err(reject(
                 ErrorCode::InvalidTxnState,
                 "transactional batches need a transaction, which this broker does not serve",
@@ -119,7 +162,7 @@ impl Log {
             && let Some(state) = self.producers.get(&p.producer_id)
         {
             let refuse = |log: &mut Log, code, message: String| {
-                log.bytes.truncate(start);
+                undo(log);
                 Err(reject(code, message))
             };
             if p.producer_epoch < state.epoch {
@@ -131,7 +174,7 @@ impl Log {
                 if let Some(&(_, _, base)) =
                     state.batches.iter().find(|&&(f, l, _)| f == p.base_sequence && l == p.last_sequence)
                 {
-                    self.bytes.truncate(start);
+                    undo(self);
                     return Ok(Appended { base_offset: base, duplicate: true });
                 }
                 let current = state.batches.back().map_or(-1, |b| b.1);
@@ -155,8 +198,7 @@ impl Log {
                 return refuse(self, ErrorCode::OutOfOrderSequenceNumber, m);
             }
         }
-        let end = self.bytes.len();
-        self.index.push(Entry { last_offset: v.last_offset, max_timestamp: v.max_timestamp, start, end });
+        self.index.push(Entry { last_offset: v.last_offset, max_timestamp: v.max_timestamp, segment, start, end });
         self.next_offset = v.last_offset + 1;
         if p.has_producer_id() {
             let state = self.producers.entry(p.producer_id).or_default();
@@ -172,19 +214,25 @@ impl Log {
         Ok(Appended { base_offset: v.first_offset, duplicate: false })
     }
 
-    /// The batches from the one holding `offset`: whole batches while they fit in
-    /// `max_bytes`, and the first one even if it does not when `at_least_one`.
-    pub fn read(&self, offset: i64, max_bytes: usize, at_least_one: bool) -> &[u8] {
+    /// The batches from the one holding `offset`, in its segment: whole batches of that
+    /// segment while they fit in `max_bytes`, and the first one even if it does not when
+    /// `at_least_one`. `None` when there are none (past the end, or the first does not fit).
+    pub fn read(&self, offset: i64, max_bytes: usize, at_least_one: bool) -> Option<(Segment, Range<usize>)> {
         let first = self.index.partition_point(|e| e.last_offset < offset);
-        let Some(start) = self.index.get(first) else { return &[] };
+        let start = self.index.get(first)?;
         let mut end = start.start;
-        for e in &self.index[first..] {
+        for e in self.index[first..].iter().take_while(|e| e.segment == start.segment) {
             if e.end - start.start > max_bytes && !(at_least_one && end == start.start) {
                 break;
             }
             end = e.end;
         }
-        &self.bytes[start.start..end]
+        (end > start.start).then(|| (self.segments[start.segment].clone(), start.start..end))
+    }
+
+    /// One batch's bytes.
+    fn batch(&self, e: &Entry) -> &[u8] {
+        &self.segments[e.segment][e.start..e.end]
     }
 
     /// The first offset at or after timestamp `ts` (the batch holding it, then its
@@ -194,7 +242,7 @@ impl Log {
             if e.max_timestamp < ts {
                 continue;
             }
-            let batch = RecordBatch::new(&self.bytes[e.start..e.end]).ok()?;
+            let batch = RecordBatch::new(self.batch(e)).ok()?;
             let found = for_each_record(&batch, scratch, limit, |offset, t| (t >= ts).then_some((t, offset)));
             if found.is_some() {
                 return found;
@@ -207,7 +255,7 @@ impl Log {
     pub fn max_timestamp(&self, scratch: &mut Vec<u8>, limit: usize) -> Option<(i64, i64)> {
         let max = self.index.iter().map(|e| e.max_timestamp).max()?;
         let e = self.index.iter().find(|e| e.max_timestamp == max)?;
-        let batch = RecordBatch::new(&self.bytes[e.start..e.end]).ok()?;
+        let batch = RecordBatch::new(self.batch(e)).ok()?;
         for_each_record(&batch, scratch, limit, |offset, t| (t == max).then_some((t, offset)))
             .or(Some((max, e.last_offset)))
     }
@@ -226,4 +274,63 @@ fn for_each_record(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{BatchBuilder, NewRecord};
+
+    fn batch(value: &[u8]) -> Vec<u8> {
+        let records = [NewRecord { key: None, value: Some(value), headers: &[], timestamp: None }];
+        let mut out = Vec::new();
+        BatchBuilder::new(0, 1_700_000_000_000, &records).encode_to_vec(&mut out).unwrap();
+        out
+    }
+
+    fn append(log: &mut Log, bytes: &[u8]) -> i64 {
+        let config = ValidateConfig::new(0, 1_700_000_000_000);
+        log.append(bytes, &config, &mut Vec::new(), 1 << 20, &mut Vec::new()).unwrap().base_offset
+    }
+
+    #[test]
+    fn a_read_holds_the_segment_and_the_next_append_starts_another() {
+        let mut log = Log::default();
+        let (a, b, c) = (batch(b"a"), batch(b"bb"), batch(b"ccc"));
+        assert_eq!(append(&mut log, &a), 0);
+        let (held, range) = log.read(0, usize::MAX, true).unwrap();
+        // Not a copy: the log's own bytes.
+        assert!(Arc::ptr_eq(&held, &log.segments[0]));
+        assert_eq!(range, 0..a.len());
+        assert_eq!(append(&mut log, &b), 1);
+        assert_eq!(log.segments.len(), 2, "the held segment is not written to");
+        assert_eq!(held[range].len(), a.len());
+        drop(held);
+        assert_eq!(append(&mut log, &c), 2);
+        assert_eq!(log.segments.len(), 2, "the last segment, no longer held, takes the append");
+        // An answer stays within one segment; the next read goes on from where it ended.
+        let (s0, r0) = log.read(0, usize::MAX, true).unwrap();
+        assert_eq!(r0.len(), a.len());
+        let (s1, r1) = log.read(1, usize::MAX, true).unwrap();
+        assert_eq!(r1.len(), b.len() + c.len());
+        assert!(Arc::ptr_eq(&s1, &log.segments[1]) && !Arc::ptr_eq(&s0, &s1));
+        assert_eq!(log.len_bytes(), a.len() + b.len() + c.len());
+        assert!(log.read(3, usize::MAX, true).is_none());
+    }
+
+    #[test]
+    fn a_refused_append_leaves_no_bytes_behind() {
+        let mut log = Log::default();
+        let a = batch(b"a");
+        append(&mut log, &a);
+        let held = log.read(0, usize::MAX, true);
+        let mut corrupt = batch(b"b");
+        *corrupt.last_mut().unwrap() ^= 1;
+        let config = ValidateConfig::new(0, 0);
+        assert!(log.append(&corrupt, &config, &mut Vec::new(), 1 << 20, &mut Vec::new()).is_err());
+        drop(held);
+        assert_eq!(log.len_bytes(), a.len());
+        assert_eq!(append(&mut log, &a), 1);
+        assert_eq!(log.read(1, usize::MAX, true).unwrap().1.len(), a.len());
+    }
 }

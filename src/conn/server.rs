@@ -6,10 +6,11 @@ use super::{ConnError, FrameBuf, expects_response};
 use crate::dispatch;
 use crate::encode::AnyBody;
 use crate::error_code::ErrorCode;
-use crate::frame::{DEFAULT_MAX_FRAME_SIZE, FrameError, RequestHeaderPeek, RequestHeaderView};
+use crate::frame::{DEFAULT_MAX_FRAME_SIZE, FrameError, RequestHeaderPeek, RequestHeaderView, ResponseHeader};
 use crate::messages::api_versions::{ApiVersion, ApiVersionsResponse};
 use crate::messages::{ApiKey, RequestBodyView};
 use crate::types::{List, Versions};
+use crate::vectored::{self, Slot, VectoredBody, VectoredLen};
 
 /// What a response needs to know of its request, kept after the request's bytes are gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,6 +184,34 @@ impl ServerConn {
     ) -> Result<usize, ConnError> {
         check_reply(reply_to, body)?;
         Ok(dispatch::encode_response(body, reply_to.api_version, reply_to.correlation_id, buf)?)
+    }
+
+    /// The exact sizes of the response to `reply_to` encoded around its body's records with
+    /// [`ServerConn::encode_response_vectored`] (see [`crate::vectored`]).
+    pub fn vectored_response_len<B: VectoredBody>(
+        reply_to: ReplyTo,
+        body: &B,
+    ) -> Result<VectoredLen, ConnError> {
+        check_reply(reply_to, body)?;
+        let header = ResponseHeader { correlation_id: reply_to.correlation_id, ..Default::default() };
+        Ok(vectored::response_len(body, reply_to.api_version, &header)?)
+    }
+
+    /// Encodes the response to `reply_to` around its body's records, which are never
+    /// copied: the size prefix, header and the body's other bytes go into the front of
+    /// `buf`, and the parts (pieces of `buf` and the records, in wire order) into the front
+    /// of `parts`; one `writev` of them sends the frame. A broker answers a Fetch this way
+    /// with the batches as they sit in its log. Returns what
+    /// [`ServerConn::vectored_response_len`] returns.
+    pub fn encode_response_vectored<'b, B: VectoredBody, S: Slot<'b>>(
+        reply_to: ReplyTo,
+        body: &'b B,
+        buf: &'b mut [u8],
+        parts: &mut [S],
+    ) -> Result<VectoredLen, ConnError> {
+        check_reply(reply_to, body)?;
+        let header = ResponseHeader { correlation_id: reply_to.correlation_id, ..Default::default() };
+        Ok(vectored::encode_response(body, reply_to.api_version, &header, buf, parts)?)
     }
 
     /// Encodes Apache Kafka's answer to an ApiVersions request of a version it does not
