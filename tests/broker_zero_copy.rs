@@ -51,14 +51,19 @@ fn a_fetch_sends_the_logs_batches_without_copying_them() {
     let mut frame = Vec::with_capacity(8 << 20);
 
     let values: Vec<Vec<u8>> = (0..PER_BATCH).map(|i| vec![b'a' + (i % 26) as u8; VALUE]).collect();
-    let records: Vec<NewRecord<'_>> =
-        values.iter().map(|v| NewRecord { key: None, value: Some(v), headers: &[], timestamp: None }).collect();
+    let records: Vec<NewRecord<'_>> = values
+        .iter()
+        .map(|v| NewRecord { key: None, value: Some(v), headers: &[], timestamp: None })
+        .collect();
     let mut batch = Vec::new();
     BatchBuilder::new(0, 1_700_000_000_000, &records).encode_to_vec(&mut batch).unwrap();
     for i in 0..BATCHES {
-        let data = [PartitionProduceData { index: 0, records: Some(batch.as_slice().into()), ..Default::default() }];
-        let topics = [TopicProduceData { name: "big".into(), partition_data: (&data).into(), ..Default::default() }];
-        let req = ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: (&topics).into(), ..Default::default() };
+        let data =
+            [PartitionProduceData { index: 0, records: Some(batch.as_slice().into()), ..Default::default() }];
+        let topics =
+            [TopicProduceData { name: "big".into(), partition_data: (&data).into(), ..Default::default() }];
+        let req =
+            ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: (&topics).into(), ..Default::default() };
         s.write_all(&request(&req, 9, i as i32)).unwrap();
         read_response(&mut s, &mut frame);
     }
@@ -66,7 +71,12 @@ fn a_fetch_sends_the_logs_batches_without_copying_them() {
     let log_bytes = broker.log_bytes("big", 0).unwrap();
     assert_eq!(log_bytes, BATCHES * batch.len());
 
-    let parts = [FetchPartition { partition: 0, fetch_offset: 0, partition_max_bytes: 8 << 20, ..Default::default() }];
+    let parts = [FetchPartition {
+        partition: 0,
+        fetch_offset: 0,
+        partition_max_bytes: 8 << 20,
+        ..Default::default()
+    }];
     let topics = [FetchTopic { topic: "big".into(), partitions: (&parts).into(), ..Default::default() }];
     let fetch = FetchRequest {
         max_wait_ms: 0,

@@ -445,7 +445,7 @@ fn broker() -> &'static (String, String) {
         assert!(out.ok, "the Kafka broker could not start\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
         let plain = out.stdout.trim().to_string();
         let config = std::fs::read_to_string(dir.join("server.properties")).unwrap();
-        let listeners = config.lines().filter(|l| l.starts_with("listeners=")).last().unwrap();
+        let listeners = config.lines().rfind(|l| l.starts_with("listeners=")).unwrap();
         let ssl = listeners
             .split(',')
             .find_map(|l| l.strip_prefix("SSL://"))
@@ -643,6 +643,9 @@ fn sni_routing() {
     assert!(a.alive() && b.alive());
 }
 
+/// One bad-input case: whether the proxy closed its connection.
+type Case<'a> = Box<dyn FnOnce() -> bool + Send + 'a>;
+
 /// Bad input from clients on a TLS port that requires client certificates: each closes
 /// its own connection with a log line, while a good connection keeps being answered.
 #[test]
@@ -697,7 +700,7 @@ fn bad_client_input() {
         }
         s
     };
-    let mut cases: Vec<(&str, &str, Box<dyn FnOnce() -> bool + Send + '_>)> = Vec::new();
+    let mut cases: Vec<(&str, &str, Case<'_>)> = Vec::new();
     let plaintext = api_versions_frame(1);
     cases.push((
         "plaintext Kafka",

@@ -1,7 +1,7 @@
 //! Requests in, responses out: one function per API, on the typed views and encoders.
 
-use std::string::{String, ToString};
 use std::ops::Range;
+use std::string::{String, ToString};
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 

@@ -98,7 +98,8 @@ impl Log {
             self.segments.push(Arc::new(Vec::new()));
         }
         let at = self.segments.len() - 1;
-        let segment = Arc::get_mut(&mut self.segments[at]).expect("the last segment was just checked or made");
+        let segment =
+            Arc::get_mut(&mut self.segments[at]).expect("the last segment was just checked or made");
         (at, segment)
     }
 
@@ -198,7 +199,13 @@ impl Log {
                 return refuse(self, ErrorCode::OutOfOrderSequenceNumber, m);
             }
         }
-        self.index.push(Entry { last_offset: v.last_offset, max_timestamp: v.max_timestamp, segment, start, end });
+        self.index.push(Entry {
+            last_offset: v.last_offset,
+            max_timestamp: v.max_timestamp,
+            segment,
+            start,
+            end,
+        });
         self.next_offset = v.last_offset + 1;
         if p.has_producer_id() {
             let state = self.producers.entry(p.producer_id).or_default();

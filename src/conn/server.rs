@@ -6,7 +6,9 @@ use super::{ConnError, FrameBuf, expects_response};
 use crate::dispatch;
 use crate::encode::AnyBody;
 use crate::error_code::ErrorCode;
-use crate::frame::{DEFAULT_MAX_FRAME_SIZE, FrameError, RequestHeaderPeek, RequestHeaderView, ResponseHeader};
+use crate::frame::{
+    DEFAULT_MAX_FRAME_SIZE, FrameError, RequestHeaderPeek, RequestHeaderView, ResponseHeader,
+};
 use crate::messages::api_versions::{ApiVersion, ApiVersionsResponse};
 use crate::messages::{ApiKey, RequestBodyView};
 use crate::types::{List, Versions};

@@ -66,7 +66,10 @@ pub fn allocations<T>(f: impl FnOnce() -> T) -> (usize, T) {
 pub fn bytes_allocated<T>(f: impl FnOnce() -> T) -> (usize, T) {
     let probe = BYTES.load(Ordering::Relaxed);
     drop(std::hint::black_box(Box::new([0u8; 64])));
-    assert!(BYTES.load(Ordering::Relaxed) >= probe + 64, "common::counting::Counting is not the global allocator");
+    assert!(
+        BYTES.load(Ordering::Relaxed) >= probe + 64,
+        "common::counting::Counting is not the global allocator"
+    );
     let before = BYTES.load(Ordering::Relaxed);
     let out = f();
     (BYTES.load(Ordering::Relaxed) - before, out)

@@ -142,7 +142,7 @@ pub struct Args {
     metrics: Option<String>,
     /// TLS termination and origination, SNI routing (`tls.rs`).
     #[command(flatten)]
-    tls: tls::TlsArgs,
+    tls: Box<tls::TlsArgs>,
 }
 
 /// Everything connections share.
