@@ -490,6 +490,9 @@ impl Filter for DenyApis {
 /// assert_eq!((broker.host(), broker.port()), ("proxy.local", 19092));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// For one address for the whole cluster (SNI routing), [`RewriteAddresses::with_route`]
+/// takes a [`Route`] that is told the broker's node id too, such as [`ByName`].
 pub struct RewriteAddresses<F> {
     route: F,
 }
@@ -510,22 +513,27 @@ impl<G: FnMut(i32, &str, i32) -> Option<(String, i32)>> RewriteAddresses<ByNode<
     }
 }
 
-impl RewriteAddresses<BrokerPorts> {
-    /// Rewrites by the port-per-broker rule `ports` ([`BrokerPorts`]).
-    pub fn with_ports(ports: BrokerPorts) -> Self {
-        RewriteAddresses { route: ports }
+impl<R: Route> RewriteAddresses<R> {
+    /// Rewrites with a [`Route`], which is told each broker's node id as well as its
+    /// address.
+    pub fn with_route(route: R) -> Self {
+        RewriteAddresses { route }
     }
 }
 
-/// Where [`RewriteAddresses`] sends a broker: implemented for closures of `(host, port)`,
-/// for [`ByNode`] closures of `(node_id, host, port)` and for [`BrokerPorts`].
+/// Where [`RewriteAddresses`] sends clients instead of a broker: given the broker's node id
+/// and address as a response names them, the address to write instead (`None` keeps it).
+///
+/// Every `FnMut(&str, i32) -> Option<(String, i32)>` (host, port) is a route that ignores
+/// the node id; [`ByNode`] wraps a closure of `(node_id, host, port)`, [`BrokerPorts`] gives
+/// each broker a port of its own and [`ByName`] names each broker from a pattern.
 pub trait Route {
-    /// The address to write for broker `node_id` at `host:port` (`None` keeps it).
+    /// The address to write for broker `node_id` at `host:port`, or `None` to keep it.
     fn route(&mut self, node_id: i32, host: &str, port: i32) -> Option<(String, i32)>;
 }
 
 impl<F: FnMut(&str, i32) -> Option<(String, i32)>> Route for F {
-    fn route(&mut self, _: i32, host: &str, port: i32) -> Option<(String, i32)> {
+    fn route(&mut self, _node_id: i32, host: &str, port: i32) -> Option<(String, i32)> {
         self(host, port)
     }
 }
@@ -589,6 +597,207 @@ impl Route for BrokerPorts {
     }
 }
 
+/// Why a [`BrokerNames`] pattern or bootstrap name was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NameError {
+    /// The pattern does not hold `{id}` exactly once.
+    Placeholder,
+    /// A name made from the pattern, or the bootstrap name, is not a DNS host name (labels
+    /// of 1-63 letters, digits and `-`, not starting or ending with `-`, at most 253 bytes).
+    NotAHostName(String),
+    /// The bootstrap name is also a broker's name.
+    BootstrapIsABroker(String),
+}
+
+impl core::fmt::Display for NameError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            NameError::Placeholder => f.write_str("the broker name pattern must hold {id} exactly once"),
+            NameError::NotAHostName(n) => write!(f, "{n:?} is not a DNS host name"),
+            NameError::BootstrapIsABroker(n) => {
+                write!(f, "the bootstrap name {n:?} is also a broker's name from the pattern")
+            }
+        }
+    }
+}
+
+impl core::error::Error for NameError {}
+
+/// What a host name asked for (the TLS server name, SNI) means under [`BrokerNames`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameTarget {
+    /// The bootstrap name: any broker will do.
+    Bootstrap,
+    /// The broker with this node id.
+    Broker(i32),
+}
+
+/// Per-broker host names from a pattern, for a proxy that serves a whole cluster on one
+/// address and tells brokers apart by the host name each client asks for (TLS SNI):
+/// broker `N` is the pattern with `{id}` replaced by `N` in decimal, and the bootstrap
+/// name stands for the cluster.
+///
+/// The mapping is a pure function of the pattern, so that proxies given the same pattern
+/// name every broker the same way without sharing any state; and it is one to one: a name
+/// is a broker's only if it is exactly that broker's name (ASCII case aside; no sign, no
+/// leading zeros, no trailing dot).
+///
+/// ```
+/// use kwire::filter::{BrokerNames, NameTarget};
+///
+/// let names = BrokerNames::new("broker-{id}.kafka.example", "kafka.example")?;
+/// assert_eq!(names.broker(2).as_deref(), Some("broker-2.kafka.example"));
+/// assert_eq!(names.lookup("Broker-2.kafka.example"), Some(NameTarget::Broker(2)));
+/// assert_eq!(names.lookup("kafka.example"), Some(NameTarget::Bootstrap));
+/// assert_eq!(names.lookup("broker-02.kafka.example"), None);
+/// assert_eq!(names.lookup("other.example"), None);
+/// # Ok::<(), kwire::filter::NameError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerNames {
+    prefix: String,
+    suffix: String,
+    bootstrap: String,
+}
+
+/// Whether `name` is a DNS host name (RFC 1123 labels, at most 253 bytes).
+fn is_host_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+impl BrokerNames {
+    /// Names from `pattern` (holding `{id}` once, e.g. `broker-{id}.kafka.example`) with
+    /// `bootstrap` as the cluster's name. Names are kept in lower case.
+    pub fn new(pattern: &str, bootstrap: &str) -> Result<Self, NameError> {
+        let pattern = pattern.to_ascii_lowercase();
+        let bootstrap = bootstrap.to_ascii_lowercase();
+        let mut parts = pattern.split("{id}");
+        let (Some(prefix), Some(suffix), None) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(NameError::Placeholder);
+        };
+        let names = BrokerNames { prefix: prefix.to_string(), suffix: suffix.to_string(), bootstrap };
+        // The shortest and the longest ids: the labels are checked at both lengths.
+        for id in [0, i32::MAX] {
+            let name = names.name(id);
+            if !is_host_name(&name) {
+                return Err(NameError::NotAHostName(name));
+            }
+        }
+        if !is_host_name(&names.bootstrap) {
+            return Err(NameError::NotAHostName(names.bootstrap));
+        }
+        if names.lookup_broker(&names.bootstrap).is_some() {
+            return Err(NameError::BootstrapIsABroker(names.bootstrap));
+        }
+        Ok(names)
+    }
+
+    fn name(&self, node_id: i32) -> String {
+        alloc::format!("{}{node_id}{}", self.prefix, self.suffix)
+    }
+
+    /// Broker `node_id`'s name; `None` for a negative id (no broker: FindCoordinator's
+    /// answer when there is no coordinator).
+    pub fn broker(&self, node_id: i32) -> Option<String> {
+        (node_id >= 0).then(|| self.name(node_id))
+    }
+
+    /// The bootstrap name.
+    pub fn bootstrap(&self) -> &str {
+        &self.bootstrap
+    }
+
+    /// What `name` stands for: the bootstrap name, a broker's name, or neither (`None`).
+    pub fn lookup(&self, name: &str) -> Option<NameTarget> {
+        if name.eq_ignore_ascii_case(&self.bootstrap) {
+            return Some(NameTarget::Bootstrap);
+        }
+        self.lookup_broker(name).map(NameTarget::Broker)
+    }
+
+    fn lookup_broker(&self, name: &str) -> Option<i32> {
+        let (p, s) = (self.prefix.len(), self.suffix.len());
+        if name.len() <= p + s
+            || !name.is_char_boundary(p)
+            || !name.is_char_boundary(name.len() - s)
+            || !name[..p].eq_ignore_ascii_case(&self.prefix)
+            || !name[name.len() - s..].eq_ignore_ascii_case(&self.suffix)
+        {
+            return None;
+        }
+        let digits = &name[p..name.len() - s];
+        if !digits.bytes().all(|b| b.is_ascii_digit()) || (digits.len() > 1 && digits.starts_with('0')) {
+            return None;
+        }
+        digits.parse::<i32>().ok()
+    }
+}
+
+/// A [`Route`] that writes every broker as its [`BrokerNames`] name at one port, and tells
+/// `seen(node_id, host, port)` each broker's own address as a response names it (so that a
+/// proxy learns where a name's connections go). Addresses of no broker (a negative node
+/// id) are kept.
+///
+/// ```
+/// use kwire::filter::{BrokerNames, ByName, FilterChain, RewriteAddresses, Verdict};
+/// use kwire::messages::{ApiKey, MetadataResponse, metadata::MetadataResponseBroker};
+///
+/// let names = BrokerNames::new("b{id}.kafka.example", "kafka.example")?;
+/// let mut chain = FilterChain::new();
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// chain.push(RewriteAddresses::with_route(ByName::new(names, 9093, move |id, host: &str, port| {
+///     let _ = tx.send((id, host.to_string(), port));
+/// })));
+/// let brokers = [MetadataResponseBroker { node_id: 7, host: "10.1.2.3".into(), port: 9092, ..Default::default() }];
+/// let body = MetadataResponse { brokers: (&brokers).into(), ..Default::default() };
+/// let mut frame = vec![0u8; kwire::dispatch::response_len(&body, 12)?];
+/// kwire::dispatch::encode_response(&body, 12, 5, &mut frame)?;
+/// let Verdict::Replace(new) = chain.on_response(&frame[4..], ApiKey::Metadata, 12) else { panic!() };
+/// let response = kwire::dispatch::parse_response(&new, ApiKey::Metadata, 12)?;
+/// let kwire::messages::ResponseBodyView::Metadata(view) = response.body else { unreachable!() };
+/// let broker = view.brokers().iter().next().unwrap();
+/// assert_eq!((broker.host(), broker.port()), ("b7.kafka.example", 9093));
+/// let learned: Vec<_> = rx.try_iter().collect();
+/// assert_eq!(learned, [(7, "10.1.2.3".to_string(), 9092)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ByName<S> {
+    names: BrokerNames,
+    port: i32,
+    seen: S,
+}
+
+impl<S: FnMut(i32, &str, i32)> ByName<S> {
+    /// Brokers as `names.broker(node_id):port`; `seen` is told their own addresses.
+    pub fn new(names: BrokerNames, port: i32, seen: S) -> Self {
+        ByName { names, port, seen }
+    }
+}
+
+impl<S> core::fmt::Debug for ByName<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ByName").field("names", &self.names).field("port", &self.port).finish_non_exhaustive()
+    }
+}
+
+impl<S: FnMut(i32, &str, i32)> Route for ByName<S> {
+    fn route(&mut self, node_id: i32, host: &str, port: i32) -> Option<(String, i32)> {
+        let name = self.names.broker(node_id)?;
+        if !host.is_empty() && (1..=65535).contains(&port) {
+            (self.seen)(node_id, host, port);
+        }
+        Some((name, self.port))
+    }
+}
+
 impl<F> core::fmt::Debug for RewriteAddresses<F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("RewriteAddresses")
@@ -631,7 +840,7 @@ macro_rules! rewrite_list {
     }};
 }
 
-impl<F: Route> Filter for RewriteAddresses<F> {
+impl<R: Route> Filter for RewriteAddresses<R> {
     fn wants_request(&self, _: ApiKey, _: i16) -> bool {
         false
     }
@@ -657,7 +866,7 @@ impl<F: Route> Filter for RewriteAddresses<F> {
             #[cfg(feature = "api-metadata")]
             ResponseBodyView::Metadata(v) => {
                 let mut b = crate::messages::MetadataResponse::from(v);
-                (rewrite_list!(route, &mut b.brokers), ResponseBody::Metadata(b))
+                (rewrite_list!(route, &mut b.brokers, node_id), ResponseBody::Metadata(b))
             }
             #[cfg(feature = "api-describe-cluster")]
             ResponseBodyView::DescribeCluster(v) => {
@@ -667,7 +876,7 @@ impl<F: Route> Filter for RewriteAddresses<F> {
             #[cfg(feature = "api-find-coordinator")]
             ResponseBodyView::FindCoordinator(v) => {
                 let mut b = crate::messages::FindCoordinatorResponse::from(v);
-                let mut changed = rewrite_list!(route, &mut b.coordinators);
+                let mut changed = rewrite_list!(route, &mut b.coordinators, node_id);
                 // Versions 0-3 answer one coordinator at the top level.
                 if v.coordinators().is_empty() {
                     changed |= route_one(route, b.node_id, &mut b.host, &mut b.port);
@@ -677,22 +886,22 @@ impl<F: Route> Filter for RewriteAddresses<F> {
             #[cfg(feature = "api-produce")]
             ResponseBodyView::Produce(v) if !v.node_endpoints().is_empty() => {
                 let mut b = crate::messages::ProduceResponse::from(v);
-                (rewrite_list!(route, &mut b.node_endpoints), ResponseBody::Produce(b))
+                (rewrite_list!(route, &mut b.node_endpoints, node_id), ResponseBody::Produce(b))
             }
             #[cfg(feature = "api-fetch")]
             ResponseBodyView::Fetch(v) if !v.node_endpoints().is_empty() => {
                 let mut b = crate::messages::FetchResponse::from(v);
-                (rewrite_list!(route, &mut b.node_endpoints), ResponseBody::Fetch(b))
+                (rewrite_list!(route, &mut b.node_endpoints, node_id), ResponseBody::Fetch(b))
             }
             #[cfg(feature = "api-share-fetch")]
             ResponseBodyView::ShareFetch(v) if !v.node_endpoints().is_empty() => {
                 let mut b = crate::messages::ShareFetchResponse::from(v);
-                (rewrite_list!(route, &mut b.node_endpoints), ResponseBody::ShareFetch(b))
+                (rewrite_list!(route, &mut b.node_endpoints, node_id), ResponseBody::ShareFetch(b))
             }
             #[cfg(feature = "api-share-acknowledge")]
             ResponseBodyView::ShareAcknowledge(v) if !v.node_endpoints().is_empty() => {
                 let mut b = crate::messages::ShareAcknowledgeResponse::from(v);
-                (rewrite_list!(route, &mut b.node_endpoints), ResponseBody::ShareAcknowledge(b))
+                (rewrite_list!(route, &mut b.node_endpoints, node_id), ResponseBody::ShareAcknowledge(b))
             }
             _ => return ResponseAction::Pass,
         };
@@ -812,7 +1021,7 @@ mod tests {
         use crate::messages::metadata::MetadataResponseBroker;
         use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
         let mut chain = FilterChain::new();
-        chain.push(RewriteAddresses::with_ports(BrokerPorts::new("proxy", 19000)));
+        chain.push(RewriteAddresses::with_route(BrokerPorts::new("proxy", 19000)));
         let brokers = [
             MetadataResponseBroker { node_id: 1, host: "b1".into(), port: 9092, ..Default::default() },
             MetadataResponseBroker { node_id: 7, host: "b7".into(), port: 9092, ..Default::default() },
@@ -870,5 +1079,218 @@ mod tests {
                 v => assert!(!rewritten && v == Verdict::Forward, "{v:?}"),
             }
         }
+    }
+
+    #[test]
+    fn broker_names_are_one_to_one() {
+        let names = BrokerNames::new("Broker-{id}.Kafka.example", "bootstrap.kafka.example").unwrap();
+        // Two proxies given the same flags name every broker alike (nothing else is consulted).
+        assert_eq!(names, BrokerNames::new("broker-{id}.kafka.example", "BOOTSTRAP.kafka.example").unwrap());
+        for id in [0, 1, 2, 9, 10, 99, 1000, 65_535, i32::MAX] {
+            let name = names.broker(id).unwrap();
+            assert_eq!(name, alloc::format!("broker-{id}.kafka.example"));
+            assert_eq!(names.lookup(&name), Some(NameTarget::Broker(id)), "{name}");
+            assert_eq!(names.lookup(&name.to_ascii_uppercase()), Some(NameTarget::Broker(id)), "{name}");
+        }
+        assert_eq!(names.broker(-1), None);
+        assert_eq!(names.lookup("bootstrap.kafka.example"), Some(NameTarget::Bootstrap));
+        assert_eq!(names.bootstrap(), "bootstrap.kafka.example");
+        for other in [
+            "broker-.kafka.example",
+            "broker-01.kafka.example",
+            "broker-00.kafka.example",
+            "broker--1.kafka.example",
+            "broker-+1.kafka.example",
+            "broker-1 .kafka.example",
+            "broker-2147483648.kafka.example",
+            "broker-1.kafka.example.",
+            "broker-1.kafka.examplex",
+            "xbroker-1.kafka.example",
+            "broker-1",
+            "kafka.example",
+            "",
+            "broker-é.kafka.example",
+        ] {
+            assert_eq!(names.lookup(other), None, "{other:?}");
+        }
+        // The id may sit inside a label, at the start or at the end.
+        let first = BrokerNames::new("{id}.b.example", "b.example").unwrap();
+        assert_eq!(first.lookup("12.b.example"), Some(NameTarget::Broker(12)));
+        assert_eq!(first.lookup("b.example"), Some(NameTarget::Bootstrap));
+        let last = BrokerNames::new("kafka-b{id}", "kafka").unwrap();
+        assert_eq!(last.broker(3).as_deref(), Some("kafka-b3"));
+        assert_eq!(last.lookup("kafka-b3"), Some(NameTarget::Broker(3)));
+    }
+
+    #[test]
+    fn broker_name_patterns_are_checked() {
+        assert_eq!(BrokerNames::new("broker.kafka.example", "k.example"), Err(NameError::Placeholder));
+        assert_eq!(BrokerNames::new("b{id}-{id}.example", "k.example"), Err(NameError::Placeholder));
+        assert!(matches!(BrokerNames::new("b_{id}.example", "k.example"), Err(NameError::NotAHostName(_))));
+        assert!(matches!(BrokerNames::new("{id}..example", "k.example"), Err(NameError::NotAHostName(_))));
+        assert!(matches!(BrokerNames::new("-{id}.example", "k.example"), Err(NameError::NotAHostName(_))));
+        assert!(matches!(BrokerNames::new("b{id}.example", "k .example"), Err(NameError::NotAHostName(_))));
+        // A label that fits for id 0 but not for the longest ids.
+        let long = alloc::format!("{}{{id}}.example", "a".repeat(55));
+        assert!(matches!(BrokerNames::new(&long, "k.example"), Err(NameError::NotAHostName(_))));
+        assert_eq!(
+            BrokerNames::new("b{id}.example", "b7.example"),
+            Err(NameError::BootstrapIsABroker("b7.example".into()))
+        );
+        // Names that look alike but are no broker's are fine as the bootstrap name.
+        assert!(BrokerNames::new("b{id}.example", "b07.example").is_ok());
+        assert!(!NameError::Placeholder.to_string().is_empty());
+    }
+
+    #[test]
+    fn by_name_tells_each_brokers_address() {
+        let names = BrokerNames::new("b{id}.example", "example").unwrap();
+        let mut learned = Vec::new();
+        let mut route =
+            ByName::new(names, 443, |id, host: &str, port| learned.push((id, host.to_string(), port)));
+        assert_eq!(route.route(3, "10.0.0.3", 9092), Some(("b3.example".to_string(), 443)));
+        assert_eq!(route.route(-1, "", -1), None);
+        // A broker id without a usable address is still named, but nothing is learned.
+        assert_eq!(route.route(4, "", -1), Some(("b4.example".to_string(), 443)));
+        assert!(alloc::format!("{route:?}").contains("ByName"));
+        drop(route);
+        assert_eq!(learned, [(3, "10.0.0.3".to_string(), 9092)]);
+        // A plain closure is a route that ignores the node id.
+        let mut plain = |host: &str, port: i32| Some((alloc::format!("p-{host}"), port + 1));
+        assert_eq!(Route::route(&mut plain, 9, "h", 1), Some(("p-h".to_string(), 2)));
+    }
+
+    fn response(body: &impl AnyBody, version: i16) -> Vec<u8> {
+        let mut frame = vec![0u8; dispatch::response_len(body, version).unwrap()];
+        dispatch::encode_response(body, version, 77, &mut frame).unwrap();
+        frame.drain(..4);
+        frame
+    }
+
+    /// Every address kind, by pattern: Metadata, DescribeCluster, FindCoordinator (the old
+    /// single coordinator and the list), and KIP-951 leader hints.
+    #[test]
+    fn addresses_by_name() {
+        use crate::messages::describe_cluster::DescribeClusterBroker;
+        use crate::messages::find_coordinator::Coordinator;
+        use crate::messages::metadata::MetadataResponseBroker;
+        use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
+        use alloc::sync::Arc;
+        use core::sync::atomic::{AtomicUsize, Ordering};
+
+        let seen = Arc::new(AtomicUsize::new(0));
+        let names = BrokerNames::new("broker-{id}.kafka.example", "kafka.example").unwrap();
+        let mut chain = FilterChain::new();
+        let count = seen.clone();
+        chain.push(RewriteAddresses::with_route(ByName::new(names, 9093, move |_, _: &str, _| {
+            count.fetch_add(1, Ordering::Relaxed);
+        })));
+
+        let brokers = [
+            MetadataResponseBroker { node_id: 1, host: "10.0.0.1".into(), port: 9092, ..Default::default() },
+            MetadataResponseBroker {
+                node_id: 12,
+                host: "b12.internal".into(),
+                port: 19092,
+                ..Default::default()
+            },
+        ];
+        let frame = response(&MetadataResponse { brokers: (&brokers).into(), ..Default::default() }, 12);
+        let Verdict::Replace(new) = chain.on_response(&frame, ApiKey::Metadata, 12) else { panic!() };
+        let r = dispatch::parse_response(&new, ApiKey::Metadata, 12).unwrap();
+        assert_eq!(r.header.correlation_id(), 77);
+        let ResponseBodyView::Metadata(v) = r.body else { panic!() };
+        let got: Vec<(i32, &str, i32)> =
+            v.brokers().iter().map(|b| (b.node_id(), b.host(), b.port())).collect();
+        assert_eq!(got, [(1, "broker-1.kafka.example", 9093), (12, "broker-12.kafka.example", 9093)]);
+
+        let brokers =
+            [DescribeClusterBroker { broker_id: 3, host: "h3".into(), port: 9000, ..Default::default() }];
+        let frame =
+            response(&DescribeClusterResponse { brokers: (&brokers).into(), ..Default::default() }, 1);
+        let Verdict::Replace(new) = chain.on_response(&frame, ApiKey::DescribeCluster, 1) else { panic!() };
+        let ResponseBodyView::DescribeCluster(v) =
+            dispatch::parse_response(&new, ApiKey::DescribeCluster, 1).unwrap().body
+        else {
+            panic!()
+        };
+        let b = v.brokers().iter().next().unwrap();
+        assert_eq!((b.broker_id(), b.host(), b.port()), (3, "broker-3.kafka.example", 9093));
+
+        // Version 3: one coordinator at the top level; with none (-1, "", -1) it is kept.
+        let one = FindCoordinatorResponse { node_id: 5, host: "h5".into(), port: 9005, ..Default::default() };
+        let Verdict::Replace(new) = chain.on_response(&response(&one, 3), ApiKey::FindCoordinator, 3) else {
+            panic!()
+        };
+        let ResponseBodyView::FindCoordinator(v) =
+            dispatch::parse_response(&new, ApiKey::FindCoordinator, 3).unwrap().body
+        else {
+            panic!()
+        };
+        assert_eq!((v.node_id(), v.host(), v.port()), (5, "broker-5.kafka.example", 9093));
+        let none = FindCoordinatorResponse {
+            node_id: -1,
+            host: "".into(),
+            port: -1,
+            error_code: 15,
+            ..Default::default()
+        };
+        assert_eq!(chain.on_response(&response(&none, 3), ApiKey::FindCoordinator, 3), Verdict::Forward);
+        // Version 4+: a list, one of them without a coordinator.
+        let coordinators = [
+            Coordinator { key: "g1".into(), node_id: 2, host: "h2".into(), port: 9002, ..Default::default() },
+            Coordinator {
+                key: "g2".into(),
+                node_id: -1,
+                host: "".into(),
+                port: -1,
+                error_code: 15,
+                ..Default::default()
+            },
+        ];
+        let list = FindCoordinatorResponse { coordinators: (&coordinators).into(), ..Default::default() };
+        let Verdict::Replace(new) = chain.on_response(&response(&list, 6), ApiKey::FindCoordinator, 6) else {
+            panic!()
+        };
+        let ResponseBodyView::FindCoordinator(v) =
+            dispatch::parse_response(&new, ApiKey::FindCoordinator, 6).unwrap().body
+        else {
+            panic!()
+        };
+        let got: Vec<(i32, &str, i32)> =
+            v.coordinators().iter().map(|c| (c.node_id(), c.host(), c.port())).collect();
+        assert_eq!(got, [(2, "broker-2.kafka.example", 9093), (-1, "", -1)]);
+
+        // Leader hints of Produce (KIP-951).
+        use crate::messages::produce::NodeEndpoint;
+        let hints = [NodeEndpoint { node_id: 4, host: "h4".into(), port: 9004, ..Default::default() }];
+        let produce = ProduceResponse { node_endpoints: (&hints).into(), ..Default::default() };
+        let Verdict::Replace(new) = chain.on_response(&response(&produce, 10), ApiKey::Produce, 10) else {
+            panic!()
+        };
+        let ResponseBodyView::Produce(v) = dispatch::parse_response(&new, ApiKey::Produce, 10).unwrap().body
+        else {
+            panic!()
+        };
+        let e = v.node_endpoints().iter().next().unwrap();
+        assert_eq!((e.node_id(), e.host(), e.port()), (4, "broker-4.kafka.example", 9093));
+
+        // Each broker's own address was told, none for "no coordinator".
+        assert_eq!(seen.load(Ordering::Relaxed), 6);
+        // Already named so: passed on without encoding again.
+        let frame = response(
+            &MetadataResponse {
+                brokers: (&[MetadataResponseBroker {
+                    node_id: 1,
+                    host: "broker-1.kafka.example".into(),
+                    port: 9093,
+                    ..Default::default()
+                }])
+                    .into(),
+                ..Default::default()
+            },
+            12,
+        );
+        assert_eq!(chain.on_response(&frame, ApiKey::Metadata, 12), Verdict::Forward);
     }
 }

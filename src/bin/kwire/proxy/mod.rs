@@ -24,6 +24,7 @@ mod conn;
 pub mod decode;
 mod limits;
 mod metrics;
+mod tls;
 mod tokio_io;
 
 use std::collections::{BTreeMap, HashMap};
@@ -54,11 +55,27 @@ Examples:
   kwire proxy --listen 10.0.0.5:19092 --upstream b1:9092,b2:9092,b3:9092 \
     --broker-ports 19100 --advertise 10.0.0.5
 
+  # TLS both ways: clients connect with TLS (security.protocol=SSL, trusting the CA of
+  # proxy.pem), and the proxy reaches the brokers' SSL listener with a client certificate
+  kwire proxy --listen 0.0.0.0:19093 --upstream broker1:9093 --advertise proxy.example \
+    --tls-cert proxy.pem --tls-key proxy.key \
+    --upstream-tls --upstream-ca kafka-ca.pem --upstream-cert client.pem --upstream-key client.key
+
+  # SNI routing: one port for the whole cluster. Clients bootstrap with
+  # kafka.example:9093; broker N is broker-N.kafka.example:9093 (names that must resolve to
+  # the proxy, e.g. a wildcard DNS record, and be in proxy.pem's names, e.g. *.kafka.example)
+  kwire proxy --listen 0.0.0.0:9093 --upstream broker1:9092 \
+    --tls-cert proxy.pem --tls-key proxy.key \
+    --sni-pattern 'broker-{id}.kafka.example' --sni-bootstrap kafka.example
+
 Each broker named in a Metadata (FindCoordinator, DescribeCluster, ...) response gets a
 listener of its own on the --listen address, and the response names that listener
 instead, so that clients keep talking through the proxy: with --broker-ports BASE the
 listener of node id N is on port BASE+N; without it, on a free port, in the order the
-brokers are seen.
+brokers are seen. With --sni-pattern there is one listener: brokers are named from the
+pattern by node id, at the --listen port, and each TLS connection goes to the broker whose
+name the client asked for (the bootstrap name to --upstream). Proxies given the same flags
+map brokers alike and share nothing.
 
 Log (text): one line per request when its response arrives:
   TIME conn=N CLIENT_ID API vVERSION req=BYTES resp=BYTES LATENCY [errors=NAME,...]
@@ -136,6 +153,9 @@ pub struct Args {
     /// picks one, logged as `metrics on http://ADDR/metrics`).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// TLS termination and origination, SNI routing (`tls.rs`).
+    #[command(flatten)]
+    tls: Box<tls::TlsArgs>,
 }
 
 /// Everything connections share.
@@ -163,6 +183,8 @@ pub struct Shared {
     gate: limits::Gate,
     /// What `--metrics` serves (always counted).
     metrics: Metrics,
+    /// TLS on either side, SNI routing.
+    tls: tls::Tls,
 }
 
 /// Counters for the summary printed at exit.
@@ -457,6 +479,18 @@ fn filters(shared: &Arc<Shared>) -> kwire::filter::FilterChain {
     if !shared.denied.is_empty() {
         chain.push(kwire::filter::DenyApis::new(shared.denied.iter().copied()));
     }
+    if let Some(sni) = &shared.tls.sni {
+        // One port for every broker, each by its name (SNI); what the responses say of the
+        // brokers' own addresses is where those names' connections go.
+        let learn = shared.clone();
+        let by_name = kwire::filter::ByName::new(sni.names.clone(), sni.port, move |id, host: &str, port| {
+            if let Some(sni) = &learn.tls.sni {
+                sni.learn(id, host, port);
+            }
+        });
+        chain.push(kwire::filter::RewriteAddresses::with_route(by_name));
+        return chain;
+    }
     let routes = shared.clone();
     if shared.broker_ports.is_some() {
         chain.push(kwire::filter::RewriteAddresses::by_node(move |node: i32, host: &str, port: i32| {
@@ -562,6 +596,10 @@ pub fn run(args: Args) -> Result<(), String> {
         None if local.ip().is_unspecified() => "127.0.0.1".to_string(),
         None => local.ip().to_string(),
     };
+    let (tls, tls_warnings) = tls::Tls::new(&args.tls, local.port())?;
+    for w in &tls_warnings {
+        eprintln!("kwire proxy: {w}");
+    }
     if let Some(dir) = &args.record {
         std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?;
     }
@@ -600,6 +638,7 @@ pub fn run(args: Args) -> Result<(), String> {
         next_conn: AtomicU64::new(0),
         gate: limits::Gate::new(max_connections),
         metrics: Metrics::new(metrics::NAMESPACE),
+        tls,
     });
     let (stop_tx, stop_rx) = sync_channel::<()>(1);
     ctrlc::set_handler(move || {
@@ -617,6 +656,12 @@ pub fn run(args: Args) -> Result<(), String> {
         nofile.hard,
         if args.max_connections.is_some() { " (--max-connections)" } else { "" }
     ));
+    if let Some(what) = shared.tls.describe() {
+        shared.log.line(format!("{} {what}", now()));
+    }
+    for w in tls_warnings {
+        shared.log.line(format!("{} {w}", now()));
+    }
     if let Some(addr) = &args.metrics {
         let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: {e}"))?;
         let at = listener.local_addr().map_err(|e| e.to_string())?;

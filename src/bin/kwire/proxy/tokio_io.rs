@@ -12,22 +12,32 @@
 //! many connections costs what is read at once, not a buffer per connection. A buffer
 //! grown by a large frame goes to a small pool instead (`conn::give_back_frame_buf`), so
 //! that large frames do not each pay for fresh memory.
+//!
+//! The loop is generic over the stream ([`Source`] for reading, `AsyncWrite` for writing):
+//! plain TCP, or TLS (`tls.rs`) on either side. A TLS stream cannot say it is readable
+//! without reading, so an idle TLS direction waits with a read into a few bytes on its
+//! task's stack and takes its buffers only when they arrive. Both directions run the one
+//! [`forward`] loop; what differs (pairing, filters, reporting, the words of the log) is
+//! their [`Side`].
 
+use std::future::Future;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use kwire::conn::metrics::{Direction, Upstream};
 use kwire::conn::{FrameBuf, InFlight};
 use kwire::filter::Verdict;
 use kwire::secrets::RawSasl;
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::conn::{self, Answer, Batch, COPY_MAX, Conn, Head, Pending, State, lock};
-use super::{Shared, now};
+use super::{Shared, now, tls};
 
 /// The frame buffers' base size (`kwire::conn`'s default): they grow as a larger frame's
 /// bytes arrive.
@@ -78,8 +88,8 @@ pub async fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Sh
 }
 
 /// Connects to `upstream`, or to the first of a comma-separated list that answers (the
-/// bootstrap listener's `--upstream`).
-async fn connect(upstream: &str) -> std::io::Result<TcpStream> {
+/// bootstrap listener's `--upstream`), with the one it reached.
+pub(super) async fn connect(upstream: &str) -> std::io::Result<(TcpStream, String)> {
     let mut last = std::io::Error::new(ErrorKind::InvalidInput, "no address");
     for one in upstream.split(',') {
         let connecting = async {
@@ -89,7 +99,7 @@ async fn connect(upstream: &str) -> std::io::Result<TcpStream> {
             }
         };
         match tokio::time::timeout(Duration::from_secs(10), connecting).await {
-            Ok(Ok(s)) => return Ok(s),
+            Ok(Ok(s)) => return Ok((s, one.to_string())),
             Ok(Err(e)) => last = e,
             Err(_) => last = std::io::Error::new(ErrorKind::TimedOut, "timed out"),
         }
@@ -97,9 +107,35 @@ async fn connect(upstream: &str) -> std::io::Result<TcpStream> {
     Err(last)
 }
 
-/// Serves one client connection until either side closes it.
+/// Serves one client connection until either side closes it: the client's TLS handshake
+/// first (with `--tls-cert`; the SNI name chooses the broker with `--sni-pattern`), then
+/// the broker's connection (TLS with `--upstream-tls`), then the frames.
 async fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, shared: &Arc<Shared>) {
-    let server = match connect(upstream).await {
+    let _ = client.set_nodelay(true);
+    if !shared.tls.terminates() {
+        return to_broker(client, peer, upstream.to_string(), id, shared, String::new()).await;
+    }
+    let accepted = match tls::accept(&shared.tls, client, upstream, shared.max_frame).await {
+        Ok(a) => a,
+        Err(why) => {
+            shared.log.line(format!("{} conn={id} {peer}: {why}; closing this connection", now()));
+            return;
+        }
+    };
+    let note = format!(" (TLS, server name {})", accepted.server_name.as_deref().unwrap_or("-"));
+    to_broker(accepted.stream, peer, accepted.upstream, id, shared, note).await;
+}
+
+/// Connects to the broker at `upstream` (with TLS if so configured) and serves the frames.
+async fn to_broker<C: Split>(
+    client: C,
+    peer: SocketAddr,
+    upstream: String,
+    id: u64,
+    shared: &Arc<Shared>,
+    note: String,
+) {
+    let (server, reached) = match connect(&upstream).await {
         Ok(s) => s,
         Err(e) => {
             shared
@@ -109,24 +145,49 @@ async fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, share
             return;
         }
     };
-    let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     // The broker's own address (one of a bootstrap list).
-    let to = server.peer_addr().map_or_else(|_| upstream.to_string(), |a| a.to_string());
-    shared.log.line(format!("{} conn={id} {peer}: connected, forwarding to {to}", now()));
+    let to = server.peer_addr().map_or_else(|_| reached.clone(), |a| a.to_string());
+    if !shared.tls.originates() {
+        return serve(client, server, peer, &to, id, shared, &note).await;
+    }
+    match tls::connect(&shared.tls, server, &reached).await {
+        Ok(server) => {
+            serve(client, server, peer, &to, id, shared, &format!("{note} (TLS to the broker)")).await
+        }
+        Err(why) => {
+            shared.log.line(format!("{} conn={id} {peer}: {reached}: {why}; closing this connection", now()));
+            shared.metrics.upstream_error(Upstream::Connect);
+        }
+    }
+}
+
+/// Forwards frames both ways between `client` and `server` until either side ends.
+async fn serve<C: Split, S: Split>(
+    client: C,
+    server: S,
+    peer: SocketAddr,
+    upstream: &str,
+    id: u64,
+    shared: &Arc<Shared>,
+    note: &str,
+) {
+    shared.log.line(format!("{} conn={id} {peer}: connected, forwarding to {upstream}{note}", now()));
     let conn: Conn = Arc::new(Mutex::new(State {
         in_flight: InFlight::new(),
         sasl: RawSasl::new(),
         filters: super::filters(shared),
         auth: conn::Auth::default(),
     }));
-    let (client_r, client_w) = client.into_split();
-    let (server_r, server_w) = server.into_split();
+    let (client_r, client_w) = client.halves();
+    let (server_r, server_w) = server.halves();
+    let mut requests = Requests { id, shared, conn: &conn, last_client: None };
+    let mut responses = Responses { id, shared, conn: &conn };
     // Whichever direction ends first ends the connection (the other is dropped, and both
     // sockets close).
     let why = tokio::select! {
-        why = requests(client_r, server_w, id, shared, &conn) => why,
-        why = responses(server_r, client_w, id, shared, &conn) => why,
+        why = forward(client_r, server_w, &mut requests) => why,
+        why = forward(server_r, client_w, &mut responses) => why,
     };
     let left: Vec<Pending> = lock(&conn).in_flight.drain().collect();
     for p in &left {
@@ -135,8 +196,39 @@ async fn run(client: TcpStream, peer: SocketAddr, upstream: &str, id: u64, share
     shared.log.line(format!("{} conn={id} {peer}: closed ({why})", now()));
 }
 
+/// A stream the proxy forwards over, split into its two directions.
+pub(super) trait Split: Send {
+    type Read: Source;
+    type Write: AsyncWrite + Unpin + Send;
+    fn halves(self) -> (Self::Read, Self::Write);
+}
+
+impl Split for TcpStream {
+    type Read = OwnedReadHalf;
+    type Write = tokio::net::tcp::OwnedWriteHalf;
+    fn halves(self) -> (Self::Read, Self::Write) {
+        self.into_split()
+    }
+}
+
+impl Split for tokio_rustls::server::TlsStream<TcpStream> {
+    type Read = tokio::io::ReadHalf<Self>;
+    type Write = tokio::io::WriteHalf<Self>;
+    fn halves(self) -> (Self::Read, Self::Write) {
+        tokio::io::split(self)
+    }
+}
+
+impl Split for tokio_rustls::client::TlsStream<TcpStream> {
+    type Read = tokio::io::ReadHalf<Self>;
+    type Write = tokio::io::WriteHalf<Self>;
+    fn halves(self) -> (Self::Read, Self::Write) {
+        tokio::io::split(self)
+    }
+}
+
 /// Buffers taken when a direction has bytes to read, given back when it is drained.
-struct Buffers {
+pub(super) struct Buffers {
     frames: FrameBuf,
     batch: Batch,
     /// The last read returned less than it asked for: the socket had no more.
@@ -144,6 +236,14 @@ struct Buffers {
 }
 
 impl Buffers {
+    fn new(max_frame: usize) -> Buffers {
+        Buffers {
+            frames: conn::take_frame_buf(BASE, max_frame),
+            batch: Batch { out: Vec::new() },
+            drained: false,
+        }
+    }
+
     /// Whether to give the buffers back: nothing left to read, no partial frame.
     fn idle(&self) -> bool {
         self.drained && self.frames.buffered() == 0
@@ -157,152 +257,236 @@ fn give_back(bufs: &mut Option<Buffers>) {
     }
 }
 
-/// Waits until `from` has bytes (or an end) and reads them into the direction's buffers,
-/// taking them if it had none; `Ok(0)` at the end of the stream.
-async fn fill(from: &OwnedReadHalf, bufs: &mut Option<Buffers>, max_frame: usize) -> std::io::Result<usize> {
-    loop {
-        from.readable().await?;
-        let b = bufs.get_or_insert_with(|| Buffers {
-            frames: conn::take_frame_buf(BASE, max_frame),
-            batch: Batch { out: Vec::new() },
-            drained: false,
-        });
-        let spare = b.frames.spare();
-        let asked = spare.len();
-        match from.try_read(spare) {
-            Ok(n) => {
-                b.frames.commit(n);
-                b.drained = n < asked;
-                return Ok(n);
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                // Readiness without bytes (a new socket's first wake-up, for one): hold
-                // no buffer while waiting again.
-                if b.frames.buffered() == 0 {
-                    give_back(bufs);
+/// The reading half of a stream: waits until it has bytes (or an end) and reads them into a
+/// direction's buffers, taking them if it had none; `Ok(0)` at the end of the stream.
+pub(super) trait Source: Send {
+    fn fill<'a>(
+        &'a mut self,
+        bufs: &'a mut Option<Buffers>,
+        max_frame: usize,
+    ) -> impl Future<Output = std::io::Result<usize>> + Send + 'a;
+}
+
+/// Plain TCP: waits for readiness without a buffer.
+impl Source for OwnedReadHalf {
+    async fn fill(&mut self, bufs: &mut Option<Buffers>, max_frame: usize) -> std::io::Result<usize> {
+        loop {
+            self.readable().await?;
+            let b = bufs.get_or_insert_with(|| Buffers::new(max_frame));
+            let spare = b.frames.spare();
+            let asked = spare.len();
+            match self.try_read(spare) {
+                Ok(n) => {
+                    b.frames.commit(n);
+                    b.drained = n < asked;
+                    return Ok(n);
                 }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                    // Readiness without bytes (a new socket's first wake-up, for one): hold
+                    // no buffer while waiting again.
+                    if b.frames.buffered() == 0 {
+                        give_back(bufs);
+                    }
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         }
     }
 }
 
-/// Client to broker: forwards requests, then decodes them.
-async fn requests(
-    from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    id: u64,
-    shared: &Shared,
-    conn: &Conn,
-) -> String {
-    let mut bufs: Option<Buffers> = None;
-    let mut copied: Vec<(usize, Head)> = Vec::new();
-    let mut last_client: Option<Arc<str>> = None;
-    loop {
-        match fill(&from, &mut bufs, shared.max_frame).await {
-            Ok(0) => return "client closed".to_string(),
-            Ok(_) => {}
-            Err(e) => return format!("client read error: {e}"),
+/// What an idle TLS direction reads into while it holds no buffers.
+const FIRST: usize = 64;
+
+/// Reads what `r` has without waiting: `None` if it would wait.
+async fn try_read<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> Option<std::io::Result<usize>> {
+    std::future::poll_fn(|cx| {
+        let mut rb = ReadBuf::new(buf);
+        match Pin::new(&mut *r).poll_read(cx, &mut rb) {
+            Poll::Pending => Poll::Ready(None),
+            Poll::Ready(Ok(())) => Poll::Ready(Some(Ok(rb.filled().len()))),
+            Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
         }
-        let Some(Buffers { frames, batch, .. }) = bufs.as_mut() else { continue };
-        batch.out.clear();
-        copied.clear();
-        let mut end = None;
-        loop {
-            let frame = match frames.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(e) => {
-                    let violation = conn::violation(&e);
-                    shared.stats.violations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    shared.metrics.violation(Direction::Request);
-                    shared.log.line(format!(
-                        "{} conn={id} framing violation from the client: {violation}; closing this connection",
-                        now()
-                    ));
-                    end = Some(format!("framing violation: {violation}"));
-                    break;
-                }
-            };
-            let (head, verdict) = conn::admit(frame, &mut lock(conn), shared, &mut last_client);
-            let forward: &[u8] = match &verdict {
-                Verdict::Forward => frame,
-                Verdict::Replace(new) => new,
-                Verdict::Drop => &[],
-                Verdict::Respond(_) | Verdict::Close(_) => {
-                    let why = match verdict {
-                        Verdict::Close(why) => why,
-                        _ => "a filter answered a request itself, which kwire proxy does not do".into(),
-                    };
-                    shared.log.line(format!("{} conn={id} closing this connection: {why}", now()));
-                    end = Some(format!("closed by the proxy: {why}"));
-                    break;
-                }
-            };
-            if matches!(verdict, Verdict::Drop) {
-                conn::on_request(frame, &head, id, shared);
-            } else if forward.len() <= COPY_MAX {
-                let at = batch.push(forward);
-                copied.push((at, head));
-            } else {
-                batch.out.extend_from_slice(&(forward.len() as u32).to_be_bytes());
-                let r = match to.write_all(&batch.out).await {
-                    Ok(()) => to.write_all(forward).await,
-                    Err(e) => Err(e),
-                };
-                for (at, head) in &copied {
-                    conn::on_request(batch.frame(*at), head, id, shared);
-                }
-                batch.out.clear();
-                copied.clear();
-                if let Err(e) = r {
-                    shared.metrics.upstream_error(Upstream::Write);
-                    return format!("broker write error: {e}");
-                }
-                conn::on_request(forward, &head, id, shared);
+    })
+    .await
+}
+
+/// Any other stream (TLS): an idle direction waits in a read of a few bytes, then takes its
+/// buffers for those and whatever else is there already.
+impl<S: AsyncRead + Send> Source for tokio::io::ReadHalf<S> {
+    async fn fill(&mut self, bufs: &mut Option<Buffers>, max_frame: usize) -> std::io::Result<usize> {
+        if let Some(b) = bufs.as_mut() {
+            let spare = b.frames.spare();
+            let asked = spare.len();
+            let n = self.read(spare).await?;
+            b.frames.commit(n);
+            b.drained = n < asked;
+            return Ok(n);
+        }
+        let mut first = [0u8; FIRST];
+        let n = self.read(&mut first).await?;
+        if n == 0 {
+            return Ok(0);
+        }
+        let b = bufs.insert(Buffers::new(max_frame));
+        let spare = b.frames.spare();
+        spare[..n].copy_from_slice(&first[..n]);
+        let (more, asked) = {
+            let rest = &mut spare[n..];
+            let asked = rest.len();
+            match try_read(self, rest).await {
+                // An error or the end comes again with the next read.
+                None | Some(Err(_)) => (0, asked),
+                Some(Ok(m)) => (m, asked),
             }
+        };
+        b.frames.commit(n + more);
+        b.drained = n < FIRST || more < asked;
+        Ok(n + more)
+    }
+}
+
+/// Writes `bytes` and flushes (TLS keeps written bytes until a flush).
+async fn send<W: AsyncWrite + Unpin>(to: &mut W, bytes: &[&[u8]]) -> std::io::Result<()> {
+    for b in bytes {
+        to.write_all(b).await?;
+    }
+    to.flush().await
+}
+
+/// What one direction does with its frames, for [`forward`].
+pub(super) trait Side: Send {
+    /// What is kept of a frame between forwarding it and reporting it.
+    type Meta: Send;
+    /// What the proxy shares, and the connection's number.
+    fn context(&self) -> (&Shared, u64);
+    /// Why the direction ended: its stream's end (`None`) or a read error.
+    fn read_end(&self, error: Option<std::io::Error>) -> String;
+    /// A framing violation (logged and counted here); returns why the connection ends.
+    fn violation(&self, violation: String) -> String;
+    /// Classifies a frame before it is forwarded: what to keep of it, and the filters'
+    /// verdict.
+    fn admit(&mut self, frame: &[u8]) -> (Self::Meta, Verdict);
+    /// Reports a frame (as forwarded, or dropped) after it was written at `done`.
+    fn report(&mut self, frame: &[u8], meta: Self::Meta, done: Instant);
+    /// A write error (counted here); returns why the connection ends.
+    fn write_error(&self, error: std::io::Error) -> String;
+}
+
+/// Client to broker: forwards requests, then decodes them.
+struct Requests<'s> {
+    id: u64,
+    shared: &'s Shared,
+    conn: &'s Conn,
+    last_client: Option<Arc<str>>,
+}
+
+impl Side for Requests<'_> {
+    type Meta = Head;
+
+    fn context(&self) -> (&Shared, u64) {
+        (self.shared, self.id)
+    }
+
+    fn read_end(&self, error: Option<std::io::Error>) -> String {
+        match error {
+            None => "client closed".to_string(),
+            Some(e) => format!("client read error: {e}"),
         }
-        // The frames before a violation or a close are still forwarded.
-        let r = to.write_all(&batch.out).await;
-        for (at, head) in &copied {
-            conn::on_request(batch.frame(*at), head, id, shared);
-        }
-        if let Some(why) = end {
-            return why;
-        }
-        if let Err(e) = r {
-            shared.metrics.upstream_error(Upstream::Write);
-            return format!("broker write error: {e}");
-        }
-        if bufs.as_ref().is_some_and(Buffers::idle) {
-            give_back(&mut bufs);
-            copied = Vec::new();
-        }
+    }
+
+    fn violation(&self, violation: String) -> String {
+        self.shared.stats.violations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.shared.metrics.violation(Direction::Request);
+        self.shared.log.line(format!(
+            "{} conn={} framing violation from the client: {violation}; closing this connection",
+            now(),
+            self.id
+        ));
+        format!("framing violation: {violation}")
+    }
+
+    fn admit(&mut self, frame: &[u8]) -> (Head, Verdict) {
+        conn::admit(frame, &mut lock(self.conn), self.shared, &mut self.last_client)
+    }
+
+    fn report(&mut self, frame: &[u8], head: Head, _done: Instant) {
+        conn::on_request(frame, &head, self.id, self.shared);
+    }
+
+    fn write_error(&self, error: std::io::Error) -> String {
+        self.shared.metrics.upstream_error(Upstream::Write);
+        format!("broker write error: {error}")
     }
 }
 
 /// Broker to client: pairs each response with its request, runs it through the filters
 /// (broker addresses rewritten) and forwards it, then logs it.
-async fn responses(
-    from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
+struct Responses<'s> {
     id: u64,
-    shared: &Shared,
-    conn: &Conn,
+    shared: &'s Shared,
+    conn: &'s Conn,
+}
+
+impl Side for Responses<'_> {
+    type Meta = Answer;
+
+    fn context(&self) -> (&Shared, u64) {
+        (self.shared, self.id)
+    }
+
+    fn read_end(&self, error: Option<std::io::Error>) -> String {
+        match error {
+            None => {
+                self.shared.metrics.upstream_error(Upstream::Closed);
+                "the broker closed the connection".to_string()
+            }
+            Some(e) => {
+                self.shared.metrics.upstream_error(Upstream::Read);
+                format!("broker read error: {e}")
+            }
+        }
+    }
+
+    fn violation(&self, violation: String) -> String {
+        self.shared.stats.violations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.shared.metrics.violation(Direction::Response);
+        self.shared.log.line(format!(
+            "{} conn={} framing violation from the broker: {violation}; closing this connection",
+            now(),
+            self.id
+        ));
+        format!("framing violation from the broker: {violation}")
+    }
+
+    fn admit(&mut self, frame: &[u8]) -> (Answer, Verdict) {
+        conn::pair(frame, &mut lock(self.conn), self.id, self.shared)
+    }
+
+    fn report(&mut self, frame: &[u8], answer: Answer, done: Instant) {
+        conn::on_response(frame, answer, done, self.id, self.shared);
+    }
+
+    fn write_error(&self, error: std::io::Error) -> String {
+        format!("client write error: {error}")
+    }
+}
+
+/// One direction: reads what `from` has, splits off the whole frames, forwards them in one
+/// write (a frame over [`COPY_MAX`] from the read buffer, the others copied into a batch),
+/// then reports them; until either stream ends or a frame ends the connection. Returns why.
+async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
+    mut from: R,
+    mut to: W,
+    side: &mut S,
 ) -> String {
+    let max_frame = side.context().0.max_frame;
     let mut bufs: Option<Buffers> = None;
-    let mut copied: Vec<(usize, Answer)> = Vec::new();
+    let mut copied: Vec<(usize, S::Meta)> = Vec::new();
     loop {
-        match fill(&from, &mut bufs, shared.max_frame).await {
-            Ok(0) => {
-                shared.metrics.upstream_error(Upstream::Closed);
-                return "the broker closed the connection".to_string();
-            }
+        match from.fill(&mut bufs, max_frame).await {
+            Ok(0) => return side.read_end(None),
             Ok(_) => {}
-            Err(e) => {
-                shared.metrics.upstream_error(Upstream::Read);
-                return format!("broker read error: {e}");
-            }
+            Err(e) => return side.read_end(Some(e)),
         }
         let Some(Buffers { frames, batch, .. }) = bufs.as_mut() else { continue };
         batch.out.clear();
@@ -313,57 +497,57 @@ async fn responses(
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(e) => {
-                    let violation = conn::violation(&e);
-                    shared.stats.violations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    shared.metrics.violation(Direction::Response);
-                    shared.log.line(format!(
-                        "{} conn={id} framing violation from the broker: {violation}; closing this connection",
-                        now()
-                    ));
-                    end = Some(format!("framing violation from the broker: {violation}"));
+                    end = Some(side.violation(conn::violation(&e)));
                     break;
                 }
             };
-            let (answer, verdict) = conn::pair(frame, &mut lock(conn), id, shared);
+            let (meta, verdict) = side.admit(frame);
             let forward: &[u8] = match &verdict {
+                Verdict::Forward => frame,
                 Verdict::Replace(new) => new,
-                Verdict::Close(why) => {
+                Verdict::Drop => {
+                    side.report(frame, meta, Instant::now());
+                    continue;
+                }
+                Verdict::Respond(_) | Verdict::Close(_) => {
+                    let why = match verdict {
+                        Verdict::Close(why) => why,
+                        _ => "a filter answered a request itself, which kwire proxy does not do".into(),
+                    };
+                    let (shared, id) = side.context();
                     shared.log.line(format!("{} conn={id} closing this connection: {why}", now()));
                     end = Some(format!("closed by the proxy: {why}"));
                     break;
                 }
-                _ => frame,
             };
             if forward.len() <= COPY_MAX {
                 let at = batch.push(forward);
-                copied.push((at, answer));
+                copied.push((at, meta));
             } else {
                 batch.out.extend_from_slice(&(forward.len() as u32).to_be_bytes());
-                let r = match to.write_all(&batch.out).await {
-                    Ok(()) => to.write_all(forward).await,
-                    Err(e) => Err(e),
-                };
+                let r = send(&mut to, &[&batch.out, forward]).await;
                 let done = Instant::now();
-                for (at, answer) in copied.drain(..) {
-                    conn::on_response(batch.frame(at), answer, done, id, shared);
+                for (at, meta) in copied.drain(..) {
+                    side.report(batch.frame(at), meta, done);
                 }
                 batch.out.clear();
                 if let Err(e) = r {
-                    return format!("client write error: {e}");
+                    return side.write_error(e);
                 }
-                conn::on_response(forward, answer, done, id, shared);
+                side.report(forward, meta, done);
             }
         }
-        let r = to.write_all(&batch.out).await;
+        // The frames before a violation or a close are still forwarded.
+        let r = send(&mut to, &[&batch.out]).await;
         let done = Instant::now();
-        for (at, answer) in copied.drain(..) {
-            conn::on_response(batch.frame(at), answer, done, id, shared);
+        for (at, meta) in copied.drain(..) {
+            side.report(batch.frame(at), meta, done);
         }
         if let Some(why) = end {
             return why;
         }
         if let Err(e) = r {
-            return format!("client write error: {e}");
+            return side.write_error(e);
         }
         if bufs.as_ref().is_some_and(Buffers::idle) {
             give_back(&mut bufs);

@@ -1,0 +1,496 @@
+//! TLS for `kwire proxy`, with rustls over ring: termination (clients connect to the proxy
+//! with TLS, `--tls-cert`/`--tls-key`, client certificates with `--tls-client-ca`),
+//! origination (the proxy connects to brokers with TLS, `--upstream-tls`), and SNI routing
+//! (`--sni-pattern`/`--sni-bootstrap`: one listener for the whole cluster, each connection
+//! sent to the broker whose name the client asked for).
+//!
+//! The names are `kwire::filter::BrokerNames`' (a pure function of the pattern, so two
+//! proxies with the same flags agree); the addresses behind them are learned from the
+//! responses the proxy rewrites (`kwire::filter::ByName`), or, for a name no response has
+//! named yet, from a Metadata request of the proxy's own to the bootstrap broker.
+//!
+//! Every failure (a client that does not speak TLS, a handshake cut short or of garbage, a
+//! name that is no broker's, a certificate refused either way) ends that one connection with
+//! a log line; the listener and the other connections go on.
+
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kwire::filter::{BrokerNames, NameTarget};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::{LazyConfigAcceptor, TlsConnector};
+
+/// The TLS flags of `kwire proxy` (see docs/proxy.md, "TLS and SNI").
+#[derive(clap::Args, Debug, Default)]
+pub struct TlsArgs {
+    /// Terminate TLS: clients connect to every listener of the proxy with TLS, and are shown
+    /// this certificate chain (PEM, the server's certificate first). Its names (SAN) must
+    /// cover what clients connect to: the --advertise host, or the SNI names.
+    #[arg(long, value_name = "FILE", requires = "tls_key", help_heading = "TLS")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert", help_heading = "TLS")]
+    tls_key: Option<PathBuf>,
+    /// Require clients to present a certificate signed by a CA of FILE (PEM): mutual TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_cert", help_heading = "TLS")]
+    tls_client_ca: Option<PathBuf>,
+    /// Close a client connection whose TLS handshake has not finished in this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, help_heading = "TLS")]
+    tls_handshake_timeout: u64,
+    /// Connect to the brokers with TLS (their SSL listener), checking each broker's
+    /// certificate against --upstream-ca and the host name it is reached by.
+    #[arg(long, help_heading = "TLS")]
+    upstream_tls: bool,
+    /// The CA certificates (PEM) that brokers' certificates must be signed by.
+    #[arg(long, value_name = "FILE", requires = "upstream_tls", help_heading = "TLS")]
+    upstream_ca: Option<PathBuf>,
+    /// A client certificate chain (PEM) shown to brokers that ask for one (mutual TLS).
+    #[arg(long, value_name = "FILE", requires_all = ["upstream_tls", "upstream_key"], help_heading = "TLS")]
+    upstream_cert: Option<PathBuf>,
+    /// The private key of --upstream-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "upstream_cert", help_heading = "TLS")]
+    upstream_key: Option<PathBuf>,
+    /// DANGEROUS, for tests only: accept any certificate from brokers, of any CA and for any
+    /// name (logged at start-up). Anyone between the proxy and the brokers can then read and
+    /// change the traffic.
+    #[arg(long, requires = "upstream_tls", conflicts_with = "upstream_ca", help_heading = "TLS")]
+    upstream_insecure_skip_verify: bool,
+    /// SNI routing: serve every broker on the --listen port, telling them apart by the TLS
+    /// server name clients ask for. Broker N is named by PATTERN with {id} replaced by N
+    /// (e.g. 'broker-{id}.kafka.example'), and broker addresses in responses are rewritten
+    /// to NAME:PORT (PORT the --listen port). Needs --tls-cert and --sni-bootstrap.
+    #[arg(long, value_name = "PATTERN", requires_all = ["tls_cert", "sni_bootstrap"], help_heading = "TLS")]
+    sni_pattern: Option<String>,
+    /// With --sni-pattern: the name clients bootstrap with; its connections go to --upstream.
+    #[arg(long, value_name = "NAME", requires = "sni_pattern", help_heading = "TLS")]
+    sni_bootstrap: Option<String>,
+}
+
+/// The TLS set-up every connection shares.
+pub struct Tls {
+    /// Termination: the server side of client connections.
+    server: Option<Arc<ServerConfig>>,
+    /// `--tls-client-ca`: clients show certificates.
+    client_auth: bool,
+    handshake_timeout: Duration,
+    /// Origination: the client side of broker connections.
+    upstream: Option<TlsConnector>,
+    /// SNI routing.
+    pub sni: Option<Sni>,
+}
+
+/// SNI routing's state: the names, and the brokers' own addresses learned so far.
+pub struct Sni {
+    pub names: BrokerNames,
+    /// `--sni-pattern` as given, for the log.
+    pattern: String,
+    /// The port written into rewritten addresses (the --listen port).
+    pub port: i32,
+    /// Node id to the broker's own `host:port`.
+    brokers: Mutex<HashMap<i32, String>>,
+}
+
+impl Sni {
+    /// Remembers broker `node_id`'s own address, as a response named it.
+    pub fn learn(&self, node_id: i32, host: &str, port: i32) {
+        let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+        let mut brokers = self.brokers.lock().unwrap_or_else(|e| e.into_inner());
+        if brokers.get(&node_id) != Some(&addr) {
+            brokers.insert(node_id, addr);
+        }
+    }
+
+    fn broker(&self, node_id: i32) -> Option<String> {
+        self.brokers.lock().unwrap_or_else(|e| e.into_inner()).get(&node_id).cloned()
+    }
+}
+
+fn certs(path: &Path, flag: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{flag} {}: no certificate (PEM \"CERTIFICATE\") in the file", path.display()));
+    }
+    Ok(certs)
+}
+
+fn key(path: &Path, flag: &str) -> Result<PrivateKeyDer<'static>, String> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
+}
+
+fn roots(path: &Path, flag: &str) -> Result<Arc<RootCertStore>, String> {
+    let mut roots = RootCertStore::empty();
+    for cert in certs(path, flag)? {
+        roots.add(cert).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+    }
+    Ok(Arc::new(roots))
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Accepts any broker certificate (`--upstream-insecure-skip-verify`); the handshake's
+/// signatures are still checked, so the peer holds the key of what it showed.
+#[derive(Debug)]
+struct SkipVerify(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for SkipVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+impl Tls {
+    /// The set-up the flags ask for (files read and checked now); `listen_port` is the port
+    /// SNI routing writes into addresses. Returns warnings to print as well.
+    pub fn new(args: &TlsArgs, listen_port: u16) -> Result<(Tls, Vec<String>), String> {
+        let mut warnings = Vec::new();
+        let server = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key_file)) => {
+                let chain = certs(cert, "--tls-cert")?;
+                let key = key(key_file, "--tls-key")?;
+                let builder = ServerConfig::builder_with_provider(provider())
+                    .with_safe_default_protocol_versions()
+                    .map_err(|e| e.to_string())?;
+                let builder = match &args.tls_client_ca {
+                    Some(ca) => {
+                        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                            roots(ca, "--tls-client-ca")?,
+                            provider(),
+                        )
+                        .build()
+                        .map_err(|e| format!("--tls-client-ca {}: {e}", ca.display()))?;
+                        builder.with_client_cert_verifier(verifier)
+                    }
+                    None => builder.with_no_client_auth(),
+                };
+                let config =
+                    builder.with_single_cert(chain, key).map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+                Some(Arc::new(config))
+            }
+            _ => None,
+        };
+        let upstream = if args.upstream_tls {
+            let builder = ClientConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| e.to_string())?;
+            let builder = if args.upstream_insecure_skip_verify {
+                warnings.push(
+                    "WARNING: --upstream-insecure-skip-verify: brokers' certificates are not verified (any CA, any \
+                     name); anyone between the proxy and the brokers can read and change the traffic"
+                        .to_string(),
+                );
+                builder.dangerous().with_custom_certificate_verifier(Arc::new(SkipVerify(provider())))
+            } else {
+                let Some(ca) = &args.upstream_ca else {
+                    return Err(
+                        "--upstream-tls needs --upstream-ca FILE (the CA certificates that brokers' \
+                                certificates are signed by)"
+                            .into(),
+                    );
+                };
+                builder.with_root_certificates(roots(ca, "--upstream-ca")?)
+            };
+            let config = match (&args.upstream_cert, &args.upstream_key) {
+                (Some(cert), Some(key_file)) => builder
+                    .with_client_auth_cert(certs(cert, "--upstream-cert")?, key(key_file, "--upstream-key")?)
+                    .map_err(|e| format!("--upstream-cert/--upstream-key: {e}"))?,
+                _ => builder.with_no_client_auth(),
+            };
+            Some(TlsConnector::from(Arc::new(config)))
+        } else {
+            None
+        };
+        let sni = match (&args.sni_pattern, &args.sni_bootstrap) {
+            (Some(pattern), Some(bootstrap)) => Some(Sni {
+                pattern: pattern.clone(),
+                names: BrokerNames::new(pattern, bootstrap)
+                    .map_err(|e| format!("--sni-pattern/--sni-bootstrap: {e}"))?,
+                port: i32::from(listen_port),
+                brokers: Mutex::new(HashMap::new()),
+            }),
+            _ => None,
+        };
+        let client_auth = server.is_some() && args.tls_client_ca.is_some();
+        let tls = Tls {
+            server,
+            client_auth,
+            handshake_timeout: Duration::from_secs(args.tls_handshake_timeout.max(1)),
+            upstream,
+            sni,
+        };
+        Ok((tls, warnings))
+    }
+
+    /// What the start-up log says of TLS, if any is on.
+    pub fn describe(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.server.is_some() {
+            let mtls = if self.client_auth { ", client certificates required" } else { "" };
+            parts.push(format!("TLS from clients{mtls}"));
+        }
+        if self.upstream.is_some() {
+            parts.push("TLS to brokers".to_string());
+        }
+        if let Some(sni) = &self.sni {
+            parts.push(format!(
+                "SNI routing: bootstrap {}, brokers {} on port {}",
+                sni.names.bootstrap(),
+                sni.pattern,
+                sni.port
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// Whether clients connect with TLS.
+    pub fn terminates(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// Whether brokers are reached with TLS.
+    pub fn originates(&self) -> bool {
+        self.upstream.is_some()
+    }
+}
+
+/// A client's TLS connection, with the server name it asked for and the broker it goes to.
+pub struct Accepted {
+    pub stream: tokio_rustls::server::TlsStream<TcpStream>,
+    pub server_name: Option<String>,
+    pub upstream: String,
+}
+
+/// The server side of a client's handshake, within `--tls-handshake-timeout`. The first
+/// byte is looked at before anything else, so that a client speaking plain Kafka to a TLS
+/// port is told apart from a broken handshake; with SNI routing the server name of the
+/// ClientHello chooses the broker ([`route`]) before the handshake goes on, so that a name
+/// that is no broker's is refused before any certificate is shown. `Err` is the log line's
+/// reason.
+pub async fn accept(
+    tls: &Tls,
+    stream: TcpStream,
+    bootstrap: &str,
+    max_frame: usize,
+) -> Result<Accepted, String> {
+    let Some(config) = &tls.server else { return Err("TLS is not configured".into()) };
+    let handshake = async {
+        let mut first = [0u8; 1];
+        match stream.peek(&mut first).await {
+            Ok(0) => return Err("the client closed the connection before a TLS handshake".to_string()),
+            Ok(_) => {}
+            Err(e) => return Err(format!("read error before the TLS handshake: {e}")),
+        }
+        // 0x16: a TLS handshake record.
+        if first[0] != 0x16 {
+            return Err(format!(
+                "not a TLS handshake (first byte 0x{:02x}; a plaintext Kafka client on a TLS port?)",
+                first[0]
+            ));
+        }
+        let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream)
+            .await
+            .map_err(|e| format!("bad TLS ClientHello: {}", reason(&e)))?;
+        let server_name = start.client_hello().server_name().map(str::to_ascii_lowercase);
+        let upstream = route(tls, server_name.as_deref(), bootstrap, max_frame).await?;
+        let stream = start
+            .into_stream(config.clone())
+            .await
+            .map_err(|e| format!("TLS handshake failed: {}", reason(&e)))?;
+        Ok(Accepted { stream, server_name, upstream })
+    };
+    match tokio::time::timeout(tls.handshake_timeout, handshake).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "the TLS handshake did not finish within {}s (--tls-handshake-timeout)",
+            tls.handshake_timeout.as_secs()
+        )),
+    }
+}
+
+/// An I/O error's words, without the "unexpected end of file" noise of a peer that left.
+fn reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        ErrorKind::UnexpectedEof => "the peer closed the connection during the handshake".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// The host part of `host:port` (IPv6 brackets removed).
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// The client side of a handshake with broker `addr` (`host:port`), checking its
+/// certificate against the host name (or IP address) it is reached by.
+pub async fn connect(
+    tls: &Tls,
+    tcp: TcpStream,
+    addr: &str,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
+    let Some(connector) = &tls.upstream else { return Err("TLS to brokers is not configured".into()) };
+    let name = ServerName::try_from(host_of(addr).to_string())
+        .map_err(|e| format!("{}: not a server name for TLS: {e}", host_of(addr)))?;
+    match tokio::time::timeout(Duration::from_secs(10), connector.connect(name, tcp)).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(format!("TLS handshake with the broker failed: {}", reason(&e))),
+        Err(_) => Err("the TLS handshake with the broker did not finish within 10s".into()),
+    }
+}
+
+/// Where a client's server name sends it under SNI routing: the bootstrap broker, or the
+/// broker the name stands for (its address learned from responses, or asked of the
+/// bootstrap broker). `Err` is the log line's reason.
+async fn route(
+    tls: &Tls,
+    server_name: Option<&str>,
+    bootstrap: &str,
+    max_frame: usize,
+) -> Result<String, String> {
+    let Some(sni) = &tls.sni else { return Ok(bootstrap.to_string()) };
+    let Some(name) = server_name else {
+        return Err("the client sent no server name (SNI), which --sni-pattern routing needs".into());
+    };
+    let id = match sni.names.lookup(name.trim_end_matches('.')) {
+        Some(NameTarget::Bootstrap) => return Ok(bootstrap.to_string()),
+        Some(NameTarget::Broker(id)) => id,
+        None => {
+            return Err(format!(
+                "unknown server name {name:?}: neither the bootstrap name {} nor a broker's (--sni-pattern)",
+                sni.names.bootstrap()
+            ));
+        }
+    };
+    if let Some(addr) = sni.broker(id) {
+        return Ok(addr);
+    }
+    // No response named this broker yet (another proxy instance may have): ask the cluster.
+    learn_brokers(tls, sni, bootstrap, max_frame).await.map_err(|e| {
+        format!(
+            "server name {name:?} is broker {id}, whose address is not known: asking {bootstrap} failed: {e}"
+        )
+    })?;
+    sni.broker(id)
+        .ok_or(format!("server name {name:?} is broker {id}, which the cluster's metadata does not list"))
+}
+
+/// Asks the bootstrap broker for the cluster's brokers (Metadata v12, no topics) and learns
+/// their addresses.
+async fn learn_brokers(tls: &Tls, sni: &Sni, bootstrap: &str, max_frame: usize) -> Result<(), String> {
+    const VERSION: i16 = 12;
+    let mut request = vec![0u8; 64];
+    let body = kwire::messages::MetadataRequest::default();
+    let n = kwire::dispatch::encode_request(&body, VERSION, 1, Some("kwire-proxy"), &mut request)
+        .map_err(|e| e.to_string())?;
+    request.truncate(n);
+    let (tcp, reached) =
+        super::tokio_io::connect(bootstrap).await.map_err(|e| format!("cannot connect: {e}"))?;
+    let ask = async {
+        let frame = if tls.upstream.is_some() {
+            exchange(connect(tls, tcp, &reached).await?, &request, max_frame).await
+        } else {
+            exchange(tcp, &request, max_frame).await
+        }?;
+        let response = kwire::dispatch::parse_response(&frame, kwire::ApiKey::Metadata, VERSION)
+            .map_err(|e| format!("its Metadata response does not decode: {e}"))?;
+        let kwire::messages::ResponseBodyView::Metadata(view) = response.body else {
+            return Err("not a Metadata response".to_string());
+        };
+        for b in view.brokers().iter() {
+            sni.learn(b.node_id(), b.host(), b.port());
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(Duration::from_secs(10), ask).await {
+        Ok(r) => r,
+        Err(_) => Err("no answer within 10s".into()),
+    }
+}
+
+/// Sends one request frame and reads one response frame (without its size prefix).
+async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    mut s: S,
+    request: &[u8],
+    max_frame: usize,
+) -> Result<Vec<u8>, String> {
+    s.write_all(request).await.map_err(|e| format!("write error: {e}"))?;
+    s.flush().await.map_err(|e| format!("write error: {e}"))?;
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).await.map_err(|e| format!("read error: {e}"))?;
+    let size = i32::from_be_bytes(size);
+    let size =
+        usize::try_from(size).ok().filter(|n| *n <= max_frame).ok_or(format!("bad response size {size}"))?;
+    let mut frame = vec![0u8; size];
+    s.read_exact(&mut frame).await.map_err(|e| format!("read error: {e}"))?;
+    Ok(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_of_addresses() {
+        assert_eq!(host_of("broker-1.kafka:9093"), "broker-1.kafka");
+        assert_eq!(host_of("127.0.0.1:9093"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:9093"), "::1");
+    }
+
+    #[test]
+    fn learned_addresses() {
+        let sni = Sni {
+            pattern: "b{id}.example".into(),
+            names: BrokerNames::new("b{id}.example", "example").unwrap(),
+            port: 9093,
+            brokers: Mutex::new(HashMap::new()),
+        };
+        sni.learn(1, "10.0.0.1", 9092);
+        sni.learn(2, "::1", 9092);
+        assert_eq!(sni.broker(1).as_deref(), Some("10.0.0.1:9092"));
+        assert_eq!(sni.broker(2).as_deref(), Some("[::1]:9092"));
+        assert_eq!(sni.broker(3), None);
+        sni.learn(1, "10.0.0.9", 9092);
+        assert_eq!(sni.broker(1).as_deref(), Some("10.0.0.9:9092"));
+    }
+}

@@ -1,0 +1,884 @@
+//! TLS through `kwire proxy` (issue 19, item 3), with certificates made here (rcgen): a CA,
+//! a server certificate for 127.0.0.1, localhost and the SNI names, a client certificate,
+//! an expired one, one of another CA and one for another name.
+//!
+//! - Termination: kafka-python, confluent-kafka (librdkafka) and the Java client produce
+//!   and consume through a TLS proxy in front of a real Kafka broker (port per broker).
+//! - Origination: the proxy reaches the broker's SSL listener, which requires a client
+//!   certificate (mutual TLS); a client runs through it, and through a proxy doing TLS on
+//!   both sides.
+//! - SNI routing: two proxies with the same flags, one port each for the whole cluster,
+//!   rewrite broker addresses to the same names; a proxy that has seen no response routes
+//!   a broker's name by asking the cluster; kafka-python follows the names.
+//! - Bad input, each closing only its own connection with a log line while a good
+//!   connection goes on: plaintext on a TLS port, a garbage or truncated handshake, a
+//!   handshake that stalls, unknown or missing server names, client certificates that are
+//!   expired, of another CA or missing; brokers whose certificate is expired, of another
+//!   CA or for another name.
+//!
+//! One Kafka broker per test binary (tests/kafka/broker.sh with KWIRE_KAFKA_PROPS for its
+//! SSL listener); the clients come from tests/proxy/setup.sh, as for tests/proxy.rs.
+#![cfg(feature = "cli")]
+
+#[path = "common/process.rs"]
+mod process;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use kwire::ApiKey;
+use kwire::messages::{ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ResponseBodyView};
+use process::run;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use serde_json::Value;
+
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
+const SETUP_TIMEOUT: Duration = Duration::from_secs(1500);
+const BROKER_TIMEOUT: Duration = Duration::from_secs(600);
+/// The SNI names: `broker-{id}.kwire.test`, and the bootstrap name.
+const PATTERN: &str = "broker-{id}.kwire.test";
+const BOOTSTRAP: &str = "bootstrap.kwire.test";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+// ---- certificates ----
+
+/// The certificate files of this test process, made once.
+struct Certs {
+    dir: PathBuf,
+}
+
+impl Certs {
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+}
+
+fn server_names() -> Vec<String> {
+    ["localhost", "127.0.0.1", BOOTSTRAP, "broker-1.kwire.test", "broker-7.kwire.test"]
+        .map(String::from)
+        .to_vec()
+}
+
+fn ca(name: &str) -> (String, Issuer<'static, KeyPair>) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.key_usages =
+        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    let cert = params.self_signed(&key).unwrap();
+    (cert.pem(), Issuer::new(params, key))
+}
+
+/// A leaf certificate and its key (PKCS#8 PEM), for servers and clients alike.
+fn leaf(names: Vec<String>, issuer: &Issuer<'_, KeyPair>, expired: bool) -> (String, String) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(names).unwrap();
+    params.distinguished_name.push(DnType::CommonName, "kwire test");
+    params.extended_key_usages =
+        vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    if expired {
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    }
+    (params.signed_by(&key, issuer).unwrap().pem(), key.serialize_pem())
+}
+
+fn certs() -> &'static Certs {
+    static CERTS: OnceLock<Certs> = OnceLock::new();
+    CERTS.get_or_init(|| {
+        let dir = root().join(format!("target/tls-test/{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (ca_pem, issuer) = ca("kwire test CA");
+        let (other_pem, other) = ca("another CA");
+        let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+        write("ca.pem", &ca_pem);
+        write("other-ca.pem", &other_pem);
+        for (name, (cert, key)) in [
+            ("server", leaf(server_names(), &issuer, false)),
+            ("client", leaf(vec!["kwire-test-client".into()], &issuer, false)),
+            ("expired", leaf(server_names(), &issuer, true)),
+            ("wrong-ca", leaf(server_names(), &other, false)),
+            ("wrong-name", leaf(vec!["other.example".into()], &issuer, false)),
+        ] {
+            write(&format!("{name}.pem"), &cert);
+            write(&format!("{name}.key"), &key);
+            if name == "server" {
+                // Kafka's PEM key store: the key, then the chain.
+                write("broker.pem", &format!("{key}{cert}"));
+            }
+        }
+        Certs { dir }
+    })
+}
+
+fn chain(file: &str) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_file_iter(file).unwrap().map(Result::unwrap).collect()
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A client configuration trusting the test CA, with a client certificate (`NAME.pem`,
+/// `NAME.key`) if asked.
+fn client_config(cert: Option<&str>) -> Arc<rustls::ClientConfig> {
+    let c = certs();
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in chain(&c.path("ca.pem")) {
+        roots.add(ca).unwrap();
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    Arc::new(match cert {
+        Some(name) => builder
+            .with_client_auth_cert(
+                chain(&c.path(&format!("{name}.pem"))),
+                PrivateKeyDer::from_pem_file(c.path(&format!("{name}.key"))).unwrap(),
+            )
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    })
+}
+
+fn server_config(name: &str) -> Arc<rustls::ServerConfig> {
+    let c = certs();
+    Arc::new(
+        rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                chain(&c.path(&format!("{name}.pem"))),
+                PrivateKeyDer::from_pem_file(c.path(&format!("{name}.key"))).unwrap(),
+            )
+            .unwrap(),
+    )
+}
+
+type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// A TLS connection to `addr` asking for `name` (an IP address sends no SNI).
+fn tls(addr: &str, name: &str, config: Arc<rustls::ClientConfig>) -> std::io::Result<Tls> {
+    let mut sock = TcpStream::connect(addr)?;
+    sock.set_read_timeout(Some(Duration::from_secs(15)))?;
+    let name = ServerName::try_from(name.to_string()).unwrap();
+    let mut conn = rustls::ClientConnection::new(config, name).map_err(std::io::Error::other)?;
+    while conn.is_handshaking() {
+        conn.complete_io(&mut sock)?;
+    }
+    Ok(rustls::StreamOwned::new(conn, sock))
+}
+
+// ---- Kafka frames ----
+
+fn read_frame(s: &mut impl Read) -> std::io::Result<Vec<u8>> {
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size)?;
+    let size = i32::from_be_bytes(size);
+    assert!((0..1 << 24).contains(&size), "frame size {size}");
+    let mut frame = vec![0u8; size as usize];
+    s.read_exact(&mut frame)?;
+    Ok(frame)
+}
+
+fn api_versions_frame(correlation_id: i32) -> Vec<u8> {
+    let mut buf = vec![0u8; 128];
+    let n = kwire::dispatch::encode_request(
+        &ApiVersionsRequest::default(),
+        2,
+        correlation_id,
+        Some("tls-test"),
+        &mut buf,
+    )
+    .unwrap();
+    buf.truncate(n);
+    buf
+}
+
+/// An ApiVersions round trip (v2); the broker's answer must list APIs without error.
+fn api_versions<S: Read + Write>(s: &mut S, correlation_id: i32) -> std::io::Result<()> {
+    s.write_all(&api_versions_frame(correlation_id))?;
+    s.flush()?;
+    let frame = read_frame(s)?;
+    let response = kwire::dispatch::parse_response(&frame, ApiKey::ApiVersions, 2).unwrap();
+    assert_eq!(response.header.correlation_id(), correlation_id);
+    let ResponseBodyView::ApiVersions(v) = response.body else { panic!("not ApiVersions") };
+    assert_eq!(v.error_code(), 0);
+    assert!(!v.api_keys().is_empty());
+    Ok(())
+}
+
+/// The brokers of a Metadata (v12) answer, as `(node id, host, port)`.
+fn metadata<S: Read + Write>(s: &mut S) -> Vec<(i32, String, i32)> {
+    let mut buf = vec![0u8; 128];
+    let n = kwire::dispatch::encode_request(&MetadataRequest::default(), 12, 7, Some("tls-test"), &mut buf)
+        .unwrap();
+    s.write_all(&buf[..n]).unwrap();
+    s.flush().unwrap();
+    let frame = read_frame(s).unwrap();
+    let response = kwire::dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap();
+    let ResponseBodyView::Metadata(v) = response.body else { panic!("not Metadata") };
+    v.brokers().iter().map(|b| (b.node_id(), b.host().to_string(), b.port())).collect()
+}
+
+/// Whether the peer closes `s` (end of stream or reset) within `within`; bytes it sends
+/// first (a TLS alert) are read and dropped.
+fn closed(s: &mut impl Read, within: Duration) -> bool {
+    let start = Instant::now();
+    let mut buf = [0u8; 512];
+    while start.elapsed() < within {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+// ---- processes ----
+
+/// A running `kwire proxy` (text log).
+struct Proxy {
+    child: Child,
+    addr: String,
+    lines: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Proxy {
+    fn start(args: &[&str]) -> Proxy {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
+            .args(["proxy", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kwire proxy");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        let _ = stdout.read_line(&mut first);
+        let Some(addr) = first.strip_prefix("kwire proxy: listening on ").and_then(|r| r.split(',').next())
+        else {
+            let _ = child.wait();
+            thread::sleep(Duration::from_millis(100));
+            panic!("kwire proxy {args:?} did not start: {first:?}\n{}", stderr.lock().unwrap());
+        };
+        let addr = addr.to_string();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Proxy { child, addr, lines, stderr }
+    }
+
+    fn port(&self) -> u16 {
+        self.addr.rsplit_once(':').unwrap().1.parse().unwrap()
+    }
+
+    fn log(&self) -> String {
+        self.lines.lock().unwrap().join("\n")
+    }
+
+    /// Waits for a log line holding every one of `needles`; returns it.
+    fn wait_for(&self, needles: &[&str]) -> String {
+        let start = Instant::now();
+        loop {
+            let found =
+                self.lines.lock().unwrap().iter().find(|l| needles.iter().all(|n| l.contains(n))).cloned();
+            if let Some(line) = found {
+                return line;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                panic!(
+                    "no log line with {needles:?} from kwire proxy:\n{}\nstderr:\n{}",
+                    self.log(),
+                    self.stderr.lock().unwrap()
+                );
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// How many log lines hold `needle`.
+    fn count(&self, needle: &str) -> usize {
+        self.lines.lock().unwrap().iter().filter(|l| l.contains(needle)).count()
+    }
+
+    /// Whether it still runs (it must never exit by itself).
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().ok().flatten().is_none()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `kwire serve` (kwire's in-memory broker), for the tests that need a broker that answers
+/// but not a real one; killed on drop.
+struct Serve(Child, String);
+
+impl Serve {
+    fn start() -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start kwire serve");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        let addr = first
+            .strip_prefix("kwire serve: listening on ")
+            .and_then(|r| r.split(',').next())
+            .unwrap_or_else(|| panic!("kwire serve: {first:?}"))
+            .to_string();
+        thread::spawn(move || for _ in stdout.lines() {});
+        Serve(child, addr)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Installs the clients once per test process (tests/proxy/setup.sh).
+fn setup() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        if root().join("target/proxy-clients/ready").exists() {
+            return;
+        }
+        let mut cmd = Command::new("bash");
+        cmd.arg(root().join("tests/proxy/setup.sh"));
+        let out = run(cmd, "tests/proxy/setup.sh", SETUP_TIMEOUT);
+        assert!(out.ok, "tests/proxy/setup.sh failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    });
+}
+
+/// The Kafka broker of this test process: `(PLAINTEXT address, SSL address)`. The SSL
+/// listener requires a client certificate of the test CA.
+fn broker() -> &'static (String, String) {
+    static ADDRS: OnceLock<(String, String)> = OnceLock::new();
+    ADDRS.get_or_init(|| {
+        let c = certs();
+        if let Ok(entries) = std::fs::read_dir(root().join("target/kafka")) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let pid = std::fs::read_to_string(e.path().join("pid")).unwrap_or_default();
+                let running = !pid.trim().is_empty() && Path::new(&format!("/proc/{}", pid.trim())).exists();
+                if name.starts_with("tls-test-") && !running {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = root().join(format!("target/kafka/tls-test-{}", std::process::id()));
+        let props = c.dir.join("broker.properties");
+        std::fs::write(
+            &props,
+            format!(
+                "listeners=PLAINTEXT://127.0.0.1:@PORT@,SSL://127.0.0.1:@PORT2@,CONTROLLER://127.0.0.1:@CPORT@\n\
+                 advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@,SSL://127.0.0.1:@PORT2@\n\
+                 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL\n\
+                 ssl.keystore.type=PEM\nssl.keystore.location={}\n\
+                 ssl.truststore.type=PEM\nssl.truststore.location={}\n\
+                 ssl.client.auth=required\n",
+                c.path("broker.pem"),
+                c.path("ca.pem")
+            ),
+        )
+        .unwrap();
+        let mut cmd = Command::new("bash");
+        cmd.arg(root().join("tests/kafka/broker.sh"))
+            .arg("start")
+            .arg(&dir)
+            .arg(std::process::id().to_string())
+            .env("KWIRE_KAFKA_PROPS", &props)
+            .env("KWIRE_KAFKA_HEAP", "512m");
+        let out = run(cmd, "tests/kafka/broker.sh start", BROKER_TIMEOUT);
+        assert!(out.ok, "the Kafka broker could not start\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+        let plain = out.stdout.trim().to_string();
+        let config = std::fs::read_to_string(dir.join("server.properties")).unwrap();
+        let listeners = config.lines().rfind(|l| l.starts_with("listeners=")).unwrap();
+        let ssl = listeners
+            .split(',')
+            .find_map(|l| l.strip_prefix("SSL://"))
+            .unwrap_or_else(|| panic!("no SSL listener in {listeners}"))
+            .to_string();
+        (plain, ssl)
+    })
+}
+
+/// A name no other run uses, for topics and groups.
+fn prefix(what: &str) -> String {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    format!("tls-{what}-{}-{t}", std::process::id())
+}
+
+/// Runs a real client (`kafka-python`, `confluent-kafka`, `java`) against `bootstrap` and
+/// checks that it consumed what it produced, in order.
+fn client(lib: &str, bootstrap: &str, protocol: &str, env: &[(&str, &str)]) -> Value {
+    setup();
+    let r = root();
+    let ca = certs().path("ca.pem");
+    let p = prefix(lib);
+    let mut cmd = if lib == "java" {
+        assert_eq!(protocol, "SSL");
+        let mut c = Command::new("java");
+        c.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
+            .arg(r.join("target/java-client/lib/*"))
+            .arg(r.join("tests/proxy/TlsClient.java"))
+            .args([bootstrap, &p, &ca]);
+        c
+    } else {
+        let mut c = Command::new(r.join("target/interop/venv/bin/python"));
+        c.arg(r.join("tests/proxy/tls_client.py")).args([lib, bootstrap, &p, protocol, &ca]);
+        c
+    };
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let start = Instant::now();
+    let out = run(cmd, lib, CLIENT_TIMEOUT);
+    assert!(out.ok, "{lib} through {bootstrap} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{lib}: not JSON ({e}): {}\n{}", out.stdout, out.stderr));
+    let produced = v["produced"].as_array().unwrap();
+    assert_eq!(produced.len(), 5, "{lib}: {v}");
+    assert_eq!(v["consumed"], v["produced"], "{lib}: consumed is not what was produced: {v}");
+    assert_eq!(v["errors"].as_array().map(Vec::len), Some(0), "{lib}: {v}");
+    eprintln!(
+        "{} through {bootstrap} ({protocol}): 5 records produced and consumed in {:.1?}",
+        v["client"],
+        start.elapsed()
+    );
+    v
+}
+
+// ---- the tests ----
+
+/// TLS termination in port-per-broker mode: three real clients over TLS, checking the
+/// proxy's certificate against the test CA and the address (127.0.0.1) they connect to.
+#[test]
+fn termination_real_clients() {
+    let (plain, _) = broker();
+    let c = certs();
+    let mut proxy = Proxy::start(&[
+        "--upstream",
+        plain,
+        "--tls-cert",
+        &c.path("server.pem"),
+        "--tls-key",
+        &c.path("server.key"),
+    ]);
+    proxy.wait_for(&["TLS from clients"]);
+    for lib in ["kafka-python", "confluent-kafka", "java"] {
+        client(lib, &proxy.addr, "SSL", &[]);
+    }
+    // Every connection of theirs came over TLS (the one broker is the bootstrap address, so
+    // it is served on the --listen port; a broker of its own would get a TLS listener too).
+    let tls_connections = proxy.count("(TLS, server name");
+    assert!(tls_connections >= 6, "TLS connections logged: {tls_connections}\n{}", proxy.log());
+    assert_eq!(proxy.count("connected, forwarding to"), tls_connections, "{}", proxy.log());
+    assert_eq!(proxy.count("closing this connection"), 0, "{}", proxy.log());
+    assert!(proxy.alive());
+}
+
+/// TLS origination: the broker's SSL listener requires a client certificate. kafka-python
+/// in plaintext through a proxy that originates TLS, confluent-kafka through one that does
+/// TLS on both sides; without a client certificate the broker refuses the proxy, and the
+/// proxy closes that client's connection with a log line.
+#[test]
+fn origination_to_ssl_broker() {
+    let (_, ssl) = broker();
+    let c = certs();
+    let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
+    let upstream = ["--upstream", ssl, "--upstream-tls", "--upstream-ca", &ca];
+    let mtls = ["--upstream-cert", &cert, "--upstream-key", &key];
+    let mut plain_in = Proxy::start(&[&upstream[..], &mtls[..]].concat());
+    plain_in.wait_for(&["TLS to brokers"]);
+    // The broker's addresses come back rewritten to the proxy's listeners.
+    let mut s = TcpStream::connect(&plain_in.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    api_versions(&mut s, 1).unwrap();
+    let brokers = metadata(&mut s);
+    assert_eq!(brokers.len(), 1, "{brokers:?}");
+    assert_eq!(brokers[0].1, "127.0.0.1");
+    assert_ne!(brokers[0].2.to_string(), ssl.rsplit_once(':').unwrap().1, "not rewritten: {brokers:?}");
+    plain_in.wait_for(&["connected, forwarding to", "(TLS to the broker)"]);
+    client("kafka-python", &plain_in.addr, "PLAINTEXT", &[]);
+
+    let tls_in =
+        ["--tls-cert".to_string(), c.path("server.pem"), "--tls-key".to_string(), c.path("server.key")];
+    let args: Vec<&str> =
+        upstream.iter().chain(&mtls).copied().chain(tls_in.iter().map(String::as_str)).collect();
+    let both = Proxy::start(&args);
+    client("confluent-kafka", &both.addr, "SSL", &[]);
+    both.wait_for(&["(TLS, server name", "(TLS to the broker)"]);
+
+    // No client certificate: Kafka refuses the proxy's handshake; that client is closed.
+    let no_cert = Proxy::start(&upstream);
+    let mut s = TcpStream::connect(&no_cert.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let answered = api_versions(&mut s, 1).is_ok();
+    assert!(!answered, "the broker answered a proxy without a client certificate");
+    let line = no_cert.wait_for(&["closed", "conn=1"]);
+    eprintln!("without a client certificate: {line}");
+    assert!(plain_in.alive());
+    let mut s = TcpStream::connect(&plain_in.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    api_versions(&mut s, 2).unwrap();
+}
+
+/// SNI routing against the real broker: one port per proxy for the whole cluster, names
+/// from the pattern, the same in two proxies that share nothing.
+#[test]
+fn sni_routing() {
+    let (plain, _) = broker();
+    let c = certs();
+    let (cert, key) = (c.path("server.pem"), c.path("server.key"));
+    let args = [
+        "--upstream",
+        plain,
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--sni-pattern",
+        PATTERN,
+        "--sni-bootstrap",
+        BOOTSTRAP,
+    ];
+    let mut a = Proxy::start(&args);
+    let mut b = Proxy::start(&args);
+    a.wait_for(&["SNI routing: bootstrap bootstrap.kwire.test, brokers broker-{id}.kwire.test"]);
+    let config = client_config(None);
+
+    // Through the bootstrap name: the broker is named by the pattern, at the proxy's port.
+    let mut good = tls(&a.addr, BOOTSTRAP, config.clone()).unwrap();
+    api_versions(&mut good, 1).unwrap();
+    let via_a = metadata(&mut good);
+    assert_eq!(via_a, [(1, "broker-1.kwire.test".to_string(), i32::from(a.port()))]);
+    a.wait_for(&["server name bootstrap.kwire.test", &format!("forwarding to {plain}")]);
+    // Proxy b has seen no response: the broker's name is routed by asking the cluster.
+    let mut direct = tls(&b.addr, "broker-1.kwire.test", config.clone()).unwrap();
+    api_versions(&mut direct, 1).unwrap();
+    let via_b = metadata(&mut direct);
+    assert_eq!(via_b, [(1, "broker-1.kwire.test".to_string(), i32::from(b.port()))]);
+    b.wait_for(&["server name broker-1.kwire.test", &format!("forwarding to {plain}")]);
+    // The same names from both (nothing shared but the flags).
+    assert_eq!(
+        via_a.iter().map(|(id, h, _)| (*id, h.clone())).collect::<Vec<_>>(),
+        via_b.iter().map(|(id, h, _)| (*id, h.clone())).collect::<Vec<_>>()
+    );
+
+    // Names that are no broker's, a broker the cluster does not have, and no name at all:
+    // each closed with a log line; the good connection goes on.
+    for (name, log) in [
+        ("nope.kwire.test", "unknown server name \"nope.kwire.test\""),
+        ("broker-01.kwire.test", "unknown server name \"broker-01.kwire.test\""),
+        ("broker-7.kwire.test", "broker 7, which the cluster's metadata does not list"),
+        ("127.0.0.1", "sent no server name (SNI)"),
+    ] {
+        let refused = match tls(&a.addr, name, config.clone()) {
+            Err(_) => true,
+            Ok(mut s) => api_versions(&mut s, 9).is_err(),
+        };
+        assert!(refused, "{name}: served");
+        a.wait_for(&[log, "closing this connection"]);
+        api_versions(&mut good, 2).unwrap();
+    }
+
+    // A real client follows the names (kafka-python resolves *.kwire.test to 127.0.0.1).
+    let bootstrap = format!("{BOOTSTRAP}:{}", a.port());
+    client("kafka-python", &bootstrap, "SSL", &[("KWIRE_TEST_LOOPBACK", "kwire.test")]);
+    a.wait_for(&["server name broker-1.kwire.test"]);
+    api_versions(&mut good, 3).unwrap();
+    assert!(a.alive() && b.alive());
+}
+
+/// One bad-input case: whether the proxy closed its connection.
+type Case<'a> = Box<dyn FnOnce() -> bool + Send + 'a>;
+
+/// Bad input from clients on a TLS port that requires client certificates: each closes
+/// its own connection with a log line, while a good connection keeps being answered.
+#[test]
+fn bad_client_input() {
+    let serve = Serve::start();
+    let c = certs();
+    let mut proxy = Proxy::start(&[
+        "--upstream",
+        &serve.1,
+        "--tls-cert",
+        &c.path("server.pem"),
+        "--tls-key",
+        &c.path("server.key"),
+        "--tls-client-ca",
+        &c.path("ca.pem"),
+        "--tls-handshake-timeout",
+        "2",
+    ]);
+    proxy.wait_for(&["TLS from clients, client certificates required"]);
+    let mut good = tls(&proxy.addr, "localhost", client_config(Some("client"))).unwrap();
+    api_versions(&mut good, 1).unwrap();
+    // The good connection is used all along, from another thread.
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicUsize::new(0));
+    let pinger = {
+        let (stop, rounds) = (stop.clone(), rounds.clone());
+        thread::spawn(move || {
+            let mut id = 2;
+            while !stop.load(Ordering::Relaxed) {
+                api_versions(&mut good, id).expect("the good connection was answered");
+                rounds.fetch_add(1, Ordering::Relaxed);
+                id += 1;
+                thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    // A real ClientHello, to cut short.
+    let hello = {
+        let mut conn =
+            rustls::ClientConnection::new(client_config(None), ServerName::try_from("localhost").unwrap())
+                .unwrap();
+        let mut bytes = Vec::new();
+        conn.write_tls(&mut bytes).unwrap();
+        bytes
+    };
+    let raw = |bytes: &[u8], shut: bool| {
+        let mut s = TcpStream::connect(&proxy.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        s.write_all(bytes).unwrap();
+        if shut {
+            s.shutdown(Shutdown::Write).unwrap();
+        }
+        s
+    };
+    let mut cases: Vec<(&str, &str, Case<'_>)> = Vec::new();
+    let plaintext = api_versions_frame(1);
+    cases.push((
+        "plaintext Kafka",
+        "not a TLS handshake (first byte 0x00",
+        Box::new(move || closed(&mut raw(&plaintext, false), Duration::from_secs(5))),
+    ));
+    let mut garbage = vec![0x16, 0x03, 0x01, 0x00, 0x20];
+    garbage.extend((0..32u8).map(|i| i.wrapping_mul(37)));
+    cases.push((
+        "garbage handshake",
+        "bad TLS ClientHello",
+        Box::new(move || closed(&mut raw(&garbage, false), Duration::from_secs(5))),
+    ));
+    let half = hello[..hello.len() / 2].to_vec();
+    let cut = half.clone();
+    cases.push((
+        "truncated handshake, then the end",
+        "the peer closed the connection during the handshake",
+        Box::new(move || closed(&mut raw(&cut, true), Duration::from_secs(5))),
+    ));
+    cases.push((
+        "truncated handshake, then silence",
+        "did not finish within 2s",
+        Box::new(move || {
+            let start = Instant::now();
+            let shut = closed(&mut raw(&half, false), Duration::from_secs(6));
+            shut && start.elapsed() >= Duration::from_millis(1500)
+        }),
+    ));
+    for (what, name) in
+        [("expired client certificate", "expired"), ("client certificate of another CA", "wrong-ca")]
+    {
+        let addr = proxy.addr.clone();
+        let needle = if name == "expired" { "xpired" } else { "ssuer" };
+        cases.push((
+            what,
+            needle,
+            Box::new(move || match tls(&addr, "localhost", client_config(Some(name))) {
+                Err(_) => true,
+                Ok(mut s) => api_versions(&mut s, 1).is_err(),
+            }),
+        ));
+    }
+    let addr = proxy.addr.clone();
+    cases.push((
+        "no client certificate",
+        "TLS handshake failed: peer sent no certificates",
+        Box::new(move || match tls(&addr, "localhost", client_config(None)) {
+            Err(_) => true,
+            Ok(mut s) => api_versions(&mut s, 1).is_err(),
+        }),
+    ));
+    let n = cases.len();
+    // All at once, beside the good connection.
+    let results: Vec<(&str, &str, bool)> = thread::scope(|scope| {
+        let handles: Vec<_> =
+            cases.into_iter().map(|(what, needle, case)| (what, needle, scope.spawn(case))).collect();
+        handles.into_iter().map(|(w, n, h)| (w, n, h.join().unwrap())).collect()
+    });
+    for (what, needle, was_closed) in &results {
+        assert!(was_closed, "{what}: the proxy did not close the connection\n{}", proxy.log());
+        let line = proxy.wait_for(&[needle, "closing this connection"]);
+        eprintln!("{what}: {line}");
+    }
+    thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    pinger.join().expect("the good connection kept working");
+    assert!(
+        rounds.load(Ordering::Relaxed) >= 5,
+        "the good connection was used {} times",
+        rounds.load(Ordering::Relaxed)
+    );
+    assert!(proxy.count("closing this connection") >= n, "{}", proxy.log());
+    assert_eq!(proxy.count("panicked"), 0);
+    assert!(proxy.alive());
+    assert!(!proxy.stderr.lock().unwrap().contains("panicked"));
+}
+
+/// A TLS "broker" of the test's own: each connection shows the next certificate of
+/// `certs` (the last one for all after), and answers ApiVersions requests.
+fn fake_broker(certs_in_order: Vec<&'static str>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let configs: Vec<_> = certs_in_order.iter().map(|n| server_config(n)).collect();
+    thread::spawn(move || {
+        for (i, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { continue };
+            let config = configs[i.min(configs.len() - 1)].clone();
+            thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                let mut s = rustls::StreamOwned::new(conn, stream);
+                while let Ok(frame) = read_frame(&mut s) {
+                    let Ok(peek) = kwire::frame::RequestHeaderView::peek(&frame) else { return };
+                    let body = ApiVersionsResponse::default();
+                    let mut out = vec![0u8; kwire::dispatch::response_len(&body, peek.api_version).unwrap()];
+                    kwire::dispatch::encode_response(&body, peek.api_version, peek.correlation_id, &mut out)
+                        .unwrap();
+                    if s.write_all(&out).and_then(|()| s.flush()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// ApiVersions with an empty list is the fake broker's answer: checked for the header only.
+fn ping<S: Read + Write>(s: &mut S, correlation_id: i32) -> std::io::Result<()> {
+    s.write_all(&api_versions_frame(correlation_id))?;
+    s.flush()?;
+    let frame = read_frame(s)?;
+    let response = kwire::dispatch::parse_response(&frame, ApiKey::ApiVersions, 2).unwrap();
+    assert_eq!(response.header.correlation_id(), correlation_id);
+    Ok(())
+}
+
+/// Brokers whose certificates the proxy must refuse: expired, of another CA, for another
+/// name. Each refusal closes that client's connection with a log line; a connection made
+/// before goes on. With --upstream-insecure-skip-verify (logged) the expired one is taken.
+#[test]
+fn bad_upstream_certificates() {
+    let ca = certs().path("ca.pem");
+    let upstream = fake_broker(vec!["server", "expired", "wrong-ca", "wrong-name"]);
+    let mut proxy = Proxy::start(&["--upstream", &upstream, "--upstream-tls", "--upstream-ca", &ca]);
+    let mut good = TcpStream::connect(&proxy.addr).unwrap();
+    good.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    ping(&mut good, 1).unwrap();
+    for (i, what) in ["xpired", "ssuer", "ame"].iter().enumerate() {
+        let mut s = TcpStream::connect(&proxy.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let refused = ping(&mut s, 1).is_err();
+        assert!(refused, "case {i}: served\n{}", proxy.log());
+        let line =
+            proxy.wait_for(&[&format!("conn={} ", i + 2), "TLS handshake with the broker failed", what]);
+        eprintln!("broker certificate refused: {line}");
+        ping(&mut good, 2 + i as i32).unwrap();
+    }
+    assert!(proxy.alive());
+
+    let expired = fake_broker(vec!["expired"]);
+    let insecure =
+        Proxy::start(&["--upstream", &expired, "--upstream-tls", "--upstream-insecure-skip-verify"]);
+    insecure.wait_for(&["WARNING: --upstream-insecure-skip-verify"]);
+    let mut s = TcpStream::connect(&insecure.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    ping(&mut s, 1).unwrap();
+    assert!(insecure.stderr.lock().unwrap().contains("WARNING: --upstream-insecure-skip-verify"));
+}
+
+/// Flags that do not fit together, and files that are not what they should be, stop the
+/// proxy at start-up with a message.
+#[test]
+fn bad_tls_flags() {
+    let c = certs();
+    let fails = |args: &[&str], needle: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kwire"))
+            .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} started");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    };
+    fails(&["--tls-cert", &c.path("server.pem")], "--tls-key");
+    fails(&["--tls-cert", &c.path("ca.pem"), "--tls-key", &c.path("ca.pem")], "--tls-key");
+    fails(&["--tls-cert", &c.path("server.key"), "--tls-key", &c.path("server.key")], "no certificate");
+    fails(&["--upstream-tls"], "--upstream-ca");
+    fails(&["--sni-pattern", PATTERN], "--tls-cert");
+    let (cert, key) = (c.path("server.pem"), c.path("server.key"));
+    let tls = ["--tls-cert", &cert, "--tls-key", &key];
+    fails(
+        &[&tls[..], &["--sni-pattern", "broker.kwire.test", "--sni-bootstrap", BOOTSTRAP]].concat(),
+        "{id}",
+    );
+    fails(
+        &[&tls[..], &["--sni-pattern", PATTERN, "--sni-bootstrap", "broker-3.kwire.test"]].concat(),
+        "also a broker's name",
+    );
+}
