@@ -423,14 +423,17 @@ fn broker() -> &'static (String, String) {
         std::fs::write(
             &props,
             format!(
-                "listeners=PLAINTEXT://127.0.0.1:@PORT@,SSL://127.0.0.1:@PORT2@,CONTROLLER://127.0.0.1:@CPORT@\n\
-                 advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@,SSL://127.0.0.1:@PORT2@\n\
-                 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL\n\
+                "listeners=PLAINTEXT://127.0.0.1:@PORT@,SSL://127.0.0.1:@PORT2@,SASL_SSL://127.0.0.1:@PORT3@,CONTROLLER://127.0.0.1:@CPORT@\n\
+                 advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@,SSL://127.0.0.1:@PORT2@,SASL_SSL://127.0.0.1:@PORT3@\n\
+                 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL\n\
                  ssl.keystore.type=PEM\nssl.keystore.location={}\n\
                  ssl.truststore.type=PEM\nssl.truststore.location={}\n\
-                 ssl.client.auth=required\n",
+                 ssl.client.auth=required\n\
+                 sasl.enabled.mechanisms=PLAIN\n\
+                 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{SASL_USER}=\"{}\";\n",
                 c.path("broker.pem"),
-                c.path("ca.pem")
+                c.path("ca.pem"),
+                sasl_password()
             ),
         )
         .unwrap();
@@ -452,6 +455,31 @@ fn broker() -> &'static (String, String) {
             .unwrap_or_else(|| panic!("no SSL listener in {listeners}"))
             .to_string();
         (plain, ssl)
+    })
+}
+
+/// The SASL_SSL listener of [`broker`]'s broker (PLAIN, user [`SASL_USER`] with
+/// [`sasl_password`]; a client certificate is required there too).
+fn sasl_ssl() -> String {
+    broker();
+    let dir = root().join(format!("target/kafka/tls-test-{}", std::process::id()));
+    let config = std::fs::read_to_string(dir.join("server.properties")).unwrap();
+    let listeners = config.lines().rfind(|l| l.starts_with("listeners=")).unwrap();
+    listeners
+        .split(',')
+        .find_map(|l| l.strip_prefix("SASL_SSL://"))
+        .unwrap_or_else(|| panic!("no SASL_SSL listener in {listeners}"))
+        .to_string()
+}
+
+const SASL_USER: &str = "alice";
+
+/// The SASL user's password: new in each run, so that finding it anywhere means it leaked.
+fn sasl_password() -> &'static str {
+    static PASSWORD: OnceLock<String> = OnceLock::new();
+    PASSWORD.get_or_init(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        format!("tls-sasl-secret-{}-{t}", std::process::id())
     })
 }
 
@@ -574,6 +602,58 @@ fn origination_to_ssl_broker() {
     let mut s = TcpStream::connect(&plain_in.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     api_versions(&mut s, 2).unwrap();
+}
+
+/// SASL_SSL: kafka-python authenticates with SASL PLAIN through a proxy that takes it in
+/// plaintext and originates TLS (with a client certificate) to the broker's SASL_SSL
+/// listener; it produces and reads back records. The proxy's log names the mechanism and
+/// the user, and holds the password in no form (text, hex, base64), nor does its stderr.
+#[test]
+fn sasl_ssl_through_tls_origination_hides_the_password() {
+    let addr = sasl_ssl();
+    let c = certs();
+    let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &addr,
+        "--upstream-tls",
+        "--upstream-ca",
+        &ca,
+        "--upstream-cert",
+        &cert,
+        "--upstream-key",
+        &key,
+    ]);
+    proxy.wait_for(&["TLS to brokers"]);
+    setup();
+    let r = root();
+    let mut cmd = Command::new(r.join("target/interop/venv/bin/python"));
+    cmd.arg(r.join("tests/proxy/sasl_client.py"))
+        .args(["kafka-python", &proxy.addr, "PLAIN", SASL_USER, &prefix("sasl-ssl")])
+        .env("KWIRE_SASL_PASSWORD", sasl_password());
+    let out = run(cmd, "kafka-python SASL_SSL", CLIENT_TIMEOUT);
+    assert!(out.ok, "kafka-python over SASL_SSL failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let line = out.stdout.lines().rev().find(|l| l.starts_with('{')).expect("JSON");
+    let v: Value = serde_json::from_str(line).unwrap();
+    assert!(v["produced"].as_array().is_some_and(|p| !p.is_empty()), "{v}");
+    assert_eq!(v["consumed"], v["produced"], "records read back: {v}");
+    let user_line = proxy.wait_for(&["SASL PLAIN user \"alice\""]);
+    let log = proxy.log();
+    assert!(log.contains("(TLS to the broker)"), "{log}");
+    let stderr = proxy.stderr.lock().unwrap().clone();
+    let pw = sasl_password();
+    let hex: String = pw.bytes().map(|b| format!("{b:02x}")).collect();
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(pw);
+    // The PLAIN token is "\0alice\0PASSWORD": its base64 as a whole, too.
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("\0{SASL_USER}\0{pw}"));
+    for (form, needle) in
+        [("text", pw), ("hex", hex.as_str()), ("base64", b64.as_str()), ("token", token.as_str())]
+    {
+        assert!(!log.contains(needle), "the password ({form}) is in the proxy's log:\n{log}");
+        assert!(!stderr.contains(needle), "the password ({form}) is in the proxy's stderr");
+    }
+    eprintln!("SASL_SSL through the proxy: {} records; {user_line}", v["produced"].as_array().unwrap().len());
 }
 
 /// SNI routing against the real broker: one port per proxy for the whole cluster, names

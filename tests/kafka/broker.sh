@@ -37,7 +37,8 @@
 # KWIRE_KAFKA_PROPS: a file of properties appended to server.properties (a later key wins, so
 # it can replace the listeners, e.g. with SSL or SASL ones); @PORT@ (the port printed and
 # waited for), @PORT2@ (a second free port), @CPORT@ (the controller's) and @DIR@ are replaced
-# (per node in a cluster, where @NODE@ is the node id and @DIR@ the node's folder).
+# (per node in a cluster, where @NODE@ is the node id and @DIR@ the node's folder); a single
+# server (`start`) also has @PORT3@, a third free port.
 # KWIRE_KAFKA_FORMAT_ARGS: more arguments for `kafka-storage format` (e.g. --add-scram ...),
 # split on whitespace.
 set -euo pipefail
@@ -91,9 +92,9 @@ java_args() {
 
 # Writes server.properties and log4j2.properties of one node into $1: node id $2, quorum
 # voters $3, ports $4 (clients), $5 (@PORT2@), $6 (controller), replication factor $7 of the
-# internal topics and the default one, min.insync.replicas $8.
+# internal topics and the default one, min.insync.replicas $8, and optionally $9 (@PORT3@).
 write_props() {
-  local d=$1 id=$2 voters=$3 port=$4 port2=$5 cport=$6 rf=$7 isr=$8
+  local d=$1 id=$2 voters=$3 port=$4 port2=$5 cport=$6 rf=$7 isr=$8 port3=${9:-}
   cat >"$d/server.properties" <<EOF
 process.roles=broker,controller
 node.id=$id
@@ -127,8 +128,8 @@ EOF
   fi
   if [ -n "${KWIRE_KAFKA_PROPS:-}" ]; then
     [ -f "$KWIRE_KAFKA_PROPS" ] || die "KWIRE_KAFKA_PROPS names no file: $KWIRE_KAFKA_PROPS"
-    sed -e "s|@PORT@|$port|g" -e "s|@PORT2@|$port2|g" -e "s|@CPORT@|$cport|g" -e "s|@DIR@|$d|g" \
-      -e "s|@NODE@|$id|g" "$KWIRE_KAFKA_PROPS" >>"$d/server.properties"
+    sed -e "s|@PORT@|$port|g" -e "s|@PORT2@|$port2|g" -e "s|@PORT3@|$port3|g" -e "s|@CPORT@|$cport|g" \
+      -e "s|@DIR@|$d|g" -e "s|@NODE@|$id|g" "$KWIRE_KAFKA_PROPS" >>"$d/server.properties"
   fi
   cat >"$d/log4j2.properties" <<EOF
 appender.out.type=Console
@@ -214,9 +215,9 @@ start() {
     return 0
   fi
   rm -rf "$dir/data" "$dir/pid" "$dir/address" "$dir/server.log"
-  local port port2 cport
-  read -r port port2 cport <<<"$(free_ports 3)"
-  write_props "$dir" 1 "1@127.0.0.1:$cport" "$port" "$port2" "$cport" 1 1
+  local port port2 port3 cport
+  read -r port port2 port3 cport <<<"$(free_ports 4)"
+  write_props "$dir" 1 "1@127.0.0.1:$cport" "$port" "$port2" "$cport" 1 1 "$port3"
   format_node "$dir" "$(new_cluster_id)"
   launch "$dir"
   wait_ready "$dir" "$port"
