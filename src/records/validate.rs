@@ -890,6 +890,9 @@ fn well_formed_record(bytes: &[u8], at: usize) -> Option<(usize, Fields)> {
     let size = varint_at(bytes, &mut p)?;
     let end = p.checked_add(usize::try_from(size).ok()?)?;
     let b = bytes.get(p..end)?;
+    if b.is_empty() {
+        return None; // not even the attributes
+    }
     let mut q = 1; // attributes
     let timestamp_delta = varlong_at(b, &mut q)?;
     let offset_delta = varint_at(b, &mut q)?;
@@ -1122,6 +1125,12 @@ mod tests {
                 inputs.push(m);
             }
             inputs.push(section[..i].to_vec());
+        }
+        // Records of no bytes at all, or cut inside their fields (a fuzzed crash: the
+        // attributes byte was skipped past the end).
+        for short in [&[0x00][..], &[0x02, 0x00][..], &[0x04, 0x00, 0x80][..]] {
+            assert!(well_formed_record(short, 0).is_none(), "{short:?}");
+            inputs.push(short.to_vec());
         }
         let mut fast = 0;
         for input in &inputs {
