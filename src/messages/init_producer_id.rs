@@ -186,7 +186,7 @@ impl<'a> InitProducerIdRequestView<'a> {
             )?;
         }
         if ver.flexible {
-            r.tagged_fields("InitProducerIdRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("InitProducerIdRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -340,7 +340,7 @@ impl<'a> InitProducerIdResponseView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("InitProducerIdResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("InitProducerIdResponse._tagged_fields")?;
         }
         Ok([])
     }

@@ -240,7 +240,7 @@ impl<'a> ListOffsetsRequestView<'a> {
             r.take(4, "ListOffsetsRequest.TimeoutMs")?;
         }
         if ver.flexible {
-            r.tagged_fields("ListOffsetsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListOffsetsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -283,7 +283,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
         r.check_str(ver.flexible, "ListOffsetsTopic.Name")?;
         view::check_array::<ListOffsetsPartitionView<'a>>(r, ver, "ListOffsetsTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListOffsetsTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -358,7 +358,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
         }
         r.take(8, "ListOffsetsPartition.Timestamp")?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("ListOffsetsPartition._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("ListOffsetsPartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -580,7 +580,7 @@ impl<'a> ListOffsetsResponseView<'a> {
         view::check_array::<ListOffsetsTopicResponseView<'a>>(r, ver, "ListOffsetsResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListOffsetsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -627,7 +627,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
             "ListOffsetsTopicResponse.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsTopicResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListOffsetsTopicResponse._tagged_fields")?;
         }
         Ok(())
     }
@@ -727,7 +727,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
             r.take(4, "ListOffsetsPartitionResponse.LeaderEpoch")?;
         }
         if ver.flexible {
-            r.fixed_struct_tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("ListOffsetsPartitionResponse._tagged_fields")?;
         }
         Ok(())
     }

@@ -114,26 +114,22 @@ pub(crate) fn list_from_view<'a, V: Element<'a>, T: From<V>>(view: ArrayView<'a,
 
 /// Reads the tagged section of a struct that knows no tagged fields into
 /// `$this.unknown_tagged_fields`, every field kept raw; versions that are not flexible have
-/// no section. An empty section (one zero byte) is read in place; any other goes to
-/// [`unknown_tagged_fields`], one function for every struct (a closure of each struct's own
-/// made an instance of `Reader::tagged_fields` per struct; a call for every section cost
-/// the reference decoder up to 19% more instructions).
+/// no section.
 macro_rules! read_unknown_tagged_fields {
     ($this:ident, $r:ident, $ver:ident, $field:expr) => {
         if $ver.flexible {
-            $this.unknown_tagged_fields = if $r.peek(0) == Some(0) {
-                $r.advance(1);
-                List::Owned(Vec::new())
-            } else {
-                $crate::reference::unknown_tagged_fields($r, $field)?
-            };
+            $this.unknown_tagged_fields = $crate::reference::unknown_tagged_fields($r, $field)?;
         }
     };
 }
 
-/// A tagged section whose every field is unknown, kept raw (see
-/// [`read_unknown_tagged_fields!`]).
-#[inline(never)]
+/// What [`read_unknown_tagged_fields!`] reads: one function for every struct, rather than a
+/// closure of each struct's own and so an instance of `Reader::tagged_fields` per struct.
+/// (It costs the reference decoder a call per section: 2-19% more instructions; reading an
+/// empty section in the macro instead measured the same as before there, but changed how
+/// LLVM inlined the views' array checks in `benches/instructions.rs`, ListGroups v5 request
+/// view +22%; see docs/design.md, "Tagged sections compiled once".)
+#[inline]
 pub(crate) fn unknown_tagged_fields(
     r: &mut Reader<'_>,
     field: &'static str,

@@ -621,13 +621,18 @@ impl<'a> Reader<'a> {
     /// unknown and kept raw. Not generic, so that the check passes of the structs without
     /// tagged fields (most of them) share one body.
     #[inline]
-    pub(crate) fn unknown_tagged_fields(&mut self, field: &'static str) -> Result<TaggedSection<'a>, DecodeError> {
+    pub(crate) fn unknown_tagged_fields(
+        &mut self,
+        field: &'static str,
+    ) -> Result<TaggedSection<'a>, DecodeError> {
         if let Some(0) = self.buf.get(self.pos) {
             self.pos += 1;
             return Ok(TaggedSection::EMPTY);
         }
         let (section, pos, uniform) =
-            Self::tagged_fields_slow(self.buf, self.pos, self.base, self.uniform, field, &mut |_, _| Ok(false))?;
+            Self::tagged_fields_slow(self.buf, self.pos, self.base, self.uniform, field, &mut |_, _| {
+                Ok(false)
+            })?;
         self.pos = pos;
         self.uniform = uniform;
         Ok(section)
