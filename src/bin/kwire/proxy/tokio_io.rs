@@ -578,3 +578,88 @@ async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Context;
+
+    /// A writer that takes at most `step` bytes a call, with or without vectored writes.
+    struct Trickle {
+        got: Vec<u8>,
+        step: usize,
+        vectored: bool,
+        calls: usize,
+        flushes: usize,
+    }
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            let n = buf.len().min(self.step);
+            self.got.extend_from_slice(&buf[..n]);
+            self.calls += 1;
+            Poll::Ready(Ok(n))
+        }
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[IoSlice<'_>],
+        ) -> Poll<std::io::Result<usize>> {
+            if !self.vectored {
+                let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]);
+                return self.poll_write(cx, first);
+            }
+            let mut left = self.step;
+            for b in bufs {
+                let n = b.len().min(left);
+                self.got.extend_from_slice(&b[..n]);
+                left -= n;
+            }
+            self.calls += 1;
+            Poll::Ready(Ok(self.step - left))
+        }
+        fn is_write_vectored(&self) -> bool {
+            self.vectored
+        }
+        fn poll_flush(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            self.flushes += 1;
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[test]
+    fn send_writes_both_slices_in_order_through_partial_writes() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let head: Vec<u8> = (0..10u8).collect();
+        let body: Vec<u8> = (100..200u8).collect();
+        let whole: Vec<u8> = head.iter().chain(&body).copied().collect();
+        for vectored in [true, false] {
+            for step in [1, 3, 10, 11, 64, 1000] {
+                let mut w = Trickle { got: Vec::new(), step, vectored, calls: 0, flushes: 0 };
+                rt.block_on(send(&mut w, &head, &body)).unwrap();
+                assert_eq!(w.got, whole, "vectored {vectored}, step {step}");
+                assert_eq!(w.flushes, 1);
+                if vectored && step >= whole.len() {
+                    assert_eq!(w.calls, 1, "one write for both slices");
+                }
+                let mut w = Trickle { got: Vec::new(), step, vectored, calls: 0, flushes: 0 };
+                rt.block_on(send(&mut w, &head, &[])).unwrap();
+                assert_eq!(w.got, head);
+                let mut w = Trickle { got: Vec::new(), step, vectored, calls: 0, flushes: 0 };
+                rt.block_on(send(&mut w, &[], &body)).unwrap();
+                assert_eq!(w.got, body);
+            }
+        }
+        // A writer that takes nothing is an error, not a loop.
+        let mut w = Trickle { got: Vec::new(), step: 0, vectored: true, calls: 0, flushes: 0 };
+        let e = rt.block_on(send(&mut w, &head, &body)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WriteZero);
+    }
+}
