@@ -179,6 +179,7 @@ func clusterTransact(args []string) {
 	must(err)
 	out := json.NewEncoder(os.Stdout)
 	var committed, aborted, records, reprocessed int
+	polled := time.Now()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		fs := sess.PollFetches(ctx)
@@ -189,12 +190,20 @@ func clusterTransact(args []string) {
 			}
 		})
 		got := fs.Records()
+		if len(got) > 0 && time.Since(polled) > 3*time.Second {
+			fmt.Fprintf(os.Stderr, "%s: %s: %d records after %.1fs without any\n",
+				name, time.Now().UTC().Format("15:04:05.000"), len(got), time.Since(polled).Seconds())
+		}
+		if len(got) > 0 {
+			polled = time.Now()
+		}
 		if len(got) == 0 {
 			if _, err := os.Stat(stop); err == nil {
 				break
 			}
 			continue
 		}
+		began := time.Now()
 		must(sess.Begin())
 		e := kgo.AbortingFirstErrPromise(sess.Client())
 		for _, r := range got {
@@ -222,6 +231,10 @@ func clusterTransact(args []string) {
 		}
 		committed++
 		records += len(got)
+		if took := time.Since(began); took > 2*time.Second {
+			fmt.Fprintf(os.Stderr, "%s: %s: a transaction of %d records took %.1fs to commit\n",
+				name, time.Now().UTC().Format("15:04:05.000"), len(got), took.Seconds())
+		}
 		for _, r := range got {
 			must(out.Encode(map[string]any{"p": r.Partition, "o": r.Offset, "v": string(r.Value)}))
 		}
