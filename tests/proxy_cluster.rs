@@ -525,6 +525,12 @@ fn failover_through_two_proxies() {
     create.args(["create", &a, &topic, "3", "3", "2"]);
     let out = run(create, "create the topic", CLIENT_TIMEOUT);
     assert!(out.ok, "creating {topic} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    // The exactly-once members' output: input partition P goes to output partition P.
+    let out_topic = format!("failover-out-{pid}");
+    let mut create = confluent_cluster();
+    create.args(["create", &b, &out_topic, "3", "3", "2"]);
+    let out = run(create, "create the output topic", CLIENT_TIMEOUT);
+    assert!(out.ok, "creating {out_topic} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
 
     let stop = c.dir.join(format!("stop-{pid}"));
     let _ = std::fs::remove_file(&stop);
@@ -540,6 +546,16 @@ fn failover_through_two_proxies() {
         let mut cmd = confluent_cluster();
         cmd.args(["consume", via, &topic, &rd_group, &stop_s, name]);
         consumers.push((rd_group.clone(), Consumer::start(name, cmd)));
+    }
+    // Exactly once: consume-transform-produce in transactions (read_committed, the group's
+    // offsets committed in each transaction), a member through each proxy.
+    let eos_group = format!("fo-eos-{pid}");
+    let mut eos = Vec::new();
+    for (name, via) in [("eos-a", &a), ("eos-b", &b)] {
+        let mut cmd = go_client();
+        let txn = format!("fo-txn-{pid}-{name}");
+        cmd.args(["cluster-transact", via, &topic, &out_topic, &eos_group, &txn, &stop_s, name]);
+        eos.push(Consumer::start(name, cmd));
     }
     let secs = PRODUCE_SECONDS.to_string();
     let mut go_producer = go_client();
@@ -592,6 +608,11 @@ fn failover_through_two_proxies() {
             }
             done &= got.len() >= total;
         }
+        let mut got: BTreeSet<(i64, i64)> = BTreeSet::new();
+        for cons in &eos {
+            got.extend(cons.records.lock().unwrap().iter().map(|r| (r.partition, r.offset)));
+        }
+        done &= got.len() >= total;
         if done || Instant::now() > deadline {
             break;
         }
@@ -616,6 +637,23 @@ fn failover_through_two_proxies() {
         let per: Vec<String> = members.iter().map(|(m, r)| format!("{m} {}", r.len())).collect();
         report.push(format!("{group}: {} ({again} delivered again)", per.join(", ")));
     }
+    let mut eos_counts = Vec::new();
+    for cons in eos {
+        let name = cons.name.clone();
+        let (recs, err) = cons.finish();
+        eprintln!("{name}: {} records in committed transactions; stderr:\n{}", recs.len(), err.trim_end());
+        eos_counts.push(transact_counts(&name, &err));
+    }
+    // The truth: what the output topic holds, read with read_committed.
+    let mut read = go_client();
+    read.args(["cluster-read-committed", &a, &out_topic, &total.to_string(), "eos-read"]);
+    let out = run(read, "read the output topic", CLIENT_TIMEOUT);
+    assert!(out.ok, "reading {out_topic} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let outputs = check_exactly_once(&out.stdout, &log);
+    report.push(format!(
+        "{eos_group}: {outputs} committed outputs, each input record exactly once, in order ({})",
+        eos_counts.join(", ")
+    ));
 
     let dead = c.plain[(VICTIM - 1) as usize].clone();
     let mut lost = 0;
@@ -642,7 +680,7 @@ fn failover_through_two_proxies() {
     assert!(lost > 0, "no proxy logged the loss of broker {VICTIM}");
     eprintln!(
         "failover: {sent} records from 2 producers in {:.1}s (broker {VICTIM} killed at {:.1}s, back at {:.1}s), \
-         each consumed by 2 groups over 2 proxies: {}; test took {:.1}s",
+         each consumed by 2 groups and transformed exactly once by a third, over 2 proxies: {}; test took {:.1}s",
         produced_in.as_secs_f64(),
         killed_at.as_secs_f64(),
         back_at.as_secs_f64(),
@@ -868,4 +906,78 @@ fn secret_forms_are_found_in_each_encoding() {
         }
     }
     assert_hidden("self-test", secret, &[("out".to_string(), "nothing here".to_string())]);
+}
+
+/// An exactly-once member's counts, from the last line of its stderr
+/// (`NAME: C transactions committed (R records), A aborted (K records)`).
+fn transact_counts(name: &str, stderr: &str) -> String {
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains(" transactions committed ("))
+        .unwrap_or_else(|| panic!("{name} printed no counts:\n{stderr}"));
+    line.to_string()
+}
+
+/// Checks the exactly-once output (`cluster-read-committed`'s lines: each output record's
+/// partition `p`, offset `o`, value `v`, and its input's partition `ip` and offset `io`)
+/// against `log`, the producers' acknowledged records: each input record appears exactly
+/// once, with its value, in the output partition of its input partition, and each output
+/// partition holds its inputs in offset order. Returns how many output records there are.
+fn check_exactly_once(lines: &str, log: &Log) -> usize {
+    // (input partition, input offset) to the output positions holding it.
+    let mut seen: BTreeMap<(i64, i64), Vec<(i64, i64)>> = BTreeMap::new();
+    let mut by_out: BTreeMap<i64, BTreeMap<i64, i64>> = BTreeMap::new();
+    let mut n = 0;
+    for line in lines.lines().filter(|l| l.starts_with('{')) {
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("exactly once: not JSON ({e}): {line}"));
+        let field = |k: &str| v[k].as_i64().unwrap_or_else(|| panic!("exactly once: no {k} in {line}"));
+        let (p, o, ip, io) = (field("p"), field("o"), field("ip"), field("io"));
+        let value = v["v"].as_str().unwrap_or_default();
+        assert!(ip >= 0 && io >= 0, "exactly once: output {p}/{o} ({value}) has no input position");
+        assert_eq!(p, ip, "exactly once: input {ip}/{io} ({value}) written to output partition {p}");
+        let want = log.get(&ip).and_then(|m| m.get(&io));
+        assert_eq!(
+            want.map(String::as_str),
+            Some(value),
+            "exactly once: output {p}/{o} says input {ip}/{io} is {value:?}; the producers' log has {want:?}"
+        );
+        seen.entry((ip, io)).or_default().push((p, o));
+        assert!(
+            by_out.entry(p).or_default().insert(o, io).is_none(),
+            "exactly once: output {p}/{o} read twice"
+        );
+        n += 1;
+    }
+    let dups: Vec<String> = seen
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|((ip, io), at)| format!("input {ip}/{io} at outputs {at:?}"))
+        .collect();
+    let missing: Vec<String> = log
+        .iter()
+        .flat_map(|(p, recs)| recs.iter().map(move |(o, v)| (*p, *o, v)))
+        .filter(|(p, o, _)| !seen.contains_key(&(*p, *o)))
+        .map(|(p, o, v)| format!("{p}/{o} ({v})"))
+        .collect();
+    assert!(
+        dups.is_empty() && missing.is_empty(),
+        "exactly once failed: {} input records written more than once, e.g. {:?}; {} never written, e.g. {:?}",
+        dups.len(),
+        &dups[..dups.len().min(10)],
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
+    for (p, recs) in &by_out {
+        let mut prev = -1;
+        for (o, io) in recs {
+            assert!(
+                *io > prev,
+                "exactly once: output partition {p} has input offset {io} (at {o}) after {prev}"
+            );
+            prev = *io;
+        }
+    }
+    n
 }
