@@ -25,11 +25,11 @@ mod proxy_harness;
 use process::{client_command, run};
 use proxy_harness::{Proxy, scrape};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -84,18 +84,30 @@ fn broker() -> &'static str {
 /// recording into `record` and serving `--metrics`.
 fn json_proxy(upstream: &str, record: &Path) -> Proxy {
     let _ = std::fs::remove_dir_all(record);
-    let mut args: Vec<&OsStr> = ["--listen", "127.0.0.1:0", "--upstream", upstream, "--format", "json", "--verify"]
-        .iter()
-        .map(OsStr::new)
-        .collect();
-    args.extend(["--metrics", "127.0.0.1:0", "--max-frame-bytes", "16777216", "--record"].map(OsStr::new));
+    let mut args: Vec<&OsStr> = [
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        upstream,
+        "--format",
+        "json",
+        "--verify",
+        "--metrics",
+        "127.0.0.1:0",
+        "--max-frame-bytes",
+        "16777216",
+        "--record",
+    ]
+    .into_iter()
+    .map(OsStr::new)
+    .collect();
     args.push(record.as_os_str());
     Proxy::start(&args)
 }
 
 /// Stops `proxy`; returns its log lines and whether it was still running (it must never
 /// have exited by itself).
-fn stop(proxy: Proxy) -> (Vec<String>, bool) {
+fn stop_proxy(proxy: Proxy) -> (Vec<String>, bool) {
     let (printed, alive) = proxy.kill();
     if !printed.stderr.trim().is_empty() {
         eprintln!("kwire proxy stderr:\n{}", printed.stderr);
@@ -277,7 +289,7 @@ fn client_through_proxy(client: &str) {
     let during = scraper.join().expect("scraper");
     thread::sleep(Duration::from_millis(300));
     let after = scrape(&metrics);
-    let (lines, alive) = stop(proxy);
+    let (lines, alive) = stop_proxy(proxy);
     assert!(alive, "kwire proxy exited during the {client} run");
     assert!(out.ok, "{client} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
     let answer = out.stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
@@ -535,7 +547,7 @@ fn robustness_under_bad_connections() {
     let results: Vec<_> = runs.into_iter().map(|h| h.join().expect("client thread")).collect();
     stop.store(true, Ordering::Relaxed);
     let rounds: Vec<usize> = attackers.into_iter().map(|h| h.join().unwrap_or(0)).collect();
-    let (lines, alive) = stop(proxy);
+    let (lines, alive) = stop_proxy(proxy);
     assert!(alive, "kwire proxy exited under bad connections");
     for (client, prefix, out) in &results {
         assert!(
@@ -616,7 +628,7 @@ fn slow_reader_does_not_grow_memory() {
     };
     let during = rss_kib(proxy.child.id());
     drop(s);
-    let (_, alive) = stop(proxy);
+    let (_, alive) = stop_proxy(proxy);
     assert!(alive, "kwire proxy exited");
     eprintln!(
         "slow reader: {} MB of requests accepted before the writes blocked={blocked}; proxy RSS {before} KiB before, {during} KiB while blocked",
