@@ -614,7 +614,9 @@ fn sni_routing() {
             (routed(BOOTSTRAP) - before.0, routed("broker-1.kwire.test") - before.1);
         assert!(by_bootstrap > 0, "{lib}: no connection by the bootstrap name\n{}", a.log());
         assert!(by_broker > 0, "{lib}: no connection routed by broker-1.kwire.test\n{}", a.log());
-        eprintln!("{lib} through the SNI port: {by_bootstrap} connections by {BOOTSTRAP}, {by_broker} by broker-1.kwire.test");
+        eprintln!(
+            "{lib} through the SNI port: {by_bootstrap} connections by {BOOTSTRAP}, {by_broker} by broker-1.kwire.test"
+        );
         api_versions(&mut good, 3 + i as i32).unwrap();
     }
     assert_eq!(a.count("closing this connection"), 4, "{}", a.log());
@@ -648,7 +650,8 @@ fn with_hosts(cmd: &Command, hosts: &Path) -> Command {
 /// /etc/hosts cannot be had (it is never skipped).
 fn hosts_file() -> PathBuf {
     let path = certs().dir.join("hosts");
-    std::fs::write(&path, format!("127.0.0.1 localhost\n127.0.0.1 {BOOTSTRAP} broker-1.kwire.test\n")).unwrap();
+    std::fs::write(&path, format!("127.0.0.1 localhost\n127.0.0.1 {BOOTSTRAP} broker-1.kwire.test\n"))
+        .unwrap();
     let mut probe = Command::new("getent");
     probe.args(["hosts", "broker-1.kwire.test"]);
     let out = run(with_hosts(&probe, &path), "unshare -m getent hosts", Duration::from_secs(20));

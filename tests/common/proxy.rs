@@ -125,7 +125,11 @@ impl Proxy {
                 return line;
             }
             if start.elapsed() > Duration::from_secs(20) {
-                panic!("no log line with {needles:?} from kwire proxy:\n{}\nstderr:\n{}", self.log(), self.stderr());
+                panic!(
+                    "no log line with {needles:?} from kwire proxy:\n{}\nstderr:\n{}",
+                    self.log(),
+                    self.stderr()
+                );
             }
             thread::sleep(Duration::from_millis(20));
         }
@@ -151,7 +155,10 @@ impl Proxy {
         let start = Instant::now();
         loop {
             let found = self.lines.lock().unwrap().iter().find_map(|l| {
-                l.split("metrics on http://").nth(1).and_then(|r| r.strip_suffix("/metrics")).map(String::from)
+                l.split("metrics on http://")
+                    .nth(1)
+                    .and_then(|r| r.strip_suffix("/metrics"))
+                    .map(String::from)
             });
             if let Some(addr) = found {
                 return addr;
@@ -223,7 +230,13 @@ pub fn setup(fresh: impl FnOnce() -> bool) {
 /// which the script's watchdog follows; `args` may name it with `{pid}`), with `env`, and
 /// checks that it succeeded. First removes the `NAME-*` folders of earlier runs whose test
 /// process and broker (its `pid` file) are both gone. Returns the folder and the output.
-pub fn kafka(mode: &str, name: &str, args: &[&str], env: &[(&str, &OsStr)], timeout: Duration) -> (PathBuf, Output) {
+pub fn kafka(
+    mode: &str,
+    name: &str,
+    args: &[&str],
+    env: &[(&str, &OsStr)],
+    timeout: Duration,
+) -> (PathBuf, Output) {
     let base = root().join("target/kafka");
     let running = |pid: &str| !pid.trim().is_empty() && Path::new(&format!("/proc/{}", pid.trim())).exists();
     if let Ok(entries) = std::fs::read_dir(&base) {
@@ -246,7 +259,11 @@ pub fn kafka(mode: &str, name: &str, args: &[&str], env: &[(&str, &OsStr)], time
     }
     let what = format!("tests/kafka/broker.sh {mode}");
     let out = run(cmd, &what, timeout);
-    assert!(out.ok, "the Kafka broker could not start ({what})\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    assert!(
+        out.ok,
+        "the Kafka broker could not start ({what})\nstdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
     (dir, out)
 }
 

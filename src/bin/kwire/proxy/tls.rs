@@ -15,9 +15,9 @@
 //! counted by [`Failure`] for `--metrics` (`kwire_proxy_tls_handshake_failures_total`).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -180,7 +180,12 @@ impl Failures {
              # TYPE {ns}_tls_handshake_failures_total counter"
         );
         for why in Failure::ALL {
-            let _ = writeln!(s, "{ns}_tls_handshake_failures_total{{reason=\"{}\"}} {}", why.label(), self.get(why));
+            let _ = writeln!(
+                s,
+                "{ns}_tls_handshake_failures_total{{reason=\"{}\"}} {}",
+                why.label(),
+                self.get(why)
+            );
         }
     }
 }
@@ -434,15 +439,15 @@ pub async fn accept(
                 ),
             ));
         }
-        let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream)
-            .await
-            .map_err(|e| (Failure::of(&e, Failure::BadHello), format!("bad TLS ClientHello: {}", reason(&e))))?;
+        let start =
+            LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream).await.map_err(|e| {
+                (Failure::of(&e, Failure::BadHello), format!("bad TLS ClientHello: {}", reason(&e)))
+            })?;
         let server_name = start.client_hello().server_name().map(str::to_ascii_lowercase);
         let upstream = route(tls, server_name.as_deref(), bootstrap, max_frame).await?;
-        let stream = start
-            .into_stream(config.clone())
-            .await
-            .map_err(|e| (Failure::of(&e, Failure::Other), format!("TLS handshake failed: {}", reason(&e))))?;
+        let stream = start.into_stream(config.clone()).await.map_err(|e| {
+            (Failure::of(&e, Failure::Other), format!("TLS handshake failed: {}", reason(&e)))
+        })?;
         Ok(Accepted { stream, server_name, upstream })
     };
     let result = match tokio::time::timeout(tls.handshake_timeout, handshake).await {
