@@ -20,6 +20,9 @@
 #[path = "common/process.rs"]
 mod process;
 
+#[path = "common/proxy.rs"]
+mod proxy_harness;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -30,9 +33,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use process::run;
+use proxy_harness::{Printed, Proxy, scrape};
 use serde_json::Value;
 
-const SETUP_TIMEOUT: Duration = Duration::from_secs(1500);
 const CLUSTER_TIMEOUT: Duration = Duration::from_secs(600);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(150);
 /// Seconds each producer of the failover test produces for.
@@ -59,18 +62,9 @@ fn modified(p: &Path) -> Option<std::time::SystemTime> {
 /// Installs the clients once per test process (tests/proxy/setup.sh); again when the
 /// franz-go program is older than its failover modes.
 fn setup() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
+    proxy_harness::setup(|| {
         let go = modified(&root().join("target/go-client/go-client"));
-        let fresh = go.is_some() && go >= modified(&root().join("tests/interop/go/cluster.go"));
-        if root().join("target/proxy-clients/ready").exists() && fresh {
-            return;
-        }
-        let _ = std::fs::remove_file(root().join("target/proxy-clients/ready"));
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/proxy/setup.sh"));
-        let out = run(cmd, "tests/proxy/setup.sh", SETUP_TIMEOUT);
-        assert!(out.ok, "tests/proxy/setup.sh failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+        go.is_some() && go >= modified(&root().join("tests/interop/go/cluster.go"))
     });
 }
 
@@ -98,19 +92,7 @@ struct Cluster {
 fn cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Cluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        // Clusters of earlier runs whose owner is gone.
-        let base = root().join("target/kafka");
-        if let Ok(entries) = std::fs::read_dir(&base) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if let Some(pid) = name.strip_prefix("cluster-")
-                    && !Path::new(&format!("/proc/{pid}")).exists()
-                {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-        let dir = base.join(format!("cluster-{}", std::process::id()));
+        let dir = root().join(format!("target/kafka/cluster-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (plain_password, scram_password) = (unique("Plain"), unique("Scram"));
         let props = dir.join("sasl.properties");
@@ -127,20 +109,10 @@ fn cluster() -> &'static Cluster {
             ),
         )
         .unwrap();
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/kafka/broker.sh"))
-            .arg("cluster")
-            .arg(&dir)
-            .arg("3")
-            .arg(std::process::id().to_string())
-            .env("KWIRE_KAFKA_PROPS", &props)
-            .env(
-                "KWIRE_KAFKA_FORMAT_ARGS",
-                format!("--add-scram SCRAM-SHA-512=[name={SCRAM_USER},password={scram_password}]"),
-            );
+        let scram = format!("--add-scram SCRAM-SHA-512=[name={SCRAM_USER},password={scram_password}]");
         let start = Instant::now();
-        let out = run(cmd, "tests/kafka/broker.sh cluster", CLUSTER_TIMEOUT);
-        assert!(out.ok, "the cluster could not start\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+        let env = [("KWIRE_KAFKA_PROPS", props.as_os_str()), ("KWIRE_KAFKA_FORMAT_ARGS", scram.as_ref())];
+        let (_, out) = proxy_harness::kafka("cluster", "cluster", &["3", "{pid}"], &env, CLUSTER_TIMEOUT);
         eprintln!("cluster of 3 started in {:.1}s", start.elapsed().as_secs_f64());
         let ports = std::fs::read_to_string(dir.join("ports")).unwrap();
         let (mut plain, mut sasl) = (Vec::new(), Vec::new());
@@ -184,100 +156,6 @@ fn free_ports(ips: &[&str], nodes: u16) -> u16 {
         return p;
     }
     panic!("no free run of ports");
-}
-
-/// A running `kwire proxy`, its output collected.
-struct Proxy {
-    child: Child,
-    addr: String,
-    lines: Arc<Mutex<Vec<String>>>,
-    reader: Option<thread::JoinHandle<()>>,
-    stderr: Option<thread::JoinHandle<String>>,
-}
-
-/// What a stopped proxy printed.
-struct Printed {
-    lines: Vec<String>,
-    stderr: String,
-}
-
-impl Proxy {
-    fn start(args: &[String]) -> Proxy {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-            .arg("proxy")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start kwire proxy");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        stdout.read_line(&mut first).expect("read the proxy's first line");
-        let addr = first
-            .strip_prefix("kwire proxy: listening on ")
-            .and_then(|r| r.split(',').next())
-            .unwrap_or_else(|| panic!("unexpected first line from kwire proxy: {first:?}"))
-            .to_string();
-        let lines = Arc::new(Mutex::new(vec![first.trim_end().to_string()]));
-        let sink = lines.clone();
-        let reader = thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let mut err = child.stderr.take().unwrap();
-        let stderr = thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        Proxy { child, addr, lines, reader: Some(reader), stderr: Some(stderr) }
-    }
-
-    fn metrics_addr(&self) -> String {
-        let start = Instant::now();
-        loop {
-            let found = self.lines.lock().unwrap().iter().find_map(|l| {
-                l.split("metrics on http://")
-                    .nth(1)
-                    .and_then(|r| r.strip_suffix("/metrics"))
-                    .map(String::from)
-            });
-            if let Some(addr) = found {
-                return addr;
-            }
-            assert!(start.elapsed() < Duration::from_secs(10), "the proxy logged no metrics address");
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Stops the proxy (SIGINT, so that it prints its summary); panics if it had exited.
-    fn stop(mut self) -> Printed {
-        thread::sleep(Duration::from_millis(300));
-        assert!(self.child.try_wait().unwrap().is_none(), "kwire proxy exited by itself");
-        let _ = Command::new("kill").arg("-INT").arg(self.child.id().to_string()).status();
-        let start = Instant::now();
-        while self.child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(5) {
-            thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
-        let stderr = self.stderr.take().map(|e| e.join().unwrap_or_default()).unwrap_or_default();
-        let lines = std::mem::take(&mut *self.lines.lock().unwrap());
-        Printed { lines, stderr }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn proxy_args(listen: &str, upstream: &[String], base: u16, more: &[&str]) -> Vec<String> {
@@ -658,7 +536,7 @@ fn failover_through_two_proxies() {
     let dead = c.plain[(VICTIM - 1) as usize].clone();
     let mut lost = 0;
     for (name, p) in ["proxy 127.0.0.1", "proxy 127.0.0.2"].into_iter().zip(proxies) {
-        let printed = p.stop();
+        let printed = p.interrupt();
         let lines = printed.lines;
         let n = check_closes(name, &lines, &dead);
         let opened = connections(&lines).to.len();
@@ -793,16 +671,6 @@ fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
     Some(f)
 }
 
-fn scrape(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: kwire\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    text
-}
-
 #[test]
 fn sasl_plain_and_scram_through_proxy_hide_the_secrets() {
     let _x = exclusive();
@@ -849,7 +717,7 @@ fn sasl_plain_and_scram_through_proxy_hide_the_secrets() {
         assert!(raw_v0_plain(&proxy.addr, PLAIN_USER, &c.plain_password), "v0 PLAIN with the password");
         assert!(!raw_v0_plain(&proxy.addr, PLAIN_USER, &wrong), "v0 PLAIN with a wrong password is refused");
         let scraped = scrape(&metrics);
-        let printed = proxy.stop();
+        let printed = proxy.interrupt();
         let outs = outputs(&printed, &record, &scraped);
         assert!(outs.len() > 3, "{format}: nothing recorded");
         for (what, secret) in [
