@@ -7,6 +7,11 @@
 //!   broker is killed (SIGKILL) mid-run and restarted. Every record acknowledged must be
 //!   consumed by each group, once per offset and in order per partition; the proxies log the
 //!   lost broker, keep serving, and close no client connection but those to the dead broker.
+//!   Plain group consumers are at-least-once (a commit lost with a killed coordinator is
+//!   re-delivered, and reported); **exactly once** is Kafka's own consume-transform-produce:
+//!   a third group (franz-go `GroupTransactSession`, a member through each proxy) copies every
+//!   record in transactions that commit its offsets, and the read_committed output must hold
+//!   every acknowledged record exactly once, in order per partition.
 //! - **SASL**: PLAIN and SCRAM-SHA-512 through the proxy to the brokers' SASL_PLAINTEXT
 //!   listeners (kafka-python and confluent-kafka), and the SaslHandshake v0 flow (raw tokens)
 //!   written by hand here. The log names the mechanism and the user; the passwords (made
@@ -777,7 +782,7 @@ fn secret_forms_are_found_in_each_encoding() {
 }
 
 /// An exactly-once member's counts, from the last line of its stderr
-/// (`NAME: C transactions committed (R records), A aborted (K records)`).
+/// (`NAME: C transactions committed (R records), A aborted (K records), S sessions reopened`).
 fn transact_counts(name: &str, stderr: &str) -> String {
     let line = stderr
         .lines()

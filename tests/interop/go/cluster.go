@@ -169,16 +169,20 @@ func clusterTransact(args []string) {
 		must(fmt.Errorf("usage: cluster-transact BOOTSTRAP IN OUT GROUP TXN_ID STOPFILE NAME"))
 	}
 	bootstrap, in, outTopic, group, txnID, stop, name := args[0], args[1], args[2], args[3], args[4], args[5], args[6]
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(bootstrap), kgo.ClientID(name),
-		kgo.TransactionalID(txnID), kgo.TransactionTimeout(30*time.Second),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
-		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(10*time.Second),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2*time.Millisecond),
-		kgo.RetryTimeout(90*time.Second))
-	must(err)
+	open := func() *kgo.GroupTransactSession {
+		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(bootstrap), kgo.ClientID(name),
+			kgo.TransactionalID(txnID), kgo.TransactionTimeout(30*time.Second),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+			kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(10*time.Second),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2*time.Millisecond),
+			kgo.RetryTimeout(90*time.Second))
+		must(err)
+		return sess
+	}
+	sess := open()
 	out := json.NewEncoder(os.Stdout)
-	var committed, aborted, records, reprocessed int
+	var committed, aborted, records, reprocessed, reopened int
 	polled := time.Now()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -219,8 +223,20 @@ func clusterTransact(args []string) {
 		ok, err := sess.End(ctx, kgo.TransactionEndTry(e.Err() == nil))
 		cancel()
 		if err != nil {
-			// Not retryable (franz-go's contract): the transactional id is fenced or failed.
-			must(fmt.Errorf("%s: ending a transaction of %d records: %w (produce: %v)", name, len(got), err, e.Err()))
+			// Not retryable in this session (franz-go's contract: the transactional id failed,
+			// or the retries ran out while a coordinator was down), and the outcome is unknown.
+			// A new session with the same transactional id fences this one: Kafka completes or
+			// aborts the open transaction, and the group resumes from its committed offsets.
+			// The records are not reported here; the read_committed output is what counts.
+			reopened++
+			if reopened > 5 {
+				must(fmt.Errorf("%s: ending a transaction of %d records: %w (produce: %v)", name, len(got), err, e.Err()))
+			}
+			fmt.Fprintf(os.Stderr, "%s: %s: ending a transaction of %d records failed: %v (produce: %v); a new session takes over\n",
+				name, time.Now().UTC().Format("15:04:05.000"), len(got), err, e.Err())
+			sess.Close()
+			sess = open()
+			continue
 		}
 		if !ok {
 			aborted++
@@ -239,8 +255,8 @@ func clusterTransact(args []string) {
 			must(out.Encode(map[string]any{"p": r.Partition, "o": r.Offset, "v": string(r.Value)}))
 		}
 	}
-	fmt.Fprintf(os.Stderr, "%s: %d transactions committed (%d records), %d aborted (%d records)\n",
-		name, committed, records, aborted, reprocessed)
+	fmt.Fprintf(os.Stderr, "%s: %d transactions committed (%d records), %d aborted (%d records), %d sessions reopened\n",
+		name, committed, records, aborted, reprocessed, reopened)
 	sess.Close()
 }
 
