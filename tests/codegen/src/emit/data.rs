@@ -364,7 +364,7 @@ pub fn write_body(cx: &Ctx, s: &Struct, ver: &Ver, special: &dyn Fn(&F, &Ver) ->
     let mut body = Block::new();
     for (i, j) in layout::fixed_groups(&fields) {
         let f = &fields[i];
-        if j - i == 1 || matches!(f.f.ty.fixed_width(), None) {
+        if j - i == 1 || f.f.ty.fixed_width().is_none() {
             let stmt =
                 special(f, ver).unwrap_or_else(|| write_stmt(cx, f, &format!("self.{}", f.ident), ver));
             body.under(&ver.cond(f.inline, s.versions), Stmt::line(stmt));
